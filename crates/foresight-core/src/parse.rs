@@ -1,0 +1,185 @@
+//! Parsing of the human units that configs and command lines use.
+//!
+//! Sizes take binary units (`4KiB`, `128KiB`, `1MiB`, `2GiB`, `1TiB`), decimal units (`10kB`, `10MB`,
+//! `6GB`, `1TB`) and plain bytes (`4096` or `4096B`); fractions are allowed where they make whole
+//! bytes (`1.5MiB`). Durations take `ns`, `us`, `ms`, `s`, `min` (`250us`, `1.92ms`, `60s`). Rates take
+//! bits (`1Gbit`, `100Mbit/s`) or bytes per second (`450MB/s`, `50MiB/s`). Every error says what was
+//! wrong and which forms are accepted, so the caller only has to add the key or file it came from.
+
+use thiserror::Error;
+
+use crate::time::Duration;
+use crate::units::{Bandwidth, ByteLen};
+
+/// Why a unit string did not parse.
+#[derive(Debug, Error, Clone, PartialEq, Eq)]
+pub enum ParseError {
+    /// The text had no number in front.
+    #[error("`{0}` has no number; write e.g. {1}")]
+    NoNumber(String, &'static str),
+    /// The unit is not one we know.
+    #[error("`{0}` has unknown unit `{1}`; write e.g. {2}")]
+    BadUnit(String, String, &'static str),
+    /// Negative, not finite, too large, or not a whole number of the base unit.
+    #[error("`{0}` is out of range: {1}")]
+    OutOfRange(String, &'static str),
+}
+
+const SIZE_EXAMPLES: &str = "`4096`, `4KiB`, `128KiB`, `1MiB`, `2GiB`, `10MB`";
+const DURATION_EXAMPLES: &str = "`250us`, `1.92ms`, `60s`, `2min`";
+const RATE_EXAMPLES: &str = "`1Gbit`, `100Mbit/s`, `450MB/s`, `50MiB/s`";
+
+fn split_number(text: &str) -> (&str, &str) {
+    let t = text.trim();
+    let end = t
+        .char_indices()
+        .find(|(_, c)| !(c.is_ascii_digit() || *c == '.' || *c == '_'))
+        .map(|(i, _)| i)
+        .unwrap_or(t.len());
+    (&t[..end], t[end..].trim())
+}
+
+fn number(text: &str, examples: &'static str) -> Result<(f64, String), ParseError> {
+    let (num, unit) = split_number(text);
+    let cleaned: String = num.chars().filter(|c| *c != '_').collect();
+    if cleaned.is_empty() || cleaned == "." {
+        return Err(ParseError::NoNumber(text.to_string(), examples));
+    }
+    let value: f64 = cleaned
+        .parse()
+        .map_err(|_| ParseError::NoNumber(text.to_string(), examples))?;
+    Ok((value, unit.to_string()))
+}
+
+/// Parses a size into bytes.
+pub fn parse_size(text: &str) -> Result<ByteLen, ParseError> {
+    let (value, unit) = number(text, SIZE_EXAMPLES)?;
+    let mult: u64 = match unit.as_str() {
+        "" | "B" | "b" => 1,
+        "KiB" | "K" | "k" => 1 << 10,
+        "MiB" | "M" => 1 << 20,
+        "GiB" | "G" => 1 << 30,
+        "TiB" | "T" => 1 << 40,
+        "kB" | "KB" => 1_000,
+        "MB" => 1_000_000,
+        "GB" => 1_000_000_000,
+        "TB" => 1_000_000_000_000,
+        _ => return Err(ParseError::BadUnit(text.to_string(), unit, SIZE_EXAMPLES)),
+    };
+    let bytes = value * mult as f64;
+    if !bytes.is_finite() || bytes > (1u64 << 62) as f64 {
+        return Err(ParseError::OutOfRange(text.to_string(), "sizes must be below 4 EiB"));
+    }
+    if bytes.fract() != 0.0 {
+        return Err(ParseError::OutOfRange(
+            text.to_string(),
+            "a size must be a whole number of bytes",
+        ));
+    }
+    Ok(ByteLen(bytes as u64))
+}
+
+/// Parses a duration.
+pub fn parse_duration(text: &str) -> Result<Duration, ParseError> {
+    let (value, unit) = number(text, DURATION_EXAMPLES)?;
+    let ns_per: f64 = match unit.as_str() {
+        "ns" => 1.0,
+        "us" | "µs" => 1e3,
+        "ms" => 1e6,
+        "s" => 1e9,
+        "min" => 60e9,
+        "" => {
+            return Err(ParseError::BadUnit(
+                text.to_string(),
+                "(none)".into(),
+                DURATION_EXAMPLES,
+            ))
+        }
+        _ => return Err(ParseError::BadUnit(text.to_string(), unit, DURATION_EXAMPLES)),
+    };
+    let ns = value * ns_per;
+    if !ns.is_finite() || ns > 1e18 {
+        return Err(ParseError::OutOfRange(text.to_string(), "durations must be below 30 years"));
+    }
+    Ok(Duration(ns.round() as u64))
+}
+
+/// Parses a data rate.
+pub fn parse_rate(text: &str) -> Result<Bandwidth, ParseError> {
+    let (value, unit) = number(text, RATE_EXAMPLES)?;
+    let unit = unit.strip_suffix("/s").unwrap_or(&unit).to_string();
+    let bytes_per_s = match unit.as_str() {
+        "bit" => value / 8.0,
+        "kbit" | "Kbit" => value * 1e3 / 8.0,
+        "Mbit" => value * 1e6 / 8.0,
+        "Gbit" => value * 1e9 / 8.0,
+        "B" => value,
+        "kB" | "KB" => value * 1e3,
+        "MB" => value * 1e6,
+        "GB" => value * 1e9,
+        "KiB" => value * 1024.0,
+        "MiB" => value * 1_048_576.0,
+        "GiB" => value * 1_073_741_824.0,
+        _ => return Err(ParseError::BadUnit(text.to_string(), unit, RATE_EXAMPLES)),
+    };
+    if !(bytes_per_s.is_finite() && bytes_per_s > 0.0) {
+        return Err(ParseError::OutOfRange(text.to_string(), "a rate must be positive"));
+    }
+    Ok(Bandwidth::from_bytes_per_s(bytes_per_s))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("4KiB").unwrap(), ByteLen(4096));
+        assert_eq!(parse_size("128KiB").unwrap(), ByteLen(131072));
+        assert_eq!(parse_size("1MiB").unwrap(), ByteLen(1 << 20));
+        assert_eq!(parse_size("2GiB").unwrap(), ByteLen(2 << 30));
+        assert_eq!(parse_size("10MB").unwrap(), ByteLen(10_000_000));
+        assert_eq!(parse_size("6GB").unwrap(), ByteLen(6_000_000_000));
+        assert_eq!(parse_size("4096").unwrap(), ByteLen(4096));
+        assert_eq!(parse_size(" 1.5MiB ").unwrap(), ByteLen(3 << 19));
+        assert!(matches!(parse_size("12 parsecs"), Err(ParseError::BadUnit(..))));
+        assert!(matches!(parse_size("KiB"), Err(ParseError::NoNumber(..))));
+        assert!(matches!(parse_size("-4KiB"), Err(ParseError::NoNumber(..))));
+        assert!(matches!(parse_size("0.3"), Err(ParseError::OutOfRange(..))));
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("250us").unwrap(), Duration(250_000));
+        assert_eq!(parse_duration("1.92ms").unwrap(), Duration(1_920_000));
+        assert_eq!(parse_duration("60s").unwrap(), Duration::from_secs(60));
+        assert!(parse_duration("60").is_err());
+        assert!(parse_duration("1e400s").is_err());
+    }
+
+    #[test]
+    fn rates() {
+        assert_eq!(parse_rate("1Gbit").unwrap().bytes_per_s, 125e6);
+        assert_eq!(parse_rate("450MB/s").unwrap().bytes_per_s, 450e6);
+        assert_eq!(parse_rate("1MiB/s").unwrap().bytes_per_s, 1_048_576.0);
+        assert!(parse_rate("0Gbit").is_err());
+        assert!(parse_rate("fast").is_err());
+    }
+
+    proptest! {
+        #[test]
+        fn random_text_never_panics(s in "\\PC{0,24}") {
+            let _ = parse_size(&s);
+            let _ = parse_duration(&s);
+            let _ = parse_rate(&s);
+        }
+
+        #[test]
+        fn binary_sizes_round_trip(n in 0u64..1_000_000, unit in 0usize..4) {
+            let names = ["B", "KiB", "MiB", "GiB"];
+            let text = format!("{n}{}", names[unit]);
+            prop_assert_eq!(parse_size(&text).unwrap().0, n << (10 * unit as u32));
+        }
+    }
+}

@@ -1,0 +1,98 @@
+//! Timing models of storage devices, driven by simulated time.
+//!
+//! A device takes block requests (`DevRequest`: an LBA range and an operation) and reports when each
+//! completes, with the service time split into `{queue, seek, rotate, transfer, overhead}`. Devices are
+//! passive: the caller submits requests, asks for the instant of the next internal event, and advances
+//! the device to that instant to collect completions. No device reads a clock; the same inputs always
+//! give the same outputs. The HDD is split along physical lines (geometry, mechanics, cache, queue) the
+//! way DiskSim keeps layout and mechanics apart.
+
+use foresight_core::{ByteLen, Duration, Instant, Lba};
+
+/// Whether a request reads or writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
+pub enum Op {
+    /// Read from the medium (or the cache).
+    Read,
+    /// Write to the medium (or the cache).
+    Write,
+}
+
+/// A request as a device sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DevRequest {
+    /// Caller's id; echoed back in the completion. Must be unique among outstanding requests.
+    pub id: u64,
+    /// Read or write.
+    pub op: Op,
+    /// First sector.
+    pub lba: Lba,
+    /// Number of 512-byte sectors; at least one.
+    pub sectors: u32,
+}
+
+/// Where a request's service time went. Components add up to completion minus submission.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Breakdown {
+    /// Waiting in the device's own queue before service started.
+    pub queue: Duration,
+    /// Moving the arm.
+    pub seek: Duration,
+    /// Waiting for the sector to come under the head (including head-switch settle).
+    pub rotate: Duration,
+    /// Moving data on the medium and the bus.
+    pub transfer: Duration,
+    /// Command processing in the controller.
+    pub overhead: Duration,
+}
+
+impl Breakdown {
+    /// The sum of all components.
+    pub fn total(&self) -> Duration {
+        self.queue + self.seek + self.rotate + self.transfer + self.overhead
+    }
+
+    /// Adds another breakdown component-wise.
+    pub fn add(&mut self, other: &Breakdown) {
+        self.queue += other.queue;
+        self.seek += other.seek;
+        self.rotate += other.rotate;
+        self.transfer += other.transfer;
+        self.overhead += other.overhead;
+    }
+}
+
+/// A finished request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Completion {
+    /// The id given at submission.
+    pub id: u64,
+    /// When the device reported it done.
+    pub at: Instant,
+    /// Where the time went.
+    pub breakdown: Breakdown,
+    /// Whether the drive's cache served it without touching the medium.
+    pub cache_hit: bool,
+}
+
+/// The interface every device model offers to a driver.
+///
+/// The protocol: while `can_accept()`, the driver may `submit`. It then calls `advance(t)` for
+/// `t = next_event()` (or any later instant it reaches first, such as a new submission time) and
+/// receives the completions due by `t`, in completion order. `advance` must be called with
+/// non-decreasing instants.
+pub trait Device {
+    /// Total addressable bytes.
+    fn capacity(&self) -> ByteLen;
+    /// Whether another request can be queued now (the device's command queue is bounded).
+    fn can_accept(&self) -> bool;
+    /// Queues a request at `now`. Panics if `!can_accept()` or the request runs past the capacity:
+    /// both are driver bugs.
+    fn submit(&mut self, now: Instant, req: DevRequest);
+    /// The earliest instant at which `advance` would produce a completion, if any is pending.
+    fn next_event(&self) -> Option<Instant>;
+    /// Moves the device to `now` and appends every completion due at or before `now`.
+    fn advance(&mut self, now: Instant, out: &mut Vec<Completion>);
+    /// Requests submitted and not yet completed.
+    fn outstanding(&self) -> usize;
+}
