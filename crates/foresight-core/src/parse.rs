@@ -68,7 +68,10 @@ pub fn parse_size(text: &str) -> Result<ByteLen, ParseError> {
     };
     let bytes = value * mult as f64;
     if !bytes.is_finite() || bytes > (1u64 << 62) as f64 {
-        return Err(ParseError::OutOfRange(text.to_string(), "sizes must be below 4 EiB"));
+        return Err(ParseError::OutOfRange(
+            text.to_string(),
+            "sizes must be below 4 EiB",
+        ));
     }
     if bytes.fract() != 0.0 {
         return Err(ParseError::OutOfRange(
@@ -95,11 +98,20 @@ pub fn parse_duration(text: &str) -> Result<Duration, ParseError> {
                 DURATION_EXAMPLES,
             ))
         }
-        _ => return Err(ParseError::BadUnit(text.to_string(), unit, DURATION_EXAMPLES)),
+        _ => {
+            return Err(ParseError::BadUnit(
+                text.to_string(),
+                unit,
+                DURATION_EXAMPLES,
+            ))
+        }
     };
     let ns = value * ns_per;
     if !ns.is_finite() || ns > 1e18 {
-        return Err(ParseError::OutOfRange(text.to_string(), "durations must be below 30 years"));
+        return Err(ParseError::OutOfRange(
+            text.to_string(),
+            "durations must be below 30 years",
+        ));
     }
     Ok(Duration(ns.round() as u64))
 }
@@ -123,7 +135,10 @@ pub fn parse_rate(text: &str) -> Result<Bandwidth, ParseError> {
         _ => return Err(ParseError::BadUnit(text.to_string(), unit, RATE_EXAMPLES)),
     };
     if !(bytes_per_s.is_finite() && bytes_per_s > 0.0) {
-        return Err(ParseError::OutOfRange(text.to_string(), "a rate must be positive"));
+        return Err(ParseError::OutOfRange(
+            text.to_string(),
+            "a rate must be positive",
+        ));
     }
     Ok(Bandwidth::from_bytes_per_s(bytes_per_s))
 }
@@ -143,7 +158,10 @@ mod tests {
         assert_eq!(parse_size("6GB").unwrap(), ByteLen(6_000_000_000));
         assert_eq!(parse_size("4096").unwrap(), ByteLen(4096));
         assert_eq!(parse_size(" 1.5MiB ").unwrap(), ByteLen(3 << 19));
-        assert!(matches!(parse_size("12 parsecs"), Err(ParseError::BadUnit(..))));
+        assert!(matches!(
+            parse_size("12 parsecs"),
+            Err(ParseError::BadUnit(..))
+        ));
         assert!(matches!(parse_size("KiB"), Err(ParseError::NoNumber(..))));
         assert!(matches!(parse_size("-4KiB"), Err(ParseError::NoNumber(..))));
         assert!(matches!(parse_size("0.3"), Err(ParseError::OutOfRange(..))));

@@ -173,7 +173,10 @@ mod tests {
         let t = Instant::ZERO + Duration::from_millis(3) + Duration::from_micros(5);
         assert_eq!(t.as_nanos(), 3_005_000);
         assert_eq!(t - Instant(5_000), Duration(3_000_000));
-        assert_eq!(Duration::from_secs_f64(1.5e-3), Duration::from_micros(1_500));
+        assert_eq!(
+            Duration::from_secs_f64(1.5e-3),
+            Duration::from_micros(1_500)
+        );
         assert_eq!(Duration::from_secs_f64(-1.0), Duration::ZERO);
         assert_eq!(Instant(5).saturating_since(Instant(9)), Duration::ZERO);
     }

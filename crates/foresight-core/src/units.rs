@@ -189,9 +189,14 @@ impl Add for ByteLen {
 impl fmt::Display for ByteLen {
     /// Prints the largest binary unit that divides the length exactly, else plain bytes.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        const UNITS: [(u64, &str); 4] = [(1 << 40, "TiB"), (1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")];
+        const UNITS: [(u64, &str); 4] = [
+            (1 << 40, "TiB"),
+            (1 << 30, "GiB"),
+            (1 << 20, "MiB"),
+            (1 << 10, "KiB"),
+        ];
         for (size, name) in UNITS {
-            if self.0 >= size && self.0 % size == 0 {
+            if self.0 >= size && self.0.is_multiple_of(size) {
                 return write!(f, "{}{}", self.0 / size, name);
             }
         }
@@ -217,7 +222,10 @@ mod tests {
         assert_eq!(ByteLen::kib(128).to_string(), "128KiB");
         assert_eq!(ByteLen(1000).to_string(), "1000B");
         let r = ByteRange::new(10, 10);
-        assert_eq!(r.intersect(ByteRange::new(15, 100)), Some(ByteRange::new(15, 5)));
+        assert_eq!(
+            r.intersect(ByteRange::new(15, 100)),
+            Some(ByteRange::new(15, 5))
+        );
         assert_eq!(r.intersect(ByteRange::new(20, 1)), None);
         assert_eq!(
             Bandwidth::from_mib_s(1.0).time_for(ByteLen::mib(2)),

@@ -7,6 +7,24 @@
 //! give the same outputs. The HDD is split along physical lines (geometry, mechanics, cache, queue) the
 //! way DiskSim keeps layout and mechanics apart.
 
+pub mod error;
+pub mod hdd;
+pub mod presets;
+pub mod raid0;
+pub mod ssd;
+#[cfg(test)]
+mod testutil;
+
+pub use error::DeviceError;
+pub use hdd::geometry::{Chs, Geometry, Zone, ZoneProgression};
+pub use hdd::mechanics::{CommandOverheads, Rotation, SeekCurve};
+pub use hdd::{Hdd, HddParams, QueuePolicy};
+pub use presets::{
+    build, preset, preset_infos, preset_names, preset_source, try_build, DeviceSpec, PresetInfo,
+};
+pub use raid0::{Raid0, Raid0Layout};
+pub use ssd::{Ssd, SsdParams};
+
 use foresight_core::{ByteLen, Duration, Instant, Lba};
 
 /// Whether a request reads or writes.
@@ -73,6 +91,9 @@ pub struct Completion {
     pub breakdown: Breakdown,
     /// Whether the drive's cache served it without touching the medium.
     pub cache_hit: bool,
+    /// How many member-disk requests it became (1 except on arrays, where a request that crosses a
+    /// strip boundary is split).
+    pub parts: u32,
 }
 
 /// The interface every device model offers to a driver.
@@ -89,7 +110,11 @@ pub trait Device {
     /// Queues a request at `now`. Panics if `!can_accept()` or the request runs past the capacity:
     /// both are driver bugs.
     fn submit(&mut self, now: Instant, req: DevRequest);
-    /// The earliest instant at which `advance` would produce a completion, if any is pending.
+    /// The earliest instant at which the device needs `advance`, if anything is pending. For a single
+    /// device (HDD, SSD) a completion is due exactly then. A composite device (a RAID-0 array) reports
+    /// its members' earliest event, which may only be internal progress (a member finished one part of
+    /// a request): advancing there may return no completion, and the next call reports a later
+    /// instant. It is never later than the earliest completion.
     fn next_event(&self) -> Option<Instant>;
     /// Moves the device to `now` and appends every completion due at or before `now`.
     fn advance(&mut self, now: Instant, out: &mut Vec<Completion>);

@@ -39,7 +39,11 @@ impl Budget {
 
     /// Returns `bytes` to the budget. Releasing more than is held is a programmer error.
     pub fn release(&mut self, bytes: ByteLen) {
-        assert!(bytes <= self.used, "released {bytes} but only {} held", self.used);
+        assert!(
+            bytes <= self.used,
+            "released {bytes} but only {} held",
+            self.used
+        );
         self.used.0 -= bytes.0;
     }
 

@@ -96,10 +96,19 @@ impl Layout {
     /// `i * volume / count`, rounded down to a 1 MiB boundary. This is the placement of paper
     /// 001_9c47c4c84914efc3.txt, section 4 (streams start `disk_size / streams` apart), which makes
     /// every switch between streams a real seek.
-    pub fn spread(volume_bytes: ByteLen, striping: Option<Striping>, count: usize, size: ByteLen) -> Result<Layout, LayoutError> {
+    pub fn spread(
+        volume_bytes: ByteLen,
+        striping: Option<Striping>,
+        count: usize,
+        size: ByteLen,
+    ) -> Result<Layout, LayoutError> {
         const ALIGN: u64 = 1 << 20;
         let mut l = Layout::new(volume_bytes, striping);
-        let gap = if count == 0 { 0 } else { volume_bytes.0 / count as u64 / ALIGN * ALIGN };
+        let gap = if count == 0 {
+            0
+        } else {
+            volume_bytes.0 / count as u64 / ALIGN * ALIGN
+        };
         if count > 0 && (gap < size.0 || gap == 0) {
             return Err(LayoutError::DoesNotFit {
                 files: count,
@@ -116,7 +125,13 @@ impl Layout {
 
     /// Places `count` files of `size` back to back from volume offset 0, each starting on an
     /// `align_bytes` boundary.
-    pub fn contiguous(volume_bytes: ByteLen, striping: Option<Striping>, count: usize, size: ByteLen, align_bytes: u64) -> Result<Layout, LayoutError> {
+    pub fn contiguous(
+        volume_bytes: ByteLen,
+        striping: Option<Striping>,
+        count: usize,
+        size: ByteLen,
+        align_bytes: u64,
+    ) -> Result<Layout, LayoutError> {
         assert!(align_bytes >= 1);
         let mut l = Layout::new(volume_bytes, striping);
         let step = size.0.div_ceil(align_bytes).saturating_mul(align_bytes);
@@ -150,7 +165,10 @@ impl Layout {
     pub fn push_file(&mut self, file: FileLayout) -> FileId {
         let mut expect = 0u64;
         for e in &file.extents {
-            assert_eq!(e.file_offset.0, expect, "extents must be sorted and gap-free");
+            assert_eq!(
+                e.file_offset.0, expect,
+                "extents must be sorted and gap-free"
+            );
             assert!(e.len.0 > 0, "empty extent");
             assert!(
                 e.volume_offset.0 + e.len.0 <= self.volume_bytes.0,
@@ -201,7 +219,12 @@ impl Layout {
 
     /// Calls `each(volume_offset, len)` for the volume pieces of `range` of `file`, in file order,
     /// one per extent touched. The range is clipped to the file.
-    pub fn for_each_volume_piece(&self, file: FileId, range: ByteRange, mut each: impl FnMut(ByteOffset, ByteLen)) {
+    pub fn for_each_volume_piece(
+        &self,
+        file: FileId,
+        range: ByteRange,
+        mut each: impl FnMut(ByteOffset, ByteLen),
+    ) {
         let f = &self.files[file.0 as usize];
         let end = range.end().0.min(f.size.0);
         let mut pos = range.start.0;
@@ -252,7 +275,13 @@ mod tests {
         // Paper 000, Fig. 3: five disks, four-block strips; block 16 is the first block of strip 4,
         // which lives on disk 4; block 20 starts strip 5 on disk 0, second row.
         let block = 4096;
-        let l = Layout::new(ByteLen(1 << 30), Some(Striping { disks: 5, strip_bytes: 4 * block }));
+        let l = Layout::new(
+            ByteLen(1 << 30),
+            Some(Striping {
+                disks: 5,
+                strip_bytes: 4 * block,
+            }),
+        );
         let p = l.physical(ByteOffset(16 * block));
         assert_eq!((p.disk, p.strip, p.disk_offset.0), (4, 4, 0));
         let p = l.physical(ByteOffset(21 * block));
@@ -262,10 +291,15 @@ mod tests {
     #[test]
     fn spread_and_pieces() {
         let l = Layout::spread(ByteLen::gib(8), None, 4, ByteLen::mib(100)).unwrap();
-        assert_eq!(l.to_volume(FileId(2), ByteOffset(5)), Some(ByteOffset((4 << 30) + 5)));
+        assert_eq!(
+            l.to_volume(FileId(2), ByteOffset(5)),
+            Some(ByteOffset((4 << 30) + 5))
+        );
         assert_eq!(l.to_volume(FileId(2), ByteOffset(100 << 20)), None);
         let mut pieces = vec![];
-        l.for_each_volume_piece(FileId(1), ByteRange::new(0, 1 << 40), |o, n| pieces.push((o, n)));
+        l.for_each_volume_piece(FileId(1), ByteRange::new(0, 1 << 40), |o, n| {
+            pieces.push((o, n))
+        });
         assert_eq!(pieces, vec![(ByteOffset(2 << 30), ByteLen::mib(100))]);
         assert!(Layout::spread(ByteLen::mib(10), None, 20, ByteLen::mib(1)).is_err());
     }
@@ -276,8 +310,16 @@ mod tests {
         let f = l.push_file(FileLayout {
             size: ByteLen(300),
             extents: vec![
-                Extent { file_offset: ByteOffset(0), volume_offset: ByteOffset(1000), len: ByteLen(100) },
-                Extent { file_offset: ByteOffset(100), volume_offset: ByteOffset(5000), len: ByteLen(200) },
+                Extent {
+                    file_offset: ByteOffset(0),
+                    volume_offset: ByteOffset(1000),
+                    len: ByteLen(100),
+                },
+                Extent {
+                    file_offset: ByteOffset(100),
+                    volume_offset: ByteOffset(5000),
+                    len: ByteLen(200),
+                },
             ],
         });
         let mut pieces = vec![];

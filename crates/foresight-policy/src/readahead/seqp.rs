@@ -68,10 +68,12 @@ pub struct Seqp {
 impl Seqp {
     /// A SEQP policy with windows of at most `readahead_max` bytes.
     pub fn new(readahead_max: ByteLen, layout: Arc<Layout>) -> Result<Seqp, PolicyError> {
-        if readahead_max.0 % PAGE_BYTES != 0 {
+        if !readahead_max.0.is_multiple_of(PAGE_BYTES) {
             return Err(PolicyError::BadSetting {
                 key: "readahead_max",
-                message: format!("{readahead_max} is not a whole number of 4 KiB pages; use e.g. 128KiB"),
+                message: format!(
+                    "{readahead_max} is not a whole number of 4 KiB pages; use e.g. 128KiB"
+                ),
             });
         }
         Ok(Seqp {
@@ -98,9 +100,20 @@ impl Seqp {
 
     /// `ondemand_readahead`: decides and submits the window for a read at `page` of `req_pages`
     /// pages. Returns the pages it submitted as `(first, end)`, if any.
-    fn ondemand(&mut self, stream: StreamId, file: FileId, page: u64, req_pages: u64, hit_mark: bool) -> Option<(u64, u64)> {
+    fn ondemand(
+        &mut self,
+        stream: StreamId,
+        file: FileId,
+        page: u64,
+        req_pages: u64,
+        hit_mark: bool,
+    ) -> Option<(u64, u64)> {
         let max = self.max_pages;
-        let mut ra = self.states.get(&(stream, file)).copied().unwrap_or_default();
+        let mut ra = self
+            .states
+            .get(&(stream, file))
+            .copied()
+            .unwrap_or_default();
         let sequential_hit = ra.size > 0
             && (page == ra.start + ra.size - ra.async_size || page == ra.start + ra.size);
         let initial = |ra: &mut RaState| {
@@ -146,13 +159,22 @@ impl Seqp {
                 ra.async_size = max / 2;
             }
         }
-        assert!(ra.size <= max && ra.async_size <= ra.size, "window {ra:?} breaks max {max}");
+        assert!(
+            ra.size <= max && ra.async_size <= ra.size,
+            "window {ra:?} breaks max {max}"
+        );
         self.states.insert((stream, file), ra);
         let mark = ra.start + ra.size - ra.async_size;
         self.submit(file, ra.start, ra.size, Some(mark))
     }
 
-    fn submit(&mut self, file: FileId, start_page: u64, pages: u64, mark: Option<u64>) -> Option<(u64, u64)> {
+    fn submit(
+        &mut self,
+        file: FileId,
+        start_page: u64,
+        pages: u64,
+        mark: Option<u64>,
+    ) -> Option<(u64, u64)> {
         let file_pages = self.file_pages(file);
         if start_page >= file_pages || pages == 0 {
             return None;
@@ -268,7 +290,10 @@ mod tests {
     use foresight_core::ByteOffset;
 
     fn layout(file_bytes: u64) -> Arc<Layout> {
-        Arc::new(Layout::unplaced(&[ByteLen(file_bytes), ByteLen(file_bytes)]))
+        Arc::new(Layout::unplaced(&[
+            ByteLen(file_bytes),
+            ByteLen(file_bytes),
+        ]))
     }
 
     fn fetches(p: &mut Seqp) -> Vec<(u64, u64)> {
@@ -282,7 +307,14 @@ mod tests {
     }
 
     /// Reads `pages` pages at `page`, with the miss the driver would report given what was fetched.
-    fn read(p: &mut Seqp, stream: u32, file: u32, page: u64, pages: u64, fetched: &mut BTreeSet<u64>) -> Vec<(u64, u64)> {
+    fn read(
+        p: &mut Seqp,
+        stream: u32,
+        file: u32,
+        page: u64,
+        pages: u64,
+        fetched: &mut BTreeSet<u64>,
+    ) -> Vec<(u64, u64)> {
         let miss = (page..page + pages).find(|pg| !fetched.contains(pg));
         p.handle(
             Instant::ZERO,
@@ -361,7 +393,10 @@ mod tests {
                 Input::Read {
                     stream: StreamId(0),
                     file: FileId(0),
-                    range: ByteRange::new(page * PAGE_BYTES, PAGE_BYTES.min(file - page * PAGE_BYTES)),
+                    range: ByteRange::new(
+                        page * PAGE_BYTES,
+                        PAGE_BYTES.min(file - page * PAGE_BYTES),
+                    ),
                     miss: (!got.contains(&page)).then_some(ByteOffset(page * PAGE_BYTES)),
                 },
             );

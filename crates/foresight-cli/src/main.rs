@@ -1,0 +1,308 @@
+//! The `foresight` command line.
+//!
+//! Subcommands map one to one onto the library: `sim` runs one simulation from a TOML config with
+//! `--set` overrides, `devices` lists the device presets, `reproduce` runs the experiment catalogue.
+//! Bad input (a config key, a value, a file) exits with code 2 and a message naming it; any other
+//! failure exits with code 1.
+
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+use clap::{Parser, Subcommand};
+use foresight_sim::config::{apply_set, read_config_file, SimConfig};
+use foresight_sim::metrics::RequestRecord;
+use foresight_sim::{RunOptions, SimError};
+
+#[derive(Parser)]
+#[command(
+    name = "foresight",
+    version,
+    about = "Prefetching for storage: policies, a device-accurate simulator, and the papers' results",
+    long_about = "Foresight makes data arrive before the application asks for it. This command runs \
+its prefetching policies in a discrete-event simulator with timing models of disks, RAID-0 arrays \
+and SSDs, and reproduces the results of the papers the policies come from.\n\n\
+Start with `foresight reproduce --quick`, or `foresight sim --set workload.streams=64 --json`."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run one simulation and print its measurements.
+    #[command(long_about = SIM_HELP)]
+    Sim {
+        /// TOML config file (sections [device], [host], [policy], [workload], and `seed`).
+        #[arg(long, value_name = "FILE.toml")]
+        config: Option<PathBuf>,
+        /// Override one key by its dotted path, e.g. --set workload.streams=64. Repeatable.
+        #[arg(long = "set", value_name = "KEY=VALUE")]
+        sets: Vec<String>,
+        /// Print one JSON object instead of the readable summary.
+        #[arg(long)]
+        json: bool,
+        /// Write one CSV line per application request to FILE.
+        #[arg(long, value_name = "FILE.csv")]
+        requests_out: Option<PathBuf>,
+    },
+    /// List the device presets.
+    Devices {
+        /// Print a JSON array instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Rerun the papers' experiments; writes report.md, results.json and a PNG and CSV per figure.
+    Reproduce {
+        /// Experiments to run (all when none is named). `--list` shows them.
+        experiments: Vec<String>,
+        /// Shorter simulated runs, same figures: the whole catalogue in about a minute.
+        #[arg(long)]
+        quick: bool,
+        /// Output directory.
+        #[arg(long, value_name = "DIR", default_value = "out")]
+        out: PathBuf,
+        /// List the experiments and exit.
+        #[arg(long)]
+        list: bool,
+    },
+}
+
+const SIM_HELP: &str = "Run one simulation and print its measurements.
+
+A config is TOML; every key can also be set with --set KEY=VALUE (later wins). Sizes take
+4096, 4KiB, 128KiB, 1MiB, 2GiB, 10MB; durations 250us, 1.92ms, 60s.
+
+  seed = 1                       every random draw comes from this
+  [device]
+  kind = \"hdd\"                   hdd | ssd | raid0
+  preset = \"wd800jd\"             see `foresight devices` (for raid0: the member disk)
+  disks = 5                      raid0 members
+  strip = \"128KiB\"               raid0 strip size
+  queue_depth = 1                device command queue (default: the preset's)
+  [host]
+  memory = \"1GiB\"                page cache: the memory budget
+  scheduler = \"deadline\"         noop | deadline
+  max_request = \"512KiB\"         largest merged block request
+  read_expire = \"500ms\"          deadline scheduler's read deadline
+  [policy]
+  name = \"seqp\"                  none | seqp
+  readahead_max = \"128KiB\"       largest readahead window
+  [workload]
+  kind = \"streams\"               streams | random | trace
+  streams = 1                    concurrent clients
+  file_size = \"128MiB\"           per-client file (random: one shared file; 0 = whole volume)
+  request = \"64KiB\"              bytes per read
+  think = \"0s\"                   pause between a completion and the next read
+  duration = \"30s\"               stop after this much simulated time (default: run to the end)
+  requests = 1000                random: reads per client
+  placement = \"spread\"           spread | contiguous
+  trace = \"PATH\"                 trace: the file
+  format = \"disksim\"             trace: disksim | msr | mqsim
+  closed = false                 trace: issue each request when the previous completes
+
+Example:
+  foresight sim --set device.preset=cheetah-15k5 --set workload.streams=64 --json";
+
+/// An error caused by the user's input: exit code 2.
+#[derive(Debug)]
+struct InputError(String);
+
+impl std::fmt::Display for InputError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for InputError {}
+
+fn input(e: impl std::fmt::Display) -> anyhow::Error {
+    anyhow::Error::new(InputError(e.to_string()))
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Sim {
+            config,
+            sets,
+            json,
+            requests_out,
+        } => cmd_sim(config.as_deref(), &sets, json, requests_out.as_deref()),
+        Command::Devices { json } => cmd_devices(json),
+        Command::Reproduce {
+            experiments,
+            quick,
+            out,
+            list,
+        } => cmd_reproduce(&experiments, quick, &out, list),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            let code = if e.downcast_ref::<InputError>().is_some() {
+                2
+            } else {
+                1
+            };
+            eprintln!("error: {e:#}");
+            ExitCode::from(code)
+        }
+    }
+}
+
+fn load_config(path: Option<&Path>, sets: &[String]) -> anyhow::Result<SimConfig> {
+    let mut table = match path {
+        Some(p) => read_config_file(p).map_err(input)?,
+        None => toml::Table::new(),
+    };
+    for s in sets {
+        apply_set(&mut table, s).map_err(input)?;
+    }
+    let base = path.and_then(Path::parent);
+    SimConfig::from_table(table, base).map_err(input)
+}
+
+fn cmd_sim(
+    config: Option<&Path>,
+    sets: &[String],
+    json: bool,
+    requests_out: Option<&Path>,
+) -> anyhow::Result<()> {
+    let cfg = load_config(config, sets)?;
+    let started = std::time::Instant::now();
+    let show_bar = std::io::stderr().is_terminal();
+    let mut bar: Option<indicatif::ProgressBar> = None;
+    let mut progress = |frac: f64| {
+        if !show_bar || started.elapsed().as_secs_f64() < 1.0 {
+            return;
+        }
+        let b = bar.get_or_insert_with(|| {
+            let b = indicatif::ProgressBar::new(1000);
+            b.set_style(
+                indicatif::ProgressStyle::with_template(
+                    "{spinner} simulating [{bar:40}] {percent}% (eta {eta})",
+                )
+                .expect("valid template")
+                .progress_chars("=> "),
+            );
+            b
+        });
+        b.set_position((frac * 1000.0) as u64);
+    };
+    let out = foresight_sim::run(
+        &cfg,
+        RunOptions {
+            record_requests: requests_out.is_some(),
+            progress: Some(&mut progress),
+        },
+    )
+    .map_err(|e| match e {
+        SimError::Config(_) | SimError::Trace(_) => input(e),
+    })?;
+    if let Some(b) = bar.take() {
+        b.finish_and_clear();
+    }
+    if let Some(path) = requests_out {
+        let f =
+            std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?;
+        let mut w = std::io::BufWriter::new(f);
+        writeln!(w, "{}", RequestRecord::CSV_HEADER)?;
+        for r in &out.requests {
+            writeln!(w, "{}", r.csv_line())?;
+        }
+        w.flush()
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    let r = &out.report;
+    if json {
+        println!("{}", serde_json::to_string(r)?);
+        return Ok(());
+    }
+    let b = &r.breakdown;
+    let busy = b.seek_s + b.rotate_s + b.transfer_s + b.overhead_s;
+    let pct = |x: f64| if busy > 0.0 { 100.0 * x / busy } else { 0.0 };
+    println!(
+        "{} on {}, {} workload, {} stream(s), seed {}",
+        r.policy, r.device, r.workload, r.streams, r.seed
+    );
+    println!(
+        "  throughput   {:>10.2} MiB/s over {:.3} s simulated ({:.2} s on this host)",
+        r.throughput_mib_s, r.elapsed_s, r.wall_s
+    );
+    println!(
+        "  application  {:>10} requests, {} bytes; latency mean {:.3} ms, p99 {:.3} ms; stalled {:.3} s",
+        r.app_requests, r.app_bytes, r.mean_latency_ms, r.p99_latency_ms, r.stall_s
+    );
+    println!(
+        "  device       {:>10} requests, {} bytes; drive cache hits {}",
+        r.device_requests, r.device_bytes, r.device_cache_hits
+    );
+    println!(
+        "  prefetch     {:>10} fetches, {} bytes ahead, {} wasted; memory peak {} bytes",
+        r.fetches, r.prefetched_bytes, r.wasted_bytes, r.memory_peak_bytes
+    );
+    println!(
+        "  device time  seek {:.1}%, rotate {:.1}%, transfer {:.1}%, overhead {:.1}% (queued {:.3} s)",
+        pct(b.seek_s),
+        pct(b.rotate_s),
+        pct(b.transfer_s),
+        pct(b.overhead_s),
+        b.queue_s
+    );
+    Ok(())
+}
+
+fn cmd_devices(json: bool) -> anyhow::Result<()> {
+    let infos = foresight_device::presets::preset_infos();
+    if json {
+        println!("{}", serde_json::to_string_pretty(&infos)?);
+        return Ok(());
+    }
+    println!(
+        "{:<14} {:<4} {:>6} {:>9} {:>10} {:>10} {:>14}  source",
+        "name", "kind", "rpm", "seek ms", "outer MiB/s", "inner MiB/s", "capacity"
+    );
+    for p in infos {
+        println!(
+            "{:<14} {:<4} {:>6} {:>9.2} {:>10.1} {:>10.1} {:>14}  {}",
+            p.name,
+            p.kind,
+            p.rpm,
+            p.avg_seek_ms,
+            p.media_mib_s_max,
+            p.media_mib_s_min,
+            p.capacity_bytes,
+            p.source
+        );
+    }
+    Ok(())
+}
+
+fn cmd_reproduce(names: &[String], quick: bool, out: &Path, list: bool) -> anyhow::Result<()> {
+    if list {
+        for e in foresight_sim::experiments::catalogue() {
+            println!("{:<12} {}", e.name, e.about);
+        }
+        return Ok(());
+    }
+    let known = foresight_sim::experiments::names();
+    if let Some(bad) = names.iter().find(|n| !known.contains(&n.as_str())) {
+        return Err(input(format!(
+            "unknown experiment `{bad}`; choose from: {}",
+            known.join(", ")
+        )));
+    }
+    let started = std::time::Instant::now();
+    let log = |line: &str| eprintln!("[{:>6.1}s] {line}", started.elapsed().as_secs_f64());
+    foresight_sim::experiments::reproduce(names, quick, out, &log)?;
+    eprintln!(
+        "wrote {} and {} in {:.1} s",
+        out.join("report.md").display(),
+        out.join("results.json").display(),
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
+}

@@ -1,0 +1,167 @@
+//! The `foresight` binary end to end: exit codes, messages, and the JSON contract.
+
+use std::process::Command;
+
+fn foresight(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_foresight"))
+        .args(args)
+        .output()
+        .expect("the binary runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn expect_input_error(args: &[&str], must_name: &str) {
+    let (code, _, err) = foresight(args);
+    assert_eq!(code, 2, "{args:?} should exit 2; stderr: {err}");
+    assert!(
+        err.contains(must_name),
+        "{args:?}: message should name `{must_name}`: {err}"
+    );
+    assert!(!err.contains("panicked"), "{args:?} panicked: {err}");
+}
+
+#[test]
+fn bad_input_exits_2_naming_the_problem() {
+    expect_input_error(&["sim", "--set", "workload.bogus=1"], "workload.bogus");
+    expect_input_error(&["sim", "--set", "host.memory=12parsecs"], "host.memory");
+    expect_input_error(
+        &["sim", "--set", "workload.request=4Kb"],
+        "workload.request",
+    );
+    expect_input_error(&["sim", "--set", "workload.streams=0"], "workload.streams");
+    expect_input_error(&["sim", "--set", "workload.streams=-5"], "workload.streams");
+    expect_input_error(&["sim", "--set", "device.preset=floppy"], "device.preset");
+    expect_input_error(
+        &["sim", "--config", "/nonexistent/foresight.toml"],
+        "/nonexistent/foresight.toml",
+    );
+    expect_input_error(
+        &[
+            "sim",
+            "--set",
+            "workload.kind=trace",
+            "--set",
+            "workload.trace=/nonexistent/t.trace",
+        ],
+        "/nonexistent/t.trace",
+    );
+    expect_input_error(&["reproduce", "nonesuch"], "nonesuch");
+    expect_input_error(&["sim", "--set", "novalue"], "KEY=VALUE");
+}
+
+#[test]
+fn malformed_files_name_file_and_line() {
+    let dir = std::env::temp_dir().join(format!("foresight-cli-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cfg = dir.join("bad.toml");
+    std::fs::write(&cfg, "seed = 1\n[workload\nstreams = 2\n").unwrap();
+    expect_input_error(&["sim", "--config", cfg.to_str().unwrap()], "bad.toml:2");
+    let trace = dir.join("bad.trace");
+    std::fs::write(&trace, "R Hit 100 8 1.0 2.0\nR Hit 200 eight 1.0 2.0\n").unwrap();
+    expect_input_error(
+        &[
+            "sim",
+            "--set",
+            "workload.kind=trace",
+            "--set",
+            &format!("workload.trace={}", trace.display()),
+        ],
+        "bad.trace:2",
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn sim_json_has_every_contract_key() {
+    let (code, out, err) = foresight(&[
+        "sim",
+        "--json",
+        "--set",
+        "workload.streams=4",
+        "--set",
+        "workload.file_size=8MiB",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(out.trim()).expect("one JSON object");
+    for key in [
+        "throughput_mib_s",
+        "elapsed_s",
+        "app_requests",
+        "app_bytes",
+        "device_requests",
+        "device_bytes",
+        "prefetched_bytes",
+        "wasted_bytes",
+        "mean_latency_ms",
+        "p99_latency_ms",
+        "stall_s",
+        "breakdown",
+        "wall_s",
+        "memory_peak_bytes",
+    ] {
+        assert!(v.get(key).is_some(), "missing `{key}` in {out}");
+    }
+    for key in ["seek_s", "rotate_s", "transfer_s", "queue_s", "overhead_s"] {
+        assert!(v["breakdown"].get(key).is_some(), "missing breakdown.{key}");
+    }
+    assert_eq!(v["app_bytes"], 4 * 8 * 1024 * 1024);
+}
+
+#[test]
+fn devices_json_lists_every_preset_with_the_contract_keys() {
+    let (code, out, err) = foresight(&["devices", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).expect("JSON array");
+    let arr = v.as_array().expect("array");
+    for name in [
+        "cheetah-15k5",
+        "atlas-10k",
+        "ibm-18es",
+        "cheetah-4lp",
+        "wd800jd",
+        "st6000nm0024",
+        "ssd-850evo",
+    ] {
+        let p = arr
+            .iter()
+            .find(|p| p["name"] == name)
+            .unwrap_or_else(|| panic!("preset {name} missing"));
+        for key in [
+            "kind",
+            "rpm",
+            "avg_seek_ms",
+            "media_mib_s_max",
+            "media_mib_s_min",
+            "capacity_bytes",
+        ] {
+            assert!(p.get(key).is_some(), "{name} lacks {key}");
+        }
+    }
+}
+
+#[test]
+fn requests_out_writes_one_line_per_request() {
+    let path = std::env::temp_dir().join(format!("foresight-req-{}.csv", std::process::id()));
+    let (code, _, err) = foresight(&[
+        "sim",
+        "--set",
+        "workload.file_size=1MiB",
+        "--set",
+        "workload.streams=2",
+        "--requests-out",
+        path.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let mut lines = text.lines();
+    assert_eq!(
+        lines.next(),
+        Some("id,stream,submit_s,complete_s,latency_ms,offset,bytes,op")
+    );
+    assert_eq!(lines.count(), 2 * 16);
+    std::fs::remove_file(&path).ok();
+}

@@ -1,0 +1,314 @@
+//! The drive's segmented read cache and its lazily computed read-ahead.
+//!
+//! The on-board buffer is split into a fixed number of segments, each holding one contiguous run of
+//! sectors (paper `001_9c47c4c84914efc3.txt`, section 2.1: "The disk cache is usually divided in a
+//! number of cache segments ... used to hold contiguous data"; DiskSim's `Number of buffer segments`
+//! and `Segment size (in blks)`). A segment is a ring: it keeps the newest `segment_sectors` sectors of
+//! its run, so a long read or a long read-ahead pushes the oldest sectors out.
+//!
+//! After a read that went to the media, the drive keeps reading the following sectors into the same
+//! segment (read-ahead; DiskSim's `Buffer continuous read = 3`, "prefetching up to the point that the
+//! current cache segment is full", bounded by `Maximum read-ahead`) until it needs the head for
+//! another command. Nothing is simulated per sector: a running read-ahead is stored as
+//! [`ReadAhead`] (when and where the stream started and where it must stop) and its progress at any
+//! instant is computed from the layout and the rotation by the drive, which owns those
+//! (`Hdd::stream_reach`). At most one read-ahead runs at a time because there is one head.
+//!
+//! Segments are replaced least-recently-used. With more interleaved sequential streams than segments,
+//! each stream's segment is reclaimed before the stream comes back to it, which is the collapse that
+//! paper 001 (section 3, Figure 7) describes; it falls out of LRU without special handling.
+
+/// A read-ahead in progress.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ReadAhead {
+    /// Absolute time, in (fractional) nanoseconds, at which the head is at the leading edge of
+    /// `origin_lba`, on that sector's track.
+    pub origin_ns: f64,
+    /// The next sector the stream reads from `origin_ns` on.
+    pub origin_lba: u64,
+    /// The stream stops before this sector (read-ahead budget, segment size or end of the disk).
+    pub limit_lba: u64,
+}
+
+/// One cache segment.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Segment {
+    /// The oldest sector the segment may hold; the ring rule may have pushed out more.
+    pub first_lba: u64,
+    /// One past the newest sector held when no read-ahead runs into this segment.
+    pub end_lba: u64,
+    /// The read-ahead filling this segment, if any.
+    pub readahead: Option<ReadAhead>,
+    /// Recency stamp for LRU replacement (larger = more recent).
+    stamp: u64,
+}
+
+/// A fixed set of segments with LRU replacement. Its size is fixed at construction; nothing allocates
+/// afterwards.
+#[derive(Clone, Debug)]
+pub struct SegmentCache {
+    segments: Vec<Option<Segment>>,
+    segment_sectors: u64,
+    readahead_budget_sectors: u64,
+    enabled: bool,
+    stamp: u64,
+    streaming: Option<usize>,
+}
+
+impl SegmentCache {
+    /// `count` segments of `segment_sectors` sectors; after a media read the drive reads ahead up to
+    /// `min(readahead_max_sectors, segment_sectors)` sectors. A disabled cache holds nothing and never
+    /// reads ahead. Panics if an enabled cache has no segments or empty segments (validated params
+    /// never do).
+    pub fn new(
+        count: u32,
+        segment_sectors: u32,
+        readahead_max_sectors: u32,
+        enabled: bool,
+    ) -> SegmentCache {
+        assert!(
+            !enabled || (count > 0 && segment_sectors > 0),
+            "an enabled cache needs segments"
+        );
+        let count = if enabled { count as usize } else { 0 };
+        let segments = vec![None; count];
+        assert_eq!(segments.len(), count, "segment table is sized once, here");
+        SegmentCache {
+            segments,
+            segment_sectors: u64::from(segment_sectors),
+            readahead_budget_sectors: u64::from(readahead_max_sectors.min(segment_sectors)),
+            enabled,
+            stamp: 0,
+            streaming: None,
+        }
+    }
+
+    /// Whether the cache is in use.
+    pub fn enabled(&self) -> bool {
+        self.enabled
+    }
+
+    /// Sectors per segment.
+    pub fn segment_sectors(&self) -> u64 {
+        self.segment_sectors
+    }
+
+    /// How many sectors a read-ahead may fetch past the end of a read.
+    pub fn readahead_budget_sectors(&self) -> u64 {
+        self.readahead_budget_sectors
+    }
+
+    /// The segment at `index`, if it holds anything.
+    pub fn segment(&self, index: usize) -> Option<&Segment> {
+        self.segments.get(index).and_then(|s| s.as_ref())
+    }
+
+    /// Number of segments.
+    pub fn len(&self) -> usize {
+        self.segments.len()
+    }
+
+    /// Whether the cache has no segments (it is disabled).
+    pub fn is_empty(&self) -> bool {
+        self.segments.is_empty()
+    }
+
+    /// The segment being filled by a read-ahead, and the read-ahead.
+    pub fn streaming(&self) -> Option<(usize, ReadAhead)> {
+        let i = self.streaming?;
+        let ra = self.segments[i].as_ref()?.readahead?;
+        Some((i, ra))
+    }
+
+    /// The sectors `[first, end)` a segment holds, given how far its read-ahead (if any) has got:
+    /// `reach` is the stream's next unread sector and is ignored for a segment without read-ahead.
+    pub fn held(&self, seg: &Segment, reach: Option<u64>) -> (u64, u64) {
+        let end = match (seg.readahead, reach) {
+            (Some(_), Some(r)) => r,
+            _ => seg.end_lba,
+        };
+        (
+            seg.first_lba.max(end.saturating_sub(self.segment_sectors)),
+            end,
+        )
+    }
+
+    /// A segment that holds all of `[lba, end)` now; `reach` is the running read-ahead's progress.
+    pub fn find_full_hit(&self, lba: u64, end: u64, reach: Option<u64>) -> Option<usize> {
+        self.segments.iter().enumerate().find_map(|(i, s)| {
+            let s = s.as_ref()?;
+            let r = if self.streaming == Some(i) {
+                reach
+            } else {
+                None
+            };
+            let (first, held_end) = self.held(s, r);
+            (first <= lba && end <= held_end).then_some(i)
+        })
+    }
+
+    /// A segment (with no read-ahead running) whose held run contains `lba` but ends before `end`:
+    /// the request's first sectors can come from it. Returns the segment and the end of the cached
+    /// prefix.
+    pub fn find_prefix(&self, lba: u64, end: u64) -> Option<(usize, u64)> {
+        self.segments.iter().enumerate().find_map(|(i, s)| {
+            let s = s.as_ref()?;
+            if s.readahead.is_some() {
+                return None;
+            }
+            let (first, held_end) = self.held(s, None);
+            (first <= lba && lba < held_end && held_end < end).then_some((i, held_end))
+        })
+    }
+
+    /// Freezes the running read-ahead at `reached` (its next unread sector): the head is needed
+    /// elsewhere.
+    pub fn stop_streaming(&mut self, reached: u64) {
+        if let Some(i) = self.streaming.take() {
+            if let Some(s) = self.segments[i].as_mut() {
+                s.end_lba = reached;
+                s.first_lba = s
+                    .first_lba
+                    .max(reached.saturating_sub(self.segment_sectors));
+                s.readahead = None;
+            }
+        }
+    }
+
+    /// The segment a media read starting at `lba` should fill: one whose run contains or ends at
+    /// `lba` (so a stream keeps its segment), else an empty one, else the least recently used.
+    pub fn choose_for_miss(&self, lba: u64) -> usize {
+        assert!(self.enabled && !self.segments.is_empty());
+        let continuing = self.segments.iter().position(|s| {
+            s.as_ref().is_some_and(|s| {
+                let (first, end) = self.held(s, None);
+                s.readahead.is_none() && first <= lba && lba <= end
+            })
+        });
+        if let Some(i) = continuing {
+            return i;
+        }
+        if let Some(i) = self.segments.iter().position(Option::is_none) {
+            return i;
+        }
+        self.segments
+            .iter()
+            .enumerate()
+            .min_by_key(|(_, s)| s.as_ref().map_or(0, |s| s.stamp))
+            .map(|(i, _)| i)
+            .expect("non-empty")
+    }
+
+    /// Makes segment `index` hold `[first_lba, end_lba)` (and then whatever `readahead` fetches),
+    /// marks it most recently used, and drops other segments that overlap it so no sector is held
+    /// twice. Any running read-ahead must have been stopped first unless it is this segment's.
+    pub fn fill(
+        &mut self,
+        index: usize,
+        first_lba: u64,
+        end_lba: u64,
+        readahead: Option<ReadAhead>,
+    ) {
+        debug_assert!(first_lba <= end_lba);
+        if self.streaming.is_some_and(|s| s != index) {
+            panic!("fill while another segment streams: stop the read-ahead first");
+        }
+        let first_lba = first_lba.max(end_lba.saturating_sub(self.segment_sectors));
+        let limit = readahead.map_or(end_lba, |r| r.limit_lba);
+        for (i, s) in self.segments.iter_mut().enumerate() {
+            if i == index {
+                continue;
+            }
+            if let Some(seg) = s {
+                if seg.first_lba < limit && first_lba < seg.end_lba {
+                    *s = None;
+                }
+            }
+        }
+        self.stamp += 1;
+        self.segments[index] = Some(Segment {
+            first_lba,
+            end_lba,
+            readahead,
+            stamp: self.stamp,
+        });
+        self.streaming = readahead.map(|_| index);
+    }
+
+    /// Marks segment `index` most recently used.
+    pub fn touch(&mut self, index: usize) {
+        self.stamp += 1;
+        if let Some(s) = self.segments[index].as_mut() {
+            s.stamp = self.stamp;
+        }
+    }
+
+    /// Drops every segment holding any of `[lba, end)` (a write made them stale). Stop the running
+    /// read-ahead first.
+    pub fn invalidate(&mut self, lba: u64, end: u64) {
+        assert!(
+            self.streaming.is_none(),
+            "stop the read-ahead before invalidating"
+        );
+        for s in self.segments.iter_mut() {
+            if s.is_some_and(|seg| seg.first_lba < end && lba < seg.end_lba) {
+                *s = None;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lru_replacement_and_ring_window() {
+        let mut c = SegmentCache::new(2, 100, 50, true);
+        let a = c.choose_for_miss(0);
+        c.fill(a, 0, 10, None);
+        let b = c.choose_for_miss(1000);
+        assert_ne!(a, b);
+        c.fill(b, 1000, 1010, None);
+        assert_eq!(c.find_full_hit(2, 8, None), Some(a));
+        c.touch(a);
+        // A third stream evicts the least recently used (b).
+        let v = c.choose_for_miss(5000);
+        assert_eq!(v, b);
+        c.fill(v, 5000, 5300, None);
+        // Only the newest 100 sectors are kept.
+        assert_eq!(c.held(c.segment(v).unwrap(), None), (5200, 5300));
+        assert_eq!(c.find_full_hit(5100, 5110, None), None);
+        assert_eq!(c.find_full_hit(5250, 5300, None), Some(v));
+    }
+
+    #[test]
+    fn read_ahead_progress_extends_hits_and_freezes() {
+        let mut c = SegmentCache::new(4, 100, 60, true);
+        assert_eq!(c.readahead_budget_sectors(), 60);
+        let ra = ReadAhead {
+            origin_ns: 0.0,
+            origin_lba: 20,
+            limit_lba: 80,
+        };
+        c.fill(0, 0, 20, Some(ra));
+        assert_eq!(c.streaming().map(|s| s.0), Some(0));
+        assert_eq!(c.find_full_hit(20, 30, Some(25)), None);
+        assert_eq!(c.find_full_hit(20, 30, Some(30)), Some(0));
+        c.stop_streaming(45);
+        assert!(c.streaming().is_none());
+        assert_eq!(c.held(c.segment(0).unwrap(), None), (0, 45));
+        assert_eq!(c.find_prefix(40, 60), Some((0, 45)));
+        // A new read at the end of the run reuses the segment.
+        assert_eq!(c.choose_for_miss(45), 0);
+        c.invalidate(10, 11);
+        assert!(c.segment(0).is_none());
+    }
+
+    #[test]
+    fn disabled_cache_has_no_segments() {
+        let c = SegmentCache::new(8, 100, 100, false);
+        assert!(c.is_empty());
+        assert_eq!(c.find_full_hit(0, 1, None), None);
+    }
+}

@@ -1,0 +1,794 @@
+//! A zoned hard disk: geometry, mechanics, segment cache and command queue put together.
+//!
+//! The drive serves one command at a time. When a command starts (at its arrival if the drive is
+//! idle, else when the previous one completes) its whole service is computed at once from the state
+//! at that instant, so the drive has exactly one pending internal event, the completion of the command
+//! in service. A read is served one of three ways:
+//!
+//! 1. **Full hit**: every sector is in a cache segment, counting what the running read-ahead has
+//!    fetched by now. Cost: the read-hit overhead plus the bus transfer; no seek, no rotation. The
+//!    head is not needed, so the read-ahead keeps going.
+//! 2. **Continuation**: the read starts inside the zone a running read-ahead is filling (the head is
+//!    already streaming those sectors). There is no seek and no rotational wait; the read completes
+//!    when the stream passes its last sector (plus that sector's bus time). This is what lets one
+//!    sequential stream run at media speed on a drive that takes one command at a time.
+//! 3. **Miss**: overhead, seek to the cylinder (or a head switch on the same cylinder), wait for the
+//!    first sector's angle (the platter's angle is a function of absolute time: see
+//!    [`mechanics`]), then read across tracks. A cached prefix of the request (a "partial hit") is
+//!    sent first and only the rest is read. After the read the drive reads ahead into the segment.
+//!
+//! A read that crosses a track boundary pays what the real drive pays: a head switch (or a
+//! one-cylinder seek) and then the rotational wait until the next track's skewed first sector comes
+//! round (see [`geometry`]). With skews sized to the switch times this costs the skew and nothing
+//! more, so long sequential reads run slightly below the raw media rate, as on real drives.
+//!
+//! The bus overlaps the media: the buffer is a speed-matching stage between platter and interface
+//! (paper `001_9c47c4c84914efc3.txt`, section 2.1, purpose (i); DiskSim's `Hold bus entire read xfer
+//! = 0`), so sectors go to the host as they come off the platter and a media read costs about
+//! `max(media, bus)` plus one sector on the bus (the last sector cannot leave before it is read). Writes use the same mechanics, with the write settle added to the seek, and go to the
+//! media before they complete (write-back caching is not modelled yet); a write drops cached copies
+//! of its sectors.
+//!
+//! With `queue_depth > 1` the drive keeps up to that many commands and picks the next one FCFS or by
+//! C-LOOK over LBAs from the head's current position (ascending from the head, then wrapping to the
+//! lowest LBA), as DiskSim's `ioqueue` does with cylinder mapping by LBA.
+
+pub mod cache;
+pub mod geometry;
+pub mod mechanics;
+
+use std::collections::VecDeque;
+
+use foresight_core::{Bandwidth, ByteLen, Duration, Instant, Lba, SECTOR_BYTES};
+
+use crate::error::{bad, DeviceError};
+use crate::{Breakdown, Completion, DevRequest, Device, Op};
+use cache::{ReadAhead, SegmentCache};
+use geometry::{Chs, Geometry, Zone};
+use mechanics::{CommandOverheads, Rotation, SeekCurve};
+
+/// The largest command queue a drive model accepts; real drives stop at 32 (NCQ) or 256 (SCSI TCQ).
+pub const QUEUE_DEPTH_MAX: u32 = 1024;
+
+/// How a drive with a command queue picks the next command.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Serialize)]
+pub enum QueuePolicy {
+    /// First come, first served.
+    #[default]
+    Fcfs,
+    /// Circular LOOK on LBA: the lowest LBA at or after the head, wrapping to the lowest overall.
+    CLook,
+}
+
+/// Everything that describes a drive. Plain data; [`HddParams::validate`] checks it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HddParams {
+    /// Spindle speed, revolutions per minute.
+    pub rpm: f64,
+    /// Cylinders (tracks per surface).
+    pub cylinders: u32,
+    /// Recording surfaces (heads).
+    pub surfaces: u32,
+    /// Zone table, outer to inner, tiling `0..cylinders`.
+    pub zones: Vec<Zone>,
+    /// Seek time by distance.
+    pub seek: SeekCurve,
+    /// Time to switch to another head on the same cylinder (counted as rotation).
+    pub head_switch: Duration,
+    /// Extra settle time before a write may start after the arm moves (DiskSim's
+    /// `Add. write settling delay`), counted as seek.
+    pub write_settle: Duration,
+    /// Controller command overheads.
+    pub overhead: CommandOverheads,
+    /// Number of cache segments.
+    pub cache_segments: u32,
+    /// Sectors per cache segment.
+    pub cache_segment_sectors: u32,
+    /// Most sectors the drive reads ahead after a media read (at most the segment size).
+    pub readahead_max_sectors: u32,
+    /// Whether the buffer caches data and reads ahead; when false it only matches speeds.
+    pub cache_enabled: bool,
+    /// Interface transfer rate, bytes per second.
+    pub bus_bytes_per_s: f64,
+    /// Commands the drive accepts at once, including the one in service (1 = no queueing).
+    pub queue_depth: u32,
+    /// How the next command is picked when several are queued.
+    pub queue_policy: QueuePolicy,
+}
+
+impl HddParams {
+    /// Checks every parameter and returns the first problem with a message that says what to change.
+    pub fn validate(&self) -> Result<(), DeviceError> {
+        if !(self.rpm.is_finite() && self.rpm > 0.0) {
+            return Err(bad(
+                "rpm",
+                self.rpm,
+                "give the spindle speed, e.g. 7200 or 15000",
+            ));
+        }
+        Geometry::new(self.cylinders, self.surfaces, &self.zones)?;
+        self.seek.validate()?;
+        if self.cache_enabled && self.cache_segments == 0 {
+            return Err(bad(
+                "cache_segments",
+                0,
+                "an enabled cache needs at least one segment (or set cache_enabled = false)",
+            ));
+        }
+        if self.cache_enabled && self.cache_segment_sectors == 0 {
+            return Err(bad(
+                "cache_segment_sectors",
+                0,
+                "segments must hold at least one sector",
+            ));
+        }
+        if self.readahead_max_sectors > self.cache_segment_sectors {
+            return Err(bad(
+                "readahead_max_sectors",
+                self.readahead_max_sectors,
+                "read-ahead fills one segment, so it can be at most cache_segment_sectors",
+            ));
+        }
+        if !(self.bus_bytes_per_s.is_finite() && self.bus_bytes_per_s > 0.0) {
+            return Err(bad(
+                "bus_bytes_per_s",
+                self.bus_bytes_per_s,
+                "give the interface rate, e.g. 150e6 for SATA 1.5 Gb/s",
+            ));
+        }
+        if self.queue_depth == 0 || self.queue_depth > QUEUE_DEPTH_MAX {
+            return Err(bad(
+                "queue_depth",
+                self.queue_depth,
+                "use 1 (no queueing) up to 1024",
+            ));
+        }
+        Ok(())
+    }
+
+    /// The validated layout.
+    pub fn geometry(&self) -> Result<Geometry, DeviceError> {
+        Geometry::new(self.cylinders, self.surfaces, &self.zones)
+    }
+
+    /// Addressable bytes: the sum over zones of cylinders x surfaces x sectors per track x 512.
+    pub fn capacity(&self) -> ByteLen {
+        let sectors: u64 = self
+            .zones
+            .iter()
+            .map(|z| {
+                u64::from(z.cylinder_count())
+                    * u64::from(self.surfaces)
+                    * u64::from(z.sectors_per_track)
+            })
+            .sum();
+        ByteLen(sectors * SECTOR_BYTES)
+    }
+
+    /// One revolution: `60 s / rpm`.
+    pub fn rotation_period(&self) -> Duration {
+        Duration::from_secs_f64(60.0 / self.rpm)
+    }
+
+    /// Mean seek over start and end cylinders drawn uniformly and independently, from the curve
+    /// ([`SeekCurve::mean_seek_ms`]).
+    pub fn avg_seek(&self) -> Duration {
+        Duration::from_millis_f64(self.seek.mean_seek_ms(self.cylinders))
+    }
+
+    /// Raw media rate of the outermost (densest) zone: one track per revolution.
+    pub fn media_rate_max(&self) -> Bandwidth {
+        let spt = self
+            .zones
+            .iter()
+            .map(|z| z.sectors_per_track)
+            .max()
+            .unwrap_or(0);
+        self.rate_for_spt(spt)
+    }
+
+    /// Raw media rate of the innermost (sparsest) zone.
+    pub fn media_rate_min(&self) -> Bandwidth {
+        let spt = self
+            .zones
+            .iter()
+            .map(|z| z.sectors_per_track)
+            .min()
+            .unwrap_or(0);
+        self.rate_for_spt(spt)
+    }
+
+    fn rate_for_spt(&self, spt: u32) -> Bandwidth {
+        Bandwidth::from_bytes_per_s(f64::from(spt) * SECTOR_BYTES as f64 * self.rpm / 60.0)
+    }
+}
+
+/// A request waiting in the drive's queue.
+#[derive(Clone, Copy, Debug)]
+struct Pending {
+    req: DevRequest,
+    submitted: Instant,
+}
+
+/// Time spent switching tracks inside a transfer, split by kind.
+#[derive(Clone, Copy, Debug, Default)]
+struct Gaps {
+    seek_ns: f64,
+    rotate_ns: f64,
+}
+
+/// The outcome of serving one command, in fractional nanoseconds from its start.
+#[derive(Clone, Copy, Debug)]
+struct Service {
+    overhead_ns: f64,
+    seek_ns: f64,
+    rotate_ns: f64,
+    /// Absolute completion time.
+    end_ns: f64,
+    cache_hit: bool,
+}
+
+/// A hard disk drive model implementing [`Device`].
+#[derive(Clone, Debug)]
+pub struct Hdd {
+    params: HddParams,
+    geo: Geometry,
+    rotation: Rotation,
+    /// Time to pass one sector, per zone.
+    sector_ns: Vec<f64>,
+    head_switch_ns: f64,
+    write_settle_ns: f64,
+    bus_sector_ns: f64,
+    cache: SegmentCache,
+    queue_depth: usize,
+    pending: VecDeque<Pending>,
+    in_service: Option<Completion>,
+    done: VecDeque<Completion>,
+    clock: Instant,
+    /// Where the head is when no read-ahead is streaming.
+    head_lba: u64,
+    last_op: Op,
+}
+
+impl Hdd {
+    /// Builds a drive; panics with the validation message if `params` are invalid. Use
+    /// [`Hdd::try_new`] for parameters that come from a user.
+    pub fn new(params: HddParams) -> Hdd {
+        match Hdd::try_new(params) {
+            Ok(h) => h,
+            Err(e) => panic!("invalid HDD parameters: {e}"),
+        }
+    }
+
+    /// Builds a drive, or says which parameter is wrong.
+    pub fn try_new(params: HddParams) -> Result<Hdd, DeviceError> {
+        params.validate()?;
+        let geo = params.geometry()?;
+        let rotation = Rotation::from_rpm(params.rpm);
+        let sector_ns = geo
+            .zones()
+            .iter()
+            .map(|z| rotation.period_ns() / f64::from(z.sectors_per_track))
+            .collect();
+        let queue_depth = params.queue_depth as usize;
+        let pending = VecDeque::with_capacity(queue_depth);
+        let done = VecDeque::with_capacity(queue_depth);
+        assert!(pending.capacity() >= queue_depth && done.capacity() >= queue_depth);
+        Ok(Hdd {
+            cache: SegmentCache::new(
+                params.cache_segments,
+                params.cache_segment_sectors,
+                params.readahead_max_sectors,
+                params.cache_enabled,
+            ),
+            head_switch_ns: params.head_switch.as_nanos() as f64,
+            write_settle_ns: params.write_settle.as_nanos() as f64,
+            bus_sector_ns: SECTOR_BYTES as f64 * 1e9 / params.bus_bytes_per_s,
+            geo,
+            rotation,
+            sector_ns,
+            queue_depth,
+            pending,
+            in_service: None,
+            done,
+            clock: Instant::ZERO,
+            head_lba: 0,
+            last_op: Op::Read,
+            params,
+        })
+    }
+
+    /// The parameters the drive was built from.
+    pub fn params(&self) -> &HddParams {
+        &self.params
+    }
+
+    /// The drive's layout.
+    pub fn geometry(&self) -> &Geometry {
+        &self.geo
+    }
+
+    /// The drive's cache (for inspection).
+    pub fn cache(&self) -> &SegmentCache {
+        &self.cache
+    }
+
+    /// The LBA under the head at `at` (where a running read-ahead has got to, else where the last
+    /// media access ended). Used by C-LOOK.
+    pub fn head_lba_at(&self, at: Instant) -> Lba {
+        Lba(self.head_lba_at_ns(at.as_nanos() as f64))
+    }
+
+    fn head_lba_at_ns(&self, t: f64) -> u64 {
+        match self.cache.streaming() {
+            Some((_, ra)) => self
+                .stream_reach(&ra, t)
+                .min(self.geo.capacity_sectors() - 1),
+            None => self.head_lba,
+        }
+    }
+
+    // ----- media timing -------------------------------------------------------------------------
+
+    /// The head has finished the track of `prev` at time `t`; returns when it is at the leading edge
+    /// of the first sector of `next`'s track: a head switch, or a seek to the next cylinder, then the
+    /// wait for that track's (skewed) first sector. The parts after `count_from` go into `gaps`.
+    fn switch_track(&self, t: f64, prev: Chs, next: Chs, count_from: f64, gaps: &mut Gaps) -> f64 {
+        let is_seek = next.cylinder != prev.cylinder;
+        let switch_ns = if is_seek {
+            self.params
+                .seek
+                .seek_ms(next.cylinder.abs_diff(prev.cylinder))
+                * 1e6
+        } else {
+            self.head_switch_ns
+        };
+        let ready = t + switch_ns;
+        let angle = self
+            .geo
+            .track_start_angle(next.zone, next.cylinder, next.head);
+        let arrive = ready + self.rotation.wait_ns(ready, angle);
+        let switch_part = (ready - t.max(count_from)).max(0.0);
+        let wait_part = (arrive - ready.max(count_from)).max(0.0);
+        if is_seek {
+            gaps.seek_ns += switch_part;
+            gaps.rotate_ns += wait_part;
+        } else {
+            gaps.rotate_ns += switch_part + wait_part;
+        }
+        arrive
+    }
+
+    /// Reads `[from, to)` in one pass, starting at `t` with the head at the leading edge of `from` on
+    /// its track. Returns the time the trailing edge of `to - 1` passes the head. Track-switch time
+    /// after `count_from` is added to `gaps`. Costs one layout lookup per track.
+    fn media_pass(&self, t: f64, from: u64, to: u64, count_from: f64, gaps: &mut Gaps) -> f64 {
+        let mut t = t;
+        let mut lba = from;
+        if lba >= to {
+            return t;
+        }
+        let mut loc = self.geo.locate(Lba(lba));
+        loop {
+            let spt = u64::from(self.geo.zones()[loc.zone].sectors_per_track);
+            let k = (to - lba).min(spt - u64::from(loc.sector));
+            t += k as f64 * self.sector_ns[loc.zone];
+            lba += k;
+            if lba >= to {
+                return t;
+            }
+            let next = self.geo.locate(Lba(lba));
+            t = self.switch_track(t, loc, next, count_from, gaps);
+            loc = next;
+        }
+    }
+
+    /// Where a read-ahead has got to at `t`: its next unread sector, at most its limit.
+    fn stream_reach(&self, ra: &ReadAhead, t: f64) -> u64 {
+        let mut tc = ra.origin_ns;
+        let mut lba = ra.origin_lba;
+        if t <= tc || lba >= ra.limit_lba {
+            return lba.min(ra.limit_lba);
+        }
+        let mut loc = self.geo.locate(Lba(lba));
+        let mut scratch = Gaps::default();
+        loop {
+            let spt = u64::from(self.geo.zones()[loc.zone].sectors_per_track);
+            let avail = (ra.limit_lba - lba).min(spt - u64::from(loc.sector));
+            let sector_ns = self.sector_ns[loc.zone];
+            // A tiny tolerance so that a sector whose trailing edge is "exactly now" counts as read
+            // despite rounding.
+            let done = ((t - tc) / sector_ns + 1e-6).floor();
+            if done < avail as f64 {
+                return lba + done.max(0.0) as u64;
+            }
+            tc += avail as f64 * sector_ns;
+            lba += avail;
+            if lba >= ra.limit_lba {
+                return ra.limit_lba;
+            }
+            let next = self.geo.locate(Lba(lba));
+            tc = self.switch_track(tc, loc, next, f64::INFINITY, &mut scratch);
+            if tc > t {
+                return lba;
+            }
+            loc = next;
+        }
+    }
+
+    /// A read-ahead that continues right after a media read of `..end` finished at `t_end`, or `None`
+    /// if the drive does not read ahead or the disk ends there.
+    fn readahead_after(&self, end: u64, t_end: f64) -> Option<ReadAhead> {
+        let budget = self.cache.readahead_budget_sectors();
+        let cap = self.geo.capacity_sectors();
+        if !self.cache.enabled() || budget == 0 || end >= cap {
+            return None;
+        }
+        let prev = self.geo.locate(Lba(end - 1));
+        let next = self.geo.locate(Lba(end));
+        let origin_ns = if next.sector == 0 {
+            self.switch_track(t_end, prev, next, f64::INFINITY, &mut Gaps::default())
+        } else {
+            t_end
+        };
+        Some(ReadAhead {
+            origin_ns,
+            origin_lba: end,
+            limit_lba: (end + budget).min(cap),
+        })
+    }
+
+    /// Moves the head from where it is to the leading edge of `target` after `t1`: seek (plus write
+    /// settle) or head switch, then rotational wait. Returns `(seek_ns, rotate_ns, arrival)`.
+    fn position(&self, t1: f64, target: u64, write: bool) -> (f64, f64, f64) {
+        let from = self.geo.locate(Lba(self.head_lba));
+        let to = self.geo.locate(Lba(target));
+        let mut seek_ns = 0.0;
+        let mut rotate_ns = 0.0;
+        if to.cylinder != from.cylinder {
+            seek_ns = self
+                .params
+                .seek
+                .seek_ms(to.cylinder.abs_diff(from.cylinder))
+                * 1e6;
+            if write {
+                seek_ns += self.write_settle_ns;
+            }
+        } else if to.head != from.head {
+            rotate_ns = self.head_switch_ns;
+            if write {
+                seek_ns += self.write_settle_ns;
+            }
+        }
+        let ready = t1 + seek_ns + rotate_ns;
+        let wait = self
+            .rotation
+            .wait_ns(ready, self.geo.sector_angle(Lba(target)));
+        (seek_ns, rotate_ns + wait, ready + wait)
+    }
+
+    // ----- service ------------------------------------------------------------------------------
+
+    fn serve(&mut self, t0: f64, req: DevRequest) -> Service {
+        let lba = req.lba.0;
+        let end = lba + u64::from(req.sectors);
+        let s = match req.op {
+            Op::Read => self.serve_read(t0, lba, end),
+            Op::Write => self.serve_write(t0, lba, end),
+        };
+        self.last_op = req.op;
+        s
+    }
+
+    fn serve_read(&mut self, t0: f64, lba: u64, end: u64) -> Service {
+        let n = (end - lba) as f64;
+        let stream = self.cache.streaming();
+        let reach = stream.map(|(_, ra)| self.stream_reach(&ra, t0));
+        if self.cache.enabled() {
+            if let Some(i) = self.cache.find_full_hit(lba, end, reach) {
+                self.cache.touch(i);
+                let overhead_ns = self
+                    .params
+                    .overhead
+                    .get(Op::Read, true, self.last_op)
+                    .as_nanos() as f64;
+                return Service {
+                    overhead_ns,
+                    seek_ns: 0.0,
+                    rotate_ns: 0.0,
+                    end_ns: t0 + overhead_ns + n * self.bus_sector_ns,
+                    cache_hit: true,
+                };
+            }
+            if let (Some((i, ra)), Some(r)) = (stream, reach) {
+                let seg = self.cache.segment(i).expect("streaming segment exists");
+                let (held_first, _) = self.cache.held(seg, Some(r));
+                if r < ra.limit_lba && held_first <= lba && lba <= ra.limit_lba && end > r {
+                    return self.serve_continuation(t0, lba, end, i, ra, r, held_first);
+                }
+            }
+        }
+        // The head is needed: stop the read-ahead where it got to.
+        if let Some(r) = reach {
+            self.head_lba = r.min(self.geo.capacity_sectors() - 1);
+            self.cache.stop_streaming(r);
+        }
+        let overhead_ns = self
+            .params
+            .overhead
+            .get(Op::Read, false, self.last_op)
+            .as_nanos() as f64;
+        let t1 = t0 + overhead_ns;
+        let prefix = if self.cache.enabled() {
+            self.cache.find_prefix(lba, end)
+        } else {
+            None
+        };
+        let media_from = prefix.map_or(lba, |p| p.1);
+        let cached = (media_from - lba) as f64;
+        let (seek_ns, rotate_ns, t3) = self.position(t1, media_from, false);
+        let mut gaps = Gaps::default();
+        let t4 = self.media_pass(t3, media_from, end, t3, &mut gaps);
+        let first_zone = self.geo.zone_index(Lba(media_from));
+        // Two-stage pipeline (media, then bus): the cached prefix can leave from t1; media sectors
+        // leave as they are read; the last one cannot leave before it is read.
+        let bus_media_start =
+            (t1 + cached * self.bus_sector_ns).max(t3 + self.sector_ns[first_zone]);
+        let end_ns =
+            (t4 + self.bus_sector_ns).max(bus_media_start + (n - cached) * self.bus_sector_ns);
+        if self.cache.enabled() {
+            let (seg, first) = match prefix {
+                Some((i, _)) => {
+                    let s = self.cache.segment(i).expect("prefix segment exists");
+                    (i, self.cache.held(s, None).0)
+                }
+                None => {
+                    // A segment whose run ends exactly at `lba` keeps its run (the stream grows on).
+                    let i = self.cache.choose_for_miss(lba);
+                    let first = match self.cache.segment(i) {
+                        Some(s) => {
+                            let (f, e) = self.cache.held(s, None);
+                            if f <= lba && lba <= e {
+                                f
+                            } else {
+                                lba
+                            }
+                        }
+                        None => lba,
+                    };
+                    (i, first)
+                }
+            };
+            let ra = self.readahead_after(end, t4);
+            self.cache.fill(seg, first, end, ra);
+        }
+        self.head_lba = end - 1;
+        Service {
+            overhead_ns,
+            seek_ns: seek_ns + gaps.seek_ns,
+            rotate_ns: rotate_ns + gaps.rotate_ns,
+            end_ns,
+            cache_hit: false,
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn serve_continuation(
+        &mut self,
+        t0: f64,
+        lba: u64,
+        end: u64,
+        seg: usize,
+        ra: ReadAhead,
+        reach: u64,
+        held_first: u64,
+    ) -> Service {
+        let n = (end - lba) as f64;
+        let overhead_ns = self
+            .params
+            .overhead
+            .get(Op::Read, true, self.last_op)
+            .as_nanos() as f64;
+        let t1 = t0 + overhead_ns;
+        let mut gaps = Gaps::default();
+        let t_end = self.media_pass(ra.origin_ns, ra.origin_lba, end, t1, &mut gaps);
+        // Sectors already streamed in can leave at once; the first one still to come leaves when read.
+        let first_new = lba.max(reach);
+        let cached = (first_new - lba) as f64;
+        let t_first = self.media_pass(
+            ra.origin_ns,
+            ra.origin_lba,
+            first_new + 1,
+            f64::INFINITY,
+            &mut Gaps::default(),
+        );
+        let bus_media_start = (t1 + cached * self.bus_sector_ns).max(t_first);
+        let end_ns = (t_end + self.bus_sector_ns)
+            .max(bus_media_start + (n - cached) * self.bus_sector_ns)
+            .max(t1 + n * self.bus_sector_ns);
+        let next_ra = self.readahead_after(end, t_end);
+        if next_ra.is_none() {
+            self.head_lba = end - 1;
+        }
+        self.cache.fill(seg, held_first, end, next_ra);
+        Service {
+            overhead_ns,
+            seek_ns: gaps.seek_ns,
+            rotate_ns: gaps.rotate_ns,
+            end_ns,
+            cache_hit: false,
+        }
+    }
+
+    fn serve_write(&mut self, t0: f64, lba: u64, end: u64) -> Service {
+        let n = (end - lba) as f64;
+        if let Some((_, ra)) = self.cache.streaming() {
+            let r = self.stream_reach(&ra, t0);
+            self.head_lba = r.min(self.geo.capacity_sectors() - 1);
+            self.cache.stop_streaming(r);
+        }
+        if self.cache.enabled() {
+            self.cache.invalidate(lba, end);
+        }
+        let overhead_ns = self
+            .params
+            .overhead
+            .get(Op::Write, false, self.last_op)
+            .as_nanos() as f64;
+        let t1 = t0 + overhead_ns;
+        let (seek_ns, rotate_ns, t3) = self.position(t1, lba, true);
+        let mut gaps = Gaps::default();
+        let t4 = self.media_pass(t3, lba, end, t3, &mut gaps);
+        // The data must have crossed the bus before the last sector is written.
+        let last_zone = self.geo.zone_index(Lba(end - 1));
+        let end_ns = t4.max(t1 + n * self.bus_sector_ns + self.sector_ns[last_zone]);
+        self.head_lba = end - 1;
+        Service {
+            overhead_ns,
+            seek_ns: seek_ns + gaps.seek_ns,
+            rotate_ns: rotate_ns + gaps.rotate_ns,
+            end_ns,
+            cache_hit: false,
+        }
+    }
+
+    // ----- queue --------------------------------------------------------------------------------
+
+    fn pick_next(&self, t: f64) -> usize {
+        match self.params.queue_policy {
+            QueuePolicy::Fcfs => 0,
+            QueuePolicy::CLook => {
+                let head = self.head_lba_at_ns(t);
+                let mut ahead: Option<(u64, usize)> = None;
+                let mut lowest: Option<(u64, usize)> = None;
+                for (i, p) in self.pending.iter().enumerate() {
+                    let l = p.req.lba.0;
+                    if l >= head && ahead.is_none_or_greater(l) {
+                        ahead = Some((l, i));
+                    }
+                    if lowest.is_none_or_greater(l) {
+                        lowest = Some((l, i));
+                    }
+                }
+                ahead.or(lowest).expect("pick_next on an empty queue").1
+            }
+        }
+    }
+
+    fn start_next(&mut self, t: Instant) {
+        debug_assert!(self.in_service.is_none());
+        if self.pending.is_empty() {
+            return;
+        }
+        let t0 = t.as_nanos() as f64;
+        let idx = self.pick_next(t0);
+        let p = self.pending.remove(idx).expect("index from pick_next");
+        let s = self.serve(t0, p.req);
+        // Round cumulative instants, not components, so the parts add up exactly.
+        let round = |x: f64| Instant(x.round().max(t0) as u64);
+        let c1 = round(t0 + s.overhead_ns);
+        let c2 = round(t0 + s.overhead_ns + s.seek_ns).max(c1);
+        let c3 = round(t0 + s.overhead_ns + s.seek_ns + s.rotate_ns).max(c2);
+        let at = round(s.end_ns).max(c3);
+        let breakdown = Breakdown {
+            queue: t - p.submitted,
+            overhead: c1 - t,
+            seek: c2 - c1,
+            rotate: c3 - c2,
+            transfer: at - c3,
+        };
+        self.in_service = Some(Completion {
+            id: p.req.id,
+            at,
+            breakdown,
+            cache_hit: s.cache_hit,
+            parts: 1,
+        });
+    }
+
+    /// Runs the drive up to `now`: completes what is due and starts queued commands at the instants
+    /// the drive frees up.
+    fn catch_up(&mut self, now: Instant) {
+        assert!(
+            now >= self.clock,
+            "time went backwards: {now} after {}",
+            self.clock
+        );
+        while let Some(c) = self.in_service {
+            if c.at > now {
+                break;
+            }
+            assert!(
+                self.done.len() < self.queue_depth,
+                "completion buffer bound"
+            );
+            self.done.push_back(c);
+            self.in_service = None;
+            self.start_next(c.at);
+        }
+        self.clock = now;
+    }
+}
+
+/// `None` or holding a key greater than `l`: the C-LOOK scan's "better candidate" test.
+trait NoneOrGreater {
+    fn is_none_or_greater(&self, l: u64) -> bool;
+}
+
+impl NoneOrGreater for Option<(u64, usize)> {
+    fn is_none_or_greater(&self, l: u64) -> bool {
+        match self {
+            None => true,
+            Some((best, _)) => l < *best,
+        }
+    }
+}
+
+impl Device for Hdd {
+    fn capacity(&self) -> ByteLen {
+        self.geo.capacity()
+    }
+
+    fn can_accept(&self) -> bool {
+        self.outstanding() < self.queue_depth
+    }
+
+    fn submit(&mut self, now: Instant, req: DevRequest) {
+        self.catch_up(now);
+        assert!(
+            self.can_accept(),
+            "submit to a full drive queue (depth {})",
+            self.queue_depth
+        );
+        assert!(req.sectors >= 1, "request {} has no sectors", req.id);
+        assert!(
+            req.lba.0 + u64::from(req.sectors) <= self.geo.capacity_sectors(),
+            "request {} runs past the end of the drive",
+            req.id
+        );
+        assert!(self.pending.len() < self.queue_depth, "pending queue bound");
+        self.pending.push_back(Pending {
+            req,
+            submitted: now,
+        });
+        if self.in_service.is_none() {
+            self.start_next(now);
+        }
+    }
+
+    fn next_event(&self) -> Option<Instant> {
+        self.done.front().or(self.in_service.as_ref()).map(|c| c.at)
+    }
+
+    fn advance(&mut self, now: Instant, out: &mut Vec<Completion>) {
+        self.catch_up(now);
+        out.extend(self.done.drain(..));
+    }
+
+    fn outstanding(&self) -> usize {
+        self.pending.len() + usize::from(self.in_service.is_some()) + self.done.len()
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,356 @@
+//! Behaviour of the whole drive model on the presets.
+
+use super::*;
+use crate::presets::{atlas_10k, cheetah_15k5};
+use crate::testutil::{drive_serial, drive_serial_think};
+use foresight_core::Rng;
+
+fn mib_s(bytes_per_s: f64) -> f64 {
+    bytes_per_s / (1u64 << 20) as f64
+}
+
+#[test]
+fn sequential_1mib_reads_run_near_the_outer_media_rate() {
+    let p = cheetah_15k5();
+    let mut d = Hdd::new(p.clone());
+    let n = 200u64;
+    let reqs: Vec<(Op, u64, u32)> = (0..n).map(|i| (Op::Read, i * 2048, 2048)).collect();
+    let res = drive_serial(&mut d, &reqs);
+    let elapsed = res.last().unwrap().1.at.as_secs_f64();
+    let rate = (n * (1 << 20)) as f64 / elapsed;
+    let media = p.media_rate_max().bytes_per_s;
+    let frac = rate / media;
+    eprintln!(
+        "cheetah-15k5 sequential 1 MiB QD1: {:.1} MiB/s = {:.1}% of the outer media rate {:.1} MiB/s",
+        mib_s(rate),
+        100.0 * frac,
+        mib_s(media)
+    );
+    assert!((0.90..=1.0).contains(&frac), "{frac}");
+    // After the first request every read continues the read-ahead stream: no seek.
+    assert!(res[1..]
+        .iter()
+        .all(|(_, c)| c.breakdown.seek.as_nanos() < 1_000_000));
+}
+
+#[test]
+fn random_4k_reads_match_seek_plus_half_rotation_plus_transfer() {
+    let p = cheetah_15k5();
+    let mut d = Hdd::new(p.clone());
+    let cap = d.geometry().capacity_sectors();
+    let mut rng = Rng::new(42);
+    let n = 4000;
+    let reqs: Vec<(Op, u64, u32)> = (0..n)
+        .map(|_| (Op::Read, rng.below(cap / 8) * 8, 8))
+        .collect();
+    let res = drive_serial(&mut d, &reqs);
+    let mean_ms = res
+        .iter()
+        .map(|(s, c)| (c.at - *s).as_millis_f64())
+        .sum::<f64>()
+        / n as f64;
+    // Transfer: 8 sectors at the capacity-weighted mean sector time, plus the last sector on the bus.
+    let g = d.geometry();
+    let period_ms = p.rotation_period().as_millis_f64();
+    let sector_ms: f64 = (0..g.zones().len())
+        .map(|z| {
+            g.zone_sectors(z) as f64 / cap as f64 * period_ms
+                / f64::from(g.zones()[z].sectors_per_track)
+        })
+        .sum();
+    let transfer_ms = 8.0 * sector_ms + 512.0 / p.bus_bytes_per_s * 1e3;
+    let overhead_ms = p.overhead.read_miss_after_read.as_millis_f64();
+    let expected = p.avg_seek().as_millis_f64() + period_ms / 2.0 + transfer_ms + overhead_ms;
+    eprintln!(
+        "cheetah-15k5 random 4 KiB QD1: mean {mean_ms:.3} ms, expected {expected:.3} ms \
+         (seek {:.3} + half turn {:.3} + transfer {transfer_ms:.3} + overhead {overhead_ms:.3}); \
+         mean parts: seek {:.3} rotate {:.3}",
+        p.avg_seek().as_millis_f64(),
+        period_ms / 2.0,
+        res.iter()
+            .map(|(_, c)| c.breakdown.seek.as_millis_f64())
+            .sum::<f64>()
+            / n as f64,
+        res.iter()
+            .map(|(_, c)| c.breakdown.rotate.as_millis_f64())
+            .sum::<f64>()
+            / n as f64,
+    );
+    assert!(
+        (mean_ms - expected).abs() / expected < 0.10,
+        "{mean_ms} vs {expected}"
+    );
+}
+
+#[test]
+fn rereading_just_read_data_is_a_hit_with_no_seek() {
+    let mut d = Hdd::new(cheetah_15k5());
+    let res = drive_serial_think(
+        &mut d,
+        &[
+            (Op::Read, 50_000_000, 64),
+            (Op::Read, 100_000, 8),
+            (Op::Read, 50_000_000, 64),
+        ],
+        Duration::from_millis(1),
+    );
+    let first = res[0].1;
+    let again = res[2].1;
+    assert!(!first.cache_hit);
+    assert!(again.cache_hit, "{again:?}");
+    assert_eq!(again.breakdown.seek, Duration::ZERO);
+    assert_eq!(again.breakdown.rotate, Duration::ZERO);
+    let p = cheetah_15k5();
+    assert_eq!(again.breakdown.overhead, p.overhead.read_hit_after_read);
+    // Hit = overhead + 64 sectors on the bus.
+    let bus = Duration::from_secs_f64(64.0 * 512.0 / p.bus_bytes_per_s);
+    assert!(again.breakdown.transfer.as_nanos().abs_diff(bus.as_nanos()) <= 1);
+}
+
+#[test]
+fn read_ahead_turns_a_later_sequential_read_into_a_hit() {
+    let mut d = Hdd::new(cheetah_15k5());
+    // After the first read the drive idles 2 ms and reads ahead about 600 sectors.
+    let res = drive_serial_think(
+        &mut d,
+        &[(Op::Read, 0, 8), (Op::Read, 8, 64)],
+        Duration::from_millis(2),
+    );
+    assert!(res[1].1.cache_hit);
+}
+
+/// Round-robin sequential streams with host think time: hits while every stream keeps a segment,
+/// none once there are more streams than segments (LRU reclaims each segment before its stream comes
+/// back).
+#[test]
+fn more_streams_than_segments_lose_their_hits() {
+    let hit_rate = |streams: u64| {
+        let mut p = cheetah_15k5();
+        p.cache_segments = 4;
+        let mut d = Hdd::new(p);
+        let mut reqs = Vec::new();
+        for round in 0..20u64 {
+            for s in 0..streams {
+                reqs.push((Op::Read, s * 10_000_000 + round * 8, 8));
+            }
+        }
+        let res = drive_serial_think(&mut d, &reqs, Duration::from_millis(1));
+        let later = &res[streams as usize..];
+        later.iter().filter(|(_, c)| c.cache_hit).count() as f64 / later.len() as f64
+    };
+    let few = hit_rate(3);
+    let many = hit_rate(8);
+    assert!(few > 0.95, "3 streams on 4 segments: hit rate {few}");
+    assert!(many < 0.05, "8 streams on 4 segments: hit rate {many}");
+}
+
+#[test]
+fn c_look_serves_ascending_from_the_head_then_wraps() {
+    let order = |policy: QueuePolicy| {
+        let mut p = cheetah_15k5();
+        p.cache_enabled = false;
+        p.queue_depth = 8;
+        p.queue_policy = policy;
+        let mut d = Hdd::new(p);
+        let lbas = [400_000u64, 500_000, 100_000, 900_000, 300_000, 700_000];
+        for (i, &l) in lbas.iter().enumerate() {
+            d.submit(
+                Instant::ZERO,
+                DevRequest {
+                    id: i as u64,
+                    op: Op::Read,
+                    lba: Lba(l),
+                    sectors: 8,
+                },
+            );
+        }
+        let mut out = Vec::new();
+        while let Some(t) = d.next_event() {
+            d.advance(t, &mut out);
+        }
+        out.iter().map(|c| lbas[c.id as usize]).collect::<Vec<_>>()
+    };
+    assert_eq!(
+        order(QueuePolicy::CLook),
+        vec![400_000, 500_000, 700_000, 900_000, 100_000, 300_000]
+    );
+    assert_eq!(
+        order(QueuePolicy::Fcfs),
+        vec![400_000, 500_000, 100_000, 900_000, 300_000, 700_000]
+    );
+}
+
+#[test]
+fn a_cylinder_crossing_costs_the_one_cylinder_seek_inside_the_skew() {
+    let p = cheetah_15k5();
+    let mut d = Hdd::new(p.clone());
+    let g = d.geometry().clone();
+    let spt = u64::from(g.zones()[0].sectors_per_track);
+    // The last track of cylinder 0 (head 3) and 100 sectors of cylinder 1.
+    let start = 3 * spt;
+    let res = drive_serial(&mut d, &[(Op::Read, start, (spt + 100) as u32)]);
+    let c = res[0].1;
+    let rot = Rotation::from_rpm(p.rpm);
+    let st = rot.period_ns() / spt as f64;
+    let ready = p.head_switch.as_nanos() as f64; // head 0 -> 3 on cylinder 0, no overhead after a read
+    let wait = rot.wait_ns(ready, g.sector_angle(Lba(start)));
+    let cyl_skew = f64::from(g.zones()[0].cyl_skew_sectors);
+    assert!(
+        cyl_skew * st >= p.seek.seek_ms(1) * 1e6,
+        "skew covers the one-cylinder seek"
+    );
+    let bus = 512.0 / p.bus_bytes_per_s * 1e9;
+    let expected = ready + wait + (spt as f64 + 100.0 + cyl_skew) * st + bus;
+    assert!(
+        (c.at.as_nanos() as f64 - expected).abs() <= 2.0,
+        "{} vs {expected}",
+        c.at.as_nanos()
+    );
+    assert_eq!(c.breakdown.seek, p.seek.seek_time(1));
+}
+
+#[test]
+fn writes_add_the_settle_to_the_seek() {
+    let seek_of = |op: Op| {
+        let mut d = Hdd::new(atlas_10k());
+        let res = drive_serial(&mut d, &[(Op::Read, 1_000, 8), (op, 9_000_000, 8)]);
+        res[1].1.breakdown.seek
+    };
+    let p = atlas_10k();
+    assert_eq!(seek_of(Op::Write) - seek_of(Op::Read), p.write_settle);
+}
+
+#[test]
+fn writes_drop_cached_copies() {
+    let mut d = Hdd::new(cheetah_15k5());
+    let res = drive_serial_think(
+        &mut d,
+        &[
+            (Op::Read, 1_000, 64),
+            (Op::Write, 1_010, 8),
+            (Op::Read, 1_000, 64),
+        ],
+        Duration::from_millis(1),
+    );
+    assert!(!res[2].1.cache_hit);
+}
+
+#[test]
+fn same_inputs_same_outputs() {
+    let run = || {
+        let mut d = Hdd::new(cheetah_15k5());
+        let mut rng = Rng::new(7);
+        let reqs: Vec<(Op, u64, u32)> = (0..300)
+            .map(|i| {
+                let op = if i % 5 == 0 { Op::Write } else { Op::Read };
+                (op, rng.below(1_000_000), 1 + rng.below(512) as u32)
+            })
+            .collect();
+        drive_serial(&mut d, &reqs)
+    };
+    assert_eq!(run(), run());
+}
+
+#[test]
+fn bad_parameters_say_what_to_fix() {
+    let mut p = cheetah_15k5();
+    p.rpm = 0.0;
+    assert!(Hdd::try_new(p).unwrap_err().to_string().contains("rpm"));
+    let mut p = cheetah_15k5();
+    p.readahead_max_sectors = p.cache_segment_sectors + 1;
+    assert!(Hdd::try_new(p)
+        .unwrap_err()
+        .to_string()
+        .contains("readahead_max_sectors"));
+    let mut p = cheetah_15k5();
+    p.zones.pop();
+    assert!(matches!(
+        Hdd::try_new(p),
+        Err(DeviceError::ZonesDontCover { .. })
+    ));
+    let mut p = cheetah_15k5();
+    p.queue_depth = 0;
+    assert!(Hdd::try_new(p).is_err());
+    let mut p = cheetah_15k5();
+    p.bus_bytes_per_s = f64::NAN;
+    assert!(Hdd::try_new(p).is_err());
+}
+
+#[test]
+#[should_panic(expected = "full drive queue")]
+fn submitting_to_a_full_queue_panics() {
+    let mut p = cheetah_15k5();
+    p.queue_depth = 1;
+    let mut d = Hdd::new(p);
+    d.submit(
+        Instant::ZERO,
+        DevRequest {
+            id: 0,
+            op: Op::Read,
+            lba: Lba(0),
+            sectors: 8,
+        },
+    );
+    d.submit(
+        Instant::ZERO,
+        DevRequest {
+            id: 1,
+            op: Op::Read,
+            lba: Lba(0),
+            sectors: 8,
+        },
+    );
+}
+
+#[test]
+fn requests_at_the_very_end_of_the_disk() {
+    let mut d = Hdd::new(cheetah_15k5());
+    let cap = d.geometry().capacity_sectors();
+    let res = drive_serial_think(
+        &mut d,
+        &[
+            (Op::Read, cap - 300, 300),
+            (Op::Read, cap - 10, 10),
+            (Op::Write, cap - 1, 1),
+            (Op::Read, cap - 2, 2),
+        ],
+        Duration::from_millis(1),
+    );
+    assert!(res[1].1.cache_hit, "the tail was just read");
+    assert!(!res[3].1.cache_hit, "the write dropped the cached tail");
+}
+
+#[test]
+fn a_read_past_the_cached_run_sends_the_prefix_and_reads_the_rest() {
+    let p = cheetah_15k5();
+    let mut d = Hdd::new(p.clone());
+    // Read 64 sectors, idle long enough for the read-ahead to fill the segment (1,200 sectors), then
+    // read across the end of the cached run.
+    let res = drive_serial_think(
+        &mut d,
+        &[(Op::Read, 0, 64), (Op::Read, 1_000, 2_000)],
+        Duration::from_millis(20),
+    );
+    let c = res[1].1;
+    assert!(!c.cache_hit);
+    // Same cylinder (4 x 1,200 sectors): no seek to get there.
+    assert_eq!(c.breakdown.seek, Duration::ZERO);
+    // Cheaper than reading all 2,000 sectors: 1,736 sectors come from the media.
+    let st_ns = p.rotation_period().as_nanos() as f64 / 1_200.0;
+    assert!(
+        (c.breakdown.transfer.as_nanos() as f64) < 1_800.0 * st_ns,
+        "{c:?}"
+    );
+}
+
+#[test]
+fn a_read_just_ahead_of_the_read_ahead_continues_the_stream() {
+    let mut d = Hdd::new(cheetah_15k5());
+    // Back to back: the second read skips 100 sectors but lies in the read-ahead zone.
+    let res = drive_serial(&mut d, &[(Op::Read, 10_000, 8), (Op::Read, 10_108, 8)]);
+    let c = res[1].1;
+    assert_eq!(c.breakdown.seek, Duration::ZERO);
+    // No rotational wait beyond track switches: done within the time to stream 116 sectors.
+    let st_ns = cheetah_15k5().rotation_period().as_nanos() / 1_200;
+    assert!(c.at - res[1].0 < Duration(130 * st_ns + 200_000), "{c:?}");
+}

@@ -1,0 +1,657 @@
+//! The simulation config: a TOML document with `seed` and the sections `device`, `host`, `policy`
+//! and `workload`, plus `--set KEY=VALUE` overrides by dotted path.
+//!
+//! Parsing is strict on purpose. Every key is taken out of the document by name with its expected
+//! type and unit; whatever is left over is an unknown key and is refused, so a typo never silently
+//! falls back to a default. Every error names the dotted key (or the file and line for TOML syntax)
+//! and says what to write instead; the CLI turns these into exit code 2.
+
+use std::path::{Path, PathBuf};
+
+use foresight_core::{parse_duration, parse_size, ByteLen, Duration};
+use foresight_policy::PolicyConfig;
+use thiserror::Error;
+use toml::{Table, Value};
+
+use crate::trace::TraceFormat;
+
+/// A config problem, naming where it is and what to do.
+#[derive(Debug, Error, Clone, PartialEq, Eq)]
+pub enum ConfigError {
+    /// A key has a bad value or is unknown.
+    #[error("config key `{key}`: {message}")]
+    Key {
+        /// Dotted path of the key.
+        key: String,
+        /// What is wrong and what to write.
+        message: String,
+    },
+    /// The config file could not be read or is not TOML.
+    #[error("{file}: {message}")]
+    File {
+        /// The file.
+        file: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// A `--set` argument is not `KEY=VALUE`.
+    #[error("--set `{0}`: expected KEY=VALUE, e.g. --set workload.streams=64")]
+    SetSyntax(String),
+}
+
+fn key_err(key: &str, message: impl Into<String>) -> ConfigError {
+    ConfigError::Key {
+        key: key.to_string(),
+        message: message.into(),
+    }
+}
+
+/// Which kind of device the volume is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DeviceKind {
+    /// One hard disk.
+    Hdd,
+    /// One SSD.
+    Ssd,
+    /// A RAID-0 array of identical disks.
+    Raid0,
+}
+
+/// `[device]`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeviceConfig {
+    /// Kind of device.
+    pub kind: DeviceKind,
+    /// Preset name (for `raid0`, the member disk).
+    pub preset: String,
+    /// Member disks (`raid0`).
+    pub disks: u32,
+    /// Strip size (`raid0`).
+    pub strip: ByteLen,
+    /// Device command-queue depth, overriding the preset's.
+    pub queue_depth: Option<u32>,
+}
+
+/// The host block-queue scheduler.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Scheduler {
+    /// First come, first served (with merging).
+    Noop,
+    /// Sorted one-way sweeps with a read deadline, like Linux's deadline/mq-deadline.
+    Deadline,
+}
+
+/// `[host]`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HostConfig {
+    /// Page-cache capacity: the memory budget.
+    pub memory: ByteLen,
+    /// Block-queue scheduler.
+    pub scheduler: Scheduler,
+    /// Largest block request after merging (Linux `max_sectors_kb`).
+    pub max_request: ByteLen,
+    /// How long a read may wait before the deadline scheduler serves it out of order.
+    pub read_expire: Duration,
+}
+
+/// What the application does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum WorkloadKind {
+    /// N clients, each reading its own file sequentially.
+    Streams,
+    /// N clients reading uniformly random offsets of one file.
+    Random,
+    /// Replay of a block trace.
+    Trace,
+}
+
+/// Where files are placed on the volume.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Placement {
+    /// File `i` starts at `i * volume / files` (streams far apart, as paper 001 places them).
+    Spread,
+    /// Files back to back from the start of the volume.
+    Contiguous,
+}
+
+/// `[workload]`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WorkloadConfig {
+    /// Kind of workload.
+    pub kind: WorkloadKind,
+    /// Number of clients.
+    pub streams: u32,
+    /// Size of each file (`random`: of the one shared file; `0` there means the whole volume).
+    pub file_size: ByteLen,
+    /// Bytes per application read.
+    pub request: ByteLen,
+    /// Time a client spends between one request completing and issuing the next.
+    pub think: Duration,
+    /// Stop after this much simulated time, if set.
+    pub duration: Option<Duration>,
+    /// Requests per client (`random`).
+    pub requests: u64,
+    /// File placement.
+    pub placement: Placement,
+    /// Trace file (`trace`).
+    pub trace: Option<PathBuf>,
+    /// Trace format (`trace`).
+    pub format: TraceFormat,
+    /// Replay the trace closed-loop (next request when the previous completes) instead of at the
+    /// trace's own arrival times.
+    pub closed: bool,
+}
+
+/// A whole simulation config.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SimConfig {
+    /// The one seed every random draw comes from.
+    pub seed: u64,
+    /// `[device]`.
+    pub device: DeviceConfig,
+    /// `[host]`.
+    pub host: HostConfig,
+    /// `[policy]`.
+    pub policy: PolicyConfig,
+    /// `[workload]`.
+    pub workload: WorkloadConfig,
+}
+
+impl Default for SimConfig {
+    fn default() -> Self {
+        SimConfig::from_table(Table::new(), None).expect("the empty config is valid")
+    }
+}
+
+/// Reads a config file into a TOML table.
+pub fn read_config_file(path: &Path) -> Result<Table, ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|e| ConfigError::File {
+        file: path.display().to_string(),
+        message: format!("cannot read: {e}"),
+    })?;
+    parse_config_text(&text, &path.display().to_string())
+}
+
+/// Parses config text into a TOML table; syntax errors name the file and line.
+pub fn parse_config_text(text: &str, file: &str) -> Result<Table, ConfigError> {
+    text.parse::<Table>().map_err(|e| {
+        let line = e
+            .span()
+            .map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1);
+        ConfigError::File {
+            file: match line {
+                Some(l) => format!("{file}:{l}"),
+                None => file.to_string(),
+            },
+            message: format!("not valid TOML: {}", e.message()),
+        }
+    })
+}
+
+/// Applies one `--set KEY=VALUE`. The value is read as a TOML value when it is one (`64`, `true`,
+/// `"x"`, `[1, 2]`), else as a string (`128KiB`, `seqp`).
+pub fn apply_set(table: &mut Table, assignment: &str) -> Result<(), ConfigError> {
+    let (key, raw) = assignment
+        .split_once('=')
+        .ok_or_else(|| ConfigError::SetSyntax(assignment.to_string()))?;
+    let key = key.trim();
+    if key.is_empty() || key.split('.').any(|p| p.trim().is_empty()) {
+        return Err(ConfigError::SetSyntax(assignment.to_string()));
+    }
+    let raw = raw.trim();
+    let value = format!("v = {raw}")
+        .parse::<Table>()
+        .ok()
+        .and_then(|mut t| t.remove("v"))
+        .unwrap_or_else(|| Value::String(raw.to_string()));
+    let parts: Vec<&str> = key.split('.').map(str::trim).collect();
+    let mut cur = table;
+    for (i, part) in parts[..parts.len() - 1].iter().enumerate() {
+        let entry = cur
+            .entry(part.to_string())
+            .or_insert_with(|| Value::Table(Table::new()));
+        cur = match entry {
+            Value::Table(t) => t,
+            _ => {
+                return Err(key_err(
+                    &parts[..=i].join("."),
+                    "is a value, not a section, so it has no sub-keys",
+                ))
+            }
+        };
+    }
+    cur.insert(parts[parts.len() - 1].to_string(), value);
+    Ok(())
+}
+
+/// Takes typed keys out of one section and refuses whatever is left.
+pub struct Section {
+    prefix: String,
+    table: Table,
+}
+
+impl Section {
+    /// The section `name` of `root` (absent = empty).
+    pub fn take(root: &mut Table, name: &str) -> Result<Section, ConfigError> {
+        let table = match root.remove(name) {
+            None => Table::new(),
+            Some(Value::Table(t)) => t,
+            Some(_) => return Err(key_err(name, "must be a section ([name]), not a value")),
+        };
+        Ok(Section {
+            prefix: name.to_string(),
+            table,
+        })
+    }
+
+    fn path(&self, key: &str) -> String {
+        format!("{}.{key}", self.prefix)
+    }
+
+    fn raw(&mut self, key: &str) -> Option<Value> {
+        self.table.remove(key)
+    }
+
+    /// A string key.
+    pub fn string(&mut self, key: &str, default: &str) -> Result<String, ConfigError> {
+        match self.raw(key) {
+            None => Ok(default.to_string()),
+            Some(Value::String(s)) => Ok(s),
+            Some(v) => Err(key_err(
+                &self.path(key),
+                format!("expected a string, got {v}"),
+            )),
+        }
+    }
+
+    /// One of a fixed set of names.
+    pub fn choice<T: Copy>(
+        &mut self,
+        key: &str,
+        default: T,
+        options: &[(&str, T)],
+    ) -> Result<T, ConfigError> {
+        match self.raw(key) {
+            None => Ok(default),
+            Some(Value::String(s)) => options
+                .iter()
+                .find(|(n, _)| *n == s)
+                .map(|(_, v)| *v)
+                .ok_or_else(|| {
+                    let names: Vec<&str> = options.iter().map(|(n, _)| *n).collect();
+                    key_err(
+                        &self.path(key),
+                        format!("`{s}` is not one of: {}", names.join(", ")),
+                    )
+                }),
+            Some(v) => Err(key_err(
+                &self.path(key),
+                format!("expected a string, got {v}"),
+            )),
+        }
+    }
+
+    /// A whole number in `[min, max]`.
+    pub fn int(&mut self, key: &str, default: u64, min: u64, max: u64) -> Result<u64, ConfigError> {
+        let v = match self.raw(key) {
+            None => return Ok(default),
+            Some(Value::Integer(i)) => i,
+            Some(Value::String(s)) => s.trim().parse::<i64>().map_err(|_| {
+                key_err(
+                    &self.path(key),
+                    format!("expected a whole number, got `{s}`"),
+                )
+            })?,
+            Some(v) => {
+                return Err(key_err(
+                    &self.path(key),
+                    format!("expected a whole number, got {v}"),
+                ))
+            }
+        };
+        if v < min as i64 || (v as u64) > max {
+            return Err(key_err(
+                &self.path(key),
+                format!("must be between {min} and {max}, got {v}"),
+            ));
+        }
+        Ok(v as u64)
+    }
+
+    /// An optional whole number.
+    pub fn opt_int(&mut self, key: &str, min: u64, max: u64) -> Result<Option<u64>, ConfigError> {
+        if !self.table.contains_key(key) {
+            return Ok(None);
+        }
+        self.int(key, 0, min, max).map(Some)
+    }
+
+    /// A size (`128KiB`, `10MB`, `4096`) in `[min, max]`.
+    pub fn size(
+        &mut self,
+        key: &str,
+        default: ByteLen,
+        min: ByteLen,
+        max: ByteLen,
+    ) -> Result<ByteLen, ConfigError> {
+        let v = match self.raw(key) {
+            None => return Ok(default),
+            Some(Value::String(s)) => {
+                parse_size(&s).map_err(|e| key_err(&self.path(key), e.to_string()))?
+            }
+            Some(Value::Integer(i)) if i >= 0 => ByteLen(i as u64),
+            Some(v) => {
+                return Err(key_err(
+                    &self.path(key),
+                    format!("expected a size such as \"128KiB\" or 4096, got {v}"),
+                ))
+            }
+        };
+        if v < min || v > max {
+            return Err(key_err(
+                &self.path(key),
+                format!("must be between {min} and {max}, got {v}"),
+            ));
+        }
+        Ok(v)
+    }
+
+    /// A duration (`250us`, `1.92ms`, `60s`).
+    pub fn duration(&mut self, key: &str, default: Duration) -> Result<Duration, ConfigError> {
+        self.opt_duration(key).map(|d| d.unwrap_or(default))
+    }
+
+    /// An optional duration.
+    pub fn opt_duration(&mut self, key: &str) -> Result<Option<Duration>, ConfigError> {
+        match self.raw(key) {
+            None => Ok(None),
+            Some(Value::String(s)) => parse_duration(&s)
+                .map(Some)
+                .map_err(|e| key_err(&self.path(key), e.to_string())),
+            Some(v) => Err(key_err(
+                &self.path(key),
+                format!("expected a duration such as \"250us\" or \"60s\", got {v}"),
+            )),
+        }
+    }
+
+    /// A boolean.
+    pub fn boolean(&mut self, key: &str, default: bool) -> Result<bool, ConfigError> {
+        match self.raw(key) {
+            None => Ok(default),
+            Some(Value::Boolean(b)) => Ok(b),
+            Some(v) => Err(key_err(
+                &self.path(key),
+                format!("expected true or false, got {v}"),
+            )),
+        }
+    }
+
+    /// Fails on the first key nobody took.
+    pub fn finish(self) -> Result<(), ConfigError> {
+        match self.table.keys().next() {
+            None => Ok(()),
+            Some(k) => Err(key_err(
+                &format!("{}.{k}", self.prefix),
+                "unknown key; see `foresight sim --help` for the keys of each section",
+            )),
+        }
+    }
+}
+
+const MAX_SIZE: ByteLen = ByteLen(1 << 50);
+
+impl SimConfig {
+    /// Builds a config from a TOML table (after `--set`s). `base_dir` resolves relative trace paths.
+    pub fn from_table(mut root: Table, base_dir: Option<&Path>) -> Result<SimConfig, ConfigError> {
+        let seed = match root.remove("seed") {
+            None => 1,
+            Some(Value::Integer(i)) if i >= 0 => i as u64,
+            Some(v) => {
+                return Err(key_err(
+                    "seed",
+                    format!("expected a non-negative whole number, got {v}"),
+                ))
+            }
+        };
+
+        let mut d = Section::take(&mut root, "device")?;
+        let kind = d.choice(
+            "kind",
+            DeviceKind::Hdd,
+            &[
+                ("hdd", DeviceKind::Hdd),
+                ("ssd", DeviceKind::Ssd),
+                ("raid0", DeviceKind::Raid0),
+            ],
+        )?;
+        let default_preset = match kind {
+            DeviceKind::Ssd => "ssd-850evo",
+            _ => "wd800jd",
+        };
+        let device = DeviceConfig {
+            kind,
+            preset: d.string("preset", default_preset)?,
+            disks: d.int("disks", 5, 1, 256)? as u32,
+            strip: d.size("strip", ByteLen::kib(128), ByteLen(512), ByteLen::gib(1))?,
+            queue_depth: d.opt_int("queue_depth", 1, 1024)?.map(|v| v as u32),
+        };
+        if !device.strip.0.is_multiple_of(512) {
+            return Err(key_err(
+                "device.strip",
+                "must be a whole number of 512-byte sectors",
+            ));
+        }
+        d.finish()?;
+
+        let mut h = Section::take(&mut root, "host")?;
+        let host = HostConfig {
+            memory: h.size("memory", ByteLen::gib(1), ByteLen::mib(1), MAX_SIZE)?,
+            scheduler: h.choice(
+                "scheduler",
+                Scheduler::Deadline,
+                &[("noop", Scheduler::Noop), ("deadline", Scheduler::Deadline)],
+            )?,
+            max_request: h.size(
+                "max_request",
+                ByteLen::kib(512),
+                ByteLen::kib(4),
+                ByteLen::mib(64),
+            )?,
+            read_expire: h.duration("read_expire", Duration::from_millis(500))?,
+        };
+        if !host.max_request.0.is_multiple_of(4096) {
+            return Err(key_err(
+                "host.max_request",
+                "must be a whole number of 4 KiB pages",
+            ));
+        }
+        h.finish()?;
+
+        let mut p = Section::take(&mut root, "policy")?;
+        let policy = PolicyConfig {
+            name: p.string("name", "seqp")?,
+            readahead_max: p.size(
+                "readahead_max",
+                ByteLen::kib(128),
+                ByteLen(0),
+                ByteLen::gib(1),
+            )?,
+        };
+        if !foresight_policy::POLICY_NAMES.contains(&policy.name.as_str()) {
+            return Err(key_err(
+                "policy.name",
+                format!(
+                    "`{}` is not a policy; choose one of: {}",
+                    policy.name,
+                    foresight_policy::POLICY_NAMES.join(", ")
+                ),
+            ));
+        }
+        p.finish()?;
+
+        let mut w = Section::take(&mut root, "workload")?;
+        let kind = w.choice(
+            "kind",
+            WorkloadKind::Streams,
+            &[
+                ("streams", WorkloadKind::Streams),
+                ("random", WorkloadKind::Random),
+                ("trace", WorkloadKind::Trace),
+            ],
+        )?;
+        let default_file = if kind == WorkloadKind::Random {
+            ByteLen(0)
+        } else {
+            ByteLen::mib(128)
+        };
+        let workload = WorkloadConfig {
+            kind,
+            streams: w.int("streams", 1, 1, 100_000)? as u32,
+            file_size: w.size("file_size", default_file, ByteLen(0), MAX_SIZE)?,
+            request: w.size("request", ByteLen::kib(64), ByteLen(512), ByteLen::mib(64))?,
+            think: w.duration("think", Duration::ZERO)?,
+            duration: w.opt_duration("duration")?,
+            requests: w.int("requests", 1000, 1, 1 << 40)?,
+            placement: w.choice(
+                "placement",
+                Placement::Spread,
+                &[
+                    ("spread", Placement::Spread),
+                    ("contiguous", Placement::Contiguous),
+                ],
+            )?,
+            trace: w
+                .raw("trace")
+                .map(|v| match v {
+                    Value::String(s) => {
+                        let p = PathBuf::from(s);
+                        Ok(match base_dir {
+                            Some(b) if p.is_relative() => b.join(p),
+                            _ => p,
+                        })
+                    }
+                    v => Err(key_err(
+                        "workload.trace",
+                        format!("expected a file path string, got {v}"),
+                    )),
+                })
+                .transpose()?,
+            format: {
+                let f = w.string("format", "disksim")?;
+                f.parse::<TraceFormat>()
+                    .map_err(|e| key_err("workload.format", e.to_string()))?
+            },
+            closed: w.boolean("closed", false)?,
+        };
+        w.finish()?;
+        if workload.kind == WorkloadKind::Streams && workload.file_size < workload.request {
+            return Err(key_err(
+                "workload.file_size",
+                format!(
+                    "{} is smaller than one request ({}); make the file larger or the request smaller",
+                    workload.file_size, workload.request
+                ),
+            ));
+        }
+        if workload.kind == WorkloadKind::Trace && workload.trace.is_none() {
+            return Err(key_err(
+                "workload.trace",
+                "a trace workload needs the path of a trace file",
+            ));
+        }
+        if workload.duration == Some(Duration::ZERO) {
+            return Err(key_err("workload.duration", "must be longer than zero"));
+        }
+        if host.memory < workload.request {
+            return Err(key_err(
+                "host.memory",
+                format!(
+                    "{} cannot hold even one request of {}",
+                    host.memory, workload.request
+                ),
+            ));
+        }
+
+        if let Some(k) = root.keys().next() {
+            return Err(key_err(
+                k,
+                "unknown key; the top level takes `seed` and the sections [device], [host], [policy], [workload]",
+            ));
+        }
+        Ok(SimConfig {
+            seed,
+            device,
+            host,
+            policy,
+            workload,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg(text: &str, sets: &[&str]) -> Result<SimConfig, ConfigError> {
+        let mut t = parse_config_text(text, "test.toml")?;
+        for s in sets {
+            apply_set(&mut t, s)?;
+        }
+        SimConfig::from_table(t, None)
+    }
+
+    #[test]
+    fn defaults_and_sets() {
+        let c = cfg(
+            "",
+            &[
+                "workload.streams=64",
+                "policy.readahead_max=1MiB",
+                "device.preset=cheetah-15k5",
+            ],
+        )
+        .unwrap();
+        assert_eq!(c.workload.streams, 64);
+        assert_eq!(c.policy.readahead_max, ByteLen::mib(1));
+        assert_eq!(c.device.preset, "cheetah-15k5");
+        assert_eq!(c.host.memory, ByteLen::gib(1));
+    }
+
+    #[test]
+    fn errors_name_the_key() {
+        let e = cfg("", &["workload.streams=0"]).unwrap_err().to_string();
+        assert!(e.contains("workload.streams"), "{e}");
+        let e = cfg("", &["workload.streams=-3"]).unwrap_err().to_string();
+        assert!(e.contains("workload.streams"), "{e}");
+        let e = cfg("[policy]\nreadahed_max = \"1MiB\"\n", &[])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("policy.readahed_max") && e.contains("unknown"),
+            "{e}"
+        );
+        let e = cfg("", &["host.memory=12 parsecs"])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("host.memory") && e.contains("unit"), "{e}");
+        let e = cfg("[device]\nkind = \"tape\"\n", &[])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("device.kind") && e.contains("raid0"), "{e}");
+        let e = cfg("seed = 1\n[host\n", &[]).unwrap_err().to_string();
+        assert!(e.starts_with("test.toml:2"), "{e}");
+        let e = cfg("", &["nonsense"]).unwrap_err().to_string();
+        assert!(e.contains("KEY=VALUE"), "{e}");
+        let e = cfg("bogus = 3", &[]).unwrap_err().to_string();
+        assert!(e.contains("`bogus`"), "{e}");
+        let e = cfg("", &["workload.kind=trace"]).unwrap_err().to_string();
+        assert!(e.contains("workload.trace"), "{e}");
+        let e = cfg("", &["policy.name=magic"]).unwrap_err().to_string();
+        assert!(e.contains("policy.name") && e.contains("seqp"), "{e}");
+    }
+}

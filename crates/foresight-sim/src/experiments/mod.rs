@@ -1,0 +1,222 @@
+//! The `reproduce` catalogue: experiments that rerun the papers' measurements in the simulator.
+//!
+//! Each experiment builds its configs, runs them (in parallel across the host's cores; every run is
+//! deterministic, so the order of execution does not matter), and returns a [`Section`]: Markdown for
+//! `report.md`, a JSON value for `results.json`, and the figures (CSV and PNG) it drew. `--quick`
+//! shortens the simulated time of each run but keeps every point of every figure.
+
+mod collapse;
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use serde_json::Value;
+use thiserror::Error;
+
+use crate::config::SimConfig;
+use crate::metrics::Report;
+use crate::plot::LineChart;
+use crate::sim::{run, RunOptions, SimError};
+
+/// Why an experiment failed.
+#[derive(Debug, Error)]
+pub enum ExperimentError {
+    /// A run could not start (a bug in the experiment's configs, or missing data).
+    #[error("experiment {experiment}: {source}")]
+    Sim {
+        /// Which experiment.
+        experiment: &'static str,
+        /// The run's error.
+        source: SimError,
+    },
+    /// Writing the outputs failed.
+    #[error("writing {path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The error.
+        source: std::io::Error,
+    },
+    /// No experiment of that name.
+    #[error("unknown experiment `{0}`; choose from: {names}", names = names().join(", "))]
+    Unknown(String),
+}
+
+/// A figure an experiment drew.
+pub struct Figure {
+    /// File stem (`collapse` gives `collapse.png` and `collapse.csv`).
+    pub stem: String,
+    /// The chart.
+    pub chart: LineChart,
+    /// CSV text with a header line.
+    pub csv: String,
+}
+
+/// What one experiment contributes to the outputs.
+pub struct Section {
+    /// Markdown for `report.md`, starting with a `##` heading.
+    pub markdown: String,
+    /// The entry for `results.json`.
+    pub results: Value,
+    /// Figures to write.
+    pub figures: Vec<Figure>,
+}
+
+/// Settings every experiment receives.
+pub struct Context<'a> {
+    /// Shorter runs.
+    pub quick: bool,
+    /// Progress lines for the user.
+    pub log: &'a (dyn Fn(&str) + Sync),
+}
+
+/// An entry of the catalogue.
+pub struct Experiment {
+    /// Name on the command line.
+    pub name: &'static str,
+    /// One line on what it reproduces.
+    pub about: &'static str,
+    /// Runs it.
+    pub run: fn(&Context<'_>) -> Result<Section, ExperimentError>,
+}
+
+/// The catalogue, in report order.
+pub fn catalogue() -> Vec<Experiment> {
+    vec![Experiment {
+        name: "collapse",
+        about: "throughput of 1-256 sequential streams on one HDD under none and seqp (papers 000, 001)",
+        run: collapse::run,
+    }]
+}
+
+/// Names of every experiment.
+pub fn names() -> Vec<&'static str> {
+    catalogue().iter().map(|e| e.name).collect()
+}
+
+/// Runs `configs` on up to `available_parallelism` threads and returns the reports in input order.
+pub fn run_all(
+    experiment: &'static str,
+    configs: &[SimConfig],
+    ctx: &Context<'_>,
+) -> Result<Vec<Report>, ExperimentError> {
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(configs.len().max(1));
+    let next = Mutex::new(0usize);
+    let results: Mutex<Vec<Option<Result<Report, SimError>>>> =
+        Mutex::new((0..configs.len()).map(|_| None).collect());
+    let done = Mutex::new(0usize);
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| loop {
+                let i = {
+                    let mut n = next.lock().expect("lock");
+                    let i = *n;
+                    *n += 1;
+                    i
+                };
+                if i >= configs.len() {
+                    break;
+                }
+                let r = run(&configs[i], RunOptions::default()).map(|o| o.report);
+                results.lock().expect("lock")[i] = Some(r);
+                let mut d = done.lock().expect("lock");
+                *d += 1;
+                (ctx.log)(&format!("{experiment}: {}/{} runs", *d, configs.len()));
+            });
+        }
+    });
+    results
+        .into_inner()
+        .expect("lock")
+        .into_iter()
+        .map(|r| {
+            r.expect("every run finished")
+                .map_err(|source| ExperimentError::Sim { experiment, source })
+        })
+        .collect()
+}
+
+/// Runs the named experiments (all when `names` is empty) and writes `report.md`, `results.json`
+/// and each figure's PNG and CSV into `out`.
+pub fn reproduce(
+    names: &[String],
+    quick: bool,
+    out: &Path,
+    log: &(dyn Fn(&str) + Sync),
+) -> Result<(), ExperimentError> {
+    let cat = catalogue();
+    let chosen: Vec<&Experiment> = if names.is_empty() {
+        cat.iter().collect()
+    } else {
+        names
+            .iter()
+            .map(|n| {
+                cat.iter()
+                    .find(|e| e.name == n)
+                    .ok_or_else(|| ExperimentError::Unknown(n.clone()))
+            })
+            .collect::<Result<_, _>>()?
+    };
+    let io = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| ExperimentError::Io { path, source }
+    };
+    std::fs::create_dir_all(out).map_err(io(out))?;
+    let ctx = Context { quick, log };
+    let mut report = String::from("# Foresight: reproduced results\n\n");
+    report.push_str(if quick {
+        "Mode: `--quick` (shorter simulated runs; every point of every figure is kept).\n\n"
+    } else {
+        "Mode: full.\n\n"
+    });
+    let mut results = serde_json::Map::new();
+    for e in chosen {
+        log(&format!("{}: {}", e.name, e.about));
+        let started = std::time::Instant::now();
+        let section = (e.run)(&ctx)?;
+        for f in &section.figures {
+            let png = out.join(format!("{}.png", f.stem));
+            f.chart.write_png(&png).map_err(io(&png))?;
+            let csv = out.join(format!("{}.csv", f.stem));
+            std::fs::write(&csv, &f.csv).map_err(io(&csv))?;
+        }
+        report.push_str(&section.markdown);
+        report.push('\n');
+        results.insert(e.name.to_string(), section.results);
+        log(&format!(
+            "{}: done in {:.1} s",
+            e.name,
+            started.elapsed().as_secs_f64()
+        ));
+    }
+    let md = out.join("report.md");
+    std::fs::write(&md, report).map_err(io(&md))?;
+    let js = out.join("results.json");
+    let text = serde_json::to_string_pretty(&Value::Object(results)).expect("JSON of plain values");
+    std::fs::write(&js, text + "\n").map_err(io(&js))?;
+    Ok(())
+}
+
+/// A config from `--set`-style assignments over the defaults. Experiment configs are code, so a
+/// bad one is a programmer error and panics with the key.
+pub fn config(sets: &[String]) -> SimConfig {
+    let mut table = toml::Table::new();
+    for s in sets {
+        crate::config::apply_set(&mut table, s)
+            .unwrap_or_else(|e| panic!("experiment config: {e}"));
+    }
+    SimConfig::from_table(table, None).unwrap_or_else(|e| panic!("experiment config: {e}"))
+}
+
+/// Share of device time spent positioning the head (seek + rotation), excluding queueing.
+pub fn positioning_share(r: &Report) -> f64 {
+    let b = &r.breakdown;
+    let busy = b.seek_s + b.rotate_s + b.transfer_s + b.overhead_s;
+    if busy > 0.0 {
+        (b.seek_s + b.rotate_s) / busy
+    } else {
+        0.0
+    }
+}

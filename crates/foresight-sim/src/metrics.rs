@@ -1,0 +1,115 @@
+//! What a run measured, in the JSON shape of DESIGN.md section 7.
+//!
+//! Field order is fixed by the struct, and every value is computed from simulated events only
+//! (except `wall_s`), so the same config and seed print byte-identical JSON apart from `wall_s`.
+
+use serde::Serialize;
+
+/// Where device time went, summed over every device request (seconds).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct BreakdownReport {
+    /// Arm movement.
+    pub seek_s: f64,
+    /// Rotational waits and head switches.
+    pub rotate_s: f64,
+    /// Media and bus transfer.
+    pub transfer_s: f64,
+    /// Waiting in the host block queue and the device's command queue.
+    pub queue_s: f64,
+    /// Controller command overhead.
+    pub overhead_s: f64,
+}
+
+/// The result of one simulation run.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Report {
+    /// Application bytes delivered per simulated second, MiB/s.
+    pub throughput_mib_s: f64,
+    /// Simulated seconds until the workload finished (or the duration limit).
+    pub elapsed_s: f64,
+    /// Application requests completed.
+    pub app_requests: u64,
+    /// Application bytes completed.
+    pub app_bytes: u64,
+    /// Requests the device served.
+    pub device_requests: u64,
+    /// Bytes the device served.
+    pub device_bytes: u64,
+    /// Bytes brought into memory ahead of demand.
+    pub prefetched_bytes: u64,
+    /// Of those, bytes evicted or left unread at the end.
+    pub wasted_bytes: u64,
+    /// Mean application request latency, ms.
+    pub mean_latency_ms: f64,
+    /// 99th percentile application request latency, ms.
+    pub p99_latency_ms: f64,
+    /// Total time applications waited on I/O, s.
+    pub stall_s: f64,
+    /// Device time by component.
+    pub breakdown: BreakdownReport,
+    /// Host seconds the run took.
+    pub wall_s: f64,
+    /// Most bytes the page cache held at once (cached and in flight).
+    pub memory_peak_bytes: u64,
+    /// The run's seed.
+    pub seed: u64,
+    /// Policy name.
+    pub policy: String,
+    /// Device description.
+    pub device: String,
+    /// Workload kind.
+    pub workload: String,
+    /// Client streams.
+    pub streams: u32,
+    /// Readahead fetches the policy issued.
+    pub fetches: u64,
+    /// Application requests served entirely from memory.
+    pub hit_requests: u64,
+    /// Device requests the drive's own cache served.
+    pub device_cache_hits: u64,
+    /// Block-queue merges.
+    pub block_merges: u64,
+    /// Simulated events processed.
+    pub events: u64,
+    /// Trace requests whose LBA lay beyond the device and was wrapped (trace workloads only).
+    pub trace_lba_wrapped: u64,
+}
+
+/// One application request, for `--requests-out`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RequestRecord {
+    /// Sequence number.
+    pub id: u64,
+    /// Client stream.
+    pub stream: u32,
+    /// Issue time, s.
+    pub submit_s: f64,
+    /// Completion time, s.
+    pub complete_s: f64,
+    /// Byte offset (file offset; volume byte offset for block traces).
+    pub offset: u64,
+    /// Bytes.
+    pub bytes: u64,
+    /// `R` or `W`.
+    pub op: char,
+}
+
+impl RequestRecord {
+    /// The CSV header `--requests-out` writes.
+    pub const CSV_HEADER: &'static str = "id,stream,submit_s,complete_s,latency_ms,offset,bytes,op";
+
+    /// One CSV line, without the newline.
+    pub fn csv_line(&self) -> String {
+        format!(
+            "{},{},{:.9},{:.9},{:.6},{},{},{}",
+            self.id,
+            self.stream,
+            self.submit_s,
+            self.complete_s,
+            (self.complete_s - self.submit_s) * 1e3,
+            self.offset,
+            self.bytes,
+            self.op
+        )
+    }
+}

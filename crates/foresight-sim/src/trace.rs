@@ -1,0 +1,1056 @@
+//! Parsers for the block traces Foresight replays: DiskSim validation traces, MSR Cambridge CSV and
+//! MQSim text traces.
+//!
+//! Each format is read line by line into [`TraceRecord`]s with one shared rule set: blank lines and
+//! lines whose first non-blank character is `#` are skipped; every other line must have exactly the
+//! format's columns, each a plain number (or the format's keyword) in range, or parsing stops with a
+//! [`TraceError`] naming the file, the 1-based line and what that column should hold. Times become
+//! integer nanoseconds relative to the trace's first record, so the first record arrives at 0:
+//! DiskSim lines carry the gap to the *next* request, so record `i` arrives at the sum of the gaps
+//! of records `0..i`; MSR lines carry absolute Windows FILETIME stamps (100 ns ticks) and MQSim lines
+//! absolute nanoseconds, from which the first record's stamp is subtracted. A stamp earlier than the
+//! first record's is an error (the first record defines time zero, and a negative arrival has no
+//! meaning), while records that step back in time but not past the first one are put in order with a
+//! stable sort by arrival, so equal arrivals keep their file order. None of the shipped traces needs
+//! that sort. MSR byte ranges become whole sectors covering them: `lba = floor(offset / 512)` and
+//! `sectors = ceil((offset + size) / 512) - lba`. All arithmetic is checked, so absurd values give an
+//! error instead of wrapping, and no input makes the parser panic.
+
+use std::fmt;
+use std::path::Path;
+use std::str::FromStr;
+
+use foresight_core::{Duration, Instant, Lba, SECTOR_BYTES};
+use foresight_device::Op;
+
+/// Nanoseconds in one Windows FILETIME tick (MSR timestamps and response times).
+const NANOS_PER_FILETIME_TICK: u64 = 100;
+/// Nanoseconds per microsecond (DiskSim times).
+const NANOS_PER_MICRO: f64 = 1_000.0;
+
+/// The trace formats [`parse_trace`] understands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum TraceFormat {
+    /// DiskSim validation trace: `R|W Hit|Miss lbn blocks service_us interarrival_us`.
+    Disksim,
+    /// MSR Cambridge CSV: `FILETIME,host,disk,Read|Write,offset_bytes,size_bytes,response_ticks`.
+    Msr,
+    /// MQSim text trace: `arrival_ns device lba sectors type` with type 1 = read, 0 = write.
+    Mqsim,
+}
+
+impl TraceFormat {
+    /// Every format, in the order their names are listed in errors.
+    pub const ALL: [TraceFormat; 3] = [TraceFormat::Disksim, TraceFormat::Msr, TraceFormat::Mqsim];
+
+    /// The name [`FromStr`] accepts for this format.
+    pub const fn name(self) -> &'static str {
+        match self {
+            TraceFormat::Disksim => "disksim",
+            TraceFormat::Msr => "msr",
+            TraceFormat::Mqsim => "mqsim",
+        }
+    }
+
+    /// What one line of this format looks like, for error messages.
+    pub const fn line_layout(self) -> &'static str {
+        match self {
+            TraceFormat::Disksim => {
+                "6 whitespace-separated columns `R|W Hit|Miss lbn blocks service_us interarrival_us`"
+            }
+            TraceFormat::Msr => {
+                "7 comma-separated columns \
+                 `filetime_100ns,host,disk,Read|Write,offset_bytes,size_bytes,response_100ns`"
+            }
+            TraceFormat::Mqsim => {
+                "5 whitespace-separated columns `arrival_ns device lba sectors type(1=read,0=write)`"
+            }
+        }
+    }
+
+    fn column_count(self) -> usize {
+        match self {
+            TraceFormat::Disksim => 6,
+            TraceFormat::Msr => 7,
+            TraceFormat::Mqsim => 5,
+        }
+    }
+}
+
+impl fmt::Display for TraceFormat {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A trace format name that is not one of [`TraceFormat::ALL`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UnknownTraceFormat {
+    /// The name that was given.
+    pub given: String,
+}
+
+impl fmt::Display for UnknownTraceFormat {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "unknown trace format `{}`; expected one of: ",
+            self.given
+        )?;
+        for (i, format) in TraceFormat::ALL.iter().enumerate() {
+            if i > 0 {
+                f.write_str(", ")?;
+            }
+            f.write_str(format.name())?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for UnknownTraceFormat {}
+
+impl FromStr for TraceFormat {
+    type Err = UnknownTraceFormat;
+
+    /// Accepts `disksim`, `msr` or `mqsim`, ignoring ASCII case and surrounding blanks.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let wanted = s.trim();
+        TraceFormat::ALL
+            .into_iter()
+            .find(|f| f.name().eq_ignore_ascii_case(wanted))
+            .ok_or_else(|| UnknownTraceFormat {
+                given: s.to_string(),
+            })
+    }
+}
+
+/// One request of a trace.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TraceRecord {
+    /// When the request arrives, relative to the trace's first record (which arrives at 0).
+    pub arrival: Instant,
+    /// Read or write.
+    pub op: Op,
+    /// First sector, in 512-byte sectors.
+    pub lba: Lba,
+    /// Number of 512-byte sectors; at least 1.
+    pub sectors: u32,
+    /// Device number in the trace (0 when the format has none).
+    pub device: u32,
+    /// The service or response time the trace measured: DiskSim `service_us`, MSR response time;
+    /// `None` for MQSim.
+    pub measured_service: Option<Duration>,
+    /// Whether the drive's cache hit, from DiskSim's `Hit`/`Miss` column; `None` for other formats.
+    pub measured_hit: Option<bool>,
+}
+
+/// Why a trace could not be read: where, and what was expected there.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TraceError {
+    /// The file name (or path) the trace came from.
+    pub file: String,
+    /// 1-based line number, or 0 when the error is not about one line.
+    pub line: usize,
+    /// What was wrong and what was expected.
+    pub message: String,
+}
+
+impl TraceError {
+    fn new(file: &str, line: usize, message: impl Into<String>) -> TraceError {
+        TraceError {
+            file: file.to_string(),
+            line,
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for TraceError {
+    /// `FILE:LINE: message`, or `FILE: message` when the line is 0.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.line == 0 {
+            write!(f, "{}: {}", self.file, self.message)
+        } else {
+            write!(f, "{}:{}: {}", self.file, self.line, self.message)
+        }
+    }
+}
+
+impl std::error::Error for TraceError {}
+
+/// Reads the trace at `path` in `format`. A missing or unreadable file, or one that is not UTF-8
+/// text, is a [`TraceError`] naming the path; the rest is as in [`parse_trace`].
+pub fn read_trace(path: &Path, format: TraceFormat) -> Result<Vec<TraceRecord>, TraceError> {
+    let name = path.display().to_string();
+    let bytes = std::fs::read(path)
+        .map_err(|e| TraceError::new(&name, 0, format!("cannot read {format} trace: {e}")))?;
+    let text = String::from_utf8(bytes).map_err(|e| {
+        let good = e.utf8_error().valid_up_to();
+        let line = e
+            .as_bytes()
+            .get(..good)
+            .map_or(0, |b| b.iter().filter(|&&c| c == b'\n').count())
+            + 1;
+        TraceError::new(&name, line, "not UTF-8 text; expected a plain-text trace")
+    })?;
+    parse_trace(&text, format, &name)
+}
+
+/// Parses the text of a trace in `format`; `file_name` only labels errors. Returns the records in
+/// arrival order (see the module documentation for the rules), or the first error found. A trace
+/// with no records is an error.
+pub fn parse_trace(
+    text: &str,
+    format: TraceFormat,
+    file_name: &str,
+) -> Result<Vec<TraceRecord>, TraceError> {
+    let mut records = Vec::new();
+    // DiskSim: running sum of gaps (the next record's arrival). Others: the first absolute stamp.
+    let mut next_arrival_ns: u64 = 0;
+    let mut first_stamp: Option<u64> = None;
+    for (index, raw_line) in text.lines().enumerate() {
+        let line_no = index + 1;
+        let line = raw_line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let err = |message: String| TraceError::new(file_name, line_no, message);
+        let cols: Vec<&str> = match format {
+            TraceFormat::Msr => line.split(',').map(str::trim).collect(),
+            _ => line.split_whitespace().collect(),
+        };
+        if cols.len() != format.column_count() {
+            return Err(err(format!(
+                "expected {}, found {} column{}",
+                format.line_layout(),
+                cols.len(),
+                if cols.len() == 1 { "" } else { "s" }
+            )));
+        }
+        let record = match format {
+            TraceFormat::Disksim => {
+                let (record, gap_ns) = disksim_line(&cols, next_arrival_ns).map_err(err)?;
+                next_arrival_ns = next_arrival_ns.checked_add(gap_ns).ok_or_else(|| {
+                    err(format!(
+                        "column 6 (interarrival_us): the arrival times add up past {} ns; \
+                         expected gaps whose sum fits in 64-bit nanoseconds",
+                        u64::MAX
+                    ))
+                })?;
+                record
+            }
+            TraceFormat::Msr => {
+                let stamp = unsigned(
+                    cols[0],
+                    1,
+                    "filetime_100ns, a Windows FILETIME in 100 ns ticks",
+                )
+                .map_err(&err)?;
+                let first = *first_stamp.get_or_insert(stamp);
+                let arrival =
+                    since_first(stamp, first, NANOS_PER_FILETIME_TICK, 1).map_err(&err)?;
+                msr_line(&cols, arrival).map_err(err)?
+            }
+            TraceFormat::Mqsim => {
+                let stamp = unsigned(cols[0], 1, "arrival_ns, the arrival time in nanoseconds")
+                    .map_err(&err)?;
+                let first = *first_stamp.get_or_insert(stamp);
+                let arrival = since_first(stamp, first, 1, 1).map_err(&err)?;
+                mqsim_line(&cols, arrival).map_err(err)?
+            }
+        };
+        records.push(record);
+    }
+    if records.is_empty() {
+        return Err(TraceError::new(
+            file_name,
+            0,
+            format!(
+                "no records: the {format} trace is empty or holds only blank and `#` comment lines; \
+                 expected lines of {}",
+                format.line_layout()
+            ),
+        ));
+    }
+    if records.windows(2).any(|w| w[1].arrival < w[0].arrival) {
+        // `sort_by_key` is stable: records with equal arrivals keep their order in the file.
+        records.sort_by_key(|r| r.arrival);
+    }
+    Ok(records)
+}
+
+/// Nanoseconds from `first` to `stamp`, both in units of `unit_ns`; an error for a stamp before the
+/// first record's or for a span that overflows.
+fn since_first(stamp: u64, first: u64, unit_ns: u64, column: usize) -> Result<Instant, String> {
+    let ticks = stamp.checked_sub(first).ok_or_else(|| {
+        format!(
+            "column {column}: time stamp {stamp} is earlier than the first record's ({first}); \
+             expected stamps no earlier than the first record, which defines time zero"
+        )
+    })?;
+    let ns = ticks.checked_mul(unit_ns).ok_or_else(|| {
+        format!(
+            "column {column}: time stamp {stamp} is too far after the first record's ({first}) \
+             to fit in 64-bit nanoseconds"
+        )
+    })?;
+    Ok(Instant(ns))
+}
+
+/// One DiskSim line; returns the record (arriving at `arrival_ns`) and its gap to the next request.
+fn disksim_line(cols: &[&str], arrival_ns: u64) -> Result<(TraceRecord, u64), String> {
+    let op = match cols[0] {
+        "R" | "r" => Op::Read,
+        "W" | "w" => Op::Write,
+        other => {
+            return Err(format!(
+                "column 1 should be `R` or `W` (read or write), found `{other}`"
+            ))
+        }
+    };
+    let hit = match cols[1] {
+        "Hit" | "hit" | "HIT" => true,
+        "Miss" | "miss" | "MISS" => false,
+        other => {
+            return Err(format!(
+                "column 2 should be `Hit` or `Miss` (what the drive's cache did), found `{other}`"
+            ))
+        }
+    };
+    let lba = unsigned(cols[2], 3, "lbn, the first 512-byte block")?;
+    let sectors = sector_count(cols[3], 4, "blocks, the request size in 512-byte blocks")?;
+    check_end(lba, sectors, 3)?;
+    let service_ns = micros_to_nanos(
+        cols[4],
+        5,
+        "service_us, the measured service time in microseconds",
+    )?;
+    let gap_ns = micros_to_nanos(
+        cols[5],
+        6,
+        "interarrival_us, the gap to the next request in microseconds",
+    )?;
+    let record = TraceRecord {
+        arrival: Instant(arrival_ns),
+        op,
+        lba: Lba(lba),
+        sectors,
+        device: 0,
+        measured_service: Some(Duration(service_ns)),
+        measured_hit: Some(hit),
+    };
+    Ok((record, gap_ns))
+}
+
+/// One MSR line, whose time stamp (column 1) has already become `arrival`.
+fn msr_line(cols: &[&str], arrival: Instant) -> Result<TraceRecord, String> {
+    if cols[1].is_empty() {
+        return Err("column 2 should be the host name, found an empty column".to_string());
+    }
+    let device = unsigned_u32(cols[2], 3, "disk, the disk number")?;
+    let op = if cols[3].eq_ignore_ascii_case("read") {
+        Op::Read
+    } else if cols[3].eq_ignore_ascii_case("write") {
+        Op::Write
+    } else {
+        return Err(format!(
+            "column 4 should be `Read` or `Write`, found `{}`",
+            cols[3]
+        ));
+    };
+    let offset = unsigned(cols[4], 5, "offset_bytes, the byte offset on the disk")?;
+    let size = unsigned(cols[5], 6, "size_bytes, the request size in bytes")?;
+    if size == 0 {
+        return Err("column 6 (size_bytes) should be at least 1 byte, found 0".to_string());
+    }
+    let end = offset.checked_add(size).ok_or_else(|| {
+        format!("columns 5 and 6: offset {offset} + size {size} bytes overflows 64 bits; expected a byte range on a disk")
+    })?;
+    let first_sector = offset / SECTOR_BYTES;
+    let sectors = end.div_ceil(SECTOR_BYTES) - first_sector;
+    let sectors = u32::try_from(sectors).map_err(|_| {
+        format!(
+            "column 6 (size_bytes): {size} bytes span {sectors} sectors; expected at most {} sectors",
+            u32::MAX
+        )
+    })?;
+    let response = unsigned(
+        cols[6],
+        7,
+        "response_100ns, the response time in 100 ns ticks",
+    )?;
+    let response_ns = response
+        .checked_mul(NANOS_PER_FILETIME_TICK)
+        .ok_or_else(|| {
+            format!("column 7 (response_100ns): {response} ticks overflow 64-bit nanoseconds")
+        })?;
+    Ok(TraceRecord {
+        arrival,
+        op,
+        lba: Lba(first_sector),
+        sectors,
+        device,
+        measured_service: Some(Duration(response_ns)),
+        measured_hit: None,
+    })
+}
+
+/// One MQSim line, whose time stamp (column 1) has already become `arrival`.
+fn mqsim_line(cols: &[&str], arrival: Instant) -> Result<TraceRecord, String> {
+    let device = unsigned_u32(cols[1], 2, "device, the device number")?;
+    let lba = unsigned(cols[2], 3, "lba, the first 512-byte sector")?;
+    let sectors = sector_count(cols[3], 4, "sectors, the request size in 512-byte sectors")?;
+    check_end(lba, sectors, 3)?;
+    let op = match cols[4] {
+        "1" => Op::Read,
+        "0" => Op::Write,
+        other => {
+            return Err(format!(
+                "column 5 should be the type, 1 (read) or 0 (write), found `{other}`"
+            ))
+        }
+    };
+    Ok(TraceRecord {
+        arrival,
+        op,
+        lba: Lba(lba),
+        sectors,
+        device,
+        measured_service: None,
+        measured_hit: None,
+    })
+}
+
+/// A non-negative integer in 64 bits; `what` names the column's meaning for the error.
+fn unsigned(text: &str, column: usize, what: &str) -> Result<u64, String> {
+    if !text.bytes().all(|b| b.is_ascii_digit()) || text.is_empty() {
+        return Err(format!(
+            "column {column} should be {what} (a non-negative integer), found `{}`",
+            shorten(text)
+        ));
+    }
+    text.parse::<u64>().map_err(|_| {
+        format!(
+            "column {column} should be {what}, but `{}` does not fit in 64 bits",
+            shorten(text)
+        )
+    })
+}
+
+fn unsigned_u32(text: &str, column: usize, what: &str) -> Result<u32, String> {
+    let value = unsigned(text, column, what)?;
+    u32::try_from(value).map_err(|_| {
+        format!(
+            "column {column} should be {what}, but {value} is larger than {}",
+            u32::MAX
+        )
+    })
+}
+
+/// A request size in sectors: an integer from 1 to `u32::MAX`.
+fn sector_count(text: &str, column: usize, what: &str) -> Result<u32, String> {
+    let value = unsigned_u32(text, column, what)?;
+    if value == 0 {
+        return Err(format!(
+            "column {column} should be {what}, at least 1; found 0"
+        ));
+    }
+    Ok(value)
+}
+
+/// Rejects a request whose last sector would lie past the 64-bit sector space.
+fn check_end(lba: u64, sectors: u32, column: usize) -> Result<(), String> {
+    match lba.checked_add(u64::from(sectors)) {
+        Some(_) => Ok(()),
+        None => Err(format!(
+            "column {column}: sector {lba} + {sectors} sectors runs past the 64-bit sector space"
+        )),
+    }
+}
+
+/// A non-negative decimal number of microseconds (`663.00000`, `12`, `1.5e3`), rounded to whole
+/// nanoseconds.
+fn micros_to_nanos(text: &str, column: usize, what: &str) -> Result<u64, String> {
+    let plain_decimal = !text.is_empty()
+        && text
+            .bytes()
+            .all(|b| b.is_ascii_digit() || matches!(b, b'.' | b'e' | b'E' | b'+' | b'-'))
+        && text
+            .bytes()
+            .next()
+            .is_some_and(|b| b.is_ascii_digit() || b == b'.');
+    let value = if plain_decimal {
+        text.parse::<f64>().ok()
+    } else {
+        None
+    };
+    let Some(us) = value else {
+        return Err(format!(
+            "column {column} should be {what} (a non-negative decimal number), found `{}`",
+            shorten(text)
+        ));
+    };
+    let ns = (us * NANOS_PER_MICRO).round();
+    // 1.8e19 is just under 2^64; the comparison also rejects infinities.
+    if !(0.0..1.8e19).contains(&ns) {
+        return Err(format!(
+            "column {column} should be {what}, but {} us is out of range",
+            shorten(text)
+        ));
+    }
+    Ok(ns as u64)
+}
+
+/// The text, cut to 40 characters for an error message.
+fn shorten(text: &str) -> String {
+    if text.chars().count() <= 40 {
+        text.to_string()
+    } else {
+        let head: String = text.chars().take(37).collect();
+        format!("{head}...")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::path::PathBuf;
+
+    /// The path of `rel` under the project's `shared/data`, found as `shared/data` beside the crate
+    /// directory or one of its ancestors (so it resolves from the workspace and from a scratch copy).
+    /// A missing file fails the test with its name rather than skipping it.
+    fn shared_data(rel: &str) -> PathBuf {
+        let crate_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+        for ancestor in crate_dir.ancestors() {
+            let data = ancestor.join("shared").join("data");
+            if data.is_dir() {
+                let file = data.join(rel);
+                assert!(
+                    file.is_file(),
+                    "test data file {} is missing",
+                    file.display()
+                );
+                return file;
+            }
+        }
+        panic!(
+            "test data file shared/data/{rel} is missing: no `shared/data` directory beside {} or any \
+             of its ancestors",
+            crate_dir.display()
+        );
+    }
+
+    fn read(rel: &str, format: TraceFormat) -> Vec<TraceRecord> {
+        let path = shared_data(rel);
+        read_trace(&path, format).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    fn assert_ordered(records: &[TraceRecord]) {
+        assert_eq!(records.first().map(|r| r.arrival), Some(Instant::ZERO));
+        assert!(records.windows(2).all(|w| w[0].arrival <= w[1].arrival));
+        assert!(records.iter().all(|r| r.sectors >= 1));
+    }
+
+    fn us(n: u64) -> u64 {
+        n * 1_000
+    }
+
+    #[test]
+    fn format_names_parse() {
+        assert_eq!("disksim".parse::<TraceFormat>(), Ok(TraceFormat::Disksim));
+        assert_eq!(" MSR ".parse::<TraceFormat>(), Ok(TraceFormat::Msr));
+        assert_eq!("mqsim".parse::<TraceFormat>(), Ok(TraceFormat::Mqsim));
+        let err = "spc".parse::<TraceFormat>().unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "unknown trace format `spc`; expected one of: disksim, msr, mqsim"
+        );
+        for f in TraceFormat::ALL {
+            assert_eq!(f.to_string().parse::<TraceFormat>(), Ok(f));
+        }
+    }
+
+    #[test]
+    fn shipped_disksim_traces_parse() {
+        // (file, first line fields, arrival of the last record in ns, reads, total sectors)
+        let cases = [
+            (
+                "atlas10k",
+                Op::Write,
+                4_583_176,
+                4,
+                663,
+                461_841_675_000,
+                6569,
+                63_052,
+            ),
+            (
+                "cheetah4LP",
+                Op::Read,
+                8_437_604,
+                4,
+                10_232,
+                445_409_221_000,
+                6639,
+                63_688,
+            ),
+            (
+                "ibm18es",
+                Op::Read,
+                17_317_516,
+                4,
+                13_661,
+                443_552_210_000,
+                6582,
+                62_324,
+            ),
+        ];
+        for (name, op, lba, sectors, service_us, last_ns, reads, total_sectors) in cases {
+            let records = read(&format!("disksim/{name}.trace"), TraceFormat::Disksim);
+            assert_eq!(records.len(), 10_000, "{name}");
+            assert_ordered(&records);
+            let first = records[0];
+            assert_eq!(first.op, op, "{name}");
+            assert_eq!(first.lba, Lba(lba), "{name}");
+            assert_eq!(first.sectors, sectors, "{name}");
+            assert_eq!(first.device, 0);
+            assert_eq!(
+                first.measured_service,
+                Some(Duration(us(service_us))),
+                "{name}"
+            );
+            assert_eq!(first.measured_hit, Some(true));
+            assert_eq!(records[9_999].arrival, Instant(last_ns), "{name}");
+            assert_eq!(
+                records.iter().filter(|r| r.op == Op::Read).count(),
+                reads,
+                "{name}"
+            );
+            let sum: u64 = records.iter().map(|r| u64::from(r.sectors)).sum();
+            assert_eq!(sum, total_sectors, "{name}");
+        }
+        // atlas10k: record i arrives at the sum of the gaps of records 0..i.
+        let atlas = read("disksim/atlas10k.trace", TraceFormat::Disksim);
+        assert_eq!(atlas[1].arrival, Instant(us(45_422)));
+        assert_eq!(atlas[2].arrival, Instant(us(45_422 + 34_200)));
+        assert_eq!(atlas[2].lba, Lba(3_962_268));
+        assert_eq!(atlas[2].sectors, 12);
+        assert_eq!(atlas[2].measured_service, Some(Duration(us(6_657))));
+    }
+
+    #[test]
+    fn shipped_msr_sample_parses() {
+        let records = read("traces/msr-cambridge-hm0-sample.csv", TraceFormat::Msr);
+        assert_eq!(records.len(), 1_000);
+        assert_ordered(&records);
+        // 128166385295514663,hm,0,Write,9056014336,2048,2833
+        assert_eq!(
+            records[0],
+            TraceRecord {
+                arrival: Instant::ZERO,
+                op: Op::Write,
+                lba: Lba(9_056_014_336 / 512),
+                sectors: 4,
+                device: 0,
+                measured_service: Some(Duration(283_300)),
+                measured_hit: None,
+            }
+        );
+        // 128166385295514878,hm,0,Write,11855351808,512,2617: 215 ticks later.
+        assert_eq!(records[1].arrival, Instant(21_500));
+        assert_eq!(records[1].lba, Lba(23_154_984));
+        assert_eq!(records[1].sectors, 1);
+        // 128166386567849604,hm,0,Read,11946549248,4096,3499
+        let last = records[999];
+        assert_eq!(last.arrival, Instant(127_233_494_100));
+        assert_eq!(
+            (last.op, last.lba, last.sectors),
+            (Op::Read, Lba(23_333_104), 8)
+        );
+        assert_eq!(last.measured_service, Some(Duration(349_900)));
+        assert_eq!(records.iter().filter(|r| r.op == Op::Read).count(), 508);
+    }
+
+    #[test]
+    fn shipped_tpcc_trace_parses() {
+        let records = read("traces/tpcc-small.trace", TraceFormat::Mqsim);
+        assert_eq!(records.len(), 6_999);
+        assert_ordered(&records);
+        // 938513000 4 264719034 16 0
+        assert_eq!(
+            records[0],
+            TraceRecord {
+                arrival: Instant::ZERO,
+                op: Op::Write,
+                lba: Lba(264_719_034),
+                sectors: 16,
+                device: 4,
+                measured_service: None,
+                measured_hit: None,
+            }
+        );
+        // 938828000 3 197570570 16 0
+        assert_eq!(records[1].arrival, Instant(315_000));
+        assert_eq!(records[1].device, 3);
+        // 1075002000 7 160057354 16 0
+        let last = records[6_998];
+        assert_eq!(last.arrival, Instant(1_075_002_000 - 938_513_000));
+        assert_eq!(
+            (last.device, last.lba, last.op),
+            (7, Lba(160_057_354), Op::Write)
+        );
+        assert_eq!(records.iter().filter(|r| r.op == Op::Read).count(), 4_381);
+    }
+
+    #[test]
+    fn missing_file_names_the_path() {
+        let path = Path::new("/nonexistent/dir/trace.csv");
+        let err = read_trace(path, TraceFormat::Msr).unwrap_err();
+        assert_eq!(err.file, "/nonexistent/dir/trace.csv");
+        assert_eq!(err.line, 0);
+        assert!(
+            err.to_string()
+                .starts_with("/nonexistent/dir/trace.csv: cannot read msr trace"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn comments_blank_lines_and_crlf_are_skipped() {
+        let text =
+            "# header\r\n\r\n   \nR Miss 100 8 1500.5 10\r\n  # indented comment\nW Hit 7 1 2 0\n";
+        let records = parse_trace(text, TraceFormat::Disksim, "t").unwrap();
+        assert_eq!(records.len(), 2);
+        assert_eq!(records[0].measured_hit, Some(false));
+        assert_eq!(records[0].measured_service, Some(Duration(1_500_500)));
+        assert_eq!(records[1].arrival, Instant(10_000));
+    }
+
+    #[test]
+    fn disksim_arrival_is_the_sum_of_earlier_gaps() {
+        let text = "R Hit 0 1 1 5\nR Hit 1 1 1 7\nR Hit 2 1 1 1000000\n";
+        let arrivals: Vec<u64> = parse_trace(text, TraceFormat::Disksim, "t")
+            .unwrap()
+            .iter()
+            .map(|r| r.arrival.as_nanos())
+            .collect();
+        assert_eq!(arrivals, [0, 5_000, 12_000]);
+    }
+
+    #[test]
+    fn msr_unaligned_ranges_cover_whole_sectors() {
+        let text = "100,h,2,Read,1000,100,5\n200,h,2,Write,1023,2,5\n300,h,2,Read,512,512,5\n";
+        let records = parse_trace(text, TraceFormat::Msr, "t").unwrap();
+        // Bytes 1000..1100 lie in sectors 1 and 2; bytes 1023..1025 in sectors 1 and 2; 512..1024 in 1.
+        let got: Vec<(u64, u32)> = records.iter().map(|r| (r.lba.0, r.sectors)).collect();
+        assert_eq!(got, [(1, 2), (1, 2), (1, 1)]);
+        assert_eq!(records[1].arrival, Instant(10_000));
+        assert_eq!(records[2].device, 2);
+    }
+
+    #[test]
+    fn out_of_order_records_are_sorted_stably() {
+        let text = "100 0 1 1 1\n300 0 2 1 1\n200 0 3 1 1\n300 0 4 1 0\n200 0 5 1 0\n";
+        let records = parse_trace(text, TraceFormat::Mqsim, "t").unwrap();
+        let got: Vec<(u64, u64)> = records.iter().map(|r| (r.arrival.0, r.lba.0)).collect();
+        assert_eq!(got, [(0, 1), (100, 3), (100, 5), (200, 2), (200, 4)]);
+    }
+
+    #[test]
+    fn stamp_before_the_first_is_an_error() {
+        let err = parse_trace(
+            "500 0 1 1 1\n# c\n400 0 1 1 1\n",
+            TraceFormat::Mqsim,
+            "q.trace",
+        )
+        .unwrap_err();
+        assert_eq!((err.file.as_str(), err.line), ("q.trace", 3));
+        assert!(
+            err.message.contains("earlier than the first record"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn malformed_lines_name_file_line_and_expectation() {
+        let cases: [(TraceFormat, &str, usize, &str); 16] = [
+            (
+                TraceFormat::Disksim,
+                "R Hit 1 1 1 1\nR Hit 1 1 1\n",
+                2,
+                "6 whitespace-separated columns",
+            ),
+            (
+                TraceFormat::Disksim,
+                "\n\nX Hit 1 1 1 1\n",
+                3,
+                "column 1 should be `R` or `W`",
+            ),
+            (
+                TraceFormat::Disksim,
+                "R Maybe 1 1 1 1\n",
+                1,
+                "column 2 should be `Hit` or `Miss`",
+            ),
+            (
+                TraceFormat::Disksim,
+                "R Hit -1 1 1 1\n",
+                1,
+                "column 3 should be lbn",
+            ),
+            (TraceFormat::Disksim, "R Hit 1 0 1 1\n", 1, "at least 1"),
+            (
+                TraceFormat::Disksim,
+                "R Hit 1 1 nan 1\n",
+                1,
+                "column 5 should be service_us",
+            ),
+            (
+                TraceFormat::Disksim,
+                "R Hit 1 1 1 1e300\n",
+                1,
+                "out of range",
+            ),
+            (
+                TraceFormat::Disksim,
+                "R Hit 1 1 1 10000000000000000\nR Hit 1 1 1 10000000000000000\nR Hit 1 1 1 1\n",
+                2,
+                "add up past",
+            ),
+            (
+                TraceFormat::Disksim,
+                "R Hit 18446744073709551615 2 1 1\n",
+                1,
+                "64-bit sector space",
+            ),
+            (
+                TraceFormat::Msr,
+                "1,h,0,Read,0,512,1\n2,h,0,Read,0,0,1\n",
+                2,
+                "at least 1 byte",
+            ),
+            (
+                TraceFormat::Msr,
+                "1,h,0,Trim,0,512,1\n",
+                1,
+                "column 4 should be `Read` or `Write`",
+            ),
+            (
+                TraceFormat::Msr,
+                "1,h,0,Read,0,512\n",
+                1,
+                "7 comma-separated columns",
+            ),
+            (
+                TraceFormat::Msr,
+                "1,h,0,Read,18446744073709551615,512,1\n",
+                1,
+                "overflows 64 bits",
+            ),
+            (
+                TraceFormat::Msr,
+                "1,h,0,Read,0,99999999999999,1\n",
+                1,
+                "expected at most",
+            ),
+            (
+                TraceFormat::Mqsim,
+                "1 0 5 8 2\n",
+                1,
+                "column 5 should be the type",
+            ),
+            (
+                TraceFormat::Mqsim,
+                "1 0 5 99999999999999999999 1\n",
+                1,
+                "does not fit in 64 bits",
+            ),
+        ];
+        for (format, text, line, needle) in cases {
+            let err = parse_trace(text, format, "bad.trace").unwrap_err();
+            assert_eq!(err.line, line, "{format} {text:?}: {err}");
+            assert_eq!(err.file, "bad.trace");
+            assert!(err.message.contains(needle), "{format} {text:?}: {err}");
+            assert!(
+                err.to_string().starts_with(&format!("bad.trace:{line}: ")),
+                "{err}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_trace_without_records_is_an_error() {
+        for format in TraceFormat::ALL {
+            for text in ["", "\n\n", "# only a comment\n   \n"] {
+                let err = parse_trace(text, format, "empty.trace").unwrap_err();
+                assert_eq!(err.line, 0);
+                assert!(err.message.starts_with("no records"), "{err}");
+                assert!(
+                    err.to_string().starts_with("empty.trace: no records"),
+                    "{err}"
+                );
+            }
+        }
+    }
+
+    const VALID_LINES: [(TraceFormat, &str); 3] = [
+        (
+            TraceFormat::Disksim,
+            "W Hit    4583176   4    663.00000  45422.00000\nR Hit    3962268  12   6657.00000  64047.00000\n\
+             R Miss 3962296 16 1825.00000 36016.00000\n",
+        ),
+        (
+            TraceFormat::Msr,
+            "128166385295514663,hm,0,Write,9056014336,2048,2833\n\
+             128166385295514878,hm,0,Write,11855351808,512,2617\n\
+             128166385301451520,hm,1,Read,3163095040,40960,3438\n",
+        ),
+        (
+            TraceFormat::Mqsim,
+            "938513000 4 264719034 16 0\n938828000 3 197570570 16 0\n938944000 13 93230992 32 1\n",
+        ),
+    ];
+
+    /// Tokens that are likely to hit parser edge cases when spliced into a line.
+    fn nasty_token() -> impl Strategy<Value = String> {
+        prop_oneof![
+            Just(String::new()),
+            Just("18446744073709551615".to_string()),
+            Just("18446744073709551616".to_string()),
+            Just("4294967295".to_string()),
+            Just("4294967296".to_string()),
+            Just("-1".to_string()),
+            Just("0".to_string()),
+            Just("1e308".to_string()),
+            Just("NaN".to_string()),
+            Just("inf".to_string()),
+            Just(",".to_string()),
+            Just("#".to_string()),
+            Just("\u{00e9}\u{1f600}".to_string()),
+            any::<u64>().prop_map(|v| v.to_string()),
+            "[ -~]{0,12}",
+        ]
+    }
+
+    #[derive(Clone, Debug)]
+    enum Mutation {
+        ReplaceToken(usize, String),
+        DeleteToken(usize),
+        InsertChar(usize, char),
+        DuplicateLine(usize),
+        SwapLines(usize, usize),
+        Truncate(usize),
+    }
+
+    fn mutation() -> impl Strategy<Value = Mutation> {
+        prop_oneof![
+            (any::<usize>(), nasty_token()).prop_map(|(i, t)| Mutation::ReplaceToken(i, t)),
+            any::<usize>().prop_map(Mutation::DeleteToken),
+            (any::<usize>(), any::<char>()).prop_map(|(i, c)| Mutation::InsertChar(i, c)),
+            any::<usize>().prop_map(Mutation::DuplicateLine),
+            (any::<usize>(), any::<usize>()).prop_map(|(a, b)| Mutation::SwapLines(a, b)),
+            any::<usize>().prop_map(Mutation::Truncate),
+        ]
+    }
+
+    fn apply(text: &str, format: TraceFormat, mutations: &[Mutation]) -> String {
+        let sep = if format == TraceFormat::Msr { "," } else { " " };
+        let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+        for m in mutations {
+            if lines.is_empty() {
+                break;
+            }
+            let n = lines.len();
+            match m {
+                Mutation::ReplaceToken(i, _) | Mutation::DeleteToken(i) => {
+                    let line = &mut lines[i % n];
+                    let mut cols: Vec<String> = if sep == "," {
+                        line.split(',').map(str::to_string).collect()
+                    } else {
+                        line.split_whitespace().map(str::to_string).collect()
+                    };
+                    if !cols.is_empty() {
+                        let k = (i / n) % cols.len();
+                        match m {
+                            Mutation::ReplaceToken(_, t) => cols[k] = t.clone(),
+                            _ => {
+                                cols.remove(k);
+                            }
+                        }
+                    }
+                    *line = cols.join(sep);
+                }
+                Mutation::InsertChar(i, c) => {
+                    let line = &mut lines[i % n];
+                    let chars: Vec<char> = line.chars().collect();
+                    let at = (i / n) % (chars.len() + 1);
+                    *line = chars[..at]
+                        .iter()
+                        .chain(std::iter::once(c))
+                        .chain(&chars[at..])
+                        .collect();
+                }
+                Mutation::DuplicateLine(i) => {
+                    let copy = lines[i % n].clone();
+                    lines.insert(i % n, copy);
+                }
+                Mutation::SwapLines(a, b) => lines.swap(a % n, b % n),
+                Mutation::Truncate(i) => lines.truncate(i % (n + 1)),
+            }
+        }
+        lines.join("\n")
+    }
+
+    /// Checks what every successful parse promises and what every error promises.
+    fn check_outcome(text: &str, format: TraceFormat) {
+        match parse_trace(text, format, "fuzz") {
+            Ok(records) => {
+                assert!(!records.is_empty());
+                assert_ordered(&records);
+            }
+            Err(e) => {
+                assert_eq!(e.file, "fuzz");
+                assert!(
+                    e.line <= text.lines().count(),
+                    "line {} of {}",
+                    e.line,
+                    text.lines().count()
+                );
+                assert!(!e.message.is_empty());
+            }
+        }
+    }
+
+    // Failing cases are saved by proptest's default failure persistence (a `proptest-regressions`
+    // file beside the source) and replayed first on later runs.
+    proptest! {
+        #[test]
+        fn random_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..400)) {
+            let text = String::from_utf8_lossy(&bytes);
+            for format in TraceFormat::ALL {
+                check_outcome(&text, format);
+            }
+        }
+
+        #[test]
+        fn random_printable_lines_never_panic(text in "([ -~]{0,40}\n){0,8}") {
+            for format in TraceFormat::ALL {
+                check_outcome(&text, format);
+            }
+        }
+
+        #[test]
+        fn mutated_valid_lines_never_panic(
+            which in 0..VALID_LINES.len(),
+            mutations in proptest::collection::vec(mutation(), 0..6),
+        ) {
+            let (format, text) = VALID_LINES[which];
+            let mutated = apply(text, format, &mutations);
+            check_outcome(&mutated, format);
+            if mutations.is_empty() {
+                prop_assert_eq!(parse_trace(&mutated, format, "fuzz").map(|r| r.len()), Ok(3));
+            }
+        }
+    }
+}
