@@ -153,6 +153,7 @@ struct Sim {
     streams_left: u32,
     trace: Vec<TraceRecord>,
     trace_next_closed: usize,
+    trace_blocked: Option<u32>,
     trace_left: usize,
     volume_sectors: u64,
     // measurements
@@ -256,7 +257,11 @@ impl Sim {
                 message: e.to_string(),
             })?;
         let max_sectors = (cfg.host.max_request.0 / SECTOR_BYTES) as u32;
-        let queue_limit = 1024.max(cfg.workload.streams as usize * 32);
+        // Each client has at most one request and a few readahead windows in flight, each split
+        // into pieces of at most `max_request`; trace arrivals wait while the queue is full (like a
+        // submitter blocked on Linux's `nr_requests`). So this bound is never reached.
+        let per_stream = 4 * (w.request.0 + 2 * cfg.policy.readahead_max.0).div_ceil(cfg.host.max_request.0) + 8;
+        let queue_limit = (1024 + w.streams as u64 * per_stream) as usize;
         let cache_pages = cfg.host.memory.0 / PAGE_BYTES;
         let total_work = match w.kind {
             WorkloadKind::Streams => (w.file_size.0 as f64) * w.streams as f64,
@@ -293,6 +298,7 @@ impl Sim {
             streams_left,
             trace,
             trace_next_closed: 0,
+            trace_blocked: None,
             trace_left,
             volume_sectors: capacity.0 / SECTOR_BYTES,
             app_requests: 0,
@@ -392,6 +398,15 @@ impl Sim {
                 }
             }
         }
+        assert!(
+            self.finished() || limit.is_some_and(|l| self.now >= l),
+            "simulation stalled at {} with {} queued, {} at the device, {} streams and {} trace requests left",
+            self.now,
+            self.queue.len(),
+            self.in_device.len(),
+            self.streams_left,
+            self.trace_left
+        );
         if let Some(p) = progress.as_mut() {
             p(1.0);
         }
@@ -734,8 +749,16 @@ impl Sim {
 
     fn trace_arrival(&mut self, i: u32) {
         let r = self.trace[i as usize];
+        let max = self.queue.max_sectors() as u64;
+        let pieces = (r.sectors as u64).div_ceil(max) as usize;
+        if self.queue.len() + pieces > self.queue.limit() {
+            // The queue is full: the submitter blocks until a dispatch makes room; its latency
+            // still counts from the trace's arrival time.
+            self.trace_blocked = Some(i);
+            return;
+        }
         if !self.cfg.workload.closed && (i as usize + 1) < self.trace.len() {
-            let next = self.trace[i as usize + 1].arrival;
+            let next = self.trace[i as usize + 1].arrival.max(self.now);
             self.schedule(next, Ev::TraceArrival(i + 1));
         }
         let sectors = (r.sectors as u64).min(self.volume_sectors);
@@ -749,7 +772,7 @@ impl Sim {
             file: NIL,
             offset: lba * SECTOR_BYTES,
             bytes: sectors * SECTOR_BYTES,
-            submit: self.now,
+            submit: if self.cfg.workload.closed { self.now } else { r.arrival },
             op: r.op,
             pending: 1,
             resume_page: 0,
@@ -760,7 +783,6 @@ impl Sim {
             parts_left: 0,
             waiters: SmallVec::new(),
         });
-        let max = self.queue.max_sectors() as u64;
         let mut parts = 0;
         let mut pos = lba;
         while pos < lba + sectors {
@@ -779,6 +801,9 @@ impl Sim {
             let Some(r) = self.queue.pop(self.now) else {
                 break;
             };
+            if let Some(i) = self.trace_blocked.take() {
+                self.schedule(self.now, Ev::TraceArrival(i));
+            }
             let host_wait = self.now - r.arrival;
             self.breakdown_ns[3] += host_wait.as_nanos() as u128;
             self.device.submit(

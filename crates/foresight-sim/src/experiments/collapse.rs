@@ -73,7 +73,7 @@ pub fn run(ctx: &Context<'_>) -> Result<Section, ExperimentError> {
         });
     }
     series.push(Series {
-        name: format!("media rate (outer) {:.0} MiB/s", media.media_mib_s_max),
+        name: "media rate (outer)".into(),
         points: vec![(1.0, media.media_mib_s_max), (256.0, media.media_mib_s_max)],
         dashed: true,
     });

@@ -85,6 +85,11 @@ impl BlockQueue {
         self.pending.len() >= self.limit
     }
 
+    /// The most requests the queue holds.
+    pub fn limit(&self) -> usize {
+        self.limit
+    }
+
     /// Merges performed so far.
     pub fn merges(&self) -> u64 {
         self.merges

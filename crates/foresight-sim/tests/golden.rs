@@ -1,0 +1,74 @@
+//! Golden checks of the foundation's acceptance figures, each with its stated tolerance.
+//!
+//! These are simulated results, deterministic for a given seed, so they are checked exactly as
+//! `foresight sim` prints them; they guard the device models and the readahead policy together.
+
+use foresight_device::presets::preset_infos;
+use foresight_sim::experiments::{config, positioning_share};
+use foresight_sim::{run, Report, RunOptions};
+
+fn sim(sets: &[&str]) -> Report {
+    let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+    run(&config(&sets), RunOptions::default()).expect("runs").report
+}
+
+fn info(name: &str) -> foresight_device::presets::PresetInfo {
+    preset_infos().into_iter().find(|p| p.name == name).expect("preset")
+}
+
+/// One stream of 1 MiB reads on cheetah-15k5 runs at 90-100% of the outer-zone media rate.
+#[test]
+fn one_stream_reads_near_the_outer_media_rate() {
+    let r = sim(&[
+        "device.preset=cheetah-15k5",
+        "workload.request=1MiB",
+        "workload.file_size=1GiB",
+        "workload.placement=contiguous",
+    ]);
+    let outer = info("cheetah-15k5").media_mib_s_max;
+    let ratio = r.throughput_mib_s / outer;
+    assert!((0.90..=1.0).contains(&ratio), "{:.1} MiB/s is {:.3} of {outer:.1}", r.throughput_mib_s, ratio);
+}
+
+/// Random 4 KiB reads over the whole cheetah-15k5 average within 10% of
+/// average seek + half a rotation + transfer + overhead.
+#[test]
+fn random_reads_cost_seek_plus_half_a_turn() {
+    let r = sim(&[
+        "device.preset=cheetah-15k5",
+        "policy.name=none",
+        "workload.kind=random",
+        "workload.request=4KiB",
+        "workload.requests=5000",
+    ]);
+    let p = info("cheetah-15k5");
+    let half_turn_ms = 0.5 * 60_000.0 / p.rpm;
+    let transfer_ms = 4096.0 / (p.media_mib_s_max * 1048576.0) * 1e3;
+    // The preset's read-miss overhead after a read is zero (Seagate-Cheetah15k5.diskspecs).
+    let expected = p.avg_seek_ms + half_turn_ms + transfer_ms;
+    let err = (r.mean_latency_ms - expected).abs() / expected;
+    assert!(err < 0.10, "mean {:.3} ms vs expected {expected:.3} ms ({:.1}% off)", r.mean_latency_ms, 100.0 * err);
+}
+
+/// The collapse the papers start from: under seqp with 128 KiB, 64 streams on wd800jd deliver
+/// less than half of one stream's throughput, and positioning dominates the disk's time.
+#[test]
+fn many_streams_collapse_under_small_readahead() {
+    let run_n = |n: &str| {
+        sim(&[
+            "device.preset=wd800jd",
+            "policy.name=seqp",
+            "policy.readahead_max=128KiB",
+            &format!("workload.streams={n}"),
+            "workload.request=64KiB",
+            "workload.file_size=256MiB",
+            "workload.duration=4s",
+        ])
+    };
+    let one = run_n("1");
+    let many = run_n("64");
+    let ratio = many.throughput_mib_s / one.throughput_mib_s;
+    assert!(ratio < 0.5, "64 streams deliver {ratio:.2} of one stream");
+    let share = positioning_share(&many);
+    assert!(share > 0.5, "seek+rotate share {share:.2}");
+}
