@@ -74,6 +74,36 @@ impl Rng {
         -mean * (1.0 - self.unit_f64()).ln()
     }
 
+        /// A standard normal draw (Box-Muller).
+    pub fn normal(&mut self) -> f64 {
+        let u1 = 1.0 - self.unit_f64();
+        let u2 = self.unit_f64();
+        (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
+    }
+
+    /// A gamma draw with the given shape and scale (mean = shape * scale), by Marsaglia and
+    /// Tsang's method (ACM TOMS 26(3), 2000); shapes below 1 use the boost `G(a+1) * U^(1/a)`.
+    pub fn gamma(&mut self, shape: f64, scale: f64) -> f64 {
+        assert!(shape > 0.0 && scale > 0.0, "gamma needs positive shape and scale");
+        if shape < 1.0 {
+            let u = self.unit_f64().max(f64::MIN_POSITIVE);
+            return self.gamma(shape + 1.0, scale) * u.powf(1.0 / shape);
+        }
+        let d = shape - 1.0 / 3.0;
+        let c = 1.0 / (9.0 * d).sqrt();
+        loop {
+            let x = self.normal();
+            let v = (1.0 + c * x).powi(3);
+            if v <= 0.0 {
+                continue;
+            }
+            let u = self.unit_f64();
+            if u < 1.0 - 0.0331 * x.powi(4) || u.max(f64::MIN_POSITIVE).ln() < 0.5 * x * x + d * (1.0 - v + v.ln()) {
+                return d * v * scale;
+            }
+        }
+    }
+
     /// Shuffles a slice in place (Fisher-Yates).
     pub fn shuffle<T>(&mut self, items: &mut [T]) {
         for i in (1..items.len()).rev() {
@@ -95,6 +125,14 @@ mod tests {
             assert_eq!(a.next_u64(), b.next_u64());
         }
         assert_ne!(Rng::new(7).next_u64(), Rng::new(8).next_u64());
+    }
+
+        #[test]
+    fn gamma_has_the_right_mean() {
+        let mut r = Rng::new(3);
+        let n = 50_000;
+        let mean = (0..n).map(|_| r.gamma(1.5, 2.0)).sum::<f64>() / n as f64;
+        assert!((mean - 3.0).abs() < 0.05, "{mean}");
     }
 
     #[test]

@@ -20,10 +20,10 @@ pub enum DeviceError {
         /// What to change.
         fix: &'static str,
     },
-    /// The zone table does not tile the cylinders `0..cylinders` in order.
+    /// The zone table overlaps itself or is out of order.
     #[error(
-        "zone {index} covers cylinders {first_cyl}..={last_cyl}, but cylinder {expected_first} was \
-         expected next: zones must be listed outer to inner, be contiguous, and start at cylinder 0"
+        "zone {index} covers cylinders {first_cyl}..={last_cyl}, but it must start at cylinder \
+         {expected_first} or later: zones must be listed outer to inner without overlapping"
     )]
     ZoneGap {
         /// Position of the zone in the list.
@@ -32,7 +32,7 @@ pub enum DeviceError {
         first_cyl: u32,
         /// Its last cylinder.
         last_cyl: u32,
-        /// The cylinder the zone should have started at.
+        /// The first cylinder the zone may start at.
         expected_first: u32,
     },
     /// The zones end before or after the last cylinder.

@@ -7,6 +7,7 @@
 //! give the same outputs. The HDD is split along physical lines (geometry, mechanics, cache, queue) the
 //! way DiskSim keeps layout and mechanics apart.
 
+pub mod disksim;
 pub mod error;
 pub mod hdd;
 pub mod presets;
@@ -18,7 +19,7 @@ mod testutil;
 pub use error::DeviceError;
 pub use hdd::geometry::{Chs, Geometry, Zone, ZoneProgression};
 pub use hdd::mechanics::{CommandOverheads, Rotation, SeekCurve};
-pub use hdd::{Hdd, HddParams, QueuePolicy};
+pub use hdd::{Hdd, HddParams, QueuePolicy, ReadAheadMode, WriteCache};
 pub use presets::{
     build, preset, preset_infos, preset_names, preset_source, try_build, DeviceSpec, PresetInfo,
 };

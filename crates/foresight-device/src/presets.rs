@@ -25,7 +25,7 @@ use foresight_core::{ByteLen, Duration};
 use crate::error::DeviceError;
 use crate::hdd::geometry::ZoneProgression;
 use crate::hdd::mechanics::{CommandOverheads, SeekCurve};
-use crate::hdd::{Hdd, HddParams, QueuePolicy};
+use crate::hdd::{Hdd, HddParams, QueuePolicy, ReadAheadMode, WriteCache};
 use crate::ssd::{Ssd, SsdParams};
 use crate::Device;
 
@@ -97,6 +97,11 @@ const PRESETS: &[PresetDef] = &[
         source: CHEETAH_15K5_SOURCE,
         make: || DeviceSpec::Hdd(cheetah_15k5()),
     },
+        PresetDef {
+        name: "cheetah-15k4",
+        source: CHEETAH_15K4_SOURCE,
+        make: || DeviceSpec::Hdd(cheetah_15k4()),
+    },
     PresetDef {
         name: "atlas-10k",
         source: ATLAS_10K_SOURCE,
@@ -131,6 +136,7 @@ const PRESETS: &[PresetDef] = &[
 
 const NAMES: &[&str] = &[
     "cheetah-15k5",
+    "cheetah-15k4",
     "atlas-10k",
     "ibm-18es",
     "cheetah-4lp",
@@ -288,9 +294,69 @@ pub fn cheetah_15k5() -> HddParams {
         cache_segment_sectors: 1_200,
         readahead_max_sectors: 1_200,
         cache_enabled: true,
+        readahead_mode: ReadAheadMode::Budget,
+        write_cache: WriteCache::Full,
+        write_segments: 11,
+        separate_write_segment: false,
+        read_hits_on_write_data: true,
+        combine_sequential_writes: true,
+        read_free_blocks: false,
+        readahead_over_request: true,
         bus_bytes_per_s: 400e6,
         queue_depth: 8,
         queue_policy: QueuePolicy::CLook,
+    }
+}
+
+const CHEETAH_15K4_SOURCE: &str = "Seagate Cheetah 15K.4 ST373454LC (73.4 GB, 15,000 rpm, Ultra320 SCSI), \
+the disk of paper 000 section 5.1: capacity 143,374,744 sectors, 96 to 58 MB/s sustained, 3.5 ms average read \
+seek, 0.2 ms track-to-track, 8 MB cache from its datasheet; full-stroke seek, overheads, segment layout and \
+skews derived from the Cheetah 15K.5 DiskSim files (shared/data/disksim), the same family one generation on";
+
+/// Seagate Cheetah 15K.4 (ST373454LC, 73.4 GB, 15,000 rpm, Ultra320 SCSI): the array member of
+/// paper 000 (section 5.1, five of them in RAID-0).
+///
+/// Datasheet figures: 143,374,744 sectors, 96 MB/s sustained at the outer edge and 58 MB/s at the
+/// inner (so 750 and 453 sectors per track at 250 revolutions a second), 3.5 ms average read seek,
+/// 0.2 ms track-to-track, 8 MB cache, Ultra320 (320 MB/s). Derived from the Cheetah 15K.5 files
+/// (same family, next generation): 4 surfaces, the full-stroke seek (6.9 ms), the command overheads,
+/// cylinder skew covering the one-cylinder seek, a linear fall of track size over the zones, and
+/// the cache split as 16 segments of 512 KiB reading ahead to the segment's end; cylinders follow
+/// from the capacity.
+pub fn cheetah_15k4() -> HddParams {
+    let surfaces = 4u64;
+    let mean_spt = (750.0 + 453.0) / 2.0;
+    let cylinders = (143_374_744.0 / (surfaces as f64 * mean_spt)).round() as u32;
+    let rev_ns = 60e9 / 15_000.0;
+    HddParams {
+        rpm: 15_000.0,
+        cylinders,
+        surfaces: surfaces as u32,
+        zones: ZoneProgression {
+            zone_count: 14,
+            spt_outer: 750,
+            spt_inner: 453,
+            shape_exponent: 1.0,
+            track_skew_rev: 1_000.0 / rev_ns,
+            cyl_skew_rev: 0.2e6 / rev_ns + 0.02,
+        }
+        .zones(cylinders),
+        seek: seek(0.2, 3.5, 6.927, cylinders),
+        ..cheetah_15k5_family(cylinders)
+    }
+}
+
+/// The Cheetah 15K.5 file's cache, overhead and interface settings, shared by the 15K.4 preset,
+/// which has no DiskSim description of its own. Geometry and seek fields are placeholders the caller
+/// replaces.
+fn cheetah_15k5_family(cylinders: u32) -> HddParams {
+    HddParams {
+        cylinders,
+        cache_segments: 16,
+        cache_segment_sectors: 1_024,
+        readahead_max_sectors: 1_024,
+        bus_bytes_per_s: 320e6,
+        ..cheetah_15k5()
     }
 }
 
@@ -325,6 +391,14 @@ pub fn atlas_10k() -> HddParams {
         cache_segment_sectors: 374,
         readahead_max_sectors: 354,
         cache_enabled: true,
+        readahead_mode: ReadAheadMode::TrackAhead,
+        write_cache: WriteCache::Full,
+        write_segments: 1,
+        separate_write_segment: false,
+        read_hits_on_write_data: true,
+        combine_sequential_writes: true,
+        read_free_blocks: true,
+        readahead_over_request: true,
         bus_bytes_per_s: 80e6,
         queue_depth: 1,
         queue_policy: QueuePolicy::Fcfs,
@@ -364,6 +438,14 @@ pub fn ibm_18es() -> HddParams {
         cache_segment_sectors: 511,
         readahead_max_sectors: 511,
         cache_enabled: true,
+        readahead_mode: ReadAheadMode::Budget,
+        write_cache: WriteCache::Full,
+        write_segments: 1,
+        separate_write_segment: true,
+        read_hits_on_write_data: false,
+        combine_sequential_writes: true,
+        read_free_blocks: true,
+        readahead_over_request: true,
         bus_bytes_per_s: 80e6,
         queue_depth: 1,
         queue_policy: QueuePolicy::Fcfs,
@@ -403,6 +485,14 @@ pub fn cheetah_4lp() -> HddParams {
         cache_segment_sectors: 282,
         readahead_max_sectors: 282,
         cache_enabled: true,
+        readahead_mode: ReadAheadMode::Budget,
+        write_cache: WriteCache::Limited,
+        write_segments: 1,
+        separate_write_segment: false,
+        read_hits_on_write_data: true,
+        combine_sequential_writes: true,
+        read_free_blocks: false,
+        readahead_over_request: true,
         bus_bytes_per_s: 40e6,
         queue_depth: 1,
         queue_policy: QueuePolicy::Fcfs,
@@ -443,6 +533,14 @@ pub fn wd800jd() -> HddParams {
         cache_segment_sectors: 1_024,
         readahead_max_sectors: 1_024,
         cache_enabled: true,
+        readahead_mode: ReadAheadMode::Budget,
+        write_cache: WriteCache::Off,
+        write_segments: 1,
+        separate_write_segment: false,
+        read_hits_on_write_data: true,
+        combine_sequential_writes: true,
+        read_free_blocks: false,
+        readahead_over_request: true,
         bus_bytes_per_s: 150e6,
         queue_depth: 1,
         queue_policy: QueuePolicy::Fcfs,
@@ -484,6 +582,14 @@ pub fn st6000nm0024() -> HddParams {
         cache_segment_sectors: 2_048,
         readahead_max_sectors: 2_048,
         cache_enabled: true,
+        readahead_mode: ReadAheadMode::Budget,
+        write_cache: WriteCache::Off,
+        write_segments: 1,
+        separate_write_segment: false,
+        read_hits_on_write_data: true,
+        combine_sequential_writes: true,
+        read_free_blocks: false,
+        readahead_over_request: true,
         bus_bytes_per_s: 600e6,
         queue_depth: 32,
         queue_policy: QueuePolicy::CLook,

@@ -10,6 +10,7 @@
 pub mod budget;
 pub mod layout;
 pub mod readahead;
+pub mod streams;
 
 use std::sync::Arc;
 
@@ -95,10 +96,22 @@ pub enum Output {
         /// The bytes to release.
         range: ByteRange,
     },
+    /// Answer to the `Input::Read` just handled: do not read the missing bytes of `range` on
+    /// demand; the policy will fetch them itself (a stream scheduler queues the request until the
+    /// stream's turn). The driver must keep the request waiting until they arrive.
+    Defer {
+        /// Which file.
+        file: FileId,
+        /// The bytes the request waits for.
+        range: ByteRange,
+    },
 }
 
 /// The interface every policy implements.
-pub trait Policy {
+///
+/// Policies are `Send` because a real driver (the engine) keeps one behind a lock that many
+/// application threads take in turn; a policy is pure data, so this costs nothing.
+pub trait Policy: Send {
     /// The policy's name as the config spells it (`none`, `seqp`, ...).
     fn name(&self) -> &str;
     /// Feeds one input at `now`.
@@ -111,6 +124,12 @@ pub trait Policy {
     }
     /// Called by the driver once `now` has reached the instant from `poll_timeout`.
     fn handle_timeout(&mut self, _now: Instant) {}
+    /// The driver's set of files grew: `layout` holds every file of the previous layout under the
+    /// same id and size, followed by new ones. A driver whose files appear over time (the engine,
+    /// which opens files on demand) calls this before the first input that names a new file. A
+    /// policy that keeps the layout must replace it; the default ignores the call, which is right
+    /// only for policies that never look at the layout.
+    fn extend_layout(&mut self, _layout: Arc<Layout>) {}
 }
 
 /// A policy's settings, as plain data. The simulator, the engine and the CLI all build policies from
@@ -121,19 +140,53 @@ pub struct PolicyConfig {
     pub name: String,
     /// The largest readahead window (Linux `read_ahead_kb`), for the readahead family.
     pub readahead_max: ByteLen,
+    /// MSP's `SC_max`: the cap of its sequential counter, in strip steps (paper
+    /// 000_a596543dd26dac72.txt, Fig. 7: 42).
+    pub sc_max: u32,
+    /// MSP's `SC_thresh`: the counter value at which it starts prefetching stripes (Fig. 7: 38).
+    pub sc_thresh: u32,
+    /// MSP's `SPS_max`: the most stripes it queues per sequential step (Fig. 7: 8).
+    pub sps_max_stripes: u32,
+    /// The stream scheduler's settings (`D`, `R`, `N`, `M`, timeout, classifier), paper
+    /// 001_9c47c4c84914efc3.txt section 4.
+    pub streams: streams::StreamsConfig,
 }
 
 impl Default for PolicyConfig {
     fn default() -> Self {
+        let msp = readahead::MspSettings::default();
         PolicyConfig {
             name: "seqp".into(),
             readahead_max: ByteLen::kib(128),
+            sc_max: msp.sc_max,
+            sc_thresh: msp.sc_thresh,
+            sps_max_stripes: msp.sps_max_stripes,
+            streams: streams::StreamsConfig::default(),
         }
     }
 }
 
-/// The policies this build knows, by name.
-pub const POLICY_NAMES: &[&str] = &["none", "seqp"];
+impl PolicyConfig {
+    /// The MSP part of the settings.
+    pub fn msp_settings(&self) -> readahead::MspSettings {
+        readahead::MspSettings {
+            sc_max: self.sc_max,
+            sc_thresh: self.sc_thresh,
+            sps_max_stripes: self.sps_max_stripes,
+        }
+    }
+
+    /// Checks the MSP settings (`sc_thresh <= sc_max`, `sps_max_stripes >= 1`, ...) whichever
+    /// policy the name picks, so that a bad value is reported before the run that would use it.
+    /// `readahead_max` is checked by the readahead policies that use it.
+    pub fn validate(&self) -> Result<(), PolicyError> {
+        self.msp_settings().validate()
+    }
+}
+
+/// The policies this build knows, by name. `msp+X` runs MSP in the array cache beside `X` in the
+/// page cache; build those with [`build_stack`].
+pub const POLICY_NAMES: &[&str] = &["none", "seqp", "saseqp", "msp+seqp", "msp+saseqp", "streams"];
 
 /// Why a policy could not be built.
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
@@ -141,6 +194,11 @@ pub enum PolicyError {
     /// The name is not one of [`POLICY_NAMES`].
     #[error("unknown policy `{0}`; choose one of: {names}", names = POLICY_NAMES.join(", "))]
     UnknownName(String),
+    /// The name picks policies at two layers, which [`build`] cannot return as one policy.
+    #[error(
+        "policy `{0}` runs at two layers (page cache and array cache); build it with build_stack"
+    )]
+    NeedsStack(String),
     /// A setting is out of range; the message names the key and the bound.
     #[error("policy.{key}: {message}")]
     BadSetting {
@@ -151,12 +209,83 @@ pub enum PolicyError {
     },
 }
 
-/// Builds the policy named in `cfg` over the given layout.
+/// Builds the single-layer policy named in `cfg` over the given layout. Names with an array-level
+/// part (`msp+...`) return [`PolicyError::NeedsStack`]: use [`build_stack`] for those.
 pub fn build(cfg: &PolicyConfig, layout: Arc<Layout>) -> Result<Box<dyn Policy>, PolicyError> {
-    match cfg.name.as_str() {
+    cfg.validate()?;
+    build_file_level(&cfg.name, cfg, layout)
+}
+
+fn build_file_level(
+    name: &str,
+    cfg: &PolicyConfig,
+    layout: Arc<Layout>,
+) -> Result<Box<dyn Policy>, PolicyError> {
+    match name {
         "none" => Ok(Box::new(readahead::NoPrefetch::new())),
         "seqp" => Ok(Box::new(readahead::Seqp::new(cfg.readahead_max, layout)?)),
+        "saseqp" => Ok(Box::new(readahead::Saseqp::new(cfg.readahead_max, layout)?)),
+        other if POLICY_NAMES.contains(&other) => Err(PolicyError::NeedsStack(other.to_string())),
         other => Err(PolicyError::UnknownName(other.to_string())),
+    }
+}
+
+/// The policies of one configuration, one per cache layer (paper 000_a596543dd26dac72.txt, section
+/// 5.1: "The Linux kernel and the RAID driver have their own cache memory").
+pub struct PolicyStack {
+    /// The page-cache policy: sees file reads, fetches file ranges into [`Tier::Memory`].
+    pub file: Box<dyn Policy>,
+    /// The array-cache policy, if the name has one (`msp+...`): sees every block request that
+    /// reaches the array as a read of [`layout::VOLUME_FILE`] in volume bytes and fetches
+    /// stripe-aligned volume ranges into `Tier::Level(1)`; see [`readahead::msp`] for the
+    /// full contract.
+    pub array: Option<Box<dyn Policy>>,
+    /// Bytes of array-level cache the array policy brings with it, when it sets its own budget
+    /// (the stream scheduler's `M`); `None` means the host's configured array cache.
+    pub array_cache_bytes: Option<u64>,
+}
+
+impl std::fmt::Debug for PolicyStack {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PolicyStack")
+            .field("file", &self.file.name())
+            .field("array", &self.array.as_ref().map(|a| a.name().to_string()))
+            .finish()
+    }
+}
+
+/// Builds every layer of the policy named in `cfg`: `msp+X` gives `X` at the file level and MSP
+/// at the array level (MSP "must be used as a combination with other prefetching schemes", paper
+/// 000, section 4); a plain name gives that policy and no array policy.
+pub fn build_stack(cfg: &PolicyConfig, layout: Arc<Layout>) -> Result<PolicyStack, PolicyError> {
+    cfg.validate()?;
+    if !POLICY_NAMES.contains(&cfg.name.as_str()) {
+        return Err(PolicyError::UnknownName(cfg.name.clone()));
+    }
+    if cfg.name == "streams" {
+        // The scheduler works on block requests in front of the block queue; the page cache
+        // above it reads on demand only (paper 001's server uses direct I/O).
+        let array = streams::StreamScheduler::new(cfg.streams, layout)?;
+        return Ok(PolicyStack {
+            file: Box::new(readahead::NoPrefetch::new()),
+            array: Some(Box::new(array)),
+            array_cache_bytes: Some(cfg.streams.memory_bytes),
+        });
+    }
+    match cfg.name.strip_prefix("msp+") {
+        Some(file_name) => {
+            let array = readahead::Msp::new(cfg.msp_settings(), &layout)?;
+            Ok(PolicyStack {
+                file: build_file_level(file_name, cfg, layout)?,
+                array: Some(Box::new(array)),
+                array_cache_bytes: None,
+            })
+        }
+        None => Ok(PolicyStack {
+            file: build_file_level(&cfg.name, cfg, layout)?,
+            array: None,
+            array_cache_bytes: None,
+        }),
     }
 }
 
@@ -173,5 +302,95 @@ impl FetchIds {
         let id = FetchId(self.next);
         self.next += 1;
         id
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use layout::Striping;
+
+    fn striped() -> Arc<Layout> {
+        Arc::new(
+            Layout::aligned(
+                ByteLen::gib(1),
+                Some(Striping {
+                    disks: 5,
+                    strip_bytes: 128 << 10,
+                }),
+                4,
+                ByteLen::mib(8),
+            )
+            .unwrap(),
+        )
+    }
+
+    fn cfg(name: &str) -> PolicyConfig {
+        PolicyConfig {
+            name: name.into(),
+            ..PolicyConfig::default()
+        }
+    }
+
+    #[test]
+    fn every_name_builds_as_a_stack_and_plain_names_build_alone() {
+        for &name in POLICY_NAMES {
+            let stack = build_stack(&cfg(name), striped()).unwrap();
+                        // The stream scheduler runs below a demand-only page cache.
+            let file_name = match name {
+                "streams" => "none",
+                other => other.strip_prefix("msp+").unwrap_or(other),
+            };
+            assert_eq!(stack.file.name(), file_name);
+            let array = match name {
+                "streams" => Some("streams".to_string()),
+                other => other.starts_with("msp+").then(|| "msp".to_string()),
+            };
+            assert_eq!(stack.array.as_ref().map(|a| a.name().to_string()), array);
+            match build(&cfg(name), striped()) {
+                Ok(p) => assert_eq!(p.name(), name),
+                Err(e) => assert_eq!(e, PolicyError::NeedsStack(name.into())),
+            }
+        }
+        assert!(matches!(
+            build_stack(&cfg("msp"), striped()),
+            Err(PolicyError::UnknownName(_))
+        ));
+        assert!(matches!(
+            build(&cfg("nope"), striped()),
+            Err(PolicyError::UnknownName(_))
+        ));
+    }
+
+    #[test]
+    fn bad_msp_settings_name_their_key() {
+        let key = |c: PolicyConfig| match build_stack(&c, striped()) {
+            Err(PolicyError::BadSetting { key, .. }) => key,
+            other => panic!("{other:?}"),
+        };
+        let base = cfg("msp+saseqp");
+        assert_eq!(
+            key(PolicyConfig {
+                sc_thresh: 50,
+                ..base.clone()
+            }),
+            "sc_thresh"
+        );
+        assert_eq!(
+            key(PolicyConfig {
+                sps_max_stripes: 0,
+                ..base.clone()
+            }),
+            "sps_max_stripes"
+        );
+        // MSP needs stripes to fetch.
+        let single = Arc::new(Layout::new(ByteLen::gib(1), None));
+        assert!(matches!(
+            build_stack(&base, single.clone()),
+            Err(PolicyError::BadSetting { key: "name", .. })
+        ));
+        assert!(build_stack(&cfg("saseqp"), single).is_ok());
+        let d = PolicyConfig::default();
+        assert_eq!((d.sc_max, d.sc_thresh, d.sps_max_stripes), (42, 38, 8));
     }
 }

@@ -1,5 +1,14 @@
-//! Builds the simulated volume from `[device]`: a preset disk or SSD, or a RAID-0 of preset disks.
+//! Builds the simulated volume from `[device]`: a preset disk or SSD, a disk imported from DiskSim
+//! 4.0 parameter files (`device.disksim`), or a RAID-0 of either kind of disk.
+//!
+//! An import's warnings (keys the model ignores) are printed to stderr once per file per process,
+//! one line each, so that an experiment running the same drive many times says it once.
 
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use foresight_device::disksim;
 use foresight_device::presets::{self, DeviceSpec};
 use foresight_device::Device;
 use foresight_policy::layout::Striping;
@@ -16,11 +25,33 @@ fn unknown_preset(name: &str) -> ConfigError {
     }
 }
 
+/// Imports the DiskSim drive at `path`, printing its warnings the first time this process sees it.
+fn import_disksim(path: &Path) -> Result<DeviceSpec, ConfigError> {
+    static WARNED: Mutex<BTreeSet<PathBuf>> = Mutex::new(BTreeSet::new());
+    let drive = disksim::import(path).map_err(|e| ConfigError::Key {
+        key: "device.disksim".into(),
+        message: e.to_string(),
+    })?;
+    let first = WARNED
+        .lock()
+        .map(|mut w| w.insert(path.to_path_buf()))
+        .unwrap_or(false);
+    if first {
+        for w in &drive.warnings {
+            eprintln!("warning: {w}");
+        }
+    }
+    Ok(DeviceSpec::Hdd(drive.params))
+}
+
 fn spec(cfg: &DeviceConfig) -> Result<DeviceSpec, ConfigError> {
-    let mut spec = presets::preset(&cfg.preset).ok_or_else(|| unknown_preset(&cfg.preset))?;
+    let mut spec = match &cfg.disksim {
+        Some(path) => import_disksim(path)?,
+        None => presets::preset(&cfg.preset).ok_or_else(|| unknown_preset(&cfg.preset))?,
+    };
     let kind_ok = matches!(
         (&spec, cfg.kind),
-        (DeviceSpec::Hdd(_), DeviceKind::Hdd | DeviceKind::Raid0)
+        (DeviceSpec::Hdd(_), DeviceKind::Hdd | DeviceKind::Raid0 | DeviceKind::Jbod)
             | (DeviceSpec::Ssd(_), DeviceKind::Ssd)
     );
     if !kind_ok {
@@ -33,25 +64,37 @@ fn spec(cfg: &DeviceConfig) -> Result<DeviceSpec, ConfigError> {
             .to_lowercase(),
         });
     }
-    if let Some(depth) = cfg.queue_depth {
+        if let Some(depth) = cfg.queue_depth {
         match &mut spec {
             DeviceSpec::Hdd(p) => p.queue_depth = depth,
             DeviceSpec::Ssd(p) => p.queue_depth = depth,
         }
     }
+    if let DeviceSpec::Hdd(p) = &mut spec {
+        // Drive cache overrides (paper 001, section 3: segment count, segment size, read-ahead).
+        if let Some(n) = cfg.cache_segments {
+            p.cache_segments = n;
+        }
+        if let Some(b) = cfg.segment_size {
+            p.cache_segment_sectors = (b.0 / 512) as u32;
+        }
+        if let Some(b) = cfg.drive_readahead {
+            p.readahead_max_sectors = (b.0 / 512) as u32;
+        }
+        p.validate().map_err(|e| ConfigError::Key {
+            key: "device".into(),
+            message: e.to_string(),
+        })?;
+    }
     Ok(spec)
 }
 
-/// Builds the device the config describes.
-pub fn build_device(cfg: &DeviceConfig) -> Result<Box<dyn Device>, ConfigError> {
+/// Builds the volume's member devices: one for `hdd` and `ssd`, `disks` identical ones for
+/// `raid0` (the simulator's volume layer does the striping, so each member keeps its own queue).
+pub fn build_members(cfg: &DeviceConfig) -> Result<Vec<Box<dyn Device>>, ConfigError> {
     let spec = spec(cfg)?;
-    Ok(match cfg.kind {
-        DeviceKind::Hdd | DeviceKind::Ssd => presets::build(&spec),
-        DeviceKind::Raid0 => {
-            let members = (0..cfg.disks).map(|_| presets::build(&spec)).collect();
-            Box::new(foresight_device::raid0::Raid0::new(members, cfg.strip.0))
-        }
-    })
+        let count = if matches!(cfg.kind, DeviceKind::Raid0 | DeviceKind::Jbod) { cfg.disks } else { 1 };
+    Ok((0..count).map(|_| presets::build(&spec)).collect())
 }
 
 /// The striping the layout should know about.
@@ -62,10 +105,19 @@ pub fn striping(cfg: &DeviceConfig) -> Option<Striping> {
     })
 }
 
-/// A short description for reports, e.g. `raid0 5 x cheetah-15k5, 128KiB strips`.
+/// A short description for reports, e.g. `raid0 5 x cheetah-15k5, 128KiB strips` or
+/// `disksim atlas10k.diskspecs`.
 pub fn describe(cfg: &DeviceConfig) -> String {
+    let disk = match &cfg.disksim {
+        Some(p) => format!(
+            "disksim {}",
+            p.file_name().map_or_else(|| p.display().to_string(), |n| n.to_string_lossy().into_owned())
+        ),
+        None => cfg.preset.clone(),
+    };
     match cfg.kind {
-        DeviceKind::Raid0 => format!("raid0 {} x {}, {} strips", cfg.disks, cfg.preset, cfg.strip),
-        _ => cfg.preset.clone(),
+                DeviceKind::Raid0 => format!("raid0 {} x {disk}, {} strips", cfg.disks, cfg.strip),
+        DeviceKind::Jbod => format!("jbod {} x {disk}", cfg.disks),
+        _ => disk,
     }
 }

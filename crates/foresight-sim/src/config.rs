@@ -54,8 +54,10 @@ pub enum DeviceKind {
     Hdd,
     /// One SSD.
     Ssd,
-    /// A RAID-0 array of identical disks.
+        /// A RAID-0 array of identical disks.
     Raid0,
+    /// Independent identical disks behind one controller; files go round-robin over them.
+    Jbod,
 }
 
 /// `[device]`.
@@ -71,6 +73,17 @@ pub struct DeviceConfig {
     pub strip: ByteLen,
     /// Device command-queue depth, overriding the preset's.
     pub queue_depth: Option<u32>,
+        /// A DiskSim 4.0 `.diskspecs` file to import the disk from instead of a preset (`hdd` and
+    /// `raid0`), resolved relative to the config file like `workload.trace`.
+    pub disksim: Option<PathBuf>,
+    /// Aggregate bandwidth of the one controller all members sit behind (paper 001: 450 MB/s).
+        pub controller_bytes_per_s: Option<u64>,
+    /// Drive cache overrides: number of segments, segment size, drive read-ahead.
+    pub cache_segments: Option<u32>,
+    /// Size of one drive cache segment.
+    pub segment_size: Option<ByteLen>,
+    /// The drive's own read-ahead after a miss.
+    pub drive_readahead: Option<ByteLen>,
 }
 
 /// The host block-queue scheduler.
@@ -94,6 +107,8 @@ pub struct HostConfig {
     pub max_request: ByteLen,
     /// How long a read may wait before the deadline scheduler serves it out of order.
     pub read_expire: Duration,
+    /// The RAID driver's own cache, beside the page cache (0 = none).
+    pub raid_cache: ByteLen,
 }
 
 /// What the application does.
@@ -104,19 +119,16 @@ pub enum WorkloadKind {
     Streams,
     /// N clients reading uniformly random offsets of one file.
     Random,
-    /// Replay of a block trace.
+        /// Replay of a block trace.
     Trace,
+    /// FileBench's web server: threads each read whole files picked at random from a set whose
+    /// sizes have mean `file_size`.
+    Webserver,
 }
 
-/// Where files are placed on the volume.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Placement {
-    /// File `i` starts at `i * volume / files` (streams far apart, as paper 001 places them).
-    Spread,
-    /// Files back to back from the start of the volume.
-    Contiguous,
-}
+pub use foresight_policy::layout::Placement;
+
+
 
 /// `[workload]`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -135,8 +147,12 @@ pub struct WorkloadConfig {
     pub duration: Option<Duration>,
     /// Requests per client (`random`).
     pub requests: u64,
-    /// File placement.
+        /// File placement.
     pub placement: Placement,
+    /// Files in the set (`webserver`).
+    pub files: u32,
+    /// Whether files carry ext3-like indirect blocks among their data (paper 000, Fig. 6).
+    pub metadata: bool,
     /// Trace file (`trace`).
     pub trace: Option<PathBuf>,
     /// Trace format (`trace`).
@@ -252,6 +268,11 @@ impl Section {
         format!("{}.{key}", self.prefix)
     }
 
+    /// Whether the section sets `key`.
+    pub fn has(&self, key: &str) -> bool {
+        self.table.contains_key(key)
+    }
+
     fn raw(&mut self, key: &str) -> Option<Value> {
         self.table.remove(key)
     }
@@ -365,6 +386,14 @@ impl Section {
         self.opt_duration(key).map(|d| d.unwrap_or(default))
     }
 
+        /// An optional size.
+    pub fn opt_int_or_size(&mut self, key: &str) -> Result<Option<ByteLen>, ConfigError> {
+        if !self.table.contains_key(key) {
+            return Ok(None);
+        }
+        self.size(key, ByteLen(0), ByteLen(0), MAX_SIZE).map(Some)
+    }
+
     /// An optional duration.
     pub fn opt_duration(&mut self, key: &str) -> Result<Option<Duration>, ConfigError> {
         match self.raw(key) {
@@ -426,20 +455,74 @@ impl SimConfig {
             &[
                 ("hdd", DeviceKind::Hdd),
                 ("ssd", DeviceKind::Ssd),
-                ("raid0", DeviceKind::Raid0),
+                                ("raid0", DeviceKind::Raid0),
+                ("jbod", DeviceKind::Jbod),
             ],
         )?;
         let default_preset = match kind {
             DeviceKind::Ssd => "ssd-850evo",
             _ => "wd800jd",
         };
+        let preset_given = d.has("preset");
+        let disksim = match d.raw("disksim") {
+            None => None,
+            Some(Value::String(s)) => {
+                let p = PathBuf::from(s);
+                Some(match base_dir {
+                    Some(b) if p.is_relative() => b.join(p),
+                    _ => p,
+                })
+            }
+            Some(v) => {
+                return Err(key_err(
+                    "device.disksim",
+                    format!("expected the path of a DiskSim .diskspecs file, got {v}"),
+                ))
+            }
+        };
+        if disksim.is_some() && preset_given {
+            return Err(key_err(
+                "device.disksim",
+                "`device.preset` and `device.disksim` are mutually exclusive: give a preset name \
+                 or a DiskSim .diskspecs file, not both",
+            ));
+        }
+        if disksim.is_some() && kind == DeviceKind::Ssd {
+            return Err(key_err(
+                "device.disksim",
+                "a DiskSim drive is a disk: use device.kind = \"hdd\" or \"raid0\"",
+            ));
+        }
         let device = DeviceConfig {
             kind,
+            disksim,
             preset: d.string("preset", default_preset)?,
             disks: d.int("disks", 5, 1, 256)? as u32,
             strip: d.size("strip", ByteLen::kib(128), ByteLen(512), ByteLen::gib(1))?,
-            queue_depth: d.opt_int("queue_depth", 1, 1024)?.map(|v| v as u32),
+                        queue_depth: d.opt_int("queue_depth", 1, 1024)?.map(|v| v as u32),
+                        controller_bytes_per_s: match d.raw("controller_mib_s") {
+                None => None,
+                Some(Value::Integer(i)) if i > 0 => Some((i as u64) << 20),
+                Some(Value::Float(f)) if f > 0.0 && f < 1e9 => Some((f * (1u64 << 20) as f64) as u64),
+                Some(v) => return Err(key_err("device.controller_mib_s", format!("expected a positive number of MiB/s, got {v}"))),
+            },
+            cache_segments: d.opt_int("cache_segments", 1, 4096)?.map(|v| v as u32),
+            segment_size: match d.opt_int_or_size("segment_size")? {
+                Some(b) if b.0 < 512 || !b.0.is_multiple_of(512) => {
+                    return Err(key_err("device.segment_size", "must be a positive whole number of 512-byte sectors"))
+                }
+                other => other,
+            },
+            drive_readahead: match d.opt_int_or_size("drive_readahead")? {
+                Some(b) if !b.0.is_multiple_of(512) => {
+                    return Err(key_err("device.drive_readahead", "must be a whole number of 512-byte sectors"))
+                }
+                other => other,
+            },
         };
+        if matches!(device.kind, DeviceKind::Ssd) && (device.cache_segments.is_some() || device.segment_size.is_some() || device.drive_readahead.is_some()) {
+            return Err(key_err("device.cache_segments", "drive cache settings apply to hard disks only"));
+        }
         if !device.strip.0.is_multiple_of(512) {
             return Err(key_err(
                 "device.strip",
@@ -463,6 +546,7 @@ impl SimConfig {
                 ByteLen::mib(64),
             )?,
             read_expire: h.duration("read_expire", Duration::from_millis(500))?,
+            raid_cache: h.size("raid_cache", ByteLen(0), ByteLen(0), MAX_SIZE)?,
         };
         if !host.max_request.0.is_multiple_of(4096) {
             return Err(key_err(
@@ -473,14 +557,23 @@ impl SimConfig {
         h.finish()?;
 
         let mut p = Section::take(&mut root, "policy")?;
+                let defaults = PolicyConfig::default();
+        let sd = defaults.streams;
         let policy = PolicyConfig {
             name: p.string("name", "seqp")?,
-            readahead_max: p.size(
-                "readahead_max",
-                ByteLen::kib(128),
-                ByteLen(0),
-                ByteLen::gib(1),
-            )?,
+            readahead_max: p.size("readahead_max", ByteLen::kib(128), ByteLen(0), ByteLen::gib(1))?,
+            sc_max: p.int("sc_max", defaults.sc_max as u64, 1, 1 << 20)? as u32,
+            sc_thresh: p.int("sc_thresh", defaults.sc_thresh as u64, 1, 1 << 20)? as u32,
+            sps_max_stripes: p.int("sps_max", defaults.sps_max_stripes as u64, 1, 4096)? as u32,
+            streams: foresight_policy::streams::StreamsConfig {
+                dispatch: p.opt_int("dispatch", 1, 1 << 20)?.map(|d| d as u32),
+                readahead_bytes: p.size("readahead", ByteLen(sd.readahead_bytes), ByteLen(4096), ByteLen::gib(1))?.0,
+                per_turn: p.int("per_turn", sd.per_turn as u64, 1, 1 << 20)? as u32,
+                memory_bytes: p.size("memory", ByteLen(sd.memory_bytes), ByteLen(4096), MAX_SIZE)?.0,
+                timeout: p.duration("timeout", sd.timeout)?,
+                offset_blocks: p.int("offset", sd.offset_blocks, 1, foresight_policy::streams::classify::MAX_OFFSET_BLOCKS)?,
+                threshold: p.int("threshold", sd.threshold as u64, 1, 1000)? as u32,
+            },
         };
         if !foresight_policy::POLICY_NAMES.contains(&policy.name.as_str()) {
             return Err(key_err(
@@ -492,7 +585,16 @@ impl SimConfig {
                 ),
             ));
         }
-        p.finish()?;
+                p.finish()?;
+        if policy.name == "streams" {
+            policy.streams.dispatch_set().map_err(|e| match e {
+                foresight_policy::PolicyError::BadSetting { key, message } => key_err(&format!("policy.{key}"), message),
+                other => key_err("policy", other.to_string()),
+            })?;
+        }
+        if let Err(foresight_policy::PolicyError::BadSetting { key, message }) = policy.validate() {
+            return Err(key_err(&format!("policy.{key}"), message));
+        }
 
         let mut w = Section::take(&mut root, "workload")?;
         let kind = w.choice(
@@ -501,7 +603,8 @@ impl SimConfig {
             &[
                 ("streams", WorkloadKind::Streams),
                 ("random", WorkloadKind::Random),
-                ("trace", WorkloadKind::Trace),
+                                ("trace", WorkloadKind::Trace),
+                ("webserver", WorkloadKind::Webserver),
             ],
         )?;
         let default_file = if kind == WorkloadKind::Random {
@@ -517,14 +620,24 @@ impl SimConfig {
             think: w.duration("think", Duration::ZERO)?,
             duration: w.opt_duration("duration")?,
             requests: w.int("requests", 1000, 1, 1 << 40)?,
-            placement: w.choice(
-                "placement",
-                Placement::Spread,
-                &[
-                    ("spread", Placement::Spread),
-                    ("contiguous", Placement::Contiguous),
-                ],
-            )?,
+                        placement: {
+                let default = if kind == WorkloadKind::Webserver { "contiguous" } else { "spread" };
+                let extent = w.size("extent", ByteLen::mib(1), ByteLen(4096), ByteLen::gib(1))?;
+                match w.string("placement", default)?.as_str() {
+                    "spread" => Placement::Spread,
+                    "contiguous" => Placement::Contiguous,
+                    "aligned" => Placement::Aligned,
+                    "fragmented" => Placement::Fragmented { extent_bytes_mean: extent },
+                    other => {
+                        return Err(key_err(
+                            "workload.placement",
+                            format!("`{other}` is not one of: {}", Placement::NAMES.join(", ")),
+                        ))
+                    }
+                }
+            },
+            files: w.int("files", 1000, 1, 10_000_000)? as u32,
+            metadata: w.boolean("metadata", false)?,
             trace: w
                 .raw("trace")
                 .map(|v| match v {
@@ -549,6 +662,15 @@ impl SimConfig {
             closed: w.boolean("closed", false)?,
         };
         w.finish()?;
+                if workload.kind == WorkloadKind::Webserver && workload.duration.is_none() {
+            return Err(key_err("workload.duration", "a webserver workload runs for a set time; give e.g. \"30s\""));
+        }
+        if host.raid_cache.0 == 0 && policy.name.starts_with("msp+") {
+            return Err(key_err(
+                "host.raid_cache",
+                format!("`{}` prefetches into the RAID driver's cache; give it a size, e.g. \"512MiB\" (paper 000)", policy.name),
+            ));
+        }
         if workload.kind == WorkloadKind::Streams && workload.file_size < workload.request {
             return Err(key_err(
                 "workload.file_size",
@@ -620,6 +742,24 @@ mod tests {
         assert_eq!(c.policy.readahead_max, ByteLen::mib(1));
         assert_eq!(c.device.preset, "cheetah-15k5");
         assert_eq!(c.host.memory, ByteLen::gib(1));
+    }
+
+    #[test]
+    fn disksim_drives_resolve_beside_the_config_and_exclude_presets() {
+        let mut t = parse_config_text("[device]\ndisksim = \"d/x.diskspecs\"\n", "c.toml").unwrap();
+        let c = SimConfig::from_table(t.clone(), Some(Path::new("/cfg"))).unwrap();
+        assert_eq!(c.device.disksim, Some(PathBuf::from("/cfg/d/x.diskspecs")));
+        apply_set(&mut t, "device.preset=atlas-10k").unwrap();
+        let e = SimConfig::from_table(t, None).unwrap_err().to_string();
+        assert!(
+            e.contains("device.preset") && e.contains("device.disksim"),
+            "{e}"
+        );
+        let e = cfg("", &["device.disksim=x.diskspecs", "device.kind=ssd"])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("device.disksim"), "{e}");
+        assert_eq!(cfg("", &[]).unwrap().device.disksim, None);
     }
 
     #[test]

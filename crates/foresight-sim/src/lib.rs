@@ -15,6 +15,7 @@ pub mod metrics;
 pub mod plot;
 pub mod sim;
 pub mod trace;
+pub mod validate;
 
 pub use config::SimConfig;
 pub use metrics::Report;

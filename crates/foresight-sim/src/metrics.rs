@@ -61,18 +61,30 @@ pub struct Report {
     pub workload: String,
     /// Client streams.
     pub streams: u32,
-    /// Readahead fetches the policy issued.
+    /// Readahead fetches the file-level policy issued.
     pub fetches: u64,
+    /// Of those, fetches that became more than one disk request (split at a strip boundary).
+    pub split_fetches: u64,
     /// Application requests served entirely from memory.
     pub hit_requests: u64,
     /// Device requests the drive's own cache served.
     pub device_cache_hits: u64,
     /// Block-queue merges.
     pub block_merges: u64,
+    /// Bytes the array-level policy brought into the RAID cache ahead of demand.
+    pub raid_prefetched_bytes: u64,
+    /// Of those, bytes evicted or never read.
+    pub raid_wasted_bytes: u64,
+    /// Most bytes the RAID cache held at once.
+    pub raid_cache_peak_bytes: u64,
     /// Simulated events processed.
     pub events: u64,
     /// Trace requests whose LBA lay beyond the device and was wrapped (trace workloads only).
     pub trace_lba_wrapped: u64,
+    /// Ruemmler and Wilkes' demerit figure, ms: the RMS horizontal distance between the simulated
+    /// and the measured service-time distributions (see [`crate::validate`]). Only for a trace whose
+    /// every record carries a measured service time (a DiskSim validation trace); `null` otherwise.
+    pub demerit_ms: Option<f64>,
 }
 
 /// One application request, for `--requests-out`.

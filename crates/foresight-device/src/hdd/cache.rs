@@ -17,6 +17,14 @@
 //! Segments are replaced least-recently-used. With more interleaved sequential streams than segments,
 //! each stream's segment is reclaimed before the stream comes back to it, which is the collapse that
 //! paper 001 (section 3, Figure 7) describes; it falls out of LRU without special handling.
+//!
+//! Written data also lives in segments (write-back caching, DiskSim's `Fast write level`): a segment
+//! that holds a write is *dirty* until the drive has destaged it to the media, and cannot be
+//! reclaimed before then. After the destage its data stays readable if the drive allows read hits on
+//! write data (DiskSim's `Allow read hits on write data`), and is dropped otherwise. Drives with a
+//! dedicated write segment (`Use separate write segment`) keep one extra segment for writes only, so
+//! writes never push read data out. Both instants are stored with the segment, so the cache needs no
+//! event of its own: every lookup takes the current time.
 
 /// A read-ahead in progress.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -39,8 +47,25 @@ pub struct Segment {
     pub end_lba: u64,
     /// The read-ahead filling this segment, if any.
     pub readahead: Option<ReadAhead>,
+    /// Until when (absolute ns) the segment holds data not yet on the media; 0 when clean.
+    pub dirty_until_ns: f64,
+    /// From when (absolute ns) the segment no longer holds anything (written data the drive does not
+    /// keep after destaging); infinity for data that stays.
+    pub drop_at_ns: f64,
     /// Recency stamp for LRU replacement (larger = more recent).
     stamp: u64,
+}
+
+impl Segment {
+    /// Whether the segment still holds data at `now_ns`.
+    pub fn live(&self, now_ns: f64) -> bool {
+        now_ns < self.drop_at_ns
+    }
+
+    /// Whether the segment holds data not yet destaged at `now_ns`.
+    pub fn dirty(&self, now_ns: f64) -> bool {
+        now_ns < self.dirty_until_ns
+    }
 }
 
 /// A fixed set of segments with LRU replacement. Its size is fixed at construction; nothing allocates
@@ -53,6 +78,8 @@ pub struct SegmentCache {
     enabled: bool,
     stamp: u64,
     streaming: Option<usize>,
+    /// The dedicated write segment (the last slot), if the drive has one.
+    write_segment: Option<usize>,
 }
 
 impl SegmentCache {
@@ -66,11 +93,29 @@ impl SegmentCache {
         readahead_max_sectors: u32,
         enabled: bool,
     ) -> SegmentCache {
+        SegmentCache::with_write_segment(
+            count,
+            segment_sectors,
+            readahead_max_sectors,
+            enabled,
+            false,
+        )
+    }
+
+    /// As [`SegmentCache::new`], plus one dedicated write segment when `separate_write_segment`.
+    pub fn with_write_segment(
+        count: u32,
+        segment_sectors: u32,
+        readahead_max_sectors: u32,
+        enabled: bool,
+        separate_write_segment: bool,
+    ) -> SegmentCache {
         assert!(
             !enabled || (count > 0 && segment_sectors > 0),
             "an enabled cache needs segments"
         );
-        let count = if enabled { count as usize } else { 0 };
+        let extra = usize::from(enabled && separate_write_segment);
+        let count = if enabled { count as usize + extra } else { 0 };
         let segments = vec![None; count];
         assert_eq!(segments.len(), count, "segment table is sized once, here");
         SegmentCache {
@@ -80,7 +125,16 @@ impl SegmentCache {
             enabled,
             stamp: 0,
             streaming: None,
+            write_segment: (extra == 1).then(|| count - 1),
         }
+    }
+
+    /// The segment at `index` if it holds anything at `now_ns`.
+    fn live_at(&self, index: usize, now_ns: f64) -> Option<&Segment> {
+        self.segments
+            .get(index)
+            .and_then(|s| s.as_ref())
+            .filter(|s| s.live(now_ns))
     }
 
     /// Whether the cache is in use.
@@ -133,10 +187,17 @@ impl SegmentCache {
         )
     }
 
-    /// A segment that holds all of `[lba, end)` now; `reach` is the running read-ahead's progress.
-    pub fn find_full_hit(&self, lba: u64, end: u64, reach: Option<u64>) -> Option<usize> {
-        self.segments.iter().enumerate().find_map(|(i, s)| {
-            let s = s.as_ref()?;
+    /// A segment that holds all of `[lba, end)` at `now_ns`; `reach` is the running read-ahead's
+    /// progress.
+    pub fn find_full_hit(
+        &self,
+        lba: u64,
+        end: u64,
+        reach: Option<u64>,
+        now_ns: f64,
+    ) -> Option<usize> {
+        (0..self.segments.len()).find_map(|i| {
+            let s = self.live_at(i, now_ns)?;
             let r = if self.streaming == Some(i) {
                 reach
             } else {
@@ -150,10 +211,10 @@ impl SegmentCache {
     /// A segment (with no read-ahead running) whose held run contains `lba` but ends before `end`:
     /// the request's first sectors can come from it. Returns the segment and the end of the cached
     /// prefix.
-    pub fn find_prefix(&self, lba: u64, end: u64) -> Option<(usize, u64)> {
-        self.segments.iter().enumerate().find_map(|(i, s)| {
-            let s = s.as_ref()?;
-            if s.readahead.is_some() {
+    pub fn find_prefix(&self, lba: u64, end: u64, now_ns: f64) -> Option<(usize, u64)> {
+        (0..self.segments.len()).find_map(|i| {
+            let s = self.live_at(i, now_ns)?;
+            if s.readahead.is_some() || s.dirty(now_ns) || self.write_segment == Some(i) {
                 return None;
             }
             let (first, held_end) = self.held(s, None);
@@ -175,28 +236,80 @@ impl SegmentCache {
         }
     }
 
-    /// The segment a media read starting at `lba` should fill: one whose run contains or ends at
-    /// `lba` (so a stream keeps its segment), else an empty one, else the least recently used.
-    pub fn choose_for_miss(&self, lba: u64) -> usize {
+    /// The segment a media read starting at `lba` should fill at `now_ns`: one whose run contains or
+    /// ends at `lba` (so a stream keeps its segment), else an empty one, else the least recently
+    /// used. Dirty segments and the dedicated write segment are never chosen, so this is `None` when
+    /// every read segment holds data not yet destaged (the read then bypasses the cache).
+    pub fn choose_for_miss(&self, lba: u64, now_ns: f64) -> Option<usize> {
         assert!(self.enabled && !self.segments.is_empty());
-        let continuing = self.segments.iter().position(|s| {
-            s.as_ref().is_some_and(|s| {
+        let reads = |i: &usize| self.write_segment != Some(*i);
+        let continuing = (0..self.segments.len()).filter(reads).find(|&i| {
+            self.live_at(i, now_ns).is_some_and(|s| {
                 let (first, end) = self.held(s, None);
-                s.readahead.is_none() && first <= lba && lba <= end
+                s.readahead.is_none() && !s.dirty(now_ns) && first <= lba && lba <= end
             })
         });
-        if let Some(i) = continuing {
-            return i;
+        continuing.or_else(|| self.replaceable(now_ns, reads))
+    }
+
+    /// The segment a write accepted at `now_ns` goes to: the dedicated write segment if there is
+    /// one, else an empty or the least recently used clean segment. `None` if every candidate holds
+    /// data not yet destaged (the write must wait).
+    pub fn choose_for_write(&self, now_ns: f64) -> Option<usize> {
+        assert!(self.enabled && !self.segments.is_empty());
+        match self.write_segment {
+            Some(w) => (!self
+                .live_at(w, now_ns)
+                .is_some_and(|s| s.dirty(now_ns)))
+            .then_some(w),
+            None => self.replaceable(now_ns, |_| true),
         }
-        if let Some(i) = self.segments.iter().position(Option::is_none) {
-            return i;
+    }
+
+    /// A segment holding data not yet destaged at `now_ns` whose run ends exactly at `lba`.
+    pub fn dirty_ending_at(&self, lba: u64, now_ns: f64) -> Option<usize> {
+        (0..self.segments.len()).find(|&i| {
+            self.live_at(i, now_ns)
+                .is_some_and(|s| s.dirty(now_ns) && s.end_lba == lba)
+        })
+    }
+
+    /// An empty segment among `allowed`, else the least recently used clean one.
+    fn replaceable(&self, now_ns: f64, allowed: impl Fn(&usize) -> bool) -> Option<usize> {
+        let mut best: Option<(u64, usize)> = None;
+        for i in (0..self.segments.len()).filter(|i| allowed(i)) {
+            let stamp = match self.live_at(i, now_ns) {
+                None => return Some(i),
+                Some(s) if s.dirty(now_ns) || s.readahead.is_some() => continue,
+                Some(s) => s.stamp,
+            };
+            if best.is_none_or(|(b, _)| stamp < b) {
+                best = Some((stamp, i));
+            }
         }
-        self.segments
-            .iter()
-            .enumerate()
-            .min_by_key(|(_, s)| s.as_ref().map_or(0, |s| s.stamp))
-            .map(|(i, _)| i)
-            .expect("non-empty")
+        best.map(|(_, i)| i)
+    }
+
+    /// Makes segment `index` hold the written sectors `[first_lba, end_lba)`, dirty until
+    /// `dirty_until_ns` and dropped at `drop_at_ns` (infinity to keep it), most recently used; drops
+    /// other segments that overlap it. Stop any read-ahead first.
+    pub fn fill_write(
+        &mut self,
+        index: usize,
+        first_lba: u64,
+        end_lba: u64,
+        dirty_until_ns: f64,
+        drop_at_ns: f64,
+    ) {
+        assert!(
+            self.streaming.is_none(),
+            "stop the read-ahead before a write"
+        );
+        self.fill(index, first_lba, end_lba, None);
+        if let Some(s) = self.segments[index].as_mut() {
+            s.dirty_until_ns = dirty_until_ns;
+            s.drop_at_ns = drop_at_ns;
+        }
     }
 
     /// Makes segment `index` hold `[first_lba, end_lba)` (and then whatever `readahead` fetches),
@@ -230,6 +343,8 @@ impl SegmentCache {
             first_lba,
             end_lba,
             readahead,
+            dirty_until_ns: 0.0,
+            drop_at_ns: f64::INFINITY,
             stamp: self.stamp,
         });
         self.streaming = readahead.map(|_| index);
@@ -265,21 +380,21 @@ mod tests {
     #[test]
     fn lru_replacement_and_ring_window() {
         let mut c = SegmentCache::new(2, 100, 50, true);
-        let a = c.choose_for_miss(0);
+        let a = c.choose_for_miss(0, 0.0).unwrap();
         c.fill(a, 0, 10, None);
-        let b = c.choose_for_miss(1000);
+        let b = c.choose_for_miss(1000, 0.0).unwrap();
         assert_ne!(a, b);
         c.fill(b, 1000, 1010, None);
-        assert_eq!(c.find_full_hit(2, 8, None), Some(a));
+        assert_eq!(c.find_full_hit(2, 8, None, 0.0), Some(a));
         c.touch(a);
         // A third stream evicts the least recently used (b).
-        let v = c.choose_for_miss(5000);
+        let v = c.choose_for_miss(5000, 0.0).unwrap();
         assert_eq!(v, b);
         c.fill(v, 5000, 5300, None);
         // Only the newest 100 sectors are kept.
         assert_eq!(c.held(c.segment(v).unwrap(), None), (5200, 5300));
-        assert_eq!(c.find_full_hit(5100, 5110, None), None);
-        assert_eq!(c.find_full_hit(5250, 5300, None), Some(v));
+        assert_eq!(c.find_full_hit(5100, 5110, None, 0.0), None);
+        assert_eq!(c.find_full_hit(5250, 5300, None, 0.0), Some(v));
     }
 
     #[test]
@@ -293,14 +408,14 @@ mod tests {
         };
         c.fill(0, 0, 20, Some(ra));
         assert_eq!(c.streaming().map(|s| s.0), Some(0));
-        assert_eq!(c.find_full_hit(20, 30, Some(25)), None);
-        assert_eq!(c.find_full_hit(20, 30, Some(30)), Some(0));
+        assert_eq!(c.find_full_hit(20, 30, Some(25), 0.0), None);
+        assert_eq!(c.find_full_hit(20, 30, Some(30), 0.0), Some(0));
         c.stop_streaming(45);
         assert!(c.streaming().is_none());
         assert_eq!(c.held(c.segment(0).unwrap(), None), (0, 45));
-        assert_eq!(c.find_prefix(40, 60), Some((0, 45)));
+        assert_eq!(c.find_prefix(40, 60, 0.0), Some((0, 45)));
         // A new read at the end of the run reuses the segment.
-        assert_eq!(c.choose_for_miss(45), 0);
+        assert_eq!(c.choose_for_miss(45, 0.0), Some(0));
         c.invalidate(10, 11);
         assert!(c.segment(0).is_none());
     }
@@ -309,6 +424,38 @@ mod tests {
     fn disabled_cache_has_no_segments() {
         let c = SegmentCache::new(8, 100, 100, false);
         assert!(c.is_empty());
-        assert_eq!(c.find_full_hit(0, 1, None), None);
+        assert_eq!(c.find_full_hit(0, 1, None, 0.0), None);
+    }
+
+    #[test]
+    fn written_data_is_dirty_until_destaged_then_kept_or_dropped() {
+        let mut c = SegmentCache::new(2, 100, 100, true);
+        let w = c.choose_for_write(0.0).unwrap();
+        c.fill_write(w, 500, 508, 10.0, f64::INFINITY);
+        assert_eq!(c.find_full_hit(500, 508, None, 5.0), Some(w));
+        // The dirty segment is not reclaimed by reads or another write before its destage.
+        assert_ne!(c.choose_for_miss(0, 5.0), Some(w));
+        let other = c.choose_for_write(5.0).unwrap();
+        assert_ne!(other, w);
+        c.fill_write(other, 900, 904, 20.0, 20.0);
+        assert_eq!(c.choose_for_write(8.0), None, "both segments dirty");
+        // After its destage the first stays readable; the second is dropped.
+        assert_eq!(c.find_full_hit(500, 508, None, 25.0), Some(w));
+        assert_eq!(c.find_full_hit(900, 904, None, 25.0), None);
+        assert_eq!(c.choose_for_write(25.0), Some(other), "a dropped segment is empty");
+    }
+
+    #[test]
+    fn a_dedicated_write_segment_leaves_read_segments_alone() {
+        let mut c = SegmentCache::with_write_segment(1, 100, 100, true, true);
+        assert_eq!(c.len(), 2);
+        let r = c.choose_for_miss(0, 0.0).unwrap();
+        c.fill(r, 0, 50, None);
+        let w = c.choose_for_write(1.0).unwrap();
+        assert_ne!(w, r);
+        c.fill_write(w, 1000, 1008, 5.0, f64::INFINITY);
+        assert_eq!(c.find_full_hit(0, 50, None, 2.0), Some(r));
+        assert_eq!(c.choose_for_write(2.0), None, "the write segment is dirty");
+        assert_eq!(c.choose_for_miss(5000, 2.0), Some(r), "reads never take the write segment");
     }
 }

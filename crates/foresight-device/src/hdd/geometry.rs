@@ -139,8 +139,10 @@ pub struct Geometry {
 }
 
 impl Geometry {
-    /// Builds and validates a layout. Zones must be listed outer to inner, tile `0..cylinders`, and have
-    /// skews shorter than a track.
+    /// Builds and validates a layout. Zones must be listed outer to inner without overlapping, the last
+    /// one must end at the last cylinder, and skews must be shorter than a track. Cylinders that no
+    /// zone covers (before a zone's first cylinder) are spares: they hold no blocks, but seeks cross
+    /// them.
     pub fn new(cylinders: u32, surfaces: u32, zones: &[Zone]) -> Result<Geometry, DeviceError> {
         if cylinders == 0 {
             return Err(crate::error::bad(
@@ -160,12 +162,14 @@ impl Geometry {
             return Err(crate::error::bad(
                 "zones",
                 "[]",
-                "give at least one zone covering all cylinders",
+                "give at least one zone ending at the last cylinder",
             ));
         }
         let mut expected_first = 0u32;
         for (index, z) in zones.iter().enumerate() {
-            if z.first_cyl != expected_first || z.last_cyl < z.first_cyl {
+            // A zone may start after the previous one ends: the cylinders between hold no blocks
+            // (DiskSim's `dm_layout_g1` files skip spare cylinders that way, e.g. `ibm18es.model`).
+            if z.first_cyl < expected_first || z.last_cyl < z.first_cyl {
                 return Err(DeviceError::ZoneGap {
                     index,
                     first_cyl: z.first_cyl,
@@ -288,6 +292,25 @@ impl Geometry {
             self.capacity_sectors
         );
         self.zone_first_lba.partition_point(|&first| first <= lba.0) - 1
+    }
+
+    /// The track holding `lba`: its first LBA and one past its last. Panics if `lba` is past the end.
+    pub fn track_bounds(&self, lba: Lba) -> (u64, u64) {
+        let zone = self.zone_index(lba);
+        let spt = u64::from(self.zones[zone].sectors_per_track);
+        let rel = lba.0 - self.zone_first_lba[zone];
+        let first = lba.0 - rel % spt;
+        (first, first + spt)
+    }
+
+    /// The cylinder holding `lba`: its first LBA and one past its last. Panics if `lba` is past the
+    /// end.
+    pub fn cylinder_bounds(&self, lba: Lba) -> (u64, u64) {
+        let zone = self.zone_index(lba);
+        let per_cyl = u64::from(self.zones[zone].sectors_per_track) * u64::from(self.surfaces);
+        let rel = lba.0 - self.zone_first_lba[zone];
+        let first = lba.0 - rel % per_cyl;
+        (first, first + per_cyl)
     }
 
     /// The physical address of `lba`. Panics if `lba` is past the end.
@@ -506,6 +529,27 @@ mod tests {
     }
 
     #[test]
+    fn spare_cylinders_between_zones_hold_no_blocks() {
+        let z = |f, l, spt| Zone {
+            first_cyl: f,
+            last_cyl: l,
+            sectors_per_track: spt,
+            track_skew_sectors: 1,
+            cyl_skew_sectors: 2,
+        };
+        // Cylinder 5 is a spare.
+        let g = Geometry::new(10, 2, &[z(0, 4, 10), z(6, 9, 8)]).unwrap();
+        assert_eq!(g.capacity_sectors(), 5 * 2 * 10 + 4 * 2 * 8);
+        let first_of_second = g.zone_first_lba(1);
+        assert_eq!(first_of_second, Lba(100));
+        assert_eq!(g.locate(first_of_second).cylinder, 6);
+        assert_eq!(g.track_bounds(Lba(105)), (100, 108));
+        assert_eq!(g.cylinder_bounds(Lba(105)), (100, 116));
+        assert_eq!(g.track_bounds(Lba(19)), (10, 20));
+        assert_eq!(g.cylinder_bounds(Lba(19)), (0, 20));
+    }
+
+    #[test]
     fn bad_zone_tables_are_rejected_with_a_fix() {
         let z = |f, l| Zone {
             first_cyl: f,
@@ -514,13 +558,13 @@ mod tests {
             track_skew_sectors: 1,
             cyl_skew_sectors: 2,
         };
-        let e = Geometry::new(10, 2, &[z(0, 4), z(6, 9)]).unwrap_err();
+        let e = Geometry::new(10, 2, &[z(0, 5), z(5, 9)]).unwrap_err();
         assert!(
             matches!(
                 e,
                 DeviceError::ZoneGap {
                     index: 1,
-                    expected_first: 5,
+                    expected_first: 6,
                     ..
                 }
             ),
@@ -528,7 +572,7 @@ mod tests {
         );
         let e = Geometry::new(10, 2, &[z(0, 4), z(5, 8)]).unwrap_err();
         assert!(e.to_string().contains("end at cylinder 9"), "{e}");
-        let e = Geometry::new(10, 2, &[z(1, 9)]).unwrap_err();
+        let e = Geometry::new(10, 2, &[z(3, 2)]).unwrap_err();
         assert!(matches!(e, DeviceError::ZoneGap { index: 0, .. }));
         let mut bad = z(0, 9);
         bad.cyl_skew_sectors = 10;

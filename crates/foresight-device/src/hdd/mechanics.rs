@@ -49,6 +49,24 @@ pub enum SeekCurve {
         /// Slope of the long-seek piece, ms per cylinder.
         e: f64,
     },
+    /// DiskSim's `hpl` seek type (`HPL seek equation values = [V1, V2, V3, V4, V5, V6]`, the form of
+    /// Ruemmler and Wilkes 1994 for the HP 97560): `V2 + V3*sqrt(d)` for `0 < d < V1`, `V4 + V5*d`
+    /// for `d >= V1`, and a one-cylinder seek of `V6` ms unless `V6` is -1 (then the equation
+    /// applies to `d = 1` too).
+    Hpl {
+        /// `V1`: first distance of the linear piece, cylinders.
+        boundary_cyl: u32,
+        /// `V2`: constant of the square-root piece, ms.
+        a: f64,
+        /// `V3`: coefficient of `sqrt(d)`, ms.
+        b: f64,
+        /// `V4`: constant of the linear piece, ms.
+        c: f64,
+        /// `V5`: slope of the linear piece, ms per cylinder.
+        e: f64,
+        /// `V6`: the one-cylinder seek, ms, if given.
+        single_cyl_ms: Option<f64>,
+    },
 }
 
 impl SeekCurve {
@@ -104,6 +122,31 @@ impl SeekCurve {
                 }
                 Ok(())
             }
+            &SeekCurve::Hpl {
+                boundary_cyl,
+                a,
+                b,
+                c,
+                e,
+                single_cyl_ms,
+            } => {
+                SeekCurve::RuemmlerWilkes {
+                    a,
+                    b,
+                    boundary_cyl: boundary_cyl.max(1),
+                    c,
+                    e,
+                }
+                .validate()?;
+                if let Some(s) = single_cyl_ms {
+                    if !(s.is_finite() && s >= 0.0) {
+                        return Err(DeviceError::SeekCurve(format!(
+                            "the one-cylinder seek {s} ms must be finite and non-negative"
+                        )));
+                    }
+                }
+                Ok(())
+            }
         }
     }
 
@@ -148,6 +191,21 @@ impl SeekCurve {
                     a + b * d.sqrt()
                 } else {
                     c + e * d
+                }
+            }
+            &SeekCurve::Hpl {
+                boundary_cyl,
+                a,
+                b,
+                c,
+                e,
+                single_cyl_ms,
+            } => {
+                let d = f64::from(distance_cyl);
+                match single_cyl_ms {
+                    Some(s) if distance_cyl == 1 => s,
+                    _ if distance_cyl < boundary_cyl => a + b * d.sqrt(),
+                    _ => c + e * d,
                 }
             }
         }
@@ -348,10 +406,9 @@ pub struct CommandOverheads {
     pub read_miss_after_read: Duration,
     /// A read that goes to the media, after a write.
     pub read_miss_after_write: Duration,
-    /// A write absorbed by the cache, after a read (kept for write-back caching; unused while writes
-    /// go straight to the media).
+    /// A write absorbed by the cache (write-back caching), after a read.
     pub write_hit_after_read: Duration,
-    /// A write absorbed by the cache, after a write (see `write_hit_after_read`).
+    /// A write absorbed by the cache, after a write.
     pub write_hit_after_write: Duration,
     /// A write that goes to the media, after a read.
     pub write_miss_after_read: Duration,
@@ -460,6 +517,33 @@ mod tests {
         }
         .validate()
         .is_err());
+    }
+
+    #[test]
+    fn hpl_uses_its_one_cylinder_time() {
+        // The HP 97560 of Ruemmler and Wilkes (1994): 3.24 + 0.400 sqrt(d) below 383 cylinders,
+        // 8.00 + 0.008 d beyond.
+        let mut c = SeekCurve::Hpl {
+            boundary_cyl: 383,
+            a: 3.24,
+            b: 0.4,
+            c: 8.0,
+            e: 0.008,
+            single_cyl_ms: Some(2.0),
+        };
+        c.validate().unwrap();
+        assert_eq!(c.seek_ms(0), 0.0);
+        assert_eq!(c.seek_ms(1), 2.0);
+        assert!((c.seek_ms(100) - 7.24).abs() < 1e-12);
+        assert!((c.seek_ms(1000) - 16.0).abs() < 1e-12);
+        if let SeekCurve::Hpl { single_cyl_ms, .. } = &mut c {
+            *single_cyl_ms = None;
+        }
+        assert!((c.seek_ms(1) - 3.64).abs() < 1e-12);
+        if let SeekCurve::Hpl { single_cyl_ms, .. } = &mut c {
+            *single_cyl_ms = Some(f64::NAN);
+        }
+        assert!(c.validate().is_err());
     }
 
     #[test]

@@ -25,9 +25,24 @@
 //! The bus overlaps the media: the buffer is a speed-matching stage between platter and interface
 //! (paper `001_9c47c4c84914efc3.txt`, section 2.1, purpose (i); DiskSim's `Hold bus entire read xfer
 //! = 0`), so sectors go to the host as they come off the platter and a media read costs about
-//! `max(media, bus)` plus one sector on the bus (the last sector cannot leave before it is read). Writes use the same mechanics, with the write settle added to the seek, and go to the
-//! media before they complete (write-back caching is not modelled yet); a write drops cached copies
-//! of its sectors.
+//! `max(media, bus)` plus one sector on the bus (the last sector cannot leave before it is read).
+//!
+//! **Writes** drop cached copies of their sectors. Without write-back caching ([`WriteCache::Off`],
+//! DiskSim's `Fast write level = 0`) a write positions the head (the write settle is added to the
+//! seek or head switch, as DiskSim's `Add. write settling delay`) and completes when its last sector
+//! is on the media. With write-back caching the write completes as soon as its data has crossed the
+//! bus into a cache segment (write-hit overhead plus the bus transfer), and the drive destages it in
+//! the background right after: the destage is scheduled on the head at once, so the head is busy
+//! until it ends and the next media access starts from where it left the arm. Reads of written data
+//! hit the cache, while it is dirty and afterwards if the drive keeps written data readable. A write
+//! that finds every write segment dirty ([`WriteCache::Full`]) waits for the oldest destage;
+//! [`WriteCache::Limited`] accepts a write at once only when nothing is dirty or it continues the
+//! last dirty write (DiskSim's level 1 for sequential write streams), and otherwise waits for the
+//! destages to finish.
+//!
+//! **Read-ahead** after a media read follows DiskSim's `Buffer continuous read` schemes
+//! ([`ReadAheadMode`]): none, to the end of the track or the cylinder, up to a budget (the segment),
+//! or DEC's scheme of staying one track ahead of a sequential stream.
 //!
 //! With `queue_depth > 1` the drive keeps up to that many commands and picks the next one FCFS or by
 //! C-LOOK over LBAs from the head's current position (ascending from the head, then wrapping to the
@@ -60,6 +75,39 @@ pub enum QueuePolicy {
     CLook,
 }
 
+/// How far the drive reads ahead after a read that went to the media (DiskSim's `Buffer continuous
+/// read`, 0 to 4). Every scheme is also bounded by the segment size and the end of the disk.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Serialize)]
+pub enum ReadAheadMode {
+    /// No read-ahead (0).
+    Off,
+    /// To the end of the track holding the request's last sector (1); at most
+    /// `readahead_max_sectors` past the request when that is non-zero.
+    TrackEnd,
+    /// To the end of the cylinder holding the request's last sector (2); bounded as `TrackEnd`.
+    CylinderEnd,
+    /// `readahead_max_sectors` past the request (3: "until the segment is full").
+    #[default]
+    Budget,
+    /// DEC's scheme (4): to the end of the track holding the sector after the request, and one
+    /// track further when the segment already held the track before (a sequential stream), so the
+    /// drive stays a track ahead of a stream. `readahead_max_sectors` does not apply.
+    TrackAhead,
+}
+
+/// When the drive reports a write complete (DiskSim's `Fast write level`, 0 to 2).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Serialize)]
+pub enum WriteCache {
+    /// Write-through (0): complete when the data is on the media.
+    #[default]
+    Off,
+    /// Write-back for a write that finds nothing dirty or continues the last dirty write (1);
+    /// another write waits for the pending destages first.
+    Limited,
+    /// Write-back for every write while a write segment is free (2).
+    Full,
+}
+
 /// Everything that describes a drive. Plain data; [`HddParams::validate`] checks it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct HddParams {
@@ -88,6 +136,27 @@ pub struct HddParams {
     pub readahead_max_sectors: u32,
     /// Whether the buffer caches data and reads ahead; when false it only matches speeds.
     pub cache_enabled: bool,
+    /// How far the drive reads ahead after a media read.
+    pub readahead_mode: ReadAheadMode,
+    /// When writes complete.
+    pub write_cache: WriteCache,
+    /// Most segments holding data not yet destaged at once (DiskSim's `Maximum number of write
+    /// segments`); at least 1 with write-back caching.
+    pub write_segments: u32,
+    /// Whether one extra segment is reserved for writes (DiskSim's `Use separate write segment`).
+    pub separate_write_segment: bool,
+    /// Whether written data stays readable in the cache after it is destaged (DiskSim's `Allow read
+    /// hits on write data`).
+    pub read_hits_on_write_data: bool,
+    /// Whether a write that continues the last write while that one is still dirty joins its segment
+    /// and its destage (DiskSim's `Combine seq writes`).
+    pub combine_sequential_writes: bool,
+    /// Whether the drive keeps the sectors of the target track that pass under the head during the
+    /// rotational wait of a read miss (DiskSim's `Read any free blocks`).
+    pub read_free_blocks: bool,
+    /// Whether read-ahead may push the data just read out of its segment (DiskSim's `Read-ahead over
+    /// requested`); when false the read-ahead stops once the segment is full from the request on.
+    pub readahead_over_request: bool,
     /// Interface transfer rate, bytes per second.
     pub bus_bytes_per_s: f64,
     /// Commands the drive accepts at once, including the one in service (1 = no queueing).
@@ -128,6 +197,28 @@ impl HddParams {
                 self.readahead_max_sectors,
                 "read-ahead fills one segment, so it can be at most cache_segment_sectors",
             ));
+        }
+        if self.write_cache != WriteCache::Off {
+            if !self.cache_enabled {
+                return Err(bad(
+                    "write_cache",
+                    format!("{:?}", self.write_cache),
+                    "write-back caching needs the cache: set cache_enabled = true or write_cache = Off",
+                ));
+            }
+            let pool = if self.separate_write_segment {
+                1
+            } else {
+                self.cache_segments
+            };
+            if self.write_segments == 0 || self.write_segments > pool {
+                return Err(bad(
+                    "write_segments",
+                    self.write_segments,
+                    "give 1 up to the segments writes may use (1 with a separate write segment, \
+                     else cache_segments)",
+                ));
+            }
         }
         if !(self.bus_bytes_per_s.is_finite() && self.bus_bytes_per_s > 0.0) {
             return Err(bad(
@@ -245,9 +336,18 @@ pub struct Hdd {
     in_service: Option<Completion>,
     done: VecDeque<Completion>,
     clock: Instant,
-    /// Where the head is when no read-ahead is streaming.
+    /// Where the head is when no read-ahead is streaming (after the last committed media access,
+    /// destages included).
     head_lba: u64,
     last_op: Op,
+    /// When the head finishes the media work committed so far (a destage may run past the command
+    /// that caused it), absolute ns.
+    head_free_ns: f64,
+    /// End instants of destages, oldest first; entries at or before the current time are stale and
+    /// pruned. At most `write_segments` entries.
+    destage_ends: VecDeque<f64>,
+    /// One past the last sector of the newest write-back write (for [`WriteCache::Limited`]).
+    last_write_end: u64,
 }
 
 impl Hdd {
@@ -271,15 +371,17 @@ impl Hdd {
             .map(|z| rotation.period_ns() / f64::from(z.sectors_per_track))
             .collect();
         let queue_depth = params.queue_depth as usize;
+        let destage_ends = VecDeque::with_capacity(params.write_segments as usize + 1);
         let pending = VecDeque::with_capacity(queue_depth);
         let done = VecDeque::with_capacity(queue_depth);
         assert!(pending.capacity() >= queue_depth && done.capacity() >= queue_depth);
         Ok(Hdd {
-            cache: SegmentCache::new(
+            cache: SegmentCache::with_write_segment(
                 params.cache_segments,
                 params.cache_segment_sectors,
                 params.readahead_max_sectors,
                 params.cache_enabled,
+                params.separate_write_segment && params.write_cache != WriteCache::Off,
             ),
             head_switch_ns: params.head_switch.as_nanos() as f64,
             write_settle_ns: params.write_settle.as_nanos() as f64,
@@ -294,6 +396,9 @@ impl Hdd {
             clock: Instant::ZERO,
             head_lba: 0,
             last_op: Op::Read,
+            head_free_ns: 0.0,
+            destage_ends,
+            last_write_end: u64::MAX,
             params,
         })
     }
@@ -416,12 +521,48 @@ impl Hdd {
         }
     }
 
-    /// A read-ahead that continues right after a media read of `..end` finished at `t_end`, or `None`
-    /// if the drive does not read ahead or the disk ends there.
-    fn readahead_after(&self, end: u64, t_end: f64) -> Option<ReadAhead> {
-        let budget = self.cache.readahead_budget_sectors();
+    /// Where a read-ahead after a media read of `lba..end` stops, for a segment whose run starts at
+    /// `seg_first` (DiskSim's `Buffer continuous read` schemes; see [`ReadAheadMode`]). Unless the
+    /// drive lets prefetched data replace the data just read (`readahead_over_request`), the
+    /// read-ahead also stops when the segment is full from `lba` on.
+    fn readahead_limit(&self, lba: u64, end: u64, seg_first: u64) -> u64 {
         let cap = self.geo.capacity_sectors();
-        if !self.cache.enabled() || budget == 0 || end >= cap {
+        let max = u64::from(self.params.readahead_max_sectors);
+        let capped = |limit: u64| if max > 0 { limit.min(end + max) } else { limit };
+        let limit = match self.params.readahead_mode {
+            ReadAheadMode::Off => end,
+            ReadAheadMode::Budget => end + self.cache.readahead_budget_sectors(),
+            ReadAheadMode::TrackEnd => capped(self.geo.track_bounds(Lba(end - 1)).1),
+            ReadAheadMode::CylinderEnd => capped(self.geo.cylinder_bounds(Lba(end - 1)).1),
+            ReadAheadMode::TrackAhead => {
+                let (first, last) = self.geo.track_bounds(Lba(end));
+                if seg_first < first {
+                    last + (last - first)
+                } else {
+                    last
+                }
+            }
+        };
+        let limit = if self.params.readahead_over_request
+            || self.params.readahead_mode == ReadAheadMode::TrackAhead
+        {
+            limit
+        } else {
+            limit.min(lba + self.cache.segment_sectors())
+        };
+        limit.min(end + self.cache.segment_sectors()).min(cap)
+    }
+
+    /// A read-ahead that continues right after a media read of `lba..end` finished at `t_end`, into
+    /// a segment whose run starts at `seg_first`, or `None` if the drive does not read ahead or the
+    /// disk ends there.
+    fn readahead_after(&self, lba: u64, end: u64, t_end: f64, seg_first: u64) -> Option<ReadAhead> {
+        let cap = self.geo.capacity_sectors();
+        if !self.cache.enabled() || end >= cap {
+            return None;
+        }
+        let limit_lba = self.readahead_limit(lba, end, seg_first);
+        if limit_lba <= end {
             return None;
         }
         let prev = self.geo.locate(Lba(end - 1));
@@ -434,13 +575,14 @@ impl Hdd {
         Some(ReadAhead {
             origin_ns,
             origin_lba: end,
-            limit_lba: (end + budget).min(cap),
+            limit_lba,
         })
     }
 
     /// Moves the head from where it is to the leading edge of `target` after `t1`: seek (plus write
-    /// settle) or head switch, then rotational wait. Returns `(seek_ns, rotate_ns, arrival)`.
-    fn position(&self, t1: f64, target: u64, write: bool) -> (f64, f64, f64) {
+    /// settle) or head switch, then rotational wait. Returns `(seek_ns, rotate_ns, arrival,
+    /// on_track)`, the last being when the head is on the target track, before the rotational wait.
+    fn position(&self, t1: f64, target: u64, write: bool) -> (f64, f64, f64, f64) {
         let from = self.geo.locate(Lba(self.head_lba));
         let to = self.geo.locate(Lba(target));
         let mut seek_ns = 0.0;
@@ -464,7 +606,28 @@ impl Hdd {
         let wait = self
             .rotation
             .wait_ns(ready, self.geo.sector_angle(Lba(target)));
-        (seek_ns, rotate_ns + wait, ready + wait)
+        (seek_ns, rotate_ns + wait, ready + wait, ready)
+    }
+
+    /// With DiskSim's `Read any free blocks`, the drive reads the sectors of the target track that
+    /// pass under the head while it waits for `target` to come round, from the head's arrival on the
+    /// track at `on_track`. Returns the first sector of the run that ends at `target` and is
+    /// contiguous with it: from the first whole sector after the arrival, or from the track's first
+    /// sector if the head arrived past the target (the sectors after the target are not contiguous
+    /// with it and are not kept).
+    fn free_blocks_start(&self, on_track: f64, target: u64) -> u64 {
+        let (first, end) = self.geo.track_bounds(Lba(target));
+        let spt = end - first;
+        let k_target = target - first;
+        let loc = self.geo.locate(Lba(target));
+        let base = self.geo.track_start_angle(loc.zone, loc.cylinder, loc.head);
+        let under = geometry::frac(self.rotation.angle_at(on_track) - base) * spt as f64;
+        let k_arrive = ((under - 1e-6).ceil().max(0.0) as u64) % spt;
+        if k_arrive <= k_target {
+            first + k_arrive
+        } else {
+            first
+        }
     }
 
     // ----- service ------------------------------------------------------------------------------
@@ -485,7 +648,7 @@ impl Hdd {
         let stream = self.cache.streaming();
         let reach = stream.map(|(_, ra)| self.stream_reach(&ra, t0));
         if self.cache.enabled() {
-            if let Some(i) = self.cache.find_full_hit(lba, end, reach) {
+            if let Some(i) = self.cache.find_full_hit(lba, end, reach, t0) {
                 self.cache.touch(i);
                 let overhead_ns = self
                     .params
@@ -519,14 +682,17 @@ impl Hdd {
             .get(Op::Read, false, self.last_op)
             .as_nanos() as f64;
         let t1 = t0 + overhead_ns;
+        // The head may still be destaging a write.
+        let head_wait_ns = (self.head_free_ns - t1).max(0.0);
         let prefix = if self.cache.enabled() {
-            self.cache.find_prefix(lba, end)
+            self.cache.find_prefix(lba, end, t0)
         } else {
             None
         };
         let media_from = prefix.map_or(lba, |p| p.1);
         let cached = (media_from - lba) as f64;
-        let (seek_ns, rotate_ns, t3) = self.position(t1, media_from, false);
+        let (seek_ns, rotate_ns, t3, on_track) =
+            self.position(t1 + head_wait_ns, media_from, false);
         let mut gaps = Gaps::default();
         let t4 = self.media_pass(t3, media_from, end, t3, &mut gaps);
         let first_zone = self.geo.zone_index(Lba(media_from));
@@ -537,35 +703,50 @@ impl Hdd {
         let end_ns =
             (t4 + self.bus_sector_ns).max(bus_media_start + (n - cached) * self.bus_sector_ns);
         if self.cache.enabled() {
-            let (seg, first) = match prefix {
+            let target = match prefix {
                 Some((i, _)) => {
                     let s = self.cache.segment(i).expect("prefix segment exists");
-                    (i, self.cache.held(s, None).0)
+                    Some((i, self.cache.held(s, None).0))
                 }
                 None => {
-                    // A segment whose run ends exactly at `lba` keeps its run (the stream grows on).
-                    let i = self.cache.choose_for_miss(lba);
-                    let first = match self.cache.segment(i) {
-                        Some(s) => {
-                            let (f, e) = self.cache.held(s, None);
-                            if f <= lba && lba <= e {
-                                f
-                            } else {
-                                lba
-                            }
-                        }
-                        None => lba,
+                    let free = if self.params.read_free_blocks {
+                        self.free_blocks_start(on_track, lba)
+                    } else {
+                        lba
                     };
-                    (i, first)
+                    // A segment whose run ends exactly at `lba` keeps its run (the stream grows on).
+                    self.cache.choose_for_miss(lba, t0).map(|i| {
+                        let first = match self.cache.segment(i).filter(|s| s.live(t0)) {
+                            Some(s) => {
+                                let (f, e) = self.cache.held(s, None);
+                                if f <= lba && lba <= e {
+                                    f.min(free)
+                                } else {
+                                    free
+                                }
+                            }
+                            None => free,
+                        };
+                        (i, first)
+                    })
                 }
             };
-            let ra = self.readahead_after(end, t4);
-            self.cache.fill(seg, first, end, ra);
+            if let Some((seg, mut first)) = target {
+                let ra = self.readahead_after(lba, end, t4, first);
+                if first < lba {
+                    // The segment is laid out for the request and its read-ahead: sectors before
+                    // the request stay only where that leaves room.
+                    let limit = ra.map_or(end, |r| r.limit_lba);
+                    first = first.max(limit.saturating_sub(self.cache.segment_sectors()).min(lba));
+                }
+                self.cache.fill(seg, first, end, ra);
+            }
         }
         self.head_lba = end - 1;
+        self.head_free_ns = self.head_free_ns.max(t4);
         Service {
             overhead_ns,
-            seek_ns: seek_ns + gaps.seek_ns,
+            seek_ns: head_wait_ns + seek_ns + gaps.seek_ns,
             rotate_ns: rotate_ns + gaps.rotate_ns,
             end_ns,
             cache_hit: false,
@@ -606,7 +787,7 @@ impl Hdd {
         let end_ns = (t_end + self.bus_sector_ns)
             .max(bus_media_start + (n - cached) * self.bus_sector_ns)
             .max(t1 + n * self.bus_sector_ns);
-        let next_ra = self.readahead_after(end, t_end);
+        let next_ra = self.readahead_after(lba, end, t_end, held_first);
         if next_ra.is_none() {
             self.head_lba = end - 1;
         }
@@ -630,25 +811,148 @@ impl Hdd {
         if self.cache.enabled() {
             self.cache.invalidate(lba, end);
         }
+        if self.params.write_cache != WriteCache::Off {
+            return self.serve_write_back(t0, lba, end);
+        }
         let overhead_ns = self
             .params
             .overhead
             .get(Op::Write, false, self.last_op)
             .as_nanos() as f64;
         let t1 = t0 + overhead_ns;
-        let (seek_ns, rotate_ns, t3) = self.position(t1, lba, true);
+        let head_wait_ns = (self.head_free_ns - t1).max(0.0);
+        let (seek_ns, rotate_ns, t3, _) = self.position(t1 + head_wait_ns, lba, true);
         let mut gaps = Gaps::default();
         let t4 = self.media_pass(t3, lba, end, t3, &mut gaps);
         // The data must have crossed the bus before the last sector is written.
         let last_zone = self.geo.zone_index(Lba(end - 1));
         let end_ns = t4.max(t1 + n * self.bus_sector_ns + self.sector_ns[last_zone]);
         self.head_lba = end - 1;
+        self.head_free_ns = self.head_free_ns.max(t4);
         Service {
             overhead_ns,
-            seek_ns: seek_ns + gaps.seek_ns,
+            seek_ns: head_wait_ns + seek_ns + gaps.seek_ns,
             rotate_ns: rotate_ns + gaps.rotate_ns,
             end_ns,
             cache_hit: false,
+        }
+    }
+
+    /// A write under write-back caching: accepted into a segment (after waiting for a destage if the
+    /// write segments are all dirty), complete once its data has crossed the bus, and destaged in the
+    /// background from then on (or once the head has finished earlier destages).
+    fn serve_write_back(&mut self, t0: f64, lba: u64, end: u64) -> Service {
+        let n = (end - lba) as f64;
+        let overhead_ns = self
+            .params
+            .overhead
+            .get(Op::Write, true, self.last_op)
+            .as_nanos() as f64;
+        let t1 = t0 + overhead_ns;
+        let slots = self.params.write_segments as usize;
+        self.prune_destages(t1);
+        if self.params.combine_sequential_writes && lba == self.last_write_end {
+            if let Some(seg) = self.cache.dirty_ending_at(lba, t1) {
+                return self.append_write(t1, overhead_ns, seg, lba, end);
+            }
+        }
+        // At most `slots` segments hold dirty data: wait for the oldest destages beyond that.
+        let mut accept = t1;
+        if self.destage_ends.len() >= slots {
+            accept = accept.max(self.destage_ends[self.destage_ends.len() - slots]);
+        }
+        // Level 1 takes a write at once only if it continues the last dirty write.
+        if self.params.write_cache == WriteCache::Limited && lba != self.last_write_end {
+            if let Some(&last) = self.destage_ends.back() {
+                accept = accept.max(last);
+            }
+        }
+        self.prune_destages(accept);
+        // A segment free of dirty data; a single dedicated write segment may have to wait for its
+        // own destage.
+        let seg = loop {
+            match self.cache.choose_for_write(accept) {
+                Some(i) => break Some(i),
+                None => match self.destage_ends.front().copied() {
+                    Some(next) => {
+                        accept = accept.max(next);
+                        self.prune_destages(accept);
+                    }
+                    None => break None,
+                },
+            }
+        };
+        let end_ns = accept + n * self.bus_sector_ns;
+        // The destage: the head's next job once it is free.
+        let start = end_ns.max(self.head_free_ns);
+        let (_, _, t3, _) = self.position(start, lba, true);
+        let t4 = self.media_pass(t3, lba, end, t3, &mut Gaps::default());
+        self.head_lba = end - 1;
+        self.head_free_ns = t4;
+        assert!(self.destage_ends.len() < slots, "destage bound");
+        self.destage_ends.push_back(t4);
+        self.last_write_end = end;
+        let drop_at = if self.params.read_hits_on_write_data {
+            f64::INFINITY
+        } else {
+            t4
+        };
+        if let Some(seg) = seg {
+            self.cache.fill_write(seg, lba, end, t4, drop_at);
+        }
+        Service {
+            overhead_ns,
+            seek_ns: accept - t1,
+            rotate_ns: 0.0,
+            end_ns,
+            cache_hit: true,
+        }
+    }
+
+    /// A write continuing the dirty segment `seg` at `t1` (after its command overhead): taken at
+    /// once, and destaged right after the destage it continues, which becomes one longer destage.
+    fn append_write(
+        &mut self,
+        t1: f64,
+        overhead_ns: f64,
+        seg: usize,
+        lba: u64,
+        end: u64,
+    ) -> Service {
+        let n = (end - lba) as f64;
+        let end_ns = t1 + n * self.bus_sector_ns;
+        let start = end_ns.max(self.head_free_ns);
+        let (_, _, t3, _) = self.position(start, lba, true);
+        let t4 = self.media_pass(t3, lba, end, t3, &mut Gaps::default());
+        self.head_lba = end - 1;
+        self.head_free_ns = t4;
+        // The continued destage now ends later; it stays one entry.
+        self.destage_ends.pop_back();
+        self.destage_ends.push_back(t4);
+        self.last_write_end = end;
+        let drop_at = if self.params.read_hits_on_write_data {
+            f64::INFINITY
+        } else {
+            t4
+        };
+        let first = self
+            .cache
+            .segment(seg)
+            .map_or(lba, |s| s.first_lba.min(lba));
+        self.cache.fill_write(seg, first, end, t4, drop_at);
+        Service {
+            overhead_ns,
+            seek_ns: 0.0,
+            rotate_ns: 0.0,
+            end_ns,
+            cache_hit: true,
+        }
+    }
+
+    /// Forgets destages that have ended by `t`.
+    fn prune_destages(&mut self, t: f64) {
+        while self.destage_ends.front().is_some_and(|&e| e <= t) {
+            self.destage_ends.pop_front();
         }
     }
 

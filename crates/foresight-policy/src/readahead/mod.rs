@@ -1,11 +1,20 @@
 //! The readahead family: policies that infer sequential access from the reads themselves.
 //!
 //! `none` fetches nothing ahead (the driver reads exactly what was asked); `seqp` is Linux's
-//! on-demand readahead. Later members (`saseqp`, `msp`) reshape the same windows for striped arrays.
+//! on-demand readahead; `saseqp` is the same window cut at strip boundaries so each fetch is one
+//! disk request (paper 000_a596543dd26dac72.txt, section 3); `msp` prefetches whole stripes in the
+//! RAID layer's cache once it sees a long (semi-)sequential run of strips (paper 000, section 4).
+//! `seqp` and `saseqp` share the window state machine in `window`.
 
-mod seqp;
+pub mod msp;
+pub mod saseqp;
+pub mod seqp;
+pub mod window;
 
-pub use seqp::{init_window_pages, next_window_pages, Seqp};
+pub use msp::{Msp, MspSettings};
+pub use saseqp::Saseqp;
+pub use seqp::Seqp;
+pub use window::{init_window_pages, next_window_pages, WindowRule};
 
 use std::collections::VecDeque;
 

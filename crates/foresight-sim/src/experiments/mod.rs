@@ -6,6 +6,9 @@
 //! shortens the simulated time of each run but keeps every point of every figure.
 
 mod collapse;
+mod streams;
+mod striping;
+pub mod drives;
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -82,11 +85,28 @@ pub struct Experiment {
 
 /// The catalogue, in report order.
 pub fn catalogue() -> Vec<Experiment> {
-    vec![Experiment {
-        name: "collapse",
-        about: "throughput of 1-256 sequential streams on one HDD under none and seqp (papers 000, 001)",
-        run: collapse::run,
-    }]
+    vec![
+        Experiment {
+            name: "collapse",
+            about: "throughput of 1-256 sequential streams on one HDD under none and seqp (papers 000, 001)",
+            run: collapse::run,
+        },
+        Experiment {
+            name: "drives",
+            about: "the HDD model against three real drives' measured service times (DiskSim validation traces)",
+                        run: drives::run_experiment,
+        },
+                Experiment {
+            name: "striping",
+            about: "striping-aware readahead (SASEQP) and stripe prefetching (MSP) on RAID-0 (paper 000)",
+            run: striping::run,
+        },
+        Experiment {
+            name: "streams",
+            about: "hundreds of sequential streams per disk: the stream scheduler against readahead (paper 001)",
+            run: streams::run,
+        },
+    ]
 }
 
 /// Names of every experiment.

@@ -18,10 +18,13 @@ pub type PageKey = u64;
 /// Pages per file this packing allows (2^36 pages of 4 KiB = 256 TiB).
 pub const MAX_PAGES_PER_FILE: u64 = 1 << 36;
 
-/// Packs a file number and page index into a key.
+/// Packs a file number and page index into a key. Files take 28 bits; `u32::MAX` (the volume
+/// itself, in an array layer) packs as the highest 28-bit value, which no real file may use.
 pub fn page_key(file: u32, page: u64) -> PageKey {
+    const FILE_MASK: u64 = (1 << 28) - 1;
     assert!(page < MAX_PAGES_PER_FILE, "page index {page} too large");
-    ((file as u64) << 36) | page
+    assert!((file as u64) < FILE_MASK || file == u32::MAX, "file number {file} too large");
+    (((file as u64) & FILE_MASK) << 36) | page
 }
 
 /// What the cache knows about a page.
@@ -42,9 +45,10 @@ const NIL: u32 = u32::MAX;
 struct Slot {
     key: PageKey,
     state: PageState,
-    prefetched_unused: bool,
+        prefetched_unused: bool,
     prev: u32,
     next: u32,
+    stamp: u64,
 }
 
 /// Counters the cache keeps for reports.
@@ -67,10 +71,15 @@ pub struct PageCache {
     map: FxHashMap<PageKey, u32>,
     slots: Vec<Slot>,
     free: Vec<u32>,
-    /// Most recently used cached page.
-    head: u32,
-    /// Least recently used cached page.
-    tail: u32,
+        /// Most recently used cached page of each list: `READ` (demand pages and prefetched pages
+    /// already read) and `UNREAD` (prefetched pages not read yet).
+    head: [u32; 2],
+    /// Least recently used cached page of each list.
+    tail: [u32; 2],
+    /// Recency stamp, so the two lists together still give one LRU order.
+    clock: u64,
+    /// Evict read pages before unread prefetched ones (buffers held until consumed).
+    protect_unread: bool,
     used_pages: u64,
     peak_pages: u64,
     stats: CacheStats,
@@ -85,12 +94,23 @@ impl PageCache {
             map: FxHashMap::default(),
             slots: Vec::new(),
             free: Vec::new(),
-            head: NIL,
-            tail: NIL,
+                        head: [NIL; 2],
+            tail: [NIL; 2],
+            clock: 0,
+            protect_unread: false,
             used_pages: 0,
             peak_pages: 0,
             stats: CacheStats::default(),
         }
+    }
+
+        /// A cache that evicts pages already read before prefetched pages not yet read: the
+    /// semantics of a stream scheduler's buffers, which are kept until their client reads them
+    /// (paper 001_9c47c4c84914efc3.txt, section 4.3). Plain LRU otherwise.
+    pub fn protecting_unread(capacity_pages: u64) -> PageCache {
+        let mut c = PageCache::new(capacity_pages);
+        c.protect_unread = true;
+        c
     }
 
     /// The state of a page, if the cache holds it.
@@ -126,39 +146,57 @@ impl PageCache {
             .count() as u64
     }
 
+    fn list_of(&self, s: u32) -> usize {
+        self.slots[s as usize].prefetched_unused as usize
+    }
+
     fn unlink(&mut self, s: u32) {
+        let l = self.list_of(s);
         let Slot { prev, next, .. } = self.slots[s as usize];
         if prev != NIL {
             self.slots[prev as usize].next = next;
         } else {
-            self.head = next;
+            self.head[l] = next;
         }
         if next != NIL {
             self.slots[next as usize].prev = prev;
         } else {
-            self.tail = prev;
+            self.tail[l] = prev;
         }
         self.slots[s as usize].prev = NIL;
         self.slots[s as usize].next = NIL;
     }
 
     fn push_front(&mut self, s: u32) {
+        let l = self.list_of(s);
+        self.clock += 1;
+        self.slots[s as usize].stamp = self.clock;
         self.slots[s as usize].prev = NIL;
-        self.slots[s as usize].next = self.head;
-        if self.head != NIL {
-            self.slots[self.head as usize].prev = s;
+        self.slots[s as usize].next = self.head[l];
+        if self.head[l] != NIL {
+            self.slots[self.head[l] as usize].prev = s;
         }
-        self.head = s;
-        if self.tail == NIL {
-            self.tail = s;
+        self.head[l] = s;
+        if self.tail[l] == NIL {
+            self.tail[l] = s;
         }
     }
 
     fn evict_lru(&mut self) -> bool {
-        let s = self.tail;
-        if s == NIL {
-            return false;
-        }
+        let (read, unread) = (self.tail[0], self.tail[1]);
+        let s = match (read, unread) {
+            (NIL, NIL) => return false,
+            (r, NIL) => r,
+            (NIL, u) => u,
+            (r, _) if self.protect_unread => r,
+            (r, u) => {
+                if self.slots[r as usize].stamp <= self.slots[u as usize].stamp {
+                    r
+                } else {
+                    u
+                }
+            }
+        };
         self.unlink(s);
         let slot = self.slots[s as usize];
         debug_assert_eq!(slot.state, PageState::Cached);
@@ -183,9 +221,10 @@ impl PageCache {
         let slot = Slot {
             key,
             state: PageState::InFlight { io },
-            prefetched_unused: prefetched,
+                        prefetched_unused: prefetched,
             prev: NIL,
             next: NIL,
+            stamp: 0,
         };
         let s = match self.free.pop() {
             Some(s) => {
@@ -236,16 +275,35 @@ impl PageCache {
         }
     }
 
+    /// Drops a cached page the policy no longer needs (in-flight pages are left alone). A
+    /// prefetched page dropped unread counts as wasted.
+    pub fn release(&mut self, key: PageKey) {
+        let Some(&s) = self.map.get(&key) else { return };
+        if self.slots[s as usize].state != PageState::Cached {
+            return;
+        }
+        self.unlink(s);
+        if self.slots[s as usize].prefetched_unused {
+            self.stats.wasted_pages += 1;
+        }
+        self.map.remove(&key);
+        self.free.push(s);
+        self.used_pages -= 1;
+    }
+
     /// Records an application read of a cached page: it becomes most recently used, and a
     /// prefetched page counts as used.
     pub fn touch(&mut self, key: PageKey) {
-        let Some(&s) = self.map.get(&key) else { return };
+                let Some(&s) = self.map.get(&key) else { return };
+        let cached = self.slots[s as usize].state == PageState::Cached;
+        if cached {
+            self.unlink(s);
+        }
         if self.slots[s as usize].prefetched_unused {
             self.slots[s as usize].prefetched_unused = false;
             self.stats.used_prefetched_pages += 1;
         }
-        if self.slots[s as usize].state == PageState::Cached && self.head != s {
-            self.unlink(s);
+        if cached {
             self.push_front(s);
         }
     }
@@ -272,6 +330,20 @@ mod tests {
         assert_eq!(c.stats().wasted_pages, 1);
         assert_eq!(c.state(page_key(0, 2)), Some(PageState::InFlight { io: 2 }));
         assert_eq!(c.used_pages(), 2);
+    }
+
+        #[test]
+    fn protecting_unread_evicts_read_pages_first() {
+        let mut c = PageCache::protecting_unread(2);
+        assert!(c.try_insert_in_flight(page_key(0, 0), 1, true));
+        c.complete(page_key(0, 0));
+        assert!(c.try_insert_in_flight(page_key(0, 1), 2, false));
+        c.complete(page_key(0, 1));
+        // Page 0 is older but unread: page 1 goes.
+        assert!(c.try_insert_in_flight(page_key(0, 2), 3, false));
+        assert_eq!(c.state(page_key(0, 0)), Some(PageState::Cached));
+        assert_eq!(c.state(page_key(0, 1)), None);
+        assert_eq!(c.stats().wasted_pages, 0);
     }
 
     proptest! {

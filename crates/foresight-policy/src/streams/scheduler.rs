@@ -1,0 +1,567 @@
+//! The stream scheduler: a dispatch set of `D` streams issuing `R`-byte reads, `N` per turn, and
+//! a buffered set holding what was read until it is consumed (paper 001_9c47c4c84914efc3.txt,
+//! sections 4.2 and 4.3).
+//!
+//! The scheduler runs at the block level, in front of the host's block queue: it sees every request
+//! that reaches the volume. Requests the classifier has not tied to a stream go straight to the
+//! disk. A request that continues a known stream is served from that stream's buffers when the data
+//! is there; when it is not, the request waits in the stream's queue (`Output::Defer`) and the stream
+//! joins the waiting line. At most `D` streams are dispatched at a time; each issues one `R`-byte read
+//! at a time at its own position, independent of the client's request size, and leaves the dispatch
+//! set after `N` reads, round-robin. A stream that leaves keeps its data in the buffered set until the
+//! client has read it, or until `timeout` passes, when the buffers are released and the stream is
+//! forgotten (garbage collection). Reads are issued only while the bytes held and in flight fit in
+//! `M`, and the configuration is refused unless `M >= D * R * N` (section 4.3).
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
+
+use foresight_core::{ByteLen, ByteRange, Duration, FetchId, Instant};
+
+use super::classify::Classifier;
+use crate::layout::VOLUME_FILE;
+use crate::{FetchIds, Input, Layout, Output, PolicyError, Tier, PAGE_BYTES};
+
+/// How long a classifier region survives without a request. Much longer than the buffer timeout:
+/// with a thousand streams behind one disk a client's next request can come seconds later, and a
+/// region forgotten in between would never become a stream. `classify::MAX_REGIONS` bounds the
+/// memory regardless.
+pub const REGION_IDLE: Duration = Duration::from_secs(60);
+
+/// Settings of the stream scheduler, as plain data with units in the names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StreamsConfig {
+    /// `D`: streams dispatched at once; `None` derives `M / (R * N)`.
+    pub dispatch: Option<u32>,
+    /// `R`: bytes per disk read.
+    pub readahead_bytes: u64,
+    /// `N`: reads a stream issues per turn in the dispatch set.
+    pub per_turn: u32,
+    /// `M`: bytes of buffers, held and in flight.
+    pub memory_bytes: u64,
+    /// How long buffered data and idle streams are kept.
+    pub timeout: Duration,
+    /// Classifier region half-width, in 4 KiB blocks.
+    pub offset_blocks: u64,
+    /// Distinct requests in a region that make a stream.
+    pub threshold: u32,
+}
+
+impl Default for StreamsConfig {
+    fn default() -> Self {
+        StreamsConfig {
+            dispatch: None,
+            readahead_bytes: 8 << 20,
+            per_turn: 1,
+            memory_bytes: 16 << 20,
+            timeout: Duration::from_secs(2),
+                        offset_blocks: 32,
+            threshold: 2,
+        }
+    }
+}
+
+impl StreamsConfig {
+    /// Checks the bounds and returns `D`: the given one, or `M / (R * N)`.
+    pub fn dispatch_set(&self) -> Result<u32, PolicyError> {
+        let bad = |key: &'static str, message: String| Err(PolicyError::BadSetting { key, message });
+        if self.readahead_bytes == 0 || !self.readahead_bytes.is_multiple_of(PAGE_BYTES) {
+            return bad("readahead", format!("R = {} must be a positive multiple of 4 KiB", self.readahead_bytes));
+        }
+        if self.per_turn == 0 {
+            return bad("per_turn", "N must be at least 1".into());
+        }
+        if self.threshold == 0 {
+            return bad("threshold", "must be at least 1".into());
+        }
+        if !(1..=super::classify::MAX_OFFSET_BLOCKS).contains(&self.offset_blocks) {
+            return bad(
+                "offset",
+                format!("must be between 1 and {} blocks", super::classify::MAX_OFFSET_BLOCKS),
+            );
+        }
+        let turn_bytes = self.readahead_bytes * self.per_turn as u64;
+        let d = match self.dispatch {
+            Some(d) => d as u64,
+            None => self.memory_bytes / turn_bytes,
+        };
+        if d == 0 || self.memory_bytes < d * turn_bytes {
+            return bad(
+                "memory",
+                format!(
+                    "M >= D*R*N is required (paper 001, section 4.3) but M = {} bytes, D = {}, R = {} bytes, N = {}; \
+                     raise policy.memory or lower policy.dispatch, policy.readahead or policy.per_turn",
+                    self.memory_bytes,
+                    d,
+                    self.readahead_bytes,
+                    self.per_turn
+                ),
+            );
+        }
+        Ok(d.min(u32::MAX as u64) as u32)
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    /// Not dispatched and not waiting (buffered data, or nothing).
+    Idle,
+    /// In line for the dispatch set.
+    Waiting,
+    /// In the dispatch set.
+    Dispatched,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Stream {
+    /// The next byte the client is expected to read.
+    consumed: u64,
+    /// End of what has been fetched or is being fetched.
+    fetched_end: u64,
+    inflight: Option<FetchId>,
+        reads_this_turn: u32,
+    state: State,
+    last_access: Instant,
+    /// Buffers below this byte have been handed back to the cache.
+    released_to: u64,
+}
+
+/// The stream scheduler. See the module documentation.
+#[derive(Debug)]
+pub struct StreamScheduler {
+    cfg: StreamsConfig,
+    dispatch_max: u32,
+    volume_bytes: u64,
+    classifier: Classifier,
+    streams: BTreeMap<u32, Stream>,
+    /// Streams by the next byte their client will read.
+    by_position: BTreeMap<u64, u32>,
+    by_fetch: BTreeMap<FetchId, u32>,
+    waiting: VecDeque<u32>,
+    dispatched: u32,
+    held_bytes: u64,
+    next_stream: u32,
+    next_gc: Option<Instant>,
+    ids: FetchIds,
+    out: VecDeque<Output>,
+}
+
+impl StreamScheduler {
+    /// A scheduler over the volume of `layout`.
+    pub fn new(cfg: StreamsConfig, layout: Arc<Layout>) -> Result<StreamScheduler, PolicyError> {
+        let dispatch_max = cfg.dispatch_set()?;
+        Ok(StreamScheduler {
+            dispatch_max,
+            volume_bytes: layout.volume_bytes().0,
+            classifier: Classifier::new(cfg.offset_blocks, cfg.threshold),
+            cfg,
+            streams: BTreeMap::new(),
+            by_position: BTreeMap::new(),
+            by_fetch: BTreeMap::new(),
+            waiting: VecDeque::new(),
+            dispatched: 0,
+            held_bytes: 0,
+            next_stream: 0,
+            next_gc: None,
+            ids: FetchIds::default(),
+            out: VecDeque::new(),
+        })
+    }
+
+    /// `D`, the size of the dispatch set.
+    pub fn dispatch_max(&self) -> u32 {
+        self.dispatch_max
+    }
+
+    /// Streams known now (dispatched, waiting or buffered).
+    pub fn stream_count(&self) -> usize {
+        self.streams.len()
+    }
+
+    /// Bytes fetched or in flight and not yet read by their clients: never above `M`.
+    pub fn held_bytes(&self) -> u64 {
+        self.held_bytes
+    }
+
+    fn held_of(s: &Stream) -> u64 {
+        s.fetched_end.saturating_sub(s.consumed)
+    }
+
+    fn set_consumed(&mut self, id: u32, to: u64) {
+        let s = self.streams.get_mut(&id).expect("live stream");
+        let before = Self::held_of(s);
+        self.by_position.remove(&s.consumed);
+        s.consumed = to;
+        let after = Self::held_of(s);
+        self.held_bytes = self.held_bytes - before + after;
+        self.by_position.insert(to, id);
+    }
+
+    fn on_read(&mut self, now: Instant, range: ByteRange, miss: bool) {
+        let (start, end) = (range.start.0, range.end().0);
+        let sid = self
+            .by_position
+            .get(&start)
+            .copied()
+            .or_else(|| {
+                // A read inside a stream's buffered window (a client that skipped a little).
+                self.by_position
+                    .range(..=start)
+                    .next_back()
+                    .filter(|(_, id)| start < self.streams[id].fetched_end)
+                    .map(|(_, id)| *id)
+            });
+        match sid {
+            Some(id) => {
+                let fetched_end = self.streams[&id].fetched_end;
+                self.set_consumed(id, end.max(self.streams[&id].consumed));
+                                let s = self.streams.get_mut(&id).expect("live stream");
+                s.last_access = now;
+                // Buffers the client has read past are freed at once (section 4.3: a stream leaves
+                // the buffered set when its last buffer is consumed), so unread buffers never
+                // compete with read ones for the cache.
+                let done_to = start / PAGE_BYTES * PAGE_BYTES;
+                if done_to > s.released_to {
+                    let from = s.released_to;
+                    s.released_to = done_to;
+                    self.out.push_back(Output::Release {
+                        file: VOLUME_FILE,
+                        range: ByteRange::new(from, done_to - from),
+                    });
+                }
+                // `miss` means neither cached nor in flight. Below `fetched_end` that is data the
+                // stream read and lost (evicted): the disk must serve it on demand. At or past it, the
+                // request waits in the stream's queue for the stream's turn instead of going to the
+                // disk on its own.
+                if miss && start >= fetched_end {
+                    // Held bytes are `fetched_end - consumed`, saturating; `consumed` is already
+                    // past `start`, so moving `fetched_end` back to `start` keeps them at zero.
+                    debug_assert_eq!(Self::held_of(s), 0);
+                    s.fetched_end = start;
+                    if s.state == State::Idle {
+                        s.state = State::Waiting;
+                        self.waiting.push_back(id);
+                    }
+                    self.out.push_back(Output::Defer {
+                        file: VOLUME_FILE,
+                        range,
+                    });
+                }
+            }
+            None => {
+                let block = start / PAGE_BYTES;
+                let blocks = (end - start).div_ceil(PAGE_BYTES);
+                                if self.classifier.observe(now, block, blocks) {
+                    // A new stream. If this request still misses, it becomes the stream's first
+                    // queued request: the stream's first read starts with it. Otherwise the stream
+                    // starts where it ends. Either way it waits for its turn.
+                    let from = if miss { start } else { end };
+                    if miss {
+                        self.out.push_back(Output::Defer {
+                            file: VOLUME_FILE,
+                            range,
+                        });
+                    }
+                    let id = self.next_stream;
+                    self.next_stream += 1;
+                    self.streams.insert(
+                        id,
+                        Stream {
+                            consumed: end,
+                            fetched_end: from,
+                            inflight: None,
+                            reads_this_turn: 0,
+                                                        state: State::Waiting,
+                            last_access: now,
+                                                        released_to: from,
+                        },
+                    );
+                    self.by_position.insert(end, id);
+                    self.waiting.push_back(id);
+                }
+            }
+        }
+        if self.next_gc.is_none() {
+            self.next_gc = Some(now + self.cfg.timeout);
+        }
+        self.schedule();
+    }
+
+    /// Fills the dispatch set from the waiting line, round-robin, within `D` and `M`.
+    fn schedule(&mut self) {
+        while self.dispatched < self.dispatch_max {
+            let Some(id) = self.waiting.pop_front() else { break };
+            let Some(s) = self.streams.get_mut(&id) else { continue };
+            if s.state != State::Waiting {
+                continue;
+            }
+            s.state = State::Dispatched;
+            s.reads_this_turn = 0;
+            self.dispatched += 1;
+            if !self.issue(id) {
+                // No room in M right now: it keeps its turn and retries when buffers drain.
+                let s = self.streams.get_mut(&id).expect("live stream");
+                if s.inflight.is_none() {
+                    s.state = State::Waiting;
+                    self.dispatched -= 1;
+                    self.waiting.push_front(id);
+                    break;
+                }
+            }
+        }
+    }
+
+    /// Issues the stream's next `R`-byte read; false if memory or the volume's end forbids it.
+    fn issue(&mut self, id: u32) -> bool {
+        let r = self.cfg.readahead_bytes;
+        let s = self.streams[&id];
+        if s.inflight.is_some() || s.reads_this_turn >= self.cfg.per_turn {
+            return false;
+        }
+        if self.held_bytes + r > self.cfg.memory_bytes || s.fetched_end >= self.volume_bytes {
+            return false;
+        }
+        let len = r.min(self.volume_bytes - s.fetched_end);
+        let fid = self.ids.next_id();
+        self.out.push_back(Output::Fetch {
+            id: fid,
+            file: VOLUME_FILE,
+            range: ByteRange::new(s.fetched_end, len),
+            into: Tier::Memory,
+        });
+        let s = self.streams.get_mut(&id).expect("live stream");
+        let before = Self::held_of(s);
+        s.fetched_end += len;
+        s.inflight = Some(fid);
+        s.reads_this_turn += 1;
+        self.held_bytes = self.held_bytes - before + Self::held_of(s);
+        assert!(self.held_bytes <= self.cfg.memory_bytes, "buffers over M");
+        self.by_fetch.insert(fid, id);
+        true
+    }
+
+    fn on_fetched(&mut self, id: FetchId) {
+        let Some(sid) = self.by_fetch.remove(&id) else { return };
+        let Some(s) = self.streams.get_mut(&sid) else { return };
+        s.inflight = None;
+        if !self.issue(sid) {
+            // The turn is over (N reads, or no memory): leave the dispatch set for the buffered set.
+            let s = self.streams.get_mut(&sid).expect("live stream");
+            if s.state == State::Dispatched {
+                s.state = State::Idle;
+                self.dispatched -= 1;
+            }
+        }
+        self.schedule();
+    }
+
+    fn collect(&mut self, now: Instant) {
+        let timeout = self.cfg.timeout;
+        let stale: Vec<u32> = self
+            .streams
+            .iter()
+            .filter(|(_, s)| s.state == State::Idle && s.inflight.is_none() && now.saturating_since(s.last_access) >= timeout)
+            .map(|(id, _)| *id)
+            .collect();
+        for id in stale {
+            let s = self.streams.remove(&id).expect("listed");
+            self.by_position.remove(&s.consumed);
+                        let held = Self::held_of(&s);
+            self.held_bytes -= held;
+            if s.fetched_end > s.released_to {
+                self.out.push_back(Output::Release {
+                    file: VOLUME_FILE,
+                    range: ByteRange::new(s.released_to, s.fetched_end - s.released_to),
+                });
+            }
+        }
+                self.classifier.collect(now, REGION_IDLE);
+        self.next_gc = (!self.streams.is_empty() || self.classifier.regions() > 0).then(|| now + timeout);
+        self.schedule();
+    }
+}
+
+impl crate::Policy for StreamScheduler {
+    fn name(&self) -> &str {
+        "streams"
+    }
+
+    fn handle(&mut self, now: Instant, input: Input) {
+        match input {
+            Input::Read { file, range, miss, .. } if file == VOLUME_FILE && !range.is_empty() => {
+                self.on_read(now, range, miss.is_some())
+            }
+            Input::Fetched { id, .. } => self.on_fetched(id),
+            Input::MemoryPressure { available } => {
+                // Less room: lower M for admission, never below what is already held.
+                self.cfg.memory_bytes = self.cfg.memory_bytes.min(self.held_bytes + available.0).max(self.held_bytes);
+            }
+            Input::Read { .. } | Input::Hint { .. } => {}
+        }
+    }
+
+    fn poll_output(&mut self) -> Option<Output> {
+        self.out.pop_front()
+    }
+
+    fn poll_timeout(&self) -> Option<Instant> {
+        self.next_gc
+    }
+
+    fn handle_timeout(&mut self, now: Instant) {
+        if self.next_gc.is_some_and(|t| t <= now) {
+            self.collect(now);
+        }
+    }
+}
+
+/// Bytes in a whole number of `R` reads covering `len`.
+pub fn reads_for(len: ByteLen, readahead_bytes: u64) -> u64 {
+    len.0.div_ceil(readahead_bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Policy;
+    use foresight_core::{ByteOffset, StreamId};
+
+    fn sched(d: Option<u32>, r: u64, n: u32, m: u64) -> StreamScheduler {
+        let layout = Arc::new(Layout::new(ByteLen::gib(64), None));
+        StreamScheduler::new(
+            StreamsConfig {
+                dispatch: d,
+                readahead_bytes: r,
+                per_turn: n,
+                memory_bytes: m,
+                ..StreamsConfig::default()
+            },
+            layout,
+        )
+        .expect("valid")
+    }
+
+    fn read(p: &mut StreamScheduler, t: Instant, off: u64, len: u64, miss: bool) -> Vec<Output> {
+        p.handle(
+            t,
+            Input::Read {
+                stream: StreamId(0),
+                file: VOLUME_FILE,
+                range: ByteRange::new(off, len),
+                miss: miss.then_some(ByteOffset(off)),
+            },
+        );
+        std::iter::from_fn(|| p.poll_output()).collect()
+    }
+
+    #[test]
+    fn refuses_memory_below_d_r_n_naming_all_four() {
+        let layout = Arc::new(Layout::new(ByteLen::gib(1), None));
+        let cfg = StreamsConfig {
+            dispatch: Some(4),
+            readahead_bytes: 8 << 20,
+            per_turn: 2,
+            memory_bytes: 16 << 20,
+            ..StreamsConfig::default()
+        };
+        let e = StreamScheduler::new(cfg, layout).unwrap_err().to_string();
+        for part in ["M = 16777216", "D = 4", "R = 8388608", "N = 2"] {
+            assert!(e.contains(part), "{e}");
+        }
+    }
+
+    #[test]
+    fn d_defaults_to_m_over_r_times_n() {
+        assert_eq!(sched(None, 8 << 20, 1, 16 << 20).dispatch_max(), 2);
+    }
+
+    #[test]
+    fn a_detected_stream_reads_r_bytes_at_a_time_and_defers_its_misses() {
+        let mut p = sched(None, 1 << 20, 1, 4 << 20);
+        let t = Instant::ZERO;
+        let k = 64 << 10;
+        // The first request is not a stream yet: it goes to the disk on its own.
+        assert!(read(&mut p, t, 0, k, true).is_empty());
+        // The second makes the region a stream (threshold 2): it waits, and the stream's first
+        // read of R bytes starts with it.
+        let out = read(&mut p, t, k, k, true);
+        assert_eq!(
+            out,
+            vec![
+                Output::Defer {
+                    file: VOLUME_FILE,
+                    range: ByteRange::new(k, k),
+                },
+                Output::Fetch {
+                    id: FetchId(0),
+                    file: VOLUME_FILE,
+                    range: ByteRange::new(k, 1 << 20),
+                    into: Tier::Memory,
+                }
+            ]
+        );
+                // The next request falls in the fetch in flight (no miss): nothing to read.
+        let out = read(&mut p, t, 2 * k, k, false);
+        assert!(out.iter().all(|o| matches!(o, Output::Release { .. })), "{out:?}");
+        // The fetch completes and the turn ends (N = 1); the client reads the buffer, then past
+        // it: that request waits for the stream's next turn instead of reading on its own.
+        p.handle(t, Input::Fetched { id: FetchId(0), ok: true });
+        assert!(p.poll_output().is_none());
+        let past = k + (1 << 20);
+        let mut off = 3 * k;
+        while off < past {
+            let out = read(&mut p, t, off, k, false);
+            assert!(
+                out.iter().all(|o| matches!(o, Output::Release { .. })),
+                "{out:?}"
+            );
+            off += k;
+        }
+        let out = read(&mut p, t, past, k, true);
+        assert!(out.iter().any(|o| matches!(o, Output::Defer { .. })), "{out:?}");
+        assert!(
+            out.iter().any(|o| matches!(o, Output::Fetch { range, .. } if range.start.0 == past)),
+            "{out:?}"
+        );
+        assert!(p.held_bytes() <= 4 << 20);
+    }
+
+    #[test]
+    fn at_most_d_streams_are_dispatched_and_they_rotate() {
+        let mut p = sched(Some(2), 1 << 20, 1, 8 << 20);
+        let t = Instant::ZERO;
+        let k = 64 << 10;
+        let mut fetches = vec![];
+        for s in 0..5u64 {
+            let base = s << 30;
+            for i in 0..2 {
+                fetches.extend(read(&mut p, t, base + i * k, k, true).into_iter().filter(|o| matches!(o, Output::Fetch { .. })));
+            }
+        }
+        assert_eq!(fetches.len(), 2, "only D = 2 streams issue at once");
+        // Completing a read ends that stream's turn (N = 1): the next waiting stream goes.
+        p.handle(t, Input::Fetched { id: FetchId(0), ok: true });
+        let out: Vec<_> = std::iter::from_fn(|| p.poll_output()).collect();
+        assert!(
+            matches!(&out[..], [Output::Fetch { range, .. }] if range.start.0 >> 30 == 2),
+            "{out:?}"
+        );
+    }
+
+    #[test]
+    fn idle_streams_are_released_after_the_timeout() {
+        let mut p = sched(None, 1 << 20, 1, 4 << 20);
+        let k = 64 << 10;
+        for i in 0..2 {
+            read(&mut p, Instant::ZERO, i * k, k, true);
+        }
+        p.handle(Instant::ZERO, Input::Fetched { id: FetchId(0), ok: true });
+        while p.poll_output().is_some() {}
+        let t = p.poll_timeout().expect("gc scheduled");
+        p.handle_timeout(t + Duration::from_secs(5));
+        let out: Vec<_> = std::iter::from_fn(|| p.poll_output()).collect();
+        assert!(out.iter().any(|o| matches!(o, Output::Release { .. })), "{out:?}");
+        assert_eq!(p.held_bytes(), 0);
+        assert_eq!(p.stream_count(), 0);
+    }
+}

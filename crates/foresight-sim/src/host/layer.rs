@@ -1,0 +1,434 @@
+//! A cache layer: a page cache, the policy that prefetches into it, and the demand path.
+//!
+//! The simulator stacks these: the host's page cache (files, driven by the file-level policy) and,
+//! on arrays, the RAID driver's own cache (the volume, driven by an array-level policy such as MSP,
+//! paper 000_a596543dd26dac72.txt section 5.1). A layer takes reads from above, each with a token it
+//! hands back when the data is there, and emits reads to the layer below (`down`) for the pages it
+//! lacks. It executes the policy's fetches and nothing else: every decision about what to read ahead
+//! is the policy's.
+//!
+//! A read walks its pages: cached pages are touched, in-flight pages make the read wait for their
+//! I/O, missing pages are read on demand. The policy sees the read first, with the first missing byte,
+//! so when its window covers the request no separate demand read is issued. In-flight pages count
+//! against the capacity; when the cache is full of them, a prefetch is cut short and a demand read
+//! waits (`blocked`) until an I/O completes, so the capacity is a hard bound and demand always makes
+//! progress.
+
+use std::collections::VecDeque;
+
+use foresight_core::{ByteOffset, ByteRange, FetchId, FileId, Instant, StreamId};
+use foresight_policy::{Input, Output, Policy, PAGE_BYTES};
+use rustc_hash::FxHashMap;
+use smallvec::SmallVec;
+
+use super::pagecache::{page_key, PageCache, PageState};
+
+/// A read the layer asks the layer below for: `pages` pages of `file` from `first_page`. The
+/// lower level reports each part of it done with [`CacheLayer::part_done`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Down {
+    /// The file (or the volume, in an array layer).
+    pub file: FileId,
+    /// First page.
+    pub first_page: u64,
+    /// Number of pages.
+    pub pages: u64,
+    /// The layer's id for this read.
+    pub io: u32,
+}
+
+#[derive(Debug)]
+struct Io {
+    file: FileId,
+    first_page: u64,
+    pages: u64,
+    fetch: Option<FetchId>,
+    parts_left: u32,
+    waiters: SmallVec<[u32; 2]>,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Req {
+    file: FileId,
+    offset: u64,
+    bytes: u64,
+    token: u64,
+    pending: u32,
+    resume_page: u64,
+    blocked: bool,
+    waited: bool,
+    /// The policy said it will fetch this read's missing pages itself (`Output::Defer`).
+    deferred: bool,
+}
+
+/// A finished read from above.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Done {
+    /// The token given with the read.
+    pub token: u64,
+    /// Whether it was served from memory without waiting for any I/O.
+    pub hit: bool,
+}
+
+/// One layer. See the module documentation.
+pub struct CacheLayer {
+    cache: PageCache,
+    policy: Box<dyn Policy>,
+    wake: Option<Instant>,
+    ios: Vec<Option<Io>>,
+    free_ios: Vec<u32>,
+    fetch_parts: FxHashMap<FetchId, u32>,
+    reqs: Vec<Option<Req>>,
+    free_reqs: Vec<u32>,
+    blocked: VecDeque<u32>,
+    /// Reads waiting for the policy to fetch their pages (after `Output::Defer`).
+    parked: Vec<u32>,
+    fetches_at_park: u64,
+    defer_seen: bool,
+    /// Reads for the layer below, to be drained by the driver.
+    pub down: Vec<Down>,
+    /// Reads from above that finished, to be drained by the driver.
+    pub done: Vec<Done>,
+    /// Fetches the policy asked for, as `(file, range)`, to be drained by the driver for reports.
+    pub fetched: Vec<(FileId, ByteRange)>,
+    fetches: u64,
+}
+
+impl CacheLayer {
+        /// A layer of `capacity_pages` pages driven by `policy`, with plain LRU replacement.
+    pub fn new(capacity_pages: u64, policy: Box<dyn Policy>) -> CacheLayer {
+        Self::with_cache(PageCache::new(capacity_pages), policy)
+    }
+
+    /// A layer over the given cache.
+    pub fn with_cache(cache: PageCache, policy: Box<dyn Policy>) -> CacheLayer {
+        CacheLayer {
+            cache,
+            policy,
+            wake: None,
+            ios: Vec::new(),
+            free_ios: Vec::new(),
+            fetch_parts: FxHashMap::default(),
+            reqs: Vec::new(),
+            free_reqs: Vec::new(),
+            blocked: VecDeque::new(),
+            parked: Vec::new(),
+            fetches_at_park: 0,
+            defer_seen: false,
+            down: Vec::new(),
+            done: Vec::new(),
+            fetched: Vec::new(),
+            fetches: 0,
+        }
+    }
+
+    /// The page cache, for statistics.
+    pub fn cache(&self) -> &PageCache {
+        &self.cache
+    }
+
+    /// The policy's name.
+    pub fn policy_name(&self) -> &str {
+        self.policy.name()
+    }
+
+    /// Fetches the policy has issued.
+    pub fn fetches(&self) -> u64 {
+        self.fetches
+    }
+
+    /// When the policy wants its timer.
+    pub fn wake(&self) -> Option<Instant> {
+        self.wake
+    }
+
+    /// Fires the policy's timer.
+    pub fn on_timer(&mut self, now: Instant) {
+        self.policy.handle_timeout(now);
+        self.drain_policy(now, None);
+    }
+
+    /// A read of `bytes` at `offset` of `file` by `stream`; `token` comes back in `done`.
+    pub fn read(&mut self, now: Instant, stream: StreamId, file: FileId, offset: u64, bytes: u64, token: u64) {
+        assert!(bytes > 0, "empty read");
+        let req = Req {
+            file,
+            offset,
+            bytes,
+            token,
+            pending: 0,
+            resume_page: offset / PAGE_BYTES,
+            blocked: false,
+            waited: false,
+            deferred: false,
+        };
+        let id = match self.free_reqs.pop() {
+            Some(i) => {
+                self.reqs[i as usize] = Some(req);
+                i
+            }
+            None => {
+                self.reqs.push(Some(req));
+                self.reqs.len() as u32 - 1
+            }
+        };
+        let first = offset / PAGE_BYTES;
+        let last = (offset + bytes - 1) / PAGE_BYTES;
+        let miss = (first..=last)
+            .find(|&p| self.cache.state(page_key(file.0, p)).is_none())
+            .map(|p| ByteOffset((p * PAGE_BYTES).max(offset)));
+        self.policy.handle(
+            now,
+            Input::Read {
+                stream,
+                file,
+                range: ByteRange::new(offset, bytes),
+                miss,
+            },
+        );
+        self.defer_seen = false;
+        self.drain_policy(now, Some((file, first, last)));
+        if self.defer_seen {
+            self.reqs[id as usize].as_mut().expect("live request").deferred = true;
+        }
+        self.demand(id);
+    }
+
+    /// Records that the driver split read `io` into one more part for the level below.
+    pub fn add_part(&mut self, io: u32) {
+        self.ios[io as usize].as_mut().expect("live io").parts_left += 1;
+    }
+
+    /// One part of read `io` finished.
+    pub fn part_done(&mut self, now: Instant, io: u32) {
+        let left = {
+            let i = self.ios[io as usize].as_mut().expect("live io");
+            assert!(i.parts_left > 0, "io {io} finished more parts than it had");
+            i.parts_left -= 1;
+            i.parts_left
+        };
+        if left == 0 {
+            self.io_done(now, io);
+        }
+    }
+
+    fn drain_policy(&mut self, now: Instant, trigger: Option<(FileId, u64, u64)>) {
+        let mut done_now: SmallVec<[FetchId; 4]> = SmallVec::new();
+        while let Some(out) = self.policy.poll_output() {
+            match out {
+                Output::Fetch { id, file, range, .. } => {
+                    self.fetches += 1;
+                    self.fetched.push((file, range));
+                    let ios = self.fetch_pages(file, range, Some(id), trigger);
+                    if ios == 0 {
+                        done_now.push(id);
+                    } else {
+                        self.fetch_parts.insert(id, ios);
+                    }
+                }
+                Output::Release { file, range } if !range.is_empty() => {
+                    let first = range.start.0 / PAGE_BYTES;
+                    let last = (range.end().0 - 1) / PAGE_BYTES;
+                    for p in first..=last {
+                        self.cache.release(page_key(file.0, p));
+                    }
+                }
+                Output::Defer { .. } => self.defer_seen = true,
+                Output::Cancel { .. } | Output::Release { .. } => {}
+            }
+        }
+        if !self.parked.is_empty() && self.fetches != self.fetches_at_park {
+            // New fetches may cover reads that wait for the policy: let them look again.
+            self.fetches_at_park = self.fetches;
+            for id in std::mem::take(&mut self.parked) {
+                self.reqs[id as usize].as_mut().expect("parked request").blocked = false;
+                self.demand(id);
+            }
+        }
+        for id in done_now {
+            self.policy.handle(now, Input::Fetched { id, ok: true });
+            self.drain_policy(now, None);
+        }
+        self.wake = self.policy.poll_timeout();
+    }
+
+    /// Issues reads for the missing pages of `range`; returns how many. Stops early, cutting a
+    /// prefetch short, when memory is full of reads in flight.
+    fn fetch_pages(&mut self, file: FileId, range: ByteRange, fetch: Option<FetchId>, trigger: Option<(FileId, u64, u64)>) -> u32 {
+        if range.is_empty() {
+            return 0;
+        }
+        let first = range.start.0 / PAGE_BYTES;
+        let last = (range.end().0 - 1) / PAGE_BYTES;
+        let mut count = 0;
+        let mut p = first;
+        while p <= last {
+            if self.cache.state(page_key(file.0, p)).is_some() {
+                p += 1;
+                continue;
+            }
+            let io = self.alloc_io(Io {
+                file,
+                first_page: p,
+                pages: 0,
+                fetch,
+                parts_left: 0,
+                waiters: SmallVec::new(),
+            });
+            let start = p;
+            while p <= last && self.cache.state(page_key(file.0, p)).is_none() {
+                let demand = matches!(trigger, Some((f, a, b)) if f == file && p >= a && p <= b);
+                if !self.cache.try_insert_in_flight(page_key(file.0, p), io, !demand) {
+                    break;
+                }
+                p += 1;
+            }
+            if p == start {
+                self.ios[io as usize] = None;
+                self.free_ios.push(io);
+                break;
+            }
+            self.ios[io as usize].as_mut().expect("live io").pages = p - start;
+            self.down.push(Down {
+                file,
+                first_page: start,
+                pages: p - start,
+                io,
+            });
+            count += 1;
+            if p <= last && self.cache.state(page_key(file.0, p)).is_none() {
+                // Memory is full of reads in flight: the rest is dropped.
+                break;
+            }
+        }
+        count
+    }
+
+    fn alloc_io(&mut self, io: Io) -> u32 {
+        match self.free_ios.pop() {
+            Some(i) => {
+                self.ios[i as usize] = Some(io);
+                i
+            }
+            None => {
+                self.ios.push(Some(io));
+                self.ios.len() as u32 - 1
+            }
+        }
+    }
+
+    fn demand(&mut self, id: u32) {
+        let r = self.reqs[id as usize].expect("live request");
+        let last = (r.offset + r.bytes - 1) / PAGE_BYTES;
+        let mut p = r.resume_page;
+        let mut pending = 0u32;
+        let mut last_io = u32::MAX;
+        while p <= last {
+            let key = page_key(r.file.0, p);
+            match self.cache.state(key) {
+                Some(PageState::Cached) => {
+                    self.cache.touch(key);
+                    p += 1;
+                }
+                Some(PageState::InFlight { io }) => {
+                    if io != last_io {
+                        self.ios[io as usize].as_mut().expect("live io").waiters.push(id);
+                        pending += 1;
+                        last_io = io;
+                    }
+                    p += 1;
+                }
+                None if r.deferred => {
+                    // The policy will fetch it: wait for that instead of reading on demand.
+                    let q = self.reqs[id as usize].as_mut().expect("live request");
+                    q.resume_page = p;
+                    q.pending += pending;
+                    q.blocked = true;
+                    q.waited = true;
+                    self.parked.push(id);
+                    self.fetches_at_park = self.fetches;
+                    return;
+                }
+                None => {
+                    let range = ByteRange::new(p * PAGE_BYTES, (last + 1 - p) * PAGE_BYTES);
+                    self.fetch_pages(r.file, range, None, Some((r.file, p, last)));
+                    if self.cache.state(key).is_none() {
+                        let q = self.reqs[id as usize].as_mut().expect("live request");
+                        q.resume_page = p;
+                        q.pending += pending;
+                        q.blocked = true;
+                        q.waited = true;
+                        self.blocked.push_back(id);
+                        return;
+                    }
+                }
+            }
+        }
+        let q = self.reqs[id as usize].as_mut().expect("live request");
+        q.resume_page = last + 1;
+        q.pending += pending;
+        q.waited |= q.pending > 0;
+        q.blocked = false;
+        if q.pending == 0 {
+            self.finish(id);
+        }
+    }
+
+    fn finish(&mut self, id: u32) {
+        let r = self.reqs[id as usize].take().expect("live request");
+        self.free_reqs.push(id);
+        // The copy upward reads every page: prefetched pages count as used.
+        let first = r.offset / PAGE_BYTES;
+        let last = (r.offset + r.bytes - 1) / PAGE_BYTES;
+        for p in first..=last {
+            self.cache.touch(page_key(r.file.0, p));
+        }
+        self.done.push(Done {
+            token: r.token,
+            hit: !r.waited,
+        });
+    }
+
+    fn io_done(&mut self, now: Instant, io: u32) {
+        let Io {
+            file,
+            first_page,
+            pages,
+            fetch,
+            waiters,
+            ..
+        } = self.ios[io as usize].take().expect("live io");
+        self.free_ios.push(io);
+        for p in first_page..first_page + pages {
+            self.cache.complete(page_key(file.0, p));
+        }
+        for w in waiters {
+            let r = self.reqs[w as usize].as_mut().expect("live request");
+            r.pending -= 1;
+            if r.pending == 0 && !r.blocked {
+                self.finish(w);
+            }
+        }
+        if let Some(id) = fetch {
+            let left = self.fetch_parts.get_mut(&id).expect("fetch in flight");
+            *left -= 1;
+            if *left == 0 {
+                self.fetch_parts.remove(&id);
+                self.policy.handle(now, Input::Fetched { id, ok: true });
+                self.drain_policy(now, None);
+            }
+        }
+        // Memory freed up for eviction: reads that found it full of in-flight pages go on.
+        for _ in 0..self.blocked.len() {
+            let Some(b) = self.blocked.pop_front() else { break };
+            self.demand(b);
+            if self.reqs[b as usize].is_some_and(|r| r.blocked) {
+                // Still no room: it keeps its place at the head of the line.
+                let again = self.blocked.pop_back();
+                debug_assert_eq!(again, Some(b));
+                self.blocked.push_front(b);
+                break;
+            }
+        }
+    }
+}
