@@ -111,7 +111,10 @@ pub fn describe(cfg: &DeviceConfig) -> String {
     let disk = match &cfg.disksim {
         Some(p) => format!(
             "disksim {}",
-            p.file_name().map_or_else(|| p.display().to_string(), |n| n.to_string_lossy().into_owned())
+            p.file_name().map_or_else(
+                || p.display().to_string(),
+                |n| n.to_string_lossy().into_owned()
+            )
         ),
         None => cfg.preset.clone(),
     };

@@ -73,7 +73,7 @@ pub struct DeviceConfig {
     pub strip: ByteLen,
     /// Device command-queue depth, overriding the preset's.
     pub queue_depth: Option<u32>,
-        /// A DiskSim 4.0 `.diskspecs` file to import the disk from instead of a preset (`hdd` and
+    /// A DiskSim 4.0 `.diskspecs` file to import the disk from instead of a preset (`hdd` and
     /// `raid0`), resolved relative to the config file like `workload.trace`.
     pub disksim: Option<PathBuf>,
     /// Aggregate bandwidth of the one controller all members sit behind (paper 001: 450 MB/s).
@@ -82,8 +82,12 @@ pub struct DeviceConfig {
     pub cache_segments: Option<u32>,
     /// Size of one drive cache segment.
     pub segment_size: Option<ByteLen>,
-    /// The drive's own read-ahead after a miss.
+        /// The drive's own read-ahead after a miss.
     pub drive_readahead: Option<ByteLen>,
+    /// The controller's cache (0 = none): a block-level cache below the host (paper 001, Fig. 8).
+    pub controller_cache: ByteLen,
+    /// The controller's read-ahead beyond every missing read.
+    pub controller_readahead: ByteLen,
 }
 
 /// The host block-queue scheduler.
@@ -513,6 +517,8 @@ impl SimConfig {
                 }
                 other => other,
             },
+                        controller_cache: d.size("controller_cache", ByteLen(0), ByteLen(0), MAX_SIZE)?,
+            controller_readahead: d.size("controller_readahead", ByteLen(0), ByteLen(0), ByteLen::gib(1))?,
             drive_readahead: match d.opt_int_or_size("drive_readahead")? {
                 Some(b) if !b.0.is_multiple_of(512) => {
                     return Err(key_err("device.drive_readahead", "must be a whole number of 512-byte sectors"))
@@ -664,6 +670,15 @@ impl SimConfig {
         w.finish()?;
                 if workload.kind == WorkloadKind::Webserver && workload.duration.is_none() {
             return Err(key_err("workload.duration", "a webserver workload runs for a set time; give e.g. \"30s\""));
+        }
+                if device.controller_cache.0 > 0 && (host.raid_cache.0 > 0 || policy.name == "streams" || policy.name.starts_with("msp+")) {
+            return Err(key_err(
+                "device.controller_cache",
+                "a controller cache cannot be combined with a RAID cache or the stream scheduler yet; drop one of them",
+            ));
+        }
+        if device.controller_readahead.0 > 0 && device.controller_cache.0 == 0 {
+            return Err(key_err("device.controller_readahead", "needs a device.controller_cache to read ahead into"));
         }
         if host.raid_cache.0 == 0 && policy.name.starts_with("msp+") {
             return Err(key_err(

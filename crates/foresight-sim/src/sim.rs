@@ -157,7 +157,8 @@ struct Sim {
     /// When the previous trace request completed.
     trace_prev_done: Instant,
         done_tokens: Vec<u64>,
-    map_blocks_read: rustc_hash::FxHashSet<u64>,
+        map_blocks_read: rustc_hash::FxHashSet<u64>,
+    memory_peak_pages: u64,
     // measurements
     app_requests: u64,
     app_bytes: u64,
@@ -306,6 +307,13 @@ impl Sim {
                 policy,
             )),
             Some(policy) => Some(CacheLayer::new(array_bytes / PAGE_BYTES, policy)),
+                        None if cfg.device.controller_cache.0 > 0 => Some(CacheLayer::new(
+                cfg.device.controller_cache.0 / PAGE_BYTES,
+                Box::new(foresight_policy::readahead::FixedReadahead::new(
+                    cfg.device.controller_readahead.0,
+                    volume_bytes.0,
+                )),
+            )),
             None => (array_bytes > 0).then(|| CacheLayer::new(array_bytes / PAGE_BYTES, Box::new(NoPrefetch::new()))),
         };
         let total_work = match w.kind {
@@ -334,7 +342,8 @@ impl Sim {
             trace_next_closed: 0,
             trace_blocked: None,
                         done_tokens: Vec::with_capacity(64),
-            map_blocks_read: rustc_hash::FxHashSet::default(),
+                        map_blocks_read: rustc_hash::FxHashSet::default(),
+            memory_peak_pages: 0,
             app_requests: 0,
             app_bytes: 0,
             hit_requests: 0,
@@ -478,7 +487,9 @@ impl Sim {
                 break;
             }
         }
-        self.volume.dispatch(self.now);
+                self.volume.dispatch(self.now);
+        let held = self.page_cache.cache().used_pages() + self.raid_cache.as_ref().map_or(0, |r| r.cache().used_pages());
+        self.memory_peak_pages = self.memory_peak_pages.max(held);
         if let Some(i) = self.trace_blocked {
             if self.volume.has_room(self.trace_pieces(i)) {
                 self.trace_blocked = None;
@@ -795,7 +806,7 @@ impl Sim {
                 overhead_s: b.overhead.as_secs_f64(),
             },
             wall_s: 0.0,
-            memory_peak_bytes: cache.peak_pages() * PAGE_BYTES,
+                        memory_peak_bytes: self.memory_peak_pages.max(cache.peak_pages()) * PAGE_BYTES,
             seed: self.cfg.seed,
                         policy: self.cfg.policy.name.clone(),
             device: self.device_name.clone(),

@@ -40,7 +40,11 @@ fn every_validation_trace_is_within_twice_disksims_demerit() {
             disksim,
             r.demerit_ms / disksim
         );
-        assert_eq!(r.simulated_ms.len(), 10_000, "{stem}: every request completes");
+        assert_eq!(
+            r.simulated_ms.len(),
+            10_000,
+            "{stem}: every request completes"
+        );
         assert!(
             r.demerit_ms <= 2.0 * disksim,
             "{drive}: demerit {:.3} ms is above twice DiskSim's {disksim:.3} ms",
@@ -61,7 +65,11 @@ fn a_broken_drive_file_is_a_config_error_naming_file_and_line() {
     let text = std::fs::read_to_string(&model).unwrap();
     std::fs::write(
         &model,
-        text.replacen("Number of cylinders = 10042", "Number of cylinders = many", 1),
+        text.replacen(
+            "Number of cylinders = 10042",
+            "Number of cylinders = many",
+            1,
+        ),
     )
     .unwrap();
     let mut t = toml::Table::new();

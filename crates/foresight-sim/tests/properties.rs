@@ -48,6 +48,46 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 16, ..ProptestConfig::default() })]
+
+    /// The stream scheduler's buffers never pass M: the block-level cache holds at most M plus
+    /// one request per client passing through on demand, and the page cache above it holds only
+    /// demand data (it prefetches nothing), so `memory_peak_bytes` stays within M plus the page
+    /// cache's own demand data. Every requested byte is delivered.
+    #[test]
+    fn stream_scheduler_stays_within_m(
+        seed in 0u64..1000,
+        streams in 1u32..64,
+        r_kib in prop::sample::select(vec![256u64, 1024, 4096]),
+        n in 1u32..3,
+        d in 1u32..4,
+        timeout_ms in prop::sample::select(vec![50u64, 2000]),
+    ) {
+        let m_kib = r_kib * n as u64 * d as u64;
+        let request_kib = 64;
+        let r = small_run(vec![
+            format!("seed={seed}"),
+            "policy.name=streams".into(),
+            format!("policy.readahead={r_kib}KiB"),
+            format!("policy.per_turn={n}"),
+            format!("policy.memory={m_kib}KiB"),
+            format!("policy.dispatch={d}"),
+            format!("policy.timeout={timeout_ms}ms"),
+            "host.memory=64MiB".into(),
+            format!("workload.streams={streams}"),
+            format!("workload.request={request_kib}KiB"),
+            "workload.file_size=8MiB".into(),
+        ]);
+        let allowance = streams as u64 * request_kib * 1024;
+        prop_assert!(r.raid_cache_peak_bytes <= m_kib * 1024 + allowance,
+            "seed {seed}: buffers peaked at {} > M {} KiB + {} pass-through", r.raid_cache_peak_bytes, m_kib, allowance);
+                prop_assert!(r.memory_peak_bytes <= (64 << 20) + m_kib * 1024 + allowance);
+        prop_assert_eq!(r.prefetched_bytes, 0, "the page cache above the scheduler reads on demand only");
+        prop_assert_eq!(r.app_bytes, streams as u64 * 8 << 20, "seed {}: not every byte delivered", seed);
+    }
+}
+
 #[test]
 fn same_config_and_seed_give_identical_reports() {
     let sets: Vec<String> = [

@@ -46,21 +46,36 @@ pub(super) fn zones(
     cylinders: u32,
     head_switch_rev: f64,
 ) -> Result<(Vec<Zone>, String), DiskSimError> {
-    let tp_entry = layout
-        .get("TP")
-        .ok_or_else(|| err(file, layout.line, "the `dm_layout_g4` block has no `TP` list"))?;
-    let idx_entry = layout
-        .get("IDX")
-        .ok_or_else(|| err(file, layout.line, "the `dm_layout_g4` block has no `IDX` list"))?;
+    let tp_entry = layout.get("TP").ok_or_else(|| {
+        err(
+            file,
+            layout.line,
+            "the `dm_layout_g4` block has no `TP` list",
+        )
+    })?;
+    let idx_entry = layout.get("IDX").ok_or_else(|| {
+        err(
+            file,
+            layout.line,
+            "the `dm_layout_g4` block has no `IDX` list",
+        )
+    })?;
     // Track patterns: triples, the third being the sectors per track.
-    let Value::List { items: tp_items, .. } = &tp_entry.value else {
+    let Value::List {
+        items: tp_items, ..
+    } = &tp_entry.value
+    else {
         return Err(err(file, tp_entry.line, "`TP` should be a list of numbers"));
     };
     let mut spts = Vec::with_capacity(tp_items.len() / 3);
     for chunk in tp_items.chunks(3) {
         let line = chunk[0].line();
         let [_, _, count] = chunk else {
-            return Err(err(file, line, "`TP` should hold triples `first, last, count`"));
+            return Err(err(
+                file,
+                line,
+                "`TP` should hold triples `first, last, count`",
+            ));
         };
         let n = word_number(count)
             .filter(|n| n.fract() == 0.0 && *n >= 1.0 && *n <= f64::from(1u32 << 24))
@@ -74,13 +89,21 @@ pub(super) fn zones(
         spts.push(n as u32);
     }
     // Index nodes.
-    let Value::List { items: nodes_v, line: idx_line } = &idx_entry.value else {
+    let Value::List {
+        items: nodes_v,
+        line: idx_line,
+    } = &idx_entry.value
+    else {
         return Err(err(file, idx_entry.line, "`IDX` should be a list of lists"));
     };
     let mut nodes: Vec<Vec<IdxEntry>> = Vec::with_capacity(nodes_v.len());
     for (node_index, node) in nodes_v.iter().enumerate() {
         let Value::List { items, line } = node else {
-            return Err(err(file, node.line(), "each `IDX` node should be a `[ ... ]` list"));
+            return Err(err(
+                file,
+                node.line(),
+                "each `IDX` node should be a `[ ... ]` list",
+            ));
         };
         nodes.push(parse_node(file, *line, items, node_index, &spts)?);
     }
@@ -136,7 +159,11 @@ pub(super) fn zones(
         next_cyl = end_cyl;
     }
     let Some(last) = zones.last_mut() else {
-        return Err(err(file, *idx_line, "the layout covers less than one cylinder"));
+        return Err(err(
+            file,
+            *idx_line,
+            "the layout covers less than one cylinder",
+        ));
     };
     last.last_cyl = cylinders - 1;
     crate::hdd::geometry::Geometry::new(cylinders, surfaces, &zones).map_err(|e| {
@@ -181,8 +208,15 @@ fn parse_node(
         let (Some(unit), Some(angle_step), Some(total)) = (num(3), num(5), num(6)) else {
             return Err(bad("the first eight fields of an entry should be numbers"));
         };
-        if !(unit >= 1.0 && unit.fract() == 0.0 && total >= 0.0 && total.fract() == 0.0 && total < 1e15) {
-            return Err(bad("unit_lbns should be a whole number from 1 and total_lbns a whole number"));
+        if !(unit >= 1.0
+            && unit.fract() == 0.0
+            && total >= 0.0
+            && total.fract() == 0.0
+            && total < 1e15)
+        {
+            return Err(bad(
+                "unit_lbns should be a whole number from 1 and total_lbns a whole number",
+            ));
         }
         let kind_word = match &items[i + 8] {
             Value::Word { text, .. } => text.as_str(),
@@ -190,7 +224,8 @@ fn parse_node(
         };
         let child = num(9)
             .filter(|c| c.fract() == 0.0 && *c >= 0.0 && *c < 1e9)
-            .ok_or_else(|| bad("the child index should be a whole number"))? as usize;
+            .ok_or_else(|| bad("the child index should be a whole number"))?
+            as usize;
         let kind = match kind_word {
             "TRACK" => {
                 let spt = *spts

@@ -138,16 +138,17 @@ pub fn import(path: &Path) -> Result<DiskSimDrive, DiskSimError> {
         let bytes = std::fs::read(&p).map_err(|e| format!("cannot read: {e}"))?;
         String::from_utf8(bytes).map_err(|_| "is not UTF-8 text".to_string())
     };
-    import_with(&root, &mut load).map_err(|mut e| {
-        e.file = shown(&e.file);
-        e
-    })
-    .map(|mut d| {
-        for w in &mut d.warnings {
-            w.file = shown(&w.file);
-        }
-        d
-    })
+    import_with(&root, &mut load)
+        .map_err(|mut e| {
+            e.file = shown(&e.file);
+            e
+        })
+        .map(|mut d| {
+            for w in &mut d.warnings {
+                w.file = shown(&w.file);
+            }
+            d
+        })
 }
 
 /// Imports a drive whose files come from `load`, which maps a file name (the root `.diskspecs`
@@ -327,8 +328,7 @@ impl<'b> Reader<'b> {
 /// A decimal number as DiskSim writes them (`10025`, `0.099000`, `-1`, `1e-3`), finite.
 fn parse_number(w: &str) -> Option<f64> {
     let ok = !w.is_empty()
-        && w
-            .bytes()
+        && w.bytes()
             .all(|b| b.is_ascii_digit() || matches!(b, b'.' | b'-' | b'+' | b'e' | b'E'));
     if !ok {
         return None;
@@ -339,9 +339,10 @@ fn parse_number(w: &str) -> Option<f64> {
 /// How the unread keys of each kind of block are treated.
 fn unread_policy(kind: &str, key: &str) -> Unread {
     match (kind, key) {
-        ("disksim_disk", "Print stats" | "Avg sectors per cylinder" | "Set watermark by reqsize") => {
-            Unread::Silent
-        }
+        (
+            "disksim_disk",
+            "Print stats" | "Avg sectors per cylinder" | "Set watermark by reqsize",
+        ) => Unread::Silent,
         // The model transfers sector by sector into the buffer, sends partial hits at once and
         // stops read-ahead for a write, as these ask.
         (
@@ -358,9 +359,10 @@ fn unread_policy(kind: &str, key: &str) -> Unread {
         ("dm_mech_g1", "Percent error in rpms") => Unread::ZeroOk,
         ("dm_layout_g1", "Rangesize for sparing") => Unread::Silent,
         ("dm_layout_g1", _) => Unread::ZeroOk,
-        ("dm_layout_g1_zone", "Number of spares" | "Offset of first block" | "Empty space at zone front") => {
-            Unread::ZeroOk
-        }
+        (
+            "dm_layout_g1_zone",
+            "Number of spares" | "Offset of first block" | "Empty space at zone front",
+        ) => Unread::ZeroOk,
         _ => Unread::Warn,
     }
 }
@@ -566,7 +568,9 @@ impl Importer<'_> {
         let segments = r.int("Number of buffer segments", 0, 100_000)? as u32;
         let segment_sectors = r.int("Segment size (in blks)", 0, 1 << 31)? as u32;
         let cache_enabled = r.int_or("Enable caching in buffer", 0, 2, 1)? != 0;
-        let contread_line = disk.get("Buffer continuous read").map_or(disk.line, |e| e.line);
+        let contread_line = disk
+            .get("Buffer continuous read")
+            .map_or(disk.line, |e| e.line);
         let readahead_mode = match r.int_or("Buffer continuous read", 0, 4, 0)? {
             0 => ReadAheadMode::Off,
             1 => ReadAheadMode::TrackEnd,
@@ -612,7 +616,11 @@ impl Importer<'_> {
         }
         let separate_write_segment = r.int_or("Use separate write segment", 0, 1, 0)? == 1;
         let write_segments_given = r.int_or("Maximum number of write segments", 0, 100_000, 1)?;
-        let pool = if separate_write_segment { 1 } else { segments.max(1) };
+        let pool = if separate_write_segment {
+            1
+        } else {
+            segments.max(1)
+        };
         let write_segments = (write_segments_given as u32).clamp(1, pool);
         let read_hits_on_write_data = r.int_or("Allow read hits on write data", 0, 1, 0)? == 1;
         if cache_enabled && (segments == 0 || segment_sectors == 0) {
@@ -681,7 +689,11 @@ impl Importer<'_> {
         let rpm = m.nonneg("Rotation speed (in rpms)")?;
         if !(1.0..=1e6).contains(&rpm) {
             let line = mblock.get("Rotation speed (in rpms)").map_or(0, |e| e.line);
-            return Err(err(&mfile, line, format!("rpm {rpm} must be from 1 to 1,000,000")));
+            return Err(err(
+                &mfile,
+                line,
+                format!("rpm {rpm} must be from 1 to 1,000,000"),
+            ));
         }
         let head_switch_ms = m.nonneg_or("Head switch time", 0.0)?;
         let settle_ms = m.nonneg_or("Add. write settling delay", 0.0)?;
@@ -707,7 +719,8 @@ impl Importer<'_> {
                     .ok_or_else(|| m.missing("Full seek curve"))?;
                 let name = m.word(e)?.to_string();
                 let text = self.read_text(&name)?;
-                let mut points = parse_seek_file(&text).map_err(|(line, msg)| err(&name, line, msg))?;
+                let mut points =
+                    parse_seek_file(&text).map_err(|(line, msg)| err(&name, line, msg))?;
                 if let Some(s) = single_ms {
                     if points.first().is_some_and(|p| p.0 > 1) && s > 0.0 {
                         points.insert(0, (1, s));
@@ -768,7 +781,13 @@ impl Importer<'_> {
         let zones = if lblock.kind == "dm_layout_g1" {
             self.layout_g1(&lfile, &lblock, surfaces, cylinders)?
         } else {
-            let (zones, note) = g4::zones(&lfile, &lblock, surfaces, cylinders, head_switch_ms / period_ms)?;
+            let (zones, note) = g4::zones(
+                &lfile,
+                &lblock,
+                surfaces,
+                cylinders,
+                head_switch_ms / period_ms,
+            )?;
             self.warn(&lfile, lblock.line, "dm_layout_g4", note);
             zones
         };
@@ -850,8 +869,13 @@ impl Importer<'_> {
                 cyl_skew_sectors,
             });
         }
-        crate::hdd::geometry::Geometry::new(cylinders, surfaces, &zones)
-            .map_err(|e| err(file, *line, format!("the zones describe no usable layout: {e}")))?;
+        crate::hdd::geometry::Geometry::new(cylinders, surfaces, &zones).map_err(|e| {
+            err(
+                file,
+                *line,
+                format!("the zones describe no usable layout: {e}"),
+            )
+        })?;
         Ok(zones)
     }
 }
@@ -874,7 +898,11 @@ fn number_list(file: &str, e: &Entry, n: usize) -> Result<Vec<f64>, DiskSimError
         return Err(err(
             file,
             e.line,
-            format!("`{}` should be a list of {n} numbers, found {}", e.key, e.value.shape()),
+            format!(
+                "`{}` should be a list of {n} numbers, found {}",
+                e.key,
+                e.value.shape()
+            ),
         ));
     };
     let v: Option<Vec<f64>> = items
@@ -910,7 +938,10 @@ pub fn parse_seek_file(text: &str) -> Result<Vec<(u32, f64)>, (u32, String)> {
             let n = rest.trim().parse::<usize>().map_err(|_| {
                 (
                     line_no,
-                    format!("expected a count after `Seek distances measured:`, found `{}`", syntax::shorten(rest.trim())),
+                    format!(
+                        "expected a count after `Seek distances measured:`, found `{}`",
+                        syntax::shorten(rest.trim())
+                    ),
                 )
             })?;
             expected = Some((line_no, n));
@@ -940,15 +971,17 @@ pub fn parse_seek_file(text: &str) -> Result<Vec<(u32, f64)>, (u32, String)> {
                     ),
                 )
             })? as u32;
-        let t = parse_number(cols[1]).filter(|t| *t >= 0.0 && *t < 1e6).ok_or_else(|| {
-            (
-                line_no,
-                format!(
-                    "the seek time should be a non-negative number of ms, found `{}`",
-                    syntax::shorten(cols[1])
-                ),
-            )
-        })?;
+        let t = parse_number(cols[1])
+            .filter(|t| *t >= 0.0 && *t < 1e6)
+            .ok_or_else(|| {
+                (
+                    line_no,
+                    format!(
+                        "the seek time should be a non-negative number of ms, found `{}`",
+                        syntax::shorten(cols[1])
+                    ),
+                )
+            })?;
         if points.last().is_some_and(|&(p, _)| d <= p) {
             return Err((
                 line_no,
@@ -958,13 +991,19 @@ pub fn parse_seek_file(text: &str) -> Result<Vec<(u32, f64)>, (u32, String)> {
         points.push((d, t));
     }
     if points.is_empty() {
-        return Err((0, "no seek points; expected lines of `distance, time_ms`".into()));
+        return Err((
+            0,
+            "no seek points; expected lines of `distance, time_ms`".into(),
+        ));
     }
     if let Some((line, n)) = expected {
         if n != points.len() {
             return Err((
                 line,
-                format!("says {n} distances were measured, but the file lists {}", points.len()),
+                format!(
+                    "says {n} distances were measured, but the file lists {}",
+                    points.len()
+                ),
             ));
         }
     }

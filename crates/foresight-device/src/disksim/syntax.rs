@@ -472,16 +472,24 @@ mod tests {
         assert_eq!(b.name.as_deref(), Some("D1"));
         assert_eq!(b.line, 2);
         assert_eq!(b.entries.len(), 5);
-        assert!(matches!(&b.get("Model").unwrap().value, Value::Source { file, line: 3 } if file == "x.model"));
+        assert!(
+            matches!(&b.get("Model").unwrap().value, Value::Source { file, line: 3 } if file == "x.model")
+        );
         let rpm = b.get("Rotation speed (in rpms)").unwrap();
         assert_eq!(rpm.line, 4);
         assert!(matches!(&rpm.value, Value::Word { text, .. } if text == "10025"));
-        let Value::Block(m) = &b.get("Mech").unwrap().value else { panic!() };
+        let Value::Block(m) = &b.get("Mech").unwrap().value else {
+            panic!()
+        };
         assert_eq!(m.kind, "dm_mech_g1");
-        let Value::List { items, .. } = &b.get("L").unwrap().value else { panic!() };
+        let Value::List { items, .. } = &b.get("L").unwrap().value else {
+            panic!()
+        };
         assert_eq!(items.len(), 5);
         assert!(matches!(&items[3], Value::Block(z) if z.kind == "dm_z"));
-        assert!(matches!(&b.get("Empty").unwrap().value, Value::List { items, .. } if items.is_empty()));
+        assert!(
+            matches!(&b.get("Empty").unwrap().value, Value::List { items, .. } if items.is_empty())
+        );
     }
 
     #[test]

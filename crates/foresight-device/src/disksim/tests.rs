@@ -50,7 +50,9 @@ fn every_shared_drive_imports_and_builds() {
         let d = import_shared(file);
         let hdd = crate::Hdd::try_new(d.params.clone()).unwrap();
         let cap = hdd.geometry().capacity_sectors();
-        let blocks = d.block_count.expect("the shipped models give a block count");
+        let blocks = d
+            .block_count
+            .expect("the shipped models give a block count");
         let over = (cap as f64 - blocks as f64) / blocks as f64;
         eprintln!(
             "{file}: {} rpm, {} zones, capacity {cap} sectors ({:+.2}% vs Block count {blocks}), \
@@ -65,8 +67,14 @@ fn every_shared_drive_imports_and_builds() {
             eprintln!("  warning: {w}");
         }
         // Spare sectors are not set aside, so the model holds a little more than the drive.
-        assert!((0.0..0.01).contains(&over), "{file}: capacity off by {over}");
-        assert!(!d.warnings.is_empty(), "{file}: some keys are always ignored");
+        assert!(
+            (0.0..0.01).contains(&over),
+            "{file}: capacity off by {over}"
+        );
+        assert!(
+            !d.warnings.is_empty(),
+            "{file}: some keys are always ignored"
+        );
     }
 }
 
@@ -95,7 +103,10 @@ fn atlas_numbers_come_from_the_files() {
     assert!(p.read_hits_on_write_data);
     assert!((p.bus_bytes_per_s - 512.0 / 0.099e-3).abs() < 1e-6);
     assert_eq!(p.overhead.read_hit_after_read, Duration::from_micros(184));
-    assert_eq!(p.overhead.write_miss_after_write, Duration::from_nanos(496_730));
+    assert_eq!(
+        p.overhead.write_miss_after_write,
+        Duration::from_nanos(496_730)
+    );
     assert_eq!(p.queue_depth, 1);
     assert!(p.read_free_blocks);
     // `Read-ahead over requested = 0` with a non-zero maximum read-ahead: DiskSim reads 354 past
@@ -131,7 +142,10 @@ fn cheetah_15k5_g4_layout_is_approximated_by_zones() {
     assert_eq!(spts.first(), Some(&1_200));
     assert_eq!(spts.last(), Some(&720));
     assert!(spts.windows(2).all(|w| w[0] != w[1]));
-    assert_eq!(p.zones[0].cyl_skew_sectors, 171, "0.1417 of a 1,200-sector revolution");
+    assert_eq!(
+        p.zones[0].cyl_skew_sectors, 171,
+        "0.1417 of a 1,200-sector revolution"
+    );
     assert_eq!(p.queue_depth, 8);
     assert_eq!(p.queue_policy, QueuePolicy::CLook);
     assert!(d
@@ -158,15 +172,32 @@ fn presets_agree_with_the_imports() {
         assert_eq!(p.rpm, i.rpm, "{name} rpm");
         let cap_p = p.capacity().0 as f64;
         let cap_i = i.capacity().0 as f64;
-        assert!(rel(cap_p, cap_i) < 0.01, "{name}: capacity {cap_p} vs import {cap_i}");
+        assert!(
+            rel(cap_p, cap_i) < 0.01,
+            "{name}: capacity {cap_p} vs import {cap_i}"
+        );
         let blocks = d.block_count.unwrap() as f64 * 512.0;
-        assert!(rel(cap_p, blocks) < 0.002, "{name}: capacity {cap_p} vs Block count {blocks}");
+        assert!(
+            rel(cap_p, blocks) < 0.002,
+            "{name}: capacity {cap_p} vs Block count {blocks}"
+        );
         let seek_p = p.avg_seek().as_millis_f64();
         let seek_i = i.avg_seek().as_millis_f64();
-        assert!(rel(seek_p, seek_i) < 0.01, "{name}: avg seek {seek_p} vs {seek_i}");
+        assert!(
+            rel(seek_p, seek_i) < 0.01,
+            "{name}: avg seek {seek_p} vs {seek_i}"
+        );
         for (a, b, what) in [
-            (p.media_rate_max().bytes_per_s, i.media_rate_max().bytes_per_s, "outer rate"),
-            (p.media_rate_min().bytes_per_s, i.media_rate_min().bytes_per_s, "inner rate"),
+            (
+                p.media_rate_max().bytes_per_s,
+                i.media_rate_max().bytes_per_s,
+                "outer rate",
+            ),
+            (
+                p.media_rate_min().bytes_per_s,
+                i.media_rate_min().bytes_per_s,
+                "inner rate",
+            ),
         ] {
             assert!(rel(a, b) < 0.05, "{name}: {what} {a} vs import {b}");
         }
@@ -183,7 +214,10 @@ fn presets_agree_with_the_imports() {
             // follows DiskSim, which reads nothing ahead after such a request.
             assert_eq!(p.readahead_over_request, i.readahead_over_request, "{name}");
         }
-        assert_eq!(p.read_hits_on_write_data, i.read_hits_on_write_data, "{name}");
+        assert_eq!(
+            p.read_hits_on_write_data, i.read_hits_on_write_data,
+            "{name}"
+        );
         assert_eq!(p.separate_write_segment, i.separate_write_segment, "{name}");
         assert_eq!(p.head_switch, i.head_switch, "{name}");
         assert_eq!(p.write_settle, i.write_settle, "{name}");
@@ -218,10 +252,7 @@ fn shared_files() -> BTreeMap<String, String> {
     m
 }
 
-fn import_map(
-    root: &str,
-    files: &BTreeMap<String, String>,
-) -> Result<DiskSimDrive, DiskSimError> {
+fn import_map(root: &str, files: &BTreeMap<String, String>) -> Result<DiskSimDrive, DiskSimError> {
     let mut load = |name: &str| {
         files
             .get(name)
@@ -249,22 +280,45 @@ fn malformed_files_are_errors_naming_file_and_line() {
     assert_eq!(e.file, "atlas10k.diskspecs");
     assert_eq!(e.line, 34, "{e}");
     assert!(e.to_string().contains("should be a number"), "{e}");
-    let e = edit("atlas10k.model", "Rotation speed (in rpms) = 10025,", "Rotation speed (in rpms) 10025,");
+    let e = edit(
+        "atlas10k.model",
+        "Rotation speed (in rpms) = 10025,",
+        "Rotation speed (in rpms) 10025,",
+    );
     assert_eq!(e.file, "atlas10k.model");
     assert_eq!(e.line, 18, "{e}");
     let e = edit("atlas10k.seek", "5,\t1.35500", "5,\tfast");
     assert_eq!((e.file.as_str(), e.line), ("atlas10k.seek", 6), "{e}");
-    let e = edit("atlas10k.diskspecs", "source atlas10k.model", "source nowhere.model");
+    let e = edit(
+        "atlas10k.diskspecs",
+        "source atlas10k.model",
+        "source nowhere.model",
+    );
     assert_eq!(e.file, "nowhere.model");
     assert!(e.to_string().contains("cannot read"), "{e}");
-    let e = edit("atlas10k.model", "Seek type = extracted", "Seek type = magic");
+    let e = edit(
+        "atlas10k.model",
+        "Seek type = extracted",
+        "Seek type = magic",
+    );
     assert!(e.to_string().contains("`Seek type` = magic"), "{e}");
-    let e = edit("atlas10k.model", "Blocks per track = 334,", "Blocks per track = 0,");
+    let e = edit(
+        "atlas10k.model",
+        "Blocks per track = 334,",
+        "Blocks per track = 0,",
+    );
     assert!(e.to_string().contains("Blocks per track"), "{e}");
-    let e = edit("atlas10k.model", "Last cylinder number = 432,", "Last cylinder number = 500,");
+    let e = edit(
+        "atlas10k.model",
+        "Last cylinder number = 432,",
+        "Last cylinder number = 500,",
+    );
     assert!(e.to_string().contains("zones"), "{e}");
     let e = import_map("nothing.diskspecs", &base).unwrap_err();
-    assert_eq!(e.to_string(), "nothing.diskspecs: cannot read: no such file");
+    assert_eq!(
+        e.to_string(),
+        "nothing.diskspecs: cannot read: no such file"
+    );
 }
 
 #[test]
@@ -299,7 +353,12 @@ fn seek_files_in_both_shipped_layouts_parse() {
     assert_eq!(p, vec![(1, 1.0), (10, 2.0)]);
     let p = parse_seek_file("1, 0.55, 0.002\n2, 0.57, 0.004\n").unwrap();
     assert_eq!(p, vec![(1, 0.55), (2, 0.57)]);
-    assert_eq!(parse_seek_file("Seek distances measured: 3\n1, 1.0\n").unwrap_err().0, 1);
+    assert_eq!(
+        parse_seek_file("Seek distances measured: 3\n1, 1.0\n")
+            .unwrap_err()
+            .0,
+        1
+    );
     assert_eq!(parse_seek_file("2, 1.0\n1, 0.5\n").unwrap_err().0, 2);
     assert!(parse_seek_file("").is_err());
 }

@@ -258,10 +258,7 @@ impl SegmentCache {
     pub fn choose_for_write(&self, now_ns: f64) -> Option<usize> {
         assert!(self.enabled && !self.segments.is_empty());
         match self.write_segment {
-            Some(w) => (!self
-                .live_at(w, now_ns)
-                .is_some_and(|s| s.dirty(now_ns)))
-            .then_some(w),
+            Some(w) => (!self.live_at(w, now_ns).is_some_and(|s| s.dirty(now_ns))).then_some(w),
             None => self.replaceable(now_ns, |_| true),
         }
     }
@@ -442,7 +439,11 @@ mod tests {
         // After its destage the first stays readable; the second is dropped.
         assert_eq!(c.find_full_hit(500, 508, None, 25.0), Some(w));
         assert_eq!(c.find_full_hit(900, 904, None, 25.0), None);
-        assert_eq!(c.choose_for_write(25.0), Some(other), "a dropped segment is empty");
+        assert_eq!(
+            c.choose_for_write(25.0),
+            Some(other),
+            "a dropped segment is empty"
+        );
     }
 
     #[test]
@@ -456,6 +457,10 @@ mod tests {
         c.fill_write(w, 1000, 1008, 5.0, f64::INFINITY);
         assert_eq!(c.find_full_hit(0, 50, None, 2.0), Some(r));
         assert_eq!(c.choose_for_write(2.0), None, "the write segment is dirty");
-        assert_eq!(c.choose_for_miss(5000, 2.0), Some(r), "reads never take the write segment");
+        assert_eq!(
+            c.choose_for_miss(5000, 2.0),
+            Some(r),
+            "reads never take the write segment"
+        );
     }
 }

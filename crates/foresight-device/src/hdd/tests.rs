@@ -438,7 +438,10 @@ fn limited_write_back_takes_only_sequential_writes_while_dirty() {
     );
     let quick = Duration::from_millis(1);
     assert!(res[0].1.at - res[0].0 < quick);
-    assert!(res[1].1.at - res[1].0 < quick, "a sequential write is taken at once");
+    assert!(
+        res[1].1.at - res[1].0 < quick,
+        "a sequential write is taken at once"
+    );
     assert!(
         res[2].1.at - res[2].0 > quick,
         "another write waits for the pending destages: {:?}",
@@ -471,7 +474,10 @@ fn read_any_free_blocks_keeps_the_sectors_passed_before_the_target() {
         // A read in the middle of a track, then one just before it on the same track.
         let res = drive_serial_think(
             &mut d,
-            &[(Op::Read, 10_000_000 + 200, 4), (Op::Read, 10_000_000 + 150, 4)],
+            &[
+                (Op::Read, 10_000_000 + 200, 4),
+                (Op::Read, 10_000_000 + 150, 4),
+            ],
             Duration::from_millis(30),
         );
         res[1].1.cache_hit

@@ -4,13 +4,16 @@
 //! on-demand readahead; `saseqp` is the same window cut at strip boundaries so each fetch is one
 //! disk request (paper 000_a596543dd26dac72.txt, section 3); `msp` prefetches whole stripes in the
 //! RAID layer's cache once it sees a long (semi-)sequential run of strips (paper 000, section 4).
-//! `seqp` and `saseqp` share the window state machine in `window`.
+//! `seqp` and `saseqp` share the window state machine in `window`. `fixed` is a disk controller's
+//! fixed read-ahead on every miss (paper 001_9c47c4c84914efc3.txt, section 3).
 
+pub mod fixed;
 pub mod msp;
 pub mod saseqp;
 pub mod seqp;
 pub mod window;
 
+pub use fixed::FixedReadahead;
 pub use msp::{Msp, MspSettings};
 pub use saseqp::Saseqp;
 pub use seqp::Seqp;

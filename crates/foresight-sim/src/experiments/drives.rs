@@ -20,6 +20,8 @@ use crate::trace::{read_trace, TraceFormat};
 use crate::validate::{cdf_points, service_times_ms};
 
 /// `(file stem, drive, DiskSim 4.0's own demerit in ms)`.
+// 0.318 ms is DiskSim's measured figure for the Cheetah 4LP, not an approximation of 1/pi.
+#[allow(clippy::approx_constant)]
 pub const DRIVES: [(&str, &str, f64); 3] = [
     ("atlas10k", "Quantum Atlas 10K", 0.268),
     ("ibm18es", "IBM Ultrastar 18ES", 0.136),
@@ -127,7 +129,9 @@ pub fn run_experiment(ctx: &Context<'_>) -> Result<Section, ExperimentError> {
          between the simulated and the measured service-time distributions (Ruemmler and Wilkes \
          1994; DiskSim's `rms`). No parameter is fitted to the traces.\n\n",
     );
-    md.push_str("| drive | trace | demerit (ms) | DiskSim 4.0 (ms) | ratio |\n|---|---|---|---|---|\n");
+    md.push_str(
+        "| drive | trace | demerit (ms) | DiskSim 4.0 (ms) | ratio |\n|---|---|---|---|---|\n",
+    );
     let mut figures = Vec::new();
     let mut rows = Vec::new();
     for r in &results {

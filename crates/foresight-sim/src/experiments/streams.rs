@@ -191,7 +191,190 @@ pub fn run(ctx: &Context<'_>) -> Result<Section, ExperimentError> {
         "mean response time, ms",
     ));
     results.insert("fig11".into(), sweep_json(fig_counts, ms.iter().copied(), &fig11));
-    md.push_str("![fig10](streams_fig10.png)\n![fig11](streams_fig11.png)\n![fig15](streams_fig15.png)\n\n");
+        md.push_str("![fig10](streams_fig10.png)\n![fig11](streams_fig11.png)\n![fig15](streams_fig15.png)\n\n");
+
+    // The DiskSim study of section 3: the drive's and the controller's own caches, no host prefetching.
+    let study_duration = if ctx.quick { "10s" } else { "60s" };
+    let study_counts: &[u32] = &[1, 10, 30, 60, 100];
+    let none = |n: u32, extra: Vec<String>| {
+        let mut v = base(n, study_duration);
+        v.push("policy.name=none".into());
+        v.extend(extra);
+        config(&v)
+    };
+    // Fig. 4: request size, with segments as large as a request and no drive read-ahead (8 MiB cache).
+    let req_kib: &[u64] = &[32, 64, 256, 1024];
+    let mut configs = vec![];
+    for &k in req_kib {
+        for &n in study_counts {
+            configs.push(none(
+                n,
+                vec![
+                    format!("workload.request={k}KiB"),
+                    format!("device.segment_size={k}KiB"),
+                    format!("device.cache_segments={}", (8192 / k).max(1)),
+                    "device.drive_readahead=0".into(),
+                ],
+            ));
+        }
+    }
+    let fig4 = run_all("streams fig4", &configs, ctx)?;
+    figures.push(sweep_figure(
+        "streams_fig4",
+        "Fig. 4: request size (segment = request, no drive read-ahead, 8 MiB cache)",
+        study_counts,
+        req_kib.iter().map(|k| format!("{k} KiB requests")).collect(),
+        &fig4,
+        |r| r.throughput_mib_s,
+        "aggregate MiB/s",
+    ));
+    // Fig. 6: 30 streams, 32 segments growing (the cache grows with them). Fig. 7: an 8 MiB cache
+    // cut into fewer, larger segments.
+    let seg_kib: &[u64] = &[32, 128, 512, 2048];
+    let mut configs = vec![];
+    for &k in seg_kib {
+        configs.push(none(
+            30,
+            vec![
+                "device.cache_segments=32".into(),
+                format!("device.segment_size={k}KiB"),
+                format!("device.drive_readahead={k}KiB"),
+            ],
+        ));
+    }
+    for &k in seg_kib {
+        for &n in study_counts {
+            configs.push(none(
+                n,
+                vec![
+                    format!("device.cache_segments={}", (8192 / k).max(1)),
+                    format!("device.segment_size={k}KiB"),
+                    format!("device.drive_readahead={k}KiB"),
+                ],
+            ));
+        }
+    }
+    let seg = run_all("streams fig6/7", &configs, ctx)?;
+    let (fig6, fig7) = seg.split_at(seg_kib.len());
+    let seg_x: Vec<u32> = seg_kib.iter().map(|&k| k as u32).collect();
+    figures.push(Figure {
+        stem: "streams_fig6".into(),
+        chart: LineChart {
+            title: "Fig. 6: 30 streams, 32 segments of growing size".into(),
+            x_label: "segment size, KiB".into(),
+            y_label: "aggregate MiB/s".into(),
+            x_log2: true,
+            y_log10: false,
+            series: vec![series("30 streams", &seg_x, fig6.iter().map(|r| r.throughput_mib_s))],
+        },
+        csv: std::iter::once("segment_kib,throughput_mib_s\n".to_string())
+            .chain(seg_kib.iter().zip(fig6).map(|(k, r)| format!("{k},{:.3}\n", r.throughput_mib_s)))
+            .collect(),
+    });
+    figures.push(sweep_figure(
+        "streams_fig7",
+        "Fig. 7: an 8 MiB drive cache in segments of growing size",
+        study_counts,
+        seg_kib.iter().map(|k| format!("{k} KiB segments")).collect(),
+        fig7,
+        |r| r.throughput_mib_s,
+        "aggregate MiB/s",
+    ));
+    // Fig. 8: the controller's read-ahead into a 64 MiB controller cache.
+    let ctl_ra: &[&str] = &["0", "256KiB", "1MiB", "4MiB"];
+    let mut configs = vec![];
+    for &ra in ctl_ra {
+        for &n in study_counts {
+            configs.push(none(
+                n,
+                vec!["device.controller_cache=64MiB".into(), format!("device.controller_readahead={ra}")],
+            ));
+        }
+    }
+    let fig8 = run_all("streams fig8", &configs, ctx)?;
+    figures.push(sweep_figure(
+        "streams_fig8",
+        "Fig. 8: controller read-ahead (64 MiB controller cache)",
+        study_counts,
+        ctl_ra.iter().map(|ra| format!("read-ahead {ra}")).collect(),
+        &fig8,
+        |r| r.throughput_mib_s,
+        "aggregate MiB/s",
+    ));
+    md.push_str("![fig4](streams_fig4.png)\n![fig6](streams_fig6.png)\n![fig7](streams_fig7.png)\n![fig8](streams_fig8.png)\n\n");
+    md.push_str(&format!(
+                "The DiskSim study (section 3), with no host prefetching. Fig. 4: 100 streams of 32 KiB requests deliver \
+         {:.1} MiB/s, of 1 MiB requests {:.1} MiB/s. Fig. 6: 30 streams with 32 drive segments of 32 KiB deliver \
+         {:.1} MiB/s, with 2 MiB segments {:.1} MiB/s (paper: about 8 and 40 MB/s). Fig. 8: controller read-ahead \
+         of 4 MiB takes 10 streams from {:.1} to {:.1} MiB/s (paper: about 10 to 40 MB/s).\n\n",
+        fig4[study_counts.len() - 1].throughput_mib_s,
+        fig4[req_kib.len() * study_counts.len() - 1].throughput_mib_s,
+        fig6[0].throughput_mib_s,
+        fig6[seg_kib.len() - 1].throughput_mib_s,
+        fig8[1].throughput_mib_s,
+        fig8[(ctl_ra.len() - 1) * study_counts.len() + 1].throughput_mib_s,
+    ));
+
+    // Figs. 12 and 13: eight disks behind one 450 MB/s controller, every stream dispatched (12)
+    // against a dispatch set smaller than the staged set (13).
+    let jbod_duration = if ctx.quick { "20s" } else { "120s" };
+    let jbod_counts: &[u32] = &[8, 80, 400, 800];
+    let jbod = |n: u32, pol: Vec<String>| {
+        let file_mib = (8 * 70_000 / n as u64).clamp(16, 2048);
+        let mut v = vec![
+            "device.kind=jbod".to_string(),
+            format!("device.preset={DEVICE}"),
+            "device.disks=8".into(),
+            // 450 MB/s, the controller of paper 001 section 5.
+            "device.controller_mib_s=429.15".into(),
+            "workload.kind=streams".into(),
+            format!("workload.streams={n}"),
+            "workload.request=64KiB".into(),
+            format!("workload.file_size={file_mib}MiB"),
+            format!("workload.duration={jbod_duration}"),
+        ];
+        v.extend(pol);
+        config(&v)
+    };
+    let mut configs = vec![];
+    for &n in jbod_counts {
+        configs.push(jbod(n, vec!["policy.name=seqp".into()]));
+    }
+    for &n in jbod_counts {
+        let m = format!("{}MiB", 8 * n as u64);
+        configs.push(jbod(n, streams_policy("8MiB", 1, &m, Some(n))));
+    }
+    for &n in jbod_counts {
+        configs.push(jbod(n, streams_policy("8MiB", 1, "256MiB", Some(16))));
+    }
+    let j = run_all("streams fig12/13", &configs, ctx)?;
+    let k = jbod_counts.len();
+    let controller_mib_s = 450e6 / 1_048_576.0;
+    figures.push(sweep_figure(
+        "streams_fig13",
+        "Figs. 12-13: 8 disks behind one 450 MB/s controller",
+        jbod_counts,
+        vec![
+            "seqp 128KiB".into(),
+            "streams, all dispatched (Fig. 12)".into(),
+            "streams, D = 16 of staged (Fig. 13)".into(),
+        ],
+        &j,
+        |r| r.throughput_mib_s,
+        "aggregate MiB/s",
+    ));
+    let best_800 = j[2 * k + k - 1].throughput_mib_s;
+    md.push_str(&format!(
+        "![fig13](streams_fig13.png)\n\nEight `{DEVICE}` behind one 450 MB/s controller: with 800 streams, a dispatch set \
+         of 16 (R = 8 MiB) delivers {:.1} MiB/s, {:.0}% of the controller (paper Fig. 13: about 80%); seqp delivers {:.1} MiB/s.\n",
+        best_800,
+        100.0 * best_800 / controller_mib_s,
+        j[k - 1].throughput_mib_s
+    ));
+    results.insert(
+        "jbod_800".into(),
+        json!({"streams_d16_mib_s": best_800, "fraction_of_controller": best_800 / controller_mib_s, "seqp_mib_s": j[k - 1].throughput_mib_s}),
+    );
     md.push_str(
         "Fig. 10: larger R brings every stream count closer to the media rate (paper: +20% from 2 to 8 MB). \
          Fig. 11: with R = 8 MiB even M = 16 MiB (two streams dispatched) keeps the disk near full speed; \

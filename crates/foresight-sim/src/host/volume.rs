@@ -159,29 +159,14 @@ impl Volume {
                 }
             }
             Mapping::Striped(s) => {
-                let strip = s.strip_bytes / SECTOR_BYTES;
-                let disks = s.disks as u64;
-                let mut pending: Option<(usize, u64, u64)> = None;
+                let raid = foresight_device::raid0::Raid0Layout::new(s.disks as usize, s.strip_bytes)
+                    .expect("striping validated by the config");
                 let mut pos = lba;
-                let end = lba + sectors;
-                while pos < end {
-                    let k = pos / strip;
-                    let within = pos % strip;
-                    let n = (strip - within).min(end - pos);
-                    let disk = (k % disks) as usize;
-                    let member_lba = (k / disks) * strip + within;
-                    match pending {
-                        Some((d, l, c)) if d == disk && l + c == member_lba => pending = Some((d, l, c + n)),
-                        Some(p) => {
-                            each(p.0, p.1, p.2);
-                            pending = Some((disk, member_lba, n));
-                        }
-                        None => pending = Some((disk, member_lba, n)),
-                    }
+                // Raid0Layout takes u32 sector counts: walk very large requests in chunks.
+                while pos < lba + sectors {
+                    let n = (lba + sectors - pos).min(1 << 30);
+                    raid.split(Lba(pos), n as u32, |d, l, c| each(d, l.0, c as u64));
                     pos += n;
-                }
-                if let Some(p) = pending {
-                    each(p.0, p.1, p.2);
                 }
             }
         }
@@ -328,11 +313,12 @@ mod tests {
         // Sectors 4..28 touch strips 0 (disk 0), 1 (disk 1), 2 (disk 2), 3 (disk 3).
         v.for_each_piece(4, 24, |d, l, n| pieces.push((d, l, n)));
         assert_eq!(pieces, vec![(0, 4, 4), (1, 0, 8), (2, 0, 8), (3, 0, 4)]);
-        // A whole stripe plus one strip: disk 0 gets strips 0 and 5, contiguous on the member.
+                // A whole stripe plus one strip: disk 0 gets strips 0 and 5, contiguous on the member, as
+        // one request.
         let mut pieces = vec![];
         v.for_each_piece(0, 48, |d, l, n| pieces.push((d, l, n)));
-        assert_eq!(pieces[0], (0, 0, 8));
-        assert_eq!(pieces.len(), 6);
+        assert_eq!(pieces[0], (0, 0, 16));
+        assert_eq!(pieces.len(), 5);
     }
 
         #[test]
