@@ -74,7 +74,7 @@ impl Rng {
         -mean * (1.0 - self.unit_f64()).ln()
     }
 
-        /// A standard normal draw (Box-Muller).
+    /// A standard normal draw (Box-Muller).
     pub fn normal(&mut self) -> f64 {
         let u1 = 1.0 - self.unit_f64();
         let u2 = self.unit_f64();
@@ -84,7 +84,10 @@ impl Rng {
     /// A gamma draw with the given shape and scale (mean = shape * scale), by Marsaglia and
     /// Tsang's method (ACM TOMS 26(3), 2000); shapes below 1 use the boost `G(a+1) * U^(1/a)`.
     pub fn gamma(&mut self, shape: f64, scale: f64) -> f64 {
-        assert!(shape > 0.0 && scale > 0.0, "gamma needs positive shape and scale");
+        assert!(
+            shape > 0.0 && scale > 0.0,
+            "gamma needs positive shape and scale"
+        );
         if shape < 1.0 {
             let u = self.unit_f64().max(f64::MIN_POSITIVE);
             return self.gamma(shape + 1.0, scale) * u.powf(1.0 / shape);
@@ -98,7 +101,9 @@ impl Rng {
                 continue;
             }
             let u = self.unit_f64();
-            if u < 1.0 - 0.0331 * x.powi(4) || u.max(f64::MIN_POSITIVE).ln() < 0.5 * x * x + d * (1.0 - v + v.ln()) {
+            if u < 1.0 - 0.0331 * x.powi(4)
+                || u.max(f64::MIN_POSITIVE).ln() < 0.5 * x * x + d * (1.0 - v + v.ln())
+            {
                 return d * v * scale;
             }
         }
@@ -127,7 +132,7 @@ mod tests {
         assert_ne!(Rng::new(7).next_u64(), Rng::new(8).next_u64());
     }
 
-        #[test]
+    #[test]
     fn gamma_has_the_right_mean() {
         let mut r = Rng::new(3);
         let n = 50_000;

@@ -186,7 +186,14 @@ impl PolicyConfig {
 
 /// The policies this build knows, by name. `msp+X` runs MSP in the array cache beside `X` in the
 /// page cache; build those with [`build_stack`].
-pub const POLICY_NAMES: &[&str] = &["none", "seqp", "saseqp", "msp+seqp", "msp+saseqp", "streams"];
+pub const POLICY_NAMES: &[&str] = &[
+    "none",
+    "seqp",
+    "saseqp",
+    "msp+seqp",
+    "msp+saseqp",
+    "streams",
+];
 
 /// Why a policy could not be built.
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
@@ -336,7 +343,7 @@ mod tests {
     fn every_name_builds_as_a_stack_and_plain_names_build_alone() {
         for &name in POLICY_NAMES {
             let stack = build_stack(&cfg(name), striped()).unwrap();
-                        // The stream scheduler runs below a demand-only page cache.
+            // The stream scheduler runs below a demand-only page cache.
             let file_name = match name {
                 "streams" => "none",
                 other => other.strip_prefix("msp+").unwrap_or(other),

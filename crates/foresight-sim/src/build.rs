@@ -51,8 +51,10 @@ fn spec(cfg: &DeviceConfig) -> Result<DeviceSpec, ConfigError> {
     };
     let kind_ok = matches!(
         (&spec, cfg.kind),
-        (DeviceSpec::Hdd(_), DeviceKind::Hdd | DeviceKind::Raid0 | DeviceKind::Jbod)
-            | (DeviceSpec::Ssd(_), DeviceKind::Ssd)
+        (
+            DeviceSpec::Hdd(_),
+            DeviceKind::Hdd | DeviceKind::Raid0 | DeviceKind::Jbod
+        ) | (DeviceSpec::Ssd(_), DeviceKind::Ssd)
     );
     if !kind_ok {
         return Err(ConfigError::Key {
@@ -64,7 +66,7 @@ fn spec(cfg: &DeviceConfig) -> Result<DeviceSpec, ConfigError> {
             .to_lowercase(),
         });
     }
-        if let Some(depth) = cfg.queue_depth {
+    if let Some(depth) = cfg.queue_depth {
         match &mut spec {
             DeviceSpec::Hdd(p) => p.queue_depth = depth,
             DeviceSpec::Ssd(p) => p.queue_depth = depth,
@@ -81,6 +83,9 @@ fn spec(cfg: &DeviceConfig) -> Result<DeviceSpec, ConfigError> {
         if let Some(b) = cfg.drive_readahead {
             p.readahead_max_sectors = (b.0 / 512) as u32;
         }
+        if let Some(b) = cfg.drive_readahead_min {
+            p.readahead_min_sectors = (b.0 / 512) as u32;
+        }
         p.validate().map_err(|e| ConfigError::Key {
             key: "device".into(),
             message: e.to_string(),
@@ -93,7 +98,11 @@ fn spec(cfg: &DeviceConfig) -> Result<DeviceSpec, ConfigError> {
 /// `raid0` (the simulator's volume layer does the striping, so each member keeps its own queue).
 pub fn build_members(cfg: &DeviceConfig) -> Result<Vec<Box<dyn Device>>, ConfigError> {
     let spec = spec(cfg)?;
-        let count = if matches!(cfg.kind, DeviceKind::Raid0 | DeviceKind::Jbod) { cfg.disks } else { 1 };
+    let count = if matches!(cfg.kind, DeviceKind::Raid0 | DeviceKind::Jbod) {
+        cfg.disks
+    } else {
+        1
+    };
     Ok((0..count).map(|_| presets::build(&spec)).collect())
 }
 
@@ -119,7 +128,7 @@ pub fn describe(cfg: &DeviceConfig) -> String {
         None => cfg.preset.clone(),
     };
     match cfg.kind {
-                DeviceKind::Raid0 => format!("raid0 {} x {disk}, {} strips", cfg.disks, cfg.strip),
+        DeviceKind::Raid0 => format!("raid0 {} x {disk}, {} strips", cfg.disks, cfg.strip),
         DeviceKind::Jbod => format!("jbod {} x {disk}", cfg.disks),
         _ => disk,
     }

@@ -54,7 +54,7 @@ pub enum DeviceKind {
     Hdd,
     /// One SSD.
     Ssd,
-        /// A RAID-0 array of identical disks.
+    /// A RAID-0 array of identical disks.
     Raid0,
     /// Independent identical disks behind one controller; files go round-robin over them.
     Jbod,
@@ -77,13 +77,15 @@ pub struct DeviceConfig {
     /// `raid0`), resolved relative to the config file like `workload.trace`.
     pub disksim: Option<PathBuf>,
     /// Aggregate bandwidth of the one controller all members sit behind (paper 001: 450 MB/s).
-        pub controller_bytes_per_s: Option<u64>,
+    pub controller_bytes_per_s: Option<u64>,
     /// Drive cache overrides: number of segments, segment size, drive read-ahead.
     pub cache_segments: Option<u32>,
     /// Size of one drive cache segment.
     pub segment_size: Option<ByteLen>,
-        /// The drive's own read-ahead after a miss.
+    /// The drive's own read-ahead after a miss.
     pub drive_readahead: Option<ByteLen>,
+    /// How far the drive reads ahead before it serves the next command (minimum read-ahead).
+    pub drive_readahead_min: Option<ByteLen>,
     /// The controller's cache (0 = none): a block-level cache below the host (paper 001, Fig. 8).
     pub controller_cache: ByteLen,
     /// The controller's read-ahead beyond every missing read.
@@ -123,7 +125,7 @@ pub enum WorkloadKind {
     Streams,
     /// N clients reading uniformly random offsets of one file.
     Random,
-        /// Replay of a block trace.
+    /// Replay of a block trace.
     Trace,
     /// FileBench's web server: threads each read whole files picked at random from a set whose
     /// sizes have mean `file_size`.
@@ -131,8 +133,6 @@ pub enum WorkloadKind {
 }
 
 pub use foresight_policy::layout::Placement;
-
-
 
 /// `[workload]`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -151,7 +151,7 @@ pub struct WorkloadConfig {
     pub duration: Option<Duration>,
     /// Requests per client (`random`).
     pub requests: u64,
-        /// File placement.
+    /// File placement.
     pub placement: Placement,
     /// Files in the set (`webserver`).
     pub files: u32,
@@ -390,7 +390,7 @@ impl Section {
         self.opt_duration(key).map(|d| d.unwrap_or(default))
     }
 
-        /// An optional size.
+    /// An optional size.
     pub fn opt_int_or_size(&mut self, key: &str) -> Result<Option<ByteLen>, ConfigError> {
         if !self.table.contains_key(key) {
             return Ok(None);
@@ -459,7 +459,7 @@ impl SimConfig {
             &[
                 ("hdd", DeviceKind::Hdd),
                 ("ssd", DeviceKind::Ssd),
-                                ("raid0", DeviceKind::Raid0),
+                ("raid0", DeviceKind::Raid0),
                 ("jbod", DeviceKind::Jbod),
             ],
         )?;
@@ -503,31 +503,66 @@ impl SimConfig {
             preset: d.string("preset", default_preset)?,
             disks: d.int("disks", 5, 1, 256)? as u32,
             strip: d.size("strip", ByteLen::kib(128), ByteLen(512), ByteLen::gib(1))?,
-                        queue_depth: d.opt_int("queue_depth", 1, 1024)?.map(|v| v as u32),
-                        controller_bytes_per_s: match d.raw("controller_mib_s") {
+            queue_depth: d.opt_int("queue_depth", 1, 1024)?.map(|v| v as u32),
+            controller_bytes_per_s: match d.raw("controller_mib_s") {
                 None => None,
                 Some(Value::Integer(i)) if i > 0 => Some((i as u64) << 20),
-                Some(Value::Float(f)) if f > 0.0 && f < 1e9 => Some((f * (1u64 << 20) as f64) as u64),
-                Some(v) => return Err(key_err("device.controller_mib_s", format!("expected a positive number of MiB/s, got {v}"))),
+                Some(Value::Float(f)) if f > 0.0 && f < 1e9 => {
+                    Some((f * (1u64 << 20) as f64) as u64)
+                }
+                Some(v) => {
+                    return Err(key_err(
+                        "device.controller_mib_s",
+                        format!("expected a positive number of MiB/s, got {v}"),
+                    ))
+                }
             },
             cache_segments: d.opt_int("cache_segments", 1, 4096)?.map(|v| v as u32),
             segment_size: match d.opt_int_or_size("segment_size")? {
                 Some(b) if b.0 < 512 || !b.0.is_multiple_of(512) => {
-                    return Err(key_err("device.segment_size", "must be a positive whole number of 512-byte sectors"))
+                    return Err(key_err(
+                        "device.segment_size",
+                        "must be a positive whole number of 512-byte sectors",
+                    ))
                 }
                 other => other,
             },
-                        controller_cache: d.size("controller_cache", ByteLen(0), ByteLen(0), MAX_SIZE)?,
-            controller_readahead: d.size("controller_readahead", ByteLen(0), ByteLen(0), ByteLen::gib(1))?,
+            controller_cache: d.size("controller_cache", ByteLen(0), ByteLen(0), MAX_SIZE)?,
+            controller_readahead: d.size(
+                "controller_readahead",
+                ByteLen(0),
+                ByteLen(0),
+                ByteLen::gib(1),
+            )?,
+            drive_readahead_min: match d.opt_int_or_size("drive_readahead_min")? {
+                Some(b) if !b.0.is_multiple_of(512) => {
+                    return Err(key_err(
+                        "device.drive_readahead_min",
+                        "must be a whole number of 512-byte sectors",
+                    ))
+                }
+                other => other,
+            },
             drive_readahead: match d.opt_int_or_size("drive_readahead")? {
                 Some(b) if !b.0.is_multiple_of(512) => {
-                    return Err(key_err("device.drive_readahead", "must be a whole number of 512-byte sectors"))
+                    return Err(key_err(
+                        "device.drive_readahead",
+                        "must be a whole number of 512-byte sectors",
+                    ))
                 }
                 other => other,
             },
         };
-        if matches!(device.kind, DeviceKind::Ssd) && (device.cache_segments.is_some() || device.segment_size.is_some() || device.drive_readahead.is_some()) {
-            return Err(key_err("device.cache_segments", "drive cache settings apply to hard disks only"));
+        if matches!(device.kind, DeviceKind::Ssd)
+            && (device.cache_segments.is_some()
+                || device.segment_size.is_some()
+                || device.drive_readahead.is_some()
+                || device.drive_readahead_min.is_some())
+        {
+            return Err(key_err(
+                "device.cache_segments",
+                "drive cache settings apply to hard disks only",
+            ));
         }
         if !device.strip.0.is_multiple_of(512) {
             return Err(key_err(
@@ -563,21 +598,40 @@ impl SimConfig {
         h.finish()?;
 
         let mut p = Section::take(&mut root, "policy")?;
-                let defaults = PolicyConfig::default();
+        let defaults = PolicyConfig::default();
         let sd = defaults.streams;
         let policy = PolicyConfig {
             name: p.string("name", "seqp")?,
-            readahead_max: p.size("readahead_max", ByteLen::kib(128), ByteLen(0), ByteLen::gib(1))?,
+            readahead_max: p.size(
+                "readahead_max",
+                ByteLen::kib(128),
+                ByteLen(0),
+                ByteLen::gib(1),
+            )?,
             sc_max: p.int("sc_max", defaults.sc_max as u64, 1, 1 << 20)? as u32,
             sc_thresh: p.int("sc_thresh", defaults.sc_thresh as u64, 1, 1 << 20)? as u32,
             sps_max_stripes: p.int("sps_max", defaults.sps_max_stripes as u64, 1, 4096)? as u32,
             streams: foresight_policy::streams::StreamsConfig {
                 dispatch: p.opt_int("dispatch", 1, 1 << 20)?.map(|d| d as u32),
-                readahead_bytes: p.size("readahead", ByteLen(sd.readahead_bytes), ByteLen(4096), ByteLen::gib(1))?.0,
+                readahead_bytes: p
+                    .size(
+                        "readahead",
+                        ByteLen(sd.readahead_bytes),
+                        ByteLen(4096),
+                        ByteLen::gib(1),
+                    )?
+                    .0,
                 per_turn: p.int("per_turn", sd.per_turn as u64, 1, 1 << 20)? as u32,
-                memory_bytes: p.size("memory", ByteLen(sd.memory_bytes), ByteLen(4096), MAX_SIZE)?.0,
+                memory_bytes: p
+                    .size("memory", ByteLen(sd.memory_bytes), ByteLen(4096), MAX_SIZE)?
+                    .0,
                 timeout: p.duration("timeout", sd.timeout)?,
-                offset_blocks: p.int("offset", sd.offset_blocks, 1, foresight_policy::streams::classify::MAX_OFFSET_BLOCKS)?,
+                offset_blocks: p.int(
+                    "offset",
+                    sd.offset_blocks,
+                    1,
+                    foresight_policy::streams::classify::MAX_OFFSET_BLOCKS,
+                )?,
                 threshold: p.int("threshold", sd.threshold as u64, 1, 1000)? as u32,
             },
         };
@@ -591,10 +645,12 @@ impl SimConfig {
                 ),
             ));
         }
-                p.finish()?;
+        p.finish()?;
         if policy.name == "streams" {
             policy.streams.dispatch_set().map_err(|e| match e {
-                foresight_policy::PolicyError::BadSetting { key, message } => key_err(&format!("policy.{key}"), message),
+                foresight_policy::PolicyError::BadSetting { key, message } => {
+                    key_err(&format!("policy.{key}"), message)
+                }
                 other => key_err("policy", other.to_string()),
             })?;
         }
@@ -609,7 +665,7 @@ impl SimConfig {
             &[
                 ("streams", WorkloadKind::Streams),
                 ("random", WorkloadKind::Random),
-                                ("trace", WorkloadKind::Trace),
+                ("trace", WorkloadKind::Trace),
                 ("webserver", WorkloadKind::Webserver),
             ],
         )?;
@@ -626,14 +682,20 @@ impl SimConfig {
             think: w.duration("think", Duration::ZERO)?,
             duration: w.opt_duration("duration")?,
             requests: w.int("requests", 1000, 1, 1 << 40)?,
-                        placement: {
-                let default = if kind == WorkloadKind::Webserver { "contiguous" } else { "spread" };
+            placement: {
+                let default = if kind == WorkloadKind::Webserver {
+                    "contiguous"
+                } else {
+                    "spread"
+                };
                 let extent = w.size("extent", ByteLen::mib(1), ByteLen(4096), ByteLen::gib(1))?;
                 match w.string("placement", default)?.as_str() {
                     "spread" => Placement::Spread,
                     "contiguous" => Placement::Contiguous,
                     "aligned" => Placement::Aligned,
-                    "fragmented" => Placement::Fragmented { extent_bytes_mean: extent },
+                    "fragmented" => Placement::Fragmented {
+                        extent_bytes_mean: extent,
+                    },
                     other => {
                         return Err(key_err(
                             "workload.placement",
@@ -668,17 +730,27 @@ impl SimConfig {
             closed: w.boolean("closed", false)?,
         };
         w.finish()?;
-                if workload.kind == WorkloadKind::Webserver && workload.duration.is_none() {
-            return Err(key_err("workload.duration", "a webserver workload runs for a set time; give e.g. \"30s\""));
+        if workload.kind == WorkloadKind::Webserver && workload.duration.is_none() {
+            return Err(key_err(
+                "workload.duration",
+                "a webserver workload runs for a set time; give e.g. \"30s\"",
+            ));
         }
-                if device.controller_cache.0 > 0 && (host.raid_cache.0 > 0 || policy.name == "streams" || policy.name.starts_with("msp+")) {
+        if device.controller_cache.0 > 0
+            && (host.raid_cache.0 > 0
+                || policy.name == "streams"
+                || policy.name.starts_with("msp+"))
+        {
             return Err(key_err(
                 "device.controller_cache",
                 "a controller cache cannot be combined with a RAID cache or the stream scheduler yet; drop one of them",
             ));
         }
         if device.controller_readahead.0 > 0 && device.controller_cache.0 == 0 {
-            return Err(key_err("device.controller_readahead", "needs a device.controller_cache to read ahead into"));
+            return Err(key_err(
+                "device.controller_readahead",
+                "needs a device.controller_cache to read ahead into",
+            ));
         }
         if host.raid_cache.0 == 0 && policy.name.starts_with("msp+") {
             return Err(key_err(

@@ -49,7 +49,7 @@ pub struct Report {
     pub breakdown: BreakdownReport,
     /// Host seconds the run took.
     pub wall_s: f64,
-        /// Most bytes the host's caches held at once (cached and in flight): the page cache plus, when
+    /// Most bytes the host's caches held at once (cached and in flight): the page cache plus, when
     /// there is one, the block-level cache (the RAID driver's cache or the stream scheduler's
     /// buffers).
     pub memory_peak_bytes: u64,

@@ -93,7 +93,12 @@ enum Ev {
 
 /// Places files round-robin over the members of a JBOD (file `i` on member `i % members`), and
 /// spreads each member's files evenly over it, as paper 001 places its streams on every disk.
-fn jbod_layout(volume_bytes: ByteLen, members: usize, member_bytes: u64, sizes: &[ByteLen]) -> Result<Layout, foresight_policy::layout::LayoutError> {
+fn jbod_layout(
+    volume_bytes: ByteLen,
+    members: usize,
+    member_bytes: u64,
+    sizes: &[ByteLen],
+) -> Result<Layout, foresight_policy::layout::LayoutError> {
     const ALIGN: u64 = 1 << 20;
     let per_member = sizes.len().div_ceil(members).max(1) as u64;
     let gap = member_bytes / per_member / ALIGN * ALIGN;
@@ -156,8 +161,8 @@ struct Sim {
     trace_service_ns: Vec<u64>,
     /// When the previous trace request completed.
     trace_prev_done: Instant,
-        done_tokens: Vec<u64>,
-        map_blocks_read: rustc_hash::FxHashSet<u64>,
+    done_tokens: Vec<u64>,
+    map_blocks_read: rustc_hash::FxHashSet<u64>,
     memory_peak_pages: u64,
     // measurements
     app_requests: u64,
@@ -184,30 +189,47 @@ impl Sim {
         // Each client has at most one request and a few readahead windows in flight, each split
         // into pieces of at most `max_request`; trace arrivals wait while a queue is full (like a
         // submitter blocked on Linux's `nr_requests`). So this bound is never reached.
-        let per_stream = 4 * (w.request.0 + 2 * cfg.policy.readahead_max.0).div_ceil(cfg.host.max_request.0) + 8;
+        let per_stream =
+            4 * (w.request.0 + 2 * cfg.policy.readahead_max.0).div_ceil(cfg.host.max_request.0) + 8;
         let queue_limit = (1024 + w.streams as u64 * per_stream) as usize;
         let (scheduler, expire) = (cfg.host.scheduler, cfg.host.read_expire);
-                let mapping = match striping {
+        let mapping = match striping {
             Some(s) => Mapping::Striped(s),
             None if members.len() > 1 => Mapping::Concat,
             None => Mapping::Single,
         };
-                let controller = cfg.device.controller_bytes_per_s.map(|b| foresight_core::Bandwidth::from_bytes_per_s(b as f64));
+        let controller = cfg
+            .device
+            .controller_bytes_per_s
+            .map(|b| foresight_core::Bandwidth::from_bytes_per_s(b as f64));
         let volume = Volume::new(members, mapping, controller, || {
             BlockQueue::new(scheduler, max_sectors, expire, queue_limit)
         });
-        let volume_bytes = ByteLen(volume.capacity_sectors() * SECTOR_BYTES / (1 << 20) * (1 << 20));
-                let rng = Rng::new(cfg.seed);
+        let volume_bytes =
+            ByteLen(volume.capacity_sectors() * SECTOR_BYTES / (1 << 20) * (1 << 20));
+        let rng = Rng::new(cfg.seed);
         let metadata = w.metadata.then(foresight_policy::layout::Metadata::ext3);
         let (layout, streams, trace) = match w.kind {
-                        WorkloadKind::Streams => {
+            WorkloadKind::Streams => {
                 let n = w.streams as usize;
-                                let sizes = vec![w.file_size; n];
+                let sizes = vec![w.file_size; n];
                 let mut place_rng = rng.fork(u64::MAX);
                 let layout = if cfg.device.kind == crate::config::DeviceKind::Jbod {
-                    jbod_layout(volume_bytes, volume.members(), volume.member_sectors() * SECTOR_BYTES, &sizes)
+                    jbod_layout(
+                        volume_bytes,
+                        volume.members(),
+                        volume.member_sectors() * SECTOR_BYTES,
+                        &sizes,
+                    )
                 } else {
-                    Layout::place(volume_bytes, striping, &sizes, w.placement, metadata, &mut place_rng)
+                    Layout::place(
+                        volume_bytes,
+                        striping,
+                        &sizes,
+                        w.placement,
+                        metadata,
+                        &mut place_rng,
+                    )
                 }
                 .map_err(|e| ConfigError::Key {
                     key: "workload.file_size".into(),
@@ -225,12 +247,18 @@ impl Sim {
                 (layout, streams, vec![])
             }
             WorkloadKind::Random => {
-                let size = if w.file_size.0 == 0 { volume_bytes } else { w.file_size };
+                let size = if w.file_size.0 == 0 {
+                    volume_bytes
+                } else {
+                    w.file_size
+                };
                 let size = ByteLen(size.0 / w.request.0 * w.request.0);
                 if size.0 == 0 || size > volume_bytes {
                     return Err(ConfigError::Key {
                         key: "workload.file_size".into(),
-                        message: format!("must be between one request and the volume's {volume_bytes}"),
+                        message: format!(
+                            "must be between one request and the volume's {volume_bytes}"
+                        ),
                     }
                     .into());
                 }
@@ -247,7 +275,7 @@ impl Sim {
                     .collect();
                 (layout, streams, vec![])
             }
-                        WorkloadKind::Webserver => {
+            WorkloadKind::Webserver => {
                 // FileBench's web server draws file sizes from a gamma distribution around the mean
                 // (shape 1.5, its default `$filesize` gamma); sizes are whole blocks.
                 let mut size_rng = rng.fork(u64::MAX - 1);
@@ -258,11 +286,18 @@ impl Sim {
                     })
                     .collect();
                 let mut place_rng = rng.fork(u64::MAX);
-                let layout = Layout::place(volume_bytes, striping, &sizes, w.placement, metadata, &mut place_rng)
-                    .map_err(|e| ConfigError::Key {
-                        key: "workload.files".into(),
-                        message: e.to_string(),
-                    })?;
+                let layout = Layout::place(
+                    volume_bytes,
+                    striping,
+                    &sizes,
+                    w.placement,
+                    metadata,
+                    &mut place_rng,
+                )
+                .map_err(|e| ConfigError::Key {
+                    key: "workload.files".into(),
+                    message: e.to_string(),
+                })?;
                 let streams = (0..w.streams as usize)
                     .map(|i| {
                         let mut r = rng.fork(i as u64);
@@ -279,7 +314,10 @@ impl Sim {
                 (layout, streams, vec![])
             }
             WorkloadKind::Trace => {
-                let path = w.trace.as_ref().expect("validated: trace workloads have a path");
+                let path = w
+                    .trace
+                    .as_ref()
+                    .expect("validated: trace workloads have a path");
                 let trace = read_trace(path, w.format)?;
                 (Layout::new(volume_bytes, striping), vec![], trace)
             }
@@ -289,36 +327,40 @@ impl Sim {
             key: "policy".into(),
             message: e.to_string(),
         };
-                let stack = foresight_policy::build_stack(&cfg.policy, layout.clone()).map_err(policy_err)?;
+        let stack =
+            foresight_policy::build_stack(&cfg.policy, layout.clone()).map_err(policy_err)?;
         let page_cache = CacheLayer::new(cfg.host.memory.0 / PAGE_BYTES, stack.file);
         // The block-level cache: the RAID driver's (`host.raid_cache`, paper 000) or the stream
         // scheduler's buffers (`policy.memory`, paper 001), with the array-level policy if any.
-                // A policy with its own budget (the stream scheduler's M) holds at most M of its buffers;
+        // A policy with its own budget (the stream scheduler's M) holds at most M of its buffers;
         // the requests it does not take (not yet classified, or random) pass through this cache on
         // their way up, so it also has room for one request per client on top of M.
         let array_bytes = match stack.array_cache_bytes {
             Some(m) => m + w.streams as u64 * w.request.0.div_ceil(PAGE_BYTES) * PAGE_BYTES,
             None => cfg.host.raid_cache.0,
         };
-                let raid_cache = match stack.array {
+        let raid_cache = match stack.array {
             // A scheduler with its own budget keeps its buffers until they are read.
             Some(policy) if stack.array_cache_bytes.is_some() => Some(CacheLayer::with_cache(
                 crate::host::pagecache::PageCache::protecting_unread(array_bytes / PAGE_BYTES),
                 policy,
             )),
             Some(policy) => Some(CacheLayer::new(array_bytes / PAGE_BYTES, policy)),
-                        None if cfg.device.controller_cache.0 > 0 => Some(CacheLayer::new(
+            None if cfg.device.controller_cache.0 > 0 => Some(CacheLayer::new(
                 cfg.device.controller_cache.0 / PAGE_BYTES,
                 Box::new(foresight_policy::readahead::FixedReadahead::new(
                     cfg.device.controller_readahead.0,
                     volume_bytes.0,
                 )),
             )),
-            None => (array_bytes > 0).then(|| CacheLayer::new(array_bytes / PAGE_BYTES, Box::new(NoPrefetch::new()))),
+            None => (array_bytes > 0)
+                .then(|| CacheLayer::new(array_bytes / PAGE_BYTES, Box::new(NoPrefetch::new()))),
         };
         let total_work = match w.kind {
             WorkloadKind::Streams => (w.file_size.0 as f64) * w.streams as f64,
-                        WorkloadKind::Random | WorkloadKind::Webserver => (w.requests as f64) * w.streams as f64,
+            WorkloadKind::Random | WorkloadKind::Webserver => {
+                (w.requests as f64) * w.streams as f64
+            }
             WorkloadKind::Trace => trace.len() as f64,
         };
         Ok(Sim {
@@ -341,8 +383,8 @@ impl Sim {
             trace,
             trace_next_closed: 0,
             trace_blocked: None,
-                        done_tokens: Vec::with_capacity(64),
-                        map_blocks_read: rustc_hash::FxHashSet::default(),
+            done_tokens: Vec::with_capacity(64),
+            map_blocks_read: rustc_hash::FxHashSet::default(),
             memory_peak_pages: 0,
             app_requests: 0,
             app_bytes: 0,
@@ -403,7 +445,11 @@ impl Sim {
                 self.now = limit.expect("checked");
                 break;
             }
-            assert!(next >= self.now, "time went backwards: {next} < {}", self.now);
+            assert!(
+                next >= self.now,
+                "time went backwards: {next} < {}",
+                self.now
+            );
             self.now = next;
             self.events += 1;
             if t_dev == Some(next) {
@@ -469,7 +515,13 @@ impl Sim {
                     let lba = d.first_page * PAGE_BYTES / SECTOR_BYTES;
                     let sectors = d.pages * PAGE_BYTES / SECTOR_BYTES;
                     // The volume reports a request once, when its last member part is done.
-                    self.volume.submit(self.now, Op::Read, lba, sectors, TAG_ARRAY_IO | d.io as u64);
+                    self.volume.submit(
+                        self.now,
+                        Op::Read,
+                        lba,
+                        sectors,
+                        TAG_ARRAY_IO | d.io as u64,
+                    );
                     self.raid_cache.as_mut().expect("present").add_part(d.io);
                 }
                 let done = std::mem::take(&mut self.raid_cache.as_mut().expect("present").done);
@@ -487,8 +539,12 @@ impl Sim {
                 break;
             }
         }
-                self.volume.dispatch(self.now);
-        let held = self.page_cache.cache().used_pages() + self.raid_cache.as_ref().map_or(0, |r| r.cache().used_pages());
+        self.volume.dispatch(self.now);
+        let held = self.page_cache.cache().used_pages()
+            + self
+                .raid_cache
+                .as_ref()
+                .map_or(0, |r| r.cache().used_pages());
         self.memory_peak_pages = self.memory_peak_pages.max(held);
         if let Some(i) = self.trace_blocked {
             if self.volume.has_room(self.trace_pieces(i)) {
@@ -505,14 +561,20 @@ impl Sim {
         let start = d.first_page * PAGE_BYTES;
         let end = ((d.first_page + d.pages) * PAGE_BYTES).min(size);
         let mut pieces: smallvec::SmallVec<[(u64, u64); 4]> = smallvec::SmallVec::new();
-        self.layout
-            .for_each_volume_piece(d.file, ByteRange::new(start, end - start), |vol, len| pieces.push((vol.0, len.0)));
-                let token = TAG_PAGE_IO | d.io as u64;
+        self.layout.for_each_volume_piece(
+            d.file,
+            ByteRange::new(start, end - start),
+            |vol, len| pieces.push((vol.0, len.0)),
+        );
+        let token = TAG_PAGE_IO | d.io as u64;
         // With ext3-like metadata, the first read of each group of blocks first reads the map block
         // that points to them (paper 000, Fig. 6), which makes the block stream semi-sequential.
         let mut off = start;
         while off < end {
-            if let Some(map) = self.layout.map_block(d.file, foresight_core::ByteOffset(off)) {
+            if let Some(map) = self
+                .layout
+                .map_block(d.file, foresight_core::ByteOffset(off))
+            {
                 if self.map_blocks_read.insert(map.0) {
                     pieces.insert(0, (map.0, PAGE_BYTES));
                 }
@@ -529,7 +591,14 @@ impl Sim {
                 Some(rc) => {
                     self.page_cache.add_part(d.io);
                     // The RAID driver sees block requests, not processes: one anonymous stream.
-                    rc.read(self.now, StreamId(0), foresight_policy::layout::VOLUME_FILE, lba * SECTOR_BYTES, sectors * SECTOR_BYTES, token);
+                    rc.read(
+                        self.now,
+                        StreamId(0),
+                        foresight_policy::layout::VOLUME_FILE,
+                        lba * SECTOR_BYTES,
+                        sectors * SECTOR_BYTES,
+                        token,
+                    );
                 }
                 None => {
                     // The volume reports a request once, when its last member part is done.
@@ -541,7 +610,7 @@ impl Sim {
     }
 
     /// Counts a prefetch that became more than one disk request (paper 000, Fig. 3).
-        fn count_split(&mut self, file: FileId, range: ByteRange) {
+    fn count_split(&mut self, file: FileId, range: ByteRange) {
         // Split means "reached more than one disk": a fetch whose bytes all lie in one strip is one
         // disk request even when a fragmented file puts it in two extents of that strip.
         if self.layout.striping().is_some() && self.layout.crosses_strip(file, range) {
@@ -552,7 +621,11 @@ impl Sim {
     fn volume_done(&mut self, token: u64) {
         let id = (token & ID_MASK) as u32;
         match token & !ID_MASK {
-            TAG_ARRAY_IO => self.raid_cache.as_mut().expect("array io without a RAID cache").part_done(self.now, id),
+            TAG_ARRAY_IO => self
+                .raid_cache
+                .as_mut()
+                .expect("array io without a RAID cache")
+                .part_done(self.now, id),
             _ => self.upward(token),
         }
     }
@@ -587,7 +660,7 @@ impl Sim {
         let kind = self.cfg.workload.kind;
         let st = &mut self.streams[s as usize];
         let (offset, bytes) = match kind {
-                        WorkloadKind::Streams | WorkloadKind::Webserver => {
+            WorkloadKind::Streams | WorkloadKind::Webserver => {
                 let off = st.next_offset;
                 let n = req.min(st.end_offset - off);
                 st.next_offset += n;
@@ -608,7 +681,14 @@ impl Sim {
             submit: self.now,
             op: Op::Read,
         });
-        self.page_cache.read(self.now, StreamId(s), FileId(file), offset, bytes, id as u64);
+        self.page_cache.read(
+            self.now,
+            StreamId(s),
+            FileId(file),
+            offset,
+            bytes,
+            id as u64,
+        );
     }
 
     /// Ruemmler and Wilkes' demerit figure of the replay, ms, when every record of a fully replayed
@@ -659,13 +739,24 @@ impl Sim {
             stream: r.device,
             offset: lba * SECTOR_BYTES,
             bytes: sectors * SECTOR_BYTES,
-            submit: if self.cfg.workload.closed { self.now } else { r.arrival },
+            submit: if self.cfg.workload.closed {
+                self.now
+            } else {
+                r.arrival
+            },
             op: r.op,
         });
         let token = TAG_TRACE | app as u64;
         match self.raid_cache.as_mut() {
             Some(rc) if r.op == Op::Read => {
-                rc.read(self.now, StreamId(r.device), foresight_policy::layout::VOLUME_FILE, lba * SECTOR_BYTES, sectors * SECTOR_BYTES, token);
+                rc.read(
+                    self.now,
+                    StreamId(r.device),
+                    foresight_policy::layout::VOLUME_FILE,
+                    lba * SECTOR_BYTES,
+                    sectors * SECTOR_BYTES,
+                    token,
+                );
             }
             _ => {
                 self.volume.submit(self.now, r.op, lba, sectors, token);
@@ -719,7 +810,7 @@ impl Sim {
             kind => {
                 let think = self.cfg.workload.think;
                 let st = &mut self.streams[a.stream as usize];
-                                let more = match kind {
+                let more = match kind {
                     WorkloadKind::Streams => {
                         self.done_work += a.bytes as f64;
                         st.next_offset < st.end_offset
@@ -751,7 +842,11 @@ impl Sim {
     }
 
     fn finish(mut self) -> RunOutput {
-        let elapsed = if self.finished() { self.last_completion } else { self.now };
+        let elapsed = if self.finished() {
+            self.last_completion
+        } else {
+            self.now
+        };
         let elapsed_s = elapsed.as_secs_f64();
         let cache = self.page_cache.cache();
         let stats = cache.stats();
@@ -806,9 +901,9 @@ impl Sim {
                 overhead_s: b.overhead.as_secs_f64(),
             },
             wall_s: 0.0,
-                        memory_peak_bytes: self.memory_peak_pages.max(cache.peak_pages()) * PAGE_BYTES,
+            memory_peak_bytes: self.memory_peak_pages.max(cache.peak_pages()) * PAGE_BYTES,
             seed: self.cfg.seed,
-                        policy: self.cfg.policy.name.clone(),
+            policy: self.cfg.policy.name.clone(),
             device: self.device_name.clone(),
             workload: format!("{:?}", self.cfg.workload.kind).to_lowercase(),
             streams: self.cfg.workload.streams,

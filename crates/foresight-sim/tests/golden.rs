@@ -9,11 +9,16 @@ use foresight_sim::{run, Report, RunOptions};
 
 fn sim(sets: &[&str]) -> Report {
     let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
-    run(&config(&sets), RunOptions::default()).expect("runs").report
+    run(&config(&sets), RunOptions::default())
+        .expect("runs")
+        .report
 }
 
 fn info(name: &str) -> foresight_device::presets::PresetInfo {
-    preset_infos().into_iter().find(|p| p.name == name).expect("preset")
+    preset_infos()
+        .into_iter()
+        .find(|p| p.name == name)
+        .expect("preset")
 }
 
 /// One stream of 1 MiB reads on cheetah-15k5 runs at 90-100% of the outer-zone media rate.
@@ -27,7 +32,12 @@ fn one_stream_reads_near_the_outer_media_rate() {
     ]);
     let outer = info("cheetah-15k5").media_mib_s_max;
     let ratio = r.throughput_mib_s / outer;
-    assert!((0.90..=1.0).contains(&ratio), "{:.1} MiB/s is {:.3} of {outer:.1}", r.throughput_mib_s, ratio);
+    assert!(
+        (0.90..=1.0).contains(&ratio),
+        "{:.1} MiB/s is {:.3} of {outer:.1}",
+        r.throughput_mib_s,
+        ratio
+    );
 }
 
 /// Random 4 KiB reads over the whole cheetah-15k5 average within 10% of
@@ -47,7 +57,12 @@ fn random_reads_cost_seek_plus_half_a_turn() {
     // The preset's read-miss overhead after a read is zero (Seagate-Cheetah15k5.diskspecs).
     let expected = p.avg_seek_ms + half_turn_ms + transfer_ms;
     let err = (r.mean_latency_ms - expected).abs() / expected;
-    assert!(err < 0.10, "mean {:.3} ms vs expected {expected:.3} ms ({:.1}% off)", r.mean_latency_ms, 100.0 * err);
+    assert!(
+        err < 0.10,
+        "mean {:.3} ms vs expected {expected:.3} ms ({:.1}% off)",
+        r.mean_latency_ms,
+        100.0 * err
+    );
 }
 
 /// The collapse the papers start from: under seqp with 128 KiB, 64 streams on wd800jd deliver

@@ -84,7 +84,7 @@ proptest! {
             "seed {seed}: buffers peaked at {} > M {} KiB + {} pass-through", r.raid_cache_peak_bytes, m_kib, allowance);
                 prop_assert!(r.memory_peak_bytes <= (64 << 20) + m_kib * 1024 + allowance);
         prop_assert_eq!(r.prefetched_bytes, 0, "the page cache above the scheduler reads on demand only");
-        prop_assert_eq!(r.app_bytes, streams as u64 * 8 << 20, "seed {}: not every byte delivered", seed);
+        prop_assert_eq!(r.app_bytes, (streams as u64 * 8) << 20, "seed {}: not every byte delivered", seed);
     }
 }
 

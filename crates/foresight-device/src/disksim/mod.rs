@@ -579,6 +579,7 @@ impl Importer<'_> {
             _ => ReadAheadMode::TrackAhead,
         };
         let max_ra = r.int_or("Maximum read-ahead (blks)", 0, 1 << 31, 0)? as u32;
+        let min_ra = r.int_or("Minimum read-ahead (blks)", 0, 1 << 31, 0)? as u32;
         // DiskSim: a zero maximum with scheme 3 fills the segment. `Read-ahead over requested = 0`
         // (prefetched data may not replace the data just read) bounds the read-ahead only in that
         // case; with a non-zero maximum DiskSim reads that far past the request and the segment
@@ -647,6 +648,7 @@ impl Importer<'_> {
             cache_segments: segments.max(1),
             cache_segment_sectors: segment_sectors.max(1),
             readahead_max_sectors: readahead_max_sectors.min(segment_sectors.max(1)),
+            readahead_min_sectors: min_ra.min(readahead_max_sectors.min(segment_sectors.max(1))),
             cache_enabled,
             readahead_mode,
             write_cache,

@@ -36,6 +36,9 @@ pub struct ReadAhead {
     pub origin_lba: u64,
     /// The stream stops before this sector (read-ahead budget, segment size or end of the disk).
     pub limit_lba: u64,
+    /// The drive reads ahead at least to this sector before it serves another command that needs
+    /// the head (minimum read-ahead); equal to `origin_lba` when there is no minimum.
+    pub floor_lba: u64,
 }
 
 /// One cache segment.
@@ -402,6 +405,7 @@ mod tests {
             origin_ns: 0.0,
             origin_lba: 20,
             limit_lba: 80,
+            floor_lba: 20,
         };
         c.fill(0, 0, 20, Some(ra));
         assert_eq!(c.streaming().map(|s| s.0), Some(0));

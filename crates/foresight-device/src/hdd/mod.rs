@@ -134,6 +134,10 @@ pub struct HddParams {
     pub cache_segment_sectors: u32,
     /// Most sectors the drive reads ahead after a media read (at most the segment size).
     pub readahead_max_sectors: u32,
+    /// Minimum read-ahead: after a read that went to the media the drive keeps reading ahead at
+    /// least this many sectors before it serves another command that needs the head (DiskSim's
+    /// `Minimum read-ahead (blks)`; 0 lets the next command stop the read-ahead at once).
+    pub readahead_min_sectors: u32,
     /// Whether the buffer caches data and reads ahead; when false it only matches speeds.
     pub cache_enabled: bool,
     /// How far the drive reads ahead after a media read.
@@ -189,6 +193,13 @@ impl HddParams {
                 "cache_segment_sectors",
                 0,
                 "segments must hold at least one sector",
+            ));
+        }
+        if self.readahead_min_sectors > self.cache_segment_sectors {
+            return Err(bad(
+                "readahead_min_sectors",
+                self.readahead_min_sectors,
+                "the minimum read-ahead fills at most one segment, so it can be at most cache_segment_sectors",
             ));
         }
         if self.readahead_max_sectors > self.cache_segment_sectors {
@@ -489,6 +500,41 @@ impl Hdd {
     }
 
     /// Where a read-ahead has got to at `t`: its next unread sector, at most its limit.
+    /// When the read-ahead `ra` has read every sector before `target` (at most its limit).
+    fn stream_time_to(&self, ra: &ReadAhead, target: u64) -> f64 {
+        let target = target.min(ra.limit_lba);
+        let mut tc = ra.origin_ns;
+        let mut lba = ra.origin_lba;
+        if lba >= target {
+            return tc;
+        }
+        let mut loc = self.geo.locate(Lba(lba));
+        let mut scratch = Gaps::default();
+        loop {
+            let spt = u64::from(self.geo.zones()[loc.zone].sectors_per_track);
+            let avail = (target - lba).min(spt - u64::from(loc.sector));
+            tc += avail as f64 * self.sector_ns[loc.zone];
+            lba += avail;
+            if lba >= target {
+                return tc;
+            }
+            let next = self.geo.locate(Lba(lba));
+            tc = self.switch_track(tc, loc, next, f64::INFINITY, &mut scratch);
+            loc = next;
+        }
+    }
+
+    /// A command that needs the head arrives at `t0` while a read-ahead runs: with a minimum
+    /// read-ahead the command waits until the read-ahead has reached it. Returns when the head is
+    /// free and where the read-ahead stopped.
+    fn settle_readahead(&self, ra: &ReadAhead, t0: f64) -> (f64, u64) {
+        let reach = self.stream_reach(ra, t0);
+        if reach >= ra.floor_lba {
+            return (t0, reach);
+        }
+        (self.stream_time_to(ra, ra.floor_lba).max(t0), ra.floor_lba)
+    }
+
     fn stream_reach(&self, ra: &ReadAhead, t: f64) -> u64 {
         let mut tc = ra.origin_ns;
         let mut lba = ra.origin_lba;
@@ -572,10 +618,12 @@ impl Hdd {
         } else {
             t_end
         };
+        let floor_lba = (end + u64::from(self.params.readahead_min_sectors)).min(limit_lba);
         Some(ReadAhead {
             origin_ns,
             origin_lba: end,
             limit_lba,
+            floor_lba,
         })
     }
 
@@ -671,8 +719,11 @@ impl Hdd {
                 }
             }
         }
-        // The head is needed: stop the read-ahead where it got to.
-        if let Some(r) = reach {
+        // The head is needed: stop the read-ahead where it got to, or where its minimum is.
+        let mut t0 = t0;
+        if let Some((_, ra)) = stream {
+            let (t_free, r) = self.settle_readahead(&ra, t0);
+            t0 = t_free;
             self.head_lba = r.min(self.geo.capacity_sectors() - 1);
             self.cache.stop_streaming(r);
         }
@@ -803,8 +854,10 @@ impl Hdd {
 
     fn serve_write(&mut self, t0: f64, lba: u64, end: u64) -> Service {
         let n = (end - lba) as f64;
+        let mut t0 = t0;
         if let Some((_, ra)) = self.cache.streaming() {
-            let r = self.stream_reach(&ra, t0);
+            let (t_free, r) = self.settle_readahead(&ra, t0);
+            t0 = t_free;
             self.head_lba = r.min(self.geo.capacity_sectors() - 1);
             self.cache.stop_streaming(r);
         }

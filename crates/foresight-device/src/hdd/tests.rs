@@ -531,3 +531,31 @@ fn read_ahead_schemes_stop_where_disksim_says() {
     // Not over the request: the read-ahead stops when the segment is full from the request on.
     assert_eq!(limit(ReadAheadMode::Budget, false, 990, 8), 990 + 374);
 }
+
+/// With a minimum read-ahead the drive finishes reading ahead before it turns to the next command,
+/// so interleaved streams with no think time still find their next requests in the cache (the
+/// DiskSim study of paper 001_9c47c4c84914efc3.txt, section 3, Fig. 6); without it each new command
+/// stops the read-ahead at once and every request is a miss.
+#[test]
+fn a_minimum_read_ahead_survives_back_to_back_commands() {
+    let hit_rate = |min_sectors: u32| {
+        let mut p = cheetah_15k5();
+        p.cache_segments = 8;
+        p.write_segments = 1;
+        p.readahead_min_sectors = min_sectors;
+        let mut d = Hdd::new(p);
+        let mut reqs = Vec::new();
+        for round in 0..20u64 {
+            for s in 0..4u64 {
+                reqs.push((Op::Read, s * 10_000_000 + round * 128, 128));
+            }
+        }
+        let res = drive_serial(&mut d, &reqs);
+        let later = &res[4..];
+        later.iter().filter(|(_, c)| c.cache_hit).count() as f64 / later.len() as f64
+    };
+    let without = hit_rate(0);
+    let with = hit_rate(1_200);
+    assert!(without < 0.05, "no minimum: hit rate {without}");
+    assert!(with > 0.9, "a full-segment minimum: hit rate {with}");
+}

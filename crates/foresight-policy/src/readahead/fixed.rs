@@ -38,7 +38,13 @@ impl Policy for FixedReadahead {
     }
 
     fn handle(&mut self, _now: Instant, input: Input) {
-        if let Input::Read { file, range, miss: Some(m), .. } = input {
+        if let Input::Read {
+            file,
+            range,
+            miss: Some(m),
+            ..
+        } = input
+        {
             let end = (range.end().0 + self.readahead_bytes).min(self.limit_bytes);
             if end > m.0 {
                 let id = self.ids.next_id();
@@ -77,9 +83,13 @@ mod tests {
             );
             p.poll_output()
         };
-        assert!(matches!(read(&mut p, 0, true), Some(Output::Fetch { range, .. }) if range == ByteRange::new(0, 65536 + (1 << 20))));
+        assert!(
+            matches!(read(&mut p, 0, true), Some(Output::Fetch { range, .. }) if range == ByteRange::new(0, 65536 + (1 << 20)))
+        );
         assert_eq!(read(&mut p, 65536, false), None);
         // Clipped at the end of the volume.
-        assert!(matches!(read(&mut p, (10 << 20) - 65536, true), Some(Output::Fetch { range, .. }) if range.end().0 == 10 << 20));
+        assert!(
+            matches!(read(&mut p, (10 << 20) - 65536, true), Some(Output::Fetch { range, .. }) if range.end().0 == 10 << 20)
+        );
     }
 }

@@ -41,7 +41,10 @@ impl Classifier {
     /// A classifier with regions of `offset_blocks` either side of a request, reporting a stream
     /// after `threshold` distinct requests.
     pub fn new(offset_blocks: u64, threshold: u32) -> Classifier {
-        assert!((1..=MAX_OFFSET_BLOCKS).contains(&offset_blocks), "offset out of range");
+        assert!(
+            (1..=MAX_OFFSET_BLOCKS).contains(&offset_blocks),
+            "offset out of range"
+        );
         assert!(threshold >= 1, "threshold must be positive");
         Classifier {
             offset_blocks,
@@ -118,7 +121,8 @@ impl Classifier {
 
     /// Drops regions untouched since `now - idle`.
     pub fn collect(&mut self, now: Instant, idle: Duration) {
-        self.regions.retain(|_, r| now.saturating_since(r.touched) < idle);
+        self.regions
+            .retain(|_, r| now.saturating_since(r.touched) < idle);
     }
 }
 

@@ -55,7 +55,7 @@ impl Default for StreamsConfig {
             per_turn: 1,
             memory_bytes: 16 << 20,
             timeout: Duration::from_secs(2),
-                        offset_blocks: 32,
+            offset_blocks: 32,
             threshold: 2,
         }
     }
@@ -64,9 +64,16 @@ impl Default for StreamsConfig {
 impl StreamsConfig {
     /// Checks the bounds and returns `D`: the given one, or `M / (R * N)`.
     pub fn dispatch_set(&self) -> Result<u32, PolicyError> {
-        let bad = |key: &'static str, message: String| Err(PolicyError::BadSetting { key, message });
+        let bad =
+            |key: &'static str, message: String| Err(PolicyError::BadSetting { key, message });
         if self.readahead_bytes == 0 || !self.readahead_bytes.is_multiple_of(PAGE_BYTES) {
-            return bad("readahead", format!("R = {} must be a positive multiple of 4 KiB", self.readahead_bytes));
+            return bad(
+                "readahead",
+                format!(
+                    "R = {} must be a positive multiple of 4 KiB",
+                    self.readahead_bytes
+                ),
+            );
         }
         if self.per_turn == 0 {
             return bad("per_turn", "N must be at least 1".into());
@@ -77,7 +84,10 @@ impl StreamsConfig {
         if !(1..=super::classify::MAX_OFFSET_BLOCKS).contains(&self.offset_blocks) {
             return bad(
                 "offset",
-                format!("must be between 1 and {} blocks", super::classify::MAX_OFFSET_BLOCKS),
+                format!(
+                    "must be between 1 and {} blocks",
+                    super::classify::MAX_OFFSET_BLOCKS
+                ),
             );
         }
         let turn_bytes = self.readahead_bytes * self.per_turn as u64;
@@ -119,7 +129,7 @@ struct Stream {
     /// End of what has been fetched or is being fetched.
     fetched_end: u64,
     inflight: Option<FetchId>,
-        reads_this_turn: u32,
+    reads_this_turn: u32,
     state: State,
     last_access: Instant,
     /// Buffers below this byte have been handed back to the cache.
@@ -199,23 +209,19 @@ impl StreamScheduler {
 
     fn on_read(&mut self, now: Instant, range: ByteRange, miss: bool) {
         let (start, end) = (range.start.0, range.end().0);
-        let sid = self
-            .by_position
-            .get(&start)
-            .copied()
-            .or_else(|| {
-                // A read inside a stream's buffered window (a client that skipped a little).
-                self.by_position
-                    .range(..=start)
-                    .next_back()
-                    .filter(|(_, id)| start < self.streams[id].fetched_end)
-                    .map(|(_, id)| *id)
-            });
+        let sid = self.by_position.get(&start).copied().or_else(|| {
+            // A read inside a stream's buffered window (a client that skipped a little).
+            self.by_position
+                .range(..=start)
+                .next_back()
+                .filter(|(_, id)| start < self.streams[id].fetched_end)
+                .map(|(_, id)| *id)
+        });
         match sid {
             Some(id) => {
                 let fetched_end = self.streams[&id].fetched_end;
                 self.set_consumed(id, end.max(self.streams[&id].consumed));
-                                let s = self.streams.get_mut(&id).expect("live stream");
+                let s = self.streams.get_mut(&id).expect("live stream");
                 s.last_access = now;
                 // Buffers the client has read past are freed at once (section 4.3: a stream leaves
                 // the buffered set when its last buffer is consumed), so unread buffers never
@@ -251,7 +257,7 @@ impl StreamScheduler {
             None => {
                 let block = start / PAGE_BYTES;
                 let blocks = (end - start).div_ceil(PAGE_BYTES);
-                                if self.classifier.observe(now, block, blocks) {
+                if self.classifier.observe(now, block, blocks) {
                     // A new stream. If this request still misses, it becomes the stream's first
                     // queued request: the stream's first read starts with it. Otherwise the stream
                     // starts where it ends. Either way it waits for its turn.
@@ -271,9 +277,9 @@ impl StreamScheduler {
                             fetched_end: from,
                             inflight: None,
                             reads_this_turn: 0,
-                                                        state: State::Waiting,
+                            state: State::Waiting,
                             last_access: now,
-                                                        released_to: from,
+                            released_to: from,
                         },
                     );
                     self.by_position.insert(end, id);
@@ -290,8 +296,12 @@ impl StreamScheduler {
     /// Fills the dispatch set from the waiting line, round-robin, within `D` and `M`.
     fn schedule(&mut self) {
         while self.dispatched < self.dispatch_max {
-            let Some(id) = self.waiting.pop_front() else { break };
-            let Some(s) = self.streams.get_mut(&id) else { continue };
+            let Some(id) = self.waiting.pop_front() else {
+                break;
+            };
+            let Some(s) = self.streams.get_mut(&id) else {
+                continue;
+            };
             if s.state != State::Waiting {
                 continue;
             }
@@ -341,8 +351,12 @@ impl StreamScheduler {
     }
 
     fn on_fetched(&mut self, id: FetchId) {
-        let Some(sid) = self.by_fetch.remove(&id) else { return };
-        let Some(s) = self.streams.get_mut(&sid) else { return };
+        let Some(sid) = self.by_fetch.remove(&id) else {
+            return;
+        };
+        let Some(s) = self.streams.get_mut(&sid) else {
+            return;
+        };
         s.inflight = None;
         if !self.issue(sid) {
             // The turn is over (N reads, or no memory): leave the dispatch set for the buffered set.
@@ -360,13 +374,17 @@ impl StreamScheduler {
         let stale: Vec<u32> = self
             .streams
             .iter()
-            .filter(|(_, s)| s.state == State::Idle && s.inflight.is_none() && now.saturating_since(s.last_access) >= timeout)
+            .filter(|(_, s)| {
+                s.state == State::Idle
+                    && s.inflight.is_none()
+                    && now.saturating_since(s.last_access) >= timeout
+            })
             .map(|(id, _)| *id)
             .collect();
         for id in stale {
             let s = self.streams.remove(&id).expect("listed");
             self.by_position.remove(&s.consumed);
-                        let held = Self::held_of(&s);
+            let held = Self::held_of(&s);
             self.held_bytes -= held;
             if s.fetched_end > s.released_to {
                 self.out.push_back(Output::Release {
@@ -375,8 +393,9 @@ impl StreamScheduler {
                 });
             }
         }
-                self.classifier.collect(now, REGION_IDLE);
-        self.next_gc = (!self.streams.is_empty() || self.classifier.regions() > 0).then(|| now + timeout);
+        self.classifier.collect(now, REGION_IDLE);
+        self.next_gc =
+            (!self.streams.is_empty() || self.classifier.regions() > 0).then(|| now + timeout);
         self.schedule();
     }
 }
@@ -388,13 +407,19 @@ impl crate::Policy for StreamScheduler {
 
     fn handle(&mut self, now: Instant, input: Input) {
         match input {
-            Input::Read { file, range, miss, .. } if file == VOLUME_FILE && !range.is_empty() => {
+            Input::Read {
+                file, range, miss, ..
+            } if file == VOLUME_FILE && !range.is_empty() => {
                 self.on_read(now, range, miss.is_some())
             }
             Input::Fetched { id, .. } => self.on_fetched(id),
             Input::MemoryPressure { available } => {
                 // Less room: lower M for admission, never below what is already held.
-                self.cfg.memory_bytes = self.cfg.memory_bytes.min(self.held_bytes + available.0).max(self.held_bytes);
+                self.cfg.memory_bytes = self
+                    .cfg
+                    .memory_bytes
+                    .min(self.held_bytes + available.0)
+                    .max(self.held_bytes);
             }
             Input::Read { .. } | Input::Hint { .. } => {}
         }
@@ -500,12 +525,21 @@ mod tests {
                 }
             ]
         );
-                // The next request falls in the fetch in flight (no miss): nothing to read.
+        // The next request falls in the fetch in flight (no miss): nothing to read.
         let out = read(&mut p, t, 2 * k, k, false);
-        assert!(out.iter().all(|o| matches!(o, Output::Release { .. })), "{out:?}");
+        assert!(
+            out.iter().all(|o| matches!(o, Output::Release { .. })),
+            "{out:?}"
+        );
         // The fetch completes and the turn ends (N = 1); the client reads the buffer, then past
         // it: that request waits for the stream's next turn instead of reading on its own.
-        p.handle(t, Input::Fetched { id: FetchId(0), ok: true });
+        p.handle(
+            t,
+            Input::Fetched {
+                id: FetchId(0),
+                ok: true,
+            },
+        );
         assert!(p.poll_output().is_none());
         let past = k + (1 << 20);
         let mut off = 3 * k;
@@ -518,9 +552,13 @@ mod tests {
             off += k;
         }
         let out = read(&mut p, t, past, k, true);
-        assert!(out.iter().any(|o| matches!(o, Output::Defer { .. })), "{out:?}");
         assert!(
-            out.iter().any(|o| matches!(o, Output::Fetch { range, .. } if range.start.0 == past)),
+            out.iter().any(|o| matches!(o, Output::Defer { .. })),
+            "{out:?}"
+        );
+        assert!(
+            out.iter()
+                .any(|o| matches!(o, Output::Fetch { range, .. } if range.start.0 == past)),
             "{out:?}"
         );
         assert!(p.held_bytes() <= 4 << 20);
@@ -535,12 +573,22 @@ mod tests {
         for s in 0..5u64 {
             let base = s << 30;
             for i in 0..2 {
-                fetches.extend(read(&mut p, t, base + i * k, k, true).into_iter().filter(|o| matches!(o, Output::Fetch { .. })));
+                fetches.extend(
+                    read(&mut p, t, base + i * k, k, true)
+                        .into_iter()
+                        .filter(|o| matches!(o, Output::Fetch { .. })),
+                );
             }
         }
         assert_eq!(fetches.len(), 2, "only D = 2 streams issue at once");
         // Completing a read ends that stream's turn (N = 1): the next waiting stream goes.
-        p.handle(t, Input::Fetched { id: FetchId(0), ok: true });
+        p.handle(
+            t,
+            Input::Fetched {
+                id: FetchId(0),
+                ok: true,
+            },
+        );
         let out: Vec<_> = std::iter::from_fn(|| p.poll_output()).collect();
         assert!(
             matches!(&out[..], [Output::Fetch { range, .. }] if range.start.0 >> 30 == 2),
@@ -555,12 +603,21 @@ mod tests {
         for i in 0..2 {
             read(&mut p, Instant::ZERO, i * k, k, true);
         }
-        p.handle(Instant::ZERO, Input::Fetched { id: FetchId(0), ok: true });
+        p.handle(
+            Instant::ZERO,
+            Input::Fetched {
+                id: FetchId(0),
+                ok: true,
+            },
+        );
         while p.poll_output().is_some() {}
         let t = p.poll_timeout().expect("gc scheduled");
         p.handle_timeout(t + Duration::from_secs(5));
         let out: Vec<_> = std::iter::from_fn(|| p.poll_output()).collect();
-        assert!(out.iter().any(|o| matches!(o, Output::Release { .. })), "{out:?}");
+        assert!(
+            out.iter().any(|o| matches!(o, Output::Release { .. })),
+            "{out:?}"
+        );
         assert_eq!(p.held_bytes(), 0);
         assert_eq!(p.stream_count(), 0);
     }

@@ -6,9 +6,9 @@
 //! shortens the simulated time of each run but keeps every point of every figure.
 
 mod collapse;
+pub mod drives;
 mod streams;
 mod striping;
-pub mod drives;
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;

@@ -57,7 +57,9 @@ fn series(name: &str, xs: &[u32], ys: impl Iterator<Item = f64>) -> Series {
 pub fn run(ctx: &Context<'_>) -> Result<Section, ExperimentError> {
     let duration = if ctx.quick { "40s" } else { "240s" };
     let counts: &[u32] = &[1, 10, 100, 1000];
-    let mut md = String::from("## streams: many sequential streams per disk, the host-level stream scheduler\n\n");
+    let mut md = String::from(
+        "## streams: many sequential streams per disk, the host-level stream scheduler\n\n",
+    );
     md.push_str(&format!(
         "One `{DEVICE}`, streams placed `disk_size / streams` apart, 64 KiB requests, one outstanding per \
          stream (paper 001, section 5); {duration} simulated per point.\n\n"
@@ -68,8 +70,17 @@ pub fn run(ctx: &Context<'_>) -> Result<Section, ExperimentError> {
     // Headline: none, seqp 128 KiB, streams R = 8 MiB, N = 1, M = 16 MiB.
     let variants: Vec<(&str, Vec<String>)> = vec![
         ("none", vec!["policy.name=none".into()]),
-        ("seqp 128KiB", vec!["policy.name=seqp".into(), "policy.readahead_max=128KiB".into()]),
-        ("streams R=8MiB N=1 M=16MiB", streams_policy("8MiB", 1, "16MiB", None)),
+        (
+            "seqp 128KiB",
+            vec![
+                "policy.name=seqp".into(),
+                "policy.readahead_max=128KiB".into(),
+            ],
+        ),
+        (
+            "streams R=8MiB N=1 M=16MiB",
+            streams_policy("8MiB", 1, "16MiB", None),
+        ),
     ];
     let mut configs = vec![];
     for (_, v) in &variants {
@@ -79,7 +90,9 @@ pub fn run(ctx: &Context<'_>) -> Result<Section, ExperimentError> {
     }
     let reports = run_all("streams", &configs, ctx)?;
     let at = |vi: usize, ni: usize| &reports[vi * counts.len() + ni];
-    let mut csv = String::from("streams,policy,throughput_mib_s,mean_latency_ms,memory_peak_bytes,raid_cache_peak_bytes\n");
+    let mut csv = String::from(
+        "streams,policy,throughput_mib_s,mean_latency_ms,memory_peak_bytes,raid_cache_peak_bytes\n",
+    );
     let mut lines = vec![];
     for (vi, (label, _)) in variants.iter().enumerate() {
         for (ni, n) in counts.iter().enumerate() {
@@ -89,7 +102,11 @@ pub fn run(ctx: &Context<'_>) -> Result<Section, ExperimentError> {
                 r.throughput_mib_s, r.mean_latency_ms, r.memory_peak_bytes, r.raid_cache_peak_bytes
             ));
         }
-        lines.push(series(label, counts, (0..counts.len()).map(|ni| at(vi, ni).throughput_mib_s)));
+        lines.push(series(
+            label,
+            counts,
+            (0..counts.len()).map(|ni| at(vi, ni).throughput_mib_s),
+        ));
     }
     let single = at(2, 0).throughput_mib_s;
     md.push_str("![streams](streams.png)\n\n| streams | none MiB/s | seqp 128KiB MiB/s | streams MiB/s | streams / seqp | streams / one stream |\n|---|---|---|---|---|---|\n");
@@ -105,8 +122,11 @@ pub fn run(ctx: &Context<'_>) -> Result<Section, ExperimentError> {
         ));
     }
     let idx100 = counts.iter().position(|&n| n == 100).expect("listed");
-    let tps: Vec<f64> = (1..counts.len()).map(|ni| at(2, ni).throughput_mib_s).collect();
-    let spread = tps.iter().cloned().fold(f64::MIN, f64::max) / tps.iter().cloned().fold(f64::MAX, f64::min);
+    let tps: Vec<f64> = (1..counts.len())
+        .map(|ni| at(2, ni).throughput_mib_s)
+        .collect();
+    let spread =
+        tps.iter().cloned().fold(f64::MIN, f64::max) / tps.iter().cloned().fold(f64::MAX, f64::min);
     md.push_str(&format!(
         "\nPaper: up to 4x over Linux and about 50 of 55 MB/s. Here, at 100 streams, `streams` delivers {:.2}x `seqp` \
          and {:.0}% of one stream's rate (one stream reads the outer zone; the hundred streams spread over every zone, \
@@ -143,12 +163,20 @@ pub fn run(ctx: &Context<'_>) -> Result<Section, ExperimentError> {
 
     // Fig. 10: read-ahead R with M = S * R * N (every stream dispatched).
     let fig_counts: &[u32] = &[1, 10, 30, 60, 100];
-    let rs: &[(&str, u64)] = &[("256KiB", 256), ("1MiB", 1024), ("2MiB", 2048), ("8MiB", 8192)];
+    let rs: &[(&str, u64)] = &[
+        ("256KiB", 256),
+        ("1MiB", 1024),
+        ("2MiB", 2048),
+        ("8MiB", 8192),
+    ];
     let mut configs = vec![];
     for &(r, r_kib) in rs {
         for &s in fig_counts {
             let m = format!("{}KiB", r_kib * s as u64);
-            configs.push(config(&with(base(s, duration), &streams_policy(r, 1, &m, Some(s)))));
+            configs.push(config(&with(
+                base(s, duration),
+                &streams_policy(r, 1, &m, Some(s)),
+            )));
         }
     }
     let fig10 = run_all("streams fig10", &configs, ctx)?;
@@ -161,14 +189,20 @@ pub fn run(ctx: &Context<'_>) -> Result<Section, ExperimentError> {
         |r| r.throughput_mib_s,
         "aggregate MiB/s",
     ));
-    results.insert("fig10".into(), sweep_json(fig_counts, rs.iter().map(|(r, _)| *r), &fig10));
+    results.insert(
+        "fig10".into(),
+        sweep_json(fig_counts, rs.iter().map(|(r, _)| *r), &fig10),
+    );
 
     // Fig. 11: memory M with D = M / (R * N), R = 8 MiB; Fig. 15 from the same runs.
     let ms: &[&str] = &["8MiB", "16MiB", "64MiB", "256MiB"];
     let mut configs = vec![];
     for &m in ms {
         for &s in fig_counts {
-            configs.push(config(&with(base(s, duration), &streams_policy("8MiB", 1, m, None))));
+            configs.push(config(&with(
+                base(s, duration),
+                &streams_policy("8MiB", 1, m, None),
+            )));
         }
     }
     let fig11 = run_all("streams fig11", &configs, ctx)?;
@@ -190,8 +224,13 @@ pub fn run(ctx: &Context<'_>) -> Result<Section, ExperimentError> {
         |r| r.mean_latency_ms,
         "mean response time, ms",
     ));
-    results.insert("fig11".into(), sweep_json(fig_counts, ms.iter().copied(), &fig11));
-        md.push_str("![fig10](streams_fig10.png)\n![fig11](streams_fig11.png)\n![fig15](streams_fig15.png)\n\n");
+    results.insert(
+        "fig11".into(),
+        sweep_json(fig_counts, ms.iter().copied(), &fig11),
+    );
+    md.push_str(
+        "![fig10](streams_fig10.png)\n![fig11](streams_fig11.png)\n![fig15](streams_fig15.png)\n\n",
+    );
 
     // The DiskSim study of section 3: the drive's and the controller's own caches, no host prefetching.
     let study_duration = if ctx.quick { "10s" } else { "60s" };
@@ -223,7 +262,10 @@ pub fn run(ctx: &Context<'_>) -> Result<Section, ExperimentError> {
         "streams_fig4",
         "Fig. 4: request size (segment = request, no drive read-ahead, 8 MiB cache)",
         study_counts,
-        req_kib.iter().map(|k| format!("{k} KiB requests")).collect(),
+        req_kib
+            .iter()
+            .map(|k| format!("{k} KiB requests"))
+            .collect(),
         &fig4,
         |r| r.throughput_mib_s,
         "aggregate MiB/s",
@@ -239,6 +281,8 @@ pub fn run(ctx: &Context<'_>) -> Result<Section, ExperimentError> {
                 "device.cache_segments=32".into(),
                 format!("device.segment_size={k}KiB"),
                 format!("device.drive_readahead={k}KiB"),
+                // DiskSim's study lets the drive fill the segment before it moves on.
+                format!("device.drive_readahead_min={k}KiB"),
             ],
         ));
     }
@@ -250,6 +294,7 @@ pub fn run(ctx: &Context<'_>) -> Result<Section, ExperimentError> {
                     format!("device.cache_segments={}", (8192 / k).max(1)),
                     format!("device.segment_size={k}KiB"),
                     format!("device.drive_readahead={k}KiB"),
+                    format!("device.drive_readahead_min={k}KiB"),
                 ],
             ));
         }
@@ -265,17 +310,29 @@ pub fn run(ctx: &Context<'_>) -> Result<Section, ExperimentError> {
             y_label: "aggregate MiB/s".into(),
             x_log2: true,
             y_log10: false,
-            series: vec![series("30 streams", &seg_x, fig6.iter().map(|r| r.throughput_mib_s))],
+            series: vec![series(
+                "30 streams",
+                &seg_x,
+                fig6.iter().map(|r| r.throughput_mib_s),
+            )],
         },
         csv: std::iter::once("segment_kib,throughput_mib_s\n".to_string())
-            .chain(seg_kib.iter().zip(fig6).map(|(k, r)| format!("{k},{:.3}\n", r.throughput_mib_s)))
+            .chain(
+                seg_kib
+                    .iter()
+                    .zip(fig6)
+                    .map(|(k, r)| format!("{k},{:.3}\n", r.throughput_mib_s)),
+            )
             .collect(),
     });
     figures.push(sweep_figure(
         "streams_fig7",
         "Fig. 7: an 8 MiB drive cache in segments of growing size",
         study_counts,
-        seg_kib.iter().map(|k| format!("{k} KiB segments")).collect(),
+        seg_kib
+            .iter()
+            .map(|k| format!("{k} KiB segments"))
+            .collect(),
         fig7,
         |r| r.throughput_mib_s,
         "aggregate MiB/s",
@@ -287,7 +344,10 @@ pub fn run(ctx: &Context<'_>) -> Result<Section, ExperimentError> {
         for &n in study_counts {
             configs.push(none(
                 n,
-                vec!["device.controller_cache=64MiB".into(), format!("device.controller_readahead={ra}")],
+                vec![
+                    "device.controller_cache=64MiB".into(),
+                    format!("device.controller_readahead={ra}"),
+                ],
             ));
         }
     }
@@ -387,13 +447,24 @@ pub fn run(ctx: &Context<'_>) -> Result<Section, ExperimentError> {
     })
 }
 
-fn sweep_figure(stem: &str, title: &str, xs: &[u32], names: Vec<String>, reports: &[Report], y: impl Fn(&Report) -> f64, y_label: &str) -> Figure {
+fn sweep_figure(
+    stem: &str,
+    title: &str,
+    xs: &[u32],
+    names: Vec<String>,
+    reports: &[Report],
+    y: impl Fn(&Report) -> f64,
+    y_label: &str,
+) -> Figure {
     let mut csv = String::from("series,streams,throughput_mib_s,mean_latency_ms\n");
     let mut lines = vec![];
     for (si, name) in names.iter().enumerate() {
         let rows = &reports[si * xs.len()..(si + 1) * xs.len()];
         for (x, r) in xs.iter().zip(rows) {
-            csv.push_str(&format!("{name},{x},{:.3},{:.3}\n", r.throughput_mib_s, r.mean_latency_ms));
+            csv.push_str(&format!(
+                "{name},{x},{:.3},{:.3}\n",
+                r.throughput_mib_s, r.mean_latency_ms
+            ));
         }
         lines.push(series(name, xs, rows.iter().map(&y)));
     }
@@ -411,7 +482,11 @@ fn sweep_figure(stem: &str, title: &str, xs: &[u32], names: Vec<String>, reports
     }
 }
 
-fn sweep_json<'a>(xs: &[u32], names: impl Iterator<Item = &'a str>, reports: &[Report]) -> serde_json::Value {
+fn sweep_json<'a>(
+    xs: &[u32],
+    names: impl Iterator<Item = &'a str>,
+    reports: &[Report],
+) -> serde_json::Value {
     let mut map = serde_json::Map::new();
     for (si, name) in names.enumerate() {
         let rows = &reports[si * xs.len()..(si + 1) * xs.len()];

@@ -32,7 +32,10 @@ fn iozone(n: u32, aggregate_mib: u64) -> Vec<String> {
     vec![
         "workload.kind=streams".into(),
         format!("workload.streams={n}"),
-        format!("workload.file_size={}MiB", (aggregate_mib / n as u64).max(1)),
+        format!(
+            "workload.file_size={}MiB",
+            (aggregate_mib / n as u64).max(1)
+        ),
         "workload.request=4KiB".into(),
         "workload.placement=contiguous".into(),
     ]
@@ -45,7 +48,11 @@ fn cat(a: Vec<String>, b: Vec<String>) -> Vec<String> {
 fn line(name: &str, xs: &[u32], rs: &[Report]) -> Series {
     Series {
         name: name.into(),
-        points: xs.iter().zip(rs).map(|(x, r)| (*x as f64, r.throughput_mib_s)).collect(),
+        points: xs
+            .iter()
+            .zip(rs)
+            .map(|(x, r)| (*x as f64, r.throughput_mib_s))
+            .collect(),
         dashed: name.starts_with("msp"),
     }
 }
@@ -73,7 +80,12 @@ pub fn run(ctx: &Context<'_>) -> Result<Section, ExperimentError> {
     let mut results = serde_json::Map::new();
 
     // Fig. 8 a, b, d, e.
-    let panels: [(&str, u64, u64); 4] = [("a", 128, 128), ("b", 128, 512), ("d", 256, 128), ("e", 256, 512)];
+    let panels: [(&str, u64, u64); 4] = [
+        ("a", 128, 128),
+        ("b", 128, 512),
+        ("d", 256, 128),
+        ("e", 256, 512),
+    ];
     let mut configs = vec![];
     for (_, strip, ra) in panels {
         for p in POLICIES {
@@ -93,9 +105,13 @@ pub fn run(ctx: &Context<'_>) -> Result<Section, ExperimentError> {
         let mut csv = String::from("policy,streams,throughput_mib_s,fetches,split_fetches\n");
         let mut series = vec![];
         for (qi, p) in POLICIES.iter().enumerate() {
-            let rs = &fig8[pi * per_panel + qi * STREAMS.len()..pi * per_panel + (qi + 1) * STREAMS.len()];
+            let rs = &fig8
+                [pi * per_panel + qi * STREAMS.len()..pi * per_panel + (qi + 1) * STREAMS.len()];
             for (n, r) in STREAMS.iter().zip(rs) {
-                csv.push_str(&format!("{p},{n},{:.3},{},{}\n", r.throughput_mib_s, r.fetches, r.split_fetches));
+                csv.push_str(&format!(
+                    "{p},{n},{:.3},{},{}\n",
+                    r.throughput_mib_s, r.fetches, r.split_fetches
+                ));
                 if p.ends_with("saseqp") {
                     split_total += r.split_fetches;
                 }
@@ -104,7 +120,12 @@ pub fn run(ctx: &Context<'_>) -> Result<Section, ExperimentError> {
         }
         figures.push(Figure {
             stem: format!("striping_fig8{name}"),
-            chart: chart(format!("Fig. 8{name}: strip {strip} KiB, max readahead {ra} KiB"), "concurrent streams", series, true),
+            chart: chart(
+                format!("Fig. 8{name}: strip {strip} KiB, max readahead {ra} KiB"),
+                "concurrent streams",
+                series,
+                true,
+            ),
             csv,
         });
     }
@@ -115,7 +136,10 @@ pub fn run(ctx: &Context<'_>) -> Result<Section, ExperimentError> {
     let mut configs = vec![];
     for n in c_streams {
         for ra in ras {
-            configs.push(config(&cat(array(128, ra, "seqp"), iozone(n, aggregate_mib))));
+            configs.push(config(&cat(
+                array(128, ra, "seqp"),
+                iozone(n, aggregate_mib),
+            )));
         }
     }
     let threshes: [u32; 4] = [4, 8, 16, 38];
@@ -141,7 +165,12 @@ pub fn run(ctx: &Context<'_>) -> Result<Section, ExperimentError> {
     }
     figures.push(Figure {
         stem: "striping_fig8c".into(),
-        chart: chart("Fig. 8c: SEQP against its maximum readahead, strip 128 KiB".into(), "max readahead, KiB", series, true),
+        chart: chart(
+            "Fig. 8c: SEQP against its maximum readahead, strip 128 KiB".into(),
+            "max readahead, KiB",
+            series,
+            true,
+        ),
         csv,
     });
     let mut csv = String::from("sc_thresh,streams,throughput_mib_s\n");
@@ -155,7 +184,12 @@ pub fn run(ctx: &Context<'_>) -> Result<Section, ExperimentError> {
     }
     figures.push(Figure {
         stem: "striping_fig8f".into(),
-        chart: chart("Fig. 8f: MSP+SEQP128 against SC_thresh".into(), "concurrent streams", series, true),
+        chart: chart(
+            "Fig. 8f: MSP+SEQP128 against SC_thresh".into(),
+            "concurrent streams",
+            series,
+            true,
+        ),
         csv,
     });
 
@@ -191,10 +225,16 @@ pub fn run(ctx: &Context<'_>) -> Result<Section, ExperimentError> {
     let mut csv = String::from("policy,readahead_kib,file_mib,throughput_mib_s,mean_latency_ms\n");
     for (p, rs) in [("seqp", w_seqp), ("saseqp", w_sa)] {
         for (ra, r) in web_ras.iter().zip(&rs[..web_ras.len()]) {
-            csv.push_str(&format!("{p},{ra},4,{:.3},{:.3}\n", r.throughput_mib_s, r.mean_latency_ms));
+            csv.push_str(&format!(
+                "{p},{ra},4,{:.3},{:.3}\n",
+                r.throughput_mib_s, r.mean_latency_ms
+            ));
         }
         for (s, r) in sizes.iter().zip(&rs[web_ras.len()..]) {
-            csv.push_str(&format!("{p},64,{s},{:.3},{:.3}\n", r.throughput_mib_s, r.mean_latency_ms));
+            csv.push_str(&format!(
+                "{p},64,{s},{:.3},{:.3}\n",
+                r.throughput_mib_s, r.mean_latency_ms
+            ));
         }
     }
     let web_ra_x: Vec<u32> = web_ras.iter().map(|&r| r as u32).collect();
@@ -203,7 +243,10 @@ pub fn run(ctx: &Context<'_>) -> Result<Section, ExperimentError> {
         chart: chart(
             "Fig. 10a: web server, 32 threads, 4 MiB mean files, strip 128 KiB".into(),
             "max readahead, KiB",
-            vec![line("seqp", &web_ra_x, &w_seqp[..web_ras.len()]), line("saseqp", &web_ra_x, &w_sa[..web_ras.len()])],
+            vec![
+                line("seqp", &web_ra_x, &w_seqp[..web_ras.len()]),
+                line("saseqp", &web_ra_x, &w_sa[..web_ras.len()]),
+            ],
             true,
         ),
         csv,
@@ -212,17 +255,61 @@ pub fn run(ctx: &Context<'_>) -> Result<Section, ExperimentError> {
     // The paper's factors beside ours.
     let ratio = |a: &Report, b: &Report| a.throughput_mib_s / b.throughput_mib_s;
     let rows: Vec<(String, f64, f64)> = vec![
-        ("Fig. 8a: SASEQP / SEQP at 64 streams".into(), 1.12, ratio(at(0, 1, 64), at(0, 0, 64))),
-        ("Fig. 8b: SASEQP / SEQP at 64 streams".into(), 1.69, ratio(at(1, 1, 64), at(1, 0, 64))),
-        ("Fig. 8d: SASEQP / SEQP at 64 streams".into(), 2.08, ratio(at(2, 1, 64), at(2, 0, 64))),
-        ("Fig. 8e: SASEQP / SEQP at 64 streams".into(), 1.82, ratio(at(3, 1, 64), at(3, 0, 64))),
-        ("Fig. 8a: MSP+SASEQP / SASEQP, 1 stream".into(), 2.4, ratio(at(0, 3, 1), at(0, 1, 1))),
-        ("Fig. 8b: MSP+SASEQP / SASEQP at 64 streams".into(), 1.0, ratio(at(1, 3, 64), at(1, 1, 64))),
-        ("Fig. 8b: SEQP512 / SEQP128, 1 stream".into(), 1.56, ratio(at(1, 0, 1), at(0, 0, 1))),
-        ("Fig. 10a: SASEQP / SEQP, web server, 64 KiB".into(), 3.1, ratio(&w_sa[0], &w_seqp[0])),
-        ("Fig. 10a: SASEQP / SEQP, web server, 128 KiB".into(), 1.3, ratio(&w_sa[1], &w_seqp[1])),
-        ("Fig. 10a: SASEQP / SEQP, web server, 256 KiB".into(), 2.6, ratio(&w_sa[2], &w_seqp[2])),
-        ("Fig. 10a: SASEQP / SEQP, web server, 512 KiB".into(), 1.9, ratio(&w_sa[3], &w_seqp[3])),
+        (
+            "Fig. 8a: SASEQP / SEQP at 64 streams".into(),
+            1.12,
+            ratio(at(0, 1, 64), at(0, 0, 64)),
+        ),
+        (
+            "Fig. 8b: SASEQP / SEQP at 64 streams".into(),
+            1.69,
+            ratio(at(1, 1, 64), at(1, 0, 64)),
+        ),
+        (
+            "Fig. 8d: SASEQP / SEQP at 64 streams".into(),
+            2.08,
+            ratio(at(2, 1, 64), at(2, 0, 64)),
+        ),
+        (
+            "Fig. 8e: SASEQP / SEQP at 64 streams".into(),
+            1.82,
+            ratio(at(3, 1, 64), at(3, 0, 64)),
+        ),
+        (
+            "Fig. 8a: MSP+SASEQP / SASEQP, 1 stream".into(),
+            2.4,
+            ratio(at(0, 3, 1), at(0, 1, 1)),
+        ),
+        (
+            "Fig. 8b: MSP+SASEQP / SASEQP at 64 streams".into(),
+            1.0,
+            ratio(at(1, 3, 64), at(1, 1, 64)),
+        ),
+        (
+            "Fig. 8b: SEQP512 / SEQP128, 1 stream".into(),
+            1.56,
+            ratio(at(1, 0, 1), at(0, 0, 1)),
+        ),
+        (
+            "Fig. 10a: SASEQP / SEQP, web server, 64 KiB".into(),
+            3.1,
+            ratio(&w_sa[0], &w_seqp[0]),
+        ),
+        (
+            "Fig. 10a: SASEQP / SEQP, web server, 128 KiB".into(),
+            1.3,
+            ratio(&w_sa[1], &w_seqp[1]),
+        ),
+        (
+            "Fig. 10a: SASEQP / SEQP, web server, 256 KiB".into(),
+            2.6,
+            ratio(&w_sa[2], &w_seqp[2]),
+        ),
+        (
+            "Fig. 10a: SASEQP / SEQP, web server, 512 KiB".into(),
+            1.9,
+            ratio(&w_sa[3], &w_seqp[3]),
+        ),
     ];
     md.push_str("![fig8a](striping_fig8a.png)\n![fig8b](striping_fig8b.png)\n![fig8d](striping_fig8d.png)\n![fig8e](striping_fig8e.png)\n");
     md.push_str("![fig8c](striping_fig8c.png)\n![fig8f](striping_fig8f.png)\n![fig10](striping_fig10.png)\n\n");
@@ -240,7 +327,10 @@ pub fn run(ctx: &Context<'_>) -> Result<Section, ExperimentError> {
     ));
     results.insert(
         "factors".into(),
-        json!(rows.iter().map(|(w, p, o)| json!({"what": w, "paper": p, "ours": o})).collect::<Vec<_>>()),
+        json!(rows
+            .iter()
+            .map(|(w, p, o)| json!({"what": w, "paper": p, "ours": o}))
+            .collect::<Vec<_>>()),
     );
     results.insert("saseqp_split_fetches".into(), json!(split_total));
     Ok(Section {

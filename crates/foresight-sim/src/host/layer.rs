@@ -95,7 +95,7 @@ pub struct CacheLayer {
 }
 
 impl CacheLayer {
-        /// A layer of `capacity_pages` pages driven by `policy`, with plain LRU replacement.
+    /// A layer of `capacity_pages` pages driven by `policy`, with plain LRU replacement.
     pub fn new(capacity_pages: u64, policy: Box<dyn Policy>) -> CacheLayer {
         Self::with_cache(PageCache::new(capacity_pages), policy)
     }
@@ -149,7 +149,15 @@ impl CacheLayer {
     }
 
     /// A read of `bytes` at `offset` of `file` by `stream`; `token` comes back in `done`.
-    pub fn read(&mut self, now: Instant, stream: StreamId, file: FileId, offset: u64, bytes: u64, token: u64) {
+    pub fn read(
+        &mut self,
+        now: Instant,
+        stream: StreamId,
+        file: FileId,
+        offset: u64,
+        bytes: u64,
+        token: u64,
+    ) {
         assert!(bytes > 0, "empty read");
         let req = Req {
             file,
@@ -189,7 +197,10 @@ impl CacheLayer {
         self.defer_seen = false;
         self.drain_policy(now, Some((file, first, last)));
         if self.defer_seen {
-            self.reqs[id as usize].as_mut().expect("live request").deferred = true;
+            self.reqs[id as usize]
+                .as_mut()
+                .expect("live request")
+                .deferred = true;
         }
         self.demand(id);
     }
@@ -216,7 +227,9 @@ impl CacheLayer {
         let mut done_now: SmallVec<[FetchId; 4]> = SmallVec::new();
         while let Some(out) = self.policy.poll_output() {
             match out {
-                Output::Fetch { id, file, range, .. } => {
+                Output::Fetch {
+                    id, file, range, ..
+                } => {
                     self.fetches += 1;
                     self.fetched.push((file, range));
                     let ios = self.fetch_pages(file, range, Some(id), trigger);
@@ -241,7 +254,10 @@ impl CacheLayer {
             // New fetches may cover reads that wait for the policy: let them look again.
             self.fetches_at_park = self.fetches;
             for id in std::mem::take(&mut self.parked) {
-                self.reqs[id as usize].as_mut().expect("parked request").blocked = false;
+                self.reqs[id as usize]
+                    .as_mut()
+                    .expect("parked request")
+                    .blocked = false;
                 self.demand(id);
             }
         }
@@ -254,7 +270,13 @@ impl CacheLayer {
 
     /// Issues reads for the missing pages of `range`; returns how many. Stops early, cutting a
     /// prefetch short, when memory is full of reads in flight.
-    fn fetch_pages(&mut self, file: FileId, range: ByteRange, fetch: Option<FetchId>, trigger: Option<(FileId, u64, u64)>) -> u32 {
+    fn fetch_pages(
+        &mut self,
+        file: FileId,
+        range: ByteRange,
+        fetch: Option<FetchId>,
+        trigger: Option<(FileId, u64, u64)>,
+    ) -> u32 {
         if range.is_empty() {
             return 0;
         }
@@ -278,7 +300,10 @@ impl CacheLayer {
             let start = p;
             while p <= last && self.cache.state(page_key(file.0, p)).is_none() {
                 let demand = matches!(trigger, Some((f, a, b)) if f == file && p >= a && p <= b);
-                if !self.cache.try_insert_in_flight(page_key(file.0, p), io, !demand) {
+                if !self
+                    .cache
+                    .try_insert_in_flight(page_key(file.0, p), io, !demand)
+                {
                     break;
                 }
                 p += 1;
@@ -332,7 +357,11 @@ impl CacheLayer {
                 }
                 Some(PageState::InFlight { io }) => {
                     if io != last_io {
-                        self.ios[io as usize].as_mut().expect("live io").waiters.push(id);
+                        self.ios[io as usize]
+                            .as_mut()
+                            .expect("live io")
+                            .waiters
+                            .push(id);
                         pending += 1;
                         last_io = io;
                     }
@@ -420,7 +449,9 @@ impl CacheLayer {
         }
         // Memory freed up for eviction: reads that found it full of in-flight pages go on.
         for _ in 0..self.blocked.len() {
-            let Some(b) = self.blocked.pop_front() else { break };
+            let Some(b) = self.blocked.pop_front() else {
+                break;
+            };
             self.demand(b);
             if self.reqs[b as usize].is_some_and(|r| r.blocked) {
                 // Still no room: it keeps its place at the head of the line.

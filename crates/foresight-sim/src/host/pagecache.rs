@@ -23,7 +23,10 @@ pub const MAX_PAGES_PER_FILE: u64 = 1 << 36;
 pub fn page_key(file: u32, page: u64) -> PageKey {
     const FILE_MASK: u64 = (1 << 28) - 1;
     assert!(page < MAX_PAGES_PER_FILE, "page index {page} too large");
-    assert!((file as u64) < FILE_MASK || file == u32::MAX, "file number {file} too large");
+    assert!(
+        (file as u64) < FILE_MASK || file == u32::MAX,
+        "file number {file} too large"
+    );
     (((file as u64) & FILE_MASK) << 36) | page
 }
 
@@ -45,7 +48,7 @@ const NIL: u32 = u32::MAX;
 struct Slot {
     key: PageKey,
     state: PageState,
-        prefetched_unused: bool,
+    prefetched_unused: bool,
     prev: u32,
     next: u32,
     stamp: u64,
@@ -71,7 +74,7 @@ pub struct PageCache {
     map: FxHashMap<PageKey, u32>,
     slots: Vec<Slot>,
     free: Vec<u32>,
-        /// Most recently used cached page of each list: `READ` (demand pages and prefetched pages
+    /// Most recently used cached page of each list: `READ` (demand pages and prefetched pages
     /// already read) and `UNREAD` (prefetched pages not read yet).
     head: [u32; 2],
     /// Least recently used cached page of each list.
@@ -94,7 +97,7 @@ impl PageCache {
             map: FxHashMap::default(),
             slots: Vec::new(),
             free: Vec::new(),
-                        head: [NIL; 2],
+            head: [NIL; 2],
             tail: [NIL; 2],
             clock: 0,
             protect_unread: false,
@@ -104,7 +107,7 @@ impl PageCache {
         }
     }
 
-        /// A cache that evicts pages already read before prefetched pages not yet read: the
+    /// A cache that evicts pages already read before prefetched pages not yet read: the
     /// semantics of a stream scheduler's buffers, which are kept until their client reads them
     /// (paper 001_9c47c4c84914efc3.txt, section 4.3). Plain LRU otherwise.
     pub fn protecting_unread(capacity_pages: u64) -> PageCache {
@@ -221,7 +224,7 @@ impl PageCache {
         let slot = Slot {
             key,
             state: PageState::InFlight { io },
-                        prefetched_unused: prefetched,
+            prefetched_unused: prefetched,
             prev: NIL,
             next: NIL,
             stamp: 0,
@@ -294,7 +297,7 @@ impl PageCache {
     /// Records an application read of a cached page: it becomes most recently used, and a
     /// prefetched page counts as used.
     pub fn touch(&mut self, key: PageKey) {
-                let Some(&s) = self.map.get(&key) else { return };
+        let Some(&s) = self.map.get(&key) else { return };
         let cached = self.slots[s as usize].state == PageState::Cached;
         if cached {
             self.unlink(s);
@@ -332,7 +335,7 @@ mod tests {
         assert_eq!(c.used_pages(), 2);
     }
 
-        #[test]
+    #[test]
     fn protecting_unread_evicts_read_pages_first() {
         let mut c = PageCache::protecting_unread(2);
         assert!(c.try_insert_in_flight(page_key(0, 0), 1, true));

@@ -76,16 +76,29 @@ pub struct Volume {
 }
 
 impl Volume {
-        /// A volume over `members` mapped as given, each member behind its own block queue (built by
+    /// A volume over `members` mapped as given, each member behind its own block queue (built by
     /// `queue`), optionally behind one controller of bandwidth `controller`.
-    pub fn new(members: Vec<Box<dyn Device>>, mapping: Mapping, controller: Option<Bandwidth>, queue: impl Fn() -> BlockQueue) -> Volume {
+    pub fn new(
+        members: Vec<Box<dyn Device>>,
+        mapping: Mapping,
+        controller: Option<Bandwidth>,
+        queue: impl Fn() -> BlockQueue,
+    ) -> Volume {
         assert!(!members.is_empty());
         match mapping {
             Mapping::Single => assert_eq!(members.len(), 1, "several members need a mapping"),
-            Mapping::Striped(s) => assert_eq!(s.disks as usize, members.len(), "striping must name every member"),
+            Mapping::Striped(s) => assert_eq!(
+                s.disks as usize,
+                members.len(),
+                "striping must name every member"
+            ),
             Mapping::Concat => {}
         }
-        let member_sectors = members.iter().map(|m| m.capacity().0 / SECTOR_BYTES).min().expect("non-empty");
+        let member_sectors = members
+            .iter()
+            .map(|m| m.capacity().0 / SECTOR_BYTES)
+            .min()
+            .expect("non-empty");
         let capacity_sectors = match mapping {
             Mapping::Single => member_sectors,
             Mapping::Striped(s) => {
@@ -103,7 +116,7 @@ impl Volume {
                     in_device: FxHashMap::default(),
                 })
                 .collect(),
-                        mapping,
+            mapping,
             member_sectors,
             controller,
             link_free: Instant::ZERO,
@@ -116,7 +129,7 @@ impl Volume {
         }
     }
 
-        /// Addressable sectors.
+    /// Addressable sectors.
     pub fn capacity_sectors(&self) -> u64 {
         self.capacity_sectors
     }
@@ -140,13 +153,15 @@ impl Volume {
 
     /// Whether every member queue can take `pieces` more requests.
     pub fn has_room(&self, pieces: usize) -> bool {
-        self.members.iter().all(|m| m.queue.len() + pieces <= m.queue.limit())
+        self.members
+            .iter()
+            .all(|m| m.queue.len() + pieces <= m.queue.limit())
     }
 
     /// The member requests a volume range becomes: `(member, member lba, sectors)` pieces, split at
     /// strip boundaries and merged where contiguous on one member.
     pub fn for_each_piece(&self, lba: u64, sectors: u64, mut each: impl FnMut(usize, u64, u64)) {
-                match self.mapping {
+        match self.mapping {
             Mapping::Single => each(0, lba, sectors),
             Mapping::Concat => {
                 let mut pos = lba;
@@ -159,8 +174,9 @@ impl Volume {
                 }
             }
             Mapping::Striped(s) => {
-                let raid = foresight_device::raid0::Raid0Layout::new(s.disks as usize, s.strip_bytes)
-                    .expect("striping validated by the config");
+                let raid =
+                    foresight_device::raid0::Raid0Layout::new(s.disks as usize, s.strip_bytes)
+                        .expect("striping validated by the config");
                 let mut pos = lba;
                 // Raid0Layout takes u32 sector counts: walk very large requests in chunks.
                 while pos < lba + sectors {
@@ -175,7 +191,10 @@ impl Volume {
     /// Submits a volume request; `token` comes back from [`Volume::advance`] when it completes.
     /// Returns the number of member requests it became.
     pub fn submit(&mut self, now: Instant, op: Op, lba: u64, sectors: u64, token: u64) -> u32 {
-        assert!(sectors > 0 && lba + sectors <= self.capacity_sectors, "volume request out of range");
+        assert!(
+            sectors > 0 && lba + sectors <= self.capacity_sectors,
+            "volume request out of range"
+        );
         let job = match self.free_jobs.pop() {
             Some(j) => j,
             None => {
@@ -210,7 +229,15 @@ impl Volume {
             while m.device.can_accept() {
                 let Some(r) = m.queue.pop(now) else { break };
                 self.stats.breakdown.queue += now - r.arrival;
-                if std::env::var_os("FS_DEBUG").is_some() { eprintln!("DBG {} lba {} n {} tokens {:?}", now.as_secs_f64(), r.lba, r.sectors, r.tokens); }
+                if std::env::var_os("FS_DEBUG").is_some() {
+                    eprintln!(
+                        "DBG {} lba {} n {} tokens {:?}",
+                        now.as_secs_f64(),
+                        r.lba,
+                        r.sectors,
+                        r.tokens
+                    );
+                }
                 m.device.submit(
                     now,
                     DevRequest {
@@ -225,10 +252,14 @@ impl Volume {
         }
     }
 
-        /// The earliest instant a member or the controller needs advancing.
+    /// The earliest instant a member or the controller needs advancing.
     pub fn next_event(&self) -> Option<Instant> {
         let link = self.link.front().map(|(t, _)| *t);
-        self.members.iter().filter_map(|m| m.device.next_event()).chain(link).min()
+        self.members
+            .iter()
+            .filter_map(|m| m.device.next_event())
+            .chain(link)
+            .min()
     }
 
     fn part_done(&mut self, job: u32, done: &mut Vec<u64>) {
@@ -257,7 +288,7 @@ impl Volume {
                 self.stats.device_requests += 1;
                 self.stats.device_bytes += r.sectors as u64 * SECTOR_BYTES;
                 self.stats.device_cache_hits += c.cache_hit as u64;
-                                self.stats.breakdown.add(&c.breakdown);
+                self.stats.breakdown.add(&c.breakdown);
                 match self.controller {
                     None => {
                         for &job in &r.tokens {
@@ -293,16 +324,27 @@ mod tests {
 
     fn striped(disks: u32, strip_sectors: u64) -> Volume {
         let members = (0..disks)
-            .map(|_| foresight_device::presets::build(&foresight_device::presets::preset("cheetah-15k5").expect("preset")))
+            .map(|_| {
+                foresight_device::presets::build(
+                    &foresight_device::presets::preset("cheetah-15k5").expect("preset"),
+                )
+            })
             .collect();
-                Volume::new(
+        Volume::new(
             members,
             Mapping::Striped(Striping {
                 disks,
                 strip_bytes: strip_sectors * SECTOR_BYTES,
             }),
             None,
-            || BlockQueue::new(crate::config::Scheduler::Noop, 1024, Duration::from_millis(500), 64),
+            || {
+                BlockQueue::new(
+                    crate::config::Scheduler::Noop,
+                    1024,
+                    Duration::from_millis(500),
+                    64,
+                )
+            },
         )
     }
 
@@ -313,7 +355,7 @@ mod tests {
         // Sectors 4..28 touch strips 0 (disk 0), 1 (disk 1), 2 (disk 2), 3 (disk 3).
         v.for_each_piece(4, 24, |d, l, n| pieces.push((d, l, n)));
         assert_eq!(pieces, vec![(0, 4, 4), (1, 0, 8), (2, 0, 8), (3, 0, 4)]);
-                // A whole stripe plus one strip: disk 0 gets strips 0 and 5, contiguous on the member, as
+        // A whole stripe plus one strip: disk 0 gets strips 0 and 5, contiguous on the member, as
         // one request.
         let mut pieces = vec![];
         v.for_each_piece(0, 48, |d, l, n| pieces.push((d, l, n)));
@@ -321,14 +363,23 @@ mod tests {
         assert_eq!(pieces.len(), 5);
     }
 
-        #[test]
+    #[test]
     fn a_controller_caps_the_members_together() {
         let members: Vec<Box<dyn Device>> = (0..4)
-            .map(|_| foresight_device::presets::build(&foresight_device::presets::preset("cheetah-15k5").expect("preset")))
+            .map(|_| {
+                foresight_device::presets::build(
+                    &foresight_device::presets::preset("cheetah-15k5").expect("preset"),
+                )
+            })
             .collect();
         let rate = Bandwidth::from_mib_s(100.0);
         let mut v = Volume::new(members, Mapping::Concat, Some(rate), || {
-            BlockQueue::new(crate::config::Scheduler::Noop, 2048, Duration::from_millis(500), 64)
+            BlockQueue::new(
+                crate::config::Scheduler::Noop,
+                2048,
+                Duration::from_millis(500),
+                64,
+            )
         });
         let per = v.member_sectors();
         // 64 MiB from each of the four members, 256 MiB in all, through a 100 MiB/s controller.
@@ -347,7 +398,10 @@ mod tests {
             v.advance(t, &mut done);
         }
         let secs = t.as_secs_f64();
-        assert!(secs >= 2.56 * 0.999, "256 MiB crossed a 100 MiB/s controller in {secs} s");
+        assert!(
+            secs >= 2.56 * 0.999,
+            "256 MiB crossed a 100 MiB/s controller in {secs} s"
+        );
         let mut pieces = vec![];
         v.for_each_piece(per - 8, 16, |d, l, n| pieces.push((d, l, n)));
         assert_eq!(pieces, vec![(0, per - 8, 8), (1, 0, 8)]);
