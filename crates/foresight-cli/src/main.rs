@@ -77,34 +77,61 @@ A config is TOML; every key can also be set with --set KEY=VALUE (later wins). S
 
   seed = 1                       every random draw comes from this
   [device]
-  kind = \"hdd\"                   hdd | ssd | raid0
-  preset = \"wd800jd\"             see `foresight devices` (for raid0: the member disk)
-  disks = 5                      raid0 members
+  kind = \"hdd\"                   hdd | ssd | raid0 | jbod
+  preset = \"wd800jd\"             see `foresight devices` (raid0/jbod: the member disk)
+  disksim = \"PATH.diskspecs\"     import the disk from DiskSim 4.0 files instead of a preset
+  disks = 5                      raid0/jbod members
   strip = \"128KiB\"               raid0 strip size
   queue_depth = 1                device command queue (default: the preset's)
+  cache_segments = 16            drive cache: number of segments (default: the preset's)
+  segment_size = \"512KiB\"        drive cache: segment size
+  drive_readahead = \"512KiB\"     drive read-ahead after a miss
+  drive_readahead_min = \"0\"      drive reads ahead at least this far before the next command
+  controller_mib_s = 429         one controller's aggregate bandwidth in front of every member
+  controller_cache = \"0\"         controller cache (block level, below the host)
+  controller_readahead = \"0\"     controller read-ahead beyond each miss
   [host]
   memory = \"1GiB\"                page cache: the memory budget
-  scheduler = \"deadline\"         noop | deadline
+  scheduler = \"deadline\"         noop | deadline (one queue per member disk)
   max_request = \"512KiB\"         largest merged block request
   read_expire = \"500ms\"          deadline scheduler's read deadline
+  raid_cache = \"0\"               the RAID driver's own cache (needed by msp+...)
   [policy]
-  name = \"seqp\"                  none | seqp
-  readahead_max = \"128KiB\"       largest readahead window
+  name = \"seqp\"                  none | seqp | saseqp | msp+seqp | msp+saseqp | streams
+  readahead_max = \"128KiB\"       largest readahead window (seqp, saseqp)
+  sc_max = 42                    MSP: sequential counter cap
+  sc_thresh = 38                 MSP: counter value that starts stripe prefetching
+  sps_max = 8                    MSP: most stripes prefetched per step
+  readahead = \"8MiB\"             streams: R, bytes per disk read
+  per_turn = 1                   streams: N, reads per turn in the dispatch set
+  memory = \"16MiB\"               streams: M, buffer memory (M >= D*R*N)
+  dispatch = 2                   streams: D (default M / (R*N))
+  timeout = \"2s\"                 streams: how long unread buffers and idle streams live
+  offset = 32                    streams: classifier region half-width, 4 KiB blocks
+  threshold = 2                  streams: distinct requests that make a stream
   [workload]
-  kind = \"streams\"               streams | random | trace
-  streams = 1                    concurrent clients
-  file_size = \"128MiB\"           per-client file (random: one shared file; 0 = whole volume)
+  kind = \"streams\"               streams | random | trace | webserver
+  streams = 1                    concurrent clients (webserver: threads)
+  file_size = \"128MiB\"           per-client file (random: one shared file, 0 = whole volume;
+                                 webserver: mean file size)
+  files = 1000                   webserver: files in the set
   request = \"64KiB\"              bytes per read
   think = \"0s\"                   pause between a completion and the next read
   duration = \"30s\"               stop after this much simulated time (default: run to the end)
-  requests = 1000                random: reads per client
-  placement = \"spread\"           spread | contiguous
+  requests = 1000                random: reads per client; webserver: files per thread
+  placement = \"spread\"           spread | contiguous | aligned | fragmented
+  extent = \"1MiB\"                fragmented: mean extent size
+  metadata = false               ext3-like indirect blocks among file data
   trace = \"PATH\"                 trace: the file
   format = \"disksim\"             trace: disksim | msr | mqsim
   closed = false                 trace: issue each request when the previous completes
 
-Example:
-  foresight sim --set device.preset=cheetah-15k5 --set workload.streams=64 --json";
+Examples:
+  foresight sim --set device.preset=cheetah-15k5 --set workload.streams=64 --json
+  foresight sim --set policy.name=streams --set workload.streams=100 --set workload.duration=60s
+  foresight sim --set workload.kind=trace --set workload.format=disksim \\
+      --set workload.trace=../shared/data/disksim/atlas10k.trace \\
+      --set device.disksim=../shared/data/disksim/atlas10k.diskspecs --set host.scheduler=noop --json";
 
 /// An error caused by the user's input: exit code 2.
 #[derive(Debug)]

@@ -87,3 +87,35 @@ fn many_streams_collapse_under_small_readahead() {
     let share = positioning_share(&many);
     assert!(share > 0.5, "seek+rotate share {share:.2}");
 }
+
+/// Paper 000's Fig. 3/4 property at the array level: under `saseqp` no fetch reaches more than one
+/// disk, whatever the placement (contiguous, aligned, fragmented, spread, with or without ext3-like
+/// metadata), while `seqp` on the same files splits.
+#[test]
+fn saseqp_never_splits_a_fetch_on_any_placement() {
+    for placement in ["contiguous", "aligned", "fragmented", "spread"] {
+        for metadata in ["false", "true"] {
+            let run = |policy: &str| {
+                sim(&[
+                    "device.kind=raid0",
+                    "device.preset=cheetah-15k4",
+                    "device.disks=5",
+                    "device.strip=128KiB",
+                    &format!("policy.name={policy}"),
+                    "policy.readahead_max=512KiB",
+                    "workload.streams=8",
+                    "workload.file_size=64MiB",
+                    "workload.request=4KiB",
+                    &format!("workload.placement={placement}"),
+                    "workload.extent=300KiB",
+                    &format!("workload.metadata={metadata}"),
+                ])
+            };
+            let sa = run("saseqp");
+            assert!(sa.fetches > 1000, "{placement}: {} fetches", sa.fetches);
+            assert_eq!(sa.split_fetches, 0, "{placement}, metadata {metadata}");
+            let se = run("seqp");
+            assert!(se.split_fetches > 0, "{placement}: seqp never split");
+        }
+    }
+}
