@@ -229,15 +229,6 @@ impl Volume {
             while m.device.can_accept() {
                 let Some(r) = m.queue.pop(now) else { break };
                 self.stats.breakdown.queue += now - r.arrival;
-                if std::env::var_os("FS_DEBUG").is_some() {
-                    eprintln!(
-                        "DBG {} lba {} n {} tokens {:?}",
-                        now.as_secs_f64(),
-                        r.lba,
-                        r.sectors,
-                        r.tokens
-                    );
-                }
                 m.device.submit(
                     now,
                     DevRequest {
