@@ -97,7 +97,7 @@ A config is TOML; every key can also be set with --set KEY=VALUE (later wins). S
   read_expire = \"500ms\"          deadline scheduler's read deadline
   raid_cache = \"0\"               the RAID driver's own cache (needed by msp+...)
   [policy]
-  name = \"seqp\"                  none | seqp | saseqp | msp+seqp | msp+saseqp | streams
+  name = \"seqp\"                  none | seqp | saseqp | msp+seqp | msp+saseqp | streams | directed
   readahead_max = \"128KiB\"       largest readahead window (seqp, saseqp)
   sc_max = 42                    MSP: sequential counter cap
   sc_thresh = 38                 MSP: counter value that starts stripe prefetching
@@ -109,8 +109,13 @@ A config is TOML; every key can also be set with --set KEY=VALUE (later wins). S
   timeout = \"2s\"                 streams: how long unread buffers and idle streams live
   offset = 32                    streams: classifier region half-width, 4 KiB blocks
   threshold = 2                  streams: distinct requests that make a stream
+  directed_memory = \"896MiB\"     directed: most hinted bytes one stream's window holds
+                                 (default 7/8 of host.memory)
+  infill_max = \"auto\"            directed: largest gap read through, a size or auto (from
+                                 the drive's seek curve and media rate; 0 on an SSD)
+  contention = true              directed: shrink the window when prefetches are evicted
   [workload]
-  kind = \"streams\"               streams | random | trace | webserver
+  kind = \"streams\"               streams | random | trace | webserver | scan | tiles | gaps
   streams = 1                    concurrent clients (webserver: threads)
   file_size = \"128MiB\"           per-client file (random: one shared file, 0 = whole volume;
                                  webserver: mean file size)
@@ -125,6 +130,11 @@ A config is TOML; every key can also be set with --set KEY=VALUE (later wins). S
   trace = \"PATH\"                 trace: the file
   format = \"disksim\"             trace: disksim | msr | mqsim
   closed = false                 trace: issue each request when the previous completes
+  tile = \"8KiB\"                  tiles: bytes of one tile row segment (one read)
+  tiles_across = 64              tiles: image width in tiles (read column by column)
+  gap = \"64KiB\"                  gaps: bytes between reads (scan, tiles, gaps disclose
+                                 their whole order to the policy before the first read)
+  gap_dist = \"fixed\"             gaps: fixed | exponential (gaps drawn with mean `gap`)
 
 Examples:
   foresight sim --set device.preset=cheetah-15k5 --set workload.streams=64 --json

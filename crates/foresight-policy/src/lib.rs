@@ -8,6 +8,7 @@
 //! real files. Policies see where file bytes live through [`layout::Layout`], never through a device.
 
 pub mod budget;
+pub mod directed;
 pub mod layout;
 pub mod readahead;
 pub mod streams;
@@ -150,6 +151,9 @@ pub struct PolicyConfig {
     /// The stream scheduler's settings (`D`, `R`, `N`, `M`, timeout, classifier), paper
     /// 001_9c47c4c84914efc3.txt section 4.
     pub streams: streams::StreamsConfig,
+    /// The `directed` policy's settings (paper 003_eb9cef22f2823582.txt): window memory, infill,
+    /// contention controller and the device figures `infill_max = "auto"` needs.
+    pub directed: directed::DirectedConfig,
 }
 
 impl Default for PolicyConfig {
@@ -162,6 +166,7 @@ impl Default for PolicyConfig {
             sc_thresh: msp.sc_thresh,
             sps_max_stripes: msp.sps_max_stripes,
             streams: streams::StreamsConfig::default(),
+            directed: directed::DirectedConfig::default(),
         }
     }
 }
@@ -180,7 +185,8 @@ impl PolicyConfig {
     /// policy the name picks, so that a bad value is reported before the run that would use it.
     /// `readahead_max` is checked by the readahead policies that use it.
     pub fn validate(&self) -> Result<(), PolicyError> {
-        self.msp_settings().validate()
+        self.msp_settings().validate()?;
+        self.directed.validate()
     }
 }
 
@@ -193,6 +199,7 @@ pub const POLICY_NAMES: &[&str] = &[
     "msp+seqp",
     "msp+saseqp",
     "streams",
+    "directed",
 ];
 
 /// Why a policy could not be built.
@@ -232,6 +239,7 @@ fn build_file_level(
         "none" => Ok(Box::new(readahead::NoPrefetch::new())),
         "seqp" => Ok(Box::new(readahead::Seqp::new(cfg.readahead_max, layout)?)),
         "saseqp" => Ok(Box::new(readahead::Saseqp::new(cfg.readahead_max, layout)?)),
+        "directed" => Ok(Box::new(directed::Directed::new(&cfg.directed, layout)?)),
         other if POLICY_NAMES.contains(&other) => Err(PolicyError::NeedsStack(other.to_string())),
         other => Err(PolicyError::UnknownName(other.to_string())),
     }

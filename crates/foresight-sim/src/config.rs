@@ -130,6 +130,25 @@ pub enum WorkloadKind {
     /// FileBench's web server: threads each read whole files picked at random from a set whose
     /// sizes have mean `file_size`.
     Webserver,
+    /// A table scan through an index (paper 003): each client reads its own table of `file_size`
+    /// in pages of `request` bytes, in a random-permutation order disclosed up front as a hint.
+    Scan,
+    /// A row-major image of `tiles_across` tiles per row, read column of tiles by column of tiles:
+    /// each read is one tile row segment of `tile` bytes; the order is disclosed up front.
+    Tiles,
+    /// Sorted reads of `request` bytes separated by gaps of `gap` bytes (fixed, or exponentially
+    /// distributed with that mean), disclosed up front: the infill sweep of paper 003, Fig. 2.
+    Gaps,
+}
+
+/// How the gaps of a `gaps` workload are drawn.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum GapDist {
+    /// Every gap is `workload.gap`.
+    Fixed,
+    /// Gaps are exponential with mean `workload.gap` (sorted random reads in a region).
+    Exponential,
 }
 
 pub use foresight_policy::layout::Placement;
@@ -164,6 +183,14 @@ pub struct WorkloadConfig {
     /// Replay the trace closed-loop (next request when the previous completes) instead of at the
     /// trace's own arrival times.
     pub closed: bool,
+    /// Bytes of one tile row segment (`tiles`).
+    pub tile: ByteLen,
+    /// Image width in tiles (`tiles`).
+    pub tiles_across: u64,
+    /// Gap between reads (`gaps`), or its mean.
+    pub gap: ByteLen,
+    /// How gaps are drawn (`gaps`).
+    pub gap_dist: GapDist,
 }
 
 /// A whole simulation config.
@@ -634,6 +661,40 @@ impl SimConfig {
                 )?,
                 threshold: p.int("threshold", sd.threshold as u64, 1, 1000)? as u32,
             },
+            directed: foresight_policy::directed::DirectedConfig {
+                memory_bytes: p
+                    .size(
+                        "directed_memory",
+                        ByteLen(host.memory.0 / 8 * 7),
+                        ByteLen(0),
+                        MAX_SIZE,
+                    )?
+                    .0,
+                infill_max: match p.raw("infill_max") {
+                    None => foresight_policy::directed::Infill::Auto,
+                    Some(Value::String(s)) if s.trim() == "auto" => {
+                        foresight_policy::directed::Infill::Auto
+                    }
+                    Some(Value::String(s)) => foresight_policy::directed::Infill::Bytes(
+                        parse_size(&s)
+                            .map_err(|e| {
+                                key_err("policy.infill_max", format!("{e}; or write \"auto\""))
+                            })?
+                            .0,
+                    ),
+                    Some(Value::Integer(i)) if i >= 0 => {
+                        foresight_policy::directed::Infill::Bytes(i as u64)
+                    }
+                    Some(v) => {
+                        return Err(key_err(
+                            "policy.infill_max",
+                            format!("expected a size such as \"1MiB\" or \"auto\", got {v}"),
+                        ))
+                    }
+                },
+                contention: p.boolean("contention", true)?,
+                ..foresight_policy::directed::DirectedConfig::default()
+            },
         };
         if !foresight_policy::POLICY_NAMES.contains(&policy.name.as_str()) {
             return Err(key_err(
@@ -667,6 +728,9 @@ impl SimConfig {
                 ("random", WorkloadKind::Random),
                 ("trace", WorkloadKind::Trace),
                 ("webserver", WorkloadKind::Webserver),
+                ("scan", WorkloadKind::Scan),
+                ("tiles", WorkloadKind::Tiles),
+                ("gaps", WorkloadKind::Gaps),
             ],
         )?;
         let default_file = if kind == WorkloadKind::Random {
@@ -728,8 +792,35 @@ impl SimConfig {
                     .map_err(|e| key_err("workload.format", e.to_string()))?
             },
             closed: w.boolean("closed", false)?,
+            tile: w.size("tile", ByteLen::kib(8), ByteLen(512), ByteLen::mib(64))?,
+            tiles_across: w.int("tiles_across", 64, 1, 1 << 20)?,
+            gap: w.size("gap", ByteLen::kib(64), ByteLen(0), ByteLen::gib(64))?,
+            gap_dist: w.choice(
+                "gap_dist",
+                GapDist::Fixed,
+                &[
+                    ("fixed", GapDist::Fixed),
+                    ("exponential", GapDist::Exponential),
+                ],
+            )?,
         };
         w.finish()?;
+        if matches!(workload.kind, WorkloadKind::Scan | WorkloadKind::Gaps)
+            && workload.file_size < workload.request
+        {
+            return Err(key_err(
+                "workload.file_size",
+                "must hold at least one request of `workload.request` bytes",
+            ));
+        }
+        if workload.kind == WorkloadKind::Tiles
+            && workload.file_size.0 < workload.tile.0 * workload.tiles_across
+        {
+            return Err(key_err(
+                "workload.file_size",
+                "must hold at least one image row of `tile` x `tiles_across` bytes",
+            ));
+        }
         if workload.kind == WorkloadKind::Webserver && workload.duration.is_none() {
             return Err(key_err(
                 "workload.duration",

@@ -12,6 +12,7 @@ pub mod config;
 pub mod experiments;
 pub mod host;
 pub mod metrics;
+pub mod plans;
 pub mod plot;
 pub mod sim;
 pub mod trace;

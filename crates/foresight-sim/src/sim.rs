@@ -83,6 +83,9 @@ struct StreamState {
     end_offset: u64,
     requests_left: u64,
     rng: Rng,
+    /// The disclosed read plan (`scan`, `tiles`, `gaps`): `(offset, bytes)` in issue order;
+    /// `next_offset` then counts the reads issued.
+    plan: Vec<(u64, u64)>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -242,6 +245,7 @@ impl Sim {
                         end_offset: w.file_size.0,
                         requests_left: u64::MAX,
                         rng: rng.fork(i as u64),
+                        plan: Vec::new(),
                     })
                     .collect();
                 (layout, streams, vec![])
@@ -271,6 +275,7 @@ impl Sim {
                         end_offset: size.0,
                         requests_left: w.requests,
                         rng: rng.fork(i as u64),
+                        plan: Vec::new(),
                     })
                     .collect();
                 (layout, streams, vec![])
@@ -308,6 +313,40 @@ impl Sim {
                             end_offset: sizes[file as usize].0,
                             requests_left: w.requests,
                             rng: r,
+                            plan: Vec::new(),
+                        }
+                    })
+                    .collect();
+                (layout, streams, vec![])
+            }
+            WorkloadKind::Scan | WorkloadKind::Tiles | WorkloadKind::Gaps => {
+                // Paper 003's workloads: each client reads its own file in a disclosed order.
+                let n = w.streams as usize;
+                let sizes = vec![w.file_size; n];
+                let mut place_rng = rng.fork(u64::MAX);
+                let layout = Layout::place(
+                    volume_bytes,
+                    striping,
+                    &sizes,
+                    w.placement,
+                    metadata,
+                    &mut place_rng,
+                )
+                .map_err(|e| ConfigError::Key {
+                    key: "workload.file_size".into(),
+                    message: e.to_string(),
+                })?;
+                let streams = (0..n)
+                    .map(|i| {
+                        let mut r = rng.fork(i as u64);
+                        let plan = crate::plans::plan(w, &mut r);
+                        StreamState {
+                            file: i as u32,
+                            next_offset: 0,
+                            end_offset: w.file_size.0,
+                            requests_left: plan.len() as u64,
+                            rng: r,
+                            plan,
                         }
                     })
                     .collect();
@@ -327,8 +366,15 @@ impl Sim {
             key: "policy".into(),
             message: e.to_string(),
         };
+        // `directed` derives its infill threshold from the device model (paper 003, Fig. 1).
+        let mut policy_cfg = cfg.policy.clone();
+        if policy_cfg.name == "directed" {
+            let (curve, media) = crate::build::positioning_figures(&cfg.device)?;
+            policy_cfg.directed.positioning_curve_ns = curve;
+            policy_cfg.directed.media_bytes_per_s = media;
+        }
         let stack =
-            foresight_policy::build_stack(&cfg.policy, layout.clone()).map_err(policy_err)?;
+            foresight_policy::build_stack(&policy_cfg, layout.clone()).map_err(policy_err)?;
         let page_cache = CacheLayer::new(cfg.host.memory.0 / PAGE_BYTES, stack.file);
         // The block-level cache: the RAID driver's (`host.raid_cache`, paper 000) or the stream
         // scheduler's buffers (`policy.memory`, paper 001), with the array-level policy if any.
@@ -362,6 +408,9 @@ impl Sim {
                 (w.requests as f64) * w.streams as f64
             }
             WorkloadKind::Trace => trace.len() as f64,
+            WorkloadKind::Scan | WorkloadKind::Tiles | WorkloadKind::Gaps => {
+                streams.iter().map(|s| s.plan.len() as f64).sum()
+            }
         };
         Ok(Sim {
             device_name: crate::build::describe(&cfg.device),
@@ -671,9 +720,25 @@ impl Sim {
                 let slots = st.end_offset / req;
                 (st.rng.below(slots) * req, req)
             }
+            WorkloadKind::Scan | WorkloadKind::Tiles | WorkloadKind::Gaps => {
+                st.requests_left -= 1;
+                let i = st.next_offset as usize;
+                st.next_offset += 1;
+                st.plan[i]
+            }
             WorkloadKind::Trace => unreachable!("trace requests come from arrivals"),
         };
         let file = st.file;
+        if matches!(
+            kind,
+            WorkloadKind::Scan | WorkloadKind::Tiles | WorkloadKind::Gaps
+        ) && st.next_offset == 1
+        {
+            // The whole order is disclosed before the first read.
+            let ranges = st.plan.iter().map(|&(o, l)| ByteRange::new(o, l)).collect();
+            self.page_cache
+                .hint(self.now, StreamId(s), FileId(file), ranges);
+        }
         let id = self.alloc_app(AppReq {
             stream: s,
             offset,

@@ -6,6 +6,7 @@
 //! shortens the simulated time of each run but keeps every point of every figure.
 
 mod collapse;
+mod directed;
 pub mod drives;
 mod streams;
 mod striping;
@@ -105,6 +106,11 @@ pub fn catalogue() -> Vec<Experiment> {
             name: "streams",
             about: "hundreds of sequential streams per disk: the stream scheduler against readahead (paper 001)",
             run: streams::run,
+        },
+        Experiment {
+            name: "directed",
+            about: "application-directed prefetching: seek vs read cost, infill, scan and tile speedups, contention (paper 003)",
+            run: directed::run,
         },
     ]
 }

@@ -416,7 +416,7 @@ pub fn run(ctx: &Context<'_>) -> Result<Section, ExperimentError> {
         jbod_counts,
         vec![
             "seqp 128KiB".into(),
-                        "streams D=S (Fig 12)".into(),
+            "streams D=S (Fig 12)".into(),
             "streams D=16 (Fig 13)".into(),
         ],
         &j,

@@ -148,6 +148,20 @@ impl CacheLayer {
         self.drain_policy(now, None);
     }
 
+    /// The application disclosed future reads of `file` (`Input::Hint`): the policy hears of them
+    /// and whatever it answers (fetches, releases) is executed at once.
+    pub fn hint(&mut self, now: Instant, stream: StreamId, file: FileId, ranges: Vec<ByteRange>) {
+        self.policy.handle(
+            now,
+            Input::Hint {
+                stream,
+                file,
+                ranges,
+            },
+        );
+        self.drain_policy(now, None);
+    }
+
     /// A read of `bytes` at `offset` of `file` by `stream`; `token` comes back in `done`.
     pub fn read(
         &mut self,

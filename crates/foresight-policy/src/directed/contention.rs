@@ -1,0 +1,135 @@
+//! The contention controller: resizes one stream's prefetch window to the memory it can keep.
+//!
+//! Paper 003_eb9cef22f2823582.txt, section I: "A contention controller detects changes in available
+//! memory and compensates by resizing the prefetching window, avoiding performance collapse when
+//! prefetching applications compete for memory and increasing performance when more memory is
+//! available." The paper gives no formula; this is additive increase, multiplicative decrease:
+//!
+//! - **decrease**: when prefetched data was evicted before the application used it (the policy sees
+//!   a read miss inside a range it fetched and that completed), the window halves, at most once per
+//!   half window of progress so that one burst of evictions counts once; `Input::MemoryPressure`
+//!   caps it at the bytes still available;
+//! - **increase**: every byte used from a prefetch that survived adds `step / window` bytes, so the
+//!   window grows by `step` (1/16 of the memory the policy may use) per window consumed without loss.
+//!
+//! The window stays within `[min_bytes, max_bytes]`; when the controller is disabled it stays at
+//! `max_bytes` whatever happens.
+
+/// One stream's window size. See the module documentation.
+#[derive(Clone, Debug)]
+pub struct Contention {
+    enabled: bool,
+    limit_bytes: u64,
+    min_bytes: u64,
+    max_bytes: u64,
+    step_bytes: u64,
+    progress_since_cut_bytes: u64,
+    cuts: u64,
+}
+
+impl Contention {
+    /// A controller starting at `max_bytes`, never below `min_bytes`.
+    pub fn new(enabled: bool, min_bytes: u64, max_bytes: u64) -> Contention {
+        assert!(
+            min_bytes >= 1 && min_bytes <= max_bytes,
+            "window bounds {min_bytes}..={max_bytes}"
+        );
+        Contention {
+            enabled,
+            limit_bytes: max_bytes,
+            min_bytes,
+            max_bytes,
+            step_bytes: (max_bytes / 16).max(min_bytes),
+            progress_since_cut_bytes: max_bytes,
+            cuts: 0,
+        }
+    }
+
+    /// The current window limit, bytes.
+    pub fn limit_bytes(&self) -> u64 {
+        self.limit_bytes
+    }
+
+    /// How many times the window was cut.
+    pub fn cuts(&self) -> u64 {
+        self.cuts
+    }
+
+    /// Prefetched data was evicted before use.
+    pub fn on_evicted(&mut self) {
+        if !self.enabled || self.progress_since_cut_bytes < self.limit_bytes / 2 {
+            return;
+        }
+        self.limit_bytes = (self.limit_bytes / 2).max(self.min_bytes);
+        self.progress_since_cut_bytes = 0;
+        self.cuts += 1;
+        self.check();
+    }
+
+    /// Only `available_bytes` may still be used for prefetching.
+    pub fn on_pressure(&mut self, available_bytes: u64) {
+        if !self.enabled {
+            return;
+        }
+        self.limit_bytes = available_bytes.clamp(self.min_bytes, self.limit_bytes);
+        self.progress_since_cut_bytes = 0;
+        self.check();
+    }
+
+    /// The application used `bytes` of data; `kept` says whether the prefetch survived until then.
+    pub fn on_used(&mut self, bytes: u64, kept: bool) {
+        self.progress_since_cut_bytes = self.progress_since_cut_bytes.saturating_add(bytes);
+        if !self.enabled || !kept {
+            return;
+        }
+        let grow = (bytes as u128 * self.step_bytes as u128 / self.limit_bytes as u128) as u64;
+        self.limit_bytes = (self.limit_bytes + grow.max(1)).min(self.max_bytes);
+        self.check();
+    }
+
+    fn check(&self) {
+        assert!(
+            self.limit_bytes >= self.min_bytes && self.limit_bytes <= self.max_bytes,
+            "window limit {} outside {}..={}",
+            self.limit_bytes,
+            self.min_bytes,
+            self.max_bytes
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn halves_on_eviction_once_per_half_window_and_grows_back() {
+        let mut c = Contention::new(true, 1 << 20, 64 << 20);
+        c.on_evicted();
+        assert_eq!(c.limit_bytes(), 32 << 20);
+        c.on_evicted();
+        assert_eq!(c.limit_bytes(), 32 << 20, "a burst counts once");
+        c.on_used(16 << 20, false);
+        c.on_evicted();
+        assert_eq!(c.limit_bytes(), 16 << 20);
+        for _ in 0..10_000 {
+            c.on_used(8192, true);
+        }
+        assert!(c.limit_bytes() > 16 << 20);
+        for _ in 0..1_000_000 {
+            c.on_used(8192, true);
+        }
+        assert_eq!(c.limit_bytes(), 64 << 20);
+        c.on_pressure(100);
+        assert_eq!(c.limit_bytes(), 1 << 20);
+        assert_eq!(c.cuts(), 2);
+    }
+
+    #[test]
+    fn disabled_controller_keeps_the_maximum() {
+        let mut c = Contention::new(false, 1 << 20, 64 << 20);
+        c.on_evicted();
+        c.on_pressure(0);
+        assert_eq!(c.limit_bytes(), 64 << 20);
+    }
+}

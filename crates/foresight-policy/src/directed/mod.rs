@@ -1,0 +1,605 @@
+//! `directed`: application-directed prefetching (paper 003_eb9cef22f2823582.txt, libprefetch).
+//!
+//! The application discloses its future reads (`Input::Hint`, any order, any files); the policy
+//!
+//! 1. keeps a **window**: the longest prefix of the not-yet-used hinted list whose bytes fit in the
+//!    memory it may use ([`window`]; section I: "fetching as much data as fits in available
+//!    memory");
+//! 2. **orders** the window by physical position and fetches it in one elevator sweep ([`order`];
+//!    section III, "Seek Performance");
+//! 3. **infills**: a run of the sweep swallows the next read when the gap between them costs less
+//!    to read than to seek over ([`infill`]; section III, Fig. 1, and section IV, Fig. 2); gap bytes
+//!    nobody hinted are released as soon as their fetch completes;
+//! 4. runs a **contention controller** ([`contention`]): a hinted read that misses in a range the
+//!    policy had fetched means prefetched data was evicted before use, and the window halves;
+//!    `Input::MemoryPressure` caps it; used prefetches let it grow back.
+//!
+//! Data read ahead is kept (pinned) until the application has used it: the policy releases a read's
+//! pages on the stream's next read, when the read that used them has completed (releasing them
+//! while handling the read itself would drop them before the driver copies them out). A read whose
+//! hinted data is waiting in the window is answered with `Output::Defer`, so that it does not pull
+//! the arm out of the sweep; should its data still be missing once every fetch it waits for is done,
+//! the policy fetches the read's range once more, so a deferred read always completes.
+//!
+//! Runs are sent as fetches of at most [`PIECE_BYTES`], at most [`IN_FLIGHT_BYTES_MAX`] per stream
+//! at a time, so a run never holds more memory in flight than that. Each stream (an instance of the
+//! library in the paper) has its own window, sweep and controller; pins are shared, so no stream
+//! releases pages another stream still waits for.
+
+pub mod contention;
+pub mod infill;
+pub mod order;
+pub mod window;
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
+
+use foresight_core::{ByteRange, FetchId, FileId, Instant, StreamId};
+
+pub use contention::Contention;
+pub use infill::Infill;
+use order::{phys_key, Elevator};
+use window::{FetchState, Window};
+
+use crate::{FetchIds, Input, Layout, Output, Policy, PolicyError, Tier, PAGE_BYTES};
+
+/// Largest fetch the policy sends, bytes; longer runs go out as consecutive pieces.
+pub const PIECE_BYTES: u64 = 1 << 20;
+/// Most bytes of fetches one stream has in flight.
+pub const IN_FLIGHT_BYTES_MAX: u64 = 4 << 20;
+/// Smallest window, bytes: two of the largest pieces a hinted range is cut into.
+pub const MIN_WINDOW_BYTES: u64 = 2 * window::ENTRY_BYTES_MAX;
+/// How many admitted reads from the front an application read is matched against.
+const MATCH_SCAN: usize = 64;
+
+/// The `directed` policy's settings (`policy.directed_memory`, `policy.infill_max`,
+/// `policy.contention`), plus the device figures `infill_max = "auto"` needs, which the driver
+/// fills in from its device model.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DirectedConfig {
+    /// Most bytes of hinted data one stream's window may hold.
+    pub memory_bytes: u64,
+    /// How much gap between two reads may be read through.
+    pub infill_max: Infill,
+    /// Whether the contention controller resizes the window (off: it stays at `memory_bytes`).
+    pub contention: bool,
+    /// The device's positioning time against distance, as `(distance_bytes, ns)` points sorted
+    /// by distance; empty for a device without seeks (an SSD).
+    pub positioning_curve_ns: Vec<(u64, u64)>,
+    /// The device's sustained media rate, bytes per second (0 = unknown: `auto` chooses 0).
+    pub media_bytes_per_s: u64,
+}
+
+impl Default for DirectedConfig {
+    fn default() -> Self {
+        DirectedConfig {
+            memory_bytes: 256 << 20,
+            infill_max: Infill::Auto,
+            contention: true,
+            positioning_curve_ns: Vec::new(),
+            media_bytes_per_s: 0,
+        }
+    }
+}
+
+impl DirectedConfig {
+    /// Checks the bounds, naming the key.
+    pub fn validate(&self) -> Result<(), PolicyError> {
+        if self.memory_bytes < MIN_WINDOW_BYTES {
+            return Err(PolicyError::BadSetting {
+                key: "directed_memory",
+                message: format!(
+                    "must be at least {MIN_WINDOW_BYTES} bytes (two 128 KiB pieces), got {}",
+                    self.memory_bytes
+                ),
+            });
+        }
+        if !self
+            .positioning_curve_ns
+            .windows(2)
+            .all(|w| w[0].0 < w[1].0)
+        {
+            return Err(PolicyError::BadSetting {
+                key: "infill_max",
+                message: "the device's positioning curve must be sorted by distance".into(),
+            });
+        }
+        Ok(())
+    }
+
+    /// The infill threshold these settings give, bytes.
+    pub fn infill_threshold_bytes(&self) -> u64 {
+        infill::threshold_bytes(
+            self.infill_max,
+            &self.positioning_curve_ns,
+            self.media_bytes_per_s,
+        )
+    }
+}
+
+/// Counters for reports and tests.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DirectedStats {
+    /// Runs (merged groups of reads) sent.
+    pub runs: u64,
+    /// Gap bytes read by infill.
+    pub infill_bytes: u64,
+    /// Hinted reads found evicted before use.
+    pub evictions_seen: u64,
+    /// Reads answered with `Defer`.
+    pub deferred_reads: u64,
+    /// Extra fetches for deferred reads whose data was still missing.
+    pub pokes: u64,
+}
+
+#[derive(Debug)]
+struct Run {
+    file: FileId,
+    next: u64,
+    end: u64,
+    seqs: Vec<u64>,
+    cursor: usize,
+}
+
+#[derive(Debug)]
+struct FetchInfo {
+    stream: StreamId,
+    file: FileId,
+    range: ByteRange,
+    seqs: Vec<u64>,
+    poke: bool,
+}
+
+#[derive(Debug)]
+struct Deferred {
+    file: FileId,
+    range: ByteRange,
+    seqs: Vec<u64>,
+}
+
+#[derive(Debug)]
+struct StreamState {
+    window: Window,
+    elevator: Elevator,
+    contention: Contention,
+    run: Option<Run>,
+    in_flight_bytes: u64,
+    release_next: Vec<(FileId, ByteRange)>,
+    deferred: Vec<Deferred>,
+}
+
+/// The policy. See the module documentation.
+#[derive(Debug)]
+pub struct Directed {
+    memory_bytes: u64,
+    contention: bool,
+    threshold_bytes: u64,
+    layout: Arc<Layout>,
+    streams: BTreeMap<StreamId, StreamState>,
+    fetches: BTreeMap<FetchId, FetchInfo>,
+    pins: BTreeMap<(u32, u64), u32>,
+    ids: FetchIds,
+    out: VecDeque<Output>,
+    stats: DirectedStats,
+}
+
+impl Directed {
+    /// A `directed` policy over `layout`.
+    pub fn new(cfg: &DirectedConfig, layout: Arc<Layout>) -> Result<Directed, PolicyError> {
+        cfg.validate()?;
+        Ok(Directed {
+            memory_bytes: cfg.memory_bytes,
+            contention: cfg.contention,
+            threshold_bytes: cfg.infill_threshold_bytes(),
+            layout,
+            streams: BTreeMap::new(),
+            fetches: BTreeMap::new(),
+            pins: BTreeMap::new(),
+            ids: FetchIds::default(),
+            out: VecDeque::new(),
+            stats: DirectedStats::default(),
+        })
+    }
+
+    /// The infill threshold in use, bytes.
+    pub fn infill_threshold_bytes(&self) -> u64 {
+        self.threshold_bytes
+    }
+
+    /// Counters so far.
+    pub fn stats(&self) -> DirectedStats {
+        self.stats
+    }
+
+    /// Bytes a stream's window holds, and its current limit.
+    pub fn window_bytes(&self, stream: StreamId) -> Option<(u64, u64)> {
+        self.streams
+            .get(&stream)
+            .map(|s| (s.window.held_bytes(), s.contention.limit_bytes()))
+    }
+
+    fn new_stream(&self) -> StreamState {
+        StreamState {
+            window: Window::default(),
+            elevator: Elevator::default(),
+            contention: Contention::new(self.contention, MIN_WINDOW_BYTES, self.memory_bytes),
+            run: None,
+            in_flight_bytes: 0,
+            release_next: Vec::new(),
+            deferred: Vec::new(),
+        }
+    }
+
+    /// Emits `Release` for the pages in `pages` (sorted), coalesced into ranges.
+    fn release_pages(&mut self, file: FileId, pages: &[u64]) {
+        let size = self.layout.file_size(file).0;
+        let mut i = 0;
+        while i < pages.len() {
+            let mut j = i + 1;
+            while j < pages.len() && pages[j] == pages[j - 1] + 1 {
+                j += 1;
+            }
+            let start = pages[i] * PAGE_BYTES;
+            let end = ((pages[j - 1] + 1) * PAGE_BYTES).min(size.max(start + 1));
+            self.out.push_back(Output::Release {
+                file,
+                range: ByteRange::new(start, end - start),
+            });
+            i = j;
+        }
+    }
+
+    fn pin(&mut self, file: FileId, range: ByteRange) {
+        for p in range.start.0 / PAGE_BYTES..range.end().0.div_ceil(PAGE_BYTES) {
+            *self.pins.entry((file.0, p)).or_insert(0) += 1;
+        }
+    }
+
+    /// Unpins `range` and releases the pages nobody pins any more.
+    fn unpin(&mut self, file: FileId, range: ByteRange) {
+        let mut free = Vec::new();
+        for p in range.start.0 / PAGE_BYTES..range.end().0.div_ceil(PAGE_BYTES) {
+            let n = self
+                .pins
+                .get_mut(&(file.0, p))
+                .expect("unpin of a pinned page");
+            *n -= 1;
+            if *n == 0 {
+                self.pins.remove(&(file.0, p));
+                free.push(p);
+            }
+        }
+        self.release_pages(file, &free);
+    }
+
+    /// Releases the whole pages of a completed fetch that no hinted read pins: infill.
+    fn release_unpinned(&mut self, file: FileId, range: ByteRange) {
+        let size = self.layout.file_size(file).0;
+        let first = range.start.0.div_ceil(PAGE_BYTES);
+        let end = if range.end().0 >= size {
+            size.div_ceil(PAGE_BYTES)
+        } else {
+            range.end().0 / PAGE_BYTES
+        };
+        let free: Vec<u64> = (first..end)
+            .filter(|&p| !self.pins.contains_key(&(file.0, p)))
+            .collect();
+        self.release_pages(file, &free);
+    }
+
+    /// Whether reading `a..b` of `file` (a gap) stays in one extent, so the run is one stretch of disk.
+    fn contiguous(&self, file: FileId, a: u64, b: u64) -> bool {
+        let mut pieces = 0;
+        let lo = a.saturating_sub(1);
+        self.layout
+            .for_each_volume_piece(file, ByteRange::new(lo, b + 1 - lo), |_, _| pieces += 1);
+        pieces == 1
+    }
+
+    fn build_run(&mut self, st: &mut StreamState) -> Option<Run> {
+        let (key, seq) = st.elevator.next()?;
+        st.elevator.remove(key, seq);
+        let first = st.window.get(seq).expect("pending read is admitted");
+        let (file, start) = (first.file, first.range.start.0);
+        let mut end = first.range.end().0;
+        let mut wanted = first.range.len.0;
+        let mut seqs = vec![seq];
+        let mut cur = (key, seq);
+        while let Some((k2, s2)) = st.elevator.after(cur.0, cur.1) {
+            let e2 = st.window.get(s2).expect("pending read is admitted");
+            let s2_start = e2.range.start.0;
+            if e2.file != file || k2.0 != key.0 || s2_start < start {
+                break;
+            }
+            if s2_start > end
+                && (s2_start - end > self.threshold_bytes || !self.contiguous(file, end, s2_start))
+            {
+                break;
+            }
+            st.elevator.remove(k2, s2);
+            wanted += e2.range.end().0.saturating_sub(end.max(s2_start));
+            end = end.max(e2.range.end().0);
+            seqs.push(s2);
+            cur = (k2, s2);
+        }
+        st.elevator.set_head((key.0, key.1 + (end - start)));
+        for &s in &seqs {
+            let e = st.window.get_mut(s).expect("admitted");
+            let a = (e.range.start.0 - start) / PIECE_BYTES;
+            let b = (e.range.end().0 - 1 - start) / PIECE_BYTES;
+            e.fetch = FetchState::InFlight {
+                pieces_left: (b - a + 1) as u32,
+            };
+        }
+        self.stats.runs += 1;
+        self.stats.infill_bytes += (end - start) - wanted.min(end - start);
+        Some(Run {
+            file,
+            next: start,
+            end,
+            seqs,
+            cursor: 0,
+        })
+    }
+
+    /// Admits what fits, then sends fetches while the stream has room in flight.
+    fn fill_and_issue(&mut self, stream: StreamId, st: &mut StreamState) {
+        self.admit(st);
+        self.issue(stream, st);
+    }
+
+    /// Admits hinted reads while they fit under the window limit, pins them and queues them in the
+    /// elevator.
+    fn admit(&mut self, st: &mut StreamState) {
+        let limit = st.contention.limit_bytes().min(self.memory_bytes);
+        let layout = self.layout.clone();
+        let mut admitted = Vec::new();
+        st.window.admit(
+            limit,
+            |f, off| phys_key(&layout, f, off),
+            |seq, e| admitted.push((seq, e.file, e.range, e.key)),
+        );
+        for (seq, file, range, key) in admitted {
+            self.pin(file, range);
+            st.elevator.insert(key, seq);
+        }
+        assert!(
+            st.window.held_bytes() <= self.memory_bytes,
+            "window {} over memory {}",
+            st.window.held_bytes(),
+            self.memory_bytes
+        );
+    }
+
+    /// Sends fetches while the stream has room in flight.
+    fn issue(&mut self, stream: StreamId, st: &mut StreamState) {
+        while st.in_flight_bytes < IN_FLIGHT_BYTES_MAX {
+            if st.run.is_none() {
+                st.run = self.build_run(st);
+            }
+            let Some(run) = st.run.as_mut() else { break };
+            let (start, end) = (run.next, run.end.min(run.next + PIECE_BYTES));
+            let mut seqs = Vec::new();
+            let mut i = run.cursor;
+            while let Some(&s) = run.seqs.get(i) {
+                let e = st.window.get(s).expect("run reads stay admitted");
+                if e.range.start.0 >= end {
+                    break;
+                }
+                if e.range.end().0 > start {
+                    seqs.push(s);
+                }
+                i += 1;
+            }
+            while run
+                .seqs
+                .get(run.cursor)
+                .is_some_and(|&s| st.window.get(s).is_some_and(|e| e.range.end().0 <= end))
+            {
+                run.cursor += 1;
+            }
+            let file = run.file;
+            run.next = end;
+            if run.next >= run.end {
+                st.run = None;
+            }
+            let id = self.ids.next_id();
+            let range = ByteRange::new(start, end - start);
+            st.in_flight_bytes += range.len.0;
+            self.fetches.insert(
+                id,
+                FetchInfo {
+                    stream,
+                    file,
+                    range,
+                    seqs,
+                    poke: false,
+                },
+            );
+            self.out.push_back(Output::Fetch {
+                id,
+                file,
+                range,
+                into: Tier::Memory,
+            });
+        }
+    }
+
+    fn on_read(&mut self, stream: StreamId, file: FileId, range: ByteRange, miss: Option<u64>) {
+        let mut st = self
+            .streams
+            .remove(&stream)
+            .unwrap_or_else(|| self.new_stream());
+        // The stream's previous read has completed (a stream has one read outstanding): its data
+        // may go, and its deferral, if any, was served.
+        st.deferred.clear();
+        for (f, r) in std::mem::take(&mut st.release_next) {
+            self.unpin(f, r);
+            st.window.release_bytes(r.len.0);
+        }
+        // What that freed may admit the very reads this one asks for.
+        self.admit(&mut st);
+        let seqs = st.window.matching(file, range, MATCH_SCAN);
+        if seqs.is_empty() {
+            st.window.skip_queued(file, range);
+        }
+        let unsent_run = st
+            .run
+            .as_ref()
+            .filter(|r| r.file == file)
+            .map(|r| (r.next, r.end));
+        let mut defer = false;
+        for &seq in &seqs {
+            let e = st.window.get_mut(seq).expect("matched");
+            let (s, en) = (e.range.start.0, e.range.end().0);
+            let missing = miss.is_some_and(|m| m < en);
+            let miss_in = miss.is_some_and(|m| m >= s && m < en);
+            let len = e.range.len.0;
+            match e.fetch {
+                FetchState::Fetched if miss_in => {
+                    self.stats.evictions_seen += 1;
+                    st.contention.on_evicted();
+                    st.contention.on_used(len, false);
+                }
+                FetchState::Fetched => st.contention.on_used(len, true),
+                FetchState::Pending if missing => {
+                    defer = true;
+                    st.contention.on_used(len, true);
+                }
+                FetchState::Pending => {
+                    // Already in memory (another stream, or infill): no need to fetch it.
+                    st.elevator.remove(e.key, seq);
+                    e.fetch = FetchState::Fetched;
+                    st.contention.on_used(len, true);
+                }
+                FetchState::InFlight { .. } => {
+                    if missing && unsent_run.is_some_and(|(n, end)| en > n && s < end) {
+                        defer = true;
+                    }
+                    st.contention.on_used(len, true);
+                }
+            }
+            e.used = true;
+            st.release_next.push((file, e.range));
+        }
+        if defer {
+            self.stats.deferred_reads += 1;
+            self.out.push_back(Output::Defer { file, range });
+            st.deferred.push(Deferred { file, range, seqs });
+        }
+        st.window.pop_used();
+        self.fill_and_issue(stream, &mut st);
+        self.streams.insert(stream, st);
+    }
+
+    fn on_fetched(&mut self, id: FetchId) {
+        let Some(info) = self.fetches.remove(&id) else {
+            return;
+        };
+        let Some(mut st) = self.streams.remove(&info.stream) else {
+            return;
+        };
+        if !info.poke {
+            st.in_flight_bytes -= info.range.len.0;
+            for &s in &info.seqs {
+                if let Some(e) = st.window.get_mut(s) {
+                    if let FetchState::InFlight { pieces_left } = &mut e.fetch {
+                        *pieces_left -= 1;
+                        if *pieces_left == 0 {
+                            e.fetch = FetchState::Fetched;
+                        }
+                    }
+                }
+            }
+            self.release_unpinned(info.file, info.range);
+        }
+        // Deferred reads whose reads have all arrived: make sure nothing they need is missing.
+        let mut keep = Vec::new();
+        for d in std::mem::take(&mut st.deferred) {
+            let ready = d.seqs.iter().all(|&s| {
+                st.window
+                    .get(s)
+                    .is_none_or(|e| e.fetch == FetchState::Fetched)
+            });
+            if ready {
+                let id = self.ids.next_id();
+                self.stats.pokes += 1;
+                self.fetches.insert(
+                    id,
+                    FetchInfo {
+                        stream: info.stream,
+                        file: d.file,
+                        range: d.range,
+                        seqs: Vec::new(),
+                        poke: true,
+                    },
+                );
+                self.out.push_back(Output::Fetch {
+                    id,
+                    file: d.file,
+                    range: d.range,
+                    into: Tier::Memory,
+                });
+            } else {
+                keep.push(d);
+            }
+        }
+        st.deferred = keep;
+        st.window.pop_used();
+        self.fill_and_issue(info.stream, &mut st);
+        self.streams.insert(info.stream, st);
+    }
+}
+
+impl Policy for Directed {
+    fn name(&self) -> &str {
+        "directed"
+    }
+
+    fn handle(&mut self, _now: Instant, input: Input) {
+        match input {
+            Input::Hint {
+                stream,
+                file,
+                ranges,
+            } => {
+                let size = self.layout.file_size(file).0;
+                let clipped: Vec<ByteRange> = ranges
+                    .iter()
+                    .filter(|r| r.start.0 < size && !r.is_empty())
+                    .map(|r| ByteRange::new(r.start.0, r.len.0.min(size - r.start.0)))
+                    .collect();
+                let mut st = self
+                    .streams
+                    .remove(&stream)
+                    .unwrap_or_else(|| self.new_stream());
+                st.window.push_hints(file, &clipped);
+                self.fill_and_issue(stream, &mut st);
+                self.streams.insert(stream, st);
+            }
+            Input::Read {
+                stream,
+                file,
+                range,
+                miss,
+            } => self.on_read(stream, file, range, miss.map(|m| m.0)),
+            Input::Fetched { id, .. } => self.on_fetched(id),
+            Input::MemoryPressure { available } => {
+                for st in self.streams.values_mut() {
+                    st.contention.on_pressure(available.0);
+                }
+            }
+        }
+    }
+
+    fn poll_output(&mut self) -> Option<Output> {
+        self.out.pop_front()
+    }
+
+    fn extend_layout(&mut self, layout: Arc<Layout>) {
+        self.layout = layout;
+    }
+}
+
+#[cfg(test)]
+mod tests;

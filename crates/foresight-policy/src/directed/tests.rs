@@ -1,0 +1,350 @@
+//! Tests of the `directed` policy against a small in-memory driver.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use foresight_core::{ByteLen, ByteOffset, Rng};
+use proptest::prelude::*;
+
+use super::*;
+
+fn layout(files: usize, bytes: u64) -> Arc<Layout> {
+    let volume = ByteLen(bytes * files as u64 * 2);
+    Arc::new(Layout::contiguous(volume, None, files, ByteLen(bytes), 1 << 20).unwrap())
+}
+
+fn cfg(memory: u64, infill: Infill) -> DirectedConfig {
+    DirectedConfig {
+        memory_bytes: memory,
+        infill_max: infill,
+        contention: true,
+        positioning_curve_ns: vec![],
+        media_bytes_per_s: 0,
+    }
+}
+
+fn drain(p: &mut Directed) -> Vec<Output> {
+    std::iter::from_fn(|| p.poll_output()).collect()
+}
+
+/// A driver with a page set and FIFO completion, no eviction.
+struct Driver {
+    cached: BTreeSet<(u32, u64)>,
+    in_flight: BTreeMap<(u32, u64), u32>,
+    /// Fetches in flight, each with the pages it reads (those neither cached nor in flight when it
+    /// was issued, as the simulator's layer does).
+    queue: VecDeque<(FetchId, FileId, Vec<u64>)>,
+    device_reads: BTreeMap<(u32, u64), u32>,
+    demand_pages: u64,
+    fetched: Vec<(FileId, ByteRange)>,
+    deferred: bool,
+}
+
+impl Driver {
+    fn new() -> Driver {
+        Driver {
+            cached: BTreeSet::new(),
+            in_flight: BTreeMap::new(),
+            queue: VecDeque::new(),
+            device_reads: BTreeMap::new(),
+            demand_pages: 0,
+            fetched: vec![],
+            deferred: false,
+        }
+    }
+
+    fn pages(r: ByteRange) -> std::ops::Range<u64> {
+        r.start.0 / PAGE_BYTES..r.end().0.div_ceil(PAGE_BYTES)
+    }
+
+    fn execute(&mut self, outs: Vec<Output>) {
+        for o in outs {
+            match o {
+                Output::Fetch {
+                    id, file, range, ..
+                } => {
+                    self.fetched.push((file, range));
+                    let mut mine = vec![];
+                    for pg in Self::pages(range) {
+                        let k = (file.0, pg);
+                        if !self.cached.contains(&k) && !self.in_flight.contains_key(&k) {
+                            self.in_flight.insert(k, 1);
+                            mine.push(pg);
+                        }
+                    }
+                    self.queue.push_back((id, file, mine));
+                }
+                Output::Release { file, range } => {
+                    for p in Self::pages(range) {
+                        self.cached.remove(&(file.0, p));
+                    }
+                }
+                Output::Defer { .. } => self.deferred = true,
+                Output::Cancel { .. } => {}
+            }
+        }
+    }
+
+    /// Completes the oldest fetch; false when none is left.
+    fn complete_one(&mut self, p: &mut Directed) -> bool {
+        let Some((id, file, mine)) = self.queue.pop_front() else {
+            return false;
+        };
+        for pg in mine {
+            let n = self.in_flight.get_mut(&(file.0, pg)).expect("in flight");
+            *n -= 1;
+            if *n == 0 {
+                self.in_flight.remove(&(file.0, pg));
+            }
+            if self.cached.insert((file.0, pg)) {
+                *self.device_reads.entry((file.0, pg)).or_insert(0) += 1;
+            }
+        }
+        p.handle(Instant::ZERO, Input::Fetched { id, ok: true });
+        let outs = drain(p);
+        self.execute(outs);
+        true
+    }
+
+    fn missing(&self, file: FileId, range: ByteRange) -> Option<u64> {
+        Self::pages(range)
+            .find(|&pg| {
+                !self.cached.contains(&(file.0, pg)) && !self.in_flight.contains_key(&(file.0, pg))
+            })
+            .map(|pg| (pg * PAGE_BYTES).max(range.start.0))
+    }
+
+    /// The application reads `range`: waits for deferred data, demand-reads the rest.
+    fn read(&mut self, p: &mut Directed, stream: u32, file: FileId, range: ByteRange) {
+        self.deferred = false;
+        p.handle(
+            Instant::ZERO,
+            Input::Read {
+                stream: StreamId(stream),
+                file,
+                range,
+                miss: self.missing(file, range).map(ByteOffset),
+            },
+        );
+        let outs = drain(p);
+        self.execute(outs);
+        // Wait for in-flight pages, and for everything when the policy deferred the read.
+        loop {
+            let absent: Vec<u64> = Self::pages(range)
+                .filter(|&pg| !self.cached.contains(&(file.0, pg)))
+                .collect();
+            let waits = absent
+                .iter()
+                .any(|&pg| self.deferred || self.in_flight.contains_key(&(file.0, pg)));
+            if !waits {
+                break;
+            }
+            assert!(self.complete_one(p), "read never served");
+        }
+        for pg in Self::pages(range) {
+            if self.cached.insert((file.0, pg)) {
+                self.demand_pages += 1;
+                *self.device_reads.entry((file.0, pg)).or_insert(0) += 1;
+            }
+        }
+    }
+}
+
+#[test]
+fn a_reversed_list_is_fetched_in_disk_order_and_used_data_is_released() {
+    let l = layout(1, 64 << 20);
+    let mut p = Directed::new(&cfg(16 << 20, Infill::Bytes(0)), l).unwrap();
+    let ranges: Vec<ByteRange> = (0..64u64)
+        .rev()
+        .map(|i| ByteRange::new(i * (1 << 20), 8192))
+        .collect();
+    p.handle(
+        Instant::ZERO,
+        Input::Hint {
+            stream: StreamId(0),
+            file: FileId(0),
+            ranges: ranges.clone(),
+        },
+    );
+    let outs = drain(&mut p);
+    let starts: Vec<u64> = outs
+        .iter()
+        .filter_map(|o| match o {
+            Output::Fetch { range, .. } => Some(range.start.0),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(starts.len(), 64, "the whole list fits in 16 MiB");
+    assert!(starts.windows(2).all(|w| w[0] < w[1]), "{starts:?}");
+    let mut d = Driver::new();
+    d.execute(outs);
+    while d.complete_one(&mut p) {}
+    for r in &ranges {
+        d.read(&mut p, 0, FileId(0), *r);
+    }
+    assert_eq!(d.demand_pages, 0);
+    // Every read but the last has been released by the read after it.
+    assert_eq!(p.window_bytes(StreamId(0)).unwrap().0, 8192);
+}
+
+#[test]
+fn infill_merges_small_gaps_and_drops_the_gap_bytes() {
+    let l = layout(1, 64 << 20);
+    let mut p = Directed::new(&cfg(16 << 20, Infill::Bytes(64 << 10)), l).unwrap();
+    // Reads 32 KiB apart (24 KiB gaps), then one 10 MiB further.
+    let mut ranges: Vec<ByteRange> = (0..8u64).map(|i| ByteRange::new(i * 32768, 8192)).collect();
+    ranges.push(ByteRange::new(10 << 20, 8192));
+    p.handle(
+        Instant::ZERO,
+        Input::Hint {
+            stream: StreamId(0),
+            file: FileId(0),
+            ranges: ranges.clone(),
+        },
+    );
+    let mut d = Driver::new();
+    let outs = drain(&mut p);
+    d.execute(outs);
+    assert_eq!(d.fetched.len(), 2, "{:?}", d.fetched);
+    assert_eq!(d.fetched[0].1, ByteRange::new(0, 7 * 32768 + 8192));
+    while d.complete_one(&mut p) {}
+    // The gap pages were released, the hinted ones kept.
+    assert!(!d.cached.contains(&(0, 2)));
+    assert!(d.cached.contains(&(0, 0)) && d.cached.contains(&(0, 8)));
+    assert!(p.stats().infill_bytes >= 7 * 24576);
+}
+
+#[test]
+fn a_read_of_pending_data_is_deferred_not_demand_read() {
+    let l = layout(1, 64 << 20);
+    let mut p = Directed::new(&cfg(8 << 20, Infill::Bytes(0)), l).unwrap();
+    // Highest offsets first: the first read waits at the far end of the sweep.
+    let ranges: Vec<ByteRange> = (0..1024u64)
+        .rev()
+        .map(|i| ByteRange::new(i * 65536, 8192))
+        .collect();
+    p.handle(
+        Instant::ZERO,
+        Input::Hint {
+            stream: StreamId(0),
+            file: FileId(0),
+            ranges: ranges.clone(),
+        },
+    );
+    let mut d = Driver::new();
+    let outs = drain(&mut p);
+    d.execute(outs);
+    for r in &ranges {
+        d.read(&mut p, 0, FileId(0), *r);
+        let (held, limit) = p.window_bytes(StreamId(0)).unwrap();
+        assert!(held <= limit.max(8 << 20) && held <= 8 << 20);
+    }
+    assert_eq!(d.demand_pages, 0);
+    assert!(p.stats().deferred_reads > 0);
+}
+
+#[test]
+fn eviction_before_use_shrinks_the_window_and_pressure_caps_it() {
+    let l = layout(1, 64 << 20);
+    let mut p = Directed::new(&cfg(8 << 20, Infill::Bytes(0)), l).unwrap();
+    let ranges: Vec<ByteRange> = (0..1024u64)
+        .map(|i| ByteRange::new(i * 8192, 8192))
+        .collect();
+    p.handle(
+        Instant::ZERO,
+        Input::Hint {
+            stream: StreamId(0),
+            file: FileId(0),
+            ranges: ranges.clone(),
+        },
+    );
+    let mut d = Driver::new();
+    let outs = drain(&mut p);
+    d.execute(outs);
+    while d.complete_one(&mut p) {}
+    // Something evicted the first read before the application got to it.
+    d.cached.remove(&(0, 0));
+    d.read(&mut p, 0, FileId(0), ranges[0]);
+    assert_eq!(p.stats().evictions_seen, 1);
+    assert_eq!(p.window_bytes(StreamId(0)).unwrap().1, 4 << 20);
+    p.handle(
+        Instant::ZERO,
+        Input::MemoryPressure {
+            available: ByteLen(1 << 20),
+        },
+    );
+    assert_eq!(p.window_bytes(StreamId(0)).unwrap().1, 1 << 20);
+}
+
+#[test]
+fn bad_memory_names_its_key() {
+    let e = Directed::new(&cfg(4096, Infill::Auto), layout(1, 1 << 20)).unwrap_err();
+    assert!(matches!(
+        e,
+        PolicyError::BadSetting {
+            key: "directed_memory",
+            ..
+        }
+    ));
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    /// The window never holds more than the memory it may use; every hinted page is read from the
+    /// device, never on demand (the driver here never evicts); without infill each hinted page is
+    /// read exactly once.
+    #[test]
+    fn window_fits_and_every_hinted_page_is_prefetched(
+        seed in 0u64..1_000_000,
+        slots in 8u64..400,
+        memory_kib in 256u64..4096,
+        infill_kib in prop_oneof![Just(0u64), 0u64..256],
+        streams in 1u32..3,
+    ) {
+        let file_bytes = 8 << 20;
+        let l = layout(2, file_bytes);
+        let memory = memory_kib << 10;
+        let mut p = Directed::new(&cfg(memory, Infill::Bytes(infill_kib << 10)), l).unwrap();
+        let mut rng = Rng::new(seed);
+        let mut d = Driver::new();
+        let mut lists = vec![];
+        for s in 0..streams {
+            // Non-overlapping page-aligned reads of 1-40 pages at shuffled slots of 64 pages.
+            let mut idx: Vec<u64> = (0..slots.min(file_bytes / (256 << 10))).collect();
+            rng.shuffle(&mut idx);
+            let ranges: Vec<ByteRange> = idx
+                .iter()
+                .map(|&i| ByteRange::new(i * (256 << 10), (1 + rng.below(40)) * PAGE_BYTES))
+                .collect();
+            p.handle(Instant::ZERO, Input::Hint { stream: StreamId(s), file: FileId(s), ranges: ranges.clone() });
+            let outs = drain(&mut p);
+            d.execute(outs);
+            lists.push(ranges);
+        }
+        let longest = lists.iter().map(Vec::len).max().unwrap_or(0);
+        for i in 0..longest {
+            for (s, list) in lists.iter().enumerate() {
+                if let Some(&r) = list.get(i) {
+                    d.read(&mut p, s as u32, FileId(s as u32), r);
+                    let (held, _) = p.window_bytes(StreamId(s as u32)).unwrap();
+                    prop_assert!(held <= memory, "window {held} over {memory}");
+                }
+                if rng.below(2) == 0 {
+                    d.complete_one(&mut p);
+                }
+            }
+        }
+        prop_assert_eq!(d.demand_pages, 0);
+        for (s, list) in lists.iter().enumerate() {
+            for r in list {
+                for pg in Driver::pages(*r) {
+                    let n = d.device_reads.get(&(s as u32, pg)).copied().unwrap_or(0);
+                    prop_assert!(n >= 1);
+                    if infill_kib == 0 {
+                        prop_assert_eq!(n, 1, "page {} of file {} read {} times", pg, s, n);
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,203 @@
+//! Window: the longest prefix of the not-yet-used hinted reads whose bytes fit in memory.
+//!
+//! Paper 003_eb9cef22f2823582.txt, section I: the prefetcher is "aggressive, fetching as much data as
+//! fits in available memory", and "prefetched data is kept until it is used". The hinted list is kept
+//! in the order the application will read it. Reads are admitted from its front while the bytes held
+//! for admitted reads stay within the limit the contention controller sets (never above the memory
+//! the policy may use), so the window is always a prefix of what is left. A read's bytes stay held
+//! from admission until the policy releases them after the application used them; only then can the
+//! window slide further. Hinted ranges are cut into pieces of at most [`ENTRY_BYTES_MAX`], so the
+//! smallest window always admits something.
+
+use std::collections::VecDeque;
+
+use foresight_core::{ByteRange, FileId};
+
+use super::order::PhysKey;
+
+/// Largest piece a hinted range is cut into, bytes.
+pub const ENTRY_BYTES_MAX: u64 = 128 << 10;
+
+/// Where an admitted read's data stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FetchState {
+    /// Waiting in the elevator.
+    Pending,
+    /// Part of a run being fetched; this many pieces of the run still have to complete.
+    InFlight {
+        /// Pieces not yet completed.
+        pieces_left: u32,
+    },
+    /// The data arrived.
+    Fetched,
+}
+
+/// One admitted read.
+#[derive(Clone, Debug)]
+pub struct Entry {
+    /// The file.
+    pub file: FileId,
+    /// The bytes.
+    pub range: ByteRange,
+    /// Physical position of its first byte.
+    pub key: PhysKey,
+    /// Fetch state.
+    pub fetch: FetchState,
+    /// The application has read it.
+    pub used: bool,
+}
+
+/// A stream's hinted list and window. See the module documentation.
+#[derive(Clone, Debug, Default)]
+pub struct Window {
+    queued: VecDeque<(FileId, ByteRange)>,
+    entries: VecDeque<Entry>,
+    base_seq: u64,
+    held_bytes: u64,
+}
+
+impl Window {
+    /// Appends future reads, in the order they will be issued.
+    pub fn push_hints(&mut self, file: FileId, ranges: &[ByteRange]) {
+        for r in ranges {
+            let mut start = r.start.0;
+            let end = r.end().0;
+            while start < end {
+                let len = (end - start).min(ENTRY_BYTES_MAX);
+                self.queued.push_back((file, ByteRange::new(start, len)));
+                start += len;
+            }
+        }
+    }
+
+    /// Bytes held for admitted reads not yet released.
+    pub fn held_bytes(&self) -> u64 {
+        self.held_bytes
+    }
+
+    /// Hinted reads not yet admitted.
+    pub fn queued(&self) -> usize {
+        self.queued.len()
+    }
+
+    /// Admits reads from the front of the hinted list while they fit under `limit_bytes`; calls
+    /// `admitted(seq, entry)` for each, after `key_of` placed it.
+    pub fn admit(
+        &mut self,
+        limit_bytes: u64,
+        key_of: impl Fn(FileId, u64) -> PhysKey,
+        mut admitted: impl FnMut(u64, &Entry),
+    ) {
+        while let Some(&(file, range)) = self.queued.front() {
+            if self.held_bytes + range.len.0 > limit_bytes {
+                break;
+            }
+            self.queued.pop_front();
+            self.held_bytes += range.len.0;
+            let e = Entry {
+                file,
+                range,
+                key: key_of(file, range.start.0),
+                fetch: FetchState::Pending,
+                used: false,
+            };
+            let seq = self.base_seq + self.entries.len() as u64;
+            admitted(seq, &e);
+            self.entries.push_back(e);
+        }
+    }
+
+    /// The admitted read `seq`, unless it is gone.
+    pub fn get(&self, seq: u64) -> Option<&Entry> {
+        seq.checked_sub(self.base_seq)
+            .and_then(|i| self.entries.get(i as usize))
+    }
+
+    /// The admitted read `seq`, mutably.
+    pub fn get_mut(&mut self, seq: u64) -> Option<&mut Entry> {
+        seq.checked_sub(self.base_seq)
+            .and_then(|i| self.entries.get_mut(i as usize))
+    }
+
+    /// The admitted, unused reads an application read of `range` of `file` finishes: those it
+    /// overlaps and reads up to their end. Looks at the first `scan` admitted reads only (the
+    /// application reads in hinted order, so its read is near the front).
+    pub fn matching(&self, file: FileId, range: ByteRange, scan: usize) -> Vec<u64> {
+        let (s, e) = (range.start.0, range.end().0);
+        self.entries
+            .iter()
+            .take(scan)
+            .enumerate()
+            .filter(|(_, en)| {
+                !en.used
+                    && en.file == file
+                    && en.range.start.0 < e
+                    && en.range.end().0 > s
+                    && en.range.end().0 <= e
+            })
+            .map(|(i, _)| self.base_seq + i as u64)
+            .collect()
+    }
+
+    /// Drops hinted, not admitted reads at the front of the list that `range` of `file` covers (the
+    /// application read them before they could be admitted); returns how many.
+    pub fn skip_queued(&mut self, file: FileId, range: ByteRange) -> usize {
+        let mut n = 0;
+        while let Some(&(f, r)) = self.queued.front() {
+            if f == file && r.start >= range.start && r.end() <= range.end() {
+                self.queued.pop_front();
+                n += 1;
+            } else {
+                break;
+            }
+        }
+        n
+    }
+
+    /// Gives back the held bytes of a used read whose data was released.
+    pub fn release_bytes(&mut self, bytes: u64) {
+        assert!(bytes <= self.held_bytes, "released more than held");
+        self.held_bytes -= bytes;
+    }
+
+    /// Forgets used reads at the front that no fetch still needs.
+    pub fn pop_used(&mut self) {
+        while self
+            .entries
+            .front()
+            .is_some_and(|e| e.used && e.fetch == FetchState::Fetched)
+        {
+            self.entries.pop_front();
+            self.base_seq += 1;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn admits_the_longest_prefix_that_fits() {
+        let mut w = Window::default();
+        w.push_hints(
+            FileId(0),
+            &[
+                ByteRange::new(0, 8192),
+                ByteRange::new(65536, 300 << 10),
+                ByteRange::new(8192, 8192),
+            ],
+        );
+        assert_eq!(w.queued(), 5, "300 KiB is cut into 128 + 128 + 44 KiB");
+        let mut got = vec![];
+        w.admit(
+            200 << 10,
+            |_, o| (0, o),
+            |s, e| got.push((s, e.range.len.0)),
+        );
+        assert_eq!(got, vec![(0, 8192), (1, 128 << 10)]);
+        assert_eq!(w.held_bytes(), 8192 + (128 << 10));
+        assert_eq!(w.matching(FileId(0), ByteRange::new(0, 8192), 8), vec![0]);
+        assert!(w.matching(FileId(1), ByteRange::new(0, 8192), 8).is_empty());
+    }
+}

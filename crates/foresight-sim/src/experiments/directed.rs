@@ -1,0 +1,315 @@
+//! `directed`: application-directed prefetching (paper 003_eb9cef22f2823582.txt).
+//!
+//! - Fig. 1: time per read of 8 KiB reads separated by a distance (the paper's section III method,
+//!   on a simulated `wd800jd`, demand reads one at a time) beside the time to read that distance at
+//!   the media rate;
+//! - Fig. 2: the infill sweep (0, 4 KiB to 32 MiB) of `directed` on `gaps` (exponential gaps), and
+//!   `infill_max = "auto"` against the best fixed value on fixed-gap workloads;
+//! - the table-scan and tile speedups of `directed` over `none` and `seqp` on `atlas-10k` and
+//!   `wd800jd`, with a table twice `host.memory`;
+//! - 1, 2 and 4 concurrent scans sharing the page cache, each window 3/4 of memory, with and
+//!   without the contention controller.
+
+use serde_json::json;
+
+use super::{config, run_all, Context, ExperimentError, Figure, Section};
+use crate::plot::{LineChart, Series};
+
+const INFILL_KIB: [u64; 15] = [
+    0, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768,
+];
+
+fn kib(v: u64) -> String {
+    format!("{v}KiB")
+}
+
+/// Runs the experiment.
+pub fn run(ctx: &Context<'_>) -> Result<Section, ExperimentError> {
+    let mem_mib: u64 = if ctx.quick { 32 } else { 128 };
+    let mut md = String::from("## directed: application-directed prefetching (paper 003)\n\n");
+    let mut figures = vec![];
+
+    // ---- Fig. 1: seek cost against distance, beside read cost.
+    let fig1_dist: Vec<u64> = (0..14).map(|i| 4u64 << i).collect();
+    let mut cfgs = vec![];
+    for &d in &fig1_dist {
+        let reads = if ctx.quick { 100 } else { 400 };
+        cfgs.push(config(&[
+            "device.preset=wd800jd".into(),
+            "policy.name=none".into(),
+            "workload.kind=gaps".into(),
+            "workload.request=8KiB".into(),
+            format!("workload.gap={}", kib(d)),
+            format!("workload.file_size={}", kib(reads * (d + 8))),
+            "host.memory=64MiB".into(),
+        ]));
+    }
+    let reps = run_all("directed", &cfgs, ctx)?;
+    let media = foresight_device::presets::preset_infos()
+        .into_iter()
+        .find(|p| p.name == "wd800jd")
+        .expect("preset")
+        .media_mib_s_max;
+    let mut csv = String::from("distance_kib,ms_per_read,read_ms\n");
+    let (mut seek_pts, mut read_pts) = (vec![], vec![]);
+    for (r, &d) in reps.iter().zip(&fig1_dist) {
+        let per = r.elapsed_s * 1e3 / r.app_requests.max(1) as f64;
+        let read = d as f64 / 1024.0 / media * 1e3;
+        csv.push_str(&format!("{d},{per:.4},{read:.4}\n"));
+        seek_pts.push((d as f64, per));
+        read_pts.push((d as f64, read));
+    }
+    figures.push(Figure {
+        stem: "directed_fig1".into(),
+        chart: LineChart {
+            title: "wd800jd: time per read at a distance vs reading that distance".into(),
+            x_label: "distance KiB".into(),
+            y_label: "ms".into(),
+            x_log2: true,
+            y_log10: true,
+            series: vec![
+                Series {
+                    name: "read after a gap".into(),
+                    points: seek_pts.clone(),
+                    dashed: false,
+                },
+                Series {
+                    name: "read the gap".into(),
+                    points: read_pts,
+                    dashed: true,
+                },
+            ],
+        },
+        csv,
+    });
+    md.push_str("![Fig. 1](directed_fig1.png)\n\n");
+
+    // ---- Fig. 2: infill sweep on exponential gaps, plus none; auto against fixed on fixed gaps.
+    let gaps_file = if ctx.quick { "64MiB" } else { "512MiB" };
+    let gap_settings: [u64; 4] = [16, 256, 1024, 4096];
+    let mut cfgs = vec![];
+    let base = |gap: u64, dist: &str| -> Vec<String> {
+        vec![
+            "device.preset=wd800jd".into(),
+            "workload.kind=gaps".into(),
+            "workload.request=8KiB".into(),
+            format!("workload.gap={}", kib(gap)),
+            format!("workload.gap_dist={dist}"),
+            format!("workload.file_size={gaps_file}"),
+            "host.memory=256MiB".into(),
+        ]
+    };
+    let mut push = |gap: u64, dist: &str, extra: Vec<String>| {
+        let mut v = base(gap, dist);
+        v.extend(extra);
+        cfgs.push(config(&v));
+    };
+    // Sweep on exponential gaps with mean 256 KiB: none, then every infill value.
+    push(256, "exponential", vec!["policy.name=none".into()]);
+    for &i in &INFILL_KIB {
+        push(
+            256,
+            "exponential",
+            vec![
+                "policy.name=directed".into(),
+                format!("policy.infill_max={}", kib(i)),
+            ],
+        );
+    }
+    for &g in &gap_settings {
+        push(
+            g,
+            "fixed",
+            vec![
+                "policy.name=directed".into(),
+                "policy.infill_max=auto".into(),
+            ],
+        );
+        for &i in &INFILL_KIB {
+            push(
+                g,
+                "fixed",
+                vec![
+                    "policy.name=directed".into(),
+                    format!("policy.infill_max={}", kib(i)),
+                ],
+            );
+        }
+    }
+    let reps = run_all("directed", &cfgs, ctx)?;
+    let none_s = reps[0].elapsed_s;
+    let mut csv = String::from("infill_kib,elapsed_s,none_s\n");
+    let mut pts = vec![];
+    for (k, &i) in INFILL_KIB.iter().enumerate() {
+        let e = reps[1 + k].elapsed_s;
+        csv.push_str(&format!("{i},{e:.4},{none_s:.4}\n"));
+        pts.push(((i.max(1)) as f64, e));
+    }
+    let sweep: Vec<f64> = pts.iter().map(|p| p.1).collect();
+    let at = |v: u64| sweep[INFILL_KIB.iter().position(|&x| x == v).expect("listed")];
+    let small_ok = INFILL_KIB
+        .iter()
+        .filter(|&&v| v <= 32)
+        .all(|&v| at(v) <= none_s * 1.0001);
+    let mid: Vec<f64> = INFILL_KIB
+        .iter()
+        .filter(|&&v| (32..=2048).contains(&v))
+        .map(|&v| at(v))
+        .collect();
+    let mid_min = mid.iter().cloned().fold(f64::MAX, f64::min);
+    let mid_max = mid.iter().cloned().fold(0.0, f64::max);
+    figures.push(Figure {
+        stem: "directed_fig2".into(),
+        chart: LineChart {
+            title: "wd800jd, gaps (exponential, mean 256 KiB): runtime against infill".into(),
+            x_label: "infill_max KiB (0 drawn at 1)".into(),
+            y_label: "runtime s".into(),
+            x_log2: true,
+            y_log10: false,
+            series: vec![
+                Series {
+                    name: "directed".into(),
+                    points: pts,
+                    dashed: false,
+                },
+                Series {
+                    name: "none".into(),
+                    points: vec![(1.0, none_s), (32768.0, none_s)],
+                    dashed: true,
+                },
+            ],
+        },
+        csv,
+    });
+    md.push_str("![Fig. 2](directed_fig2.png)\n\n");
+    md.push_str(&format!(
+        "Infill sweep (exponential gaps, mean 256 KiB, {gaps_file}): none {none_s:.2} s; infill <= 32 KiB \
+         no slower than none: {small_ok}; 32 KiB-2 MiB spread {:.1}% ({mid_min:.2}-{mid_max:.2} s); \
+         32 MiB {:.2} s.\n\n| fixed gap | auto s | best fixed s (infill) | auto / best |\n|---|---|---|---|\n",
+        100.0 * (mid_max / mid_min - 1.0),
+        at(32768)
+    ));
+    let mut auto_rows = vec![];
+    let block = 1 + INFILL_KIB.len();
+    for (gi, &g) in gap_settings.iter().enumerate() {
+        let o = 1 + INFILL_KIB.len() + gi * block;
+        let auto = reps[o].elapsed_s;
+        let (bi, best) = (0..INFILL_KIB.len())
+            .map(|k| (k, reps[o + 1 + k].elapsed_s))
+            .fold((0, f64::MAX), |a, b| if b.1 < a.1 { b } else { a });
+        md.push_str(&format!(
+            "| {g} KiB | {auto:.3} | {best:.3} ({} KiB) | {:.3} |\n",
+            INFILL_KIB[bi],
+            auto / best
+        ));
+        auto_rows.push(json!({"gap_kib": g, "auto_s": auto, "best_s": best, "best_infill_kib": INFILL_KIB[bi]}));
+    }
+    let mut thresholds = vec![];
+    for dev in ["wd800jd", "atlas-10k", "ssd-850evo"] {
+        let kind = if dev.starts_with("ssd") { "ssd" } else { "hdd" };
+        let c = config(&[
+            format!("device.kind={kind}"),
+            format!("device.preset={dev}"),
+        ]);
+        let (curve, m) = crate::build::positioning_figures(&c.device).expect("preset");
+        let t = foresight_policy::directed::infill::auto_threshold_bytes(&curve, m);
+        md.push_str(&format!("\n`infill_max = \"auto\"` on `{dev}`: {t} bytes."));
+        thresholds.push(json!({"device": dev, "auto_infill_bytes": t}));
+    }
+    md.push_str("\n\n");
+
+    // ---- Scan and tile speedups; contention.
+    let mem = format!("{mem_mib}MiB");
+    let table = format!("{}MiB", 2 * mem_mib);
+    let policies = ["none", "seqp", "directed"];
+    let mut cfgs = vec![];
+    for dev in ["atlas-10k", "wd800jd"] {
+        for kind in ["scan", "tiles"] {
+            for pol in policies {
+                cfgs.push(config(&[
+                    format!("device.preset={dev}"),
+                    format!("policy.name={pol}"),
+                    format!("workload.kind={kind}"),
+                    "workload.request=8KiB".into(),
+                    "workload.tile=8KiB".into(),
+                    "workload.tiles_across=256".into(),
+                    format!("workload.file_size={table}"),
+                    format!("host.memory={mem}"),
+                ]));
+            }
+        }
+    }
+    let n_speed = cfgs.len();
+    let cont_streams = [1u32, 2, 4];
+    for n in cont_streams {
+        for on in [true, false] {
+            cfgs.push(config(&[
+                "device.preset=atlas-10k".into(),
+                "policy.name=directed".into(),
+                format!("policy.contention={on}"),
+                format!("policy.directed_memory={}MiB", mem_mib * 3 / 4),
+                "workload.kind=scan".into(),
+                "workload.request=8KiB".into(),
+                format!("workload.streams={n}"),
+                format!("workload.file_size={}MiB", mem_mib),
+                format!("host.memory={mem}"),
+            ]));
+        }
+    }
+    let reps = run_all("directed", &cfgs, ctx)?;
+    md.push_str(&format!(
+        "Table scan and tiles (8 KiB reads, table {table}, host.memory {mem}), runtime in s:\n\n\
+         | device | workload | none | seqp | directed | directed speedup over none |\n|---|---|---|---|---|---|\n"
+    ));
+    let mut speed_rows = vec![];
+    let mut k = 0;
+    for dev in ["atlas-10k", "wd800jd"] {
+        for kind in ["scan", "tiles"] {
+            let (n, s, d) = (
+                reps[k].elapsed_s,
+                reps[k + 1].elapsed_s,
+                reps[k + 2].elapsed_s,
+            );
+            md.push_str(&format!(
+                "| {dev} | {kind} | {n:.2} | {s:.2} | {d:.2} | {:.1}x |\n",
+                n / d
+            ));
+            speed_rows.push(json!({"device": dev, "workload": kind, "none_s": n, "seqp_s": s, "directed_s": d, "speedup": n / d}));
+            k += 3;
+        }
+    }
+    md.push_str(&format!(
+        "\nConcurrent scans on atlas-10k (each a {mem_mib} MiB table, window {} MiB, host.memory {mem}): \
+         total MiB/s\n\n| scans | with controller | without |\n|---|---|---|\n",
+        mem_mib * 3 / 4
+    ));
+    let mut cont_rows = vec![];
+    for (i, n) in cont_streams.iter().enumerate() {
+        let on = &reps[n_speed + 2 * i];
+        let off = &reps[n_speed + 2 * i + 1];
+        md.push_str(&format!(
+            "| {n} | {:.2} | {:.2} |\n",
+            on.throughput_mib_s, off.throughput_mib_s
+        ));
+        cont_rows.push(json!({"streams": n, "with_mib_s": on.throughput_mib_s, "without_mib_s": off.throughput_mib_s}));
+    }
+    md.push_str(
+        "\nThe simulator carries no data, so the property that every byte the application reads \
+         equals the file's byte (infill included) is left to the real engine.\n",
+    );
+    Ok(Section {
+        markdown: md,
+        results: json!({
+            "fig1_distances_kib": fig1_dist,
+            "fig2_none_s": none_s,
+            "fig2_sweep_s": sweep,
+            "fig2_small_no_slower": small_ok,
+            "fig2_mid_spread": mid_max / mid_min - 1.0,
+            "auto": auto_rows,
+            "auto_thresholds": thresholds,
+            "speedups": speed_rows,
+            "contention": cont_rows,
+        }),
+        figures,
+    })
+}
