@@ -212,6 +212,10 @@ impl Sim {
             ByteLen(volume.capacity_sectors() * SECTOR_BYTES / (1 << 20) * (1 << 20));
         let rng = Rng::new(cfg.seed);
         let metadata = w.metadata.then(foresight_policy::layout::Metadata::ext3);
+        // The simulator's file system: places files of the given sizes as the workload asks.
+        let place = |sizes: &[ByteLen], rng: &mut Rng| {
+            Layout::place(volume_bytes, striping, sizes, w.placement, metadata, rng)
+        };
         let (layout, streams, trace) = match w.kind {
             WorkloadKind::Streams => {
                 let n = w.streams as usize;
@@ -225,14 +229,7 @@ impl Sim {
                         &sizes,
                     )
                 } else {
-                    Layout::place(
-                        volume_bytes,
-                        striping,
-                        &sizes,
-                        w.placement,
-                        metadata,
-                        &mut place_rng,
-                    )
+                    place(&sizes, &mut place_rng)
                 }
                 .map_err(|e| ConfigError::Key {
                     key: "workload.file_size".into(),
@@ -291,15 +288,7 @@ impl Sim {
                     })
                     .collect();
                 let mut place_rng = rng.fork(u64::MAX);
-                let layout = Layout::place(
-                    volume_bytes,
-                    striping,
-                    &sizes,
-                    w.placement,
-                    metadata,
-                    &mut place_rng,
-                )
-                .map_err(|e| ConfigError::Key {
+                let layout = place(&sizes, &mut place_rng).map_err(|e| ConfigError::Key {
                     key: "workload.files".into(),
                     message: e.to_string(),
                 })?;
@@ -324,15 +313,7 @@ impl Sim {
                 let n = w.streams as usize;
                 let sizes = vec![w.file_size; n];
                 let mut place_rng = rng.fork(u64::MAX);
-                let layout = Layout::place(
-                    volume_bytes,
-                    striping,
-                    &sizes,
-                    w.placement,
-                    metadata,
-                    &mut place_rng,
-                )
-                .map_err(|e| ConfigError::Key {
+                let layout = place(&sizes, &mut place_rng).map_err(|e| ConfigError::Key {
                     key: "workload.file_size".into(),
                     message: e.to_string(),
                 })?;
