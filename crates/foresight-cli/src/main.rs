@@ -15,6 +15,8 @@ use foresight_sim::config::{apply_set, read_config_file, SimConfig};
 use foresight_sim::metrics::RequestRecord;
 use foresight_sim::{RunOptions, SimError};
 
+mod bench;
+
 #[derive(Parser)]
 #[command(
     name = "foresight",
@@ -68,7 +70,22 @@ enum Command {
         #[arg(long)]
         list: bool,
     },
+    /// Measure the real engine on this machine's disk against the kernel and the device's limit.
+    #[command(long_about = BENCH_HELP)]
+    Bench(Box<bench::BenchArgs>),
 }
+
+const BENCH_HELP: &str = "Measure the real engine on this machine's disk against plain buffered \
+reads (the kernel's readahead) and the device's single-reader limit (large O_DIRECT reads, several \
+in flight), for each number of concurrent streams in --streams.
+
+Files are created once under --dir (default ./foresight-bench, relative to the current \
+directory), reused when they have the right size, and dropped from the page cache before every \
+measurement. Each stream reads min(--file-size, --total-size / N) of its own file. --emulate PRESET \
+runs the engine on a modelled device instead (real bytes, modelled completion times).
+
+Example:
+  foresight bench --streams 1,16,256,1024 --dir /tmp/foresight-bench --json";
 
 const SIM_HELP: &str = "Run one simulation and print its measurements.
 
@@ -175,6 +192,7 @@ fn main() -> ExitCode {
             out,
             list,
         } => cmd_reproduce(&experiments, quick, &out, list),
+        Command::Bench(args) => bench::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

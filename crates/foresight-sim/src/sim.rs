@@ -132,9 +132,22 @@ fn jbod_layout(
 }
 
 /// Runs one simulation.
-pub fn run(cfg: &SimConfig, mut opts: RunOptions<'_>) -> Result<RunOutput, SimError> {
+pub fn run(cfg: &SimConfig, opts: RunOptions<'_>) -> Result<RunOutput, SimError> {
+    run_wrapped(cfg, opts, &mut |p| p)
+}
+
+/// Runs one simulation with the page-cache (file-level) policy passed through `wrap` first, so a
+/// caller can observe every input and decision; `foresight-testkit`'s conformance suite records
+/// them this way to compare the simulator with the real engine. `run` is `run_wrapped` with the
+/// identity.
+pub fn run_wrapped(
+    cfg: &SimConfig,
+    mut opts: RunOptions<'_>,
+    wrap: &mut dyn FnMut(Box<dyn foresight_policy::Policy>) -> Box<dyn foresight_policy::Policy>,
+) -> Result<RunOutput, SimError> {
     let wall = std::time::Instant::now();
     let mut sim = Sim::new(cfg, opts.record_requests)?;
+    sim.page_cache.wrap_policy(wrap);
     sim.run(opts.progress.take());
     let mut out = sim.finish();
     out.report.wall_s = wall.elapsed().as_secs_f64();

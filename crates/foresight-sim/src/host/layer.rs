@@ -95,6 +95,14 @@ pub struct CacheLayer {
 }
 
 impl CacheLayer {
+    /// Passes the layer's policy through `wrap`, which returns the policy to use instead (a
+    /// decorator that records every decision: see `foresight-testkit`'s conformance suite).
+    pub fn wrap_policy(&mut self, wrap: &mut dyn FnMut(Box<dyn Policy>) -> Box<dyn Policy>) {
+        let placeholder = Box::new(foresight_policy::readahead::NoPrefetch::new());
+        let inner = std::mem::replace(&mut self.policy, placeholder);
+        self.policy = wrap(inner);
+    }
+
     /// A layer of `capacity_pages` pages driven by `policy`, with plain LRU replacement.
     pub fn new(capacity_pages: u64, policy: Box<dyn Policy>) -> CacheLayer {
         Self::with_cache(PageCache::new(capacity_pages), policy)

@@ -1,0 +1,770 @@
+//! `foresight bench`: the real engine against the kernel and against the device's own limit.
+//!
+//! For each number of streams N the bench reads N files at once, one thread per file, each reading
+//! its file sequentially with `--request`-sized reads, three ways:
+//!
+//! - `engine`: through a [`foresight_engine::Engine`] (io_uring and `O_DIRECT` where allowed), once
+//!   per `--policy`;
+//! - `kernel`: plain buffered `read()` calls, with the kernel's own readahead;
+//! - `limit`: one reader, no policy, large `O_DIRECT` reads with several in flight straight through
+//!   the backend: the best rate the device gives a sequential reader (and, with `--fio`, fio's figure
+//!   for the same job).
+//!
+//! The files are created once under `--dir` (default `./foresight-bench`, relative to where the
+//! command runs) and reused when they have the right size; they are written, synced, and dropped
+//! from the page cache (`posix_fadvise(DONTNEED)`) before every measurement, so each one starts cold.
+//! Files are shared between the N values: file `i` is as large as the largest N that reads it needs,
+//! and each N reads `min(--file-size, --total-size / N)` bytes of each of its files, so one N never
+//! reads more than `--total-size` in all. A measurement also stops after `--duration`.
+//!
+//! `--emulate PRESET` runs the engine on the `emulated` backend instead: the same real bytes, but
+//! every read completes when the named device model says it would (files spread over the modelled
+//! disk, one slot per stream); `limit` is then the model's single-reader rate, and `kernel` is not
+//! measured (the kernel reads the real disk, not the modelled one).
+//!
+//! Progress goes to stderr; the table, or with `--json` one JSON array of objects, one per
+//! (N, method), with keys `streams, method, policy, mib_s, ratio_to_limit, memory_peak_bytes,
+//! cpu_s`, goes to stdout.
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Barrier};
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+use foresight_core::{parse_duration, parse_size, ByteLen};
+use foresight_engine::measure::{
+    evict_from_page_cache, free_disk_bytes, process_cpu_seconds, sequential_read,
+};
+use foresight_engine::{check_policy, Backend, EmulatedConfig, Engine};
+use foresight_policy::PolicyConfig;
+use serde_json::json;
+
+use crate::input;
+
+/// The policies benchmarked when `--policy` is not given, in this order; those this build's engine
+/// cannot run are left out.
+const DEFAULT_POLICIES: &[&str] = &["seqp", "streams"];
+/// Bytes per write when creating files.
+const WRITE_CHUNK_BYTES: usize = 8 << 20;
+
+/// `foresight bench` arguments.
+#[derive(clap::Args, Debug)]
+pub struct BenchArgs {
+    /// Numbers of concurrent streams to measure, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "1,16,256,1024")]
+    streams: Vec<u32>,
+    /// The most bytes each stream reads (its file may be larger, shared with a smaller N).
+    #[arg(long, default_value = "1GiB", value_name = "SIZE")]
+    file_size: String,
+    /// The most bytes one N reads in all: each stream reads min(--file-size, this / N).
+    #[arg(long, default_value = "8GiB", value_name = "SIZE")]
+    total_size: String,
+    /// Where the bench files live (created if missing; files of the right size are reused).
+    /// Relative paths are taken from the current directory. The files take about as much disk as
+    /// the largest N's total plus the larger files of smaller N.
+    #[arg(long, default_value = "foresight-bench", value_name = "DIR")]
+    dir: PathBuf,
+    /// Print one JSON array instead of the table.
+    #[arg(long)]
+    json: bool,
+    /// Engine policies, comma-separated [default: those of seqp,streams the engine can run].
+    #[arg(long, value_delimiter = ',', value_name = "NAME,...")]
+    policy: Vec<String>,
+    /// Also run fio's sequential-read job with the limit's block size and depth, if fio is installed.
+    #[arg(long)]
+    fio: bool,
+    /// Run the engine on the emulated backend with this device preset (see `foresight devices`).
+    #[arg(long, value_name = "PRESET")]
+    emulate: Option<String>,
+    /// Bytes per application read [default: 1MiB; 64KiB with --emulate].
+    #[arg(long, value_name = "SIZE")]
+    request: Option<String>,
+    /// The policy's largest readahead window [default: 8MiB; 128KiB with --emulate].
+    #[arg(long, value_name = "SIZE")]
+    readahead_max: Option<String>,
+    /// The engine's memory budget for prefetched and in-flight buffers.
+    #[arg(long, default_value = "6GiB", value_name = "SIZE")]
+    memory: String,
+    /// The engine's queue depth (reads in flight at the device).
+    #[arg(long, default_value_t = 32)]
+    queue_depth: u32,
+    /// The engine's largest single read (this disk's max_sectors_kb is a good choice).
+    #[arg(long, default_value = "4MiB", value_name = "SIZE")]
+    max_io: String,
+    /// Stop each measurement after this long.
+    #[arg(long, default_value = "30s", value_name = "DURATION")]
+    duration: String,
+    /// The limit reader's read size.
+    #[arg(long, default_value = "4MiB", value_name = "SIZE")]
+    limit_io: String,
+    /// The limit reader's reads in flight.
+    #[arg(long, default_value_t = 16)]
+    limit_depth: usize,
+    /// The engine's backend: auto (io_uring, or threads where refused), uring or threads.
+    #[arg(long, default_value = "auto", value_name = "NAME")]
+    backend: String,
+    /// Rounds per N: every method is measured once per round, in turn, and the median is
+    /// reported (shared and virtual disks drift; interleaving keeps the comparison fair).
+    #[arg(long, default_value_t = 3)]
+    repeat: u32,
+}
+
+/// Settings after checking.
+struct Plan {
+    streams: Vec<u32>,
+    per_stream: Vec<u64>,
+    file_sizes: Vec<u64>,
+    dir: PathBuf,
+    policies: Vec<String>,
+    emulate: Option<EmulatedConfig>,
+    request: u64,
+    readahead_max: ByteLen,
+    memory: ByteLen,
+    max_io: ByteLen,
+    queue_depth: u32,
+    duration: Duration,
+    limit_io: u64,
+    limit_depth: usize,
+    backend: Backend,
+    repeat: u32,
+}
+
+/// One measurement.
+struct Row {
+    streams: u32,
+    method: &'static str,
+    policy: Option<String>,
+    mib_s: f64,
+    memory_peak_bytes: Option<u64>,
+    cpu_s: f64,
+    note: String,
+}
+
+fn size(flag: &str, text: &str) -> anyhow::Result<u64> {
+    parse_size(text)
+        .map(|b| b.0)
+        .map_err(|e| input(format!("--{flag}: {e}")))
+}
+
+fn plan(a: &BenchArgs) -> anyhow::Result<Plan> {
+    let mut streams = a.streams.clone();
+    if streams.is_empty() || streams.contains(&0) {
+        return Err(input(
+            "--streams: give positive numbers, e.g. --streams 1,16,256",
+        ));
+    }
+    if let Some(&n) = streams.iter().find(|&&n| n > 4096) {
+        return Err(input(format!("--streams: {n} is more than 4096 threads")));
+    }
+    streams.dedup();
+    let emulate = match &a.emulate {
+        None => None,
+        Some(p) => Some(EmulatedConfig::preset(p).map_err(|e| input(format!("--emulate: {e}")))?),
+    };
+    let emulated = emulate.is_some();
+    let file_size = size("file-size", &a.file_size)?;
+    let total = size("total-size", &a.total_size)?;
+    let request = size(
+        "request",
+        a.request
+            .as_deref()
+            .unwrap_or(if emulated { "64KiB" } else { "1MiB" }),
+    )?;
+    if request == 0 || request > 1 << 30 {
+        return Err(input("--request: give between 1 byte and 1GiB"));
+    }
+    let readahead_max = ByteLen(size(
+        "readahead-max",
+        a.readahead_max
+            .as_deref()
+            .unwrap_or(if emulated { "128KiB" } else { "8MiB" }),
+    )?);
+    let memory = ByteLen(size("memory", &a.memory)?);
+    let max_io = ByteLen(size("max-io", &a.max_io)?);
+    let limit_io = size("limit-io", &a.limit_io)?;
+    if limit_io == 0 || !limit_io.is_multiple_of(4096) {
+        return Err(input("--limit-io: give whole 4KiB pages, e.g. 4MiB"));
+    }
+    if !(1..=100).contains(&a.repeat) {
+        return Err(input("--repeat: give 1 to 100"));
+    }
+    if !(1..=1024).contains(&a.limit_depth) {
+        return Err(input("--limit-depth: give 1 to 1024"));
+    }
+    let duration = parse_duration(&a.duration).map_err(|e| input(format!("--duration: {e}")))?;
+    let duration = Duration::from_nanos(duration.0.max(1));
+    let backend = match a.backend.as_str() {
+        "auto" => Backend::Auto,
+        "uring" => Backend::Uring,
+        "threads" => Backend::Threads,
+        other => {
+            return Err(input(format!(
+                "--backend: `{other}` is not one of auto, uring, threads"
+            )))
+        }
+    };
+    // Each N reads min(file_size, total / N) of each of its files, in whole pages.
+    let per_stream: Vec<u64> = streams
+        .iter()
+        .map(|&n| (file_size.min(total / n as u64)) / 4096 * 4096)
+        .collect();
+    if let Some(i) = per_stream.iter().position(|&b| b == 0) {
+        return Err(input(format!(
+            "--total-size: {} split over {} streams leaves less than a page each; raise it",
+            ByteLen(total),
+            streams[i]
+        )));
+    }
+    let max_n = *streams.iter().max().expect("non-empty") as usize;
+    let file_sizes: Vec<u64> = (0..max_n)
+        .map(|i| {
+            streams
+                .iter()
+                .zip(&per_stream)
+                .filter(|(&n, _)| i < n as usize)
+                .map(|(_, &b)| b)
+                .max()
+                .expect("the largest N reads every file")
+        })
+        .collect();
+    let names: Vec<String> = if a.policy.is_empty() {
+        DEFAULT_POLICIES
+            .iter()
+            .filter(|p| check_policy(&policy_config(p, readahead_max)).is_ok())
+            .map(|p| p.to_string())
+            .collect()
+    } else {
+        a.policy.clone()
+    };
+    for p in &names {
+        check_policy(&policy_config(p, readahead_max)).map_err(|e| {
+            input(format!(
+                "--policy: `{p}` cannot run in the engine: {e}. The engine runs: {}",
+                foresight_policy::POLICY_NAMES
+                    .iter()
+                    .filter(|n| check_policy(&policy_config(n, readahead_max)).is_ok())
+                    .copied()
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))
+        })?;
+    }
+    Ok(Plan {
+        streams,
+        per_stream,
+        file_sizes,
+        dir: a.dir.clone(),
+        policies: names,
+        emulate,
+        request,
+        readahead_max,
+        memory,
+        max_io,
+        queue_depth: a.queue_depth,
+        duration,
+        limit_io,
+        limit_depth: a.limit_depth,
+        backend,
+        repeat: a.repeat,
+    })
+}
+
+fn policy_config(name: &str, readahead_max: ByteLen) -> PolicyConfig {
+    PolicyConfig {
+        name: name.to_string(),
+        readahead_max,
+        ..PolicyConfig::default()
+    }
+}
+
+fn log(started: Instant, line: &str) {
+    eprintln!("[{:>7.1}s] {line}", started.elapsed().as_secs_f64());
+}
+
+/// Runs `foresight bench`.
+pub fn run(a: &BenchArgs) -> anyhow::Result<()> {
+    let p = plan(a)?;
+    let started = Instant::now();
+    let paths = prepare_files(&p, started)?;
+    if p.emulate.is_some() {
+        log(started, "kernel: not measured under --emulate (the kernel reads the real disk, not the modelled one)");
+    }
+    let mut rows: Vec<Row> = Vec::new();
+    for (k, &n) in p.streams.iter().enumerate() {
+        let bytes = p.per_stream[k];
+        let files = &paths[..n as usize];
+        log(
+            started,
+            &format!(
+                "N = {n}: {n} stream(s) x {} each, {} round(s)",
+                ByteLen(bytes),
+                p.repeat
+            ),
+        );
+        let mut samples: Vec<Row> = Vec::new();
+        for round in 0..p.repeat {
+            let mut take = |r: Row| {
+                log(
+                    started,
+                    &format!(
+                        "  round {} {:<7} {:<5} {:>9.1} MiB/s  cpu {:.2} s  {}",
+                        round + 1,
+                        r.method,
+                        r.policy.as_deref().unwrap_or(""),
+                        r.mib_s,
+                        r.cpu_s,
+                        r.note
+                    ),
+                );
+                samples.push(r);
+            };
+            take(measure_limit(&p, &paths[0], p.file_sizes[0], n)?);
+            if a.fio && p.emulate.is_none() {
+                match run_fio(&p, &paths[0], n)? {
+                    Some(r) => take(r),
+                    None if round == 0 => log(started, "  fio: not installed, skipped"),
+                    None => {}
+                }
+            }
+            if p.emulate.is_none() {
+                take(measure_kernel(&p, files, bytes, n)?);
+            }
+            for policy in &p.policies {
+                take(measure_engine(&p, files, bytes, n, policy)?);
+            }
+        }
+        rows.extend(medians(samples));
+    }
+    print_rows(&p, &rows, a.json)
+}
+
+/// One row per (method, policy): the median rate and CPU time over the rounds, the largest memory
+/// peak, and the spread of rates in the note.
+fn medians(samples: Vec<Row>) -> Vec<Row> {
+    let mut keys: Vec<(&'static str, Option<String>)> = Vec::new();
+    for r in &samples {
+        let k = (r.method, r.policy.clone());
+        if !keys.contains(&k) {
+            keys.push(k);
+        }
+    }
+    let median = |mut v: Vec<f64>| {
+        v.sort_by(|a, b| a.total_cmp(b));
+        let m = v.len() / 2;
+        if v.len() % 2 == 1 {
+            v[m]
+        } else {
+            (v[m - 1] + v[m]) / 2.0
+        }
+    };
+    keys.into_iter()
+        .map(|(method, policy)| {
+            let of: Vec<&Row> = samples
+                .iter()
+                .filter(|r| r.method == method && r.policy == policy)
+                .collect();
+            let rates: Vec<f64> = of.iter().map(|r| r.mib_s).collect();
+            let lo = rates.iter().copied().fold(f64::INFINITY, f64::min);
+            let hi = rates.iter().copied().fold(0.0, f64::max);
+            Row {
+                streams: of[0].streams,
+                method,
+                policy,
+                mib_s: median(rates),
+                memory_peak_bytes: of.iter().filter_map(|r| r.memory_peak_bytes).max(),
+                cpu_s: median(of.iter().map(|r| r.cpu_s).collect()),
+                note: format!("{lo:.0}..{hi:.0}"),
+            }
+        })
+        .collect()
+}
+
+fn print_rows(p: &Plan, rows: &[Row], as_json: bool) -> anyhow::Result<()> {
+    let limit_of = |n: u32| {
+        rows.iter()
+            .find(|r| r.streams == n && r.method == "limit")
+            .map(|r| r.mib_s)
+            .unwrap_or(0.0)
+    };
+    let ratio = |r: &Row| {
+        let l = limit_of(r.streams);
+        if l > 0.0 {
+            r.mib_s / l
+        } else {
+            0.0
+        }
+    };
+    let mut out = std::io::stdout().lock();
+    if as_json {
+        let v: Vec<_> = rows
+            .iter()
+            .map(|r| {
+                json!({
+                    "streams": r.streams,
+                    "method": r.method,
+                    "policy": r.policy,
+                    "mib_s": (r.mib_s * 10.0).round() / 10.0,
+                    "ratio_to_limit": (ratio(r) * 1000.0).round() / 1000.0,
+                    "memory_peak_bytes": r.memory_peak_bytes,
+                    "cpu_s": (r.cpu_s * 100.0).round() / 100.0,
+                })
+            })
+            .collect();
+        writeln!(out, "{}", serde_json::to_string(&v)?)?;
+        return Ok(());
+    }
+    let device = match &p.emulate {
+        Some(_) => "emulated device".to_string(),
+        None => format!("the disk under {}", p.dir.display()),
+    };
+    writeln!(
+        out,
+        "foresight bench on {device}: {} reads, readahead_max {}, engine memory {}, queue depth {}",
+        ByteLen(p.request),
+        p.readahead_max,
+        p.memory,
+        p.queue_depth
+    )?;
+    writeln!(
+        out,
+        "{:>7}  {:<7} {:<8} {:>10} {:>9} {:>14} {:>7}  MiB/s range",
+        "streams", "method", "policy", "MiB/s", "x limit", "memory peak", "cpu s"
+    )?;
+    for r in rows {
+        writeln!(
+            out,
+            "{:>7}  {:<7} {:<8} {:>10.1} {:>9.3} {:>14} {:>7.2}  {}",
+            r.streams,
+            r.method,
+            r.policy.as_deref().unwrap_or("-"),
+            r.mib_s,
+            ratio(r),
+            r.memory_peak_bytes
+                .map(|b| ByteLen(b).to_string())
+                .unwrap_or_else(|| "-".into()),
+            r.cpu_s,
+            r.note
+        )?;
+    }
+    writeln!(out, "Medians of {} round(s).", p.repeat)?;
+    writeln!(
+        out,
+        "Each stream reads min(--file-size, --total-size / N) of its own file: {}.",
+        p.streams
+            .iter()
+            .zip(&p.per_stream)
+            .map(|(n, b)| format!("N={n}: {}", ByteLen(*b)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    )?;
+    Ok(())
+}
+
+/// Creates (or reuses) the files; returns their paths.
+fn prepare_files(p: &Plan, started: Instant) -> anyhow::Result<Vec<PathBuf>> {
+    std::fs::create_dir_all(&p.dir)
+        .map_err(|e| input(format!("--dir {}: {e}", p.dir.display())))?;
+    let paths: Vec<PathBuf> = (0..p.file_sizes.len())
+        .map(|i| p.dir.join(format!("stream-{i:04}.dat")))
+        .collect();
+    let missing: Vec<usize> = (0..paths.len())
+        .filter(|&i| std::fs::metadata(&paths[i]).map(|m| m.len()).ok() != Some(p.file_sizes[i]))
+        .collect();
+    let need: u64 = missing.iter().map(|&i| p.file_sizes[i]).sum();
+    let total: u64 = p.file_sizes.iter().sum();
+    log(
+        started,
+        &format!(
+            "{} files, {} in all under {} ({} to write)",
+            paths.len(),
+            ByteLen(total),
+            p.dir.display(),
+            ByteLen(need)
+        ),
+    );
+    if need > 0 {
+        let free = free_disk_bytes(&p.dir)
+            .with_context(|| format!("checking free space under {}", p.dir.display()))?;
+        if need + (free / 10) > free {
+            return Err(input(format!(
+                "--dir {}: the files need {} more but only {} is free; lower --total-size or --file-size",
+                p.dir.display(),
+                ByteLen(need),
+                ByteLen(free)
+            )));
+        }
+    }
+    let mut chunk = vec![0u8; WRITE_CHUNK_BYTES];
+    let mut written = 0u64;
+    let mut last_note = Instant::now();
+    for &i in &missing {
+        let path = &paths[i];
+        let mut f = std::fs::File::create(path)
+            .map_err(|e| input(format!("--dir: creating {}: {e}", path.display())))?;
+        let mut left = p.file_sizes[i];
+        let mut state = 0x9E37_79B9_7F4A_7C15u64 ^ (i as u64).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        while left > 0 {
+            // xorshift64*: distinct, incompressible bytes, far faster than the disk.
+            for word in chunk.chunks_exact_mut(8) {
+                state ^= state >> 12;
+                state ^= state << 25;
+                state ^= state >> 27;
+                word.copy_from_slice(&state.wrapping_mul(0x2545_F491_4F6C_DD1D).to_le_bytes());
+            }
+            let n = left.min(chunk.len() as u64) as usize;
+            f.write_all(&chunk[..n])
+                .with_context(|| format!("writing {}", path.display()))?;
+            left -= n as u64;
+            written += n as u64;
+            if last_note.elapsed() > Duration::from_secs(5) {
+                log(
+                    started,
+                    &format!(
+                        "  written {} of {}",
+                        ByteLen((written >> 20) << 20),
+                        ByteLen(need)
+                    ),
+                );
+                last_note = Instant::now();
+            }
+        }
+        // Dirty pages survive DONTNEED: the data must be on disk before any measurement.
+        f.sync_all()
+            .with_context(|| format!("syncing {}", path.display()))?;
+    }
+    Ok(paths)
+}
+
+fn evict(paths: &[PathBuf]) -> anyhow::Result<()> {
+    for p in paths {
+        evict_from_page_cache(p)
+            .with_context(|| format!("evicting {} from the page cache", p.display()))?;
+    }
+    Ok(())
+}
+
+fn measure_limit(p: &Plan, path: &Path, bytes: u64, n: u32) -> anyhow::Result<Row> {
+    evict(&[path.to_path_buf()])?;
+    let backend = match &p.emulate {
+        Some(cfg) => Backend::Emulated(cfg.clone().spread(1)),
+        None => Backend::Auto,
+    };
+    let cpu0 = process_cpu_seconds();
+    let r = sequential_read(
+        backend,
+        path,
+        bytes,
+        p.limit_io,
+        p.limit_depth,
+        Some(p.duration),
+    )?;
+    Ok(Row {
+        streams: n,
+        method: "limit",
+        policy: None,
+        mib_s: r.mib_s(),
+        memory_peak_bytes: Some(p.limit_io * p.limit_depth as u64),
+        cpu_s: process_cpu_seconds() - cpu0,
+        note: format!(
+            "({} x {} in flight on {}, {})",
+            p.limit_depth,
+            ByteLen(p.limit_io),
+            r.backend,
+            if r.direct { "O_DIRECT" } else { "buffered" }
+        ),
+    })
+}
+
+fn run_fio(p: &Plan, path: &Path, n: u32) -> anyhow::Result<Option<Row>> {
+    evict(&[path.to_path_buf()])?;
+    let out = std::process::Command::new("fio")
+        .args([
+            "--name=foresight-limit",
+            &format!("--filename={}", path.display()),
+            "--rw=read",
+            &format!("--bs={}", p.limit_io),
+            &format!("--iodepth={}", p.limit_depth),
+            "--ioengine=io_uring",
+            "--direct=1",
+            "--output-format=terse",
+            "--terse-version=3",
+        ])
+        .output();
+    let out = match out {
+        Ok(o) => o,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e).context("running fio"),
+    };
+    anyhow::ensure!(
+        out.status.success(),
+        "fio failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Terse v3: field 7 is the read bandwidth in KiB/s.
+    let text = String::from_utf8_lossy(&out.stdout);
+    let kib_s: f64 = text
+        .lines()
+        .last()
+        .and_then(|l| l.split(';').nth(6))
+        .and_then(|f| f.parse().ok())
+        .context("reading fio's bandwidth")?;
+    Ok(Some(Row {
+        streams: n,
+        method: "fio",
+        policy: None,
+        mib_s: kib_s / 1024.0,
+        memory_peak_bytes: None,
+        cpu_s: 0.0,
+        note: String::new(),
+    }))
+}
+
+/// Runs `read_one(i, deadline)` on one thread per file, all starting together; returns the bytes
+/// read, the wall seconds until the last finished, and the CPU seconds used.
+fn run_threads(
+    files: &[PathBuf],
+    deadline_after: Duration,
+    read_one: impl Fn(usize, &Path, Instant) -> std::io::Result<u64> + Send + Sync + 'static,
+) -> anyhow::Result<(u64, f64, f64)> {
+    let n = files.len();
+    let barrier = Arc::new(Barrier::new(n + 1));
+    let read_one = Arc::new(read_one);
+    let mut handles = Vec::with_capacity(n);
+    for (i, path) in files.iter().enumerate() {
+        let barrier = barrier.clone();
+        let read_one = read_one.clone();
+        let path = path.clone();
+        handles.push(
+            std::thread::Builder::new()
+                .name(format!("bench-{i}"))
+                .stack_size(256 << 10)
+                .spawn(move || {
+                    barrier.wait();
+                    let deadline = Instant::now() + deadline_after;
+                    read_one(i, &path, deadline)
+                })
+                .context("starting a reader thread")?,
+        );
+    }
+    let cpu0 = process_cpu_seconds();
+    let t0 = Instant::now();
+    barrier.wait();
+    let mut bytes = 0;
+    for h in handles {
+        bytes += h
+            .join()
+            .map_err(|_| anyhow::anyhow!("a reader thread panicked"))?
+            .context("a reader failed")?;
+    }
+    Ok((
+        bytes,
+        t0.elapsed().as_secs_f64(),
+        process_cpu_seconds() - cpu0,
+    ))
+}
+
+fn mib_s(bytes: u64, secs: f64) -> f64 {
+    if secs > 0.0 {
+        bytes as f64 / (1u64 << 20) as f64 / secs
+    } else {
+        0.0
+    }
+}
+
+fn measure_kernel(p: &Plan, files: &[PathBuf], bytes: u64, n: u32) -> anyhow::Result<Row> {
+    evict(files)?;
+    let request = p.request as usize;
+    let (total, secs, cpu) = run_threads(files, p.duration, move |_, path, deadline| {
+        let mut f = std::fs::File::open(path)?;
+        let mut buf = vec![0u8; request];
+        let mut done = 0u64;
+        while done < bytes && Instant::now() < deadline {
+            let want = (bytes - done).min(request as u64) as usize;
+            let got = f.read(&mut buf[..want])?;
+            if got == 0 {
+                break;
+            }
+            done += got as u64;
+        }
+        Ok(done)
+    })?;
+    Ok(Row {
+        streams: n,
+        method: "kernel",
+        policy: None,
+        mib_s: mib_s(total, secs),
+        memory_peak_bytes: None,
+        cpu_s: cpu,
+        note: String::new(),
+    })
+}
+
+fn measure_engine(
+    p: &Plan,
+    files: &[PathBuf],
+    bytes: u64,
+    n: u32,
+    policy: &str,
+) -> anyhow::Result<Row> {
+    evict(files)?;
+    let backend = match &p.emulate {
+        Some(cfg) => Backend::Emulated(cfg.clone().spread(n)),
+        None => p.backend.clone(),
+    };
+    let engine = Engine::builder()
+        .memory(p.memory)
+        .policy(policy)
+        .readahead_max(p.readahead_max)
+        .max_io(p.max_io)
+        .queue_depth(p.queue_depth)
+        .backend(backend)
+        .build()
+        .map_err(|e| input(format!("engine: {e}")))?;
+    // Open every file before the clock starts, in stream order (stream i reads file i).
+    let readers: Vec<_> = files
+        .iter()
+        .map(|f| engine.open(f).map_err(|e| anyhow::anyhow!("{e}")))
+        .collect::<anyhow::Result<_>>()?;
+    let readers = Arc::new(std::sync::Mutex::new(
+        readers.into_iter().map(Some).collect::<Vec<_>>(),
+    ));
+    let request = p.request as usize;
+    let (total, secs, cpu) = run_threads(files, p.duration, move |i, _, deadline| {
+        let mut r = readers.lock().expect("readers")[i]
+            .take()
+            .expect("one reader per thread");
+        let mut buf = vec![0u8; request];
+        let mut done = 0u64;
+        while done < bytes && Instant::now() < deadline {
+            let want = (bytes - done).min(request as u64) as usize;
+            let got = r.read(&mut buf[..want])?;
+            if got == 0 {
+                break;
+            }
+            done += got as u64;
+        }
+        Ok(done)
+    })?;
+    let s = engine.stats();
+    let note = format!(
+        "{}{}, {} fetches, {} stalls, {} wasted",
+        s.backend,
+        engine
+            .fallback_reason()
+            .map(|r| format!(" ({r})"))
+            .unwrap_or_default(),
+        s.fetches,
+        s.stalls,
+        ByteLen(s.wasted_bytes / 4096 * 4096)
+    );
+    Ok(Row {
+        streams: n,
+        method: "engine",
+        policy: Some(policy.to_string()),
+        mib_s: mib_s(total, secs),
+        memory_peak_bytes: Some(s.memory_peak_bytes),
+        cpu_s: cpu,
+        note,
+    })
+}

@@ -1,0 +1,129 @@
+//! `foresight bench` end to end: bad input exits 2 naming the flag, and a small run on a temporary
+//! directory prints one JSON object per (N, method) with the contract's keys.
+
+use std::process::Command;
+
+fn foresight(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_foresight"))
+        .args(args)
+        .output()
+        .expect("the binary runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn dir(tag: &str) -> String {
+    std::env::temp_dir()
+        .join(format!("foresight-bench-test-{tag}-{}", std::process::id()))
+        .display()
+        .to_string()
+}
+
+#[test]
+fn bad_bench_input_exits_2_naming_the_flag() {
+    for (args, name) in [
+        (vec!["--policy", "psychic"], "psychic"),
+        (vec!["--policy", "streams"], "streams"),
+        (vec!["--emulate", "floppy"], "floppy"),
+        (vec!["--file-size", "12parsecs"], "--file-size"),
+        (vec!["--streams", "0"], "--streams"),
+        (vec!["--backend", "magic"], "--backend"),
+        (vec!["--duration", "soon"], "--duration"),
+    ] {
+        let d = dir("bad");
+        let mut all = vec!["bench", "--dir", d.as_str()];
+        all.extend(args.iter().copied());
+        let (code, _, err) = foresight(&all);
+        assert_eq!(code, 2, "{all:?} should exit 2: {err}");
+        assert!(
+            err.contains(name),
+            "{all:?}: the message should name {name}: {err}"
+        );
+        assert!(!err.contains("panicked"), "{err}");
+    }
+}
+
+#[test]
+fn a_small_bench_prints_the_json_contract() {
+    let d = dir("small");
+    let (code, out, err) = foresight(&[
+        "bench",
+        "--streams",
+        "1,2",
+        "--file-size",
+        "4MiB",
+        "--total-size",
+        "8MiB",
+        "--dir",
+        &d,
+        "--duration",
+        "5s",
+        "--repeat",
+        "1",
+        "--json",
+        "--memory",
+        "64MiB",
+    ]);
+    let _ = std::fs::remove_dir_all(&d);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(out.trim()).expect("one JSON array");
+    let rows = v.as_array().expect("an array");
+    // Two N values, each with limit, kernel and engine (seqp).
+    assert_eq!(rows.len(), 6, "{out}");
+    for r in rows {
+        for k in [
+            "streams",
+            "method",
+            "policy",
+            "mib_s",
+            "ratio_to_limit",
+            "memory_peak_bytes",
+            "cpu_s",
+        ] {
+            assert!(r.get(k).is_some(), "missing {k}: {r}");
+        }
+        assert!(r["mib_s"].as_f64().unwrap() > 0.0, "{r}");
+    }
+    assert!(rows
+        .iter()
+        .any(|r| r["method"] == "engine" && r["policy"] == "seqp"));
+    assert!(err.contains("N = 2"), "progress goes to stderr: {err}");
+}
+
+#[test]
+fn an_emulated_bench_runs_on_the_model() {
+    let d = dir("emu");
+    let (code, out, err) = foresight(&[
+        "bench",
+        "--emulate",
+        "wd800jd",
+        "--streams",
+        "2",
+        "--file-size",
+        "2MiB",
+        "--total-size",
+        "4MiB",
+        "--dir",
+        &d,
+        "--duration",
+        "5s",
+        "--repeat",
+        "1",
+        "--json",
+        "--memory",
+        "64MiB",
+    ]);
+    let _ = std::fs::remove_dir_all(&d);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(out.trim()).expect("one JSON array");
+    let rows = v.as_array().unwrap();
+    assert!(rows.iter().all(|r| r["method"] != "kernel"), "{out}");
+    // A 7,200 rpm SATA disk of 2005 cannot deliver 200 MiB/s: the model, not the real disk, sets
+    // the pace.
+    for r in rows {
+        assert!(r["mib_s"].as_f64().unwrap() < 200.0, "{r}");
+    }
+}

@@ -1,0 +1,288 @@
+//! I/O backends: one trait, four ways of reading bytes.
+//!
+//! The engine's driver decides what to read (the policy's fetches and the application's demand)
+//! and hands each read to an [`IoBackend`] as an [`IoRequest`] that owns its buffer. The backend
+//! performs it however it does I/O and hands the buffer back in an [`IoCompletion`] through a
+//! [`CompletionPort`], from whatever thread it completes on. This is the shape of foyer's
+//! `IoEngine`: io_uring and a thread pool behind one trait, so the driver is written once.
+//!
+//! - [`uring`]: io_uring, `O_DIRECT`, one ring thread that batches submissions and reaps
+//!   completions;
+//! - [`threads`]: `pread` on a bounded pool of threads; portable, and the fallback when io_uring
+//!   is refused;
+//! - [`noop`]: files held in memory, with injectable faults (EIO, short reads, delays), for tests;
+//! - [`emulated`]: reads the real bytes but completes each read when a `foresight-device` model
+//!   says the modelled device would have, so the engine can be measured against hardware this
+//!   machine does not have.
+//!
+//! The contract every backend keeps: `submit` never blocks (the driver never has more than
+//! [`IoBackend::capacity`] requests outstanding, and a backend asserts it); every request completes
+//! exactly once, successfully or not; a completion's `Ok(n)` with `n` short of the request means the
+//! file ended (or a transient short read; the driver re-reads the remainder and only a zero-length
+//! read ends the file); completions are delivered without holding any backend lock, so the driver
+//! may submit from inside its completion handler.
+
+pub mod emulated;
+pub mod noop;
+pub mod threads;
+#[cfg(target_os = "linux")]
+pub mod uring;
+
+use std::fs::File;
+use std::io;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock, Weak};
+
+use foresight_core::{ByteLen, FileId};
+use foresight_policy::layout::Striping;
+
+use crate::buffer::AlignedBuf;
+
+/// Which backend an engine runs on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum BackendKind {
+    /// io_uring with `O_DIRECT`.
+    #[default]
+    Uring,
+    /// `pread` on a thread pool.
+    Threads,
+    /// In-memory files with injectable faults.
+    Noop,
+    /// Real bytes, completion times from a device model.
+    Emulated,
+}
+
+impl BackendKind {
+    /// The name used on the command line and in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            BackendKind::Uring => "uring",
+            BackendKind::Threads => "threads",
+            BackendKind::Noop => "noop",
+            BackendKind::Emulated => "emulated",
+        }
+    }
+}
+
+impl std::fmt::Display for BackendKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// An open file as a backend sees it.
+#[derive(Debug)]
+pub struct FileHandle {
+    /// The engine's id for the file.
+    pub id: FileId,
+    /// Where it was opened from.
+    pub path: PathBuf,
+    /// The descriptor, for backends that read real files (`None` for in-memory files).
+    pub file: Option<File>,
+    /// Whether the descriptor was opened with `O_DIRECT` (every read must then be aligned to
+    /// [`crate::buffer::ALIGN_BYTES`] in offset, length and memory).
+    pub direct: bool,
+    /// Size when opened.
+    pub size_bytes: u64,
+    /// Identity for recognising a file opened twice: `(device, inode)` for real files.
+    pub identity: (u64, u64),
+    /// Where the file starts on the modelled volume (emulated backend only).
+    pub volume_offset_bytes: Option<u64>,
+}
+
+/// One read: `len_bytes` at `offset_bytes` of `file` into `buf[buf_offset..]`.
+#[derive(Debug)]
+pub struct IoRequest {
+    /// The driver's identity for the read, echoed in the completion.
+    pub token: u64,
+    /// The file.
+    pub file: Arc<FileHandle>,
+    /// File offset of the first byte.
+    pub offset_bytes: u64,
+    /// The buffer, owned by the backend until the completion hands it back.
+    pub buf: AlignedBuf,
+    /// Where in `buf` the first byte goes.
+    pub buf_offset: usize,
+    /// Bytes to read; `buf_offset + len_bytes <= buf.capacity()`.
+    pub len_bytes: usize,
+}
+
+impl IoRequest {
+    /// Checks the request's own consistency (a driver bug otherwise).
+    pub fn assert_valid(&self) {
+        assert!(
+            self.buf_offset + self.len_bytes <= self.buf.capacity() && self.len_bytes > 0,
+            "request {} of {} bytes at buffer offset {} overflows a {} byte buffer",
+            self.token,
+            self.len_bytes,
+            self.buf_offset,
+            self.buf.capacity()
+        );
+    }
+}
+
+/// A finished read.
+#[derive(Debug)]
+pub struct IoCompletion {
+    /// The request's token.
+    pub token: u64,
+    /// The buffer, back with the driver.
+    pub buf: AlignedBuf,
+    /// Bytes read, or the error.
+    pub result: io::Result<usize>,
+}
+
+/// Receives completions: the engine's driver, or a backend wrapping another.
+pub trait CompletionSink: Send + Sync {
+    /// Handles one completion. Called from a backend thread, with no backend lock held.
+    fn complete(&self, c: IoCompletion);
+}
+
+/// Where a backend delivers completions. It is connected to its sink after the backend starts
+/// (the sink, the engine, owns the backend), and holds the sink weakly so the two do not keep each
+/// other alive: once the engine is gone, completions are dropped with their buffers.
+#[derive(Default)]
+pub struct CompletionPort {
+    target: OnceLock<Weak<dyn CompletionSink>>,
+}
+
+impl CompletionPort {
+    /// An unconnected port.
+    pub fn new() -> Arc<CompletionPort> {
+        Arc::new(CompletionPort::default())
+    }
+
+    /// Connects the port to its sink; a second call is a programmer error.
+    pub fn connect(&self, sink: Weak<dyn CompletionSink>) {
+        assert!(
+            self.target.set(sink).is_ok(),
+            "completion port connected twice"
+        );
+    }
+
+    /// Hands a completion to the sink, if it still exists.
+    pub fn deliver(&self, c: IoCompletion) {
+        if let Some(sink) = self.target.get().and_then(Weak::upgrade) {
+            sink.complete(c);
+        }
+    }
+}
+
+impl std::fmt::Debug for CompletionPort {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "CompletionPort(connected: {})",
+            self.target.get().is_some()
+        )
+    }
+}
+
+/// The volume a backend models, for the layout policies see (emulated backend only).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ModelledVolume {
+    /// Bytes on the modelled volume.
+    pub volume_bytes: ByteLen,
+    /// Its striping, if it is an array.
+    pub striping: Option<Striping>,
+}
+
+/// The interface every backend implements. See the module documentation for the contract.
+pub trait IoBackend: Send + Sync {
+    /// Which backend this is.
+    fn kind(&self) -> BackendKind;
+    /// Opens `path` for reading as file `id`; with `direct`, tries `O_DIRECT` first and falls back
+    /// to buffered reads where the file system refuses it (the handle says which it got).
+    fn open(&self, path: &Path, id: FileId, direct: bool) -> io::Result<FileHandle>;
+    /// The most requests that may be outstanding at once.
+    fn capacity(&self) -> usize;
+    /// Starts every request in `batch` (leaving it empty). Never blocks.
+    fn submit(&self, batch: &mut Vec<IoRequest>);
+    /// The modelled volume, if the backend models one.
+    fn volume(&self) -> Option<ModelledVolume> {
+        None
+    }
+    /// Stops the backend's threads once outstanding requests finish. Idempotent.
+    fn shutdown(&self);
+}
+
+/// Opens a real file for reading, with `O_DIRECT` when asked and allowed. Returns the file and
+/// whether it is direct. Only regular files are accepted.
+pub fn open_real(path: &Path, direct: bool) -> io::Result<(File, bool)> {
+    let meta = std::fs::metadata(path)?;
+    if !meta.is_file() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{} is not a regular file", path.display()),
+        ));
+    }
+    if direct {
+        match std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_DIRECT)
+            .open(path)
+        {
+            Ok(f) => return Ok((f, true)),
+            // EINVAL: the file system does not do direct I/O (tmpfs, some FUSE); read buffered.
+            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok((File::open(path)?, false))
+}
+
+/// Builds a [`FileHandle`] for a real file.
+pub fn real_handle(path: &Path, id: FileId, direct: bool) -> io::Result<FileHandle> {
+    let (file, direct) = open_real(path, direct)?;
+    let meta = file.metadata()?;
+    Ok(FileHandle {
+        id,
+        path: path.to_path_buf(),
+        file: Some(file),
+        direct,
+        size_bytes: meta.len(),
+        identity: (meta.dev(), meta.ino()),
+        volume_offset_bytes: None,
+    })
+}
+
+/// Reads `buf.len()` bytes at `offset` with `pread`, retrying interrupted calls and continuing
+/// after short reads; stops early only at the end of the file (a read of zero bytes). An error
+/// after some bytes were read returns those bytes (the caller re-reads the rest and meets the error
+/// then).
+pub fn pread_full(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+    use std::os::unix::fs::FileExt;
+    let mut done = 0;
+    while done < buf.len() {
+        match file.read_at(&mut buf[done..], offset + done as u64) {
+            Ok(0) => break,
+            Ok(n) => done += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(_) if done > 0 => break,
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(done)
+}
+
+/// Performs one request synchronously on the calling thread (the threads backend's workers and
+/// the emulated backend's readers use it).
+pub fn perform_blocking(mut req: IoRequest) -> IoCompletion {
+    req.assert_valid();
+    let result = match req.file.file.as_ref() {
+        Some(f) => {
+            let range = req.buf_offset..req.buf_offset + req.len_bytes;
+            pread_full(f, &mut req.buf.as_mut_slice()[range], req.offset_bytes)
+        }
+        None => Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "this backend reads only real files",
+        )),
+    };
+    IoCompletion {
+        token: req.token,
+        buf: req.buf,
+        result,
+    }
+}

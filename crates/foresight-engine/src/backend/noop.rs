@@ -1,0 +1,330 @@
+//! The test backend: files held in memory, with faults injected on purpose.
+//!
+//! A [`NoopBackend`] is a cheap handle (clone it, give one clone to the engine builder and keep
+//! one) to a table of in-memory files and a list of [`Fault`]s. One worker thread serves requests in
+//! arrival order; a request that overlaps a fault's byte range suffers it: `Eio` fails it with
+//! `EIO`, `Short` returns at most a given number of bytes (a transient short read, which the
+//! driver must re-issue), `Delay` completes it later (the worker keeps a time-ordered heap of
+//! delayed completions, so one slow read does not hold up the others). A fault fires a given number
+//! of times or forever. [`NoopBackend::truncate`] shrinks a file while it is being read, the way
+//! another process would. Nothing touches a disk, so tests of the driver's logic are fast and exact.
+
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap, VecDeque};
+use std::io;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, OnceLock, RwLock};
+use std::time::{Duration, Instant};
+
+use foresight_core::FileId;
+
+use super::{BackendKind, CompletionPort, FileHandle, IoBackend, IoCompletion, IoRequest};
+
+/// What an injected fault does to a request that overlaps its range.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FaultKind {
+    /// The read fails with `EIO`.
+    Eio,
+    /// The read returns at most this many bytes (at least one).
+    Short {
+        /// The most bytes returned.
+        max_bytes: usize,
+    },
+    /// The read completes this much later.
+    Delay(Duration),
+}
+
+/// A fault on a byte range of one file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Fault {
+    /// The file, as given to [`NoopBackend::insert`].
+    pub path: PathBuf,
+    /// File bytes a request must overlap to suffer the fault.
+    pub range: Range<u64>,
+    /// What happens.
+    pub kind: FaultKind,
+    /// How many more times it fires; `None` for always.
+    pub times: Option<u32>,
+}
+
+type Data = Arc<RwLock<Vec<u8>>>;
+
+struct Work {
+    requests: VecDeque<IoRequest>,
+    delayed: BinaryHeap<Reverse<(Instant, u64)>>,
+    delayed_done: BTreeMap<u64, IoCompletion>,
+    next_delay_id: u64,
+    shutdown: bool,
+}
+
+struct Shared {
+    files: Mutex<BTreeMap<PathBuf, (u64, Data)>>,
+    faults: Mutex<Vec<Fault>>,
+    work: Mutex<Work>,
+    ready: Condvar,
+    port: OnceLock<Arc<CompletionPort>>,
+    capacity: OnceLock<usize>,
+    reads: Mutex<u64>,
+    next_ino: AtomicU64,
+}
+
+/// In-memory files with injectable faults. See the module documentation.
+#[derive(Clone)]
+pub struct NoopBackend {
+    shared: Arc<Shared>,
+}
+
+impl Default for NoopBackend {
+    fn default() -> Self {
+        NoopBackend::new()
+    }
+}
+
+impl std::fmt::Debug for NoopBackend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "NoopBackend")
+    }
+}
+
+impl NoopBackend {
+    /// A backend with no files and no faults. It starts serving when an engine is built on it.
+    pub fn new() -> NoopBackend {
+        NoopBackend {
+            shared: Arc::new(Shared {
+                files: Mutex::new(BTreeMap::new()),
+                faults: Mutex::new(Vec::new()),
+                work: Mutex::new(Work {
+                    requests: VecDeque::new(),
+                    delayed: BinaryHeap::new(),
+                    delayed_done: BTreeMap::new(),
+                    next_delay_id: 0,
+                    shutdown: false,
+                }),
+                ready: Condvar::new(),
+                port: OnceLock::new(),
+                capacity: OnceLock::new(),
+                reads: Mutex::new(0),
+                next_ino: AtomicU64::new(0),
+            }),
+        }
+    }
+
+    /// Adds (or replaces) a file at `path` with the given contents.
+    pub fn insert(&self, path: impl AsRef<Path>, bytes: Vec<u8>) {
+        let mut files = self.shared.files.lock().expect("noop files poisoned");
+        // Every insert is a new file to the engine, as a new inode would be.
+        let ino = self.shared.next_ino.fetch_add(1, Ordering::Relaxed);
+        files.insert(
+            path.as_ref().to_path_buf(),
+            (ino, Arc::new(RwLock::new(bytes))),
+        );
+    }
+
+    /// Shrinks the file at `path` to `len` bytes, as if another process truncated it.
+    pub fn truncate(&self, path: impl AsRef<Path>, len: u64) {
+        let files = self.shared.files.lock().expect("noop files poisoned");
+        if let Some((_, d)) = files.get(path.as_ref()) {
+            d.write()
+                .expect("noop file poisoned")
+                .truncate(len as usize);
+        }
+    }
+
+    /// Adds a fault.
+    pub fn inject(&self, fault: Fault) {
+        if let FaultKind::Short { max_bytes } = fault.kind {
+            assert!(max_bytes >= 1, "a short read returns at least one byte");
+        }
+        self.shared
+            .faults
+            .lock()
+            .expect("noop faults poisoned")
+            .push(fault);
+    }
+
+    /// Removes every fault.
+    pub fn clear_faults(&self) {
+        self.shared
+            .faults
+            .lock()
+            .expect("noop faults poisoned")
+            .clear();
+    }
+
+    /// Reads served so far (for tests that check how many reads a scenario cost).
+    pub fn reads(&self) -> u64 {
+        *self.shared.reads.lock().expect("noop counter poisoned")
+    }
+
+    /// Starts the worker thread; called once by the engine builder.
+    pub(crate) fn start(&self, capacity: usize, port: Arc<CompletionPort>) -> io::Result<()> {
+        assert!(capacity >= 1, "a backend needs room for one request");
+        if self.shared.port.set(port).is_err() {
+            return Err(io::Error::new(
+                io::ErrorKind::AlreadyExists,
+                "this NoopBackend already serves an engine; make a new one",
+            ));
+        }
+        let _ = self.shared.capacity.set(capacity);
+        let s = self.shared.clone();
+        std::thread::Builder::new()
+            .name("foresight-noop".into())
+            .spawn(move || worker(&s))?;
+        Ok(())
+    }
+}
+
+/// Which fault, if any, a request suffers; counts it.
+fn take_fault(s: &Shared, path: &Path, range: Range<u64>) -> Option<FaultKind> {
+    let mut faults = s.faults.lock().expect("noop faults poisoned");
+    let hit = faults.iter_mut().find(|f| {
+        f.path == path
+            && f.range.start < range.end
+            && range.start < f.range.end
+            && f.times != Some(0)
+    })?;
+    if let Some(t) = hit.times.as_mut() {
+        *t -= 1;
+    }
+    Some(hit.kind)
+}
+
+fn perform(s: &Shared, mut req: IoRequest, fault: Option<FaultKind>) -> IoCompletion {
+    *s.reads.lock().expect("noop counter poisoned") += 1;
+    let data = s
+        .files
+        .lock()
+        .expect("noop files poisoned")
+        .get(&req.file.path)
+        .map(|(_, d)| d.clone());
+    let result = match (data, fault) {
+        (None, _) => Err(io::Error::from_raw_os_error(libc::ENOENT)),
+        (Some(_), Some(FaultKind::Eio)) => Err(io::Error::from_raw_os_error(libc::EIO)),
+        (Some(d), fault) => {
+            let d = d.read().expect("noop file poisoned");
+            let start = (req.offset_bytes as usize).min(d.len());
+            let mut n = req.len_bytes.min(d.len() - start);
+            if let Some(FaultKind::Short { max_bytes }) = fault {
+                n = n.min(max_bytes);
+            }
+            req.buf.as_mut_slice()[req.buf_offset..req.buf_offset + n]
+                .copy_from_slice(&d[start..start + n]);
+            Ok(n)
+        }
+    };
+    IoCompletion {
+        token: req.token,
+        buf: req.buf,
+        result,
+    }
+}
+
+fn worker(s: &Shared) {
+    let port = s.port.get().expect("started with a port").clone();
+    loop {
+        let mut ready: Vec<IoCompletion> = Vec::new();
+        let mut todo: Vec<IoRequest> = Vec::new();
+        {
+            let mut w = s.work.lock().expect("noop work poisoned");
+            loop {
+                let now = Instant::now();
+                while let Some(Reverse((due, id))) = w.delayed.peek().copied() {
+                    if due > now {
+                        break;
+                    }
+                    w.delayed.pop();
+                    ready.push(w.delayed_done.remove(&id).expect("delayed completion kept"));
+                }
+                todo.extend(w.requests.drain(..));
+                if !ready.is_empty() || !todo.is_empty() {
+                    break;
+                }
+                if w.shutdown && w.delayed.is_empty() {
+                    return;
+                }
+                w = match w.delayed.peek() {
+                    Some(Reverse((due, _))) => {
+                        let wait = due.saturating_duration_since(now);
+                        s.ready.wait_timeout(w, wait).expect("noop work poisoned").0
+                    }
+                    None => s.ready.wait(w).expect("noop work poisoned"),
+                };
+            }
+        }
+        for req in todo {
+            let range = req.offset_bytes..req.offset_bytes + req.len_bytes as u64;
+            let fault = take_fault(s, &req.file.path, range);
+            let c = perform(s, req, fault);
+            match fault {
+                Some(FaultKind::Delay(d)) => {
+                    let mut w = s.work.lock().expect("noop work poisoned");
+                    let id = w.next_delay_id;
+                    w.next_delay_id += 1;
+                    w.delayed.push(Reverse((Instant::now() + d, id)));
+                    w.delayed_done.insert(id, c);
+                }
+                _ => ready.push(c),
+            }
+        }
+        for c in ready {
+            port.deliver(c);
+        }
+    }
+}
+
+impl IoBackend for NoopBackend {
+    fn kind(&self) -> BackendKind {
+        BackendKind::Noop
+    }
+
+    fn open(&self, path: &Path, id: FileId, _direct: bool) -> io::Result<FileHandle> {
+        let files = self.shared.files.lock().expect("noop files poisoned");
+        let (ino, data) = files
+            .get(path)
+            .ok_or_else(|| io::Error::from_raw_os_error(libc::ENOENT))?;
+        let size_bytes = data.read().expect("noop file poisoned").len() as u64;
+        Ok(FileHandle {
+            id,
+            path: path.to_path_buf(),
+            file: None,
+            direct: false,
+            size_bytes,
+            identity: (u64::MAX, *ino),
+            volume_offset_bytes: None,
+        })
+    }
+
+    fn capacity(&self) -> usize {
+        *self.shared.capacity.get().expect("started")
+    }
+
+    fn submit(&self, batch: &mut Vec<IoRequest>) {
+        if batch.is_empty() {
+            return;
+        }
+        {
+            let mut w = self.shared.work.lock().expect("noop work poisoned");
+            let cap = *self.shared.capacity.get().expect("started");
+            assert!(
+                w.requests.len() + batch.len() <= cap,
+                "noop backend over its bound of {cap} requests"
+            );
+            for r in batch.drain(..) {
+                r.assert_valid();
+                w.requests.push_back(r);
+            }
+        }
+        self.shared.ready.notify_all();
+    }
+
+    fn shutdown(&self) {
+        self.shared
+            .work
+            .lock()
+            .expect("noop work poisoned")
+            .shutdown = true;
+        self.shared.ready.notify_all();
+    }
+}

@@ -1,0 +1,309 @@
+//! The io_uring backend: `O_DIRECT` reads through one ring, batched.
+//!
+//! One ring thread owns the ring and every buffer in flight. Submitters (the driver, under its
+//! lock) append requests to a bounded queue and write to an `eventfd`; the ring keeps one read of
+//! that eventfd outstanding, so a submission wakes the ring thread out of `io_uring_enter`. Each
+//! turn the thread moves every queued request into submission entries, submits them all with one
+//! `io_uring_enter` that also waits for at least one completion, then reaps every completion queue
+//! entry and delivers them, with no lock held. Batching happens on both sides: a burst of reads
+//! from many application threads costs one system call, and so does a burst of completions.
+//!
+//! A request's buffer and file stay owned by the ring thread's in-flight table from submission to
+//! completion, so the kernel writes into memory nobody else can reach or free. At shutdown the
+//! thread stops accepting work, waits for every outstanding read (including its own eventfd read)
+//! to complete, and only then drops the ring and the buffers.
+//!
+//! [`UringBackend::start`] creates the ring and pushes a no-op through it before returning, so a
+//! kernel or sandbox that refuses io_uring (ENOSYS, EPERM, a seccomp filter) is detected when the
+//! engine is built, and the engine falls back to the threads backend.
+
+#![allow(unsafe_code)]
+
+use std::collections::VecDeque;
+use std::fs::File;
+use std::io::{self, Write};
+use std::os::fd::AsRawFd;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use foresight_core::FileId;
+use io_uring::{opcode, types, IoUring};
+
+use super::{
+    real_handle, BackendKind, CompletionPort, FileHandle, IoBackend, IoCompletion, IoRequest,
+};
+use crate::sys;
+
+/// User data of the ring's own eventfd read.
+const WAKE_TOKEN: u64 = u64::MAX;
+/// User data of the start-up probe.
+const PROBE_TOKEN: u64 = u64::MAX - 1;
+
+struct Queue {
+    requests: VecDeque<IoRequest>,
+    shutdown: bool,
+}
+
+struct Shared {
+    queue: Mutex<Queue>,
+    wake: File,
+    capacity: usize,
+}
+
+/// io_uring with `O_DIRECT`. See the module documentation.
+pub struct UringBackend {
+    shared: Arc<Shared>,
+}
+
+impl UringBackend {
+    /// Creates a ring for `capacity` outstanding reads, checks that the kernel accepts io_uring
+    /// operations, and starts the ring thread. An error means io_uring is not available here.
+    pub fn start(capacity: usize, port: Arc<CompletionPort>) -> io::Result<UringBackend> {
+        assert!(capacity >= 1, "a backend needs room for one request");
+        // One extra entry for the eventfd read; the completion queue is twice the size by default.
+        let entries = (capacity as u32 + 1).next_power_of_two();
+        let mut ring = IoUring::new(entries)?;
+        probe(&mut ring)?;
+        let shared = Arc::new(Shared {
+            queue: Mutex::new(Queue {
+                requests: VecDeque::with_capacity(capacity),
+                shutdown: false,
+            }),
+            wake: sys::eventfd()?,
+            capacity,
+        });
+        let s = shared.clone();
+        std::thread::Builder::new()
+            .name("foresight-uring".into())
+            .spawn(move || RingThread::new(ring, s, port, capacity).run())?;
+        Ok(UringBackend { shared })
+    }
+
+    fn wake(&self) {
+        // A full eventfd counter (2^64 - 2 writes unread) cannot happen: the ring thread reads it
+        // every turn. Any other error would leave the ring thread asleep, which is a bug.
+        (&self.shared.wake)
+            .write_all(&1u64.to_ne_bytes())
+            .expect("writing the io_uring wake-up eventfd");
+    }
+}
+
+/// Submits a no-op and waits for it: proves `io_uring_enter` works, not only `io_uring_setup`.
+fn probe(ring: &mut IoUring) -> io::Result<()> {
+    let nop = opcode::Nop::new().build().user_data(PROBE_TOKEN);
+    // SAFETY: a no-op references no memory.
+    unsafe { ring.submission().push(&nop) }
+        .map_err(|_| io::Error::other("io_uring submission queue full at start"))?;
+    ring.submit_and_wait(1)?;
+    let cqe = ring
+        .completion()
+        .next()
+        .ok_or_else(|| io::Error::other("io_uring returned no completion for the probe"))?;
+    if cqe.result() < 0 {
+        return Err(io::Error::from_raw_os_error(-cqe.result()));
+    }
+    Ok(())
+}
+
+struct RingThread {
+    ring: IoUring,
+    shared: Arc<Shared>,
+    port: Arc<CompletionPort>,
+    /// Requests in the kernel, by slot; the slot number is the entry's user data.
+    slots: Vec<Option<IoRequest>>,
+    free_slots: Vec<usize>,
+    in_kernel: usize,
+    /// Target of the eventfd read; boxed so its address is stable while the kernel holds it.
+    wake_buf: Box<[u8; 8]>,
+    wake_armed: bool,
+    local: Vec<IoRequest>,
+    done: Vec<IoCompletion>,
+    cqes: Vec<(u64, i32)>,
+}
+
+impl RingThread {
+    fn new(ring: IoUring, shared: Arc<Shared>, port: Arc<CompletionPort>, capacity: usize) -> Self {
+        RingThread {
+            ring,
+            shared,
+            port,
+            slots: (0..capacity).map(|_| None).collect(),
+            free_slots: (0..capacity).rev().collect(),
+            in_kernel: 0,
+            wake_buf: Box::new([0; 8]),
+            wake_armed: false,
+            local: Vec::with_capacity(capacity),
+            done: Vec::with_capacity(capacity),
+            cqes: Vec::with_capacity(2 * capacity + 2),
+        }
+    }
+
+    fn arm_wake(&mut self) {
+        let e = opcode::Read::new(
+            types::Fd(self.shared.wake.as_raw_fd()),
+            self.wake_buf.as_mut_ptr(),
+            8,
+        )
+        .build()
+        .user_data(WAKE_TOKEN);
+        // SAFETY: `wake_buf` is heap memory owned by this thread that is not touched until the read
+        // completes, and the thread never exits with the read outstanding (see `run`).
+        self.push(&e);
+        self.wake_armed = true;
+    }
+
+    fn push(&mut self, e: &io_uring::squeue::Entry) {
+        loop {
+            // SAFETY: every entry pushed here references memory that outlives its completion (the
+            // callers' comments say why).
+            if unsafe { self.ring.submission().push(e) }.is_ok() {
+                return;
+            }
+            // The submission queue is full: hand what is there to the kernel and retry.
+            if let Err(err) = self.ring.submit() {
+                assert!(
+                    err.kind() == io::ErrorKind::Interrupted
+                        || err.raw_os_error() == Some(libc::EBUSY),
+                    "io_uring submit failed: {err}"
+                );
+                self.reap();
+            }
+        }
+    }
+
+    fn run(mut self) {
+        loop {
+            let shutdown = {
+                let mut q = self.shared.queue.lock().expect("uring queue poisoned");
+                self.local.extend(q.requests.drain(..));
+                q.shutdown
+            };
+            // Re-arm the wake-up read unless shutting down. `shutdown()` sets the flag before it
+            // writes the eventfd, so a read armed after a stale look at the flag still completes.
+            if !self.wake_armed && !shutdown {
+                self.arm_wake();
+            }
+            let mut batch = std::mem::take(&mut self.local);
+            for req in batch.drain(..) {
+                self.start_read(req);
+            }
+            self.local = batch;
+            if shutdown && self.in_kernel == 0 && !self.wake_armed {
+                // Nothing of ours is left in the kernel: the ring and the buffers may go.
+                return;
+            }
+            match self.ring.submit_and_wait(1) {
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                // EBUSY: the completion queue is full; reaping below makes room.
+                Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {}
+                Err(e) => panic!("io_uring_enter failed: {e}"),
+            }
+            self.reap();
+            for c in self.done.drain(..) {
+                self.port.deliver(c);
+            }
+        }
+    }
+
+    fn start_read(&mut self, mut req: IoRequest) {
+        req.assert_valid();
+        let slot = self
+            .free_slots
+            .pop()
+            .expect("uring backend over its bound: more requests than capacity");
+        let fd = req
+            .file
+            .file
+            .as_ref()
+            .expect("the uring backend opens real files only")
+            .as_raw_fd();
+        // SAFETY: `buf_offset + len_bytes <= capacity` was asserted, so the pointer stays inside
+        // the buffer.
+        let ptr = unsafe { req.buf.as_mut_ptr().add(req.buf_offset) };
+        let e = opcode::Read::new(types::Fd(fd), ptr, req.len_bytes as u32)
+            .offset(req.offset_bytes)
+            .build()
+            .user_data(slot as u64);
+        self.slots[slot] = Some(req);
+        self.in_kernel += 1;
+        // SAFETY (for the push): the buffer and the file are owned by `slots[slot]` until the
+        // completion for this slot is reaped; nothing else can reach them meanwhile.
+        self.push(&e);
+    }
+
+    /// Moves every available completion into `done`, and notes a completed wake-up read.
+    fn reap(&mut self) {
+        let mut cqes = std::mem::take(&mut self.cqes);
+        cqes.extend(self.ring.completion().map(|c| (c.user_data(), c.result())));
+        for (token, res) in cqes.drain(..) {
+            if token == WAKE_TOKEN {
+                self.wake_armed = false;
+                continue;
+            }
+            let slot = token as usize;
+            let req = self.slots[slot]
+                .take()
+                .expect("completion for an empty slot");
+            self.free_slots.push(slot);
+            self.in_kernel -= 1;
+            let result = if res < 0 {
+                Err(io::Error::from_raw_os_error(-res))
+            } else {
+                Ok(res as usize)
+            };
+            self.done.push(IoCompletion {
+                token: req.token,
+                buf: req.buf,
+                result,
+            });
+        }
+        self.cqes = cqes;
+    }
+}
+
+impl IoBackend for UringBackend {
+    fn kind(&self) -> BackendKind {
+        BackendKind::Uring
+    }
+
+    fn open(&self, path: &Path, id: FileId, direct: bool) -> io::Result<FileHandle> {
+        real_handle(path, id, direct)
+    }
+
+    fn capacity(&self) -> usize {
+        self.shared.capacity
+    }
+
+    fn submit(&self, batch: &mut Vec<IoRequest>) {
+        if batch.is_empty() {
+            return;
+        }
+        {
+            let mut q = self.shared.queue.lock().expect("uring queue poisoned");
+            assert!(
+                q.requests.len() + batch.len() <= self.shared.capacity,
+                "uring backend over its bound of {} requests",
+                self.shared.capacity
+            );
+            q.requests.extend(batch.drain(..));
+        }
+        self.wake();
+    }
+
+    fn shutdown(&self) {
+        let first = {
+            let mut q = self.shared.queue.lock().expect("uring queue poisoned");
+            !std::mem::replace(&mut q.shutdown, true)
+        };
+        if first {
+            self.wake();
+        }
+    }
+}
+
+impl Drop for UringBackend {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}

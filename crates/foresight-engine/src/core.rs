@@ -1,0 +1,1326 @@
+//! The driver: one policy, the application's reads, and the backend, under one lock.
+//!
+//! The engine keeps, per open file, a map of *chunks*: page-aligned byte ranges with a buffer that is
+//! either in flight or filled. An application `read` runs the same steps as the simulator's demand
+//! path, so both worlds drive the policy identically: it finds the first page of the request that
+//! no chunk covers (the `miss`), tells the policy `Input::Read`, executes the fetches the policy
+//! returns (chunks for the pages they cover that are not already covered), and then issues demand
+//! reads for whatever part of the request is still uncovered. The reader then waits for the chunks
+//! under its request, in order, and copies their bytes out. A chunk the application has read to its
+//! end is freed at once: the engine is a prefetcher, not a cache (the page cache is bypassed with
+//! `O_DIRECT`). Nothing here decides what to read ahead: that is the policy's alone.
+//!
+//! Memory: every buffer comes from the [`BufferPool`], whose hard budget covers prefetched, in-flight
+//! and demand buffers. A fetch that does not fit is cut short and the policy is told with
+//! `Input::MemoryPressure`; prefetches may not take the last eighth of the budget, which is kept for
+//! the application's own reads. A demand read that does not fit evicts data the application has
+//! already used, then prefetched data nobody is waiting for (counted as wasted), then its own data
+//! further on; failing that it waits until memory is freed. It never takes data another reader is
+//! about to copy (a *claimed* chunk): that would let two starving readers steal from each other
+//! forever. Progress follows: every in-flight read completes, every claimed chunk is copied by the
+//! reader it is claimed for (or released when that reader's read ends early or it closes), and every
+//! copied chunk is freed or becomes evictable.
+//!
+//! Errors and short reads: a completion that returns fewer bytes than asked is re-issued for the
+//! remainder; only a read of zero bytes (or an unaligned tail under `O_DIRECT`) marks the end of the
+//! file, so a file truncated while it is read ends early instead of hanging. A failed prefetch is
+//! dropped quietly (the application will demand those bytes itself, as Linux does with readahead
+//! errors); a failed demand read is reported to the one stream that issued it, and only when that
+//! stream reaches the failed bytes. Nothing else is disturbed.
+//!
+//! Bounds: the backend never holds more than `queue_depth` reads; reads waiting for a slot sit in
+//! two FIFO queues (the application's first, then prefetches) whose length is bounded by the number
+//! of chunks the budget can hold, which is asserted.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::io;
+use std::sync::{Arc, Condvar};
+
+use foresight_core::{ByteLen, ByteOffset, ByteRange, Extent, FetchId, FileId, Instant, StreamId};
+use foresight_policy::layout::FileLayout;
+use foresight_policy::{Input, Layout, Output, Policy, PAGE_BYTES};
+
+use crate::backend::{FileHandle, IoBackend, IoCompletion, IoRequest, ModelledVolume};
+use crate::buffer::{AlignedBuf, ALIGN_BYTES};
+use crate::pool::{BufferPool, Purpose};
+use crate::stats::Stats;
+
+/// Errors a stream keeps for its next reads, at most this many (oldest dropped).
+const STREAM_ERRORS_MAX: usize = 16;
+
+/// Eviction classes, in the order a demand read may take from them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Lru {
+    /// Filled, read at least once, not yet read to its end: anyone may evict it.
+    Used = 0,
+    /// Prefetched ahead of the application, not read yet, nobody waiting for it: a demand read
+    /// may evict it (and it counts as wasted).
+    Unused = 1,
+    /// Filled for a reader that is about to copy it (its demand, a fetch under its request, or a
+    /// prefetch it was waiting for). Only the reader it is for may evict it (its own data beyond
+    /// a gap it must fill first); taking it from anyone else could starve that reader forever.
+    Claimed = 2,
+}
+
+#[derive(Debug)]
+enum State {
+    InFlight,
+    Ready {
+        valid_bytes: u64,
+        buf: Arc<AlignedBuf>,
+    },
+}
+
+#[derive(Debug)]
+struct Chunk {
+    file: FileId,
+    first_page: u64,
+    end_page: u64,
+    /// Bytes the chunk should hold given the file's size at open.
+    expect_bytes: u64,
+    io_bytes: u64,
+    filled_bytes: u64,
+    state: State,
+    direct: bool,
+    fetch: Option<FetchId>,
+    prefetched: bool,
+    owner: Option<StreamId>,
+    /// The reader this chunk is being read for, if it is under a reader's request.
+    for_stream: Option<StreamId>,
+    urgent: bool,
+    used: bool,
+    consumed_bytes: u64,
+    pins: u32,
+    waiters: Vec<(StreamId, Arc<Condvar>)>,
+    lru: Option<(Lru, u64)>,
+    /// Free it as soon as nothing needs it (its file was closed, or it was read to the end while
+    /// another reader was copying from it).
+    doomed: bool,
+}
+
+impl Chunk {
+    fn start_bytes(&self) -> u64 {
+        self.first_page * PAGE_BYTES
+    }
+}
+
+#[derive(Debug)]
+struct FileState {
+    handle: Option<Arc<FileHandle>>,
+    size_bytes: u64,
+    volume_offset_bytes: Option<u64>,
+    chunks: BTreeMap<u64, u32>,
+    readers: u32,
+}
+
+#[derive(Debug, Default)]
+struct StreamState {
+    /// Whether the stream is in the memory waiters' queue.
+    waits_for_memory: bool,
+    /// The chunk this stream's reader waits for, if any (diagnostics).
+    waiting_on: Option<u32>,
+    open: bool,
+    file: FileId,
+    /// Failed demand reads of this stream: file byte range and error.
+    errors: VecDeque<(u64, u64, io::Error)>,
+}
+
+#[derive(Debug)]
+struct FetchState {
+    parts_left: u32,
+    ok: bool,
+}
+
+/// What a reader finds at a file position.
+#[derive(Debug)]
+pub(crate) enum Found {
+    /// A filled chunk: copy `[pos, valid_end)` of it, if `pos < valid_end`, else the file ended.
+    Ready {
+        chunk: u32,
+        chunk_start: u64,
+        valid_end: u64,
+    },
+    /// A chunk whose read is in flight: wait for it.
+    InFlight { chunk: u32 },
+    /// Nothing covers the position.
+    Missing,
+}
+
+/// Settings the core needs.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct CoreConfig {
+    pub memory_bytes: u64,
+    pub queue_depth: usize,
+    pub max_io_bytes: u64,
+}
+
+/// The driver state. See the module documentation.
+pub(crate) struct Core {
+    policy: Box<dyn Policy>,
+    backend: Arc<dyn IoBackend>,
+    cfg: CoreConfig,
+    volume: Option<ModelledVolume>,
+    files: Vec<FileState>,
+    identities: HashMap<(u64, u64, u64), FileId>,
+    chunks: Vec<Option<Chunk>>,
+    free_slots: Vec<u32>,
+    pool: BufferPool,
+    lru: [BTreeMap<u64, u32>; 3],
+    seq: u64,
+    fetches: HashMap<FetchId, FetchState>,
+    urgent: VecDeque<IoRequest>,
+    ahead: VecDeque<IoRequest>,
+    max_queued: usize,
+    in_flight: usize,
+    batch: Vec<IoRequest>,
+    done_now: VecDeque<(FetchId, bool)>,
+    /// Readers waiting for memory, oldest first, with the bytes each needs.
+    memory_waiters: VecDeque<(StreamId, Arc<Condvar>, u64)>,
+    /// Bytes of the chunks in each eviction class.
+    lru_bytes: [u64; 3],
+    streams: Vec<StreamState>,
+    stats: Stats,
+    policy_wake: Option<Instant>,
+    timer: Arc<Condvar>,
+    pub(crate) shutdown: bool,
+}
+
+impl Core {
+    pub(crate) fn new(
+        policy: Box<dyn Policy>,
+        backend: Arc<dyn IoBackend>,
+        cfg: CoreConfig,
+        timer: Arc<Condvar>,
+    ) -> Core {
+        assert!(cfg.queue_depth >= 1 && cfg.queue_depth <= backend.capacity());
+        assert!(
+            cfg.max_io_bytes >= PAGE_BYTES
+                && cfg.max_io_bytes.is_multiple_of(PAGE_BYTES)
+                && 4 * cfg.max_io_bytes <= cfg.memory_bytes,
+            "max_io {} must be whole pages and at most a quarter of memory {}",
+            cfg.max_io_bytes,
+            cfg.memory_bytes
+        );
+        // A demand read of one largest I/O always fits beside a full prefetch allowance.
+        let reserve =
+            (cfg.memory_bytes / 8).max(cfg.max_io_bytes) / ALIGN_BYTES as u64 * ALIGN_BYTES as u64;
+        let stats = Stats {
+            backend: backend.kind(),
+            memory_limit_bytes: cfg.memory_bytes,
+            ..Stats::default()
+        };
+        Core {
+            policy,
+            volume: backend.volume(),
+            backend,
+            cfg,
+            files: Vec::new(),
+            identities: HashMap::new(),
+            chunks: Vec::new(),
+            free_slots: Vec::new(),
+            pool: BufferPool::new(ByteLen(cfg.memory_bytes), reserve),
+            lru: [BTreeMap::new(), BTreeMap::new(), BTreeMap::new()],
+            seq: 0,
+            fetches: HashMap::new(),
+            urgent: VecDeque::new(),
+            ahead: VecDeque::new(),
+            max_queued: (cfg.memory_bytes / PAGE_BYTES) as usize,
+            in_flight: 0,
+            batch: Vec::with_capacity(cfg.queue_depth),
+            done_now: VecDeque::new(),
+            memory_waiters: VecDeque::new(),
+            lru_bytes: [0; 3],
+            streams: Vec::new(),
+            stats,
+            policy_wake: None,
+            timer,
+            shutdown: false,
+        }
+    }
+
+    /// The layout policies see, rebuilt from the file table.
+    pub(crate) fn layout(&self) -> Layout {
+        match self.volume {
+            None => {
+                // A policy never hears of an empty file (every read of it ends before the policy
+                // is asked), so it is listed as one byte: the layout has no zero-length extents.
+                let sizes: Vec<ByteLen> = self
+                    .files
+                    .iter()
+                    .map(|f| ByteLen(f.size_bytes.max(1)))
+                    .collect();
+                Layout::unplaced(&sizes)
+            }
+            Some(v) => {
+                let mut l = Layout::new(v.volume_bytes, v.striping);
+                for f in &self.files {
+                    let size = f.size_bytes.max(1);
+                    l.push_file(FileLayout {
+                        size: ByteLen(size),
+                        extents: vec![Extent {
+                            file_offset: ByteOffset(0),
+                            volume_offset: ByteOffset(f.volume_offset_bytes.unwrap_or(0)),
+                            len: ByteLen(size),
+                        }],
+                        metadata: None,
+                    });
+                }
+                l
+            }
+        }
+    }
+
+    // ---- files and streams ----------------------------------------------------------------
+
+    /// The id the next new file gets.
+    pub(crate) fn next_file_id(&self) -> FileId {
+        FileId(self.files.len() as u32)
+    }
+
+    /// Registers an opened file (or recognises one opened before) and a new stream reading it.
+    pub(crate) fn open(&mut self, mut handle: FileHandle) -> (FileId, StreamId, u64) {
+        let key = (handle.identity.0, handle.identity.1, handle.size_bytes);
+        let file = match self.identities.get(&key) {
+            Some(&f) => {
+                let st = &mut self.files[f.0 as usize];
+                if st.handle.is_none() {
+                    // The file was closed by all its readers and is open again: the new
+                    // descriptor takes the file's id and place, not the id it was opened under.
+                    handle.id = f;
+                    handle.volume_offset_bytes = st.volume_offset_bytes;
+                    st.handle = Some(Arc::new(handle));
+                }
+                f
+            }
+            None => {
+                assert_eq!(handle.id, self.next_file_id(), "opened with a stale id");
+                let f = handle.id;
+                if handle.direct {
+                    self.stats.files_direct += 1;
+                } else {
+                    self.stats.files_buffered += 1;
+                }
+                self.files.push(FileState {
+                    size_bytes: handle.size_bytes,
+                    volume_offset_bytes: handle.volume_offset_bytes,
+                    handle: Some(Arc::new(handle)),
+                    chunks: BTreeMap::new(),
+                    readers: 0,
+                });
+                self.identities.insert(key, f);
+                let layout = Arc::new(self.layout());
+                self.policy.extend_layout(layout);
+                f
+            }
+        };
+        let st = &mut self.files[file.0 as usize];
+        st.readers += 1;
+        let size = st.size_bytes;
+        let stream = StreamId(self.streams.len() as u32);
+        self.streams.push(StreamState {
+            waits_for_memory: false,
+            waiting_on: None,
+            open: true,
+            file,
+            errors: VecDeque::new(),
+        });
+        (file, stream, size)
+    }
+
+    /// Closes a stream; when its file has no reader left, drops the file's chunks and queued reads.
+    pub(crate) fn close(&mut self, now: Instant, stream: StreamId) {
+        let st = &mut self.streams[stream.0 as usize];
+        assert!(st.open, "{stream} closed twice");
+        st.open = false;
+        st.errors.clear();
+        let file = st.file;
+        self.release_claims(stream);
+        let f = &mut self.files[file.0 as usize];
+        f.readers -= 1;
+        if f.readers > 0 {
+            return;
+        }
+        let ids: Vec<u32> = f.chunks.values().copied().collect();
+        f.chunks.clear();
+        f.handle = None;
+        for id in ids {
+            let c = self.chunk_mut(id);
+            c.doomed = true;
+            if matches!(c.state, State::Ready { .. }) && c.pins == 0 {
+                self.free_chunk(id);
+            }
+        }
+        // Reads of the file still waiting for a slot are dropped now; in-flight ones free their
+        // chunk when they complete.
+        for q in [true, false] {
+            let queue = if q { &mut self.urgent } else { &mut self.ahead };
+            let mut kept = VecDeque::with_capacity(queue.len());
+            let mut dropped = Vec::new();
+            for r in queue.drain(..) {
+                let of_file = self.chunks[r.token as usize]
+                    .as_ref()
+                    .is_some_and(|c| c.file == file);
+                if of_file {
+                    dropped.push(r);
+                } else {
+                    kept.push_back(r);
+                }
+            }
+            *queue = kept;
+            for r in dropped {
+                let id = r.token as u32;
+                self.pool.free(r.buf);
+                self.drop_chunk_record(id);
+            }
+        }
+        self.wake_memory_waiters();
+        self.run_policy(now, None);
+        self.dispatch();
+    }
+
+    /// Whether `stream` is open and reads `file`.
+    pub(crate) fn stream_reads(&self, stream: StreamId, file: FileId) -> bool {
+        self.streams
+            .get(stream.0 as usize)
+            .is_some_and(|s| s.open && s.file == file)
+    }
+
+    /// Size of a file at open.
+    pub(crate) fn file_size(&self, file: FileId) -> u64 {
+        self.files[file.0 as usize].size_bytes
+    }
+
+    // ---- the read path --------------------------------------------------------------------
+
+    fn covering(&self, file: FileId, page: u64) -> Option<u32> {
+        let f = &self.files[file.0 as usize];
+        let (_, &id) = f.chunks.range(..=page).next_back()?;
+        (self.chunk(id).end_page > page).then_some(id)
+    }
+
+    /// The first page in `[first, last]` no chunk covers.
+    fn first_uncovered(&self, file: FileId, first: u64, last: u64) -> Option<u64> {
+        let mut p = first;
+        while p <= last {
+            match self.covering(file, p) {
+                Some(id) => p = self.chunk(id).end_page,
+                None => return Some(p),
+            }
+        }
+        None
+    }
+
+    /// The start of a read `[pos, end)` by `stream`: tells the policy, executes its fetches, and
+    /// issues demand reads for what is still uncovered (as far as memory allows).
+    pub(crate) fn begin_read(
+        &mut self,
+        now: Instant,
+        stream: StreamId,
+        file: FileId,
+        pos: u64,
+        end: u64,
+    ) {
+        debug_assert!(pos < end && end <= self.file_size(file));
+        self.stats.app_reads += 1;
+        // Errors kept from earlier reads matter only if this read reaches their bytes.
+        self.streams[stream.0 as usize]
+            .errors
+            .retain(|(s, e, _)| *s < end && *e > pos);
+        let first = pos / PAGE_BYTES;
+        let last = (end - 1) / PAGE_BYTES;
+        let miss = self
+            .first_uncovered(file, first, last)
+            .map(|p| ByteOffset((p * PAGE_BYTES).max(pos)));
+        self.policy.handle(
+            now,
+            Input::Read {
+                stream,
+                file,
+                range: ByteRange::new(pos, end - pos),
+                miss,
+            },
+        );
+        self.run_policy(now, Some((stream, file, first, last)));
+        self.demand(stream, file, pos, end);
+        self.dispatch();
+    }
+
+    /// Issues demand reads for the uncovered pages of `[pos, end)`, stopping when memory runs
+    /// out. Only the read of the page holding `pos` may evict to make room: evicting for bytes
+    /// further on could take the very chunk the reader needs next. Returns whether the page
+    /// holding `pos` is now covered.
+    pub(crate) fn demand(&mut self, stream: StreamId, file: FileId, pos: u64, end: u64) -> bool {
+        let last = (end - 1) / PAGE_BYTES;
+        let cursor_page = pos / PAGE_BYTES;
+        let mut p = cursor_page;
+        let max_pages = self.cfg.max_io_bytes / PAGE_BYTES;
+        while let Some(start) = self.first_uncovered(file, p, last) {
+            let next = self.files[file.0 as usize]
+                .chunks
+                .range(start..)
+                .next()
+                .map(|(&k, _)| k)
+                .unwrap_or(u64::MAX);
+            let run_end = (last + 1).min(next).min(start + max_pages);
+            let spec = ChunkSpec {
+                fetch: None,
+                prefetched: false,
+                owner: Some(stream),
+                for_stream: Some(stream),
+                urgent: true,
+                may_evict: start == cursor_page,
+            };
+            if self
+                .new_chunk(file, start, run_end, spec, Purpose::Demand)
+                .is_none()
+            {
+                break;
+            }
+            self.stats.demand_reads += 1;
+            p = run_end;
+        }
+        self.dispatch();
+        self.covering(file, pos / PAGE_BYTES).is_some()
+    }
+
+    /// What covers byte `pos` of `file`.
+    pub(crate) fn find(&self, file: FileId, pos: u64) -> Found {
+        match self.covering(file, pos / PAGE_BYTES) {
+            None => Found::Missing,
+            Some(id) => {
+                let c = self.chunk(id);
+                match &c.state {
+                    State::InFlight => Found::InFlight { chunk: id },
+                    State::Ready { valid_bytes, .. } => Found::Ready {
+                        chunk: id,
+                        chunk_start: c.start_bytes(),
+                        valid_end: c.start_bytes() + valid_bytes,
+                    },
+                }
+            }
+        }
+    }
+
+    /// Whether a failed demand read of `stream` covers `pos`.
+    pub(crate) fn has_error(&self, stream: StreamId, pos: u64) -> bool {
+        self.streams[stream.0 as usize]
+            .errors
+            .iter()
+            .any(|(s, e, _)| *s <= pos && pos < *e)
+    }
+
+    /// Takes the error of a failed demand read of `stream` that covers `pos`, if any.
+    pub(crate) fn take_error(&mut self, stream: StreamId, pos: u64) -> Option<io::Error> {
+        let errs = &mut self.streams[stream.0 as usize].errors;
+        let i = errs.iter().position(|(s, e, _)| *s <= pos && pos < *e)?;
+        errs.remove(i).map(|(_, _, e)| e)
+    }
+
+    /// Pins a filled chunk for copying outside the lock and returns its buffer.
+    pub(crate) fn pin(&mut self, id: u32) -> Arc<AlignedBuf> {
+        self.lru_remove(id);
+        let c = self.chunk_mut(id);
+        c.pins += 1;
+        match &c.state {
+            State::Ready { buf, .. } => buf.clone(),
+            State::InFlight => panic!("pinned a chunk in flight"),
+        }
+    }
+
+    /// Unpins a chunk after the application copied `[from, to)` of the file out of it; frees the
+    /// chunk once it has been read to its end.
+    pub(crate) fn unpin(&mut self, id: u32, from: u64, to: u64) {
+        let c = self.chunk_mut(id);
+        assert!(c.pins > 0, "unpinned a chunk that was not pinned");
+        c.pins -= 1;
+        let start = c.start_bytes();
+        let State::Ready { valid_bytes, .. } = c.state else {
+            panic!("a pinned chunk went back in flight")
+        };
+        if !c.used && c.prefetched {
+            self.stats.prefetch_used_bytes += valid_bytes;
+        }
+        let c = self.chunk_mut(id);
+        c.used = true;
+        c.for_stream = None;
+        if from - start <= c.consumed_bytes {
+            c.consumed_bytes = c.consumed_bytes.max(to - start);
+        }
+        if c.consumed_bytes >= valid_bytes {
+            c.doomed = true;
+        }
+        if c.pins == 0 {
+            if c.doomed {
+                self.free_chunk(id);
+            } else {
+                self.lru_insert(id, Lru::Used);
+                self.wake_memory_waiters();
+            }
+        }
+    }
+
+    /// Records that a `read` by `stream` returned `bytes` after waiting `stall_ns` (0 if it never
+    /// waited); `early` if it ended before the bytes it asked for.
+    pub(crate) fn end_read(&mut self, stream: StreamId, bytes: u64, stall_ns: u64, early: bool) {
+        if early {
+            self.release_claims(stream);
+        }
+        self.stats.app_bytes += bytes;
+        if stall_ns > 0 {
+            self.stats.stalls += 1;
+            self.stats.stall_ns += stall_ns;
+        }
+        self.dispatch();
+    }
+
+    /// Registers `stream`'s `cv` to be notified when chunk `id` completes.
+    pub(crate) fn wait_for_chunk(&mut self, id: u32, stream: StreamId, cv: &Arc<Condvar>) {
+        let c = self.chunk_mut(id);
+        if !c.waiters.iter().any(|(_, w)| Arc::ptr_eq(w, cv)) {
+            c.waiters.push((stream, cv.clone()));
+        }
+        self.streams[stream.0 as usize].waiting_on = Some(id);
+    }
+
+    /// Notes that `stream` stopped waiting (diagnostics).
+    pub(crate) fn woke(&mut self, stream: StreamId) {
+        self.streams[stream.0 as usize].waiting_on = None;
+    }
+
+    /// Gives up `stream`'s claims on the chunks of its file: they become evictable by anyone.
+    /// Called when the stream's read ended before the chunks read for it were copied (the end of
+    /// a truncated file, an error) and when the stream closes.
+    fn release_claims(&mut self, stream: StreamId) {
+        let file = self.streams[stream.0 as usize].file;
+        let ids: Vec<u32> = self.files[file.0 as usize]
+            .chunks
+            .values()
+            .copied()
+            .filter(|&id| self.chunk(id).for_stream == Some(stream))
+            .collect();
+        for id in ids {
+            let c = self.chunk_mut(id);
+            c.for_stream = None;
+            if matches!(c.lru, Some((Lru::Claimed, _))) {
+                let class = if c.prefetched && !c.used {
+                    Lru::Unused
+                } else {
+                    Lru::Used
+                };
+                self.lru_insert(id, class);
+            }
+        }
+        self.wake_memory_waiters();
+    }
+
+    /// Registers `cv` to be notified when memory for a demand read of `[pos, end)` may be had.
+    pub(crate) fn wait_for_memory(
+        &mut self,
+        stream: StreamId,
+        cv: &Arc<Condvar>,
+        pos: u64,
+        end: u64,
+    ) {
+        self.stats.memory_waits += 1;
+        let first = pos / PAGE_BYTES;
+        let need = ((end - 1) / PAGE_BYTES + 1 - first).min(self.cfg.max_io_bytes / PAGE_BYTES)
+            * PAGE_BYTES;
+        let st = &mut self.streams[stream.0 as usize];
+        if !st.waits_for_memory {
+            st.waits_for_memory = true;
+            self.memory_waiters.push_back((stream, cv.clone(), need));
+        }
+        assert!(
+            self.memory_waiters.len() <= self.streams.len(),
+            "more memory waiters than streams"
+        );
+    }
+
+    // ---- hints and timers -----------------------------------------------------------------
+
+    /// Passes disclosed future reads to the policy.
+    pub(crate) fn hint(
+        &mut self,
+        now: Instant,
+        stream: StreamId,
+        file: FileId,
+        ranges: Vec<ByteRange>,
+    ) {
+        self.policy.handle(
+            now,
+            Input::Hint {
+                stream,
+                file,
+                ranges,
+            },
+        );
+        self.run_policy(now, None);
+        self.dispatch();
+    }
+
+    /// When the policy wants its timer.
+    pub(crate) fn policy_wake(&self) -> Option<Instant> {
+        self.policy_wake
+    }
+
+    /// Runs the policy's timer.
+    pub(crate) fn timeout(&mut self, now: Instant) {
+        self.policy.handle_timeout(now);
+        self.run_policy(now, None);
+        self.dispatch();
+    }
+
+    // ---- the policy -----------------------------------------------------------------------
+
+    /// Executes everything the policy has to say, feeding back immediate completions and memory
+    /// pressure. `trigger` is the page span of the read that prompted it: pages fetched inside it
+    /// are the application's, not prefetched.
+    fn run_policy(&mut self, now: Instant, mut trigger: Option<(StreamId, FileId, u64, u64)>) {
+        let mut short_told = false;
+        loop {
+            let mut cut_short = false;
+            while let Some(out) = self.policy.poll_output() {
+                match out {
+                    Output::Fetch {
+                        id, file, range, ..
+                    } => {
+                        self.stats.fetches += 1;
+                        let (parts, short) = self.fetch(id, file, range, trigger);
+                        cut_short |= short;
+                        if parts == 0 {
+                            self.done_now.push_back((id, !short));
+                        } else {
+                            self.fetches.insert(
+                                id,
+                                FetchState {
+                                    parts_left: parts,
+                                    ok: !short,
+                                },
+                            );
+                        }
+                    }
+                    Output::Cancel { id } => self.cancel(id),
+                    Output::Release { file, range } => self.release(file, range),
+                    // Deferral comes from array-level schedulers (the stream scheduler), which
+                    // the engine does not drive; reading those bytes on demand anyway is always
+                    // safe: the request cannot wait on a fetch that never comes.
+                    Output::Defer { .. } => {}
+                }
+            }
+            if let Some((id, ok)) = self.done_now.pop_front() {
+                self.policy.handle(now, Input::Fetched { id, ok });
+                trigger = None;
+                continue;
+            }
+            if cut_short && !short_told {
+                short_told = true;
+                self.stats.memory_pressure_events += 1;
+                self.policy.handle(
+                    now,
+                    Input::MemoryPressure {
+                        available: ByteLen(self.pool.prefetch_available_bytes()),
+                    },
+                );
+                continue;
+            }
+            break;
+        }
+        let wake = self.policy.poll_timeout();
+        if wake != self.policy_wake {
+            self.policy_wake = wake;
+            self.timer.notify_one();
+        }
+    }
+
+    /// Creates chunks for the uncovered pages of a fetch. Returns the chunks created and whether
+    /// memory cut the fetch short.
+    fn fetch(
+        &mut self,
+        id: FetchId,
+        file: FileId,
+        range: ByteRange,
+        trigger: Option<(StreamId, FileId, u64, u64)>,
+    ) -> (u32, bool) {
+        let Some(f) = self.files.get(file.0 as usize) else {
+            return (0, false);
+        };
+        if f.readers == 0 || range.is_empty() {
+            return (0, false);
+        }
+        let end = range.end().0.min(f.size_bytes);
+        if range.start.0 >= end {
+            return (0, false);
+        }
+        let first = range.start.0 / PAGE_BYTES;
+        let last = (end - 1) / PAGE_BYTES;
+        let max_pages = self.cfg.max_io_bytes / PAGE_BYTES;
+        let mut parts = 0;
+        let mut p = first;
+        while let Some(start) = self.first_uncovered(file, p, last) {
+            let next = self.files[file.0 as usize]
+                .chunks
+                .range(start..)
+                .next()
+                .map(|(&k, _)| k)
+                .unwrap_or(u64::MAX);
+            let mut run_end = (last + 1).min(next).min(start + max_pages);
+            // Split at the end of the triggering read, so each chunk is wholly the application's
+            // or wholly ahead of it.
+            let inside = match trigger {
+                Some((ts, tf, tfirst, tlast))
+                    if tf == file && start >= tfirst && start <= tlast =>
+                {
+                    run_end = run_end.min(tlast + 1);
+                    Some(ts)
+                }
+                _ => None,
+            };
+            let spec = ChunkSpec {
+                fetch: Some(id),
+                prefetched: inside.is_none(),
+                owner: None,
+                for_stream: inside,
+                urgent: inside.is_some(),
+                // A prefetch may take memory from data already used (oldest first); a fetch under
+                // the reader's request uses only free memory (demand fills what it leaves).
+                may_evict: inside.is_none(),
+            };
+            let purpose = if inside.is_some() {
+                Purpose::Demand
+            } else {
+                Purpose::Prefetch
+            };
+            if self
+                .new_chunk(file, start, run_end, spec, purpose)
+                .is_none()
+            {
+                return (parts, true);
+            }
+            parts += 1;
+            p = run_end;
+        }
+        (parts, false)
+    }
+
+    fn cancel(&mut self, id: FetchId) {
+        if self.fetches.remove(&id).is_none() {
+            return;
+        }
+        for q in [true, false] {
+            let queue = if q { &mut self.urgent } else { &mut self.ahead };
+            let mut kept = VecDeque::with_capacity(queue.len());
+            let mut dropped = Vec::new();
+            for r in queue.drain(..) {
+                let cid = r.token as u32;
+                let mine = self.chunks[cid as usize]
+                    .as_ref()
+                    .is_some_and(|c| c.fetch == Some(id));
+                if mine {
+                    dropped.push(r);
+                } else {
+                    kept.push_back(r);
+                }
+            }
+            *queue = kept;
+            for r in dropped {
+                let cid = r.token as u32;
+                self.pool.free(r.buf);
+                self.drop_chunk_record(cid);
+            }
+        }
+        self.wake_memory_waiters();
+    }
+
+    fn release(&mut self, file: FileId, range: ByteRange) {
+        let Some(f) = self.files.get(file.0 as usize) else {
+            return;
+        };
+        let first = range.start.0.div_ceil(PAGE_BYTES);
+        let end = range.end().0 / PAGE_BYTES;
+        let ids: Vec<u32> = f
+            .chunks
+            .range(first..end.max(first))
+            .map(|(_, &id)| id)
+            .filter(|&id| self.chunk(id).end_page <= end)
+            .collect();
+        for id in ids {
+            let c = self.chunk_mut(id);
+            if matches!(c.state, State::Ready { .. }) && c.pins == 0 {
+                self.free_chunk(id);
+            }
+        }
+    }
+
+    // ---- chunks and memory ----------------------------------------------------------------
+
+    fn chunk(&self, id: u32) -> &Chunk {
+        self.chunks[id as usize].as_ref().expect("a live chunk")
+    }
+
+    fn chunk_mut(&mut self, id: u32) -> &mut Chunk {
+        self.chunks[id as usize].as_mut().expect("a live chunk")
+    }
+
+    /// Allocates a buffer (evicting if allowed) and queues the read of pages `[first, end)`.
+    fn new_chunk(
+        &mut self,
+        file: FileId,
+        first: u64,
+        end: u64,
+        spec: ChunkSpec,
+        purpose: Purpose,
+    ) -> Option<u32> {
+        debug_assert!(first < end);
+        let f = &self.files[file.0 as usize];
+        let handle = f.handle.clone().expect("an open file has a handle");
+        let start = first * PAGE_BYTES;
+        let expect_bytes = (end * PAGE_BYTES).min(f.size_bytes) - start;
+        let io_bytes = (end - first) * PAGE_BYTES;
+        let buf = loop {
+            if let Some(b) = self.pool.alloc(io_bytes, purpose) {
+                break b;
+            }
+            if !spec.may_evict || !self.evict_one(purpose, spec.for_stream) {
+                return None;
+            }
+        };
+        let chunk = Chunk {
+            file,
+            first_page: first,
+            end_page: end,
+            expect_bytes,
+            io_bytes,
+            filled_bytes: 0,
+            state: State::InFlight,
+            direct: handle.direct,
+            fetch: spec.fetch,
+            prefetched: spec.prefetched,
+            owner: spec.owner,
+            for_stream: spec.for_stream,
+            urgent: spec.urgent,
+            used: false,
+            consumed_bytes: 0,
+            pins: 0,
+            waiters: Vec::new(),
+            lru: None,
+            doomed: false,
+        };
+        if spec.prefetched {
+            self.stats.prefetched_bytes += expect_bytes;
+        }
+        if spec.owner.is_some() {
+            self.stats.demand_bytes += expect_bytes;
+        }
+        let id = match self.free_slots.pop() {
+            Some(i) => {
+                self.chunks[i as usize] = Some(chunk);
+                i
+            }
+            None => {
+                self.chunks.push(Some(chunk));
+                (self.chunks.len() - 1) as u32
+            }
+        };
+        self.files[file.0 as usize].chunks.insert(first, id);
+        self.enqueue(IoRequest {
+            token: id as u64,
+            file: handle,
+            offset_bytes: start,
+            buf,
+            buf_offset: 0,
+            len_bytes: io_bytes as usize,
+        });
+        Some(id)
+    }
+
+    fn enqueue(&mut self, r: IoRequest) {
+        let urgent = self.chunk(r.token as u32).urgent;
+        if urgent {
+            self.urgent.push_back(r);
+        } else {
+            self.ahead.push_back(r);
+        }
+        assert!(
+            self.urgent.len() + self.ahead.len() <= self.max_queued,
+            "more queued reads ({}) than the budget has pages ({})",
+            self.urgent.len() + self.ahead.len(),
+            self.max_queued
+        );
+    }
+
+    /// Hands queued reads to the backend while it has room, the application's first.
+    pub(crate) fn dispatch(&mut self) {
+        while self.in_flight < self.cfg.queue_depth {
+            let Some(r) = self.urgent.pop_front().or_else(|| self.ahead.pop_front()) else {
+                break;
+            };
+            self.in_flight += 1;
+            self.batch.push(r);
+        }
+        if !self.batch.is_empty() {
+            let mut batch = std::mem::take(&mut self.batch);
+            self.backend.submit(&mut batch);
+            self.batch = batch;
+        }
+    }
+
+    /// Evicts one chunk a `purpose` allocation for `stream` may take. Returns whether it did.
+    fn evict_one(&mut self, purpose: Purpose, stream: Option<StreamId>) -> bool {
+        let classes: &[Lru] = match purpose {
+            Purpose::Prefetch => &[Lru::Used],
+            Purpose::Demand => &[Lru::Used, Lru::Unused],
+        };
+        for &class in classes {
+            if let Some((_, &id)) = self.lru[class as usize].first_key_value() {
+                self.free_chunk(id);
+                return true;
+            }
+        }
+        // The reader's own filled data further on (past a gap it must fill first), the furthest
+        // first: it is needed last.
+        // A stream reads one file, so its chunks are in that file's map: no scan of every claim.
+        let own = stream.and_then(|s| {
+            let file = self.streams[s.0 as usize].file;
+            self.files[file.0 as usize]
+                .chunks
+                .values()
+                .rev()
+                .copied()
+                .find(|&id| {
+                    let c = self.chunk(id);
+                    c.for_stream == Some(s) && matches!(c.lru, Some((Lru::Claimed, _)))
+                })
+        });
+        match own {
+            Some(id) => {
+                self.free_chunk(id);
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn lru_insert(&mut self, id: u32, class: Lru) {
+        self.lru_remove(id);
+        self.seq += 1;
+        let seq = self.seq;
+        self.lru[class as usize].insert(seq, id);
+        let c = self.chunk_mut(id);
+        c.lru = Some((class, seq));
+        let bytes = c.io_bytes;
+        self.lru_bytes[class as usize] += bytes;
+    }
+
+    fn lru_remove(&mut self, id: u32) {
+        let c = self.chunk_mut(id);
+        if let Some((class, seq)) = c.lru.take() {
+            let bytes = c.io_bytes;
+            self.lru[class as usize].remove(&seq);
+            self.lru_bytes[class as usize] -= bytes;
+        }
+    }
+
+    /// Frees a filled, unpinned chunk and its buffer.
+    fn free_chunk(&mut self, id: u32) {
+        self.lru_remove(id);
+        let c = self.chunks[id as usize].take().expect("a live chunk");
+        self.free_slots.push(id);
+        assert_eq!(c.pins, 0, "freed a pinned chunk");
+        let f = &mut self.files[c.file.0 as usize];
+        if f.chunks.get(&c.first_page) == Some(&id) {
+            f.chunks.remove(&c.first_page);
+        }
+        if let State::Ready { valid_bytes, buf } = c.state {
+            if c.prefetched && !c.used {
+                self.stats.wasted_bytes += valid_bytes;
+            }
+            // Readers drop their clone before unpinning, so this is the only reference.
+            let buf = Arc::try_unwrap(buf).expect("an unpinned chunk's buffer has no other owner");
+            self.pool.free(buf);
+        }
+        for (_, w) in c.waiters {
+            w.notify_one();
+        }
+        self.wake_memory_waiters();
+    }
+
+    /// Forgets a chunk whose buffer was already handed back; wakes its waiters (they will find
+    /// the bytes missing and read them again) and settles its fetch.
+    fn drop_chunk_record(&mut self, id: u32) {
+        self.lru_remove(id);
+        let c = self.chunks[id as usize].take().expect("a live chunk");
+        self.free_slots.push(id);
+        let f = &mut self.files[c.file.0 as usize];
+        if f.chunks.get(&c.first_page) == Some(&id) {
+            f.chunks.remove(&c.first_page);
+        }
+        for (_, w) in &c.waiters {
+            w.notify_one();
+        }
+        if let Some(fid) = c.fetch {
+            self.fetch_part_done(fid, false);
+        }
+    }
+
+    fn fetch_part_done(&mut self, id: FetchId, ok: bool) {
+        let Some(st) = self.fetches.get_mut(&id) else {
+            return;
+        };
+        st.ok &= ok;
+        st.parts_left -= 1;
+        if st.parts_left == 0 {
+            let ok = st.ok;
+            self.fetches.remove(&id);
+            self.done_now.push_back((id, ok));
+        }
+    }
+
+    /// Wakes the oldest readers waiting for memory, as many as the memory that is free or
+    /// evictable now can serve (always at least one: it retries, and if it fails it queues again
+    /// at the back). Waking them all would send a thousand starving readers at the lock for every
+    /// freed chunk.
+    fn wake_memory_waiters(&mut self) {
+        let avail = (self.pool.limit_bytes() - self.pool.lent_bytes())
+            + self.lru_bytes[Lru::Used as usize]
+            + self.lru_bytes[Lru::Unused as usize];
+        let mut promised = 0u64;
+        while let Some((_, _, need)) = self.memory_waiters.front() {
+            if promised > 0 && promised + need > avail {
+                break;
+            }
+            promised += need;
+            let (s, w, _) = self.memory_waiters.pop_front().expect("peeked");
+            self.streams[s.0 as usize].waits_for_memory = false;
+            w.notify_one();
+        }
+    }
+
+    /// Wakes `stream` if it waits for memory: a chunk claimed for it completed, which it may evict.
+    fn wake_memory_waiter(&mut self, stream: StreamId) {
+        if !self.streams[stream.0 as usize].waits_for_memory {
+            return;
+        }
+        self.streams[stream.0 as usize].waits_for_memory = false;
+        if let Some(i) = self
+            .memory_waiters
+            .iter()
+            .position(|(s, _, _)| *s == stream)
+        {
+            let (_, w, _) = self.memory_waiters.remove(i).expect("found");
+            w.notify_one();
+        }
+    }
+
+    // ---- completions ----------------------------------------------------------------------
+
+    /// Handles a backend completion.
+    pub(crate) fn complete(&mut self, now: Instant, c: IoCompletion) {
+        assert!(self.in_flight > 0, "a completion with nothing in flight");
+        self.in_flight -= 1;
+        let id = c.token as u32;
+        let chunk = self.chunks[id as usize]
+            .as_mut()
+            .expect("a completion for a live chunk");
+        assert!(
+            matches!(chunk.state, State::InFlight),
+            "chunk completed twice"
+        );
+        let ok = match c.result {
+            Ok(n) => {
+                self.stats.device_reads += 1;
+                self.stats.device_bytes += n as u64;
+                chunk.filled_bytes += n as u64;
+                let filled = chunk.filled_bytes;
+                let aligned = !chunk.direct || filled.is_multiple_of(ALIGN_BYTES as u64);
+                if filled < chunk.expect_bytes && n > 0 && aligned && !chunk.doomed {
+                    // A short read that is not the end of the file: read the remainder into the
+                    // same buffer.
+                    self.stats.short_reads += 1;
+                    let file = self.files[chunk.file.0 as usize]
+                        .handle
+                        .clone()
+                        .expect("a file with reads in flight is open");
+                    let r = IoRequest {
+                        token: c.token,
+                        file,
+                        offset_bytes: chunk.start_bytes() + filled,
+                        buf: c.buf,
+                        buf_offset: filled as usize,
+                        len_bytes: (chunk.io_bytes - filled) as usize,
+                    };
+                    if chunk.urgent {
+                        self.urgent.push_front(r);
+                    } else {
+                        self.ahead.push_front(r);
+                    }
+                    self.dispatch();
+                    return;
+                }
+                let valid_bytes = filled.min(chunk.expect_bytes);
+                chunk.state = State::Ready {
+                    valid_bytes,
+                    buf: Arc::new(c.buf),
+                };
+                // A prefetch nobody is waiting for may be evicted by a demand read; one a reader
+                // waits for is claimed until that reader copies it.
+                if chunk.for_stream.is_none() {
+                    chunk.for_stream = chunk.waiters.first().map(|(s, _)| *s);
+                }
+                let class = match (chunk.for_stream, chunk.prefetched) {
+                    (Some(_), _) => Lru::Claimed,
+                    (None, true) => Lru::Unused,
+                    (None, false) => Lru::Used,
+                };
+                for (_, w) in chunk.waiters.drain(..) {
+                    w.notify_one();
+                }
+                let fetch = chunk.fetch;
+                let for_stream = chunk.for_stream;
+                if chunk.doomed {
+                    self.free_chunk(id);
+                } else {
+                    self.lru_insert(id, class);
+                    match (class, for_stream) {
+                        (Lru::Claimed, Some(s)) => self.wake_memory_waiter(s),
+                        _ => self.wake_memory_waiters(),
+                    }
+                }
+                if let Some(fid) = fetch {
+                    self.fetch_part_done(fid, true);
+                }
+                true
+            }
+            Err(e) => {
+                self.stats.io_errors += 1;
+                let (owner, start, end) = (
+                    chunk.owner,
+                    chunk.start_bytes(),
+                    chunk.start_bytes() + chunk.expect_bytes,
+                );
+                self.pool.free(c.buf);
+                if let Some(s) = owner {
+                    let st = &mut self.streams[s.0 as usize];
+                    if st.open {
+                        if st.errors.len() == STREAM_ERRORS_MAX {
+                            st.errors.pop_front();
+                        }
+                        st.errors.push_back((start, end, e));
+                    }
+                }
+                self.drop_chunk_record(id);
+                self.wake_memory_waiters();
+                false
+            }
+        };
+        let _ = ok;
+        self.run_policy(now, None);
+        self.dispatch();
+    }
+
+    // ---- reports --------------------------------------------------------------------------
+
+    /// A snapshot of the counters.
+    pub(crate) fn stats(&self) -> Stats {
+        Stats {
+            memory_used_bytes: self.pool.held_bytes(),
+            memory_peak_bytes: self.pool.held_peak_bytes(),
+            ..self.stats.clone()
+        }
+    }
+
+    /// A one-line summary of the driver's state, for diagnosing a stuck test.
+    pub(crate) fn describe(&self) -> String {
+        let live = self.chunks.iter().flatten();
+        let in_flight = live
+            .clone()
+            .filter(|c| matches!(c.state, State::InFlight))
+            .count();
+        let waited = live.clone().filter(|c| !c.waiters.is_empty()).count();
+        let waited_ready = live
+            .clone()
+            .filter(|c| !c.waiters.is_empty() && matches!(c.state, State::Ready { .. }))
+            .count();
+        let stuck: Vec<String> = self
+            .streams
+            .iter()
+            .enumerate()
+            .filter_map(|(i, st)| {
+                let id = st.waiting_on?;
+                let what = match self.chunks[id as usize].as_ref() {
+                    None => "gone".to_string(),
+                    Some(c) => format!(
+                        "file {} pages {}..{} {} waiters {}",
+                        c.file.0,
+                        c.first_page,
+                        c.end_page,
+                        if matches!(c.state, State::InFlight) {
+                            "in flight"
+                        } else {
+                            "ready"
+                        },
+                        c.waiters.len()
+                    ),
+                };
+                Some(format!("stream {i} on chunk {id}: {what}"))
+            })
+            .take(5)
+            .collect();
+        let claimed: Vec<String> = self.lru[Lru::Claimed as usize]
+            .values()
+            .take(6)
+            .map(|&id| {
+                let c = self.chunk(id);
+                format!(
+                    "chunk {id} file {} pages {}..{} for {:?} owner {:?} fetch {:?} prefetched {} used {} consumed {} urgent {}",
+                    c.file.0, c.first_page, c.end_page, c.for_stream, c.owner, c.fetch, c.prefetched, c.used, c.consumed_bytes, c.urgent
+                )
+            })
+            .collect();
+        let stuck = format!("{}; claimed: [{}]", stuck.join("; "), claimed.join("; "));
+        format!(
+            "waiting: [{stuck}]; in_flight {} (chunks in flight {in_flight}), queued {}+{}, chunks {} ({} with waiters, {} of them ready), memory waiters {}, lent {} of {}, lru {}/{}/{}",
+            self.in_flight,
+            self.urgent.len(),
+            self.ahead.len(),
+            live.count(),
+            waited,
+            waited_ready,
+            self.memory_waiters.len(),
+            self.pool.lent_bytes(),
+            self.pool.limit_bytes(),
+            self.lru[0].len(),
+            self.lru[1].len(),
+            self.lru[2].len(),
+        )
+    }
+
+    /// Checks the accounting invariants (tests call this after every step).
+    pub(crate) fn check(&self) {
+        let lent: u64 = self
+            .chunks
+            .iter()
+            .flatten()
+            .filter(|c| matches!(c.state, State::Ready { .. }))
+            .map(|c| c.io_bytes)
+            .sum::<u64>()
+            + self
+                .urgent
+                .iter()
+                .chain(self.ahead.iter())
+                .map(|r| r.buf.capacity() as u64)
+                .sum::<u64>();
+        assert!(lent <= self.pool.lent_bytes());
+        assert!(self.pool.held_bytes() <= self.pool.limit_bytes());
+        assert!(self.in_flight <= self.cfg.queue_depth);
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+struct ChunkSpec {
+    fetch: Option<FetchId>,
+    prefetched: bool,
+    owner: Option<StreamId>,
+    for_stream: Option<StreamId>,
+    urgent: bool,
+    may_evict: bool,
+}

@@ -1,0 +1,683 @@
+//! The library face: [`Engine::builder`], [`Engine::open`], [`Reader`] (`Read + Seek`),
+//! [`Engine::hint`] and [`Engine::stats`].
+//!
+//! An engine is a handle to shared state: the driver core (policy, file table, chunks, buffer
+//! pool) behind one mutex, the backend, and a timer thread for policies that ask for one. Each
+//! [`Reader`] is one stream: the policy sees its reads under its own `StreamId`, and its `read`
+//! calls block only that reader, so many readers on many threads proceed at once. A reader waits on
+//! its own condition variable, which the completion that fills the chunk it needs (or the release
+//! of memory it needs) notifies: no thundering herd with a thousand readers. Readers and engine
+//! handles keep the engine alive; when the last of them is dropped, the backend and the timer stop.
+
+use std::io::{self, Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
+
+use foresight_core::{ByteLen, ByteRange, FileId, Instant, StreamId};
+use foresight_policy::{Layout, Policy, PolicyConfig, PAGE_BYTES};
+
+use crate::backend::emulated::{EmulatedBackend, EmulatedConfig};
+use crate::backend::noop::NoopBackend;
+use crate::backend::threads::ThreadsBackend;
+use crate::backend::{BackendKind, CompletionPort, CompletionSink, IoBackend, IoCompletion};
+use crate::core::{Core, CoreConfig, Found};
+use crate::error::EngineError;
+use crate::stats::Stats;
+
+/// The most ranges one hint may carry (the policy's input queue is bounded too).
+pub const MAX_HINT_RANGES: usize = 1 << 16;
+
+/// Which backend to run on.
+// Built once per engine, so the size of the emulation variant does not matter.
+#[allow(clippy::large_enum_variant)]
+#[derive(Clone, Debug, Default)]
+pub enum Backend {
+    /// io_uring if the kernel allows it, else the thread pool; [`Engine::fallback_reason`] says
+    /// why it fell back.
+    #[default]
+    Auto,
+    /// io_uring, or an error if it is refused.
+    Uring,
+    /// `pread` on a thread pool.
+    Threads,
+    /// In-memory files with injectable faults (tests).
+    Noop(NoopBackend),
+    /// Real bytes at the times a device model says.
+    Emulated(EmulatedConfig),
+}
+
+/// A policy decorator applied when the engine is built (the conformance suite records decisions
+/// this way).
+pub type PolicyWrapper = Box<dyn FnOnce(Box<dyn Policy>) -> Box<dyn Policy> + Send>;
+
+/// Settings for an [`Engine`]; see each method for the default.
+pub struct EngineBuilder {
+    memory: ByteLen,
+    policy: PolicyConfig,
+    backend: Backend,
+    queue_depth: u32,
+    max_io: Option<ByteLen>,
+    direct_io: bool,
+    wrapper: Option<PolicyWrapper>,
+}
+
+impl std::fmt::Debug for EngineBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EngineBuilder")
+            .field("memory", &self.memory)
+            .field("policy", &self.policy)
+            .field("backend", &self.backend)
+            .field("queue_depth", &self.queue_depth)
+            .field("max_io", &self.max_io)
+            .field("direct_io", &self.direct_io)
+            .finish()
+    }
+}
+
+impl Default for EngineBuilder {
+    fn default() -> Self {
+        EngineBuilder {
+            memory: ByteLen::mib(256),
+            policy: PolicyConfig {
+                name: "seqp".into(),
+                readahead_max: ByteLen::kib(128),
+                ..PolicyConfig::default()
+            },
+            backend: Backend::Auto,
+            queue_depth: 32,
+            max_io: None,
+            direct_io: true,
+            wrapper: None,
+        }
+    }
+}
+
+impl EngineBuilder {
+    /// The hard memory budget for prefetched, in-flight and demand buffers (default 256 MiB; at
+    /// least four times `max_io`).
+    pub fn memory(mut self, bytes: ByteLen) -> Self {
+        self.memory = bytes;
+        self
+    }
+
+    /// The policy, by name (default `seqp`; see `foresight_policy::POLICY_NAMES`).
+    pub fn policy(mut self, name: &str) -> Self {
+        self.policy.name = name.to_string();
+        self
+    }
+
+    /// The largest readahead window (default 128 KiB, Linux's default `read_ahead_kb`).
+    pub fn readahead_max(mut self, bytes: ByteLen) -> Self {
+        self.policy.readahead_max = bytes;
+        self
+    }
+
+    /// Every policy setting at once.
+    pub fn policy_config(mut self, cfg: PolicyConfig) -> Self {
+        self.policy = cfg;
+        self
+    }
+
+    /// The backend (default [`Backend::Auto`]).
+    pub fn backend(mut self, backend: Backend) -> Self {
+        self.backend = backend;
+        self
+    }
+
+    /// The most reads in flight at the device (default 32, between 1 and 4096).
+    pub fn queue_depth(mut self, depth: u32) -> Self {
+        self.queue_depth = depth;
+        self
+    }
+
+    /// The largest single read (whole 4 KiB pages; default 1 MiB, or a quarter of the memory
+    /// budget if that is less); longer fetches and demand reads are split.
+    pub fn max_io(mut self, bytes: ByteLen) -> Self {
+        self.max_io = Some(bytes);
+        self
+    }
+
+    fn max_io_bytes(&self) -> u64 {
+        self.max_io.map(|m| m.0).unwrap_or_else(|| {
+            (self.memory.0 / 4 / PAGE_BYTES * PAGE_BYTES).clamp(PAGE_BYTES, 1 << 20)
+        })
+    }
+
+    /// Whether to open files with `O_DIRECT` (default true; files on file systems that refuse it
+    /// are read buffered, and [`Stats::files_buffered`] counts them).
+    pub fn direct_io(mut self, on: bool) -> Self {
+        self.direct_io = on;
+        self
+    }
+
+    /// Wraps the policy when the engine is built (for recording decisions; see `foresight-testkit`).
+    pub fn wrap_policy(mut self, wrapper: PolicyWrapper) -> Self {
+        self.wrapper = Some(wrapper);
+        self
+    }
+
+    fn validate(&self) -> Result<(), EngineError> {
+        let bad = |setting, message: String| Err(EngineError::Setting { setting, message });
+        if !(1..=4096).contains(&self.queue_depth) {
+            return bad(
+                "queue_depth",
+                format!("must be between 1 and 4096, got {}", self.queue_depth),
+            );
+        }
+        let m = self.max_io_bytes();
+        if m < PAGE_BYTES || !m.is_multiple_of(PAGE_BYTES) || m > 64 << 20 {
+            return bad(
+                "max_io",
+                format!(
+                    "must be whole 4 KiB pages between 4KiB and 64MiB, got {}",
+                    ByteLen(m)
+                ),
+            );
+        }
+        if self.memory.0 < 4 * m {
+            return bad(
+                "memory",
+                format!(
+                    "{} is less than four times max_io ({}); give at least {}",
+                    self.memory,
+                    ByteLen(m),
+                    ByteLen(4 * m)
+                ),
+            );
+        }
+        if self.memory.0 > 1 << 50 {
+            return bad("memory", format!("{} is more than 1 PiB", self.memory));
+        }
+        Ok(())
+    }
+
+    /// Starts the engine: the backend (falling back from io_uring to threads under
+    /// [`Backend::Auto`]), the policy and the timer.
+    pub fn build(self) -> Result<Engine, EngineError> {
+        self.validate()?;
+        let qd = self.queue_depth as usize;
+        let max_io_bytes = self.max_io_bytes();
+        let port = CompletionPort::new();
+        let (backend, fallback) = start_backend(self.backend, qd, port.clone(), try_uring)?;
+        let initial = match backend.volume() {
+            None => Layout::unplaced(&[]),
+            Some(v) => Layout::new(v.volume_bytes, v.striping),
+        };
+        let mut policy = foresight_policy::build(&self.policy, Arc::new(initial))?;
+        if let Some(w) = self.wrapper {
+            policy = w(policy);
+        }
+        let timer = Arc::new(Condvar::new());
+        let core = Core::new(
+            policy,
+            backend.clone(),
+            CoreConfig {
+                memory_bytes: self.memory.0,
+                queue_depth: qd,
+                max_io_bytes,
+            },
+            timer.clone(),
+        );
+        let shared = Arc::new(Shared {
+            core: Mutex::new(core),
+            backend,
+            timer,
+            epoch: std::time::Instant::now(),
+            fallback,
+            direct: self.direct_io,
+        });
+        let sink: Arc<dyn CompletionSink> = shared.clone();
+        let weak: Weak<dyn CompletionSink> = Arc::downgrade(&sink);
+        port.connect(weak);
+        let s = shared.clone();
+        let timer_thread = std::thread::Builder::new()
+            .name("foresight-timer".into())
+            .spawn(move || run_timer(&s));
+        if let Err(e) = timer_thread {
+            shared.backend.shutdown();
+            return Err(EngineError::Spawn(e));
+        }
+        Ok(Engine {
+            owner: Arc::new(Owner { shared }),
+        })
+    }
+}
+
+/// Whether the engine can run the policy `cfg` names: the name is known and the policy works at
+/// the file level (policies that need an array-level cache, such as `streams` and `msp+...`, need a
+/// driver for that layer, which the engine does not have yet).
+pub fn check_policy(cfg: &PolicyConfig) -> Result<(), EngineError> {
+    foresight_policy::build(cfg, Arc::new(Layout::unplaced(&[]))).map(|_| ())?;
+    Ok(())
+}
+
+#[cfg(target_os = "linux")]
+fn try_uring(qd: usize, port: Arc<CompletionPort>) -> io::Result<Arc<dyn IoBackend>> {
+    Ok(Arc::new(crate::backend::uring::UringBackend::start(
+        qd, port,
+    )?))
+}
+
+#[cfg(not(target_os = "linux"))]
+fn try_uring(_qd: usize, _port: Arc<CompletionPort>) -> io::Result<Arc<dyn IoBackend>> {
+    Err(io::Error::new(
+        io::ErrorKind::Unsupported,
+        "io_uring is Linux-only",
+    ))
+}
+
+type UringStarter = fn(usize, Arc<CompletionPort>) -> io::Result<Arc<dyn IoBackend>>;
+
+/// Starts the chosen backend; under `Auto`, falls back to threads when `uring` fails and returns
+/// why.
+fn start_backend(
+    choice: Backend,
+    qd: usize,
+    port: Arc<CompletionPort>,
+    uring: UringStarter,
+) -> Result<(Arc<dyn IoBackend>, Option<String>), EngineError> {
+    let threads = |port| -> Result<Arc<dyn IoBackend>, EngineError> {
+        Ok(Arc::new(
+            ThreadsBackend::start(qd, qd, port).map_err(EngineError::Spawn)?,
+        ))
+    };
+    match choice {
+        Backend::Auto => match uring(qd, port.clone()) {
+            Ok(b) => Ok((b, None)),
+            Err(e) => Ok((threads(port)?, Some(format!("io_uring refused: {e}")))),
+        },
+        Backend::Uring => match uring(qd, port) {
+            Ok(b) => Ok((b, None)),
+            Err(e) => Err(EngineError::BackendUnavailable {
+                backend: "uring",
+                reason: e.to_string(),
+            }),
+        },
+        Backend::Threads => Ok((threads(port)?, None)),
+        Backend::Noop(n) => {
+            n.start(qd, port).map_err(EngineError::Spawn)?;
+            Ok((Arc::new(n), None))
+        }
+        Backend::Emulated(cfg) => {
+            cfg.validate()?;
+            Ok((
+                Arc::new(EmulatedBackend::start(cfg, qd, port).map_err(EngineError::Spawn)?),
+                None,
+            ))
+        }
+    }
+}
+
+pub(crate) struct Shared {
+    core: Mutex<Core>,
+    backend: Arc<dyn IoBackend>,
+    timer: Arc<Condvar>,
+    epoch: std::time::Instant,
+    fallback: Option<String>,
+    direct: bool,
+}
+
+impl Shared {
+    fn now(&self) -> Instant {
+        Instant(self.epoch.elapsed().as_nanos() as u64)
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Core> {
+        self.core
+            .lock()
+            .expect("engine state poisoned by an earlier panic")
+    }
+}
+
+impl CompletionSink for Shared {
+    fn complete(&self, c: IoCompletion) {
+        let now = self.now();
+        self.lock().complete(now, c);
+    }
+}
+
+fn run_timer(shared: &Shared) {
+    let mut core = shared.lock();
+    loop {
+        if core.shutdown {
+            return;
+        }
+        core = match core.policy_wake() {
+            None => shared.timer.wait(core).expect("engine state poisoned"),
+            Some(t) => {
+                let now = shared.now();
+                if now >= t {
+                    core.timeout(now);
+                    core
+                } else {
+                    let wait = std::time::Duration::from_nanos(t.0 - now.0);
+                    shared
+                        .timer
+                        .wait_timeout(core, wait)
+                        .expect("engine state poisoned")
+                        .0
+                }
+            }
+        };
+    }
+}
+
+/// Stops the engine when the last engine handle or reader goes.
+struct Owner {
+    shared: Arc<Shared>,
+}
+
+impl Drop for Owner {
+    fn drop(&mut self) {
+        self.shared.lock().shutdown = true;
+        self.shared.timer.notify_all();
+        self.shared.backend.shutdown();
+    }
+}
+
+/// The engine. Cheap to clone; every clone is the same engine. See the crate documentation.
+#[derive(Clone)]
+pub struct Engine {
+    owner: Arc<Owner>,
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Engine({})", self.backend())
+    }
+}
+
+/// Names one reader's stream on one file, for [`Engine::hint`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct StreamHandle {
+    /// The file.
+    pub file: FileId,
+    /// The reader's stream.
+    pub stream: StreamId,
+}
+
+impl Engine {
+    /// A builder with the defaults.
+    pub fn builder() -> EngineBuilder {
+        EngineBuilder::default()
+    }
+
+    /// Opens `path` for reading as a new stream. A file opened twice (same device, inode and
+    /// size) is one file to the policy, read by two streams.
+    pub fn open(&self, path: impl AsRef<Path>) -> Result<Reader, EngineError> {
+        let path = path.as_ref();
+        let shared = &self.owner.shared;
+        let mut core = shared.lock();
+        let id = core.next_file_id();
+        let handle = shared
+            .backend
+            .open(path, id, shared.direct)
+            .map_err(|source| EngineError::Open {
+                path: path.to_path_buf(),
+                source,
+            })?;
+        let (file, stream, size) = core.open(handle);
+        Ok(Reader {
+            owner: self.owner.clone(),
+            file,
+            stream,
+            size_bytes: size,
+            pos: 0,
+            cv: Arc::new(Condvar::new()),
+            path: path.to_path_buf(),
+        })
+    }
+
+    /// Discloses the future reads of a stream, in the order it will issue them, to the policy
+    /// (the informed and directed policies use them; the readahead family ignores them). Ranges
+    /// are clipped to the file; empty ones are dropped.
+    pub fn hint(&self, at: StreamHandle, ranges: &[ByteRange]) -> Result<(), EngineError> {
+        if ranges.len() > MAX_HINT_RANGES {
+            return Err(EngineError::HintTooLong {
+                max: MAX_HINT_RANGES,
+                got: ranges.len(),
+            });
+        }
+        let shared = &self.owner.shared;
+        let mut core = shared.lock();
+        if !core.stream_reads(at.stream, at.file) {
+            return Err(EngineError::UnknownStream(at.stream));
+        }
+        let size = core.file_size(at.file);
+        let clipped: Vec<ByteRange> = ranges
+            .iter()
+            .filter_map(|r| {
+                let end = r.end().0.min(size);
+                (r.start.0 < end).then(|| ByteRange::new(r.start.0, end - r.start.0))
+            })
+            .collect();
+        let now = shared.now();
+        core.hint(now, at.stream, at.file, clipped);
+        Ok(())
+    }
+
+    /// A snapshot of the counters.
+    pub fn stats(&self) -> Stats {
+        self.owner.shared.lock().stats()
+    }
+
+    /// The backend running.
+    pub fn backend(&self) -> BackendKind {
+        self.owner.shared.backend.kind()
+    }
+
+    /// Why [`Backend::Auto`] fell back to the thread pool, if it did.
+    pub fn fallback_reason(&self) -> Option<&str> {
+        self.owner.shared.fallback.as_deref()
+    }
+
+    /// A one-line summary of the driver's state (for diagnosing a stuck test).
+    #[doc(hidden)]
+    pub fn describe(&self) -> String {
+        self.owner.shared.lock().describe()
+    }
+
+    /// Checks the engine's accounting invariants; panics if one is broken (tests).
+    #[doc(hidden)]
+    pub fn check_invariants(&self) {
+        self.owner.shared.lock().check();
+    }
+}
+
+/// A stream reading one file through the engine: `std::io::Read + Seek`.
+///
+/// Each reader is one stream to the policy. A reader is `Send`; give each thread its own (open
+/// the file once per thread, or per logical stream).
+pub struct Reader {
+    owner: Arc<Owner>,
+    file: FileId,
+    stream: StreamId,
+    size_bytes: u64,
+    pos: u64,
+    cv: Arc<Condvar>,
+    path: PathBuf,
+}
+
+impl std::fmt::Debug for Reader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Reader")
+            .field("path", &self.path)
+            .field("file", &self.file)
+            .field("stream", &self.stream)
+            .field("pos", &self.pos)
+            .finish()
+    }
+}
+
+impl Reader {
+    /// This reader's stream and file, for [`Engine::hint`].
+    pub fn handle(&self) -> StreamHandle {
+        StreamHandle {
+            file: self.file,
+            stream: self.stream,
+        }
+    }
+
+    /// The file's size when it was opened; reads end there (or earlier, if the file shrank).
+    pub fn len_bytes(&self) -> u64 {
+        self.size_bytes
+    }
+
+    /// Whether the file was empty when opened.
+    pub fn is_empty(&self) -> bool {
+        self.size_bytes == 0
+    }
+
+    /// The current position.
+    pub fn position(&self) -> u64 {
+        self.pos
+    }
+
+    /// Shorthand for [`Engine::hint`] on this reader's stream.
+    pub fn hint(&self, ranges: &[ByteRange]) -> Result<(), EngineError> {
+        Engine {
+            owner: self.owner.clone(),
+        }
+        .hint(self.handle(), ranges)
+    }
+}
+
+impl Read for Reader {
+    /// Reads up to `out.len()` bytes at the current position: everything asked for up to the end
+    /// of the file (like a read of a regular file), fewer only at the end of the file (including a
+    /// file that shrank while being read), or an error if a read of these bytes failed.
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        if out.is_empty() || self.pos >= self.size_bytes {
+            return Ok(0);
+        }
+        let shared = &self.owner.shared;
+        let start = self.pos;
+        let end = self.size_bytes.min(start.saturating_add(out.len() as u64));
+        let mut core = shared.lock();
+        core.begin_read(shared.now(), self.stream, self.file, start, end);
+        let mut cursor = start;
+        let mut stall = std::time::Duration::ZERO;
+        let mut failure = None;
+        while cursor < end {
+            match core.find(self.file, cursor) {
+                Found::Ready {
+                    chunk,
+                    chunk_start,
+                    valid_end,
+                } => {
+                    if cursor >= valid_end {
+                        // The file ended before its size at open: it was truncated.
+                        break;
+                    }
+                    let n = (valid_end.min(end) - cursor) as usize;
+                    let buf = core.pin(chunk);
+                    drop(core);
+                    let from = (cursor - chunk_start) as usize;
+                    let to = (cursor - start) as usize;
+                    out[to..to + n].copy_from_slice(&buf.as_slice()[from..from + n]);
+                    // Drop our reference before unpinning, so a free finds the buffer unshared.
+                    drop(buf);
+                    core = shared.lock();
+                    core.unpin(chunk, cursor, cursor + n as u64);
+                    cursor += n as u64;
+                }
+                Found::InFlight { chunk } => {
+                    core.wait_for_chunk(chunk, self.stream, &self.cv);
+                    let t = std::time::Instant::now();
+                    core = self.cv.wait(core).expect("engine state poisoned");
+                    core.woke(self.stream);
+                    stall += t.elapsed();
+                }
+                Found::Missing => {
+                    if core.has_error(self.stream, cursor) {
+                        // A demand read of these bytes failed. Return what was copied first; the
+                        // next call returns the error.
+                        if cursor == start {
+                            failure = core.take_error(self.stream, cursor);
+                        }
+                        break;
+                    }
+                    if !core.demand(self.stream, self.file, cursor, end) {
+                        core.wait_for_memory(self.stream, &self.cv, cursor, end);
+                        let t = std::time::Instant::now();
+                        core = self.cv.wait(core).expect("engine state poisoned");
+                        stall += t.elapsed();
+                    }
+                }
+            }
+        }
+        let copied = cursor - start;
+        core.end_read(self.stream, copied, stall.as_nanos() as u64, cursor < end);
+        drop(core);
+        self.pos = cursor;
+        match failure {
+            Some(e) => Err(e),
+            None => Ok(copied as usize),
+        }
+    }
+}
+
+impl Seek for Reader {
+    fn seek(&mut self, to: SeekFrom) -> io::Result<u64> {
+        let target = match to {
+            SeekFrom::Start(n) => n as i128,
+            SeekFrom::End(d) => self.size_bytes as i128 + d as i128,
+            SeekFrom::Current(d) => self.pos as i128 + d as i128,
+        };
+        if target < 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "seek before the start of the file",
+            ));
+        }
+        self.pos = target.min(u64::MAX as i128) as u64;
+        Ok(self.pos)
+    }
+}
+
+impl Drop for Reader {
+    fn drop(&mut self) {
+        let shared = &self.owner.shared;
+        let now = shared.now();
+        if let Ok(mut core) = shared.core.lock() {
+            core.close(now, self.stream);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn refused(_: usize, _: Arc<CompletionPort>) -> io::Result<Arc<dyn IoBackend>> {
+        Err(io::Error::from_raw_os_error(libc::ENOSYS))
+    }
+
+    #[test]
+    fn auto_falls_back_to_threads_when_io_uring_is_refused() {
+        let (b, why) = start_backend(Backend::Auto, 4, CompletionPort::new(), refused).unwrap();
+        assert_eq!(b.kind(), BackendKind::Threads);
+        assert!(why.unwrap().contains("io_uring refused"));
+        b.shutdown();
+        let e = start_backend(Backend::Uring, 4, CompletionPort::new(), refused)
+            .err()
+            .unwrap();
+        assert!(e.to_string().contains("uring"), "{e}");
+    }
+
+    #[test]
+    fn bad_settings_name_the_setting() {
+        let e = Engine::builder().queue_depth(0).build().unwrap_err();
+        assert!(e.to_string().contains("queue_depth"), "{e}");
+        let e = Engine::builder().max_io(ByteLen(1000)).build().unwrap_err();
+        assert!(e.to_string().contains("max_io"), "{e}");
+        let e = Engine::builder()
+            .memory(ByteLen::kib(64))
+            .max_io(ByteLen::mib(1))
+            .build()
+            .unwrap_err();
+        assert!(e.to_string().contains("memory"), "{e}");
+        let e = Engine::builder().policy("psychic").build().unwrap_err();
+        assert!(e.to_string().contains("psychic"), "{e}");
+    }
+}

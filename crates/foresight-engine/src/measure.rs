@@ -1,0 +1,212 @@
+//! Measuring tools for `foresight bench`: page-cache eviction, process CPU time, and the device's
+//! sequential limit.
+//!
+//! The limit is what one reader gets with no policy in the way: large reads of one file, back to
+//! back, several in flight, straight through a backend (io_uring with `O_DIRECT` here, or the
+//! emulated device). Each completion immediately starts the next read, so the device never idles
+//! while the reader is behind; with `depth` reads of `io_bytes` in flight this is the rate fio
+//! reports for `--rw=read --bs=io_bytes --iodepth=depth --direct=1`.
+
+use std::collections::VecDeque;
+use std::fs::File;
+use std::path::Path;
+use std::sync::{Arc, Condvar, Mutex, Weak};
+use std::time::{Duration, Instant};
+
+use foresight_core::FileId;
+
+use crate::backend::emulated::EmulatedBackend;
+use crate::backend::threads::ThreadsBackend;
+use crate::backend::{
+    BackendKind, CompletionPort, CompletionSink, IoBackend, IoCompletion, IoRequest,
+};
+use crate::buffer::{AlignedBuf, ALIGN_BYTES};
+use crate::engine::Backend;
+use crate::error::EngineError;
+
+/// Drops `path` from the page cache (`posix_fadvise(DONTNEED)`), so the next read goes to the
+/// device.
+pub fn evict_from_page_cache(path: &Path) -> std::io::Result<()> {
+    crate::sys::evict_from_page_cache(&File::open(path)?)
+}
+
+/// Bytes free on the file system holding `path`.
+pub fn free_disk_bytes(path: &Path) -> std::io::Result<u64> {
+    crate::sys::free_bytes(path)
+}
+
+/// User plus system CPU seconds this process has used.
+pub fn process_cpu_seconds() -> f64 {
+    crate::sys::process_cpu_seconds()
+}
+
+/// The result of [`sequential_read`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct SequentialRead {
+    /// Bytes read.
+    pub bytes: u64,
+    /// Wall seconds from the first submission to the last completion.
+    pub seconds: f64,
+    /// The backend that did it.
+    pub backend: BackendKind,
+    /// Whether the file was read with `O_DIRECT`.
+    pub direct: bool,
+}
+
+impl SequentialRead {
+    /// The rate in MiB/s.
+    pub fn mib_s(&self) -> f64 {
+        if self.seconds > 0.0 {
+            self.bytes as f64 / (1u64 << 20) as f64 / self.seconds
+        } else {
+            0.0
+        }
+    }
+}
+
+#[derive(Default)]
+struct Collector {
+    done: Mutex<VecDeque<IoCompletion>>,
+    ready: Condvar,
+}
+
+impl CompletionSink for Collector {
+    fn complete(&self, c: IoCompletion) {
+        self.done.lock().expect("collector poisoned").push_back(c);
+        self.ready.notify_one();
+    }
+}
+
+/// Reads the first `bytes` of `path` (or up to its end) in `io_bytes` pieces, `depth` at once,
+/// through `backend` (`Auto`, `Uring`, `Threads` or `Emulated`), stopping early after `time_limit`.
+pub fn sequential_read(
+    backend: Backend,
+    path: &Path,
+    bytes: u64,
+    io_bytes: u64,
+    depth: usize,
+    time_limit: Option<Duration>,
+) -> Result<SequentialRead, EngineError> {
+    let setting = |setting, message: String| EngineError::Setting { setting, message };
+    if io_bytes == 0 || !io_bytes.is_multiple_of(ALIGN_BYTES as u64) {
+        return Err(setting(
+            "io_bytes",
+            format!("{io_bytes} is not whole 4 KiB pages"),
+        ));
+    }
+    if !(1..=1024).contains(&depth) {
+        return Err(setting("depth", format!("must be 1 to 1024, got {depth}")));
+    }
+    let port = CompletionPort::new();
+    let collector = Arc::new(Collector::default());
+    let sink: Arc<dyn CompletionSink> = collector.clone();
+    let weak: Weak<dyn CompletionSink> = Arc::downgrade(&sink);
+    port.connect(weak);
+    let b: Arc<dyn IoBackend> = match backend {
+        Backend::Auto => match uring(depth, port.clone()) {
+            Ok(b) => b,
+            Err(_) => {
+                Arc::new(ThreadsBackend::start(depth, depth, port).map_err(EngineError::Spawn)?)
+            }
+        },
+        Backend::Uring => uring(depth, port).map_err(|e| EngineError::BackendUnavailable {
+            backend: "uring",
+            reason: e.to_string(),
+        })?,
+        Backend::Threads => {
+            Arc::new(ThreadsBackend::start(depth, depth, port).map_err(EngineError::Spawn)?)
+        }
+        Backend::Emulated(cfg) => {
+            cfg.validate()?;
+            Arc::new(EmulatedBackend::start(cfg, depth, port).map_err(EngineError::Spawn)?)
+        }
+        Backend::Noop(_) => {
+            return Err(setting(
+                "backend",
+                "the limit is measured on a real or emulated device".into(),
+            ))
+        }
+    };
+    let handle = b
+        .open(path, FileId(0), true)
+        .map_err(|source| EngineError::Open {
+            path: path.to_path_buf(),
+            source,
+        })?;
+    let direct = handle.direct;
+    let end = bytes.min(handle.size_bytes);
+    let handle = Arc::new(handle);
+    let started = Instant::now();
+    let mut next = 0u64;
+    let mut outstanding = 0usize;
+    let mut read = 0u64;
+    let mut batch = Vec::with_capacity(depth);
+    let mut stop = false;
+    let mut free: Vec<AlignedBuf> = Vec::new();
+    loop {
+        while !stop && outstanding < depth && next < end {
+            let buf = match free.pop() {
+                Some(b) => b,
+                None => AlignedBuf::new(io_bytes as usize).ok_or_else(|| {
+                    setting("io_bytes", "the allocator refused the buffer".into())
+                })?,
+            };
+            let len = io_bytes.min(end - next).div_ceil(ALIGN_BYTES as u64) * ALIGN_BYTES as u64;
+            batch.push(IoRequest {
+                token: next,
+                file: handle.clone(),
+                offset_bytes: next,
+                buf,
+                buf_offset: 0,
+                len_bytes: len as usize,
+            });
+            next += len;
+            outstanding += 1;
+        }
+        b.submit(&mut batch);
+        if outstanding == 0 {
+            break;
+        }
+        let mut done = collector.done.lock().expect("collector poisoned");
+        while done.is_empty() {
+            done = collector.ready.wait(done).expect("collector poisoned");
+        }
+        for c in done.drain(..) {
+            outstanding -= 1;
+            match c.result {
+                Ok(n) if n > 0 => read += n as u64,
+                // The end of the file (or an error): stop issuing, let the rest drain.
+                _ => stop = true,
+            }
+            free.push(c.buf);
+        }
+        drop(done);
+        if time_limit.is_some_and(|t| started.elapsed() >= t) {
+            stop = true;
+        }
+    }
+    let seconds = started.elapsed().as_secs_f64();
+    let kind = b.kind();
+    b.shutdown();
+    Ok(SequentialRead {
+        bytes: read.min(end),
+        seconds,
+        backend: kind,
+        direct,
+    })
+}
+
+#[cfg(target_os = "linux")]
+fn uring(depth: usize, port: Arc<CompletionPort>) -> std::io::Result<Arc<dyn IoBackend>> {
+    Ok(Arc::new(crate::backend::uring::UringBackend::start(
+        depth, port,
+    )?))
+}
+
+#[cfg(not(target_os = "linux"))]
+fn uring(_: usize, _: Arc<CompletionPort>) -> std::io::Result<Arc<dyn IoBackend>> {
+    Err(std::io::Error::new(
+        std::io::ErrorKind::Unsupported,
+        "io_uring is Linux-only",
+    ))
+}

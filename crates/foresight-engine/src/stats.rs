@@ -1,0 +1,53 @@
+//! What an engine measured: the application's bytes, the device's, the policy's fetches and their
+//! waste, memory, and the time readers spent waiting.
+
+use crate::backend::BackendKind;
+
+/// A snapshot of an engine's counters, from [`crate::Engine::stats`].
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// The backend the engine runs on.
+    pub backend: BackendKind,
+    /// `read` calls that returned data or an error.
+    pub app_reads: u64,
+    /// Bytes returned to the application.
+    pub app_bytes: u64,
+    /// Reads the backend completed (retries of short reads included).
+    pub device_reads: u64,
+    /// Bytes the backend read.
+    pub device_bytes: u64,
+    /// Fetches the policy asked for.
+    pub fetches: u64,
+    /// Bytes read ahead of the application's requests.
+    pub prefetched_bytes: u64,
+    /// Of those, bytes the application went on to read.
+    pub prefetch_used_bytes: u64,
+    /// Of those, bytes dropped unread (evicted, released, or left when the file was closed).
+    pub wasted_bytes: u64,
+    /// Reads the engine issued for the application's own misses.
+    pub demand_reads: u64,
+    /// Bytes of those.
+    pub demand_bytes: u64,
+    /// The memory budget.
+    pub memory_limit_bytes: u64,
+    /// Buffer bytes held now (prefetched, in flight, being copied, and kept for reuse).
+    pub memory_used_bytes: u64,
+    /// The most buffer bytes ever held at once; never above the limit.
+    pub memory_peak_bytes: u64,
+    /// `read` calls that had to wait for the device or for memory.
+    pub stalls: u64,
+    /// Total time `read` calls waited, nanoseconds.
+    pub stall_ns: u64,
+    /// Times the policy was told memory was short.
+    pub memory_pressure_events: u64,
+    /// Times a demand read waited for memory.
+    pub memory_waits: u64,
+    /// Reads that failed with an I/O error.
+    pub io_errors: u64,
+    /// Short reads re-issued for their remainder.
+    pub short_reads: u64,
+    /// Files opened with `O_DIRECT`.
+    pub files_direct: u64,
+    /// Files opened buffered (the file system refused `O_DIRECT`, or it was not asked for).
+    pub files_buffered: u64,
+}

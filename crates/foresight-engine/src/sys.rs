@@ -1,0 +1,90 @@
+//! The few operating-system calls the engine makes outside the standard library, each a thin safe
+//! wrapper over one `libc` call: page-cache eviction (`posix_fadvise(DONTNEED)`), process CPU time
+//! (`getrusage`), free disk space (`statvfs`) and the `eventfd` the io_uring backend uses to wake its ring thread. Opening a file
+//! with `O_DIRECT` needs no wrapper: it is a flag of `std::fs::OpenOptions`.
+
+#![allow(unsafe_code)]
+
+use std::fs::File;
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+
+/// Asks the kernel to drop `file`'s pages from the page cache (`posix_fadvise(POSIX_FADV_DONTNEED)`
+/// over the whole file), so the next read of it goes to the device. Dirty pages are not dropped;
+/// callers write their files and `sync` them first.
+pub fn evict_from_page_cache(file: &File) -> io::Result<()> {
+    // SAFETY: the descriptor is valid for the life of `file`; the call only reads its arguments.
+    let rc = unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+    // posix_fadvise returns the error number instead of setting errno.
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::from_raw_os_error(rc))
+    }
+}
+
+/// User plus system CPU seconds this process has used so far.
+pub fn process_cpu_seconds() -> f64 {
+    // SAFETY: an all-zero `rusage` is a valid value of this plain C struct.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `usage` is a valid, writable `rusage`; RUSAGE_SELF is a valid `who`.
+    let rc = unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
+    if rc != 0 {
+        return 0.0;
+    }
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
+    secs(usage.ru_utime) + secs(usage.ru_stime)
+}
+
+/// Bytes free for an unprivileged user on the file system holding `path` (`statvfs`).
+pub fn free_bytes(path: &std::path::Path) -> io::Result<u64> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path contains a NUL byte"))?;
+    // SAFETY: an all-zero `statvfs` is a valid value of this plain C struct.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: `c` is a valid NUL-terminated string and `st` a valid, writable `statvfs`.
+    let rc = unsafe { libc::statvfs(c.as_ptr(), &mut st) };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(st.f_bavail as u64 * st.f_frsize as u64)
+}
+
+/// A non-blocking `eventfd` as a `File`: writing 8 bytes wakes whoever reads it.
+pub fn eventfd() -> io::Result<File> {
+    // SAFETY: eventfd takes no pointers; a negative return is an error reported through errno.
+    let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `fd` is a fresh descriptor that nothing else owns.
+    Ok(File::from(unsafe { OwnedFd::from_raw_fd(fd) }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{Read, Write};
+
+    #[test]
+    fn eventfd_counts_writes() {
+        let mut e = eventfd().unwrap();
+        e.write_all(&1u64.to_ne_bytes()).unwrap();
+        e.write_all(&2u64.to_ne_bytes()).unwrap();
+        let mut b = [0u8; 8];
+        e.read_exact(&mut b).unwrap();
+        assert_eq!(u64::from_ne_bytes(b), 3);
+    }
+
+    #[test]
+    fn cpu_time_moves_forward() {
+        let a = process_cpu_seconds();
+        let mut x = 0u64;
+        for i in 0..3_000_000u64 {
+            x = x.wrapping_mul(31).wrapping_add(i);
+        }
+        std::hint::black_box(x);
+        assert!(process_cpu_seconds() >= a);
+    }
+}

@@ -1,0 +1,85 @@
+//! Helpers shared by the engine's integration tests: deterministic file contents, a hash, temporary
+//! directories, and the io_uring availability check that lets tests skip where it is refused.
+
+#![allow(dead_code)]
+
+use std::hash::Hasher;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use foresight_core::Rng;
+use foresight_engine::{Backend, Engine, EngineError};
+
+/// Deterministic pseudo-random bytes.
+pub fn content(len: usize, seed: u64) -> Vec<u8> {
+    let mut rng = Rng::new(seed);
+    let mut v = Vec::with_capacity(len + 8);
+    while v.len() < len {
+        v.extend_from_slice(&rng.next_u64().to_le_bytes());
+    }
+    v.truncate(len);
+    v
+}
+
+/// A 64-bit hash of bytes (SipHash with fixed keys: the same in every run).
+pub fn hash(bytes: &[u8]) -> u64 {
+    #[allow(deprecated)]
+    let mut h = std::hash::SipHasher::new();
+    h.write(bytes);
+    h.finish()
+}
+
+/// A fresh directory under the system's temporary directory, removed on drop.
+pub struct TempDir(pub PathBuf);
+
+impl TempDir {
+    pub fn new(tag: &str) -> TempDir {
+        let p = std::env::temp_dir().join(format!(
+            "foresight-engine-{tag}-{}-{:?}",
+            std::process::id(),
+            std::thread::current().id()
+        ));
+        let _ = std::fs::remove_dir_all(&p);
+        std::fs::create_dir_all(&p).unwrap();
+        TempDir(p)
+    }
+
+    pub fn file(&self, name: &str, bytes: &[u8]) -> PathBuf {
+        let p = self.0.join(name);
+        let mut f = std::fs::File::create(&p).unwrap();
+        f.write_all(bytes).unwrap();
+        f.sync_all().unwrap();
+        p
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Whether io_uring works here; prints why a test is skipped when it does not.
+pub fn uring_or_skip(test: &str) -> bool {
+    match Engine::builder().backend(Backend::Uring).build() {
+        Ok(_) => true,
+        Err(EngineError::BackendUnavailable { reason, .. }) => {
+            eprintln!("{test}: skipped: io_uring is refused here ({reason})");
+            false
+        }
+        Err(e) => panic!("{test}: unexpected error probing io_uring: {e}"),
+    }
+}
+
+/// The real-file backends to run a test on: threads always, uring where it works.
+pub fn real_backends(test: &str) -> Vec<(&'static str, Backend)> {
+    let mut v = vec![("threads", Backend::Threads)];
+    if uring_or_skip(test) {
+        v.push(("uring", Backend::Uring));
+    }
+    v
+}
+
+pub fn path_str(p: &Path) -> String {
+    p.display().to_string()
+}

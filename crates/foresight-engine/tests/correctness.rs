@@ -1,0 +1,441 @@
+//! Every byte read through the engine equals the file: under 1,024 concurrent readers, random
+//! seeks, injected EIO and short reads, and a file truncated while it is read. Each test checks a
+//! hash of everything a reader got against a hash of the file's bytes over the same ranges.
+
+mod common;
+
+use std::io::{Read, Seek, SeekFrom};
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::{content, hash, real_backends, TempDir};
+use foresight_core::{ByteLen, ByteRange, Rng};
+use foresight_engine::{Backend, Engine, Fault, FaultKind, NoopBackend};
+
+/// Reads a whole reader with request sizes drawn from `rng` (1 byte to `max_req`).
+fn read_all_varied(r: &mut foresight_engine::Reader, rng: &mut Rng, max_req: u64) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut buf = vec![0u8; max_req as usize];
+    loop {
+        let n = 1 + rng.below(max_req) as usize;
+        let got = r.read(&mut buf[..n]).expect("read");
+        if got == 0 {
+            return out;
+        }
+        out.extend_from_slice(&buf[..got]);
+    }
+}
+
+fn run_concurrent_readers(
+    name: &str,
+    engine: Engine,
+    paths: Vec<std::path::PathBuf>,
+    files: Arc<Vec<Vec<u8>>>,
+    readers: usize,
+) {
+    let started = Instant::now();
+    let handles: Vec<_> = (0..readers)
+        .map(|i| {
+            let engine = engine.clone();
+            let path = paths[i % paths.len()].clone();
+            let files = files.clone();
+            std::thread::Builder::new()
+                .stack_size(256 << 10)
+                .spawn(move || {
+                    let mut r = engine.open(&path).expect("open");
+                    let mut rng = Rng::new(i as u64);
+                    let got = read_all_varied(&mut r, &mut rng, 48 << 10);
+                    let want = &files[i % files.len()];
+                    assert_eq!(got.len(), want.len(), "reader {i} length");
+                    assert_eq!(hash(&got), hash(want), "reader {i} bytes");
+                })
+                .expect("spawn")
+        })
+        .collect();
+    // A watchdog: a reader stuck for a minute is a bug, reported with the driver's state.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    for h in handles {
+        while !h.is_finished() {
+            assert!(
+                Instant::now() < deadline,
+                "{name}: readers stuck: {}",
+                engine.describe()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        h.join().expect("a reader failed");
+    }
+    let s = engine.stats();
+    engine.check_invariants();
+    assert!(s.memory_peak_bytes <= s.memory_limit_bytes, "{s:?}");
+    assert_eq!(s.io_errors, 0);
+    eprintln!(
+        "{name}: {readers} readers, {} MiB delivered in {:.2} s; {} fetches, {} demand reads, peak {} KiB of {} KiB, {} memory waits",
+        s.app_bytes >> 20,
+        started.elapsed().as_secs_f64(),
+        s.fetches,
+        s.demand_reads,
+        s.memory_peak_bytes >> 10,
+        s.memory_limit_bytes >> 10,
+        s.memory_waits
+    );
+}
+
+#[test]
+fn a_thousand_and_twenty_four_concurrent_readers_get_every_byte() {
+    let dir = TempDir::new("readers1024");
+    let files: Vec<Vec<u8>> = (0..64).map(|i| content(192 << 10, 100 + i)).collect();
+    let paths: Vec<_> = files
+        .iter()
+        .enumerate()
+        .map(|(i, c)| dir.file(&format!("f{i}"), c))
+        .collect();
+    let files = Arc::new(files);
+    for (name, backend) in
+        real_backends("a_thousand_and_twenty_four_concurrent_readers_get_every_byte")
+    {
+        let engine = Engine::builder()
+            .backend(backend)
+            .memory(ByteLen::mib(16))
+            .max_io(ByteLen::kib(256))
+            .readahead_max(ByteLen::kib(128))
+            .queue_depth(32)
+            .build()
+            .unwrap();
+        run_concurrent_readers(name, engine, paths.clone(), files.clone(), 1024);
+    }
+    // The same on the in-memory backend, with a budget so small that readers wait for memory.
+    let noop = NoopBackend::new();
+    for (i, c) in files.iter().enumerate() {
+        noop.insert(format!("/mem/f{i}"), c.clone());
+    }
+    let engine = Engine::builder()
+        .backend(Backend::Noop(noop))
+        .memory(ByteLen::mib(2))
+        .max_io(ByteLen::kib(64))
+        .queue_depth(8)
+        .build()
+        .unwrap();
+    let paths = (0..64).map(|i| format!("/mem/f{i}").into()).collect();
+    run_concurrent_readers("noop", engine, paths, files, 1024);
+}
+
+#[test]
+fn random_seeks_read_the_right_bytes() {
+    let dir = TempDir::new("seeks");
+    let len = 3 << 20;
+    let data = content(len, 7);
+    let path = dir.file("f", &data);
+    for (name, backend) in real_backends("random_seeks_read_the_right_bytes") {
+        let engine = Engine::builder()
+            .backend(backend)
+            .memory(ByteLen::mib(4))
+            .build()
+            .unwrap();
+        let threads: Vec<_> = (0..8u64)
+            .map(|t| {
+                let engine = engine.clone();
+                let path = path.clone();
+                let data = data.clone();
+                std::thread::spawn(move || {
+                    let mut r = engine.open(&path).unwrap();
+                    let mut rng = Rng::new(t);
+                    let mut buf = vec![0u8; 300_000];
+                    for _ in 0..300 {
+                        let off = rng.below(len as u64 + 1000);
+                        let want = 1 + rng.below(300_000) as usize;
+                        r.seek(SeekFrom::Start(off)).unwrap();
+                        // A few sequential reads after each seek, so readahead kicks in.
+                        let mut pos = off as usize;
+                        for _ in 0..1 + rng.below(3) {
+                            let got = r.read(&mut buf[..want]).unwrap();
+                            let expect = want.min(len.saturating_sub(pos));
+                            assert_eq!(got, expect, "read at {pos}");
+                            assert_eq!(
+                                hash(&buf[..got]),
+                                hash(&data[pos..pos + got]),
+                                "bytes at {pos}"
+                            );
+                            pos += got;
+                        }
+                    }
+                    // Seeking from the end and before the start.
+                    assert_eq!(r.seek(SeekFrom::End(-10)).unwrap(), len as u64 - 10);
+                    let mut tail = Vec::new();
+                    r.read_to_end(&mut tail).unwrap();
+                    assert_eq!(tail, &data[len - 10..]);
+                    assert!(r.seek(SeekFrom::Current(-(len as i64) - 1)).is_err());
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        engine.check_invariants();
+        let s = engine.stats();
+        assert!(s.memory_peak_bytes <= s.memory_limit_bytes);
+        eprintln!(
+            "random seeks on {name}: {} reads, {} MiB, {} fetches, {} demand",
+            s.app_reads,
+            s.app_bytes >> 20,
+            s.fetches,
+            s.demand_reads
+        );
+    }
+}
+
+#[test]
+fn eio_goes_to_the_reader_that_hit_it_and_nobody_else() {
+    let noop = NoopBackend::new();
+    let len = 2 << 20;
+    let files: Vec<Vec<u8>> = (0..8).map(|i| content(len, 500 + i)).collect();
+    for (i, c) in files.iter().enumerate() {
+        noop.insert(format!("/mem/{i}"), c.clone());
+    }
+    // File 3 fails at bytes [1 MiB, 1 MiB + 100), every time.
+    let bad = 1u64 << 20;
+    noop.inject(Fault {
+        path: "/mem/3".into(),
+        range: bad..bad + 100,
+        kind: FaultKind::Eio,
+        times: None,
+    });
+    let engine = Engine::builder()
+        .backend(Backend::Noop(noop.clone()))
+        .memory(ByteLen::mib(8))
+        .build()
+        .unwrap();
+    let files = Arc::new(files);
+    let handles: Vec<_> = (0..8usize)
+        .map(|i| {
+            let engine = engine.clone();
+            let files = files.clone();
+            std::thread::spawn(move || {
+                let mut r = engine.open(format!("/mem/{i}")).unwrap();
+                let mut got = Vec::new();
+                let mut buf = vec![0u8; 64 << 10];
+                loop {
+                    match r.read(&mut buf) {
+                        Ok(0) => break Ok(got),
+                        Ok(n) => got.extend_from_slice(&buf[..n]),
+                        Err(e) => break Err((got, e, r)),
+                    }
+                }
+                .map(|g| (i, g))
+                .map_err(|(g, e, r)| (i, g, e, r, files))
+            })
+        })
+        .collect();
+    let mut failed = None;
+    for h in handles {
+        match h.join().unwrap() {
+            Ok((i, got)) => {
+                assert_ne!(i, 3, "the faulty file read clean");
+                assert_eq!(hash(&got), hash(&files[i]), "reader {i} disturbed");
+            }
+            Err((i, got, e, r, _)) => {
+                assert_eq!(i, 3, "reader {i} got someone else's error: {e}");
+                assert_eq!(e.raw_os_error(), Some(libc::EIO), "{e}");
+                // Everything before the bad page arrived, and nothing after it.
+                assert!(got.len() as u64 <= bad && got.len() as u64 >= bad - (64 << 10));
+                assert_eq!(hash(&got), hash(&files[3][..got.len()]));
+                failed = Some((got, r));
+            }
+        }
+    }
+    let (mut got, mut r) = failed.expect("reader 3 saw EIO");
+    // The fault clears (the disk remapped the sector): the same reader carries on and the file
+    // reads whole.
+    noop.clear_faults();
+    r.read_to_end(&mut got).unwrap();
+    assert_eq!(hash(&got), hash(&files[3]));
+    let s = engine.stats();
+    assert!(s.io_errors >= 1);
+    engine.check_invariants();
+    eprintln!(
+        "eio: {} I/O errors, all reported to reader 3 only",
+        s.io_errors
+    );
+}
+
+#[test]
+fn short_reads_are_completed_and_delays_do_not_reorder_bytes() {
+    let noop = NoopBackend::new();
+    let len = (3 << 20) + 12_345;
+    let data = content(len, 9);
+    noop.insert("/mem/f", data.clone());
+    // Short reads everywhere in the first MiB, a few delayed reads further on.
+    noop.inject(Fault {
+        path: "/mem/f".into(),
+        range: 0..1 << 20,
+        kind: FaultKind::Short { max_bytes: 1000 },
+        times: None,
+    });
+    noop.inject(Fault {
+        path: "/mem/f".into(),
+        range: (2 << 20)..(2 << 20) + 1,
+        kind: FaultKind::Delay(Duration::from_millis(30)),
+        times: Some(3),
+    });
+    let engine = Engine::builder()
+        .backend(Backend::Noop(noop.clone()))
+        .memory(ByteLen::mib(4))
+        .build()
+        .unwrap();
+    let mut handles = vec![];
+    for t in 0..4u64 {
+        let engine = engine.clone();
+        let data = data.clone();
+        handles.push(std::thread::spawn(move || {
+            let mut r = engine.open("/mem/f").unwrap();
+            let got = read_all_varied(&mut r, &mut Rng::new(t), 100_000);
+            assert_eq!(hash(&got), hash(&data));
+        }));
+    }
+    for h in handles {
+        h.join().unwrap();
+    }
+    let s = engine.stats();
+    assert!(s.short_reads > 100, "{s:?}");
+    eprintln!("short reads: {} re-issued, every byte right", s.short_reads);
+}
+
+/// Reads `path` slowly while `shrink` truncates it; the reader must end (no hang) with a prefix of
+/// the original bytes.
+fn truncated_while_read(
+    engine: Engine,
+    path: String,
+    data: Vec<u8>,
+    shrink: impl FnOnce() + Send + 'static,
+) {
+    let (tx, rx) = mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        let mut r = engine.open(&path).unwrap();
+        let mut got = Vec::new();
+        let mut buf = vec![0u8; 32 << 10];
+        let mut shrink = Some(shrink);
+        loop {
+            let n = r
+                .read(&mut buf)
+                .expect("a truncated file reads to an early end, not an error");
+            if n == 0 {
+                break;
+            }
+            got.extend_from_slice(&buf[..n]);
+            if got.len() >= 256 << 10 {
+                if let Some(s) = shrink.take() {
+                    s();
+                }
+            }
+        }
+        tx.send(got).unwrap();
+    });
+    let got = rx
+        .recv_timeout(Duration::from_secs(20))
+        .expect("the reader of a truncated file hung");
+    reader.join().unwrap();
+    assert!(
+        got.len() < data.len(),
+        "the reader never saw the truncation"
+    );
+    assert!(got.len() >= 256 << 10);
+    assert_eq!(
+        hash(&got),
+        hash(&data[..got.len()]),
+        "bytes after truncation are not the file's"
+    );
+}
+
+#[test]
+fn a_file_truncated_while_read_ends_early_without_hanging() {
+    let len = 8 << 20;
+    let data = content(len, 11);
+    // In memory.
+    let noop = NoopBackend::new();
+    noop.insert("/mem/t", data.clone());
+    let engine = Engine::builder()
+        .backend(Backend::Noop(noop.clone()))
+        .memory(ByteLen::mib(2))
+        .readahead_max(ByteLen::kib(128))
+        .build()
+        .unwrap();
+    truncated_while_read(engine, "/mem/t".into(), data.clone(), move || {
+        noop.truncate("/mem/t", 300_000)
+    });
+    // Real files, on each real backend (O_DIRECT under uring; the cut is not page-aligned).
+    let dir = TempDir::new("truncate");
+    for (name, backend) in real_backends("a_file_truncated_while_read_ends_early_without_hanging") {
+        let path = dir.file(&format!("t-{name}"), &data);
+        let engine = Engine::builder()
+            .backend(backend)
+            .memory(ByteLen::mib(2))
+            .readahead_max(ByteLen::kib(128))
+            .build()
+            .unwrap();
+        let p = path.clone();
+        truncated_while_read(engine, common::path_str(&path), data.clone(), move || {
+            std::fs::OpenOptions::new()
+                .write(true)
+                .open(&p)
+                .unwrap()
+                .set_len(1_000_001)
+                .unwrap();
+        });
+        eprintln!("truncation on {name}: ended early, bytes right");
+    }
+}
+
+#[test]
+fn hints_are_checked_and_passed_on() {
+    let noop = NoopBackend::new();
+    noop.insert("/mem/h", content(1 << 20, 3));
+    let engine = Engine::builder()
+        .backend(Backend::Noop(noop))
+        .build()
+        .unwrap();
+    let r = engine.open("/mem/h").unwrap();
+    engine
+        .hint(
+            r.handle(),
+            &[ByteRange::new(0, 4096), ByteRange::new(10 << 20, 5)],
+        )
+        .unwrap();
+    r.hint(&[ByteRange::new(4096, 4096)]).unwrap();
+    let too_many = vec![ByteRange::new(0, 1); foresight_engine::MAX_HINT_RANGES + 1];
+    assert!(engine.hint(r.handle(), &too_many).is_err());
+    let h = r.handle();
+    drop(r);
+    assert!(
+        engine.hint(h, &[ByteRange::new(0, 1)]).is_err(),
+        "closed stream"
+    );
+}
+
+#[test]
+fn opening_a_missing_file_names_it() {
+    let e = Engine::builder()
+        .backend(Backend::Threads)
+        .build()
+        .unwrap()
+        .open("/nonexistent/foresight-file")
+        .unwrap_err();
+    assert!(e.to_string().contains("/nonexistent/foresight-file"), "{e}");
+}
+
+#[test]
+fn empty_files_and_reads_past_the_end_return_nothing() {
+    let dir = TempDir::new("empty");
+    let p = dir.file("e", &[]);
+    let engine = Engine::builder().backend(Backend::Threads).build().unwrap();
+    let mut r = engine.open(&p).unwrap();
+    let mut buf = [0u8; 10];
+    assert_eq!(r.read(&mut buf).unwrap(), 0);
+    let q = dir.file("q", b"hello");
+    let mut r = engine.open(&q).unwrap();
+    r.seek(SeekFrom::Start(100)).unwrap();
+    assert_eq!(r.read(&mut buf).unwrap(), 0);
+    r.seek(SeekFrom::Start(1)).unwrap();
+    assert_eq!(r.read(&mut buf).unwrap(), 4);
+    assert_eq!(&buf[..4], b"ello");
+}
