@@ -356,9 +356,15 @@ impl Sim {
             }
         };
         let layout = Arc::new(layout);
-        let policy_err = |e: foresight_policy::PolicyError| ConfigError::Key {
-            key: "policy".into(),
-            message: e.to_string(),
+        let policy_err = |e: foresight_policy::PolicyError| match e {
+            foresight_policy::PolicyError::BadSetting { key, message } => ConfigError::Key {
+                key: format!("policy.{key}"),
+                message,
+            },
+            other => ConfigError::Key {
+                key: "policy.name".into(),
+                message: other.to_string(),
+            },
         };
         // `directed` derives its infill threshold from the device model (paper 003, Fig. 1).
         let mut policy_cfg = cfg.policy.clone();
