@@ -256,8 +256,9 @@ const IBM_18ES_SOURCE: &str = "DiskSim 4.0 validated model of the IBM Ultrastar 
 const CHEETAH_4LP_SOURCE: &str = "DiskSim 4.0 validated model of the Seagate Cheetah 4LP \
 (shared/data/disksim/cheetah4LP.{model,diskspecs,seek}); interface: Ultra SCSI 40 MB/s (assumed)";
 const WD800JD_SOURCE: &str = "WD Caviar SE WD800JD as used in paper 001 (section 5: 7,200 rpm, 8.9 ms \
-average seek, 55-60 MB/s measured, SATA 150 MB/s); 8 MB cache and 2.0/21.0 ms track-to-track/full-stroke \
-from WD's Caviar SE specification; layout and cache split assumed";
+average seek, 55-60 MB/s measured, SATA 150 MB/s); 8 MB cache from WD's product line; 2.0/21.0 ms \
+track-to-track/full-stroke seek, layout and cache split assumed (typical of 7,200 rpm desktop drives, not \
+checked against a datasheet)";
 const ST6000NM0024_SOURCE: &str = "Seagate Enterprise Capacity 3.5 HDD v4 ST6000NM0024 datasheet \
 (7,200 rpm, 6 TB, 128 MB cache, 216 MB/s max sustained, 8.5/9.5 ms average read/write seek, SATA 6 Gb/s, \
 NCQ 32), the drive of paper 004 section 7; layout, single/full seek and overheads assumed";
@@ -517,8 +518,9 @@ pub fn cheetah_4lp() -> HddParams {
 /// WD Caviar SE WD800JD (80 GB, 7,200 rpm, SATA 1.5 Gb/s, 8 MB cache), the drive of paper 001.
 ///
 /// Paper 001 (section 5): 7,200 rpm, 8.9 ms average seek (manufacturer), about 55-60 MB/s measured at
-/// the application, SATA at 150 MB/s. WD's Caviar SE specification: 2.0 ms track-to-track and
-/// 21.0 ms full-stroke seek, 8 MB buffer. Assumed: one platter with two surfaces (80 GB per platter),
+/// the application, SATA at 150 MB/s; the Caviar SE line's 8 MB buffer. Assumed, typical of 7,200 rpm
+/// desktop drives and not checked against a datasheet: 2.0 ms track-to-track and 21.0 ms full-stroke
+/// seek, one platter with two surfaces (80 GB per platter),
 /// 16 zones declining linearly to 55% of the outer track size, 0.6 ms head switch (track skew
 /// 0.075 revolution), a cylinder skew covering the 2.0 ms one-cylinder seek, 16 segments of 512 KiB
 /// reading ahead a whole segment, 0.1/0.2 ms hit/miss overheads, no command queue. The outer track

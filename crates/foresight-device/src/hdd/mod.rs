@@ -499,29 +499,17 @@ impl Hdd {
         }
     }
 
-    /// Where a read-ahead has got to at `t`: its next unread sector, at most its limit.
-    /// When the read-ahead `ra` has read every sector before `target` (at most its limit).
+    /// When the read-ahead `ra` has read every sector before `target` (at most its limit): the
+    /// same media pass a read takes, started where and when the read-ahead started.
     fn stream_time_to(&self, ra: &ReadAhead, target: u64) -> f64 {
         let target = target.min(ra.limit_lba);
-        let mut tc = ra.origin_ns;
-        let mut lba = ra.origin_lba;
-        if lba >= target {
-            return tc;
-        }
-        let mut loc = self.geo.locate(Lba(lba));
-        let mut scratch = Gaps::default();
-        loop {
-            let spt = u64::from(self.geo.zones()[loc.zone].sectors_per_track);
-            let avail = (target - lba).min(spt - u64::from(loc.sector));
-            tc += avail as f64 * self.sector_ns[loc.zone];
-            lba += avail;
-            if lba >= target {
-                return tc;
-            }
-            let next = self.geo.locate(Lba(lba));
-            tc = self.switch_track(tc, loc, next, f64::INFINITY, &mut scratch);
-            loc = next;
-        }
+        self.media_pass(
+            ra.origin_ns,
+            ra.origin_lba,
+            target,
+            f64::INFINITY,
+            &mut Gaps::default(),
+        )
     }
 
     /// A command that needs the head arrives at `t0` while a read-ahead runs: with a minimum
@@ -535,6 +523,7 @@ impl Hdd {
         (self.stream_time_to(ra, ra.floor_lba).max(t0), ra.floor_lba)
     }
 
+    /// Where a read-ahead has got to at `t`: its next unread sector, at most its limit.
     fn stream_reach(&self, ra: &ReadAhead, t: f64) -> u64 {
         let mut tc = ra.origin_ns;
         let mut lba = ra.origin_lba;

@@ -294,6 +294,17 @@ impl Volume {
                         self.stats.breakdown.transfer += end - start;
                         self.link_free = end;
                         self.link.push_back((end, r.tokens.clone()));
+                        // Every entry is a member request that left its bounded queue and has not
+                        // crossed yet, so the link never holds more than the queues together do.
+                        let bound: usize = self
+                            .members
+                            .iter()
+                            .map(|m| m.queue.limit() + m.device.outstanding() + 1)
+                            .sum();
+                        assert!(
+                            self.link.len() <= bound,
+                            "controller link over its bound of {bound}"
+                        );
                     }
                 }
             }
