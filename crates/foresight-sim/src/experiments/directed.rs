@@ -295,7 +295,8 @@ pub fn run(ctx: &Context<'_>) -> Result<Section, ExperimentError> {
     }
     md.push_str(
         "\nThe simulator carries no data, so the property that every byte the application reads \
-         equals the file's byte (infill included) is left to the real engine.\n",
+         equals the file's byte (infill included) is checked on the real engine: \
+         `cargo test -p foresight-engine --test directed`.\n",
     );
     Ok(Section {
         markdown: md,
