@@ -258,6 +258,11 @@ pub struct PolicyStack {
     /// Bytes of array-level cache the array policy brings with it, when it sets its own budget
     /// (the stream scheduler's `M`); `None` means the host's configured array cache.
     pub array_cache_bytes: Option<u64>,
+    /// The file-level policy needs memory that keeps what it fetched until it is read: a
+    /// prefetch may not evict prefetched data nobody has read yet (it is cut short instead, and
+    /// the policy hears `Input::MemoryPressure`). `directed` asks for this, as libprefetch asks
+    /// the kernel (paper 003_eb9cef22f2823582.txt, section I).
+    pub keep_prefetched_until_read: bool,
 }
 
 impl std::fmt::Debug for PolicyStack {
@@ -285,6 +290,7 @@ pub fn build_stack(cfg: &PolicyConfig, layout: Arc<Layout>) -> Result<PolicyStac
             file: Box::new(readahead::NoPrefetch::new()),
             array: Some(Box::new(array)),
             array_cache_bytes: Some(cfg.streams.memory_bytes),
+            keep_prefetched_until_read: false,
         });
     }
     match cfg.name.strip_prefix("msp+") {
@@ -294,12 +300,14 @@ pub fn build_stack(cfg: &PolicyConfig, layout: Arc<Layout>) -> Result<PolicyStac
                 file: build_file_level(file_name, cfg, layout)?,
                 array: Some(Box::new(array)),
                 array_cache_bytes: None,
+                keep_prefetched_until_read: false,
             })
         }
         None => Ok(PolicyStack {
             file: build_file_level(&cfg.name, cfg, layout)?,
             array: None,
             array_cache_bytes: None,
+            keep_prefetched_until_read: cfg.name == "directed",
         }),
     }
 }

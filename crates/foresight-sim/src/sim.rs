@@ -205,8 +205,13 @@ impl Sim {
         // Each client has at most one request and a few readahead windows in flight, each split
         // into pieces of at most `max_request`; trace arrivals wait while a queue is full (like a
         // submitter blocked on Linux's `nr_requests`). So this bound is never reached.
-        let per_stream =
+        let mut per_stream =
             4 * (w.request.0 + 2 * cfg.policy.readahead_max.0).div_ceil(cfg.host.max_request.0) + 8;
+        if cfg.policy.name == "directed" {
+            // A directed stream keeps up to IN_FLIGHT_BYTES_MAX in flight, which pages already
+            // cached may cut into one request per page.
+            per_stream += foresight_policy::directed::IN_FLIGHT_BYTES_MAX / PAGE_BYTES;
+        }
         let queue_limit = (1024 + w.streams as u64 * per_stream) as usize;
         let (scheduler, expire) = (cfg.host.scheduler, cfg.host.read_expire);
         let mapping = match striping {
@@ -375,7 +380,15 @@ impl Sim {
         }
         let stack =
             foresight_policy::build_stack(&policy_cfg, layout.clone()).map_err(policy_err)?;
-        let page_cache = CacheLayer::new(cfg.host.memory.0 / PAGE_BYTES, stack.file);
+        let memory_pages = cfg.host.memory.0 / PAGE_BYTES;
+        let page_cache = if stack.keep_prefetched_until_read {
+            CacheLayer::with_cache(
+                crate::host::pagecache::PageCache::keeping_prefetched_until_read(memory_pages),
+                stack.file,
+            )
+        } else {
+            CacheLayer::new(memory_pages, stack.file)
+        };
         // The block-level cache: the RAID driver's (`host.raid_cache`, paper 000) or the stream
         // scheduler's buffers (`policy.memory`, paper 001), with the array-level policy if any.
         // A policy with its own budget (the stream scheduler's M) holds at most M of its buffers;

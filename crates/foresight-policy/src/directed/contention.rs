@@ -7,8 +7,10 @@
 //!
 //! - **decrease**: when prefetched data was evicted before the application used it (the policy sees
 //!   a read miss inside a range it fetched and that completed), the window halves, at most once per
-//!   half window of progress so that one burst of evictions counts once; `Input::MemoryPressure`
-//!   caps it at the bytes still available;
+//!   half window of progress so that one burst of evictions counts once; under
+//!   `Input::MemoryPressure` the policy caps it at the stream's share of the memory in use (see
+//!   [`crate::directed`]), so that the windows of several instances settle where together they fit
+//!   instead of halving in turn;
 //! - **increase**: every byte used from a prefetch that survived adds `step / window` bytes, so the
 //!   window grows by `step` (1/16 of the memory the policy may use) per window consumed without loss.
 //!
@@ -66,12 +68,13 @@ impl Contention {
         self.check();
     }
 
-    /// Only `available_bytes` may still be used for prefetching.
-    pub fn on_pressure(&mut self, available_bytes: u64) {
+    /// Memory is over-committed: the window may hold at most `cap_bytes` (what the stream holds
+    /// now plus what is still free, as the policy reckons it).
+    pub fn on_pressure(&mut self, cap_bytes: u64) {
         if !self.enabled {
             return;
         }
-        self.limit_bytes = available_bytes.clamp(self.min_bytes, self.limit_bytes);
+        self.limit_bytes = cap_bytes.clamp(self.min_bytes, self.limit_bytes);
         self.progress_since_cut_bytes = 0;
         self.check();
     }

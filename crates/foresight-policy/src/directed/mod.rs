@@ -12,7 +12,15 @@
 //!    nobody hinted are released as soon as their fetch completes;
 //! 4. runs a **contention controller** ([`contention`]): a hinted read that misses in a range the
 //!    policy had fetched means prefetched data was evicted before use, and the window halves;
-//!    `Input::MemoryPressure` caps it; used prefetches let it grow back.
+//!    `Input::MemoryPressure` (memory is over-committed) caps every stream at an even share of the
+//!    memory the streams hold plus what is free, and sheds admitted, unfetched reads beyond it;
+//!    used prefetches let the window grow back. Each instance in the paper adapts on its own; one
+//!    policy object serves all streams here, so it splits memory among them directly, which
+//!    settles faster than instances halving in turn.
+//!
+//! A fetch that comes back `ok: false` (memory refused part of it) returns its reads to the sweep,
+//! and the stream sends nothing more until some stream's application has used data and so freed
+//! memory: retrying at once would only be refused again.
 //!
 //! Data read ahead is kept (pinned) until the application has used it: the policy releases a read's
 //! pages on the stream's next read, when the read that used them has completed (releasing them
@@ -166,6 +174,9 @@ struct StreamState {
     in_flight_bytes: u64,
     release_next: Vec<(FileId, ByteRange)>,
     deferred: Vec<Deferred>,
+    /// Memory refused one of this stream's fetches: it sends no more until its application has
+    /// used data (and so freed memory), which keeps a refused fetch from being retried at once.
+    starved: bool,
 }
 
 /// The policy. See the module documentation.
@@ -227,6 +238,7 @@ impl Directed {
             in_flight_bytes: 0,
             release_next: Vec::new(),
             deferred: Vec::new(),
+            starved: false,
         }
     }
 
@@ -329,6 +341,7 @@ impl Directed {
             let b = (e.range.end().0 - 1 - start) / PIECE_BYTES;
             e.fetch = FetchState::InFlight {
                 pieces_left: (b - a + 1) as u32,
+                short: false,
             };
         }
         self.stats.runs += 1;
@@ -373,7 +386,7 @@ impl Directed {
 
     /// Sends fetches while the stream has room in flight.
     fn issue(&mut self, stream: StreamId, st: &mut StreamState) {
-        while st.in_flight_bytes < IN_FLIGHT_BYTES_MAX {
+        while !st.starved && st.in_flight_bytes < IN_FLIGHT_BYTES_MAX {
             if st.run.is_none() {
                 st.run = self.build_run(st);
             }
@@ -433,6 +446,7 @@ impl Directed {
         // The stream's previous read has completed (a stream has one read outstanding): its data
         // may go, and its deferral, if any, was served.
         st.deferred.clear();
+        st.starved = false;
         for (f, r) in std::mem::take(&mut st.release_next) {
             self.unpin(f, r);
             st.window.release_bytes(r.len.0);
@@ -478,6 +492,12 @@ impl Directed {
                     }
                     st.contention.on_used(len, true);
                 }
+                FetchState::Shed => {
+                    // Given back under memory pressure: neither held nor pinned, so the read
+                    // takes it on demand and there is nothing to release afterwards.
+                    st.window.take_shed(seq);
+                    continue;
+                }
             }
             e.used = true;
             st.release_next.push((file, e.range));
@@ -490,9 +510,63 @@ impl Directed {
         st.window.pop_used();
         self.fill_and_issue(stream, &mut st);
         self.streams.insert(stream, st);
+        // Using data frees memory: streams that memory refused may try again.
+        let starved: Vec<StreamId> = self
+            .streams
+            .iter()
+            .filter(|(_, s)| s.starved)
+            .map(|(&id, _)| id)
+            .collect();
+        for id in starved {
+            let mut other = self.streams.remove(&id).expect("listed stream");
+            other.starved = false;
+            self.fill_and_issue(id, &mut other);
+            self.streams.insert(id, other);
+        }
     }
 
-    fn on_fetched(&mut self, id: FetchId) {
+    /// Memory is over-committed. The memory the streams hold (fetched and unused, or in flight)
+    /// plus what is still free is split evenly among the streams that still have reads to do, less
+    /// room for one run in flight each (a run's infill needs memory the window does not count);
+    /// no window may hold more than its share. Reads a stream admitted but has not fetched beyond
+    /// its share are shed, latest first: they keep their place in the list, leave the sweep and the
+    /// window, and come back when the window has room again, so the stream stops taking memory
+    /// that holds data another stream is about to use.
+    fn on_pressure(&mut self, available_bytes: u64) {
+        let held_total: u64 = self
+            .streams
+            .values()
+            .map(|st| st.window.fetched_unused_bytes() + st.in_flight_bytes)
+            .sum();
+        let active = self
+            .streams
+            .values()
+            .filter(|st| st.window.held_bytes() > 0 || st.window.queued() > 0)
+            .count()
+            .max(1) as u64;
+        let share_bytes = (held_total.saturating_add(available_bytes) / active)
+            .saturating_sub(IN_FLIGHT_BYTES_MAX);
+        let streams: Vec<StreamId> = self.streams.keys().copied().collect();
+        for stream in streams {
+            let mut st = self.streams.remove(&stream).expect("listed stream");
+            st.contention.on_pressure(share_bytes);
+            let limit = st.contention.limit_bytes();
+            let deferred: Vec<u64> = st.deferred.iter().flat_map(|d| d.seqs.clone()).collect();
+            let mut shed = Vec::new();
+            st.window.shed_back(
+                limit,
+                |seq| deferred.contains(&seq),
+                |seq, e| shed.push((seq, e.key, e.file, e.range)),
+            );
+            for (seq, key, file, range) in shed {
+                st.elevator.remove(key, seq);
+                self.unpin(file, range);
+            }
+            self.streams.insert(stream, st);
+        }
+    }
+
+    fn on_fetched(&mut self, id: FetchId, ok: bool) {
         let Some(info) = self.fetches.remove(&id) else {
             return;
         };
@@ -503,9 +577,16 @@ impl Directed {
             st.in_flight_bytes -= info.range.len.0;
             for &s in &info.seqs {
                 if let Some(e) = st.window.get_mut(s) {
-                    if let FetchState::InFlight { pieces_left } = &mut e.fetch {
+                    if let FetchState::InFlight { pieces_left, short } = &mut e.fetch {
                         *pieces_left -= 1;
-                        if *pieces_left == 0 {
+                        *short |= !ok;
+                        if *pieces_left == 0 && *short {
+                            // Memory refused part of it: sweep for it again once the
+                            // application has made room by using what it has.
+                            e.fetch = FetchState::Pending;
+                            st.elevator.insert(e.key, s);
+                            st.starved = true;
+                        } else if *pieces_left == 0 {
                             e.fetch = FetchState::Fetched;
                         }
                     }
@@ -583,12 +664,8 @@ impl Policy for Directed {
                 range,
                 miss,
             } => self.on_read(stream, file, range, miss.map(|m| m.0)),
-            Input::Fetched { id, .. } => self.on_fetched(id),
-            Input::MemoryPressure { available } => {
-                for st in self.streams.values_mut() {
-                    st.contention.on_pressure(available.0);
-                }
-            }
+            Input::Fetched { id, ok } => self.on_fetched(id, ok),
+            Input::MemoryPressure { available } => self.on_pressure(available.0),
         }
     }
 

@@ -266,13 +266,57 @@ fn eviction_before_use_shrinks_the_window_and_pressure_caps_it() {
     d.read(&mut p, 0, FileId(0), ranges[0]);
     assert_eq!(p.stats().evictions_seen, 1);
     assert_eq!(p.window_bytes(StreamId(0)).unwrap().1, 4 << 20);
+}
+
+#[test]
+fn pressure_caps_the_window_at_its_share_and_sheds_unfetched_reads_until_room_returns() {
+    // Gaps between the reads, and no infill: every read is a run of its own, so the sweep has
+    // sent only as many as fit in flight.
+    let l = layout(1, 64 << 20);
+    let mut p = Directed::new(&cfg(8 << 20, Infill::Bytes(0)), l).unwrap();
+    let ranges: Vec<ByteRange> = (0..1024u64)
+        .map(|i| ByteRange::new(i * 16384, 8192))
+        .collect();
+    p.handle(
+        Instant::ZERO,
+        Input::Hint {
+            stream: StreamId(0),
+            file: FileId(0),
+            ranges: ranges.clone(),
+        },
+    );
+    let mut d = Driver::new();
+    let outs = drain(&mut p);
+    d.execute(outs);
+    assert_eq!(p.window_bytes(StreamId(0)).unwrap().0, 8 << 20);
+    // Nothing has arrived: the stream holds only its fetches in flight (IN_FLIGHT_BYTES_MAX).
+    // With 2 MiB free, its share is 4 + 2 MiB less room for one run in flight: 2 MiB.
     p.handle(
         Instant::ZERO,
         Input::MemoryPressure {
-            available: ByteLen(1 << 20),
+            available: ByteLen(2 << 20),
         },
     );
-    assert_eq!(p.window_bytes(StreamId(0)).unwrap().1, 1 << 20);
+    let (held, limit) = p.window_bytes(StreamId(0)).unwrap();
+    assert_eq!(limit, 2 << 20);
+    assert_eq!(
+        held, IN_FLIGHT_BYTES_MAX,
+        "reads in flight stay, the rest is shed"
+    );
+    // Every read still completes with the right data, shed ones included, and nothing is
+    // fetched twice.
+    while d.complete_one(&mut p) {}
+    for r in &ranges {
+        d.read(&mut p, 0, FileId(0), *r);
+        while d.complete_one(&mut p) {}
+    }
+    let (held, _) = p.window_bytes(StreamId(0)).unwrap();
+    assert!(held <= 8192, "window drained, {held} bytes still held");
+    assert_eq!(d.device_reads.len(), 1024 * 2, "every page of every read");
+    assert!(
+        d.device_reads.values().all(|&n| n == 1),
+        "a page read twice"
+    );
 }
 
 #[test]

@@ -27,9 +27,14 @@ pub enum FetchState {
     InFlight {
         /// Pieces not yet completed.
         pieces_left: u32,
+        /// A piece came back cut short: the read goes back to `Pending` when the last piece is in.
+        short: bool,
     },
     /// The data arrived.
     Fetched,
+    /// Given back under memory pressure before it was fetched: the read keeps its place in the
+    /// list but is neither held nor pinned until the window has room for it again.
+    Shed,
 }
 
 /// One admitted read.
@@ -54,6 +59,8 @@ pub struct Window {
     entries: VecDeque<Entry>,
     base_seq: u64,
     held_bytes: u64,
+    /// How many entries are `Shed` and unused.
+    shed_count: usize,
 }
 
 impl Window {
@@ -88,6 +95,21 @@ impl Window {
         key_of: impl Fn(FileId, u64) -> PhysKey,
         mut admitted: impl FnMut(u64, &Entry),
     ) {
+        // Shed reads come back first, in list order, so the window stays a prefix of the list.
+        let mut i = 0;
+        while self.shed_count > 0 && i < self.entries.len() {
+            let e = &mut self.entries[i];
+            if e.fetch == FetchState::Shed && !e.used {
+                if self.held_bytes + e.range.len.0 > limit_bytes {
+                    return;
+                }
+                e.fetch = FetchState::Pending;
+                self.held_bytes += e.range.len.0;
+                self.shed_count -= 1;
+                admitted(self.base_seq + i as u64, e);
+            }
+            i += 1;
+        }
         while let Some(&(file, range)) = self.queued.front() {
             if self.held_bytes + range.len.0 > limit_bytes {
                 break;
@@ -107,6 +129,15 @@ impl Window {
         }
     }
 
+    /// Bytes of admitted reads whose data has arrived and that the application has not used yet.
+    pub fn fetched_unused_bytes(&self) -> u64 {
+        self.entries
+            .iter()
+            .filter(|e| !e.used && e.fetch == FetchState::Fetched)
+            .map(|e| e.range.len.0)
+            .sum()
+    }
+
     /// The admitted read `seq`, unless it is gone.
     pub fn get(&self, seq: u64) -> Option<&Entry> {
         seq.checked_sub(self.base_seq)
@@ -120,17 +151,19 @@ impl Window {
     }
 
     /// The admitted, unused reads an application read of `range` of `file` finishes: those it
-    /// overlaps and reads up to their end. Looks at the first `scan` admitted reads only (the
-    /// application reads in hinted order, so its read is near the front).
+    /// overlaps and reads up to their end. Looks at the first `scan` unused admitted reads only
+    /// (the application reads in hinted order, so its read is near the front).
     pub fn matching(&self, file: FileId, range: ByteRange, scan: usize) -> Vec<u64> {
         let (s, e) = (range.start.0, range.end().0);
+        // Used reads still waiting for a fetch to come back stay at the front; they do not count
+        // against the scan.
         self.entries
             .iter()
-            .take(scan)
             .enumerate()
+            .filter(|(_, en)| !en.used)
+            .take(scan)
             .filter(|(_, en)| {
-                !en.used
-                    && en.file == file
+                en.file == file
                     && en.range.start.0 < e
                     && en.range.end().0 > s
                     && en.range.end().0 <= e
@@ -152,6 +185,38 @@ impl Window {
             }
         }
         n
+    }
+
+    /// Sheds admitted reads that nothing has fetched, used or protected (`keep(seq)`), latest
+    /// first, until the window holds no more than `limit_bytes` or none is left to shed;
+    /// `shed(seq, entry)` hears of each. Their sequence numbers stay valid.
+    pub fn shed_back(
+        &mut self,
+        limit_bytes: u64,
+        keep: impl Fn(u64) -> bool,
+        mut shed: impl FnMut(u64, &Entry),
+    ) {
+        let mut i = self.entries.len();
+        while self.held_bytes > limit_bytes && i > 0 {
+            i -= 1;
+            let seq = self.base_seq + i as u64;
+            let e = &mut self.entries[i];
+            if e.fetch == FetchState::Pending && !e.used && !keep(seq) {
+                e.fetch = FetchState::Shed;
+                self.held_bytes -= e.range.len.0;
+                self.shed_count += 1;
+                shed(seq, e);
+            }
+        }
+    }
+
+    /// The application reads shed read `seq` (on demand): it counts as used and fetched.
+    pub fn take_shed(&mut self, seq: u64) {
+        let e = self.get_mut(seq).expect("shed read is in the window");
+        assert_eq!(e.fetch, FetchState::Shed, "read {seq} is not shed");
+        e.fetch = FetchState::Fetched;
+        e.used = true;
+        self.shed_count -= 1;
     }
 
     /// Gives back the held bytes of a used read whose data was released.

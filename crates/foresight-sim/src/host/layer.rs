@@ -12,11 +12,13 @@
 //! so when its window covers the request no separate demand read is issued. In-flight pages count
 //! against the capacity; when the cache is full of them, a prefetch is cut short and a demand read
 //! waits (`blocked`) until an I/O completes, so the capacity is a hard bound and demand always makes
-//! progress.
+//! progress. When room for a fetch could only be made by evicting prefetched data nobody has read
+//! yet, memory is over-committed, and the policy hears `Input::MemoryPressure` with the bytes still
+//! free.
 
 use std::collections::VecDeque;
 
-use foresight_core::{ByteOffset, ByteRange, FetchId, FileId, Instant, StreamId};
+use foresight_core::{ByteLen, ByteOffset, ByteRange, FetchId, FileId, Instant, StreamId};
 use foresight_policy::{Input, Output, Policy, PAGE_BYTES};
 use rustc_hash::FxHashMap;
 use smallvec::SmallVec;
@@ -77,7 +79,8 @@ pub struct CacheLayer {
     wake: Option<Instant>,
     ios: Vec<Option<Io>>,
     free_ios: Vec<u32>,
-    fetch_parts: FxHashMap<FetchId, u32>,
+    /// Parts still in flight of each fetch, and whether memory cut the fetch short.
+    fetch_parts: FxHashMap<FetchId, (u32, bool)>,
     reqs: Vec<Option<Req>>,
     free_reqs: Vec<u32>,
     blocked: VecDeque<u32>,
@@ -85,6 +88,11 @@ pub struct CacheLayer {
     parked: Vec<u32>,
     fetches_at_park: u64,
     defer_seen: bool,
+    /// Unread prefetched pages evicted, or prefetch pages refused, when the policy last heard of
+    /// memory pressure.
+    evicted_unread_seen: u64,
+    /// Refused prefetch pages when parked reads were last sent to read on demand.
+    refused_seen: u64,
     /// Reads for the layer below, to be drained by the driver.
     pub down: Vec<Down>,
     /// Reads from above that finished, to be drained by the driver.
@@ -122,6 +130,8 @@ impl CacheLayer {
             blocked: VecDeque::new(),
             parked: Vec::new(),
             fetches_at_park: 0,
+            evicted_unread_seen: 0,
+            refused_seen: 0,
             defer_seen: false,
             down: Vec::new(),
             done: Vec::new(),
@@ -204,6 +214,7 @@ impl CacheLayer {
         };
         let first = offset / PAGE_BYTES;
         let last = (offset + bytes - 1) / PAGE_BYTES;
+        let refused_before = self.cache.stats().refused_prefetch_pages;
         let miss = (first..=last)
             .find(|&p| self.cache.state(page_key(file.0, p)).is_none())
             .map(|p| ByteOffset((p * PAGE_BYTES).max(offset)));
@@ -218,7 +229,9 @@ impl CacheLayer {
         );
         self.defer_seen = false;
         self.drain_policy(now, Some((file, first, last)));
-        if self.defer_seen {
+        // A deferral promises fetches; if memory refused one while this read was handled, that
+        // promise may not hold, so the read takes what it lacks on demand.
+        if self.defer_seen && self.cache.stats().refused_prefetch_pages == refused_before {
             self.reqs[id as usize]
                 .as_mut()
                 .expect("live request")
@@ -246,7 +259,7 @@ impl CacheLayer {
     }
 
     fn drain_policy(&mut self, now: Instant, trigger: Option<(FileId, u64, u64)>) {
-        let mut done_now: SmallVec<[FetchId; 4]> = SmallVec::new();
+        let mut done_now: SmallVec<[(FetchId, bool); 4]> = SmallVec::new();
         while let Some(out) = self.policy.poll_output() {
             match out {
                 Output::Fetch {
@@ -254,11 +267,11 @@ impl CacheLayer {
                 } => {
                     self.fetches += 1;
                     self.fetched.push((file, range));
-                    let ios = self.fetch_pages(file, range, Some(id), trigger);
+                    let (ios, short) = self.fetch_pages(file, range, Some(id), trigger);
                     if ios == 0 {
-                        done_now.push(id);
+                        done_now.push((id, !short));
                     } else {
-                        self.fetch_parts.insert(id, ios);
+                        self.fetch_parts.insert(id, (ios, short));
                     }
                 }
                 Output::Release { file, range } if !range.is_empty() => {
@@ -283,24 +296,64 @@ impl CacheLayer {
                 self.demand(id);
             }
         }
-        for id in done_now {
-            self.policy.handle(now, Input::Fetched { id, ok: true });
+        for (id, ok) in done_now {
+            self.policy.handle(now, Input::Fetched { id, ok });
             self.drain_policy(now, None);
+        }
+        let stats = self.cache.stats();
+        if stats.refused_prefetch_pages > self.refused_seen {
+            // A fetch was cut short for want of memory: reads that wait for the policy's fetches
+            // may wait for pages that will not come, so they read what they still lack on demand
+            // (a demand read may evict), which keeps every read making progress.
+            self.refused_seen = stats.refused_prefetch_pages;
+            for id in std::mem::take(&mut self.parked) {
+                let q = self.reqs[id as usize].as_mut().expect("parked request");
+                q.blocked = false;
+                q.deferred = false;
+                self.demand(id);
+            }
+        }
+        let evicted = stats.evicted_unread_pages + stats.refused_prefetch_pages;
+        if evicted > self.evicted_unread_seen {
+            // Room for these fetches was made by evicting data fetched ahead and not read yet,
+            // or could only have been made so and was refused: memory is over-committed. Say how much is still free, as an OS tells a process its
+            // available memory (paper 003_eb9cef22f2823582.txt, section I: the contention
+            // controller "detects changes in available memory").
+            self.evicted_unread_seen = evicted;
+            let free_pages = self.cache.capacity_pages() - self.cache.used_pages();
+            self.policy.handle(
+                now,
+                Input::MemoryPressure {
+                    available: ByteLen(free_pages * PAGE_BYTES),
+                },
+            );
+            self.drain_policy(now, None);
+        }
+        if !self.parked.is_empty() && self.ios.len() == self.free_ios.len() {
+            // Nothing is in flight, so no fetch the parked reads wait for can still arrive: they
+            // read what they lack on demand rather than wait forever.
+            for id in std::mem::take(&mut self.parked) {
+                let q = self.reqs[id as usize].as_mut().expect("parked request");
+                q.blocked = false;
+                q.deferred = false;
+                self.demand(id);
+            }
         }
         self.wake = self.policy.poll_timeout();
     }
 
-    /// Issues reads for the missing pages of `range`; returns how many. Stops early, cutting a
-    /// prefetch short, when memory is full of reads in flight.
+    /// Issues reads for the missing pages of `range`; returns how many, and whether memory cut
+    /// the range short (it stops early when memory is full of reads in flight or, in a cache that
+    /// keeps prefetched pages until read, of such pages).
     fn fetch_pages(
         &mut self,
         file: FileId,
         range: ByteRange,
         fetch: Option<FetchId>,
         trigger: Option<(FileId, u64, u64)>,
-    ) -> u32 {
+    ) -> (u32, bool) {
         if range.is_empty() {
-            return 0;
+            return (0, false);
         }
         let first = range.start.0 / PAGE_BYTES;
         let last = (range.end().0 - 1) / PAGE_BYTES;
@@ -333,7 +386,7 @@ impl CacheLayer {
             if p == start {
                 self.ios[io as usize] = None;
                 self.free_ios.push(io);
-                break;
+                return (count, true);
             }
             self.ios[io as usize].as_mut().expect("live io").pages = p - start;
             self.down.push(Down {
@@ -344,11 +397,11 @@ impl CacheLayer {
             });
             count += 1;
             if p <= last && self.cache.state(page_key(file.0, p)).is_none() {
-                // Memory is full of reads in flight: the rest is dropped.
-                break;
+                // Memory is full: the rest is dropped.
+                return (count, true);
             }
         }
-        count
+        (count, false)
     }
 
     fn alloc_io(&mut self, io: Io) -> u32 {
@@ -461,11 +514,13 @@ impl CacheLayer {
             }
         }
         if let Some(id) = fetch {
-            let left = self.fetch_parts.get_mut(&id).expect("fetch in flight");
+            let (left, short) = self.fetch_parts.get_mut(&id).expect("fetch in flight");
             *left -= 1;
             if *left == 0 {
+                let ok = !*short;
                 self.fetch_parts.remove(&id);
-                self.policy.handle(now, Input::Fetched { id, ok: true });
+                // A fetch cut short reports `ok: false`: not all of its bytes arrived.
+                self.policy.handle(now, Input::Fetched { id, ok });
                 self.drain_policy(now, None);
             }
         }

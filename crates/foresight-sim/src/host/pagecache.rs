@@ -61,8 +61,13 @@ pub struct CacheStats {
     pub prefetched_pages: u64,
     /// Prefetched pages later read by the application.
     pub used_prefetched_pages: u64,
-    /// Prefetched pages evicted before any read.
+    /// Prefetched pages evicted before any read, or released unread.
     pub wasted_pages: u64,
+    /// Prefetched pages evicted (not released) before any read: memory was over-committed.
+    pub evicted_unread_pages: u64,
+    /// Prefetch pages refused because only unread prefetched pages could have made room (a
+    /// cache that keeps prefetched pages until they are read).
+    pub refused_prefetch_pages: u64,
     /// All evictions.
     pub evictions: u64,
 }
@@ -83,6 +88,8 @@ pub struct PageCache {
     clock: u64,
     /// Evict read pages before unread prefetched ones (buffers held until consumed).
     protect_unread: bool,
+    /// A prefetch never evicts an unread prefetched page; only a demand read may.
+    keep_unread_from_prefetch: bool,
     used_pages: u64,
     peak_pages: u64,
     stats: CacheStats,
@@ -101,6 +108,7 @@ impl PageCache {
             tail: [NIL; 2],
             clock: 0,
             protect_unread: false,
+            keep_unread_from_prefetch: false,
             used_pages: 0,
             peak_pages: 0,
             stats: CacheStats::default(),
@@ -113,6 +121,18 @@ impl PageCache {
     pub fn protecting_unread(capacity_pages: u64) -> PageCache {
         let mut c = PageCache::new(capacity_pages);
         c.protect_unread = true;
+        c
+    }
+
+    /// A cache whose prefetches never evict prefetched pages that are still unread: a prefetch
+    /// that could only make room that way is cut short instead, and only demand reads (which must
+    /// make progress) evict by plain LRU. This is the kernel change that paper
+    /// 003_eb9cef22f2823582.txt (section I) makes for application-directed prefetching, so that
+    /// data fetched ahead is kept until it is used and competing prefetchers do not evict each
+    /// other's windows.
+    pub fn keeping_prefetched_until_read(capacity_pages: u64) -> PageCache {
+        let mut c = PageCache::new(capacity_pages);
+        c.keep_unread_from_prefetch = true;
         c
     }
 
@@ -185,8 +205,13 @@ impl PageCache {
         }
     }
 
-    fn evict_lru(&mut self) -> bool {
+    fn evict_lru(&mut self, for_prefetch: bool) -> bool {
         let (read, unread) = (self.tail[0], self.tail[1]);
+        let unread = if for_prefetch && self.keep_unread_from_prefetch {
+            NIL
+        } else {
+            unread
+        };
         let s = match (read, unread) {
             (NIL, NIL) => return false,
             (r, NIL) => r,
@@ -205,6 +230,7 @@ impl PageCache {
         debug_assert_eq!(slot.state, PageState::Cached);
         if slot.prefetched_unused {
             self.stats.wasted_pages += 1;
+            self.stats.evicted_unread_pages += 1;
         }
         self.stats.evictions += 1;
         self.map.remove(&slot.key);
@@ -218,7 +244,10 @@ impl PageCache {
     /// The page must not be held already.
     pub fn try_insert_in_flight(&mut self, key: PageKey, io: u32, prefetched: bool) -> bool {
         debug_assert!(!self.map.contains_key(&key), "page {key:#x} inserted twice");
-        if self.used_pages >= self.capacity_pages && !self.evict_lru() {
+        if self.used_pages >= self.capacity_pages && !self.evict_lru(prefetched) {
+            if prefetched && self.keep_unread_from_prefetch && self.tail[1] != NIL {
+                self.stats.refused_prefetch_pages += 1;
+            }
             return false;
         }
         let slot = Slot {
