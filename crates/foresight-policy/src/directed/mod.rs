@@ -6,7 +6,9 @@
 //!    memory it may use ([`window`]; section I: "fetching as much data as fits in available
 //!    memory");
 //! 2. **orders** the window by physical position and fetches it in one elevator sweep ([`order`];
-//!    section III, "Seek Performance");
+//!    section III, "Seek Performance"); as the application uses data the window slides, and a new
+//!    sweep run waits until half the window is pending again, so that sweeps stay dense instead
+//!    of chasing each newly admitted read with a seek of its own;
 //! 3. **infills**: a run of the sweep swallows the next read when the gap between them costs less
 //!    to read than to seek over ([`infill`]; section III, Fig. 1, and section IV, Fig. 2); gap bytes
 //!    nobody hinted are released as soon as their fetch completes;
@@ -57,6 +59,9 @@ pub const PIECE_BYTES: u64 = 1 << 20;
 pub const IN_FLIGHT_BYTES_MAX: u64 = 4 << 20;
 /// Smallest window, bytes: two of the largest pieces a hinted range is cut into.
 pub const MIN_WINDOW_BYTES: u64 = 2 * window::ENTRY_BYTES_MAX;
+/// A new sweep run starts once at least `1 / SWEEP_START_DIVISOR` of the window's reads wait in
+/// the elevator (or a read waits, or the hinted list is all admitted).
+pub const SWEEP_START_DIVISOR: usize = 2;
 /// How many admitted reads from the front an application read is matched against.
 const MATCH_SCAN: usize = 64;
 
@@ -388,6 +393,15 @@ impl Directed {
     fn issue(&mut self, stream: StreamId, st: &mut StreamState) {
         while !st.starved && st.in_flight_bytes < IN_FLIGHT_BYTES_MAX {
             if st.run.is_none() {
+                // A sweep over a sparse set pays a seek per read: a new run starts only once at
+                // least half the window waits in the elevator, unless a read waits for it or no
+                // more reads can come.
+                if st.deferred.is_empty()
+                    && st.window.queued() > 0
+                    && st.elevator.len() * SWEEP_START_DIVISOR < st.window.len()
+                {
+                    break;
+                }
                 st.run = self.build_run(st);
             }
             let Some(run) = st.run.as_mut() else { break };

@@ -82,6 +82,11 @@ impl Window {
         self.held_bytes
     }
 
+    /// Admitted reads still in the window (used ones at the front included).
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
     /// Hinted reads not yet admitted.
     pub fn queued(&self) -> usize {
         self.queued.len()
