@@ -87,6 +87,11 @@ impl Window {
         self.entries.len()
     }
 
+    /// Whether no read is admitted.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
     /// Hinted reads not yet admitted.
     pub fn queued(&self) -> usize {
         self.queued.len()
