@@ -123,6 +123,9 @@ struct StreamState {
     file: FileId,
     /// Failed demand reads of this stream: file byte range and error.
     errors: VecDeque<(u64, u64, io::Error)>,
+    /// The policy deferred the stream's current read (`Output::Defer`): its missing bytes come
+    /// from the policy's fetches, not from demand reads, while the policy has fetches under way.
+    deferred: bool,
 }
 
 #[derive(Debug)]
@@ -176,6 +179,9 @@ pub(crate) struct Core {
     done_now: VecDeque<(FetchId, bool)>,
     /// Readers waiting for memory, oldest first, with the bytes each needs.
     memory_waiters: VecDeque<(StreamId, Arc<Condvar>, u64)>,
+    /// Readers whose deferred read waits for the policy to fetch its bytes; woken whenever the
+    /// policy's fetches change. At most one entry per stream.
+    defer_waiters: Vec<(StreamId, Arc<Condvar>)>,
     /// Bytes of the chunks in each eviction class.
     lru_bytes: [u64; 3],
     streams: Vec<StreamState>,
@@ -229,6 +235,7 @@ impl Core {
             batch: Vec::with_capacity(cfg.queue_depth),
             done_now: VecDeque::new(),
             memory_waiters: VecDeque::new(),
+            defer_waiters: Vec::new(),
             lru_bytes: [0; 3],
             streams: Vec::new(),
             stats,
@@ -323,6 +330,7 @@ impl Core {
             open: true,
             file,
             errors: VecDeque::new(),
+            deferred: false,
         });
         (file, stream, size)
     }
@@ -431,6 +439,7 @@ impl Core {
         let miss = self
             .first_uncovered(file, first, last)
             .map(|p| ByteOffset((p * PAGE_BYTES).max(pos)));
+        self.streams[stream.0 as usize].deferred = false;
         self.policy.handle(
             now,
             Input::Read {
@@ -441,8 +450,41 @@ impl Core {
             },
         );
         self.run_policy(now, Some((stream, file, first, last)));
-        self.demand(stream, file, pos, end);
+        if !self.streams[stream.0 as usize].deferred {
+            self.demand(stream, file, pos, end);
+        }
         self.dispatch();
+    }
+
+    /// Whether the reader of `stream` should wait for the policy's fetches rather than read a
+    /// missing byte on demand: its read was deferred and the policy has fetches under way (when
+    /// it has none, nothing could bring the bytes, so the read falls back to demand reads and the
+    /// deferral ends). A waiting reader is registered to be woken when the fetches change.
+    pub(crate) fn defer_wait(&mut self, stream: StreamId, cv: &Arc<Condvar>) -> bool {
+        let st = &mut self.streams[stream.0 as usize];
+        if !st.deferred {
+            return false;
+        }
+        if self.fetches.is_empty() && self.done_now.is_empty() {
+            st.deferred = false;
+            return false;
+        }
+        if !self.defer_waiters.iter().any(|(s, _)| *s == stream) {
+            self.defer_waiters.push((stream, cv.clone()));
+        }
+        assert!(
+            self.defer_waiters.len() <= self.streams.len(),
+            "more deferred readers than streams"
+        );
+        true
+    }
+
+    /// Wakes every reader whose deferred read waits for the policy's fetches: a fetch started or
+    /// ended, so each looks again.
+    fn wake_defer_waiters(&mut self) {
+        for (_, cv) in self.defer_waiters.drain(..) {
+            cv.notify_one();
+        }
     }
 
     /// Issues demand reads for the uncovered pages of `[pos, end)`, stopping when memory runs
@@ -565,6 +607,8 @@ impl Core {
         if early {
             self.release_claims(stream);
         }
+        self.streams[stream.0 as usize].deferred = false;
+        self.defer_waiters.retain(|(s, _)| *s != stream);
         self.stats.app_bytes += bytes;
         if stall_ns > 0 {
             self.stats.stalls += 1;
@@ -677,6 +721,8 @@ impl Core {
     /// are the application's, not prefetched.
     fn run_policy(&mut self, now: Instant, mut trigger: Option<(StreamId, FileId, u64, u64)>) {
         let mut short_told = false;
+        let reader = trigger;
+        let mut fetches_changed = false;
         loop {
             let mut cut_short = false;
             while let Some(out) = self.policy.poll_output() {
@@ -687,6 +733,7 @@ impl Core {
                         self.stats.fetches += 1;
                         let (parts, short) = self.fetch(id, file, range, trigger);
                         cut_short |= short;
+                        fetches_changed = true;
                         if parts == 0 {
                             self.done_now.push_back((id, !short));
                         } else {
@@ -701,10 +748,15 @@ impl Core {
                     }
                     Output::Cancel { id } => self.cancel(id),
                     Output::Release { file, range } => self.release(file, range),
-                    // Deferral comes from array-level schedulers (the stream scheduler), which
-                    // the engine does not drive; reading those bytes on demand anyway is always
-                    // safe: the request cannot wait on a fetch that never comes.
-                    Output::Defer { .. } => {}
+                    // The read that prompted this waits for the policy's fetches (the stream
+                    // scheduler queues it for its stream's turn) instead of reading on demand.
+                    Output::Defer { file, .. } => {
+                        if let Some((stream, f, _, _)) = reader {
+                            if f == file {
+                                self.streams[stream.0 as usize].deferred = true;
+                            }
+                        }
+                    }
                 }
             }
             if let Some((id, ok)) = self.done_now.pop_front() {
@@ -724,6 +776,9 @@ impl Core {
                 continue;
             }
             break;
+        }
+        if fetches_changed && !self.defer_waiters.is_empty() {
+            self.wake_defer_waiters();
         }
         let wake = self.policy.poll_timeout();
         if wake != self.policy_wake {
@@ -1072,6 +1127,7 @@ impl Core {
             let ok = st.ok;
             self.fetches.remove(&id);
             self.done_now.push_back((id, ok));
+            self.wake_defer_waiters();
         }
     }
 

@@ -244,8 +244,8 @@ impl EngineBuilder {
 }
 
 /// Whether the engine can run the policy `cfg` names: the name is known and the policy works at
-/// the file level (policies that need an array-level cache, such as `streams` and `msp+...`, need a
-/// driver for that layer, which the engine does not have yet).
+/// the file level. `streams` runs as the scheduler over files; `msp+...` needs an array-level
+/// cache, which the engine does not have.
 pub fn check_policy(cfg: &PolicyConfig) -> Result<(), EngineError> {
     foresight_policy::build(cfg, Arc::new(Layout::unplaced(&[]))).map(|_| ())?;
     Ok(())
@@ -596,6 +596,13 @@ impl Read for Reader {
                             failure = core.take_error(self.stream, cursor);
                         }
                         break;
+                    }
+                    if core.defer_wait(self.stream, &self.cv) {
+                        // The policy will fetch these bytes (the stream's turn has not come).
+                        let t = std::time::Instant::now();
+                        core = self.cv.wait(core).expect("engine state poisoned");
+                        stall += t.elapsed();
+                        continue;
                     }
                     if !core.demand(self.stream, self.file, cursor, end) {
                         core.wait_for_memory(self.stream, &self.cv, cursor, end);

@@ -223,8 +223,10 @@ pub enum PolicyError {
     },
 }
 
-/// Builds the single-layer policy named in `cfg` over the given layout. Names with an array-level
-/// part (`msp+...`) return [`PolicyError::NeedsStack`]: use [`build_stack`] for those.
+/// Builds the single-layer policy named in `cfg` over the given layout, for a driver that reads
+/// files and has no block layer of its own (the engine): `streams` comes as the scheduler over
+/// files ([`streams::FileStreams`]). Names with an array-level part (`msp+...`) return
+/// [`PolicyError::NeedsStack`]: use [`build_stack`] for those.
 pub fn build(cfg: &PolicyConfig, layout: Arc<Layout>) -> Result<Box<dyn Policy>, PolicyError> {
     cfg.validate()?;
     build_file_level(&cfg.name, cfg, layout)
@@ -240,6 +242,8 @@ fn build_file_level(
         "seqp" => Ok(Box::new(readahead::Seqp::new(cfg.readahead_max, layout)?)),
         "saseqp" => Ok(Box::new(readahead::Saseqp::new(cfg.readahead_max, layout)?)),
         "directed" => Ok(Box::new(directed::Directed::new(&cfg.directed, layout)?)),
+        // Alone (a driver with no block layer: the engine), the scheduler runs over files.
+        "streams" => Ok(Box::new(streams::FileStreams::new(cfg.streams, layout)?)),
         other if POLICY_NAMES.contains(&other) => Err(PolicyError::NeedsStack(other.to_string())),
         other => Err(PolicyError::UnknownName(other.to_string())),
     }
@@ -370,6 +374,7 @@ mod tests {
                 other => other.starts_with("msp+").then(|| "msp".to_string()),
             };
             assert_eq!(stack.array.as_ref().map(|a| a.name().to_string()), array);
+            // Alone, every name but the two-layer ones builds (`streams` over files).
             match build(&cfg(name), striped()) {
                 Ok(p) => assert_eq!(p.name(), name),
                 Err(e) => assert_eq!(e, PolicyError::NeedsStack(name.into())),

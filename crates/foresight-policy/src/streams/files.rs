@@ -1,0 +1,243 @@
+//! The stream scheduler over files: the same scheduler, for a driver that reads files rather than
+//! a block device (the real engine, which reads each file with direct I/O, as the server of paper
+//! 001_9c47c4c84914efc3.txt section 5 does).
+//!
+//! The scheduler works in one address space (volume bytes). Here each file gets its own slice of
+//! a synthetic space, `file << FILE_SPACE_SHIFT | offset`, so the classifier finds sequential runs
+//! within a file and never across two, and every fetch the scheduler asks for lies inside one
+//! file's slice. Reads go in translated; fetches, releases and deferrals come out translated back
+//! and clipped to the file's size. Fetch ids pass through unchanged, so the driver's `Fetched`
+//! answers need no mapping. A fetch that lies wholly past the end of its file comes out as an
+//! empty range, which a driver completes at once.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use foresight_core::{ByteLen, ByteOffset, ByteRange, FileId, Instant};
+
+use super::scheduler::{StreamScheduler, StreamsConfig};
+use crate::layout::VOLUME_FILE;
+use crate::{Input, Layout, Output, Policy, PolicyError};
+
+/// Bits of a file's slice of the synthetic space: files up to 1 TiB are scheduled; reads of
+/// larger files pass by the scheduler (read on demand).
+pub const FILE_SPACE_SHIFT: u32 = 40;
+const FILE_SPACE_BYTES: u64 = 1 << FILE_SPACE_SHIFT;
+
+/// The stream scheduler over files. See the module documentation.
+#[derive(Debug)]
+pub struct FileStreams {
+    inner: StreamScheduler,
+    layout: Arc<Layout>,
+    out: VecDeque<Output>,
+}
+
+impl FileStreams {
+    /// A scheduler for the files of `layout` (their sizes are all it uses of it).
+    pub fn new(cfg: StreamsConfig, layout: Arc<Layout>) -> Result<FileStreams, PolicyError> {
+        // Room for every file id below VOLUME_FILE, each in a slice of its own.
+        let space = Arc::new(Layout::new(ByteLen(u64::MAX), None));
+        Ok(FileStreams {
+            inner: StreamScheduler::new(cfg, space)?,
+            layout,
+            out: VecDeque::new(),
+        })
+    }
+
+    /// The scheduler inside.
+    pub fn scheduler(&self) -> &StreamScheduler {
+        &self.inner
+    }
+
+    fn file_size(&self, file: FileId) -> Option<u64> {
+        ((file.0 as usize) < self.layout.file_count()).then(|| self.layout.file_size(file).0)
+    }
+
+    /// The file and file range of a range of the synthetic space, clipped to the file's size.
+    fn to_file(&self, range: ByteRange) -> (FileId, ByteRange) {
+        let file = FileId((range.start.0 >> FILE_SPACE_SHIFT) as u32);
+        let start = range.start.0 & (FILE_SPACE_BYTES - 1);
+        let size = self.file_size(file).unwrap_or(0);
+        let end = (start + range.len.0).min(size).max(start);
+        (file, ByteRange::new(start, end - start))
+    }
+
+    fn drain_inner(&mut self) {
+        while let Some(o) = self.inner.poll_output() {
+            let mapped = match o {
+                Output::Fetch {
+                    id, range, into, ..
+                } => {
+                    let (file, range) = self.to_file(range);
+                    Output::Fetch {
+                        id,
+                        file,
+                        range,
+                        into,
+                    }
+                }
+                Output::Release { range, .. } => {
+                    let (file, range) = self.to_file(range);
+                    if range.is_empty() {
+                        continue;
+                    }
+                    Output::Release { file, range }
+                }
+                Output::Defer { range, .. } => {
+                    let (file, range) = self.to_file(range);
+                    Output::Defer { file, range }
+                }
+                cancel @ Output::Cancel { .. } => cancel,
+            };
+            self.out.push_back(mapped);
+        }
+    }
+}
+
+impl Policy for FileStreams {
+    fn name(&self) -> &str {
+        "streams"
+    }
+
+    fn handle(&mut self, now: Instant, input: Input) {
+        match input {
+            Input::Read {
+                stream,
+                file,
+                range,
+                miss,
+            } => {
+                let schedulable = file != VOLUME_FILE
+                    && self.file_size(file).is_some_and(|s| s < FILE_SPACE_BYTES)
+                    && range.end().0 <= FILE_SPACE_BYTES;
+                if !schedulable {
+                    return;
+                }
+                let base = (file.0 as u64) << FILE_SPACE_SHIFT;
+                self.inner.handle(
+                    now,
+                    Input::Read {
+                        stream,
+                        file: VOLUME_FILE,
+                        range: ByteRange::new(base + range.start.0, range.len.0),
+                        miss: miss.map(|m| ByteOffset(base + m.0)),
+                    },
+                );
+            }
+            Input::Hint { .. } => {}
+            other => self.inner.handle(now, other),
+        }
+        self.drain_inner();
+    }
+
+    fn poll_output(&mut self) -> Option<Output> {
+        self.out.pop_front()
+    }
+
+    fn poll_timeout(&self) -> Option<Instant> {
+        self.inner.poll_timeout()
+    }
+
+    fn handle_timeout(&mut self, now: Instant) {
+        self.inner.handle_timeout(now);
+        self.drain_inner();
+    }
+
+    fn extend_layout(&mut self, layout: Arc<Layout>) {
+        self.layout = layout;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use foresight_core::StreamId;
+
+    fn cfg() -> StreamsConfig {
+        StreamsConfig {
+            readahead_bytes: 1 << 20,
+            memory_bytes: 4 << 20,
+            ..StreamsConfig::default()
+        }
+    }
+
+    fn read(p: &mut FileStreams, stream: u32, file: u32, at: u64, miss: bool) -> Vec<Output> {
+        p.handle(
+            Instant::ZERO,
+            Input::Read {
+                stream: StreamId(stream),
+                file: FileId(file),
+                range: ByteRange::new(at, 65536),
+                miss: miss.then_some(ByteOffset(at)),
+            },
+        );
+        std::iter::from_fn(|| p.poll_output()).collect()
+    }
+
+    #[test]
+    fn sequential_reads_of_a_file_become_a_stream_fetching_that_file_only() {
+        let layout = Arc::new(Layout::unplaced(&[ByteLen::mib(3), ByteLen::mib(64)]));
+        let mut p = FileStreams::new(cfg(), layout).unwrap();
+        assert!(
+            read(&mut p, 0, 0, 0, true).is_empty(),
+            "one read is no stream"
+        );
+        let outs = read(&mut p, 0, 0, 65536, true);
+        // The second read makes a stream: it waits (deferred) for the stream's first R-byte read,
+        // which starts at its own position, in file 0.
+        assert!(outs.contains(&Output::Defer {
+            file: FileId(0),
+            range: ByteRange::new(65536, 65536)
+        }));
+        let fetch = outs
+            .iter()
+            .find_map(|o| match o {
+                Output::Fetch {
+                    id, file, range, ..
+                } => Some((*id, *file, *range)),
+                _ => None,
+            })
+            .expect("a fetch");
+        assert_eq!(fetch.1, FileId(0));
+        assert_eq!(fetch.2, ByteRange::new(65536, 1 << 20));
+        // Reads of the other file never join file 0's stream.
+        let other = read(&mut p, 1, 1, 65536 * 2, true);
+        assert!(other
+            .iter()
+            .all(|o| !matches!(o, Output::Fetch { file, .. } if *file == FileId(0))));
+        // Read the file through: every fetch stays in file 0 and is clipped at its end.
+        let mut fetched_to = fetch.2.end().0;
+        let mut done = vec![fetch.0];
+        let mut pos = 131072;
+        while pos < 3 << 20 {
+            let mut outs = read(&mut p, 0, 0, pos, pos >= fetched_to);
+            while let Some(id) = done.pop() {
+                p.handle(Instant::ZERO, Input::Fetched { id, ok: true });
+                outs.extend(std::iter::from_fn(|| p.poll_output()));
+            }
+            for o in outs {
+                if let Output::Fetch {
+                    id, file, range, ..
+                } = o
+                {
+                    assert_eq!(file, FileId(0));
+                    assert!(range.end().0 <= 3 << 20, "{range:?} past the file");
+                    fetched_to = fetched_to.max(range.end().0);
+                    done.push(id);
+                }
+            }
+            pos += 65536;
+        }
+        assert_eq!(fetched_to, 3 << 20);
+    }
+
+    #[test]
+    fn reads_of_unknown_or_huge_files_pass_by() {
+        let layout = Arc::new(Layout::unplaced(&[ByteLen::mib(1)]));
+        let mut p = FileStreams::new(cfg(), layout).unwrap();
+        for at in [0, 65536, 131072] {
+            assert!(read(&mut p, 0, 7, at, true).is_empty());
+        }
+        assert_eq!(p.scheduler().stream_count(), 0);
+    }
+}
