@@ -705,6 +705,8 @@ impl Core {
                     // the engine does not drive; reading those bytes on demand anyway is always
                     // safe: the request cannot wait on a fetch that never comes.
                     Output::Defer { .. } => {}
+                    // The engine reads one device; there is no tier copy to drop.
+                    Output::Evict { .. } => {}
                 }
             }
             if let Some((id, ok)) = self.done_now.pop_front() {

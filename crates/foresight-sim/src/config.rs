@@ -695,6 +695,7 @@ impl SimConfig {
                 contention: p.boolean("contention", true)?,
                 ..foresight_policy::directed::DirectedConfig::default()
             },
+            informed: foresight_policy::informed::InformedConfig::default(),
         };
         if !foresight_policy::POLICY_NAMES.contains(&policy.name.as_str()) {
             return Err(key_err(
