@@ -1,0 +1,176 @@
+//! The tiered driver against the paper's analytic cells and the capacity and order invariants.
+
+use proptest::prelude::*;
+
+use super::*;
+use crate::experiments::config;
+
+fn cfg(sets: &[&str]) -> SimConfig {
+    config(&sets.iter().map(|s| s.to_string()).collect::<Vec<_>>())
+}
+
+fn constant_10mb(policy: &str, x: u32, reads: u64) -> SimConfig {
+    cfg(&[
+        "device.kind=constant",
+        "device.t_upper=52ms",
+        "device.t_lower=120ms",
+        "device.t_lower_to_upper=122ms",
+        &format!("policy.name={policy}"),
+        &format!("policy.x_cache={x}"),
+        "policy.max_bw=15",
+        "workload.kind=hinted",
+        &format!("workload.reads={reads}"),
+        "workload.block=10MiB",
+        "workload.consume=1.92ms",
+    ])
+}
+
+fn elapsed(c: &SimConfig) -> f64 {
+    crate::sim::run(c, crate::sim::RunOptions::default())
+        .unwrap()
+        .report
+        .elapsed_s
+}
+
+#[test]
+fn tip_alone_matches_table_7_3_cells() {
+    // Table 7.3, LASR1 without iPipe: 1402.32 s at X_cache = 1, 56.0928 s at 25 (1%).
+    for (x, paper) in [(1, 1402.32), (25, 56.0928)] {
+        let e = elapsed(&constant_10mb("tip", x, 11_686));
+        assert!((e / paper - 1.0).abs() < 0.01, "x {x}: {e} vs {paper}");
+    }
+}
+
+#[test]
+fn ipipe_matches_table_7_3_cells() {
+    // Table 7.3, LASR1 with iPipe: 607.612 s at X_cache = 1, 24.3045 s at 25 (1%).
+    for (x, paper) in [(1, 607.612), (25, 24.3045)] {
+        let e = elapsed(&constant_10mb("ipipe", x, 11_686));
+        assert!((e / paper - 1.0).abs() < 0.01, "x {x}: {e} vs {paper}");
+    }
+}
+
+#[test]
+fn ipo_matches_table_7_11_cells() {
+    // Table 7.11, LASR1 with IPO: 201.128 s at X_cache = 5, 172.036 s at 7 (5%).
+    for (x, paper) in [(5, 201.128), (7, 172.036)] {
+        let e = elapsed(&constant_10mb("ipo", x, 11_686));
+        assert!((e / paper - 1.0).abs() < 0.05, "x {x}: {e} vs {paper}");
+    }
+}
+
+#[test]
+fn bad_keys_are_named() {
+    let err = |sets: &[&str]| {
+        let mut table = toml::Table::new();
+        for s in sets {
+            crate::config::apply_set(&mut table, s).unwrap();
+        }
+        SimConfig::from_table(table, None).unwrap_err().to_string()
+    };
+    assert!(err(&["device.kind=constant", "device.t_upper=52ms"]).contains("device.t_lower"));
+    assert!(err(&["workload.kind=hinted"]).contains("device.kind"));
+    assert!(err(&[
+        "device.kind=constant",
+        "device.t_upper=1ms",
+        "device.t_lower=2ms",
+        "device.t_lower_to_upper=3ms",
+        "policy.name=ipo",
+    ])
+    .contains("policy.max_bw"));
+    assert!(err(&[
+        "device.kind=constant",
+        "device.t_upper=1ms",
+        "device.t_lower=2ms",
+        "device.t_lower_to_upper=3ms",
+        "policy.x_cache=zero",
+    ])
+    .contains("policy.x_cache"));
+    assert!(err(&["device.kind=tiered"]).contains("device.tiers"));
+}
+
+#[test]
+fn full_device_models_run_and_ipipe_beats_tip() {
+    let run = |policy: &str| {
+        let c = cfg(&[
+            "device.kind=tiered",
+            "device.tiers=[{preset = \"ssd-850evo\", capacity = \"4GiB\"}, {preset = \"st6000nm0024\", disks = 4}]",
+            &format!("policy.name={policy}"),
+            "policy.x_cache=1",
+            "workload.kind=hinted",
+            "workload.reads=60",
+            "workload.block=10MiB",
+            "workload.consume=1.92ms",
+        ]);
+        crate::sim::run(&c, crate::sim::RunOptions::default())
+            .unwrap()
+            .report
+    };
+    let tip = run("tip");
+    let ipipe = run("ipipe");
+    assert!(
+        ipipe.elapsed_s < tip.elapsed_s,
+        "{} vs {}",
+        ipipe.elapsed_s,
+        tip.elapsed_s
+    );
+    assert!(tip.stall_s > 0.0 && tip.stall_s < tip.elapsed_s);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, failure_persistence: None, ..ProptestConfig::default() })]
+
+    /// No tier ever holds more than its capacity (the driver asserts it at every copy and every
+    /// memory fetch, and the peaks are checked here), and every hinted block reaches the
+    /// application exactly once, in order, whatever the policy, buffers, bandwidth, capacities,
+    /// order, tier count and seed.
+    #[test]
+    fn tiers_stay_within_capacity_and_blocks_arrive_once_in_order(
+        policy in prop::sample::select(vec!["tip", "ipipe", "ipo", "ipods"]),
+        x in 1u32..24,
+        max_bw in 1u32..32,
+        reads in 1u64..400,
+        upper_blocks in 1u64..40,
+        memory_blocks in 1u64..40,
+        three in any::<bool>(),
+        random in any::<bool>(),
+        seed in 0u64..1000,
+    ) {
+        let tiers = if three {
+            format!(
+                "device.tiers=[{{t_read = \"5ms\", capacity = \"{upper_blocks}MiB\"}}, \
+                 {{t_read = \"40ms\", t_copy_up = \"15ms\", capacity = \"{}MiB\"}}, \
+                 {{t_read = \"120ms\", t_copy_up = \"130ms\"}}]",
+                upper_blocks * 2
+            )
+        } else {
+            format!(
+                "device.tiers=[{{t_read = \"52ms\", capacity = \"{upper_blocks}MiB\"}}, \
+                 {{t_read = \"120ms\", t_copy_up = \"122ms\"}}]"
+            )
+        };
+        let c = cfg(&[
+            "device.kind=tiered",
+            &tiers,
+            &format!("device.memory={memory_blocks}MiB"),
+            &format!("policy.name={policy}"),
+            &format!("policy.x_cache={x}"),
+            &format!("policy.max_bw={max_bw}"),
+            "workload.kind=hinted",
+            &format!("workload.reads={reads}"),
+            "workload.block=1MiB",
+            "workload.consume=2ms",
+            &format!("workload.order={}", if random { "random" } else { "sequential" }),
+            &format!("seed={seed}"),
+        ]);
+        let (_, tr) = run_traced(&c, c.tiered.as_ref().unwrap(), false).unwrap();
+        prop_assert_eq!(&tr.delivered, &tr.hinted);
+        let mut sorted = tr.delivered.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        prop_assert_eq!(sorted.len() as u64, reads);
+        for (peak, cap) in tr.peak_blocks.iter().zip(&tr.capacity_blocks) {
+            prop_assert!(peak <= cap, "peak {} over capacity {}", peak, cap);
+        }
+    }
+}
