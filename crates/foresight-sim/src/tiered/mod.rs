@@ -262,6 +262,10 @@ impl Driver<'_> {
         let lv = &mut self.levels[level - 1];
         match lv.devices.is_empty() {
             true => {
+                if !matches!(stage, Stage::CopyWrite { .. }) {
+                    self.device_requests += 1;
+                    self.device_bytes += self.t.workload.block.0;
+                }
                 let d = match stage {
                     Stage::ToMemory { .. } => lv.timing.read_to_memory,
                     Stage::CopyRead { src, into } => {
