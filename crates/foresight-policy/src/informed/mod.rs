@@ -22,9 +22,12 @@
 //!   a copy of the block Pnext accesses further on (algorithm 5). No more than `max_bw` reads (TIP's
 //!   and the copies') are in flight at once. `ipods` is the same policy over remote levels: the
 //!   network is part of the per-block times it is given (section 6.4.1, eq. 6.1).
-//! * Bandwidth shortage: a copy that completes after its consumer already read the block from
-//!   below came too late; it is dropped and its window slot is not refilled, so the depth shrinks by
-//!   one (algorithm 3's "shrink the pipelining depth by 1").
+//! * Bandwidth shortage (`ipo`, `ipods`): a copy that completes after its consumer already read the
+//!   block from below came too late; it is dropped and its slot is not refilled, so the depth
+//!   shrinks by one (algorithm 3's "shrink the pipelining depth by 1"). `ipipe` assumes enough
+//!   bandwidth (section 4.3.2), so a late copy is only slow: its slot moves on, and TIP waits for a
+//!   copy already on its way to level 1 instead of reading the block from below a second time (it
+//!   answers the application's `Input::Read` with `miss` by `Output::Defer` meanwhile).
 //! * N levels (section 8.2.5 leaves this open): one prefetcher per adjacent pair. Prefetcher `j`
 //!   plans with the time a block needs to climb from level `j + 1` to level 1 and its consumer's read
 //!   of level `j`; IPO's spare reads (`max_bw - X_cache`) are shared equally, the remainder going to
@@ -396,6 +399,11 @@ impl Informed {
             && self.tip_next < self.taken + self.x_cache as usize
         {
             let access = self.tip_next;
+            if self.mode == Mode::Window && self.copying_to[access] == 1 {
+                // Its copy is on the way up: wait for it rather than read the block from below
+                // a second time (iPipe's TIP finds pipelined blocks on the SSD, section 4.4.5).
+                return;
+            }
             let source = self.nearest[access];
             self.tip_next += 1;
             self.fetch(access, Tier::Memory, Job::Tip { access, source });
@@ -542,12 +550,18 @@ impl Informed {
                     self.copying_to[access] = 0;
                 }
                 if late {
-                    // Bandwidth shortage: the consumer read the block from below. The slot is
-                    // not refilled, so the pipelining depth shrinks by one.
                     self.stats.late_copies += 1;
-                    let stage = &mut self.stages[into as usize - 1];
-                    stage.depth = stage.depth.saturating_sub(1);
                     self.release(access, into);
+                    if self.mode == Mode::Chain {
+                        // Bandwidth shortage under max_bw: the slot is not refilled, so the
+                        // pipelining depth shrinks by one.
+                        let stage = &mut self.stages[into as usize - 1];
+                        stage.depth = stage.depth.saturating_sub(1);
+                    } else {
+                        // iPipe assumes enough bandwidth (section 4.3.2): a late copy was slow,
+                        // not starved, so the window keeps its depth and moves on.
+                        self.refill(into as usize - 1, access);
+                    }
                 } else {
                     self.nearest[access] = self.nearest[access].min(into);
                 }
@@ -595,15 +609,27 @@ impl Policy for Informed {
                 stream,
                 file,
                 range,
-                ..
+                miss,
             } => {
-                if Some(stream) != self.stream {
+                if Some(stream) != self.stream
+                    || self.accesses.get(self.taken) != Some(&(file, range))
+                {
                     return;
                 }
-                if self.accesses.get(self.taken) == Some(&(file, range)) {
-                    self.taken += 1;
-                    self.tip_issue();
+                if miss.is_some() {
+                    // The application reached a block TIP has not fetched. If TIP is waiting for
+                    // its copy, the driver must wait too instead of reading it from below.
+                    if self.tip_next == self.taken
+                        && self.mode == Mode::Window
+                        && self.copying_to[self.taken] == 1
+                    {
+                        self.out.push_back(Output::Defer { file, range });
+                    }
+                    return;
                 }
+                // The application took the block: its buffer is free for the next one.
+                self.taken += 1;
+                self.tip_issue();
             }
             Input::Fetched { id, .. } => self.on_fetched(id),
             Input::MemoryPressure { .. } => {}

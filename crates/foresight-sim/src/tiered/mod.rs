@@ -201,6 +201,10 @@ struct Driver<'a> {
     events: u64,
     prefetched: u64,
     index: FxHashMap<u64, usize>,
+    /// The policy asked the waiting application not to read on demand.
+    deferred: bool,
+    /// Policy fetches of blocks already in memory, to answer at once.
+    answered: Vec<FetchId>,
 }
 
 const FILE: FileId = FileId(0);
@@ -384,8 +388,11 @@ impl Driver<'_> {
                     self.fetches += 1;
                     let access = self.access_of(range);
                     match into {
+                        Tier::Memory if self.mem[access] != 0 => {
+                            // Already read on demand (or taken): nothing left to fetch.
+                            self.answered.push(id);
+                        }
                         Tier::Memory => {
-                            assert_eq!(self.mem[access], 0, "block fetched into memory twice");
                             self.prefetched += range.len.0;
                             self.fetch_to_memory(Some(id), access);
                         }
@@ -407,8 +414,14 @@ impl Driver<'_> {
                         }
                     }
                 }
-                Output::Cancel { .. } | Output::Release { .. } | Output::Defer { .. } => {}
+                Output::Defer { .. } => self.deferred = true,
+                Output::Cancel { .. } | Output::Release { .. } => {}
             }
+        }
+        while let Some(id) = self.answered.pop() {
+            self.policy
+                .handle(self.now, Input::Fetched { id, ok: true });
+            self.drain_policy();
         }
     }
 
@@ -502,9 +515,24 @@ impl Driver<'_> {
             2 => self.take(),
             1 => self.waiting_since = Some(self.now),
             _ => {
-                // Nobody fetched it: read on demand.
+                // Nobody fetched it: tell the policy, which may ask to wait (`Output::Defer`);
+                // otherwise read it on demand.
                 self.waiting_since = Some(self.now);
-                self.fetch_to_memory(None, access);
+                let range = self.range(access);
+                self.deferred = false;
+                self.policy.handle(
+                    self.now,
+                    Input::Read {
+                        stream: STREAM,
+                        file: FILE,
+                        range,
+                        miss: Some(range.start),
+                    },
+                );
+                self.drain_policy();
+                if !std::mem::take(&mut self.deferred) && self.mem[access] == 0 {
+                    self.fetch_to_memory(None, access);
+                }
             }
         }
     }
@@ -625,6 +653,8 @@ pub fn run_traced(
         events: 0,
         prefetched: 0,
         index,
+        deferred: false,
+        answered: vec![],
     };
     let ranges: Vec<ByteRange> = (0..n).map(|i| d.range(i)).collect();
     d.policy.handle(
