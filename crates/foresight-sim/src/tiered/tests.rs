@@ -174,3 +174,60 @@ proptest! {
         }
     }
 }
+
+fn constant_200mb(
+    policy: &str,
+    device: [&str; 3],
+    consume: &str,
+    x: u32,
+    lead: Option<u32>,
+) -> SimConfig {
+    let mut sets = vec![
+        "device.kind=constant".to_string(),
+        format!("device.t_upper={}", device[0]),
+        format!("device.t_lower={}", device[1]),
+        format!("device.t_lower_to_upper={}", device[2]),
+        format!("policy.name={policy}"),
+        format!("policy.x_cache={x}"),
+        "policy.max_bw=15".into(),
+        "workload.kind=hinted".into(),
+        "workload.reads=11686".into(),
+        "workload.block=200MiB".into(),
+        format!("workload.consume={consume}"),
+    ];
+    if let Some(g) = lead {
+        sets.push(format!("policy.pnext_groups={g}"));
+    }
+    config(&sets)
+}
+
+#[test]
+fn ipods_matches_table_7_19_cells() {
+    // Table 7.19, LASR1: with IPODS 9933.42 s and 7246.72 s at X_cache = 5 and 7 (the partial
+    // gains), without 10357.2 s at 5 (1%).
+    let remote = ["4.158s", "4.43s", "4.5s"];
+    for (policy, x, paper) in [
+        ("ipods", 5, 9933.42),
+        ("ipods", 7, 7246.72),
+        ("tip", 5, 10357.2),
+    ] {
+        let e = elapsed(&constant_200mb(policy, remote, "20ms", x, None));
+        assert!(
+            (e / paper - 1.0).abs() < 0.01,
+            "{policy} x {x}: {e} vs {paper}"
+        );
+    }
+}
+
+#[test]
+fn ipo_200mb_matches_table_7_15_with_a_seven_group_lead() {
+    // Table 7.15, LASR1 with IPO: 7181.56 s at X_cache = 3 and 4842.92 s at 5 (5%), reached with
+    // a Pnext lead of 7 X_cache groups; algorithm 5's own lead (4 groups + 1) misses X_cache = 3.
+    let local = ["1.5s", "2.3s", "4.5s"];
+    for (x, paper) in [(3, 7181.56), (5, 4842.92)] {
+        let e = elapsed(&constant_200mb("ipo", local, "37ms", x, Some(7)));
+        assert!((e / paper - 1.0).abs() < 0.05, "x {x}: {e} vs {paper}");
+    }
+    let e = elapsed(&constant_200mb("ipo", local, "37ms", 3, None));
+    assert!((e / 7181.56 - 1.0).abs() > 0.05, "{e}");
+}
