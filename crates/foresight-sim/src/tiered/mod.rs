@@ -142,6 +142,7 @@ pub fn level_timings(t: &TieredConfig) -> Vec<LevelTiming> {
                     let read = measure(name, Op::Read, block);
                     let write_above = match i.checked_sub(1).map(|k| &t.tiers[k].model) {
                         Some(TierModel::Preset(up)) => measure(up, Op::Write, block),
+                        // A constant level above: its per-block time stands for the write too.
                         Some(TierModel::Constant { read, .. }) => *read,
                         None => Duration::ZERO,
                     };

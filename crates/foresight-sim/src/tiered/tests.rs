@@ -231,3 +231,30 @@ fn ipo_200mb_matches_table_7_15_with_a_seven_group_lead() {
     let e = elapsed(&constant_200mb("ipo", local, "37ms", 3, None));
     assert!((e / 7181.56 - 1.0).abs() > 0.05, "{e}");
 }
+
+#[test]
+fn a_link_adds_its_delay_and_transfer_to_every_read() {
+    // One buffer, one level of 10 ms per block behind a 1 ms, 100 MiB/s link: each 1 MiB block
+    // takes 10 + 1 + 10 ms, and the link carries one block at a time.
+    let c = cfg(&[
+        "device.kind=tiered",
+        "device.tiers=[{t_read = \"10ms\"}]",
+        "device.link={delay = \"1ms\", bandwidth = \"100MiB/s\"}",
+        "policy.name=tip",
+        "policy.x_cache=1",
+        "workload.kind=hinted",
+        "workload.reads=100",
+        "workload.block=1MiB",
+        "workload.consume=1ms",
+    ]);
+    let r = crate::sim::run(&c, crate::sim::RunOptions::default())
+        .unwrap()
+        .report;
+    let want = 100.0 * 0.021 + 0.001;
+    assert!(
+        (r.elapsed_s - want).abs() < 1e-6,
+        "{} vs {want}",
+        r.elapsed_s
+    );
+    assert!(r.device.contains("link"), "{}", r.device);
+}
