@@ -29,8 +29,8 @@
 //!   copy already on its way to level 1 instead of reading the block from below a second time (it
 //!   answers the application's `Input::Read` with `miss` by `Output::Defer` meanwhile).
 //! * N levels (section 8.2.5 leaves this open): one prefetcher per adjacent pair. Prefetcher `j`
-//!   plans with the time a block needs to climb from level `j + 1` to level 1 and its consumer's read
-//!   of level `j`; IPO's spare reads (`max_bw - X_cache`) are shared equally, the remainder going to
+//!   plans with the time a block needs to climb from level `j + 1` to level 1 and with TIP's pace on
+//!   level 1, at which the whole pipeline moves; IPO's spare reads (`max_bw - X_cache`) are shared equally, the remainder going to
 //!   the topmost pair.
 
 pub mod pipeline;
@@ -316,18 +316,14 @@ impl Informed {
             .map(|j| {
                 // Time for a block to climb from level j + 1 to level 1.
                 let climb: Duration = (2..=j + 1).map(|k| cfg.levels[k - 1].copy_up).sum();
-                // The consumer of level j: TIP for level 1, the copy into level j - 1 otherwise.
-                let upper_read = if j == 1 {
-                    cfg.levels[0].read_to_memory
-                } else {
-                    cfg.levels[j - 1].copy_up
-                };
                 let home_read = cfg.levels[cfg.levels.len() - 1].read_to_memory;
                 let top_read = cfg.levels[0].read_to_memory;
                 let (start, depth, lead) = match mode {
                     Mode::Window => (
                         pipeline::pstart(climb, home_read, x_cache, consume),
-                        pipeline::pdepth(climb, upper_read, x_cache, consume),
+                        // The whole pipeline moves at TIP's pace on level 1, so every pair's
+                        // window covers its climb plus one level-1 read at that pace.
+                        pipeline::pdepth(climb, top_read, x_cache, consume),
                         0,
                     ),
                     _ => {

@@ -258,3 +258,72 @@ fn a_link_adds_its_delay_and_transfer_to_every_read() {
     );
     assert!(r.device.contains("link"), "{}", r.device);
 }
+
+#[test]
+fn three_levels_pipeline_blocks_up_to_the_top() {
+    // Memory > SSD (52 ms) > HDD (120 ms, 122 ms up) > archive (500 ms, 300 ms up): with two
+    // prefetchers, TIP finds almost every block on the SSD and runs near N x 52 ms.
+    let c = cfg(&[
+        "device.kind=tiered",
+        "device.tiers=[{t_read = \"52ms\", capacity = \"1GiB\"}, \
+         {t_read = \"120ms\", t_copy_up = \"122ms\", capacity = \"1GiB\"}, \
+         {t_read = \"500ms\", t_copy_up = \"300ms\"}]",
+        "policy.name=ipipe",
+        "policy.x_cache=1",
+        "workload.kind=hinted",
+        "workload.reads=2000",
+        "workload.block=10MiB",
+        "workload.consume=1.92ms",
+    ]);
+    let (out, tr) = run_traced(&c, c.tiered.as_ref().unwrap(), false).unwrap();
+    assert!(tr.reads_by_level[0] >= 1990, "{:?}", tr.reads_by_level);
+    let per_block = out.report.elapsed_s / 2000.0;
+    assert!(per_block < 0.0525, "{per_block}");
+}
+
+#[test]
+fn ipipe_cuts_elapsed_by_40_percent_on_two_ssds_over_four_disks() {
+    // Device models at X_cache = 1 (the paper's 56% is analytic): TIP alone streams one disk at a
+    // time; iPipe's copies use the other disks and TIP reads the SSDs.
+    let run = |policy: &str| {
+        let c = cfg(&[
+            "device.kind=tiered",
+            "device.tiers=[{preset = \"ssd-850evo\", capacity = \"4GiB\", disks = 2}, \
+             {preset = \"st6000nm0024\", disks = 4}]",
+            &format!("policy.name={policy}"),
+            "policy.x_cache=1",
+            "workload.kind=hinted",
+            "workload.reads=300",
+            "workload.block=10MiB",
+            "workload.consume=1.92ms",
+        ]);
+        elapsed(&c)
+    };
+    let (tip, ipipe) = (run("tip"), run("ipipe"));
+    assert!(ipipe < 0.6 * tip, "ipipe {ipipe} s vs tip {tip} s");
+}
+
+#[test]
+fn auto_x_cache_is_within_5_percent_of_the_best_fixed_count() {
+    let auto = elapsed(&constant_10mb_auto("tip", 3000));
+    let best = [1, 8, 32, 63, 64]
+        .iter()
+        .map(|&x| elapsed(&constant_10mb("tip", x, 3000)))
+        .fold(f64::INFINITY, f64::min);
+    assert!(auto <= 1.05 * best, "auto {auto} vs best {best}");
+}
+
+fn constant_10mb_auto(policy: &str, reads: u64) -> SimConfig {
+    cfg(&[
+        "device.kind=constant",
+        "device.t_upper=52ms",
+        "device.t_lower=120ms",
+        "device.t_lower_to_upper=122ms",
+        &format!("policy.name={policy}"),
+        "policy.x_cache=auto",
+        "workload.kind=hinted",
+        &format!("workload.reads={reads}"),
+        "workload.block=10MiB",
+        "workload.consume=1.92ms",
+    ])
+}
