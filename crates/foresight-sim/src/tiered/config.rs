@@ -333,7 +333,7 @@ pub fn parse(mut root: Table, base_dir: Option<&Path>) -> Result<SimConfig, Conf
             "must be a whole number of 512-byte sectors",
         ));
     }
-    let reads = w.int("reads", 1000, 1, 1 << 32)?;
+    let reads = w.int("reads", 1000, 1, super::hinted::MAX_READS as u64)?;
     let consume = positive(
         w.duration("consume", Duration::from_micros(1_920))?,
         "workload.consume",

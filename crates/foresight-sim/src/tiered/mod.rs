@@ -557,9 +557,15 @@ pub fn run_traced(
     policy_cfg.informed.levels = timings.clone();
     policy_cfg.informed.consume = t.workload.consume;
     policy_cfg.informed.memory_blocks = t.memory.0 / block.0;
-    let layout = Arc::new(foresight_policy::Layout::unplaced(&[ByteLen(
-        (blocks.iter().max().copied().unwrap_or(0) + 1) * block.0,
-    )]));
+    let top_block = blocks.iter().max().copied().unwrap_or(0);
+    // The data's extent: every hinted block, laid out in block order on the home level.
+    let data_bytes = (top_block + 1).checked_mul(block.0).ok_or_else(|| {
+        SimError::Config(key_err(
+            "workload.block",
+            format!("block {top_block} of {block} lies beyond 2^64 bytes: use smaller block numbers or blocks"),
+        ))
+    })?;
+    let layout = Arc::new(foresight_policy::Layout::unplaced(&[ByteLen(data_bytes)]));
     let stack = foresight_policy::build_stack(&policy_cfg, layout).map_err(|e| {
         SimError::Config(match e {
             foresight_policy::PolicyError::BadSetting { key, message } => {
@@ -573,7 +579,6 @@ pub fn run_traced(
         foresight_policy::informed::XCache::Auto => 0,
     };
     let home = t.tiers.len();
-    let top_block = blocks.iter().max().copied().unwrap_or(0);
     let mut levels = vec![];
     for (i, spec) in t.tiers.iter().enumerate() {
         let devices = match &spec.model {
@@ -581,7 +586,7 @@ pub fn run_traced(
             TierModel::Preset(name) => {
                 let s = foresight_device::preset(name).expect("checked when parsed");
                 let total = if i + 1 == home {
-                    ByteLen((top_block + 1) * block.0)
+                    ByteLen(data_bytes)
                 } else {
                     spec.capacity.expect("upper levels have one")
                 };
