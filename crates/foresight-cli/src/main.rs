@@ -153,12 +153,42 @@ A config is TOML; every key can also be set with --set KEY=VALUE (later wins). S
                                  their whole order to the policy before the first read)
   gap_dist = \"fixed\"             gaps: fixed | exponential (gaps drawn with mean `gap`)
 
+Tier stacks (paper 002's informed prefetching) take their own keys; a config is one when
+device.kind is tiered or constant, workload.kind is hinted, or the policy is an informed one:
+  [device]
+  kind = \"constant\"              constant (analytic: fixed per-block times) | tiered
+  t_upper = \"52ms\"               constant: upper level to memory (T_ss-cache)
+  t_lower = \"120ms\"              constant: lower level to memory (T_hdd-cache)
+  t_lower_to_upper = \"122ms\"     constant: lower to upper level (T_hdd-ss)
+  upper_capacity = \"64GiB\"       constant: room for copies on the upper level
+  memory = \"64GiB\"               memory for TIP's prefetch buffers
+  tiers = [{...}, {...}]         tiered, fastest first ([[device.tiers]] tables): preset =
+                                 \"ssd-850evo\" or t_read = \"52ms\" (+ t_copy_up below the
+                                 first), capacity on every tier but the last, disks = 1
+  link = {delay = \"200us\", bandwidth = \"110MiB/s\"}   optional network to the tiers
+  [policy]
+  name = \"tip\"                   tip | ipipe | ipo | ipods
+  x_cache = \"auto\"               TIP's prefetch buffers, a count or auto (cost-benefit)
+  max_bw = 15                    ipo/ipods: most reads in flight (TIP's and the copies')
+  pnext_groups = 7               ipo/ipods: Pnext lead in X_cache groups (default: algorithm 5)
+  lru_hit_gain = 0.0             auto: LRU cache hit ratio lost per buffer taken (TIP's cost)
+  [workload]
+  kind = \"hinted\"                the access list is disclosed up front, one block per read
+  reads = 1000                   hinted reads (distinct blocks)
+  block = \"10MiB\"                bytes per block
+  consume = \"1.92ms\"             application time per block (T_cpu + T_hit + T_driver)
+  order = \"sequential\"           sequential | random (seeded permutation)
+  trace = \"PATH\"                 one block number per line instead (# comments)
+
 Examples:
   foresight sim --set device.preset=cheetah-15k5 --set workload.streams=64 --json
   foresight sim --set policy.name=streams --set workload.streams=100 --set workload.duration=60s
   foresight sim --set workload.kind=trace --set workload.format=disksim \\
       --set workload.trace=../shared/data/disksim/atlas10k.trace \\
-      --set device.disksim=../shared/data/disksim/atlas10k.diskspecs --set host.scheduler=noop --json";
+      --set device.disksim=../shared/data/disksim/atlas10k.diskspecs --set host.scheduler=noop --json
+  foresight sim --set device.kind=constant --set device.t_upper=52ms --set device.t_lower=120ms \\
+      --set device.t_lower_to_upper=122ms --set policy.name=ipipe --set policy.x_cache=1 \\
+      --set workload.kind=hinted --set workload.reads=11686 --set workload.consume=1.92ms";
 
 /// An error caused by the user's input: exit code 2.
 #[derive(Debug)]

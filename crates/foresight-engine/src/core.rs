@@ -757,6 +757,8 @@ impl Core {
                             }
                         }
                     }
+                    // The engine reads one device; there is no tier copy to drop.
+                    Output::Evict { .. } => {}
                 }
             }
             if let Some((id, ok)) = self.done_now.pop_front() {

@@ -9,6 +9,7 @@
 
 pub mod budget;
 pub mod directed;
+pub mod informed;
 pub mod layout;
 pub mod readahead;
 pub mod streams;
@@ -97,6 +98,18 @@ pub enum Output {
         /// The bytes to release.
         range: ByteRange,
     },
+    /// Drop the copy of `range` of `file` held on `tier` (a storage level above the block's home
+    /// level). Copies made by the informed policies are duplicates: the original on the home level
+    /// is never dropped (paper 002_792ac46f2e9108f8.txt, section 3.2.2). Drivers without storage
+    /// tiers ignore it.
+    Evict {
+        /// Which file.
+        file: FileId,
+        /// The bytes whose copy goes.
+        range: ByteRange,
+        /// The level that holds the copy.
+        tier: Tier,
+    },
     /// Answer to the `Input::Read` just handled: do not read the missing bytes of `range` on
     /// demand; the policy will fetch them itself (a stream scheduler queues the request until the
     /// stream's turn). The driver must keep the request waiting until they arrive.
@@ -154,6 +167,9 @@ pub struct PolicyConfig {
     /// The `directed` policy's settings (paper 003_eb9cef22f2823582.txt): window memory, infill,
     /// contention controller and the device figures `infill_max = "auto"` needs.
     pub directed: directed::DirectedConfig,
+    /// The informed policies' settings (`tip`, `ipipe`, `ipo`, `ipods`; paper
+    /// 002_792ac46f2e9108f8.txt): `X_cache`, `max_bw` and the tier timings they plan with.
+    pub informed: informed::InformedConfig,
 }
 
 impl Default for PolicyConfig {
@@ -167,6 +183,7 @@ impl Default for PolicyConfig {
             sps_max_stripes: msp.sps_max_stripes,
             streams: streams::StreamsConfig::default(),
             directed: directed::DirectedConfig::default(),
+            informed: informed::InformedConfig::default(),
         }
     }
 }
@@ -200,6 +217,10 @@ pub const POLICY_NAMES: &[&str] = &[
     "msp+saseqp",
     "streams",
     "directed",
+    "tip",
+    "ipipe",
+    "ipo",
+    "ipods",
 ];
 
 /// Why a policy could not be built.
@@ -244,6 +265,7 @@ fn build_file_level(
         "directed" => Ok(Box::new(directed::Directed::new(&cfg.directed, layout)?)),
         // Alone (a driver with no block layer: the engine), the scheduler runs over files.
         "streams" => Ok(Box::new(streams::FileStreams::new(cfg.streams, layout)?)),
+        "tip" => Ok(Box::new(informed::Informed::new(name, &cfg.informed)?)),
         other if POLICY_NAMES.contains(&other) => Err(PolicyError::NeedsStack(other.to_string())),
         other => Err(PolicyError::UnknownName(other.to_string())),
     }
@@ -294,6 +316,16 @@ pub fn build_stack(cfg: &PolicyConfig, layout: Arc<Layout>) -> Result<PolicyStac
             file: Box::new(readahead::NoPrefetch::new()),
             array: Some(Box::new(array)),
             array_cache_bytes: Some(cfg.streams.memory_bytes),
+            keep_prefetched_until_read: false,
+        });
+    }
+    if matches!(cfg.name.as_str(), "ipipe" | "ipo" | "ipods") {
+        // One policy object runs TIP in memory and the prefetchers between storage levels, so it
+        // needs a driver with tiers (the simulator's tiered driver); `build` refuses it.
+        return Ok(PolicyStack {
+            file: Box::new(informed::Informed::new(&cfg.name, &cfg.informed)?),
+            array: None,
+            array_cache_bytes: None,
             keep_prefetched_until_read: false,
         });
     }

@@ -39,7 +39,7 @@ pub enum ConfigError {
     SetSyntax(String),
 }
 
-fn key_err(key: &str, message: impl Into<String>) -> ConfigError {
+pub(crate) fn key_err(key: &str, message: impl Into<String>) -> ConfigError {
     ConfigError::Key {
         key: key.to_string(),
         message: message.into(),
@@ -206,6 +206,9 @@ pub struct SimConfig {
     pub policy: PolicyConfig,
     /// `[workload]`.
     pub workload: WorkloadConfig,
+    /// A hinted workload over a tier stack (`device.kind = "tiered"` or `"constant"`,
+    /// `workload.kind = "hinted"`), run by [`crate::tiered`] instead of the page-cache host.
+    pub tiered: Option<Box<crate::tiered::TieredConfig>>,
 }
 
 impl Default for SimConfig {
@@ -304,7 +307,13 @@ impl Section {
         self.table.contains_key(key)
     }
 
-    fn raw(&mut self, key: &str) -> Option<Value> {
+    /// A section over `table`, whose keys are reported under `prefix` (an entry of an array of
+    /// tables, such as `device.tiers[1]`).
+    pub(crate) fn from_parts(prefix: String, table: Table) -> Section {
+        Section { prefix, table }
+    }
+
+    pub(crate) fn raw(&mut self, key: &str) -> Option<Value> {
         self.table.remove(key)
     }
 
@@ -468,6 +477,9 @@ const MAX_SIZE: ByteLen = ByteLen(1 << 50);
 impl SimConfig {
     /// Builds a config from a TOML table (after `--set`s). `base_dir` resolves relative trace paths.
     pub fn from_table(mut root: Table, base_dir: Option<&Path>) -> Result<SimConfig, ConfigError> {
+        if crate::tiered::config::wants_tiers(&root) {
+            return crate::tiered::config::parse(root, base_dir);
+        }
         let seed = match root.remove("seed") {
             None => 1,
             Some(Value::Integer(i)) if i >= 0 => i as u64,
@@ -695,6 +707,7 @@ impl SimConfig {
                 contention: p.boolean("contention", true)?,
                 ..foresight_policy::directed::DirectedConfig::default()
             },
+            informed: foresight_policy::informed::InformedConfig::default(),
         };
         if !foresight_policy::POLICY_NAMES.contains(&policy.name.as_str()) {
             return Err(key_err(
@@ -889,6 +902,7 @@ impl SimConfig {
             host,
             policy,
             workload,
+            tiered: None,
         })
     }
 }

@@ -15,6 +15,7 @@ pub mod metrics;
 pub mod plans;
 pub mod plot;
 pub mod sim;
+pub mod tiered;
 pub mod trace;
 pub mod validate;
 

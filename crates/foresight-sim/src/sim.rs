@@ -146,6 +146,11 @@ pub fn run_wrapped(
     wrap: &mut dyn FnMut(Box<dyn foresight_policy::Policy>) -> Box<dyn foresight_policy::Policy>,
 ) -> Result<RunOutput, SimError> {
     let wall = std::time::Instant::now();
+    if let Some(tiers) = &cfg.tiered {
+        let mut out = crate::tiered::run(cfg, tiers, opts.record_requests)?;
+        out.report.wall_s = wall.elapsed().as_secs_f64();
+        return Ok(out);
+    }
     let mut sim = Sim::new(cfg, opts.record_requests)?;
     sim.page_cache.wrap_policy(wrap);
     sim.run(opts.progress.take());

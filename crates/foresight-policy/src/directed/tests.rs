@@ -79,7 +79,7 @@ impl Driver {
                     }
                 }
                 Output::Defer { .. } => self.deferred = true,
-                Output::Cancel { .. } => {}
+                Output::Cancel { .. } | Output::Evict { .. } => {}
             }
         }
     }

@@ -8,6 +8,7 @@
 mod collapse;
 mod directed;
 pub mod drives;
+mod informed;
 mod streams;
 mod striping;
 
@@ -111,6 +112,11 @@ pub fn catalogue() -> Vec<Experiment> {
             name: "directed",
             about: "application-directed prefetching: seek vs read cost, infill, scan and tile speedups, contention (paper 003)",
             run: directed::run,
+        },
+        Experiment {
+            name: "informed",
+            about: "informed prefetching over storage tiers: TIP, iPipe, IPO, IPODS against the paper's simulator tables, then device models (paper 002)",
+            run: informed::run,
         },
     ]
 }

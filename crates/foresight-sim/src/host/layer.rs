@@ -282,7 +282,8 @@ impl CacheLayer {
                     }
                 }
                 Output::Defer { .. } => self.defer_seen = true,
-                Output::Cancel { .. } | Output::Release { .. } => {}
+                // The page cache has no storage tiers to drop copies from.
+                Output::Cancel { .. } | Output::Release { .. } | Output::Evict { .. } => {}
             }
         }
         if !self.parked.is_empty() && self.fetches != self.fetches_at_park {

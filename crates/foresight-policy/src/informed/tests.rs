@@ -1,0 +1,265 @@
+//! Unit tests of the informed policies against a tiny constant-latency driver written here, so the
+//! policy crate checks its own decisions without the simulator.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use proptest::prelude::*;
+
+use super::*;
+
+const BLOCK: u64 = 1 << 20;
+
+/// Runs `policy` over `n` hinted blocks with constant per-block times and returns (elapsed ns,
+/// order in which the application got the blocks, peak copies per level).
+fn drive(policy: &mut Informed, cfg: &InformedConfig, n: usize) -> (u64, Vec<usize>, Vec<u64>) {
+    let levels = cfg.levels.len();
+    let file = FileId(0);
+    let stream = StreamId(0);
+    let ranges: Vec<ByteRange> = (0..n as u64)
+        .map(|b| ByteRange::new(b * BLOCK, BLOCK))
+        .collect();
+    // Where each block has copies (levels 1..levels-1); the home level always has it.
+    let mut copies: Vec<BTreeSet<u8>> = vec![BTreeSet::new(); n];
+    let mut held = vec![0u64; levels];
+    let mut peak = vec![0u64; levels];
+    let mut in_memory = vec![false; n];
+    // (time, seq) -> (fetch id, block, into)
+    let mut events: BTreeMap<(u64, u64), (FetchId, usize, Tier)> = BTreeMap::new();
+    let mut seq = 0;
+    let mut now = 0u64;
+    let mut order = vec![];
+    let nearest = |copies: &Vec<BTreeSet<u8>>, b: usize| -> u8 {
+        copies[b].iter().next().copied().unwrap_or(levels as u8)
+    };
+    policy.handle(
+        Instant(0),
+        Input::Hint {
+            stream,
+            file,
+            ranges: ranges.clone(),
+        },
+    );
+    let mut next = 0usize;
+    let mut busy_until = 0u64;
+    loop {
+        while let Some(o) = policy.poll_output() {
+            match o {
+                Output::Fetch {
+                    id, range, into, ..
+                } => {
+                    let b = (range.start.0 / BLOCK) as usize;
+                    let src = nearest(&copies, b);
+                    let t = match into {
+                        Tier::Memory => cfg.levels[src as usize - 1].read_to_memory.0,
+                        Tier::Level(j) => {
+                            assert!(src > j, "copy of block {b} into level {j} from level {src}");
+                            held[j as usize] += 1;
+                            peak[j as usize] = peak[j as usize].max(held[j as usize]);
+                            if let Some(c) = cfg.levels[j as usize - 1].capacity_blocks {
+                                assert!(held[j as usize] <= c, "level {j} over capacity");
+                            }
+                            (j + 1..=src)
+                                .map(|k| cfg.levels[k as usize - 1].copy_up.0)
+                                .sum()
+                        }
+                    };
+                    seq += 1;
+                    events.insert((now + t, seq), (id, b, into));
+                }
+                Output::Evict { range, tier, .. } => {
+                    let b = (range.start.0 / BLOCK) as usize;
+                    let Tier::Level(j) = tier else {
+                        panic!("evict from memory")
+                    };
+                    if copies[b].remove(&j) {
+                        held[j as usize] -= 1;
+                    }
+                }
+                other => panic!("unexpected {other:?}"),
+            }
+        }
+        if next == n {
+            break;
+        }
+        // The application takes block `next` once it is in memory and it is free.
+        if in_memory[next] && busy_until <= now {
+            order.push(next);
+            policy.handle(
+                Instant(now),
+                Input::Read {
+                    stream,
+                    file,
+                    range: ranges[next],
+                    miss: None,
+                },
+            );
+            next += 1;
+            busy_until = now + cfg.consume.0;
+            continue;
+        }
+        let wake = if in_memory[next] {
+            busy_until
+        } else {
+            u64::MAX
+        };
+        let (&(t, s), _) = match events.iter().next() {
+            Some(e) if e.0 .0 <= wake => e,
+            _ => {
+                assert!(wake != u64::MAX, "block {next} was never fetched");
+                now = wake;
+                continue;
+            }
+        };
+        let (id, b, into) = events.remove(&(t, s)).expect("present");
+        now = t;
+        match into {
+            Tier::Memory => in_memory[b] = true,
+            Tier::Level(j) => {
+                copies[b].insert(j);
+            }
+        }
+        policy.handle(Instant(now), Input::Fetched { id, ok: true });
+    }
+    (busy_until, order, peak)
+}
+
+fn ten_mb(x: u32) -> InformedConfig {
+    InformedConfig {
+        x_cache: XCache::Fixed(x),
+        ..InformedConfig::default()
+    }
+}
+
+#[test]
+fn tip_alone_takes_n_times_t_disk_over_x() {
+    // Table 7.3 without iPipe: N x max(T_hdd / X, step), plus the first read when the step bounds.
+    for (x, per_block) in [(1u64, 120_000_000u64), (3, 40_000_000), (63, 1_920_000)] {
+        let cfg = ten_mb(x as u32);
+        let mut p = Informed::new("tip", &cfg).unwrap();
+        let (elapsed, order, _) = drive(&mut p, &cfg, 600);
+        assert_eq!(order, (0..600).collect::<Vec<_>>());
+        let model = 600 * per_block + if x == 63 { 120_000_000 } else { 0 };
+        let err = elapsed.abs_diff(model) as f64 / model as f64;
+        assert!(err < 0.01, "x {x}: {elapsed} vs {model}");
+    }
+}
+
+#[test]
+fn ipipe_serves_nearly_everything_from_the_upper_level() {
+    let cfg = InformedConfig {
+        max_bw: None,
+        ..ten_mb(1)
+    };
+    let mut p = Informed::new("ipipe", &cfg).unwrap();
+    assert_eq!(p.plan(), vec![(2, 4, 0)]);
+    let (elapsed, _, _) = drive(&mut p, &cfg, 1000);
+    let st = p.stats();
+    assert!(st.tip_reads_by_level[0] >= 995, "{st:?}");
+    // About N x T_ss (Table 7.3: 607.6 s for 11,686 blocks, i.e. 52 ms each).
+    let per_block = elapsed as f64 / 1000.0 / 1e6;
+    assert!((per_block - 52.0).abs() < 0.5, "{per_block} ms per block");
+}
+
+#[test]
+fn ipo_respects_max_bw_and_the_chain_lead() {
+    let cfg = ten_mb(5);
+    let mut p = Informed::new("ipo", &cfg).unwrap();
+    // eq. 5.1: 15 - 5 = 10 spare reads; algorithm 5: four groups of five.
+    assert_eq!(p.plan()[0].1, 10);
+    assert_eq!(p.plan()[0].2, 20);
+    let (_, order, _) = drive(&mut p, &cfg, 800);
+    assert_eq!(order.len(), 800);
+    let st = p.stats();
+    // Half the blocks come from the SSD (Table 7.11's 28% gain at X_cache = 5 is half of 57%).
+    let share = st.tip_reads_by_level[0] as f64 / 800.0;
+    assert!((share - 0.5).abs() < 0.02, "{share}");
+}
+
+#[test]
+fn auto_x_cache_reaches_the_horizon() {
+    let cfg = InformedConfig::default();
+    assert_eq!(Informed::new("tip", &cfg).unwrap().x_cache(), 63);
+    // With iPipe the horizon is the SSD's: 0.052 / 0.00192 = 27.1.
+    assert_eq!(Informed::new("ipipe", &cfg).unwrap().x_cache(), 28);
+    // IPO cannot use more buffers than max_bw.
+    assert_eq!(Informed::new("ipo", &cfg).unwrap().x_cache(), 15);
+}
+
+#[test]
+fn bad_settings_name_their_key() {
+    let key = |name: &str, cfg: InformedConfig| match Informed::new(name, &cfg) {
+        Err(PolicyError::BadSetting { key, .. }) => key,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(
+        key(
+            "ipo",
+            InformedConfig {
+                max_bw: None,
+                ..Default::default()
+            }
+        ),
+        "max_bw"
+    );
+    assert_eq!(key("tip", ten_mb(0)), "x_cache");
+    let one_level = InformedConfig {
+        levels: vec![InformedConfig::default().levels[1]],
+        ..Default::default()
+    };
+    assert_eq!(key("ipipe", one_level.clone()), "name");
+    assert!(Informed::new("tip", &one_level).is_ok());
+}
+
+fn three_levels() -> InformedConfig {
+    let ms = Duration::from_millis;
+    InformedConfig {
+        levels: vec![
+            LevelTiming {
+                read_to_memory: ms(5),
+                copy_up: Duration::ZERO,
+                capacity_blocks: Some(6),
+            },
+            LevelTiming {
+                read_to_memory: ms(50),
+                copy_up: ms(20),
+                capacity_blocks: Some(10),
+            },
+            LevelTiming {
+                read_to_memory: ms(120),
+                copy_up: ms(130),
+                capacity_blocks: None,
+            },
+        ],
+        consume: ms(2),
+        ..InformedConfig::default()
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, failure_persistence: None, ..ProptestConfig::default() })]
+
+    /// No level holds more copies than its capacity and every hinted block reaches the application
+    /// once, in order, for every policy, buffer count, bandwidth cap and 2 or 3 levels.
+    #[test]
+    fn capacity_holds_and_blocks_arrive_once_in_order(
+        name in prop::sample::select(vec!["tip", "ipipe", "ipo", "ipods"]),
+        x in 1u32..20,
+        max_bw in 1u32..30,
+        n in 1usize..300,
+        three in any::<bool>(),
+        cap1 in 1u64..12,
+    ) {
+        let mut cfg = if three { three_levels() } else { ten_mb(x) };
+        cfg.x_cache = XCache::Fixed(x);
+        cfg.max_bw = Some(max_bw);
+        cfg.levels[0].capacity_blocks = Some(cap1);
+        let mut p = Informed::new(name, &cfg).unwrap();
+        let (_, order, peak) = drive(&mut p, &cfg, n);
+        prop_assert_eq!(order, (0..n).collect::<Vec<_>>());
+        for (j, c) in cfg.levels.iter().enumerate() {
+            if let Some(c) = c.capacity_blocks {
+                prop_assert!(peak[j + 1] <= c);
+            }
+        }
+    }
+}

@@ -1,0 +1,783 @@
+//! The tiered driver: runs one hinted application over a stack of storage levels and executes an
+//! informed policy's outputs (paper 002_792ac46f2e9108f8.txt, chapters 4 to 7).
+//!
+//! The application discloses its whole access list up front (`Input::Hint`), then takes the blocks
+//! in order: it waits until block `i` is in memory, hands the policy `Input::Read` for it (the buffer
+//! passes to the application, so TIP may fetch another), and spends `workload.consume` on it.
+//! The driver only executes: a `Fetch` into memory reads the block from the nearest level that
+//! holds it, a `Fetch` into `Level(j)` copies it up from the nearest level below `j` that holds it
+//! (the original stays on the home level), and `Evict` drops a copy. It tracks every level's copies
+//! against its capacity and memory's buffers against `device.memory`, asserting both, and it
+//! never chooses what or when to fetch; if the application reaches a block nobody fetched, it
+//! reads it on demand, as a page cache would.
+//!
+//! Timing: with `TierModel::Constant` each read or copy takes its fixed per-block time and any
+//! number run at once (the paper's simulator assumes enough parallelism; `max_bw` is the policy's
+//! business). With device presets each level is a `foresight-device` model with its own command
+//! queue: a read is one request of `workload.block` bytes, a copy is a read on the lower device
+//! followed by a write on the upper one. Blocks live on the home level at `block x block_bytes`
+//! (the log layout of section 4.5.1); copies take the first free slot of their level. A `link`
+//! (delay, bandwidth) carries every block sent to memory, one transfer at a time.
+
+pub mod config;
+pub mod hinted;
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
+use std::sync::Arc;
+
+use foresight_core::{ByteLen, ByteRange, Duration, FetchId, FileId, Instant, Lba, StreamId};
+use foresight_device::{Completion, DevRequest, Device, Op};
+use foresight_policy::informed::LevelTiming;
+use foresight_policy::{Input, Output, Policy, Tier};
+use rustc_hash::FxHashMap;
+
+pub use config::{AccessOrder, HintedWorkload, LinkSpec, TierModel, TierSpec, TieredConfig};
+
+use crate::config::{key_err, SimConfig};
+use crate::metrics::{Report, RequestRecord};
+use crate::sim::{RunOutput, SimError};
+
+/// What a run did beyond the report, for tests: the blocks the application got, in order, and
+/// each level's most copies at once against its capacity (index 0 = memory buffers).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TieredTrace {
+    /// Blocks in the order the application took them.
+    pub delivered: Vec<u64>,
+    /// The hinted blocks, in order.
+    pub hinted: Vec<u64>,
+    /// Most blocks held at once: memory buffers, then each level's copies.
+    pub peak_blocks: Vec<u64>,
+    /// Capacity in blocks: memory, then each level (`u64::MAX` for the home level).
+    pub capacity_blocks: Vec<u64>,
+    /// TIP's buffer count.
+    pub x_cache: u32,
+    /// Reads into memory served by each level (index 0 = level 1).
+    pub reads_by_level: Vec<u64>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Ev {
+    /// A constant-time job, or a link transfer, finished.
+    Job(u64),
+    /// A device (level, disk) may have completions.
+    Device(usize, usize),
+    /// The application finished consuming a block.
+    AppReady,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Stage {
+    /// Reading into memory from `src`.
+    ToMemory { src: usize },
+    /// On the link to memory.
+    Link,
+    /// Reading from `src` for a copy into `into`.
+    CopyRead { src: usize, into: usize },
+    /// Writing the copy on `into`.
+    CopyWrite { into: usize },
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Job {
+    fetch: Option<FetchId>,
+    access: usize,
+    stage: Stage,
+}
+
+struct Dev {
+    model: Box<dyn Device>,
+    pending: VecDeque<DevRequest>,
+    poll_at: Option<Instant>,
+}
+
+struct Level {
+    /// Devices of this level (empty for a constant level).
+    devices: Vec<Dev>,
+    capacity_blocks: u64,
+    held: u64,
+    peak: u64,
+    free_slots: Vec<u64>,
+    timing: LevelTiming,
+}
+
+/// Per-block time of one request of `bytes` on a fresh model of `preset`.
+fn measure(preset: &str, op: Op, bytes: ByteLen) -> Duration {
+    let spec = foresight_device::preset(preset).expect("checked when parsed");
+    let mut dev = foresight_device::build(&spec);
+    dev.submit(
+        Instant::ZERO,
+        DevRequest {
+            id: 0,
+            op,
+            lba: Lba(0),
+            sectors: bytes.sectors_ceil() as u32,
+        },
+    );
+    let mut out = vec![];
+    while out.is_empty() {
+        let t = dev.next_event().expect("a request is pending");
+        dev.advance(t, &mut out);
+    }
+    out[0].at.saturating_since(Instant::ZERO)
+}
+
+fn link_time(link: &LinkSpec, bytes: ByteLen) -> Duration {
+    Duration((bytes.0 as u128 * 1_000_000_000 / link.bytes_per_s as u128) as u64)
+}
+
+/// The per-block times the policy plans with: the configured constants, or what one request costs
+/// on a fresh device model (a copy is a read below plus a write above), plus the link.
+pub fn level_timings(t: &TieredConfig) -> Vec<LevelTiming> {
+    let block = t.workload.block;
+    let link = t
+        .link
+        .map(|l| l.delay + link_time(&l, block))
+        .unwrap_or(Duration::ZERO);
+    (0..t.tiers.len())
+        .map(|i| {
+            let (read, copy_up) = match &t.tiers[i].model {
+                TierModel::Constant { read, copy_up } => (*read, *copy_up),
+                TierModel::Preset(name) => {
+                    let read = measure(name, Op::Read, block);
+                    let write_above = match i.checked_sub(1).map(|k| &t.tiers[k].model) {
+                        Some(TierModel::Preset(up)) => measure(up, Op::Write, block),
+                        // A constant level above: its per-block time stands for the write too.
+                        Some(TierModel::Constant { read, .. }) => *read,
+                        None => Duration::ZERO,
+                    };
+                    (
+                        read,
+                        if i == 0 {
+                            Duration::ZERO
+                        } else {
+                            read + write_above
+                        },
+                    )
+                }
+            };
+            LevelTiming {
+                read_to_memory: read + link,
+                copy_up,
+                capacity_blocks: t.tiers[i].capacity.map(|c| c.0 / block.0),
+            }
+        })
+        .collect()
+}
+
+struct Driver<'a> {
+    t: &'a TieredConfig,
+    policy: Box<dyn Policy>,
+    now: Instant,
+    seq: u64,
+    heap: BinaryHeap<Reverse<(Instant, u64, Ev)>>,
+    levels: Vec<Level>,
+    block_sectors: u64,
+    /// Hinted blocks in order.
+    blocks: Vec<u64>,
+    /// Bit `j - 1`: a landed copy on level `j`; per access.
+    copies: Vec<u8>,
+    slot_of: FxHashMap<(usize, usize), u64>,
+    /// Memory: 0 absent, 1 in flight, 2 ready, 3 taken.
+    mem: Vec<u8>,
+    mem_buffers: u64,
+    mem_peak: u64,
+    mem_capacity: u64,
+    jobs: FxHashMap<u64, Job>,
+    next_job: u64,
+    link_free: Instant,
+    // Application.
+    next_access: usize,
+    waiting_since: Option<Instant>,
+    app_busy: bool,
+    want_at: Instant,
+    stall: Duration,
+    latencies: Vec<Duration>,
+    records: Option<Vec<RequestRecord>>,
+    delivered: Vec<u64>,
+    reads_by_level: Vec<u64>,
+    device_requests: u64,
+    device_bytes: u64,
+    fetches: u64,
+    events: u64,
+    prefetched: u64,
+    index: FxHashMap<u64, usize>,
+    /// The policy asked the waiting application not to read on demand.
+    deferred: bool,
+    /// Policy fetches of blocks already in memory, to answer at once.
+    answered: Vec<FetchId>,
+}
+
+const FILE: FileId = FileId(0);
+const STREAM: StreamId = StreamId(0);
+
+impl Driver<'_> {
+    fn push(&mut self, at: Instant, ev: Ev) {
+        self.seq += 1;
+        self.heap.push(Reverse((at, self.seq, ev)));
+    }
+
+    fn range(&self, access: usize) -> ByteRange {
+        let b = self.t.workload.block.0;
+        ByteRange::new(self.blocks[access] * b, b)
+    }
+
+    fn access_of(&self, range: ByteRange) -> usize {
+        // Hinted blocks are distinct, so the access is found by block number; the map is built
+        // once.
+        let block = range.start.0 / self.t.workload.block.0;
+        *self
+            .index
+            .get(&block)
+            .unwrap_or_else(|| panic!("the policy fetched block {block}, which was never hinted"))
+    }
+
+    fn nearest(&self, access: usize, above: usize) -> usize {
+        // Levels are 1-based; the home level always holds the block.
+        let home = self.levels.len();
+        (above + 1..home)
+            .find(|&j| self.copies[access] & (1 << (j - 1)) != 0)
+            .unwrap_or(home)
+    }
+
+    fn start(&mut self, fetch: Option<FetchId>, access: usize, stage: Stage) {
+        let id = self.next_job;
+        self.next_job += 1;
+        self.jobs.insert(
+            id,
+            Job {
+                fetch,
+                access,
+                stage,
+            },
+        );
+        let (level, op, slot) = match stage {
+            Stage::ToMemory { src } | Stage::CopyRead { src, .. } => (src, Op::Read, None),
+            Stage::CopyWrite { into } => (into, Op::Write, Some(self.slot_of[&(access, into)])),
+            Stage::Link => {
+                let link = self.t.link.expect("a link stage needs a link");
+                let begin = self.now.max(self.link_free);
+                self.link_free = begin + link_time(&link, self.t.workload.block);
+                let done = self.link_free + link.delay;
+                self.push(done, Ev::Job(id));
+                return;
+            }
+        };
+        let home = self.levels.len();
+        let lv = &mut self.levels[level - 1];
+        match lv.devices.is_empty() {
+            true => {
+                if !matches!(stage, Stage::CopyWrite { .. }) {
+                    self.device_requests += 1;
+                    self.device_bytes += self.t.workload.block.0;
+                }
+                let d = match stage {
+                    Stage::ToMemory { .. } => lv.timing.read_to_memory,
+                    Stage::CopyRead { src, into } => {
+                        // Constant levels: the copy's whole climb in one step.
+                        let mut d = Duration::ZERO;
+                        for k in into + 1..=src {
+                            d += self.levels[k - 1].timing.copy_up;
+                        }
+                        d
+                    }
+                    Stage::CopyWrite { .. } | Stage::Link => Duration::ZERO,
+                };
+                // The policy's read time includes the link; the level's own part comes first.
+                let d = if matches!(stage, Stage::ToMemory { .. }) {
+                    d.0.saturating_sub(self.link_share().0)
+                } else {
+                    d.0
+                };
+                self.push(self.now + Duration(d), Ev::Job(id));
+            }
+            false => {
+                let disks = lv.devices.len() as u64;
+                let place = if level == home {
+                    self.blocks[access]
+                } else {
+                    slot.unwrap_or_else(|| self.slot_of[&(access, level)])
+                };
+                let disk = (place % disks) as usize;
+                let req = DevRequest {
+                    id,
+                    op,
+                    lba: Lba(place / disks * self.block_sectors),
+                    sectors: self.block_sectors as u32,
+                };
+                self.device_requests += 1;
+                self.device_bytes += self.t.workload.block.0;
+                let dev = &mut self.levels[level - 1].devices[disk];
+                dev.pending.push_back(req);
+                assert!(dev.pending.len() <= 1 << 20, "device queue bound");
+                self.pump(level, disk);
+            }
+        }
+    }
+
+    fn link_share(&self) -> Duration {
+        self.t
+            .link
+            .map(|l| l.delay + link_time(&l, self.t.workload.block))
+            .unwrap_or(Duration::ZERO)
+    }
+
+    fn pump(&mut self, level: usize, disk: usize) {
+        let now = self.now;
+        let dev = &mut self.levels[level - 1].devices[disk];
+        while dev.model.can_accept() {
+            let Some(r) = dev.pending.pop_front() else {
+                break;
+            };
+            dev.model.submit(now, r);
+        }
+        if let Some(t) = dev.model.next_event() {
+            if dev.poll_at.is_none_or(|p| t < p || p < now) {
+                dev.poll_at = Some(t);
+                self.push(t, Ev::Device(level, disk));
+            }
+        }
+    }
+
+    fn reserve(&mut self, access: usize, into: usize) {
+        let lv = &mut self.levels[into - 1];
+        lv.held += 1;
+        lv.peak = lv.peak.max(lv.held);
+        assert!(
+            lv.held <= lv.capacity_blocks,
+            "level {into} holds {} blocks, over its capacity of {}",
+            lv.held,
+            lv.capacity_blocks
+        );
+        let slot = lv
+            .free_slots
+            .pop()
+            .expect("a free slot exists below capacity");
+        self.slot_of.insert((access, into), slot);
+    }
+
+    fn drop_copy(&mut self, access: usize, level: usize) {
+        if let Some(slot) = self.slot_of.remove(&(access, level)) {
+            self.copies[access] &= !(1 << (level - 1));
+            let lv = &mut self.levels[level - 1];
+            lv.held -= 1;
+            lv.free_slots.push(slot);
+        }
+    }
+
+    fn fetch_to_memory(&mut self, fetch: Option<FetchId>, access: usize) {
+        let src = self.nearest(access, 0);
+        self.reads_by_level[src - 1] += 1;
+        self.mem[access] = 1;
+        self.mem_buffers += 1;
+        self.mem_peak = self.mem_peak.max(self.mem_buffers);
+        assert!(
+            self.mem_buffers <= self.mem_capacity,
+            "memory holds {} blocks, over device.memory's {}",
+            self.mem_buffers,
+            self.mem_capacity
+        );
+        self.start(fetch, access, Stage::ToMemory { src });
+    }
+
+    fn drain_policy(&mut self) {
+        while let Some(o) = self.policy.poll_output() {
+            match o {
+                Output::Fetch {
+                    id, range, into, ..
+                } => {
+                    self.fetches += 1;
+                    let access = self.access_of(range);
+                    match into {
+                        Tier::Memory if self.mem[access] != 0 => {
+                            // Already read on demand (or taken): nothing left to fetch.
+                            self.answered.push(id);
+                        }
+                        Tier::Memory => {
+                            self.prefetched += range.len.0;
+                            self.fetch_to_memory(Some(id), access);
+                        }
+                        Tier::Level(j) => {
+                            let j = j as usize;
+                            assert!(j >= 1 && j < self.levels.len(), "no level {j} to copy into");
+                            let src = self.nearest(access, j);
+                            self.reserve(access, j);
+                            self.start(Some(id), access, Stage::CopyRead { src, into: j });
+                        }
+                    }
+                }
+                Output::Evict { range, tier, .. } => {
+                    if let Tier::Level(j) = tier {
+                        let access = self.access_of(range);
+                        // Only landed copies are dropped; the policy evicts nothing in flight.
+                        if self.copies[access] & (1 << (j - 1)) != 0 {
+                            self.drop_copy(access, j as usize);
+                        }
+                    }
+                }
+                Output::Defer { .. } => self.deferred = true,
+                Output::Cancel { .. } | Output::Release { .. } => {}
+            }
+        }
+        while let Some(id) = self.answered.pop() {
+            self.policy
+                .handle(self.now, Input::Fetched { id, ok: true });
+            self.drain_policy();
+        }
+    }
+
+    fn finish_job(&mut self, id: u64) {
+        let job = self.jobs.remove(&id).expect("a known job");
+        match job.stage {
+            Stage::ToMemory { .. } if self.t.link.is_some() => {
+                self.start(job.fetch, job.access, Stage::Link);
+            }
+            Stage::ToMemory { .. } | Stage::Link => {
+                self.mem[job.access] = 2;
+                if let Some(f) = job.fetch {
+                    self.policy
+                        .handle(self.now, Input::Fetched { id: f, ok: true });
+                    self.drain_policy();
+                }
+                if self.waiting_since.is_some() && self.next_access == job.access {
+                    self.take();
+                }
+            }
+            Stage::CopyRead { into, .. } => {
+                if !self.levels[into - 1].devices.is_empty() {
+                    self.start(job.fetch, job.access, Stage::CopyWrite { into });
+                } else {
+                    self.land(job, into);
+                }
+            }
+            Stage::CopyWrite { into } => self.land(job, into),
+        }
+    }
+
+    fn land(&mut self, job: Job, into: usize) {
+        self.copies[job.access] |= 1 << (into - 1);
+        if let Some(f) = job.fetch {
+            self.policy
+                .handle(self.now, Input::Fetched { id: f, ok: true });
+            self.drain_policy();
+        }
+    }
+
+    /// The application takes its next block, which is in memory.
+    fn take(&mut self) {
+        let access = self.next_access;
+        debug_assert_eq!(self.mem[access], 2);
+        let waited = self
+            .waiting_since
+            .take()
+            .map(|s| self.now.saturating_since(s))
+            .unwrap_or(Duration::ZERO);
+        self.stall += waited;
+        self.latencies.push(self.now.saturating_since(self.want_at));
+        if let Some(r) = self.records.as_mut() {
+            r.push(RequestRecord {
+                id: access as u64,
+                stream: 0,
+                submit_s: self.want_at.as_secs_f64(),
+                complete_s: self.now.as_secs_f64(),
+                offset: self.blocks[access] * self.t.workload.block.0,
+                bytes: self.t.workload.block.0,
+                op: 'R',
+            });
+        }
+        self.mem[access] = 3;
+        self.mem_buffers -= 1;
+        self.delivered.push(self.blocks[access]);
+        self.next_access += 1;
+        self.app_busy = true;
+        let range = self.range(access);
+        self.policy.handle(
+            self.now,
+            Input::Read {
+                stream: STREAM,
+                file: FILE,
+                range,
+                miss: None,
+            },
+        );
+        self.drain_policy();
+        self.push(self.now + self.t.workload.consume, Ev::AppReady);
+    }
+
+    /// The application wants its next block.
+    fn want(&mut self) {
+        self.app_busy = false;
+        if self.next_access == self.blocks.len() {
+            return;
+        }
+        self.want_at = self.now;
+        let access = self.next_access;
+        match self.mem[access] {
+            2 => self.take(),
+            1 => self.waiting_since = Some(self.now),
+            _ => {
+                // Nobody fetched it: tell the policy, which may ask to wait (`Output::Defer`);
+                // otherwise read it on demand.
+                self.waiting_since = Some(self.now);
+                let range = self.range(access);
+                self.deferred = false;
+                self.policy.handle(
+                    self.now,
+                    Input::Read {
+                        stream: STREAM,
+                        file: FILE,
+                        range,
+                        miss: Some(range.start),
+                    },
+                );
+                self.drain_policy();
+                if !std::mem::take(&mut self.deferred) && self.mem[access] == 0 {
+                    self.fetch_to_memory(None, access);
+                }
+            }
+        }
+    }
+}
+
+/// Runs a hinted workload over the tier stack of `cfg`.
+pub fn run(cfg: &SimConfig, t: &TieredConfig, record: bool) -> Result<RunOutput, SimError> {
+    run_traced(cfg, t, record).map(|(o, _)| o)
+}
+
+/// [`run`], also returning what the property tests check.
+pub fn run_traced(
+    cfg: &SimConfig,
+    t: &TieredConfig,
+    record: bool,
+) -> Result<(RunOutput, TieredTrace), SimError> {
+    let blocks = hinted::access_list(&t.workload, cfg.seed)?;
+    let block = t.workload.block;
+    let timings = level_timings(t);
+    let mut policy_cfg = cfg.policy.clone();
+    policy_cfg.informed.levels = timings.clone();
+    policy_cfg.informed.consume = t.workload.consume;
+    policy_cfg.informed.memory_blocks = t.memory.0 / block.0;
+    let top_block = blocks.iter().max().copied().unwrap_or(0);
+    // The data's extent: every hinted block, laid out in block order on the home level.
+    let data_bytes = (top_block + 1).checked_mul(block.0).ok_or_else(|| {
+        SimError::Config(key_err(
+            "workload.block",
+            format!("block {top_block} of {block} lies beyond 2^64 bytes: use smaller block numbers or blocks"),
+        ))
+    })?;
+    let layout = Arc::new(foresight_policy::Layout::unplaced(&[ByteLen(data_bytes)]));
+    let stack = foresight_policy::build_stack(&policy_cfg, layout).map_err(|e| {
+        SimError::Config(match e {
+            foresight_policy::PolicyError::BadSetting { key, message } => {
+                key_err(&format!("policy.{key}"), message)
+            }
+            other => key_err("policy.name", other.to_string()),
+        })
+    })?;
+    let x_cache = match policy_cfg.informed.x_cache {
+        foresight_policy::informed::XCache::Fixed(x) => x,
+        foresight_policy::informed::XCache::Auto => 0,
+    };
+    let home = t.tiers.len();
+    let mut levels = vec![];
+    for (i, spec) in t.tiers.iter().enumerate() {
+        let devices = match &spec.model {
+            TierModel::Constant { .. } => vec![],
+            TierModel::Preset(name) => {
+                let s = foresight_device::preset(name).expect("checked when parsed");
+                let total = if i + 1 == home {
+                    ByteLen(data_bytes)
+                } else {
+                    spec.capacity.expect("upper levels have one")
+                };
+                let disks = u64::from(spec.disks);
+                let need = ByteLen(total.0.div_ceil(block.0).div_ceil(disks) * block.0);
+                if need > s.capacity() {
+                    return Err(SimError::Config(key_err(
+                        &format!("device.tiers[{i}]"),
+                        format!(
+                            "`{name}` holds {} but this level needs {need}: lower workload.reads or the capacity",
+                            s.capacity()
+                        ),
+                    )));
+                }
+                (0..spec.disks)
+                    .map(|_| Dev {
+                        model: foresight_device::build(&s),
+                        pending: VecDeque::new(),
+                        poll_at: None,
+                    })
+                    .collect()
+            }
+        };
+        let cap = timings[i].capacity_blocks.unwrap_or(u64::MAX);
+        levels.push(Level {
+            devices,
+            capacity_blocks: cap,
+            held: 0,
+            peak: 0,
+            free_slots: if i + 1 == home {
+                vec![]
+            } else {
+                (0..cap.min(1 << 24)).rev().collect()
+            },
+            timing: timings[i],
+        });
+    }
+    let n = blocks.len();
+    let index: FxHashMap<u64, usize> = blocks.iter().enumerate().map(|(i, &b)| (b, i)).collect();
+    let mut d = Driver {
+        t,
+        policy: stack.file,
+        now: Instant::ZERO,
+        seq: 0,
+        heap: BinaryHeap::new(),
+        levels,
+        block_sectors: block.0 / 512,
+        blocks: blocks.clone(),
+        copies: vec![0; n],
+        slot_of: FxHashMap::default(),
+        mem: vec![0; n],
+        mem_buffers: 0,
+        mem_peak: 0,
+        mem_capacity: t.memory.0 / block.0,
+        jobs: FxHashMap::default(),
+        next_job: 0,
+        link_free: Instant::ZERO,
+        next_access: 0,
+        waiting_since: None,
+        app_busy: false,
+        want_at: Instant::ZERO,
+        stall: Duration::ZERO,
+        latencies: Vec::with_capacity(n),
+        records: record.then(Vec::new),
+        delivered: Vec::with_capacity(n),
+        reads_by_level: vec![0; home],
+        device_requests: 0,
+        device_bytes: 0,
+        fetches: 0,
+        events: 0,
+        prefetched: 0,
+        index,
+        deferred: false,
+        answered: vec![],
+    };
+    let ranges: Vec<ByteRange> = (0..n).map(|i| d.range(i)).collect();
+    d.policy.handle(
+        Instant::ZERO,
+        Input::Hint {
+            stream: STREAM,
+            file: FILE,
+            ranges,
+        },
+    );
+    d.drain_policy();
+    d.want();
+    let mut completions: Vec<Completion> = vec![];
+    while let Some(Reverse((at, _, ev))) = d.heap.pop() {
+        d.now = at;
+        d.events += 1;
+        match ev {
+            Ev::Job(id) => d.finish_job(id),
+            Ev::AppReady => d.want(),
+            Ev::Device(level, disk) => {
+                let dev = &mut d.levels[level - 1].devices[disk];
+                if dev.poll_at == Some(at) {
+                    dev.poll_at = None;
+                }
+                completions.clear();
+                dev.model.advance(at, &mut completions);
+                let done: Vec<u64> = completions.iter().map(|c| c.id).collect();
+                d.pump(level, disk);
+                for id in done {
+                    d.finish_job(id);
+                }
+            }
+        }
+    }
+    assert_eq!(d.next_access, n, "the application got every hinted block");
+    let elapsed = d.now;
+    let mut lat: Vec<f64> = d.latencies.iter().map(|l| l.as_millis_f64()).collect();
+    lat.sort_by(f64::total_cmp);
+    let mean = if lat.is_empty() {
+        0.0
+    } else {
+        lat.iter().sum::<f64>() / lat.len() as f64
+    };
+    let p99 = lat
+        .get((lat.len() * 99).div_ceil(100).saturating_sub(1))
+        .copied()
+        .unwrap_or(0.0);
+    let app_bytes = n as u64 * block.0;
+    let secs = elapsed.as_secs_f64();
+    let report = Report {
+        throughput_mib_s: if secs > 0.0 {
+            app_bytes as f64 / (1u64 << 20) as f64 / secs
+        } else {
+            0.0
+        },
+        elapsed_s: secs,
+        app_requests: n as u64,
+        app_bytes,
+        device_requests: d.device_requests,
+        device_bytes: d.device_bytes,
+        prefetched_bytes: d.prefetched,
+        wasted_bytes: 0,
+        mean_latency_ms: mean,
+        p99_latency_ms: p99,
+        stall_s: d.stall.as_secs_f64(),
+        memory_peak_bytes: d.mem_peak * block.0,
+        seed: cfg.seed,
+        policy: cfg.policy.name.clone(),
+        device: describe(t),
+        workload: "hinted".into(),
+        streams: 1,
+        fetches: d.fetches,
+        hit_requests: d.latencies.iter().filter(|l| l.0 == 0).count() as u64,
+        events: d.events,
+        ..Report::default()
+    };
+    let mut peak = vec![d.mem_peak];
+    peak.extend(d.levels.iter().map(|l| l.peak));
+    let mut caps = vec![d.mem_capacity];
+    caps.extend(d.levels.iter().map(|l| l.capacity_blocks));
+    let trace = TieredTrace {
+        delivered: d.delivered,
+        hinted: blocks,
+        peak_blocks: peak,
+        capacity_blocks: caps,
+        x_cache,
+        reads_by_level: d.reads_by_level,
+    };
+    Ok((
+        RunOutput {
+            report,
+            requests: d.records.unwrap_or_default(),
+        },
+        trace,
+    ))
+}
+
+fn describe(t: &TieredConfig) -> String {
+    let tiers: Vec<String> = t
+        .tiers
+        .iter()
+        .map(|s| match &s.model {
+            TierModel::Constant { read, .. } => format!("constant {read}"),
+            TierModel::Preset(p) if s.disks > 1 => format!("{} x {p}", s.disks),
+            TierModel::Preset(p) => p.clone(),
+        })
+        .collect();
+    let mut s = format!("{} [{}]", t.kind, tiers.join(" > "));
+    if let Some(l) = t.link {
+        s.push_str(&format!(
+            " over a link ({}, {:.0} MiB/s)",
+            l.delay,
+            l.bytes_per_s as f64 / (1u64 << 20) as f64
+        ));
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests;

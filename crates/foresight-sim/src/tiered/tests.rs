@@ -1,0 +1,329 @@
+//! The tiered driver against the paper's analytic cells and the capacity and order invariants.
+
+use proptest::prelude::*;
+
+use super::*;
+use crate::experiments::config;
+
+fn cfg(sets: &[&str]) -> SimConfig {
+    config(&sets.iter().map(|s| s.to_string()).collect::<Vec<_>>())
+}
+
+fn constant_10mb(policy: &str, x: u32, reads: u64) -> SimConfig {
+    cfg(&[
+        "device.kind=constant",
+        "device.t_upper=52ms",
+        "device.t_lower=120ms",
+        "device.t_lower_to_upper=122ms",
+        &format!("policy.name={policy}"),
+        &format!("policy.x_cache={x}"),
+        "policy.max_bw=15",
+        "workload.kind=hinted",
+        &format!("workload.reads={reads}"),
+        "workload.block=10MiB",
+        "workload.consume=1.92ms",
+    ])
+}
+
+fn elapsed(c: &SimConfig) -> f64 {
+    crate::sim::run(c, crate::sim::RunOptions::default())
+        .unwrap()
+        .report
+        .elapsed_s
+}
+
+#[test]
+fn tip_alone_matches_table_7_3_cells() {
+    // Table 7.3, LASR1 without iPipe: 1402.32 s at X_cache = 1, 56.0928 s at 25 (1%).
+    for (x, paper) in [(1, 1402.32), (25, 56.0928)] {
+        let e = elapsed(&constant_10mb("tip", x, 11_686));
+        assert!((e / paper - 1.0).abs() < 0.01, "x {x}: {e} vs {paper}");
+    }
+}
+
+#[test]
+fn ipipe_matches_table_7_3_cells() {
+    // Table 7.3, LASR1 with iPipe: 607.612 s at X_cache = 1, 24.3045 s at 25 (1%).
+    for (x, paper) in [(1, 607.612), (25, 24.3045)] {
+        let e = elapsed(&constant_10mb("ipipe", x, 11_686));
+        assert!((e / paper - 1.0).abs() < 0.01, "x {x}: {e} vs {paper}");
+    }
+}
+
+#[test]
+fn ipo_matches_table_7_11_cells() {
+    // Table 7.11, LASR1 with IPO: 201.128 s at X_cache = 5, 172.036 s at 7 (5%).
+    for (x, paper) in [(5, 201.128), (7, 172.036)] {
+        let e = elapsed(&constant_10mb("ipo", x, 11_686));
+        assert!((e / paper - 1.0).abs() < 0.05, "x {x}: {e} vs {paper}");
+    }
+}
+
+#[test]
+fn bad_keys_are_named() {
+    let err = |sets: &[&str]| {
+        let mut table = toml::Table::new();
+        for s in sets {
+            crate::config::apply_set(&mut table, s).unwrap();
+        }
+        SimConfig::from_table(table, None).unwrap_err().to_string()
+    };
+    assert!(err(&["device.kind=constant", "device.t_upper=52ms"]).contains("device.t_lower"));
+    assert!(err(&["workload.kind=hinted"]).contains("device.kind"));
+    assert!(err(&[
+        "device.kind=constant",
+        "device.t_upper=1ms",
+        "device.t_lower=2ms",
+        "device.t_lower_to_upper=3ms",
+        "policy.name=ipo",
+    ])
+    .contains("policy.max_bw"));
+    assert!(err(&[
+        "device.kind=constant",
+        "device.t_upper=1ms",
+        "device.t_lower=2ms",
+        "device.t_lower_to_upper=3ms",
+        "policy.x_cache=zero",
+    ])
+    .contains("policy.x_cache"));
+    assert!(err(&["device.kind=tiered"]).contains("device.tiers"));
+}
+
+#[test]
+fn full_device_models_run_and_ipipe_beats_tip() {
+    let run = |policy: &str| {
+        let c = cfg(&[
+            "device.kind=tiered",
+            "device.tiers=[{preset = \"ssd-850evo\", capacity = \"4GiB\"}, {preset = \"st6000nm0024\", disks = 4}]",
+            &format!("policy.name={policy}"),
+            "policy.x_cache=1",
+            "workload.kind=hinted",
+            "workload.reads=60",
+            "workload.block=10MiB",
+            "workload.consume=1.92ms",
+        ]);
+        crate::sim::run(&c, crate::sim::RunOptions::default())
+            .unwrap()
+            .report
+    };
+    let tip = run("tip");
+    let ipipe = run("ipipe");
+    assert!(
+        ipipe.elapsed_s < tip.elapsed_s,
+        "{} vs {}",
+        ipipe.elapsed_s,
+        tip.elapsed_s
+    );
+    assert!(tip.stall_s > 0.0 && tip.stall_s < tip.elapsed_s);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, failure_persistence: None, ..ProptestConfig::default() })]
+
+    /// No tier ever holds more than its capacity (the driver asserts it at every copy and every
+    /// memory fetch, and the peaks are checked here), and every hinted block reaches the
+    /// application exactly once, in order, whatever the policy, buffers, bandwidth, capacities,
+    /// order, tier count and seed.
+    #[test]
+    fn tiers_stay_within_capacity_and_blocks_arrive_once_in_order(
+        policy in prop::sample::select(vec!["tip", "ipipe", "ipo", "ipods"]),
+        x in 1u32..24,
+        max_bw in 1u32..32,
+        reads in 1u64..400,
+        upper_blocks in 1u64..40,
+        memory_blocks in 1u64..40,
+        three in any::<bool>(),
+        random in any::<bool>(),
+        seed in 0u64..1000,
+    ) {
+        let tiers = if three {
+            format!(
+                "device.tiers=[{{t_read = \"5ms\", capacity = \"{upper_blocks}MiB\"}}, \
+                 {{t_read = \"40ms\", t_copy_up = \"15ms\", capacity = \"{}MiB\"}}, \
+                 {{t_read = \"120ms\", t_copy_up = \"130ms\"}}]",
+                upper_blocks * 2
+            )
+        } else {
+            format!(
+                "device.tiers=[{{t_read = \"52ms\", capacity = \"{upper_blocks}MiB\"}}, \
+                 {{t_read = \"120ms\", t_copy_up = \"122ms\"}}]"
+            )
+        };
+        let c = cfg(&[
+            "device.kind=tiered",
+            &tiers,
+            &format!("device.memory={memory_blocks}MiB"),
+            &format!("policy.name={policy}"),
+            &format!("policy.x_cache={x}"),
+            &format!("policy.max_bw={max_bw}"),
+            "workload.kind=hinted",
+            &format!("workload.reads={reads}"),
+            "workload.block=1MiB",
+            "workload.consume=2ms",
+            &format!("workload.order={}", if random { "random" } else { "sequential" }),
+            &format!("seed={seed}"),
+        ]);
+        let (_, tr) = run_traced(&c, c.tiered.as_ref().unwrap(), false).unwrap();
+        prop_assert_eq!(&tr.delivered, &tr.hinted);
+        let mut sorted = tr.delivered.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        prop_assert_eq!(sorted.len() as u64, reads);
+        for (peak, cap) in tr.peak_blocks.iter().zip(&tr.capacity_blocks) {
+            prop_assert!(peak <= cap, "peak {} over capacity {}", peak, cap);
+        }
+    }
+}
+
+fn constant_200mb(
+    policy: &str,
+    device: [&str; 3],
+    consume: &str,
+    x: u32,
+    lead: Option<u32>,
+) -> SimConfig {
+    let mut sets = vec![
+        "device.kind=constant".to_string(),
+        format!("device.t_upper={}", device[0]),
+        format!("device.t_lower={}", device[1]),
+        format!("device.t_lower_to_upper={}", device[2]),
+        format!("policy.name={policy}"),
+        format!("policy.x_cache={x}"),
+        "policy.max_bw=15".into(),
+        "workload.kind=hinted".into(),
+        "workload.reads=11686".into(),
+        "workload.block=200MiB".into(),
+        format!("workload.consume={consume}"),
+    ];
+    if let Some(g) = lead {
+        sets.push(format!("policy.pnext_groups={g}"));
+    }
+    config(&sets)
+}
+
+#[test]
+fn ipods_matches_table_7_19_cells() {
+    // Table 7.19, LASR1: with IPODS 9933.42 s and 7246.72 s at X_cache = 5 and 7 (the partial
+    // gains), without 10357.2 s at 5 (1%).
+    let remote = ["4.158s", "4.43s", "4.5s"];
+    for (policy, x, paper) in [
+        ("ipods", 5, 9933.42),
+        ("ipods", 7, 7246.72),
+        ("tip", 5, 10357.2),
+    ] {
+        let e = elapsed(&constant_200mb(policy, remote, "20ms", x, None));
+        assert!(
+            (e / paper - 1.0).abs() < 0.01,
+            "{policy} x {x}: {e} vs {paper}"
+        );
+    }
+}
+
+#[test]
+fn ipo_200mb_matches_table_7_15_with_a_seven_group_lead() {
+    // Table 7.15, LASR1 with IPO: 7181.56 s at X_cache = 3 and 4842.92 s at 5 (5%), reached with
+    // a Pnext lead of 7 X_cache groups; algorithm 5's own lead (4 groups + 1) misses X_cache = 3.
+    let local = ["1.5s", "2.3s", "4.5s"];
+    for (x, paper) in [(3, 7181.56), (5, 4842.92)] {
+        let e = elapsed(&constant_200mb("ipo", local, "37ms", x, Some(7)));
+        assert!((e / paper - 1.0).abs() < 0.05, "x {x}: {e} vs {paper}");
+    }
+    let e = elapsed(&constant_200mb("ipo", local, "37ms", 3, None));
+    assert!((e / 7181.56 - 1.0).abs() > 0.05, "{e}");
+}
+
+#[test]
+fn a_link_adds_its_delay_and_transfer_to_every_read() {
+    // One buffer, one level of 10 ms per block behind a 1 ms, 100 MiB/s link: each 1 MiB block
+    // takes 10 + 1 + 10 ms, and the link carries one block at a time.
+    let c = cfg(&[
+        "device.kind=tiered",
+        "device.tiers=[{t_read = \"10ms\"}]",
+        "device.link={delay = \"1ms\", bandwidth = \"100MiB/s\"}",
+        "policy.name=tip",
+        "policy.x_cache=1",
+        "workload.kind=hinted",
+        "workload.reads=100",
+        "workload.block=1MiB",
+        "workload.consume=1ms",
+    ]);
+    let r = crate::sim::run(&c, crate::sim::RunOptions::default())
+        .unwrap()
+        .report;
+    let want = 100.0 * 0.021 + 0.001;
+    assert!(
+        (r.elapsed_s - want).abs() < 1e-6,
+        "{} vs {want}",
+        r.elapsed_s
+    );
+    assert!(r.device.contains("link"), "{}", r.device);
+}
+
+#[test]
+fn three_levels_pipeline_blocks_up_to_the_top() {
+    // Memory > SSD (52 ms) > HDD (120 ms, 122 ms up) > archive (500 ms, 300 ms up): with two
+    // prefetchers, TIP finds almost every block on the SSD and runs near N x 52 ms.
+    let c = cfg(&[
+        "device.kind=tiered",
+        "device.tiers=[{t_read = \"52ms\", capacity = \"1GiB\"}, \
+         {t_read = \"120ms\", t_copy_up = \"122ms\", capacity = \"1GiB\"}, \
+         {t_read = \"500ms\", t_copy_up = \"300ms\"}]",
+        "policy.name=ipipe",
+        "policy.x_cache=1",
+        "workload.kind=hinted",
+        "workload.reads=2000",
+        "workload.block=10MiB",
+        "workload.consume=1.92ms",
+    ]);
+    let (out, tr) = run_traced(&c, c.tiered.as_ref().unwrap(), false).unwrap();
+    assert!(tr.reads_by_level[0] >= 1990, "{:?}", tr.reads_by_level);
+    let per_block = out.report.elapsed_s / 2000.0;
+    assert!(per_block < 0.0525, "{per_block}");
+}
+
+#[test]
+fn ipipe_cuts_elapsed_by_40_percent_on_two_ssds_over_four_disks() {
+    // Device models at X_cache = 1 (the paper's 56% is analytic): TIP alone streams one disk at a
+    // time; iPipe's copies use the other disks and TIP reads the SSDs.
+    let run = |policy: &str| {
+        let c = cfg(&[
+            "device.kind=tiered",
+            "device.tiers=[{preset = \"ssd-850evo\", capacity = \"4GiB\", disks = 2}, \
+             {preset = \"st6000nm0024\", disks = 4}]",
+            &format!("policy.name={policy}"),
+            "policy.x_cache=1",
+            "workload.kind=hinted",
+            "workload.reads=300",
+            "workload.block=10MiB",
+            "workload.consume=1.92ms",
+        ]);
+        elapsed(&c)
+    };
+    let (tip, ipipe) = (run("tip"), run("ipipe"));
+    assert!(ipipe < 0.6 * tip, "ipipe {ipipe} s vs tip {tip} s");
+}
+
+#[test]
+fn auto_x_cache_is_within_5_percent_of_the_best_fixed_count() {
+    let auto = elapsed(&constant_10mb_auto("tip", 3000));
+    let best = [1, 8, 32, 63, 64]
+        .iter()
+        .map(|&x| elapsed(&constant_10mb("tip", x, 3000)))
+        .fold(f64::INFINITY, f64::min);
+    assert!(auto <= 1.05 * best, "auto {auto} vs best {best}");
+}
+
+fn constant_10mb_auto(policy: &str, reads: u64) -> SimConfig {
+    cfg(&[
+        "device.kind=constant",
+        "device.t_upper=52ms",
+        "device.t_lower=120ms",
+        "device.t_lower_to_upper=122ms",
+        &format!("policy.name={policy}"),
+        "policy.x_cache=auto",
+        "workload.kind=hinted",
+        &format!("workload.reads={reads}"),
+        "workload.block=10MiB",
+        "workload.consume=1.92ms",
+    ])
+}
