@@ -87,6 +87,10 @@ impl FileStreams {
                     let (file, range) = self.to_file(range);
                     Output::Defer { file, range }
                 }
+                Output::Evict { range, tier, .. } => {
+                    let (file, range) = self.to_file(range);
+                    Output::Evict { file, range, tier }
+                }
                 cancel @ Output::Cancel { .. } => cancel,
             };
             self.out.push_back(mapped);
