@@ -26,10 +26,11 @@ use super::aps::{Aps, ApsConfig};
 use crate::readahead::{NoPrefetch, Seqp};
 use crate::{Layout, Policy, PolicyError};
 
-/// Lustre's client readahead (paper 004, section 2.1).
-pub const LUSTRE_CLIENT_READAHEAD: ByteLen = ByteLen(40_000_000);
-/// NFS's readahead (paper 004, section 2.1).
-pub const NFS_READAHEAD: ByteLen = ByteLen(7_500_000);
+/// Lustre's client readahead (paper 004, section 2.1: "40 MB"; Lustre's `max_read_ahead_mb`
+/// counts binary megabytes, and readahead windows are whole pages).
+pub const LUSTRE_CLIENT_READAHEAD: ByteLen = ByteLen(40 << 20);
+/// NFS's readahead (paper 004, section 2.1: "7.5 MB", taken as 7.5 MiB, a whole number of pages).
+pub const NFS_READAHEAD: ByteLen = ByteLen(15 << 19);
 /// HDFS's server prefetch window. Assumed: the paper says only "aggressive"; 8 MiB is 1/8 of
 /// its 64 MB chunk.
 pub const HDFS_SERVER_READAHEAD: ByteLen = ByteLen(8 << 20);
@@ -217,7 +218,10 @@ impl DeviceReadahead {
     /// A RAID-0 of `disks` disks with `strip` bytes per strip: EXT4 reads `2 * P * S` ahead, APS
     /// reads in strips when a strip is at least the normal readahead (section 4.2.1).
     pub fn striped(disks: u32, strip: ByteLen) -> DeviceReadahead {
-        assert!(disks >= 1 && strip.0 > 0, "a striped device has disks and strips");
+        assert!(
+            disks >= 1 && strip.0 > 0,
+            "a striped device has disks and strips"
+        );
         DeviceReadahead {
             local: ByteLen(2 * u64::from(disks) * strip.0),
             unit: ByteLen(strip.0.max(DISK_READAHEAD.0)),
@@ -311,12 +315,12 @@ mod tests {
             assert_eq!(p.queue == QueueKind::Dedicated, dedicated, "{s}");
         }
         let lustre = DfsSystem::Lustre.profile(d);
-        assert_eq!(lustre.client, ClientReadahead::Window(LUSTRE_CLIENT_READAHEAD));
-        assert_eq!(lustre.server_readahead, None);
         assert_eq!(
-            DfsSystem::Gluster.profile(d).client,
-            ClientReadahead::None
+            lustre.client,
+            ClientReadahead::Window(LUSTRE_CLIENT_READAHEAD)
         );
+        assert_eq!(lustre.server_readahead, None);
+        assert_eq!(DfsSystem::Gluster.profile(d).client, ClientReadahead::None);
     }
 
     #[test]
@@ -324,7 +328,9 @@ mod tests {
         let layout = Arc::new(Layout::unplaced(&[ByteLen::mib(64)]));
         for s in DFS_SYSTEMS {
             let p = s.profile(DeviceReadahead::single());
-            let c = p.client_policy(layout.clone(), ApsConfig::default()).unwrap();
+            let c = p
+                .client_policy(layout.clone(), ApsConfig::default())
+                .unwrap();
             let _ = p.server_policy(layout.clone()).unwrap();
             if *s == DfsSystem::Aps {
                 assert_eq!(c.name(), "aps");

@@ -21,6 +21,7 @@
 
 pub mod alpha;
 pub mod aps;
+pub mod dfs;
 pub mod rtt;
 pub mod workers;
 
