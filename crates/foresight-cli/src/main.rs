@@ -16,6 +16,7 @@ use foresight_sim::metrics::RequestRecord;
 use foresight_sim::{RunOptions, SimError};
 
 mod bench;
+mod net;
 
 #[derive(Parser)]
 #[command(
@@ -73,6 +74,18 @@ enum Command {
     /// Measure the real engine on this machine's disk against the kernel and the device's limit.
     #[command(long_about = BENCH_HELP)]
     Bench(Box<bench::BenchArgs>),
+    /// Serve files over HTTP/1.1 with ranges and dedicated per-stream workers.
+    #[command(long_about = net::SERVE_HELP)]
+    Serve(Box<net::ServeArgs>),
+    /// Download over HTTP with delay-adaptive readahead (alpha requests in flight).
+    #[command(long_about = net::GET_HELP)]
+    Get(Box<net::GetArgs>),
+    /// A TCP relay that adds one-way delay and caps bandwidth.
+    #[command(long_about = net::PROXY_HELP)]
+    Proxy(Box<net::ProxyArgs>),
+    /// Many concurrent clients against one server, every byte checked.
+    #[command(name = "net-soak", long_about = net::SOAK_HELP)]
+    NetSoak(Box<net::SoakArgs>),
 }
 
 const BENCH_HELP: &str = "Measure the real engine on this machine's disk against plain buffered \
@@ -193,6 +206,10 @@ fn main() -> ExitCode {
             list,
         } => cmd_reproduce(&experiments, quick, &out, list),
         Command::Bench(args) => bench::run(&args),
+        Command::Serve(args) => net::run_serve(&args),
+        Command::Get(args) => net::run_get(&args),
+        Command::Proxy(args) => net::run_proxy(&args),
+        Command::NetSoak(args) => net::run_soak(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
