@@ -9,6 +9,13 @@
 //! This is exactly what makes a shared request queue slow (Fig. 5 of the paper): a server worker that
 //! picks a different stream's request each time still owns the slice, and every request seeks.
 //!
+//! Two refinements of Linux's CFQ matter here. A queue whose recent requests were mostly seeks
+//! (`CFQQ_SEEKY`) gets no idle wait, since waiting for it saves nothing. And when the active queue
+//! runs dry and another non-seeky queue has a request right where the head is (a "close
+//! cooperator", several threads reading one file), that queue gets the disk at once for the rest of
+//! the slice. Owners' queues live for the whole run (one per thread, so their number is bounded by
+//! the threads), as a thread's CFQ queue keeps its seek history.
+//!
 //! Within a queue, requests merge with a contiguous neighbour up to `max_sectors` and are served
 //! in ascending sector order from where the queue last left the head, as CFQ's per-queue sort tree
 //! does. The queue holds at most `limit` requests in all; callers check [`Cfq::is_full`].
@@ -18,6 +25,13 @@ use std::collections::VecDeque;
 
 use foresight_core::{Duration, Instant};
 use smallvec::SmallVec;
+
+/// How near (in sectors) another queue's request must be to where the active queue left the head
+/// for CFQ to hand it the disk instead of idling (Linux `CFQQ_CLOSE_THR`, 8192 sectors).
+pub const CLOSE_SECTORS: u64 = 8192;
+/// A dispatch further than this (in sectors) from the queue's previous one counts as a seek
+/// (Linux `CFQQ_SEEK_THR`, 800 sectors).
+pub const SEEK_SECTORS: u64 = 800;
 
 /// One request, possibly several merged.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -37,6 +51,16 @@ struct OwnerQueue {
     pending: VecDeque<CfqReq>,
     in_flight: u32,
     next_lba: u64,
+    /// One bit per recent dispatch, 1 when it landed far from the previous one (CFQ's
+    /// `seek_history`).
+    seek_history: u32,
+}
+
+impl OwnerQueue {
+    /// CFQ's `CFQQ_SEEKY`: more than 4 of the last 32 dispatches were seeks.
+    fn seeky(&self) -> bool {
+        self.seek_history.count_ones() > 4
+    }
 }
 
 /// The scheduler's time figures.
@@ -161,14 +185,44 @@ impl Cfq {
     pub fn pop(&mut self, now: Instant) -> Option<CfqReq> {
         if let Some(a) = self.active {
             let q = &self.queues[&a];
+            let no_idle = self.times.idle.0 == 0;
+            if q.pending.is_empty() && !no_idle && !q.seeky() {
+                // CFQ's close cooperator: a queue with a request right where this one left the
+                // head gets the disk at once instead of the idle wait (threads sharing one
+                // sequential file).
+                let head = q.next_lba;
+                let coop = self
+                    .queues
+                    .iter()
+                    .find(|(&o, c)| {
+                        o != a
+                            && !c.seeky()
+                            && c.pending
+                                .iter()
+                                .any(|r| r.lba.abs_diff(head) <= CLOSE_SECTORS)
+                    })
+                    .map(|(&o, _)| o);
+                if let Some(o) = coop {
+                    self.last_served = Some(a);
+                    // The cooperator inherits what is left of the slice, so a stream that
+                    // hops between threads still yields the disk when the slice ends.
+                    self.active = Some(o);
+                    self.idle_until = None;
+                    self.switches += 1;
+                }
+            }
+        }
+        if let Some(a) = self.active {
+            let q = &self.queues[&a];
             let dry = q.pending.is_empty();
             let expired = now >= self.slice_end;
-            let idle_over = self.times.idle.0 == 0 || self.idle_until.is_some_and(|t| now >= t);
+            // A seeky thread gets no idle window: waiting for it saves no seek.
+            let no_idle = self.times.idle.0 == 0 || q.seeky();
+            let idle_over = no_idle || self.idle_until.is_some_and(|t| now >= t);
             let others_wait = self.len > q.pending.len();
-            if (expired && others_wait) || (dry && q.in_flight == 0 && idle_over) {
-                if dry && q.in_flight == 0 {
-                    self.queues.remove(&a);
-                }
+            // Without idling (an SSD) a dry queue gives the disk up at once, even with requests
+            // in flight, as CFQ does on non-rotational devices that queue commands.
+            if (expired && others_wait) || (dry && (q.in_flight == 0 || no_idle) && idle_over) {
                 self.last_served = Some(a);
                 self.active = None;
                 self.idle_until = None;
@@ -206,6 +260,8 @@ impl Cfq {
             .map(|(i, _)| i)
             .expect("non-empty queue");
         let r = q.pending.remove(pick).expect("picked request");
+        let seek = r.lba.abs_diff(q.next_lba) > SEEK_SECTORS;
+        q.seek_history = (q.seek_history << 1) | u32::from(seek);
         q.next_lba = r.lba + r.sectors as u64;
         q.in_flight += 1;
         self.len -= 1;
@@ -230,9 +286,6 @@ impl Cfq {
         q.in_flight -= 1;
         if self.active == Some(owner) && q.in_flight == 0 && q.pending.is_empty() {
             self.idle_until = Some(now + self.times.idle);
-        }
-        if q.in_flight == 0 && q.pending.is_empty() && self.active != Some(owner) {
-            self.queues.remove(&owner);
         }
     }
 
@@ -320,5 +373,29 @@ mod tests {
         q.push(1, 400, 8, 2);
         let order: Vec<u64> = (0..3).map(|_| q.pop(Instant(0)).unwrap().lba).collect();
         assert_eq!(order, vec![100, 400, 800]);
+    }
+}
+
+#[cfg(test)]
+mod cooperator_tests {
+    use super::*;
+
+    #[test]
+    fn a_close_request_of_another_owner_skips_the_idle_wait() {
+        let mut q = Cfq::new(
+            CfqTimes {
+                slice: Duration::from_millis(100),
+                idle: Duration::from_millis(8),
+            },
+            1024,
+            64,
+        );
+        q.push(1, 0, 1024, 0);
+        q.push(2, 1024, 1024, 1);
+        q.push(3, 10_000_000, 8, 2);
+        assert_eq!(q.pop(Instant(0)).unwrap().owner, 1);
+        q.complete(Instant(5), 1);
+        // Owner 2 continues where owner 1 left the head; owner 3 is far away and waits.
+        assert_eq!(q.pop(Instant(6)).unwrap().owner, 2);
     }
 }

@@ -740,9 +740,9 @@ impl Sim {
         let begin = match &mut self.workers {
             Workers::Shared { queue, idle } => {
                 queue.push_back(id);
-                // The most recently idle worker takes it: a worker that has just sent a response
-                // is still awake and finds the next request before a sleeping one is woken.
-                idle.pop_back()
+                // The longest idle worker takes it: idle workers sleep on one condition
+                // variable, and a signal wakes the oldest waiter.
+                idle.pop_front()
                     .map(|w| (w, queue.pop_front().expect("just queued")))
             }
             Workers::Dedicated { choice, queues } => {

@@ -36,3 +36,17 @@ fn explore() {
         println!("{line}");
     }
 }
+
+#[test]
+#[ignore = "exploration: prints one run"]
+fn explore_one() {
+    let sys: DfsSystem = std::env::var("SYS")
+        .unwrap_or("lustre".into())
+        .parse()
+        .unwrap();
+    let n: u32 = std::env::var("N").map_or(1, |v| v.parse().unwrap());
+    let mut p = quick(sys, n);
+    p.duration = Duration::from_secs(2);
+    let r = run(&p).unwrap();
+    println!("{}", serde_json::to_string_pretty(&r).unwrap());
+}

@@ -8,6 +8,7 @@
 mod collapse;
 mod directed;
 pub mod drives;
+mod network;
 mod streams;
 mod striping;
 
@@ -112,6 +113,7 @@ pub fn catalogue() -> Vec<Experiment> {
             about: "application-directed prefetching: seek vs read cost, infill, scan and tile speedups, contention (paper 003)",
             run: directed::run,
         },
+        Experiment { name: "network", about: "DFS streams, random reads and delay: dedicated workers and delay-adaptive readahead (paper 004)", run: network::run },
     ]
 }
 
