@@ -206,6 +206,8 @@ pub struct SimConfig {
     pub policy: PolicyConfig,
     /// `[workload]`.
     pub workload: WorkloadConfig,
+    /// `[dfs]` and `[network]`: run the workload through the DFS model (see `crate::dfs`).
+    pub dfs: Option<crate::dfs::config::DfsSettings>,
 }
 
 impl Default for SimConfig {
@@ -877,10 +879,11 @@ impl SimConfig {
             ));
         }
 
+        let dfs = crate::dfs::config::take(&mut root)?;
         if let Some(k) = root.keys().next() {
             return Err(key_err(
                 k,
-                "unknown key; the top level takes `seed` and the sections [device], [host], [policy], [workload]",
+                "unknown key; the top level takes `seed` and the sections [device], [host], [policy], [workload], [dfs], [network]",
             ));
         }
         Ok(SimConfig {
@@ -889,6 +892,7 @@ impl SimConfig {
             host,
             policy,
             workload,
+            dfs,
         })
     }
 }

@@ -145,6 +145,14 @@ pub fn run_wrapped(
     mut opts: RunOptions<'_>,
     wrap: &mut dyn FnMut(Box<dyn foresight_policy::Policy>) -> Box<dyn foresight_policy::Policy>,
 ) -> Result<RunOutput, SimError> {
+    if let Some(dfs) = &cfg.dfs {
+        let params = dfs.params(cfg)?;
+        let out = crate::dfs::run(&params).map_err(ConfigError::from)?;
+        return Ok(RunOutput {
+            report: out.report,
+            requests: Vec::new(),
+        });
+    }
     let wall = std::time::Instant::now();
     let mut sim = Sim::new(cfg, opts.record_requests)?;
     sim.page_cache.wrap_policy(wrap);

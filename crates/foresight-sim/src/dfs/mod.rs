@@ -26,6 +26,7 @@
 //! measures (section 6.2).
 
 pub mod cfq;
+pub mod config;
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
@@ -152,6 +153,9 @@ pub struct DfsParams {
     pub cfq: Option<CfqTimes>,
     /// How APS chooses `alpha`.
     pub alpha: AlphaMode,
+    /// The most readahead units APS keeps in flight; bounds each stream's memory to
+    /// `(max_alpha + 1) * max_ra_sz`.
+    pub max_alpha: u32,
     /// The seed of random offsets.
     pub seed: u64,
 }
@@ -173,6 +177,7 @@ impl Default for DfsParams {
             memory: ByteLen::gib(4),
             cfq: None,
             alpha: AlphaMode::Auto,
+            max_alpha: 256,
             seed: 1,
         }
     }
@@ -202,6 +207,17 @@ pub enum DfsError {
         /// What is wrong.
         message: String,
     },
+}
+
+impl From<DfsError> for crate::config::ConfigError {
+    fn from(e: DfsError) -> Self {
+        match e {
+            DfsError::Setting { key, message } => crate::config::ConfigError::Key {
+                key: key.to_string(),
+                message,
+            },
+        }
+    }
 }
 
 /// What a DFS run measured, beyond the common [`Report`].
@@ -386,6 +402,12 @@ impl DfsParams {
                 ),
             );
         }
+        if !(1..=1024).contains(&self.max_alpha) {
+            return bad(
+                "dfs.max_alpha",
+                format!("must be 1..=1024, got {}", self.max_alpha),
+            );
+        }
         if self.duration.0 == 0 {
             return bad("workload.duration", "must be longer than 0".into());
         }
@@ -434,6 +456,7 @@ pub fn run(params: &DfsParams) -> Result<DfsReport, DfsError> {
         alpha: params.alpha,
         device: Some(figures),
         rtt_hint: Some(rtt),
+        max_alpha: params.max_alpha,
         ..ApsConfig::default()
     };
     let client_pages = (params.memory.0 / PAGE_BYTES / u64::from(params.streams)).max(256);
