@@ -165,10 +165,26 @@ A config is TOML; every key can also be set with --set KEY=VALUE (later wins). S
   gap = \"64KiB\"                  gaps: bytes between reads (scan, tiles, gaps disclose
                                  their whole order to the policy before the first read)
   gap_dist = \"fixed\"             gaps: fixed | exponential (gaps drawn with mean `gap`)
+  [dfs]                          run streams/random through a DFS model (paper 004):
+                                 clients, link, server workers, CFQ-like queue, [device]
+  system = \"aps\"                 local | lustre | nfs | hdfs | gluster | dedicated | aps
+  queue = \"dedicated\"            shared | dedicated (default: the system's)
+  workers = 32                   server I/O workers
+  alpha = \"auto\"                 aps: readahead units in flight, auto (condition 20) or N
+  max_alpha = 256                aps: most units in flight
+  slice = \"100ms\"                CFQ time slice
+  slice_idle = \"8ms\"             CFQ idle wait (default 0 on an SSD)
+  [network]                      the link of a [dfs] run
+  link = \"lan-10g\"               lan-10g | lan-10g-w30m | lan-1g | metro-10g | wan-10g | wan-1g
+  delay = \"50us\"                 one-way delay (overrides the preset's)
+  bandwidth = \"10Gbit\"           wire rate each way
+  window = \"6MB\"                 TCP window: bytes in flight per connection
 
 Examples:
   foresight sim --set device.preset=cheetah-15k5 --set workload.streams=64 --json
   foresight sim --set policy.name=streams --set workload.streams=100 --set workload.duration=60s
+  foresight sim --set dfs.system=aps --set device.preset=st6000nm0024 --set workload.streams=16 \\
+      --set workload.request=128KiB --set workload.file_size=10GiB --set workload.duration=10s --json
   foresight sim --set workload.kind=trace --set workload.format=disksim \\
       --set workload.trace=../shared/data/disksim/atlas10k.trace \\
       --set device.disksim=../shared/data/disksim/atlas10k.diskspecs --set host.scheduler=noop --json";
