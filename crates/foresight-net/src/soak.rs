@@ -221,7 +221,7 @@ async fn client_loop(
     totals: &Totals,
 ) {
     let mut rng = Rng::new(cfg.seed).fork(c as u64);
-    let sequential = c % 2 == 0;
+    let sequential = c.is_multiple_of(2);
     let file = c % cfg.files;
     let size = cfg.file_size.0;
     let mut seq_at = rng.below(size / 4096) * 4096;
