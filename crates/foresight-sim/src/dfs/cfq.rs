@@ -399,3 +399,51 @@ mod cooperator_tests {
         assert_eq!(q.pop(Instant(6)).unwrap().owner, 2);
     }
 }
+
+#[cfg(test)]
+mod prop {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Every request pushed comes out exactly once, whatever the owners, positions and idle
+        /// settings, as long as the driver keeps completing what it dispatched and calling `pop` at
+        /// the timers. (proptest prints the failing case and its seed.)
+        #[test]
+        fn every_token_is_dispatched_once(
+            reqs in proptest::collection::vec((0u32..6, 0u64..100_000, 1u32..64), 1..80),
+            idle_ms in 0u64..10,
+        ) {
+            let mut q = Cfq::new(
+                CfqTimes { slice: Duration::from_millis(20), idle: Duration::from_millis(idle_ms) },
+                1024,
+                1024,
+            );
+            for (i, (owner, lba, sectors)) in reqs.iter().enumerate() {
+                q.push(*owner, *lba * 8, *sectors, i as u32);
+            }
+            let mut seen = vec![0u32; reqs.len()];
+            let mut now = Instant(0);
+            let mut steps = 0;
+            while !q.is_empty() {
+                steps += 1;
+                prop_assert!(steps < 10_000, "the queue never drained");
+                match q.pop(now) {
+                    Some(r) => {
+                        for t in &r.tokens {
+                            seen[*t as usize] += 1;
+                        }
+                        now += Duration::from_micros(100);
+                        q.complete(now, r.owner);
+                    }
+                    None => {
+                        let t = q.next_timer();
+                        prop_assert!(t.is_some(), "requests wait but no timer is set");
+                        now = now.max(t.unwrap_or(now));
+                    }
+                }
+            }
+            prop_assert!(seen.iter().all(|&n| n == 1), "{seen:?}");
+        }
+    }
+}

@@ -378,7 +378,7 @@ impl DfsParams {
                 format!("must be 1..=4096 for a dfs run, got {}", self.streams),
             );
         }
-        if self.request.0 < PAGE_BYTES || self.request.0 % PAGE_BYTES != 0 {
+        if self.request.0 < PAGE_BYTES || !self.request.0.is_multiple_of(PAGE_BYTES) {
             return bad(
                 "workload.request",
                 format!(

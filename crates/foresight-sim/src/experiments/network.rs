@@ -90,7 +90,7 @@ fn run_all(
                 results.lock().expect("lock")[i] = Some(r);
                 let mut d = done.lock().expect("lock");
                 *d += 1;
-                if *d % 16 == 0 || *d == params.len() {
+                if (*d).is_multiple_of(16) || *d == params.len() {
                     (ctx.log)(&format!("network {name}: {}/{} runs", *d, params.len()));
                 }
             });
