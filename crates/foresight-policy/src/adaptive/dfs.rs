@@ -4,8 +4,9 @@
 //! dedicated per-stream workers.
 //!
 //! Section 2.1 of the paper describes the systems: Lustre reads ahead 40 MB at the client in 1 MB
-//! RPCs and none at the server; NFS keeps a 7.5 MB readahead; HDFS has no client readahead (its
-//! own API) and prefetches aggressively at the server; Gluster's readahead translator does not
+//! RPCs and none at the server; NFS keeps a 7.5 MB readahead at both ends; HDFS has no VFS
+//! readahead at the client (its own API) and prefetches aggressively at the server, streaming a
+//! block to the client ahead of its reads; Gluster's readahead translator does not
 //! prefetch on a disk (section 7.2.1). All of them serve from one shared queue (section 3.2.1,
 //! Fig. 4). APS pins each stream to a dedicated worker (section 6.1) and keeps `alpha` units of
 //! `max_ra_sz` in flight at the client (Algorithm 1, condition 20); "dedicated" is the paper's
@@ -34,6 +35,8 @@ pub const NFS_READAHEAD: ByteLen = ByteLen(15 << 19);
 /// HDFS's server prefetch window. Assumed: the paper says only "aggressive"; 8 MiB is 1/8 of
 /// its 64 MB chunk.
 pub const HDFS_SERVER_READAHEAD: ByteLen = ByteLen(8 << 20);
+/// HDFS's transfer unit (paper 004, section 7.1: `io.file.buffer.size` = 128 KB).
+pub const HDFS_TRANSFER: ByteLen = ByteLen(128 << 10);
 /// Lustre's and NFS's largest network request (1 MiB RPCs / `rsize`); assumed from those systems'
 /// defaults.
 pub const LARGE_RPC: ByteLen = ByteLen(1 << 20);
@@ -47,9 +50,9 @@ pub enum DfsSystem {
     Local,
     /// 40 MB client readahead in 1 MB RPCs, no server readahead, shared queue.
     Lustre,
-    /// 7.5 MB server readahead, 1 MB requests, shared queue.
+    /// 7.5 MB readahead at client and server, 1 MB requests, shared queue.
     Nfs,
-    /// No client readahead, aggressive server prefetch, shared queue.
+    /// Aggressive server prefetch streamed ahead of the reader, 128 KiB transfers, shared queue.
     Hdfs,
     /// No readahead anywhere, shared queue.
     Gluster,
@@ -96,16 +99,19 @@ impl DfsSystem {
                 Some(LARGE_RPC),
             ),
             DfsSystem::Nfs => (
-                C::Window(device.local),
+                C::Window(NFS_READAHEAD),
                 Some(NFS_READAHEAD),
                 QueueKind::Shared,
                 Some(LARGE_RPC),
             ),
+            // The server streams a block ahead of the reader without waiting for requests; the
+            // bytes it may run ahead are the client's window here, fetched in the 128 KiB
+            // transfers the paper configured (`io.file.buffer.size`, section 7.1).
             DfsSystem::Hdfs => (
-                C::None,
+                C::Window(HDFS_SERVER_READAHEAD),
                 Some(HDFS_SERVER_READAHEAD),
                 QueueKind::Shared,
-                None,
+                Some(HDFS_TRANSFER),
             ),
             DfsSystem::Gluster => (C::None, None, QueueKind::Shared, None),
             DfsSystem::Dedicated => (
