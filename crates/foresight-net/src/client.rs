@@ -466,10 +466,13 @@ async fn download(
         idle: Mutex::new(Vec::new()),
         permits: Semaphore::new(cfg.max_connections),
         epoch: started,
+        // Unique per download: process, wall clock and a counter.
         stream_tag: format!(
             "{:x}-{:x}-{}",
             std::process::id(),
-            started.elapsed().as_nanos() ^ (&STREAM_SEQ as *const _ as u128),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos()),
             STREAM_SEQ.fetch_add(1, Ordering::Relaxed)
         ),
         timeout: cfg.request_timeout,
