@@ -294,16 +294,16 @@ impl Pool {
         }
         let tcp = tokio::net::TcpStream::connect(&self.authority)
             .await
-            .map_err(|source| NetError::Connect {
+            .map_err(|error| NetError::Connect {
                 addr: self.authority.clone(),
-                source,
+                error,
             })?;
         let _ = tcp.set_nodelay(true);
         let (send, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tcp))
             .await
             .map_err(|e| NetError::Connect {
                 addr: self.authority.clone(),
-                source: std::io::Error::other(e),
+                error: std::io::Error::other(e),
             })?;
         tokio::spawn(async move {
             let _ = conn.await;

@@ -37,20 +37,20 @@ pub enum NetError {
         message: String,
     },
     /// The listening socket could not be opened.
-    #[error("cannot listen on {addr}: {source}")]
+    #[error("cannot listen on {addr}: {error}")]
     Bind {
         /// The address.
         addr: SocketAddr,
         /// What the system said.
-        source: io::Error,
+        error: io::Error,
     },
     /// A connection to a server failed.
-    #[error("cannot connect to {addr}: {source}")]
+    #[error("cannot connect to {addr}: {error}")]
     Connect {
         /// Host and port.
         addr: String,
         /// What the system said.
-        source: io::Error,
+        error: io::Error,
     },
     /// The server answered something this client cannot use.
     #[error("{url}: {message}")]

@@ -134,9 +134,9 @@ pub fn spawn(cfg: ProxyConfig) -> Result<ProxyHandle, NetError> {
             message: "must be at least 1".into(),
         });
     }
-    let listener = TcpListener::bind(cfg.listen).map_err(|source| NetError::Bind {
+    let listener = TcpListener::bind(cfg.listen).map_err(|error| NetError::Bind {
         addr: cfg.listen,
-        source,
+        error,
     })?;
     listener.set_nonblocking(true)?;
     let addr = listener.local_addr()?;

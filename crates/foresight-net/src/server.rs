@@ -295,9 +295,9 @@ fn start(mut cfg: ServerConfig, on_signal: bool) -> Result<ServerHandle, NetErro
         .enable_all()
         .thread_name("foresight-net")
         .build()?;
-    let std_listener = std::net::TcpListener::bind(cfg.addr).map_err(|source| NetError::Bind {
+    let std_listener = std::net::TcpListener::bind(cfg.addr).map_err(|error| NetError::Bind {
         addr: cfg.addr,
-        source,
+        error,
     })?;
     std_listener.set_nonblocking(true)?;
     let addr = std_listener.local_addr()?;
