@@ -11,7 +11,7 @@
 //! slice = "100ms"       # CFQ time slice
 //! slice_idle = "8ms"    # CFQ idle wait (default 0 on an SSD)
 //! [network]
-//! link = "lan-10g"      # a preset (`foresight devices` lists them)
+//! link = "lan-10g"      # a preset (`foresight sim --help` lists them)
 //! delay = "4ms"         # one way; overrides the preset
 //! bandwidth = "10Gbit"
 //! window = "30MB"       # TCP window: bytes in flight per connection

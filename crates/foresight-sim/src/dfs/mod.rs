@@ -275,6 +275,8 @@ struct StreamState {
 enum Workers {
     Shared {
         queue: VecDeque<u32>,
+        /// The most requests `queue` may hold.
+        cap: usize,
         idle: VecDeque<u32>,
     },
     Dedicated {
@@ -466,6 +468,7 @@ pub fn run(params: &DfsParams) -> Result<DfsReport, DfsError> {
     let workers = match profile.queue {
         QueueKind::Shared => Workers::Shared {
             queue: VecDeque::new(),
+            cap: queue_cap,
             idle: (0..params.workers).collect(),
         },
         QueueKind::Dedicated => Workers::Dedicated {
@@ -761,7 +764,8 @@ impl Sim {
     fn req_arrive(&mut self, id: u32) {
         let stream = self.rpcs[id as usize].expect("live request").stream;
         let begin = match &mut self.workers {
-            Workers::Shared { queue, idle } => {
+            Workers::Shared { queue, cap, idle } => {
+                assert!(queue.len() < *cap, "shared queue over its bound of {cap}");
                 queue.push_back(id);
                 // The longest idle worker takes it: idle workers sleep on one condition
                 // variable, and a signal wakes the oldest waiter.
@@ -867,7 +871,7 @@ impl Sim {
         let w = r.worker;
         self.busy[w as usize] = None;
         let next = match &mut self.workers {
-            Workers::Shared { queue, idle } => match queue.pop_front() {
+            Workers::Shared { queue, idle, .. } => match queue.pop_front() {
                 Some(n) => Some(n),
                 None => {
                     idle.push_back(w);
