@@ -418,7 +418,22 @@ fn dispatch(
         let (pool, url, tx) = (pool.clone(), url.clone(), tx.clone());
         *in_flight += 1;
         tokio::spawn(async move {
-            let r = pool.exchange(&url, Method::GET, Some(req.range)).await;
+            // A busy server (503) or a connection that broke before answering gets two more
+            // tries, a little later each time; anything else is final.
+            let mut attempt = 0u64;
+            let r = loop {
+                let r = pool.exchange(&url, Method::GET, Some(req.range)).await;
+                let retry = match &r {
+                    Ok(ex) => ex.status == StatusCode::SERVICE_UNAVAILABLE,
+                    Err(NetError::Connect { .. }) | Err(NetError::Http { .. }) => true,
+                    Err(_) => false,
+                };
+                if !retry || attempt >= 2 {
+                    break r;
+                }
+                attempt += 1;
+                tokio::time::sleep(StdDuration::from_millis(100 * attempt)).await;
+            };
             let _ = tx.send((req.id, req.range, r));
         });
     }

@@ -370,6 +370,15 @@ mod tests {
             let _ = parse_content_range(&raw);
         }
 
+        /// Near-misses of the grammar (its own characters, shuffled) exercise the refusals.
+        #[test]
+        fn grammar_like_noise_never_panics(raw in "[bBytes= ,\t0-9-]{0,40}", len in 0u64..1 << 40) {
+            match decide(Some(raw.as_bytes()), len) {
+                RangeDecision::Partial(r) => prop_assert!(r.len.0 > 0 && r.end().0 <= len),
+                RangeDecision::Full | RangeDecision::Unsatisfiable | RangeDecision::Malformed(_) => {}
+            }
+        }
+
         /// Headers built from the grammar parse to what built them.
         #[test]
         fn generated_headers_parse(specs in proptest::collection::vec(
