@@ -7,7 +7,7 @@ use std::io::Write;
 use std::net::TcpStream;
 use std::time::Duration;
 
-use common::{get, raw, read_response, serve, BIG_BYTES};
+use common::{get, raw, read_response, serve, serve_with, BIG_BYTES};
 
 #[test]
 fn ranges_return_exactly_the_files_bytes() {
@@ -205,4 +205,43 @@ fn curl_range_requests_match_the_file() {
         .output()
         .unwrap();
     assert_eq!(out.stdout, b"400");
+}
+
+/// Whether the server closes the connection without sending a byte (false as well when 20 s pass).
+fn closed_unanswered(c: &mut TcpStream) -> bool {
+    c.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let mut buf = [0u8; 256];
+    match std::io::Read::read(c, &mut buf) {
+        Ok(0) => true,
+        Ok(_) => false,
+        Err(e) => e.kind() == std::io::ErrorKind::ConnectionReset,
+    }
+}
+
+#[test]
+fn connections_beyond_the_limit_are_closed_and_idle_ones_time_out() {
+    let s = serve_with("conn-limits", |c| {
+        c.max_connections = 2;
+        c.idle_timeout = Duration::from_millis(300);
+    });
+    let a = s.addr();
+    let mut first = TcpStream::connect(a).unwrap();
+    let _second = TcpStream::connect(a).unwrap();
+    // Give the server time to accept both before the third arrives.
+    std::thread::sleep(Duration::from_millis(100));
+    let mut third = TcpStream::connect(a).unwrap();
+    // A served connection would answer this request before any idle timer could close it.
+    let _ = third.write_all(b"GET /sub/small.txt HTTP/1.1\r\nHost: t\r\n\r\n");
+    assert!(
+        closed_unanswered(&mut third),
+        "the third connection was served"
+    );
+    // The first one never sends a request: the idle timer ends it.
+    assert!(
+        closed_unanswered(&mut first),
+        "an idle connection stayed open"
+    );
+    // Once they are gone, new connections are served again.
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(get(a, "/sub/small.txt", None).status, 200);
 }

@@ -45,6 +45,11 @@ impl Drop for Served {
 /// A root with `big.bin`, `sub/small.txt`, an empty file, a symlink out of the root and a file
 /// outside it, served by a fresh server.
 pub fn serve(label: &str) -> Served {
+    serve_with(label, |_| {})
+}
+
+/// Like [`serve`], with the server's settings adjusted by `tweak` first.
+pub fn serve_with(label: &str, tweak: impl FnOnce(&mut ServerConfig)) -> Served {
     let dir = std::env::temp_dir().join(format!("foresight-net-{label}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let root = dir.join("root");
@@ -60,6 +65,7 @@ pub fn serve(label: &str) -> Served {
     cfg.workers = 4;
     cfg.device = DeviceSource::Configured(Bandwidth::from_mib_s(400.0));
     cfg.engine_memory = foresight_core::ByteLen::mib(64);
+    tweak(&mut cfg);
     let server = spawn(cfg).unwrap();
     Served {
         dir,
