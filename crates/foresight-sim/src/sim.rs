@@ -991,6 +991,7 @@ impl Sim {
             events: self.events,
             trace_lba_wrapped: self.trace_wrapped,
             demerit_ms: self.demerit_ms(),
+            dfs: None,
         };
         RunOutput {
             report,

@@ -220,11 +220,9 @@ impl From<DfsError> for crate::config::ConfigError {
     }
 }
 
-/// What a DFS run measured, beyond the common [`Report`].
+/// What a DFS run measured beyond the common keys; `foresight sim --json` prints it as `dfs`.
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
-pub struct DfsReport {
-    /// The common measurements.
-    pub report: Report,
+pub struct DfsFigures {
     /// Which system.
     pub system: String,
     /// `shared` or `dedicated`.
@@ -241,6 +239,15 @@ pub struct DfsReport {
     pub rb_mib_s: f64,
     /// Times the disk went from one CFQ queue to another.
     pub cfq_switches: u64,
+}
+
+/// What a DFS run measured: the common [`Report`] (whose `dfs` holds [`DfsFigures`]).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct DfsReport {
+    /// The common measurements.
+    pub report: Report,
+    /// The DFS figures (also in `report.dfs`).
+    pub figures: DfsFigures,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -970,10 +977,9 @@ impl Sim {
             block_merges: self.cfq.merges(),
             ..Report::default()
         };
-        DfsReport {
+        let figures = DfsFigures {
             useless_ratio: self.device_bytes.saturating_sub(self.app_bytes) as f64
                 / self.app_bytes.max(1) as f64,
-            report,
             system: self.params.system.name().into(),
             queue: self.profile.queue.name().into(),
             network_bytes: self.link.bytes(Direction::Down),
@@ -981,6 +987,13 @@ impl Sim {
             rtt_ms: rtt.as_secs_f64() * 1e3,
             rb_mib_s: rb.as_mib_s(),
             cfq_switches: self.cfq.switches(),
+        };
+        DfsReport {
+            report: Report {
+                dfs: Some(figures.clone()),
+                ..report
+            },
+            figures,
         }
     }
 }

@@ -219,13 +219,13 @@ pub fn run(ctx: &Context<'_>) -> Result<Section, ExperimentError> {
                     "{n},{},{:.3},{},{:.1},{:.3},{}\n",
                     v.0,
                     r.report.throughput_mib_s,
-                    r.alpha,
+                    r.figures.alpha,
                     r.report.device_bytes as f64 / (1u64 << 20) as f64,
                     r.report.breakdown.seek_s,
-                    r.cfq_switches
+                    r.figures.cfq_switches
                 ));
                 rows.push(json!({"streams": n, "system": v.0,
-                    "throughput_mib_s": r.report.throughput_mib_s, "alpha": r.alpha}));
+                    "throughput_mib_s": r.report.throughput_mib_s, "alpha": r.figures.alpha}));
             }
             series.push(Series {
                 name: v.0.to_string(),
@@ -323,12 +323,12 @@ pub fn run(ctx: &Context<'_>) -> Result<Section, ExperimentError> {
                     "{mib},{},{:.3},{:.4},{:.1},{:.1}\n",
                     v.0,
                     r.report.throughput_mib_s,
-                    r.useless_ratio,
+                    r.figures.useless_ratio,
                     r.report.device_bytes as f64 / (1u64 << 20) as f64,
-                    r.network_bytes as f64 / (1u64 << 20) as f64
+                    r.figures.network_bytes as f64 / (1u64 << 20) as f64
                 ));
                 rows.push(json!({"request_mib": mib, "system": v.0,
-                    "throughput_mib_s": r.report.throughput_mib_s, "useless_ratio": r.useless_ratio}));
+                    "throughput_mib_s": r.report.throughput_mib_s, "useless_ratio": r.figures.useless_ratio}));
             }
             series.push(Series {
                 name: v.0.to_string(),
@@ -344,7 +344,10 @@ pub fn run(ctx: &Context<'_>) -> Result<Section, ExperimentError> {
         let xs: Vec<String> = RANDOM_MIB.iter().map(|m| format!("{m} MiB")).collect();
         table(&mut md, "request", &rlabels, &xs, |vi, si| {
             let r = at(vi, si);
-            format!("{:.1} ({:.2})", r.report.throughput_mib_s, r.useless_ratio)
+            format!(
+                "{:.1} ({:.2})",
+                r.report.throughput_mib_s, r.figures.useless_ratio
+            )
         });
         md.push_str(paper_note(&format!("{fig}c")));
         md.push_str("\n\n");
@@ -406,10 +409,10 @@ pub fn run(ctx: &Context<'_>) -> Result<Section, ExperimentError> {
                 points.push((*d, r.report.throughput_mib_s));
                 csv.push_str(&format!(
                     "{d},{},{:.3},{}\n",
-                    v.0, r.report.throughput_mib_s, r.alpha
+                    v.0, r.report.throughput_mib_s, r.figures.alpha
                 ));
                 rows.push(json!({"delay_ms": d, "system": v.0,
-                    "throughput_mib_s": r.report.throughput_mib_s, "alpha": r.alpha}));
+                    "throughput_mib_s": r.report.throughput_mib_s, "alpha": r.figures.alpha}));
             }
             series.push(Series {
                 name: v.0.to_string(),
@@ -442,7 +445,7 @@ pub fn run(ctx: &Context<'_>) -> Result<Section, ExperimentError> {
         table(&mut md, "delay", &dlabels, &xs, |vi, di| {
             let r = at(vi, di);
             if vi == aps_i {
-                format!("{:.1} ({})", r.report.throughput_mib_s, r.alpha)
+                format!("{:.1} ({})", r.report.throughput_mib_s, r.figures.alpha)
             } else {
                 format!("{:.1}", r.report.throughput_mib_s)
             }
