@@ -20,10 +20,10 @@
 //!
 //! The driver makes no prefetching decision: readahead sizes, the RPC size, the queue kind,
 //! `alpha` and the worker choice come from `foresight_policy::adaptive`. The server publishes its
-//! device's figures for condition 20 (`max_ra_sz`, the average read bandwidth `RB` measured here on
-//! a fresh copy of the device, `p = 1.2`), and the client's round trip is the time to send a
-//! request and receive one unit on the idle link, which is what the paper's `cs` exchange
-//! measures (section 6.2).
+//! device's figures for condition 20 (`max_ra_sz`; the average read bandwidth `RB`, measured here
+//! on a fresh copy of the device with as many reads in flight as the server keeps there; `p =
+//! 1.2`), and the client's round trip is the time to send a request and receive one unit on the
+//! idle link, which is what the paper's `cs` exchange measures (section 6.2).
 
 pub mod cfq;
 pub mod config;
@@ -329,38 +329,41 @@ struct Sim {
 }
 
 /// Measures the device's average sequential read bandwidth the way a server would before
-/// publishing it: `unit`-sized reads back to back at four places across a fresh copy of the device.
+/// publishing it: `unit`-sized reads at four places across a fresh copy of the device, with as many
+/// in flight as the server keeps at the device (so an array's members all work).
 fn measure_rb(device: &DfsDevice, unit: ByteLen) -> Result<Bandwidth, DfsError> {
     let mut dev = device.build()?;
+    let depth = device.depth();
     let cap = dev.capacity().0;
-    let per_place: u64 = 16 << 20;
+    let per_place: u64 = 32 << 20;
     let sectors = (unit.0 / 512).clamp(1, u64::from(MAX_REQUEST_SECTORS)) as u32;
     let mut now = Instant(0);
     let mut total = 0u64;
     let mut busy_ns = 0u64;
     let mut out = Vec::new();
+    let mut id = 0u64;
     for place in 0..4u64 {
         let start_lba = (cap / 4 * place) / 512;
+        let end_lba = start_lba + per_place / 512;
         let begin = now;
         let mut lba = start_lba;
-        let mut id = 0u64;
-        while (lba - start_lba) * 512 < per_place {
-            dev.submit(
-                now,
-                DevRequest {
-                    id,
-                    op: Op::Read,
-                    lba: Lba(lba),
-                    sectors,
-                },
-            );
-            id += 1;
-            lba += u64::from(sectors);
-            while dev.outstanding() > 0 {
-                let t = dev.next_event().expect("a pending request has an event");
-                dev.advance(t, &mut out);
-                now = now.max(t);
+        while lba < end_lba || dev.outstanding() > 0 {
+            while lba < end_lba && dev.outstanding() < depth && dev.can_accept() {
+                dev.submit(
+                    now,
+                    DevRequest {
+                        id,
+                        op: Op::Read,
+                        lba: Lba(lba),
+                        sectors,
+                    },
+                );
+                id += 1;
+                lba += u64::from(sectors);
             }
+            let t = dev.next_event().expect("a pending request has an event");
+            now = now.max(t);
+            dev.advance(now, &mut out);
             out.clear();
         }
         total += (lba - start_lba) * 512;
