@@ -58,3 +58,47 @@ fn golden_fig9a_dedicated_over_shared_and_aps_over_local() {
         );
     }
 }
+
+fn one_stream_at(system: DfsSystem, delay_ms: u64, window_bytes: u64) -> DfsReport {
+    let mut p = quick(system, 1);
+    p.duration = Duration::from_millis(1500);
+    p.link.delay = Duration::from_millis(delay_ms);
+    p.link.window = ByteLen(window_bytes);
+    run(&p).unwrap()
+}
+
+/// Paper 004, Fig. 12b: with a 30 MB window, APS raises alpha with the delay and keeps one stream at
+/// the disk's rate, while a client with no readahead (Gluster-like) pays a round trip per request.
+#[test]
+fn aps_raises_alpha_with_the_delay_and_keeps_the_rate() {
+    let near = one_stream_at(DfsSystem::Aps, 0, 30_000_000);
+    let far = one_stream_at(DfsSystem::Aps, 8, 30_000_000);
+    assert!(
+        far.figures.alpha >= 20,
+        "alpha {} at 8 ms",
+        far.figures.alpha
+    );
+    assert!(far.figures.alpha > near.figures.alpha);
+    let kept = far.report.throughput_mib_s / near.report.throughput_mib_s;
+    assert!(kept >= 0.9, "APS keeps {kept:.2} of its rate at 8 ms");
+    let gluster = one_stream_at(DfsSystem::Gluster, 8, 30_000_000);
+    assert!(
+        gluster.report.throughput_mib_s < 0.2 * near.report.throughput_mib_s,
+        "gluster {:.1} MiB/s at 8 ms",
+        gluster.report.throughput_mib_s
+    );
+}
+
+/// The window bounds one connection: at 25 ms one way a 6 MB window carries at most
+/// 6 MB / 50 ms = 114 MiB/s, less than the disk delivers.
+#[test]
+fn a_small_window_caps_one_stream_at_long_delays() {
+    let r = one_stream_at(DfsSystem::Aps, 25, 6_000_000);
+    let cap_mib_s = 6e6 / 0.05 / (1u64 << 20) as f64;
+    assert!(
+        r.report.throughput_mib_s <= cap_mib_s * 1.02,
+        "{:.1} MiB/s above the window's {cap_mib_s:.1}",
+        r.report.throughput_mib_s
+    );
+    assert!(r.report.throughput_mib_s >= cap_mib_s * 0.6);
+}
