@@ -16,6 +16,7 @@ use foresight_sim::metrics::RequestRecord;
 use foresight_sim::{RunOptions, SimError};
 
 mod bench;
+mod net;
 
 #[derive(Parser)]
 #[command(
@@ -73,6 +74,18 @@ enum Command {
     /// Measure the real engine on this machine's disk against the kernel and the device's limit.
     #[command(long_about = BENCH_HELP)]
     Bench(Box<bench::BenchArgs>),
+    /// Serve files over HTTP/1.1 with ranges and dedicated per-stream workers.
+    #[command(long_about = net::SERVE_HELP)]
+    Serve(Box<net::ServeArgs>),
+    /// Download over HTTP with delay-adaptive readahead (alpha requests in flight).
+    #[command(long_about = net::GET_HELP)]
+    Get(Box<net::GetArgs>),
+    /// A TCP relay that adds one-way delay and caps bandwidth.
+    #[command(long_about = net::PROXY_HELP)]
+    Proxy(Box<net::ProxyArgs>),
+    /// Many concurrent clients against one server, every byte checked.
+    #[command(name = "net-soak", long_about = net::SOAK_HELP)]
+    NetSoak(Box<net::SoakArgs>),
 }
 
 const BENCH_HELP: &str = "Measure the real engine on this machine's disk against plain buffered \
@@ -152,6 +165,20 @@ A config is TOML; every key can also be set with --set KEY=VALUE (later wins). S
   gap = \"64KiB\"                  gaps: bytes between reads (scan, tiles, gaps disclose
                                  their whole order to the policy before the first read)
   gap_dist = \"fixed\"             gaps: fixed | exponential (gaps drawn with mean `gap`)
+  [dfs]                          run streams/random through a DFS model (paper 004):
+                                 clients, link, server workers, CFQ-like queue, [device]
+  system = \"aps\"                 local | lustre | nfs | hdfs | gluster | dedicated | aps
+  queue = \"dedicated\"            shared | dedicated (default: the system's)
+  workers = 32                   server I/O workers
+  alpha = \"auto\"                 aps: readahead units in flight, auto (condition 20) or N
+  max_alpha = 256                aps: most units in flight
+  slice = \"100ms\"                CFQ time slice
+  slice_idle = \"8ms\"             CFQ idle wait (default 0 on an SSD)
+  [network]                      the link of a [dfs] run
+  link = \"lan-10g\"               lan-10g | lan-10g-w30m | lan-1g | metro-10g | wan-10g | wan-1g
+  delay = \"50us\"                 one-way delay (overrides the preset's)
+  bandwidth = \"10Gbit\"           wire rate each way
+  window = \"6MB\"                 TCP window: bytes in flight per connection
 
 Tier stacks (paper 002's informed prefetching) take their own keys; a config is one when
 device.kind is tiered or constant, workload.kind is hinted, or the policy is an informed one:
@@ -183,6 +210,8 @@ device.kind is tiered or constant, workload.kind is hinted, or the policy is an 
 Examples:
   foresight sim --set device.preset=cheetah-15k5 --set workload.streams=64 --json
   foresight sim --set policy.name=streams --set workload.streams=100 --set workload.duration=60s
+  foresight sim --set dfs.system=aps --set device.preset=st6000nm0024 --set workload.streams=16 \\
+      --set workload.request=128KiB --set workload.file_size=10GiB --set workload.duration=10s --json
   foresight sim --set workload.kind=trace --set workload.format=disksim \\
       --set workload.trace=../shared/data/disksim/atlas10k.trace \\
       --set device.disksim=../shared/data/disksim/atlas10k.diskspecs --set host.scheduler=noop --json
@@ -223,6 +252,10 @@ fn main() -> ExitCode {
             list,
         } => cmd_reproduce(&experiments, quick, &out, list),
         Command::Bench(args) => bench::run(&args),
+        Command::Serve(args) => net::run_serve(&args),
+        Command::Get(args) => net::run_get(&args),
+        Command::Proxy(args) => net::run_proxy(&args),
+        Command::NetSoak(args) => net::run_soak(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

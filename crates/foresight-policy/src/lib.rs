@@ -7,6 +7,7 @@
 //! both worlds drive the very same objects, so a decision made in simulation is the decision made on
 //! real files. Policies see where file bytes live through [`layout::Layout`], never through a device.
 
+pub mod adaptive;
 pub mod budget;
 pub mod directed;
 pub mod informed;

@@ -209,6 +209,8 @@ pub struct SimConfig {
     /// A hinted workload over a tier stack (`device.kind = "tiered"` or `"constant"`,
     /// `workload.kind = "hinted"`), run by [`crate::tiered`] instead of the page-cache host.
     pub tiered: Option<Box<crate::tiered::TieredConfig>>,
+    /// `[dfs]` and `[network]`: run the workload through the DFS model (see `crate::dfs`).
+    pub dfs: Option<crate::dfs::config::DfsSettings>,
 }
 
 impl Default for SimConfig {
@@ -890,10 +892,11 @@ impl SimConfig {
             ));
         }
 
+        let dfs = crate::dfs::config::take(&mut root)?;
         if let Some(k) = root.keys().next() {
             return Err(key_err(
                 k,
-                "unknown key; the top level takes `seed` and the sections [device], [host], [policy], [workload]",
+                "unknown key; the top level takes `seed` and the sections [device], [host], [policy], [workload], [dfs], [network]",
             ));
         }
         Ok(SimConfig {
@@ -903,6 +906,7 @@ impl SimConfig {
             policy,
             workload,
             tiered: None,
+            dfs,
         })
     }
 }

@@ -9,6 +9,7 @@
 
 pub mod build;
 pub mod config;
+pub mod dfs;
 pub mod experiments;
 pub mod host;
 pub mod metrics;

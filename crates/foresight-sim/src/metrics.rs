@@ -87,6 +87,9 @@ pub struct Report {
     /// and the measured service-time distributions (see [`crate::validate`]). Only for a trace whose
     /// every record carries a measured service time (a DiskSim validation trace); `null` otherwise.
     pub demerit_ms: Option<f64>,
+    /// The DFS model's own figures (runs with a `[dfs]` section only; absent otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dfs: Option<crate::dfs::DfsFigures>,
 }
 
 /// One application request, for `--requests-out`.

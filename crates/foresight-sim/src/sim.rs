@@ -145,6 +145,14 @@ pub fn run_wrapped(
     mut opts: RunOptions<'_>,
     wrap: &mut dyn FnMut(Box<dyn foresight_policy::Policy>) -> Box<dyn foresight_policy::Policy>,
 ) -> Result<RunOutput, SimError> {
+    if let Some(dfs) = &cfg.dfs {
+        let params = dfs.params(cfg)?;
+        let out = crate::dfs::run(&params).map_err(ConfigError::from)?;
+        return Ok(RunOutput {
+            report: out.report,
+            requests: Vec::new(),
+        });
+    }
     let wall = std::time::Instant::now();
     if let Some(tiers) = &cfg.tiered {
         let mut out = crate::tiered::run(cfg, tiers, opts.record_requests)?;
@@ -1001,6 +1009,7 @@ impl Sim {
             events: self.events,
             trace_lba_wrapped: self.trace_wrapped,
             demerit_ms: self.demerit_ms(),
+            dfs: None,
         };
         RunOutput {
             report,

@@ -9,6 +9,7 @@ mod collapse;
 mod directed;
 pub mod drives;
 mod informed;
+mod network;
 mod streams;
 mod striping;
 
@@ -118,6 +119,7 @@ pub fn catalogue() -> Vec<Experiment> {
             about: "informed prefetching over storage tiers: TIP, iPipe, IPO, IPODS against the paper's simulator tables, then device models (paper 002)",
             run: informed::run,
         },
+        Experiment { name: "network", about: "DFS streams, random reads and delay: dedicated workers and delay-adaptive readahead (paper 004)", run: network::run },
     ]
 }
 

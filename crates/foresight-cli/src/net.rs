@@ -1,0 +1,421 @@
+//! The network subcommands: `serve`, `get`, `proxy` and `net-soak` (paper
+//! 004_80004320b985afc3.txt), thin wrappers over `foresight-net`.
+
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration as StdDuration;
+
+use anyhow::Context as _;
+use clap::Args;
+use foresight_core::{parse_duration, parse_rate, parse_size, Bandwidth, ByteLen};
+use foresight_net::client::{Client, ClientConfig, Url};
+use foresight_net::proxy::{self, ProxyConfig};
+use foresight_net::server::{self, DeviceSource, ServerConfig};
+use foresight_net::soak::{self, SoakConfig};
+use foresight_net::NetError;
+use foresight_policy::adaptive::AlphaMode;
+
+use crate::input;
+
+fn size_arg(s: &str) -> Result<ByteLen, String> {
+    parse_size(s).map_err(|e| e.to_string())
+}
+
+fn duration_arg(s: &str) -> Result<StdDuration, String> {
+    parse_duration(s)
+        .map(|d| StdDuration::from_nanos(d.as_nanos()))
+        .map_err(|e| e.to_string())
+}
+
+fn rate_arg(s: &str) -> Result<Bandwidth, String> {
+    parse_rate(s).map_err(|e| e.to_string())
+}
+
+fn alpha_arg(s: &str) -> Result<AlphaMode, String> {
+    s.parse()
+}
+
+fn url_arg(s: &str) -> Result<Url, String> {
+    s.parse()
+}
+
+/// A setting error from the library is the user's to fix: exit code 2.
+fn net(e: NetError) -> anyhow::Error {
+    match e {
+        NetError::Setting { .. } | NetError::Bind { .. } => input(e),
+        other => anyhow::Error::new(other),
+    }
+}
+
+pub const SERVE_HELP: &str = "Serve the files under --root over HTTP/1.1 with byte ranges.
+
+GET and HEAD of files under the root; Range as RFC 9110 defines it (one range, suffix and open \
+ranges: 206 with Content-Range; 416 with `bytes */LEN` when nothing is satisfiable; 400 for a \
+malformed bytes range; several ranges are answered with the whole file). Paths with `..` \
+(also %-encoded) are refused with 400; anything that does not resolve to a regular file inside \
+the root, symlinks leaving it included, is 404.
+
+Each stream (one client's sequential reads of one file: the x-foresight-stream header or the \
+client address, plus the path) is pinned to one of --workers dedicated I/O threads, chosen by \
+fewest queued requests, then fewest streams, then lowest id (paper 004, section 6.2). A worker \
+serves its queue grouped by stream and reads through the engine with --readahead server-side \
+readahead per stream.
+
+GET /.well-known/foresight publishes the device figures the adaptive client needs: \
+max_readahead_bytes (--readahead), avg_bandwidth_bytes_per_s (RB: measured at startup by reading \
+the largest file under the root with direct I/O, or --device-bandwidth; `bandwidth_source` says \
+which) and peak_ratio (p, --peak-ratio, default 1.2 as in paper 004). GET /metrics is Prometheus \
+text. SIGTERM or SIGINT stops accepting and lets open requests finish (up to 10 s).
+
+Examples:
+  foresight serve --root ./data --addr 127.0.0.1:8080
+  curl -s -r 0-99 http://127.0.0.1:8080/file.bin | xxd | head
+  curl -s http://127.0.0.1:8080/.well-known/foresight";
+
+/// `foresight serve`.
+#[derive(Args, Debug)]
+pub struct ServeArgs {
+    /// Directory whose files are served.
+    #[arg(long, value_name = "DIR")]
+    root: PathBuf,
+    /// Address to listen on.
+    #[arg(long, value_name = "HOST:PORT", default_value = "127.0.0.1:8080")]
+    addr: SocketAddr,
+    /// Dedicated I/O worker threads.
+    #[arg(long, default_value_t = 32)]
+    workers: u32,
+    /// Server-side readahead window per stream (also published as max_readahead_bytes).
+    #[arg(long, value_name = "SIZE", default_value = "1MiB", value_parser = size_arg)]
+    readahead: ByteLen,
+    /// Publish this average device bandwidth (RB) instead of measuring it, e.g. 450MB/s.
+    #[arg(long, value_name = "RATE", value_parser = rate_arg)]
+    device_bandwidth: Option<Bandwidth>,
+    /// The device's peak-to-average ratio p (>= 1).
+    #[arg(long, default_value_t = 1.2)]
+    peak_ratio: f64,
+    /// Hard memory budget of the engine's buffers.
+    #[arg(long, value_name = "SIZE", default_value = "256MiB", value_parser = size_arg)]
+    memory: ByteLen,
+    /// Most open connections; more are closed at once.
+    #[arg(long, default_value_t = 4096)]
+    max_connections: usize,
+    /// Longest request head (request line and headers) in bytes, at least 8192.
+    #[arg(long, default_value_t = 16384)]
+    max_header_bytes: usize,
+    /// How long a connection may wait for a complete request head (also ends idle keep-alive).
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = duration_arg)]
+    idle_timeout: StdDuration,
+}
+
+/// Runs `foresight serve` until SIGTERM or SIGINT.
+pub fn run_serve(a: &ServeArgs) -> anyhow::Result<()> {
+    let mut cfg = ServerConfig::new(a.root.clone(), a.addr);
+    cfg.workers = a.workers;
+    cfg.readahead = a.readahead;
+    cfg.peak_ratio = a.peak_ratio;
+    cfg.engine_memory = a.memory;
+    cfg.max_connections = a.max_connections;
+    cfg.max_header_bytes = a.max_header_bytes;
+    cfg.idle_timeout = a.idle_timeout;
+    if let Some(b) = a.device_bandwidth {
+        cfg.device = DeviceSource::Configured(b);
+    }
+    let handle = server::serve_until_signal(cfg).map_err(net)?;
+    let f = handle.figures();
+    eprintln!(
+        "foresight serve: http://{} (root {}, {} workers, RB {:.1} MiB/s {}, p {}, max readahead {})",
+        handle.local_addr(),
+        a.root.display(),
+        f.workers,
+        f.avg_bandwidth_bytes_per_s / (1u64 << 20) as f64,
+        f.bandwidth_source,
+        f.peak_ratio,
+        ByteLen(f.max_readahead_bytes),
+    );
+    handle.wait().map_err(net)?;
+    eprintln!("foresight serve: stopped");
+    Ok(())
+}
+
+pub const GET_HELP: &str = "Download files with range requests, keeping alpha readahead requests \
+in flight over parallel connections (paper 004, Algorithm 1).
+
+With --alpha auto, alpha is the smallest whole number with (rtt + unit transfer) / (unit / \
+(RB * (1 + p))) - 1 <= alpha (condition 20): rtt is the smallest round trip measured (less the \
+server's processing time when it reports it), RB and p come from the server's \
+/.well-known/foresight, lowered to the path rate measured from response bodies when the path is \
+slower; a server without that document (nginx, MinIO, any Range server) is judged by the path rate \
+alone, with p = 1.2. --alpha N fixes it (1 = one readahead unit ahead, the classic setting).
+
+Data goes to --out (one URL: the file; several: a directory, each file under its URL's name), \
+or to standard output; with --json and no --out it is discarded and only the report is printed. \
+--random SIZE reads --reads random ranges of SIZE instead of the whole file, to measure what \
+random reads cost (bytes transferred against bytes asked).
+
+JSON keys: bytes, mib_s, alpha, rtt_ms, requests, wasted_bytes (plus seconds, alpha_max, \
+transferred_bytes, unit_bytes, path_mib_s, server_figures, ranges, url).
+
+Examples:
+  foresight get http://127.0.0.1:8080/big.bin --out big.bin
+  foresight get http://127.0.0.1:8080/big.bin --alpha 1 --json
+  foresight get http://127.0.0.1:8080/big.bin --random 4KiB --reads 200 --json";
+
+/// `foresight get`.
+#[derive(Args, Debug)]
+pub struct GetArgs {
+    /// URLs to download (http:// only).
+    #[arg(required = true, value_name = "URL", value_parser = url_arg)]
+    urls: Vec<Url>,
+    /// Where the data goes: a file for one URL, a directory for several.
+    #[arg(long, value_name = "PATH")]
+    out: Option<PathBuf>,
+    /// Readahead units in flight: `auto` (condition 20) or a whole number from 1 to 1024.
+    #[arg(long, default_value = "auto", value_parser = alpha_arg)]
+    alpha: AlphaMode,
+    /// The readahead unit (max_ra_sz); default: the server's, or 1MiB.
+    #[arg(long, value_name = "SIZE", value_parser = size_arg)]
+    readahead: Option<ByteLen>,
+    /// The cap on alpha in auto mode.
+    #[arg(long, default_value_t = 64)]
+    max_alpha: u32,
+    /// Read random ranges of this size instead of whole files.
+    #[arg(long, value_name = "SIZE", value_parser = size_arg)]
+    random: Option<ByteLen>,
+    /// With --random: how many reads.
+    #[arg(long, default_value_t = 64)]
+    reads: u32,
+    /// With --random: the seed of the offsets.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Print one JSON object per URL instead of a summary line.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Runs `foresight get`.
+pub fn run_get(a: &GetArgs) -> anyhow::Result<()> {
+    if !(1..=1024).contains(&a.max_alpha) {
+        return Err(input(format!(
+            "--max-alpha must be 1..=1024, got {}",
+            a.max_alpha
+        )));
+    }
+    if a.random.is_some_and(|r| r.0 == 0) {
+        return Err(input("--random must be at least one byte"));
+    }
+    let client = Client::new(ClientConfig {
+        alpha: a.alpha,
+        readahead: a.readahead,
+        max_alpha: a.max_alpha,
+        max_connections: 2
+            * (a.max_alpha.max(match a.alpha {
+                AlphaMode::Fixed(n) => n,
+                AlphaMode::Auto => 1,
+            }) as usize
+                + 1),
+        ..ClientConfig::default()
+    })
+    .map_err(net)?;
+    let several = a.urls.len() > 1;
+    if several {
+        if let Some(dir) = &a.out {
+            std::fs::create_dir_all(dir)
+                .with_context(|| format!("creating the --out directory {}", dir.display()))
+                .map_err(input)?;
+        }
+    }
+    for url in &a.urls {
+        let report = if let Some(size) = a.random {
+            client
+                .random_reads(url, size, a.reads, a.seed)
+                .map_err(net)?
+        } else {
+            match &a.out {
+                Some(out) => {
+                    let path = if several {
+                        let name = url
+                            .path
+                            .split('?')
+                            .next()
+                            .and_then(|p| p.rsplit('/').next())
+                            .filter(|n| !n.is_empty() && *n != "." && *n != "..")
+                            .unwrap_or("index");
+                        out.join(name)
+                    } else {
+                        out.clone()
+                    };
+                    let mut f = std::io::BufWriter::new(
+                        std::fs::File::create(&path)
+                            .with_context(|| format!("creating {}", path.display()))
+                            .map_err(input)?,
+                    );
+                    client.get(url, &mut f).map_err(net)?
+                }
+                None if a.json => client.get(url, &mut std::io::sink()).map_err(net)?,
+                None => {
+                    let stdout = std::io::stdout();
+                    let mut lock = stdout.lock();
+                    client.get(url, &mut lock).map_err(net)?
+                }
+            }
+        };
+        if a.json {
+            let mut v = report.to_json();
+            v["url"] = serde_json::Value::String(url.to_string());
+            if let Some(size) = a.random {
+                v["random_read_bytes"] = size.0.into();
+                v["reads"] = a.reads.into();
+            }
+            println!("{v}");
+        } else {
+            eprintln!(
+                "{url}: {} bytes in {:.3} s, {:.1} MiB/s, alpha {} (max {}), rtt {:.3} ms, {} requests, {} wasted",
+                report.bytes,
+                report.seconds,
+                report.mib_s,
+                report.alpha,
+                report.alpha_max,
+                report.rtt_ms,
+                report.requests,
+                report.wasted_bytes
+            );
+        }
+    }
+    std::io::stdout().flush()?;
+    Ok(())
+}
+
+pub const PROXY_HELP: &str = "Relay TCP connections to --upstream, adding --delay in each \
+direction and capping each direction at --bandwidth (shared by all connections, as one link).
+
+The round trip through the proxy is twice --delay plus the upstream's own. Use it to measure \
+`foresight get` against long or slow paths on one machine; it runs until interrupted.
+
+Example:
+  foresight proxy --listen 127.0.0.1:9090 --upstream 127.0.0.1:8080 --delay 10ms --bandwidth 1Gbit";
+
+/// `foresight proxy`.
+#[derive(Args, Debug)]
+pub struct ProxyArgs {
+    /// Address to listen on.
+    #[arg(long, value_name = "HOST:PORT")]
+    listen: SocketAddr,
+    /// Address to relay to.
+    #[arg(long, value_name = "HOST:PORT")]
+    upstream: String,
+    /// One-way delay added in each direction, e.g. 10ms or 50us.
+    #[arg(long, value_name = "DURATION", default_value = "0s", value_parser = duration_arg)]
+    delay: StdDuration,
+    /// Rate cap of each direction, e.g. 1Gbit or 100MB/s; none when omitted.
+    #[arg(long, value_name = "RATE", value_parser = rate_arg)]
+    bandwidth: Option<Bandwidth>,
+    /// Most connections relayed at once.
+    #[arg(long, default_value_t = 1024)]
+    max_connections: usize,
+}
+
+/// Runs `foresight proxy` until interrupted.
+pub fn run_proxy(a: &ProxyArgs) -> anyhow::Result<()> {
+    let handle = proxy::spawn(ProxyConfig {
+        listen: a.listen,
+        upstream: a.upstream.clone(),
+        delay: a.delay,
+        bandwidth: a.bandwidth,
+        max_connections: a.max_connections,
+    })
+    .map_err(net)?;
+    eprintln!(
+        "foresight proxy: {} -> {} (delay {:?} each way, {})",
+        handle.local_addr(),
+        a.upstream,
+        a.delay,
+        a.bandwidth.map_or("no rate cap".to_string(), |b| format!(
+            "{:.1} Mbit/s each way",
+            b.bytes_per_s * 8.0 / 1e6
+        ))
+    );
+    handle.wait();
+    Ok(())
+}
+
+pub const SOAK_HELP: &str = "Run many concurrent clients against one in-process server and \
+check every byte they receive.
+
+Generated files are served from a temporary directory; even-numbered clients read their file \
+sequentially in 128 KiB ranges, odd-numbered ones read random ranges of up to --max-read. The \
+report counts requests, errors and mismatches and gives the process's resident memory (server and \
+clients together) at the start, the most sampled each second, at the end, and its peak. Exits 1 \
+if any error or mismatch was seen.
+
+Example:
+  foresight net-soak --clients 1000 --duration 30s --json";
+
+/// `foresight net-soak`.
+#[derive(Args, Debug)]
+pub struct SoakArgs {
+    /// Concurrent clients, one connection each.
+    #[arg(long, default_value_t = 1000)]
+    clients: usize,
+    /// How long they read.
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = duration_arg)]
+    duration: StdDuration,
+    /// Files served.
+    #[arg(long, default_value_t = 16)]
+    files: usize,
+    /// Bytes per file.
+    #[arg(long, value_name = "SIZE", default_value = "8MiB", value_parser = size_arg)]
+    file_size: ByteLen,
+    /// Largest random read.
+    #[arg(long, value_name = "SIZE", default_value = "256KiB", value_parser = size_arg)]
+    max_read: ByteLen,
+    /// Server workers.
+    #[arg(long, default_value_t = 32)]
+    workers: u32,
+    /// Print one JSON object.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Runs `foresight net-soak`.
+pub fn run_soak(a: &SoakArgs) -> anyhow::Result<()> {
+    let r = soak::run(&SoakConfig {
+        clients: a.clients,
+        duration: a.duration,
+        files: a.files,
+        file_size: a.file_size,
+        max_read: a.max_read,
+        workers: a.workers,
+        seed: 1,
+    })
+    .map_err(net)?;
+    if a.json {
+        println!("{}", r.to_json());
+    } else {
+        let mib = |b: Option<u64>| {
+            b.map_or("?".into(), |b| {
+                format!("{:.0} MiB", b as f64 / (1u64 << 20) as f64)
+            })
+        };
+        println!(
+            "{} clients, {:.1} s: {} requests, {} bytes checked, {} errors, {} mismatches; RSS start {}, max sampled {}, end {}, peak {}",
+            r.clients,
+            r.seconds,
+            r.requests,
+            r.bytes,
+            r.errors,
+            r.mismatches,
+            mib(r.rss_start_bytes),
+            mib(r.rss_max_sampled_bytes),
+            mib(r.rss_end_bytes),
+            mib(r.peak_rss_bytes),
+        );
+        if let Some(e) = &r.first_error {
+            println!("first error: {e}");
+        }
+    }
+    if r.errors > 0 || r.mismatches > 0 {
+        anyhow::bail!("{} errors and {} mismatches", r.errors, r.mismatches);
+    }
+    Ok(())
+}

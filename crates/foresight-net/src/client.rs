@@ -1,0 +1,716 @@
+//! The delay-adaptive range client behind `foresight get` (paper 004_80004320b985afc3.txt,
+//! condition 20 and Algorithm 1).
+//!
+//! A download opens with a `HEAD` (the paper's create-stream request: it yields the length, whether
+//! ranges are honoured and a first round-trip sample, less the server's processing time when the
+//! server reports it) and a `GET /.well-known/foresight` for the device figures. A server that has
+//! no such document (nginx, an object store) is still read with ranges; the rate then comes from
+//! the first timed response bodies. From there every decision is `ApsStream`'s: the application
+//! reads the file sequentially in `app_read` pieces, the stream machine answers with range requests,
+//! and this module sends each on a pooled keep-alive connection (one request per connection at a
+//! time, so `alpha` requests in flight means `alpha` connections busy), feeds every completion back
+//! with its timings, and hands the bytes to the application in order.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::str::FromStr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration as StdDuration;
+
+use bytes::Bytes;
+use foresight_core::{Bandwidth, ByteLen, ByteRange, Duration, FetchId, Instant, Rng};
+use foresight_policy::adaptive::aps::ExchangeTiming;
+use foresight_policy::adaptive::{
+    AlphaMode, ApsConfig, ApsStream, DeviceFigures, DEFAULT_PEAK_RATIO,
+};
+use http_body_util::{BodyExt, Empty};
+use hyper::client::conn::http1::SendRequest;
+use hyper::header::{self, HeaderMap};
+use hyper::{Method, Request, StatusCode};
+use hyper_util::rt::TokioIo;
+use tokio::sync::{mpsc, Semaphore};
+
+use crate::range::{parse_content_range, range_header_for};
+use crate::{NetError, PROC_HEADER, STREAM_HEADER, WELL_KNOWN_PATH};
+
+/// An `http://host[:port]/path` URL.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Url {
+    /// Host name or address (IPv6 without brackets).
+    pub host: String,
+    /// Port (80 when not given).
+    pub port: u16,
+    /// Path and query, starting with `/`.
+    pub path: String,
+}
+
+impl Url {
+    /// `host:port` for connecting and for the `Host` header.
+    pub fn authority(&self) -> String {
+        if self.host.contains(':') {
+            format!("[{}]:{}", self.host, self.port)
+        } else {
+            format!("{}:{}", self.host, self.port)
+        }
+    }
+
+    /// The same server, another path.
+    pub fn with_path(&self, path: &str) -> Url {
+        Url {
+            path: path.into(),
+            ..self.clone()
+        }
+    }
+}
+
+impl std::fmt::Display for Url {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "http://{}{}", self.authority(), self.path)
+    }
+}
+
+impl FromStr for Url {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Url, String> {
+        let rest = text
+            .strip_prefix("http://")
+            .ok_or_else(|| format!("`{text}`: only http:// URLs are supported"))?;
+        let (auth, path) = match rest.find('/') {
+            Some(i) => (&rest[..i], &rest[i..]),
+            None => (rest, "/"),
+        };
+        let (host, port) = if let Some(v6) = auth.strip_prefix('[') {
+            let end = v6
+                .find(']')
+                .ok_or_else(|| format!("`{text}`: unclosed `[` in the host"))?;
+            let port = v6[end + 1..].strip_prefix(':');
+            (&v6[..end], port)
+        } else {
+            match auth.rsplit_once(':') {
+                Some((h, p)) => (h, Some(p)),
+                None => (auth, None),
+            }
+        };
+        if host.is_empty() {
+            return Err(format!("`{text}`: no host"));
+        }
+        let port = match port {
+            None => 80,
+            Some(p) => p
+                .parse::<u16>()
+                .ok()
+                .filter(|p| *p > 0)
+                .ok_or_else(|| format!("`{text}`: the port must be 1..=65535"))?,
+        };
+        if path
+            .bytes()
+            .any(|b| b.is_ascii_whitespace() || b.is_ascii_control())
+        {
+            return Err(format!(
+                "`{text}`: spaces and control characters must be %-encoded"
+            ));
+        }
+        Ok(Url {
+            host: host.into(),
+            port,
+            path: path.into(),
+        })
+    }
+}
+
+/// The client's settings.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ClientConfig {
+    /// `auto` (condition 20) or a fixed number of readahead units in flight.
+    pub alpha: AlphaMode,
+    /// The readahead unit (`max_ra_sz`); `None` takes the server's, or 1 MiB.
+    pub readahead: Option<ByteLen>,
+    /// The cap on `alpha` in auto mode.
+    pub max_alpha: u32,
+    /// Most connections to one server.
+    pub max_connections: usize,
+    /// The size of the application's sequential reads.
+    pub app_read: ByteLen,
+    /// How long one request may take.
+    pub request_timeout: StdDuration,
+    /// `p` when the server publishes none.
+    pub peak_ratio: f64,
+}
+
+impl Default for ClientConfig {
+    fn default() -> Self {
+        ClientConfig {
+            alpha: AlphaMode::Auto,
+            readahead: None,
+            max_alpha: 64,
+            max_connections: 66,
+            app_read: ByteLen::kib(128),
+            request_timeout: StdDuration::from_secs(60),
+            peak_ratio: DEFAULT_PEAK_RATIO,
+        }
+    }
+}
+
+/// What one download or random-read run did.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Report {
+    /// Bytes handed to the application.
+    pub bytes: u64,
+    /// Wall seconds.
+    pub seconds: f64,
+    /// `bytes` per second in MiB/s.
+    pub mib_s: f64,
+    /// `alpha` at the end.
+    pub alpha: u32,
+    /// The largest `alpha` used.
+    pub alpha_max: u32,
+    /// The round trip condition 20 used, in milliseconds.
+    pub rtt_ms: f64,
+    /// Range requests sent (the opening `HEAD` and figures request not counted).
+    pub requests: u64,
+    /// Body bytes received but never handed to the application.
+    pub wasted_bytes: u64,
+    /// Body bytes received.
+    pub transferred_bytes: u64,
+    /// The readahead unit used.
+    pub unit_bytes: u64,
+    /// The path rate measured from response bodies, MiB/s.
+    pub path_mib_s: Option<f64>,
+    /// The server's figures, if it published them.
+    pub server: Option<DeviceFigures>,
+    /// Whether the server honoured ranges (otherwise the file came in one plain `GET`).
+    pub ranges: bool,
+}
+
+impl Report {
+    /// The JSON object `foresight get --json` prints.
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "bytes": self.bytes,
+            "mib_s": self.mib_s,
+            "alpha": self.alpha,
+            "rtt_ms": self.rtt_ms,
+            "requests": self.requests,
+            "wasted_bytes": self.wasted_bytes,
+            "seconds": self.seconds,
+            "alpha_max": self.alpha_max,
+            "transferred_bytes": self.transferred_bytes,
+            "unit_bytes": self.unit_bytes,
+            "path_mib_s": self.path_mib_s,
+            "server_figures": self.server.map(|d| serde_json::json!({
+                "max_readahead_bytes": d.max_readahead.0,
+                "avg_bandwidth_bytes_per_s": d.avg_bandwidth.bytes_per_s,
+                "peak_ratio": d.peak_ratio,
+            })),
+            "ranges": self.ranges,
+        })
+    }
+}
+
+/// A blocking client: each call runs on the client's own small tokio runtime.
+#[derive(Debug)]
+pub struct Client {
+    cfg: ClientConfig,
+    rt: tokio::runtime::Runtime,
+}
+
+static STREAM_SEQ: AtomicU64 = AtomicU64::new(0);
+
+impl Client {
+    /// A client with these settings.
+    pub fn new(cfg: ClientConfig) -> Result<Client, NetError> {
+        let bad = |key, message: String| Err(NetError::Setting { key, message });
+        if cfg.max_connections < 2 {
+            return bad("max_connections", "must be at least 2".into());
+        }
+        if cfg.app_read.0 == 0 {
+            return bad("app_read", "must be at least one byte".into());
+        }
+        if let Some(r) = cfg.readahead {
+            if r.0 < 4096 || r.0 > (256 << 20) {
+                return bad("--readahead", format!("must be 4KiB..=256MiB, got {r}"));
+            }
+        }
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .thread_name("foresight-get")
+            .build()?;
+        Ok(Client { cfg, rt })
+    }
+
+    /// Downloads `url` into `sink`.
+    pub fn get(&self, url: &Url, sink: &mut dyn Write) -> Result<Report, NetError> {
+        self.rt.block_on(download(self.cfg, url, Some(sink), None))
+    }
+
+    /// `reads` reads of `size` bytes at random 4 KiB-aligned offsets of `url` (seeded), to see
+    /// what random reads cost: the report's `bytes` is what was asked, `transferred_bytes` what
+    /// came over the wire.
+    pub fn random_reads(
+        &self,
+        url: &Url,
+        size: ByteLen,
+        reads: u32,
+        seed: u64,
+    ) -> Result<Report, NetError> {
+        self.rt
+            .block_on(download(self.cfg, url, None, Some((size, reads, seed))))
+    }
+}
+
+/// One response, fully received.
+struct Exchange {
+    status: StatusCode,
+    headers: HeaderMap,
+    body: Bytes,
+    timing: ExchangeTiming,
+}
+
+struct Pool {
+    authority: String,
+    idle: Mutex<Vec<SendRequest<Empty<Bytes>>>>,
+    permits: Semaphore,
+    epoch: std::time::Instant,
+    stream_tag: String,
+    timeout: StdDuration,
+}
+
+impl Pool {
+    fn now(&self) -> Instant {
+        Instant(self.epoch.elapsed().as_nanos() as u64)
+    }
+
+    async fn connection(&self) -> Result<SendRequest<Empty<Bytes>>, NetError> {
+        loop {
+            let c = self.idle.lock().expect("pool poisoned").pop();
+            match c {
+                Some(c) if !c.is_closed() => return Ok(c),
+                Some(_) => continue,
+                None => break,
+            }
+        }
+        let tcp = tokio::net::TcpStream::connect(&self.authority)
+            .await
+            .map_err(|error| NetError::Connect {
+                addr: self.authority.clone(),
+                error,
+            })?;
+        let _ = tcp.set_nodelay(true);
+        let (send, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tcp))
+            .await
+            .map_err(|e| NetError::Connect {
+                addr: self.authority.clone(),
+                error: std::io::Error::other(e),
+            })?;
+        tokio::spawn(async move {
+            let _ = conn.await;
+        });
+        Ok(send)
+    }
+
+    async fn exchange(
+        &self,
+        url: &Url,
+        method: Method,
+        range: Option<ByteRange>,
+    ) -> Result<Exchange, NetError> {
+        let http_err = |message: String| NetError::Http {
+            url: url.to_string(),
+            message,
+        };
+        let _permit = self
+            .permits
+            .acquire()
+            .await
+            .map_err(|_| http_err("client closed".into()))?;
+        let mut conn = self.connection().await?;
+        conn.ready()
+            .await
+            .map_err(|e| http_err(format!("connection: {e}")))?;
+        let mut req = Request::builder()
+            .method(method)
+            .uri(url.path.as_str())
+            .header(header::HOST, url.authority())
+            .header(STREAM_HEADER, self.stream_tag.as_str());
+        if let Some(r) = range {
+            req = req.header(header::RANGE, range_header_for(r));
+        }
+        let req = req
+            .body(Empty::<Bytes>::new())
+            .map_err(|e| http_err(format!("building the request: {e}")))?;
+        let sent = self.now();
+        let work = async {
+            let resp = conn
+                .send_request(req)
+                .await
+                .map_err(|e| http_err(format!("request failed: {e}")))?;
+            let first_byte = self.now();
+            let (parts, body) = resp.into_parts();
+            let body = body
+                .collect()
+                .await
+                .map_err(|e| http_err(format!("body cut short: {e}")))?
+                .to_bytes();
+            Ok::<_, NetError>((parts, body, first_byte))
+        };
+        let (parts, body, first_byte) = tokio::time::timeout(self.timeout, work)
+            .await
+            .map_err(|_| http_err(format!("no complete answer within {:?}", self.timeout)))??;
+        let last_byte = self.now();
+        if !conn.is_closed() {
+            self.idle.lock().expect("pool poisoned").push(conn);
+        }
+        let server_proc = parts
+            .headers
+            .get(PROC_HEADER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<u64>().ok())
+            .map(Duration);
+        Ok(Exchange {
+            status: parts.status,
+            timing: ExchangeTiming {
+                sent,
+                first_byte,
+                last_byte,
+                body: ByteLen(body.len() as u64),
+                server_proc,
+            },
+            headers: parts.headers,
+            body,
+        })
+    }
+}
+
+/// The figures at `/.well-known/foresight`, if the server publishes them.
+async fn server_figures(pool: &Pool, url: &Url) -> Option<DeviceFigures> {
+    let ex = pool
+        .exchange(&url.with_path(WELL_KNOWN_PATH), Method::GET, None)
+        .await
+        .ok()?;
+    if ex.status != StatusCode::OK {
+        return None;
+    }
+    let v: serde_json::Value = serde_json::from_slice(&ex.body).ok()?;
+    if v.get("server")?.as_str()? != "foresight" {
+        return None;
+    }
+    DeviceFigures::new(
+        ByteLen(v.get("max_readahead_bytes")?.as_u64()?),
+        Bandwidth::from_bytes_per_s(v.get("avg_bandwidth_bytes_per_s")?.as_f64()?),
+        v.get("peak_ratio")?.as_f64()?,
+    )
+    .ok()
+}
+
+type Done = (FetchId, ByteRange, Result<Exchange, NetError>);
+
+fn dispatch(
+    stream: &mut ApsStream,
+    pool: &Arc<Pool>,
+    url: &Url,
+    tx: &mpsc::UnboundedSender<Done>,
+    in_flight: &mut usize,
+) {
+    while let Some(req) = stream.poll_request() {
+        let (pool, url, tx) = (pool.clone(), url.clone(), tx.clone());
+        *in_flight += 1;
+        tokio::spawn(async move {
+            // A busy server (503) or a connection that broke before answering gets two more
+            // tries, a little later each time; anything else is final.
+            let mut attempt = 0u64;
+            let r = loop {
+                let r = pool.exchange(&url, Method::GET, Some(req.range)).await;
+                let retry = match &r {
+                    Ok(ex) => ex.status == StatusCode::SERVICE_UNAVAILABLE,
+                    Err(NetError::Connect { .. }) | Err(NetError::Http { .. }) => true,
+                    Err(_) => false,
+                };
+                if !retry || attempt >= 2 {
+                    break r;
+                }
+                attempt += 1;
+                tokio::time::sleep(StdDuration::from_millis(100 * attempt)).await;
+            };
+            let _ = tx.send((req.id, req.range, r));
+        });
+    }
+}
+
+/// Whether `pieces` hold every byte of `[from, to)`.
+fn covered(pieces: &BTreeMap<u64, Bytes>, from: u64, to: u64) -> bool {
+    let mut at = from;
+    while at < to {
+        match pieces.range(..=at).next_back() {
+            Some((s, b)) if s + b.len() as u64 > at => at = s + b.len() as u64,
+            _ => return false,
+        }
+    }
+    true
+}
+
+/// Copies `[from, to)` out of `pieces` (which must cover it) into `out`.
+fn copy_out(pieces: &BTreeMap<u64, Bytes>, from: u64, to: u64, out: &mut Vec<u8>) {
+    let mut at = from;
+    while at < to {
+        let Some((s, b)) = pieces.range(..=at).next_back() else {
+            return;
+        };
+        let off = (at - s) as usize;
+        let end = ((to - s) as usize).min(b.len());
+        out.extend_from_slice(&b[off..end]);
+        at = s + end as u64;
+    }
+}
+
+async fn download(
+    cfg: ClientConfig,
+    url: &Url,
+    mut sink: Option<&mut dyn Write>,
+    random: Option<(ByteLen, u32, u64)>,
+) -> Result<Report, NetError> {
+    let started = std::time::Instant::now();
+    let http_err = |message: String| NetError::Http {
+        url: url.to_string(),
+        message,
+    };
+    let pool = Arc::new(Pool {
+        authority: url.authority(),
+        idle: Mutex::new(Vec::new()),
+        permits: Semaphore::new(cfg.max_connections),
+        epoch: started,
+        // Unique per download: process, wall clock and a counter.
+        stream_tag: format!(
+            "{:x}-{:x}-{}",
+            std::process::id(),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos()),
+            STREAM_SEQ.fetch_add(1, Ordering::Relaxed)
+        ),
+        timeout: cfg.request_timeout,
+    });
+    let head = pool.exchange(url, Method::HEAD, None).await?;
+    if !head.status.is_success() {
+        return Err(http_err(format!("HEAD answered {}", head.status)));
+    }
+    let len = head
+        .headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    let ranges = head
+        .headers
+        .get(header::ACCEPT_RANGES)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.split(',').any(|u| u.trim().eq_ignore_ascii_case("bytes")));
+    let figures = server_figures(&pool, url).await;
+    let (Some(len), true) = (len, ranges) else {
+        if random.is_some() {
+            return Err(http_err(
+                "the server does not honour ranges, so random reads are impossible".into(),
+            ));
+        }
+        return plain_get(&pool, url, sink, started).await;
+    };
+    let unit = cfg
+        .readahead
+        .or(figures.map(|f| f.max_readahead))
+        .unwrap_or(ByteLen::mib(1));
+    let aps_cfg = ApsConfig {
+        max_readahead: unit,
+        initial_readahead: ByteLen(unit.0.min(128 << 10)),
+        alpha: cfg.alpha,
+        max_alpha: cfg.max_alpha,
+        peak_ratio: cfg.peak_ratio,
+        device: figures,
+        rtt_hint: None,
+        fetch_demand: true,
+    };
+    let mut stream = ApsStream::new(aps_cfg, ByteLen(len)).map_err(|e| NetError::Setting {
+        key: "--alpha/--readahead",
+        message: e.to_string(),
+    })?;
+    // The HEAD is the paper's create-stream request: its round trip, less the server's time.
+    stream.observe_exchange(head.timing);
+    let (tx, mut rx) = mpsc::unbounded_channel::<Done>();
+    let mut in_flight = 0usize;
+    let mut pieces: BTreeMap<u64, Bytes> = BTreeMap::new();
+    let mut delivered = 0u64;
+    let mut transferred = 0u64;
+    let mut alpha_max = stream.alpha();
+    let mut out = Vec::new();
+    let reads: Vec<ByteRange> = match random {
+        None => Vec::new(),
+        Some((size, n, seed)) => {
+            let mut rng = Rng::new(seed);
+            let span = len.saturating_sub(size.0);
+            (0..n)
+                .map(|_| ByteRange::new(rng.below(span + 1) & !4095, size.0.min(len)))
+                .collect()
+        }
+    };
+    let mut next_seq = 0u64;
+    let mut read_index = 0usize;
+    loop {
+        let want = match random {
+            None if next_seq < len => ByteRange::new(next_seq, cfg.app_read.0.min(len - next_seq)),
+            None => break,
+            Some(_) => match reads.get(read_index) {
+                Some(r) => *r,
+                None => break,
+            },
+        };
+        stream.on_read(want);
+        dispatch(&mut stream, &pool, url, &tx, &mut in_flight);
+        let (from, to) = (want.start.0, want.end().0);
+        while !covered(&pieces, from, to) {
+            let Some((id, range, result)) = rx.recv().await else {
+                return Err(http_err("all requests stopped".into()));
+            };
+            in_flight -= 1;
+            let ex = result?;
+            if ex.status != StatusCode::PARTIAL_CONTENT {
+                return Err(http_err(format!(
+                    "asked for {range} and got {} instead of 206",
+                    ex.status
+                )));
+            }
+            let got = ex
+                .headers
+                .get(header::CONTENT_RANGE)
+                .and_then(|v| parse_content_range(v.as_bytes()));
+            if got.map(|g| g.0) != Some(range) || ex.body.len() as u64 != range.len.0 {
+                return Err(http_err(format!(
+                    "asked for {range}, got Content-Range {:?} and {} bytes",
+                    got,
+                    ex.body.len()
+                )));
+            }
+            transferred += ex.body.len() as u64;
+            pieces.insert(range.start.0, ex.body);
+            stream.on_complete(id, Some(ex.timing));
+            alpha_max = alpha_max.max(stream.alpha());
+            dispatch(&mut stream, &pool, url, &tx, &mut in_flight);
+        }
+        out.clear();
+        copy_out(&pieces, from, to, &mut out);
+        if let Some(s) = sink.as_mut() {
+            s.write_all(&out)?;
+        }
+        delivered += out.len() as u64;
+        // Drop what the reader has passed (sequential) or everything not ahead of it.
+        pieces.retain(|s, b| s + b.len() as u64 > to);
+        next_seq = to;
+        read_index += 1;
+    }
+    // Let the requests still out arrive, so the transfer count is honest.
+    while in_flight > 0 {
+        let Some((_, _, result)) = rx.recv().await else {
+            break;
+        };
+        in_flight -= 1;
+        if let Ok(ex) = result {
+            transferred += ex.body.len() as u64;
+        }
+    }
+    if let Some(s) = sink.as_mut() {
+        s.flush()?;
+    }
+    let seconds = started.elapsed().as_secs_f64();
+    Ok(Report {
+        bytes: delivered,
+        seconds,
+        mib_s: delivered as f64 / (1u64 << 20) as f64 / seconds.max(1e-9),
+        alpha: stream.alpha(),
+        alpha_max,
+        rtt_ms: stream.rtt().map_or(0.0, |d| d.as_millis_f64()),
+        requests: stream.requests(),
+        wasted_bytes: transferred.saturating_sub(delivered),
+        transferred_bytes: transferred,
+        unit_bytes: unit.0,
+        path_mib_s: stream.path_rate().map(|r| r.as_mib_s()),
+        server: figures,
+        ranges: true,
+    })
+}
+
+async fn plain_get(
+    pool: &Pool,
+    url: &Url,
+    mut sink: Option<&mut dyn Write>,
+    started: std::time::Instant,
+) -> Result<Report, NetError> {
+    let ex = pool.exchange(url, Method::GET, None).await?;
+    if ex.status != StatusCode::OK {
+        return Err(NetError::Http {
+            url: url.to_string(),
+            message: format!("GET answered {}", ex.status),
+        });
+    }
+    if let Some(s) = sink.as_mut() {
+        s.write_all(&ex.body)?;
+        s.flush()?;
+    }
+    let seconds = started.elapsed().as_secs_f64();
+    let n = ex.body.len() as u64;
+    let rtt = ex.timing.first_byte.saturating_since(ex.timing.sent);
+    Ok(Report {
+        bytes: n,
+        seconds,
+        mib_s: n as f64 / (1u64 << 20) as f64 / seconds.max(1e-9),
+        alpha: 0,
+        alpha_max: 0,
+        rtt_ms: rtt.as_millis_f64(),
+        requests: 1,
+        wasted_bytes: 0,
+        transferred_bytes: n,
+        unit_bytes: 0,
+        path_mib_s: None,
+        server: None,
+        ranges: false,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_parse_with_and_without_ports() {
+        let u: Url = "http://127.0.0.1:8080/a/b?x=1".parse().unwrap();
+        assert_eq!(
+            (u.host.as_str(), u.port, u.path.as_str()),
+            ("127.0.0.1", 8080, "/a/b?x=1")
+        );
+        let u: Url = "http://example.org".parse().unwrap();
+        assert_eq!((u.port, u.path.as_str()), (80, "/"));
+        let u: Url = "http://[::1]:9/f".parse().unwrap();
+        assert_eq!(u.authority(), "[::1]:9");
+        for bad in [
+            "https://x/",
+            "ftp://x",
+            "http://:80/",
+            "http://x:0/",
+            "http://x:99999/",
+            "http://x/a b",
+        ] {
+            assert!(bad.parse::<Url>().is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn coverage_and_copy_follow_the_pieces() {
+        let mut p = BTreeMap::new();
+        p.insert(0u64, Bytes::from_static(b"abcd"));
+        p.insert(4u64, Bytes::from_static(b"efgh"));
+        p.insert(10u64, Bytes::from_static(b"kl"));
+        assert!(covered(&p, 1, 8));
+        assert!(!covered(&p, 6, 11));
+        let mut out = Vec::new();
+        copy_out(&p, 2, 7, &mut out);
+        assert_eq!(out, b"cdefg");
+    }
+}

@@ -1,0 +1,1091 @@
+//! `foresight serve`: files under a root over HTTP/1.1 with ranges, one dedicated worker per
+//! stream (paper 004_80004320b985afc3.txt, sections 6.1 and 6.2).
+//!
+//! The network side runs on tokio and hyper: it parses requests, resolves paths, decides the range
+//! and answers the cheap requests (`HEAD`, errors, `/metrics`, `/.well-known/foresight`) itself.
+//! Every body read goes to the stream's worker: a stream is the client's `x-foresight-stream`
+//! header (or its address) plus the file, pinned when first seen to the worker that
+//! `WorkerChoice` picks (fewest queued requests, then fewest streams, then lowest id). Each worker
+//! is an OS thread with a bounded `StreamGroupedQueue`, so it serves one stream's requests back to
+//! back; it reads through a `foresight-engine` reader that it keeps per stream, so the engine's
+//! readahead (the paper's server-side `ra_s`, one context per stream) runs on the server. Chunks go
+//! to the connection through a small bounded channel, so a slow client holds back its own worker
+//! for at most the send timeout, never the server's memory.
+//!
+//! Limits: connections (`max_connections`; more are closed at once), request header bytes
+//! (`max_header_bytes`), time a connection may sit without sending a complete request header
+//! (`idle_timeout`, which also ends idle keep-alive connections), requests queued per worker
+//! (`queue_per_worker`; more get 503), streams remembered (`max_streams`, least recently used
+//! forgotten first, idle ones after `stream_idle`). SIGTERM (or [`ServerHandle::shutdown`]) stops
+//! accepting, lets open requests finish for up to `grace`, then stops the workers.
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::io::{self, Read, Seek, SeekFrom};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use foresight_core::{Bandwidth, ByteLen, ByteRange, StreamId};
+use foresight_engine::{Backend, Engine};
+use foresight_policy::adaptive::{StreamGroupedQueue, WorkerChoice, WorkerId, DEFAULT_PEAK_RATIO};
+use http_body_util::{BodyExt, Empty, Full};
+use hyper::body::{Body, Frame, Incoming};
+use hyper::header::{self, HeaderValue};
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::sync::{mpsc, oneshot, Semaphore};
+
+use crate::path::{resolve, PathError};
+use crate::range::{content_range, decide, unsatisfied_content_range, RangeDecision};
+use crate::{NetError, PROC_HEADER, STREAM_HEADER, WELL_KNOWN_PATH};
+
+/// Where the device figures published at `/.well-known/foresight` come from.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum DeviceSource {
+    /// Read the largest file under the root with large direct reads at startup (at most 256 MiB or
+    /// two seconds); fall back to [`ServerConfig::default_bandwidth`] when no file is large enough.
+    Measure,
+    /// The operator's figure.
+    Configured(Bandwidth),
+}
+
+/// The server's settings; [`ServerConfig::new`] gives the defaults.
+#[derive(Clone, Debug)]
+pub struct ServerConfig {
+    /// The directory served.
+    pub root: PathBuf,
+    /// Where to listen.
+    pub addr: SocketAddr,
+    /// Dedicated I/O workers (paper 004 uses 32).
+    pub workers: u32,
+    /// The engine's largest readahead window per stream, published as `max_ra_sz`.
+    pub readahead: ByteLen,
+    /// The engine's hard memory budget.
+    pub engine_memory: ByteLen,
+    /// The engine backend.
+    pub backend: Backend,
+    /// Where `RB` comes from.
+    pub device: DeviceSource,
+    /// The `RB` published when measuring finds no file large enough.
+    pub default_bandwidth: Bandwidth,
+    /// `p`, the device's peak-to-average ratio.
+    pub peak_ratio: f64,
+    /// Most open connections.
+    pub max_connections: usize,
+    /// Most bytes of request head (request line and headers).
+    pub max_header_bytes: usize,
+    /// How long a connection may wait for a complete request head.
+    pub idle_timeout: Duration,
+    /// Most requests queued at one worker.
+    pub queue_per_worker: usize,
+    /// Most streams remembered.
+    pub max_streams: usize,
+    /// How long an unused stream keeps its worker and engine reader.
+    pub stream_idle: Duration,
+    /// Bytes per body chunk a worker reads and sends.
+    pub chunk_bytes: usize,
+    /// How long a worker waits for a slow client to take a chunk before abandoning the response.
+    pub send_timeout: Duration,
+    /// How long open requests may run after shutdown begins.
+    pub grace: Duration,
+}
+
+impl ServerConfig {
+    /// Defaults: 32 workers, 1 MiB readahead, 256 MiB engine memory, device figures measured,
+    /// 4096 connections, 16 KiB of request head, 30 s idle timeout, 1024 queued requests per
+    /// worker, 65536 streams idle for at most 60 s, 256 KiB chunks.
+    pub fn new(root: PathBuf, addr: SocketAddr) -> ServerConfig {
+        ServerConfig {
+            root,
+            addr,
+            workers: 32,
+            readahead: ByteLen::mib(1),
+            engine_memory: ByteLen::mib(256),
+            backend: Backend::Auto,
+            device: DeviceSource::Measure,
+            default_bandwidth: Bandwidth::from_mib_s(200.0),
+            peak_ratio: DEFAULT_PEAK_RATIO,
+            max_connections: 4096,
+            max_header_bytes: 16 << 10,
+            idle_timeout: Duration::from_secs(30),
+            queue_per_worker: 1024,
+            max_streams: 65536,
+            stream_idle: Duration::from_secs(60),
+            chunk_bytes: 256 << 10,
+            send_timeout: Duration::from_secs(30),
+            grace: Duration::from_secs(10),
+        }
+    }
+
+    fn validate(&self) -> Result<(), NetError> {
+        let bad = |key, message: String| Err(NetError::Setting { key, message });
+        if !(1..=4096).contains(&self.workers) {
+            return bad(
+                "--workers",
+                format!("must be 1..=4096, got {}", self.workers),
+            );
+        }
+        if self.readahead.0 < 4096 || self.readahead.0 > (256 << 20) {
+            return bad(
+                "--readahead",
+                format!("must be 4KiB..=256MiB, got {}", self.readahead),
+            );
+        }
+        if self.max_connections == 0 {
+            return bad("--max-connections", "must be at least 1".into());
+        }
+        if self.max_header_bytes < 8192 {
+            return bad(
+                "--max-header-bytes",
+                format!("must be at least 8192, got {}", self.max_header_bytes),
+            );
+        }
+        if !(self.peak_ratio.is_finite() && self.peak_ratio >= 1.0) {
+            return bad(
+                "--peak-ratio",
+                format!("must be a number >= 1, got {}", self.peak_ratio),
+            );
+        }
+        if let DeviceSource::Configured(b) = self.device {
+            if !(b.bytes_per_s.is_finite() && b.bytes_per_s > 0.0) {
+                return bad(
+                    "--device-bandwidth",
+                    "must be a positive rate such as 450MB/s".into(),
+                );
+            }
+        }
+        if self.queue_per_worker == 0 || self.max_streams == 0 || self.chunk_bytes < 4096 {
+            return bad(
+                "limits",
+                "queue_per_worker and max_streams must be >= 1, chunk_bytes >= 4096".into(),
+            );
+        }
+        if !self.root.is_dir() {
+            return bad(
+                "--root",
+                format!("{} is not a directory", self.root.display()),
+            );
+        }
+        Ok(())
+    }
+}
+
+/// The device figures a server publishes (paper 004, section 6.2's adaptive prefetching
+/// information), with where `RB` came from.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PublishedFigures {
+    /// `max_ra_sz` in bytes.
+    pub max_readahead_bytes: u64,
+    /// `RB` in bytes per second.
+    pub avg_bandwidth_bytes_per_s: f64,
+    /// `p`.
+    pub peak_ratio: f64,
+    /// `measured`, `configured` or `default` (measuring found nothing to read).
+    pub bandwidth_source: String,
+    /// `p` is always configured (paper 004, section 7.1 sets 1.2 for every device).
+    pub peak_ratio_source: String,
+    /// Dedicated workers.
+    pub workers: u32,
+}
+
+impl PublishedFigures {
+    /// The JSON document served at `/.well-known/foresight`.
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "server": "foresight",
+            "version": env!("CARGO_PKG_VERSION"),
+            "max_readahead_bytes": self.max_readahead_bytes,
+            "avg_bandwidth_bytes_per_s": self.avg_bandwidth_bytes_per_s,
+            "peak_ratio": self.peak_ratio,
+            "bandwidth_source": self.bandwidth_source,
+            "peak_ratio_source": self.peak_ratio_source,
+            "workers": self.workers,
+        })
+    }
+}
+
+/// A running server.
+#[derive(Debug)]
+pub struct ServerHandle {
+    addr: SocketAddr,
+    figures: PublishedFigures,
+    stop: Option<oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<Result<(), NetError>>>,
+}
+
+impl ServerHandle {
+    /// The address it listens on (with the real port when 0 was asked for).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The figures it publishes.
+    pub fn figures(&self) -> &PublishedFigures {
+        &self.figures
+    }
+
+    /// Stops accepting, lets open requests finish (up to the grace period), stops the workers.
+    pub fn shutdown(mut self) -> Result<(), NetError> {
+        self.stop_and_join()
+    }
+
+    /// Waits until the server stops by itself (on SIGTERM or SIGINT when started with
+    /// [`serve_until_signal`]).
+    pub fn wait(mut self) -> Result<(), NetError> {
+        match self.thread.take() {
+            Some(t) => t
+                .join()
+                .unwrap_or_else(|_| Err(io::Error::other("server thread panicked").into())),
+            None => Ok(()),
+        }
+    }
+
+    fn stop_and_join(&mut self) -> Result<(), NetError> {
+        if let Some(s) = self.stop.take() {
+            let _ = s.send(());
+        }
+        self.wait_inner()
+    }
+
+    fn wait_inner(&mut self) -> Result<(), NetError> {
+        match self.thread.take() {
+            Some(t) => t
+                .join()
+                .unwrap_or_else(|_| Err(io::Error::other("server thread panicked").into())),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for ServerHandle {
+    fn drop(&mut self) {
+        let _ = self.stop_and_join();
+    }
+}
+
+/// Starts a server on its own threads and returns once it listens. It stops on
+/// [`ServerHandle::shutdown`] (or when the handle is dropped).
+pub fn spawn(cfg: ServerConfig) -> Result<ServerHandle, NetError> {
+    start(cfg, false)
+}
+
+/// Starts a server that also stops on SIGTERM or SIGINT; [`ServerHandle::wait`] blocks until then.
+pub fn serve_until_signal(cfg: ServerConfig) -> Result<ServerHandle, NetError> {
+    start(cfg, true)
+}
+
+fn start(mut cfg: ServerConfig, on_signal: bool) -> Result<ServerHandle, NetError> {
+    cfg.validate()?;
+    cfg.root = cfg.root.canonicalize()?;
+    let figures = measure_figures(&cfg);
+    let engine = Engine::builder()
+        .memory(cfg.engine_memory)
+        .policy("seqp")
+        .readahead_max(cfg.readahead)
+        .max_io(cfg.readahead)
+        .backend(cfg.backend.clone())
+        .build()?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("foresight-net")
+        .build()?;
+    let std_listener = std::net::TcpListener::bind(cfg.addr).map_err(|error| NetError::Bind {
+        addr: cfg.addr,
+        error,
+    })?;
+    std_listener.set_nonblocking(true)?;
+    let addr = std_listener.local_addr()?;
+    let (stop_tx, stop_rx) = oneshot::channel();
+    let state = Arc::new(State::new(
+        &cfg,
+        engine,
+        figures.clone(),
+        rt.handle().clone(),
+    ));
+    let thread = std::thread::Builder::new()
+        .name("foresight-serve".into())
+        .spawn(move || {
+            let workers = start_workers(&state);
+            let result = rt.block_on(accept_loop(state.clone(), std_listener, stop_rx, on_signal));
+            state.shutting_down.store(true, Ordering::SeqCst);
+            for w in &state.workers {
+                w.ready.notify_all();
+            }
+            for w in workers {
+                let _ = w.join();
+            }
+            rt.shutdown_timeout(Duration::from_secs(1));
+            result
+        })?;
+    Ok(ServerHandle {
+        addr,
+        figures,
+        stop: Some(stop_tx),
+        thread: Some(thread),
+    })
+}
+
+fn measure_figures(cfg: &ServerConfig) -> PublishedFigures {
+    let (bw, source) = match cfg.device {
+        DeviceSource::Configured(b) => (b.bytes_per_s, "configured"),
+        DeviceSource::Measure => match measure_device(cfg) {
+            Some(b) => (b, "measured"),
+            None => (cfg.default_bandwidth.bytes_per_s, "default"),
+        },
+    };
+    PublishedFigures {
+        max_readahead_bytes: cfg.readahead.0,
+        avg_bandwidth_bytes_per_s: bw,
+        peak_ratio: cfg.peak_ratio,
+        bandwidth_source: source.into(),
+        peak_ratio_source: "configured".into(),
+        workers: cfg.workers,
+    }
+}
+
+/// The largest file in the root or one level below, read with large direct reads (the rate `fio`
+/// would report), after dropping it from the page cache.
+fn measure_device(cfg: &ServerConfig) -> Option<f64> {
+    let mut best: Option<(u64, PathBuf)> = None;
+    let mut consider = |p: PathBuf| {
+        if let Ok(m) = std::fs::metadata(&p) {
+            if m.is_file() && best.as_ref().is_none_or(|(l, _)| m.len() > *l) {
+                best = Some((m.len(), p));
+            }
+        }
+    };
+    for e in std::fs::read_dir(&cfg.root).ok()?.flatten().take(10_000) {
+        let p = e.path();
+        if p.is_dir() {
+            if let Ok(rd) = std::fs::read_dir(&p) {
+                for e2 in rd.flatten().take(1000) {
+                    consider(e2.path());
+                }
+            }
+        } else {
+            consider(p);
+        }
+    }
+    let (len, path) = best?;
+    let io = cfg.readahead.0.div_ceil(4096) * 4096;
+    if len < 4 * io.max(1 << 20) {
+        return None;
+    }
+    let _ = foresight_engine::measure::evict_from_page_cache(&path);
+    let r = foresight_engine::measure::sequential_read(
+        cfg.backend.clone(),
+        &path,
+        len.min(256 << 20),
+        io,
+        4,
+        Some(Duration::from_secs(2)),
+    )
+    .ok()?;
+    (r.seconds > 0.0 && r.bytes > 0).then(|| r.bytes as f64 / r.seconds)
+}
+
+/// A body read: which stream, which bytes, and where the chunks go.
+struct Job {
+    stream: StreamId,
+    path: Arc<PathBuf>,
+    range: ByteRange,
+    tx: mpsc::Sender<io::Result<Bytes>>,
+}
+
+struct WorkerSlot {
+    queue: Mutex<StreamGroupedQueue<Job>>,
+    ready: Condvar,
+}
+
+struct StreamEntry {
+    id: StreamId,
+    worker: WorkerId,
+    last_used: Instant,
+}
+
+struct StreamTable {
+    map: HashMap<(String, PathBuf), StreamEntry>,
+    choice: WorkerChoice,
+    next_id: u32,
+}
+
+#[derive(Default)]
+struct Counters {
+    requests: AtomicU64,
+    by_status: Mutex<HashMap<u16, u64>>,
+    body_bytes: AtomicU64,
+    connections_open: AtomicU64,
+    connections_total: AtomicU64,
+    connections_refused: AtomicU64,
+    busy_rejections: AtomicU64,
+    abandoned_responses: AtomicU64,
+    streams_created: AtomicU64,
+}
+
+struct State {
+    root: PathBuf,
+    cfg: ServerConfig,
+    engine: Engine,
+    figures: PublishedFigures,
+    workers: Vec<WorkerSlot>,
+    streams: Mutex<StreamTable>,
+    counters: Counters,
+    shutting_down: AtomicBool,
+    rt: tokio::runtime::Handle,
+}
+
+impl State {
+    fn new(
+        cfg: &ServerConfig,
+        engine: Engine,
+        figures: PublishedFigures,
+        rt: tokio::runtime::Handle,
+    ) -> State {
+        State {
+            root: cfg.root.clone(),
+            cfg: cfg.clone(),
+            engine,
+            figures,
+            workers: (0..cfg.workers)
+                .map(|_| WorkerSlot {
+                    queue: Mutex::new(StreamGroupedQueue::new(cfg.queue_per_worker, None)),
+                    ready: Condvar::new(),
+                })
+                .collect(),
+            streams: Mutex::new(StreamTable {
+                map: HashMap::new(),
+                choice: WorkerChoice::new(cfg.workers).expect("workers validated"),
+                next_id: 0,
+            }),
+            counters: Counters::default(),
+            shutting_down: AtomicBool::new(false),
+            rt,
+        }
+    }
+
+    fn count_status(&self, status: StatusCode) {
+        *self
+            .counters
+            .by_status
+            .lock()
+            .expect("counters poisoned")
+            .entry(status.as_u16())
+            .or_default() += 1;
+    }
+
+    /// The stream for this client and file, pinned to its worker when first seen.
+    fn stream_for(&self, client: String, path: &Path) -> (StreamId, WorkerId) {
+        let mut t = self.streams.lock().expect("stream table poisoned");
+        let now = Instant::now();
+        let key = (client, path.to_path_buf());
+        if let Some(e) = t.map.get_mut(&key) {
+            e.last_used = now;
+            return (e.id, e.worker);
+        }
+        // Forget idle streams, and the least recently used one if the table is still full.
+        let idle = self.cfg.stream_idle;
+        let expired: Vec<_> = t
+            .map
+            .iter()
+            .filter(|(_, e)| now.duration_since(e.last_used) > idle)
+            .map(|(k, _)| k.clone())
+            .take(64)
+            .collect();
+        for k in expired {
+            if let Some(e) = t.map.remove(&k) {
+                t.choice.release_stream(e.worker);
+            }
+        }
+        if t.map.len() >= self.cfg.max_streams {
+            if let Some(k) = t
+                .map
+                .iter()
+                .min_by_key(|(_, e)| e.last_used)
+                .map(|(k, _)| k.clone())
+            {
+                if let Some(e) = t.map.remove(&k) {
+                    t.choice.release_stream(e.worker);
+                }
+            }
+        }
+        let worker = t.choice.assign_stream();
+        let id = StreamId(t.next_id);
+        t.next_id = t.next_id.wrapping_add(1);
+        t.map.insert(
+            key,
+            StreamEntry {
+                id,
+                worker,
+                last_used: now,
+            },
+        );
+        self.counters
+            .streams_created
+            .fetch_add(1, Ordering::Relaxed);
+        (id, worker)
+    }
+
+    fn enqueue(&self, worker: WorkerId, job: Job) -> Result<(), Job> {
+        let slot = &self.workers[worker.0 as usize];
+        let pushed = slot
+            .queue
+            .lock()
+            .expect("worker queue poisoned")
+            .push(job.stream, job);
+        if pushed.is_ok() {
+            self.streams
+                .lock()
+                .expect("stream table poisoned")
+                .choice
+                .request_queued(worker);
+            slot.ready.notify_one();
+        }
+        pushed
+    }
+}
+
+fn start_workers(state: &Arc<State>) -> Vec<std::thread::JoinHandle<()>> {
+    (0..state.workers.len())
+        .filter_map(|i| {
+            let st = state.clone();
+            std::thread::Builder::new()
+                .name(format!("foresight-w{i}"))
+                .spawn(move || worker_loop(&st, WorkerId(i as u32)))
+                .ok()
+        })
+        .collect()
+}
+
+/// The most engine readers one worker keeps open; the least recently used is closed beyond it.
+const READERS_PER_WORKER: usize = 256;
+
+fn worker_loop(state: &State, me: WorkerId) {
+    let slot = &state.workers[me.0 as usize];
+    let mut readers: HashMap<StreamId, (foresight_engine::Reader, Instant)> = HashMap::new();
+    loop {
+        let job = {
+            let mut q = slot.queue.lock().expect("worker queue poisoned");
+            loop {
+                if let Some((_, job)) = q.pop() {
+                    break Some(job);
+                }
+                if state.shutting_down.load(Ordering::SeqCst) {
+                    break None;
+                }
+                let (g, _) = slot
+                    .ready
+                    .wait_timeout(q, Duration::from_secs(1))
+                    .expect("worker queue poisoned");
+                q = g;
+                let idle = state.cfg.stream_idle;
+                readers.retain(|_, (_, used)| used.elapsed() <= idle);
+            }
+        };
+        let Some(job) = job else {
+            return;
+        };
+        serve_job(state, &mut readers, job);
+        state
+            .streams
+            .lock()
+            .expect("stream table poisoned")
+            .choice
+            .request_done(me);
+    }
+}
+
+fn serve_job(
+    state: &State,
+    readers: &mut HashMap<StreamId, (foresight_engine::Reader, Instant)>,
+    job: Job,
+) {
+    if !readers.contains_key(&job.stream) {
+        if readers.len() >= READERS_PER_WORKER {
+            if let Some(old) = readers.iter().min_by_key(|(_, (_, t))| *t).map(|(k, _)| *k) {
+                readers.remove(&old);
+            }
+        }
+        match state.engine.open(job.path.as_path()) {
+            Ok(r) => {
+                readers.insert(job.stream, (r, Instant::now()));
+            }
+            Err(e) => {
+                let _ = job.tx.blocking_send(Err(io::Error::other(e.to_string())));
+                return;
+            }
+        }
+    }
+    let Some((reader, used)) = readers.get_mut(&job.stream) else {
+        return;
+    };
+    *used = Instant::now();
+    let send = |chunk: io::Result<Bytes>| -> bool {
+        let tx = job.tx.clone();
+        let timeout = state.cfg.send_timeout;
+        matches!(
+            state
+                .rt
+                .block_on(async move { tokio::time::timeout(timeout, tx.send(chunk)).await }),
+            Ok(Ok(()))
+        )
+    };
+    if let Err(e) = reader.seek(SeekFrom::Start(job.range.start.0)) {
+        send(Err(e));
+        return;
+    }
+    let mut left = job.range.len.0;
+    while left > 0 {
+        let want = left.min(state.cfg.chunk_bytes as u64) as usize;
+        let mut buf = vec![0u8; want];
+        let mut got = 0;
+        while got < want {
+            match reader.read(&mut buf[got..]) {
+                Ok(0) => break,
+                Ok(n) => got += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    send(Err(e));
+                    return;
+                }
+            }
+        }
+        if got < want {
+            // The file shrank under us: end the body early so the client sees a short response.
+            send(Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "file shorter than announced",
+            )));
+            return;
+        }
+        buf.truncate(got);
+        left -= got as u64;
+        if !send(Ok(Bytes::from(buf))) {
+            state
+                .counters
+                .abandoned_responses
+                .fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+    }
+}
+
+async fn accept_loop(
+    state: Arc<State>,
+    std_listener: std::net::TcpListener,
+    mut stop: oneshot::Receiver<()>,
+    on_signal: bool,
+) -> Result<(), NetError> {
+    let listener = tokio::net::TcpListener::from_std(std_listener)?;
+    let permits = Arc::new(Semaphore::new(state.cfg.max_connections));
+    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    let mut http = hyper::server::conn::http1::Builder::new();
+    http.timer(TokioTimer::new())
+        .header_read_timeout(state.cfg.idle_timeout)
+        .max_buf_size(state.cfg.max_header_bytes.max(8192))
+        .keep_alive(true);
+    let signals = async {
+        if !on_signal {
+            return std::future::pending::<()>().await;
+        }
+        use tokio::signal::unix::{signal, SignalKind};
+        match (
+            signal(SignalKind::terminate()),
+            signal(SignalKind::interrupt()),
+        ) {
+            (Ok(mut t), Ok(mut i)) => {
+                tokio::select! {
+                    _ = t.recv() => {}
+                    _ = i.recv() => {}
+                }
+            }
+            _ => std::future::pending::<()>().await,
+        }
+    };
+    tokio::pin!(signals);
+    loop {
+        tokio::select! {
+            _ = &mut stop => break,
+            _ = &mut signals => break,
+            accepted = listener.accept() => {
+                let (tcp, peer) = match accepted {
+                    Ok(x) => x,
+                    // Out of descriptors or a connection reset before accept: keep serving.
+                    Err(_) => {
+                        tokio::time::sleep(Duration::from_millis(10)).await;
+                        continue;
+                    }
+                };
+                let Ok(permit) = permits.clone().try_acquire_owned() else {
+                    state.counters.connections_refused.fetch_add(1, Ordering::Relaxed);
+                    drop(tcp);
+                    continue;
+                };
+                let _ = tcp.set_nodelay(true);
+                state.counters.connections_total.fetch_add(1, Ordering::Relaxed);
+                state.counters.connections_open.fetch_add(1, Ordering::Relaxed);
+                let st = state.clone();
+                let svc = hyper::service::service_fn(move |req| {
+                    let st = st.clone();
+                    async move { Ok::<_, Infallible>(handle(st, req, peer).await) }
+                });
+                let conn = http.serve_connection(TokioIo::new(tcp), svc);
+                let watched = graceful.watch(conn);
+                let st = state.clone();
+                tokio::spawn(async move {
+                    let _ = watched.await;
+                    st.counters.connections_open.fetch_sub(1, Ordering::Relaxed);
+                    drop(permit);
+                });
+            }
+        }
+    }
+    drop(listener);
+    let _ = tokio::time::timeout(state.cfg.grace, graceful.shutdown()).await;
+    Ok(())
+}
+
+type ResBody = http_body_util::combinators::BoxBody<Bytes, io::Error>;
+
+fn empty() -> ResBody {
+    Empty::new().map_err(|never| match never {}).boxed()
+}
+
+fn full(b: impl Into<Bytes>) -> ResBody {
+    Full::new(b.into()).map_err(|never| match never {}).boxed()
+}
+
+fn plain(status: StatusCode, msg: &str) -> Response<ResBody> {
+    let mut r = Response::new(full(format!("{msg}\n")));
+    *r.status_mut() = status;
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    r
+}
+
+/// A response body fed by a worker through a bounded channel.
+struct ChannelBody {
+    first: Option<Bytes>,
+    rx: mpsc::Receiver<io::Result<Bytes>>,
+    state: Arc<State>,
+}
+
+impl Body for ChannelBody {
+    type Data = Bytes;
+    type Error = io::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, io::Error>>> {
+        if let Some(b) = self.first.take() {
+            self.state
+                .counters
+                .body_bytes
+                .fetch_add(b.len() as u64, Ordering::Relaxed);
+            return Poll::Ready(Some(Ok(Frame::data(b))));
+        }
+        match self.rx.poll_recv(cx) {
+            Poll::Ready(Some(Ok(b))) => {
+                self.state
+                    .counters
+                    .body_bytes
+                    .fetch_add(b.len() as u64, Ordering::Relaxed);
+                Poll::Ready(Some(Ok(Frame::data(b))))
+            }
+            Poll::Ready(Some(Err(e))) => Poll::Ready(Some(Err(e))),
+            Poll::Ready(None) => Poll::Ready(None),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+async fn handle(state: Arc<State>, req: Request<Incoming>, peer: SocketAddr) -> Response<ResBody> {
+    let arrived = Instant::now();
+    state.counters.requests.fetch_add(1, Ordering::Relaxed);
+    let mut resp = route(&state, &req, peer, arrived).await;
+    let h = resp.headers_mut();
+    h.insert(header::SERVER, HeaderValue::from_static("foresight"));
+    if let Ok(v) = HeaderValue::from_str(&arrived.elapsed().as_nanos().to_string()) {
+        h.entry(PROC_HEADER).or_insert(v);
+    }
+    state.count_status(resp.status());
+    resp
+}
+
+async fn route(
+    state: &Arc<State>,
+    req: &Request<Incoming>,
+    peer: SocketAddr,
+    arrived: Instant,
+) -> Response<ResBody> {
+    let head = match *req.method() {
+        Method::GET => false,
+        Method::HEAD => true,
+        _ => {
+            let mut r = plain(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "only GET and HEAD are served",
+            );
+            r.headers_mut()
+                .insert(header::ALLOW, HeaderValue::from_static("GET, HEAD"));
+            return r;
+        }
+    };
+    let path = req.uri().path();
+    if path == "/metrics" {
+        let mut r = Response::new(if head {
+            empty()
+        } else {
+            full(metrics_text(state))
+        });
+        r.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("text/plain; version=0.0.4"),
+        );
+        return r;
+    }
+    if path == WELL_KNOWN_PATH {
+        let body = state.figures.to_json().to_string();
+        let mut r = Response::new(if head { empty() } else { full(body) });
+        r.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        return r;
+    }
+    let file = match resolve(&state.root, path) {
+        Ok(p) => p,
+        Err(PathError::BadRequest(why)) => return plain(StatusCode::BAD_REQUEST, &why),
+        Err(PathError::NotFound) => return plain(StatusCode::NOT_FOUND, "not found"),
+    };
+    let len = match tokio::fs::metadata(&file).await {
+        Ok(m) => m.len(),
+        Err(_) => return plain(StatusCode::NOT_FOUND, "not found"),
+    };
+    // Range applies to GET only (RFC 9110, section 14.2); an If-Range we cannot validate (we send
+    // no validators) means the whole representation.
+    let range_header = if head || req.headers().contains_key(header::IF_RANGE) {
+        None
+    } else {
+        req.headers().get(header::RANGE).map(HeaderValue::as_bytes)
+    };
+    let (status, range) = match decide(range_header, len) {
+        RangeDecision::Full => (StatusCode::OK, ByteRange::new(0, len)),
+        RangeDecision::Partial(r) => (StatusCode::PARTIAL_CONTENT, r),
+        RangeDecision::Unsatisfiable => {
+            let mut r = plain(StatusCode::RANGE_NOT_SATISFIABLE, "range not satisfiable");
+            if let Ok(v) = HeaderValue::from_str(&unsatisfied_content_range(len)) {
+                r.headers_mut().insert(header::CONTENT_RANGE, v);
+            }
+            r.headers_mut()
+                .insert(header::ACCEPT_RANGES, HeaderValue::from_static("bytes"));
+            return r;
+        }
+        RangeDecision::Malformed(why) => return plain(StatusCode::BAD_REQUEST, &why),
+    };
+    let mut headers = vec![
+        (header::ACCEPT_RANGES, HeaderValue::from_static("bytes")),
+        (
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/octet-stream"),
+        ),
+        (header::CONTENT_LENGTH, HeaderValue::from(range.len.0)),
+    ];
+    if status == StatusCode::PARTIAL_CONTENT {
+        if let Ok(v) = HeaderValue::from_str(&content_range(range, len)) {
+            headers.push((header::CONTENT_RANGE, v));
+        }
+    }
+    let build = |body: ResBody, proc_ns: Option<u128>| {
+        let mut r = Response::new(body);
+        *r.status_mut() = status;
+        for (k, v) in headers.iter() {
+            r.headers_mut().insert(k.clone(), v.clone());
+        }
+        if let Some(ns) = proc_ns {
+            if let Ok(v) = HeaderValue::from_str(&ns.to_string()) {
+                r.headers_mut().insert(PROC_HEADER, v);
+            }
+        }
+        r
+    };
+    if head || range.len.0 == 0 {
+        return build(empty(), None);
+    }
+    let client = req
+        .headers()
+        .get(STREAM_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .filter(|s| s.len() <= 128)
+        .map_or_else(|| peer.ip().to_string(), |s| format!("h:{s}"));
+    let (stream, worker) = state.stream_for(client, &file);
+    let (tx, mut rx) = mpsc::channel(4);
+    let job = Job {
+        stream,
+        path: Arc::new(file),
+        range,
+        tx,
+    };
+    if state.enqueue(worker, job).is_err() {
+        state
+            .counters
+            .busy_rejections
+            .fetch_add(1, Ordering::Relaxed);
+        let mut r = plain(StatusCode::SERVICE_UNAVAILABLE, "worker queue full, retry");
+        r.headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+        return r;
+    }
+    // Wait for the first chunk so that the status can still change if the read fails, and so
+    // that the processing time the client subtracts from its round trip covers the worker's
+    // queue and the first read.
+    match rx.recv().await {
+        Some(Ok(first)) => {
+            let body = ChannelBody {
+                first: Some(first),
+                rx,
+                state: state.clone(),
+            };
+            build(body.boxed(), Some(arrived.elapsed().as_nanos()))
+        }
+        Some(Err(e)) => plain(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            &format!("read failed: {e}"),
+        ),
+        None => plain(StatusCode::INTERNAL_SERVER_ERROR, "worker stopped"),
+    }
+}
+
+fn metrics_text(state: &State) -> String {
+    use std::fmt::Write as _;
+    let c = &state.counters;
+    let mut s = String::new();
+    let mut counter = |name: &str, help: &str, kind: &str, v: f64| {
+        let _ = writeln!(s, "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {v}");
+    };
+    counter(
+        "foresight_requests_total",
+        "HTTP requests received.",
+        "counter",
+        c.requests.load(Ordering::Relaxed) as f64,
+    );
+    counter(
+        "foresight_body_bytes_total",
+        "Response body bytes handed to connections.",
+        "counter",
+        c.body_bytes.load(Ordering::Relaxed) as f64,
+    );
+    counter(
+        "foresight_connections_open",
+        "Connections open now.",
+        "gauge",
+        c.connections_open.load(Ordering::Relaxed) as f64,
+    );
+    counter(
+        "foresight_connections_total",
+        "Connections accepted.",
+        "counter",
+        c.connections_total.load(Ordering::Relaxed) as f64,
+    );
+    counter(
+        "foresight_connections_refused_total",
+        "Connections closed at once because the connection limit was reached.",
+        "counter",
+        c.connections_refused.load(Ordering::Relaxed) as f64,
+    );
+    counter(
+        "foresight_busy_rejections_total",
+        "Requests answered 503 because their worker's queue was full.",
+        "counter",
+        c.busy_rejections.load(Ordering::Relaxed) as f64,
+    );
+    counter(
+        "foresight_abandoned_responses_total",
+        "Responses abandoned because the client stopped reading.",
+        "counter",
+        c.abandoned_responses.load(Ordering::Relaxed) as f64,
+    );
+    counter(
+        "foresight_streams_created_total",
+        "Streams pinned to a worker.",
+        "counter",
+        c.streams_created.load(Ordering::Relaxed) as f64,
+    );
+    let es = state.engine.stats();
+    counter(
+        "foresight_engine_device_bytes_total",
+        "Bytes the engine read from files.",
+        "counter",
+        es.device_bytes as f64,
+    );
+    counter(
+        "foresight_engine_prefetched_bytes_total",
+        "Bytes the engine's readahead fetched.",
+        "counter",
+        es.prefetched_bytes as f64,
+    );
+    counter(
+        "foresight_engine_memory_used_bytes",
+        "Engine buffer memory in use.",
+        "gauge",
+        es.memory_used_bytes as f64,
+    );
+    counter(
+        "foresight_engine_memory_peak_bytes",
+        "Most engine buffer memory ever in use.",
+        "gauge",
+        es.memory_peak_bytes as f64,
+    );
+    let _ = writeln!(
+        s,
+        "# HELP foresight_responses_total Responses by status code.\n# TYPE foresight_responses_total counter"
+    );
+    let mut codes: Vec<(u16, u64)> = c
+        .by_status
+        .lock()
+        .expect("counters poisoned")
+        .iter()
+        .map(|(k, v)| (*k, *v))
+        .collect();
+    codes.sort_unstable();
+    for (code, n) in codes {
+        let _ = writeln!(s, "foresight_responses_total{{code=\"{code}\"}} {n}");
+    }
+    let t = state.streams.lock().expect("stream table poisoned");
+    let _ = writeln!(
+        s,
+        "# HELP foresight_streams Streams remembered now.\n# TYPE foresight_streams gauge\nforesight_streams {}",
+        t.map.len()
+    );
+    let _ = writeln!(
+        s,
+        "# HELP foresight_worker_queued Requests queued or in service per worker.\n# TYPE foresight_worker_queued gauge"
+    );
+    for w in 0..t.choice.workers() {
+        let _ = writeln!(
+            s,
+            "foresight_worker_queued{{worker=\"{w}\"}} {}",
+            t.choice.queued(WorkerId(w))
+        );
+    }
+    let _ = writeln!(
+        s,
+        "# HELP foresight_worker_streams Streams pinned per worker.\n# TYPE foresight_worker_streams gauge"
+    );
+    for w in 0..t.choice.workers() {
+        let _ = writeln!(
+            s,
+            "foresight_worker_streams{{worker=\"{w}\"}} {}",
+            t.choice.streams(WorkerId(w))
+        );
+    }
+    s
+}

@@ -1,0 +1,330 @@
+//! `foresight net-soak`: many concurrent clients against one in-process server, every byte
+//! checked.
+//!
+//! The files are generated from a formula of (file, offset), so a client can check any range it
+//! receives without keeping a copy. Half of the clients read their file sequentially in 128 KiB
+//! ranges (streams, which the server pins to workers); the other half read random ranges of up to
+//! `max_read` bytes. Each client keeps one keep-alive connection and reconnects when it is closed.
+//! The report counts requests, errors (a failed exchange or a status other than 206) and
+//! mismatches (a body that differs from the formula), and the resident memory of the process,
+//! which holds both the server and the clients.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use foresight_core::{Bandwidth, ByteLen, ByteRange, Rng};
+use http_body_util::{BodyExt, Empty};
+use hyper::header;
+use hyper::{Request, StatusCode};
+use hyper_util::rt::TokioIo;
+
+use crate::range::range_header_for;
+use crate::server::{spawn, DeviceSource, ServerConfig};
+use crate::{peak_rss_bytes, rss_bytes, NetError};
+
+/// The soak's settings.
+#[derive(Clone, Debug)]
+pub struct SoakConfig {
+    /// Concurrent clients, each with its own connection.
+    pub clients: usize,
+    /// How long they read.
+    pub duration: Duration,
+    /// Files served.
+    pub files: usize,
+    /// Bytes per file.
+    pub file_size: ByteLen,
+    /// Largest random read.
+    pub max_read: ByteLen,
+    /// Server workers.
+    pub workers: u32,
+    /// Seed of the clients' choices.
+    pub seed: u64,
+}
+
+impl Default for SoakConfig {
+    fn default() -> Self {
+        SoakConfig {
+            clients: 1000,
+            duration: Duration::from_secs(30),
+            files: 16,
+            file_size: ByteLen::mib(8),
+            max_read: ByteLen::kib(256),
+            workers: 32,
+            seed: 1,
+        }
+    }
+}
+
+/// What a soak saw.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SoakReport {
+    /// Clients that ran.
+    pub clients: usize,
+    /// Wall seconds of reading.
+    pub seconds: f64,
+    /// Range requests answered.
+    pub requests: u64,
+    /// Body bytes checked.
+    pub bytes: u64,
+    /// Failed exchanges or statuses other than 206.
+    pub errors: u64,
+    /// Bodies that differed from the file.
+    pub mismatches: u64,
+    /// The first error, for the report.
+    pub first_error: Option<String>,
+    /// Resident memory once the server was up, before the clients started.
+    pub rss_start_bytes: Option<u64>,
+    /// The most resident memory sampled each second during the run.
+    pub rss_max_sampled_bytes: Option<u64>,
+    /// Resident memory at the end.
+    pub rss_end_bytes: Option<u64>,
+    /// The process's peak resident memory (`VmHWM`).
+    pub peak_rss_bytes: Option<u64>,
+}
+
+impl SoakReport {
+    /// The JSON object `foresight net-soak --json` prints.
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "clients": self.clients,
+            "seconds": self.seconds,
+            "requests": self.requests,
+            "bytes": self.bytes,
+            "mib_s": self.bytes as f64 / (1u64 << 20) as f64 / self.seconds.max(1e-9),
+            "errors": self.errors,
+            "mismatches": self.mismatches,
+            "first_error": self.first_error,
+            "rss_start_bytes": self.rss_start_bytes,
+            "rss_max_sampled_bytes": self.rss_max_sampled_bytes,
+            "rss_end_bytes": self.rss_end_bytes,
+            "peak_rss_bytes": self.peak_rss_bytes,
+        })
+    }
+}
+
+/// Byte `offset` of generated file `file`.
+pub fn pattern_byte(file: usize, offset: u64) -> u8 {
+    let x = offset.wrapping_mul(0x9E37_79B9_7F4A_7C15)
+        ^ (file as u64).wrapping_mul(0xD6E8_FEB8_6659_FD93);
+    (x >> 56) as u8 ^ offset as u8
+}
+
+/// Writes `files` generated files of `size` bytes into `dir`, named `f0.bin`, `f1.bin`, ...
+pub fn write_pattern_files(dir: &std::path::Path, files: usize, size: u64) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    for f in 0..files {
+        let path = dir.join(format!("f{f}.bin"));
+        if std::fs::metadata(&path).is_ok_and(|m| m.len() == size) {
+            continue;
+        }
+        let data: Vec<u8> = (0..size).map(|o| pattern_byte(f, o)).collect();
+        std::fs::write(&path, data)?;
+    }
+    Ok(())
+}
+
+#[derive(Default)]
+struct Totals {
+    requests: AtomicU64,
+    bytes: AtomicU64,
+    errors: AtomicU64,
+    mismatches: AtomicU64,
+    first_error: Mutex<Option<String>>,
+}
+
+impl Totals {
+    fn error(&self, e: String) {
+        self.errors.fetch_add(1, Ordering::Relaxed);
+        let mut f = self.first_error.lock().expect("totals poisoned");
+        if f.is_none() {
+            *f = Some(e);
+        }
+    }
+}
+
+/// Runs a soak.
+pub fn run(cfg: &SoakConfig) -> Result<SoakReport, NetError> {
+    if cfg.clients == 0 || cfg.files == 0 || cfg.file_size.0 < 4096 || cfg.max_read.0 == 0 {
+        return Err(NetError::Setting {
+            key: "--clients/--files/--file-size/--max-read",
+            message: "need at least one client and one file of at least 4KiB".into(),
+        });
+    }
+    let dir = std::env::temp_dir().join(format!("foresight-soak-{}", std::process::id()));
+    write_pattern_files(&dir, cfg.files, cfg.file_size.0)?;
+    let mut scfg = ServerConfig::new(dir.clone(), "127.0.0.1:0".parse().expect("literal address"));
+    scfg.workers = cfg.workers;
+    scfg.device = DeviceSource::Configured(Bandwidth::from_mib_s(500.0));
+    scfg.max_connections = cfg.clients + 64;
+    scfg.engine_memory = ByteLen::mib(256);
+    let server = spawn(scfg)?;
+    let addr = server.local_addr();
+    let rss_start = rss_bytes();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    let totals = Arc::new(Totals::default());
+    let started = Instant::now();
+    let deadline = started + cfg.duration;
+    let mut rss_max = rss_start;
+    rt.block_on(async {
+        let mut tasks = Vec::with_capacity(cfg.clients);
+        for c in 0..cfg.clients {
+            let totals = totals.clone();
+            let cfg = cfg.clone();
+            tasks.push(tokio::spawn(async move {
+                client_loop(c, &cfg, addr, deadline, &totals).await;
+            }));
+        }
+        let sampler = async {
+            while Instant::now() < deadline {
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                if let Some(r) = rss_bytes() {
+                    rss_max = Some(rss_max.map_or(r, |m: u64| m.max(r)));
+                }
+            }
+        };
+        sampler.await;
+        for t in tasks {
+            let _ = t.await;
+        }
+    });
+    let seconds = started.elapsed().as_secs_f64();
+    let rss_end = rss_bytes();
+    server.shutdown()?;
+    let _ = std::fs::remove_dir_all(&dir);
+    let first_error = totals.first_error.lock().expect("totals poisoned").clone();
+    Ok(SoakReport {
+        clients: cfg.clients,
+        seconds,
+        requests: totals.requests.load(Ordering::Relaxed),
+        bytes: totals.bytes.load(Ordering::Relaxed),
+        errors: totals.errors.load(Ordering::Relaxed),
+        mismatches: totals.mismatches.load(Ordering::Relaxed),
+        first_error,
+        rss_start_bytes: rss_start,
+        rss_max_sampled_bytes: rss_max,
+        rss_end_bytes: rss_end,
+        peak_rss_bytes: peak_rss_bytes(),
+    })
+}
+
+async fn client_loop(
+    c: usize,
+    cfg: &SoakConfig,
+    addr: std::net::SocketAddr,
+    deadline: Instant,
+    totals: &Totals,
+) {
+    let mut rng = Rng::new(cfg.seed).fork(c as u64);
+    let sequential = c.is_multiple_of(2);
+    let file = c % cfg.files;
+    let size = cfg.file_size.0;
+    let mut seq_at = rng.below(size / 4096) * 4096;
+    let tag = format!("soak-{c}");
+    let mut conn: Option<hyper::client::conn::http1::SendRequest<Empty<Bytes>>> = None;
+    while Instant::now() < deadline {
+        let range = if sequential {
+            let len = (128u64 << 10).min(size - seq_at);
+            let r = ByteRange::new(seq_at, len);
+            seq_at = if seq_at + len >= size {
+                0
+            } else {
+                seq_at + len
+            };
+            r
+        } else {
+            let len = 1 + rng.below(cfg.max_read.0.min(size));
+            ByteRange::new(rng.below(size - len + 1), len)
+        };
+        let send = match conn.take() {
+            Some(s) if !s.is_closed() => s,
+            _ => match connect(addr).await {
+                Ok(s) => s,
+                Err(e) => {
+                    totals.error(format!("client {c}: connect: {e}"));
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+        };
+        match fetch(send, file, range, &tag).await {
+            Ok((send, status, body)) => {
+                totals.requests.fetch_add(1, Ordering::Relaxed);
+                if status != StatusCode::PARTIAL_CONTENT {
+                    totals.error(format!("client {c}: {range} answered {status}"));
+                } else if body.len() as u64 != range.len.0
+                    || body
+                        .iter()
+                        .enumerate()
+                        .any(|(i, b)| *b != pattern_byte(file, range.start.0 + i as u64))
+                {
+                    totals.mismatches.fetch_add(1, Ordering::Relaxed);
+                } else {
+                    totals.bytes.fetch_add(body.len() as u64, Ordering::Relaxed);
+                }
+                conn = Some(send);
+            }
+            Err(e) => totals.error(format!("client {c}: {range}: {e}")),
+        }
+    }
+}
+
+async fn connect(
+    addr: std::net::SocketAddr,
+) -> Result<hyper::client::conn::http1::SendRequest<Empty<Bytes>>, String> {
+    let tcp = tokio::net::TcpStream::connect(addr)
+        .await
+        .map_err(|e| e.to_string())?;
+    let _ = tcp.set_nodelay(true);
+    let (send, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tcp))
+        .await
+        .map_err(|e| e.to_string())?;
+    tokio::spawn(async move {
+        let _ = conn.await;
+    });
+    Ok(send)
+}
+
+async fn fetch(
+    mut send: hyper::client::conn::http1::SendRequest<Empty<Bytes>>,
+    file: usize,
+    range: ByteRange,
+    tag: &str,
+) -> Result<
+    (
+        hyper::client::conn::http1::SendRequest<Empty<Bytes>>,
+        StatusCode,
+        Bytes,
+    ),
+    String,
+> {
+    send.ready().await.map_err(|e| e.to_string())?;
+    let req = Request::get(format!("/f{file}.bin"))
+        .header(header::HOST, "soak")
+        .header(header::RANGE, range_header_for(range))
+        .header(crate::STREAM_HEADER, tag)
+        .body(Empty::new())
+        .map_err(|e| e.to_string())?;
+    let resp = tokio::time::timeout(Duration::from_secs(60), send.send_request(req))
+        .await
+        .map_err(|_| "no answer within 60 s".to_string())?
+        .map_err(|e| e.to_string())?;
+    let status = resp.status();
+    let body = resp
+        .into_body()
+        .collect()
+        .await
+        .map_err(|e| e.to_string())?
+        .to_bytes();
+    Ok((send, status, body))
+}
+
+/// A directory for generated files that tests and soaks share.
+pub fn scratch_dir(label: &str) -> PathBuf {
+    std::env::temp_dir().join(format!("foresight-{label}-{}", std::process::id()))
+}

@@ -1,0 +1,153 @@
+//! Helpers shared by the integration tests: a served directory with known files and a raw HTTP/1.1
+//! exchange that sends exactly the bytes given (so malformed requests reach the server as written).
+
+#![allow(dead_code)]
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use foresight_core::Bandwidth;
+use foresight_net::server::{spawn, DeviceSource, ServerConfig, ServerHandle};
+
+/// Bytes of `big.bin`: not a multiple of any unit, so the last range is short.
+pub const BIG_BYTES: usize = 5 * 1024 * 1024 + 12345;
+
+pub fn content(len: usize, salt: u8) -> Vec<u8> {
+    (0..len)
+        .map(|i| ((i as u64).wrapping_mul(2654435761) >> 7) as u8 ^ salt ^ (i as u8))
+        .collect()
+}
+
+pub struct Served {
+    pub dir: PathBuf,
+    pub root: PathBuf,
+    pub big: Vec<u8>,
+    pub server: Option<ServerHandle>,
+}
+
+impl Served {
+    pub fn addr(&self) -> SocketAddr {
+        self.server.as_ref().unwrap().local_addr()
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        if let Some(s) = self.server.take() {
+            s.shutdown().unwrap();
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// A root with `big.bin`, `sub/small.txt`, an empty file, a symlink out of the root and a file
+/// outside it, served by a fresh server.
+pub fn serve(label: &str) -> Served {
+    serve_with(label, |_| {})
+}
+
+/// Like [`serve`], with the server's settings adjusted by `tweak` first.
+pub fn serve_with(label: &str, tweak: impl FnOnce(&mut ServerConfig)) -> Served {
+    let dir = std::env::temp_dir().join(format!("foresight-net-{label}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let root = dir.join("root");
+    std::fs::create_dir_all(root.join("sub")).unwrap();
+    let big = content(BIG_BYTES, 7);
+    std::fs::write(root.join("big.bin"), &big).unwrap();
+    std::fs::write(root.join("sub/small.txt"), b"hello, ranges\n").unwrap();
+    std::fs::write(root.join("empty"), b"").unwrap();
+    std::fs::write(dir.join("secret.txt"), b"do not serve").unwrap();
+    std::os::unix::fs::symlink(dir.join("secret.txt"), root.join("escape")).unwrap();
+    std::os::unix::fs::symlink(root.join("sub/small.txt"), root.join("inside")).unwrap();
+    let mut cfg = ServerConfig::new(root.clone(), "127.0.0.1:0".parse().unwrap());
+    cfg.workers = 4;
+    cfg.device = DeviceSource::Configured(Bandwidth::from_mib_s(400.0));
+    cfg.engine_memory = foresight_core::ByteLen::mib(64);
+    tweak(&mut cfg);
+    let server = spawn(cfg).unwrap();
+    Served {
+        dir,
+        root,
+        big,
+        server: Some(server),
+    }
+}
+
+/// A parsed response.
+#[derive(Debug)]
+pub struct Raw {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl Raw {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// Reads one response from `s` (Content-Length bodies only; `head` for a HEAD answer).
+pub fn read_response(s: &mut TcpStream, head: bool) -> Raw {
+    let mut buf = Vec::new();
+    let mut byte = [0u8; 1];
+    while !buf.ends_with(b"\r\n\r\n") {
+        let n = s.read(&mut byte).unwrap();
+        assert!(
+            n > 0,
+            "connection closed inside the response head: {:?}",
+            String::from_utf8_lossy(&buf)
+        );
+        buf.push(byte[0]);
+    }
+    let text = String::from_utf8(buf).unwrap();
+    let mut lines = text.split("\r\n");
+    let status: u16 = lines
+        .next()
+        .unwrap()
+        .split(' ')
+        .nth(1)
+        .unwrap()
+        .parse()
+        .unwrap();
+    let headers: Vec<(String, String)> = lines
+        .filter(|l| !l.is_empty())
+        .map(|l| {
+            let (k, v) = l.split_once(':').unwrap();
+            (k.trim().to_string(), v.trim().to_string())
+        })
+        .collect();
+    let len: usize = headers
+        .iter()
+        .find(|(k, _)| k.eq_ignore_ascii_case("content-length"))
+        .map_or(0, |(_, v)| v.parse().unwrap());
+    let mut body = vec![0u8; if head { 0 } else { len }];
+    s.read_exact(&mut body).unwrap();
+    Raw {
+        status,
+        headers,
+        body,
+    }
+}
+
+/// Sends `request` as written on a new connection and reads one response.
+pub fn raw(addr: SocketAddr, request: &str) -> Raw {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    s.write_all(request.as_bytes()).unwrap();
+    read_response(&mut s, request.starts_with("HEAD "))
+}
+
+/// A GET of `path` with an optional Range header.
+pub fn get(addr: SocketAddr, path: &str, range: Option<&str>) -> Raw {
+    let range = range.map_or(String::new(), |r| format!("Range: {r}\r\n"));
+    raw(
+        addr,
+        &format!("GET {path} HTTP/1.1\r\nHost: t\r\n{range}Connection: close\r\n\r\n"),
+    )
+}

@@ -1,0 +1,195 @@
+//! `foresight get`'s client against `foresight serve`, nginx and the delay proxy.
+
+mod common;
+
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use common::{content, serve, BIG_BYTES};
+use foresight_core::{Bandwidth, ByteLen};
+use foresight_net::client::{Client, ClientConfig, Url};
+use foresight_net::proxy::{self, ProxyConfig};
+use foresight_policy::adaptive::AlphaMode;
+
+fn client(alpha: AlphaMode) -> Client {
+    Client::new(ClientConfig {
+        alpha,
+        ..ClientConfig::default()
+    })
+    .unwrap()
+}
+
+#[test]
+fn get_is_byte_identical_from_serve() {
+    let s = serve("get");
+    for alpha in [AlphaMode::Auto, AlphaMode::Fixed(1), AlphaMode::Fixed(7)] {
+        let url: Url = format!("http://{}/big.bin", s.addr()).parse().unwrap();
+        let mut out = Vec::new();
+        let r = client(alpha).get(&url, &mut out).unwrap();
+        assert!(out == s.big, "{alpha}: {} bytes differ", out.len());
+        assert_eq!(r.bytes, BIG_BYTES as u64);
+        assert_eq!(r.wasted_bytes, 0);
+        assert!(r.server.is_some(), "the server's figures were read");
+        if let AlphaMode::Fixed(n) = alpha {
+            assert_eq!(r.alpha, n);
+        }
+    }
+    let url: Url = format!("http://{}/sub/small.txt", s.addr())
+        .parse()
+        .unwrap();
+    let mut out = Vec::new();
+    client(AlphaMode::Auto).get(&url, &mut out).unwrap();
+    assert_eq!(out, b"hello, ranges\n");
+    let missing: Url = format!("http://{}/nope", s.addr()).parse().unwrap();
+    assert!(client(AlphaMode::Auto)
+        .get(&missing, &mut Vec::new())
+        .is_err());
+}
+
+#[test]
+fn random_reads_move_at_most_their_size_plus_one_unit() {
+    let s = serve("random");
+    let url: Url = format!("http://{}/big.bin", s.addr()).parse().unwrap();
+    let unit = 1u64 << 20;
+    for size in [4096u64, 64 << 10, 1 << 20, 3 << 20] {
+        let reads = 12;
+        let r = client(AlphaMode::Fixed(4))
+            .random_reads(&url, ByteLen(size), reads, 3)
+            .unwrap();
+        let asked = size * u64::from(reads);
+        assert_eq!(r.bytes, asked);
+        let bound = (asked as f64 * 1.1) as u64 + u64::from(reads) * unit;
+        assert!(
+            r.transferred_bytes <= bound,
+            "size {size}: {} transferred for {asked} asked",
+            r.transferred_bytes
+        );
+    }
+}
+
+#[test]
+fn the_proxy_adds_its_delay_and_keeps_the_bytes() {
+    let s = serve("proxy");
+    let delay = Duration::from_millis(5);
+    let p = proxy::spawn(ProxyConfig {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        upstream: s.addr().to_string(),
+        delay,
+        bandwidth: Some(Bandwidth::from_bytes_per_s(1e9 / 8.0)),
+        max_connections: 256,
+    })
+    .unwrap();
+    let url: Url = format!("http://{}/big.bin", p.local_addr())
+        .parse()
+        .unwrap();
+    let mut out = Vec::new();
+    let r = client(AlphaMode::Auto).get(&url, &mut out).unwrap();
+    assert!(out == s.big);
+    // Every exchange crosses the proxy twice, so no round trip can be shorter than two delays.
+    assert!(r.rtt_ms >= 10.0, "rtt {} ms", r.rtt_ms);
+    // With a 10 ms round trip and a 1 Gbit/s path, condition 20 asks for more than one unit.
+    assert!(r.alpha_max > 1, "alpha {}", r.alpha_max);
+    assert!(
+        p.stats()
+            .bytes_down
+            .load(std::sync::atomic::Ordering::Relaxed)
+            >= BIG_BYTES as u64
+    );
+    p.shutdown();
+}
+
+struct Nginx {
+    child: Child,
+    dir: std::path::PathBuf,
+}
+
+impl Drop for Nginx {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn nginx_binary() -> Option<std::path::PathBuf> {
+    [
+        "/usr/sbin/nginx",
+        "/usr/bin/nginx",
+        "/usr/local/sbin/nginx",
+        "/usr/local/nginx/sbin/nginx",
+    ]
+    .iter()
+    .map(std::path::PathBuf::from)
+    .find(|p| p.exists())
+}
+
+#[test]
+fn get_is_byte_identical_from_nginx() {
+    let Some(bin) = nginx_binary() else {
+        assert!(
+            std::env::var("FORESIGHT_REQUIRE_NGINX").as_deref() != Ok("1"),
+            "FORESIGHT_REQUIRE_NGINX=1 but nginx is not installed (apt-get install -y nginx)"
+        );
+        println!("nginx is not installed: the nginx check is skipped (set FORESIGHT_REQUIRE_NGINX=1 to fail instead)");
+        return;
+    };
+    let dir = std::env::temp_dir().join(format!("foresight-nginx-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let root = dir.join("root");
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::create_dir_all(dir.join("logs")).unwrap();
+    let data = content(3 * 1024 * 1024 + 777, 11);
+    std::fs::write(root.join("data.bin"), &data).unwrap();
+    // A free port: bind, read it, release it for nginx.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let conf = format!(
+        "daemon off;\nmaster_process off;\nworker_processes 1;\npid {d}/nginx.pid;\nerror_log {d}/logs/error.log;\n\
+events {{ worker_connections 256; }}\nhttp {{\n access_log off;\n client_body_temp_path {d}/cb;\n proxy_temp_path {d}/pt;\n\
+ fastcgi_temp_path {d}/ft;\n uwsgi_temp_path {d}/ut;\n scgi_temp_path {d}/st;\n\
+ server {{ listen 127.0.0.1:{port}; root {r}; }}\n}}\n",
+        d = dir.display(),
+        r = root.display()
+    );
+    std::fs::write(dir.join("nginx.conf"), conf).unwrap();
+    let child = Command::new(&bin)
+        .args([
+            "-p",
+            &dir.display().to_string(),
+            "-c",
+            &dir.join("nginx.conf").display().to_string(),
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut ng = Nginx { child, dir };
+    let addr = format!("127.0.0.1:{port}");
+    let mut up = false;
+    for _ in 0..200 {
+        if std::net::TcpStream::connect(&addr).is_ok() {
+            up = true;
+            break;
+        }
+        if let Ok(Some(status)) = ng.child.try_wait() {
+            panic!(
+                "nginx exited at startup: {status}; see {}",
+                ng.dir.join("logs/error.log").display()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    assert!(up, "nginx did not listen on {addr}");
+    let url: Url = format!("http://{addr}/data.bin").parse().unwrap();
+    for alpha in [AlphaMode::Auto, AlphaMode::Fixed(3)] {
+        let mut out = Vec::new();
+        let r = client(alpha).get(&url, &mut out).unwrap();
+        assert!(out == data, "{alpha}: nginx download differs");
+        assert!(r.server.is_none(), "nginx publishes no figures");
+        assert!(r.ranges);
+    }
+    let _ = &mut ng;
+}

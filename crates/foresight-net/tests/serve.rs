@@ -1,0 +1,247 @@
+//! `foresight serve` over real sockets: ranges return exactly the file's bytes, bad ranges and
+//! escapes are refused, the limits hold.
+
+mod common;
+
+use std::io::Write;
+use std::net::TcpStream;
+use std::time::Duration;
+
+use common::{get, raw, read_response, serve, serve_with, BIG_BYTES};
+
+#[test]
+fn ranges_return_exactly_the_files_bytes() {
+    let s = serve("ranges");
+    let a = s.addr();
+    let n = BIG_BYTES;
+    for (header, start, len) in [
+        ("bytes=0-0", 0, 1),
+        ("bytes=0-99", 0, 100),
+        ("bytes=1048575-2097152", 1048575, 1048578),
+        ("bytes=5000000-", 5000000, n - 5000000),
+        ("bytes=-777", n - 777, 777),
+        ("bytes=-99999999", 0, n),
+        ("bytes=5242880-999999999", 5242880, n - 5242880),
+    ] {
+        let r = get(a, "/big.bin", Some(header));
+        assert_eq!(r.status, 206, "{header}");
+        assert_eq!(r.body, s.big[start..start + len], "{header}");
+        assert_eq!(
+            r.header("content-range").unwrap(),
+            format!("bytes {}-{}/{n}", start, start + len - 1)
+        );
+        assert_eq!(r.header("accept-ranges"), Some("bytes"));
+    }
+    let whole = get(a, "/big.bin", None);
+    assert_eq!(whole.status, 200);
+    assert_eq!(whole.body, s.big);
+    // Several ranges are answered with the whole file; a unit we do not know is ignored.
+    assert_eq!(get(a, "/big.bin", Some("bytes=0-1,5-6")).status, 200);
+    assert_eq!(get(a, "/big.bin", Some("pages=1-2")).status, 200);
+    let small = get(a, "/sub/small.txt", Some("bytes=7-"));
+    assert_eq!(small.body, b"ranges\n");
+    let inside = get(a, "/inside", None);
+    assert_eq!(inside.body, b"hello, ranges\n");
+}
+
+#[test]
+fn unsatisfiable_ranges_get_416_and_malformed_ones_400() {
+    let s = serve("bad-ranges");
+    let a = s.addr();
+    for h in ["bytes=6000000-", "bytes=-0", "bytes=99999999999999999999-"] {
+        let r = get(a, "/big.bin", Some(h));
+        assert_eq!(r.status, 416, "{h}");
+        assert_eq!(
+            r.header("content-range"),
+            Some(format!("bytes */{BIG_BYTES}").as_str())
+        );
+    }
+    assert_eq!(get(a, "/empty", Some("bytes=0-0")).status, 416);
+    for h in [
+        "bytes=5-1",
+        "bytes=a-b",
+        "bytes=",
+        "bytes=1",
+        "bytes 1-2",
+        "bytes=--5",
+    ] {
+        assert_eq!(get(a, "/big.bin", Some(h)).status, 400, "{h}");
+    }
+}
+
+#[test]
+fn escapes_from_the_root_are_refused() {
+    let s = serve("escapes");
+    let a = s.addr();
+    for (path, want) in [
+        ("/../secret.txt", 400),
+        ("/sub/../../secret.txt", 400),
+        ("/%2e%2e/secret.txt", 400),
+        ("/sub/%2E%2E/%2e%2e/secret.txt", 400),
+        ("/..%2fsecret.txt", 400),
+        ("/escape", 404),
+        ("//etc/passwd", 404),
+        ("/etc/passwd", 404),
+        ("/sub", 404),
+        ("/missing", 404),
+        ("/a%00b", 400),
+    ] {
+        let r = get(a, path, None);
+        assert_eq!(r.status, want, "{path}");
+        assert!(!String::from_utf8_lossy(&r.body).contains("do not serve"));
+    }
+    // An absolute-form target outside the root.
+    let r = raw(
+        a,
+        "GET http://t/../secret.txt HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n",
+    );
+    assert!(r.status == 400 || r.status == 404, "{}", r.status);
+}
+
+#[test]
+fn head_keep_alive_methods_and_service_documents() {
+    let s = serve("misc");
+    let a = s.addr();
+    let mut c = TcpStream::connect(a).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    // Two requests on one connection.
+    c.write_all(b"HEAD /big.bin HTTP/1.1\r\nHost: t\r\n\r\n")
+        .unwrap();
+    let h = read_response(&mut c, true);
+    assert_eq!(h.status, 200);
+    assert_eq!(
+        h.header("content-length"),
+        Some(BIG_BYTES.to_string().as_str())
+    );
+    assert_eq!(h.header("accept-ranges"), Some("bytes"));
+    c.write_all(b"GET /sub/small.txt HTTP/1.1\r\nHost: t\r\nRange: bytes=0-4\r\n\r\n")
+        .unwrap();
+    let g = read_response(&mut c, false);
+    assert_eq!((g.status, g.body.as_slice()), (206, &b"hello"[..]));
+    assert!(g.header("x-foresight-proc-ns").is_some());
+    let p = raw(
+        a,
+        "POST /big.bin HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+    );
+    assert_eq!(p.status, 405);
+    assert_eq!(p.header("allow"), Some("GET, HEAD"));
+    let w = get(a, "/.well-known/foresight", None);
+    let v: serde_json::Value = serde_json::from_slice(&w.body).unwrap();
+    assert_eq!(v["server"], "foresight");
+    assert_eq!(v["max_readahead_bytes"], 1 << 20);
+    assert_eq!(v["bandwidth_source"], "configured");
+    assert_eq!(v["peak_ratio"], 1.2);
+    let m = String::from_utf8(get(a, "/metrics", None).body).unwrap();
+    assert!(m.contains("# TYPE foresight_requests_total counter"), "{m}");
+    assert!(m.contains("foresight_worker_queued{worker=\"3\"}"), "{m}");
+    assert!(m.contains("foresight_responses_total{code=\"206\"}"), "{m}");
+}
+
+#[test]
+fn oversized_heads_are_refused() {
+    let s = serve("limits");
+    let mut c = TcpStream::connect(s.addr()).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let big = "x".repeat(64 << 10);
+    // The server may close before reading everything: a failed write is a refusal too.
+    let sent =
+        c.write_all(format!("GET /big.bin HTTP/1.1\r\nHost: t\r\nX-Big: {big}\r\n\r\n").as_bytes());
+    if sent.is_ok() {
+        let mut buf = Vec::new();
+        let _ = std::io::Read::read_to_end(&mut c, &mut buf);
+        let text = String::from_utf8_lossy(&buf);
+        assert!(
+            text.is_empty() || text.starts_with("HTTP/1.1 431"),
+            "{text}"
+        );
+    }
+}
+
+#[test]
+fn curl_range_requests_match_the_file() {
+    let Ok(out) = std::process::Command::new("curl").arg("--version").output() else {
+        println!("curl is not installed: the curl check is skipped");
+        return;
+    };
+    assert!(out.status.success());
+    let s = serve("curl");
+    let a = s.addr();
+    for (r, start, end) in [
+        ("0-1023", 0, 1024),
+        ("4000000-", 4000000, BIG_BYTES),
+        ("-4096", BIG_BYTES - 4096, BIG_BYTES),
+    ] {
+        let out = std::process::Command::new("curl")
+            .args(["-s", "-f", "-r", r, &format!("http://{a}/big.bin")])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "curl -r {r}");
+        assert_eq!(out.stdout, s.big[start..end], "curl -r {r}");
+    }
+    let out = std::process::Command::new("curl")
+        .args([
+            "-s",
+            "-o",
+            "/dev/null",
+            "-w",
+            "%{http_code}",
+            "-r",
+            "9999999-",
+            &format!("http://{a}/big.bin"),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.stdout, b"416");
+    let out = std::process::Command::new("curl")
+        .args([
+            "-s",
+            "-o",
+            "/dev/null",
+            "-w",
+            "%{http_code}",
+            "--path-as-is",
+            &format!("http://{a}/%2e%2e/secret.txt"),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.stdout, b"400");
+}
+
+/// Whether the server closes the connection without sending a byte (false as well when 20 s pass).
+fn closed_unanswered(c: &mut TcpStream) -> bool {
+    c.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let mut buf = [0u8; 256];
+    match std::io::Read::read(c, &mut buf) {
+        Ok(0) => true,
+        Ok(_) => false,
+        Err(e) => e.kind() == std::io::ErrorKind::ConnectionReset,
+    }
+}
+
+#[test]
+fn connections_beyond_the_limit_are_closed_and_idle_ones_time_out() {
+    let s = serve_with("conn-limits", |c| {
+        c.max_connections = 2;
+        c.idle_timeout = Duration::from_millis(300);
+    });
+    let a = s.addr();
+    let mut first = TcpStream::connect(a).unwrap();
+    let _second = TcpStream::connect(a).unwrap();
+    // Give the server time to accept both before the third arrives.
+    std::thread::sleep(Duration::from_millis(100));
+    let mut third = TcpStream::connect(a).unwrap();
+    // A served connection would answer this request before any idle timer could close it.
+    let _ = third.write_all(b"GET /sub/small.txt HTTP/1.1\r\nHost: t\r\n\r\n");
+    assert!(
+        closed_unanswered(&mut third),
+        "the third connection was served"
+    );
+    // The first one never sends a request: the idle timer ends it.
+    assert!(
+        closed_unanswered(&mut first),
+        "an idle connection stayed open"
+    );
+    // Once they are gone, new connections are served again.
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(get(a, "/sub/small.txt", None).status, 200);
+}

@@ -1,0 +1,229 @@
+//! How many readahead units to keep in flight: `alpha` from condition 20 of paper
+//! 004_80004320b985afc3.txt.
+//!
+//! A stream keeps the server's device busy when the `alpha + 1` units in flight take at least as long
+//! to read as one round trip takes (condition 9, section 4.1). With the time to read one unit
+//! estimated from the device's average bandwidth `RB` and its peak ratio `p` as
+//! `max_ra_sz / (RB * (1 + p))` (condition 10), and the round trip measured as the client's
+//! request-to-reply time less the server's processing time (section 6.2), `alpha` is the smallest
+//! integer at least `rtt / read_time - 1` (condition 20). The paper sets `p = 1.2` for every device
+//! (section 7.1), which [`DEFAULT_PEAK_RATIO`] keeps.
+//!
+//! The paper's network (10 GbE) is faster than its devices. Where the path between client and
+//! server is the slower of the two, the data cannot arrive faster than the path carries it, so
+//! [`DeviceFigures::bottleneck`] lowers `RB` to the measured path rate before condition 20 is
+//! applied; otherwise a fast server (a page cache) behind a slow link would get a needlessly large
+//! `alpha`, which holds memory and wastes bytes on random reads without making the stream faster.
+
+use std::fmt;
+use std::str::FromStr;
+
+use foresight_core::{Bandwidth, ByteLen, Duration};
+
+use crate::PolicyError;
+
+/// The peak-to-average ratio `p` paper 004 uses for every device (section 7.1).
+pub const DEFAULT_PEAK_RATIO: f64 = 1.2;
+
+/// The "adaptive prefetching information" a storage server publishes about its device (paper 004,
+/// section 6.2): the largest readahead unit, the average read bandwidth `RB` and the peak ratio `p`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct DeviceFigures {
+    /// `max_ra_sz`: the largest readahead unit the device is read in.
+    pub max_readahead: ByteLen,
+    /// `RB`: the device's average read bandwidth.
+    pub avg_bandwidth: Bandwidth,
+    /// `p`: the ratio of the device's peak read performance to `RB`; paper 004 requires `p >= 1`.
+    pub peak_ratio: f64,
+}
+
+impl DeviceFigures {
+    /// Checked figures: `max_readahead > 0`, `avg_bandwidth` positive and finite, `peak_ratio` finite
+    /// and at least 1 (condition 20's side condition).
+    pub fn new(
+        max_readahead: ByteLen,
+        avg_bandwidth: Bandwidth,
+        peak_ratio: f64,
+    ) -> Result<DeviceFigures, PolicyError> {
+        if max_readahead.0 == 0 {
+            return Err(PolicyError::BadSetting {
+                key: "max_readahead",
+                message: "must be at least one byte, e.g. 1MiB".into(),
+            });
+        }
+        let bps = avg_bandwidth.bytes_per_s;
+        if !(bps.is_finite() && bps > 0.0) {
+            return Err(PolicyError::BadSetting {
+                key: "avg_bandwidth",
+                message: format!("must be a positive rate such as 450MB/s, got {bps} bytes/s"),
+            });
+        }
+        if !(peak_ratio.is_finite() && peak_ratio >= 1.0) {
+            return Err(PolicyError::BadSetting {
+                key: "peak_ratio",
+                message: format!(
+                    "must be a number >= 1 (paper 004 uses {DEFAULT_PEAK_RATIO}), got {peak_ratio}"
+                ),
+            });
+        }
+        Ok(DeviceFigures {
+            max_readahead,
+            avg_bandwidth,
+            peak_ratio,
+        })
+    }
+
+    /// The estimated time to read `unit` bytes from the device, `unit / (RB * (1 + p))` (paper 004,
+    /// condition 10's denominator).
+    pub fn unit_read_time(&self, unit: ByteLen) -> Duration {
+        Bandwidth::from_bytes_per_s(self.avg_bandwidth.bytes_per_s * (1.0 + self.peak_ratio))
+            .time_for(unit)
+    }
+
+    /// The same figures with `RB` lowered to `path_rate` when the path delivers less than the
+    /// device reads (see the module documentation). A missing or non-positive rate changes nothing.
+    pub fn bottleneck(self, path_rate: Option<Bandwidth>) -> DeviceFigures {
+        match path_rate {
+            Some(r)
+                if r.bytes_per_s.is_finite()
+                    && r.bytes_per_s > 0.0
+                    && r.bytes_per_s < self.avg_bandwidth.bytes_per_s =>
+            {
+                DeviceFigures {
+                    avg_bandwidth: r,
+                    ..self
+                }
+            }
+            _ => self,
+        }
+    }
+
+    /// `alpha` for a stream reading in units of `max_readahead` over a path with round trip `rtt`
+    /// (condition 20), at most `max_alpha`.
+    pub fn alpha(&self, rtt: Duration, max_alpha: u32) -> u32 {
+        alpha_for(rtt, self.unit_read_time(self.max_readahead), max_alpha)
+    }
+}
+
+/// Condition 20 of paper 004: the smallest integer `alpha` with `rtt / unit_read_time - 1 <= alpha`,
+/// at least 1 (the paper's `alpha >= 1`, condition 10) and at most `max_alpha` (the memory the
+/// client may hold in flight). A zero read time (an infinitely fast device) gives `max_alpha`.
+pub fn alpha_for(rtt: Duration, unit_read_time: Duration, max_alpha: u32) -> u32 {
+    let max_alpha = max_alpha.max(1);
+    let read_ns = unit_read_time.as_nanos();
+    if read_ns == 0 {
+        return max_alpha;
+    }
+    // ceil(rtt / read - 1) = ceil(rtt / read) - 1, in integers so that an exact ratio is not
+    // pushed up by rounding.
+    let needed = rtt.as_nanos().div_ceil(read_ns).saturating_sub(1);
+    needed.clamp(1, u64::from(max_alpha)) as u32
+}
+
+/// How the client chooses `alpha`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum AlphaMode {
+    /// From condition 20, re-evaluated as round-trip and rate samples arrive.
+    #[default]
+    Auto,
+    /// A fixed number of readahead units in flight (`1` is the classic single async readahead).
+    Fixed(u32),
+}
+
+impl FromStr for AlphaMode {
+    type Err = String;
+
+    /// `auto` or a whole number from 1 to 1024.
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let t = text.trim();
+        if t.eq_ignore_ascii_case("auto") {
+            return Ok(AlphaMode::Auto);
+        }
+        match t.parse::<u32>() {
+            Ok(n) if (1..=1024).contains(&n) => Ok(AlphaMode::Fixed(n)),
+            _ => Err(format!(
+                "alpha must be `auto` or a whole number from 1 to 1024, got `{text}`"
+            )),
+        }
+    }
+}
+
+impl fmt::Display for AlphaMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AlphaMode::Auto => f.write_str("auto"),
+            AlphaMode::Fixed(n) => write!(f, "{n}"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn alpha_is_the_smallest_integer_meeting_condition_20() {
+        let read = Duration::from_millis(2);
+        // rtt / read - 1 = 4 exactly: alpha = 4, not 5.
+        assert_eq!(alpha_for(Duration::from_millis(10), read, 64), 4);
+        // 4.05 rounds up to 5.
+        assert_eq!(alpha_for(Duration::from_micros(10_100), read, 64), 5);
+        // A round trip shorter than one read still keeps one unit in flight.
+        assert_eq!(alpha_for(Duration::from_micros(100), read, 64), 1);
+        assert_eq!(alpha_for(Duration::from_secs(10), read, 64), 64);
+        assert_eq!(alpha_for(Duration::from_millis(1), Duration::ZERO, 8), 8);
+        assert_eq!(alpha_for(Duration::from_millis(1), read, 0), 1);
+    }
+
+    #[test]
+    fn figures_use_rb_times_one_plus_p() {
+        // 1 MiB at 100 MiB/s * 2.2 = 4.545 ms.
+        let d = DeviceFigures::new(ByteLen::mib(1), Bandwidth::from_mib_s(100.0), 1.2).unwrap();
+        let t = d.unit_read_time(ByteLen::mib(1)).as_nanos();
+        assert!((t as i64 - 4_545_455).abs() <= 1, "{t}");
+        // rtt 50 ms: 50 / 4.545 - 1 = 10.0 -> alpha 10 (rounded at the nanosecond, so 10 or 11).
+        let a = d.alpha(Duration::from_millis(50), 64);
+        assert!((10..=11).contains(&a), "{a}");
+        // A 25 MiB/s path in front lowers RB and raises the read time fourfold.
+        let slow = d.bottleneck(Some(Bandwidth::from_mib_s(25.0)));
+        assert_eq!(slow.avg_bandwidth, Bandwidth::from_mib_s(25.0));
+        assert_eq!(d.bottleneck(Some(Bandwidth::from_mib_s(500.0))), d);
+        assert_eq!(d.bottleneck(None), d);
+    }
+
+    #[test]
+    fn bad_figures_name_their_key() {
+        let key = |r: Result<DeviceFigures, PolicyError>| match r {
+            Err(PolicyError::BadSetting { key, .. }) => key,
+            other => panic!("{other:?}"),
+        };
+        let bw = Bandwidth::from_mib_s(100.0);
+        assert_eq!(
+            key(DeviceFigures::new(ByteLen::ZERO, bw, 1.2)),
+            "max_readahead"
+        );
+        assert_eq!(
+            key(DeviceFigures::new(
+                ByteLen::mib(1),
+                Bandwidth::from_bytes_per_s(f64::NAN),
+                1.2
+            )),
+            "avg_bandwidth"
+        );
+        assert_eq!(
+            key(DeviceFigures::new(ByteLen::mib(1), bw, 0.5)),
+            "peak_ratio"
+        );
+    }
+
+    #[test]
+    fn alpha_mode_parses_and_prints() {
+        assert_eq!("auto".parse::<AlphaMode>(), Ok(AlphaMode::Auto));
+        assert_eq!(" 8 ".parse::<AlphaMode>(), Ok(AlphaMode::Fixed(8)));
+        assert!("0".parse::<AlphaMode>().is_err());
+        assert!("-1".parse::<AlphaMode>().is_err());
+        assert!("many".parse::<AlphaMode>().is_err());
+        assert_eq!(AlphaMode::Fixed(3).to_string(), "3");
+        assert_eq!(AlphaMode::Auto.to_string(), "auto");
+    }
+}

@@ -1,0 +1,349 @@
+//! The `[dfs]` and `[network]` config sections: a `[dfs]` section runs the `streams` or `random`
+//! workload through the DFS model instead of the local host.
+//!
+//! ```toml
+//! [dfs]
+//! system = "aps"        # local | lustre | nfs | hdfs | gluster | dedicated | aps
+//! queue = "dedicated"   # shared | dedicated (default: the system's)
+//! workers = 32
+//! alpha = "auto"        # or a fixed number of readahead units in flight
+//! max_alpha = 256
+//! slice = "100ms"       # CFQ time slice
+//! slice_idle = "8ms"    # CFQ idle wait (default 0 on an SSD)
+//! [network]
+//! link = "lan-10g"      # a preset (`foresight sim --help` lists them)
+//! delay = "4ms"         # one way; overrides the preset
+//! bandwidth = "10Gbit"
+//! window = "30MB"       # TCP window: bytes in flight per connection
+//! ```
+
+use foresight_core::{parse_duration, parse_rate, parse_size, Bandwidth, ByteLen, Duration};
+use foresight_device::{link_preset, link_presets, presets, LinkParams};
+use foresight_policy::adaptive::dfs::{DfsSystem, QueueKind};
+use foresight_policy::adaptive::AlphaMode;
+use toml::{Table, Value};
+
+use super::{cfq::CfqTimes, default_cfq, DfsDevice, DfsParams, Pattern};
+use crate::config::{ConfigError, DeviceKind, Section, SimConfig, WorkloadKind};
+
+/// The DFS settings of a config, as given.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DfsSettings {
+    /// `dfs.system`.
+    pub system: DfsSystem,
+    /// `dfs.queue`, when given.
+    pub queue: Option<QueueKind>,
+    /// `dfs.workers`.
+    pub workers: u32,
+    /// `dfs.alpha`.
+    pub alpha: AlphaMode,
+    /// `dfs.max_alpha`.
+    pub max_alpha: u32,
+    /// `dfs.slice`, when given.
+    pub slice: Option<Duration>,
+    /// `dfs.slice_idle`, when given.
+    pub slice_idle: Option<Duration>,
+    /// `network.link`.
+    pub link: String,
+    /// `network.delay`, when given.
+    pub delay: Option<Duration>,
+    /// `network.bandwidth` in bytes per second, when given.
+    pub bandwidth_bytes_per_s: Option<u64>,
+    /// `network.window`, when given.
+    pub window: Option<ByteLen>,
+}
+
+fn key_err(key: &str, message: impl Into<String>) -> ConfigError {
+    ConfigError::Key {
+        key: key.to_string(),
+        message: message.into(),
+    }
+}
+
+fn text(s: &mut Section, key: &str, full: &str) -> Result<Option<String>, ConfigError> {
+    if !s.has(key) {
+        return Ok(None);
+    }
+    let v = s.string(key, "")?;
+    if v.trim().is_empty() {
+        return Err(key_err(full, "must not be empty"));
+    }
+    Ok(Some(v))
+}
+
+/// Takes `[dfs]` and `[network]` out of `root`. `None` when there is no `[dfs]` section; a
+/// `[network]` section without one is an error.
+pub fn take(root: &mut Table) -> Result<Option<DfsSettings>, ConfigError> {
+    if !root.contains_key("dfs") {
+        if root.contains_key("network") {
+            return Err(key_err(
+                "network",
+                "a [network] section needs a [dfs] section (for example `--set dfs.system=aps`)",
+            ));
+        }
+        return Ok(None);
+    }
+    // `alpha` is a number or `auto`, which no typed getter of `Section` takes: read it first.
+    let alpha_raw = match root.get_mut("dfs") {
+        Some(Value::Table(t)) => t.remove("alpha"),
+        _ => None,
+    };
+    let mut d = Section::take(root, "dfs")?;
+    let system = match text(&mut d, "system", "dfs.system")? {
+        None => DfsSystem::Aps,
+        Some(s) => s.parse().map_err(|e: String| key_err("dfs.system", e))?,
+    };
+    let queue = match text(&mut d, "queue", "dfs.queue")? {
+        None => None,
+        Some(s) => Some(s.parse().map_err(|e: String| key_err("dfs.queue", e))?),
+    };
+    let workers = d.int("workers", 32, 1, 4096)? as u32;
+    let alpha = match alpha_raw {
+        None => AlphaMode::Auto,
+        Some(Value::Integer(i)) if (1..=1024).contains(&i) => AlphaMode::Fixed(i as u32),
+        Some(Value::String(s)) => match s.parse::<AlphaMode>() {
+            Ok(AlphaMode::Fixed(n)) if !(1..=1024).contains(&n) => {
+                return Err(key_err(
+                    "dfs.alpha",
+                    format!("must be `auto` or 1..=1024, got {n}"),
+                ))
+            }
+            Ok(a) => a,
+            Err(e) => return Err(key_err("dfs.alpha", e)),
+        },
+        Some(v) => {
+            return Err(key_err(
+                "dfs.alpha",
+                format!("must be `auto` or a whole number 1..=1024, got {v}"),
+            ))
+        }
+    };
+    let max_alpha = d.int("max_alpha", 256, 1, 1024)? as u32;
+    let slice = d.opt_duration("slice")?;
+    if slice == Some(Duration::ZERO) {
+        return Err(key_err("dfs.slice", "a CFQ slice must last longer than 0"));
+    }
+    let slice_idle = d.opt_duration("slice_idle")?;
+    d.finish()?;
+
+    let mut n = Section::take(root, "network")?;
+    let link = n.string("link", "lan-10g")?;
+    if link_preset(&link).is_none() {
+        let names: Vec<&str> = link_presets().iter().map(|p| p.name).collect();
+        return Err(key_err(
+            "network.link",
+            format!(
+                "`{link}` is not a link preset; choose one of: {}",
+                names.join(", ")
+            ),
+        ));
+    }
+    let delay = match text(&mut n, "delay", "network.delay")? {
+        None => None,
+        Some(s) => Some(parse_duration(&s).map_err(|e| key_err("network.delay", e.to_string()))?),
+    };
+    let bandwidth_bytes_per_s = match text(&mut n, "bandwidth", "network.bandwidth")? {
+        None => None,
+        Some(s) => {
+            let r = parse_rate(&s).map_err(|e| key_err("network.bandwidth", e.to_string()))?;
+            Some(r.bytes_per_s.round() as u64)
+        }
+    };
+    let window = match text(&mut n, "window", "network.window")? {
+        None => None,
+        Some(s) => Some(parse_size(&s).map_err(|e| key_err("network.window", e.to_string()))?),
+    };
+    n.finish()?;
+    let settings = DfsSettings {
+        system,
+        queue,
+        workers,
+        alpha,
+        max_alpha,
+        slice,
+        slice_idle,
+        link,
+        delay,
+        bandwidth_bytes_per_s,
+        window,
+    };
+    settings
+        .link_params()
+        .validate()
+        .map_err(|e| key_err("network", e.to_string()))?;
+    Ok(Some(settings))
+}
+
+impl DfsSettings {
+    /// The link: the preset with the overrides applied.
+    pub fn link_params(&self) -> LinkParams {
+        let mut p = link_preset(&self.link).expect("link preset checked when parsed");
+        if let Some(d) = self.delay {
+            p.delay = d;
+        }
+        if let Some(b) = self.bandwidth_bytes_per_s {
+            p.bandwidth = Bandwidth::from_bytes_per_s(b as f64);
+        }
+        if let Some(w) = self.window {
+            p.window = w;
+        }
+        p
+    }
+
+    /// The run's parameters from the whole config (device, memory, workload and these settings).
+    pub fn params(&self, cfg: &SimConfig) -> Result<DfsParams, ConfigError> {
+        let w = &cfg.workload;
+        let pattern = match w.kind {
+            WorkloadKind::Streams => Pattern::Streams,
+            WorkloadKind::Random => Pattern::Random,
+            other => {
+                return Err(key_err(
+                    "workload.kind",
+                    format!(
+                        "a [dfs] run takes `streams` or `random`, not `{}`",
+                        format!("{other:?}").to_lowercase()
+                    ),
+                ))
+            }
+        };
+        if cfg.device.disksim.is_some() {
+            return Err(key_err(
+                "device.disksim",
+                "a [dfs] run uses a preset device; drop device.disksim",
+            ));
+        }
+        let spec = presets::preset(&cfg.device.preset).ok_or_else(|| {
+            key_err(
+                "device.preset",
+                format!(
+                    "`{}` is not a preset; choose one of: {}",
+                    cfg.device.preset,
+                    presets::preset_names().join(", ")
+                ),
+            )
+        })?;
+        let device = match cfg.device.kind {
+            DeviceKind::Hdd | DeviceKind::Ssd => DfsDevice::Single(spec),
+            DeviceKind::Raid0 => DfsDevice::Raid0 {
+                disk: spec,
+                disks: cfg.device.disks,
+                strip: cfg.device.strip,
+            },
+            DeviceKind::Jbod => {
+                return Err(key_err(
+                    "device.kind",
+                    "a [dfs] server has one device: hdd, ssd or raid0",
+                ))
+            }
+        };
+        let cfq = match (self.slice, self.slice_idle) {
+            (None, None) => None,
+            (slice, idle) => {
+                let d: CfqTimes = default_cfq(&device);
+                Some(CfqTimes {
+                    slice: slice.unwrap_or(d.slice),
+                    idle: idle.unwrap_or(d.idle),
+                })
+            }
+        };
+        let file_size = if w.file_size.0 == 0 {
+            ByteLen::gib(40)
+        } else {
+            w.file_size
+        };
+        Ok(DfsParams {
+            system: self.system,
+            queue: self.queue,
+            workers: self.workers,
+            link: self.link_params(),
+            device,
+            pattern,
+            streams: w.streams,
+            file_size,
+            request: w.request,
+            requests: w.requests,
+            duration: w.duration.unwrap_or(Duration::from_secs(10)),
+            memory: cfg.host.memory,
+            cfq,
+            alpha: self.alpha,
+            max_alpha: self.max_alpha,
+            seed: cfg.seed,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{apply_set, SimConfig};
+
+    fn cfg(sets: &[&str]) -> Result<SimConfig, ConfigError> {
+        let mut t = Table::new();
+        for s in sets {
+            apply_set(&mut t, s)?;
+        }
+        SimConfig::from_table(t, None)
+    }
+
+    #[test]
+    fn no_dfs_section_means_a_local_run() {
+        assert!(cfg(&[]).unwrap().dfs.is_none());
+        let e = cfg(&["network.delay=4ms"]).unwrap_err().to_string();
+        assert!(e.contains("network") && e.contains("[dfs]"), "{e}");
+    }
+
+    #[test]
+    fn keys_parse_and_errors_name_them() {
+        let c = cfg(&[
+            "dfs.system=lustre",
+            "dfs.queue=dedicated",
+            "dfs.workers=8",
+            "dfs.alpha=4",
+            "network.link=wan-1g",
+            "network.delay=4ms",
+            "network.window=30MB",
+        ])
+        .unwrap();
+        let d = c.dfs.clone().unwrap();
+        assert_eq!(d.system, DfsSystem::Lustre);
+        assert_eq!(d.queue, Some(QueueKind::Dedicated));
+        assert_eq!(d.alpha, AlphaMode::Fixed(4));
+        let l = d.link_params();
+        assert_eq!(l.delay, Duration::from_millis(4));
+        assert_eq!(l.window, ByteLen(30_000_000));
+        let p = d.params(&c).unwrap();
+        assert_eq!(p.workers, 8);
+        assert_eq!(
+            cfg(&["dfs.alpha=auto"]).unwrap().dfs.unwrap().alpha,
+            AlphaMode::Auto
+        );
+        for (set, key) in [
+            ("dfs.system=ceph", "dfs.system"),
+            ("dfs.queue=fifo", "dfs.queue"),
+            ("dfs.workers=0", "dfs.workers"),
+            ("dfs.alpha=lots", "dfs.alpha"),
+            ("dfs.bogus=1", "dfs.bogus"),
+            ("network.link=moon", "network.link"),
+            ("network.bandwidth=fast", "network.bandwidth"),
+        ] {
+            let mut sets = vec![set];
+            if !set.starts_with("dfs.") {
+                sets.push("dfs.system=aps");
+            }
+            let e = cfg(&sets).unwrap_err().to_string();
+            assert!(e.contains(key), "{set}: {e}");
+        }
+    }
+
+    #[test]
+    fn only_streams_and_random_run_over_a_dfs() {
+        let c = cfg(&[
+            "dfs.system=aps",
+            "workload.kind=webserver",
+            "workload.duration=1s",
+        ])
+        .unwrap();
+        let e = c.dfs.clone().unwrap().params(&c).unwrap_err().to_string();
+        assert!(e.contains("workload.kind"), "{e}");
+    }
+}
