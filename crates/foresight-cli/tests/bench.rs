@@ -26,7 +26,7 @@ fn dir(tag: &str) -> String {
 fn bad_bench_input_exits_2_naming_the_flag() {
     for (args, name) in [
         (vec!["--policy", "psychic"], "psychic"),
-        (vec!["--policy", "streams"], "streams"),
+        (vec!["--policy", "msp+seqp"], "msp+seqp"),
         (vec!["--emulate", "floppy"], "floppy"),
         (vec!["--file-size", "12parsecs"], "--file-size"),
         (vec!["--streams", "0"], "--streams"),
@@ -71,8 +71,8 @@ fn a_small_bench_prints_the_json_contract() {
     assert_eq!(code, 0, "{err}");
     let v: serde_json::Value = serde_json::from_str(out.trim()).expect("one JSON array");
     let rows = v.as_array().expect("an array");
-    // Two N values, each with limit, kernel and engine (seqp).
-    assert_eq!(rows.len(), 6, "{out}");
+    // Two N values, each with limit, kernel and the engine under seqp and streams.
+    assert_eq!(rows.len(), 8, "{out}");
     for r in rows {
         for k in [
             "streams",
@@ -87,9 +87,11 @@ fn a_small_bench_prints_the_json_contract() {
         }
         assert!(r["mib_s"].as_f64().unwrap() > 0.0, "{r}");
     }
-    assert!(rows
-        .iter()
-        .any(|r| r["method"] == "engine" && r["policy"] == "seqp"));
+    for policy in ["seqp", "streams"] {
+        assert!(rows
+            .iter()
+            .any(|r| r["method"] == "engine" && r["policy"] == policy));
+    }
     assert!(err.contains("N = 2"), "progress goes to stderr: {err}");
 }
 
