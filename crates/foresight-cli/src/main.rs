@@ -125,6 +125,8 @@ A config is TOML; every key can also be set with --set KEY=VALUE (later wins). S
   scheduler = \"deadline\"         noop | deadline (one queue per member disk)
   max_request = \"512KiB\"         largest merged block request
   read_expire = \"500ms\"          deadline scheduler's read deadline
+  nr_requests = 128              request slots per block queue (Linux nr_requests): the
+                                 elevator sorts at most this many; other parts wait
   raid_cache = \"0\"               the RAID driver's own cache (needed by msp+...)
   [policy]
   name = \"seqp\"                  none | seqp | saseqp | msp+seqp | msp+saseqp | streams | directed

@@ -115,6 +115,9 @@ pub struct HostConfig {
     pub read_expire: Duration,
     /// The RAID driver's own cache, beside the page cache (0 = none).
     pub raid_cache: ByteLen,
+    /// Request slots of each block queue (Linux `nr_requests`): the elevator sorts at most this
+    /// many requests; other parts wait for a slot in arrival order.
+    pub nr_requests: u32,
 }
 
 /// What the application does.
@@ -629,6 +632,7 @@ impl SimConfig {
             )?,
             read_expire: h.duration("read_expire", Duration::from_millis(500))?,
             raid_cache: h.size("raid_cache", ByteLen(0), ByteLen(0), MAX_SIZE)?,
+            nr_requests: h.int("nr_requests", 128, 1, 1 << 20)? as u32,
         };
         if !host.max_request.0.is_multiple_of(4096) {
             return Err(key_err(

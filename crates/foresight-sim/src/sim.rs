@@ -236,8 +236,9 @@ impl Sim {
             .device
             .controller_bytes_per_s
             .map(|b| foresight_core::Bandwidth::from_bytes_per_s(b as f64));
+        let nr_requests = (cfg.host.nr_requests as usize).min(queue_limit);
         let volume = Volume::new(members, mapping, controller, || {
-            BlockQueue::new(scheduler, max_sectors, expire, queue_limit)
+            BlockQueue::new(scheduler, max_sectors, expire, queue_limit).with_slots(nr_requests)
         });
         let volume_bytes =
             ByteLen(volume.capacity_sectors() * SECTOR_BYTES / (1 << 20) * (1 << 20));

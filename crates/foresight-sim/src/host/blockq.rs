@@ -6,6 +6,9 @@
 //! [`FIFO_BATCH`]; when a batch ends, or the sweep runs off the top, a request older than
 //! `read_expire` is served first (Linux `mq-deadline`: sorted dispatch with a FIFO expiry check).
 //! The queue holds at most `limit` requests; callers check [`BlockQueue::is_full`] before pushing.
+//! Within that, Linux allots `nr_requests` request slots (default 128): a part that merges into a
+//! queued request needs no slot, any other waits outside the scheduler's view until one frees
+//! ([`BlockQueue::try_push`]), so the elevator sorts at most `nr_requests` requests at a time.
 
 use foresight_core::{Duration, Instant};
 use foresight_device::Op;
@@ -41,6 +44,7 @@ pub struct BlockQueue {
     max_sectors: u32,
     read_expire: Duration,
     limit: usize,
+    slots: usize,
     pending: Vec<BlockReq>,
     head_lba: u64,
     batch_left: u32,
@@ -62,12 +66,25 @@ impl BlockQueue {
             max_sectors,
             read_expire,
             limit,
+            slots: limit,
             pending: Vec::with_capacity(limit),
             head_lba: 0,
             batch_left: 0,
             next_id: 0,
             merges: 0,
         }
+    }
+
+    /// The same queue with `slots` request slots (Linux `nr_requests`): [`BlockQueue::try_push`]
+    /// refuses an unmergeable part once that many requests are queued.
+    pub fn with_slots(mut self, slots: usize) -> Self {
+        assert!(
+            slots >= 1 && slots <= self.limit,
+            "nr_requests {slots} outside 1..={}",
+            self.limit
+        );
+        self.slots = slots;
+        self
     }
 
     /// Requests waiting.
@@ -102,6 +119,16 @@ impl BlockQueue {
 
     /// Adds a request of at most `max_sectors`, merging it with a neighbour when possible.
     pub fn push(&mut self, now: Instant, op: Op, lba: u64, sectors: u32, token: u32) {
+        let slots = self.slots;
+        self.slots = self.limit;
+        let taken = self.try_push(now, op, lba, sectors, token);
+        self.slots = slots;
+        assert!(taken, "block queue over its bound of {}", self.limit);
+    }
+
+    /// Adds a request as [`BlockQueue::push`] does, unless it merges with nothing and every
+    /// request slot is taken: then it changes nothing and returns false.
+    pub fn try_push(&mut self, now: Instant, op: Op, lba: u64, sectors: u32, token: u32) -> bool {
         assert!(
             sectors >= 1 && sectors <= self.max_sectors,
             "request of {sectors} sectors"
@@ -114,15 +141,18 @@ impl BlockQueue {
                 r.sectors += sectors;
                 r.tokens.push(token);
                 self.merges += 1;
-                return;
+                return true;
             }
             if lba + sectors as u64 == r.lba {
                 r.lba = lba;
                 r.sectors += sectors;
                 r.tokens.push(token);
                 self.merges += 1;
-                return;
+                return true;
             }
+        }
+        if self.pending.len() >= self.slots {
+            return false;
         }
         assert!(
             !self.is_full(),
@@ -141,6 +171,7 @@ impl BlockQueue {
             arrival: now,
             tokens,
         });
+        true
     }
 
     /// Takes the request the device should get next.
@@ -220,6 +251,22 @@ mod tests {
             (r.lba, r.sectors, r.tokens.as_slice()),
             (84, 16, &[4, 5][..])
         );
+    }
+
+    #[test]
+    fn a_full_set_of_slots_refuses_new_requests_but_takes_merges() {
+        let mut q =
+            BlockQueue::new(Scheduler::Deadline, 64, Duration::from_millis(500), 16).with_slots(2);
+        assert!(q.try_push(Instant(0), Op::Read, 100, 8, 1));
+        assert!(q.try_push(Instant(0), Op::Read, 500, 8, 2));
+        assert!(!q.try_push(Instant(0), Op::Read, 900, 8, 3), "no slot left");
+        assert!(
+            q.try_push(Instant(0), Op::Read, 108, 8, 4),
+            "a merge needs no slot"
+        );
+        assert_eq!((q.len(), q.merges()), (2, 1));
+        q.pop(Instant(0)).unwrap();
+        assert!(q.try_push(Instant(0), Op::Read, 900, 8, 3), "a slot freed");
     }
 
     #[test]

@@ -23,7 +23,19 @@ use super::blockq::{BlockQueue, BlockReq};
 struct Member {
     device: Box<dyn Device>,
     queue: BlockQueue,
+    /// Parts waiting for a request slot of `queue` (submitters asleep on Linux's `nr_requests`),
+    /// in arrival order, with the instant each arrived.
+    waiting: VecDeque<Waiting>,
     in_device: FxHashMap<u64, BlockReq>,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Waiting {
+    op: Op,
+    lba: u64,
+    sectors: u32,
+    job: u32,
+    since: Instant,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -113,6 +125,7 @@ impl Volume {
                 .map(|device| Member {
                     device,
                     queue: queue(),
+                    waiting: VecDeque::new(),
                     in_device: FxHashMap::default(),
                 })
                 .collect(),
@@ -155,7 +168,7 @@ impl Volume {
     pub fn has_room(&self, pieces: usize) -> bool {
         self.members
             .iter()
-            .all(|m| m.queue.len() + pieces <= m.queue.limit())
+            .all(|m| m.queue.len() + m.waiting.len() + pieces <= m.queue.limit())
     }
 
     /// The member requests a volume range becomes: `(member, member lba, sectors)` pieces, split at
@@ -206,12 +219,26 @@ impl Volume {
         self.for_each_piece(lba, sectors, |d, l, n| pieces.push((d, l, n)));
         let mut parts = 0u32;
         for (d, l, n) in pieces {
-            let q = &mut self.members[d].queue;
-            let max = q.max_sectors() as u64;
+            let m = &mut self.members[d];
+            let max = m.queue.max_sectors() as u64;
             let mut pos = l;
             while pos < l + n {
                 let len = (l + n - pos).min(max);
-                q.push(now, op, pos, len as u32, job);
+                // Parts keep their order: while some wait for a slot, later ones wait behind them.
+                if !m.waiting.is_empty() || !m.queue.try_push(now, op, pos, len as u32, job) {
+                    m.waiting.push_back(Waiting {
+                        op,
+                        lba: pos,
+                        sectors: len as u32,
+                        job,
+                        since: now,
+                    });
+                    assert!(
+                        m.queue.len() + m.waiting.len() <= m.queue.limit(),
+                        "block queue and its waiters over the bound of {}",
+                        m.queue.limit()
+                    );
+                }
                 parts += 1;
                 pos += len;
             }
@@ -226,7 +253,19 @@ impl Volume {
     /// Feeds idle members from their queues.
     pub fn dispatch(&mut self, now: Instant) {
         for m in &mut self.members {
-            while m.device.can_accept() {
+            loop {
+                // Parts waiting for a request slot move in as slots free, so the elevator always
+                // sees as many requests as the slots allow.
+                while let Some(w) = m.waiting.front().copied() {
+                    if !m.queue.try_push(now, w.op, w.lba, w.sectors, w.job) {
+                        break;
+                    }
+                    m.waiting.pop_front();
+                    self.stats.breakdown.queue += now - w.since;
+                }
+                if !m.device.can_accept() {
+                    break;
+                }
                 let Some(r) = m.queue.pop(now) else { break };
                 self.stats.breakdown.queue += now - r.arrival;
                 m.device.submit(
