@@ -99,22 +99,8 @@ proptest! {
             .queue_depth(4)
             .build()
             .unwrap();
-        let (tx, rx) = std::sync::mpsc::channel::<()>();
         // Dropped when the case ends, however it ends (a failed assertion returns early).
-        struct Done(std::sync::mpsc::Sender<()>);
-        impl Drop for Done {
-            fn drop(&mut self) {
-                let _ = self.0.send(());
-            }
-        }
-        let _done = Done(tx);
-        let watched = engine.clone();
-        std::thread::spawn(move || {
-            if rx.recv_timeout(Duration::from_secs(20)).is_err() {
-                eprintln!("STUCK: {}\nCASE: {case}", watched.describe());
-                std::process::abort();
-            }
-        });
+        let _watchdog = common::watchdog(&engine, case, Duration::from_secs(20));
         // One reader per file; the application discloses each file's reads through its reader, in
         // the order it will issue them.
         let mut readers: Vec<_> =

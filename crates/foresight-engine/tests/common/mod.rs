@@ -83,3 +83,27 @@ pub fn real_backends(test: &str) -> Vec<(&'static str, Backend)> {
 pub fn path_str(p: &Path) -> String {
     p.display().to_string()
 }
+
+/// Aborts the test process, printing the engine's state and `case`, if the returned guard is not
+/// dropped within `limit`: a stuck engine fails the test (with what replays it) instead of hanging
+/// it. Drop the guard when the case ends, however it ends.
+pub fn watchdog(engine: &Engine, case: String, limit: std::time::Duration) -> Watchdog {
+    let (tx, rx) = std::sync::mpsc::channel::<()>();
+    let watched = engine.clone();
+    std::thread::spawn(move || {
+        if rx.recv_timeout(limit).is_err() {
+            eprintln!("STUCK: {}\nCASE: {case}", watched.describe());
+            std::process::abort();
+        }
+    });
+    Watchdog(tx)
+}
+
+/// See [`watchdog`].
+pub struct Watchdog(std::sync::mpsc::Sender<()>);
+
+impl Drop for Watchdog {
+    fn drop(&mut self) {
+        let _ = self.0.send(());
+    }
+}
