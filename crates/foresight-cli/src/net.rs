@@ -148,7 +148,8 @@ server's processing time when it reports it), RB and p come from the server's \
 slower; a server without that document (nginx, MinIO, any Range server) is judged by the path rate \
 alone, with p = 1.2. --alpha N fixes it (1 = one readahead unit ahead, the classic setting).
 
-Data goes to --out (one URL: the file; several: a directory, each file under its URL's name), \
+Data goes to --out (one URL: the file, or into it if it is a directory; several: a directory, each \
+file under its URL's name; a failed download leaves no file), \
 or to standard output; with --json and no --out it is discarded and only the report is printed. \
 --random SIZE reads --reads random ranges of SIZE instead of the whole file, to measure what \
 random reads cost (bytes transferred against bytes asked).
@@ -233,7 +234,8 @@ pub fn run_get(a: &GetArgs) -> anyhow::Result<()> {
         } else {
             match &a.out {
                 Some(out) => {
-                    let path = if several {
+                    // Several URLs, or an existing directory: each file under its URL's name.
+                    let path = if several || out.is_dir() {
                         let name = url
                             .path
                             .split('?')
@@ -245,12 +247,19 @@ pub fn run_get(a: &GetArgs) -> anyhow::Result<()> {
                     } else {
                         out.clone()
                     };
-                    let mut f = std::io::BufWriter::new(
-                        std::fs::File::create(&path)
-                            .with_context(|| format!("creating {}", path.display()))
-                            .map_err(input)?,
-                    );
-                    client.get(url, &mut f).map_err(net)?
+                    let file = std::fs::File::create(&path)
+                        .with_context(|| format!("creating {}", path.display()))
+                        .map_err(input)?;
+                    let mut f = std::io::BufWriter::new(file);
+                    match client.get(url, &mut f) {
+                        Ok(report) => report,
+                        Err(e) => {
+                            // No partial or empty file is left behind a failed download.
+                            drop(f);
+                            let _ = std::fs::remove_file(&path);
+                            return Err(net(e));
+                        }
+                    }
                 }
                 None if a.json => client.get(url, &mut std::io::sink()).map_err(net)?,
                 None => {

@@ -116,6 +116,30 @@ fn serve_get_and_sigterm_through_the_binary() {
     }
     assert_eq!(report["bytes"], 3_000_017);
     assert!(std::fs::read(&out).unwrap() == data);
+    // --out naming an existing directory puts the file in it under the URL's name; a failed
+    // download leaves no file behind.
+    let into = dir.join("into");
+    std::fs::create_dir_all(&into).unwrap();
+    let st = bin()
+        .args(["get", &format!("http://{addr}/d.bin"), "--out"])
+        .arg(&into)
+        .output()
+        .unwrap();
+    assert!(
+        st.status.success(),
+        "{}",
+        String::from_utf8_lossy(&st.stderr)
+    );
+    assert!(std::fs::read(into.join("d.bin")).unwrap() == data);
+    let missing = into.join("missing.bin");
+    let st = bin()
+        .args(["get", &format!("http://{addr}/missing.bin"), "--out"])
+        .arg(&missing)
+        .output()
+        .unwrap();
+    assert!(!st.status.success());
+    assert!(String::from_utf8_lossy(&st.stderr).contains("404"));
+    assert!(!missing.exists(), "a failed download left a file");
     let killed = Command::new("kill")
         .args(["-TERM", &server.id().to_string()])
         .status()
