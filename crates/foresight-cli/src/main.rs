@@ -234,7 +234,8 @@ impl std::fmt::Display for InputError {
 impl std::error::Error for InputError {}
 
 fn input(e: impl std::fmt::Display) -> anyhow::Error {
-    anyhow::Error::new(InputError(e.to_string()))
+    // `{:#}` keeps an anyhow context's cause ("creating X: Permission denied"), not just "creating X".
+    anyhow::Error::new(InputError(format!("{e:#}")))
 }
 
 fn main() -> ExitCode {
