@@ -66,7 +66,9 @@ pub enum Input {
         /// Whether the data arrived (false on an I/O error).
         ok: bool,
     },
-    /// Memory is short: only `available` bytes may still be used for prefetching.
+    /// Only `available` more bytes may be used for prefetching. Drivers send it when memory is
+    /// short (a prefetch was cut short, or had to evict data fetched ahead), and the simulator also
+    /// when the application discloses reads, so that a policy can size its window to what is free.
     MemoryPressure {
         /// Bytes still available.
         available: ByteLen,

@@ -57,6 +57,8 @@ use crate::{FetchIds, Input, Layout, Output, Policy, PolicyError, Tier, PAGE_BYT
 pub const PIECE_BYTES: u64 = 1 << 20;
 /// Most bytes of fetches one stream has in flight.
 pub const IN_FLIGHT_BYTES_MAX: u64 = 4 << 20;
+/// Longest run of the sweep, from its first byte to its last; the next run goes on from there.
+pub const RUN_BYTES_MAX: u64 = IN_FLIGHT_BYTES_MAX;
 /// Smallest window, bytes: two of the largest pieces a hinted range is cut into.
 pub const MIN_WINDOW_BYTES: u64 = 2 * window::ENTRY_BYTES_MAX;
 /// A new sweep run starts once at least `1 / SWEEP_START_DIVISOR` of the window's reads wait in
@@ -323,6 +325,11 @@ impl Directed {
         let mut seqs = vec![seq];
         let mut cur = (key, seq);
         while let Some((k2, s2)) = st.elevator.after(cur.0, cur.1) {
+            // A run claims at most what may be in flight: the rest of the window stays in the
+            // elevator, where memory pressure can still shed it.
+            if end - start >= RUN_BYTES_MAX {
+                break;
+            }
             let e2 = st.window.get(s2).expect("pending read is admitted");
             let s2_start = e2.range.start.0;
             if e2.file != file || k2.0 != key.0 || s2_start < start {
@@ -547,6 +554,10 @@ impl Directed {
     /// window, and come back when the window has room again, so the stream stops taking memory
     /// that holds data another stream is about to use.
     fn on_pressure(&mut self, available_bytes: u64) {
+        if !self.contention {
+            // Without the controller the windows stay at their maximum whatever memory says.
+            return;
+        }
         let held_total: u64 = self
             .streams
             .values()

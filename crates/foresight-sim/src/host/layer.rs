@@ -178,6 +178,17 @@ impl CacheLayer {
             },
         );
         self.drain_policy(now, None);
+        // A policy sizing a window for the reads just disclosed hears how much memory is free now
+        // (paper 003_eb9cef22f2823582.txt, section I: the controller "detects changes in available
+        // memory"), so instances that start together share memory from the start.
+        let free_pages = self.cache.capacity_pages() - self.cache.used_pages();
+        self.policy.handle(
+            now,
+            Input::MemoryPressure {
+                available: ByteLen(free_pages * PAGE_BYTES),
+            },
+        );
+        self.drain_policy(now, None);
     }
 
     /// A read of `bytes` at `offset` of `file` by `stream`; `token` comes back in `done`.
