@@ -21,8 +21,9 @@
 //!    settles faster than instances halving in turn.
 //!
 //! A fetch that comes back `ok: false` (memory refused part of it) returns its reads to the sweep,
-//! and the stream sends nothing more until some stream's application has used data and so freed
-//! memory: retrying at once would only be refused again.
+//! and the stream sends nothing more until an application has used data and so freed memory:
+//! retrying at once would only be refused again. Each application read lets the stream refused
+//! longest ago try again, one per read.
 //!
 //! Data read ahead is kept (pinned) until the application has used it: the policy releases a read's
 //! pages on the stream's next read, when the read that used them has completed (releasing them
@@ -199,6 +200,8 @@ pub struct Directed {
     ids: FetchIds,
     out: VecDeque<Output>,
     stats: DirectedStats,
+    /// Streams memory refused, oldest first; each application read lets one try again.
+    starved: VecDeque<StreamId>,
 }
 
 impl Directed {
@@ -215,6 +218,7 @@ impl Directed {
             pins: BTreeMap::new(),
             ids: FetchIds::default(),
             out: VecDeque::new(),
+            starved: VecDeque::new(),
             stats: DirectedStats::default(),
         })
     }
@@ -531,18 +535,21 @@ impl Directed {
         st.window.pop_used();
         self.fill_and_issue(stream, &mut st);
         self.streams.insert(stream, st);
-        // Using data frees memory: streams that memory refused may try again.
-        let starved: Vec<StreamId> = self
-            .streams
-            .iter()
-            .filter(|(_, s)| s.starved)
-            .map(|(&id, _)| id)
-            .collect();
-        for id in starved {
-            let mut other = self.streams.remove(&id).expect("listed stream");
+        // Using data frees a little memory: the stream memory refused longest ago may try again
+        // (one per read, so that a few freed pages do not send every starved stream to be refused
+        // once more).
+        while let Some(id) = self.starved.pop_front() {
+            let Some(mut other) = self.streams.remove(&id) else {
+                continue;
+            };
+            if !other.starved {
+                self.streams.insert(id, other);
+                continue;
+            }
             other.starved = false;
             self.fill_and_issue(id, &mut other);
             self.streams.insert(id, other);
+            break;
         }
     }
 
@@ -611,6 +618,13 @@ impl Directed {
                             e.fetch = FetchState::Pending;
                             st.elevator.insert(e.key, s);
                             st.starved = true;
+                            if !self.starved.contains(&info.stream) {
+                                self.starved.push_back(info.stream);
+                                assert!(
+                                    self.starved.len() <= self.streams.len() + 1,
+                                    "starved queue longer than the streams"
+                                );
+                            }
                         } else if *pieces_left == 0 {
                             e.fetch = FetchState::Fetched;
                         }
