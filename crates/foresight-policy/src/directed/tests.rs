@@ -215,24 +215,10 @@ fn infill_merges_small_gaps_and_drops_the_gap_bytes() {
 
 #[test]
 fn a_read_of_pending_data_is_deferred_not_demand_read() {
-    let l = layout(1, 64 << 20);
-    let mut p = Directed::new(&cfg(8 << 20, Infill::Bytes(0)), l).unwrap();
     // Highest offsets first: the first read waits at the far end of the sweep.
-    let ranges: Vec<ByteRange> = (0..1024u64)
-        .rev()
-        .map(|i| ByteRange::new(i * 65536, 8192))
-        .collect();
-    p.handle(
-        Instant::ZERO,
-        Input::Hint {
-            stream: StreamId(0),
-            file: FileId(0),
-            ranges: ranges.clone(),
-        },
-    );
-    let mut d = Driver::new();
-    let outs = drain(&mut p);
-    d.execute(outs);
+    let mut ranges = reads_8k(65536);
+    ranges.reverse();
+    let (mut p, mut d) = hinted(&ranges);
     for r in &ranges {
         d.read(&mut p, 0, FileId(0), *r);
         let (held, limit) = p.window_bytes(StreamId(0)).unwrap();
@@ -242,30 +228,35 @@ fn a_read_of_pending_data_is_deferred_not_demand_read() {
     assert!(p.stats().deferred_reads > 0);
 }
 
-/// A policy with an 8 MiB window and no infill, told of 1,024 reads of 8 KiB every `stride`
-/// bytes of one file, and a driver that has started the fetches it asked for.
-fn hinted_8k_reads(stride: u64) -> (Directed, Driver, Vec<ByteRange>) {
+/// A policy with an 8 MiB window and no infill, told of `ranges` (in that order) of one file, and
+/// a driver that has started the fetches it asked for.
+fn hinted(ranges: &[ByteRange]) -> (Directed, Driver) {
     let mut p = Directed::new(&cfg(8 << 20, Infill::Bytes(0)), layout(1, 64 << 20)).unwrap();
-    let ranges: Vec<ByteRange> = (0..1024u64)
-        .map(|i| ByteRange::new(i * stride, 8192))
-        .collect();
     p.handle(
         Instant::ZERO,
         Input::Hint {
             stream: StreamId(0),
             file: FileId(0),
-            ranges: ranges.clone(),
+            ranges: ranges.to_vec(),
         },
     );
     let mut d = Driver::new();
     let outs = drain(&mut p);
     d.execute(outs);
-    (p, d, ranges)
+    (p, d)
+}
+
+/// 1,024 reads of 8 KiB, `stride` bytes apart.
+fn reads_8k(stride: u64) -> Vec<ByteRange> {
+    (0..1024u64)
+        .map(|i| ByteRange::new(i * stride, 8192))
+        .collect()
 }
 
 #[test]
 fn eviction_before_use_shrinks_the_window_and_pressure_caps_it() {
-    let (mut p, mut d, ranges) = hinted_8k_reads(8192);
+    let ranges = reads_8k(8192);
+    let (mut p, mut d) = hinted(&ranges);
     while d.complete_one(&mut p) {}
     // Something evicted the first read before the application got to it.
     d.cached.remove(&(0, 0));
@@ -278,7 +269,8 @@ fn eviction_before_use_shrinks_the_window_and_pressure_caps_it() {
 fn pressure_caps_the_window_at_its_share_and_sheds_unfetched_reads_until_room_returns() {
     // Gaps between the reads, and no infill: every read is a run of its own, so the sweep has
     // sent only as many as fit in flight.
-    let (mut p, mut d, ranges) = hinted_8k_reads(16384);
+    let ranges = reads_8k(16384);
+    let (mut p, mut d) = hinted(&ranges);
     assert_eq!(p.window_bytes(StreamId(0)).unwrap().0, 8 << 20);
     // Nothing has arrived: the stream holds only its fetches in flight (IN_FLIGHT_BYTES_MAX).
     // With 2 MiB free, its share is 4 + 2 MiB less room for one run in flight: 2 MiB.
