@@ -8,9 +8,9 @@
 //! - **decrease**: when prefetched data was evicted before the application used it (the policy sees
 //!   a read miss inside a range it fetched and that completed), the window halves, at most once per
 //!   half window of progress so that one burst of evictions counts once; under
-//!   `Input::MemoryPressure` the policy caps it at the stream's share of the memory in use (see
-//!   [`crate::directed`]), so that the windows of several instances settle where together they fit
-//!   instead of halving in turn;
+//!   `Input::MemoryPressure` the policy grants it a share of the memory in use (see
+//!   [`crate::directed`]: the leading stream's share is large, the others' small), so that the
+//!   windows of several instances fit together at once instead of halving in turn;
 //! - **increase**: every byte used from a prefetch that survived adds `step / window` bytes, so the
 //!   window grows by `step` (1/16 of the memory the policy may use) per window consumed without loss.
 //!
@@ -22,6 +22,9 @@
 pub struct Contention {
     enabled: bool,
     limit_bytes: u64,
+    /// Most the window may grow back to while memory is over-committed (the share the policy
+    /// granted); `max_bytes` otherwise.
+    cap_bytes: u64,
     min_bytes: u64,
     max_bytes: u64,
     step_bytes: u64,
@@ -39,6 +42,7 @@ impl Contention {
         Contention {
             enabled,
             limit_bytes: max_bytes,
+            cap_bytes: max_bytes,
             min_bytes,
             max_bytes,
             step_bytes: (max_bytes / 16).max(min_bytes),
@@ -79,6 +83,25 @@ impl Contention {
         self.check();
     }
 
+    /// The policy grants the window exactly `share_bytes` of the over-committed memory: the limit
+    /// moves there at once, up or down, and growth stops there until [`Contention::ungrant`].
+    pub fn grant(&mut self, share_bytes: u64) {
+        if !self.enabled {
+            return;
+        }
+        self.cap_bytes = share_bytes.clamp(self.min_bytes, self.max_bytes);
+        if self.cap_bytes < self.limit_bytes {
+            self.progress_since_cut_bytes = 0;
+        }
+        self.limit_bytes = self.cap_bytes;
+        self.check();
+    }
+
+    /// Memory is no longer split by the policy: the window may grow back to its maximum.
+    pub fn ungrant(&mut self) {
+        self.cap_bytes = self.max_bytes;
+    }
+
     /// The application used `bytes` of data; `kept` says whether the prefetch survived until then.
     pub fn on_used(&mut self, bytes: u64, kept: bool) {
         self.progress_since_cut_bytes = self.progress_since_cut_bytes.saturating_add(bytes);
@@ -86,18 +109,19 @@ impl Contention {
             return;
         }
         let grow = (bytes as u128 * self.step_bytes as u128 / self.limit_bytes as u128) as u64;
-        self.limit_bytes = (self.limit_bytes + grow.max(1)).min(self.max_bytes);
+        self.limit_bytes = (self.limit_bytes + grow.max(1)).min(self.cap_bytes);
         self.check();
     }
 
     fn check(&self) {
         assert!(
-            self.limit_bytes >= self.min_bytes && self.limit_bytes <= self.max_bytes,
+            self.limit_bytes >= self.min_bytes && self.limit_bytes <= self.cap_bytes,
             "window limit {} outside {}..={}",
             self.limit_bytes,
             self.min_bytes,
-            self.max_bytes
+            self.cap_bytes
         );
+        assert!(self.cap_bytes <= self.max_bytes, "cap over the maximum");
     }
 }
 

@@ -14,11 +14,12 @@
 //!    nobody hinted are released as soon as their fetch completes;
 //! 4. runs a **contention controller** ([`contention`]): a hinted read that misses in a range the
 //!    policy had fetched means prefetched data was evicted before use, and the window halves;
-//!    `Input::MemoryPressure` (memory is over-committed) caps every stream at an even share of the
-//!    memory the streams hold plus what is free, and sheds admitted, unfetched reads beyond it;
-//!    used prefetches let the window grow back. Each instance in the paper adapts on its own; one
-//!    policy object serves all streams here, so it splits memory among them directly, which
-//!    settles faster than instances halving in turn.
+//!    `Input::MemoryPressure` (memory is over-committed) makes the streams take turns: one leads
+//!    with the memory the others do not hold and sweeps its window once, the others keep a small
+//!    window and wait, and the lead passes round-robin (`allocate`); used prefetches let a window
+//!    grow back. Each instance in the paper adapts on its own; one policy object serves all streams
+//!    here, so it splits memory among them directly, which settles faster than instances halving in
+//!    turn, and gives each sweep a dense window instead of an even, sparse share.
 //!
 //! A fetch that comes back `ok: false` (memory refused part of it) returns its reads to the sweep,
 //! and the stream sends nothing more until an application has used data and so freed memory:
@@ -65,6 +66,10 @@ pub const MIN_WINDOW_BYTES: u64 = 2 * window::ENTRY_BYTES_MAX;
 /// A new sweep run starts once at least `1 / SWEEP_START_DIVISOR` of the window's reads wait in
 /// the elevator (or a read waits, or the hinted list is all admitted).
 pub const SWEEP_START_DIVISOR: usize = 2;
+/// The window each stream but the leader keeps while memory is over-committed (see
+/// [`Directed`]'s `allocate`): its application's next reads stay admitted, so they wait for the
+/// stream's turn instead of being read on demand.
+pub const FOLLOWER_WINDOW_BYTES: u64 = MIN_WINDOW_BYTES;
 /// How many admitted reads from the front an application read is matched against.
 const MATCH_SCAN: usize = 64;
 
@@ -146,6 +151,8 @@ pub struct DirectedStats {
     pub deferred_reads: u64,
     /// Extra fetches for deferred reads whose data was still missing.
     pub pokes: u64,
+    /// Times the large window passed to another stream while memory was over-committed.
+    pub lead_changes: u64,
 }
 
 #[derive(Debug)]
@@ -185,6 +192,14 @@ struct StreamState {
     /// Memory refused one of this stream's fetches: it sends no more until its application has
     /// used data (and so freed memory), which keeps a refused fetch from being retried at once.
     starved: bool,
+    /// Another stream holds the lead while memory is over-committed: this one keeps its small
+    /// window but sends nothing, so its reads wait (deferred) instead of pulling the arm away.
+    paused: bool,
+    /// This stream leads while memory is over-committed: its sweep stops where it would wrap
+    /// around, and then the lead passes on.
+    lead_pass: bool,
+    /// The leader's sweep reached the end of its pass.
+    pass_done: bool,
 }
 
 /// The policy. See the module documentation.
@@ -202,6 +217,11 @@ pub struct Directed {
     stats: DirectedStats,
     /// Streams memory refused, oldest first; each application read lets one try again.
     starved: VecDeque<StreamId>,
+    /// Memory the streams share while it is over-committed (what they held plus what was free at
+    /// the last `MemoryPressure`); 0 until memory is first short.
+    pool_bytes: u64,
+    /// The stream that holds the large window while memory is over-committed.
+    leader: Option<StreamId>,
 }
 
 impl Directed {
@@ -220,6 +240,8 @@ impl Directed {
             out: VecDeque::new(),
             starved: VecDeque::new(),
             stats: DirectedStats::default(),
+            pool_bytes: 0,
+            leader: None,
         })
     }
 
@@ -250,6 +272,9 @@ impl Directed {
             release_next: Vec::new(),
             deferred: Vec::new(),
             starved: false,
+            paused: false,
+            lead_pass: false,
+            pass_done: false,
         }
     }
 
@@ -402,8 +427,13 @@ impl Directed {
 
     /// Sends fetches while the stream has room in flight.
     fn issue(&mut self, stream: StreamId, st: &mut StreamState) {
-        while !st.starved && st.in_flight_bytes < IN_FLIGHT_BYTES_MAX {
+        while !st.starved && !st.paused && st.in_flight_bytes < IN_FLIGHT_BYTES_MAX {
             if st.run.is_none() {
+                if st.lead_pass && st.elevator.would_wrap() {
+                    // One pass per lead: the reads behind the head wait for the next one.
+                    st.pass_done = true;
+                    break;
+                }
                 // A sweep over a sparse set pays a seek per read: a new run starts only once at
                 // least half the window waits in the elevator, unless a read waits for it or no
                 // more reads can come.
@@ -534,7 +564,15 @@ impl Directed {
         }
         st.window.pop_used();
         self.fill_and_issue(stream, &mut st);
+        let done = !st.window.has_unused();
         self.streams.insert(stream, st);
+        if self.pool_bytes > 0 && self.leader == Some(stream) {
+            if done {
+                self.allocate(true);
+            } else {
+                self.check_lead(stream);
+            }
+        }
         // Using data frees a little memory: the stream memory refused longest ago may try again
         // (one per read, so that a few freed pages do not send every starved stream to be refused
         // once more).
@@ -554,12 +592,7 @@ impl Directed {
     }
 
     /// Memory is over-committed. The memory the streams hold (fetched and unused, or in flight)
-    /// plus what is still free is split evenly among the streams that still have reads to do, less
-    /// room for one run in flight each (a run's infill needs memory the window does not count);
-    /// no window may hold more than its share. Reads a stream admitted but has not fetched beyond
-    /// its share are shed, latest first: they keep their place in the list, leave the sweep and the
-    /// window, and come back when the window has room again, so the stream stops taking memory
-    /// that holds data another stream is about to use.
+    /// plus what is still free becomes the pool they share, and [`Directed::allocate`] splits it.
     fn on_pressure(&mut self, available_bytes: u64) {
         if !self.contention {
             // Without the controller the windows stay at their maximum whatever memory says.
@@ -570,18 +603,78 @@ impl Directed {
             .values()
             .map(|st| st.window.fetched_unused_bytes() + st.in_flight_bytes)
             .sum();
-        let active = self
+        self.pool_bytes = held_total.saturating_add(available_bytes);
+        self.allocate(false);
+    }
+
+    /// Streams that still have reads to do, in id order.
+    fn active_streams(&self) -> Vec<StreamId> {
+        self.streams
+            .iter()
+            .filter(|(_, st)| st.window.has_unused())
+            .map(|(&id, _)| id)
+            .collect()
+    }
+
+    /// Splits the pool among the streams. A sweep costs about the same disk time whether its
+    /// window is dense or sparse (the arm passes over the same table either way), so even shares
+    /// would make every sweep sparse and the disk would deliver less per pass. Instead one stream,
+    /// the leader, gets the pool less what the others hold (at least [`FOLLOWER_WINDOW_BYTES`]
+    /// each) and room for one run in flight; it sweeps its window once, from the lowest position
+    /// to the highest, and the lead passes round-robin. The others keep the reads they admitted
+    /// (unfetched reads take no memory) but admit no more than the small window and send nothing:
+    /// their reads wait for their turn instead of pulling the arm away from the leader's sweep.
+    /// Every stream thus advances in turn at close to its solo rate. With one stream left it is
+    /// simply capped at the pool. `rotate` passes the lead on.
+    fn allocate(&mut self, rotate: bool) {
+        let active = self.active_streams();
+        let shared = active.len() > 1;
+        let keep = !rotate && self.leader.is_some_and(|l| active.contains(&l));
+        if !keep {
+            let next = self
+                .leader
+                .and_then(|l| active.iter().copied().find(|&s| s > l))
+                .or(active.first().copied());
+            if shared && next != self.leader {
+                self.stats.lead_changes += 1;
+            }
+            self.leader = next;
+        }
+        let leader = self.leader;
+        // What the others hold (data their applications have not used yet, and their small
+        // windows) is not the leader's to use.
+        let others_bytes: u64 = self
             .streams
-            .values()
-            .filter(|st| st.window.held_bytes() > 0 || st.window.queued() > 0)
-            .count()
-            .max(1) as u64;
-        let share_bytes = (held_total.saturating_add(available_bytes) / active)
+            .iter()
+            .filter(|(&id, st)| Some(id) != leader && st.window.has_unused())
+            .map(|(_, st)| {
+                (st.window.fetched_unused_bytes() + st.in_flight_bytes).max(FOLLOWER_WINDOW_BYTES)
+            })
+            .sum();
+        let lead_bytes = self
+            .pool_bytes
+            .saturating_sub(others_bytes)
             .saturating_sub(IN_FLIGHT_BYTES_MAX);
-        let streams: Vec<StreamId> = self.streams.keys().copied().collect();
-        for stream in streams {
-            let mut st = self.streams.remove(&stream).expect("listed stream");
-            st.contention.on_pressure(share_bytes);
+        let ids: Vec<StreamId> = self.streams.keys().copied().collect();
+        for id in ids {
+            let mut st = self.streams.remove(&id).expect("listed stream");
+            let lead = Some(id) == leader;
+            let was_paused = st.paused;
+            st.paused = shared && !lead;
+            st.pass_done = false;
+            if st.paused {
+                st.lead_pass = false;
+                st.contention.grant(FOLLOWER_WINDOW_BYTES);
+                self.streams.insert(id, st);
+                continue;
+            }
+            if shared && !st.lead_pass {
+                // A new lead sweeps its window once, from the lowest position.
+                st.lead_pass = true;
+                st.elevator.restart();
+            }
+            st.lead_pass &= shared;
+            st.contention.grant(lead_bytes);
             let limit = st.contention.limit_bytes();
             let deferred: Vec<u64> = st.deferred.iter().flat_map(|d| d.seqs.clone()).collect();
             let mut shed = Vec::new();
@@ -594,8 +687,27 @@ impl Directed {
                 st.elevator.remove(key, seq);
                 self.unpin(file, range);
             }
-            self.streams.insert(stream, st);
+            if (was_paused || !keep) && !st.starved {
+                self.fill_and_issue(id, &mut st);
+            }
+            self.streams.insert(id, st);
         }
+    }
+
+    /// After each of the leader's events: once its pass is done the lead moves on; until then its
+    /// share follows what the others still hold (they drain what they held when the lead came).
+    fn check_lead(&mut self, leader: StreamId) {
+        if self
+            .streams
+            .values()
+            .filter(|st| st.window.has_unused())
+            .count()
+            <= 1
+        {
+            return;
+        }
+        let done = self.streams.get(&leader).is_none_or(|st| st.pass_done);
+        self.allocate(done);
     }
 
     fn on_fetched(&mut self, id: FetchId, ok: bool) {
@@ -668,6 +780,9 @@ impl Directed {
         st.window.pop_used();
         self.fill_and_issue(info.stream, &mut st);
         self.streams.insert(info.stream, st);
+        if self.pool_bytes > 0 && self.leader == Some(info.stream) {
+            self.check_lead(info.stream);
+        }
     }
 }
 

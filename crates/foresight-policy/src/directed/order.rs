@@ -74,6 +74,16 @@ impl Elevator {
             .copied()
     }
 
+    /// Whether the next read of the sweep lies behind the head (the sweep would start over).
+    pub fn would_wrap(&self) -> bool {
+        !self.pending.is_empty() && self.pending.range((self.head, 0)..).next().is_none()
+    }
+
+    /// Starts a new sweep from the lowest position.
+    pub fn restart(&mut self) {
+        self.head = (0, 0);
+    }
+
     /// Moves the head to `key` (the end of what was just sent to the disk).
     pub fn set_head(&mut self, key: PhysKey) {
         self.head = key;

@@ -303,6 +303,51 @@ fn pressure_caps_the_window_at_its_share_and_sheds_unfetched_reads_until_room_re
 }
 
 #[test]
+fn under_pressure_one_stream_leads_and_the_other_waits_for_its_turn() {
+    let mut p = Directed::new(&cfg(8 << 20, Infill::Bytes(0)), layout(2, 64 << 20)).unwrap();
+    let ranges = reads_8k(16384);
+    let mut d = Driver::new();
+    for s in 0..2u32 {
+        p.handle(
+            Instant::ZERO,
+            Input::Hint {
+                stream: StreamId(s),
+                file: FileId(s),
+                ranges: ranges.clone(),
+            },
+        );
+        let outs = drain(&mut p);
+        d.execute(outs);
+    }
+    // Both sent a run; memory then turns out to hold 16 MiB in all.
+    p.handle(
+        Instant::ZERO,
+        Input::MemoryPressure {
+            available: ByteLen(8 << 20),
+        },
+    );
+    let outs = drain(&mut p);
+    d.execute(outs);
+    while d.complete_one(&mut p) {}
+    let before = d.fetched.len();
+    let (last, head) = ranges.split_last().unwrap();
+    for r in head {
+        d.read(&mut p, 0, FileId(0), *r);
+    }
+    assert!(
+        d.fetched[before..].iter().all(|(f, _)| *f == FileId(0)),
+        "the waiting stream fetched while the leader swept"
+    );
+    // The leader's last read hands the lead over.
+    d.read(&mut p, 0, FileId(0), *last);
+    for r in &ranges {
+        d.read(&mut p, 1, FileId(1), *r);
+    }
+    assert_eq!(d.demand_pages, 0, "every hinted page came from a sweep");
+    assert!(p.stats().lead_changes >= 1);
+}
+
+#[test]
 fn bad_memory_names_its_key() {
     let e = Directed::new(&cfg(4096, Infill::Auto), layout(1, 1 << 20)).unwrap_err();
     assert!(matches!(

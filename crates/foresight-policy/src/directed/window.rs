@@ -97,6 +97,12 @@ impl Window {
         self.queued.len()
     }
 
+    /// Whether some hinted read is still to be used by the application.
+    pub fn has_unused(&self) -> bool {
+        // Reads are used in list order, so an unused one is found at the back.
+        !self.queued.is_empty() || self.entries.iter().rev().any(|e| !e.used)
+    }
+
     /// Admits reads from the front of the hinted list while they fit under `limit_bytes`; calls
     /// `admitted(seq, entry)` for each, after `key_of` placed it.
     pub fn admit(
