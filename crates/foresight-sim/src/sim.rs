@@ -514,7 +514,13 @@ impl Sim {
             let t_dev = self.volume.next_event();
             let t_pol = self.policy_wake();
             let t_ev = self.heap.peek().map(|Reverse((t, _, _))| *t);
-            let Some(next) = [t_dev, t_pol, t_ev].into_iter().flatten().min() else {
+            let next = [t_dev, t_pol, t_ev].into_iter().flatten().min();
+            if next.is_none_or(|t| t > self.now) && self.settle() {
+                // Reads released at the end of this instant: their demand reads go out now.
+                self.pump();
+                continue;
+            }
+            let Some(next) = next else {
                 break;
             };
             if limit.is_some_and(|l| next > l) {
@@ -570,6 +576,14 @@ impl Sim {
         if let Some(p) = progress.as_mut() {
             p(1.0);
         }
+    }
+
+    /// Once every event of the current instant is handled: reads parked for a policy's fetches
+    /// where nothing is in flight read on demand ([`CacheLayer::settle`]). Returns whether any was.
+    fn settle(&mut self) -> bool {
+        let upper = self.page_cache.settle();
+        let lower = self.raid_cache.as_mut().is_some_and(CacheLayer::settle);
+        upper || lower
     }
 
     /// Moves requests between the layers until nothing is left to move, then feeds the disks.

@@ -269,6 +269,27 @@ impl CacheLayer {
         }
     }
 
+    /// Lets reads parked for the policy's fetches read on demand when nothing is in flight in
+    /// this layer: no fetch they wait for can arrive then, and a policy that deferred them but
+    /// cannot fetch (its memory taken by data nobody reads) would otherwise leave them waiting for
+    /// ever. The driver calls this only once every event of the current instant has been handled:
+    /// a completion often wakes a client whose next read, at the same instant, lets the policy
+    /// fetch (it consumes the buffers the policy was waiting on), and releasing the parked reads
+    /// before that sends every waiting stream's request to the disk on its own. Returns whether
+    /// any read was released (its demand reads are then in `down`).
+    pub fn settle(&mut self) -> bool {
+        if self.parked.is_empty() || self.ios.len() != self.free_ios.len() {
+            return false;
+        }
+        for id in std::mem::take(&mut self.parked) {
+            let q = self.reqs[id as usize].as_mut().expect("parked request");
+            q.blocked = false;
+            q.deferred = false;
+            self.demand(id);
+        }
+        true
+    }
+
     fn drain_policy(&mut self, now: Instant, trigger: Option<(FileId, u64, u64)>) {
         let mut done_now: SmallVec<[(FetchId, bool); 4]> = SmallVec::new();
         while let Some(out) = self.policy.poll_output() {
@@ -340,16 +361,6 @@ impl CacheLayer {
                 },
             );
             self.drain_policy(now, None);
-        }
-        if !self.parked.is_empty() && self.ios.len() == self.free_ios.len() {
-            // Nothing is in flight, so no fetch the parked reads wait for can still arrive: they
-            // read what they lack on demand rather than wait forever.
-            for id in std::mem::take(&mut self.parked) {
-                let q = self.reqs[id as usize].as_mut().expect("parked request");
-                q.blocked = false;
-                q.deferred = false;
-                self.demand(id);
-            }
         }
         self.wake = self.policy.poll_timeout();
     }
