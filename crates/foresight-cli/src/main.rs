@@ -131,6 +131,8 @@ A config is TOML; every key can also be set with --set KEY=VALUE (later wins). S
   [policy]
   name = \"seqp\"                  none | seqp | saseqp | msp+seqp | msp+saseqp | streams | directed
   readahead_max = \"128KiB\"       largest readahead window (seqp, saseqp)
+  readahead_rule = \"linux\"       linux (next window fetched at the marked page, ahead of
+                                 the reader) | synchronous (only when a read misses)
   sc_max = 42                    MSP: sequential counter cap
   sc_thresh = 38                 MSP: counter value that starts stripe prefetching
   sps_max = 8                    MSP: most stripes prefetched per step

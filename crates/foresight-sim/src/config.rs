@@ -9,6 +9,7 @@
 use std::path::{Path, PathBuf};
 
 use foresight_core::{parse_duration, parse_size, ByteLen, Duration};
+use foresight_policy::readahead::WindowRule;
 use foresight_policy::PolicyConfig;
 use thiserror::Error;
 use toml::{Table, Value};
@@ -653,6 +654,14 @@ impl SimConfig {
                 ByteLen(0),
                 ByteLen::gib(1),
             )?,
+            readahead_rule: p.choice(
+                "readahead_rule",
+                defaults.readahead_rule,
+                &[
+                    ("linux", WindowRule::Linux),
+                    ("synchronous", WindowRule::Synchronous),
+                ],
+            )?,
             sc_max: p.int("sc_max", defaults.sc_max as u64, 1, 1 << 20)? as u32,
             sc_thresh: p.int("sc_thresh", defaults.sc_thresh as u64, 1, 1 << 20)? as u32,
             sps_max_stripes: p.int("sps_max", defaults.sps_max_stripes as u64, 1, 4096)? as u32,
@@ -942,6 +951,9 @@ mod tests {
         assert_eq!(c.policy.readahead_max, ByteLen::mib(1));
         assert_eq!(c.device.preset, "cheetah-15k5");
         assert_eq!(c.host.memory, ByteLen::gib(1));
+        assert_eq!(c.policy.readahead_rule, WindowRule::Linux);
+        let c = cfg("", &["policy.readahead_rule=synchronous"]).unwrap();
+        assert_eq!(c.policy.readahead_rule, WindowRule::Synchronous);
     }
 
     #[test]
@@ -993,5 +1005,12 @@ mod tests {
         assert!(e.contains("workload.trace"), "{e}");
         let e = cfg("", &["policy.name=magic"]).unwrap_err().to_string();
         assert!(e.contains("policy.name") && e.contains("seqp"), "{e}");
+        let e = cfg("", &["policy.readahead_rule=lazy"])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("policy.readahead_rule") && e.contains("synchronous"),
+            "{e}"
+        );
     }
 }
