@@ -113,6 +113,8 @@ A config is TOML; every key can also be set with --set KEY=VALUE (later wins). S
   disks = 5                      raid0/jbod members
   strip = \"128KiB\"               raid0 strip size
   queue_depth = 1                device command queue (default: the preset's)
+  queue_policy = \"clook\"         disk's pick from its queue: fcfs | clook | sptf (shortest
+                                 positioning time) (default: the preset's)
   cache_segments = 16            drive cache: number of segments (default: the preset's)
   segment_size = \"512KiB\"        drive cache: segment size
   drive_readahead = \"512KiB\"     drive read-ahead after a miss
@@ -131,6 +133,8 @@ A config is TOML; every key can also be set with --set KEY=VALUE (later wins). S
   [policy]
   name = \"seqp\"                  none | seqp | saseqp | msp+seqp | msp+saseqp | streams | directed
   readahead_max = \"128KiB\"       largest readahead window (seqp, saseqp)
+  readahead_rule = \"linux\"       linux (next window fetched at the marked page, ahead of
+                                 the reader) | synchronous (only when a read misses)
   sc_max = 42                    MSP: sequential counter cap
   sc_thresh = 38                 MSP: counter value that starts stripe prefetching
   sps_max = 8                    MSP: most stripes prefetched per step

@@ -157,6 +157,10 @@ pub struct PolicyConfig {
     pub name: String,
     /// The largest readahead window (Linux `read_ahead_kb`), for the readahead family.
     pub readahead_max: ByteLen,
+    /// How `seqp` and `saseqp` size windows and when they fetch the next one: Linux's on-demand
+    /// rules with asynchronous readahead at the marked page, or synchronous SEQP (paper
+    /// 000_a596543dd26dac72.txt, section 2.4: a window is fetched only when a read misses).
+    pub readahead_rule: readahead::WindowRule,
     /// MSP's `SC_max`: the cap of its sequential counter, in strip steps (paper
     /// 000_a596543dd26dac72.txt, Fig. 7: 42).
     pub sc_max: u32,
@@ -181,6 +185,7 @@ impl Default for PolicyConfig {
         PolicyConfig {
             name: "seqp".into(),
             readahead_max: ByteLen::kib(128),
+            readahead_rule: readahead::WindowRule::Linux,
             sc_max: msp.sc_max,
             sc_thresh: msp.sc_thresh,
             sps_max_stripes: msp.sps_max_stripes,
@@ -263,8 +268,16 @@ fn build_file_level(
 ) -> Result<Box<dyn Policy>, PolicyError> {
     match name {
         "none" => Ok(Box::new(readahead::NoPrefetch::new())),
-        "seqp" => Ok(Box::new(readahead::Seqp::new(cfg.readahead_max, layout)?)),
-        "saseqp" => Ok(Box::new(readahead::Saseqp::new(cfg.readahead_max, layout)?)),
+        "seqp" => Ok(Box::new(readahead::Seqp::with_rule(
+            cfg.readahead_max,
+            cfg.readahead_rule,
+            layout,
+        )?)),
+        "saseqp" => Ok(Box::new(readahead::Saseqp::with_rule(
+            cfg.readahead_max,
+            cfg.readahead_rule,
+            layout,
+        )?)),
         "directed" => Ok(Box::new(directed::Directed::new(&cfg.directed, layout)?)),
         // Alone (a driver with no block layer: the engine), the scheduler runs over files.
         "streams" => Ok(Box::new(streams::FileStreams::new(cfg.streams, layout)?)),

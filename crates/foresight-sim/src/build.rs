@@ -72,6 +72,9 @@ fn spec(cfg: &DeviceConfig) -> Result<DeviceSpec, ConfigError> {
             DeviceSpec::Ssd(p) => p.queue_depth = depth,
         }
     }
+    if let (Some(policy), DeviceSpec::Hdd(p)) = (cfg.queue_policy, &mut spec) {
+        p.queue_policy = policy;
+    }
     if let DeviceSpec::Hdd(p) = &mut spec {
         // Drive cache overrides (paper 001, section 3: segment count, segment size, read-ahead).
         if let Some(n) = cfg.cache_segments {

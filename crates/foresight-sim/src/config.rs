@@ -9,6 +9,8 @@
 use std::path::{Path, PathBuf};
 
 use foresight_core::{parse_duration, parse_size, ByteLen, Duration};
+use foresight_device::QueuePolicy;
+use foresight_policy::readahead::WindowRule;
 use foresight_policy::PolicyConfig;
 use thiserror::Error;
 use toml::{Table, Value};
@@ -73,6 +75,8 @@ pub struct DeviceConfig {
     pub strip: ByteLen,
     /// Device command-queue depth, overriding the preset's.
     pub queue_depth: Option<u32>,
+    /// How a disk picks its next queued command, overriding the preset's.
+    pub queue_policy: Option<QueuePolicy>,
     /// A DiskSim 4.0 `.diskspecs` file to import the disk from instead of a preset (`hdd` and
     /// `raid0`), resolved relative to the config file like `workload.trace`.
     pub disksim: Option<PathBuf>,
@@ -548,6 +552,19 @@ impl SimConfig {
             disks: d.int("disks", 5, 1, 256)? as u32,
             strip: d.size("strip", ByteLen::kib(128), ByteLen(512), ByteLen::gib(1))?,
             queue_depth: d.opt_int("queue_depth", 1, 1024)?.map(|v| v as u32),
+            queue_policy: if d.has("queue_policy") {
+                Some(d.choice(
+                    "queue_policy",
+                    QueuePolicy::Fcfs,
+                    &[
+                        ("fcfs", QueuePolicy::Fcfs),
+                        ("clook", QueuePolicy::CLook),
+                        ("sptf", QueuePolicy::Sptf),
+                    ],
+                )?)
+            } else {
+                None
+            },
             controller_bytes_per_s: match d.raw("controller_mib_s") {
                 None => None,
                 Some(Value::Integer(i)) if i > 0 => Some((i as u64) << 20),
@@ -652,6 +669,14 @@ impl SimConfig {
                 ByteLen::kib(128),
                 ByteLen(0),
                 ByteLen::gib(1),
+            )?,
+            readahead_rule: p.choice(
+                "readahead_rule",
+                defaults.readahead_rule,
+                &[
+                    ("linux", WindowRule::Linux),
+                    ("synchronous", WindowRule::Synchronous),
+                ],
             )?,
             sc_max: p.int("sc_max", defaults.sc_max as u64, 1, 1 << 20)? as u32,
             sc_thresh: p.int("sc_thresh", defaults.sc_thresh as u64, 1, 1 << 20)? as u32,
@@ -942,6 +967,12 @@ mod tests {
         assert_eq!(c.policy.readahead_max, ByteLen::mib(1));
         assert_eq!(c.device.preset, "cheetah-15k5");
         assert_eq!(c.host.memory, ByteLen::gib(1));
+        assert_eq!(c.policy.readahead_rule, WindowRule::Linux);
+        let c = cfg("", &["policy.readahead_rule=synchronous"]).unwrap();
+        assert_eq!(c.policy.readahead_rule, WindowRule::Synchronous);
+        assert_eq!(c.device.queue_policy, None);
+        let c = cfg("", &["device.queue_policy=sptf"]).unwrap();
+        assert_eq!(c.device.queue_policy, Some(QueuePolicy::Sptf));
     }
 
     #[test]
@@ -993,5 +1024,19 @@ mod tests {
         assert!(e.contains("workload.trace"), "{e}");
         let e = cfg("", &["policy.name=magic"]).unwrap_err().to_string();
         assert!(e.contains("policy.name") && e.contains("seqp"), "{e}");
+        let e = cfg("", &["policy.readahead_rule=lazy"])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("policy.readahead_rule") && e.contains("synchronous"),
+            "{e}"
+        );
+        let e = cfg("", &["device.queue_policy=elevator"])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("device.queue_policy") && e.contains("sptf"),
+            "{e}"
+        );
     }
 }

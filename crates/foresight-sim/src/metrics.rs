@@ -73,6 +73,10 @@ pub struct Report {
     pub device_cache_hits: u64,
     /// Block-queue merges.
     pub block_merges: u64,
+    /// Device requests that began at the sector after the request the same disk completed before
+    /// them (back-to-back sequential commands, served without a seek or rotational wait when the
+    /// drive is still streaming).
+    pub device_sequential_requests: u64,
     /// Bytes the array-level policy brought into the RAID cache ahead of demand.
     pub raid_prefetched_bytes: u64,
     /// Of those, bytes evicted or never read.

@@ -1018,6 +1018,7 @@ impl Sim {
             hit_requests: self.hit_requests,
             device_cache_hits: v.device_cache_hits,
             block_merges: v.merges,
+            device_sequential_requests: v.sequential_requests,
             raid_prefetched_bytes: raid_prefetched,
             raid_wasted_bytes: raid_wasted,
             raid_cache_peak_bytes: raid_peak,

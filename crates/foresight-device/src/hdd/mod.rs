@@ -44,9 +44,10 @@
 //! ([`ReadAheadMode`]): none, to the end of the track or the cylinder, up to a budget (the segment),
 //! or DEC's scheme of staying one track ahead of a sequential stream.
 //!
-//! With `queue_depth > 1` the drive keeps up to that many commands and picks the next one FCFS or by
+//! With `queue_depth > 1` the drive keeps up to that many commands and picks the next one FCFS, by
 //! C-LOOK over LBAs from the head's current position (ascending from the head, then wrapping to the
-//! lowest LBA), as DiskSim's `ioqueue` does with cylinder mapping by LBA.
+//! lowest LBA), as DiskSim's `ioqueue` does with cylinder mapping by LBA, or by shortest positioning
+//! time (SPTF), computed with the same seek curve and platter angle that serve the command.
 
 pub mod cache;
 pub mod geometry;
@@ -73,6 +74,11 @@ pub enum QueuePolicy {
     Fcfs,
     /// Circular LOOK on LBA: the lowest LBA at or after the head, wrapping to the lowest overall.
     CLook,
+    /// Shortest positioning time first: the command whose data can start soonest, counting the
+    /// command overhead, seek and rotational wait from where the head is (a command the cache or a
+    /// running read-ahead serves needs no positioning). What drives with tagged queues do
+    /// (rotational position ordering), and DiskSim's `SPTF` schedulers.
+    Sptf,
 }
 
 /// How far the drive reads ahead after a read that went to the media (DiskSim's `Buffer continuous
@@ -620,7 +626,11 @@ impl Hdd {
     /// settle) or head switch, then rotational wait. Returns `(seek_ns, rotate_ns, arrival,
     /// on_track)`, the last being when the head is on the target track, before the rotational wait.
     fn position(&self, t1: f64, target: u64, write: bool) -> (f64, f64, f64, f64) {
-        let from = self.geo.locate(Lba(self.head_lba));
+        self.position_from(self.head_lba, t1, target, write)
+    }
+
+    fn position_from(&self, head: u64, t1: f64, target: u64, write: bool) -> (f64, f64, f64, f64) {
+        let from = self.geo.locate(Lba(head));
         let to = self.geo.locate(Lba(target));
         let mut seek_ns = 0.0;
         let mut rotate_ns = 0.0;
@@ -1018,7 +1028,51 @@ impl Hdd {
                 }
                 ahead.or(lowest).expect("pick_next on an empty queue").1
             }
+            QueuePolicy::Sptf => {
+                let head = self.head_lba_at_ns(t);
+                let mut best: Option<(f64, usize)> = None;
+                // Ties go to the oldest command.
+                for (i, p) in self.pending.iter().enumerate() {
+                    let ready = self.ready_at(t, head, &p.req);
+                    if best.is_none_or(|(b, _)| ready < b) {
+                        best = Some((ready, i));
+                    }
+                }
+                best.expect("pick_next on an empty queue").1
+            }
         }
+    }
+
+    /// When `req`, started at `t` with the head at `head`, could begin moving data: at once if the
+    /// cache holds it, a running read-ahead is streaming it, or it starts right after the head;
+    /// otherwise after the miss overhead, the seek and the rotational wait. SPTF's estimate.
+    fn ready_at(&self, t: f64, head: u64, req: &DevRequest) -> f64 {
+        let lba = req.lba.0;
+        let end = lba + u64::from(req.sectors);
+        if req.op == Op::Read && self.cache.enabled() {
+            let stream = self.cache.streaming();
+            let reach = stream.map(|(_, ra)| self.stream_reach(&ra, t));
+            if self.cache.find_full_hit(lba, end, reach, t).is_some() {
+                return t;
+            }
+            if let (Some((i, ra)), Some(r)) = (stream, reach) {
+                let seg = self.cache.segment(i).expect("streaming segment exists");
+                let (held_first, _) = self.cache.held(seg, Some(r));
+                if r < ra.limit_lba && held_first <= lba && lba <= ra.limit_lba {
+                    return t;
+                }
+            }
+        }
+        if lba == head + 1 {
+            return t;
+        }
+        let overhead_ns = self
+            .params
+            .overhead
+            .get(req.op, false, self.last_op)
+            .as_nanos() as f64;
+        self.position_from(head, t + overhead_ns, lba, req.op == Op::Write)
+            .2
     }
 
     fn start_next(&mut self, t: Instant) {

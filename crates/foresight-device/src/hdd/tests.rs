@@ -183,6 +183,55 @@ fn c_look_serves_ascending_from_the_head_then_wraps() {
 }
 
 #[test]
+fn sptf_positions_less_than_c_look_and_fcfs() {
+    // Twenty batches of eight 4 KiB reads within 2 million sectors, each batch queued at once on an
+    // idle drive: shortest positioning time first spends less on seeks and rotational waits in
+    // all than either order that ignores the platter's angle.
+    let positioning = |policy: QueuePolicy| {
+        let mut p = cheetah_15k5();
+        p.cache_enabled = false;
+        p.write_cache = WriteCache::Off;
+        p.queue_depth = 8;
+        p.queue_policy = policy;
+        let mut d = Hdd::new(p);
+        let mut rng = Rng::new(11);
+        let mut t = Instant::ZERO;
+        let mut total = Duration::ZERO;
+        for batch in 0..20u64 {
+            for i in 0..8 {
+                d.submit(
+                    t,
+                    DevRequest {
+                        id: batch * 8 + i,
+                        op: Op::Read,
+                        lba: Lba(50_000_000 + rng.below(2_000_000)),
+                        sectors: 8,
+                    },
+                );
+            }
+            let mut out = Vec::new();
+            while let Some(next) = d.next_event() {
+                d.advance(next, &mut out);
+                t = next;
+            }
+            assert_eq!(out.len(), 8);
+            total += out
+                .iter()
+                .map(|c| c.breakdown.seek + c.breakdown.rotate)
+                .sum::<Duration>();
+        }
+        total
+    };
+    let sptf = positioning(QueuePolicy::Sptf);
+    let clook = positioning(QueuePolicy::CLook);
+    let fcfs = positioning(QueuePolicy::Fcfs);
+    assert!(
+        sptf < clook && sptf < fcfs,
+        "SPTF {sptf}, C-LOOK {clook}, FCFS {fcfs}"
+    );
+}
+
+#[test]
 fn a_cylinder_crossing_costs_the_one_cylinder_seek_inside_the_skew() {
     let p = cheetah_15k5();
     let mut d = Hdd::new(p.clone());

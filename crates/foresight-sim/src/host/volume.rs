@@ -27,6 +27,8 @@ struct Member {
     /// in arrival order, with the instant each arrived.
     waiting: VecDeque<Waiting>,
     in_device: FxHashMap<u64, BlockReq>,
+    /// The sector after the last request this member completed, if any.
+    last_end: Option<u64>,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -55,6 +57,9 @@ pub struct VolumeStats {
     pub device_cache_hits: u64,
     /// Merges in the member queues.
     pub merges: u64,
+    /// Member requests that began at the sector after the request the same member completed
+    /// before them: back-to-back sequential commands, which a disk serves without repositioning.
+    pub sequential_requests: u64,
     /// Device time by component, summed over every member request, including the wait in the
     /// member's block queue.
     pub breakdown: Breakdown,
@@ -127,6 +132,7 @@ impl Volume {
                     queue: queue(),
                     waiting: VecDeque::new(),
                     in_device: FxHashMap::default(),
+                    last_end: None,
                 })
                 .collect(),
             mapping,
@@ -311,10 +317,14 @@ impl Volume {
             let mut comps = std::mem::take(&mut self.comps);
             self.members[d].device.advance(now, &mut comps);
             for c in comps.drain(..) {
-                let r = self.members[d]
+                let m = &mut self.members[d];
+                let r = m
                     .in_device
                     .remove(&c.id)
                     .expect("completion for a request the member got");
+                // A disk serves one command at a time, so completion order is service order.
+                self.stats.sequential_requests += (m.last_end == Some(r.lba)) as u64;
+                m.last_end = Some(r.lba + r.sectors as u64);
                 self.stats.device_requests += 1;
                 self.stats.device_bytes += r.sectors as u64 * SECTOR_BYTES;
                 self.stats.device_cache_hits += c.cache_hit as u64;
@@ -446,6 +456,33 @@ mod tests {
         let mut pieces = vec![];
         v.for_each_piece(per - 8, 16, |d, l, n| pieces.push((d, l, n)));
         assert_eq!(pieces, vec![(0, per - 8, 8), (1, 0, 8)]);
+    }
+
+    /// Submits one volume request at `t` and runs it to completion; returns when it completed.
+    fn complete(v: &mut Volume, mut t: Instant, lba: u64, sectors: u64) -> Instant {
+        v.submit(t, Op::Read, lba, sectors, 0);
+        let mut done = vec![];
+        while done.is_empty() {
+            v.dispatch(t);
+            t = v.next_event().expect("busy");
+            v.advance(t, &mut done);
+        }
+        t
+    }
+
+    #[test]
+    fn counts_requests_that_continue_the_members_previous_one() {
+        // Two disks, 8-sector strips: volume strips 0, 2 and 6 are member sectors 0, 8 and 24 of
+        // disk 0, so strip 2 continues strip 0 on the member and strip 6 does not continue strip 2.
+        let mut v = striped(2, 8);
+        let mut t = Instant::ZERO;
+        for lba in [0, 16, 48] {
+            t = complete(&mut v, t, lba, 8);
+        }
+        // Disk 1's first request (strip 1, member sector 0) follows nothing on that member.
+        complete(&mut v, t, 8, 8);
+        let s = v.stats();
+        assert_eq!((s.device_requests, s.sequential_requests), (4, 1));
     }
 
     #[test]
