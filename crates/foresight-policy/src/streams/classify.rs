@@ -8,6 +8,11 @@
 //! and repeated requests are ignored. When a region has counted `threshold` distinct requests, the
 //! classifier reports a sequential stream. Regions idle for longer than the timeout are collected,
 //! and their number is bounded; only proximity in time matters.
+//!
+//! The paper's requests (64 KiB) fit many to a region. A request that starts exactly where the
+//! region's latest distinct request ended continues it even when it lies beyond the region (an
+//! application reading 1 MiB at a time steps past a 63-block half-width with every read): the region
+//! moves to be centred on it and keeps its count, so large sequential reads are classified too.
 
 use std::collections::BTreeMap;
 
@@ -25,6 +30,8 @@ struct Region {
     bits: u128,
     distinct: u32,
     furthest: u64,
+    /// The block after the latest distinct request's last block.
+    next: u64,
     touched: Instant,
     reported: bool,
 }
@@ -72,6 +79,24 @@ impl Classifier {
             .next_back()
             .filter(|(start, _)| block < *start + len)
             .map(|(start, _)| *start);
+        // A request right after the latest one of the region before it continues that region,
+        // which moves along.
+        let continued = found.is_none().then(|| {
+            self.regions
+                .range(..=block)
+                .next_back()
+                .filter(|(_, r)| r.next == block && block > r.furthest)
+                .map(|(s, _)| *s)
+        });
+        if let Some(Some(old)) = continued {
+            let mut r = self.regions.remove(&old).expect("present");
+            r.start = block.saturating_sub(self.offset_blocks);
+            r.bits = 0;
+            self.regions.insert(r.start, r);
+        }
+        let found = found.or(continued
+            .flatten()
+            .map(|_| block.saturating_sub(self.offset_blocks)));
         let start = match found {
             Some(s) => s,
             None => {
@@ -92,6 +117,7 @@ impl Classifier {
                         bits: 0,
                         distinct: 0,
                         furthest: block,
+                        next: block,
                         touched: now,
                         reported: false,
                     },
@@ -111,6 +137,7 @@ impl Classifier {
         if !first_was_set && in_order {
             r.distinct += 1;
             r.furthest = block;
+            r.next = block + blocks;
         }
         if r.distinct >= threshold && !r.reported {
             r.reported = true;
@@ -163,6 +190,21 @@ mod tests {
             assert!(!c.observe(Instant::ZERO, rng.below(1 << 30) * 100, 16));
         }
         assert!(c.regions() <= MAX_REGIONS);
+    }
+
+    #[test]
+    fn requests_larger_than_the_region_are_followed() {
+        // 1 MiB reads (256 blocks) step past a 32-block half-width every time.
+        let mut c = Classifier::new(32, 3);
+        let t = Instant::ZERO;
+        assert!(!c.observe(t, 10_000, 256));
+        assert!(!c.observe(t, 10_256, 256));
+        assert!(c.observe(t, 10_512, 256));
+        assert_eq!(c.regions(), 1, "the region moved along");
+        // A read that skips ahead is not a continuation.
+        let mut c = Classifier::new(32, 2);
+        c.observe(t, 10_000, 256);
+        assert!(!c.observe(t, 10_300, 256));
     }
 
     #[test]
