@@ -124,7 +124,8 @@ impl Policy for Saseqp {
                 range,
                 miss,
             } => self.core.on_read(stream, file, range, miss.map(|m| m.0)),
-            Input::Hint { .. } | Input::Fetched { .. } | Input::MemoryPressure { .. } => {}
+            Input::MemoryPressure { .. } => self.core.on_pressure(),
+            Input::Hint { .. } | Input::Fetched { .. } => {}
         }
     }
 

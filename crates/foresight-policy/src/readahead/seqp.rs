@@ -39,6 +39,11 @@ impl Seqp {
     pub fn window(&self, stream: StreamId, file: FileId) -> Option<(u64, u64, u64)> {
         self.core.window(stream, file)
     }
+
+    /// The largest window memory pressure allows now, in pages.
+    pub fn window_cap_pages(&self) -> u64 {
+        self.core.cap_pages()
+    }
 }
 
 impl Policy for Seqp {
@@ -54,7 +59,8 @@ impl Policy for Seqp {
                 range,
                 miss,
             } => self.core.on_read(stream, file, range, miss.map(|m| m.0)),
-            Input::Hint { .. } | Input::Fetched { .. } | Input::MemoryPressure { .. } => {}
+            Input::MemoryPressure { .. } => self.core.on_pressure(),
+            Input::Hint { .. } | Input::Fetched { .. } => {}
         }
     }
 
@@ -80,6 +86,52 @@ mod tests {
             ByteLen(file_bytes),
             ByteLen(file_bytes),
         ]))
+    }
+
+    #[test]
+    fn memory_pressure_halves_the_window_cap_and_quiet_readahead_restores_it() {
+        // 8 MiB windows (2,048 pages) over a 4 GiB file, read 64 KiB at a time.
+        let mut p = Seqp::new(ByteLen::mib(8), layout(4 << 30)).unwrap();
+        let mut fetched = BTreeSet::new();
+        let mut page = 0;
+        let mut step = |p: &mut Seqp, reads: u64| {
+            for _ in 0..reads {
+                read(p, 0, 0, page, 16, &mut fetched);
+                page += 16;
+            }
+        };
+        step(&mut p, 256);
+        p.handle(
+            Instant::ZERO,
+            Input::MemoryPressure {
+                available: ByteLen(0),
+            },
+        );
+        assert_eq!(p.window_cap_pages(), 1024);
+        // A burst of pressure counts once per window's worth of readahead.
+        p.handle(
+            Instant::ZERO,
+            Input::MemoryPressure {
+                available: ByteLen(0),
+            },
+        );
+        assert_eq!(p.window_cap_pages(), 1024);
+        // Pressure after every 1 MiB read keeps halving it to the floor.
+        for _ in 0..200 {
+            step(&mut p, 16);
+            p.handle(
+                Instant::ZERO,
+                Input::MemoryPressure {
+                    available: ByteLen(0),
+                },
+            );
+        }
+        assert_eq!(p.window_cap_pages(), 32, "no lower than 128 KiB");
+        let (_, size, _) = p.window(StreamId(0), FileId(0)).unwrap();
+        assert!(size <= 32, "windows obey the cap: {size}");
+        // 32 windows' worth without pressure doubles the cap, step by step back to the maximum.
+        step(&mut p, 20_000);
+        assert_eq!(p.window_cap_pages(), 2048);
     }
 
     fn fetches(p: &mut Seqp) -> Vec<(u64, u64)> {

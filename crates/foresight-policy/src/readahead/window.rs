@@ -99,6 +99,13 @@ impl WindowShape for Unshaped {
     }
 }
 
+/// The smallest cap memory pressure drives the window to, in pages (128 KiB, Linux's default
+/// maximum readahead).
+pub const MIN_CAP_PAGES: u64 = 32;
+
+/// Windows' worth of readahead without pressure after which the cap doubles back.
+pub const GROW_AFTER_WINDOWS: u64 = 32;
+
 /// One open file's readahead state (Linux `struct file_ra_state`), in pages.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 struct RaState {
@@ -117,6 +124,12 @@ struct RaState {
 pub(crate) struct OnDemand<S> {
     rule: WindowRule,
     max_pages: u64,
+    /// The largest window memory allows now (`<= max_pages`): halved when memory refuses a fetch
+    /// or drops read-ahead data unread, doubled back after [`GROW_AFTER_WINDOWS`] windows' worth of
+    /// readahead without that.
+    cap_pages: u64,
+    /// Readahead pages submitted since the cap last changed.
+    pages_since_cap: u64,
     layout: Arc<Layout>,
     states: BTreeMap<(StreamId, FileId), RaState>,
     /// Pages carrying the readahead mark, per file (marks live on pages, not on streams).
@@ -145,6 +158,8 @@ impl<S: WindowShape> OnDemand<S> {
         Ok(OnDemand {
             rule,
             max_pages: readahead_max.0 / PAGE_BYTES,
+            cap_pages: readahead_max.0 / PAGE_BYTES,
+            pages_since_cap: 0,
             layout,
             states: BTreeMap::new(),
             marks: BTreeMap::new(),
@@ -178,6 +193,23 @@ impl<S: WindowShape> OnDemand<S> {
             .map(|s| (s.start, s.size, s.async_size))
     }
 
+    /// The largest window memory allows now, in pages.
+    pub(crate) fn cap_pages(&self) -> u64 {
+        self.cap_pages
+    }
+
+    /// `Input::MemoryPressure`: memory refused a fetch, or read-ahead data was dropped before it
+    /// was read. Many streams' windows together exceed memory, so every window is held to half its
+    /// cap, at most once per window's worth of readahead (one burst of refusals counts once); Linux
+    /// likewise falls back to small windows when it finds read-ahead pages thrashed.
+    pub(crate) fn on_pressure(&mut self) {
+        if self.pages_since_cap < self.cap_pages {
+            return;
+        }
+        self.cap_pages = (self.cap_pages / 2).max(MIN_CAP_PAGES.min(self.max_pages));
+        self.pages_since_cap = 0;
+    }
+
     pub(crate) fn pop_output(&mut self) -> Option<Output> {
         self.out.pop_front()
     }
@@ -209,7 +241,7 @@ impl<S: WindowShape> OnDemand<S> {
         req_pages: u64,
         hit_mark: bool,
     ) -> Option<(u64, u64)> {
-        let max = self.max_pages;
+        let max = self.cap_pages;
         let rule = self.rule;
         let mut ra = self
             .states
@@ -304,6 +336,15 @@ impl<S: WindowShape> OnDemand<S> {
         let end = (end_page * PAGE_BYTES).min(size);
         if let Some(m) = mark.filter(|m| *m < end_page) {
             self.marks.entry(file).or_default().insert(m);
+        }
+        if mark.is_some() {
+            self.pages_since_cap += end_page - start_page;
+            if self.cap_pages < self.max_pages
+                && self.pages_since_cap >= GROW_AFTER_WINDOWS * self.cap_pages
+            {
+                self.cap_pages = (self.cap_pages * 2).min(self.max_pages);
+                self.pages_since_cap = 0;
+            }
         }
         let id = self.ids.next_id();
         self.out.push_back(Output::Fetch {
