@@ -4,7 +4,8 @@
 //! [`foresight_policy::budget::Budget`] (the same accounting the simulator's page cache uses)
 //! before allocating them, so prefetched, in-flight and demand buffers together never exceed the
 //! limit, not even for an instant: a reservation that does not fit is refused, not granted and
-//! repaired later. Freed buffers are kept on per-size free lists and reused, which spares the
+//! repaired later. Freed buffers are kept on per-size free lists and reused (the smallest kept
+//! buffer that holds the request, up to twice its size), which spares the
 //! allocator and the page-fault cost of fresh memory at gigabytes per second; kept buffers still
 //! count against the budget, and the pool drops them (largest first) as soon as a reservation would
 //! otherwise be refused, so keeping them never costs the driver a buffer.
@@ -78,19 +79,26 @@ impl BufferPool {
         if self.lent_bytes + cap as u64 > ceiling {
             return None;
         }
-        let reused = match self.free.get_mut(&cap) {
-            Some(list) => {
-                let b = list.pop();
-                if list.is_empty() {
-                    self.free.remove(&cap);
-                }
-                b
+        // The smallest kept buffer that holds `len`, if it is at most twice the size: readahead
+        // windows vary in size, and an exact match alone would leave most kept buffers unused
+        // while fresh ones are zeroed and faulted in.
+        let fit = self
+            .free
+            .range(cap..=cap.saturating_mul(2))
+            .next()
+            .map(|(&c, _)| c)
+            .filter(|&c| self.lent_bytes + c as u64 <= ceiling);
+        let reused = fit.and_then(|c| {
+            let list = self.free.get_mut(&c).expect("listed size");
+            let b = list.pop();
+            if list.is_empty() {
+                self.free.remove(&c);
             }
-            None => None,
-        };
+            b
+        });
         let buf = match reused {
             Some(b) => {
-                self.free_bytes -= cap as u64;
+                self.free_bytes -= b.capacity() as u64;
                 b
             }
             None => {
@@ -109,7 +117,7 @@ impl BufferPool {
                 }
             }
         };
-        self.lent_bytes += cap as u64;
+        self.lent_bytes += buf.capacity() as u64;
         self.check();
         Some(buf)
     }
