@@ -7,8 +7,9 @@
 //!   per `--policy`;
 //! - `kernel`: plain buffered `read()` calls, with the kernel's own readahead;
 //! - `limit`: one reader, no policy, large `O_DIRECT` reads with several in flight straight through
-//!   the backend: the best rate the device gives a sequential reader (and, with `--fio`, fio's figure
-//!   for the same job).
+//!   the backend, over the same bytes the N streams read (their files one after another, reads in
+//!   flight across file boundaries): the best rate the device gives a sequential reader of that data
+//!   (and, with `--fio`, fio's figure for a sequential job on the first file).
 //!
 //! The files are created once under `--dir` (default `./foresight-bench`, relative to where the
 //! command runs) and reused when they have the right size; they are written, synced, and dropped
@@ -34,7 +35,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context as _;
 use foresight_core::{parse_duration, parse_size, ByteLen};
 use foresight_engine::measure::{
-    evict_from_page_cache, free_disk_bytes, process_cpu_seconds, sequential_read,
+    evict_from_page_cache, free_disk_bytes, process_cpu_seconds, sequential_read_files,
 };
 use foresight_engine::{check_policy, Backend, EmulatedConfig, Engine};
 use foresight_policy::PolicyConfig;
@@ -319,7 +320,12 @@ pub fn run(a: &BenchArgs) -> anyhow::Result<()> {
                 );
                 samples.push(r);
             };
-            take(measure_limit(&p, &paths[0], p.file_sizes[0], n)?);
+            if p.emulate.is_some() {
+                // The model places one file; its single-reader rate does not depend on which.
+                take(measure_limit(&p, &paths[..1], p.file_sizes[0], n)?);
+            } else {
+                take(measure_limit(&p, files, bytes, n)?);
+            }
             if a.fio && p.emulate.is_none() {
                 match run_fio(&p, &paths[0], n)? {
                     Some(r) => take(r),
@@ -544,16 +550,19 @@ fn evict(paths: &[PathBuf]) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn measure_limit(p: &Plan, path: &Path, bytes: u64, n: u32) -> anyhow::Result<Row> {
-    evict(&[path.to_path_buf()])?;
+/// The limit reads the very bytes the N streams read (their files, one after another, as one
+/// sequence), so that it meets the same caches below the page cache as the other methods (a
+/// virtual disk's host may cache what was read recently).
+fn measure_limit(p: &Plan, files: &[PathBuf], bytes: u64, n: u32) -> anyhow::Result<Row> {
+    evict(files)?;
     let backend = match &p.emulate {
         Some(cfg) => Backend::Emulated(cfg.clone().spread(1)),
         None => Backend::Auto,
     };
     let cpu0 = process_cpu_seconds();
-    let r = sequential_read(
+    let r = sequential_read_files(
         backend,
-        path,
+        files,
         bytes,
         p.limit_io,
         p.limit_depth,

@@ -87,6 +87,27 @@ pub fn sequential_read(
     depth: usize,
     time_limit: Option<Duration>,
 ) -> Result<SequentialRead, EngineError> {
+    sequential_read_files(
+        backend,
+        &[path.to_path_buf()],
+        bytes,
+        io_bytes,
+        depth,
+        time_limit,
+    )
+}
+
+/// Like [`sequential_read`], over several files read one after another as one sequence: the
+/// first `bytes_each` of each (or up to its end), `depth` reads in flight across file boundaries,
+/// so small files do not starve the device of reads.
+pub fn sequential_read_files(
+    backend: Backend,
+    paths: &[std::path::PathBuf],
+    bytes_each: u64,
+    io_bytes: u64,
+    depth: usize,
+    time_limit: Option<Duration>,
+) -> Result<SequentialRead, EngineError> {
     let setting = |setting, message: String| EngineError::Setting { setting, message };
     if io_bytes == 0 || !io_bytes.is_multiple_of(ALIGN_BYTES as u64) {
         return Err(setting(
@@ -127,24 +148,39 @@ pub fn sequential_read(
             ))
         }
     };
-    let handle = b
-        .open(path, FileId(0), true)
-        .map_err(|source| EngineError::Open {
-            path: path.to_path_buf(),
-            source,
-        })?;
-    let direct = handle.direct;
-    let end = bytes.min(handle.size_bytes);
-    let handle = Arc::new(handle);
+    if paths.is_empty() {
+        return Err(setting("paths", "no file to read".into()));
+    }
+    let mut files = Vec::with_capacity(paths.len());
+    let mut total = 0u64;
+    for (i, path) in paths.iter().enumerate() {
+        let handle = b
+            .open(path, FileId(i as u32), true)
+            .map_err(|source| EngineError::Open {
+                path: path.clone(),
+                source,
+            })?;
+        let end = bytes_each.min(handle.size_bytes);
+        total += end;
+        files.push((Arc::new(handle), end));
+    }
+    let direct = files.iter().all(|(h, _)| h.direct);
     let started = Instant::now();
-    let mut next = 0u64;
+    // The next read: file index and offset in it.
+    let (mut at, mut next) = (0usize, 0u64);
     let mut outstanding = 0usize;
     let mut read = 0u64;
     let mut batch = Vec::with_capacity(depth);
     let mut stop = false;
     let mut free: Vec<AlignedBuf> = Vec::new();
     loop {
-        while !stop && outstanding < depth && next < end {
+        while !stop && outstanding < depth && at < files.len() {
+            let (handle, end) = (files[at].0.clone(), files[at].1);
+            if next >= end {
+                at += 1;
+                next = 0;
+                continue;
+            }
             let buf = match free.pop() {
                 Some(b) => b,
                 None => AlignedBuf::new(io_bytes as usize).ok_or_else(|| {
@@ -154,7 +190,7 @@ pub fn sequential_read(
             let len = io_bytes.min(end - next).div_ceil(ALIGN_BYTES as u64) * ALIGN_BYTES as u64;
             batch.push(IoRequest {
                 token: next,
-                file: handle.clone(),
+                file: handle,
                 offset_bytes: next,
                 buf,
                 buf_offset: 0,
@@ -189,7 +225,7 @@ pub fn sequential_read(
     let kind = b.kind();
     b.shutdown();
     Ok(SequentialRead {
-        bytes: read.min(end),
+        bytes: read.min(total),
         seconds,
         backend: kind,
         direct,
