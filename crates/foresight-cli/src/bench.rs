@@ -70,6 +70,8 @@ pub struct BenchArgs {
     #[arg(long)]
     json: bool,
     /// Engine policies, comma-separated [default: those of seqp,streams the engine can run].
+    /// On the real disk `streams` runs with R = 8 MiB, N = 4, M = 128 MiB (D = 4); under
+    /// --emulate with paper 001's R = 8 MiB, N = 1, M = 16 MiB.
     #[arg(long, value_delimiter = ',', value_name = "NAME,...")]
     policy: Vec<String>,
     /// Also run fio's sequential-read job with the limit's block size and depth, if fio is installed.
@@ -736,10 +738,19 @@ fn measure_engine(
         Some(cfg) => Backend::Emulated(cfg.clone().spread(n)),
         None => p.backend.clone(),
     };
+    let mut cfg = policy_config(policy, p.readahead_max);
+    if p.emulate.is_none() {
+        // The stream scheduler's defaults are paper 001's, for a 55 MB/s disk (R = 8 MiB, N = 1,
+        // M = 16 MiB): two 8 MiB reads in flight. A device that wants as many bytes in flight as
+        // the limit reader keeps (16 x 4 MiB) or more gets N = 4 and M = 128 MiB: D = 4, and one
+        // stream alone has 32 MiB in flight (section 5.4: R, D, N and M are set for the I/O
+        // subsystem at hand).
+        cfg.streams.per_turn = 4;
+        cfg.streams.memory_bytes = 128 << 20;
+    }
     let engine = Engine::builder()
         .memory(p.memory)
-        .policy(policy)
-        .readahead_max(p.readahead_max)
+        .policy_config(cfg)
         .max_io(p.max_io)
         .queue_depth(p.queue_depth)
         .backend(backend)
