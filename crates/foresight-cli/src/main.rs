@@ -124,9 +124,13 @@ A config is TOML; every key can also be set with --set KEY=VALUE (later wins). S
   controller_readahead = \"0\"     controller read-ahead beyond each miss
   [host]
   memory = \"1GiB\"                page cache: the memory budget
-  scheduler = \"deadline\"         noop | deadline (one queue per member disk)
+  scheduler = \"deadline\"         noop | deadline | anticipatory (one queue per member disk;
+                                 anticipatory = deadline's order, plus holding the disk
+                                 idle after a stream's read for that stream's next request)
   max_request = \"512KiB\"         largest merged block request
-  read_expire = \"500ms\"          deadline scheduler's read deadline
+  read_expire = \"500ms\"          deadline/anticipatory schedulers' read deadline
+  antic_expire = \"6ms\"           anticipatory: longest idle wait for the stream's next
+                                 request, from its read's completion (Linux 2.6's default)
   nr_requests = 128              request slots per block queue (Linux nr_requests): the
                                  elevator sorts at most this many; other parts wait
   raid_cache = \"0\"               the RAID driver's own cache (needed by msp+...)

@@ -104,6 +104,9 @@ pub enum Scheduler {
     Noop,
     /// Sorted one-way sweeps with a read deadline, like Linux's deadline/mq-deadline.
     Deadline,
+    /// Deadline's order, plus waiting up to `antic_expire` after a stream's read for that
+    /// stream's next request, like Linux 2.6's anticipatory scheduler.
+    Anticipatory,
 }
 
 /// `[host]`.
@@ -117,6 +120,9 @@ pub struct HostConfig {
     pub max_request: ByteLen,
     /// How long a read may wait before the deadline scheduler serves it out of order.
     pub read_expire: Duration,
+    /// How long the anticipatory scheduler holds a disk idle for the stream whose read just
+    /// completed (Linux 2.6's `antic_expire`).
+    pub antic_expire: Duration,
     /// The RAID driver's own cache, beside the page cache (0 = none).
     pub raid_cache: ByteLen,
     /// Request slots of each block queue (Linux `nr_requests`): the elevator sorts at most this
@@ -639,7 +645,11 @@ impl SimConfig {
             scheduler: h.choice(
                 "scheduler",
                 Scheduler::Deadline,
-                &[("noop", Scheduler::Noop), ("deadline", Scheduler::Deadline)],
+                &[
+                    ("noop", Scheduler::Noop),
+                    ("deadline", Scheduler::Deadline),
+                    ("anticipatory", Scheduler::Anticipatory),
+                ],
             )?,
             max_request: h.size(
                 "max_request",
@@ -648,6 +658,7 @@ impl SimConfig {
                 ByteLen::mib(64),
             )?,
             read_expire: h.duration("read_expire", Duration::from_millis(500))?,
+            antic_expire: h.duration("antic_expire", Duration::from_millis(6))?,
             raid_cache: h.size("raid_cache", ByteLen(0), ByteLen(0), MAX_SIZE)?,
             nr_requests: h.int("nr_requests", 128, 1, 1 << 20)? as u32,
         };

@@ -73,6 +73,9 @@ pub struct Report {
     pub device_cache_hits: u64,
     /// Block-queue merges.
     pub block_merges: u64,
+    /// Times a block queue held its disk idle waiting for a stream's next request (the
+    /// anticipatory scheduler).
+    pub antic_waits: u64,
     /// Device requests that began at the sector after the request the same disk completed before
     /// them (back-to-back sequential commands, served without a seek or rotational wait when the
     /// drive is still streaming).

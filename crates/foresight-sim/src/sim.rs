@@ -227,6 +227,7 @@ impl Sim {
         }
         let queue_limit = (1024 + w.streams as u64 * per_stream) as usize;
         let (scheduler, expire) = (cfg.host.scheduler, cfg.host.read_expire);
+        let antic_expire = cfg.host.antic_expire;
         let mapping = match striping {
             Some(s) => Mapping::Striped(s),
             None if members.len() > 1 => Mapping::Concat,
@@ -238,7 +239,9 @@ impl Sim {
             .map(|b| foresight_core::Bandwidth::from_bytes_per_s(b as f64));
         let nr_requests = (cfg.host.nr_requests as usize).min(queue_limit);
         let volume = Volume::new(members, mapping, controller, || {
-            BlockQueue::new(scheduler, max_sectors, expire, queue_limit).with_slots(nr_requests)
+            BlockQueue::new(scheduler, max_sectors, expire, queue_limit)
+                .with_slots(nr_requests)
+                .with_antic_expire(antic_expire)
         });
         let volume_bytes =
             ByteLen(volume.capacity_sectors() * SECTOR_BYTES / (1 << 20) * (1 << 20));
@@ -611,6 +614,7 @@ impl Sim {
                         lba,
                         sectors,
                         TAG_ARRAY_IO | d.io as u64,
+                        d.owner.map(|s| s.0),
                     );
                     self.raid_cache.as_mut().expect("present").add_part(d.io);
                 }
@@ -680,10 +684,12 @@ impl Sim {
             match self.raid_cache.as_mut() {
                 Some(rc) => {
                     self.page_cache.add_part(d.io);
-                    // The RAID driver sees block requests, not processes: one anonymous stream.
-                    rc.read(
+                    // The RAID driver's policy sees block requests, not processes: one anonymous
+                    // stream; the disk requests it causes are still the reading stream's.
+                    rc.read_for(
                         self.now,
                         StreamId(0),
+                        d.owner,
                         foresight_policy::layout::VOLUME_FILE,
                         lba * SECTOR_BYTES,
                         sectors * SECTOR_BYTES,
@@ -692,7 +698,14 @@ impl Sim {
                 }
                 None => {
                     // The volume reports a request once, when its last member part is done.
-                    self.volume.submit(self.now, Op::Read, lba, sectors, token);
+                    self.volume.submit(
+                        self.now,
+                        Op::Read,
+                        lba,
+                        sectors,
+                        token,
+                        d.owner.map(|s| s.0),
+                    );
                     self.page_cache.add_part(d.io);
                 }
             }
@@ -855,9 +868,10 @@ impl Sim {
         let token = TAG_TRACE | app as u64;
         match self.raid_cache.as_mut() {
             Some(rc) if r.op == Op::Read => {
-                rc.read(
+                rc.read_for(
                     self.now,
                     StreamId(r.device),
+                    None,
                     foresight_policy::layout::VOLUME_FILE,
                     lba * SECTOR_BYTES,
                     sectors * SECTOR_BYTES,
@@ -865,7 +879,9 @@ impl Sim {
                 );
             }
             _ => {
-                self.volume.submit(self.now, r.op, lba, sectors, token);
+                // A trace carries no process: its requests are nobody's to anticipate.
+                self.volume
+                    .submit(self.now, r.op, lba, sectors, token, None);
             }
         }
     }
@@ -1018,6 +1034,7 @@ impl Sim {
             hit_requests: self.hit_requests,
             device_cache_hits: v.device_cache_hits,
             block_merges: v.merges,
+            antic_waits: v.antic_waits,
             device_sequential_requests: v.sequential_requests,
             raid_prefetched_bytes: raid_prefetched,
             raid_wasted_bytes: raid_wasted,

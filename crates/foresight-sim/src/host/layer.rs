@@ -37,6 +37,10 @@ pub struct Down {
     pub pages: u64,
     /// The layer's id for this read.
     pub io: u32,
+    /// The stream on whose behalf the read goes down (the reader that missed, or whose read
+    /// triggered the readahead), for a block scheduler that tells processes apart; `None` when no
+    /// stream is known.
+    pub owner: Option<StreamId>,
 }
 
 #[derive(Debug)]
@@ -61,6 +65,8 @@ struct Req {
     waited: bool,
     /// The policy said it will fetch this read's missing pages itself (`Output::Defer`).
     deferred: bool,
+    /// Whose I/O this read's demand reads are.
+    owner: Option<StreamId>,
 }
 
 /// A finished read from above.
@@ -100,6 +106,13 @@ pub struct CacheLayer {
     /// Fetches the policy asked for, as `(file, range)`, to be drained by the driver for reports.
     pub fetched: Vec<(FileId, ByteRange)>,
     fetches: u64,
+    /// The stream whose read the layer is handling now: fetches the policy issues meanwhile are
+    /// that stream's I/O, as Linux issues readahead in the context of the reading process.
+    context: Option<StreamId>,
+    /// The stream that last read each file: fetches issued outside any read (on a completion or a
+    /// timer) are charged to it, since Linux keeps readahead state per open file. One entry per
+    /// file read.
+    last_reader: FxHashMap<FileId, StreamId>,
 }
 
 impl CacheLayer {
@@ -137,6 +150,8 @@ impl CacheLayer {
             done: Vec::new(),
             fetched: Vec::new(),
             fetches: 0,
+            context: None,
+            last_reader: FxHashMap::default(),
         }
     }
 
@@ -201,7 +216,27 @@ impl CacheLayer {
         bytes: u64,
         token: u64,
     ) {
+        self.read_for(now, stream, Some(stream), file, offset, bytes, token);
+    }
+
+    /// [`CacheLayer::read`] where the policy sees the read as `stream`'s but the I/O it causes
+    /// belongs to `owner`: the RAID driver's cache hears one anonymous stream, while the block
+    /// requests below it still come from the process that read.
+    #[allow(clippy::too_many_arguments)]
+    pub fn read_for(
+        &mut self,
+        now: Instant,
+        stream: StreamId,
+        owner: Option<StreamId>,
+        file: FileId,
+        offset: u64,
+        bytes: u64,
+        token: u64,
+    ) {
         assert!(bytes > 0, "empty read");
+        if let Some(o) = owner {
+            self.last_reader.insert(file, o);
+        }
         let req = Req {
             file,
             offset,
@@ -212,6 +247,7 @@ impl CacheLayer {
             blocked: false,
             waited: false,
             deferred: false,
+            owner,
         };
         let id = match self.free_reqs.pop() {
             Some(i) => {
@@ -239,7 +275,9 @@ impl CacheLayer {
             },
         );
         self.defer_seen = false;
+        self.context = owner;
         self.drain_policy(now, Some((file, first, last)));
+        self.context = None;
         // A deferral promises fetches; if memory refused one while this read was handled, that
         // promise may not hold, so the read takes what it lacks on demand.
         if self.defer_seen && self.cache.stats().refused_prefetch_pages == refused_before {
@@ -299,7 +337,10 @@ impl CacheLayer {
                 } => {
                     self.fetches += 1;
                     self.fetched.push((file, range));
-                    let (ios, short) = self.fetch_pages(file, range, Some(id), trigger);
+                    let owner = self
+                        .context
+                        .or_else(|| self.last_reader.get(&file).copied());
+                    let (ios, short) = self.fetch_pages(file, range, Some(id), trigger, owner);
                     if ios == 0 {
                         done_now.push((id, !short));
                     } else {
@@ -374,6 +415,7 @@ impl CacheLayer {
         range: ByteRange,
         fetch: Option<FetchId>,
         trigger: Option<(FileId, u64, u64)>,
+        owner: Option<StreamId>,
     ) -> (u32, bool) {
         if range.is_empty() {
             return (0, false);
@@ -417,6 +459,7 @@ impl CacheLayer {
                 first_page: start,
                 pages: p - start,
                 io,
+                owner,
             });
             count += 1;
             if p <= last && self.cache.state(page_key(file.0, p)).is_none() {
@@ -478,7 +521,7 @@ impl CacheLayer {
                 }
                 None => {
                     let range = ByteRange::new(p * PAGE_BYTES, (last + 1 - p) * PAGE_BYTES);
-                    self.fetch_pages(r.file, range, None, Some((r.file, p, last)));
+                    self.fetch_pages(r.file, range, None, Some((r.file, p, last)), r.owner);
                     if self.cache.state(key).is_none() {
                         let q = self.reqs[id as usize].as_mut().expect("live request");
                         q.resume_page = p;

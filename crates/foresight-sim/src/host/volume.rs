@@ -18,7 +18,7 @@ use foresight_device::{Breakdown, Completion, DevRequest, Device, Op};
 use foresight_policy::layout::Striping;
 use rustc_hash::FxHashMap;
 
-use super::blockq::{BlockQueue, BlockReq};
+use super::blockq::{BlockQueue, BlockReq, Owners};
 
 struct Member {
     device: Box<dyn Device>,
@@ -37,6 +37,7 @@ struct Waiting {
     lba: u64,
     sectors: u32,
     job: u32,
+    owner: Option<u32>,
     since: Instant,
 }
 
@@ -63,6 +64,8 @@ pub struct VolumeStats {
     /// Device time by component, summed over every member request, including the wait in the
     /// member's block queue.
     pub breakdown: Breakdown,
+    /// Times a member queue held its disk idle for a stream (the anticipatory scheduler).
+    pub antic_waits: u64,
 }
 
 /// How volume addresses map onto members.
@@ -90,6 +93,8 @@ pub struct Volume {
     capacity_sectors: u64,
     stats: VolumeStats,
     comps: Vec<Completion>,
+    /// Per-stream I/O statistics the anticipatory scheduler shares across member queues.
+    owners: Owners,
 }
 
 impl Volume {
@@ -145,6 +150,7 @@ impl Volume {
             capacity_sectors,
             stats: VolumeStats::default(),
             comps: Vec::with_capacity(64),
+            owners: Owners::default(),
         }
     }
 
@@ -167,6 +173,7 @@ impl Volume {
     pub fn stats(&self) -> VolumeStats {
         let mut s = self.stats;
         s.merges = self.members.iter().map(|m| m.queue.merges()).sum();
+        s.antic_waits = self.members.iter().map(|m| m.queue.antic_waits()).sum();
         s
     }
 
@@ -207,9 +214,17 @@ impl Volume {
         }
     }
 
-    /// Submits a volume request; `token` comes back from [`Volume::advance`] when it completes.
-    /// Returns the number of member requests it became.
-    pub fn submit(&mut self, now: Instant, op: Op, lba: u64, sectors: u64, token: u64) -> u32 {
+    /// Submits a volume request issued by stream `owner` (if known); `token` comes back from
+    /// [`Volume::advance`] when it completes. Returns the number of member requests it became.
+    pub fn submit(
+        &mut self,
+        now: Instant,
+        op: Op,
+        lba: u64,
+        sectors: u64,
+        token: u64,
+        owner: Option<u32>,
+    ) -> u32 {
         assert!(
             sectors > 0 && lba + sectors <= self.capacity_sectors,
             "volume request out of range"
@@ -230,13 +245,22 @@ impl Volume {
             let mut pos = l;
             while pos < l + n {
                 let len = (l + n - pos).min(max);
-                // Parts keep their order: while some wait for a slot, later ones wait behind them.
-                if !m.waiting.is_empty() || !m.queue.try_push(now, op, pos, len as u32, job) {
+                // Parts keep their order: while some wait for a slot, later ones wait behind them,
+                // except the stream an anticipating queue waits for, which may always queue.
+                if m.queue.waits_for(owner) {
+                    m.queue
+                        .push(now, op, pos, len as u32, job, owner, &mut self.owners);
+                } else if !m.waiting.is_empty()
+                    || !m
+                        .queue
+                        .try_push(now, op, pos, len as u32, job, owner, &mut self.owners)
+                {
                     m.waiting.push_back(Waiting {
                         op,
                         lba: pos,
                         sectors: len as u32,
                         job,
+                        owner,
                         since: now,
                     });
                     assert!(
@@ -263,7 +287,15 @@ impl Volume {
                 // Parts waiting for a request slot move in as slots free, so the elevator always
                 // sees as many requests as the slots allow.
                 while let Some(w) = m.waiting.front().copied() {
-                    if !m.queue.try_push(now, w.op, w.lba, w.sectors, w.job) {
+                    if !m.queue.try_push(
+                        now,
+                        w.op,
+                        w.lba,
+                        w.sectors,
+                        w.job,
+                        w.owner,
+                        &mut self.owners,
+                    ) {
                         break;
                     }
                     m.waiting.pop_front();
@@ -272,7 +304,9 @@ impl Volume {
                 if !m.device.can_accept() {
                     break;
                 }
-                let Some(r) = m.queue.pop(now) else { break };
+                let Some(r) = m.queue.pop(now, &mut self.owners) else {
+                    break;
+                };
                 self.stats.breakdown.queue += now - r.arrival;
                 m.device.submit(
                     now,
@@ -288,13 +322,20 @@ impl Volume {
         }
     }
 
-    /// The earliest instant a member or the controller needs advancing.
+    /// The earliest instant a member or the controller needs advancing, or a member queue that
+    /// holds its disk idle wants to dispatch.
     pub fn next_event(&self) -> Option<Instant> {
         let link = self.link.front().map(|(t, _)| *t);
+        let waits = self
+            .members
+            .iter()
+            .filter(|m| m.device.can_accept())
+            .filter_map(|m| m.queue.timer());
         self.members
             .iter()
             .filter_map(|m| m.device.next_event())
             .chain(link)
+            .chain(waits)
             .min()
     }
 
@@ -322,6 +363,7 @@ impl Volume {
                     .in_device
                     .remove(&c.id)
                     .expect("completion for a request the member got");
+                m.queue.completed(now, &r, &mut self.owners);
                 // A disk serves one command at a time, so completion order is service order.
                 self.stats.sequential_requests += (m.last_end == Some(r.lba)) as u64;
                 m.last_end = Some(r.lba + r.sectors as u64);
@@ -437,7 +479,14 @@ mod tests {
         let mut token = 0;
         for m in 0..4u64 {
             for k in 0..64u64 {
-                v.submit(Instant::ZERO, Op::Read, m * per + k * 2048, 2048, token);
+                v.submit(
+                    Instant::ZERO,
+                    Op::Read,
+                    m * per + k * 2048,
+                    2048,
+                    token,
+                    None,
+                );
                 token += 1;
             }
         }
@@ -460,7 +509,7 @@ mod tests {
 
     /// Submits one volume request at `t` and runs it to completion; returns when it completed.
     fn complete(v: &mut Volume, mut t: Instant, lba: u64, sectors: u64) -> Instant {
-        v.submit(t, Op::Read, lba, sectors, 0);
+        v.submit(t, Op::Read, lba, sectors, 0, None);
         let mut done = vec![];
         while done.is_empty() {
             v.dispatch(t);
@@ -488,7 +537,7 @@ mod tests {
     #[test]
     fn a_request_completes_when_all_its_parts_do() {
         let mut v = striped(2, 8);
-        let parts = v.submit(Instant::ZERO, Op::Read, 0, 16, 77);
+        let parts = v.submit(Instant::ZERO, Op::Read, 0, 16, 77, None);
         assert_eq!(parts, 2);
         v.dispatch(Instant::ZERO);
         let mut done = vec![];
