@@ -165,3 +165,33 @@ fn seqp_windows_continue_each_other_on_the_members() {
     assert!(mean(&saseqp) <= strip);
     assert_eq!(saseqp.device_sequential_requests, 0);
 }
+
+/// What Linux's anticipatory scheduler was built for: a few processes each reading one file
+/// synchronously (no readahead) from one disk. `deadline` serves them in turn, seeking between
+/// files at every request; `anticipatory` holds the disk for the stream whose read just completed,
+/// whose next request follows at once, and keeps the head streaming, which must pay at least 5x
+/// here (4.2 against 43 MiB/s as measured).
+#[test]
+fn anticipation_keeps_one_disk_streaming_for_synchronous_readers() {
+    let run_with = |sched: &str| {
+        sim(&[
+            "device.preset=wd800jd",
+            "policy.name=none",
+            "workload.streams=4",
+            "workload.file_size=32MiB",
+            "workload.request=64KiB",
+            &format!("host.scheduler={sched}"),
+        ])
+    };
+    let deadline = run_with("deadline");
+    let antic = run_with("anticipatory");
+    assert_eq!(deadline.antic_waits, 0);
+    assert!(antic.antic_waits > 0, "the anticipatory queue never waited");
+    let gain = antic.throughput_mib_s / deadline.throughput_mib_s;
+    assert!(
+        gain >= 5.0,
+        "anticipation gained {gain:.2}x ({:.1} against {:.1} MiB/s)",
+        antic.throughput_mib_s,
+        deadline.throughput_mib_s
+    );
+}

@@ -16,16 +16,17 @@
 //! soon ask for the data right after what it just read. The rule, per queue: once a read of stream S
 //! is dispatched, the next candidate of another stream is held back ("anticipation") unless S already
 //! has a request queued on any member, the candidate lies close to where the head is (within
-//! [`CLOSE_SECTORS`] ahead or half that behind, a window that doubles every millisecond of waiting),
-//! S's mean think time (from one of its reads completing to its next request) exceeds
+//! [`CLOSE_SECTORS`] ahead or half that behind, a window that doubles every millisecond of waiting,
+//! or nearer than S's mean seek distance from one request to its next), S's mean think time (from one of its reads completing to its next request) exceeds
 //! `antic_expire`, or the oldest request has passed `read_expire`. The wait is timed from the
 //! completion of S's read on this disk: a new request from S in that time ends it and is dispatched
 //! at once; otherwise, `antic_expire` after the completion, the queue dispatches its candidate and
 //! does not anticipate again before that dispatch. While a queue waits for S, S may queue a request
 //! even with every request slot taken (Linux's `ELV_MQUEUE_MUST`). Since nothing else is dispatched
 //! while S's read is on the disk, anticipation keeps one request at a time in a command-queueing
-//! drive. Simplifications: Linux also gives up on processes that exited and judges closeness by the
-//! process's mean seek distance; streams here never exit mid-run and only the fixed window is used.
+//! drive. Simplifications: Linux also gives up on processes that exited, which streams here never
+//! do mid-run, and estimates new processes from earlier ones, where a stream here without samples
+//! is simply waited for.
 //! Think times are kept per stream across every member queue ([`Owners`]), as Linux keeps them per
 //! process; reads and writes share one sorted queue, as under `deadline` here (the workloads that
 //! anticipate read only).
@@ -50,6 +51,9 @@ pub const CLOSE_SECTORS: u64 = 8192;
 /// should not stop anticipation for it for long.
 pub const THINK_CAP: Duration = Duration::from_millis(20);
 
+/// A seek-distance sample counts at most this much beyond four times the mean so far, sectors.
+pub const SEEK_CAP_SECTORS: u64 = 1 << 17;
+
 /// What the anticipatory scheduler knows about each stream, shared by every member queue of a
 /// volume (Linux keeps it per process, across devices). One entry per stream that issued I/O.
 #[derive(Debug, Default)]
@@ -68,12 +72,30 @@ struct OwnerStats {
     /// Decaying think-time sums: each new sample weighs 1, earlier ones 7/8 of what they weighed.
     think_weight: f64,
     think_total_ns: f64,
+    /// The sector after its last request, on whichever member it went to (Linux tracks a process's
+    /// position across devices too; a RAID-0 stream's member addresses advance together).
+    last_end: Option<u64>,
+    /// Decaying seek-distance sums, sectors, weighted as the think times.
+    seek_weight: f64,
+    seek_total: f64,
 }
 
 impl Owners {
-    /// A new request of `owner` entered a queue at `now` (not a merge).
-    fn queued(&mut self, now: Instant, owner: u32) {
+    /// A new request of `owner` for `sectors` at `lba` entered a queue at `now` (not a merge).
+    fn queued(&mut self, now: Instant, owner: u32, lba: u64, sectors: u32) {
         let o = self.by_owner.entry(owner).or_default();
+        if let Some(end) = o.last_end {
+            // One far jump (a new file) should not make a sequential stream look random for long.
+            let mean = if o.seek_weight > 0.0 {
+                o.seek_total / o.seek_weight
+            } else {
+                0.0
+            };
+            let dist = (lba.abs_diff(end) as f64).min(4.0 * mean + SEEK_CAP_SECTORS as f64);
+            o.seek_weight = o.seek_weight * 7.0 / 8.0 + 1.0;
+            o.seek_total = o.seek_total * 7.0 / 8.0 + dist;
+        }
+        o.last_end = Some(lba + sectors as u64);
         if let Some(done) = o.last_done {
             // Think time: from the last completion to this request, when the stream had nothing
             // else waiting (a stream with a request queued is not thinking).
@@ -111,6 +133,13 @@ impl Owners {
     /// Requests of `owner` queued on any member.
     pub fn queued_of(&self, owner: u32) -> u32 {
         self.by_owner.get(&owner).map_or(0, |o| o.queued)
+    }
+
+    /// The stream's mean distance, in sectors, from the end of one request to the start of its
+    /// next, if it has been measured.
+    pub fn seek_mean(&self, owner: u32) -> Option<u64> {
+        let o = self.by_owner.get(&owner)?;
+        (o.seek_weight > 0.0).then(|| (o.seek_total / o.seek_weight) as u64)
     }
 
     /// The stream's mean think time, if it has been measured.
@@ -357,7 +386,7 @@ impl BlockQueue {
             owner,
         };
         if let Some(o) = owner {
-            owners.queued(now, o);
+            owners.queued(now, o, lba, sectors);
         }
         if self.anticipating()
             && matches!(self.antic, Antic::WaitReq | Antic::WaitNext(_))
@@ -459,6 +488,14 @@ impl BlockQueue {
         }
         let delta = CLOSE_SECTORS << waited_ms;
         if cand.lba + delta / 2 >= self.head_lba && cand.lba <= self.head_lba + delta {
+            return false;
+        }
+        if owners
+            .seek_mean(s)
+            .is_some_and(|m| m > cand.lba.abs_diff(self.head_lba))
+        {
+            // The candidate is nearer than the stream's next request is likely to be (a stream
+            // that reads at random is not worth waiting for).
             return false;
         }
         // A stream that thinks longer than the wait would not ask in time.
@@ -694,5 +731,25 @@ mod tests {
         assert!(o.think_mean(1).unwrap() > Duration::from_millis(6));
         q.push(Instant(t), Op::Read, 500_000, 8, 1, Some(2), &mut o);
         assert_eq!(q.pop(Instant(t), &mut o).unwrap().owner, Some(2));
+    }
+
+    #[test]
+    fn a_stream_that_reads_at_random_is_not_waited_for() {
+        let mut o = Owners::default();
+        let mut q = BlockQueue::new(Scheduler::Anticipatory, 64, Duration::from_millis(500), 16)
+            .with_antic_expire(Duration::from_millis(6));
+        // Stream 1 jumps a million sectors between requests, asking again at once each time.
+        let mut t = 0;
+        for k in 0..4u64 {
+            q.push(Instant(t), Op::Read, k * 1_000_000, 8, 0, Some(1), &mut o);
+            let r = q.pop(Instant(t), &mut o).unwrap();
+            t += MS;
+            q.completed(Instant(t), &r, &mut o);
+        }
+        assert!(o.seek_mean(1).unwrap() > 500_000);
+        // Another stream's request 400,000 sectors away is nearer than stream 1's next is likely to be.
+        q.push(Instant(t), Op::Read, 3_400_000, 8, 1, Some(2), &mut o);
+        assert_eq!(q.pop(Instant(t), &mut o).unwrap().owner, Some(2));
+        assert_eq!(q.antic_waits(), 0);
     }
 }
