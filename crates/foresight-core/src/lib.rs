@@ -8,11 +8,13 @@
 pub mod ids;
 pub mod parse;
 pub mod rng;
+pub mod slots;
 pub mod time;
 pub mod units;
 
 pub use ids::{FetchId, FileId, StreamId};
 pub use parse::{parse_duration, parse_rate, parse_size, ParseError};
 pub use rng::Rng;
+pub use slots::take_slot;
 pub use time::{Duration, Instant};
 pub use units::{Bandwidth, ByteLen, ByteOffset, ByteRange, Extent, Lba, SECTOR_BYTES};

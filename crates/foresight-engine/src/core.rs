@@ -968,16 +968,7 @@ impl Core {
         if spec.owner.is_some() {
             self.stats.demand_bytes += expect_bytes;
         }
-        let id = match self.free_slots.pop() {
-            Some(i) => {
-                self.chunks[i as usize] = Some(chunk);
-                i
-            }
-            None => {
-                self.chunks.push(Some(chunk));
-                (self.chunks.len() - 1) as u32
-            }
-        };
+        let id = foresight_core::take_slot(&mut self.chunks, &mut self.free_slots, Some(chunk));
         self.files[file.0 as usize].chunks.insert(first, id);
         self.enqueue(IoRequest {
             token: id as u64,

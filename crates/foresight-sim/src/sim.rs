@@ -746,16 +746,7 @@ impl Sim {
     // ---- application side -------------------------------------------------------------
 
     fn alloc_app(&mut self, app: AppReq) -> u32 {
-        match self.free_apps.pop() {
-            Some(i) => {
-                self.apps[i as usize] = Some(app);
-                i
-            }
-            None => {
-                self.apps.push(Some(app));
-                self.apps.len() as u32 - 1
-            }
-        }
+        foresight_core::take_slot(&mut self.apps, &mut self.free_apps, Some(app))
     }
 
     fn issue(&mut self, s: u32) {

@@ -759,16 +759,7 @@ impl Sim {
     }
 
     fn alloc_rpc(&mut self, r: Rpc) -> u32 {
-        match self.free_rpcs.pop() {
-            Some(i) => {
-                self.rpcs[i as usize] = Some(r);
-                i
-            }
-            None => {
-                self.rpcs.push(Some(r));
-                self.rpcs.len() as u32 - 1
-            }
-        }
+        foresight_core::take_slot(&mut self.rpcs, &mut self.free_rpcs, Some(r))
     }
 
     fn req_arrive(&mut self, id: u32) {
@@ -841,16 +832,8 @@ impl Sim {
                 for (mut lba, mut sectors) in pieces {
                     while sectors > 0 {
                         let n = sectors.min(u64::from(MAX_REQUEST_SECTORS)) as u32;
-                        let token = match self.free_parts.pop() {
-                            Some(t) => {
-                                self.parts[t as usize] = d.io;
-                                t
-                            }
-                            None => {
-                                self.parts.push(d.io);
-                                self.parts.len() as u32 - 1
-                            }
-                        };
+                        let token =
+                            foresight_core::take_slot(&mut self.parts, &mut self.free_parts, d.io);
                         self.server.add_part(d.io);
                         self.cfq.push(owner, lba, n, token);
                         lba += u64::from(n);

@@ -249,16 +249,7 @@ impl CacheLayer {
             deferred: false,
             owner,
         };
-        let id = match self.free_reqs.pop() {
-            Some(i) => {
-                self.reqs[i as usize] = Some(req);
-                i
-            }
-            None => {
-                self.reqs.push(Some(req));
-                self.reqs.len() as u32 - 1
-            }
-        };
+        let id = foresight_core::take_slot(&mut self.reqs, &mut self.free_reqs, Some(req));
         let first = offset / PAGE_BYTES;
         let last = (offset + bytes - 1) / PAGE_BYTES;
         let refused_before = self.cache.stats().refused_prefetch_pages;
@@ -471,16 +462,7 @@ impl CacheLayer {
     }
 
     fn alloc_io(&mut self, io: Io) -> u32 {
-        match self.free_ios.pop() {
-            Some(i) => {
-                self.ios[i as usize] = Some(io);
-                i
-            }
-            None => {
-                self.ios.push(Some(io));
-                self.ios.len() as u32 - 1
-            }
-        }
+        foresight_core::take_slot(&mut self.ios, &mut self.free_ios, Some(io))
     }
 
     fn demand(&mut self, id: u32) {

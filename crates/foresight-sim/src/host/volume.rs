@@ -229,13 +229,7 @@ impl Volume {
             sectors > 0 && lba + sectors <= self.capacity_sectors,
             "volume request out of range"
         );
-        let job = match self.free_jobs.pop() {
-            Some(j) => j,
-            None => {
-                self.jobs.push(None);
-                self.jobs.len() as u32 - 1
-            }
-        };
+        let job = foresight_core::take_slot(&mut self.jobs, &mut self.free_jobs, None);
         let mut pieces: smallvec::SmallVec<[(usize, u64, u64); 8]> = smallvec::SmallVec::new();
         self.for_each_piece(lba, sectors, |d, l, n| pieces.push((d, l, n)));
         let mut parts = 0u32;
