@@ -662,6 +662,14 @@ impl SimConfig {
             raid_cache: h.size("raid_cache", ByteLen(0), ByteLen(0), MAX_SIZE)?,
             nr_requests: h.int("nr_requests", 128, 1, 1 << 20)? as u32,
         };
+        if host.antic_expire > Duration::from_secs(1) {
+            // A disk held idle longer than a second for one stream is a stalled disk, not
+            // anticipation (Linux's default is 6 ms).
+            return Err(key_err(
+                "host.antic_expire",
+                "must be at most 1s; Linux's default is 6ms",
+            ));
+        }
         if !host.max_request.0.is_multiple_of(4096) {
             return Err(key_err(
                 "host.max_request",
@@ -1033,6 +1041,8 @@ mod tests {
         assert!(e.contains("`bogus`"), "{e}");
         let e = cfg("", &["workload.kind=trace"]).unwrap_err().to_string();
         assert!(e.contains("workload.trace"), "{e}");
+        let e = cfg("", &["host.antic_expire=10s"]).unwrap_err().to_string();
+        assert!(e.contains("host.antic_expire") && e.contains("6ms"), "{e}");
         let e = cfg("", &["policy.name=magic"]).unwrap_err().to_string();
         assert!(e.contains("policy.name") && e.contains("seqp"), "{e}");
         let e = cfg("", &["policy.readahead_rule=lazy"])

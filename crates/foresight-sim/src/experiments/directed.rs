@@ -329,6 +329,11 @@ pub fn run(ctx: &Context<'_>) -> Result<Section, ExperimentError> {
     for (i, n) in cont_streams.iter().enumerate() {
         let on = &reps[n_speed + 2 * i];
         let off = &reps[n_speed + 2 * i + 1];
+        // The first contention run is one scan with the controller: the rate the others compare to.
+        assert_eq!(
+            cont_streams[0], 1,
+            "the first contention run is one scan alone"
+        );
         let alone = reps[n_speed].throughput_mib_s;
         md.push_str(&format!(
             "| {n} | {:.2} | {:.2} | {:.0}% | {:.0}% |\n",

@@ -69,7 +69,8 @@ struct OwnerStats {
     in_device: u32,
     /// When one of its requests last completed.
     last_done: Option<Instant>,
-    /// Decaying think-time sums: each new sample weighs 1, earlier ones 7/8 of what they weighed.
+    /// Decaying think-time sums: each new sample weighs 1, earlier ones 7/8 of what they weighed
+    /// (as-iosched's `ttime_samples` decay).
     think_weight: f64,
     think_total_ns: f64,
     /// The sector after its last request, on whichever member it went to (Linux tracks a process's
