@@ -41,6 +41,18 @@ pub enum ConfigError {
     SetSyntax(String),
 }
 
+/// Takes the top-level `seed` (default 1) out of a config table.
+pub(crate) fn take_seed(root: &mut Table) -> Result<u64, ConfigError> {
+    match root.remove("seed") {
+        None => Ok(1),
+        Some(Value::Integer(i)) if i >= 0 => Ok(i as u64),
+        Some(v) => Err(key_err(
+            "seed",
+            format!("expected a non-negative whole number, got {v}"),
+        )),
+    }
+}
+
 pub(crate) fn key_err(key: &str, message: impl Into<String>) -> ConfigError {
     ConfigError::Key {
         key: key.to_string(),
@@ -495,16 +507,7 @@ impl SimConfig {
         if crate::tiered::config::wants_tiers(&root) {
             return crate::tiered::config::parse(root, base_dir);
         }
-        let seed = match root.remove("seed") {
-            None => 1,
-            Some(Value::Integer(i)) if i >= 0 => i as u64,
-            Some(v) => {
-                return Err(key_err(
-                    "seed",
-                    format!("expected a non-negative whole number, got {v}"),
-                ))
-            }
-        };
+        let seed = take_seed(&mut root)?;
 
         let mut d = Section::take(&mut root, "device")?;
         let kind = d.choice(

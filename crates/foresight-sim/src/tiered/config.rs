@@ -209,16 +209,7 @@ fn tier_from(i: usize, last: bool, v: Value) -> Result<TierSpec, ConfigError> {
 /// Parses a hinted run. The returned [`SimConfig`] carries defaults in its host sections and the
 /// informed policy in `policy`.
 pub fn parse(mut root: Table, base_dir: Option<&Path>) -> Result<SimConfig, ConfigError> {
-    let seed = match root.remove("seed") {
-        None => 1,
-        Some(Value::Integer(i)) if i >= 0 => i as u64,
-        Some(v) => {
-            return Err(key_err(
-                "seed",
-                format!("expected a non-negative whole number, got {v}"),
-            ))
-        }
-    };
+    let seed = crate::config::take_seed(&mut root)?;
     let mut d = Section::take(&mut root, "device")?;
     let kind = d.choice(
         "kind",
