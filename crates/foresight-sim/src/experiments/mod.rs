@@ -128,18 +128,19 @@ pub fn names() -> Vec<&'static str> {
     catalogue().iter().map(|e| e.name).collect()
 }
 
-/// Runs `configs` on up to `available_parallelism` threads and returns the reports in input order.
-pub fn run_all(
-    experiment: &'static str,
-    configs: &[SimConfig],
-    ctx: &Context<'_>,
-) -> Result<Vec<Report>, ExperimentError> {
+/// Applies `f` to every item on up to `available_parallelism` threads, each taking the next item
+/// as it frees up, and returns the results in input order. `progress(done, total)` hears of every
+/// finished item.
+pub fn par_map<T: Sync, R: Send>(
+    items: &[T],
+    f: impl Fn(&T) -> R + Sync,
+    progress: impl Fn(usize, usize) + Sync,
+) -> Vec<R> {
     let threads = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
-        .min(configs.len().max(1));
+        .min(items.len().max(1));
     let next = Mutex::new(0usize);
-    let results: Mutex<Vec<Option<Result<Report, SimError>>>> =
-        Mutex::new((0..configs.len()).map(|_| None).collect());
+    let results: Mutex<Vec<Option<R>>> = Mutex::new((0..items.len()).map(|_| None).collect());
     let done = Mutex::new(0usize);
     std::thread::scope(|s| {
         for _ in 0..threads {
@@ -150,14 +151,14 @@ pub fn run_all(
                     *n += 1;
                     i
                 };
-                if i >= configs.len() {
+                if i >= items.len() {
                     break;
                 }
-                let r = run(&configs[i], RunOptions::default()).map(|o| o.report);
+                let r = f(&items[i]);
                 results.lock().expect("lock")[i] = Some(r);
                 let mut d = done.lock().expect("lock");
                 *d += 1;
-                (ctx.log)(&format!("{experiment}: {}/{} runs", *d, configs.len()));
+                progress(*d, items.len());
             });
         }
     });
@@ -165,11 +166,24 @@ pub fn run_all(
         .into_inner()
         .expect("lock")
         .into_iter()
-        .map(|r| {
-            r.expect("every run finished")
-                .map_err(|source| ExperimentError::Sim { experiment, source })
-        })
+        .map(|r| r.expect("every item finished"))
         .collect()
+}
+
+/// Runs `configs` on up to `available_parallelism` threads and returns the reports in input order.
+pub fn run_all(
+    experiment: &'static str,
+    configs: &[SimConfig],
+    ctx: &Context<'_>,
+) -> Result<Vec<Report>, ExperimentError> {
+    par_map(
+        configs,
+        |c| run(c, RunOptions::default()).map(|o| o.report),
+        |d, n| (ctx.log)(&format!("{experiment}: {d}/{n} runs")),
+    )
+    .into_iter()
+    .map(|r| r.map_err(|source| ExperimentError::Sim { experiment, source }))
+    .collect()
 }
 
 /// Runs the named experiments (all when `names` is empty) and writes `report.md`, `results.json`

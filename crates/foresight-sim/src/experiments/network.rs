@@ -93,42 +93,16 @@ fn run_all(
     params: &[DfsParams],
     ctx: &Context<'_>,
 ) -> Result<Vec<DfsReport>, ExperimentError> {
-    let threads = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(params.len().max(1));
-    let next = std::sync::Mutex::new(0usize);
-    let results: std::sync::Mutex<Vec<Option<DfsReport>>> =
-        std::sync::Mutex::new(vec![None; params.len()]);
-    let done = std::sync::Mutex::new(0usize);
-    std::thread::scope(|s| {
-        for _ in 0..threads {
-            s.spawn(|| loop {
-                let i = {
-                    let mut n = next.lock().expect("lock");
-                    let i = *n;
-                    *n += 1;
-                    i
-                };
-                if i >= params.len() {
-                    break;
-                }
-                // Experiment parameters are code: a rejected one is a bug in this file.
-                let r = dfs::run(&params[i]).unwrap_or_else(|e| panic!("network experiment: {e}"));
-                results.lock().expect("lock")[i] = Some(r);
-                let mut d = done.lock().expect("lock");
-                *d += 1;
-                if (*d).is_multiple_of(16) || *d == params.len() {
-                    (ctx.log)(&format!("network {name}: {}/{} runs", *d, params.len()));
-                }
-            });
-        }
-    });
-    Ok(results
-        .into_inner()
-        .expect("lock")
-        .into_iter()
-        .map(|r| r.expect("every run finished"))
-        .collect())
+    Ok(super::par_map(
+        params,
+        // Experiment parameters are code: a rejected one is a bug in this file.
+        |p| dfs::run(p).unwrap_or_else(|e| panic!("network experiment: {e}")),
+        |d, n| {
+            if d.is_multiple_of(16) || d == n {
+                (ctx.log)(&format!("network {name}: {d}/{n} runs"));
+            }
+        },
+    ))
 }
 
 fn variant(params: DfsParams, v: &Variant) -> DfsParams {
