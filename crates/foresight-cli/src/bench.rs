@@ -87,9 +87,10 @@ pub struct BenchArgs {
     #[arg(long, value_name = "SIZE")]
     readahead_max: Option<String>,
     /// The engine's memory budget for prefetched and in-flight buffers. Under it, `seqp` halves its
-    /// windows when memory refuses a fetch; a budget far above what the streams need only costs CPU
-    /// (every fresh buffer is zeroed and faulted in: 1,024 streams of `seqp` read 377 MiB/s with
-    /// 6GiB and 953 MiB/s with 1GiB on a 1.3 GB/s disk).
+    /// windows when memory refuses a fetch. On the real disk each engine is built with its whole
+    /// budget mapped and faulted in (`prefault`), so a larger budget costs build time (the
+    /// "built in" figure of the progress lines, about a second per GiB on a virtual machine), not
+    /// reading time.
     #[arg(long, default_value = "1GiB", value_name = "SIZE")]
     memory: String,
     /// The engine's queue depth (reads in flight at the device).
@@ -646,12 +647,15 @@ fn run_fio(p: &Plan, path: &Path, n: u32) -> anyhow::Result<Option<Row>> {
     }))
 }
 
-/// Runs `read_one(i, deadline)` on one thread per file, all starting together; returns the bytes
-/// read, the wall seconds until the last finished, and the CPU seconds used.
+/// Runs `read_one(i, path, deadline, buf)` on one thread per file, all starting together; returns
+/// the bytes read, the wall seconds until the last finished, and the CPU seconds used. Each thread's
+/// `buf` of `buf_bytes` is written before the clock starts: faulting in a fresh 1 MiB buffer for
+/// each of 1,024 threads costs about a second on a virtual machine, which is not reading.
 fn run_threads(
     files: &[PathBuf],
     deadline_after: Duration,
-    read_one: impl Fn(usize, &Path, Instant) -> std::io::Result<u64> + Send + Sync + 'static,
+    buf_bytes: usize,
+    read_one: impl Fn(usize, &Path, Instant, &mut [u8]) -> std::io::Result<u64> + Send + Sync + 'static,
 ) -> anyhow::Result<(u64, f64, f64)> {
     let n = files.len();
     let barrier = Arc::new(Barrier::new(n + 1));
@@ -666,9 +670,10 @@ fn run_threads(
                 .name(format!("bench-{i}"))
                 .stack_size(256 << 10)
                 .spawn(move || {
+                    let mut buf = vec![1u8; buf_bytes];
                     barrier.wait();
                     let deadline = Instant::now() + deadline_after;
-                    read_one(i, &path, deadline)
+                    read_one(i, &path, deadline, &mut buf)
                 })
                 .context("starting a reader thread")?,
         );
@@ -701,20 +706,20 @@ fn mib_s(bytes: u64, secs: f64) -> f64 {
 fn measure_kernel(p: &Plan, files: &[PathBuf], bytes: u64, n: u32) -> anyhow::Result<Row> {
     evict(files)?;
     let request = p.request as usize;
-    let (total, secs, cpu) = run_threads(files, p.duration, move |_, path, deadline| {
-        let mut f = std::fs::File::open(path)?;
-        let mut buf = vec![0u8; request];
-        let mut done = 0u64;
-        while done < bytes && Instant::now() < deadline {
-            let want = (bytes - done).min(request as u64) as usize;
-            let got = f.read(&mut buf[..want])?;
-            if got == 0 {
-                break;
+    let (total, secs, cpu) =
+        run_threads(files, p.duration, request, move |_, path, deadline, buf| {
+            let mut f = std::fs::File::open(path)?;
+            let mut done = 0u64;
+            while done < bytes && Instant::now() < deadline {
+                let want = (bytes - done).min(request as u64) as usize;
+                let got = f.read(&mut buf[..want])?;
+                if got == 0 {
+                    break;
+                }
+                done += got as u64;
             }
-            done += got as u64;
-        }
-        Ok(done)
-    })?;
+            Ok(done)
+        })?;
     Ok(Row {
         streams: n,
         method: "kernel",
@@ -748,14 +753,17 @@ fn measure_engine(
         cfg.streams.per_turn = 4;
         cfg.streams.memory_bytes = 128 << 20;
     }
+    let built = Instant::now();
     let engine = Engine::builder()
         .memory(p.memory)
+        .prefault(p.emulate.is_none())
         .policy_config(cfg)
         .max_io(p.max_io)
         .queue_depth(p.queue_depth)
         .backend(backend)
         .build()
         .map_err(|e| input(format!("engine: {e}")))?;
+    let build_s = built.elapsed().as_secs_f64();
     // Open every file before the clock starts, in stream order (stream i reads file i).
     let readers: Vec<_> = files
         .iter()
@@ -765,25 +773,25 @@ fn measure_engine(
         readers.into_iter().map(Some).collect::<Vec<_>>(),
     ));
     let request = p.request as usize;
-    let (total, secs, cpu) = run_threads(files, p.duration, move |i, _, deadline| {
-        let mut r = readers.lock().expect("readers")[i]
-            .take()
-            .expect("one reader per thread");
-        let mut buf = vec![0u8; request];
-        let mut done = 0u64;
-        while done < bytes && Instant::now() < deadline {
-            let want = (bytes - done).min(request as u64) as usize;
-            let got = r.read(&mut buf[..want])?;
-            if got == 0 {
-                break;
+    let (total, secs, cpu) =
+        run_threads(files, p.duration, request, move |i, _, deadline, buf| {
+            let mut r = readers.lock().expect("readers")[i]
+                .take()
+                .expect("one reader per thread");
+            let mut done = 0u64;
+            while done < bytes && Instant::now() < deadline {
+                let want = (bytes - done).min(request as u64) as usize;
+                let got = r.read(&mut buf[..want])?;
+                if got == 0 {
+                    break;
+                }
+                done += got as u64;
             }
-            done += got as u64;
-        }
-        Ok(done)
-    })?;
+            Ok(done)
+        })?;
     let s = engine.stats();
     let note = format!(
-        "{}{}, {} fetches, {} stalls, {} wasted",
+        "{}{}, {} fetches, {} stalls, {} wasted, built in {build_s:.2} s",
         s.backend,
         engine
             .fallback_reason()

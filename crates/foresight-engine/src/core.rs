@@ -155,6 +155,8 @@ pub(crate) struct CoreConfig {
     pub memory_bytes: u64,
     pub queue_depth: usize,
     pub max_io_bytes: u64,
+    /// Map and fault in the whole budget at the start (see `EngineBuilder::prefault`).
+    pub prefault: bool,
 }
 
 /// The driver state. See the module documentation.
@@ -210,6 +212,11 @@ impl Core {
         // A demand read of one largest I/O always fits beside a full prefetch allowance.
         let reserve =
             (cfg.memory_bytes / 8).max(cfg.max_io_bytes) / ALIGN_BYTES as u64 * ALIGN_BYTES as u64;
+        let mut pool = BufferPool::new(ByteLen(cfg.memory_bytes), reserve);
+        if cfg.prefault {
+            // Refused (no memory to map): memory is then taken as it is needed, as without.
+            let _ = pool.prefault();
+        }
         let stats = Stats {
             backend: backend.kind(),
             memory_limit_bytes: cfg.memory_bytes,
@@ -224,7 +231,7 @@ impl Core {
             identities: HashMap::new(),
             chunks: Vec::new(),
             free_slots: Vec::new(),
-            pool: BufferPool::new(ByteLen(cfg.memory_bytes), reserve),
+            pool,
             lru: [BTreeMap::new(), BTreeMap::new(), BTreeMap::new()],
             seq: 0,
             fetches: HashMap::new(),

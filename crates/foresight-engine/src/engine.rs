@@ -58,6 +58,7 @@ pub struct EngineBuilder {
     queue_depth: u32,
     max_io: Option<ByteLen>,
     direct_io: bool,
+    prefault: bool,
     wrapper: Option<PolicyWrapper>,
 }
 
@@ -70,6 +71,7 @@ impl std::fmt::Debug for EngineBuilder {
             .field("queue_depth", &self.queue_depth)
             .field("max_io", &self.max_io)
             .field("direct_io", &self.direct_io)
+            .field("prefault", &self.prefault)
             .finish()
     }
 }
@@ -87,6 +89,7 @@ impl Default for EngineBuilder {
             queue_depth: 32,
             max_io: None,
             direct_io: true,
+            prefault: false,
             wrapper: None,
         }
     }
@@ -147,6 +150,16 @@ impl EngineBuilder {
     /// are read buffered, and [`Stats::files_buffered`] counts them).
     pub fn direct_io(mut self, on: bool) -> Self {
         self.direct_io = on;
+        self
+    }
+
+    /// Whether to map and fault in the whole memory budget when the engine is built (default false:
+    /// memory is mapped as buffers need it). The kernel zeroes every fresh page on first touch,
+    /// which on a virtual machine costs about a second per GiB; prefaulted, the engine pays that
+    /// once in `build` instead of while the first reads wait, and holds the whole budget from the
+    /// start. A long-running reader (a server, a loader that runs for many epochs) wants it.
+    pub fn prefault(mut self, on: bool) -> Self {
+        self.prefault = on;
         self
     }
 
@@ -215,6 +228,7 @@ impl EngineBuilder {
                 memory_bytes: self.memory.0,
                 queue_depth: qd,
                 max_io_bytes,
+                prefault: self.prefault,
             },
             timer.clone(),
         );

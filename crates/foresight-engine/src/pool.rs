@@ -13,13 +13,30 @@
 //! Prefetch allocations may use the budget only up to `limit - demand_reserve`; the reserve is for
 //! the application's own reads, so prefetching alone cannot fill memory and force demand reads to
 //! evict data that just arrived.
+//!
+//! Where the kernel offers transparent huge pages, a fresh buffer of [`HUGE_MIN_BYTES`] or more is
+//! cut from the front of a new mapping of whole huge pages, so it is physically contiguous and
+//! reaches the device as one request instead of being cut at the device's segment limit (see
+//! [`crate::buffer`]). The rest of the mapping is kept like a freed buffer: it is memory held, so
+//! it counts against the budget, and kept memory is dropped (largest first) when a reservation needs
+//! room. Kept pieces of mappings are joined with their free neighbours and cut to the size asked
+//! for, so memory moves between window sizes without being unmapped and faulted in again (the
+//! kernel zeroes every fresh huge page). When the whole mapping does not fit but the buffer alone
+//! does, the buffer comes from ordinary memory, so huge pages never refuse an allocation the exact
+//! size would have had. A pool may also be prefaulted: the whole budget is mapped and written once,
+//! kept as one piece, and every buffer is cut from it.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use foresight_core::ByteLen;
 use foresight_policy::budget::Budget;
 
-use crate::buffer::{AlignedBuf, ALIGN_BYTES};
+use crate::buffer::{self, AlignedBuf, ALIGN_BYTES, HUGE_BYTES};
+
+/// Buffers at least this large come from huge-page mappings (when the kernel has huge pages). At
+/// 4 KiB per page, a smaller buffer has at most 128 pieces, which a device's segment limit (128 to
+/// 254 on common virtio and NVMe devices) takes in one request anyway.
+pub const HUGE_MIN_BYTES: usize = HUGE_BYTES / 4;
 
 /// Who wants a buffer: prefetching is held back by the demand reserve, demand is not.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -35,18 +52,34 @@ pub enum Purpose {
 pub struct BufferPool {
     budget: Budget,
     demand_reserve_bytes: u64,
-    /// Free buffers by capacity; their bytes are still reserved in `budget`.
+    /// Free buffers of ordinary memory by capacity; their bytes are still reserved in `budget`.
     free: BTreeMap<usize, Vec<AlignedBuf>>,
+    /// Free pieces of huge-page mappings by address, adjacent ones joined (reserved too).
+    pieces: BTreeMap<usize, AlignedBuf>,
+    /// The same pieces as (capacity, address), for the best fit.
+    pieces_by_size: BTreeSet<(usize, usize)>,
     free_bytes: u64,
     /// The most bytes kept on free lists.
     free_max_bytes: u64,
     /// Bytes in buffers handed out (not on the free lists).
     lent_bytes: u64,
+    /// Whether large fresh buffers come from huge-page mappings.
+    huge_pages: bool,
 }
 
 impl BufferPool {
-    /// A pool of `limit` bytes, with `demand_reserve_bytes` of it kept from prefetching.
+    /// A pool of `limit` bytes, with `demand_reserve_bytes` of it kept from prefetching; large
+    /// buffers come from huge pages where the kernel has them enabled.
     pub fn new(limit: ByteLen, demand_reserve_bytes: u64) -> BufferPool {
+        Self::with_huge_pages(limit, demand_reserve_bytes, buffer::huge_pages_enabled())
+    }
+
+    /// As [`BufferPool::new`], saying whether large buffers come from huge-page mappings.
+    pub fn with_huge_pages(
+        limit: ByteLen,
+        demand_reserve_bytes: u64,
+        huge_pages: bool,
+    ) -> BufferPool {
         assert!(
             demand_reserve_bytes <= limit.0,
             "demand reserve {demand_reserve_bytes} over the limit {limit}"
@@ -55,11 +88,14 @@ impl BufferPool {
             budget: Budget::new(limit),
             demand_reserve_bytes,
             free: BTreeMap::new(),
+            pieces: BTreeMap::new(),
+            pieces_by_size: BTreeSet::new(),
             free_bytes: 0,
             // Keeping freed buffers is free (they count against the budget and are dropped the
             // moment a reservation needs their room) and saves zeroing and faulting fresh memory.
             free_max_bytes: limit.0,
             lent_bytes: 0,
+            huge_pages,
         }
     }
 
@@ -71,20 +107,25 @@ impl BufferPool {
     /// A buffer of at least `len` bytes, or `None` if the budget (less the demand reserve, for a
     /// prefetch) has no room.
     pub fn alloc(&mut self, len: u64, purpose: Purpose) -> Option<AlignedBuf> {
-        let cap = Self::capacity_for(len);
+        let exact = Self::capacity_for(len);
         let ceiling = match purpose {
             Purpose::Prefetch => self.budget.limit().0 - self.demand_reserve_bytes,
             Purpose::Demand => self.budget.limit().0,
         };
-        if self.lent_bytes + cap as u64 > ceiling {
+        if self.lent_bytes + exact as u64 > ceiling {
             return None;
+        }
+        if let Some(b) = self.take_piece(exact) {
+            self.lent_bytes += b.capacity() as u64;
+            self.check();
+            return Some(b);
         }
         // The smallest kept buffer that holds `len`, if it is at most twice the size: readahead
         // windows vary in size, and an exact match alone would leave most kept buffers unused
         // while fresh ones are zeroed and faulted in.
         let fit = self
             .free
-            .range(cap..=cap.saturating_mul(2))
+            .range(exact..=exact.saturating_mul(2))
             .next()
             .map(|(&c, _)| c)
             .filter(|&c| self.lent_bytes + c as u64 <= ceiling);
@@ -101,21 +142,7 @@ impl BufferPool {
                 self.free_bytes -= b.capacity() as u64;
                 b
             }
-            None => {
-                while !self.budget.try_reserve(ByteLen(cap as u64)) {
-                    if !self.drop_one_free() {
-                        return None;
-                    }
-                }
-                match AlignedBuf::new(cap) {
-                    Some(b) => b,
-                    None => {
-                        // The allocator refused: give the reservation back and treat it as full.
-                        self.budget.release(ByteLen(cap as u64));
-                        return None;
-                    }
-                }
-            }
+            None => self.fresh(exact)?,
         };
         self.lent_bytes += buf.capacity() as u64;
         self.check();
@@ -130,7 +157,9 @@ impl BufferPool {
             "freed a buffer the pool did not lend"
         );
         self.lent_bytes -= cap as u64;
-        if self.free_bytes + cap as u64 <= self.free_max_bytes {
+        if buf.is_mapped() {
+            self.keep_piece(buf);
+        } else if self.free_bytes + cap as u64 <= self.free_max_bytes {
             self.free_bytes += cap as u64;
             self.free.entry(cap).or_default().push(buf);
         } else {
@@ -140,7 +169,111 @@ impl BufferPool {
         self.check();
     }
 
+    /// A new buffer of `cap` bytes. A large one is cut from the front of a fresh huge-page
+    /// mapping when the whole mapping fits in the budget; the rest of the mapping is kept on the
+    /// free lists (reserved, like any kept buffer, and dropped first when room is needed).
+    fn fresh(&mut self, cap: usize) -> Option<AlignedBuf> {
+        let mapping = cap.next_multiple_of(HUGE_BYTES);
+        if self.huge_pages
+            && cap >= HUGE_MIN_BYTES
+            && self.lent_bytes + mapping as u64 <= self.budget.limit().0
+        {
+            // Lent bytes plus the mapping under the limit: dropping kept buffers makes room.
+            while !self.budget.try_reserve(ByteLen(mapping as u64)) {
+                assert!(self.drop_one_free(), "room was promised by the lent bytes");
+            }
+            match AlignedBuf::new_huge_split(cap, mapping) {
+                Some((buf, rest)) => {
+                    if let Some(rest) = rest {
+                        self.keep_piece(rest);
+                    }
+                    return Some(buf);
+                }
+                // The kernel refused the mapping: fall back to ordinary memory.
+                None => self.budget.release(ByteLen(mapping as u64)),
+            }
+        }
+        while !self.budget.try_reserve(ByteLen(cap as u64)) {
+            if !self.drop_one_free() {
+                return None;
+            }
+        }
+        match AlignedBuf::new(cap) {
+            Some(b) => Some(b),
+            None => {
+                // The allocator refused: give the reservation back and treat it as full.
+                self.budget.release(ByteLen(cap as u64));
+                None
+            }
+        }
+    }
+
+    /// Maps the whole budget (whole pages) at once and writes every page of it, so that no read
+    /// waits for the kernel to fault in and zero fresh memory; the mapping is kept as one piece
+    /// that buffers are cut from. Only on an empty pool; false if the kernel refuses the mapping.
+    pub fn prefault(&mut self) -> bool {
+        assert_eq!(self.budget.used().0, 0, "prefault an empty pool only");
+        let bytes = (self.budget.limit().0 / ALIGN_BYTES as u64 * ALIGN_BYTES as u64) as usize;
+        let Some((mut arena, _)) = AlignedBuf::new_huge_split(bytes, bytes) else {
+            return false;
+        };
+        arena.fault_in();
+        assert!(self.budget.try_reserve(ByteLen(bytes as u64)));
+        self.keep_piece(arena);
+        self.check();
+        true
+    }
+
+    /// The smallest kept piece of a mapping that holds `cap` bytes, cut to `cap` (the rest stays
+    /// kept). Cutting rather than requiring a near fit is what keeps mappings from being dropped
+    /// and made afresh (each fresh huge page is zeroed by the kernel).
+    fn take_piece(&mut self, cap: usize) -> Option<AlignedBuf> {
+        let &(size, addr) = self.pieces_by_size.range((cap, 0)..).next()?;
+        self.pieces_by_size.remove(&(size, addr));
+        let piece = self.pieces.remove(&addr).expect("indexed piece");
+        self.free_bytes -= size as u64;
+        if size == cap {
+            return Some(piece);
+        }
+        let (front, rest) = piece.split_off(cap);
+        self.keep_piece(rest);
+        Some(front)
+    }
+
+    /// Keeps a free piece of a mapping, joined with the kept pieces it adjoins.
+    fn keep_piece(&mut self, mut piece: AlignedBuf) {
+        self.free_bytes += piece.capacity() as u64;
+        let before = self
+            .pieces
+            .range(..piece.addr())
+            .next_back()
+            .map(|(&a, _)| a);
+        if let Some(a) = before.filter(|a| self.pieces[a].adjoins(&piece)) {
+            let prev = self.pieces.remove(&a).expect("listed piece");
+            self.pieces_by_size.remove(&(prev.capacity(), a));
+            piece = prev.join(piece);
+        }
+        let after = piece.addr() + piece.capacity();
+        if let Some(next) = self.pieces.remove(&after) {
+            self.pieces_by_size.remove(&(next.capacity(), after));
+            piece = piece.join(next);
+        }
+        self.pieces_by_size.insert((piece.capacity(), piece.addr()));
+        self.pieces.insert(piece.addr(), piece);
+    }
+
+    /// Drops the largest kept buffer or piece, releasing its bytes; false if none is kept.
     fn drop_one_free(&mut self) -> bool {
+        let largest_buf = self.free.last_key_value().map_or(0, |(&c, _)| c);
+        if let Some(&(size, addr)) = self.pieces_by_size.last() {
+            if size >= largest_buf {
+                self.pieces_by_size.remove(&(size, addr));
+                drop(self.pieces.remove(&addr).expect("indexed piece"));
+                self.free_bytes -= size as u64;
+                self.budget.release(ByteLen(size as u64));
+                return true;
+            }
+        }
         let Some(mut entry) = self.free.last_entry() else {
             return false;
         };
@@ -166,6 +299,7 @@ impl BufferPool {
             self.budget.limit()
         );
         debug_assert_eq!(self.budget.used().0, self.lent_bytes + self.free_bytes);
+        debug_assert_eq!(self.pieces.len(), self.pieces_by_size.len());
     }
 
     /// The budget.
@@ -224,14 +358,100 @@ mod tests {
         assert_eq!(p.lent_bytes(), 0);
     }
 
+    #[test]
+    fn large_buffers_are_cut_from_huge_pages_when_the_mapping_fits_and_the_rest_is_kept() {
+        let limit = 5 * HUGE_BYTES as u64 / 2;
+        let mut p = BufferPool::with_huge_pages(ByteLen(limit), 0, true);
+        let half = HUGE_BYTES as u64 / 2;
+        let a = p.alloc(half, Purpose::Prefetch).unwrap();
+        assert_eq!(
+            a.capacity() as u64,
+            half,
+            "the buffer has the size asked for"
+        );
+        assert_eq!(
+            p.held_bytes(),
+            HUGE_BYTES as u64,
+            "the rest of the huge page is held"
+        );
+        let b = p.alloc(half, Purpose::Prefetch).unwrap();
+        assert_eq!(p.held_bytes(), HUGE_BYTES as u64, "and reused");
+        let small = p
+            .alloc(HUGE_MIN_BYTES as u64 - 4096, Purpose::Prefetch)
+            .unwrap();
+        assert_eq!(p.held_bytes(), HUGE_BYTES as u64 + small.capacity() as u64);
+        // 2.5 MiB and a page are left: a 2.5 MiB buffer's 4 MiB mapping does not fit, it alone does.
+        let c = p.alloc(5 * half / 2, Purpose::Prefetch).unwrap();
+        assert_eq!(c.capacity() as u64, 5 * half / 2);
+        assert_eq!(p.held_bytes(), limit - 4096, "no rest was kept");
+        // A demand read that needs the room drops the kept rest of a mapping first.
+        for x in [a, b, small, c] {
+            p.free(x);
+        }
+        let d = p.alloc(limit, Purpose::Demand).unwrap();
+        assert_eq!(p.held_bytes(), limit);
+        p.free(d);
+        let mut off = BufferPool::with_huge_pages(ByteLen(limit), 0, false);
+        let e = off.alloc(half, Purpose::Prefetch).unwrap();
+        assert_eq!(off.held_bytes(), half, "nothing more without huge pages");
+        off.free(e);
+    }
+
+    #[test]
+    fn a_prefaulted_pool_cuts_every_buffer_from_its_one_mapping() {
+        let limit = 4 * HUGE_BYTES as u64;
+        let mut p = BufferPool::with_huge_pages(ByteLen(limit), HUGE_BYTES as u64, true);
+        assert!(p.prefault());
+        assert_eq!(p.held_bytes(), limit);
+        let a = p.alloc(100, Purpose::Prefetch).unwrap();
+        let b = p
+            .alloc(3 * HUGE_BYTES as u64 / 2, Purpose::Prefetch)
+            .unwrap();
+        let c = p.alloc(HUGE_BYTES as u64, Purpose::Demand).unwrap();
+        assert!(a.is_mapped() && b.is_mapped() && c.is_mapped());
+        assert_eq!(
+            p.held_bytes(),
+            limit,
+            "nothing mapped or dropped beyond the first mapping"
+        );
+        p.free(b);
+        p.free(a);
+        p.free(c);
+        assert_eq!(
+            p.pieces.len(),
+            1,
+            "freed pieces join up into the whole mapping again"
+        );
+        assert_pieces_disjoint_and_joined(&p);
+    }
+
+    /// Kept pieces do not overlap, and no two of them adjoin (they would have been joined).
+    fn assert_pieces_disjoint_and_joined(p: &BufferPool) {
+        let mut end = 0;
+        for (&addr, piece) in &p.pieces {
+            assert_eq!(addr, piece.addr());
+            assert!(
+                addr > end || end == 0,
+                "pieces overlap or adjoin at {addr:#x}"
+            );
+            assert!(p.pieces_by_size.contains(&(piece.capacity(), addr)));
+            end = addr + piece.capacity();
+        }
+    }
+
     proptest! {
         #[test]
         fn never_holds_more_than_the_limit(
-            limit_pages in 1u64..64,
-            ops in prop::collection::vec((any::<bool>(), 1u64..20_000, any::<bool>()), 0..200),
+            limit_pages in 1u64..2048,
+            ops in prop::collection::vec((any::<bool>(), 1u64..5_000_000, any::<bool>()), 0..200),
+            huge in any::<bool>(),
+            prefault in any::<bool>(),
         ) {
             let limit = limit_pages * 4096;
-            let mut p = BufferPool::new(ByteLen(limit), limit / 4 / 4096 * 4096);
+            let mut p = BufferPool::with_huge_pages(ByteLen(limit), limit / 4 / 4096 * 4096, huge);
+            if prefault {
+                prop_assert!(p.prefault());
+            }
             let mut held = vec![];
             for (alloc, len, demand) in ops {
                 if alloc {
@@ -239,11 +459,14 @@ mod tests {
                     if let Some(b) = p.alloc(len, purpose) {
                         held.push(b);
                     }
-                } else if let Some(b) = held.pop() {
+                } else if !held.is_empty() {
+                    // Freed in any order, so that pieces are joined on either side.
+                    let b = held.swap_remove(len as usize % held.len());
                     p.free(b);
                 }
                 prop_assert!(p.held_bytes() <= limit);
                 prop_assert_eq!(p.lent_bytes(), held.iter().map(|b| b.capacity() as u64).sum::<u64>());
+                assert_pieces_disjoint_and_joined(&p);
             }
         }
     }

@@ -39,9 +39,10 @@ proptest! {
         ra_pages in 1u64..64,
         sizes in prop::collection::vec(0usize..400_000, 1..4),
         delayed in any::<bool>(),
+        prefault in any::<bool>(),
         ops in prop::collection::vec(op(), 1..60),
     ) {
-        let case = format!("budget_pages {budget_pages} policy {policy} ra_pages {ra_pages} sizes {sizes:?} delayed {delayed} ops {ops:?}");
+        let case = format!("budget_pages {budget_pages} policy {policy} ra_pages {ra_pages} sizes {sizes:?} delayed {delayed} prefault {prefault} ops {ops:?}");
         let noop = NoopBackend::new();
         let files: Vec<Vec<u8>> = sizes.iter().enumerate().map(|(i, &n)| content(n, i as u64)).collect();
         for (i, f) in files.iter().enumerate() {
@@ -62,6 +63,7 @@ proptest! {
             .policy(policy)
             .readahead_max(ByteLen(ra_pages * 4096))
             .queue_depth(4)
+            .prefault(prefault)
             .build()
             .unwrap();
         // Dropped when the case ends, however it ends (a failed assertion returns early).
