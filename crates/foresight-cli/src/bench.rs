@@ -86,13 +86,16 @@ pub struct BenchArgs {
     /// The policy's largest readahead window [default: 8MiB; 128KiB with --emulate].
     #[arg(long, value_name = "SIZE")]
     readahead_max: Option<String>,
-    /// The engine's memory budget for prefetched and in-flight buffers. Under it, `seqp` halves its
-    /// windows when memory refuses a fetch. On the real disk each engine is built with its whole
-    /// budget mapped and faulted in (`prefault`), so a larger budget costs build time (the
-    /// "built in" figure of the progress lines, about a second per GiB on a virtual machine), not
-    /// reading time.
-    #[arg(long, default_value = "1GiB", value_name = "SIZE")]
-    memory: String,
+    /// The engine's memory budget for prefetched and in-flight buffers [default on the real disk:
+    /// for each N, room for two --max-io reads per stream (fewer if a stream reads less), at least
+    /// 1GiB and at most a quarter of this machine's memory; 1GiB with --emulate]. Under it, `seqp`
+    /// halves its windows when memory refuses a fetch (256 streams of `seqp` read 1.66 GB/s with
+    /// 1GiB and 1.89 GB/s with 2GiB on this machine's 2.1 GB/s disk). On the real disk each engine
+    /// is built with its whole budget mapped and faulted in (`prefault`), so a larger budget costs
+    /// build time (the "built in" figure of the progress lines, up to a second or two per GiB on a
+    /// virtual machine), not reading time.
+    #[arg(long, value_name = "SIZE")]
+    memory: Option<String>,
     /// The engine's queue depth (reads in flight at the device).
     #[arg(long, default_value_t = 32)]
     queue_depth: u32,
@@ -128,7 +131,8 @@ struct Plan {
     emulate: Option<EmulatedConfig>,
     request: u64,
     readahead_max: ByteLen,
-    memory: ByteLen,
+    /// The engine's budget for each N.
+    memory: Vec<ByteLen>,
     max_io: ByteLen,
     queue_depth: u32,
     duration: Duration,
@@ -188,7 +192,11 @@ fn plan(a: &BenchArgs) -> anyhow::Result<Plan> {
             .as_deref()
             .unwrap_or(if emulated { "128KiB" } else { "8MiB" }),
     )?);
-    let memory = ByteLen(size("memory", &a.memory)?);
+    let memory = a
+        .memory
+        .as_deref()
+        .map(|m| size("memory", m).map(ByteLen))
+        .transpose()?;
     let max_io = ByteLen(size("max-io", &a.max_io)?);
     let limit_io = size("limit-io", &a.limit_io)?;
     if limit_io == 0 || !limit_io.is_multiple_of(4096) {
@@ -224,6 +232,22 @@ fn plan(a: &BenchArgs) -> anyhow::Result<Plan> {
             streams[i]
         )));
     }
+    // The engine's budget: as given, or room for two of its largest reads per stream (no more than
+    // a stream reads) within [1 GiB, a quarter of the machine's memory].
+    let machine_bytes = physical_memory_bytes();
+    let memory: Vec<ByteLen> = streams
+        .iter()
+        .zip(&per_stream)
+        .map(|(&n, &bytes)| match memory {
+            Some(m) => m,
+            None if emulated => ByteLen::gib(1),
+            None => {
+                let want = n as u64 * bytes.min(2 * max_io.0);
+                let cap = (machine_bytes / 4).max(1 << 30);
+                ByteLen(want.clamp(1 << 30, cap).next_multiple_of(1 << 20))
+            }
+        })
+        .collect();
     let max_n = *streams.iter().max().expect("non-empty") as usize;
     let file_sizes: Vec<u64> = (0..max_n)
         .map(|i| {
@@ -301,13 +325,15 @@ pub fn run(a: &BenchArgs) -> anyhow::Result<()> {
     let mut rows: Vec<Row> = Vec::new();
     for (k, &n) in p.streams.iter().enumerate() {
         let bytes = p.per_stream[k];
+        let memory = p.memory[k];
         let files = &paths[..n as usize];
         log(
             started,
             &format!(
-                "N = {n}: {n} stream(s) x {} each, {} round(s)",
+                "N = {n}: {n} stream(s) x {} each, {} round(s), engine memory {}",
                 ByteLen(bytes),
-                p.repeat
+                p.repeat,
+                memory
             ),
         );
         let mut samples: Vec<Row> = Vec::new();
@@ -354,7 +380,14 @@ pub fn run(a: &BenchArgs) -> anyhow::Result<()> {
                             take(measure_kernel(&p, files, bytes, n)?);
                         }
                     }
-                    i => take(measure_engine(&p, files, bytes, n, &p.policies[i - 2])?),
+                    i => take(measure_engine(
+                        &p,
+                        files,
+                        bytes,
+                        n,
+                        memory,
+                        &p.policies[i - 2],
+                    )?),
                 }
             }
         }
@@ -447,7 +480,11 @@ fn print_rows(p: &Plan, rows: &[Row], as_json: bool) -> anyhow::Result<()> {
         "foresight bench on {device}: {} reads, readahead_max {}, engine memory {}, queue depth {}",
         ByteLen(p.request),
         p.readahead_max,
-        p.memory,
+        p.memory
+            .iter()
+            .map(|m| m.to_string())
+            .collect::<Vec<_>>()
+            .join("/"),
         p.queue_depth
     )?;
     writeln!(
@@ -656,7 +693,7 @@ fn run_threads(
     deadline_after: Duration,
     buf_bytes: usize,
     read_one: impl Fn(usize, &Path, Instant, &mut [u8]) -> std::io::Result<u64> + Send + Sync + 'static,
-) -> anyhow::Result<(u64, f64, f64)> {
+) -> anyhow::Result<Timing> {
     let n = files.len();
     let barrier = Arc::new(Barrier::new(n + 1));
     let read_one = Arc::new(read_one);
@@ -673,7 +710,7 @@ fn run_threads(
                     let mut buf = vec![1u8; buf_bytes];
                     barrier.wait();
                     let deadline = Instant::now() + deadline_after;
-                    read_one(i, &path, deadline, &mut buf)
+                    read_one(i, &path, deadline, &mut buf).map(|b| (b, Instant::now()))
                 })
                 .context("starting a reader thread")?,
         );
@@ -682,17 +719,54 @@ fn run_threads(
     let t0 = Instant::now();
     barrier.wait();
     let mut bytes = 0;
+    let mut finished_s = Vec::with_capacity(n);
     for h in handles {
-        bytes += h
+        let (b, end) = h
             .join()
             .map_err(|_| anyhow::anyhow!("a reader thread panicked"))?
             .context("a reader failed")?;
+        bytes += b;
+        finished_s.push(end.duration_since(t0).as_secs_f64());
     }
-    Ok((
+    finished_s.sort_by(f64::total_cmp);
+    Ok(Timing {
         bytes,
-        t0.elapsed().as_secs_f64(),
-        process_cpu_seconds() - cpu0,
-    ))
+        secs: t0.elapsed().as_secs_f64(),
+        cpu_s: process_cpu_seconds() - cpu0,
+        half_done_s: finished_s[finished_s.len() / 2],
+    })
+}
+
+/// What [`run_threads`] measured.
+struct Timing {
+    bytes: u64,
+    /// Wall seconds until the last reader finished.
+    secs: f64,
+    cpu_s: f64,
+    /// Seconds until half of the readers had finished: far below `secs` means a few streams were
+    /// left behind and the run ended on a thin tail.
+    half_done_s: f64,
+}
+
+impl Timing {
+    fn tail_note(&self) -> String {
+        format!(
+            "half the streams done at {:.2} s of {:.2} s",
+            self.half_done_s, self.secs
+        )
+    }
+}
+
+/// This machine's memory (`MemTotal` of `/proc/meminfo`), or 4 GiB where it cannot be read.
+fn physical_memory_bytes() -> u64 {
+    std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|m| {
+            m.lines()
+                .find_map(|l| l.strip_prefix("MemTotal:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        })
+        .map_or(4 << 30, |kib| kib * 1024)
 }
 
 fn mib_s(bytes: u64, secs: f64) -> f64 {
@@ -706,28 +780,27 @@ fn mib_s(bytes: u64, secs: f64) -> f64 {
 fn measure_kernel(p: &Plan, files: &[PathBuf], bytes: u64, n: u32) -> anyhow::Result<Row> {
     evict(files)?;
     let request = p.request as usize;
-    let (total, secs, cpu) =
-        run_threads(files, p.duration, request, move |_, path, deadline, buf| {
-            let mut f = std::fs::File::open(path)?;
-            let mut done = 0u64;
-            while done < bytes && Instant::now() < deadline {
-                let want = (bytes - done).min(request as u64) as usize;
-                let got = f.read(&mut buf[..want])?;
-                if got == 0 {
-                    break;
-                }
-                done += got as u64;
+    let t = run_threads(files, p.duration, request, move |_, path, deadline, buf| {
+        let mut f = std::fs::File::open(path)?;
+        let mut done = 0u64;
+        while done < bytes && Instant::now() < deadline {
+            let want = (bytes - done).min(request as u64) as usize;
+            let got = f.read(&mut buf[..want])?;
+            if got == 0 {
+                break;
             }
-            Ok(done)
-        })?;
+            done += got as u64;
+        }
+        Ok(done)
+    })?;
     Ok(Row {
         streams: n,
         method: "kernel",
         policy: None,
-        mib_s: mib_s(total, secs),
+        mib_s: mib_s(t.bytes, t.secs),
         memory_peak_bytes: None,
-        cpu_s: cpu,
-        note: String::new(),
+        cpu_s: t.cpu_s,
+        note: t.tail_note(),
     })
 }
 
@@ -736,6 +809,7 @@ fn measure_engine(
     files: &[PathBuf],
     bytes: u64,
     n: u32,
+    memory: ByteLen,
     policy: &str,
 ) -> anyhow::Result<Row> {
     evict(files)?;
@@ -755,7 +829,7 @@ fn measure_engine(
     }
     let built = Instant::now();
     let engine = Engine::builder()
-        .memory(p.memory)
+        .memory(memory)
         .prefault(p.emulate.is_none())
         .policy_config(cfg)
         .max_io(p.max_io)
@@ -773,25 +847,24 @@ fn measure_engine(
         readers.into_iter().map(Some).collect::<Vec<_>>(),
     ));
     let request = p.request as usize;
-    let (total, secs, cpu) =
-        run_threads(files, p.duration, request, move |i, _, deadline, buf| {
-            let mut r = readers.lock().expect("readers")[i]
-                .take()
-                .expect("one reader per thread");
-            let mut done = 0u64;
-            while done < bytes && Instant::now() < deadline {
-                let want = (bytes - done).min(request as u64) as usize;
-                let got = r.read(&mut buf[..want])?;
-                if got == 0 {
-                    break;
-                }
-                done += got as u64;
+    let t = run_threads(files, p.duration, request, move |i, _, deadline, buf| {
+        let mut r = readers.lock().expect("readers")[i]
+            .take()
+            .expect("one reader per thread");
+        let mut done = 0u64;
+        while done < bytes && Instant::now() < deadline {
+            let want = (bytes - done).min(request as u64) as usize;
+            let got = r.read(&mut buf[..want])?;
+            if got == 0 {
+                break;
             }
-            Ok(done)
-        })?;
+            done += got as u64;
+        }
+        Ok(done)
+    })?;
     let s = engine.stats();
     let note = format!(
-        "{}{}, {} fetches, {} stalls, {} wasted, built in {build_s:.2} s",
+        "{}{}, {} fetches, {} stalls, {} wasted, built in {build_s:.2} s, {}",
         s.backend,
         engine
             .fallback_reason()
@@ -799,15 +872,16 @@ fn measure_engine(
             .unwrap_or_default(),
         s.fetches,
         s.stalls,
-        ByteLen(s.wasted_bytes / 4096 * 4096)
+        ByteLen(s.wasted_bytes / 4096 * 4096),
+        t.tail_note()
     );
     Ok(Row {
         streams: n,
         method: "engine",
         policy: Some(policy.to_string()),
-        mib_s: mib_s(total, secs),
+        mib_s: mib_s(t.bytes, t.secs),
         memory_peak_bytes: Some(s.memory_peak_bytes),
-        cpu_s: cpu,
+        cpu_s: t.cpu_s,
         note,
     })
 }

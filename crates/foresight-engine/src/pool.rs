@@ -142,7 +142,7 @@ impl BufferPool {
                 self.free_bytes -= b.capacity() as u64;
                 b
             }
-            None => self.fresh(exact)?,
+            None => self.fresh(exact, purpose)?,
         };
         self.lent_bytes += buf.capacity() as u64;
         self.check();
@@ -171,17 +171,21 @@ impl BufferPool {
 
     /// A new buffer of `cap` bytes. A large one is cut from the front of a fresh huge-page
     /// mapping when the whole mapping fits in the budget; the rest of the mapping is kept on the
-    /// free lists (reserved, like any kept buffer, and dropped first when room is needed).
-    fn fresh(&mut self, cap: usize) -> Option<AlignedBuf> {
+    /// free lists (reserved, like any kept buffer).
+    ///
+    /// A prefetch only grows the pool into budget that nothing holds. Dropping kept memory to map
+    /// afresh would have the kernel zero it all over again, and kept memory that is there but in
+    /// pieces too small for this fetch is a full pool: the refusal is the memory pressure the
+    /// policy should see (it shrinks its windows). A demand read drops what it must, so the
+    /// application always makes progress.
+    fn fresh(&mut self, cap: usize, purpose: Purpose) -> Option<AlignedBuf> {
+        let may_drop = purpose == Purpose::Demand;
         let mapping = cap.next_multiple_of(HUGE_BYTES);
         if self.huge_pages
             && cap >= HUGE_MIN_BYTES
             && self.lent_bytes + mapping as u64 <= self.budget.limit().0
+            && self.reserve(mapping as u64, may_drop)
         {
-            // Lent bytes plus the mapping under the limit: dropping kept buffers makes room.
-            while !self.budget.try_reserve(ByteLen(mapping as u64)) {
-                assert!(self.drop_one_free(), "room was promised by the lent bytes");
-            }
             match AlignedBuf::new_huge_split(cap, mapping) {
                 Some((buf, rest)) => {
                     if let Some(rest) = rest {
@@ -193,10 +197,8 @@ impl BufferPool {
                 None => self.budget.release(ByteLen(mapping as u64)),
             }
         }
-        while !self.budget.try_reserve(ByteLen(cap as u64)) {
-            if !self.drop_one_free() {
-                return None;
-            }
+        if !self.reserve(cap as u64, may_drop) {
+            return None;
         }
         match AlignedBuf::new(cap) {
             Some(b) => Some(b),
@@ -206,6 +208,16 @@ impl BufferPool {
                 None
             }
         }
+    }
+
+    /// Reserves `bytes` in the budget, dropping kept memory (largest first) for room if allowed.
+    fn reserve(&mut self, bytes: u64, may_drop: bool) -> bool {
+        while !self.budget.try_reserve(ByteLen(bytes)) {
+            if !may_drop || !self.drop_one_free() {
+                return false;
+            }
+        }
+        true
     }
 
     /// Maps the whole budget (whole pages) at once and writes every page of it, so that no read
@@ -423,6 +435,37 @@ mod tests {
             "freed pieces join up into the whole mapping again"
         );
         assert_pieces_disjoint_and_joined(&p);
+    }
+
+    #[test]
+    fn a_prefetch_that_fits_only_scattered_kept_memory_is_refused_and_a_demand_read_is_not() {
+        let mib = 1u64 << 20;
+        let mut p = BufferPool::with_huge_pages(ByteLen(4 * mib), 0, true);
+        assert!(p.prefault());
+        let mut quarters: Vec<_> = (0..4)
+            .map(|_| p.alloc(mib, Purpose::Prefetch).unwrap())
+            .collect();
+        let (d, c, b, a) = (
+            quarters.pop().unwrap(),
+            quarters.pop().unwrap(),
+            quarters.pop().unwrap(),
+            quarters.pop().unwrap(),
+        );
+        p.free(a);
+        p.free(c);
+        assert_eq!(p.pieces.len(), 2, "two kept megabytes, not adjoining");
+        assert!(
+            p.alloc(2 * mib, Purpose::Prefetch).is_none(),
+            "no piece holds 2 MiB: pressure, not a fresh mapping"
+        );
+        assert_eq!(p.held_bytes(), 4 * mib);
+        let e = p
+            .alloc(2 * mib, Purpose::Demand)
+            .expect("demand drops kept pieces");
+        assert!(p.held_bytes() <= 4 * mib);
+        for x in [b, d, e] {
+            p.free(x);
+        }
     }
 
     /// Kept pieces do not overlap, and no two of them adjoin (they would have been joined).
