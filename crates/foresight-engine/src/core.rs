@@ -827,15 +827,14 @@ impl Core {
                 .next()
                 .map(|(&k, _)| k)
                 .unwrap_or(u64::MAX);
-            let run_end = (last + 1).min(next).min(start + max_pages);
-            // A run that starts under the triggering read is the application's, with whatever
-            // follows it up to the largest read: one request, as the kernel's synchronous
-            // readahead issues it. (Cut at the read's end, it was two requests, and at 1,024
-            // streams of 4 MiB files half the device's requests were 1 MiB instead of 4 MiB.)
+            let mut run_end = (last + 1).min(next).min(start + max_pages);
+            // Split at the end of the triggering read, so each chunk is wholly the application's
+            // or wholly ahead of it.
             let inside = match trigger {
                 Some((ts, tf, tfirst, tlast))
                     if tf == file && start >= tfirst && start <= tlast =>
                 {
+                    run_end = run_end.min(tlast + 1);
                     Some(ts)
                 }
                 _ => None,
