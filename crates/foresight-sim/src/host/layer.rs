@@ -193,9 +193,15 @@ impl CacheLayer {
             },
         );
         self.drain_policy(now, None);
-        // A policy sizing a window for the reads just disclosed hears how much memory is free now
-        // (paper 003_eb9cef22f2823582.txt, section I: the controller "detects changes in available
-        // memory"), so instances that start together share memory from the start.
+        // A policy sizing a window for the reads just disclosed hears how much memory is free now,
+        // so instances that start together share memory from the start.
+        self.tell_free_memory(now);
+    }
+
+    /// Tells the policy how much of the page cache is free, as an OS tells a process its available
+    /// memory (paper 003_eb9cef22f2823582.txt, section I: the contention controller "detects
+    /// changes in available memory"), and executes what it answers.
+    fn tell_free_memory(&mut self, now: Instant) {
         let free_pages = self.cache.capacity_pages() - self.cache.used_pages();
         self.policy.handle(
             now,
@@ -381,18 +387,9 @@ impl CacheLayer {
         let evicted = stats.evicted_unread_pages + stats.refused_prefetch_pages;
         if evicted > self.evicted_unread_seen {
             // Room for these fetches was made by evicting data fetched ahead and not read yet,
-            // or could only have been made so and was refused: memory is over-committed. Say how much is still free, as an OS tells a process its
-            // available memory (paper 003_eb9cef22f2823582.txt, section I: the contention
-            // controller "detects changes in available memory").
+            // or could only have been made so and was refused: memory is over-committed.
             self.evicted_unread_seen = evicted;
-            let free_pages = self.cache.capacity_pages() - self.cache.used_pages();
-            self.policy.handle(
-                now,
-                Input::MemoryPressure {
-                    available: ByteLen(free_pages * PAGE_BYTES),
-                },
-            );
-            self.drain_policy(now, None);
+            self.tell_free_memory(now);
         }
         self.wake = self.policy.poll_timeout();
     }
