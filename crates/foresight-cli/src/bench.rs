@@ -235,8 +235,6 @@ fn plan(a: &BenchArgs) -> anyhow::Result<Plan> {
             streams[i]
         )));
     }
-    // The engine's budget: as given, or room for two of its largest reads per stream (no more than
-    // a stream reads) within [1 GiB, a quarter of the machine's memory].
     let machine_bytes = physical_memory_bytes();
     let memory: Vec<ByteLen> = streams
         .iter()
@@ -244,11 +242,7 @@ fn plan(a: &BenchArgs) -> anyhow::Result<Plan> {
         .map(|(&n, &bytes)| match memory {
             Some(m) => m,
             None if emulated => ByteLen::gib(1),
-            None => {
-                let want = n as u64 * bytes.min(2 * max_io.0);
-                let cap = (machine_bytes / 4).max(1 << 30);
-                ByteLen(want.clamp(1 << 30, cap).next_multiple_of(1 << 20))
-            }
+            None => auto_memory(n, bytes, max_io, machine_bytes),
         })
         .collect();
     let max_n = *streams.iter().max().expect("non-empty") as usize;
@@ -760,6 +754,15 @@ impl Timing {
     }
 }
 
+/// The engine's default budget on the real disk for `n` streams reading `bytes` each: room for two
+/// of its largest reads per stream (no more than a stream reads), within 1 GiB and a quarter of the
+/// machine's memory, in whole MiB.
+fn auto_memory(n: u32, bytes: u64, max_io: ByteLen, machine_bytes: u64) -> ByteLen {
+    let want = n as u64 * bytes.min(2 * max_io.0);
+    let cap = (machine_bytes / 4).max(1 << 30);
+    ByteLen(want.clamp(1 << 30, cap).next_multiple_of(1 << 20))
+}
+
 /// This machine's memory (`MemTotal` of `/proc/meminfo`), or 4 GiB where it cannot be read.
 fn physical_memory_bytes() -> u64 {
     std::fs::read_to_string("/proc/meminfo")
@@ -887,4 +890,39 @@ fn measure_engine(
         cpu_s: t.cpu_s,
         note,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_budget_is_two_reads_a_stream_within_a_gib_and_a_quarter_of_memory() {
+        let gib = 1u64 << 30;
+        let io = ByteLen::mib(4);
+        let ram = 24 * gib;
+        // The bench's own N: 1 GiB, 256 MiB, 16 MiB and 4 MiB read by each stream.
+        assert_eq!(
+            auto_memory(1, gib, io, ram),
+            ByteLen::gib(1),
+            "at least 1 GiB"
+        );
+        assert_eq!(auto_memory(16, gib / 4, io, ram), ByteLen::gib(1));
+        assert_eq!(auto_memory(256, 16 << 20, io, ram), ByteLen::gib(2));
+        assert_eq!(
+            auto_memory(1024, 4 << 20, io, ram),
+            ByteLen::gib(4),
+            "what each reads"
+        );
+        assert_eq!(
+            auto_memory(4096, 16 << 20, io, ram),
+            ByteLen::gib(6),
+            "a quarter of memory"
+        );
+        assert_eq!(
+            auto_memory(4096, 16 << 20, io, 2 * gib),
+            ByteLen::gib(1),
+            "never under 1 GiB"
+        );
+    }
 }
