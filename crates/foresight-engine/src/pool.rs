@@ -4,11 +4,12 @@
 //! [`foresight_policy::budget::Budget`] (the same accounting the simulator's page cache uses)
 //! before allocating them, so prefetched, in-flight and demand buffers together never exceed the
 //! limit, not even for an instant: a reservation that does not fit is refused, not granted and
-//! repaired later. Freed buffers are kept on per-size free lists and reused (the smallest kept
-//! buffer that holds the request, up to twice its size), which spares the
-//! allocator and the page-fault cost of fresh memory at gigabytes per second; kept buffers still
-//! count against the budget, and the pool drops them (largest first) as soon as a reservation would
-//! otherwise be refused, so keeping them never costs the driver a buffer.
+//! repaired later. Freed buffers are kept and reused (ordinary ones on per-size free lists, the
+//! smallest that holds the request up to twice its size), which spares the allocator and the
+//! page-fault cost of fresh memory at gigabytes per second. Kept buffers still count against the
+//! budget. A demand read drops them (largest first) as soon as its reservation would otherwise be
+//! refused, so keeping them never costs the application a read; a prefetch does not (see
+//! `fresh`).
 //!
 //! Prefetch allocations may use the budget only up to `limit - demand_reserve`; the reserve is for
 //! the application's own reads, so prefetching alone cannot fill memory and force demand reads to
@@ -22,8 +23,8 @@
 //! room. Kept pieces of mappings are joined with their free neighbours and cut to the size asked
 //! for, so memory moves between window sizes without being unmapped and faulted in again (the
 //! kernel zeroes every fresh huge page). When the whole mapping does not fit but the buffer alone
-//! does, the buffer comes from ordinary memory, so huge pages never refuse an allocation the exact
-//! size would have had. A pool may also be prefaulted: the whole budget is mapped and written once,
+//! does, the buffer gets exactly its own size ([`AlignedBuf::new`]), so huge pages never refuse an
+//! allocation the exact size would have had. A pool may also be prefaulted: the whole budget is mapped and written once,
 //! kept as one piece, and every buffer is cut from it.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -34,8 +35,8 @@ use foresight_policy::budget::Budget;
 use crate::buffer::{self, AlignedBuf, ALIGN_BYTES, HUGE_BYTES};
 
 /// Buffers at least this large come from huge-page mappings (when the kernel has huge pages). At
-/// 4 KiB per page, a smaller buffer has at most 128 pieces, which a device's segment limit (128 to
-/// 254 on common virtio and NVMe devices) takes in one request anyway.
+/// 4 KiB per page, a smaller buffer has fewer than 128 pieces, which the 254-segment limit of the
+/// virtio disk `foresight bench` measured takes in one request anyway.
 pub const HUGE_MIN_BYTES: usize = HUGE_BYTES / 4;
 
 /// Who wants a buffer: prefetching is held back by the demand reserve, demand is not.
@@ -193,7 +194,7 @@ impl BufferPool {
                     }
                     return Some(buf);
                 }
-                // The kernel refused the mapping: fall back to ordinary memory.
+                // The kernel refused the mapping: fall back to a buffer of the exact size.
                 None => self.budget.release(ByteLen(mapping as u64)),
             }
         }
@@ -312,6 +313,9 @@ impl BufferPool {
         );
         debug_assert_eq!(self.budget.used().0, self.lent_bytes + self.free_bytes);
         debug_assert_eq!(self.pieces.len(), self.pieces_by_size.len());
+        // Every kept piece is at least a page of reserved memory, so the piece tables are bounded
+        // by the budget.
+        debug_assert!(self.pieces.len() as u64 * ALIGN_BYTES as u64 <= self.free_bytes);
     }
 
     /// The budget.

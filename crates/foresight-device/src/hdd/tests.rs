@@ -145,15 +145,21 @@ fn more_streams_than_segments_lose_their_hits() {
     assert!(many < 0.05, "8 streams on 4 segments: hit rate {many}");
 }
 
+/// A Cheetah 15K.5 without a cache that queues 8 commands and orders them by `policy`, so that
+/// the order and the positioning the queue policy chooses are all a test sees.
+fn queued_cheetah(policy: QueuePolicy) -> Hdd {
+    let mut p = cheetah_15k5();
+    p.cache_enabled = false;
+    p.write_cache = WriteCache::Off;
+    p.queue_depth = 8;
+    p.queue_policy = policy;
+    Hdd::new(p)
+}
+
 #[test]
 fn c_look_serves_ascending_from_the_head_then_wraps() {
     let order = |policy: QueuePolicy| {
-        let mut p = cheetah_15k5();
-        p.cache_enabled = false;
-        p.write_cache = WriteCache::Off;
-        p.queue_depth = 8;
-        p.queue_policy = policy;
-        let mut d = Hdd::new(p);
+        let mut d = queued_cheetah(policy);
         let lbas = [400_000u64, 500_000, 100_000, 900_000, 300_000, 700_000];
         for (i, &l) in lbas.iter().enumerate() {
             d.submit(
@@ -188,12 +194,7 @@ fn sptf_positions_less_than_c_look_and_fcfs() {
     // idle drive: shortest positioning time first spends less on seeks and rotational waits in
     // all than either order that ignores the platter's angle.
     let positioning = |policy: QueuePolicy| {
-        let mut p = cheetah_15k5();
-        p.cache_enabled = false;
-        p.write_cache = WriteCache::Off;
-        p.queue_depth = 8;
-        p.queue_policy = policy;
-        let mut d = Hdd::new(p);
+        let mut d = queued_cheetah(policy);
         let mut rng = Rng::new(11);
         let mut t = Instant::ZERO;
         let mut total = Duration::ZERO;
