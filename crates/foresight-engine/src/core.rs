@@ -1171,6 +1171,22 @@ impl Core {
 
     /// Handles a backend completion.
     pub(crate) fn complete(&mut self, now: Instant, c: IoCompletion) {
+        self.settle(now, c);
+        self.dispatch();
+    }
+
+    /// Handles a burst of completions that arrived together, then hands the backend, in one
+    /// batch, the reads they made room for. The policy still sees each completion on its own.
+    pub(crate) fn complete_all(&mut self, now: Instant, cs: &mut Vec<IoCompletion>) {
+        for c in cs.drain(..) {
+            self.settle(now, c);
+        }
+        self.dispatch();
+    }
+
+    /// One completion: the chunk becomes ready (or is re-read, or fails), its waiters wake, and
+    /// the policy runs. Reads it makes room for wait in the queues for the caller's `dispatch`.
+    fn settle(&mut self, now: Instant, c: IoCompletion) {
         assert!(self.in_flight > 0, "a completion with nothing in flight");
         self.in_flight -= 1;
         let id = c.token as u32;
@@ -1209,7 +1225,6 @@ impl Core {
                     } else {
                         self.ahead.push_front(r);
                     }
-                    self.dispatch();
                     return;
                 }
                 let valid_bytes = filled.min(chunk.expect_bytes);
@@ -1270,7 +1285,6 @@ impl Core {
         };
         let _ = ok;
         self.run_policy(now, None);
-        self.dispatch();
     }
 
     // ---- reports --------------------------------------------------------------------------

@@ -348,6 +348,11 @@ impl CompletionSink for Shared {
         let now = self.now();
         self.lock().complete(now, c);
     }
+
+    fn complete_all(&self, cs: &mut Vec<IoCompletion>) {
+        let now = self.now();
+        self.lock().complete_all(now, cs);
+    }
 }
 
 fn run_timer(shared: &Shared) {

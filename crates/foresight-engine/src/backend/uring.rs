@@ -5,8 +5,12 @@
 //! that eventfd outstanding, so a submission wakes the ring thread out of `io_uring_enter`. Each
 //! turn the thread moves every queued request into submission entries, submits them all with one
 //! `io_uring_enter` that also waits for at least one completion, then reaps every completion queue
-//! entry and delivers them, with no lock held. Batching happens on both sides: a burst of reads
-//! from many application threads costs one system call, and so does a burst of completions.
+//! entry and delivers them as one burst, with no lock of its own held. Batching happens on both
+//! sides: a burst of reads from many application threads costs one system call, and a burst of
+//! completions costs one system call and one turn of the driver's lock. The second matters on this
+//! kind of virtual disk, which completes its whole queue at once: handing the driver 32 completions
+//! one by one, each through a lock contended by a thousand readers, left the device idle about 5% of
+//! a 1,024-stream run (in-flight count sampled from `/proc/diskstats`); one burst cut that to 2%.
 //!
 //! A request's buffer and file stay owned by the ring thread's in-flight table from submission to
 //! completion, so the kernel writes into memory nobody else can reach or free. At shutdown the
@@ -200,9 +204,9 @@ impl RingThread {
                 Err(e) => panic!("io_uring_enter failed: {e}"),
             }
             self.reap();
-            for c in self.done.drain(..) {
-                self.port.deliver(c);
-            }
+            // One delivery per burst: the driver takes its lock once for all of them and hands
+            // the reads they free up back in one batch, which the next turn submits.
+            self.port.deliver_all(&mut self.done);
         }
     }
 
