@@ -25,7 +25,8 @@
 //!
 //! Progress goes to stderr; the table, or with `--json` one JSON array of objects, one per
 //! (N, method), with keys `streams, method, policy, mib_s, ratio_to_limit, memory_peak_bytes,
-//! cpu_s`, goes to stdout.
+//! cpu_s`, goes to stdout. `mib_s` is the median over the rounds; `ratio_to_limit` is the median
+//! of the per-round ratios, each method against the limit measured in the same round.
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -119,7 +120,8 @@ pub struct BenchArgs {
     backend: String,
     /// Rounds per N: every method is measured once per round, in an order rotated by one each
     /// round, and the median is reported (shared and virtual disks drift, and a virtual disk's host
-    /// may still hold what the previous method read; interleaving keeps the comparison fair).
+    /// may still hold what the previous method read; interleaving keeps the comparison fair). The
+    /// ratio to the limit is the median of the rounds' ratios, each against its own round's limit.
     #[arg(long, default_value_t = 3)]
     repeat: u32,
 }
@@ -319,7 +321,7 @@ pub fn run(a: &BenchArgs) -> anyhow::Result<()> {
     if p.emulate.is_some() {
         log(started, "kernel: not measured under --emulate (the kernel reads the real disk, not the modelled one)");
     }
-    let mut rows: Vec<Row> = Vec::new();
+    let mut rows: Vec<Summary> = Vec::new();
     for (k, &n) in p.streams.iter().enumerate() {
         let bytes = p.per_stream[k];
         let memory = p.memory[k];
@@ -333,7 +335,7 @@ pub fn run(a: &BenchArgs) -> anyhow::Result<()> {
                 memory
             ),
         );
-        let mut samples: Vec<Row> = Vec::new();
+        let mut samples: Vec<(u32, Row)> = Vec::new();
         for round in 0..p.repeat {
             let mut take = |r: Row| {
                 log(
@@ -348,7 +350,7 @@ pub fn run(a: &BenchArgs) -> anyhow::Result<()> {
                         r.note
                     ),
                 );
-                samples.push(r);
+                samples.push((round, r));
             };
             // Each round runs the methods in a different order (rotated by one), so that no method
             // always follows the same one: a virtual disk's host may still hold what the method
@@ -393,73 +395,98 @@ pub fn run(a: &BenchArgs) -> anyhow::Result<()> {
     print_rows(&p, &rows, a.json)
 }
 
-/// One row per (method, policy): the median rate and CPU time over the rounds, the largest memory
-/// peak, and the spread of rates in the note.
-fn medians(samples: Vec<Row>) -> Vec<Row> {
+/// One (method, policy) over all rounds of one N.
+struct Summary {
+    row: Row,
+    /// The median over the rounds of this method's rate divided by the limit's rate in the same
+    /// round; `None` when no round measured the limit.
+    ratio_to_limit: Option<f64>,
+}
+
+/// The median of `v` (the mean of the middle two for an even count); `v` is not empty.
+fn median(mut v: Vec<f64>) -> f64 {
+    assert!(!v.is_empty(), "the median of nothing");
+    v.sort_by(|a, b| a.total_cmp(b));
+    let m = v.len() / 2;
+    if v.len() % 2 == 1 {
+        v[m]
+    } else {
+        (v[m - 1] + v[m]) / 2.0
+    }
+}
+
+/// One summary per (method, policy): the median rate and CPU time over the rounds, the largest
+/// memory peak, the spread of rates in the note, and the ratio to the limit.
+///
+/// The ratio is taken round by round, each method against the limit measured in the same round,
+/// and the median of those ratios is reported. This disk's rate drifts by 10-20% from one half
+/// minute to the next (the limit's own rounds spread that much), and a round's methods run within
+/// seconds of each other, so pairing them within a round removes most of the drift that dividing
+/// one median by another would keep.
+fn medians(samples: Vec<(u32, Row)>) -> Vec<Summary> {
+    let limit_in = |round: u32| {
+        samples
+            .iter()
+            .find(|(k, r)| *k == round && r.method == "limit")
+            .map(|(_, r)| r.mib_s)
+            .filter(|&l| l > 0.0)
+    };
     let mut keys: Vec<(&'static str, Option<String>)> = Vec::new();
-    for r in &samples {
+    for (_, r) in &samples {
         let k = (r.method, r.policy.clone());
         if !keys.contains(&k) {
             keys.push(k);
         }
     }
-    let median = |mut v: Vec<f64>| {
-        v.sort_by(|a, b| a.total_cmp(b));
-        let m = v.len() / 2;
-        if v.len() % 2 == 1 {
-            v[m]
-        } else {
-            (v[m - 1] + v[m]) / 2.0
-        }
-    };
     keys.into_iter()
         .map(|(method, policy)| {
-            let of: Vec<&Row> = samples
+            let of: Vec<&(u32, Row)> = samples
                 .iter()
-                .filter(|r| r.method == method && r.policy == policy)
+                .filter(|(_, r)| r.method == method && r.policy == policy)
                 .collect();
-            let rates: Vec<f64> = of.iter().map(|r| r.mib_s).collect();
+            let rates: Vec<f64> = of.iter().map(|(_, r)| r.mib_s).collect();
             let lo = rates.iter().copied().fold(f64::INFINITY, f64::min);
             let hi = rates.iter().copied().fold(0.0, f64::max);
-            Row {
-                streams: of[0].streams,
-                method,
-                policy,
-                mib_s: median(rates),
-                memory_peak_bytes: of.iter().filter_map(|r| r.memory_peak_bytes).max(),
-                cpu_s: median(of.iter().map(|r| r.cpu_s).collect()),
-                note: format!("{lo:.0}..{hi:.0}"),
+            let ratios: Vec<f64> = of
+                .iter()
+                .filter_map(|(k, r)| limit_in(*k).map(|l| r.mib_s / l))
+                .collect();
+            let mut note = format!("{lo:.0}..{hi:.0}");
+            if method != "limit" && ratios.len() > 1 {
+                let rlo = ratios.iter().copied().fold(f64::INFINITY, f64::min);
+                let rhi = ratios.iter().copied().fold(0.0, f64::max);
+                note.push_str(&format!(" (x limit by round {rlo:.2}..{rhi:.2})"));
+            }
+            Summary {
+                ratio_to_limit: (!ratios.is_empty()).then(|| median(ratios)),
+                row: Row {
+                    streams: of[0].1.streams,
+                    method,
+                    policy,
+                    mib_s: median(rates),
+                    memory_peak_bytes: of.iter().filter_map(|(_, r)| r.memory_peak_bytes).max(),
+                    cpu_s: median(of.iter().map(|(_, r)| r.cpu_s).collect()),
+                    note,
+                },
             }
         })
         .collect()
 }
 
-fn print_rows(p: &Plan, rows: &[Row], as_json: bool) -> anyhow::Result<()> {
-    let limit_of = |n: u32| {
-        rows.iter()
-            .find(|r| r.streams == n && r.method == "limit")
-            .map(|r| r.mib_s)
-            .unwrap_or(0.0)
-    };
-    let ratio = |r: &Row| {
-        let l = limit_of(r.streams);
-        if l > 0.0 {
-            r.mib_s / l
-        } else {
-            0.0
-        }
-    };
+fn print_rows(p: &Plan, rows: &[Summary], as_json: bool) -> anyhow::Result<()> {
+    let ratio = |s: &Summary| s.ratio_to_limit.unwrap_or(0.0);
     let mut out = std::io::stdout().lock();
     if as_json {
         let v: Vec<_> = rows
             .iter()
-            .map(|r| {
+            .map(|s| {
+                let r = &s.row;
                 json!({
                     "streams": r.streams,
                     "method": r.method,
                     "policy": r.policy,
                     "mib_s": (r.mib_s * 10.0).round() / 10.0,
-                    "ratio_to_limit": (ratio(r) * 1000.0).round() / 1000.0,
+                    "ratio_to_limit": (ratio(s) * 1000.0).round() / 1000.0,
                     "memory_peak_bytes": r.memory_peak_bytes,
                     "cpu_s": (r.cpu_s * 100.0).round() / 100.0,
                 })
@@ -489,7 +516,8 @@ fn print_rows(p: &Plan, rows: &[Row], as_json: bool) -> anyhow::Result<()> {
         "{:>7}  {:<7} {:<8} {:>10} {:>9} {:>14} {:>7}  MiB/s range",
         "streams", "method", "policy", "MiB/s", "x limit", "memory peak", "cpu s"
     )?;
-    for r in rows {
+    for s in rows {
+        let r = &s.row;
         writeln!(
             out,
             "{:>7}  {:<7} {:<8} {:>10.1} {:>9.3} {:>14} {:>7.2}  {}",
@@ -497,7 +525,7 @@ fn print_rows(p: &Plan, rows: &[Row], as_json: bool) -> anyhow::Result<()> {
             r.method,
             r.policy.as_deref().unwrap_or("-"),
             r.mib_s,
-            ratio(r),
+            ratio(s),
             r.memory_peak_bytes
                 .map(|b| ByteLen(b).to_string())
                 .unwrap_or_else(|| "-".into()),
@@ -505,7 +533,11 @@ fn print_rows(p: &Plan, rows: &[Row], as_json: bool) -> anyhow::Result<()> {
             r.note
         )?;
     }
-    writeln!(out, "Medians of {} round(s).", p.repeat)?;
+    writeln!(
+        out,
+        "Medians of {} round(s); x limit is the median of each round's rate over that round's limit.",
+        p.repeat
+    )?;
     writeln!(
         out,
         "Each stream reads min(--file-size, --total-size / N) of its own file: {}.",
@@ -895,6 +927,54 @@ fn measure_engine(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn sample(round: u32, method: &'static str, mib_s: f64) -> (u32, Row) {
+        let row = Row {
+            streams: 8,
+            method,
+            policy: (method == "engine").then(|| "seqp".to_string()),
+            mib_s,
+            memory_peak_bytes: None,
+            cpu_s: 0.0,
+            note: String::new(),
+        };
+        (round, row)
+    }
+
+    #[test]
+    fn the_ratio_to_the_limit_pairs_each_round_with_its_own_limit() {
+        // The disk slows down in round 3 while the limit is measured, and the engine's rounds
+        // fall in faster moments: 0.9, 1.0 and 0.8 of their own round's limit.
+        let samples = vec![
+            sample(0, "limit", 2000.0),
+            sample(0, "engine", 1800.0),
+            sample(1, "engine", 1500.0),
+            sample(1, "limit", 1500.0),
+            sample(2, "limit", 1900.0),
+            sample(2, "engine", 1520.0),
+        ];
+        let out = medians(samples);
+        let engine = out.iter().find(|s| s.row.method == "engine").unwrap();
+        let limit = out.iter().find(|s| s.row.method == "limit").unwrap();
+        assert_eq!(engine.row.mib_s, 1520.0, "the median rate");
+        assert_eq!(limit.row.mib_s, 1900.0);
+        // Dividing the medians would give 0.8; the median of the paired ratios is 0.9.
+        assert!((engine.ratio_to_limit.unwrap() - 0.9).abs() < 1e-12);
+        assert_eq!(limit.ratio_to_limit, Some(1.0));
+        assert!(
+            engine.row.note.contains("x limit by round 0.80..1.00"),
+            "{}",
+            engine.row.note
+        );
+    }
+
+    #[test]
+    fn a_round_without_a_limit_gives_no_ratio() {
+        let out = medians(vec![sample(0, "engine", 100.0), sample(1, "engine", 300.0)]);
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].row.mib_s, 200.0, "the mean of the middle two");
+        assert_eq!(out[0].ratio_to_limit, None);
+    }
 
     #[test]
     fn the_default_budget_is_two_reads_a_stream_within_a_gib_and_a_quarter_of_memory() {
