@@ -35,9 +35,15 @@ fn bad_bench_input_exits_2_naming_the_flag() {
         (vec!["--memory", "plenty"], "--memory"),
     ] {
         let d = dir("bad");
-        let mut all = vec!["bench", "--dir", d.as_str()];
+        // Small sizes, so that if checking ever moved after file creation this test would write
+        // megabytes, not the default's gigabytes.
+        let mut all = vec!["bench", "--dir", d.as_str(), "--total-size", "64MiB"];
+        if args[0] != "--file-size" {
+            all.extend(["--file-size", "1MiB"]);
+        }
         all.extend(args.iter().copied());
         let (code, _, err) = foresight(&all);
+        let _ = std::fs::remove_dir_all(&d);
         assert_eq!(code, 2, "{all:?} should exit 2: {err}");
         assert!(
             err.contains(name),
