@@ -94,7 +94,8 @@ in flight), for each number of concurrent streams in --streams.
 
 Files are created once under --dir (default ./foresight-bench, relative to the current \
 directory), reused when they have the right size, and dropped from the page cache before every \
-measurement. Each stream reads min(--file-size, --total-size / N) of its own file. --emulate PRESET \
+measurement. Each N has its own N files of min(--file-size, --total-size / N) bytes, and each \
+stream reads its file whole. --emulate PRESET \
 runs the engine on a modelled device instead (real bytes, modelled completion times).
 
 Example:
