@@ -744,18 +744,7 @@ fn run_fio(p: &Plan, files: &[PathBuf], n: u32) -> anyhow::Result<Option<Row>> {
 /// Bytes of reserved huge pages free now (`HugePages_Free` x `Hugepagesize` in `/proc/meminfo`),
 /// or 0 where that cannot be read.
 fn free_huge_page_bytes() -> u64 {
-    let Ok(m) = std::fs::read_to_string("/proc/meminfo") else {
-        return 0;
-    };
-    let field = |name: &str| -> Option<u64> {
-        m.lines()
-            .find_map(|l| l.strip_prefix(name))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-    };
-    match (field("HugePages_Free:"), field("Hugepagesize:")) {
-        (Some(pages), Some(kib)) => pages * kib * 1024,
-        _ => 0,
-    }
+    meminfo(&["HugePages_Free:", "Hugepagesize:"]).map_or(0, |v| v[0] * v[1] * 1024)
 }
 
 /// Runs `read_one(i, path, deadline, buf)` on one thread per file, all starting together; returns
@@ -848,22 +837,34 @@ fn auto_memory(
     max_io: ByteLen,
     machine_bytes: u64,
 ) -> ByteLen {
-    let per_stream = bytes.min(2 * readahead_max.0.max(max_io.0));
-    let want = n as u64 * (per_stream + per_stream / 8);
+    let per_stream_bytes = bytes.min(2 * readahead_max.0.max(max_io.0));
+    let want = n as u64 * (per_stream_bytes + per_stream_bytes / 8);
     let cap = (machine_bytes / 4).max(1 << 30);
     ByteLen(want.clamp(1 << 30, cap).next_multiple_of(1 << 20))
 }
 
 /// This machine's memory (`MemTotal` of `/proc/meminfo`), or 4 GiB where it cannot be read.
 fn physical_memory_bytes() -> u64 {
-    std::fs::read_to_string("/proc/meminfo")
-        .ok()
-        .and_then(|m| {
-            m.lines()
-                .find_map(|l| l.strip_prefix("MemTotal:"))
-                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+    meminfo(&["MemTotal:"]).map_or(4 << 30, |v| v[0] * 1024)
+}
+
+/// The values of `fields` (names with their colon) in `/proc/meminfo`, in order, as the numbers
+/// it prints (kB for sizes, a count for `HugePages_*`); `None` if it cannot be read or a field is
+/// missing.
+fn meminfo(fields: &[&str]) -> Option<Vec<u64>> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    meminfo_fields(&text, fields)
+}
+
+fn meminfo_fields(text: &str, fields: &[&str]) -> Option<Vec<u64>> {
+    fields
+        .iter()
+        .map(|name| {
+            text.lines()
+                .find_map(|l| l.strip_prefix(name))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
         })
-        .map_or(4 << 30, |kib| kib * 1024)
+        .collect()
 }
 
 fn mib_s(bytes: u64, secs: f64) -> f64 {
@@ -986,6 +987,20 @@ fn measure_engine(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn meminfo_fields_are_read_by_name_and_a_missing_one_is_none() {
+        let text =
+            "MemTotal:       24598156 kB\nHugePages_Total:      40\nHugePages_Free:       38\n\
+                    Hugepagesize:       2048 kB\n";
+        assert_eq!(meminfo_fields(text, &["MemTotal:"]), Some(vec![24_598_156]));
+        assert_eq!(
+            meminfo_fields(text, &["HugePages_Free:", "Hugepagesize:"]),
+            Some(vec![38, 2048])
+        );
+        assert_eq!(meminfo_fields(text, &["MemTotal:", "Shmem:"]), None);
+        assert_eq!(meminfo_fields("MemTotal: lots kB\n", &["MemTotal:"]), None);
+    }
 
     fn sample(round: u32, method: &'static str, mib_s: f64) -> (u32, Row) {
         let row = Row {
