@@ -19,7 +19,8 @@
 //! files between the N values would leave streams stopping short of their files' ends, and every
 //! readahead past that point (the engine's and the kernel's, not the limit reader's) would be waste
 //! the benchmark made: 1,024 streams reading 8 MiB of the 32 MiB files that 256 streams need read
-//! 1.3-1.5 GB more than their 8 GiB under `seqp`. A measurement also stops after `--duration`.
+//! 0.8-1.5 GiB more than their 8 GiB under `seqp` (five rounds). A measurement also stops after
+//! `--duration`.
 //!
 //! `--emulate PRESET` runs the engine on the `emulated` backend instead: the same real bytes, but
 //! every read completes when the named device model says it would (files spread over the modelled

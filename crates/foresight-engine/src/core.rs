@@ -1394,3 +1394,122 @@ struct ChunkSpec {
     urgent: bool,
     may_evict: bool,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::BackendKind;
+    use foresight_policy::PolicyConfig;
+    use std::path::{Path, PathBuf};
+    use std::sync::Mutex;
+
+    /// Holds what it is given and records each `submit` call's batch size; completes nothing by
+    /// itself, so a test decides when and how completions arrive.
+    #[derive(Default)]
+    struct Holding {
+        held: Mutex<Vec<IoRequest>>,
+        batches: Mutex<Vec<usize>>,
+    }
+
+    impl IoBackend for Holding {
+        fn kind(&self) -> BackendKind {
+            BackendKind::Noop
+        }
+        fn open(&self, _: &Path, _: FileId, _: bool) -> io::Result<FileHandle> {
+            unreachable!("the test registers its handle directly")
+        }
+        fn capacity(&self) -> usize {
+            2
+        }
+        fn submit(&self, batch: &mut Vec<IoRequest>) {
+            self.batches.lock().unwrap().push(batch.len());
+            self.held.lock().unwrap().append(batch);
+        }
+        fn shutdown(&self) {}
+    }
+
+    /// A core over `Holding` with queue depth 2 and no readahead, with one 1 MiB file open and a
+    /// demand read of its first 256 KiB: four 64 KiB reads, two in flight and two queued.
+    fn core_with_four_reads() -> (Core, Arc<Holding>) {
+        let backend = Arc::new(Holding::default());
+        let cfg = PolicyConfig {
+            name: "none".into(),
+            ..PolicyConfig::default()
+        };
+        let policy = foresight_policy::build(&cfg, Arc::new(Layout::unplaced(&[]))).unwrap();
+        let mut core = Core::new(
+            policy,
+            backend.clone(),
+            CoreConfig {
+                memory_bytes: 1 << 20,
+                queue_depth: 2,
+                max_io_bytes: 64 << 10,
+                prefault: false,
+            },
+            Arc::new(Condvar::new()),
+        );
+        let handle = FileHandle {
+            id: core.next_file_id(),
+            path: PathBuf::from("mem"),
+            file: None,
+            direct: false,
+            size_bytes: 1 << 20,
+            identity: (1, 1),
+            volume_offset_bytes: None,
+        };
+        let (file, stream, _) = core.open(handle);
+        core.begin_read(Instant(0), stream, file, 0, 256 << 10);
+        assert!(core.demand(stream, file, 0, 256 << 10));
+        assert_eq!(core.in_flight, 2);
+        assert_eq!(
+            core.urgent.len() + core.ahead.len(),
+            2,
+            "two reads wait for a slot"
+        );
+        (core, backend)
+    }
+
+    fn completions(backend: &Holding) -> Vec<IoCompletion> {
+        backend
+            .held
+            .lock()
+            .unwrap()
+            .drain(..)
+            .map(|r| IoCompletion {
+                token: r.token,
+                buf: r.buf,
+                result: Ok(r.len_bytes),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_burst_of_completions_refills_the_queue_in_one_submission() {
+        let (mut core, backend) = core_with_four_reads();
+        backend.batches.lock().unwrap().clear();
+        let mut burst = completions(&backend);
+        assert_eq!(burst.len(), 2);
+        core.complete_all(Instant(1), &mut burst);
+        assert!(burst.is_empty());
+        assert_eq!(
+            *backend.batches.lock().unwrap(),
+            vec![2],
+            "one batch of both waiting reads"
+        );
+        assert_eq!(core.in_flight, 2);
+        assert_eq!(core.stats().device_reads, 2);
+        core.check();
+    }
+
+    #[test]
+    fn completions_one_at_a_time_refill_one_read_each() {
+        let (mut core, backend) = core_with_four_reads();
+        backend.batches.lock().unwrap().clear();
+        for c in completions(&backend) {
+            core.complete(Instant(1), c);
+        }
+        assert_eq!(*backend.batches.lock().unwrap(), vec![1, 1]);
+        assert_eq!(core.in_flight, 2);
+        core.check();
+    }
+}
