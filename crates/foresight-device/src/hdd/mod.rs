@@ -1014,7 +1014,13 @@ impl Hdd {
         match self.params.queue_policy {
             QueuePolicy::Fcfs => 0,
             QueuePolicy::CLook => {
-                let head = self.head_lba_at_ns(t);
+                // The sweep goes on from where the last command's data ended, not from how far a
+                // read-ahead has run since: a command that starts inside the running read-ahead
+                // is served from it without positioning, so it belongs to this sweep, not the next.
+                let head = match self.cache.streaming() {
+                    Some((_, ra)) => ra.origin_lba.min(self.head_lba_at_ns(t)),
+                    None => self.head_lba,
+                };
                 let mut ahead: Option<(u64, usize)> = None;
                 let mut lowest: Option<(u64, usize)> = None;
                 for (i, p) in self.pending.iter().enumerate() {

@@ -189,6 +189,53 @@ fn c_look_serves_ascending_from_the_head_then_wraps() {
 }
 
 #[test]
+fn c_look_serves_commands_inside_the_running_read_ahead_before_moving_on() {
+    // One read of [0, 1024) on an idle C-LOOK drive that reads ahead; 200 us after it completes,
+    // while the read-ahead runs on from sector 1024, three reads arrive at once: [1024, 1032) and
+    // [1040, 1552), which the stream has passed the start of (the second not yet the end), and one
+    // far ahead. The two inside the stream belong to this sweep: served first, in order, with no
+    // seek and no rotational wait. Picking by how far the stream has run instead put them behind
+    // the far read, in the next sweep, each then paying a seek back and a rotational wait.
+    let mut p = cheetah_15k5();
+    p.queue_depth = 8;
+    p.queue_policy = QueuePolicy::CLook;
+    let mut d = Hdd::new(p);
+    let read = |id: u64, lba: u64, sectors: u32| DevRequest {
+        id,
+        op: Op::Read,
+        lba: Lba(lba),
+        sectors,
+    };
+    d.submit(Instant::ZERO, read(0, 0, 1024));
+    let mut out = Vec::new();
+    while out.is_empty() {
+        let t = d.next_event().expect("the first read is in service");
+        d.advance(t, &mut out);
+    }
+    let later = out[0].at + Duration::from_micros(200);
+    assert!(
+        d.head_lba_at(later).0 > 1040,
+        "the read-ahead has passed sector 1040: {:?}",
+        d.head_lba_at(later)
+    );
+    out.clear();
+    let far = 2_000_000;
+    for (id, lba, sectors) in [(1, 1024, 8), (2, 1040, 512), (3, far, 8)] {
+        d.submit(later, read(id, lba, sectors));
+    }
+    while let Some(t) = d.next_event() {
+        d.advance(t, &mut out);
+    }
+    let order: Vec<u64> = out.iter().map(|c| c.id).collect();
+    assert_eq!(order, vec![1, 2, 3]);
+    // A sector's worth of rounding at most: a lost rotation would cost milliseconds.
+    for c in &out[..2] {
+        assert_eq!(c.breakdown.seek, Duration::ZERO, "{c:?}");
+        assert!(c.breakdown.rotate < Duration::from_micros(20), "{c:?}");
+    }
+}
+
+#[test]
 fn sptf_positions_less_than_c_look_and_fcfs() {
     // Twenty batches of eight 4 KiB reads within 2 million sectors, each batch queued at once on an
     // idle drive: shortest positioning time first spends less on seeks and rotational waits in
