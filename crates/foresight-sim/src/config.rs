@@ -448,6 +448,21 @@ impl Section {
         Ok(v)
     }
 
+    /// The size of an optional cache: 0 turns it off; otherwise it must hold at least one page.
+    pub fn cache_size(&mut self, key: &str) -> Result<ByteLen, ConfigError> {
+        let v = self.size(key, ByteLen(0), ByteLen(0), MAX_SIZE)?;
+        if v.0 > 0 && v.0 < foresight_policy::PAGE_BYTES {
+            return Err(key_err(
+                &self.path(key),
+                format!(
+                    "a cache holds whole pages: give 0 (no cache) or at least {}, got {v}",
+                    ByteLen(foresight_policy::PAGE_BYTES)
+                ),
+            ));
+        }
+        Ok(v)
+    }
+
     /// A duration (`250us`, `1.92ms`, `60s`).
     pub fn duration(&mut self, key: &str, default: Duration) -> Result<Duration, ConfigError> {
         self.opt_duration(key).map(|d| d.unwrap_or(default))
@@ -597,7 +612,7 @@ impl SimConfig {
                 }
                 other => other,
             },
-            controller_cache: d.size("controller_cache", ByteLen(0), ByteLen(0), MAX_SIZE)?,
+            controller_cache: d.cache_size("controller_cache")?,
             controller_readahead: d.size(
                 "controller_readahead",
                 ByteLen(0),
@@ -662,7 +677,7 @@ impl SimConfig {
             )?,
             read_expire: h.duration("read_expire", Duration::from_millis(500))?,
             antic_expire: h.duration("antic_expire", Duration::from_millis(6))?,
-            raid_cache: h.size("raid_cache", ByteLen(0), ByteLen(0), MAX_SIZE)?,
+            raid_cache: h.cache_size("raid_cache")?,
             nr_requests: h.int("nr_requests", 128, 1, 1 << 20)? as u32,
         };
         if host.antic_expire > Duration::from_secs(1) {
@@ -1055,6 +1070,11 @@ mod tests {
             e.contains("policy.readahead_rule") && e.contains("synchronous"),
             "{e}"
         );
+        for key in ["device.controller_cache", "host.raid_cache"] {
+            let e = cfg("", &[&format!("{key}=100")]).unwrap_err().to_string();
+            assert!(e.contains(key) && e.contains("4KiB"), "{e}");
+            assert!(cfg("", &[&format!("{key}=0")]).is_ok());
+        }
         let e = cfg("", &["device.queue_policy=elevator"])
             .unwrap_err()
             .to_string();
