@@ -665,8 +665,10 @@ impl Sim {
         let offset = match p.pattern {
             Pattern::Streams => {
                 if st.next_offset + req > file_bytes {
-                    // Start the file again: a run longer than the file keeps reading.
-                    st.next_offset = 0;
+                    // The stream has read its file. (Starting it again would read a file that
+                    // fits in the client cache from memory, at no simulated time, for ever.)
+                    st.reads_left = 0;
+                    return;
                 }
                 st.next_offset
             }

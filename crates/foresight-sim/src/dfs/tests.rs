@@ -17,6 +17,21 @@ fn every_system_moves_data() {
     }
 }
 
+#[test]
+fn a_stream_ends_at_the_end_of_its_file() {
+    // Files of 1 MiB fit in every client cache: a stream that went back to the start would read
+    // them from memory at no simulated time and the run would never reach its end.
+    for s in foresight_policy::adaptive::dfs::DFS_SYSTEMS {
+        let p = DfsParams {
+            file_size: ByteLen::mib(1),
+            ..quick(*s, 2)
+        };
+        let r = run(&p).unwrap().report;
+        assert_eq!(r.app_bytes, 2 << 20, "{s}: {r:?}");
+        assert!(r.elapsed_s < 2.0, "{s}: the streams end before the duration: {r:?}");
+    }
+}
+
 fn fig9a(system: DfsSystem, queue: Option<QueueKind>, streams: u32) -> f64 {
     let p = DfsParams {
         system,
