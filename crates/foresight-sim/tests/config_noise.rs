@@ -1,0 +1,303 @@
+//! The config parser against noise: random bytes as a config file, and random `--set` assignments
+//! of every documented key to values of every kind. Bad input must come back as a `ConfigError`
+//! (which the CLI turns into exit code 2 and a message naming the key), never as a panic; and a
+//! config that parses must run, or be refused by `run` with an error, again without a panic.
+//!
+//! proptest prints the failing input (the bytes, or the assignments) and saves it under
+//! `proptest-regressions/`, so a failure replays. A run that never ends prints nothing, so with
+//! `NOISE_TRACE=1` set (and `--nocapture`) each config is printed before it runs.
+
+use foresight_sim::config::{apply_set, parse_config_text, SimConfig};
+use foresight_sim::{run, RunOptions};
+use proptest::prelude::*;
+
+/// One assignment: a documented key, and either a value that suits it or one from [`VALUES`].
+fn assignment() -> impl Strategy<Value = (&'static str, &'static str)> {
+    (prop::sample::select(KEYS), any::<bool>()).prop_flat_map(|((key, suits), noise)| {
+        let values = if noise { VALUES } else { suits };
+        prop::sample::select(values).prop_map(move |v| (key, v))
+    })
+}
+
+/// Every key `foresight sim --help` documents, the tiered and DFS ones included, each with values
+/// that suit it (which the tests mix with [`VALUES`], so that many configs get as far as a run).
+const KEYS: &[(&str, &[&str])] = &[
+    ("seed", &["1", "7"]),
+    (
+        "device.kind",
+        &["hdd", "ssd", "raid0", "jbod", "tiered", "constant"],
+    ),
+    (
+        "device.preset",
+        &[
+            "wd800jd",
+            "cheetah-15k5",
+            "ssd-850evo",
+            "st6000nm0024",
+            "atlas-10k",
+        ],
+    ),
+    ("device.disks", &["1", "2", "5"]),
+    ("device.strip", &["\"4KiB\"", "\"128KiB\""]),
+    ("device.queue_depth", &["1", "8", "32"]),
+    ("device.queue_policy", &["fcfs", "clook", "sptf"]),
+    ("device.cache_segments", &["1", "16"]),
+    ("device.segment_size", &["\"64KiB\"", "\"512KiB\""]),
+    ("device.drive_readahead", &["0", "\"512KiB\""]),
+    ("device.drive_readahead_min", &["0", "\"64KiB\""]),
+    ("device.controller_mib_s", &["100", "450"]),
+    ("device.controller_cache", &["0", "\"4KiB\"", "\"64MiB\""]),
+    ("device.controller_readahead", &["0", "\"1MiB\""]),
+    ("device.t_upper", &["\"1ms\""]),
+    ("device.t_lower", &["\"10ms\""]),
+    ("device.t_lower_to_upper", &["\"5ms\""]),
+    ("device.upper_capacity", &["\"1MiB\""]),
+    ("device.memory", &["\"1MiB\""]),
+    ("device.tiers", &["[\"ssd-850evo\", \"wd800jd\"]"]),
+    ("device.link", &["lan-1g"]),
+    ("host.memory", &["\"1MiB\"", "\"64MiB\""]),
+    ("host.scheduler", &["noop", "deadline", "anticipatory"]),
+    ("host.max_request", &["\"4KiB\"", "\"512KiB\""]),
+    ("host.read_expire", &["\"1ms\"", "\"500ms\""]),
+    ("host.antic_expire", &["\"0ms\"", "\"6ms\""]),
+    ("host.nr_requests", &["1", "128"]),
+    ("host.raid_cache", &["0", "\"4KiB\"", "\"16MiB\""]),
+    (
+        "policy.name",
+        &[
+            "none",
+            "seqp",
+            "saseqp",
+            "msp+seqp",
+            "msp+saseqp",
+            "streams",
+            "directed",
+            "tip",
+            "ipipe",
+            "ipo",
+            "ipods",
+        ],
+    ),
+    ("policy.readahead_max", &["0", "\"128KiB\"", "\"4MiB\""]),
+    ("policy.readahead_rule", &["linux", "synchronous"]),
+    ("policy.sc_max", &["1", "42"]),
+    ("policy.sc_thresh", &["1", "38"]),
+    ("policy.sps_max", &["1", "8"]),
+    ("policy.readahead", &["\"4KiB\"", "\"8MiB\""]),
+    ("policy.per_turn", &["1", "4"]),
+    ("policy.memory", &["\"4KiB\"", "\"16MiB\""]),
+    ("policy.dispatch", &["1", "2"]),
+    ("policy.timeout", &["\"1ms\"", "\"2s\""]),
+    ("policy.offset", &["1", "32"]),
+    ("policy.threshold", &["1", "2"]),
+    ("policy.directed_memory", &["0", "\"8KiB\"", "\"1MiB\""]),
+    ("policy.infill_max", &["auto", "0", "\"64KiB\""]),
+    ("policy.contention", &["true", "false"]),
+    ("policy.x_cache", &["auto", "1", "8"]),
+    ("policy.max_bw", &["1", "4"]),
+    ("policy.pnext_groups", &["1", "2"]),
+    ("policy.lru_hit_gain", &["0", "0.5"]),
+    (
+        "workload.kind",
+        &[
+            "streams",
+            "random",
+            "webserver",
+            "scan",
+            "tiles",
+            "gaps",
+            "hinted",
+        ],
+    ),
+    ("workload.streams", &["1"]),
+    ("workload.file_size", &["1"]),
+    ("workload.files", &["1"]),
+    ("workload.request", &["\"4KiB\"", "\"64KiB\"", "\"1MiB\""]),
+    ("workload.think", &["\"0ms\"", "\"1ms\""]),
+    ("workload.duration", &["1"]),
+    ("workload.requests", &["1"]),
+    (
+        "workload.placement",
+        &["spread", "contiguous", "aligned", "fragmented"],
+    ),
+    ("workload.extent", &["\"4KiB\"", "\"1MiB\""]),
+    ("workload.metadata", &["true", "false"]),
+    ("workload.closed", &["true", "false"]),
+    ("workload.tile", &["\"8KiB\""]),
+    ("workload.tiles_across", &["1"]),
+    ("workload.gap", &["0", "\"16KiB\""]),
+    ("workload.gap_dist", &["fixed", "exponential"]),
+    ("workload.reads", &["1"]),
+    ("workload.block", &["\"4KiB\"", "\"64KiB\""]),
+    ("workload.consume", &["\"0ms\"", "\"1ms\""]),
+    ("workload.order", &["sequential", "random"]),
+    (
+        "dfs.system",
+        &[
+            "local",
+            "lustre",
+            "nfs",
+            "hdfs",
+            "gluster",
+            "dedicated",
+            "aps",
+        ],
+    ),
+    ("dfs.queue", &["shared", "dedicated"]),
+    ("dfs.workers", &["1"]),
+    ("dfs.alpha", &["auto", "1", "4"]),
+    ("dfs.max_alpha", &["1", "16"]),
+    ("dfs.slice", &["\"1ms\"", "\"100ms\""]),
+    ("dfs.slice_idle", &["\"0ms\"", "\"8ms\""]),
+    ("network.link", &["lan-1g", "wan-10g"]),
+    ("network.delay", &["\"0ms\"", "\"4ms\""]),
+    ("network.bandwidth", &["\"1Gbit/s\"", "\"100MB/s\""]),
+    ("network.window", &["\"64KiB\"", "\"30MiB\""]),
+];
+
+/// Values of every kind the keys take, valid for some and wrong for others: numbers (zero,
+/// negative, huge, fractional), sizes, durations, rates, booleans, names of every enumeration,
+/// arrays, tables and plain garbage.
+const VALUES: &[&str] = &[
+    "0",
+    "1",
+    "2",
+    "3",
+    "5",
+    "8",
+    "64",
+    "1000",
+    "-1",
+    "0.5",
+    "1e300",
+    "18446744073709551615",
+    "\"0B\"",
+    "\"4KiB\"",
+    "\"64KiB\"",
+    "\"128KiB\"",
+    "\"1MiB\"",
+    "\"8MiB\"",
+    "\"64MiB\"",
+    "\"1GiB\"",
+    "\"1024TiB\"",
+    "\"0ms\"",
+    "\"1ms\"",
+    "\"50ms\"",
+    "\"2s\"",
+    "\"100MB/s\"",
+    "\"1Gbit/s\"",
+    "true",
+    "false",
+    "auto",
+    "none",
+    "seqp",
+    "saseqp",
+    "msp+seqp",
+    "streams",
+    "directed",
+    "tip",
+    "ipipe",
+    "ipods",
+    "hdd",
+    "ssd",
+    "raid0",
+    "jbod",
+    "tiered",
+    "constant",
+    "wd800jd",
+    "cheetah-15k5",
+    "ssd-850evo",
+    "st6000nm0024",
+    "fcfs",
+    "clook",
+    "sptf",
+    "noop",
+    "deadline",
+    "anticipatory",
+    "random",
+    "webserver",
+    "scan",
+    "tiles",
+    "gaps",
+    "hinted",
+    "trace",
+    "spread",
+    "contiguous",
+    "fragmented",
+    "exponential",
+    "fixed",
+    "lustre",
+    "aps",
+    "local",
+    "lan-1g",
+    "wan-10g",
+    "[1, 2]",
+    "[\"ssd-850evo\", \"wd800jd\"]",
+    "{ a = 1 }",
+    "\"\"",
+    "\u{fffd}\u{0}",
+];
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    /// Random bytes as a config file: an error or a config, never a panic.
+    #[test]
+    fn random_bytes_as_a_config_file_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..400)) {
+        let text = String::from_utf8_lossy(&bytes);
+        if let Ok(table) = parse_config_text(&text, "noise.toml") {
+            let _ = SimConfig::from_table(table, None);
+        }
+    }
+
+    /// TOML-shaped noise over the real section and key names.
+    #[test]
+    fn toml_shaped_noise_never_panics(
+        lines in proptest::collection::vec(assignment(), 0..12)
+    ) {
+        let mut text = String::new();
+        for (key, value) in &lines {
+            match key.split_once('.') {
+                Some((section, k)) => text.push_str(&format!("[{section}]\n{k} = {value}\n")),
+                None => text.push_str(&format!("{key} = {value}\n")),
+            }
+        }
+        if let Ok(table) = parse_config_text(&text, "noise.toml") {
+            let _ = SimConfig::from_table(table, None);
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+    /// Random `--set` assignments: refused with an error or accepted; an accepted config runs or
+    /// `run` refuses it with an error. Neither panics. (Keys that size the work get small values,
+    /// so that each run takes a moment.)
+    #[test]
+    fn random_assignments_parse_and_run_without_panics(
+        sets in proptest::collection::vec(assignment(), 1..8)
+    ) {
+        let mut table = toml::Table::new();
+        let mut ok = true;
+        for (key, value) in &sets {
+            // Keys that set how much work a run is get small values, so that a run takes a moment.
+            let value = match *key {
+                "workload.duration" => "\"20ms\"",
+                "workload.streams" | "workload.files" | "device.disks" | "dfs.workers" => "2",
+                "workload.file_size" | "device.memory" | "device.upper_capacity" => "\"1MiB\"",
+                "workload.requests" | "workload.reads" | "workload.tiles_across" => "50",
+                _ => value,
+            };
+            ok &= apply_set(&mut table, &format!("{key}={value}")).is_ok();
+        }
+        if ok {
+            if let Ok(cfg) = SimConfig::from_table(table.clone(), None) {
+                if std::env::var_os("NOISE_TRACE").is_some() {
+                    eprintln!("RUN {table:?}");
+                }
+                let _ = run(&cfg, RunOptions::default());
+            }
+        }
+    }
+}
