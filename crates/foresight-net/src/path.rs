@@ -117,4 +117,36 @@ mod tests {
         ));
         std::fs::remove_dir_all(&dir).unwrap();
     }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 512, ..Default::default() })]
+
+        /// Whatever the request path, built from the pieces escapes are made of (dot segments,
+        /// encoded dots and slashes, broken escapes, NULs, a symlink out of the root, a file
+        /// beside the root), `resolve` never panics, and what it accepts is a regular file under
+        /// the root. proptest prints the path that breaks it.
+        #[test]
+        fn no_path_resolves_outside_the_root(
+            pieces in proptest::collection::vec(
+                proptest::sample::select(vec![
+                    "/", ".", "..", "%2e", "%2E", "%2f", "%2F", "%", "%2", "%00", "%zz", "sub",
+                    "f.bin", "link", "secret", "root", "//", "\\", "%5c", "\u{e9}", "%c3%a9",
+                ]),
+                0..10,
+            )
+        ) {
+            let dir = std::env::temp_dir().join(format!("foresight-path-prop-{}", std::process::id()));
+            let root = dir.join("root");
+            std::fs::create_dir_all(root.join("sub")).unwrap();
+            std::fs::write(root.join("sub/f.bin"), b"x").unwrap();
+            std::fs::write(dir.join("secret"), b"s").unwrap();
+            let _ = std::os::unix::fs::symlink(dir.join("secret"), root.join("link"));
+            let root = root.canonicalize().unwrap();
+            let path: String = pieces.concat();
+            let got = resolve(&root, &path);
+            let inside = got.as_ref().map_or(true, |f| f.starts_with(&root) && f.is_file());
+            std::fs::remove_dir_all(&dir).unwrap();
+            proptest::prop_assert!(inside, "{path} -> {got:?}");
+        }
+    }
 }
