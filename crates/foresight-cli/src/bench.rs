@@ -227,7 +227,13 @@ fn plan(a: &BenchArgs) -> anyhow::Result<Plan> {
         return Err(input("--limit-depth: give 1 to 1024"));
     }
     let duration = parse_duration(&a.duration).map_err(|e| input(format!("--duration: {e}")))?;
-    let duration = Duration::from_nanos(duration.0.max(1));
+    if duration.0 < 1_000_000 {
+        return Err(input(format!(
+            "--duration: {} stops every measurement before it has read anything; give 1ms or more",
+            a.duration
+        )));
+    }
+    let duration = Duration::from_nanos(duration.0);
     let backend = match a.backend.as_str() {
         "auto" => Backend::Auto,
         "uring" => Backend::Uring,

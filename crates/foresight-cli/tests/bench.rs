@@ -32,6 +32,7 @@ fn bad_bench_input_exits_2_naming_the_flag() {
         (vec!["--streams", "0"], "--streams"),
         (vec!["--backend", "magic"], "--backend"),
         (vec!["--duration", "soon"], "--duration"),
+        (vec!["--duration", "0s"], "--duration"),
         (vec!["--memory", "plenty"], "--memory"),
     ] {
         let d = dir("bad");
