@@ -277,10 +277,27 @@ fn main() -> ExitCode {
             } else {
                 1
             };
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", describe(&e));
             ExitCode::from(code)
         }
     }
+}
+
+/// The error and its causes on one line, each cause once: many of the library errors already
+/// name their cause in their own message, and printing the chain as it is would repeat it.
+fn describe(e: &anyhow::Error) -> String {
+    let mut line = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if line.contains(&text) {
+            continue;
+        }
+        if !line.is_empty() {
+            line.push_str(": ");
+        }
+        line.push_str(&text);
+    }
+    line
 }
 
 fn load_config(path: Option<&Path>, sets: &[String]) -> anyhow::Result<SimConfig> {
@@ -435,4 +452,33 @@ fn cmd_reproduce(names: &[String], quick: bool, out: &Path, list: bool) -> anyho
         started.elapsed().as_secs_f64()
     );
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn describe_names_each_cause_once() {
+        let io = std::io::Error::new(std::io::ErrorKind::NotFound, "no such file");
+        // A library error that already prints its cause, with the cause also as its source.
+        #[derive(Debug)]
+        struct Writing {
+            source: std::io::Error,
+        }
+        impl std::fmt::Display for Writing {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                write!(f, "writing out/report.md: {}", self.source)
+            }
+        }
+        impl std::error::Error for Writing {
+            fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+                Some(&self.source)
+            }
+        }
+        let e = anyhow::Error::new(Writing { source: io });
+        assert_eq!(describe(&e), "writing out/report.md: no such file");
+        let e = anyhow::anyhow!("inner").context("outer");
+        assert_eq!(describe(&e), "outer: inner");
+    }
 }

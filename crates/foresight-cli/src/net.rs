@@ -326,6 +326,24 @@ pub struct ProxyArgs {
 
 /// Runs `foresight proxy` until interrupted.
 pub fn run_proxy(a: &ProxyArgs) -> anyhow::Result<()> {
+    // A mistyped upstream would otherwise show only as every relayed connection failing.
+    let resolved = std::net::ToSocketAddrs::to_socket_addrs(a.upstream.as_str())
+        .map(|mut addrs| addrs.next().is_some());
+    match resolved {
+        Ok(true) => {}
+        Ok(false) => {
+            return Err(input(format!(
+                "--upstream: `{}` resolves to no address",
+                a.upstream
+            )))
+        }
+        Err(e) => {
+            return Err(input(format!(
+                "--upstream: `{}` is not a HOST:PORT that resolves ({e}); give e.g. 127.0.0.1:8080",
+                a.upstream
+            )))
+        }
+    }
     let handle = proxy::spawn(ProxyConfig {
         listen: a.listen,
         upstream: a.upstream.clone(),

@@ -38,6 +38,10 @@ fn bad_network_arguments_exit_2_and_name_the_argument() {
             ],
             "--bandwidth",
         ),
+        (
+            vec!["proxy", "--listen", "127.0.0.1:0", "--upstream", "nope"],
+            "--upstream",
+        ),
         (vec!["net-soak", "--clients", "0"], "--clients"),
     ] {
         let out = bin().args(&args).output().unwrap();
