@@ -28,7 +28,10 @@ fn a_stream_ends_at_the_end_of_its_file() {
         };
         let r = run(&p).unwrap().report;
         assert_eq!(r.app_bytes, 2 << 20, "{s}: {r:?}");
-        assert!(r.elapsed_s < 2.0, "{s}: the streams end before the duration: {r:?}");
+        assert!(
+            r.elapsed_s < 2.0,
+            "{s}: the streams end before the duration: {r:?}"
+        );
     }
 }
 
