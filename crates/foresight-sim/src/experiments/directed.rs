@@ -142,17 +142,9 @@ pub fn run(ctx: &Context<'_>) -> Result<Section, ExperimentError> {
         for dist in ["fixed", "exponential"] {
             for &g in &gap_settings {
                 auto_settings.push((dev, dist, g));
-                push(
-                    dev,
-                    file,
-                    g,
-                    dist,
-                    vec![
-                        "policy.name=directed".into(),
-                        "policy.infill_max=auto".into(),
-                    ],
-                );
-                for &i in &INFILL_KIB {
+                // `auto` first, then each fixed value: the block layout read back below.
+                let values = std::iter::once("auto".to_string()).chain(INFILL_KIB.map(kib));
+                for infill in values {
                     push(
                         dev,
                         file,
@@ -160,7 +152,7 @@ pub fn run(ctx: &Context<'_>) -> Result<Section, ExperimentError> {
                         dist,
                         vec![
                             "policy.name=directed".into(),
-                            format!("policy.infill_max={}", kib(i)),
+                            format!("policy.infill_max={infill}"),
                         ],
                     );
                 }
