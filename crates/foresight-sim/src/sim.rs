@@ -184,6 +184,10 @@ struct Sim {
     trace: Vec<TraceRecord>,
     trace_next_closed: usize,
     trace_blocked: Option<u32>,
+    /// The RAID cache's reads waiting for room in the member block queues, oldest first (a trace
+    /// submitter can fill the queues while a read it sent through the cache is still being
+    /// fetched in parts). Bounded by the cache's pages: each holds at least one.
+    array_io_held: std::collections::VecDeque<Down>,
     trace_left: usize,
     /// Physical access time of each completed trace request, ns, in completion order (sized once to
     /// the trace), for the demerit figure.
@@ -374,6 +378,29 @@ impl Sim {
                     .as_ref()
                     .expect("validated: trace workloads have a path");
                 let trace = read_trace(path, w.format)?;
+                // The submitter waits for room for a whole request (`trace_arrival`), so a
+                // request the block queue cannot hold even empty would wait for ever.
+                let too_long = trace.iter().find(|r| {
+                    u64::from(r.sectors).div_ceil(u64::from(max_sectors)) > queue_limit as u64
+                });
+                if let Some(r) = too_long {
+                    return Err(ConfigError::Key {
+                        key: "workload.trace".into(),
+                        message: format!(
+                            "{}: the request of {} sectors at LBA {} (arriving at {:.6} s) is \
+                             larger than the block queue takes at once, {} requests of \
+                             host.max_request = {} ({}); raise host.max_request or split it",
+                            path.display(),
+                            r.sectors,
+                            r.lba.0,
+                            r.arrival.as_secs_f64(),
+                            queue_limit,
+                            cfg.host.max_request,
+                            ByteLen(queue_limit as u64 * cfg.host.max_request.0),
+                        ),
+                    }
+                    .into());
+                }
                 (Layout::new(volume_bytes, striping), vec![], trace)
             }
         };
@@ -462,6 +489,7 @@ impl Sim {
             trace,
             trace_next_closed: 0,
             trace_blocked: None,
+            array_io_held: std::collections::VecDeque::new(),
             done_tokens: Vec::with_capacity(64),
             map_blocks_read: rustc_hash::FxHashSet::default(),
             memory_peak_pages: 0,
@@ -603,21 +631,9 @@ impl Sim {
             if let Some(rc) = self.raid_cache.as_mut() {
                 let downs = std::mem::take(&mut rc.down);
                 rc.fetched.clear();
-                for d in downs {
-                    moved = true;
-                    let lba = d.first_page * PAGE_BYTES / SECTOR_BYTES;
-                    let sectors = d.pages * PAGE_BYTES / SECTOR_BYTES;
-                    // The volume reports a request once, when its last member part is done.
-                    self.volume.submit(
-                        self.now,
-                        Op::Read,
-                        lba,
-                        sectors,
-                        TAG_ARRAY_IO | d.io as u64,
-                        d.owner.map(|s| s.0),
-                    );
-                    self.raid_cache.as_mut().expect("present").add_part(d.io);
-                }
+                moved |= !downs.is_empty();
+                self.array_io_held.extend(downs);
+                self.submit_held_array_io();
                 let done = std::mem::take(&mut self.raid_cache.as_mut().expect("present").done);
                 for d in done {
                     moved = true;
@@ -640,11 +656,47 @@ impl Sim {
                 .as_ref()
                 .map_or(0, |r| r.cache().used_pages());
         self.memory_peak_pages = self.memory_peak_pages.max(held);
+        if !self.array_io_held.is_empty() {
+            self.submit_held_array_io();
+            self.volume.dispatch(self.now);
+        }
         if let Some(i) = self.trace_blocked {
-            if self.volume.has_room(self.trace_pieces(i)) {
+            if self.array_io_held.is_empty() && self.volume.has_room(self.trace_pieces(i)) {
                 self.trace_blocked = None;
                 self.schedule(self.now, Ev::TraceArrival(i));
             }
+        }
+    }
+
+    /// Submits the RAID cache's held reads, oldest first, while the member queues have room for
+    /// them.
+    fn submit_held_array_io(&mut self) {
+        let max_sectors = self.cfg.host.max_request.0 / SECTOR_BYTES;
+        let Some(rc) = self.raid_cache.as_mut() else {
+            return;
+        };
+        assert!(
+            self.array_io_held.len() as u64 <= rc.cache().capacity_pages(),
+            "RAID cache reads held over the cache's {} pages",
+            rc.cache().capacity_pages()
+        );
+        while let Some(d) = self.array_io_held.front() {
+            let lba = d.first_page * PAGE_BYTES / SECTOR_BYTES;
+            let sectors = d.pages * PAGE_BYTES / SECTOR_BYTES;
+            if !self.volume.has_room(sectors.div_ceil(max_sectors) as usize) {
+                break;
+            }
+            let d = self.array_io_held.pop_front().expect("front exists");
+            // The volume reports a request once, when its last member part is done.
+            self.volume.submit(
+                self.now,
+                Op::Read,
+                lba,
+                sectors,
+                TAG_ARRAY_IO | d.io as u64,
+                d.owner.map(|s| s.0),
+            );
+            rc.add_part(d.io);
         }
     }
 
