@@ -596,8 +596,18 @@ pub fn run_traced(
                     return Err(SimError::Config(key_err(
                         &format!("device.tiers[{i}]"),
                         format!(
-                            "`{name}` holds {} but this level needs {need}: lower workload.reads or the capacity",
-                            s.capacity()
+                            "`{name}` holds {} but this level needs {need} (blocks 0 to {top_block} \
+                             of {block}{}): {}",
+                            s.capacity(),
+                            if disks > 1 { format!(", over {disks} disks") } else { String::new() },
+                            if matches!(t.workload.order, AccessOrder::Trace(_)) {
+                                "the trace names blocks too far out; use smaller block numbers, \
+                                 a smaller workload.block or more disks"
+                            } else if i + 1 == home {
+                                "lower workload.reads or workload.block, or add disks"
+                            } else {
+                                "lower this level's capacity"
+                            }
                         ),
                     )));
                 }
