@@ -88,6 +88,63 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    /// On a RAID-0 with a RAID cache, under every striping policy, placement, strip size and
+    /// member count, with and without ext3-like metadata blocks: memory stays within the page cache
+    /// plus the RAID cache, no prefetch is wasted that was not fetched, SASEQP never issues a fetch
+    /// that becomes more than one disk request (paper 000, Fig. 4), and a `streams` run that ends
+    /// early has delivered every byte.
+    #[test]
+    fn striping_policies_keep_memory_and_split_bounds(
+        seed in 0u64..1000,
+        streams in 1u32..24,
+        memory_mib in 1u64..16,
+        request_kib in prop::sample::select(vec![4u64, 8, 64, 256]),
+        ra_kib in prop::sample::select(vec![0u64, 128, 512, 2048]),
+        policy in prop::sample::select(vec!["seqp", "saseqp", "msp+seqp", "msp+saseqp"]),
+        placement in prop::sample::select(vec!["spread", "contiguous", "aligned", "fragmented"]),
+        strip_kib in prop::sample::select(vec![4u64, 64, 128, 1024]),
+        disks in 1u32..6,
+        metadata in any::<bool>(),
+        kind in prop::sample::select(vec!["streams", "webserver", "random"]),
+    ) {
+        let file_kib = 2 * 1024;
+        let raid_cache_mib = 8;
+        let sets = vec![
+            format!("seed={seed}"),
+            "device.kind=raid0".to_string(),
+            "device.preset=cheetah-15k5".to_string(),
+            format!("device.disks={disks}"),
+            format!("device.strip={strip_kib}KiB"),
+            format!("host.memory={memory_mib}MiB"),
+            format!("host.raid_cache={raid_cache_mib}MiB"),
+            format!("policy.name={policy}"),
+            format!("policy.readahead_max={ra_kib}KiB"),
+            format!("workload.kind={kind}"),
+            format!("workload.streams={streams}"),
+            format!("workload.request={request_kib}KiB"),
+            format!("workload.file_size={file_kib}KiB"),
+            format!("workload.placement={placement}"),
+            format!("workload.metadata={metadata}"),
+            "workload.duration=2s".to_string(),
+        ];
+        let r = small_run(sets.clone());
+        prop_assert!(
+            r.memory_peak_bytes <= (memory_mib + raid_cache_mib) << 20,
+            "{sets:?}: peak {}", r.memory_peak_bytes
+        );
+        prop_assert!(r.wasted_bytes <= r.prefetched_bytes, "{sets:?}");
+        if policy.ends_with("saseqp") {
+            prop_assert_eq!(r.split_fetches, 0, "{:?}", sets);
+        }
+        if kind == "streams" && r.elapsed_s < 2.0 {
+            prop_assert_eq!(r.app_bytes, streams as u64 * file_kib * 1024, "{:?}", sets);
+        }
+    }
+}
+
 #[test]
 fn same_config_and_seed_give_identical_reports() {
     let sets: Vec<String> = [
