@@ -596,10 +596,14 @@ pub fn run_traced(
                     return Err(SimError::Config(key_err(
                         &format!("device.tiers[{i}]"),
                         format!(
-                            "`{name}` holds {} but this level needs {need} (blocks 0 to {top_block} \
-                             of {block}{}): {}",
+                            "`{name}` holds {} but this level needs {need}{} for blocks 0 to \
+                             {top_block} of {block}: {}",
                             s.capacity(),
-                            if disks > 1 { format!(", over {disks} disks") } else { String::new() },
+                            if disks > 1 {
+                                format!(" on each of its {disks} disks")
+                            } else {
+                                String::new()
+                            },
                             if matches!(t.workload.order, AccessOrder::Trace(_)) {
                                 "the trace names blocks too far out; use smaller block numbers, \
                                  a smaller workload.block or more disks"
