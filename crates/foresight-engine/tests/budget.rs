@@ -2,7 +2,7 @@
 //! never exceed the memory budget, and every byte returned is the file's.
 //!
 //! Each case builds an engine on the in-memory backend with a small budget (8 to 96 pages), a
-//! random policy and window, a few files of random sizes, and some completions delayed; then runs a
+//! random policy (any the engine runs) and window, a few files of random sizes, and some completions delayed; then runs a
 //! random interleaving of reads and seeks by several readers, checking after every step the budget
 //! (the peak, which covers every instant in between), the engine's own accounting, and the bytes.
 
@@ -35,7 +35,7 @@ proptest! {
     #[test]
     fn the_memory_budget_is_never_exceeded(
         budget_pages in 8u64..96,
-        policy in prop_oneof![Just("none"), Just("seqp")],
+        policy in prop::sample::select(vec!["none", "seqp", "saseqp", "streams", "directed", "tip"]),
         ra_pages in 1u64..64,
         sizes in prop::collection::vec(0usize..400_000, 1..4),
         delayed in any::<bool>(),
