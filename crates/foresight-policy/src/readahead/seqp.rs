@@ -52,16 +52,7 @@ impl Policy for Seqp {
     }
 
     fn handle(&mut self, _now: Instant, input: Input) {
-        match input {
-            Input::Read {
-                stream,
-                file,
-                range,
-                miss,
-            } => self.core.on_read(stream, file, range, miss.map(|m| m.0)),
-            Input::MemoryPressure { .. } => self.core.on_pressure(),
-            Input::Hint { .. } | Input::Fetched { .. } => {}
-        }
+        self.core.handle(input);
     }
 
     fn poll_output(&mut self) -> Option<Output> {

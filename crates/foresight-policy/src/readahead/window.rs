@@ -23,7 +23,7 @@ use std::sync::Arc;
 
 use foresight_core::{ByteLen, ByteRange, FileId, StreamId};
 
-use crate::{FetchIds, Layout, Output, PolicyError, Tier, PAGE_BYTES};
+use crate::{FetchIds, Input, Layout, Output, PolicyError, Tier, PAGE_BYTES};
 
 /// The first window for a request of `req_pages`, given a maximum of `max_pages`
 /// (mm/readahead.c `get_init_ra_size`; paper 000, section 5.2): round the request up to a power of
@@ -212,6 +212,21 @@ impl<S: WindowShape> OnDemand<S> {
 
     pub(crate) fn pop_output(&mut self) -> Option<Output> {
         self.out.pop_front()
+    }
+
+    /// One input, as `Policy::handle` for a policy built on these windows: reads drive them and
+    /// memory pressure caps them; hints and fetch completions do not concern them.
+    pub(crate) fn handle(&mut self, input: Input) {
+        match input {
+            Input::Read {
+                stream,
+                file,
+                range,
+                miss,
+            } => self.on_read(stream, file, range, miss.map(|m| m.0)),
+            Input::MemoryPressure { .. } => self.on_pressure(),
+            Input::Hint { .. } | Input::Fetched { .. } => {}
+        }
     }
 
     fn file_pages(&self, file: FileId) -> u64 {
