@@ -367,27 +367,7 @@ impl Core {
         }
         // Reads of the file still waiting for a slot are dropped now; in-flight ones free their
         // chunk when they complete.
-        for q in [true, false] {
-            let queue = if q { &mut self.urgent } else { &mut self.ahead };
-            let mut kept = VecDeque::with_capacity(queue.len());
-            let mut dropped = Vec::new();
-            for r in queue.drain(..) {
-                let of_file = self.chunks[r.token as usize]
-                    .as_ref()
-                    .is_some_and(|c| c.file == file);
-                if of_file {
-                    dropped.push(r);
-                } else {
-                    kept.push_back(r);
-                }
-            }
-            *queue = kept;
-            for r in dropped {
-                let id = r.token as u32;
-                self.pool.free(r.buf);
-                self.drop_chunk_record(id);
-            }
-        }
+        self.drop_queued(|c| c.file == file);
         self.wake_memory_waiters();
         self.run_policy(now, None);
         self.dispatch();
@@ -870,16 +850,21 @@ impl Core {
         if self.fetches.remove(&id).is_none() {
             return;
         }
+        self.drop_queued(|c| c.fetch == Some(id));
+        self.wake_memory_waiters();
+    }
+
+    /// Drops the reads still waiting for a submission slot whose chunk `doomed` picks: their
+    /// buffers go back to the pool and their chunk records are forgotten. Reads already submitted
+    /// are left to complete.
+    fn drop_queued(&mut self, doomed: impl Fn(&Chunk) -> bool) {
         for q in [true, false] {
             let queue = if q { &mut self.urgent } else { &mut self.ahead };
             let mut kept = VecDeque::with_capacity(queue.len());
             let mut dropped = Vec::new();
             for r in queue.drain(..) {
-                let cid = r.token as u32;
-                let mine = self.chunks[cid as usize]
-                    .as_ref()
-                    .is_some_and(|c| c.fetch == Some(id));
-                if mine {
+                let hit = self.chunks[r.token as usize].as_ref().is_some_and(&doomed);
+                if hit {
                     dropped.push(r);
                 } else {
                     kept.push_back(r);
@@ -887,12 +872,10 @@ impl Core {
             }
             *queue = kept;
             for r in dropped {
-                let cid = r.token as u32;
                 self.pool.free(r.buf);
-                self.drop_chunk_record(cid);
+                self.drop_chunk_record(r.token as u32);
             }
         }
-        self.wake_memory_waiters();
     }
 
     fn release(&mut self, file: FileId, range: ByteRange) {
