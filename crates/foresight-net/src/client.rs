@@ -85,16 +85,39 @@ impl FromStr for Url {
             let end = v6
                 .find(']')
                 .ok_or_else(|| format!("`{text}`: unclosed `[` in the host"))?;
-            let port = v6[end + 1..].strip_prefix(':');
+            let after = &v6[end + 1..];
+            let port = match after.strip_prefix(':') {
+                Some(p) => Some(p),
+                None if after.is_empty() => None,
+                None => {
+                    return Err(format!(
+                        "`{text}`: after `]` comes `:port` or the path, not `{after}`"
+                    ))
+                }
+            };
             (&v6[..end], port)
         } else {
-            match auth.rsplit_once(':') {
+            let (h, p) = match auth.rsplit_once(':') {
                 Some((h, p)) => (h, Some(p)),
                 None => (auth, None),
+            };
+            if h.contains([':', '[', ']']) {
+                return Err(format!(
+                    "`{text}`: an IPv6 address goes in brackets, as in http://[::1]:8080/"
+                ));
             }
+            (h, p)
         };
         if host.is_empty() {
             return Err(format!("`{text}`: no host"));
+        }
+        if host
+            .chars()
+            .any(|c| c.is_whitespace() || c.is_control() || matches!(c, '@' | '[' | ']'))
+        {
+            return Err(format!(
+                "`{text}`: the host `{host}` has a character a host name cannot have"
+            ));
         }
         let port = match port {
             None => 80,
@@ -696,8 +719,31 @@ mod tests {
             "http://x:0/",
             "http://x:99999/",
             "http://x/a b",
+            "http://[::1]x:9/",
+            "http://a:b:80/",
+            "http://a b/",
+            "http://user@x/",
         ] {
             assert!(bad.parse::<Url>().is_err(), "{bad}");
+        }
+    }
+
+    proptest::proptest! {
+        /// Any text parses or is refused without a panic, and a URL that parses prints back to
+        /// text that parses to the same URL.
+        #[test]
+        fn url_text_parses_or_is_refused_and_round_trips(
+            text in proptest::prop_oneof![
+                proptest::string::string_regex("http://[a-z0-9:\\[\\]@. /%?\\t]{0,24}").unwrap(),
+                proptest::prelude::any::<String>(),
+            ]
+        ) {
+            if let Ok(u) = text.parse::<Url>() {
+                let again: Url = u.to_string().parse().map_err(|e| {
+                    proptest::test_runner::TestCaseError::fail(format!("{u} does not parse back: {e}"))
+                })?;
+                proptest::prop_assert_eq!(again, u);
+            }
         }
     }
 
