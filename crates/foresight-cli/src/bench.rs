@@ -926,9 +926,9 @@ fn measure_engine(
     if p.emulate.is_none() {
         // The stream scheduler's defaults are paper 001's, for a 55 MB/s disk (R = 8 MiB, N = 1,
         // M = 16 MiB): two 8 MiB reads in flight. A device that wants as many bytes in flight as
-        // the limit reader keeps (16 x 4 MiB) or more gets N = 4 and M = 128 MiB: D = 4, and one
-        // stream alone has 32 MiB in flight (section 5.4: R, D, N and M are set for the I/O
-        // subsystem at hand).
+        // the limit reader keeps (16 x 4 MiB) or more gets N = 4 and M = 128 MiB: D = 4, so four
+        // streams keep 32 MiB in flight, and each reads 32 MiB per turn, one 8 MiB read at a time
+        // (section 5.4: R, D, N and M are set for the I/O subsystem at hand).
         cfg.streams.per_turn = 4;
         cfg.streams.memory_bytes = 128 << 20;
     }
