@@ -258,6 +258,15 @@ pub fn config(sets: &[String]) -> SimConfig {
     SimConfig::from_table(table, None).unwrap_or_else(|e| panic!("experiment config: {e}"))
 }
 
+/// Rows of "the paper's figure beside ours" as JSON: `[{"what", "paper", "ours"}, ...]`.
+pub fn paper_rows_json<W: AsRef<str>>(rows: &[(W, f64, f64)]) -> Value {
+    Value::Array(
+        rows.iter()
+            .map(|(w, p, o)| serde_json::json!({"what": w.as_ref(), "paper": p, "ours": o}))
+            .collect(),
+    )
+}
+
 /// Share of device time spent positioning the head (seek + rotation), excluding queueing.
 pub fn positioning_share(r: &Report) -> f64 {
     let b = &r.breakdown;

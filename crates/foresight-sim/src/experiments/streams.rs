@@ -378,13 +378,7 @@ pub fn run(ctx: &Context<'_>) -> Result<Section, ExperimentError> {
         ));
     }
     md.push_str("\n\n");
-    results.insert(
-        "paper_points_mb_s".into(),
-        json!(points
-            .iter()
-            .map(|(w, p, o)| json!({"what": w, "paper": p, "ours": o}))
-            .collect::<Vec<_>>()),
-    );
+    results.insert("paper_points_mb_s".into(), super::paper_rows_json(&points));
 
     // The DiskSim study of section 3: the drive's and the controller's own caches, no host prefetching.
     let study_duration = if ctx.quick { "10s" } else { "60s" };

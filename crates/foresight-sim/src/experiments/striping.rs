@@ -459,13 +459,7 @@ pub fn run(ctx: &Context<'_>) -> Result<Section, ExperimentError> {
     ));
     md.push_str(&why_md);
     md.push_str(&sched_md);
-    results.insert(
-        "factors".into(),
-        json!(rows
-            .iter()
-            .map(|(w, p, o)| json!({"what": w, "paper": p, "ours": o}))
-            .collect::<Vec<_>>()),
-    );
+    results.insert("factors".into(), super::paper_rows_json(&rows));
     results.insert("saseqp_split_fetches".into(), json!(split_total));
     Ok(Section {
         markdown: md,
