@@ -7,8 +7,11 @@
 //! it counts it as used, and eviction of a still-unused prefetched page counts it as wasted, which is
 //! how `prefetched_bytes` and `wasted_bytes` are measured.
 //!
-//! Storage is a slab of slots with an intrusive doubly linked LRU list and a hash map from page key
+//! Storage is a slab of slots with an intrusive doubly linked LRU list, and an index from page key
 //! to slot, so lookups, touches and evictions are O(1) and allocate nothing once the slab is warm.
+//! The index is a two-level table: a hash map from a run of [`CHUNK_PAGES`] consecutive pages of a
+//! file to an array of their slots. Sequential reads, the common case, then find their next page in
+//! the chunk they just used instead of a fresh hash bucket somewhere in a table of every page held.
 
 use rustc_hash::FxHashMap;
 
@@ -44,6 +47,74 @@ pub enum PageState {
 
 const NIL: u32 = u32::MAX;
 
+/// Pages per index chunk (1 MiB of a file).
+pub const CHUNK_PAGES: usize = 256;
+const CHUNK_SHIFT: u32 = CHUNK_PAGES.trailing_zeros();
+
+/// The slots of one run of [`CHUNK_PAGES`] pages; `NIL` where the page is not held.
+#[derive(Debug)]
+struct Chunk {
+    slots: [u32; CHUNK_PAGES],
+    /// Pages of the run held: the chunk is dropped when none is left.
+    held: u32,
+}
+
+/// Page key to slot, one chunk per run of pages that has a page held. See the module documentation.
+#[derive(Debug, Default)]
+struct PageIndex {
+    chunks: FxHashMap<PageKey, Box<Chunk>>,
+    /// Emptied chunks kept for reuse, so a cache that keeps turning over allocates nothing. They
+    /// stay boxed: a chunk moves between the map and here without a new allocation.
+    #[allow(clippy::vec_box)]
+    spare: Vec<Box<Chunk>>,
+}
+
+impl PageIndex {
+    fn split(key: PageKey) -> (PageKey, usize) {
+        (key >> CHUNK_SHIFT, (key as usize) & (CHUNK_PAGES - 1))
+    }
+
+    fn get(&self, key: PageKey) -> Option<u32> {
+        let (c, i) = Self::split(key);
+        let s = self.chunks.get(&c)?.slots[i];
+        (s != NIL).then_some(s)
+    }
+
+    fn insert(&mut self, key: PageKey, slot: u32) {
+        debug_assert_ne!(slot, NIL);
+        let (c, i) = Self::split(key);
+        let spare = &mut self.spare;
+        let chunk = self.chunks.entry(c).or_insert_with(|| {
+            spare.pop().unwrap_or_else(|| {
+                Box::new(Chunk {
+                    slots: [NIL; CHUNK_PAGES],
+                    held: 0,
+                })
+            })
+        });
+        debug_assert_eq!(chunk.slots[i], NIL, "page {key:#x} inserted twice");
+        chunk.slots[i] = slot;
+        chunk.held += 1;
+    }
+
+    fn remove(&mut self, key: PageKey) -> Option<u32> {
+        let (c, i) = Self::split(key);
+        let chunk = self.chunks.get_mut(&c)?;
+        let s = chunk.slots[i];
+        if s == NIL {
+            return None;
+        }
+        chunk.slots[i] = NIL;
+        chunk.held -= 1;
+        if chunk.held == 0 {
+            let empty = self.chunks.remove(&c).expect("chunk just used");
+            debug_assert!(empty.slots.iter().all(|&s| s == NIL));
+            self.spare.push(empty);
+        }
+        Some(s)
+    }
+}
+
 #[derive(Clone, Copy, Debug)]
 struct Slot {
     key: PageKey,
@@ -76,7 +147,9 @@ pub struct CacheStats {
 #[derive(Debug)]
 pub struct PageCache {
     capacity_pages: u64,
-    map: FxHashMap<PageKey, u32>,
+    map: PageIndex,
+    /// Pages held that entered as prefetched and have not been read.
+    unused_prefetched: u64,
     slots: Vec<Slot>,
     free: Vec<u32>,
     /// Most recently used cached page of each list: `READ` (demand pages and prefetched pages
@@ -101,7 +174,8 @@ impl PageCache {
         assert!(capacity_pages >= 1, "page cache needs at least one page");
         PageCache {
             capacity_pages,
-            map: FxHashMap::default(),
+            map: PageIndex::default(),
+            unused_prefetched: 0,
             slots: Vec::new(),
             free: Vec::new(),
             head: [NIL; 2],
@@ -138,7 +212,7 @@ impl PageCache {
 
     /// The state of a page, if the cache holds it.
     pub fn state(&self, key: PageKey) -> Option<PageState> {
-        self.map.get(&key).map(|&s| self.slots[s as usize].state)
+        self.map.get(key).map(|s| self.slots[s as usize].state)
     }
 
     /// Pages held (cached and in flight).
@@ -163,10 +237,7 @@ impl PageCache {
 
     /// Prefetched pages still held and never read; at the end of a run these are wasted too.
     pub fn unused_prefetched_pages(&self) -> u64 {
-        self.map
-            .values()
-            .filter(|&&s| self.slots[s as usize].prefetched_unused)
-            .count() as u64
+        self.unused_prefetched
     }
 
     fn list_of(&self, s: u32) -> usize {
@@ -231,9 +302,10 @@ impl PageCache {
         if slot.prefetched_unused {
             self.stats.wasted_pages += 1;
             self.stats.evicted_unread_pages += 1;
+            self.unused_prefetched -= 1;
         }
         self.stats.evictions += 1;
-        self.map.remove(&slot.key);
+        self.map.remove(slot.key);
         self.free.push(s);
         self.used_pages -= 1;
         true
@@ -243,7 +315,7 @@ impl PageCache {
     /// page if the cache is full. Returns false, changing nothing, when every page held is in flight.
     /// The page must not be held already.
     pub fn try_insert_in_flight(&mut self, key: PageKey, io: u32, prefetched: bool) -> bool {
-        debug_assert!(!self.map.contains_key(&key), "page {key:#x} inserted twice");
+        debug_assert!(self.map.get(key).is_none(), "page {key:#x} inserted twice");
         if self.used_pages >= self.capacity_pages && !self.evict_lru(prefetched) {
             if prefetched && self.keep_unread_from_prefetch && self.tail[1] != NIL {
                 self.stats.refused_prefetch_pages += 1;
@@ -270,6 +342,7 @@ impl PageCache {
         };
         self.map.insert(key, s);
         self.used_pages += 1;
+        self.unused_prefetched += prefetched as u64;
         self.peak_pages = self.peak_pages.max(self.used_pages);
         assert!(
             self.used_pages <= self.capacity_pages,
@@ -283,9 +356,9 @@ impl PageCache {
 
     /// Marks an in-flight page as read in; it joins the LRU list as most recently used.
     pub fn complete(&mut self, key: PageKey) {
-        let s = *self
+        let s = self
             .map
-            .get(&key)
+            .get(key)
             .expect("completing a page the cache does not hold");
         debug_assert!(matches!(
             self.slots[s as usize].state,
@@ -297,11 +370,14 @@ impl PageCache {
 
     /// Drops an in-flight page whose read failed.
     pub fn abandon(&mut self, key: PageKey) {
-        if let Some(s) = self.map.remove(&key) {
+        if let Some(s) = self.map.remove(key) {
             debug_assert!(matches!(
                 self.slots[s as usize].state,
                 PageState::InFlight { .. }
             ));
+            if self.slots[s as usize].prefetched_unused {
+                self.unused_prefetched -= 1;
+            }
             self.free.push(s);
             self.used_pages -= 1;
         }
@@ -310,15 +386,16 @@ impl PageCache {
     /// Drops a cached page the policy no longer needs (in-flight pages are left alone). A
     /// prefetched page dropped unread counts as wasted.
     pub fn release(&mut self, key: PageKey) {
-        let Some(&s) = self.map.get(&key) else { return };
+        let Some(s) = self.map.get(key) else { return };
         if self.slots[s as usize].state != PageState::Cached {
             return;
         }
         self.unlink(s);
         if self.slots[s as usize].prefetched_unused {
             self.stats.wasted_pages += 1;
+            self.unused_prefetched -= 1;
         }
-        self.map.remove(&key);
+        self.map.remove(key);
         self.free.push(s);
         self.used_pages -= 1;
     }
@@ -326,7 +403,7 @@ impl PageCache {
     /// Records an application read of a cached page: it becomes most recently used, and a
     /// prefetched page counts as used.
     pub fn touch(&mut self, key: PageKey) {
-        let Some(&s) = self.map.get(&key) else { return };
+        let Some(s) = self.map.get(key) else { return };
         let cached = self.slots[s as usize].state == PageState::Cached;
         if cached {
             self.unlink(s);
@@ -334,6 +411,7 @@ impl PageCache {
         if self.slots[s as usize].prefetched_unused {
             self.slots[s as usize].prefetched_unused = false;
             self.stats.used_prefetched_pages += 1;
+            self.unused_prefetched -= 1;
         }
         if cached {
             self.push_front(s);
@@ -345,6 +423,24 @@ impl PageCache {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    impl PageCache {
+        /// Pages held, found by walking the index: what the counters must agree with.
+        fn held_by_walk(&self) -> (u64, u64) {
+            let mut held = 0;
+            let mut unused = 0;
+            for chunk in self.map.chunks.values() {
+                let live: Vec<u32> = chunk.slots.iter().copied().filter(|&s| s != NIL).collect();
+                assert_eq!(live.len() as u32, chunk.held, "a chunk's count is off");
+                held += live.len() as u64;
+                unused += live
+                    .iter()
+                    .filter(|&&s| self.slots[s as usize].prefetched_unused)
+                    .count() as u64;
+            }
+            (held, unused)
+        }
+    }
 
     #[test]
     fn lru_eviction_and_waste() {
@@ -392,6 +488,40 @@ mod tests {
                 }
                 prop_assert!(c.used_pages() <= cap);
                 prop_assert!(c.peak_pages() <= cap);
+            }
+        }
+
+        /// Across every operation, on pages of several files spread over many index chunks, the
+        /// index finds exactly the pages held, and the running counts of pages held and of
+        /// prefetched pages not yet read match a walk of the index.
+        #[test]
+        fn index_and_counts_match_a_walk(
+            cap in 1u64..64,
+            keep in any::<bool>(),
+            ops in prop::collection::vec((0u8..7, 0u32..3, 0u64..2_000), 0..600),
+        ) {
+            let mut c = if keep {
+                PageCache::keeping_prefetched_until_read(cap)
+            } else {
+                PageCache::protecting_unread(cap)
+            };
+            let mut in_flight: Vec<PageKey> = vec![];
+            for (op, file, page) in ops {
+                let k = page_key(file, page);
+                match op {
+                    0 | 1 => if c.state(k).is_none() && c.try_insert_in_flight(k, 0, op == 0) { in_flight.push(k) },
+                    2 => if let Some(k) = in_flight.pop() { c.complete(k) },
+                    3 => if let Some(k) = in_flight.pop() { c.abandon(k) },
+                    4 => c.release(k),
+                    _ => c.touch(k),
+                }
+                for &k in &in_flight {
+                    let in_flight_now = matches!(c.state(k), Some(PageState::InFlight { .. }));
+                    prop_assert!(in_flight_now, "page {:#x} should be in flight", k);
+                }
+                let (held, unused) = c.held_by_walk();
+                prop_assert_eq!(held, c.used_pages());
+                prop_assert_eq!(unused, c.unused_prefetched_pages());
             }
         }
     }
