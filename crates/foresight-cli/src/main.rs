@@ -151,7 +151,9 @@ A config is TOML; every key can also be set with --set KEY=VALUE (later wins). S
   offset = 32                    streams: classifier region half-width, 4 KiB blocks
   threshold = 2                  streams: distinct requests that make a stream
   directed_memory = \"896MiB\"     directed: most hinted bytes one stream's window holds
-                                 (default 7/8 of host.memory)
+                                 (default 7/8 of host.memory; with the contention controller
+                                 the window also stays within the free memory less one 4 MiB
+                                 run in flight)
   infill_max = \"auto\"            directed: largest gap read through, a size or auto (from
                                  the drive's seek curve and media rate; 0 on an SSD)
   contention = true              directed: shrink the window when prefetches are evicted
