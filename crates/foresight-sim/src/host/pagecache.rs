@@ -50,6 +50,8 @@ const NIL: u32 = u32::MAX;
 /// Pages per index chunk (1 MiB of a file).
 pub const CHUNK_PAGES: usize = 256;
 const CHUNK_SHIFT: u32 = CHUNK_PAGES.trailing_zeros();
+// A key splits into chunk and index by shift and mask, which needs a power of two.
+const _: () = assert!(CHUNK_PAGES.is_power_of_two());
 
 /// The slots of one run of [`CHUNK_PAGES`] pages; `NIL` where the page is not held.
 #[derive(Debug)]
