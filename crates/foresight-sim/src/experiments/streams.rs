@@ -362,16 +362,20 @@ pub fn run(ctx: &Context<'_>) -> Result<Section, ExperimentError> {
          R = 8 MiB, M = 16 MiB) is 75-82% of that, and it blames the drop from 50 MB/s at 10 streams on streams \
          covering more of the disk, the zone and seek effect measured above.",
     );
+    let drive = foresight_device::presets::preset_infos()
+        .into_iter()
+        .find(|p| p.name == DEVICE)
+        .expect("the experiment's drive is a preset");
     if let Some(c) = ceiling {
-        // One 256 KiB read paid at the drive's average seek (8.9 ms, the manufacturer's figure in
-        // paper 001 section 5), half a turn at 7,200 rpm, and the transfer at the zone average.
-        let (seek_ms, half_turn_ms) = (8.9, 0.5 * 60e3 / 7_200.0);
+        // One 256 KiB read paid at the drive's average seek (wd800jd: 8.9 ms, the manufacturer's
+        // figure in paper 001 section 5), half a turn, and the transfer at the zone average.
+        let (seek_ms, half_turn_ms) = (drive.avg_seek_ms, 0.5 * 60e3 / drive.rpm);
         let transfer_ms = 0.25 / c * 1e3;
         let read_ms = seek_ms + half_turn_ms + transfer_ms;
         md.push_str(&format!(
             " With 256 KiB reads this model delivers {:.1} MB/s against the paper's 14. It serves the hundred \
              streams in elevator order, each read a short hop from the last; paid instead at the drive's \
-             {seek_ms} ms average seek, half a turn ({half_turn_ms:.1} ms) and the transfer at the zone average \
+             {seek_ms:.1} ms average seek, half a turn ({half_turn_ms:.1} ms) and the transfer at the zone average \
              ({transfer_ms:.1} ms), each read would take {read_ms:.1} ms, which is {:.1} MB/s.",
             points[0].2,
             262_144.0 / (read_ms * 1e-3) / 1e6,
