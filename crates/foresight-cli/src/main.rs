@@ -150,6 +150,9 @@ A config is TOML; every key can also be set with --set KEY=VALUE (later wins). S
   timeout = \"2s\"                 streams: how long unread buffers and idle streams live
   offset = 32                    streams: classifier region half-width, 4 KiB blocks
   threshold = 2                  streams: distinct requests that make a stream
+  turn_order = \"arrival\"         streams: which waiting stream goes next: arrival (the
+                                 paper's round-robin) | position (round-robin by disk
+                                 position, one sweep over the waiting streams)
   directed_memory = \"896MiB\"     directed: most hinted bytes one stream's window holds
                                  (default 7/8 of host.memory; with the contention controller
                                  the window also stays within the free memory less one 4 MiB
@@ -167,7 +170,8 @@ A config is TOML; every key can also be set with --set KEY=VALUE (later wins). S
   think = \"0s\"                   pause between a completion and the next read
   duration = \"30s\"               stop after this much simulated time (default: run to the end)
   requests = 1000                random: reads per client; webserver: files per thread
-  placement = \"spread\"           spread | contiguous | aligned | fragmented
+  placement = \"spread\"           spread | shuffled (spread's places, dealt in a seeded
+                                 random order) | contiguous | aligned | fragmented
   extent = \"1MiB\"                fragmented: mean extent size
   metadata = false               ext3-like indirect blocks among file data
   trace = \"PATH\"                 trace: the file

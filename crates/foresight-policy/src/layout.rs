@@ -119,6 +119,11 @@ pub enum Placement {
     /// File `i` of `N` starts at `i * volume / N`, rounded down to 1 MiB (paper
     /// 001_9c47c4c84914efc3.txt, section 4), so switching between files is a real seek.
     Spread,
+    /// The slots of [`Placement::Spread`], dealt to the files in a seeded random order, so that the
+    /// order in which streams start is not their order on the disk (a drive that serves commands in
+    /// arrival order then seeks across the disk between them, as it would for files an ordinary
+    /// file system placed).
+    Shuffled,
     /// Files back to back from the start of the volume, each on a block boundary.
     Contiguous,
     /// Files back to back, each starting on a strip boundary (on a block boundary when the volume
@@ -137,12 +142,14 @@ pub enum Placement {
 
 impl Placement {
     /// Every placement's name, as a config spells it.
-    pub const NAMES: &'static [&'static str] = &["spread", "contiguous", "aligned", "fragmented"];
+    pub const NAMES: &'static [&'static str] =
+        &["spread", "shuffled", "contiguous", "aligned", "fragmented"];
 
     /// The placement's name.
     pub fn name(&self) -> &'static str {
         match self {
             Placement::Spread => "spread",
+            Placement::Shuffled => "shuffled",
             Placement::Contiguous => "contiguous",
             Placement::Aligned => "aligned",
             Placement::Fragmented { .. } => "fragmented",
@@ -463,7 +470,7 @@ impl Layout {
                     f.place_run(&mut cursor, u64::MAX, inline_every);
                 }
             }
-            Placement::Spread => {
+            Placement::Spread | Placement::Shuffled => {
                 let base = cursor.div_ceil(SPREAD_ALIGN_BLOCKS) * SPREAD_ALIGN_BLOCKS;
                 let count = files.len() as u64;
                 let gap = volume_blocks
@@ -478,8 +485,12 @@ impl Layout {
                 if count > 0 && (gap == 0 || gap < widest) {
                     return Err(too_big(base + widest.saturating_mul(count)));
                 }
-                for (i, f) in files.iter_mut().enumerate() {
-                    cursor = base + i as u64 * gap;
+                let mut slots: Vec<u64> = (0..count).collect();
+                if placement == Placement::Shuffled {
+                    rng.shuffle(&mut slots);
+                }
+                for (f, slot) in files.iter_mut().zip(slots) {
+                    cursor = base + slot * gap;
                     f.place_run(&mut cursor, u64::MAX, inline_every);
                 }
             }
@@ -795,6 +806,36 @@ mod tests {
     }
 
     #[test]
+    fn shuffled_deals_the_spread_places_in_a_seeded_order() {
+        let sizes = vec![ByteLen::mib(1); 16];
+        let starts = |placement, seed| -> Vec<u64> {
+            let l = Layout::place(
+                ByteLen::gib(1),
+                None,
+                &sizes,
+                placement,
+                None,
+                &mut Rng::new(seed),
+            )
+            .unwrap();
+            (0..sizes.len())
+                .map(|i| l.file(FileId(i as u32)).extents[0].volume_offset.0)
+                .collect()
+        };
+        let spread = starts(Placement::Spread, 1);
+        let shuffled = starts(Placement::Shuffled, 1);
+        assert_ne!(shuffled, spread, "the order is dealt anew");
+        assert_eq!(
+            shuffled,
+            starts(Placement::Shuffled, 1),
+            "and the seed fixes it"
+        );
+        let mut sorted = shuffled.clone();
+        sorted.sort_unstable();
+        assert_eq!(sorted, spread, "on the same places");
+    }
+
+    #[test]
     fn multi_extent_pieces_split_at_extent_edges() {
         let mut l = Layout::new(ByteLen(1 << 20), None);
         let f = l.push_file(FileLayout {
@@ -982,6 +1023,7 @@ mod tests {
     fn any_placement() -> impl Strategy<Value = Placement> {
         prop_oneof![
             Just(Placement::Spread),
+            Just(Placement::Shuffled),
             Just(Placement::Contiguous),
             Just(Placement::Aligned),
             (1u64..100).prop_map(|b| Placement::Fragmented {

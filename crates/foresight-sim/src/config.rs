@@ -740,6 +740,14 @@ impl SimConfig {
                     foresight_policy::streams::classify::MAX_OFFSET_BLOCKS,
                 )?,
                 threshold: p.int("threshold", sd.threshold as u64, 1, 1000)? as u32,
+                turn_order: p.choice(
+                    "turn_order",
+                    sd.turn_order,
+                    &[
+                        ("arrival", foresight_policy::streams::TurnOrder::Arrival),
+                        ("position", foresight_policy::streams::TurnOrder::Position),
+                    ],
+                )?,
             },
             directed: foresight_policy::directed::DirectedConfig {
                 memory_bytes: p
@@ -836,6 +844,7 @@ impl SimConfig {
                 let extent = w.size("extent", ByteLen::mib(1), ByteLen(4096), ByteLen::gib(1))?;
                 match w.string("placement", default)?.as_str() {
                     "spread" => Placement::Spread,
+                    "shuffled" => Placement::Shuffled,
                     "contiguous" => Placement::Contiguous,
                     "aligned" => Placement::Aligned,
                     "fragmented" => Placement::Fragmented {

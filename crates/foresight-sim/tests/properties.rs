@@ -63,6 +63,8 @@ proptest! {
         n in 1u32..3,
         d in 1u32..4,
         timeout_ms in prop::sample::select(vec![50u64, 2000]),
+        turn_order in prop::sample::select(vec!["arrival", "position"]),
+        placement in prop::sample::select(vec!["spread", "shuffled"]),
     ) {
         let m_kib = r_kib * n as u64 * d as u64;
         let request_kib = 64;
@@ -74,6 +76,8 @@ proptest! {
             format!("policy.memory={m_kib}KiB"),
             format!("policy.dispatch={d}"),
             format!("policy.timeout={timeout_ms}ms"),
+            format!("policy.turn_order={turn_order}"),
+            format!("workload.placement={placement}"),
             "host.memory=64MiB".into(),
             format!("workload.streams={streams}"),
             format!("workload.request={request_kib}KiB"),
@@ -104,7 +108,7 @@ proptest! {
         request_kib in prop::sample::select(vec![4u64, 8, 64, 256]),
         ra_kib in prop::sample::select(vec![0u64, 128, 512, 2048]),
         policy in prop::sample::select(vec!["seqp", "saseqp", "msp+seqp", "msp+saseqp"]),
-        placement in prop::sample::select(vec!["spread", "contiguous", "aligned", "fragmented"]),
+        placement in prop::sample::select(vec!["spread", "shuffled", "contiguous", "aligned", "fragmented"]),
         strip_kib in prop::sample::select(vec![4u64, 64, 128, 1024]),
         disks in 1u32..6,
         metadata in any::<bool>(),

@@ -12,8 +12,13 @@
 //! client has read it, or until `timeout` passes, when the buffers are released and the stream is
 //! forgotten (garbage collection). Reads are issued only while the bytes held and in flight fit in
 //! `M`, and the configuration is refused unless `M >= D * R * N` (section 4.3).
+//!
+//! Which waiting stream goes next is [`TurnOrder`]: the paper's round-robin in the order streams
+//! joined the line, or, as section 4.2 suggests, by position on the disk, one sweep over the waiting
+//! streams' next reads at a time. Both give every waiting stream one turn per cycle; the second keeps
+//! the disk from seeking across the surface between turns when streams do not join in disk order.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
 
 use foresight_core::{ByteLen, ByteRange, Duration, FetchId, Instant};
@@ -27,6 +32,90 @@ use crate::{FetchIds, Input, Layout, Output, PolicyError, Tier, PAGE_BYTES};
 /// region forgotten in between would never become a stream. `classify::MAX_REGIONS` bounds the
 /// memory regardless.
 pub const REGION_IDLE: Duration = Duration::from_secs(60);
+
+/// The order in which waiting streams enter the dispatch set.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum TurnOrder {
+    /// Round-robin in the order the streams joined the waiting line (paper 001, section 4.2).
+    #[default]
+    Arrival,
+    /// Round-robin by the volume offset of each stream's next read: the waiting stream at or after
+    /// the last dispatched one's read, wrapping to the lowest (a C-LOOK sweep over streams; section
+    /// 4.2 names placing streams by offset as a possible policy).
+    Position,
+}
+
+impl TurnOrder {
+    /// Every order's name, as a config spells it.
+    pub const NAMES: &'static [&'static str] = &["arrival", "position"];
+}
+
+/// The waiting line: streams that want a turn, in [`TurnOrder`].
+#[derive(Debug)]
+struct WaitLine {
+    order: TurnOrder,
+    fifo: VecDeque<u32>,
+    /// `(position, stream)` for [`TurnOrder::Position`].
+    by_position: BTreeSet<(u64, u32)>,
+    /// Where the sweep stands: the position of the last stream taken from the line.
+    sweep_from: u64,
+}
+
+impl WaitLine {
+    fn new(order: TurnOrder) -> WaitLine {
+        WaitLine {
+            order,
+            fifo: VecDeque::new(),
+            by_position: BTreeSet::new(),
+            sweep_from: 0,
+        }
+    }
+
+    fn push(&mut self, id: u32, position: u64) {
+        match self.order {
+            TurnOrder::Arrival => self.fifo.push_back(id),
+            TurnOrder::Position => {
+                self.by_position.insert((position, id));
+            }
+        }
+    }
+
+    /// Puts back a stream that was taken but could not start its turn: it goes first next time.
+    fn put_back(&mut self, id: u32, position: u64) {
+        match self.order {
+            TurnOrder::Arrival => self.fifo.push_front(id),
+            TurnOrder::Position => {
+                // `sweep_from` still equals `position`, so it is found first again.
+                debug_assert_eq!(self.sweep_from, position);
+                self.by_position.insert((position, id));
+            }
+        }
+    }
+
+    /// A waiting stream's next read moved from `from` to `to`.
+    fn moved(&mut self, id: u32, from: u64, to: u64) {
+        if self.order == TurnOrder::Position && self.by_position.remove(&(from, id)) {
+            self.by_position.insert((to, id));
+        }
+    }
+
+    fn pop(&mut self) -> Option<u32> {
+        match self.order {
+            TurnOrder::Arrival => self.fifo.pop_front(),
+            TurnOrder::Position => {
+                let next = self
+                    .by_position
+                    .range((self.sweep_from, 0)..)
+                    .next()
+                    .or_else(|| self.by_position.first())
+                    .copied()?;
+                self.by_position.remove(&next);
+                self.sweep_from = next.0;
+                Some(next.1)
+            }
+        }
+    }
+}
 
 /// Settings of the stream scheduler, as plain data with units in the names.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -45,6 +134,8 @@ pub struct StreamsConfig {
     pub offset_blocks: u64,
     /// Distinct requests in a region that make a stream.
     pub threshold: u32,
+    /// Which waiting stream gets the next turn.
+    pub turn_order: TurnOrder,
 }
 
 impl Default for StreamsConfig {
@@ -57,6 +148,7 @@ impl Default for StreamsConfig {
             timeout: Duration::from_secs(2),
             offset_blocks: 32,
             threshold: 2,
+            turn_order: TurnOrder::Arrival,
         }
     }
 }
@@ -147,7 +239,7 @@ pub struct StreamScheduler {
     /// Streams by the next byte their client will read.
     by_position: BTreeMap<u64, u32>,
     by_fetch: BTreeMap<FetchId, u32>,
-    waiting: VecDeque<u32>,
+    waiting: WaitLine,
     dispatched: u32,
     held_bytes: u64,
     next_stream: u32,
@@ -168,7 +260,7 @@ impl StreamScheduler {
             streams: BTreeMap::new(),
             by_position: BTreeMap::new(),
             by_fetch: BTreeMap::new(),
-            waiting: VecDeque::new(),
+            waiting: WaitLine::new(cfg.turn_order),
             dispatched: 0,
             held_bytes: 0,
             next_stream: 0,
@@ -244,9 +336,13 @@ impl StreamScheduler {
                     // past `start`, so moving `fetched_end` back to `start` keeps them at zero.
                     debug_assert_eq!(Self::held_of(s), 0);
                     s.fetched_end = start;
-                    if s.state == State::Idle {
-                        s.state = State::Waiting;
-                        self.waiting.push_back(id);
+                    match s.state {
+                        State::Idle => {
+                            s.state = State::Waiting;
+                            self.waiting.push(id, start);
+                        }
+                        State::Waiting => self.waiting.moved(id, fetched_end, start),
+                        State::Dispatched => {}
                     }
                     self.out.push_back(Output::Defer {
                         file: VOLUME_FILE,
@@ -283,7 +379,7 @@ impl StreamScheduler {
                         },
                     );
                     self.by_position.insert(end, id);
-                    self.waiting.push_back(id);
+                    self.waiting.push(id, from);
                 }
             }
         }
@@ -296,7 +392,7 @@ impl StreamScheduler {
     /// Fills the dispatch set from the waiting line, round-robin, within `D` and `M`.
     fn schedule(&mut self) {
         while self.dispatched < self.dispatch_max {
-            let Some(id) = self.waiting.pop_front() else {
+            let Some(id) = self.waiting.pop() else {
                 break;
             };
             let Some(s) = self.streams.get_mut(&id) else {
@@ -314,7 +410,7 @@ impl StreamScheduler {
                 if s.inflight.is_none() {
                     s.state = State::Waiting;
                     self.dispatched -= 1;
-                    self.waiting.push_front(id);
+                    self.waiting.put_back(id, s.fetched_end);
                     break;
                 }
             }
@@ -594,6 +690,57 @@ mod tests {
             matches!(&out[..], [Output::Fetch { range, .. }] if range.start.0 >> 30 == 2),
             "{out:?}"
         );
+    }
+
+    /// The GiB at which each turn's read starts, for streams that join at `joins` GiB in that
+    /// order, with D = 1 and N = 1, each read completed before the next turn.
+    fn turns(order: TurnOrder, joins: &[u64]) -> Vec<u64> {
+        let layout = Arc::new(Layout::new(ByteLen::gib(64), None));
+        let mut p = StreamScheduler::new(
+            StreamsConfig {
+                dispatch: Some(1),
+                readahead_bytes: 1 << 20,
+                memory_bytes: 8 << 20,
+                turn_order: order,
+                ..StreamsConfig::default()
+            },
+            layout,
+        )
+        .expect("valid");
+        let k = 64 << 10;
+        let mut pending = VecDeque::new();
+        let fetches = |out: Vec<Output>, pending: &mut VecDeque<(FetchId, u64)>| {
+            for o in out {
+                if let Output::Fetch { id, range, .. } = o {
+                    pending.push_back((id, range.start.0 >> 30));
+                }
+            }
+        };
+        for &g in joins {
+            for i in 0..2 {
+                let out = read(&mut p, Instant::ZERO, (g << 30) + i * k, k, true);
+                fetches(out, &mut pending);
+            }
+        }
+        let mut seen = vec![];
+        while let Some((id, g)) = pending.pop_front() {
+            assert!(pending.is_empty(), "D = 1 issues one read at a time");
+            seen.push(g);
+            p.handle(Instant::ZERO, Input::Fetched { id, ok: true });
+            fetches(
+                std::iter::from_fn(|| p.poll_output()).collect(),
+                &mut pending,
+            );
+        }
+        seen
+    }
+
+    #[test]
+    fn turns_go_in_arrival_order_or_in_one_sweep_by_position() {
+        let joins = [3, 1, 4, 2, 0];
+        assert_eq!(turns(TurnOrder::Arrival, &joins), vec![3, 1, 4, 2, 0]);
+        // The first stream starts at once; the rest go up from where it read, then wrap.
+        assert_eq!(turns(TurnOrder::Position, &joins), vec![3, 4, 0, 1, 2]);
     }
 
     #[test]
