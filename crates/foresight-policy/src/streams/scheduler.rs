@@ -182,12 +182,18 @@ impl StreamsConfig {
                 ),
             );
         }
-        let turn_bytes = self.readahead_bytes * self.per_turn as u64;
+        if self.timeout == Duration::ZERO {
+            // Garbage collection runs every `timeout`; at zero it would run again at the same
+            // instant forever.
+            return bad("timeout", "must be longer than zero".into());
+        }
+        // In u128: D, R and N may each be large enough for their product to pass 2^64.
+        let turn_bytes = self.readahead_bytes as u128 * self.per_turn as u128;
         let d = match self.dispatch {
-            Some(d) => d as u64,
-            None => self.memory_bytes / turn_bytes,
+            Some(d) => d as u128,
+            None => self.memory_bytes as u128 / turn_bytes,
         };
-        if d == 0 || self.memory_bytes < d * turn_bytes {
+        if d == 0 || (self.memory_bytes as u128) < d * turn_bytes {
             return bad(
                 "memory",
                 format!(
@@ -200,7 +206,7 @@ impl StreamsConfig {
                 ),
             );
         }
-        Ok(d.min(u32::MAX as u64) as u32)
+        Ok(d.min(u32::MAX as u128) as u32)
     }
 }
 
@@ -242,6 +248,8 @@ pub struct StreamScheduler {
     waiting: WaitLine,
     dispatched: u32,
     held_bytes: u64,
+    /// The bytes reads may hold now: M, or less while memory is short (`Input::MemoryPressure`).
+    admit_bytes: u64,
     next_stream: u32,
     next_gc: Option<Instant>,
     ids: FetchIds,
@@ -263,6 +271,7 @@ impl StreamScheduler {
             waiting: WaitLine::new(cfg.turn_order),
             dispatched: 0,
             held_bytes: 0,
+            admit_bytes: cfg.memory_bytes,
             next_stream: 0,
             next_gc: None,
             ids: FetchIds::default(),
@@ -424,7 +433,7 @@ impl StreamScheduler {
         if s.inflight.is_some() || s.reads_this_turn >= self.cfg.per_turn {
             return false;
         }
-        if self.held_bytes + r > self.cfg.memory_bytes || s.fetched_end >= self.volume_bytes {
+        if self.held_bytes + r > self.admit_bytes || s.fetched_end >= self.volume_bytes {
             return false;
         }
         let len = r.min(self.volume_bytes - s.fetched_end);
@@ -441,7 +450,10 @@ impl StreamScheduler {
         s.inflight = Some(fid);
         s.reads_this_turn += 1;
         self.held_bytes = self.held_bytes - before + Self::held_of(s);
-        assert!(self.held_bytes <= self.cfg.memory_bytes, "buffers over M");
+        assert!(
+            self.held_bytes <= self.admit_bytes && self.admit_bytes <= self.cfg.memory_bytes,
+            "buffers over M"
+        );
         self.by_fetch.insert(fid, id);
         true
     }
@@ -510,12 +522,16 @@ impl crate::Policy for StreamScheduler {
             }
             Input::Fetched { id, .. } => self.on_fetched(id),
             Input::MemoryPressure { available } => {
-                // Less room: lower M for admission, never below what is already held.
-                self.cfg.memory_bytes = self
+                // Admit what is held plus what is free, up to M. Never below one read of R
+                // (R <= M): with nothing in flight no fetch would complete, nothing would report
+                // memory again, and the streams' queued requests would wait forever.
+                self.admit_bytes = self
                     .cfg
                     .memory_bytes
-                    .min(self.held_bytes + available.0)
-                    .max(self.held_bytes);
+                    .min(self.held_bytes.saturating_add(available.0))
+                    .max(self.held_bytes)
+                    .max(self.cfg.readahead_bytes);
+                self.schedule();
             }
             Input::Read { .. } | Input::Hint { .. } => {}
         }
@@ -589,6 +605,76 @@ mod tests {
         for part in ["M = 16777216", "D = 4", "R = 8388608", "N = 2"] {
             assert!(e.contains(part), "{e}");
         }
+    }
+
+    #[test]
+    fn refuses_d_r_n_whose_product_passes_2_to_the_64() {
+        let cfg = StreamsConfig {
+            dispatch: Some(1 << 20),
+            readahead_bytes: 1 << 30,
+            per_turn: 1 << 14,
+            memory_bytes: 16 << 20,
+            ..StreamsConfig::default()
+        };
+        let e = cfg.dispatch_set().unwrap_err().to_string();
+        assert!(e.contains("M >= D*R*N"), "{e}");
+    }
+
+    #[test]
+    fn refuses_a_zero_timeout() {
+        let cfg = StreamsConfig {
+            timeout: Duration::ZERO,
+            ..StreamsConfig::default()
+        };
+        let e = cfg.dispatch_set().unwrap_err().to_string();
+        assert!(e.contains("timeout"), "{e}");
+    }
+
+    #[test]
+    fn memory_pressure_lowers_admission_for_a_while_not_for_good() {
+        let mut p = sched(None, 1 << 20, 1, 4 << 20);
+        let t = Instant::ZERO;
+        p.handle(
+            t,
+            Input::MemoryPressure {
+                available: ByteLen(0),
+            },
+        );
+        p.handle(
+            t,
+            Input::MemoryPressure {
+                available: ByteLen::gib(1),
+            },
+        );
+        let k = 64 << 10;
+        let mut fetches = 0;
+        for s in 0..4u64 {
+            for i in 0..2 {
+                fetches += read(&mut p, t, (s << 30) + i * k, k, true)
+                    .iter()
+                    .filter(|o| matches!(o, Output::Fetch { .. }))
+                    .count();
+            }
+        }
+        assert_eq!(fetches, 4, "M = 4 MiB is back: four 1 MiB reads");
+        // Short of memory with nothing held, one read of R still goes, so queued requests move.
+        let mut p = sched(None, 1 << 20, 1, 4 << 20);
+        p.handle(
+            t,
+            Input::MemoryPressure {
+                available: ByteLen(0),
+            },
+        );
+        let out: Vec<_> = (0..2)
+            .flat_map(|i| read(&mut p, t, i * k, k, true))
+            .collect();
+        assert_eq!(
+            out.iter()
+                .filter(|o| matches!(o, Output::Fetch { .. }))
+                .count(),
+            1,
+            "{out:?}"
+        );
     }
 
     #[test]
