@@ -196,6 +196,18 @@ mod tests {
     }
 
     #[test]
+    fn a_read_one_page_back_is_random_not_the_start_of_a_window() {
+        let mut p = Seqp::new(ByteLen::kib(128), layout(64 << 20)).unwrap();
+        let mut got = BTreeSet::new();
+        assert_eq!(read(&mut p, 0, 0, 10, 1, &mut got), vec![(10, 1)]);
+        // Linux compares `index - prev_index <= 1` unsigned: a step back reads only itself.
+        assert_eq!(read(&mut p, 0, 0, 9, 1, &mut got), vec![(9, 1)]);
+        // The page after the last one read is sequential and opens a window.
+        assert_eq!(read(&mut p, 0, 0, 10, 1, &mut got), vec![]);
+        assert_eq!(read(&mut p, 0, 0, 11, 1, &mut got), vec![(11, 4)]);
+    }
+
+    #[test]
     fn random_reads_fetch_only_what_was_asked_and_keep_other_windows() {
         let mut p = Seqp::new(ByteLen::kib(128), layout(64 << 20)).unwrap();
         let mut got = BTreeSet::new();

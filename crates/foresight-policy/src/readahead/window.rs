@@ -293,7 +293,11 @@ impl<S: WindowShape> OnDemand<S> {
             ra.start = start;
             ra.size = rule.next_pages(start - page + req_pages, max);
             ra.async_size = ra.size;
-        } else if req_pages > max || ra.prev_page.is_some_and(|p| page.abs_diff(p) <= 1) {
+        } else if req_pages > max
+            // The page the last read ended in or the one after it (mm/readahead.c compares
+            // `index - prev_index <= 1` unsigned): a read that steps back is not sequential.
+            || ra.prev_page.is_some_and(|p| page.checked_sub(p).is_some_and(|d| d <= 1))
+        {
             initial(&mut ra);
         } else {
             // A random read: fetch only what was asked (shaped like any other fetch), leave the
