@@ -36,6 +36,11 @@ impl Instant {
     pub fn saturating_since(self, earlier: Instant) -> Duration {
         Duration(self.0.saturating_sub(earlier.0))
     }
+
+    /// `self + d`, or `None` past the last representable instant (about 584 years in).
+    pub fn checked_add(self, d: Duration) -> Option<Instant> {
+        self.0.checked_add(d.0).map(Instant)
+    }
 }
 
 impl Duration {

@@ -275,7 +275,7 @@ pub struct Layout {
 #[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
 pub enum LayoutError {
     /// The files do not fit on the volume.
-    #[error("{files} files of {size} need {need} but the volume holds only {volume}; use fewer or smaller files")]
+    #[error("{files} files of {size} need {} but the volume holds only {volume}; use fewer or smaller files", need_text(*.need))]
     DoesNotFit {
         /// How many files.
         files: usize,
@@ -286,6 +286,15 @@ pub enum LayoutError {
         /// Bytes available.
         volume: ByteLen,
     },
+}
+
+/// A byte count for an error message; sums that saturated say so rather than print 2^64 - 1.
+fn need_text(need: ByteLen) -> String {
+    if need.0 == u64::MAX {
+        "more than 16 EiB".into()
+    } else {
+        need.to_string()
+    }
 }
 
 impl Layout {
@@ -337,10 +346,11 @@ impl Layout {
             volume_bytes.0 / count as u64 / ALIGN * ALIGN
         };
         if count > 0 && (gap < size.0 || gap == 0) {
+            let slot = size.0.max(1).div_ceil(ALIGN) * ALIGN;
             return Err(LayoutError::DoesNotFit {
                 files: count,
                 size,
-                need: ByteLen(size.0.saturating_mul(count as u64)),
+                need: ByteLen(slot.saturating_mul(count as u64)),
                 volume: volume_bytes,
             });
         }
@@ -431,10 +441,11 @@ impl Layout {
         const SPREAD_ALIGN_BLOCKS: u64 = (1 << 20) / BLOCK_BYTES;
         let mut layout = Layout::new(volume_bytes, striping);
         let volume_blocks = volume_bytes.0 / BLOCK_BYTES;
-        let total: u64 = sizes.iter().map(|s| s.0).sum();
+        // In u128: many large files may together pass 2^64 bytes; their mean does not.
+        let total: u128 = sizes.iter().map(|s| s.0 as u128).sum();
         let too_big = |need_blocks: u64| LayoutError::DoesNotFit {
             files: sizes.len(),
-            size: ByteLen(total / sizes.len().max(1) as u64),
+            size: ByteLen((total / sizes.len().max(1) as u128) as u64),
             need: ByteLen(need_blocks.saturating_mul(BLOCK_BYTES)),
             volume: volume_bytes,
         };
@@ -483,7 +494,9 @@ impl Layout {
                     .max()
                     .unwrap_or(0);
                 if count > 0 && (gap == 0 || gap < widest) {
-                    return Err(too_big(base + widest.saturating_mul(count)));
+                    // Each file's place is a whole number of 1 MiB units, at least one.
+                    let slot = widest.max(1).div_ceil(SPREAD_ALIGN_BLOCKS) * SPREAD_ALIGN_BLOCKS;
+                    return Err(too_big(base.saturating_add(slot.saturating_mul(count))));
                 }
                 let mut slots: Vec<u64> = (0..count).collect();
                 if placement == Placement::Shuffled {
@@ -803,6 +816,30 @@ mod tests {
         });
         assert_eq!(pieces, vec![(ByteOffset(2 << 30), ByteLen::mib(100))]);
         assert!(Layout::spread(ByteLen::mib(10), None, 20, ByteLen::mib(1)).is_err());
+    }
+
+    #[test]
+    fn a_spread_that_does_not_fit_names_what_it_needs() {
+        let place = |count: usize, size: ByteLen| {
+            Layout::place(
+                ByteLen::gib(1),
+                None,
+                &vec![size; count],
+                Placement::Spread,
+                None,
+                &mut Rng::new(1),
+            )
+            .unwrap_err()
+        };
+        // Each spread file takes at least a 1 MiB place, however small it is.
+        let e = place(2000, ByteLen::kib(64)).to_string();
+        assert!(e.contains("need 2000MiB"), "{e}");
+        // A total past 2^64 bytes neither wraps the mean nor prints 2^64 - 1.
+        let e = place(20_000, ByteLen(1 << 50)).to_string();
+        assert!(
+            e.contains("files of 1024TiB") && e.contains("more than 16 EiB"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -522,6 +522,7 @@ impl SimConfig {
         if crate::tiered::config::wants_tiers(&root) {
             return crate::tiered::config::parse(root, base_dir);
         }
+        crate::dfs::config::refuse_unread_keys(&root)?;
         let seed = take_seed(&mut root)?;
 
         let mut d = Section::take(&mut root, "device")?;
@@ -591,14 +592,14 @@ impl SimConfig {
             },
             controller_bytes_per_s: match d.raw("controller_mib_s") {
                 None => None,
-                Some(Value::Integer(i)) if i > 0 => Some((i as u64) << 20),
+                Some(Value::Integer(i)) if i > 0 && i < 1_000_000_000 => Some((i as u64) << 20),
                 Some(Value::Float(f)) if f > 0.0 && f < 1e9 => {
                     Some((f * (1u64 << 20) as f64) as u64)
                 }
                 Some(v) => {
                     return Err(key_err(
                         "device.controller_mib_s",
-                        format!("expected a positive number of MiB/s, got {v}"),
+                        format!("expected a positive number of MiB/s below 1e9, got {v}"),
                     ))
                 }
             },
@@ -911,6 +912,33 @@ impl SimConfig {
                 "must hold at least one image row of `tile` x `tiles_across` bytes",
             ));
         }
+        if workload.think > Duration::from_secs(3600) {
+            return Err(key_err(
+                "workload.think",
+                "must be at most 3600s: a client that pauses longer is not a storage workload",
+            ));
+        }
+        if device.kind == DeviceKind::Jbod && workload.kind == WorkloadKind::Streams {
+            // The JBOD places stream files itself: round-robin over members, spread on each.
+            if workload.placement != Placement::Spread {
+                return Err(key_err(
+                    "workload.placement",
+                    "a jbod places stream files round-robin over its disks, spread on each; drop this key or give \"spread\"",
+                ));
+            }
+            if workload.metadata {
+                return Err(key_err(
+                    "workload.metadata",
+                    "a jbod's stream files carry no metadata blocks; drop this key",
+                ));
+            }
+        }
+        if workload.kind == WorkloadKind::Webserver && workload.file_size.0 == 0 {
+            return Err(key_err(
+                "workload.file_size",
+                "a webserver workload's files have this mean size; give a positive size, e.g. \"64KiB\"",
+            ));
+        }
         if workload.kind == WorkloadKind::Webserver && workload.duration.is_none() {
             return Err(key_err(
                 "workload.duration",
@@ -1084,6 +1112,28 @@ mod tests {
             assert!(e.contains(key) && e.contains("4KiB"), "{e}");
             assert!(cfg("", &[&format!("{key}=0")]).is_ok());
         }
+        // Values that used to wrap or reach a panic deep in a run.
+        for (set, key) in [
+            (
+                "device.controller_mib_s=17592186044416",
+                "device.controller_mib_s",
+            ),
+            ("workload.think=1000000000s", "workload.think"),
+        ] {
+            let e = cfg("", &[set]).unwrap_err().to_string();
+            assert!(e.contains(key), "{set}: {e}");
+        }
+        let e = cfg(
+            "",
+            &[
+                "workload.kind=webserver",
+                "workload.file_size=0",
+                "workload.duration=1s",
+            ],
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("workload.file_size"), "{e}");
         let e = cfg("", &["device.queue_policy=elevator"])
             .unwrap_err()
             .to_string();

@@ -31,6 +31,10 @@ use crate::host::volume::{Mapping, Volume};
 use crate::metrics::{BreakdownReport, Report, RequestRecord};
 use crate::trace::{read_trace, TraceError, TraceRecord};
 
+/// The last instant a client may issue a read: 500 years in, which leaves the rest of the clock's
+/// range (about 84 years) for that read to be served.
+const LAST_ISSUE: Instant = Instant(500 * 365 * 86_400 * 1_000_000_000);
+
 /// Why a run could not start.
 #[derive(Debug, Error)]
 pub enum SimError {
@@ -110,7 +114,7 @@ fn jbod_layout(
         return Err(foresight_policy::layout::LayoutError::DoesNotFit {
             files: sizes.len(),
             size: ByteLen(largest),
-            need: ByteLen(largest * sizes.len() as u64),
+            need: ByteLen(largest.saturating_mul(sizes.len() as u64)),
             volume: volume_bytes,
         });
     }
@@ -997,8 +1001,14 @@ impl Sim {
                         st.requests_left > 0
                     }
                 };
-                if more {
-                    self.schedule(self.now + think, Ev::Issue(a.stream));
+                // A client whose next read would fall past `LAST_ISSUE` (long think times over
+                // very many reads) is done, so no later event passes the last representable instant.
+                let next = self
+                    .now
+                    .checked_add(think)
+                    .filter(|&at| more && at <= LAST_ISSUE);
+                if let Some(at) = next {
+                    self.schedule(at, Ev::Issue(a.stream));
                 } else {
                     self.streams_left -= 1;
                 }
