@@ -71,6 +71,55 @@ fn text(s: &mut Section, key: &str, full: &str) -> Result<Option<String>, Config
     Ok(Some(v))
 }
 
+/// The keys of the other sections a `[dfs]` run reads (see [`DfsSettings::params`]); the model
+/// has its own clients, link, server and queue, so the page-cache host's keys mean nothing to it.
+const DFS_READS: &[(&str, &[&str])] = &[
+    ("device", &["kind", "preset", "disks", "strip"]),
+    ("host", &["memory"]),
+    (
+        "workload",
+        &[
+            "kind",
+            "streams",
+            "file_size",
+            "request",
+            "requests",
+            "duration",
+        ],
+    ),
+];
+
+/// Refuses, in a config with a `[dfs]` section, any key of `[device]`, `[host]`, `[policy]` or
+/// `[workload]` the DFS model would not read, so that no setting is silently ignored.
+pub fn refuse_unread_keys(root: &Table) -> Result<(), ConfigError> {
+    if !root.contains_key("dfs") {
+        return Ok(());
+    }
+    for section in ["device", "host", "policy", "workload"] {
+        let Some(Value::Table(t)) = root.get(section) else {
+            continue;
+        };
+        let reads = DFS_READS
+            .iter()
+            .find(|(s, _)| *s == section)
+            .map_or(&[][..], |(_, keys)| *keys);
+        if let Some(key) = t.keys().find(|k| !reads.contains(&k.as_str())) {
+            let takes = if reads.is_empty() {
+                format!("takes nothing from [{section}]")
+            } else {
+                format!("reads only {} from [{section}]", reads.join(", "))
+            };
+            return Err(key_err(
+                &format!("{section}.{key}"),
+                format!(
+                    "a [dfs] run {takes} (its clients, link, server and queue are set in [dfs] and [network]); drop this key"
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Takes `[dfs]` and `[network]` out of `root`. `None` when there is no `[dfs]` section; a
 /// `[network]` section without one is an error.
 pub fn take(root: &mut Table) -> Result<Option<DfsSettings>, ConfigError> {
@@ -333,6 +382,27 @@ mod tests {
             let e = cfg(&sets).unwrap_err().to_string();
             assert!(e.contains(key), "{set}: {e}");
         }
+    }
+
+    #[test]
+    fn keys_the_dfs_model_would_not_read_are_refused_by_name() {
+        for set in [
+            "workload.think=50ms",
+            "device.queue_depth=1",
+            "host.scheduler=noop",
+            "policy.name=none",
+        ] {
+            let e = cfg(&["dfs.system=aps", set]).unwrap_err().to_string();
+            let key = set.split('=').next().unwrap();
+            assert!(e.contains(&format!("`{key}`")) && e.contains("drop"), "{e}");
+        }
+        assert!(cfg(&[
+            "dfs.system=aps",
+            "workload.streams=4",
+            "device.kind=raid0",
+            "host.memory=1GiB",
+        ])
+        .is_ok());
     }
 
     #[test]
