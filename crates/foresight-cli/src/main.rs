@@ -167,7 +167,8 @@ A config is TOML; every key can also be set with --set KEY=VALUE (later wins). S
                                  webserver: mean file size)
   files = 1000                   webserver: files in the set
   request = \"64KiB\"              bytes per read
-  think = \"0s\"                   pause between a completion and the next read
+  think = \"0s\"                   pause between a completion and the next read (at most
+                                 3600s)
   duration = \"30s\"               stop after this much simulated time (default: run to the end)
   requests = 1000                random: reads per client; webserver: files per thread
   placement = \"spread\"           spread | shuffled (spread's places, dealt in a seeded
@@ -184,6 +185,9 @@ A config is TOML; every key can also be set with --set KEY=VALUE (later wins). S
   gap_dist = \"fixed\"             gaps: fixed | exponential (gaps drawn with mean `gap`)
   [dfs]                          run streams/random through a DFS model (paper 004):
                                  clients, link, server workers, CFQ-like queue, [device]
+                                 (kind, preset, disks, strip), host.memory and workload
+                                 kind, streams, file_size, request, requests, duration;
+                                 other keys are refused
   system = \"aps\"                 local | lustre | nfs | hdfs | gluster | dedicated | aps
   queue = \"dedicated\"            shared | dedicated (default: the system's)
   workers = 32                   server I/O workers
