@@ -23,6 +23,9 @@ use crate::hdd::geometry::Zone;
 /// Most entry expansions one layout may take (the Cheetah 15K.5's needs about 10^4).
 const WORK_MAX: u64 = 50_000_000;
 
+/// Entries may each map up to 10^15 blocks, so a large tree can pass what a u64 counts.
+const TOO_MANY_BLOCKS: &str = "the layout maps more than 2^64 blocks";
+
 #[derive(Clone, Copy, Debug)]
 enum Kind {
     Track { spt: u32 },
@@ -123,7 +126,10 @@ pub(super) fn zones(
         0,
     )
     .map_err(|m| err(file, *idx_line, m))?;
-    let total: u64 = runs.iter().map(|r| r.1).sum();
+    let total = runs
+        .iter()
+        .try_fold(0u64, |t, r| t.checked_add(r.1))
+        .ok_or_else(|| err(file, *idx_line, TOO_MANY_BLOCKS))?;
     if total == 0 {
         return Err(err(file, *idx_line, "the layout maps no blocks"));
     }
@@ -275,7 +281,9 @@ fn walk(
             Kind::Track { spt } => {
                 first_step.get_or_insert(e.angle_step);
                 match runs.last_mut() {
-                    Some((s, n)) if *s == spt => *n += e.total_lbns,
+                    Some((s, n)) if *s == spt => {
+                        *n = n.checked_add(e.total_lbns).ok_or(TOO_MANY_BLOCKS)?;
+                    }
                     _ => runs.push((spt, e.total_lbns)),
                 }
             }

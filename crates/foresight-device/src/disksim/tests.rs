@@ -418,3 +418,54 @@ proptest! {
         import_never_panics(&m);
     }
 }
+
+// ---- review: huge but in-range geometry must be an error, not a panic / wrap ----
+/// A `.model` file with one zone of the given geometry, on the Atlas 10K's seek curve.
+fn one_zone_model(surfaces: u64, cylinders: u64, spt: u64) -> String {
+    format!(
+        "dm_disk X {{\n  Number of data surfaces = {surfaces},\n  Number of cylinders = {cylinders},\n  \
+         Mechanical Model = dm_mech_g1 {{\n    Seek type = extracted,\n    Full seek curve = atlas10k.seek,\n    \
+         Rotation speed (in rpms) = 10025\n  }},\n  Layout Model = dm_layout_g1 {{\n    Zones = [\n      \
+         dm_layout_g1_zone {{\n        First cylinder number = 0,\n        Last cylinder number = {},\n        \
+         Blocks per track = {spt}\n      }}\n    ]\n  }}\n}}\n",
+        cylinders - 1
+    )
+}
+
+#[test]
+fn a_geometry_past_2_to_the_64_sectors_is_an_error_naming_the_file() {
+    let mut m = shared_files();
+    // Each value is within its key's accepted range; together they make 2^70 sectors.
+    m.insert(
+        "atlas10k.model".into(),
+        one_zone_model(1 << 16, 1 << 30, 1 << 24),
+    );
+    let e = import_map("atlas10k.diskspecs", &m)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("atlas10k.model") && e.contains("2^64"), "{e}");
+}
+
+#[test]
+fn a_g4_layout_mapping_more_than_2_to_the_64_blocks_is_an_error() {
+    let mut m = BTreeMap::new();
+    for f in [
+        "Seagate-Cheetah15k5.diskspecs",
+        "Seagate-Cheetah15k5.model",
+        "Seagate-Cheetah15k5.seeks",
+    ] {
+        let text = std::fs::read_to_string(shared_data(&format!("disksim/{f}"))).unwrap();
+        m.insert(f.to_string(), text);
+    }
+    // The root repeats a node of 9 x 10^14 blocks 30,000 times: 2.7 x 10^19 blocks.
+    m.insert(
+        "Seagate-Cheetah15k5-skews.layout".into(),
+        "dm_layout_g4 {\nTP = [ 0, 99, 100 ],\nIDX = [\n  [ 0, 0, 0.0, 100, 1, 0.1, 900000000000000, 1, TRACK, 0, 0 ],\n  \
+         [ 0, 0, 0.0, 1, 1, 0.1, 30000, 1, IDX, 0 ]\n]\n}\n"
+            .into(),
+    );
+    let e = import_map("Seagate-Cheetah15k5.diskspecs", &m)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("2^64"), "{e}");
+}

@@ -229,9 +229,15 @@ impl Geometry {
                 frac(last_track + f64::from(z.cyl_skew_sectors) / f64::from(z.sectors_per_track))
             };
             zone_base_angle.push(base);
-            lba += u64::from(z.cylinder_count())
-                * u64::from(surfaces)
-                * u64::from(z.sectors_per_track);
+            // A geometry a parameter file can state may hold more than 2^64 sectors.
+            lba = u64::from(z.cylinder_count())
+                .checked_mul(u64::from(surfaces))
+                .and_then(|t| t.checked_mul(u64::from(z.sectors_per_track)))
+                .and_then(|n| lba.checked_add(n))
+                .ok_or_else(|| DeviceError::BadZone {
+                    index: i,
+                    problem: "the drive would hold more than 2^64 sectors".into(),
+                })?;
         }
         Ok(Geometry {
             cylinders,
@@ -376,13 +382,14 @@ impl Geometry {
     }
 
     fn track_angle_in(z: &Zone, base: f64, surfaces: u32, cylinder: u32, head: u32) -> f64 {
-        let spt = u64::from(z.sectors_per_track);
+        let spt = u128::from(z.sectors_per_track);
         // Skew accumulated from the zone's first track: every full cylinder contributes
-        // (surfaces - 1) track skews and one cylinder skew; then `head` track skews.
-        let per_cyl = u64::from(surfaces - 1) * u64::from(z.track_skew_sectors)
-            + u64::from(z.cyl_skew_sectors);
-        let acc = u64::from(cylinder - z.first_cyl) * per_cyl
-            + u64::from(head) * u64::from(z.track_skew_sectors);
+        // (surfaces - 1) track skews and one cylinder skew; then `head` track skews. In u128,
+        // since the product passes 2^64 on the largest geometries a parameter file may state.
+        let per_cyl = u128::from(surfaces - 1) * u128::from(z.track_skew_sectors)
+            + u128::from(z.cyl_skew_sectors);
+        let acc = u128::from(cylinder - z.first_cyl) * per_cyl
+            + u128::from(head) * u128::from(z.track_skew_sectors);
         frac(base + (acc % spt) as f64 / spt as f64)
     }
 }
