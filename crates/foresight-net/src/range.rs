@@ -8,7 +8,10 @@
 //! the server answers with 400 (the RFC would also allow ignoring it, but a client that sent a
 //! broken range wants to hear about it rather than receive the whole file). The server answers one
 //! range with 206; a request for several ranges is served whole (200), which RFC 9110 permits and
-//! which spares the server multipart bodies that no client here needs.
+//! which spares the server multipart bodies that no client here needs. A set is unsatisfiable (416)
+//! only when none of its ranges starts inside the representation and none is a suffix of non-zero
+//! length (RFC 9110, section 14.1.1): `bytes=-5` on an empty file is answered 200 with the empty
+//! body.
 
 use std::fmt;
 
@@ -57,7 +60,8 @@ pub struct RangeError(pub String);
 /// What the server does with a request's `Range` header for a representation of a given length.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum RangeDecision {
-    /// No usable range: send the whole representation with 200.
+    /// No usable range, several ranges, or a suffix range on an empty representation: send the
+    /// whole representation with 200.
     Full,
     /// Send these bytes with 206.
     Partial(ByteRange),
@@ -162,7 +166,7 @@ pub fn parse_range_header(value: &[u8]) -> Result<ParsedRange, RangeError> {
 
 impl RangeSpec {
     /// The bytes this spec selects from a representation of `len` bytes, or `None` when it
-    /// selects none (RFC 9110, section 14.1.2: unsatisfiable).
+    /// selects none. Selecting none is not always unsatisfiable: see [`RangeSpec::satisfiable`].
     pub fn resolve(self, len: u64) -> Option<ByteRange> {
         match self {
             RangeSpec::FromTo { first, last } => {
@@ -172,6 +176,19 @@ impl RangeSpec {
             RangeSpec::Suffix { len: n } => {
                 (n > 0 && len > 0).then(|| ByteRange::new(len - n.min(len), n.min(len)))
             }
+        }
+    }
+}
+
+impl RangeSpec {
+    /// Whether this spec makes a range set satisfiable for a representation of `len` bytes (RFC
+    /// 9110, section 14.1.1): a position range whose first byte lies inside it, or a suffix-range
+    /// of non-zero length. The latter holds even when `len` is 0, where the spec selects the whole,
+    /// empty representation, which cannot be written as a `Content-Range`: it is sent with 200.
+    pub fn satisfiable(self, len: u64) -> bool {
+        match self {
+            RangeSpec::Suffix { len: n } => n > 0,
+            _ => self.resolve(len).is_some(),
         }
     }
 }
@@ -210,18 +227,18 @@ pub fn decide(header: Option<&[u8]>, len: u64) -> RangeDecision {
         Err(e) => RangeDecision::Malformed(e.0),
         Ok(ParsedRange::OtherUnit) => RangeDecision::Full,
         Ok(ParsedRange::Bytes(specs)) => {
+            if !specs.iter().any(|s| s.satisfiable(len)) {
+                return RangeDecision::Unsatisfiable;
+            }
             if specs.len() > 1 {
-                // Several ranges: either all unsatisfiable (416) or the whole body (200).
-                return if specs.iter().all(|s| s.resolve(len).is_none()) {
-                    RangeDecision::Unsatisfiable
-                } else {
-                    RangeDecision::Full
-                };
+                // Several ranges, at least one satisfiable: the whole body (200).
+                return RangeDecision::Full;
             }
-            match specs[0].resolve(len) {
-                Some(r) => RangeDecision::Partial(r),
-                None => RangeDecision::Unsatisfiable,
-            }
+            // One satisfiable spec that selects no bytes is a suffix on an empty representation:
+            // the whole (empty) body, with 200.
+            specs[0]
+                .resolve(len)
+                .map_or(RangeDecision::Full, RangeDecision::Partial)
         }
     }
 }
@@ -335,6 +352,20 @@ mod tests {
         assert_eq!(d("bytes=2000-,3000-", 1000), RangeDecision::Unsatisfiable);
         let many = format!("bytes={}", vec!["1-2"; MAX_RANGE_SPECS + 1].join(","));
         assert!(matches!(d(&many, 1000), RangeDecision::Malformed(_)));
+    }
+
+    #[test]
+    fn a_suffix_range_on_an_empty_representation_selects_it_whole() {
+        // RFC 9110, section 14.1.1: a set with a suffix-range of non-zero length is satisfiable,
+        // even on an empty representation (which it selects entirely): 200, not 416.
+        assert_eq!(d("bytes=-5", 0), RangeDecision::Full);
+        assert_eq!(d("bytes=-1", 0), RangeDecision::Full);
+        assert_eq!(d("bytes=0-0,-5", 0), RangeDecision::Full);
+        assert_eq!(d("bytes=10-, -5", 0), RangeDecision::Full);
+        // A zero-length suffix selects nothing, and byte positions lie past an empty body.
+        assert_eq!(d("bytes=-0", 0), RangeDecision::Unsatisfiable);
+        assert_eq!(d("bytes=0-0,-0", 0), RangeDecision::Unsatisfiable);
+        assert_eq!(d("bytes=0-", 0), RangeDecision::Unsatisfiable);
     }
 
     #[test]

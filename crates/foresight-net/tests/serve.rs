@@ -69,6 +69,22 @@ fn unsatisfiable_ranges_get_416_and_malformed_ones_400() {
     }
 }
 
+/// RFC 9110, section 14.1.1: a suffix-range of non-zero length is satisfiable on an empty file
+/// (it selects the whole, empty, representation), alone or among unsatisfiable ranges.
+#[test]
+fn a_suffix_range_on_an_empty_file_gets_200_with_an_empty_body() {
+    let s = serve("empty-suffix");
+    let a = s.addr();
+    for h in ["bytes=-5", "bytes=0-0,-5"] {
+        let r = get(a, "/empty", Some(h));
+        assert_eq!(r.status, 200, "{h}");
+        assert!(r.body.is_empty(), "{h}");
+        assert_eq!(r.header("content-length"), Some("0"), "{h}");
+        assert_eq!(r.header("content-range"), None, "{h}");
+    }
+    assert_eq!(get(a, "/empty", Some("bytes=-0")).status, 416);
+}
+
 #[test]
 fn escapes_from_the_root_are_refused() {
     let s = serve("escapes");
