@@ -449,7 +449,8 @@ impl Engine {
 
     /// Discloses the future reads of a stream, in the order it will issue them, to the policy
     /// (the informed and directed policies use them; the readahead family ignores them). Ranges
-    /// are clipped to the file; empty ones are dropped.
+    /// are clipped to the file; empty ones are dropped. A range may run past the end of the file
+    /// (`ByteRange::new(start, u64::MAX)` means "from `start` to the end").
     pub fn hint(&self, at: StreamHandle, ranges: &[ByteRange]) -> Result<(), EngineError> {
         if ranges.len() > MAX_HINT_RANGES {
             return Err(EngineError::HintTooLong {
@@ -457,17 +458,24 @@ impl Engine {
                 got: ranges.len(),
             });
         }
+        // `ByteRange::end` overflows for a range running past `u64::MAX`; an overflow under the
+        // lock below would poison the engine, so the ends are taken here, saturating (no file
+        // reaches `u64::MAX` bytes, so clipping to the file below gives the same answer).
+        let spans: Vec<(u64, u64)> = ranges
+            .iter()
+            .map(|r| (r.start.0, r.start.0.saturating_add(r.len.0)))
+            .collect();
         let shared = &self.owner.shared;
         let mut core = shared.lock();
         if !core.stream_reads(at.stream, at.file) {
             return Err(EngineError::UnknownStream(at.stream));
         }
         let size = core.file_size(at.file);
-        let clipped: Vec<ByteRange> = ranges
+        let clipped: Vec<ByteRange> = spans
             .iter()
-            .filter_map(|r| {
-                let end = r.end().0.min(size);
-                (r.start.0 < end).then(|| ByteRange::new(r.start.0, end - r.start.0))
+            .filter_map(|&(start, end)| {
+                let end = end.min(size);
+                (start < end).then(|| ByteRange::new(start, end - start))
             })
             .collect();
         let now = shared.now();

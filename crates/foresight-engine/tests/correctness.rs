@@ -6,7 +6,7 @@ mod common;
 
 use std::io::{Read, Seek, SeekFrom};
 use std::sync::mpsc;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::{content, hash, real_backends, TempDir};
@@ -410,6 +410,74 @@ fn hints_are_checked_and_passed_on() {
         engine.hint(h, &[ByteRange::new(0, 1)]).is_err(),
         "closed stream"
     );
+}
+
+/// Passes every call to the policy inside and keeps the ranges of each hint it is given.
+struct HintLog {
+    inner: Box<dyn foresight_policy::Policy>,
+    hints: Arc<Mutex<Vec<Vec<ByteRange>>>>,
+}
+
+impl foresight_policy::Policy for HintLog {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+    fn handle(&mut self, now: foresight_core::Instant, input: foresight_policy::Input) {
+        if let foresight_policy::Input::Hint { ranges, .. } = &input {
+            self.hints.lock().unwrap().push(ranges.clone());
+        }
+        self.inner.handle(now, input);
+    }
+    fn poll_output(&mut self) -> Option<foresight_policy::Output> {
+        self.inner.poll_output()
+    }
+    fn extend_layout(&mut self, layout: Arc<foresight_policy::Layout>) {
+        self.inner.extend_layout(layout);
+    }
+}
+
+/// "From here to the end" is naturally written with a length of `u64::MAX`; the engine clips it to
+/// the file (as `hint` promises) instead of overflowing while it holds its lock.
+#[test]
+fn a_hint_to_the_end_of_the_file_is_clipped_to_the_file_not_a_panic() {
+    let noop = NoopBackend::new();
+    noop.insert("/mem/to-end", content(1 << 20, 2));
+    let hints = Arc::new(Mutex::new(Vec::new()));
+    let log = hints.clone();
+    let engine = Engine::builder()
+        .backend(Backend::Noop(noop))
+        .wrap_policy(Box::new(move |inner| {
+            Box::new(HintLog { inner, hints: log })
+        }))
+        .build()
+        .unwrap();
+    let mut r = engine.open("/mem/to-end").unwrap();
+    let asked = [
+        ByteRange::new(1, u64::MAX),
+        ByteRange::new(u64::MAX, u64::MAX),
+        ByteRange::new(4096, u64::MAX - 4096),
+    ];
+    let res = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| r.hint(&asked)));
+    if res.is_err() {
+        // The panic poisoned the engine's lock: dropping the engine would panic again.
+        std::mem::forget(r);
+        std::mem::forget(engine);
+        panic!("a hint to the end of the file panicked");
+    }
+    res.unwrap().unwrap();
+    assert_eq!(
+        *hints.lock().unwrap(),
+        vec![vec![
+            ByteRange::new(1, (1 << 20) - 1),
+            ByteRange::new(4096, (1 << 20) - 4096)
+        ]],
+        "clipped to the file, the range past it dropped"
+    );
+    // The engine still serves reads.
+    let mut b = [0u8; 4];
+    r.seek(SeekFrom::Start(0)).unwrap();
+    assert_eq!(r.read(&mut b).unwrap(), 4);
+    assert_eq!(&b[..], &content(4, 2)[..]);
 }
 
 #[test]
