@@ -73,6 +73,16 @@ pub enum Input {
         /// Bytes still available.
         available: ByteLen,
     },
+    /// `stream` ended (its reader was closed): it will issue no more reads or hints. A policy
+    /// drops everything it keeps for the stream, because a driver that runs for long (the engine)
+    /// gives the id to a new stream afterwards, which must start afresh rather than inherit the
+    /// old stream's windows. Fetches issued for the stream may still complete; their `Fetched`
+    /// must not touch the stream that now holds the id. Drivers whose streams live as long as the
+    /// run (the simulator) need not send it.
+    StreamClosed {
+        /// The stream that ended.
+        stream: StreamId,
+    },
 }
 
 /// What a policy asks a driver to do.

@@ -542,6 +542,19 @@ impl Policy for Aps {
                     self.drain(key);
                 }
             }
+            Input::StreamClosed { stream } => {
+                // The stream's windows and the fetches it waits for go: a `Fetched` for one of
+                // them is then ignored, and a new stream given the id starts afresh.
+                let keys: Vec<(StreamId, FileId)> = self
+                    .streams
+                    .range((stream, FileId(0))..=(stream, FileId(u32::MAX)))
+                    .map(|(&k, _)| k)
+                    .collect();
+                for k in keys {
+                    self.streams.remove(&k);
+                }
+                self.fetches.retain(|_, (key, _)| key.0 != stream);
+            }
             Input::Hint { .. } | Input::MemoryPressure { .. } => {}
         }
     }

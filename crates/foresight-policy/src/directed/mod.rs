@@ -171,6 +171,8 @@ struct FetchInfo {
     range: ByteRange,
     seqs: Vec<u64>,
     poke: bool,
+    /// Its stream closed: on completion the pages nobody pins are released, nothing else.
+    orphan: bool,
 }
 
 #[derive(Debug)]
@@ -253,6 +255,12 @@ impl Directed {
     /// Counters so far.
     pub fn stats(&self) -> DirectedStats {
         self.stats
+    }
+
+    /// How many streams the policy keeps state for (each from its first hint or read until
+    /// `Input::StreamClosed`).
+    pub fn stream_count(&self) -> usize {
+        self.streams.len()
     }
 
     /// Bytes a stream's window holds, and its current limit.
@@ -482,6 +490,7 @@ impl Directed {
                     range,
                     seqs,
                     poke: false,
+                    orphan: false,
                 },
             );
             self.out.push_back(Output::Fetch {
@@ -694,6 +703,36 @@ impl Directed {
         }
     }
 
+    /// `Input::StreamClosed`: the stream's window, sweep and controller go, and so do the pins of
+    /// its admitted reads (pages no other stream pins are released). Its fetches still under way
+    /// are orphaned: their completions release what nobody pins, as infill does, and cannot touch
+    /// a new stream given the same id. If it led while memory was over-committed, the lead
+    /// passes on.
+    fn on_stream_closed(&mut self, stream: StreamId) {
+        let Some(st) = self.streams.remove(&stream) else {
+            return;
+        };
+        let pinned: Vec<(FileId, ByteRange)> = st
+            .release_next
+            .iter()
+            .copied()
+            .chain(st.window.pinned_unused())
+            .collect();
+        for (file, range) in pinned {
+            self.unpin(file, range);
+        }
+        for info in self.fetches.values_mut() {
+            info.orphan |= info.stream == stream;
+        }
+        self.starved.retain(|&s| s != stream);
+        if self.leader == Some(stream) {
+            self.leader = None;
+            if self.pool_bytes > 0 {
+                self.allocate(true);
+            }
+        }
+    }
+
     /// After each of the leader's events: once its pass is done the lead moves on; until then its
     /// share follows what the others still hold (they drain what they held when the lead came).
     fn check_lead(&mut self, leader: StreamId) {
@@ -714,6 +753,11 @@ impl Directed {
         let Some(info) = self.fetches.remove(&id) else {
             return;
         };
+        if info.orphan {
+            // Nobody will read what it brought but another stream's admitted reads, which pin it.
+            self.release_unpinned(info.file, info.range);
+            return;
+        }
         let Some(mut st) = self.streams.remove(&info.stream) else {
             return;
         };
@@ -764,6 +808,7 @@ impl Directed {
                         range: d.range,
                         seqs: Vec::new(),
                         poke: true,
+                        orphan: false,
                     },
                 );
                 self.out.push_back(Output::Fetch {
@@ -820,6 +865,7 @@ impl Policy for Directed {
             } => self.on_read(stream, file, range, miss.map(|m| m.0)),
             Input::Fetched { id, ok } => self.on_fetched(id, ok),
             Input::MemoryPressure { available } => self.on_pressure(available.0),
+            Input::StreamClosed { stream } => self.on_stream_closed(stream),
         }
     }
 

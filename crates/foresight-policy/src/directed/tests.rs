@@ -254,6 +254,59 @@ fn reads_8k(stride: u64) -> Vec<ByteRange> {
 }
 
 #[test]
+fn a_closed_stream_releases_its_pins_and_a_reused_id_starts_afresh() {
+    let ranges = reads_8k(16384);
+    let (mut p, mut d) = hinted(&ranges);
+    // Some fetches arrive and the application uses a few reads; others are still in flight.
+    for _ in 0..8 {
+        assert!(d.complete_one(&mut p));
+    }
+    for r in &ranges[..4] {
+        d.read(&mut p, 0, FileId(0), *r);
+    }
+    assert!(!d.queue.is_empty(), "fetches still in flight");
+    p.handle(
+        Instant::ZERO,
+        Input::StreamClosed {
+            stream: StreamId(0),
+        },
+    );
+    let outs = drain(&mut p);
+    assert!(
+        outs.iter().all(|o| matches!(o, Output::Release { .. })),
+        "{outs:?}"
+    );
+    d.execute(outs);
+    assert_eq!(p.stream_count(), 0);
+    assert!(p.pins.is_empty(), "every pin of the closed stream is gone");
+    // What its fetches still under way bring is released as it arrives.
+    while d.complete_one(&mut p) {}
+    assert!(p.fetches.is_empty());
+    assert!(d.cached.is_empty(), "{} pages kept", d.cached.len());
+    // A new stream given the same id starts with an empty window of its own hints.
+    let fresh: Vec<ByteRange> = (0..4u64)
+        .map(|i| ByteRange::new((32 << 20) + i * 8192, 8192))
+        .collect();
+    p.handle(
+        Instant::ZERO,
+        Input::Hint {
+            stream: StreamId(0),
+            file: FileId(0),
+            ranges: fresh.clone(),
+        },
+    );
+    let outs = drain(&mut p);
+    d.execute(outs);
+    assert_eq!(p.window_bytes(StreamId(0)).unwrap().0, 4 * 8192);
+    while d.complete_one(&mut p) {}
+    let before = d.demand_pages;
+    for r in &fresh {
+        d.read(&mut p, 0, FileId(0), *r);
+    }
+    assert_eq!(d.demand_pages, before, "its hinted reads were prefetched");
+}
+
+#[test]
 fn eviction_before_use_shrinks_the_window_and_pressure_caps_it() {
     let ranges = reads_8k(8192);
     let (mut p, mut d) = hinted(&ranges);

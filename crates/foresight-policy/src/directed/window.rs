@@ -145,6 +145,15 @@ impl Window {
         }
     }
 
+    /// The admitted reads that hold pins: those not used yet, unless shed. (Used ones hold theirs
+    /// until the policy releases them, which it tracks itself.)
+    pub fn pinned_unused(&self) -> impl Iterator<Item = (FileId, ByteRange)> + '_ {
+        self.entries
+            .iter()
+            .filter(|e| !e.used && e.fetch != FetchState::Shed)
+            .map(|e| (e.file, e.range))
+    }
+
     /// Bytes of admitted reads whose data has arrived and that the application has not used yet.
     pub fn fetched_unused_bytes(&self) -> u64 {
         self.entries

@@ -213,6 +213,9 @@ pub struct Informed {
     cfg: InformedConfig,
     x_cache: u32,
     stream: Option<StreamId>,
+    /// The hinted stream closed: its id may now name another stream, which must not be taken
+    /// for it, and no other stream may take its place (its list is half consumed).
+    stream_closed: bool,
     accesses: Vec<(FileId, ByteRange)>,
     /// Nearest level (1-based) holding each access's block; `levels.len()` for the home level.
     nearest: Vec<u8>,
@@ -286,6 +289,7 @@ impl Informed {
             cfg: cfg.clone(),
             x_cache,
             stream: None,
+            stream_closed: false,
             accesses: vec![],
             nearest: vec![],
             copying_to: vec![],
@@ -583,7 +587,7 @@ impl Policy for Informed {
                 file,
                 ranges,
             } => {
-                if self.stream.is_some_and(|s| s != stream) {
+                if self.stream_closed || self.stream.is_some_and(|s| s != stream) {
                     // One hinted stream per policy instance; further streams read on demand.
                     return;
                 }
@@ -607,7 +611,8 @@ impl Policy for Informed {
                 range,
                 miss,
             } => {
-                if Some(stream) != self.stream
+                if self.stream_closed
+                    || Some(stream) != self.stream
                     || self.accesses.get(self.taken) != Some(&(file, range))
                 {
                     return;
@@ -628,6 +633,14 @@ impl Policy for Informed {
                 self.tip_issue();
             }
             Input::Fetched { id, .. } => self.on_fetched(id),
+            Input::StreamClosed { stream } => {
+                // TIP fetches the next block only when the application takes one, so with the
+                // stream gone it sends nothing more; copies under way complete and are dropped
+                // as usual.
+                if self.stream == Some(stream) {
+                    self.stream_closed = true;
+                }
+            }
             Input::MemoryPressure { .. } => {}
         }
     }

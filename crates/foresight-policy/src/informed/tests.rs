@@ -145,6 +145,59 @@ fn tip_alone_takes_n_times_t_disk_over_x() {
 }
 
 #[test]
+fn a_new_stream_given_the_closed_hinted_streams_id_is_not_taken_for_it() {
+    let cfg = ten_mb(3);
+    let mut p = Informed::new("tip", &cfg).unwrap();
+    let block = |b: u64| ByteRange::new(b * BLOCK, BLOCK);
+    p.handle(
+        Instant(0),
+        Input::Hint {
+            stream: StreamId(0),
+            file: FileId(0),
+            ranges: (0..10).map(block).collect(),
+        },
+    );
+    let fetched: Vec<FetchId> = std::iter::from_fn(|| p.poll_output())
+        .filter_map(|o| match o {
+            Output::Fetch { id, .. } => Some(id),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(fetched.len(), 3, "X_cache blocks ahead");
+    for id in fetched {
+        p.handle(Instant(1), Input::Fetched { id, ok: true });
+    }
+    p.handle(
+        Instant(2),
+        Input::StreamClosed {
+            stream: StreamId(0),
+        },
+    );
+    // A new stream with the same id reads the first block: it is not the hinted application
+    // taking its block, so TIP fetches nothing further for it.
+    p.handle(
+        Instant(3),
+        Input::Read {
+            stream: StreamId(0),
+            file: FileId(0),
+            range: block(0),
+            miss: None,
+        },
+    );
+    assert_eq!(p.poll_output(), None);
+    // Nor does a hint from it start a second list.
+    p.handle(
+        Instant(4),
+        Input::Hint {
+            stream: StreamId(0),
+            file: FileId(0),
+            ranges: vec![block(20)],
+        },
+    );
+    assert_eq!(p.poll_output(), None);
+}
+
+#[test]
 fn ipipe_serves_nearly_everything_from_the_upper_level() {
     let cfg = InformedConfig {
         max_bw: None,

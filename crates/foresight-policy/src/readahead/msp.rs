@@ -292,7 +292,11 @@ impl Policy for Msp {
                 }
             }
             Input::Fetched { id, ok } => self.on_fetched(id, ok),
-            Input::Read { .. } | Input::Hint { .. } | Input::MemoryPressure { .. } => {}
+            // MSP follows the array's block requests, not streams.
+            Input::Read { .. }
+            | Input::Hint { .. }
+            | Input::MemoryPressure { .. }
+            | Input::StreamClosed { .. } => {}
         }
     }
 

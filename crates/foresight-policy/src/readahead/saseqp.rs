@@ -100,6 +100,12 @@ impl Saseqp {
         self.core.window(stream, file)
     }
 
+    /// How many (stream, file) windows are kept: one per stream and file it has read, until
+    /// `Input::StreamClosed`.
+    pub fn window_count(&self) -> usize {
+        self.core.window_count()
+    }
+
     /// How many windows were cut at a strip boundary so far.
     pub fn windows_shrunk(&self) -> u64 {
         self.core.shape().shrunk

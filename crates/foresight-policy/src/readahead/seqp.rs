@@ -40,6 +40,12 @@ impl Seqp {
         self.core.window(stream, file)
     }
 
+    /// How many (stream, file) windows are kept: one per stream and file it has read, until
+    /// `Input::StreamClosed`.
+    pub fn window_count(&self) -> usize {
+        self.core.window_count()
+    }
+
     /// The largest window memory pressure allows now, in pages.
     pub fn window_cap_pages(&self) -> u64 {
         self.core.cap_pages()
@@ -220,6 +226,38 @@ mod tests {
         let f = read(&mut p, 1, 0, 9000, 2, &mut got1);
         assert_eq!(f, vec![(9000, 2)]);
         assert_eq!(p.window(StreamId(0), FileId(0)), before);
+    }
+
+    #[test]
+    fn a_closed_streams_windows_are_dropped_and_a_reused_id_starts_afresh() {
+        let mut p = Seqp::new(ByteLen::kib(128), layout(64 << 20)).unwrap();
+        let mut got = BTreeSet::new();
+        for page in 0..20 {
+            read(&mut p, 0, 0, page, 1, &mut got);
+        }
+        read(&mut p, 0, 1, 0, 1, &mut BTreeSet::new());
+        read(&mut p, 1, 1, 0, 1, &mut BTreeSet::new());
+        assert_eq!(p.window_count(), 3);
+        let (start, size, _) = p.window(StreamId(0), FileId(0)).unwrap();
+        p.handle(
+            Instant::ZERO,
+            Input::StreamClosed {
+                stream: StreamId(0),
+            },
+        );
+        assert_eq!(p.poll_output(), None, "closing fetches nothing");
+        assert_eq!(p.window_count(), 1, "only stream 1's window is left");
+        assert_eq!(p.window(StreamId(0), FileId(0)), None);
+        assert!(p.window(StreamId(1), FileId(1)).is_some());
+        // A new stream given id 0 whose first read lands where the old window would continue is
+        // a random read to it: it gets what it asked for, not the old stream's next window.
+        let f = read(&mut p, 0, 0, start + size, 1, &mut BTreeSet::new());
+        assert_eq!(f, vec![(start + size, 1)]);
+        assert_eq!(
+            p.window(StreamId(0), FileId(0)),
+            Some((0, 0, 0)),
+            "no window opened"
+        );
     }
 
     #[test]

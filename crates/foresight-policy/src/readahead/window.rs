@@ -193,6 +193,25 @@ impl<S: WindowShape> OnDemand<S> {
             .map(|s| (s.start, s.size, s.async_size))
     }
 
+    /// How many (stream, file) windows are kept.
+    pub(crate) fn window_count(&self) -> usize {
+        self.states.len()
+    }
+
+    /// `Input::StreamClosed`: forgets the stream's windows, so that a new stream given the same
+    /// id starts afresh (Linux likewise frees a `file_ra_state` with its `struct file`). The
+    /// readahead marks stay: they live on pages, and another reader of the file may reach them.
+    pub(crate) fn forget_stream(&mut self, stream: StreamId) {
+        let files: Vec<FileId> = self
+            .states
+            .range((stream, FileId(0))..=(stream, FileId(u32::MAX)))
+            .map(|(&(_, f), _)| f)
+            .collect();
+        for f in files {
+            self.states.remove(&(stream, f));
+        }
+    }
+
     /// The largest window memory allows now, in pages.
     pub(crate) fn cap_pages(&self) -> u64 {
         self.cap_pages
@@ -214,8 +233,9 @@ impl<S: WindowShape> OnDemand<S> {
         self.out.pop_front()
     }
 
-    /// One input, as `Policy::handle` for a policy built on these windows: reads drive them and
-    /// memory pressure caps them; hints and fetch completions do not concern them.
+    /// One input, as `Policy::handle` for a policy built on these windows: reads drive them,
+    /// memory pressure caps them, a closed stream's windows go; hints and fetch completions do not
+    /// concern them.
     pub(crate) fn handle(&mut self, input: Input) {
         match input {
             Input::Read {
@@ -225,6 +245,7 @@ impl<S: WindowShape> OnDemand<S> {
                 miss,
             } => self.on_read(stream, file, range, miss.map(|m| m.0)),
             Input::MemoryPressure { .. } => self.on_pressure(),
+            Input::StreamClosed { stream } => self.forget_stream(stream),
             Input::Hint { .. } | Input::Fetched { .. } => {}
         }
     }

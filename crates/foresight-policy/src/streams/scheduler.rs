@@ -533,7 +533,9 @@ impl crate::Policy for StreamScheduler {
                     .max(self.cfg.readahead_bytes);
                 self.schedule();
             }
-            Input::Read { .. } | Input::Hint { .. } => {}
+            // Streams here are found by the classifier from addresses, not named by the driver;
+            // they go on their own timeout.
+            Input::Read { .. } | Input::Hint { .. } | Input::StreamClosed { .. } => {}
         }
     }
 

@@ -232,6 +232,50 @@ fn the_policy_face_fetches_readahead_only() {
     assert_eq!(p.stream(StreamId(0), FileId(0)).unwrap().cur_ra_num(), 2);
 }
 
+#[test]
+fn a_closed_stream_is_forgotten_with_its_fetches() {
+    let layout = Arc::new(Layout::unplaced(&[ByteLen::mib(16), ByteLen::mib(16)]));
+    let mut p = Aps::new(cfg(AlphaMode::Fixed(2)), layout).unwrap();
+    let mut pending = Vec::new();
+    for (stream, file) in [(0, 0), (0, 1), (1, 0)] {
+        for off in [0, 128 << 10, 256 << 10] {
+            p.handle(
+                Instant::ZERO,
+                Input::Read {
+                    stream: StreamId(stream),
+                    file: FileId(file),
+                    range: ByteRange::new(off, 128 << 10),
+                    miss: None,
+                },
+            );
+            while let Some(o) = p.poll_output() {
+                if let Output::Fetch { id, .. } = o {
+                    pending.push(id);
+                }
+            }
+        }
+    }
+    assert!(!pending.is_empty(), "the streams fetch ahead");
+    p.handle(
+        Instant::ZERO,
+        Input::StreamClosed {
+            stream: StreamId(0),
+        },
+    );
+    assert!(p.stream(StreamId(0), FileId(0)).is_none());
+    assert!(p.stream(StreamId(0), FileId(1)).is_none());
+    assert!(p.stream(StreamId(1), FileId(0)).is_some());
+    assert!(
+        p.fetches.values().all(|((s, _), _)| *s == StreamId(1)),
+        "the closed stream's fetches are forgotten"
+    );
+    // Their completions (and the others') are taken without touching a stream of the old id.
+    for id in pending {
+        p.handle(Instant::ZERO, Input::Fetched { id, ok: true });
+    }
+    assert!(p.stream(StreamId(0), FileId(0)).is_none());
+}
+
 proptest! {
     /// Whatever the reads, every byte asked for is covered by a request issued for it or
     /// earlier in the stream's window, requests stay inside the file and are at most one unit
