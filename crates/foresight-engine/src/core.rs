@@ -126,6 +126,10 @@ struct StreamState {
     /// The policy deferred the stream's current read (`Output::Defer`): its missing bytes come
     /// from the policy's fetches, not from demand reads, while the policy has fetches under way.
     deferred: bool,
+    /// Which open this is (the core's count of opens when it was made): the slot, and so the
+    /// `StreamId`, is reused after close, and a handle kept from the old stream must not name
+    /// the new one.
+    open_seq: u64,
 }
 
 #[derive(Debug)]
@@ -186,7 +190,13 @@ pub(crate) struct Core {
     defer_waiters: Vec<(StreamId, Arc<Condvar>)>,
     /// Bytes of the chunks in each eviction class.
     lru_bytes: [u64; 3],
+    /// Indexed by `StreamId`. A closed stream's slot goes on `free_streams` and the next open
+    /// takes it, so the table holds as many slots as streams were ever open at once, however many
+    /// opens a long-running process makes.
     streams: Vec<StreamState>,
+    free_streams: Vec<u32>,
+    /// Opens so far (see `StreamState::open_seq`).
+    opens: u64,
     stats: Stats,
     policy_wake: Option<Instant>,
     timer: Arc<Condvar>,
@@ -245,6 +255,8 @@ impl Core {
             defer_waiters: Vec::new(),
             lru_bytes: [0; 3],
             streams: Vec::new(),
+            free_streams: Vec::new(),
+            opens: 0,
             stats,
             policy_wake: None,
             timer,
@@ -291,8 +303,10 @@ impl Core {
         FileId(self.files.len() as u32)
     }
 
-    /// Registers an opened file (or recognises one opened before) and a new stream reading it.
-    pub(crate) fn open(&mut self, mut handle: FileHandle) -> (FileId, StreamId, u64) {
+    /// Registers an opened file (or recognises one opened before) and a new stream reading it, in
+    /// a free stream slot if there is one. Returns the file, the stream, the stream's open
+    /// sequence number and the file's size.
+    pub(crate) fn open(&mut self, mut handle: FileHandle) -> (FileId, StreamId, u64, u64) {
         let key = (handle.identity.0, handle.identity.1, handle.size_bytes);
         let file = match self.identities.get(&key) {
             Some(&f) => {
@@ -330,54 +344,91 @@ impl Core {
         let st = &mut self.files[file.0 as usize];
         st.readers += 1;
         let size = st.size_bytes;
-        let stream = StreamId(self.streams.len() as u32);
-        self.streams.push(StreamState {
+        self.opens += 1;
+        let open_seq = self.opens;
+        let state = StreamState {
             waits_for_memory: false,
             waiting_on: None,
             open: true,
             file,
             errors: VecDeque::new(),
             deferred: false,
-        });
-        (file, stream, size)
+            open_seq,
+        };
+        let stream = StreamId(foresight_core::take_slot(
+            &mut self.streams,
+            &mut self.free_streams,
+            state,
+        ));
+        (file, stream, open_seq, size)
     }
 
-    /// Closes a stream; when its file has no reader left, drops the file's chunks and queued reads.
+    /// Closes a stream: it lets go of its claims, waits and errors, the policy forgets it, and its
+    /// slot is freed for the next open. When its file has no reader left, drops the file's chunks
+    /// and queued reads.
     pub(crate) fn close(&mut self, now: Instant, stream: StreamId) {
         let st = &mut self.streams[stream.0 as usize];
         assert!(st.open, "{stream} closed twice");
         st.open = false;
         st.errors.clear();
+        st.deferred = false;
+        st.waiting_on = None;
+        st.waits_for_memory = false;
         let file = st.file;
         self.release_claims(stream);
-        let f = &mut self.files[file.0 as usize];
-        f.readers -= 1;
-        if f.readers > 0 {
-            return;
-        }
-        let ids: Vec<u32> = f.chunks.values().copied().collect();
-        f.chunks.clear();
-        f.handle = None;
+        // Nothing may still name the stream once its id can be handed out again: a demand read
+        // of it that fails later must not report to the next stream in the slot, and a waiter
+        // entry left by a spurious wake-up must not wake (or be counted for) the new one.
+        let ids: Vec<u32> = self.files[file.0 as usize]
+            .chunks
+            .values()
+            .copied()
+            .collect();
         for id in ids {
             let c = self.chunk_mut(id);
-            c.doomed = true;
-            if matches!(c.state, State::Ready { .. }) && c.pins == 0 {
-                self.free_chunk(id);
+            if c.owner == Some(stream) {
+                c.owner = None;
             }
+            c.waiters.retain(|(s, _)| *s != stream);
         }
-        // Reads of the file still waiting for a slot are dropped now; in-flight ones free their
-        // chunk when they complete.
-        self.drop_queued(|c| c.file == file);
-        self.wake_memory_waiters();
+        self.memory_waiters.retain(|(s, _, _)| *s != stream);
+        self.defer_waiters.retain(|(s, _)| *s != stream);
+        // The policy drops what it keeps for the stream before the id can name another.
+        self.policy.handle(now, Input::StreamClosed { stream });
+        self.free_streams.push(stream.0);
+        let f = &mut self.files[file.0 as usize];
+        f.readers -= 1;
+        if f.readers == 0 {
+            let ids: Vec<u32> = f.chunks.values().copied().collect();
+            f.chunks.clear();
+            f.handle = None;
+            for id in ids {
+                let c = self.chunk_mut(id);
+                c.doomed = true;
+                if matches!(c.state, State::Ready { .. }) && c.pins == 0 {
+                    self.free_chunk(id);
+                }
+            }
+            // Reads of the file still waiting for a slot are dropped now; in-flight ones free
+            // their chunk when they complete.
+            self.drop_queued(|c| c.file == file);
+            self.wake_memory_waiters();
+        }
         self.run_policy(now, None);
         self.dispatch();
     }
 
-    /// Whether `stream` is open and reads `file`.
-    pub(crate) fn stream_reads(&self, stream: StreamId, file: FileId) -> bool {
+    /// Whether `stream` is open, reads `file`, and is the open numbered `open_seq` (not a later
+    /// stream given the same slot).
+    pub(crate) fn stream_reads(&self, stream: StreamId, file: FileId, open_seq: u64) -> bool {
         self.streams
             .get(stream.0 as usize)
-            .is_some_and(|s| s.open && s.file == file)
+            .is_some_and(|s| s.open && s.file == file && s.open_seq == open_seq)
+    }
+
+    /// Slots in the stream table: the most streams ever open at once.
+    pub(crate) fn stream_slots(&self) -> usize {
+        self.streams.len()
     }
 
     /// Size of a file at open.
@@ -1440,7 +1491,7 @@ mod tests {
             identity: (1, 1),
             volume_offset_bytes: None,
         };
-        let (file, stream, _) = core.open(handle);
+        let (file, stream, _, _) = core.open(handle);
         core.begin_read(Instant(0), stream, file, 0, 256 << 10);
         assert!(core.demand(stream, file, 0, 256 << 10));
         assert_eq!(core.in_flight, 2);

@@ -406,13 +406,17 @@ impl std::fmt::Debug for Engine {
     }
 }
 
-/// Names one reader's stream on one file, for [`Engine::hint`].
+/// Names one reader's stream on one file, for [`Engine::hint`]. A closed reader's `StreamId` is
+/// given to a later reader; a handle kept from the closed one names neither (the hint is refused
+/// with [`EngineError::UnknownStream`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct StreamHandle {
     /// The file.
     pub file: FileId,
     /// The reader's stream.
     pub stream: StreamId,
+    /// Which open made the stream, telling it from later streams with the same id.
+    open_seq: u64,
 }
 
 impl Engine {
@@ -435,11 +439,12 @@ impl Engine {
                 path: path.to_path_buf(),
                 source,
             })?;
-        let (file, stream, size) = core.open(handle);
+        let (file, stream, open_seq, size) = core.open(handle);
         Ok(Reader {
             owner: self.owner.clone(),
             file,
             stream,
+            open_seq,
             size_bytes: size,
             pos: 0,
             cv: Arc::new(Condvar::new()),
@@ -467,7 +472,7 @@ impl Engine {
             .collect();
         let shared = &self.owner.shared;
         let mut core = shared.lock();
-        if !core.stream_reads(at.stream, at.file) {
+        if !core.stream_reads(at.stream, at.file, at.open_seq) {
             return Err(EngineError::UnknownStream(at.stream));
         }
         let size = core.file_size(at.file);
@@ -504,6 +509,13 @@ impl Engine {
         self.owner.shared.lock().describe()
     }
 
+    /// Slots in the stream table: the most readers ever open at once (tests; a closed reader's
+    /// slot is reused).
+    #[doc(hidden)]
+    pub fn stream_slots(&self) -> usize {
+        self.owner.shared.lock().stream_slots()
+    }
+
     /// Checks the engine's accounting invariants; panics if one is broken (tests).
     #[doc(hidden)]
     pub fn check_invariants(&self) {
@@ -514,11 +526,13 @@ impl Engine {
 /// A stream reading one file through the engine: `std::io::Read + Seek`.
 ///
 /// Each reader is one stream to the policy. A reader is `Send`; give each thread its own (open
-/// the file once per thread, or per logical stream).
+/// the file once per thread, or per logical stream). Dropping it closes the stream: the policy is
+/// told (`Input::StreamClosed`) and forgets it, and its `StreamId` goes to a later reader.
 pub struct Reader {
     owner: Arc<Owner>,
     file: FileId,
     stream: StreamId,
+    open_seq: u64,
     size_bytes: u64,
     pos: u64,
     cv: Arc<Condvar>,
@@ -542,6 +556,7 @@ impl Reader {
         StreamHandle {
             file: self.file,
             stream: self.stream,
+            open_seq: self.open_seq,
         }
     }
 

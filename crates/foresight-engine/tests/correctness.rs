@@ -480,6 +480,87 @@ fn a_hint_to_the_end_of_the_file_is_clipped_to_the_file_not_a_panic() {
     assert_eq!(&b[..], &content(4, 2)[..]);
 }
 
+/// A SEQP policy the test keeps a hold of, to count the windows it keeps.
+struct SharedSeqp(Arc<Mutex<foresight_policy::readahead::Seqp>>);
+
+impl foresight_policy::Policy for SharedSeqp {
+    fn name(&self) -> &str {
+        "seqp"
+    }
+    fn handle(&mut self, now: foresight_core::Instant, input: foresight_policy::Input) {
+        self.0.lock().unwrap().handle(now, input);
+    }
+    fn poll_output(&mut self) -> Option<foresight_policy::Output> {
+        self.0.lock().unwrap().poll_output()
+    }
+    fn extend_layout(&mut self, layout: Arc<foresight_policy::Layout>) {
+        self.0.lock().unwrap().extend_layout(layout);
+    }
+}
+
+/// A long-running process (the server) opens readers without end. A closed reader's stream slot
+/// goes to the next reader and the policy forgets the closed stream, so neither grows with the
+/// number of opens, and the new stream does not inherit the old one's readahead.
+#[test]
+fn closed_readers_free_their_stream_slot_and_policy_state() {
+    let noop = NoopBackend::new();
+    noop.insert("/mem/f", content(256 << 10, 1));
+    noop.insert("/mem/g", content(256 << 10, 2));
+    let seqp = Arc::new(Mutex::new(
+        foresight_policy::readahead::Seqp::new(
+            ByteLen::kib(128),
+            Arc::new(foresight_policy::Layout::unplaced(&[])),
+        )
+        .unwrap(),
+    ));
+    let held = seqp.clone();
+    let engine = Engine::builder()
+        .backend(Backend::Noop(noop))
+        .wrap_policy(Box::new(move |_| Box::new(SharedSeqp(held))))
+        .build()
+        .unwrap();
+    let mut buf = vec![0u8; 16 << 10];
+    // One reader stays open throughout.
+    let mut kept = engine.open("/mem/g").unwrap();
+    kept.read_exact(&mut buf).unwrap();
+    for i in 0..5_000 {
+        let mut r = engine.open("/mem/f").unwrap();
+        assert_eq!(
+            r.handle().stream,
+            foresight_core::StreamId(1),
+            "open {i} took a new slot"
+        );
+        assert!(
+            seqp.lock()
+                .unwrap()
+                .window(r.handle().stream, r.handle().file)
+                .is_none(),
+            "open {i} inherited the closed stream's window"
+        );
+        r.read_exact(&mut buf).unwrap();
+        r.read_exact(&mut buf).unwrap();
+    }
+    assert_eq!(engine.stream_slots(), 2, "one slot per reader open at once");
+    assert_eq!(
+        seqp.lock().unwrap().window_count(),
+        1,
+        "only the open reader's window is kept"
+    );
+    // A handle kept from a closed reader does not name the reader that took its slot.
+    let old = engine.open("/mem/f").unwrap();
+    let stale = old.handle();
+    drop(old);
+    let new = engine.open("/mem/f").unwrap();
+    assert_eq!(new.handle().stream, stale.stream);
+    assert!(engine.hint(stale, &[ByteRange::new(0, 4096)]).is_err());
+    assert!(engine
+        .hint(new.handle(), &[ByteRange::new(0, 4096)])
+        .is_ok());
+    drop((new, kept));
+    assert_eq!(seqp.lock().unwrap().window_count(), 0);
+    engine.check_invariants();
+}
+
 #[test]
 fn opening_a_missing_file_names_it() {
     let e = Engine::builder()
