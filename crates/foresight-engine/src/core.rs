@@ -1489,6 +1489,7 @@ mod tests {
             direct: false,
             size_bytes: 1 << 20,
             identity: (1, 1),
+            modified: None,
             volume_offset_bytes: None,
         };
         let (file, stream, _, _) = core.open(handle);

@@ -406,6 +406,20 @@ impl std::fmt::Debug for Engine {
     }
 }
 
+/// Which file a [`Reader`] reads, as the file system described it when the reader opened it
+/// (`fstat` of the descriptor, not of the path, which may since name another file).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct FileIdentity {
+    /// The device (`st_dev`); `u64::MAX` for the in-memory backend.
+    pub device: u64,
+    /// The inode (`st_ino`).
+    pub inode: u64,
+    /// The size when opened; the reader's reads end there.
+    pub size_bytes: u64,
+    /// The last modification time when opened, where the file system keeps one.
+    pub modified: Option<std::time::SystemTime>,
+}
+
 /// Names one reader's stream on one file, for [`Engine::hint`]. A closed reader's `StreamId` is
 /// given to a later reader; a handle kept from the closed one names neither (the hint is refused
 /// with [`EngineError::UnknownStream`]).
@@ -439,8 +453,15 @@ impl Engine {
                 path: path.to_path_buf(),
                 source,
             })?;
+        let identity = FileIdentity {
+            device: handle.identity.0,
+            inode: handle.identity.1,
+            size_bytes: handle.size_bytes,
+            modified: handle.modified,
+        };
         let (file, stream, open_seq, size) = core.open(handle);
         Ok(Reader {
+            identity,
             owner: self.owner.clone(),
             file,
             stream,
@@ -533,6 +554,7 @@ pub struct Reader {
     file: FileId,
     stream: StreamId,
     open_seq: u64,
+    identity: FileIdentity,
     size_bytes: u64,
     pos: u64,
     cv: Arc<Condvar>,
@@ -558,6 +580,13 @@ impl Reader {
             stream: self.stream,
             open_seq: self.open_seq,
         }
+    }
+
+    /// The file this reader reads, as it was when opened. A caller that decided something from
+    /// the path's metadata (a server announcing a length) compares it with this to know the
+    /// reader reads that very file.
+    pub fn file_identity(&self) -> FileIdentity {
+        self.identity
     }
 
     /// The file's size when it was opened; reads end there (or earlier, if the file shrank).

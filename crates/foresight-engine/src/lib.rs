@@ -60,8 +60,8 @@ pub use backend::emulated::{EmulatedConfig, EmulatedDevice, EmulatedPlacement};
 pub use backend::noop::{Fault, FaultKind, NoopBackend};
 pub use backend::{BackendKind, IoBackend};
 pub use engine::{
-    check_policy, Backend, Engine, EngineBuilder, PolicyWrapper, Reader, StreamHandle,
-    MAX_HINT_RANGES,
+    check_policy, Backend, Engine, EngineBuilder, FileIdentity, PolicyWrapper, Reader,
+    StreamHandle, MAX_HINT_RANGES,
 };
 pub use error::EngineError;
 pub use stats::Stats;

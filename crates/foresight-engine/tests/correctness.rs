@@ -219,7 +219,7 @@ fn eio_goes_to_the_reader_that_hit_it_and_nobody_else() {
                     match r.read(&mut buf) {
                         Ok(0) => break Ok(got),
                         Ok(n) => got.extend_from_slice(&buf[..n]),
-                        Err(e) => break Err((got, e, r)),
+                        Err(e) => break Err((got, e, Box::new(r))),
                     }
                 }
                 .map(|g| (i, g))

@@ -87,6 +87,9 @@ pub struct FileHandle {
     pub size_bytes: u64,
     /// Identity for recognising a file opened twice: `(device, inode)` for real files.
     pub identity: (u64, u64),
+    /// Last modification time when opened, where the file system keeps one (`None` for
+    /// in-memory files).
+    pub modified: Option<std::time::SystemTime>,
     /// Where the file starts on the modelled volume (emulated backend only).
     pub volume_offset_bytes: Option<u64>,
 }
@@ -262,6 +265,7 @@ pub fn real_handle(path: &Path, id: FileId, direct: bool) -> io::Result<FileHand
         direct,
         size_bytes: meta.len(),
         identity: (meta.dev(), meta.ino()),
+        modified: meta.modified().ok(),
         volume_offset_bytes: None,
     })
 }

@@ -292,6 +292,7 @@ impl IoBackend for NoopBackend {
             direct: false,
             size_bytes,
             identity: (u64::MAX, *ino),
+            modified: None,
             volume_offset_bytes: None,
         })
     }
