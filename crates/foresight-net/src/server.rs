@@ -8,7 +8,11 @@
 //! `WorkerChoice` picks (fewest queued requests, then fewest streams, then lowest id). Each worker
 //! is an OS thread with a bounded `StreamGroupedQueue`, so it serves one stream's requests back to
 //! back; it reads through a `foresight-engine` reader that it keeps per stream, so the engine's
-//! readahead (the paper's server-side `ra_s`, one context per stream) runs on the server. Chunks go
+//! readahead (the paper's server-side `ra_s`, one context per stream) runs on the server. The
+//! headers are decided from the path's metadata when the request arrives; a kept reader serves a
+//! request only if it was opened on that very file (device, inode, size and modification time),
+//! and a reader opened for a request that finds the path naming another file by then answers 503
+//! (retry) rather than send bytes of a file other than the one whose length was announced. Chunks go
 //! to the connection through a small bounded channel, so a slow client holds back its own worker
 //! for at most the send timeout, never the server's memory.
 //!
@@ -390,10 +394,59 @@ fn measure_device(cfg: &ServerConfig) -> Option<f64> {
     (r.seconds > 0.0 && r.bytes > 0).then(|| r.bytes as f64 / r.seconds)
 }
 
-/// A body read: which stream, which bytes, and where the chunks go.
+/// Which file a path named when a request's headers were decided: the body must come from the
+/// same one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct FileVersion {
+    device: u64,
+    inode: u64,
+    len_bytes: u64,
+    /// `None` where the file system keeps no modification time; then only the other three
+    /// are compared.
+    modified: Option<std::time::SystemTime>,
+}
+
+impl FileVersion {
+    fn of(meta: &std::fs::Metadata) -> FileVersion {
+        use std::os::unix::fs::MetadataExt;
+        FileVersion {
+            device: meta.dev(),
+            inode: meta.ino(),
+            len_bytes: meta.len(),
+            modified: meta.modified().ok(),
+        }
+    }
+
+    /// Whether `reader` reads this version of the file: the same inode, opened at the same
+    /// size, not modified since (a file rewritten in place keeps its inode and maybe its size,
+    /// and the reader's readahead may hold its old bytes).
+    fn read_by(&self, reader: &foresight_engine::Reader) -> bool {
+        let id = reader.file_identity();
+        id.device == self.device
+            && id.inode == self.inode
+            && id.size_bytes == self.len_bytes
+            && (self.modified.is_none() || id.modified.is_none() || id.modified == self.modified)
+    }
+}
+
+/// The path names another file than the one the response's headers describe (it was replaced,
+/// or resized, after they were decided); the request is answered 503 so that the client retries.
+#[derive(Debug)]
+struct FileChanged;
+
+impl std::fmt::Display for FileChanged {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the file changed while the request was being served; retry")
+    }
+}
+
+impl std::error::Error for FileChanged {}
+
+/// A body read: which stream, which bytes of which version of the file, and where the chunks go.
 struct Job {
     stream: StreamId,
     path: Arc<PathBuf>,
+    version: FileVersion,
     range: ByteRange,
     tx: mpsc::Sender<io::Result<Bytes>>,
 }
@@ -605,6 +658,15 @@ fn serve_job(
     readers: &mut HashMap<StreamId, (foresight_engine::Reader, Instant)>,
     job: Job,
 ) {
+    // A kept reader may be open on a file the path no longer names, or on the same file at an
+    // older size: it would send bytes other than those the headers announced. It is closed and
+    // the path opened afresh.
+    if readers
+        .get(&job.stream)
+        .is_some_and(|(r, _)| !job.version.read_by(r))
+    {
+        readers.remove(&job.stream);
+    }
     if !readers.contains_key(&job.stream) {
         if readers.len() >= READERS_PER_WORKER {
             if let Some(old) = readers.iter().min_by_key(|(_, (_, t))| *t).map(|(k, _)| *k) {
@@ -612,6 +674,12 @@ fn serve_job(
             }
         }
         match state.engine.open(job.path.as_path()) {
+            // The path changed again between the headers' metadata and this open: no reader of
+            // the announced file can be had any more.
+            Ok(r) if !job.version.read_by(&r) => {
+                let _ = job.tx.blocking_send(Err(io::Error::other(FileChanged)));
+                return;
+            }
             Ok(r) => {
                 readers.insert(job.stream, (r, Instant::now()));
             }
@@ -866,10 +934,11 @@ async fn route(
         Err(PathError::BadRequest(why)) => return plain(StatusCode::BAD_REQUEST, &why),
         Err(PathError::NotFound) => return plain(StatusCode::NOT_FOUND, "not found"),
     };
-    let len = match tokio::fs::metadata(&file).await {
-        Ok(m) => m.len(),
+    let version = match tokio::fs::metadata(&file).await {
+        Ok(m) => FileVersion::of(&m),
         Err(_) => return plain(StatusCode::NOT_FOUND, "not found"),
     };
+    let len = version.len_bytes;
     // Range applies to GET only (RFC 9110, section 14.2); an If-Range we cannot validate (we send
     // no validators) means the whole representation.
     let range_header = if head || req.headers().contains_key(header::IF_RANGE) {
@@ -931,6 +1000,7 @@ async fn route(
     let job = Job {
         stream,
         path: Arc::new(file),
+        version,
         range,
         tx,
     };
@@ -955,6 +1025,12 @@ async fn route(
                 state: state.clone(),
             };
             build(body.boxed(), Some(arrived.elapsed().as_nanos()))
+        }
+        Some(Err(e)) if e.get_ref().is_some_and(|inner| inner.is::<FileChanged>()) => {
+            let mut r = plain(StatusCode::SERVICE_UNAVAILABLE, &e.to_string());
+            r.headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from_static("0"));
+            r
         }
         Some(Err(e)) => plain(
             StatusCode::INTERNAL_SERVER_ERROR,
@@ -1088,4 +1164,47 @@ fn metrics_text(state: &State) -> String {
         );
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    /// The check a worker makes before sending a byte: a reader serves a request only if it reads
+    /// the very file whose metadata decided the headers. Here the path is replaced and resized
+    /// between the metadata and the open, the order a request can meet when another process
+    /// renames a file into place while the request waits in its worker's queue.
+    #[test]
+    fn a_reader_serves_only_the_file_version_the_headers_announced() {
+        let dir =
+            std::env::temp_dir().join(format!("foresight-net-version-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("f");
+        std::fs::write(&path, vec![1u8; 10_000]).unwrap();
+        let engine = Engine::builder().backend(Backend::Threads).build().unwrap();
+        let announced = FileVersion::of(&std::fs::metadata(&path).unwrap());
+        let first = engine.open(&path).unwrap();
+        assert!(announced.read_by(&first));
+        // Replaced by another file of the same length after the headers were decided.
+        std::fs::write(dir.join("g"), vec![2u8; 10_000]).unwrap();
+        std::fs::rename(dir.join("g"), &path).unwrap();
+        let second = engine.open(&path).unwrap();
+        assert!(!announced.read_by(&second), "a reader of the new inode");
+        let replaced = FileVersion::of(&std::fs::metadata(&path).unwrap());
+        assert!(replaced.read_by(&second));
+        assert!(!replaced.read_by(&first), "the old reader is not reused");
+        // Grown in place: same inode, another length.
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap()
+            .write_all(&[3u8; 100])
+            .unwrap();
+        let grown = FileVersion::of(&std::fs::metadata(&path).unwrap());
+        assert!(!grown.read_by(&second), "opened at the old size");
+        assert!(grown.read_by(&engine.open(&path).unwrap()));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

@@ -7,7 +7,7 @@ use std::io::Write;
 use std::net::TcpStream;
 use std::time::Duration;
 
-use common::{get, raw, read_response, serve, serve_with, BIG_BYTES};
+use common::{content, get, get_as_stream, raw, read_response, serve, serve_with, BIG_BYTES};
 
 #[test]
 fn ranges_return_exactly_the_files_bytes() {
@@ -83,6 +83,57 @@ fn a_suffix_range_on_an_empty_file_gets_200_with_an_empty_body() {
         assert_eq!(r.header("content-range"), None, "{h}");
     }
     assert_eq!(get(a, "/empty", Some("bytes=-0")).status, 416);
+}
+
+/// A worker keeps a stream's engine reader open between its requests. A file replaced under the
+/// path in between (a new inode of the same length, as a deploy or `rsync` renames it into place)
+/// is served from the new file, not from the reader still open on the old one.
+#[test]
+fn a_file_replaced_under_a_stream_is_served_from_the_new_file() {
+    let s = serve("replaced");
+    let a = s.addr();
+    let old = content(200_000, 1);
+    let new = content(200_000, 2);
+    std::fs::write(s.root.join("f.bin"), &old).unwrap();
+    assert_eq!(get_as_stream(a, "/f.bin", "one").body, old);
+    std::fs::write(s.root.join("f.tmp"), &new).unwrap();
+    std::fs::rename(s.root.join("f.tmp"), s.root.join("f.bin")).unwrap();
+    let r = get_as_stream(a, "/f.bin", "one");
+    assert_eq!(r.status, 200);
+    assert!(r.body == new, "old bytes served: {}", r.body == old);
+}
+
+/// A file that grew or shrank between two requests of one stream is served whole at its new
+/// length: the Content-Length and the body describe the same file.
+#[test]
+fn a_file_grown_or_shrunk_under_a_stream_is_served_at_its_new_length() {
+    let s = serve("resized");
+    let a = s.addr();
+    let path = s.root.join("log.bin");
+    let mut bytes = content(100_000, 3);
+    std::fs::write(&path, &bytes).unwrap();
+    assert_eq!(get_as_stream(a, "/log.bin", "two").body, bytes);
+    let more = content(50_000, 4);
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .unwrap()
+        .write_all(&more)
+        .unwrap();
+    bytes.extend_from_slice(&more);
+    let grown = get_as_stream(a, "/log.bin", "two");
+    assert_eq!(grown.status, 200);
+    assert_eq!(grown.body.len(), bytes.len());
+    assert!(grown.body == bytes, "grown file: wrong bytes");
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .set_len(30_000)
+        .unwrap();
+    let shrunk = get_as_stream(a, "/log.bin", "two");
+    assert_eq!(shrunk.status, 200);
+    assert!(shrunk.body == bytes[..30_000], "shrunk file: wrong bytes");
 }
 
 #[test]

@@ -151,3 +151,14 @@ pub fn get(addr: SocketAddr, path: &str, range: Option<&str>) -> Raw {
         &format!("GET {path} HTTP/1.1\r\nHost: t\r\n{range}Connection: close\r\n\r\n"),
     )
 }
+
+/// A GET of `path` as stream `stream` (the `x-foresight-stream` header), so that successive
+/// requests reach the same worker and its engine reader.
+pub fn get_as_stream(addr: SocketAddr, path: &str, stream: &str) -> Raw {
+    raw(
+        addr,
+        &format!(
+            "GET {path} HTTP/1.1\r\nHost: t\r\nx-foresight-stream: {stream}\r\nConnection: close\r\n\r\n"
+        ),
+    )
+}
