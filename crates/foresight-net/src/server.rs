@@ -584,20 +584,28 @@ impl State {
         (id, worker)
     }
 
+    /// Queues `job` at `worker`, or gives it back if the queue is full.
     fn enqueue(&self, worker: WorkerId, job: Job) -> Result<(), Job> {
         let slot = &self.workers[worker.0 as usize];
+        // Counted before it is pushed: once pushed, a worker may serve it and count it done at
+        // once, and a `request_done` that came before its `request_queued` would saturate at zero
+        // and leave the worker counted busy for good. Counting first keeps every decrement after
+        // its increment; a refused job takes its count back.
+        let choice = |f: fn(&mut WorkerChoice, WorkerId)| {
+            f(
+                &mut self.streams.lock().expect("stream table poisoned").choice,
+                worker,
+            )
+        };
+        choice(WorkerChoice::request_queued);
         let pushed = slot
             .queue
             .lock()
             .expect("worker queue poisoned")
             .push(job.stream, job);
-        if pushed.is_ok() {
-            self.streams
-                .lock()
-                .expect("stream table poisoned")
-                .choice
-                .request_queued(worker);
-            slot.ready.notify_one();
+        match pushed {
+            Ok(()) => slot.ready.notify_one(),
+            Err(_) => choice(WorkerChoice::request_done),
         }
         pushed
     }
@@ -1206,5 +1214,99 @@ mod tests {
         assert!(!grown.read_by(&second), "opened at the old size");
         assert!(grown.read_by(&engine.open(&path).unwrap()));
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A server state with no worker threads: the test plays the worker.
+    fn bare_state(rt: &tokio::runtime::Runtime) -> Arc<State> {
+        let cfg = ServerConfig::new(std::env::temp_dir(), "127.0.0.1:0".parse().unwrap());
+        let engine = Engine::builder()
+            .backend(Backend::Noop(foresight_engine::NoopBackend::new()))
+            .build()
+            .unwrap();
+        let figures = PublishedFigures {
+            max_readahead_bytes: 1 << 20,
+            avg_bandwidth_bytes_per_s: 1e8,
+            peak_ratio: 1.2,
+            bandwidth_source: "configured".into(),
+            peak_ratio_source: "configured".into(),
+            workers: cfg.workers,
+        };
+        Arc::new(State::new(&cfg, engine, figures, rt.handle().clone()))
+    }
+
+    /// A worker that takes a job and finishes it before `enqueue` counted it would lower the
+    /// count first (saturating at zero) and leave it one too high for good, so the worker would
+    /// look busy to `WorkerChoice` forever. The job must be counted before a worker can see it:
+    /// while the count cannot be taken (the stream table is locked), the job stays invisible.
+    #[test]
+    fn a_job_is_counted_before_a_worker_can_take_it() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let state = bare_state(&rt);
+        let worker = WorkerId(0);
+        let (tx, _rx) = mpsc::channel(1);
+        let job = Job {
+            stream: StreamId(7),
+            path: Arc::new(PathBuf::from("/f")),
+            version: FileVersion {
+                device: 0,
+                inode: 0,
+                len_bytes: 1,
+                modified: None,
+            },
+            range: ByteRange::new(0, 1),
+            tx,
+        };
+        let table = state.streams.lock().unwrap();
+        let st = state.clone();
+        let enqueuer = std::thread::spawn(move || st.enqueue(worker, job).is_ok());
+        // However long the enqueuer runs, it cannot publish the job before counting it.
+        std::thread::sleep(Duration::from_millis(200));
+        let visible = state.workers[0].queue.lock().unwrap().len();
+        drop(table);
+        assert_eq!(
+            visible, 0,
+            "a worker could take the job before it was counted"
+        );
+        assert!(enqueuer.join().unwrap());
+        assert_eq!(state.streams.lock().unwrap().choice.queued(worker), 1);
+        // The worker serves it and says so: the count is back to zero.
+        assert!(state.workers[0].queue.lock().unwrap().pop().is_some());
+        state.streams.lock().unwrap().choice.request_done(worker);
+        assert_eq!(state.streams.lock().unwrap().choice.queued(worker), 0);
+    }
+
+    /// A job refused by a full queue leaves the count as it was.
+    #[test]
+    fn a_refused_job_is_not_counted() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let state = bare_state(&rt);
+        let worker = WorkerId(1);
+        let cap = state.cfg.queue_per_worker;
+        let mut refused = 0;
+        for i in 0..cap + 3 {
+            let (tx, _rx) = mpsc::channel(1);
+            let job = Job {
+                stream: StreamId(i as u32),
+                path: Arc::new(PathBuf::from("/f")),
+                version: FileVersion {
+                    device: 0,
+                    inode: 0,
+                    len_bytes: 1,
+                    modified: None,
+                },
+                range: ByteRange::new(0, 1),
+                tx,
+            };
+            refused += usize::from(state.enqueue(worker, job).is_err());
+        }
+        assert_eq!(refused, 3);
+        assert_eq!(
+            state.streams.lock().unwrap().choice.queued(worker),
+            cap as u64
+        );
     }
 }
