@@ -9,9 +9,15 @@
 //! is bounded to the link's bandwidth-delay product plus 1 MiB, so a fast sender is held back by
 //! TCP flow control rather than by the proxy's memory. Plain threads rather than an async runtime
 //! because their sleeps are precise to tens of microseconds, which the shortest delays need.
+//!
+//! The accept thread only accepts: each connection resolves and connects to the upstream on a
+//! thread of its own, with at most [`UPSTREAM_CONNECT_TIMEOUT`] per address, so an upstream slow
+//! to answer holds back that connection alone, never the next ones or shutdown. A connection
+//! counts against `max_connections` from the moment it is accepted, which also bounds the threads
+//! waiting on the upstream.
 
 use std::io::{self, Read, Write};
-use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::{Arc, Mutex};
@@ -70,7 +76,9 @@ impl ProxyHandle {
         &self.stats
     }
 
-    /// Stops accepting. Relayed connections finish when their ends close.
+    /// Stops accepting. Relayed connections finish when their ends close; accepted ones still
+    /// connecting to the upstream are relayed once connected (or closed after
+    /// [`UPSTREAM_CONNECT_TIMEOUT`]).
     pub fn shutdown(mut self) {
         self.stop_now();
     }
@@ -118,8 +126,38 @@ impl Link {
 /// Largest chunk read at once.
 const CHUNK_BYTES: usize = 64 << 10;
 
+/// How long a connection waits for each of the upstream's addresses to accept it before trying
+/// the next (and, after the last, closing the client). A handshake across the world takes well
+/// under a second, and the kernel resends a lost SYN after one, so ten seconds leaves room for a
+/// far or loaded upstream while cutting short the two minutes of SYN retries an upstream that
+/// drops them would cost.
+pub const UPSTREAM_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Opens a connection to the upstream (`host:port`); the proxy calls it once per client.
+type Connector = Arc<dyn Fn(&str) -> io::Result<TcpStream> + Send + Sync>;
+
+/// Connects to the first of `upstream`'s addresses that answers within
+/// [`UPSTREAM_CONNECT_TIMEOUT`].
+fn connect_upstream(upstream: &str) -> io::Result<TcpStream> {
+    let mut last = io::Error::new(
+        io::ErrorKind::NotFound,
+        format!("{upstream} resolves to no address"),
+    );
+    for addr in upstream.to_socket_addrs()? {
+        match TcpStream::connect_timeout(&addr, UPSTREAM_CONNECT_TIMEOUT) {
+            Ok(s) => return Ok(s),
+            Err(e) => last = e,
+        }
+    }
+    Err(last)
+}
+
 /// Starts the proxy and returns once it listens.
 pub fn spawn(cfg: ProxyConfig) -> Result<ProxyHandle, NetError> {
+    spawn_with(cfg, Arc::new(connect_upstream))
+}
+
+fn spawn_with(cfg: ProxyConfig, connect: Connector) -> Result<ProxyHandle, NetError> {
     if let Some(b) = cfg.bandwidth {
         if !(b.bytes_per_s.is_finite() && b.bytes_per_s > 0.0) {
             return Err(NetError::Setting {
@@ -170,16 +208,32 @@ pub fn spawn(cfg: ProxyConfig) -> Result<ProxyHandle, NetError> {
                             st.refused.fetch_add(1, Ordering::Relaxed);
                             continue;
                         }
-                        let Ok(server) = TcpStream::connect(&cfg.upstream) else {
-                            st.refused.fetch_add(1, Ordering::Relaxed);
-                            continue;
-                        };
-                        st.connections.fetch_add(1, Ordering::Relaxed);
-                        let _ = client.set_nonblocking(false);
-                        let _ = client.set_nodelay(true);
-                        let _ = server.set_nodelay(true);
+                        // The slot is taken before connecting upstream, so connections still
+                        // connecting count against the limit (and bound the connecting threads).
                         open.fetch_add(1, Ordering::SeqCst);
-                        let _ = relay(client, server, &up, &down, queue_chunks, &st, &open);
+                        let (up, down, st2, open2) =
+                            (up.clone(), down.clone(), st.clone(), open.clone());
+                        let (connect, upstream) = (connect.clone(), cfg.upstream.clone());
+                        let spawned = std::thread::Builder::new()
+                            .name("proxy-connect".into())
+                            .spawn(move || {
+                                let Ok(server) = connect(&upstream) else {
+                                    st2.refused.fetch_add(1, Ordering::Relaxed);
+                                    open2.fetch_sub(1, Ordering::SeqCst);
+                                    return;
+                                };
+                                st2.connections.fetch_add(1, Ordering::Relaxed);
+                                let _ = client.set_nonblocking(false);
+                                let _ = client.set_nodelay(true);
+                                let _ = server.set_nodelay(true);
+                                let _ =
+                                    relay(client, server, &up, &down, queue_chunks, &st2, &open2);
+                            });
+                        if spawned.is_err() {
+                            // The client went with the closure: it is closed, unserved.
+                            st.refused.fetch_add(1, Ordering::Relaxed);
+                            open.fetch_sub(1, Ordering::SeqCst);
+                        }
                     }
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                         std::thread::sleep(Duration::from_millis(2));
@@ -270,4 +324,86 @@ fn write_side(mut dst: TcpStream, rx: &Receiver<Option<(u64, Vec<u8>)>>, epoch: 
         }
     }
     let _ = dst.shutdown(Shutdown::Write);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::mpsc::channel;
+
+    /// An upstream that echoes what it receives, on its own threads.
+    fn echo_upstream() -> SocketAddr {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        std::thread::spawn(move || {
+            for s in l.incoming().flatten() {
+                std::thread::spawn(move || {
+                    let mut r = s.try_clone().unwrap();
+                    let mut w = s;
+                    let _ = io::copy(&mut r, &mut w);
+                });
+            }
+        });
+        addr
+    }
+
+    /// An upstream slow to accept one connection must hold back that connection only: others are
+    /// relayed meanwhile, and the proxy stops when asked. The first connect here blocks until the
+    /// test lets it go, so the check does not depend on timing.
+    #[test]
+    fn a_slow_upstream_connect_holds_back_only_its_own_connection() {
+        let upstream = echo_upstream();
+        let (release_tx, release_rx) = channel::<()>();
+        let release_rx = Mutex::new(release_rx);
+        let calls = Arc::new(AtomicUsize::new(0));
+        let seen = calls.clone();
+        let connect: Connector = Arc::new(move |to: &str| {
+            if seen.fetch_add(1, Ordering::SeqCst) == 0 {
+                let _ = release_rx.lock().unwrap().recv();
+            }
+            TcpStream::connect(to)
+        });
+        let p = spawn_with(
+            ProxyConfig {
+                listen: "127.0.0.1:0".parse().unwrap(),
+                upstream: upstream.to_string(),
+                delay: Duration::ZERO,
+                bandwidth: None,
+                max_connections: 16,
+            },
+            connect,
+        )
+        .unwrap();
+        let _stuck = TcpStream::connect(p.local_addr()).unwrap();
+        // Wait until the proxy is connecting the first client to the upstream.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while calls.load(Ordering::SeqCst) == 0 {
+            assert!(
+                Instant::now() < deadline,
+                "the proxy never connected upstream"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let mut second = TcpStream::connect(p.local_addr()).unwrap();
+        second
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        second.write_all(b"ping").unwrap();
+        let mut got = [0u8; 4];
+        let answered = second.read_exact(&mut got).is_ok();
+        // Stopping must not wait for the stuck connect either; it is let go only afterwards.
+        let (stopped_tx, stopped_rx) = channel();
+        std::thread::spawn(move || {
+            p.shutdown();
+            let _ = stopped_tx.send(());
+        });
+        let stopped = stopped_rx.recv_timeout(Duration::from_secs(10)).is_ok();
+        let _ = release_tx.send(());
+        assert!(
+            answered,
+            "the second connection waited for the first one's upstream"
+        );
+        assert_eq!(&got, b"ping");
+        assert!(stopped, "shutdown waited for a connect to the upstream");
+    }
 }
