@@ -38,9 +38,9 @@ use std::sync::{Arc, Condvar};
 
 use foresight_core::{ByteLen, ByteOffset, ByteRange, Extent, FetchId, FileId, Instant, StreamId};
 use foresight_policy::layout::FileLayout;
-use foresight_policy::{Input, Layout, Output, Policy, PAGE_BYTES};
+use foresight_policy::{Input, Output, Policy, PAGE_BYTES};
 
-use crate::backend::{FileHandle, IoBackend, IoCompletion, IoRequest, ModelledVolume};
+use crate::backend::{FileHandle, IoBackend, IoCompletion, IoRequest};
 use crate::buffer::{AlignedBuf, ALIGN_BYTES};
 use crate::pool::{BufferPool, Purpose};
 use crate::stats::Stats;
@@ -168,7 +168,6 @@ pub(crate) struct Core {
     policy: Box<dyn Policy>,
     backend: Arc<dyn IoBackend>,
     cfg: CoreConfig,
-    volume: Option<ModelledVolume>,
     files: Vec<FileState>,
     identities: HashMap<(u64, u64, u64), FileId>,
     chunks: Vec<Option<Chunk>>,
@@ -234,7 +233,6 @@ impl Core {
         };
         Core {
             policy,
-            volume: backend.volume(),
             backend,
             cfg,
             files: Vec::new(),
@@ -264,35 +262,20 @@ impl Core {
         }
     }
 
-    /// The layout policies see, rebuilt from the file table.
-    pub(crate) fn layout(&self) -> Layout {
-        match self.volume {
-            None => {
-                // A policy never hears of an empty file (every read of it ends before the policy
-                // is asked), so it is listed as one byte: the layout has no zero-length extents.
-                let sizes: Vec<ByteLen> = self
-                    .files
-                    .iter()
-                    .map(|f| ByteLen(f.size_bytes.max(1)))
-                    .collect();
-                Layout::unplaced(&sizes)
-            }
-            Some(v) => {
-                let mut l = Layout::new(v.volume_bytes, v.striping);
-                for f in &self.files {
-                    let size = f.size_bytes.max(1);
-                    l.push_file(FileLayout {
-                        size: ByteLen(size),
-                        extents: vec![Extent {
-                            file_offset: ByteOffset(0),
-                            volume_offset: ByteOffset(f.volume_offset_bytes.unwrap_or(0)),
-                            len: ByteLen(size),
-                        }],
-                        metadata: None,
-                    });
-                }
-                l
-            }
+    /// How the policies see `f`: one extent, at its place on the modelled volume, or at offset 0
+    /// of an unplaced one (as [`foresight_policy::Layout::unplaced`] lists files).
+    fn file_layout(f: &FileState) -> FileLayout {
+        // A policy never hears of an empty file (every read of it ends before the policy is
+        // asked), so it is listed as one byte: the layout has no zero-length extents.
+        let size = ByteLen(f.size_bytes.max(1));
+        FileLayout {
+            size,
+            extents: vec![Extent {
+                file_offset: ByteOffset(0),
+                volume_offset: ByteOffset(f.volume_offset_bytes.unwrap_or(0)),
+                len: size,
+            }],
+            metadata: None,
         }
     }
 
@@ -336,8 +319,10 @@ impl Core {
                     readers: 0,
                 });
                 self.identities.insert(key, f);
-                let layout = Arc::new(self.layout());
-                self.policy.extend_layout(layout);
+                // Only the new file goes to the policy: rebuilding the whole layout on every new
+                // file made opening n distinct files take time quadratic in n.
+                let added = Self::file_layout(&self.files[f.0 as usize]);
+                self.policy.add_file(added);
                 f
             }
         };
@@ -1470,7 +1455,9 @@ mod tests {
             name: "none".into(),
             ..PolicyConfig::default()
         };
-        let policy = foresight_policy::build(&cfg, Arc::new(Layout::unplaced(&[]))).unwrap();
+        let policy =
+            foresight_policy::build(&cfg, Arc::new(foresight_policy::Layout::unplaced(&[])))
+                .unwrap();
         let mut core = Core::new(
             policy,
             backend.clone(),

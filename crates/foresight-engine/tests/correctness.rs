@@ -431,8 +431,8 @@ impl foresight_policy::Policy for HintLog {
     fn poll_output(&mut self) -> Option<foresight_policy::Output> {
         self.inner.poll_output()
     }
-    fn extend_layout(&mut self, layout: Arc<foresight_policy::Layout>) {
-        self.inner.extend_layout(layout);
+    fn add_file(&mut self, file: foresight_policy::layout::FileLayout) {
+        self.inner.add_file(file);
     }
 }
 
@@ -493,8 +493,8 @@ impl foresight_policy::Policy for SharedSeqp {
     fn poll_output(&mut self) -> Option<foresight_policy::Output> {
         self.0.lock().unwrap().poll_output()
     }
-    fn extend_layout(&mut self, layout: Arc<foresight_policy::Layout>) {
-        self.0.lock().unwrap().extend_layout(layout);
+    fn add_file(&mut self, file: foresight_policy::layout::FileLayout) {
+        self.0.lock().unwrap().add_file(file);
     }
 }
 

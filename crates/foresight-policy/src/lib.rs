@@ -151,12 +151,13 @@ pub trait Policy: Send {
     }
     /// Called by the driver once `now` has reached the instant from `poll_timeout`.
     fn handle_timeout(&mut self, _now: Instant) {}
-    /// The driver's set of files grew: `layout` holds every file of the previous layout under the
-    /// same id and size, followed by new ones. A driver whose files appear over time (the engine,
-    /// which opens files on demand) calls this before the first input that names a new file. A
-    /// policy that keeps the layout must replace it; the default ignores the call, which is right
-    /// only for policies that never look at the layout.
-    fn extend_layout(&mut self, _layout: Arc<Layout>) {}
+    /// The driver's set of files grew by one: `file` joins the layout under the next `FileId`. A
+    /// driver whose files appear over time (the engine, which opens files on demand) calls this
+    /// before the first input that names the new file. A policy that keeps the layout must add
+    /// the file to it ([`Layout::push_file`], in constant time when the policy's `Arc` is its own,
+    /// so that a process opening many files does not copy the whole layout each time); the default
+    /// ignores the call, which is right only for policies that never look at the layout.
+    fn add_file(&mut self, _file: crate::layout::FileLayout) {}
 }
 
 /// A policy's settings, as plain data. The simulator, the engine and the CLI all build policies from

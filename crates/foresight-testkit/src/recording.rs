@@ -8,7 +8,7 @@
 use std::sync::{Arc, Mutex};
 
 use foresight_core::Instant;
-use foresight_policy::{Input, Layout, Output, Policy};
+use foresight_policy::{Input, Output, Policy};
 
 /// One input and the outputs that answered it. `input` is `None` for a timer.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -96,8 +96,8 @@ impl Policy for Recording {
         self.inner.handle_timeout(now);
     }
 
-    fn extend_layout(&mut self, layout: Arc<Layout>) {
-        self.inner.extend_layout(layout);
+    fn add_file(&mut self, file: foresight_policy::layout::FileLayout) {
+        self.inner.add_file(file);
     }
 }
 
@@ -105,7 +105,7 @@ impl Policy for Recording {
 mod tests {
     use super::*;
     use foresight_core::{ByteLen, ByteRange, FileId, StreamId};
-    use foresight_policy::PolicyConfig;
+    use foresight_policy::{Layout, PolicyConfig};
 
     #[test]
     fn records_inputs_with_their_answers() {

@@ -873,8 +873,8 @@ impl Policy for Directed {
         self.out.pop_front()
     }
 
-    fn extend_layout(&mut self, layout: Arc<Layout>) {
-        self.layout = layout;
+    fn add_file(&mut self, file: crate::layout::FileLayout) {
+        Arc::make_mut(&mut self.layout).push_file(file);
     }
 }
 

@@ -53,7 +53,7 @@
 //! - Reads of any other file id are ignored. `Hint` and `MemoryPressure` are ignored: the array
 //!   cache is bounded by the driver, which may drop fetched blocks.
 //! - MSP keeps only the volume's geometry, which a growing set of files never changes, so it
-//!   ignores `Policy::extend_layout`.
+//!   ignores `Policy::add_file`.
 //!
 //! MSP remembers the stripes it has in flight and the last few it fetched, so it does not queue the
 //! same stripe twice; both sets are bounded by `4 * SPS_max` stripes.

@@ -65,8 +65,8 @@ impl Policy for Seqp {
         self.core.pop_output()
     }
 
-    fn extend_layout(&mut self, layout: Arc<Layout>) {
-        self.core.extend_layout(layout);
+    fn add_file(&mut self, file: crate::layout::FileLayout) {
+        self.core.add_file(file);
     }
 }
 

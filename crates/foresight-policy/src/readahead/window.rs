@@ -173,13 +173,9 @@ impl<S: WindowShape> OnDemand<S> {
         &self.layout
     }
 
-    /// Replaces the layout with one that extends it (see `Policy::extend_layout`).
-    pub(crate) fn extend_layout(&mut self, layout: Arc<Layout>) {
-        debug_assert!(
-            layout.file_count() >= self.layout.file_count(),
-            "a layout may only grow"
-        );
-        self.layout = layout;
+    /// Adds a file opened after the policy was built (see `Policy::add_file`).
+    pub(crate) fn add_file(&mut self, file: crate::layout::FileLayout) {
+        Arc::make_mut(&mut self.layout).push_file(file);
     }
 
     pub(crate) fn shape(&self) -> &S {

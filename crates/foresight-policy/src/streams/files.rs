@@ -147,8 +147,8 @@ impl Policy for FileStreams {
         self.drain_inner();
     }
 
-    fn extend_layout(&mut self, layout: Arc<Layout>) {
-        self.layout = layout;
+    fn add_file(&mut self, file: crate::layout::FileLayout) {
+        Arc::make_mut(&mut self.layout).push_file(file);
     }
 }
 
