@@ -29,7 +29,7 @@ use crate::host::blockq::BlockQueue;
 use crate::host::layer::{CacheLayer, Down};
 use crate::host::volume::{Mapping, Volume};
 use crate::metrics::{BreakdownReport, Report, RequestRecord};
-use crate::trace::{read_trace, TraceError, TraceRecord};
+use crate::trace::{read_trace, TraceError, TraceFormat, TraceRecord};
 
 /// The last instant a client may issue a read: 500 years in, which leaves the rest of the clock's
 /// range (about 84 years) for that read to be served.
@@ -686,7 +686,10 @@ impl Sim {
         );
         while let Some(d) = self.array_io_held.front() {
             let lba = d.first_page * PAGE_BYTES / SECTOR_BYTES;
-            let sectors = d.pages * PAGE_BYTES / SECTOR_BYTES;
+            // The cache works in whole pages, but a volume need not end on a page boundary
+            // (atlas-10k's last page holds 2 sectors): the read stops at the volume's end.
+            let sectors = (d.pages * PAGE_BYTES / SECTOR_BYTES)
+                .min(self.volume.capacity_sectors().saturating_sub(lba));
             if !self.volume.has_room(sectors.div_ceil(max_sectors) as usize) {
                 break;
             }
@@ -858,8 +861,12 @@ impl Sim {
     }
 
     /// Ruemmler and Wilkes' demerit figure of the replay, ms, when every record of a fully replayed
-    /// trace carries a measured service time.
+    /// DiskSim trace carries a measured service time. Other formats' times (MSR's) are response
+    /// times, queueing included, which the figure does not compare.
     fn demerit_ms(&self) -> Option<f64> {
+        if self.cfg.workload.format != TraceFormat::Disksim {
+            return None;
+        }
         let measured: Option<Vec<f64>> = self
             .trace
             .iter()

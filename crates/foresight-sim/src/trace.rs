@@ -137,8 +137,8 @@ pub struct TraceRecord {
     pub sectors: u32,
     /// Device number in the trace (0 when the format has none).
     pub device: u32,
-    /// The service or response time the trace measured: DiskSim `service_us`, MSR response time;
-    /// `None` for MQSim.
+    /// The service or response time the trace measured: DiskSim `service_us`, MSR response time
+    /// (queueing included, so the demerit figure is not computed from it); `None` for MQSim.
     pub measured_service: Option<Duration>,
     /// Whether the drive's cache hit, from DiskSim's `Hit`/`Miss` column; `None` for other formats.
     pub measured_hit: Option<bool>,
