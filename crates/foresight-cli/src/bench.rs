@@ -42,7 +42,7 @@ use foresight_core::{parse_duration, parse_size, ByteLen};
 use foresight_engine::measure::{
     evict_from_page_cache, free_disk_bytes, process_cpu_seconds, sequential_read_files,
 };
-use foresight_engine::{check_policy, Backend, EmulatedConfig, Engine};
+use foresight_engine::{check_policy, Backend, EmulatedConfig, Engine, EngineError, NoopBackend};
 use foresight_policy::PolicyConfig;
 use serde_json::json;
 
@@ -249,6 +249,12 @@ fn plan(a: &BenchArgs) -> anyhow::Result<Plan> {
         .iter()
         .map(|&n| (file_size.min(total / n as u64)) / 4096 * 4096)
         .collect();
+    if file_size < 4096 {
+        return Err(input(format!(
+            "--file-size: {} is less than one 4 KiB page; give 4KiB or more",
+            ByteLen(file_size)
+        )));
+    }
     if let Some(i) = per_stream.iter().position(|&b| b == 0) {
         return Err(input(format!(
             "--total-size: {} split over {} streams leaves less than a page each; raise it",
@@ -299,6 +305,28 @@ fn plan(a: &BenchArgs) -> anyhow::Result<Plan> {
                     .join(", ")
             ))
         })?;
+    }
+    // The engine's own checks of --memory, --max-io and --queue-depth, on an in-memory engine,
+    // before any file is written or measured.
+    for m in memory.iter().collect::<std::collections::BTreeSet<_>>() {
+        Engine::builder()
+            .memory(*m)
+            .max_io(max_io)
+            .queue_depth(a.queue_depth)
+            .backend(Backend::Noop(NoopBackend::new()))
+            .build()
+            .map_err(|e| match e {
+                EngineError::Setting { setting, message } => {
+                    let flag = match setting {
+                        "max_io" => "--max-io",
+                        "queue_depth" => "--queue-depth",
+                        "memory" => "--memory",
+                        other => other,
+                    };
+                    input(format!("{flag}: {message}"))
+                }
+                other => input(format!("engine: {other}")),
+            })?;
     }
     Ok(Plan {
         streams,

@@ -15,6 +15,13 @@ use foresight_sim::config::{apply_set, read_config_file, SimConfig};
 use foresight_sim::metrics::RequestRecord;
 use foresight_sim::{RunOptions, SimError};
 
+/// `println!` that returns an error instead of panicking when standard output is closed or full.
+macro_rules! outln {
+    ($($arg:tt)*) => {
+        writeln!(std::io::stdout().lock(), $($arg)*).context("writing to standard output")?
+    };
+}
+
 mod bench;
 mod net;
 
@@ -281,6 +288,10 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
+        Err(e) if reader_went_away(&e) => {
+            // `foresight devices | head -1`: the reader has what it wanted.
+            ExitCode::SUCCESS
+        }
         Err(e) => {
             let code = if e.downcast_ref::<InputError>().is_some() {
                 2
@@ -291,6 +302,14 @@ fn main() -> ExitCode {
             ExitCode::from(code)
         }
     }
+}
+
+/// Whether `e` is standard output's reader closing the pipe early.
+fn reader_went_away(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
 }
 
 /// The error and its causes on one line, each cause once: many of the library errors already
@@ -375,33 +394,44 @@ fn cmd_sim(
     }
     let r = &out.report;
     if json {
-        println!("{}", serde_json::to_string(r)?);
+        outln!("{}", serde_json::to_string(r)?);
         return Ok(());
     }
     let b = &r.breakdown;
     let busy = b.seek_s + b.rotate_s + b.transfer_s + b.overhead_s;
     let pct = |x: f64| if busy > 0.0 { 100.0 * x / busy } else { 0.0 };
-    println!(
+    outln!(
         "{} on {}, {} workload, {} stream(s), seed {}",
-        r.policy, r.device, r.workload, r.streams, r.seed
+        r.policy,
+        r.device,
+        r.workload,
+        r.streams,
+        r.seed
     );
-    println!(
+    outln!(
         "  throughput   {:>10.2} MiB/s over {:.3} s simulated ({:.2} s on this host)",
-        r.throughput_mib_s, r.elapsed_s, r.wall_s
+        r.throughput_mib_s,
+        r.elapsed_s,
+        r.wall_s
     );
-    println!(
+    outln!(
         "  application  {:>10} requests, {} bytes; latency mean {:.3} ms, p99 {:.3} ms; stalled {:.3} s",
         r.app_requests, r.app_bytes, r.mean_latency_ms, r.p99_latency_ms, r.stall_s
     );
-    println!(
+    outln!(
         "  device       {:>10} requests, {} bytes; drive cache hits {}",
-        r.device_requests, r.device_bytes, r.device_cache_hits
+        r.device_requests,
+        r.device_bytes,
+        r.device_cache_hits
     );
-    println!(
+    outln!(
         "  prefetch     {:>10} fetches, {} bytes ahead, {} wasted; memory peak {} bytes",
-        r.fetches, r.prefetched_bytes, r.wasted_bytes, r.memory_peak_bytes
+        r.fetches,
+        r.prefetched_bytes,
+        r.wasted_bytes,
+        r.memory_peak_bytes
     );
-    println!(
+    outln!(
         "  device time  seek {:.1}%, rotate {:.1}%, transfer {:.1}%, overhead {:.1}% (queued {:.3} s)",
         pct(b.seek_s),
         pct(b.rotate_s),
@@ -415,15 +445,21 @@ fn cmd_sim(
 fn cmd_devices(json: bool) -> anyhow::Result<()> {
     let infos = foresight_device::presets::preset_infos();
     if json {
-        println!("{}", serde_json::to_string_pretty(&infos)?);
+        outln!("{}", serde_json::to_string_pretty(&infos)?);
         return Ok(());
     }
-    println!(
+    outln!(
         "{:<14} {:<4} {:>6} {:>9} {:>10} {:>10} {:>14}  source",
-        "name", "kind", "rpm", "seek ms", "outer MiB/s", "inner MiB/s", "capacity"
+        "name",
+        "kind",
+        "rpm",
+        "seek ms",
+        "outer MiB/s",
+        "inner MiB/s",
+        "capacity"
     );
     for p in infos {
-        println!(
+        outln!(
             "{:<14} {:<4} {:>6} {:>9.2} {:>10.1} {:>10.1} {:>14}  {}",
             p.name,
             p.kind,
@@ -441,7 +477,7 @@ fn cmd_devices(json: bool) -> anyhow::Result<()> {
 fn cmd_reproduce(names: &[String], quick: bool, out: &Path, list: bool) -> anyhow::Result<()> {
     if list {
         for e in foresight_sim::experiments::catalogue() {
-            println!("{:<12} {}", e.name, e.about);
+            outln!("{:<12} {}", e.name, e.about);
         }
         return Ok(());
     }

@@ -34,6 +34,10 @@ fn bad_bench_input_exits_2_naming_the_flag() {
         (vec!["--duration", "soon"], "--duration"),
         (vec!["--duration", "0s"], "--duration"),
         (vec!["--memory", "plenty"], "--memory"),
+        (vec!["--memory", "1KiB"], "--memory"),
+        (vec!["--queue-depth", "0"], "--queue-depth"),
+        (vec!["--max-io", "100MiB"], "--max-io"),
+        (vec!["--file-size", "1KiB"], "--file-size"),
     ] {
         let d = dir("bad");
         // Small sizes, so that if checking ever moved after file creation this test would write
@@ -44,7 +48,10 @@ fn bad_bench_input_exits_2_naming_the_flag() {
         }
         all.extend(args.iter().copied());
         let (code, _, err) = foresight(&all);
+        // Refused before anything is written.
+        let wrote = std::path::Path::new(&d).exists();
         let _ = std::fs::remove_dir_all(&d);
+        assert!(!wrote, "{all:?} created {d} before refusing");
         assert_eq!(code, 2, "{all:?} should exit 2: {err}");
         assert!(
             err.contains(name),

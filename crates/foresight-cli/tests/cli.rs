@@ -165,3 +165,43 @@ fn requests_out_writes_one_line_per_request() {
     assert_eq!(lines.count(), 2 * 16);
     std::fs::remove_file(&path).ok();
 }
+
+#[test]
+fn a_full_standard_output_is_an_error_and_a_closed_one_ends_quietly() {
+    use std::io::Read;
+    use std::process::Stdio;
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .expect("/dev/full: a Linux device that is always full");
+    for args in [&["devices"][..], &["reproduce", "--list"][..]] {
+        let out = Command::new(env!("CARGO_BIN_EXE_foresight"))
+            .args(args)
+            .stdout(full.try_clone().unwrap())
+            .output()
+            .expect("the binary runs");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert!(
+            err.contains("standard output") && !err.contains("panicked"),
+            "{args:?}: {err}"
+        );
+    }
+    // A reader that leaves after the first line: nothing to report.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_foresight"))
+        .args(["devices"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the binary runs");
+    drop(child.stdout.take());
+    let status = child.wait().unwrap();
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    assert!(status.success() && err.is_empty(), "{status:?}: {err}");
+}
