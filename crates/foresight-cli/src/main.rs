@@ -488,6 +488,7 @@ fn cmd_reproduce(names: &[String], quick: bool, out: &Path, list: bool) -> anyho
             known.join(", ")
         )));
     }
+    check_writable_dir(out)?;
     let started = std::time::Instant::now();
     let log = |line: &str| eprintln!("[{:>6.1}s] {line}", started.elapsed().as_secs_f64());
     foresight_sim::experiments::reproduce(names, quick, out, &log)?;
@@ -497,6 +498,22 @@ fn cmd_reproduce(names: &[String], quick: bool, out: &Path, list: bool) -> anyho
         out.join("results.json").display(),
         started.elapsed().as_secs_f64()
     );
+    Ok(())
+}
+
+/// Creates `dir` if needed and checks that a file can be written in it, so that a bad `--out` is
+/// refused before minutes of experiments rather than at the first figure.
+fn check_writable_dir(dir: &Path) -> anyhow::Result<()> {
+    let bad = |what: &str, e: std::io::Error| {
+        input(format!(
+            "--out: cannot {what} {}: {e}; give a directory you can write",
+            dir.display()
+        ))
+    };
+    std::fs::create_dir_all(dir).map_err(|e| bad("create", e))?;
+    let probe = dir.join(format!(".foresight-write-test-{}", std::process::id()));
+    std::fs::write(&probe, b"").map_err(|e| bad("write in", e))?;
+    std::fs::remove_file(&probe).map_err(|e| bad("write in", e))?;
     Ok(())
 }
 
