@@ -51,9 +51,29 @@ fn number(text: &str, examples: &'static str) -> Result<(f64, String), ParseErro
     Ok((value, unit.to_string()))
 }
 
+/// The number in front of `text` as an exact decimal `(digits, places)`: `4.1` is `(41, 1)`. Sizes
+/// and durations are computed from it in integers, because in f64 `4.1 * 10^6` is not 4,100,000
+/// and integers above 2^53 lose their low bits.
+fn decimal(text: &str, examples: &'static str) -> Result<((u128, u32), String), ParseError> {
+    let (num, unit) = split_number(text);
+    let cleaned: String = num.chars().filter(|c| *c != '_').collect();
+    let (int, frac) = cleaned.split_once('.').unwrap_or((&cleaned, ""));
+    if (int.is_empty() && frac.is_empty()) || frac.contains('.') {
+        return Err(ParseError::NoNumber(text.to_string(), examples));
+    }
+    // 36 digits fit a u128 with room for the unit's multiplier.
+    if int.len() + frac.len() > 36 {
+        return Err(ParseError::OutOfRange(text.to_string(), "too many digits"));
+    }
+    let digits: u128 = format!("{int}{frac}")
+        .parse()
+        .map_err(|_| ParseError::NoNumber(text.to_string(), examples))?;
+    Ok(((digits, frac.len() as u32), unit.to_string()))
+}
+
 /// Parses a size into bytes.
 pub fn parse_size(text: &str) -> Result<ByteLen, ParseError> {
-    let (value, unit) = number(text, SIZE_EXAMPLES)?;
+    let ((digits, places), unit) = decimal(text, SIZE_EXAMPLES)?;
     let mult: u64 = match unit.as_str() {
         "" | "B" | "b" => 1,
         "KiB" | "K" | "k" => 1 << 10,
@@ -66,31 +86,32 @@ pub fn parse_size(text: &str) -> Result<ByteLen, ParseError> {
         "TB" => 1_000_000_000_000,
         _ => return Err(ParseError::BadUnit(text.to_string(), unit, SIZE_EXAMPLES)),
     };
-    let bytes = value * mult as f64;
-    if !bytes.is_finite() || bytes > (1u64 << 62) as f64 {
+    let unit_scale = 10u128.pow(places);
+    let scaled = digits.saturating_mul(u128::from(mult));
+    if scaled / unit_scale > 1u128 << 62 {
         return Err(ParseError::OutOfRange(
             text.to_string(),
             "sizes must be below 4 EiB",
         ));
     }
-    if bytes.fract() != 0.0 {
+    if scaled % unit_scale != 0 {
         return Err(ParseError::OutOfRange(
             text.to_string(),
             "a size must be a whole number of bytes",
         ));
     }
-    Ok(ByteLen(bytes as u64))
+    Ok(ByteLen((scaled / unit_scale) as u64))
 }
 
 /// Parses a duration.
 pub fn parse_duration(text: &str) -> Result<Duration, ParseError> {
-    let (value, unit) = number(text, DURATION_EXAMPLES)?;
-    let ns_per: f64 = match unit.as_str() {
-        "ns" => 1.0,
-        "us" | "µs" => 1e3,
-        "ms" => 1e6,
-        "s" => 1e9,
-        "min" => 60e9,
+    let ((digits, places), unit) = decimal(text, DURATION_EXAMPLES)?;
+    let ns_per: u128 = match unit.as_str() {
+        "ns" => 1,
+        "us" | "µs" => 1_000,
+        "ms" => 1_000_000,
+        "s" => 1_000_000_000,
+        "min" => 60_000_000_000,
         "" => {
             return Err(ParseError::BadUnit(
                 text.to_string(),
@@ -106,14 +127,19 @@ pub fn parse_duration(text: &str) -> Result<Duration, ParseError> {
             ))
         }
     };
-    let ns = value * ns_per;
-    if !ns.is_finite() || ns > 1e18 {
+    // To the nearest nanosecond.
+    let unit_scale = 10u128.pow(places);
+    let ns = digits
+        .checked_mul(ns_per)
+        .and_then(|v| v.checked_add(unit_scale / 2))
+        .map_or(u128::MAX, |v| v / unit_scale);
+    if ns > 1_000_000_000_000_000_000 {
         return Err(ParseError::OutOfRange(
             text.to_string(),
             "durations must be below 30 years",
         ));
     }
-    Ok(Duration(ns.round() as u64))
+    Ok(Duration(ns as u64))
 }
 
 /// Parses a data rate.
@@ -165,6 +191,28 @@ mod tests {
         assert!(matches!(parse_size("KiB"), Err(ParseError::NoNumber(..))));
         assert!(matches!(parse_size("-4KiB"), Err(ParseError::NoNumber(..))));
         assert!(matches!(parse_size("0.3"), Err(ParseError::OutOfRange(..))));
+        // Exact decimals: in f64 4.1 x 10^6 is 4,099,999.9999999995, and 2^53 + 1 rounds to 2^53.
+        assert_eq!(parse_size("4.1MB").unwrap(), ByteLen(4_100_000));
+        assert_eq!(parse_size("4.1GB").unwrap(), ByteLen(4_100_000_000));
+        assert_eq!(
+            parse_size("9007199254740993").unwrap(),
+            ByteLen(9_007_199_254_740_993)
+        );
+        assert_eq!(parse_size("1_024").unwrap(), ByteLen(1024));
+        assert!(matches!(parse_size("1.2.3"), Err(ParseError::NoNumber(..))));
+        assert!(matches!(parse_size("."), Err(ParseError::NoNumber(..))));
+        assert!(matches!(
+            parse_size("99999999999999999999999999999999999999"),
+            Err(ParseError::OutOfRange(..))
+        ));
+        assert!(matches!(
+            parse_size("999999999999999999999999999999999999TiB"),
+            Err(ParseError::OutOfRange(..))
+        ));
+        assert!(matches!(
+            parse_duration("999999999999999999999999999999999999min"),
+            Err(ParseError::OutOfRange(..))
+        ));
     }
 
     #[test]
@@ -191,6 +239,18 @@ mod tests {
             let _ = parse_size(&s);
             let _ = parse_duration(&s);
             let _ = parse_rate(&s);
+        }
+
+        #[test]
+        fn long_numbers_never_panic(s in "[0-9._]{0,45}(B|KiB|TiB|MB|ns|s|min)?") {
+            let _ = parse_size(&s);
+            let _ = parse_duration(&s);
+        }
+
+        #[test]
+        fn decimal_sizes_are_exact(whole in 0u64..1_000_000_000, milli in 0u64..1000) {
+            let text = format!("{whole}.{milli:03}MB");
+            prop_assert_eq!(parse_size(&text).unwrap().0, whole * 1_000_000 + milli * 1_000);
         }
 
         #[test]
