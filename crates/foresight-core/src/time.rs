@@ -41,6 +41,11 @@ impl Instant {
     pub fn checked_add(self, d: Duration) -> Option<Instant> {
         self.0.checked_add(d.0).map(Instant)
     }
+
+    /// `self + d`, or the last representable instant.
+    pub fn saturating_add(self, d: Duration) -> Instant {
+        Instant(self.0.saturating_add(d.0))
+    }
 }
 
 impl Duration {

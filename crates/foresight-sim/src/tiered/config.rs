@@ -387,6 +387,7 @@ pub fn parse(mut root: Table, base_dir: Option<&Path>) -> Result<SimConfig, Conf
         None => 0,
         Some(Value::Float(f)) if (0.0..=1.0).contains(&f) => (f * 1e6).round() as u32,
         Some(Value::Integer(0)) => 0,
+        Some(Value::Integer(1)) => 1_000_000,
         Some(v) => {
             return Err(key_err(
                 "policy.lru_hit_gain",

@@ -186,6 +186,8 @@ struct Driver<'a> {
     jobs: FxHashMap<u64, Job>,
     next_job: u64,
     link_free: Instant,
+    /// An event fell past [`HORIZON`] and was not scheduled.
+    past_horizon: bool,
     // Application.
     next_access: usize,
     waiting_since: Option<Instant>,
@@ -209,10 +211,19 @@ struct Driver<'a> {
 }
 
 const FILE: FileId = FileId(0);
+
+/// The last instant an event may be scheduled: 500 years in, which leaves the clock's remaining
+/// range (about 84 years) for device models to add their service times without overflowing.
+const HORIZON: Instant = Instant(500 * 365 * 86_400 * 1_000_000_000);
 const STREAM: StreamId = StreamId(0);
 
 impl Driver<'_> {
     fn push(&mut self, at: Instant, ev: Ev) {
+        if at > HORIZON {
+            // Nothing is scheduled past the horizon; the run ends with an error instead.
+            self.past_horizon = true;
+            return;
+        }
         self.seq += 1;
         self.heap.push(Reverse((at, self.seq, ev)));
     }
@@ -257,8 +268,8 @@ impl Driver<'_> {
             Stage::Link => {
                 let link = self.t.link.expect("a link stage needs a link");
                 let begin = self.now.max(self.link_free);
-                self.link_free = begin + link_time(&link, self.t.workload.block);
-                let done = self.link_free + link.delay;
+                self.link_free = begin.saturating_add(link_time(&link, self.t.workload.block));
+                let done = self.link_free.saturating_add(link.delay);
                 self.push(done, Ev::Job(id));
                 return;
             }
@@ -289,7 +300,7 @@ impl Driver<'_> {
                 } else {
                     d.0
                 };
-                self.push(self.now + Duration(d), Ev::Job(id));
+                self.push(self.now.saturating_add(Duration(d)), Ev::Job(id));
             }
             false => {
                 let disks = lv.devices.len() as u64;
@@ -501,7 +512,10 @@ impl Driver<'_> {
             },
         );
         self.drain_policy();
-        self.push(self.now + self.t.workload.consume, Ev::AppReady);
+        self.push(
+            self.now.saturating_add(self.t.workload.consume),
+            Ev::AppReady,
+        );
     }
 
     /// The application wants its next block.
@@ -658,6 +672,7 @@ pub fn run_traced(
         jobs: FxHashMap::default(),
         next_job: 0,
         link_free: Instant::ZERO,
+        past_horizon: false,
         next_access: 0,
         waiting_since: None,
         app_busy: false,
@@ -708,6 +723,16 @@ pub fn run_traced(
                 }
             }
         }
+    }
+    if d.past_horizon {
+        return Err(SimError::Config(key_err(
+            "workload.reads",
+            format!(
+                "the run would last past {} years of simulated time; lower workload.reads, \
+                 workload.consume or the levels' times",
+                HORIZON.as_secs_f64() / (365.0 * 86_400.0)
+            ),
+        )));
     }
     assert_eq!(d.next_access, n, "the application got every hinted block");
     let elapsed = d.now;

@@ -327,3 +327,42 @@ fn constant_10mb_auto(policy: &str, reads: u64) -> SimConfig {
         "workload.consume=1.92ms",
     ])
 }
+
+#[test]
+fn a_run_that_would_outlast_the_clock_is_refused_not_a_panic() {
+    for set in ["device.t_lower=1000000000s", "workload.consume=1000000000s"] {
+        let c = cfg(&[
+            "device.kind=constant",
+            "device.t_upper=52ms",
+            "device.t_lower=120ms",
+            "device.t_lower_to_upper=122ms",
+            "policy.name=tip",
+            "policy.x_cache=1",
+            "workload.kind=hinted",
+            "workload.reads=100",
+            set,
+        ]);
+        let e = crate::sim::run(&c, crate::sim::RunOptions::default())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("workload.reads") && e.contains("years"),
+            "{set}: {e}"
+        );
+    }
+}
+
+#[test]
+fn an_lru_hit_gain_of_1_is_taken_as_written() {
+    let c = cfg(&[
+        "device.kind=constant",
+        "device.t_upper=52ms",
+        "device.t_lower=120ms",
+        "device.t_lower_to_upper=122ms",
+        "policy.name=tip",
+        "policy.lru_hit_gain=1",
+        "workload.kind=hinted",
+        "workload.reads=10",
+    ]);
+    assert!(crate::sim::run(&c, crate::sim::RunOptions::default()).is_ok());
+}
