@@ -42,23 +42,39 @@ fn walk(
             t >= target_ns
         }
     };
-    let steps = (target_ns / consume.0 as i128).max(0) as u64;
-    let mut at = start_ns;
-    let mut in_group = 0u32;
-    for step in 1..=steps {
-        in_group += 1;
-        at += consume.0 as i128;
-        if reached(at) {
-            return Some((step, false));
+    let (c, s, x) = (consume.0 as i128, stall.0 as i128, i128::from(x_cache));
+    let steps = (target_ns / c).max(0);
+    // Time only grows, and a group's last instant is after its stall, so the target is first
+    // reached in the first group whose end reaches it. Jump there instead of stepping through
+    // the groups before it: the loop bound `target / consume` can be 10^18 steps.
+    let group = x * c + s;
+    let span = target_ns - start_ns;
+    let skip = if span <= 0 {
+        0
+    } else if strict {
+        span / group
+    } else {
+        (span - 1) / group
+    };
+    let mut step = skip * x;
+    let mut at = start_ns + skip * group;
+    for in_group in 1..=x {
+        step += 1;
+        if step > steps {
+            return None;
         }
-        if in_group == x_cache {
-            at += stall.0 as i128;
+        at += c;
+        if reached(at) {
+            return Some((step as u64, false));
+        }
+        if in_group == x {
+            at += s;
             if reached(at) {
-                return Some((step, true));
+                return Some((step as u64, true));
             }
-            in_group = 0;
         }
     }
+    // Unreachable by the choice of `skip`, but a walk that ends here has not reached the target.
     None
 }
 
@@ -132,8 +148,76 @@ pub fn ipo_depth(max_bw: u32, x_cache: u32) -> u64 {
 mod tests {
     use super::*;
 
+    /// The walk as algorithms 1, 2, 4 and 5 write it, one step at a time.
+    fn walk_step_by_step(
+        target_ns: i128,
+        start_ns: i128,
+        x_cache: u32,
+        consume: Duration,
+        stall: Duration,
+        strict: bool,
+    ) -> Option<(u64, bool)> {
+        assert!(consume.0 > 0, "the consumption step must be positive");
+        assert!(x_cache >= 1, "x_cache must be at least 1");
+        let reached = |t: i128| {
+            if strict {
+                t > target_ns
+            } else {
+                t >= target_ns
+            }
+        };
+        let steps = (target_ns / consume.0 as i128).max(0) as u64;
+        let mut at = start_ns;
+        let mut in_group = 0u32;
+        for step in 1..=steps {
+            in_group += 1;
+            at += consume.0 as i128;
+            if reached(at) {
+                return Some((step, false));
+            }
+            if in_group == x_cache {
+                at += stall.0 as i128;
+                if reached(at) {
+                    return Some((step, true));
+                }
+                in_group = 0;
+            }
+        }
+        None
+    }
+
     fn s(secs: f64) -> Duration {
         Duration::from_secs_f64(secs)
+    }
+
+    proptest::proptest! {
+        /// The jump to the group that reaches the target finds what stepping finds.
+        #[test]
+        fn the_walk_jumps_to_where_stepping_arrives(
+            target in -50i128..20_000,
+            start in -50i128..50,
+            x_cache in 1u32..12,
+            consume in 1u64..40,
+            stall in 0u64..300,
+            strict in proptest::bool::ANY,
+        ) {
+            proptest::prop_assert_eq!(
+                walk(target, start, x_cache, Duration(consume), Duration(stall), strict),
+                walk_step_by_step(target, start, x_cache, Duration(consume), Duration(stall), strict)
+            );
+        }
+    }
+
+    #[test]
+    fn a_walk_of_10_to_the_18_steps_is_not_stepped_through() {
+        // 10^9 s of copy time against 1 ns of consumption: 10^18 steps one by one.
+        let p = pstart(
+            Duration(1_000_000_000_000_000_000),
+            Duration(2_000),
+            4,
+            Duration(1),
+        );
+        assert!(p > 0);
     }
 
     // 10 MB blocks (paper 002, section 4.5.3): consume 0.00192 s, SSD 0.052 s, HDD 0.12 s,
