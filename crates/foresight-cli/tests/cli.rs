@@ -29,7 +29,13 @@ fn bad_input_exits_2_naming_the_problem() {
     expect_input_error(&["sim", "--set", "workload.bogus=1"], "workload.bogus");
     // Refused at once, not after the first experiment has run.
     expect_input_error(
-        &["reproduce", "collapse", "--quick", "--out", "/proc/foresight-out"],
+        &[
+            "reproduce",
+            "collapse",
+            "--quick",
+            "--out",
+            "/proc/foresight-out",
+        ],
         "--out",
     );
     expect_input_error(&["sim", "--set", "host.memory=12parsecs"], "host.memory");
