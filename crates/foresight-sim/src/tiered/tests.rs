@@ -328,21 +328,25 @@ fn constant_10mb_auto(policy: &str, reads: u64) -> SimConfig {
     ])
 }
 
+/// The paper's 10 MB analytic stack under `tip` with one buffer and `reads` reads, plus `extra`.
+fn constant_tip(reads: u64, extra: &str) -> SimConfig {
+    cfg(&[
+        "device.kind=constant",
+        "device.t_upper=52ms",
+        "device.t_lower=120ms",
+        "device.t_lower_to_upper=122ms",
+        "policy.name=tip",
+        "policy.x_cache=1",
+        "workload.kind=hinted",
+        &format!("workload.reads={reads}"),
+        extra,
+    ])
+}
+
 #[test]
 fn a_run_that_would_outlast_the_clock_is_refused_not_a_panic() {
     for set in ["device.t_lower=1000000000s", "workload.consume=1000000000s"] {
-        let c = cfg(&[
-            "device.kind=constant",
-            "device.t_upper=52ms",
-            "device.t_lower=120ms",
-            "device.t_lower_to_upper=122ms",
-            "policy.name=tip",
-            "policy.x_cache=1",
-            "workload.kind=hinted",
-            "workload.reads=100",
-            set,
-        ]);
-        let e = crate::sim::run(&c, crate::sim::RunOptions::default())
+        let e = crate::sim::run(&constant_tip(100, set), crate::sim::RunOptions::default())
             .unwrap_err()
             .to_string();
         assert!(
@@ -354,15 +358,6 @@ fn a_run_that_would_outlast_the_clock_is_refused_not_a_panic() {
 
 #[test]
 fn an_lru_hit_gain_of_1_is_taken_as_written() {
-    let c = cfg(&[
-        "device.kind=constant",
-        "device.t_upper=52ms",
-        "device.t_lower=120ms",
-        "device.t_lower_to_upper=122ms",
-        "policy.name=tip",
-        "policy.lru_hit_gain=1",
-        "workload.kind=hinted",
-        "workload.reads=10",
-    ]);
+    let c = constant_tip(10, "policy.lru_hit_gain=1");
     assert!(crate::sim::run(&c, crate::sim::RunOptions::default()).is_ok());
 }
