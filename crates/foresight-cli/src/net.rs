@@ -149,8 +149,10 @@ slower; a server without that document (nginx, MinIO, any Range server) is judge
 alone, with p = 1.2. --alpha N fixes it (1 = one readahead unit ahead, the classic setting).
 
 Data goes to --out (one URL: the file, or into it if it is a directory; several: a directory, each \
-file under its URL's name; a failed download leaves no file), \
-or to standard output; with --json and no --out it is discarded and only the report is printed. \
+file under its URL's name), or to standard output. A file is written under a temporary name \
+beside it and renamed into place when its download is complete, so a failed download leaves no \
+partial file and an existing file as it was; a device or FIFO (/dev/null) is written directly. \
+With --json and no --out the data is discarded and only the report is printed. \
 --random SIZE reads --reads random ranges of SIZE instead of the whole file, to measure what \
 random reads cost (bytes transferred against bytes asked).
 
@@ -247,19 +249,10 @@ pub fn run_get(a: &GetArgs) -> anyhow::Result<()> {
                     } else {
                         out.clone()
                     };
-                    let file = std::fs::File::create(&path)
-                        .with_context(|| format!("creating {}", path.display()))
-                        .map_err(input)?;
-                    let mut f = std::io::BufWriter::new(file);
-                    match client.get(url, &mut f) {
-                        Ok(report) => report,
-                        Err(e) => {
-                            // No partial or empty file is left behind a failed download.
-                            drop(f);
-                            let _ = std::fs::remove_file(&path);
-                            return Err(net(e));
-                        }
-                    }
+                    let mut target = OutTarget::open(&path)?;
+                    let report = client.get(url, &mut target.writer).map_err(net)?;
+                    target.finish()?;
+                    report
                 }
                 None if a.json => client.get(url, &mut std::io::sink()).map_err(net)?,
                 None => {
@@ -293,6 +286,143 @@ pub fn run_get(a: &GetArgs) -> anyhow::Result<()> {
     }
     std::io::stdout().flush()?;
     Ok(())
+}
+
+/// Where one download's bytes go. A regular file (or a path where none exists yet) is written
+/// beside its target under a temporary name and renamed over it only once the download is
+/// complete, so that a failed download leaves a file that was already there as it was, and no
+/// partial file either. Anything else (`/dev/null`, a FIFO, a terminal) cannot be renamed over and
+/// holds nothing to protect: it is written in place and never removed.
+struct OutTarget {
+    writer: std::io::BufWriter<std::fs::File>,
+    /// The path as given, for messages.
+    path: PathBuf,
+    /// The temporary file and the path it becomes; `None` when writing in place.
+    staged: Option<Staged>,
+}
+
+/// A temporary file that is removed unless it was renamed over its target: every way out of a
+/// download (an error, an early return, a panic) other than success drops it.
+struct Staged {
+    partial: PathBuf,
+    target: PathBuf,
+    renamed: bool,
+}
+
+impl Drop for Staged {
+    fn drop(&mut self) {
+        if !self.renamed {
+            let _ = std::fs::remove_file(&self.partial);
+        }
+    }
+}
+
+impl OutTarget {
+    fn open(path: &std::path::Path) -> anyhow::Result<OutTarget> {
+        let opening = || format!("opening --out {}", path.display());
+        if let Ok(meta) = std::fs::metadata(path) {
+            if !meta.is_file() {
+                // Opened without truncating: a device or a FIFO has no bytes to lose.
+                let file = std::fs::OpenOptions::new()
+                    .write(true)
+                    .open(path)
+                    .with_context(opening)
+                    .map_err(input)?;
+                return Ok(OutTarget {
+                    writer: std::io::BufWriter::new(file),
+                    path: path.to_path_buf(),
+                    staged: None,
+                });
+            }
+        }
+        // A symbolic link keeps pointing where it did: the file it names is the one replaced.
+        let target = match std::fs::symlink_metadata(path) {
+            Ok(m) if m.file_type().is_symlink() => {
+                std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
+            }
+            _ => path.to_path_buf(),
+        };
+        let Some(name) = target.file_name() else {
+            return Err(input(format!(
+                "--out {}: names no file; give a file name or a directory",
+                path.display()
+            )));
+        };
+        // In the target's own directory, so that the rename stays on one file system.
+        let dir = match target.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        let stem = format!(
+            ".{}.foresight-partial-{}",
+            name.to_string_lossy(),
+            std::process::id()
+        );
+        let mut attempt = 0u32;
+        let (file, partial) = loop {
+            // Another download of this process may be writing beside the same target.
+            let partial = dir.join(if attempt == 0 {
+                stem.clone()
+            } else {
+                format!("{stem}-{attempt}")
+            });
+            match std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&partial)
+            {
+                Ok(f) => break (f, partial),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && attempt < 1000 => {
+                    attempt += 1;
+                }
+                Err(e) => {
+                    return Err(input(anyhow::Error::new(e).context(format!(
+                        "creating a temporary file in {} for --out {}",
+                        dir.display(),
+                        path.display()
+                    ))))
+                }
+            }
+        };
+        let staged = Staged {
+            partial,
+            target,
+            renamed: false,
+        };
+        // The replaced file's permissions carry over to its replacement.
+        if let Ok(meta) = std::fs::metadata(&staged.target) {
+            let _ = std::fs::set_permissions(&staged.partial, meta.permissions());
+        }
+        Ok(OutTarget {
+            writer: std::io::BufWriter::new(file),
+            path: path.to_path_buf(),
+            staged: Some(staged),
+        })
+    }
+
+    /// Flushes the bytes and, for a staged file, renames it over the target.
+    fn finish(self) -> anyhow::Result<()> {
+        let OutTarget {
+            writer,
+            path,
+            staged,
+        } = self;
+        writer
+            .into_inner()
+            .map_err(|e| anyhow::Error::new(e.into_error()))
+            .with_context(|| format!("writing --out {}", path.display()))?;
+        if let Some(mut s) = staged {
+            std::fs::rename(&s.partial, &s.target).with_context(|| {
+                format!(
+                    "moving the download {} over {}",
+                    s.partial.display(),
+                    s.target.display()
+                )
+            })?;
+            s.renamed = true;
+        }
+        Ok(())
+    }
 }
 
 pub const PROXY_HELP: &str = "Relay TCP connections to --upstream, adding --delay in each \

@@ -59,6 +59,16 @@ fn bad_network_arguments_exit_2_and_name_the_argument() {
     }
 }
 
+/// A child process that is killed if the test fails before it stops it.
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 #[test]
 fn serve_get_and_sigterm_through_the_binary() {
     let dir = std::env::temp_dir().join(format!("foresight-cli-net-{}", std::process::id()));
@@ -68,7 +78,7 @@ fn serve_get_and_sigterm_through_the_binary() {
         .map(|i| (i.wrapping_mul(2654435761) >> 11) as u8)
         .collect();
     std::fs::write(dir.join("d.bin"), &data).unwrap();
-    let mut server = bin()
+    let server = bin()
         .args([
             "serve",
             "--root",
@@ -82,7 +92,8 @@ fn serve_get_and_sigterm_through_the_binary() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut err = BufReader::new(server.stderr.take().unwrap());
+    let mut server = KillOnDrop(server);
+    let mut err = BufReader::new(server.0.stderr.take().unwrap());
     let mut line = String::new();
     err.read_line(&mut line).unwrap();
     let addr = line
@@ -91,7 +102,9 @@ fn serve_get_and_sigterm_through_the_binary() {
         .and_then(|s| s.split_whitespace().next())
         .unwrap_or_else(|| panic!("no address in {line:?}"))
         .to_string();
+    // A file already at --out is replaced whole, even when it is longer than the download.
     let out = dir.join("out.bin");
+    std::fs::write(&out, vec![0xAAu8; 4_000_000]).unwrap();
     let st = bin()
         .args([
             "get",
@@ -144,15 +157,112 @@ fn serve_get_and_sigterm_through_the_binary() {
     assert!(!st.status.success());
     assert!(String::from_utf8_lossy(&st.stderr).contains("404"));
     assert!(!missing.exists(), "a failed download left a file");
+    let leftovers: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .chain(std::fs::read_dir(&into).unwrap())
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains("partial"))
+        .collect();
+    assert!(leftovers.is_empty(), "temporary files left: {leftovers:?}");
+    // Targets that are not regular files are written in place: /dev/null, and a FIFO whose
+    // reader sees every byte.
+    let st = bin()
+        .args(["get", &format!("http://{addr}/d.bin"), "--out", "/dev/null"])
+        .output()
+        .unwrap();
+    assert!(
+        st.status.success(),
+        "{}",
+        String::from_utf8_lossy(&st.stderr)
+    );
+    let fifo = dir.join("pipe");
+    assert!(Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let reader = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || std::fs::read(fifo).unwrap())
+    };
+    let st = bin()
+        .args(["get", &format!("http://{addr}/d.bin"), "--out"])
+        .arg(&fifo)
+        .output()
+        .unwrap();
+    assert!(
+        st.status.success(),
+        "{}",
+        String::from_utf8_lossy(&st.stderr)
+    );
+    assert!(
+        reader.join().unwrap() == data,
+        "the FIFO's reader got other bytes"
+    );
     let killed = Command::new("kill")
-        .args(["-TERM", &server.id().to_string()])
+        .args(["-TERM", &server.0.id().to_string()])
         .status()
         .unwrap();
     assert!(killed.success());
-    let status = server.wait().unwrap();
+    let status = server.0.wait().unwrap();
     let mut rest = String::new();
     let _ = std::io::Read::read_to_string(&mut err, &mut rest);
     assert!(status.success(), "{status}: {rest}");
     assert!(rest.contains("stopped"), "{rest}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A server that accepts every connection and closes it unanswered, so that any download from it
+/// fails after the output was opened.
+fn closing_server() -> std::net::SocketAddr {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for c in listener.incoming() {
+            drop(c);
+        }
+    });
+    addr
+}
+
+fn scratch(label: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("foresight-cli-{label}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+#[test]
+fn a_failed_get_keeps_the_file_already_at_out() {
+    let addr = closing_server();
+    let dir = scratch("get-keep");
+    let out = dir.join("keep.bin");
+    std::fs::write(&out, b"precious bytes").unwrap();
+    let st = bin()
+        .args(["get", &format!("http://{addr}/keep.bin"), "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert_eq!(
+        st.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&st.stderr)
+    );
+    assert_eq!(std::fs::read(&out).unwrap(), b"precious bytes");
+    // The same through a directory, where the file is named after the URL.
+    let st = bin()
+        .args(["get", &format!("http://{addr}/keep.bin"), "--out"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert_eq!(st.status.code(), Some(1));
+    assert_eq!(std::fs::read(&out).unwrap(), b"precious bytes");
+    // Nothing else is left in the directory: no partial download.
+    let names: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names, vec![std::ffi::OsString::from("keep.bin")]);
     std::fs::remove_dir_all(&dir).unwrap();
 }
