@@ -149,7 +149,8 @@ slower; a server without that document (nginx, MinIO, any Range server) is judge
 alone, with p = 1.2. --alpha N fixes it (1 = one readahead unit ahead, the classic setting).
 
 Data goes to --out (one URL: the file, or into it if it is a directory; several: a directory, each \
-file under its URL's name), or to standard output. A file is written under a temporary name \
+file under its URL's name, and URLs that would share a name are refused before anything is \
+downloaded), or to standard output. A file is written under a temporary name \
 beside it and renamed into place when its download is complete, so a failed download leaves no \
 partial file and an existing file as it was; a device or FIFO (/dev/null) is written directly. \
 With --json and no --out the data is discarded and only the report is printed. \
@@ -221,6 +222,25 @@ pub fn run_get(a: &GetArgs) -> anyhow::Result<()> {
     })
     .map_err(net)?;
     let several = a.urls.len() > 1;
+    // Several URLs, or an existing directory: each file under its URL's name.
+    let into_dir = a.out.as_ref().is_some_and(|out| several || out.is_dir());
+    if into_dir && a.random.is_none() {
+        // Two downloads saved under one name would silently keep only the last.
+        let mut seen: std::collections::BTreeMap<&str, &Url> = std::collections::BTreeMap::new();
+        for url in &a.urls {
+            let name = saved_name(url);
+            if let Some(first) = seen.insert(name, url) {
+                return Err(input(format!(
+                    "--out: {first} and {url} would both be saved as `{name}` in {}; \
+                     download them into separate --out directories",
+                    a.out
+                        .as_deref()
+                        .unwrap_or(std::path::Path::new("."))
+                        .display()
+                )));
+            }
+        }
+    }
     if several {
         if let Some(dir) = &a.out {
             std::fs::create_dir_all(dir)
@@ -236,16 +256,8 @@ pub fn run_get(a: &GetArgs) -> anyhow::Result<()> {
         } else {
             match &a.out {
                 Some(out) => {
-                    // Several URLs, or an existing directory: each file under its URL's name.
-                    let path = if several || out.is_dir() {
-                        let name = url
-                            .path
-                            .split('?')
-                            .next()
-                            .and_then(|p| p.rsplit('/').next())
-                            .filter(|n| !n.is_empty() && *n != "." && *n != "..")
-                            .unwrap_or("index");
-                        out.join(name)
+                    let path = if into_dir {
+                        out.join(saved_name(url))
                     } else {
                         out.clone()
                     };
@@ -286,6 +298,17 @@ pub fn run_get(a: &GetArgs) -> anyhow::Result<()> {
     }
     std::io::stdout().flush()?;
     Ok(())
+}
+
+/// The file name a URL is saved under in an --out directory: its path's last segment, or `index`
+/// when that names no file.
+fn saved_name(url: &Url) -> &str {
+    url.path
+        .split('?')
+        .next()
+        .and_then(|p| p.rsplit('/').next())
+        .filter(|n| !n.is_empty() && *n != "." && *n != "..")
+        .unwrap_or("index")
 }
 
 /// Where one download's bytes go. A regular file (or a path where none exists yet) is written

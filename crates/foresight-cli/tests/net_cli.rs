@@ -266,3 +266,23 @@ fn a_failed_get_keeps_the_file_already_at_out() {
     assert_eq!(names, vec![std::ffi::OsString::from("keep.bin")]);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn urls_that_would_share_a_file_are_refused_up_front() {
+    let dir = scratch("get-clash");
+    let into = dir.join("into");
+    let a = "http://127.0.0.1:1/a/x.bin";
+    let b = "http://127.0.0.1:1/b/x.bin";
+    let st = bin()
+        .args(["get", a, "http://127.0.0.1:1/y.bin", b, "--out"])
+        .arg(&into)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&st.stderr);
+    assert_eq!(st.status.code(), Some(2), "{err}");
+    for needle in [a, b, "x.bin", "--out"] {
+        assert!(err.contains(needle), "should name {needle}: {err}");
+    }
+    assert!(!into.exists(), "the refused download created its directory");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
