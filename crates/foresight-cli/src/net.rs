@@ -281,7 +281,7 @@ pub fn run_get(a: &GetArgs) -> anyhow::Result<()> {
                 v["random_read_bytes"] = size.0.into();
                 v["reads"] = a.reads.into();
             }
-            println!("{v}");
+            print_line(v)?;
         } else {
             eprintln!(
                 "{url}: {} bytes in {:.3} s, {:.1} MiB/s, alpha {} (max {}), rtt {:.3} ms, {} requests, {} wasted",
@@ -296,8 +296,19 @@ pub fn run_get(a: &GetArgs) -> anyhow::Result<()> {
             );
         }
     }
-    std::io::stdout().flush()?;
+    std::io::stdout()
+        .flush()
+        .context("writing to standard output")?;
     Ok(())
+}
+
+/// Writes one line to standard output. A closed or full standard output (`| head`, /dev/full) is
+/// an error with a message and exit code 1; `println!` would panic on it.
+fn print_line(line: impl std::fmt::Display) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{line}")
+        .and_then(|()| out.flush())
+        .context("writing to standard output")
 }
 
 /// The file name a URL is saved under in an --out directory: its path's last segment, or `index`
@@ -570,14 +581,14 @@ pub fn run_soak(a: &SoakArgs) -> anyhow::Result<()> {
     })
     .map_err(net)?;
     if a.json {
-        println!("{}", r.to_json());
+        print_line(r.to_json())?;
     } else {
         let mib = |b: Option<u64>| {
             b.map_or("?".into(), |b| {
                 format!("{:.0} MiB", b as f64 / (1u64 << 20) as f64)
             })
         };
-        println!(
+        print_line(format_args!(
             "{} clients, {:.1} s: {} requests, {} bytes checked, {} errors, {} mismatches; RSS start {}, max sampled {}, end {}, peak {}",
             r.clients,
             r.seconds,
@@ -589,9 +600,9 @@ pub fn run_soak(a: &SoakArgs) -> anyhow::Result<()> {
             mib(r.rss_max_sampled_bytes),
             mib(r.rss_end_bytes),
             mib(r.peak_rss_bytes),
-        );
+        ))?;
         if let Some(e) = &r.first_error {
-            println!("first error: {e}");
+            print_line(format_args!("first error: {e}"))?;
         }
     }
     if r.errors > 0 || r.mismatches > 0 {

@@ -199,6 +199,15 @@ fn serve_get_and_sigterm_through_the_binary() {
         reader.join().unwrap() == data,
         "the FIFO's reader got other bytes"
     );
+    // A report that cannot be written is an error with a message, not a panic.
+    let st = bin()
+        .args(["get", &format!("http://{addr}/d.bin"), "--json"])
+        .stdout(std::fs::File::create("/dev/full").unwrap())
+        .output()
+        .unwrap();
+    let msg = String::from_utf8_lossy(&st.stderr);
+    assert_eq!(st.status.code(), Some(1), "{msg}");
+    assert!(msg.contains("standard output"), "{msg}");
     let killed = Command::new("kill")
         .args(["-TERM", &server.0.id().to_string()])
         .status()
@@ -285,4 +294,29 @@ fn urls_that_would_share_a_file_are_refused_up_front() {
     }
     assert!(!into.exists(), "the refused download created its directory");
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn net_soak_reports_a_stdout_it_cannot_write_as_an_error() {
+    let st = bin()
+        .args([
+            "net-soak",
+            "--clients",
+            "2",
+            "--duration",
+            "100ms",
+            "--files",
+            "1",
+            "--file-size",
+            "64KiB",
+            "--workers",
+            "2",
+            "--json",
+        ])
+        .stdout(std::fs::File::create("/dev/full").unwrap())
+        .output()
+        .unwrap();
+    let msg = String::from_utf8_lossy(&st.stderr);
+    assert_eq!(st.status.code(), Some(1), "{msg}");
+    assert!(msg.contains("standard output"), "{msg}");
 }
