@@ -97,7 +97,7 @@ pub struct ServeArgs {
     /// Hard memory budget of the engine's buffers.
     #[arg(long, value_name = "SIZE", default_value = "256MiB", value_parser = size_arg)]
     memory: ByteLen,
-    /// Most open connections; more are closed at once.
+    /// Most open connections (at most 1048576); more are closed at once.
     #[arg(long, default_value_t = 4096)]
     max_connections: usize,
     /// Longest request head (request line and headers) in bytes, at least 8192.

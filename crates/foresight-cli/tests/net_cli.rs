@@ -26,6 +26,19 @@ fn bad_network_arguments_exit_2_and_name_the_argument() {
             "--root",
         ),
         (vec!["serve", "--root", ".", "--workers", "0"], "--workers"),
+        // Above what the connection semaphore can count; it used to panic once serving.
+        (
+            vec![
+                "serve",
+                "--root",
+                ".",
+                "--addr",
+                "127.0.0.1:0",
+                "--max-connections",
+                "2305843009213693952",
+            ],
+            "--max-connections",
+        ),
         (
             vec![
                 "proxy",

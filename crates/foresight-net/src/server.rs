@@ -49,6 +49,11 @@ use crate::path::{resolve, PathError};
 use crate::range::{content_range, decide, unsatisfied_content_range, RangeDecision};
 use crate::{NetError, PROC_HEADER, STREAM_HEADER, WELL_KNOWN_PATH};
 
+/// The most connections a server may be told to keep open. Each holds a descriptor, so a
+/// million is more than usual descriptor limits allow, and far below what the connection
+/// semaphore can count (2^61 - 1, beyond which it panics).
+pub(crate) const MAX_CONNECTIONS: usize = 1 << 20;
+
 /// Where the device figures published at `/.well-known/foresight` come from.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum DeviceSource {
@@ -80,7 +85,7 @@ pub struct ServerConfig {
     pub default_bandwidth: Bandwidth,
     /// `p`, the device's peak-to-average ratio.
     pub peak_ratio: f64,
-    /// Most open connections.
+    /// Most open connections, 1 to 1,048,576.
     pub max_connections: usize,
     /// Most bytes of request head (request line and headers).
     pub max_header_bytes: usize,
@@ -141,8 +146,14 @@ impl ServerConfig {
                 format!("must be 4KiB..=256MiB, got {}", self.readahead),
             );
         }
-        if self.max_connections == 0 {
-            return bad("--max-connections", "must be at least 1".into());
+        if !(1..=MAX_CONNECTIONS).contains(&self.max_connections) {
+            return bad(
+                "--max-connections",
+                format!(
+                    "must be 1..={MAX_CONNECTIONS}, got {}",
+                    self.max_connections
+                ),
+            );
         }
         if self.max_header_bytes < 8192 {
             return bad(
