@@ -85,7 +85,8 @@ pub struct ServeArgs {
     /// Dedicated I/O worker threads.
     #[arg(long, default_value_t = 32)]
     workers: u32,
-    /// Server-side readahead window per stream (also published as max_readahead_bytes).
+    /// Server-side readahead window per stream (also published as max_readahead_bytes): whole
+    /// 4KiB pages, at most 64MiB.
     #[arg(long, value_name = "SIZE", default_value = "1MiB", value_parser = size_arg)]
     readahead: ByteLen,
     /// Publish this average device bandwidth (RB) instead of measuring it, e.g. 450MB/s.
@@ -94,7 +95,7 @@ pub struct ServeArgs {
     /// The device's peak-to-average ratio p (>= 1).
     #[arg(long, default_value_t = 1.2)]
     peak_ratio: f64,
-    /// Hard memory budget of the engine's buffers.
+    /// Hard memory budget of the engine's buffers, at least four times --readahead.
     #[arg(long, value_name = "SIZE", default_value = "256MiB", value_parser = size_arg)]
     memory: ByteLen,
     /// Most open connections (at most 1048576); more are closed at once.

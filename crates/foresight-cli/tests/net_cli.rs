@@ -39,6 +39,44 @@ fn bad_network_arguments_exit_2_and_name_the_argument() {
             ],
             "--max-connections",
         ),
+        // The engine reads a readahead window in one request of at most 64 MiB, whole pages,
+        // and needs a budget of four of them.
+        (
+            vec![
+                "serve",
+                "--root",
+                ".",
+                "--addr",
+                "127.0.0.1:0",
+                "--readahead",
+                "128MiB",
+            ],
+            "--readahead",
+        ),
+        (
+            vec![
+                "serve",
+                "--root",
+                ".",
+                "--addr",
+                "127.0.0.1:0",
+                "--readahead",
+                "5000",
+            ],
+            "--readahead",
+        ),
+        (
+            vec![
+                "serve",
+                "--root",
+                ".",
+                "--addr",
+                "127.0.0.1:0",
+                "--memory",
+                "1MiB",
+            ],
+            "--memory",
+        ),
         (
             vec![
                 "proxy",

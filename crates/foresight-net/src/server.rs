@@ -49,6 +49,15 @@ use crate::path::{resolve, PathError};
 use crate::range::{content_range, decide, unsatisfied_content_range, RangeDecision};
 use crate::{NetError, PROC_HEADER, STREAM_HEADER, WELL_KNOWN_PATH};
 
+/// Bytes of a page: the engine reads whole pages.
+const PAGE_BYTES: u64 = 4096;
+
+/// The largest readahead window: the engine's largest single read (`max_io`).
+const MAX_READAHEAD_BYTES: u64 = 64 << 20;
+
+/// The largest engine budget the engine accepts (1 PiB).
+const MAX_MEMORY_BYTES: u64 = 1 << 50;
+
 /// The most connections a server may be told to keep open. Each holds a descriptor, so a
 /// million is more than usual descriptor limits allow, and far below what the connection
 /// semaphore can count (2^61 - 1, beyond which it panics).
@@ -140,10 +149,40 @@ impl ServerConfig {
                 format!("must be 1..=4096, got {}", self.workers),
             );
         }
-        if self.readahead.0 < 4096 || self.readahead.0 > (256 << 20) {
+        // The engine reads a window in single requests of at most `max_io`, which is set to the
+        // readahead: its rules (whole pages, at most 64 MiB, a budget of four) are checked here
+        // so that they name the server's own options.
+        if self.readahead.0 < PAGE_BYTES
+            || !self.readahead.0.is_multiple_of(PAGE_BYTES)
+            || self.readahead.0 > MAX_READAHEAD_BYTES
+        {
             return bad(
                 "--readahead",
-                format!("must be 4KiB..=256MiB, got {}", self.readahead),
+                format!(
+                    "must be whole 4KiB pages from 4KiB to {}, got {}",
+                    ByteLen(MAX_READAHEAD_BYTES),
+                    self.readahead
+                ),
+            );
+        }
+        let least_memory = ByteLen(4 * self.readahead.0);
+        if self.engine_memory.0 < least_memory.0 {
+            return bad(
+                "--memory",
+                format!(
+                    "{} is less than four times --readahead ({}); give at least {least_memory}",
+                    self.engine_memory, self.readahead
+                ),
+            );
+        }
+        if self.engine_memory.0 > MAX_MEMORY_BYTES {
+            return bad(
+                "--memory",
+                format!(
+                    "{} is more than {}",
+                    self.engine_memory,
+                    ByteLen(MAX_MEMORY_BYTES)
+                ),
             );
         }
         if !(1..=MAX_CONNECTIONS).contains(&self.max_connections) {
