@@ -56,8 +56,8 @@ malformed bytes range; several ranges are answered with the whole file). Paths w
 (also %-encoded) are refused with 400; anything that does not resolve to a regular file inside \
 the root, symlinks leaving it included, is 404.
 
-Each stream (one client's sequential reads of one file: the x-foresight-stream header or the \
-client address, plus the path) is pinned to one of --workers dedicated I/O threads, chosen by \
+Each stream (one client's sequential reads of one file: the x-foresight-stream header, or \
+without it the connection's address and port, plus the path) is pinned to one of --workers dedicated I/O threads, chosen by \
 fewest queued requests, then fewest streams, then lowest id (paper 004, section 6.2). A worker \
 serves its queue grouped by stream and reads through the engine with --readahead server-side \
 readahead per stream.

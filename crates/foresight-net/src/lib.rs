@@ -73,7 +73,8 @@ pub enum NetError {
 pub const PROC_HEADER: &str = "x-foresight-proc-ns";
 
 /// The request header naming the client's stream, so that the parallel connections of one
-/// sequential reader land on one worker. Without it, a stream is the peer address and the path.
+/// sequential reader land on one worker. Without it, a stream is the peer's address and port (one
+/// connection) and the path.
 pub const STREAM_HEADER: &str = "x-foresight-stream";
 
 /// Where a Foresight server publishes its device figures.

@@ -4,7 +4,7 @@
 //! The network side runs on tokio and hyper: it parses requests, resolves paths, decides the range
 //! and answers the cheap requests (`HEAD`, errors, `/metrics`, `/.well-known/foresight`) itself.
 //! Every body read goes to the stream's worker: a stream is the client's `x-foresight-stream`
-//! header (or its address) plus the file, pinned when first seen to the worker that
+//! header (or, without it, the connection's address and port) plus the file, pinned when first seen to the worker that
 //! `WorkerChoice` picks (fewest queued requests, then fewest streams, then lowest id). Each worker
 //! is an OS thread with a bounded `StreamGroupedQueue`, so it serves one stream's requests back to
 //! back; it reads through a `foresight-engine` reader that it keeps per stream, so the engine's
@@ -1052,7 +1052,9 @@ async fn route(
         .get(STREAM_HEADER)
         .and_then(|v| v.to_str().ok())
         .filter(|s| s.len() <= 128)
-        .map_or_else(|| peer.ip().to_string(), |s| format!("h:{s}"));
+        // Without the header, the peer's address and port: each connection is its own stream,
+        // so two clients behind one address reading one file do not wait for each other.
+        .map_or_else(|| peer.to_string(), |s| format!("h:{s}"));
     let (stream, worker) = state.stream_for(client, &file);
     let (tx, mut rx) = mpsc::channel(4);
     let job = Job {

@@ -5,7 +5,7 @@ mod common;
 
 use std::io::Write;
 use std::net::TcpStream;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use common::{content, get, get_as_stream, raw, read_response, serve, serve_with, BIG_BYTES};
 
@@ -311,4 +311,43 @@ fn connections_beyond_the_limit_are_closed_and_idle_ones_time_out() {
     // Once they are gone, new connections are served again.
     std::thread::sleep(Duration::from_millis(500));
     assert_eq!(get(a, "/sub/small.txt", None).status, 200);
+}
+
+/// Bytes of the file a stalled client asks for: far more than socket buffers, the worker's channel
+/// and hyper's buffer hold together, so the server's writes stall.
+const HUGE_BYTES: usize = 48 << 20;
+
+#[test]
+fn connections_without_a_stream_header_are_separate_streams() {
+    let s = serve_with("conn-streams", |c| {
+        // Long enough that a request queued behind the stalled one would wait far beyond the
+        // reading timeout below.
+        c.send_timeout = Duration::from_secs(300);
+    });
+    let a = s.addr();
+    common::write_file(&s, "huge.bin", HUGE_BYTES);
+    let created = |a| common::metric(a, "foresight_streams_created_total");
+    // Two connections from one address, each its own stream.
+    assert_eq!(get(a, "/big.bin", Some("bytes=0-99")).status, 206);
+    assert_eq!(get(a, "/big.bin", Some("bytes=100-199")).status, 206);
+    assert_eq!(created(a), 2.0);
+    // With the header, several connections are one stream.
+    for _ in 0..2 {
+        assert_eq!(get_as_stream(a, "/big.bin", "one").status, 200);
+    }
+    assert_eq!(created(a), 3.0);
+    // A client that stopped reading in the middle of a file holds back only its own stream:
+    // another connection from the same address reading the same file is answered.
+    let _stalled = common::stalled_reader(a, "/huge.bin");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while created(a) < 4.0 {
+        assert!(
+            Instant::now() < deadline,
+            "the stalled request never arrived"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let r = get(a, "/huge.bin", Some("bytes=0-99"));
+    assert_eq!(r.status, 206);
+    assert_eq!(created(a), 5.0);
 }

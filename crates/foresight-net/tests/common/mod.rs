@@ -162,3 +162,35 @@ pub fn get_as_stream(addr: SocketAddr, path: &str, stream: &str) -> Raw {
         ),
     )
 }
+
+/// The value of an unlabelled metric in the server's `/metrics` text.
+pub fn metric(addr: SocketAddr, name: &str) -> f64 {
+    let r = get(addr, "/metrics", None);
+    let text = String::from_utf8(r.body).unwrap();
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+        .unwrap_or_else(|| panic!("no metric {name} in {text}"))
+}
+
+/// Writes a file of `len` bytes under the served root.
+pub fn write_file(s: &Served, name: &str, len: usize) {
+    std::fs::write(s.root.join(name), content(len, 3)).unwrap();
+}
+
+/// A connection with a receive buffer of a few KiB that asks for `path` (without a stream header)
+/// and then reads nothing: a client that stopped reading. Its small buffer makes the server's
+/// writes stall after a few KiB instead of filling megabytes of socket buffer first.
+pub fn stalled_reader(addr: SocketAddr, path: &str) -> TcpStream {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.set_recv_buffer_size(4096).unwrap();
+    let stream = rt.block_on(socket.connect(addr)).unwrap();
+    let mut s = stream.into_std().unwrap();
+    s.set_nonblocking(false).unwrap();
+    s.write_all(format!("GET {path} HTTP/1.1\r\nHost: t\r\n\r\n").as_bytes())
+        .unwrap();
+    s
+}
