@@ -14,7 +14,8 @@
 //! and a reader opened for a request that finds the path naming another file by then answers 503
 //! (retry) rather than send bytes of a file other than the one whose length was announced. Chunks go
 //! to the connection through a small bounded channel, so a slow client holds back its own worker
-//! for at most the send timeout, never the server's memory.
+//! for at most the send timeout, never the server's memory: a connection whose writes make no
+//! progress for the send timeout is closed, and its permit, buffers and queued chunks with it.
 //!
 //! Limits: connections (`max_connections`; more are closed at once), request header bytes
 //! (`max_header_bytes`), time a connection may sit without sending a complete request header
@@ -108,7 +109,8 @@ pub struct ServerConfig {
     pub stream_idle: Duration,
     /// Bytes per body chunk a worker reads and sends.
     pub chunk_bytes: usize,
-    /// How long a worker waits for a slow client to take a chunk before abandoning the response.
+    /// How long a worker waits for a slow client to take a chunk before abandoning the response,
+    /// and how long a connection's writes may make no progress before it is closed.
     pub send_timeout: Duration,
     /// How long open requests may run after shutdown begins.
     pub grace: Duration,
@@ -860,7 +862,8 @@ async fn accept_loop(
                     let st = st.clone();
                     async move { Ok::<_, Infallible>(handle(st, req, peer).await) }
                 });
-                let conn = http.serve_connection(TokioIo::new(tcp), svc);
+                let io = WriteDeadline::new(tcp, state.cfg.send_timeout);
+                let conn = http.serve_connection(TokioIo::new(io), svc);
                 let watched = graceful.watch(conn);
                 let st = state.clone();
                 tokio::spawn(async move {
@@ -874,6 +877,102 @@ async fn accept_loop(
     drop(listener);
     let _ = tokio::time::timeout(state.cfg.grace, graceful.shutdown()).await;
     Ok(())
+}
+
+/// A connection's socket whose writes fail once they have made no progress for `timeout`.
+///
+/// hyper has no write timeout: a client that stops reading leaves its connection task waiting
+/// for the socket forever, holding the connection's permit, hyper's buffer and the chunks in the
+/// response's channel, long after the worker has given up on it. Failing the stalled write makes
+/// hyper drop the connection, and everything it held goes with it.
+struct WriteDeadline<T> {
+    io: T,
+    timeout: Duration,
+    /// Armed when a write finds the socket full, cleared when a write goes through.
+    stalled_since: Option<Pin<Box<tokio::time::Sleep>>>,
+}
+
+impl<T> WriteDeadline<T> {
+    fn new(io: T, timeout: Duration) -> WriteDeadline<T> {
+        WriteDeadline {
+            io,
+            timeout,
+            stalled_since: None,
+        }
+    }
+
+    /// What a write that found no room returns: still pending, or an error once the socket has
+    /// taken nothing for `timeout`. The timer wakes the connection's task when it expires, so
+    /// the write is polled again even if the socket never becomes writable.
+    fn stalled<R>(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<R>> {
+        let timeout = self.timeout;
+        let timer = self
+            .stalled_since
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep(timeout)));
+        match std::future::Future::poll(timer.as_mut(), cx) {
+            Poll::Ready(()) => Poll::Ready(Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                format!("the client took no data for {timeout:?}"),
+            ))),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+
+    fn progress<R>(&mut self, cx: &mut Context<'_>, r: Poll<io::Result<R>>) -> Poll<io::Result<R>> {
+        match r {
+            Poll::Pending => self.stalled(cx),
+            ready => {
+                self.stalled_since = None;
+                ready
+            }
+        }
+    }
+}
+
+impl<T: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for WriteDeadline<T> {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().io).poll_read(cx, buf)
+    }
+}
+
+impl<T: tokio::io::AsyncWrite + Unpin> tokio::io::AsyncWrite for WriteDeadline<T> {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        let r = Pin::new(&mut this.io).poll_write(cx, buf);
+        this.progress(cx, r)
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        let r = Pin::new(&mut this.io).poll_write_vectored(cx, bufs);
+        this.progress(cx, r)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.io.is_write_vectored()
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        let r = Pin::new(&mut this.io).poll_flush(cx);
+        this.progress(cx, r)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().io).poll_shutdown(cx)
+    }
 }
 
 type ResBody = http_body_util::combinators::BoxBody<Bytes, io::Error>;

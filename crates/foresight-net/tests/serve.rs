@@ -318,6 +318,36 @@ fn connections_beyond_the_limit_are_closed_and_idle_ones_time_out() {
 const HUGE_BYTES: usize = 48 << 20;
 
 #[test]
+fn a_client_that_stops_reading_is_disconnected_after_the_send_timeout() {
+    let s = serve_with("stalled", |c| {
+        c.send_timeout = Duration::from_millis(200);
+    });
+    let a = s.addr();
+    common::write_file(&s, "huge.bin", HUGE_BYTES);
+    let stalled = common::stalled_reader(a, "/huge.bin");
+    // The server closes the connection once its writes have made no progress for the send
+    // timeout; until then it counts as open beside the one asking for the metrics. The bound is
+    // generous: the test waits for the close, not for a time.
+    let mut seen_open = false;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let open = common::metric(a, "foresight_connections_open");
+        seen_open |= open >= 2.0;
+        if seen_open && open == 1.0 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "a client that stopped reading still holds its connection ({open} open)"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    drop(stalled);
+    // The server still serves.
+    assert_eq!(get(a, "/sub/small.txt", None).status, 200);
+}
+
+#[test]
 fn connections_without_a_stream_header_are_separate_streams() {
     let s = serve_with("conn-streams", |c| {
         // Long enough that a request queued behind the stalled one would wait far beyond the
