@@ -10,6 +10,10 @@
 //! and this module sends each on a pooled keep-alive connection (one request per connection at a
 //! time, so `alpha` requests in flight means `alpha` connections busy), feeds every completion back
 //! with its timings, and hands the bytes to the application in order.
+//!
+//! A server that does not honour ranges (no `Accept-Ranges: bytes`) is read in one plain `GET` whose body goes to the application
+//! as it arrives, so memory stays bounded and only a pause in the data times it out. Connections
+//! the server closes after a response (`Connection: close`, HTTP/1.0) are never pooled.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -156,7 +160,8 @@ pub struct ClientConfig {
     pub max_connections: usize,
     /// The size of the application's sequential reads.
     pub app_read: ByteLen,
-    /// How long one request may take.
+    /// How long one range request may take; without ranges, how long the one whole-file `GET`
+    /// may go without receiving data (it may take as long as the file needs).
     pub request_timeout: StdDuration,
     /// `p` when the server publishes none.
     pub peak_ratio: f64,
@@ -306,13 +311,16 @@ impl Pool {
         Instant(self.epoch.elapsed().as_nanos() as u64)
     }
 
-    async fn connection(&self) -> Result<SendRequest<Empty<Bytes>>, NetError> {
-        loop {
-            let c = self.idle.lock().expect("pool poisoned").pop();
-            match c {
-                Some(c) if !c.is_closed() => return Ok(c),
-                Some(_) => continue,
-                None => break,
+    /// A pooled idle connection, or a new one (always a new one when `fresh`).
+    async fn connection(&self, fresh: bool) -> Result<SendRequest<Empty<Bytes>>, NetError> {
+        if !fresh {
+            loop {
+                let c = self.idle.lock().expect("pool poisoned").pop();
+                match c {
+                    Some(c) if !c.is_closed() => return Ok(c),
+                    Some(_) => continue,
+                    None => break,
+                }
             }
         }
         let tcp = tokio::net::TcpStream::connect(&self.authority)
@@ -349,7 +357,7 @@ impl Pool {
             .acquire()
             .await
             .map_err(|_| http_err("client closed".into()))?;
-        let mut conn = self.connection().await?;
+        let mut conn = self.connection(false).await?;
         conn.ready()
             .await
             .map_err(|e| http_err(format!("connection: {e}")))?;
@@ -377,15 +385,16 @@ impl Pool {
                 .await
                 .map_err(|e| http_err(format!("body cut short: {e}")))?
                 .to_bytes();
-            Ok::<_, NetError>((parts, body, first_byte))
+            Ok::<_, NetError>((parts, Some(body), first_byte))
         };
         let (parts, body, first_byte) = tokio::time::timeout(self.timeout, work)
             .await
             .map_err(|_| http_err(format!("no complete answer within {:?}", self.timeout)))??;
         let last_byte = self.now();
-        if !conn.is_closed() {
+        if body.is_some() && reusable(&parts) && !conn.is_closed() {
             self.idle.lock().expect("pool poisoned").push(conn);
         }
+        let body = body.unwrap_or_default();
         let server_proc = parts
             .headers
             .get(PROC_HEADER)
@@ -405,6 +414,21 @@ impl Pool {
             body,
         })
     }
+}
+
+/// Whether the connection that carried this response may carry another: not when the server said
+/// it will close it (`Connection: close`), nor after an HTTP/1.0 answer (HTTP/1.0 closes unless
+/// told otherwise). Pooled anyway, it would be handed to the next request, which fails with
+/// "channel closed" whenever the close arrives first.
+fn reusable(parts: &hyper::http::response::Parts) -> bool {
+    let close = parts
+        .headers
+        .get_all(header::CONNECTION)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|t| t.trim().eq_ignore_ascii_case("close"));
+    !close && parts.version != hyper::Version::HTTP_10
 }
 
 /// The figures at `/.well-known/foresight`, if the server publishes them.
@@ -536,7 +560,7 @@ async fn download(
                 "the server does not honour ranges, so random reads are impossible".into(),
             ));
         }
-        return plain_get(&pool, url, sink, started).await;
+        return plain_get(&pool, url, sink, started, len, 0).await;
     };
     let unit = cfg
         .readahead
@@ -660,26 +684,101 @@ async fn download(
     })
 }
 
+/// How many times the plain path sends its request when the connection fails before any byte
+/// of an answer (a kept-alive connection the server closed, a reset): the first time and two more,
+/// each on a new connection.
+const PLAIN_ATTEMPTS: u32 = 3;
+
+/// The file in one `GET` without a range (the server does not honour ranges), streamed to `sink`
+/// as it arrives: memory stays bounded whatever the file's length, and the request timeout
+/// bounds the time without data rather than the whole transfer. The first `skip` bytes (those the
+/// application already has) are dropped; `expect_len`, when known, is checked.
 async fn plain_get(
     pool: &Pool,
     url: &Url,
     mut sink: Option<&mut dyn Write>,
     started: std::time::Instant,
+    expect_len: Option<u64>,
+    skip: u64,
 ) -> Result<Report, NetError> {
-    let ex = pool.exchange(url, Method::GET, None).await?;
-    if ex.status != StatusCode::OK {
-        return Err(NetError::Http {
-            url: url.to_string(),
-            message: format!("GET answered {}", ex.status),
-        });
+    let http_err = |message: String| NetError::Http {
+        url: url.to_string(),
+        message,
+    };
+    let idle = pool.timeout;
+    let _permit = pool
+        .permits
+        .acquire()
+        .await
+        .map_err(|_| http_err("client closed".into()))?;
+    let mut attempt = 0;
+    let (resp, sent, first_byte) = loop {
+        attempt += 1;
+        let sent = pool.now();
+        let ask = async {
+            // A retry never takes a pooled connection: the last one failed for a reason.
+            let mut conn = pool.connection(attempt > 1).await?;
+            conn.ready()
+                .await
+                .map_err(|e| http_err(format!("connection: {e}")))?;
+            let req = Request::builder()
+                .method(Method::GET)
+                .uri(url.path.as_str())
+                .header(header::HOST, url.authority())
+                .header(STREAM_HEADER, pool.stream_tag.as_str())
+                .body(Empty::<Bytes>::new())
+                .map_err(|e| http_err(format!("building the request: {e}")))?;
+            conn.send_request(req)
+                .await
+                .map_err(|e| http_err(format!("request failed: {e}")))
+        };
+        let r = tokio::time::timeout(idle, ask)
+            .await
+            .unwrap_or_else(|_| Err(http_err(format!("no answer within {idle:?}"))));
+        match r {
+            Ok(resp) => break (resp, sent, pool.now()),
+            // Nothing of an answer has arrived, so nothing was handed on: safe to send again.
+            Err(NetError::Connect { .. } | NetError::Http { .. }) if attempt < PLAIN_ATTEMPTS => {
+                continue
+            }
+            Err(e) => return Err(e),
+        }
+    };
+    if resp.status() != StatusCode::OK {
+        return Err(http_err(format!("GET answered {}", resp.status())));
+    }
+    let mut body = resp.into_body();
+    let mut n = 0u64;
+    loop {
+        let frame = tokio::time::timeout(idle, body.frame())
+            .await
+            .map_err(|_| http_err(format!("no data for {idle:?} after {n} bytes")))?;
+        let Some(frame) = frame else { break };
+        let frame = frame.map_err(|e| http_err(format!("body cut short after {n} bytes: {e}")))?;
+        let Ok(data) = frame.into_data() else {
+            continue;
+        };
+        let from = skip.saturating_sub(n).min(data.len() as u64) as usize;
+        n += data.len() as u64;
+        if let Some(s) = sink.as_mut() {
+            s.write_all(&data[from..])?;
+        }
+    }
+    if let Some(l) = expect_len.filter(|l| *l != n) {
+        return Err(http_err(format!(
+            "the whole file came with {n} bytes where its length is {l}"
+        )));
+    }
+    if n < skip {
+        return Err(http_err(format!(
+            "the whole file came with {n} bytes, fewer than the {skip} already read"
+        )));
     }
     if let Some(s) = sink.as_mut() {
-        s.write_all(&ex.body)?;
         s.flush()?;
     }
     let seconds = started.elapsed().as_secs_f64();
-    let n = ex.body.len() as u64;
-    let rtt = ex.timing.first_byte.saturating_since(ex.timing.sent);
+    let rtt = first_byte.saturating_since(sent);
     Ok(Report {
         bytes: n,
         seconds,

@@ -193,3 +193,228 @@ events {{ worker_connections 256; }}\nhttp {{\n access_log off;\n client_body_te
     }
     let _ = &mut ng;
 }
+
+/// One request as a [`tiny_server`] handler sees it.
+struct Req {
+    method: String,
+    path: String,
+    /// How many requests for this method and path came before this one (any connection).
+    seen: usize,
+}
+
+/// A scripted HTTP server: each connection runs on its own thread and hands every request head
+/// to `respond`, which writes the answer and says whether to keep the connection for another.
+fn tiny_server(
+    respond: impl Fn(&Req, &mut std::net::TcpStream) -> bool + Send + Sync + 'static,
+) -> std::net::SocketAddr {
+    use std::io::Read;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let respond = std::sync::Arc::new(respond);
+    let counts = std::sync::Arc::new(std::sync::Mutex::new(std::collections::HashMap::<
+        String,
+        usize,
+    >::new()));
+    std::thread::spawn(move || {
+        for c in listener.incoming() {
+            let Ok(mut c) = c else { continue };
+            let (respond, counts) = (respond.clone(), counts.clone());
+            std::thread::spawn(move || loop {
+                let mut head = Vec::new();
+                let mut byte = [0u8; 1];
+                while !head.ends_with(b"\r\n\r\n") {
+                    match c.read(&mut byte) {
+                        Ok(1) => head.push(byte[0]),
+                        _ => return,
+                    }
+                }
+                let text = String::from_utf8_lossy(&head).into_owned();
+                let mut words = text.split_whitespace();
+                let method = words.next().unwrap_or("").to_string();
+                let path = words.next().unwrap_or("").to_string();
+                let seen = {
+                    let mut m = counts.lock().unwrap();
+                    let n = m.entry(format!("{method} {path}")).or_default();
+                    *n += 1;
+                    *n - 1
+                };
+                let req = Req { method, path, seen };
+                if !respond(&req, &mut c) {
+                    return;
+                }
+            });
+        }
+    });
+    addr
+}
+
+/// Writes a whole-file answer (headers only for HEAD; 404 for any other path than `/f.bin`).
+fn answer(
+    req: &Req,
+    c: &mut std::net::TcpStream,
+    version: &str,
+    extra: &str,
+    data: &[u8],
+) -> std::io::Result<()> {
+    use std::io::Write;
+    if req.path != "/f.bin" {
+        return c.write_all(
+            format!("{version} 404 Not Found\r\nContent-Length: 0\r\n{extra}\r\n").as_bytes(),
+        );
+    }
+    c.write_all(
+        format!(
+            "{version} 200 OK\r\nContent-Length: {}\r\n{extra}\r\n",
+            data.len()
+        )
+        .as_bytes(),
+    )?;
+    if req.method == "GET" {
+        c.write_all(data)?;
+    }
+    Ok(())
+}
+
+/// A server like `python3 -m http.server`: HTTP/1.0, no ranges, one request per connection.
+#[test]
+fn get_from_a_server_that_closes_after_each_response() {
+    let data = std::sync::Arc::new(content(300_001, 5));
+    let d = data.clone();
+    let addr = tiny_server(move |req, c| {
+        let _ = answer(req, c, "HTTP/1.0", "", &d);
+        false
+    });
+    let url: Url = format!("http://{addr}/f.bin").parse().unwrap();
+    // The connection of the HEAD must not be taken for the GET: each download would otherwise
+    // fail whenever the client had not yet seen that connection close.
+    for i in 0..40 {
+        let mut out = Vec::new();
+        let r = client(AlphaMode::Auto)
+            .get(&url, &mut out)
+            .unwrap_or_else(|e| panic!("download {i}: {e}"));
+        assert!(out == *data, "download {i} differs");
+        assert!(!r.ranges);
+    }
+    // A plain GET whose connection closes before any byte of an answer is sent again on a new
+    // connection.
+    let d = data.clone();
+    let addr = tiny_server(move |req, c| {
+        if req.method == "GET" && req.path == "/f.bin" && req.seen == 0 {
+            return false;
+        }
+        let _ = answer(req, c, "HTTP/1.1", "", &d);
+        true
+    });
+    let url: Url = format!("http://{addr}/f.bin").parse().unwrap();
+    let mut out = Vec::new();
+    client(AlphaMode::Auto).get(&url, &mut out).unwrap();
+    assert!(out == *data);
+}
+
+/// A sink that reports the first bytes it is given.
+struct Signalling {
+    out: Vec<u8>,
+    first: Option<std::sync::mpsc::Sender<()>>,
+}
+
+impl std::io::Write for Signalling {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.out.extend_from_slice(b);
+        if !b.is_empty() {
+            if let Some(tx) = self.first.take() {
+                let _ = tx.send(());
+            }
+        }
+        Ok(b.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Without ranges the body is handed on as it arrives, not gathered first, and the request
+/// timeout bounds the time without data, not the whole download.
+#[test]
+fn a_plain_get_streams_its_body_and_times_out_only_when_idle() {
+    use std::io::Write;
+    let data = std::sync::Arc::new(content(1_000_003, 9));
+    let (tx, rx) = std::sync::mpsc::channel::<()>();
+    let rx = std::sync::Mutex::new(rx);
+    let d = data.clone();
+    let addr = tiny_server(move |req, c| {
+        if req.method != "GET" || req.path != "/f.bin" {
+            let _ = answer(req, c, "HTTP/1.1", "", &d);
+            return true;
+        }
+        let half = d.len() / 2;
+        let _ = c.write_all(
+            format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n", d.len()).as_bytes(),
+        );
+        let _ = c.write_all(&d[..half]);
+        // The rest only once the client's sink has seen the first half: a client that gathers
+        // the body before handing it on never gets it.
+        if rx
+            .lock()
+            .unwrap()
+            .recv_timeout(Duration::from_secs(20))
+            .is_err()
+        {
+            return false;
+        }
+        let _ = c.write_all(&d[half..]);
+        true
+    });
+    let url: Url = format!("http://{addr}/f.bin").parse().unwrap();
+    let mut sink = Signalling {
+        out: Vec::new(),
+        first: Some(tx),
+    };
+    client(AlphaMode::Auto).get(&url, &mut sink).unwrap();
+    assert!(sink.out == *data);
+
+    // Pieces a third of the timeout apart, for twice the timeout in all.
+    let timeout = Duration::from_millis(900);
+    let d = data.clone();
+    let addr = tiny_server(move |req, c| {
+        if req.method != "GET" || req.path != "/f.bin" {
+            let _ = answer(req, c, "HTTP/1.1", "", &d);
+            return true;
+        }
+        let _ = c.write_all(
+            format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n", d.len()).as_bytes(),
+        );
+        for piece in d.chunks(d.len().div_ceil(6)) {
+            let _ = c.write_all(piece);
+            std::thread::sleep(timeout / 3);
+        }
+        true
+    });
+    let slow = Client::new(ClientConfig {
+        request_timeout: timeout,
+        ..ClientConfig::default()
+    })
+    .unwrap();
+    let url: Url = format!("http://{addr}/f.bin").parse().unwrap();
+    let mut out = Vec::new();
+    slow.get(&url, &mut out).unwrap();
+    assert!(out == *data);
+
+    // A body that stops arriving is an error once the timeout passes without data.
+    let d = data.clone();
+    let addr = tiny_server(move |req, c| {
+        if req.method != "GET" || req.path != "/f.bin" {
+            let _ = answer(req, c, "HTTP/1.1", "", &d);
+            return true;
+        }
+        let _ = c.write_all(
+            format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n", d.len()).as_bytes(),
+        );
+        let _ = c.write_all(&d[..1000]);
+        std::thread::sleep(Duration::from_secs(30));
+        false
+    });
+    let url: Url = format!("http://{addr}/f.bin").parse().unwrap();
+    let e = slow.get(&url, &mut Vec::new()).unwrap_err();
+    assert!(e.to_string().contains("no data"), "{e}");
+}
