@@ -11,7 +11,8 @@
 //! time, so `alpha` requests in flight means `alpha` connections busy), feeds every completion back
 //! with its timings, and hands the bytes to the application in order.
 //!
-//! A server that does not honour ranges (no `Accept-Ranges: bytes`) is read in one plain `GET` whose body goes to the application
+//! A server that does not honour ranges (no `Accept-Ranges: bytes`, or the whole file in answer to
+//! a range, which RFC 9110 allows) is read in one plain `GET` whose body goes to the application
 //! as it arrives, so memory stays bounded and only a pause in the data times it out. Connections
 //! the server closes after a response (`Connection: close`, HTTP/1.0) are never pooled.
 
@@ -380,12 +381,17 @@ impl Pool {
                 .map_err(|e| http_err(format!("request failed: {e}")))?;
             let first_byte = self.now();
             let (parts, body) = resp.into_parts();
+            // A whole file sent in answer to a range request is not gathered here: the caller
+            // reads the file another way, and the connection, busy with it, is dropped.
+            if range.is_some() && parts.status == StatusCode::OK {
+                return Ok::<_, NetError>((parts, None, first_byte));
+            }
             let body = body
                 .collect()
                 .await
                 .map_err(|e| http_err(format!("body cut short: {e}")))?
                 .to_bytes();
-            Ok::<_, NetError>((parts, Some(body), first_byte))
+            Ok((parts, Some(body), first_byte))
         };
         let (parts, body, first_byte) = tokio::time::timeout(self.timeout, work)
             .await
@@ -459,12 +465,15 @@ fn dispatch(
     pool: &Arc<Pool>,
     url: &Url,
     tx: &mpsc::UnboundedSender<Done>,
+    tasks: &mut tokio::task::JoinSet<()>,
     in_flight: &mut usize,
 ) {
+    // Finished requests are forgotten, so the set holds only those still out.
+    while tasks.try_join_next().is_some() {}
     while let Some(req) = stream.poll_request() {
         let (pool, url, tx) = (pool.clone(), url.clone(), tx.clone());
         *in_flight += 1;
-        tokio::spawn(async move {
+        tasks.spawn(async move {
             // A busy server (503) or a connection that broke before answering gets two more
             // tries, a little later each time; anything else is final.
             let mut attempt = 0u64;
@@ -583,6 +592,8 @@ async fn download(
     // The HEAD is the paper's create-stream request: its round trip, less the server's time.
     stream.observe_exchange(head.timing);
     let (tx, mut rx) = mpsc::unbounded_channel::<Done>();
+    // Dropped on every way out, which stops the requests still out.
+    let mut tasks = tokio::task::JoinSet::new();
     let mut in_flight = 0usize;
     let mut pieces: BTreeMap<u64, Bytes> = BTreeMap::new();
     let mut delivered = 0u64;
@@ -611,7 +622,7 @@ async fn download(
             },
         };
         stream.on_read(want);
-        dispatch(&mut stream, &pool, url, &tx, &mut in_flight);
+        dispatch(&mut stream, &pool, url, &tx, &mut tasks, &mut in_flight);
         let (from, to) = (want.start.0, want.end().0);
         while !covered(&pieces, from, to) {
             let Some((id, range, result)) = rx.recv().await else {
@@ -619,6 +630,19 @@ async fn download(
             };
             in_flight -= 1;
             let ex = result?;
+            if ex.status == StatusCode::OK && random.is_none() {
+                // The whole file in answer to a range (RFC 9110 allows it): ranges are not
+                // honoured after all. The file is read in one plain GET, from where the
+                // application has got to.
+                tasks.abort_all();
+                return plain_get(&pool, url, sink, started, Some(len), next_seq).await;
+            }
+            if ex.status == StatusCode::OK {
+                return Err(http_err(format!(
+                    "asked for {range} and got the whole file (200): the server does not honour \
+                     ranges, so random reads are impossible"
+                )));
+            }
             if ex.status != StatusCode::PARTIAL_CONTENT {
                 return Err(http_err(format!(
                     "asked for {range} and got {} instead of 206",
@@ -640,7 +664,7 @@ async fn download(
             pieces.insert(range.start.0, ex.body);
             stream.on_complete(id, Some(ex.timing));
             alpha_max = alpha_max.max(stream.alpha());
-            dispatch(&mut stream, &pool, url, &tx, &mut in_flight);
+            dispatch(&mut stream, &pool, url, &tx, &mut tasks, &mut in_flight);
         }
         out.clear();
         copy_out(&pieces, from, to, &mut out);

@@ -418,3 +418,27 @@ fn a_plain_get_streams_its_body_and_times_out_only_when_idle() {
     let e = slow.get(&url, &mut Vec::new()).unwrap_err();
     assert!(e.to_string().contains("no data"), "{e}");
 }
+
+/// RFC 9110 lets a server answer a range request with the whole file (200), even one that
+/// advertised ranges.
+#[test]
+fn a_server_that_answers_ranges_with_the_whole_file_is_still_read() {
+    let data = std::sync::Arc::new(content(3_000_017, 2));
+    let d = data.clone();
+    let addr = tiny_server(move |req, c| {
+        answer(req, c, "HTTP/1.1", "Accept-Ranges: bytes\r\n", &d).is_ok()
+    });
+    let url: Url = format!("http://{addr}/f.bin").parse().unwrap();
+    for alpha in [AlphaMode::Auto, AlphaMode::Fixed(4)] {
+        let mut out = Vec::new();
+        let r = client(alpha).get(&url, &mut out).unwrap();
+        assert!(out == *data, "{alpha}: the download differs");
+        assert_eq!(r.bytes, data.len() as u64);
+        assert!(!r.ranges);
+    }
+    // Random reads need ranges: an error, not a wrong answer.
+    let e = client(AlphaMode::Fixed(2))
+        .random_reads(&url, ByteLen::kib(4), 4, 1)
+        .unwrap_err();
+    assert!(e.to_string().contains("range"), "{e}");
+}
