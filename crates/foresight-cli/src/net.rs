@@ -546,16 +546,16 @@ Example:
 /// `foresight net-soak`.
 #[derive(Args, Debug)]
 pub struct SoakArgs {
-    /// Concurrent clients, one connection each.
+    /// Concurrent clients, one connection each (at most 65536).
     #[arg(long, default_value_t = 1000)]
     clients: usize,
     /// How long they read.
     #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = duration_arg)]
     duration: StdDuration,
-    /// Files served.
+    /// Files served (at most 1024).
     #[arg(long, default_value_t = 16)]
     files: usize,
-    /// Bytes per file.
+    /// Bytes per file, 4KiB to 1GiB (16GiB for all files together).
     #[arg(long, value_name = "SIZE", default_value = "8MiB", value_parser = size_arg)]
     file_size: ByteLen,
     /// Largest random read.

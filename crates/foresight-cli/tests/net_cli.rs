@@ -94,6 +94,8 @@ fn bad_network_arguments_exit_2_and_name_the_argument() {
             "--upstream",
         ),
         (vec!["net-soak", "--clients", "0"], "--clients"),
+        (vec!["net-soak", "--workers", "0"], "--workers"),
+        (vec!["net-soak", "--file-size", "100GiB"], "--file-size"),
     ] {
         let out = bin().args(&args).output().unwrap();
         let err = String::from_utf8_lossy(&out.stderr);

@@ -144,6 +144,18 @@ impl ServerConfig {
     }
 
     fn validate(&self) -> Result<(), NetError> {
+        self.validate_settings()?;
+        if !self.root.is_dir() {
+            return Err(NetError::Setting {
+                key: "--root",
+                message: format!("{} is not a directory", self.root.display()),
+            });
+        }
+        Ok(())
+    }
+
+    /// Every check but the root's, for callers that check before they create the root.
+    pub(crate) fn validate_settings(&self) -> Result<(), NetError> {
         let bad = |key, message: String| Err(NetError::Setting { key, message });
         if !(1..=4096).contains(&self.workers) {
             return bad(
@@ -220,12 +232,6 @@ impl ServerConfig {
             return bad(
                 "limits",
                 "queue_per_worker and max_streams must be >= 1, chunk_bytes >= 4096".into(),
-            );
-        }
-        if !self.root.is_dir() {
-            return bad(
-                "--root",
-                format!("{} is not a directory", self.root.display()),
             );
         }
         Ok(())

@@ -8,6 +8,9 @@
 //! The report counts requests, errors (a failed exchange or a status other than 206) and
 //! mismatches (a body that differs from the formula), and the resident memory of the process,
 //! which holds both the server and the clients.
+//!
+//! Every setting is checked before any file is written, the files are written a chunk at a time,
+//! and their temporary directory is removed however the soak ends.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -112,16 +115,90 @@ pub fn pattern_byte(file: usize, offset: u64) -> u8 {
     (x >> 56) as u8 ^ offset as u8
 }
 
+/// Bytes generated and written at a time, so that a file of any size needs only this much memory.
+const WRITE_CHUNK_BYTES: u64 = 1 << 20;
+
 /// Writes `files` generated files of `size` bytes into `dir`, named `f0.bin`, `f1.bin`, ...
 pub fn write_pattern_files(dir: &std::path::Path, files: usize, size: u64) -> std::io::Result<()> {
+    use std::io::Write;
     std::fs::create_dir_all(dir)?;
+    let mut chunk = Vec::with_capacity(WRITE_CHUNK_BYTES.min(size) as usize);
     for f in 0..files {
         let path = dir.join(format!("f{f}.bin"));
         if std::fs::metadata(&path).is_ok_and(|m| m.len() == size) {
             continue;
         }
-        let data: Vec<u8> = (0..size).map(|o| pattern_byte(f, o)).collect();
-        std::fs::write(&path, data)?;
+        let mut out = std::fs::File::create(&path)?;
+        let mut at = 0;
+        while at < size {
+            let end = (at + WRITE_CHUNK_BYTES).min(size);
+            chunk.clear();
+            chunk.extend((at..end).map(|o| pattern_byte(f, o)));
+            out.write_all(&chunk)?;
+            at = end;
+        }
+    }
+    Ok(())
+}
+
+/// The most clients a soak runs (each holds a connection and a task).
+const MAX_CLIENTS: usize = 65_536;
+/// The most files a soak serves.
+const MAX_FILES: usize = 1024;
+/// The largest file a soak serves.
+const MAX_FILE_BYTES: u64 = 1 << 30;
+/// The most bytes of files a soak writes in all.
+const MAX_TOTAL_FILE_BYTES: u64 = 16 << 30;
+
+/// A directory removed with everything in it when dropped, on every way out of a soak.
+struct ScratchDir(PathBuf);
+
+impl Drop for ScratchDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Checks the soak's own settings, with what would do.
+fn validate(cfg: &SoakConfig) -> Result<(), NetError> {
+    let bad = |key, message: String| Err(NetError::Setting { key, message });
+    if !(1..=MAX_CLIENTS).contains(&cfg.clients) {
+        return bad(
+            "--clients",
+            format!("must be 1..={MAX_CLIENTS}, got {}", cfg.clients),
+        );
+    }
+    if !(1..=MAX_FILES).contains(&cfg.files) {
+        return bad(
+            "--files",
+            format!("must be 1..={MAX_FILES}, got {}", cfg.files),
+        );
+    }
+    if !(4096..=MAX_FILE_BYTES).contains(&cfg.file_size.0) {
+        return bad(
+            "--file-size",
+            format!(
+                "must be 4KiB..={}, got {}",
+                ByteLen(MAX_FILE_BYTES),
+                cfg.file_size
+            ),
+        );
+    }
+    let total = cfg.file_size.0 * cfg.files as u64;
+    if total > MAX_TOTAL_FILE_BYTES {
+        return bad(
+            "--files/--file-size",
+            format!(
+                "{} files of {} make {}, more than {}; give fewer or smaller files",
+                cfg.files,
+                cfg.file_size,
+                ByteLen(total),
+                ByteLen(MAX_TOTAL_FILE_BYTES)
+            ),
+        );
+    }
+    if cfg.max_read.0 == 0 {
+        return bad("--max-read", "must be at least one byte".into());
     }
     Ok(())
 }
@@ -147,19 +224,17 @@ impl Totals {
 
 /// Runs a soak.
 pub fn run(cfg: &SoakConfig) -> Result<SoakReport, NetError> {
-    if cfg.clients == 0 || cfg.files == 0 || cfg.file_size.0 < 4096 || cfg.max_read.0 == 0 {
-        return Err(NetError::Setting {
-            key: "--clients/--files/--file-size/--max-read",
-            message: "need at least one client and one file of at least 4KiB".into(),
-        });
-    }
+    validate(cfg)?;
     let dir = std::env::temp_dir().join(format!("foresight-soak-{}", std::process::id()));
-    write_pattern_files(&dir, cfg.files, cfg.file_size.0)?;
     let mut scfg = ServerConfig::new(dir.clone(), "127.0.0.1:0".parse().expect("literal address"));
     scfg.workers = cfg.workers;
     scfg.device = DeviceSource::Configured(Bandwidth::from_mib_s(500.0));
     scfg.max_connections = cfg.clients + 64;
     scfg.engine_memory = ByteLen::mib(256);
+    // Every setting is checked before the files are written: a refused soak writes nothing.
+    scfg.validate_settings()?;
+    let scratch = ScratchDir(dir);
+    write_pattern_files(&scratch.0, cfg.files, cfg.file_size.0)?;
     let server = spawn(scfg)?;
     let addr = server.local_addr();
     let rss_start = rss_bytes();
@@ -196,7 +271,7 @@ pub fn run(cfg: &SoakConfig) -> Result<SoakReport, NetError> {
     let seconds = started.elapsed().as_secs_f64();
     let rss_end = rss_bytes();
     server.shutdown()?;
-    let _ = std::fs::remove_dir_all(&dir);
+    drop(scratch);
     let first_error = totals.first_error.lock().expect("totals poisoned").clone();
     Ok(SoakReport {
         clients: cfg.clients,
@@ -327,4 +402,49 @@ async fn fetch(
 /// A directory for generated files that tests and soaks share.
 pub fn scratch_dir(label: &str) -> PathBuf {
     std::env::temp_dir().join(format!("foresight-{label}-{}", std::process::id()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Bad settings are refused before a byte is written, and nothing is left behind.
+    #[test]
+    fn bad_settings_are_refused_before_any_file_is_written() {
+        let dir = std::env::temp_dir().join(format!("foresight-soak-{}", std::process::id()));
+        for (cfg, key) in [
+            (
+                SoakConfig {
+                    workers: 0,
+                    ..SoakConfig::default()
+                },
+                "--workers",
+            ),
+            (
+                SoakConfig {
+                    file_size: ByteLen::gib(100),
+                    ..SoakConfig::default()
+                },
+                "--file-size",
+            ),
+            (
+                SoakConfig {
+                    files: 1 << 20,
+                    ..SoakConfig::default()
+                },
+                "--files",
+            ),
+            (
+                SoakConfig {
+                    clients: 0,
+                    ..SoakConfig::default()
+                },
+                "--clients",
+            ),
+        ] {
+            let e = run(&cfg).unwrap_err();
+            assert!(e.to_string().contains(key), "{key}: {e}");
+            assert!(!dir.exists(), "{key}: {} was left behind", dir.display());
+        }
+    }
 }
