@@ -1402,19 +1402,7 @@ mod tests {
             .unwrap();
         let state = bare_state(&rt);
         let worker = WorkerId(0);
-        let (tx, _rx) = mpsc::channel(1);
-        let job = Job {
-            stream: StreamId(7),
-            path: Arc::new(PathBuf::from("/f")),
-            version: FileVersion {
-                device: 0,
-                inode: 0,
-                len_bytes: 1,
-                modified: None,
-            },
-            range: ByteRange::new(0, 1),
-            tx,
-        };
+        let (job, _rx) = one_byte_job(7);
         let table = state.streams.lock().unwrap();
         let st = state.clone();
         let enqueuer = std::thread::spawn(move || st.enqueue(worker, job).is_ok());
@@ -1434,6 +1422,24 @@ mod tests {
         assert_eq!(state.streams.lock().unwrap().choice.queued(worker), 0);
     }
 
+    /// A job for the first byte of a one-byte file, and the receiver its chunks would go to.
+    fn one_byte_job(stream: u32) -> (Job, mpsc::Receiver<io::Result<Bytes>>) {
+        let (tx, rx) = mpsc::channel(1);
+        let job = Job {
+            stream: StreamId(stream),
+            path: Arc::new(PathBuf::from("/f")),
+            version: FileVersion {
+                device: 0,
+                inode: 0,
+                len_bytes: 1,
+                modified: None,
+            },
+            range: ByteRange::new(0, 1),
+            tx,
+        };
+        (job, rx)
+    }
+
     /// A job refused by a full queue leaves the count as it was.
     #[test]
     fn a_refused_job_is_not_counted() {
@@ -1445,19 +1451,7 @@ mod tests {
         let cap = state.cfg.queue_per_worker;
         let mut refused = 0;
         for i in 0..cap + 3 {
-            let (tx, _rx) = mpsc::channel(1);
-            let job = Job {
-                stream: StreamId(i as u32),
-                path: Arc::new(PathBuf::from("/f")),
-                version: FileVersion {
-                    device: 0,
-                    inode: 0,
-                    len_bytes: 1,
-                    modified: None,
-                },
-                range: ByteRange::new(0, 1),
-                tx,
-            };
+            let (job, _rx) = one_byte_job(i as u32);
             refused += usize::from(state.enqueue(worker, job).is_err());
         }
         assert_eq!(refused, 3);
