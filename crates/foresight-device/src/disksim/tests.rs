@@ -419,7 +419,7 @@ proptest! {
     }
 }
 
-// ---- review: huge but in-range geometry must be an error, not a panic / wrap ----
+// ---- geometries at the limits of what a parameter file may state ----
 /// A `.model` file with one zone of the given geometry, on the Atlas 10K's seek curve.
 fn one_zone_model(surfaces: u64, cylinders: u64, spt: u64) -> String {
     format!(
