@@ -684,6 +684,9 @@ fn start_workers(state: &Arc<State>) -> Vec<std::thread::JoinHandle<()>> {
 /// The most engine readers one worker keeps open; the least recently used is closed beyond it.
 const READERS_PER_WORKER: usize = 256;
 
+/// How often a worker waiting to send a chunk looks whether the server is shutting down.
+const SEND_SLICE: Duration = Duration::from_millis(100);
+
 fn worker_loop(state: &State, me: WorkerId) {
     let slot = &state.workers[me.0 as usize];
     let mut readers: HashMap<StreamId, (foresight_engine::Reader, Instant)> = HashMap::new();
@@ -759,15 +762,30 @@ fn serve_job(
         return;
     };
     *used = Instant::now();
+    // Waits for room in the response's channel up to the send timeout, in short slices so that a
+    // shutdown whose grace period has run out ends the response at once instead of after the
+    // client has read it to the end.
     let send = |chunk: io::Result<Bytes>| -> bool {
-        let tx = job.tx.clone();
-        let timeout = state.cfg.send_timeout;
-        matches!(
-            state
+        let deadline = Instant::now() + state.cfg.send_timeout;
+        loop {
+            let now = Instant::now();
+            if state.shutting_down.load(Ordering::SeqCst) || now >= deadline {
+                return false;
+            }
+            let slice = (deadline - now).min(SEND_SLICE);
+            let tx = job.tx.clone();
+            match state
                 .rt
-                .block_on(async move { tokio::time::timeout(timeout, tx.send(chunk)).await }),
-            Ok(Ok(()))
-        )
+                .block_on(async move { tokio::time::timeout(slice, tx.reserve_owned()).await })
+            {
+                Ok(Ok(permit)) => {
+                    permit.send(chunk);
+                    return true;
+                }
+                Ok(Err(_closed)) => return false,
+                Err(_elapsed) => {}
+            }
+        }
     };
     if let Err(e) = reader.seek(SeekFrom::Start(job.range.start.0)) {
         send(Err(e));
