@@ -279,7 +279,9 @@ pub fn run_get(a: &GetArgs) -> anyhow::Result<()> {
             let mut v = report.to_json();
             v["url"] = serde_json::Value::String(url.to_string());
             if let Some(size) = a.random {
-                v["random_read_bytes"] = size.0.into();
+                // A read larger than the file is cut to the file: report what each read got.
+                let per_read = report.bytes / u64::from(a.reads.max(1));
+                v["random_read_bytes"] = size.0.min(per_read).into();
                 v["reads"] = a.reads.into();
             }
             print_line(v)?;

@@ -186,6 +186,27 @@ fn serve_get_and_sigterm_through_the_binary() {
     }
     assert_eq!(report["bytes"], 3_000_017);
     assert!(std::fs::read(&out).unwrap() == data);
+    // Random reads larger than the file are cut to it, and the report says what each read got.
+    let st = bin()
+        .args([
+            "get",
+            &format!("http://{addr}/d.bin"),
+            "--random",
+            "1TiB",
+            "--reads",
+            "2",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        st.status.success(),
+        "{}",
+        String::from_utf8_lossy(&st.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&st.stdout).unwrap();
+    assert_eq!(report["bytes"], 2 * 3_000_017, "{report}");
+    assert_eq!(report["random_read_bytes"], 3_000_017, "{report}");
     // --out naming an existing directory puts the file in it under the URL's name; a failed
     // download leaves no file behind.
     let into = dir.join("into");
