@@ -280,8 +280,8 @@ pub fn run_get(a: &GetArgs) -> anyhow::Result<()> {
             v["url"] = serde_json::Value::String(url.to_string());
             if let Some(size) = a.random {
                 // A read larger than the file is cut to the file: report what each read got.
-                let per_read = report.bytes / u64::from(a.reads.max(1));
-                v["random_read_bytes"] = size.0.min(per_read).into();
+                let per_read_bytes = report.bytes / u64::from(a.reads.max(1));
+                v["random_read_bytes"] = size.0.min(per_read_bytes).into();
                 v["reads"] = a.reads.into();
             }
             print_line(v)?;

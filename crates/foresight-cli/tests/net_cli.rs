@@ -158,22 +158,8 @@ fn serve_get_and_sigterm_through_the_binary() {
     // A file already at --out is replaced whole, even when it is longer than the download.
     let out = dir.join("out.bin");
     std::fs::write(&out, vec![0xAAu8; 4_000_000]).unwrap();
-    let st = bin()
-        .args([
-            "get",
-            &format!("http://{addr}/d.bin"),
-            "--out",
-            out.to_str().unwrap(),
-            "--json",
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        st.status.success(),
-        "{}",
-        String::from_utf8_lossy(&st.stderr)
-    );
-    let report: serde_json::Value = serde_json::from_slice(&st.stdout).unwrap();
+    let url = format!("http://{addr}/d.bin");
+    let report = get_json(&[&url, "--out", out.to_str().unwrap()]);
     for key in [
         "bytes",
         "mib_s",
@@ -187,24 +173,7 @@ fn serve_get_and_sigterm_through_the_binary() {
     assert_eq!(report["bytes"], 3_000_017);
     assert!(std::fs::read(&out).unwrap() == data);
     // Random reads larger than the file are cut to it, and the report says what each read got.
-    let st = bin()
-        .args([
-            "get",
-            &format!("http://{addr}/d.bin"),
-            "--random",
-            "1TiB",
-            "--reads",
-            "2",
-            "--json",
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        st.status.success(),
-        "{}",
-        String::from_utf8_lossy(&st.stderr)
-    );
-    let report: serde_json::Value = serde_json::from_slice(&st.stdout).unwrap();
+    let report = get_json(&[&url, "--random", "1TiB", "--reads", "2"]);
     assert_eq!(report["bytes"], 2 * 3_000_017, "{report}");
     assert_eq!(report["random_read_bytes"], 3_000_017, "{report}");
     // --out naming an existing directory puts the file in it under the URL's name; a failed
@@ -306,6 +275,17 @@ fn closing_server() -> std::net::SocketAddr {
         }
     });
     addr
+}
+
+/// Runs `foresight get ARGS --json`, which must succeed, and returns its report.
+fn get_json(args: &[&str]) -> serde_json::Value {
+    let st = bin().arg("get").args(args).arg("--json").output().unwrap();
+    assert!(
+        st.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&st.stderr)
+    );
+    serde_json::from_slice(&st.stdout).unwrap()
 }
 
 fn scratch(label: &str) -> std::path::PathBuf {

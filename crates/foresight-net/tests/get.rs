@@ -248,6 +248,19 @@ fn tiny_server(
     addr
 }
 
+/// For a `GET /f.bin`, writes the head of a 200 of `data` and returns true: the caller sends the
+/// body its own way. Anything else gets the ordinary whole answer ([`answer`]) and false.
+fn body_follows(req: &Req, c: &mut std::net::TcpStream, data: &[u8]) -> bool {
+    use std::io::Write;
+    if req.method != "GET" || req.path != "/f.bin" {
+        let _ = answer(req, c, "HTTP/1.1", "", data);
+        return false;
+    }
+    let _ = c
+        .write_all(format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n", data.len()).as_bytes());
+    true
+}
+
 /// Writes a whole-file answer (headers only for HEAD; 404 for any other path than `/f.bin`).
 fn answer(
     req: &Req,
@@ -343,14 +356,10 @@ fn a_plain_get_streams_its_body_and_times_out_only_when_idle() {
     let rx = std::sync::Mutex::new(rx);
     let d = data.clone();
     let addr = tiny_server(move |req, c| {
-        if req.method != "GET" || req.path != "/f.bin" {
-            let _ = answer(req, c, "HTTP/1.1", "", &d);
+        if !body_follows(req, c, &d) {
             return true;
         }
         let half = d.len() / 2;
-        let _ = c.write_all(
-            format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n", d.len()).as_bytes(),
-        );
         let _ = c.write_all(&d[..half]);
         // The rest only once the client's sink has seen the first half: a client that gathers
         // the body before handing it on never gets it.
@@ -377,13 +386,9 @@ fn a_plain_get_streams_its_body_and_times_out_only_when_idle() {
     let timeout = Duration::from_millis(900);
     let d = data.clone();
     let addr = tiny_server(move |req, c| {
-        if req.method != "GET" || req.path != "/f.bin" {
-            let _ = answer(req, c, "HTTP/1.1", "", &d);
+        if !body_follows(req, c, &d) {
             return true;
         }
-        let _ = c.write_all(
-            format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n", d.len()).as_bytes(),
-        );
         for piece in d.chunks(d.len().div_ceil(6)) {
             let _ = c.write_all(piece);
             std::thread::sleep(timeout / 3);
@@ -403,13 +408,9 @@ fn a_plain_get_streams_its_body_and_times_out_only_when_idle() {
     // A body that stops arriving is an error once the timeout passes without data.
     let d = data.clone();
     let addr = tiny_server(move |req, c| {
-        if req.method != "GET" || req.path != "/f.bin" {
-            let _ = answer(req, c, "HTTP/1.1", "", &d);
+        if !body_follows(req, c, &d) {
             return true;
         }
-        let _ = c.write_all(
-            format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n", d.len()).as_bytes(),
-        );
         let _ = c.write_all(&d[..1000]);
         std::thread::sleep(Duration::from_secs(30));
         false
