@@ -410,6 +410,13 @@ impl StreamScheduler {
             if s.state != State::Waiting {
                 continue;
             }
+            if s.fetched_end >= self.volume_bytes {
+                // Nothing left to read at the end of the volume: put back, it would take the head
+                // of the line on every call and no stream behind it would get a turn. Idle, it is
+                // collected after the timeout.
+                s.state = State::Idle;
+                continue;
+            }
             s.state = State::Dispatched;
             s.reads_this_turn = 0;
             self.dispatched += 1;
@@ -855,5 +862,39 @@ mod tests {
         );
         assert_eq!(p.held_bytes(), 0);
         assert_eq!(p.stream_count(), 0);
+    }
+
+    #[test]
+    fn a_stream_found_at_the_end_of_the_volume_does_not_hold_up_the_line() {
+        // Two cached reads of the volume's last blocks make a stream with nothing left to read.
+        let layout = Arc::new(Layout::new(ByteLen::gib(1), None));
+        let mut p = StreamScheduler::new(
+            StreamsConfig {
+                readahead_bytes: 1 << 20,
+                memory_bytes: 4 << 20,
+                ..StreamsConfig::default()
+            },
+            layout,
+        )
+        .expect("valid");
+        let t = Instant::ZERO;
+        let k = 64 << 10;
+        let end = 1u64 << 30;
+        for i in (1..=2).rev() {
+            read(&mut p, t, end - i * k, k, false);
+        }
+        assert_eq!(p.stream_count(), 1);
+        // Another stream's missed request waits for its turn: the turn must come.
+        read(&mut p, t, 0, k, true);
+        let out = read(&mut p, t, k, k, true);
+        assert!(
+            out.iter()
+                .any(|o| matches!(o, Output::Fetch { range, .. } if range.start.0 == k)),
+            "{out:?}"
+        );
+        // The finished stream is collected like any idle one.
+        p.handle_timeout(t + Duration::from_secs(5));
+        while p.poll_output().is_some() {}
+        assert_eq!(p.stream_count(), 1, "only the new stream is left");
     }
 }
