@@ -617,17 +617,18 @@ impl Policy for Informed {
                 {
                     return;
                 }
-                if miss.is_some() {
+                if miss.is_some() && self.tip_next <= self.taken {
                     // The application reached a block TIP has not fetched. If TIP is waiting for
-                    // its copy, the driver must wait too instead of reading it from below.
-                    if self.tip_next == self.taken
-                        && self.mode == Mode::Window
-                        && self.copying_to[self.taken] == 1
-                    {
+                    // its copy, the driver must wait too instead of reading it from below. The
+                    // block is taken when the driver reports the read again with its data in.
+                    if self.mode == Mode::Window && self.copying_to[self.taken] == 1 {
                         self.out.push_back(Output::Defer { file, range });
                     }
                     return;
                 }
+                // A miss on a block TIP did fetch means the fetch brought nothing (memory cut it
+                // short, or it failed): the driver reads the block on demand and sends no second
+                // read for it, so it is taken now, or TIP would wait for it for good.
                 // The application took the block: its buffer is free for the next one.
                 self.taken += 1;
                 self.tip_issue();

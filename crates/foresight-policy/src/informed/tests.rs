@@ -145,6 +145,72 @@ fn tip_alone_takes_n_times_t_disk_over_x() {
 }
 
 #[test]
+fn a_block_whose_fetch_was_refused_is_still_taken_and_tip_goes_on() {
+    // A driver that sends one `Read` per application read (the engine): TIP's fetch of block 1
+    // comes back cut short, so that read misses and the driver reads the block on demand.
+    let cfg = ten_mb(2);
+    let mut p = Informed::new("tip", &cfg).unwrap();
+    let block = |b: u64| ByteRange::new(b * BLOCK, BLOCK);
+    let fetches = |p: &mut Informed| -> Vec<(FetchId, u64)> {
+        std::iter::from_fn(|| p.poll_output())
+            .filter_map(|o| match o {
+                Output::Fetch { id, range, .. } => Some((id, range.start.0 / BLOCK)),
+                _ => None,
+            })
+            .collect()
+    };
+    let read = |p: &mut Informed, b: u64, miss: bool| {
+        p.handle(
+            Instant(2),
+            Input::Read {
+                stream: StreamId(0),
+                file: FileId(0),
+                range: block(b),
+                miss: miss.then_some(block(b).start),
+            },
+        );
+    };
+    p.handle(
+        Instant(0),
+        Input::Hint {
+            stream: StreamId(0),
+            file: FileId(0),
+            ranges: (0..4).map(block).collect(),
+        },
+    );
+    let first = fetches(&mut p);
+    assert_eq!(first.iter().map(|f| f.1).collect::<Vec<_>>(), vec![0, 1]);
+    p.handle(
+        Instant(1),
+        Input::Fetched {
+            id: first[0].0,
+            ok: true,
+        },
+    );
+    p.handle(
+        Instant(1),
+        Input::Fetched {
+            id: first[1].0,
+            ok: false,
+        },
+    );
+    read(&mut p, 0, false);
+    assert_eq!(
+        fetches(&mut p).iter().map(|f| f.1).collect::<Vec<_>>(),
+        vec![2]
+    );
+    // Block 1 is read on demand; its buffer is free all the same, for block 3.
+    read(&mut p, 1, true);
+    assert_eq!(
+        fetches(&mut p).iter().map(|f| f.1).collect::<Vec<_>>(),
+        vec![3]
+    );
+    read(&mut p, 2, false);
+    read(&mut p, 3, false);
+    assert_eq!(p.poll_output(), None);
+}
+
+#[test]
 fn a_new_stream_given_the_closed_hinted_streams_id_is_not_taken_for_it() {
     let cfg = ten_mb(3);
     let mut p = Informed::new("tip", &cfg).unwrap();
