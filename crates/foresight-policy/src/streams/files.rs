@@ -7,8 +7,9 @@
 //! within a file and never across two, and every fetch the scheduler asks for lies inside one
 //! file's slice. Reads go in translated; fetches, releases and deferrals come out translated back
 //! and clipped to the file's size. Fetch ids pass through unchanged, so the driver's `Fetched`
-//! answers need no mapping. A fetch that lies wholly past the end of its file comes out as an
-//! empty range, which a driver completes at once.
+//! answers need no mapping. A fetch cut at the end of its file ends its stream's data there, so
+//! the scheduler does not count the bytes past it against `M`; one that lies wholly past the end
+//! comes out as an empty range, which a driver completes at once.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -66,9 +67,19 @@ impl FileStreams {
         while let Some(o) = self.inner.poll_output() {
             let mapped = match o {
                 Output::Fetch {
-                    id, range, into, ..
+                    id,
+                    range: space_range,
+                    into,
+                    ..
                 } => {
-                    let (file, range) = self.to_file(range);
+                    let (file, range) = self.to_file(space_range);
+                    if range.len < space_range.len {
+                        // Cut at the end of the file: the stream's data ends there, and what
+                        // lies beyond holds no memory.
+                        let base = (file.0 as u64) << FILE_SPACE_SHIFT;
+                        let size = self.file_size(file).unwrap_or(0);
+                        self.inner.clip_fetch(id, base + size);
+                    }
                     Output::Fetch {
                         id,
                         file,
@@ -243,5 +254,38 @@ mod tests {
             assert!(read(&mut p, 0, 7, at, true).is_empty());
         }
         assert_eq!(p.scheduler().stream_count(), 0);
+    }
+
+    #[test]
+    fn bytes_past_the_end_of_a_file_are_not_held_against_m() {
+        // R = 1 MiB, M = 4 MiB, D = 4: files of 192 KiB, each read through in 64 KiB reads.
+        let size = 3 * 65536;
+        let layout = Arc::new(Layout::unplaced(&[ByteLen(size); 8]));
+        let cfg = StreamsConfig {
+            dispatch: Some(4),
+            ..cfg()
+        };
+        let mut p = FileStreams::new(cfg, layout).unwrap();
+        for f in 0..8 {
+            let mut fetched = false;
+            for at in [0, 65536, 131072] {
+                for o in read(&mut p, f, f, at, !fetched) {
+                    if let Output::Fetch {
+                        id, file, range, ..
+                    } = o
+                    {
+                        assert_eq!(file, FileId(f));
+                        assert!(range.end().0 <= size, "{range:?} past the file");
+                        fetched = true;
+                        p.handle(Instant::ZERO, Input::Fetched { id, ok: true });
+                        while p.poll_output().is_some() {}
+                    }
+                }
+            }
+            // Every stream so far found its file, each one's turn came at once: what lies past
+            // the end of the files it read holds no memory.
+            assert!(fetched, "file {f}: no fetch");
+            assert_eq!(p.scheduler().held_bytes(), 0, "file {f}");
+        }
     }
 }

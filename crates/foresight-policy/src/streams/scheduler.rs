@@ -465,6 +465,26 @@ impl StreamScheduler {
         true
     }
 
+    /// Fetch `id` runs past the end of the data its stream reads, which ends at `end` (the
+    /// scheduler over files reads each file in a slice of an address space larger than the file,
+    /// see [`super::FileStreams`]): the stream's data ends there, and the bytes past it are
+    /// neither fetched nor held against `M`.
+    pub(crate) fn clip_fetch(&mut self, id: FetchId, end: u64) {
+        let Some(s) = self
+            .by_fetch
+            .get(&id)
+            .and_then(|sid| self.streams.get_mut(sid))
+        else {
+            return;
+        };
+        if s.fetched_end <= end {
+            return;
+        }
+        let before = Self::held_of(s);
+        s.fetched_end = end;
+        self.held_bytes = self.held_bytes - before + Self::held_of(s);
+    }
+
     fn on_fetched(&mut self, id: FetchId) {
         let Some(sid) = self.by_fetch.remove(&id) else {
             return;
