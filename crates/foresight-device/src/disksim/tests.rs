@@ -447,6 +447,23 @@ fn a_geometry_past_2_to_the_64_sectors_is_an_error_naming_the_file() {
 }
 
 #[test]
+fn a_geometry_past_2_to_the_64_bytes_is_an_error_naming_the_file() {
+    let mut m = shared_files();
+    // 2^56 sectors: a u64 counts them, but not their 2^65 bytes.
+    m.insert(
+        "atlas10k.model".into(),
+        one_zone_model(1 << 16, 1 << 30, 1 << 10),
+    );
+    let e = import_map("atlas10k.diskspecs", &m)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("atlas10k.model") && e.contains("2^64 bytes"),
+        "{e}"
+    );
+}
+
+#[test]
 fn a_g4_layout_mapping_more_than_2_to_the_64_blocks_is_an_error() {
     let mut m = BTreeMap::new();
     for f in [

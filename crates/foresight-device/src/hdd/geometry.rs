@@ -239,6 +239,13 @@ impl Geometry {
                     problem: "the drive would hold more than 2^64 sectors".into(),
                 })?;
         }
+        // Capacities are also given in bytes (`capacity`, `Device::capacity`), which must fit too.
+        if lba.checked_mul(SECTOR_BYTES).is_none() {
+            return Err(DeviceError::BadZone {
+                index: zones.len() - 1,
+                problem: format!("the drive would hold {lba} sectors, more than 2^64 bytes"),
+            });
+        }
         Ok(Geometry {
             cylinders,
             surfaces,
@@ -586,6 +593,28 @@ mod tests {
         assert!(Geometry::new(10, 2, &[bad]).is_err());
         assert!(Geometry::new(10, 0, &[z(0, 9)]).is_err());
         assert!(Geometry::new(10, 2, &[]).is_err());
+    }
+
+    #[test]
+    fn a_geometry_whose_bytes_pass_2_to_the_64_is_rejected() {
+        // 2^56 sectors fit a u64, but their 2^65 bytes do not: `capacity()` could not say them.
+        let zone = Zone {
+            first_cyl: 0,
+            last_cyl: (1 << 30) - 1,
+            sectors_per_track: 1 << 10,
+            track_skew_sectors: 0,
+            cyl_skew_sectors: 0,
+        };
+        let e = Geometry::new(1 << 30, 1 << 16, &[zone]).unwrap_err();
+        assert!(e.to_string().contains("2^64 bytes"), "{e}");
+        // The largest whole number of tracks that still fits is accepted and says its size.
+        let zone = Zone {
+            last_cyl: (1 << 29) - 1,
+            sectors_per_track: (1 << 10) - 1,
+            ..zone
+        };
+        let g = Geometry::new(1 << 29, 1 << 16, &[zone]).unwrap();
+        assert_eq!(g.capacity().0, g.capacity_sectors() * 512);
     }
 
     #[test]
