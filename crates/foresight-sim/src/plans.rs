@@ -9,17 +9,30 @@
 //!   `(r * tiles_across + c) * tile`;
 //! - `gaps`: reads of `request` bytes in increasing order, each `gap` bytes (or an exponential
 //!   draw with that mean) after the end of the previous one, as many as the file holds.
+//!
+//! A plan is held whole in memory and handed to the policy as one hint, so the clients of one run
+//! disclose at most [`MAX_DISCLOSED_READS`] reads in all; a longer plan is refused before it is
+//! built rather than allocated until the process aborts.
 
 use foresight_core::Rng;
 
 use crate::config::{GapDist, WorkloadConfig, WorkloadKind};
 
-/// The read plan of one client. Empty for workloads that do not disclose their reads.
-pub fn plan(w: &WorkloadConfig, rng: &mut Rng) -> Vec<(u64, u64)> {
+/// Most reads the clients of one run may disclose together: 4 Mi reads, about 100 MiB with the
+/// policy's copy of the hint, eight times the largest plan the experiments use (a 4 GiB table in
+/// 8 KiB pages).
+pub const MAX_DISCLOSED_READS: u64 = 1 << 22;
+
+/// The read plan of one client, or `None` when it would hold more than `max_reads` reads. Empty
+/// for workloads that do not disclose their reads.
+pub fn plan(w: &WorkloadConfig, rng: &mut Rng, max_reads: u64) -> Option<Vec<(u64, u64)>> {
     let size = w.file_size.0;
-    match w.kind {
+    Some(match w.kind {
         WorkloadKind::Scan => {
             let req = w.request.0;
+            if size / req > max_reads {
+                return None;
+            }
             let mut pages: Vec<u64> = (0..size / req).collect();
             rng.shuffle(&mut pages);
             pages.into_iter().map(|p| (p * req, req)).collect()
@@ -27,6 +40,9 @@ pub fn plan(w: &WorkloadConfig, rng: &mut Rng) -> Vec<(u64, u64)> {
         WorkloadKind::Tiles => {
             let (tile, across) = (w.tile.0, w.tiles_across);
             let rows = size / (tile * across);
+            if rows * across > max_reads {
+                return None;
+            }
             let mut v = Vec::with_capacity((rows * across) as usize);
             for c in 0..across {
                 for r in 0..rows {
@@ -40,6 +56,10 @@ pub fn plan(w: &WorkloadConfig, rng: &mut Rng) -> Vec<(u64, u64)> {
             let mut v = Vec::new();
             let mut off = 0u64;
             while off + req <= size {
+                // Exponential gaps make the count a draw, so it is checked as the plan grows.
+                if v.len() as u64 == max_reads {
+                    return None;
+                }
                 v.push((off, req));
                 let gap = match w.gap_dist {
                     GapDist::Fixed => w.gap.0,
@@ -51,7 +71,7 @@ pub fn plan(w: &WorkloadConfig, rng: &mut Rng) -> Vec<(u64, u64)> {
             v
         }
         _ => Vec::new(),
-    }
+    })
 }
 
 #[cfg(test)]
@@ -70,7 +90,7 @@ mod tests {
 
     #[test]
     fn scan_is_a_permutation_of_every_page() {
-        let mut p = plan(&w(WorkloadKind::Scan), &mut Rng::new(1));
+        let mut p = plan(&w(WorkloadKind::Scan), &mut Rng::new(1), 128).unwrap();
         assert_eq!(p.len(), 128);
         assert_ne!(p.windows(2).filter(|x| x[0] < x[1]).count(), 127);
         p.sort_unstable();
@@ -80,18 +100,72 @@ mod tests {
             .all(|(i, &(o, l))| o == i as u64 * 8192 && l == 8192));
     }
 
+    /// A disclosed plan is held whole in memory (and handed to the policy), so one whose read
+    /// count no memory holds is refused with the key to change instead of aborting the process.
+    #[test]
+    fn plans_too_long_to_hold_are_refused_naming_the_key() {
+        for sets in [
+            // 8 GiB in 512-byte pages: 16 M reads.
+            &[
+                "workload.kind=scan",
+                "workload.request=512",
+                "workload.file_size=8GiB",
+            ][..],
+            &[
+                "workload.kind=tiles",
+                "workload.tile=512",
+                "workload.tiles_across=1",
+                "workload.file_size=8GiB",
+            ],
+            &[
+                "workload.kind=gaps",
+                "workload.gap=0",
+                "workload.request=512",
+                "workload.file_size=8GiB",
+            ],
+            // 2 M reads each, 8 M in all.
+            &[
+                "workload.kind=scan",
+                "workload.request=512",
+                "workload.file_size=1GiB",
+                "workload.streams=4",
+            ],
+        ] {
+            let mut sets = sets.to_vec();
+            sets.push("workload.duration=1ms");
+            let cfg =
+                crate::experiments::config(&sets.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+            let e = crate::run(&cfg, crate::RunOptions::default())
+                .err()
+                .unwrap_or_else(|| panic!("{sets:?} ran"))
+                .to_string();
+            assert!(
+                e.contains("workload.file_size") && e.contains("workload.request"),
+                "{sets:?}: {e}"
+            );
+        }
+        // The largest plan the experiments disclose still runs.
+        let cfg = crate::experiments::config(&[
+            "workload.kind=scan".to_string(),
+            "workload.request=8KiB".to_string(),
+            "workload.file_size=4GiB".to_string(),
+            "workload.duration=1ms".to_string(),
+        ]);
+        assert!(crate::run(&cfg, crate::RunOptions::default()).is_ok());
+    }
+
     #[test]
     fn tiles_walk_columns_and_gaps_are_sorted() {
         let mut t = w(WorkloadKind::Tiles);
         t.tile = ByteLen::kib(4);
         t.tiles_across = 4;
-        let p = plan(&t, &mut Rng::new(1));
+        let p = plan(&t, &mut Rng::new(1), 256).unwrap();
         assert_eq!(p.len(), 256);
         assert_eq!(&p[..3], &[(0, 4096), (16384, 4096), (32768, 4096)]);
         assert_eq!(p[64], (4096, 4096));
         let mut g = w(WorkloadKind::Gaps);
         g.gap = ByteLen::kib(24);
-        let p = plan(&g, &mut Rng::new(1));
+        let p = plan(&g, &mut Rng::new(1), 32).unwrap();
         assert_eq!(p.len(), 32);
         assert!(p.windows(2).all(|x| x[1].0 - x[0].0 == 32768));
     }

@@ -360,20 +360,33 @@ impl Sim {
                     key: "workload.file_size".into(),
                     message: e.to_string(),
                 })?;
-                let streams = (0..n)
-                    .map(|i| {
-                        let mut r = rng.fork(i as u64);
-                        let plan = crate::plans::plan(w, &mut r);
-                        StreamState {
-                            file: i as u32,
-                            next_offset: 0,
-                            end_offset: w.file_size.0,
-                            requests_left: plan.len() as u64,
-                            rng: r,
-                            plan,
+                let mut reads_left = crate::plans::MAX_DISCLOSED_READS;
+                let mut streams = Vec::with_capacity(n);
+                for i in 0..n {
+                    let mut r = rng.fork(i as u64);
+                    let plan = crate::plans::plan(w, &mut r, reads_left).ok_or_else(|| {
+                        ConfigError::Key {
+                            key: "workload.file_size".into(),
+                            message: format!(
+                                "{} client(s) would disclose more than {} reads in all, and a \
+                                 disclosed plan is held whole in memory; make workload.file_size \
+                                 smaller, the reads larger (workload.request; tiles: \
+                                 workload.tile) or the clients fewer (workload.streams)",
+                                n,
+                                crate::plans::MAX_DISCLOSED_READS
+                            ),
                         }
-                    })
-                    .collect();
+                    })?;
+                    reads_left -= plan.len() as u64;
+                    streams.push(StreamState {
+                        file: i as u32,
+                        next_offset: 0,
+                        end_offset: w.file_size.0,
+                        requests_left: plan.len() as u64,
+                        rng: r,
+                        plan,
+                    });
+                }
                 (layout, streams, vec![])
             }
             WorkloadKind::Trace => {
