@@ -33,7 +33,8 @@
 //!   this bounds the read-ahead only when `Maximum read-ahead` is 0).
 //! - **Overheads**: the eight `Read|Write hit|miss over. after read|write` times, scaled by `Time
 //!   scale for overheads` after adding `Per-request overhead time`.
-//! - **Bus**: `Bulk sector transfer time` (ms per 512-byte sector) is the interface rate.
+//! - **Bus**: `Bulk sector transfer time` (ms per 512-byte sector, at most 1,000) is the
+//!   interface rate.
 //! - **Queue**: `Max queue length`; `Scheduling policy` 1 is FCFS, any other is approximated by
 //!   C-LOOK.
 //!
@@ -491,6 +492,22 @@ impl Importer<'_> {
 
         // Bus and overheads.
         let bulk_ms = r.nonneg("Bulk sector transfer time")?;
+        // A bus slower than a sector a second moves no drive's data; far slower, one read would
+        // outlast the simulated clock.
+        if bulk_ms > 1e3 {
+            let line = r
+                .block
+                .get("Bulk sector transfer time")
+                .map_or(0, |e| e.line);
+            return Err(err(
+                file,
+                line,
+                format!(
+                    "`Bulk sector transfer time` = {bulk_ms:e} ms per sector is over 1,000 ms; \
+                     give the bus's time for one 512-byte sector, e.g. 0.099"
+                ),
+            ));
+        }
         let bus_bytes_per_s = if bulk_ms > 0.0 {
             512.0 / (bulk_ms * 1e-3)
         } else {

@@ -486,3 +486,18 @@ fn a_g4_layout_mapping_more_than_2_to_the_64_blocks_is_an_error() {
         .to_string();
     assert!(e.contains("2^64"), "{e}");
 }
+
+#[test]
+fn a_bus_too_slow_to_serve_a_read_is_an_error_naming_the_line() {
+    let mut m = shared_files();
+    let t = m.get_mut("atlas10k.diskspecs").unwrap();
+    // 10^12 ms per sector: one sector would take 31,000 years, past the simulated clock's range.
+    *t = t.replacen(
+        "Bulk sector transfer time = 0.099000,",
+        "Bulk sector transfer time = 1e12,",
+        1,
+    );
+    let e = import_map("atlas10k.diskspecs", &m).unwrap_err();
+    assert_eq!((e.file.as_str(), e.line), ("atlas10k.diskspecs", 5), "{e}");
+    assert!(e.message.contains("Bulk sector transfer time"), "{e}");
+}
