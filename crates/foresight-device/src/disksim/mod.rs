@@ -16,8 +16,8 @@
 //!   equation values`, the six-value form of Ruemmler and Wilkes 1994, see [`SeekCurve::Hpl`]), with
 //!   `Single cylinder seek time`; `Head switch time`; `Add. write settling delay`.
 //! - **Layout**: `dm_layout_g1` zones (first and last cylinder, blocks per track, track and cylinder
-//!   skew in sectors), `Number of data surfaces`, `Number of cylinders`. Cylinders no zone covers are
-//!   spares that hold no blocks. Spare sectors inside zones, slips and defects are *not* set aside
+//!   skew in sectors), `Number of data surfaces`, `Number of cylinders`; a drive holds at most
+//!   1 PiB. Cylinders no zone covers are spares that hold no blocks. Spare sectors inside zones, slips and defects are *not* set aside
 //!   (the model's capacity exceeds `Block count` by those sectors, 0.2 to 0.7% on the shipped
 //!   drives), and the `LBN-to-PBN mapping scheme` is always the conventional cylinder-major order.
 //!   A `dm_layout_g4` layout (the Cheetah 15K.5's skews file) is **approximated by zones**: its
@@ -65,6 +65,9 @@ use syntax::{Block, Entry, Item, Value};
 const FILES_MAX: usize = 8;
 /// Largest parameter file read (the Cheetah 15K.5's layout is 0.6 MB).
 const FILE_BYTES_MAX: u64 = 64 << 20;
+/// Largest drive imported, in 512-byte sectors: 1 PiB, 30 times today's largest disks. Capacities
+/// are counted in bytes, and a RAID-0 of 256 such drives still fits in 64 bits.
+const CAPACITY_SECTORS_MAX: u64 = 1 << 41;
 
 /// Why a drive could not be imported: the file, the 1-based line (0 when not about one line), and
 /// what to fix.
@@ -810,6 +813,23 @@ impl Importer<'_> {
             self.warn(&lfile, lblock.line, "dm_layout_g4", note);
             zones
         };
+        let sectors = zones.iter().try_fold(0u64, |sum, z| {
+            u64::from(z.cylinder_count())
+                .checked_mul(u64::from(surfaces))?
+                .checked_mul(u64::from(z.sectors_per_track))?
+                .checked_add(sum)
+        });
+        if sectors.is_none_or(|n| n > CAPACITY_SECTORS_MAX) {
+            return Err(err(
+                file,
+                model.line,
+                format!(
+                    "the layout holds more than the {CAPACITY_SECTORS_MAX} sectors (1 PiB) a \
+                     drive may hold; check `Number of data surfaces`, `Number of cylinders` and \
+                     `Blocks per track`"
+                ),
+            ));
+        }
         Ok(Mechanism {
             rpm,
             cylinders,

@@ -501,3 +501,23 @@ fn a_bus_too_slow_to_serve_a_read_is_an_error_naming_the_line() {
     assert_eq!((e.file.as_str(), e.line), ("atlas10k.diskspecs", 5), "{e}");
     assert!(e.message.contains("Bulk sector transfer time"), "{e}");
 }
+
+#[test]
+fn a_drive_whose_bytes_overflow_a_volume_is_an_error_naming_the_file() {
+    let mut m = shared_files();
+    // 2^56 sectors: fewer than 2^64, but 2^65 bytes.
+    m.insert(
+        "atlas10k.model".into(),
+        one_zone_model(1 << 16, 1 << 30, 1 << 10),
+    );
+    let e = import_map("atlas10k.diskspecs", &m).unwrap_err();
+    assert_eq!((e.file.as_str(), e.line), ("atlas10k.model", 1), "{e}");
+    assert!(e.message.contains("1 PiB"), "{e}");
+    // 1 PiB itself imports.
+    m.insert(
+        "atlas10k.model".into(),
+        one_zone_model(1 << 10, 1 << 21, 1 << 10),
+    );
+    let d = import_map("atlas10k.diskspecs", &m).unwrap();
+    assert_eq!(d.params.capacity().0, 1 << 50);
+}
