@@ -304,15 +304,19 @@ pub fn parse(mut root: Table, base_dir: Option<&Path>) -> Result<SimConfig, Conf
     };
     d.finish()?;
 
-    if let Some(Value::Table(h)) = root.get("host") {
-        if let Some(k) = h.keys().next() {
-            return Err(key_err(
-                &format!("host.{k}"),
-                "the page-cache host does not apply to a tier stack; memory is device.memory",
-            ));
+    // An empty [host] is harmless; anything in it, or a `host` that is not a section, is refused.
+    match root.remove("host") {
+        None => {}
+        Some(Value::Table(h)) => {
+            if let Some(k) = h.keys().next() {
+                return Err(key_err(
+                    &format!("host.{k}"),
+                    "the page-cache host does not apply to a tier stack; memory is device.memory",
+                ));
+            }
         }
+        Some(_) => return Err(key_err("host", "must be a section ([host]), not a value")),
     }
-    root.remove("host");
 
     let mut w = Section::take(&mut root, "workload")?;
     w.choice("kind", "hinted", &[("hinted", "hinted")])

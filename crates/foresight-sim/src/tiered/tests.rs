@@ -87,6 +87,15 @@ fn bad_keys_are_named() {
     ])
     .contains("policy.x_cache"));
     assert!(err(&["device.kind=tiered"]).contains("device.tiers"));
+    // `host` given as a value rather than a section is named, not dropped.
+    let e = err(&[
+        "device.kind=constant",
+        "device.t_upper=1ms",
+        "device.t_lower=2ms",
+        "device.t_lower_to_upper=3ms",
+        "host=5",
+    ]);
+    assert!(e.contains("`host`"), "{e}");
 }
 
 #[test]
