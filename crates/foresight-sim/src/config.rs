@@ -590,16 +590,20 @@ impl SimConfig {
             } else {
                 None
             },
+            // At least 1 MiB/s: a tiny rate rounds to 0 bytes/s, which no controller moves data at,
+            // and one far below any real controller's stretches a single transfer over years.
             controller_bytes_per_s: match d.raw("controller_mib_s") {
                 None => None,
-                Some(Value::Integer(i)) if i > 0 && i < 1_000_000_000 => Some((i as u64) << 20),
-                Some(Value::Float(f)) if f > 0.0 && f < 1e9 => {
+                Some(Value::Integer(i)) if (1..1_000_000_000).contains(&i) => {
+                    Some((i as u64) << 20)
+                }
+                Some(Value::Float(f)) if (1.0..1e9).contains(&f) => {
                     Some((f * (1u64 << 20) as f64) as u64)
                 }
                 Some(v) => {
                     return Err(key_err(
                         "device.controller_mib_s",
-                        format!("expected a positive number of MiB/s below 1e9, got {v}"),
+                        format!("expected a number of MiB/s from 1 to below 1e9, got {v}"),
                     ))
                 }
             },
@@ -1119,6 +1123,9 @@ mod tests {
                 "device.controller_mib_s",
             ),
             ("workload.think=1000000000s", "workload.think"),
+            // Rounded to 0 bytes/s, which panicked when the controller was built.
+            ("device.controller_mib_s=1e-12", "device.controller_mib_s"),
+            ("device.controller_mib_s=0.5", "device.controller_mib_s"),
         ] {
             let e = cfg("", &[set]).unwrap_err().to_string();
             assert!(e.contains(key), "{set}: {e}");
