@@ -348,6 +348,18 @@ fn cmd_sim(
     requests_out: Option<&Path>,
 ) -> anyhow::Result<()> {
     let cfg = load_config(config, sets)?;
+    // Opened before the run, so that a path that cannot be written is refused at once, not after
+    // minutes of simulation.
+    let requests_file = requests_out
+        .map(|path| {
+            std::fs::File::create(path).map_err(|e| {
+                input(format!(
+                    "--requests-out: cannot create {}: {e}; give a file you can write",
+                    path.display()
+                ))
+            })
+        })
+        .transpose()?;
     let started = std::time::Instant::now();
     let show_bar = std::io::stderr().is_terminal();
     let mut bar: Option<indicatif::ProgressBar> = None;
@@ -381,9 +393,7 @@ fn cmd_sim(
     if let Some(b) = bar.take() {
         b.finish_and_clear();
     }
-    if let Some(path) = requests_out {
-        let f =
-            std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?;
+    if let (Some(path), Some(f)) = (requests_out, requests_file) {
         let mut w = std::io::BufWriter::new(f);
         writeln!(w, "{}", RequestRecord::CSV_HEADER)?;
         for r in &out.requests {

@@ -61,6 +61,17 @@ fn bad_input_exits_2_naming_the_problem() {
         "/nonexistent/t.trace",
     );
     expect_input_error(&["reproduce", "nonesuch"], "nonesuch");
+    // Refused before the simulation runs, like `reproduce --out`.
+    expect_input_error(
+        &[
+            "sim",
+            "--set",
+            "workload.duration=1s",
+            "--requests-out",
+            "/nonexistent/requests.csv",
+        ],
+        "--requests-out",
+    );
     expect_input_error(&["sim", "--set", "novalue"], "KEY=VALUE");
 }
 
