@@ -798,6 +798,15 @@ impl Directed {
                     .is_none_or(|e| e.fetch == FetchState::Fetched)
             });
             if ready {
+                // The application's read may run past the end of the file (drivers need not clip
+                // reads); a fetch must not.
+                let size = self.layout.file_size(d.file).0;
+                let start = d.range.start.0;
+                let end = d.range.end().0.min(size);
+                if start >= end {
+                    continue;
+                }
+                let range = ByteRange::new(start, end - start);
                 let id = self.ids.next_id();
                 self.stats.pokes += 1;
                 self.fetches.insert(
@@ -805,7 +814,7 @@ impl Directed {
                     FetchInfo {
                         stream: info.stream,
                         file: d.file,
-                        range: d.range,
+                        range,
                         seqs: Vec::new(),
                         poke: true,
                         orphan: false,
@@ -814,7 +823,7 @@ impl Directed {
                 self.out.push_back(Output::Fetch {
                     id,
                     file: d.file,
-                    range: d.range,
+                    range,
                     into: Tier::Memory,
                 });
             } else {

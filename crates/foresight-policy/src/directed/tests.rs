@@ -473,3 +473,63 @@ proptest! {
         }
     }
 }
+
+/// A deferred read that runs past the end of its file (a driver need not clip the application's
+/// reads) is served by a fetch clipped to the file, as every `Output::Fetch` must be.
+#[test]
+fn the_fetch_for_a_deferred_read_past_the_end_of_the_file_is_clipped_to_the_file() {
+    let size = (1 << 20) + 100;
+    let mut p = Directed::new(&cfg(8 << 20, Infill::Bytes(0)), layout(1, size)).unwrap();
+    let tail = ByteRange::new(size - 100, 100);
+    p.handle(
+        Instant::ZERO,
+        Input::Hint {
+            stream: StreamId(0),
+            file: FileId(0),
+            ranges: vec![tail],
+        },
+    );
+    let Some(Output::Fetch { id, .. }) = drain(&mut p).into_iter().next() else {
+        panic!("the hinted tail is fetched at once");
+    };
+    // Memory refuses it: the read goes back to the sweep, to be fetched again.
+    p.handle(Instant::ZERO, Input::Fetched { id, ok: false });
+    let _ = drain(&mut p);
+    // The application reads 8 KiB from the tail, past the end of the file; its bytes are missing.
+    let read = ByteRange::new(tail.start.0, 8192);
+    p.handle(
+        Instant::ZERO,
+        Input::Read {
+            stream: StreamId(0),
+            file: FileId(0),
+            range: read,
+            miss: Some(read.start),
+        },
+    );
+    let outs = drain(&mut p);
+    assert!(outs.contains(&Output::Defer {
+        file: FileId(0),
+        range: read
+    }));
+    let mut fetches: Vec<(FetchId, ByteRange)> = outs
+        .iter()
+        .filter_map(|o| match o {
+            Output::Fetch { id, range, .. } => Some((*id, *range)),
+            _ => None,
+        })
+        .collect();
+    // The sweep's fetch arrives; the deferred read's bytes are then fetched once more.
+    while let Some((id, _)) = fetches.pop() {
+        p.handle(Instant::ZERO, Input::Fetched { id, ok: true });
+        for o in drain(&mut p) {
+            if let Output::Fetch { id, range, .. } = o {
+                assert!(
+                    range.end().0 <= size,
+                    "fetch {range:?} runs past the end of the file at {size}"
+                );
+                fetches.push((id, range));
+            }
+        }
+    }
+    assert_eq!(p.stats().pokes, 1, "the deferred read was fetched again");
+}
