@@ -918,8 +918,14 @@ impl Core {
         let Some(f) = self.files.get(file.0 as usize) else {
             return;
         };
+        // Only chunks whose bytes all lie in the range go. A range that reaches the end of the
+        // file covers its last, partial page: that chunk holds no bytes past the end.
         let first = range.start.0.div_ceil(PAGE_BYTES);
-        let end = range.end().0 / PAGE_BYTES;
+        let end = if range.end().0 >= f.size_bytes {
+            f.size_bytes.div_ceil(PAGE_BYTES)
+        } else {
+            range.end().0 / PAGE_BYTES
+        };
         let ids: Vec<u32> = f
             .chunks
             .range(first..end.max(first))

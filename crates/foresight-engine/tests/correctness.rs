@@ -588,3 +588,80 @@ fn empty_files_and_reads_past_the_end_return_nothing() {
     assert_eq!(r.read(&mut buf).unwrap(), 4);
     assert_eq!(&buf[..4], b"ello");
 }
+
+/// Fetches every hinted range and releases each as soon as it arrives, as a policy does with data
+/// nobody will read (the stream scheduler with a stale stream's buffers, `directed` with infill).
+struct FetchThenRelease {
+    ids: foresight_policy::FetchIds,
+    fetched:
+        std::collections::HashMap<foresight_core::FetchId, (foresight_core::FileId, ByteRange)>,
+    out: std::collections::VecDeque<foresight_policy::Output>,
+}
+
+impl foresight_policy::Policy for FetchThenRelease {
+    fn name(&self) -> &str {
+        "fetch-then-release"
+    }
+    fn handle(&mut self, _now: foresight_core::Instant, input: foresight_policy::Input) {
+        use foresight_policy::{Input, Output, Tier};
+        match input {
+            Input::Hint { file, ranges, .. } => {
+                for range in ranges {
+                    let id = self.ids.next_id();
+                    self.fetched.insert(id, (file, range));
+                    self.out.push_back(Output::Fetch {
+                        id,
+                        file,
+                        range,
+                        into: Tier::Memory,
+                    });
+                }
+            }
+            Input::Fetched { id, .. } => {
+                if let Some((file, range)) = self.fetched.remove(&id) {
+                    self.out.push_back(Output::Release { file, range });
+                }
+            }
+            _ => {}
+        }
+    }
+    fn poll_output(&mut self) -> Option<foresight_policy::Output> {
+        self.out.pop_front()
+    }
+}
+
+/// A policy releases what it fetched up to the end of a file whose size is not a whole number of
+/// pages: the range ends at the file's last byte, and the chunk holding the last partial page is
+/// released with the rest instead of being kept until something evicts it.
+#[test]
+fn a_release_up_to_the_end_of_a_file_frees_its_last_partial_page() {
+    let noop = NoopBackend::new();
+    let len = 3 * 4096 + 1000;
+    noop.insert("/mem/tail", content(len, 4));
+    let engine = Engine::builder()
+        .backend(Backend::Noop(noop))
+        .wrap_policy(Box::new(|_| {
+            Box::new(FetchThenRelease {
+                ids: Default::default(),
+                fetched: Default::default(),
+                out: Default::default(),
+            })
+        }))
+        .build()
+        .unwrap();
+    let r = engine.open("/mem/tail").unwrap();
+    r.hint(&[ByteRange::new(0, len as u64)]).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while engine.stats().device_reads == 0 {
+        assert!(Instant::now() < deadline, "the fetch never completed");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let s = engine.stats();
+    assert_eq!(
+        s.wasted_bytes,
+        len as u64,
+        "every fetched byte was released unread: {}",
+        engine.describe()
+    );
+    drop(r);
+}
