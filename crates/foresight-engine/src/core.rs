@@ -888,6 +888,10 @@ impl Core {
         }
         self.drop_queued(|c| c.fetch == Some(id));
         self.wake_memory_waiters();
+        // A deferred read may have waited for this very fetch; with it gone, it looks again (and
+        // reads on demand if nothing else is under way). Its completion, if it is in flight, no
+        // longer settles a fetch, so it wakes no one.
+        self.wake_defer_waiters();
     }
 
     /// Drops the reads still waiting for a submission slot whose chunk `doomed` picks: their

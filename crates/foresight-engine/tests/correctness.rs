@@ -665,3 +665,98 @@ fn a_release_up_to_the_end_of_a_file_frees_its_last_partial_page() {
     );
     drop(r);
 }
+
+/// Answers a read that misses by deferring it and fetching the file's last page (not the bytes the
+/// read wants), then cancels that fetch on a timer: the deferred read is left with nothing under
+/// way that could bring its bytes.
+struct DeferThenCancel {
+    ids: foresight_policy::FetchIds,
+    pending: Option<foresight_core::FetchId>,
+    wake: Option<foresight_core::Instant>,
+    tail: ByteRange,
+    out: std::collections::VecDeque<foresight_policy::Output>,
+}
+
+impl foresight_policy::Policy for DeferThenCancel {
+    fn name(&self) -> &str {
+        "defer-then-cancel"
+    }
+    fn handle(&mut self, now: foresight_core::Instant, input: foresight_policy::Input) {
+        use foresight_policy::{Input, Output, Tier};
+        if let Input::Read {
+            file,
+            range,
+            miss: Some(_),
+            ..
+        } = input
+        {
+            if self.pending.is_none() {
+                let id = self.ids.next_id();
+                self.pending = Some(id);
+                self.wake = Some(now + foresight_core::Duration::from_millis(20));
+                self.out.push_back(Output::Fetch {
+                    id,
+                    file,
+                    range: self.tail,
+                    into: Tier::Memory,
+                });
+                self.out.push_back(Output::Defer { file, range });
+            }
+        }
+    }
+    fn poll_output(&mut self) -> Option<foresight_policy::Output> {
+        self.out.pop_front()
+    }
+    fn poll_timeout(&self) -> Option<foresight_core::Instant> {
+        self.wake
+    }
+    fn handle_timeout(&mut self, _now: foresight_core::Instant) {
+        self.wake = None;
+        if let Some(id) = self.pending {
+            self.out.push_back(foresight_policy::Output::Cancel { id });
+        }
+    }
+}
+
+/// A policy that cancels the last fetch a deferred read was waiting on: the read stops waiting and
+/// reads its bytes on demand, instead of waiting for a wake-up that never comes.
+#[test]
+fn a_deferred_read_whose_fetches_are_cancelled_reads_on_demand() {
+    let noop = NoopBackend::new();
+    let len = 1 << 20;
+    let data = content(len, 6);
+    noop.insert("/mem/c", data.clone());
+    let tail = ByteRange::new(len as u64 - 4096, 4096);
+    // The fetch of the tail is still in flight when it is cancelled.
+    noop.inject(Fault {
+        path: "/mem/c".into(),
+        range: tail.start.0..tail.end().0,
+        kind: FaultKind::Delay(Duration::from_millis(200)),
+        times: None,
+    });
+    let engine = Engine::builder()
+        .backend(Backend::Noop(noop))
+        .wrap_policy(Box::new(move |_| {
+            Box::new(DeferThenCancel {
+                ids: Default::default(),
+                pending: None,
+                wake: None,
+                tail,
+                out: Default::default(),
+            })
+        }))
+        .build()
+        .unwrap();
+    let mut r = engine.open("/mem/c").unwrap();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut buf = vec![0u8; 8192];
+        let n = r.read(&mut buf).unwrap();
+        tx.send((n, buf)).unwrap();
+    });
+    let (n, buf) = rx
+        .recv_timeout(Duration::from_secs(5))
+        .expect("the deferred read hung after its fetch was cancelled");
+    assert_eq!(n, 8192);
+    assert_eq!(buf[..], data[..8192]);
+}
