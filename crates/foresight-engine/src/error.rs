@@ -43,6 +43,14 @@ pub enum EngineError {
         /// What the system said.
         source: io::Error,
     },
+    /// A read failed where the error has no `std::io::Read` to go to (a measurement).
+    #[error("reading {}: {source}", path.display())]
+    Read {
+        /// The path.
+        path: PathBuf,
+        /// What the system said.
+        source: io::Error,
+    },
     /// A thread could not be started.
     #[error("starting the engine's threads: {0}")]
     Spawn(io::Error),

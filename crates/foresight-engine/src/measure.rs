@@ -18,7 +18,7 @@ use foresight_core::FileId;
 use crate::backend::emulated::EmulatedBackend;
 use crate::backend::threads::ThreadsBackend;
 use crate::backend::{
-    BackendKind, CompletionPort, CompletionSink, IoBackend, IoCompletion, IoRequest,
+    BackendKind, CompletionPort, CompletionSink, FileHandle, IoBackend, IoCompletion, IoRequest,
 };
 use crate::buffer::{AlignedBuf, ALIGN_BYTES};
 use crate::engine::Backend;
@@ -152,7 +152,6 @@ pub fn sequential_read_files(
         return Err(setting("paths", "no file to read".into()));
     }
     let mut files = Vec::with_capacity(paths.len());
-    let mut total = 0u64;
     for (i, path) in paths.iter().enumerate() {
         let handle = b
             .open(path, FileId(i as u32), true)
@@ -161,10 +160,35 @@ pub fn sequential_read_files(
                 source,
             })?;
         let end = bytes_each.min(handle.size_bytes);
-        total += end;
         files.push((Arc::new(handle), end));
     }
     let direct = files.iter().all(|(h, _)| h.direct);
+    let kind = b.kind();
+    let run = read_in_sequence(&*b, &collector, &files, io_bytes, depth, time_limit);
+    b.shutdown();
+    let (bytes, seconds) = run?;
+    Ok(SequentialRead {
+        bytes,
+        seconds,
+        backend: kind,
+        direct,
+    })
+}
+
+/// Reads `files` (each up to its end offset) one after another through `b`, `depth` reads of
+/// `io_bytes` in flight, and returns the bytes read and the seconds it took. A failed read fails
+/// the measurement: a device that returns errors has no rate, and counting only the reads that
+/// worked would report one.
+fn read_in_sequence(
+    b: &dyn IoBackend,
+    collector: &Collector,
+    files: &[(Arc<FileHandle>, u64)],
+    io_bytes: u64,
+    depth: usize,
+    time_limit: Option<Duration>,
+) -> Result<(u64, f64), EngineError> {
+    let setting = |setting, message: String| EngineError::Setting { setting, message };
+    let total: u64 = files.iter().map(|(_, end)| end).sum();
     let started = Instant::now();
     // The next read: file index and offset in it.
     let (mut at, mut next) = (0usize, 0u64);
@@ -172,6 +196,7 @@ pub fn sequential_read_files(
     let mut read = 0u64;
     let mut batch = Vec::with_capacity(depth);
     let mut stop = false;
+    let mut failure: Option<EngineError> = None;
     let mut free: Vec<AlignedBuf> = Vec::new();
     loop {
         while !stop && outstanding < depth && at < files.len() {
@@ -189,7 +214,8 @@ pub fn sequential_read_files(
             };
             let len = io_bytes.min(end - next).div_ceil(ALIGN_BYTES as u64) * ALIGN_BYTES as u64;
             batch.push(IoRequest {
-                token: next,
+                // The file's index, to name it if the read fails.
+                token: at as u64,
                 file: handle,
                 offset_bytes: next,
                 buf,
@@ -211,8 +237,17 @@ pub fn sequential_read_files(
             outstanding -= 1;
             match c.result {
                 Ok(n) if n > 0 => read += n as u64,
-                // The end of the file (or an error): stop issuing, let the rest drain.
-                _ => stop = true,
+                // The end of the file (it shrank): stop issuing, let the rest drain.
+                Ok(_) => stop = true,
+                // Stop issuing, let the rest drain (their buffers are the kernel's until then),
+                // and report the first error.
+                Err(source) => {
+                    stop = true;
+                    failure.get_or_insert(EngineError::Read {
+                        path: files[c.token as usize].0.path.clone(),
+                        source,
+                    });
+                }
             }
             free.push(c.buf);
         }
@@ -221,15 +256,10 @@ pub fn sequential_read_files(
             stop = true;
         }
     }
-    let seconds = started.elapsed().as_secs_f64();
-    let kind = b.kind();
-    b.shutdown();
-    Ok(SequentialRead {
-        bytes: read.min(total),
-        seconds,
-        backend: kind,
-        direct,
-    })
+    match failure {
+        Some(e) => Err(e),
+        None => Ok((read.min(total), started.elapsed().as_secs_f64())),
+    }
 }
 
 #[cfg(target_os = "linux")]
@@ -245,4 +275,79 @@ fn uring(_: usize, _: Arc<CompletionPort>) -> std::io::Result<Arc<dyn IoBackend>
         std::io::ErrorKind::Unsupported,
         "io_uring is Linux-only",
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+
+    /// Fails every read with EIO, the first `fail_after` reads excepted.
+    struct Failing {
+        port: Arc<CompletionPort>,
+        served: Mutex<u32>,
+        fail_after: u32,
+    }
+
+    impl IoBackend for Failing {
+        fn kind(&self) -> BackendKind {
+            BackendKind::Threads
+        }
+        fn open(&self, _: &Path, _: FileId, _: bool) -> std::io::Result<FileHandle> {
+            unreachable!("the test makes its handle")
+        }
+        fn capacity(&self) -> usize {
+            64
+        }
+        fn submit(&self, batch: &mut Vec<IoRequest>) {
+            for r in batch.drain(..) {
+                let mut served = self.served.lock().unwrap();
+                *served += 1;
+                let result = if *served > self.fail_after {
+                    Err(std::io::Error::from_raw_os_error(libc::EIO))
+                } else {
+                    Ok(r.len_bytes)
+                };
+                drop(served);
+                self.port.deliver(IoCompletion {
+                    token: r.token,
+                    buf: r.buf,
+                    result,
+                });
+            }
+        }
+        fn shutdown(&self) {}
+    }
+
+    #[test]
+    fn a_failed_read_fails_the_measurement_instead_of_ending_it_early() {
+        let port = CompletionPort::new();
+        let collector = Arc::new(Collector::default());
+        let sink: Arc<dyn CompletionSink> = collector.clone();
+        port.connect(Arc::downgrade(&sink));
+        let b = Failing {
+            port,
+            served: Mutex::new(0),
+            fail_after: 3,
+        };
+        let handle = FileHandle {
+            id: FileId(0),
+            path: PathBuf::from("/mem/failing"),
+            file: None,
+            direct: false,
+            size_bytes: 1 << 20,
+            identity: (0, 0),
+            modified: None,
+            volume_offset_bytes: None,
+        };
+        let files = [(Arc::new(handle), 1 << 20)];
+        let e = read_in_sequence(&b, &collector, &files, 64 << 10, 2, None).unwrap_err();
+        match e {
+            EngineError::Read { path, source } => {
+                assert_eq!(path, PathBuf::from("/mem/failing"));
+                assert_eq!(source.raw_os_error(), Some(libc::EIO));
+            }
+            other => panic!("expected a read error, got {other}"),
+        }
+    }
 }
