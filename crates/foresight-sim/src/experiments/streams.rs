@@ -681,11 +681,27 @@ pub fn run(ctx: &Context<'_>) -> Result<Section, ExperimentError> {
         "aggregate MiB/s",
     ));
     let best_800 = j[2 * k + k - 1].throughput_mib_s;
+    // Every stream dispatched (Fig. 12) against a dispatch set of 16 (Fig. 13), at each count.
+    let d_all_vs_16 = (0..k)
+        .map(|i| rel_gap(j[k + i].throughput_mib_s, j[2 * k + i].throughput_mib_s))
+        .fold(0.0, f64::max);
+    let fig12 = if d_all_vs_16 < 0.01 {
+        format!(
+            "Dispatching every stream (Fig. 12) gives the same throughput here (within {:.1}% at every \
+             count): the disks are the bottleneck either way",
+            100.0 * d_all_vs_16
+        )
+    } else {
+        format!(
+            "Dispatching every stream (Fig. 12) delivers {:.1} MiB/s at 800 streams",
+            j[2 * k - 1].throughput_mib_s
+        )
+    };
     md.push_str(&format!(
         "![fig13](streams_fig13.png)\n\nEight `{DEVICE}` behind one 450 MB/s controller: with 800 streams, a dispatch set \
          of 16 (R = 8 MiB) delivers {:.1} MiB/s, {:.0}% of the controller (paper Fig. 13: about 80%); seqp delivers {:.1} MiB/s. \
-         Dispatching every stream (Fig. 12) gives the same throughput here: the disks are the bottleneck either way, and \
-         the paper attributes Fig. 12's loss to buffer management on the host's CPU, which the simulator does not model.\n",
+         {fig12}; the paper attributes Fig. 12's loss to buffer management on the host's CPU, which the simulator does \
+         not model.\n",
         best_800,
         100.0 * best_800 / controller_mib_s,
         j[k - 1].throughput_mib_s
@@ -694,17 +710,116 @@ pub fn run(ctx: &Context<'_>) -> Result<Section, ExperimentError> {
         "jbod_800".into(),
         json!({"streams_d16_mib_s": best_800, "fraction_of_controller": best_800 / controller_mib_s, "seqp_mib_s": j[k - 1].throughput_mib_s}),
     );
-    md.push_str(
-        "Fig. 10: larger R brings every stream count closer to the media rate (paper: +20% from 2 to 8 MB). \
-         Fig. 11: with R = 8 MiB even M = 8 MiB (one stream dispatched; paper: about 40 MB/s) keeps the disk \
-         as busy as more memory does, since the next stream goes as soon as the last one's buffers are read; \
-         more memory mostly shortens response times (Fig. 15).\n",
-    );
+    md.push_str(&sweep_summary(fig_counts, rs, &fig10, ms, &fig11));
     Ok(Section {
         markdown: md,
         results: serde_json::Value::Object(results),
         figures,
     })
+}
+
+/// `|a - b|` relative to the smaller of the two (0 when both are 0).
+fn rel_gap(a: f64, b: f64) -> f64 {
+    let lo = a.min(b);
+    if lo > 0.0 {
+        (a - b).abs() / lo
+    } else if a == b {
+        0.0
+    } else {
+        f64::INFINITY
+    }
+}
+
+/// The closing sentences on Figs. 10, 11 and 15, from the runs: `fig10` is one row of
+/// `counts` per read-ahead of `rs`, `fig11` one row per memory size of `ms` (R = 8 MiB).
+fn sweep_summary(
+    counts: &[u32],
+    rs: &[(&str, u64)],
+    fig10: &[Report],
+    ms: &[&str],
+    fig11: &[Report],
+) -> String {
+    let n = counts.len();
+    let row = |name: &str| rs.iter().position(|(r, _)| *r == name).expect("swept");
+    let (r2, r8) = (row("2MiB"), row("8MiB"));
+    // Fig. 10: from R = 2 MiB to 8 MiB at every count above one stream.
+    let gains: Vec<f64> = (0..n)
+        .filter(|&i| counts[i] > 1)
+        .map(|i| fig10[r8 * n + i].throughput_mib_s / fig10[r2 * n + i].throughput_mib_s - 1.0)
+        .collect();
+    let lo = gains.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = gains.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let mut md = format!(
+        "Fig. 10: from R = 2 MiB to 8 MiB throughput changes by {:+.0}% to {:+.0}% at {} to {} streams \
+         (paper: about +20% at every count). ",
+        100.0 * lo,
+        100.0 * hi,
+        counts.iter().find(|&&c| c > 1).expect("a count above one"),
+        counts[n - 1]
+    );
+    // Fig. 11 and 15: how far apart the memory sizes are at each count, in throughput and in
+    // mean response time.
+    let across_m = |f: &dyn Fn(&Report) -> f64| {
+        (0..n)
+            .map(|i| {
+                let v: Vec<f64> = (0..ms.len()).map(|m| f(&fig11[m * n + i])).collect();
+                let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
+                let hi = v.iter().copied().fold(0.0, f64::max);
+                rel_gap(hi, lo)
+            })
+            .fold(0.0, f64::max)
+    };
+    let tp = across_m(&|r: &Report| r.throughput_mib_s);
+    let rt = across_m(&|r: &Report| r.mean_latency_ms);
+    if tp < 0.01 {
+        md.push_str(&format!(
+            "Fig. 11: with R = 8 MiB even M = {} (one stream dispatched; paper: about 40 MB/s) delivers what M = \
+             {} does, within {:.1}% at every count, since the next stream goes as soon as the last one's \
+             buffers are read. ",
+            ms[0],
+            ms[ms.len() - 1],
+            100.0 * tp
+        ));
+    } else {
+        md.push_str(&format!(
+            "Fig. 11: with R = 8 MiB the memory sizes from {} to {} differ by up to {:.0}% in throughput at \
+             one count (paper: about 40 MB/s with M = 8 MiB at 100 streams). ",
+            ms[0],
+            ms[ms.len() - 1],
+            100.0 * tp
+        ));
+    }
+    let first = |m: usize| fig11[m * n].mean_latency_ms;
+    let last = |m: usize| fig11[m * n + n - 1].mean_latency_ms;
+    md.push_str(&format!(
+        "Fig. 15: the mean response time grows with the stream count ({:.1} ms at {} stream{} to {:.1} ms at {}, \
+         M = {}); ",
+        first(0),
+        counts[0],
+        if counts[0] == 1 { "" } else { "s" },
+        last(0),
+        counts[n - 1],
+        ms[0]
+    ));
+    if rt < 0.01 {
+        md.push_str(&format!(
+            "the memory size leaves it unchanged here (within {:.1}% at every count).\n",
+            100.0 * rt
+        ));
+    } else {
+        let shorter = (0..n)
+            .all(|i| fig11[(ms.len() - 1) * n + i].mean_latency_ms <= fig11[i].mean_latency_ms);
+        md.push_str(&format!(
+            "the memory sizes differ in it by up to {:.0}% at one count{}.\n",
+            100.0 * rt,
+            if shorter {
+                format!(", and {} is never slower than {}", ms[ms.len() - 1], ms[0])
+            } else {
+                String::new()
+            }
+        ));
+    }
+    md
 }
 
 fn sweep_figure(
@@ -761,6 +876,53 @@ fn sweep_json<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn report(mib_s: f64, latency_ms: f64) -> Report {
+        Report {
+            throughput_mib_s: mib_s,
+            mean_latency_ms: latency_ms,
+            ..Report::default()
+        }
+    }
+
+    /// The Figs. 10-15 sentences follow the runs: equal memory sizes are called equal, and
+    /// response times that differ are not called unchanged.
+    #[test]
+    fn sweep_summary_states_what_the_runs_show() {
+        let counts = [1, 10];
+        let rs = [("2MiB", 2048), ("8MiB", 8192)];
+        let fig10 = [
+            report(55.0, 1.0),
+            report(30.0, 20.0),
+            report(55.0, 1.0),
+            report(36.0, 15.0),
+        ];
+        let ms = ["8MiB", "64MiB"];
+        let same = [
+            report(55.0, 1.0),
+            report(40.0, 15.0),
+            report(55.0, 1.0),
+            report(40.0, 15.0),
+        ];
+        let md = sweep_summary(&counts, &rs, &fig10, &ms, &same);
+        assert!(md.contains("+20% to +20% at 10 to 10 streams"), "{md}");
+        assert!(
+            md.contains("delivers what M = 64MiB does, within 0.0%"),
+            "{md}"
+        );
+        assert!(md.contains("leaves it unchanged"), "{md}");
+        let shorter = [
+            report(55.0, 1.0),
+            report(40.0, 20.0),
+            report(55.0, 1.0),
+            report(44.0, 10.0),
+        ];
+        let md = sweep_summary(&counts, &rs, &fig10, &ms, &shorter);
+        assert!(md.contains("differ by up to 10% in throughput"), "{md}");
+        assert!(md.contains("differ in it by up to 100%"), "{md}");
+        assert!(md.contains("64MiB is never slower than 8MiB"), "{md}");
+        assert!(!md.contains("unchanged"), "{md}");
+    }
 
     /// At one place the averaged rate is what the simulator's own single stream gets there (the
     /// host adds nothing once the stream runs), within 2% for the stream's start-up; over a hundred
