@@ -403,6 +403,13 @@ fn cmd_sim(
             .with_context(|| format!("writing {}", path.display()))?;
     }
     let r = &out.report;
+    if r.clients_stopped_at_horizon > 0 {
+        eprintln!(
+            "warning: {} client(s) stopped with reads left: their next read would have been issued \
+             more than 500 simulated years in; shorten workload.think or workload.requests",
+            r.clients_stopped_at_horizon
+        );
+    }
     if json {
         outln!("{}", serde_json::to_string(r)?);
         return Ok(());

@@ -90,6 +90,10 @@ pub struct Report {
     pub events: u64,
     /// Trace requests whose LBA lay beyond the device and was wrapped (trace workloads only).
     pub trace_lba_wrapped: u64,
+    /// Clients stopped with reads left because their next read would have been issued more than
+    /// 500 simulated years in (long think times over very many reads); absent when none was.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub clients_stopped_at_horizon: u32,
     /// Ruemmler and Wilkes' demerit figure, ms: the RMS horizontal distance between the simulated
     /// and the measured service-time distributions (see [`crate::validate`]). Only for a trace whose
     /// every record carries a measured service time (a DiskSim validation trace); `null` otherwise.
@@ -136,4 +140,9 @@ impl RequestRecord {
             self.op
         )
     }
+}
+
+/// For `skip_serializing_if`: a count that is zero is left out of the JSON.
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }

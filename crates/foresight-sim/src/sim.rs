@@ -185,6 +185,11 @@ struct Sim {
     free_apps: Vec<u32>,
     streams: Vec<StreamState>,
     streams_left: u32,
+    /// Clients that still had reads to issue when their next one would have fallen past
+    /// `LAST_ISSUE`.
+    stopped_at_horizon: u32,
+    /// The last instant a client may issue a read: `LAST_ISSUE`, lowered only by tests.
+    last_issue: Instant,
     trace: Vec<TraceRecord>,
     trace_next_closed: usize,
     trace_blocked: Option<u32>,
@@ -499,6 +504,8 @@ impl Sim {
             apps: Vec::new(),
             free_apps: Vec::new(),
             streams_left: streams.len() as u32,
+            stopped_at_horizon: 0,
+            last_issue: LAST_ISSUE,
             streams,
             trace_left: trace.len(),
             trace_service_ns: Vec::with_capacity(trace.len()),
@@ -1026,10 +1033,13 @@ impl Sim {
                 let next = self
                     .now
                     .checked_add(think)
-                    .filter(|&at| more && at <= LAST_ISSUE);
+                    .filter(|&at| more && at <= self.last_issue);
                 if let Some(at) = next {
                     self.schedule(at, Ev::Issue(a.stream));
                 } else {
+                    if more {
+                        self.stopped_at_horizon += 1;
+                    }
                     self.streams_left -= 1;
                 }
             }
@@ -1114,6 +1124,7 @@ impl Sim {
             raid_cache_peak_bytes: raid_peak,
             events: self.events,
             trace_lba_wrapped: self.trace_wrapped,
+            clients_stopped_at_horizon: self.stopped_at_horizon,
             demerit_ms: self.demerit_ms(),
             dfs: None,
         };
@@ -1121,5 +1132,41 @@ impl Sim {
             report,
             requests: std::mem::take(&mut self.records),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A client cut off at the horizon with reads left is counted, and one that finishes before it
+    /// is not.
+    #[test]
+    fn clients_stopped_at_the_horizon_are_counted() {
+        // Each client reads its file whole: 4 KiB reads of a `file_size` file, 1 s apart.
+        let cfg = |file_size: &str| {
+            let mut t = toml::Table::new();
+            for set in [
+                "workload.think=1s",
+                "workload.streams=2",
+                "workload.request=4KiB",
+                &format!("workload.file_size={file_size}"),
+            ] {
+                crate::config::apply_set(&mut t, set).unwrap();
+            }
+            SimConfig::from_table(t, None).unwrap()
+        };
+        let run = |file_size: &str| {
+            let mut sim = Sim::new(&cfg(file_size), false).unwrap();
+            sim.last_issue = Instant::ZERO + foresight_core::Duration::from_secs(50);
+            sim.run(None);
+            sim.finish().report
+        };
+        let cut = run("400KiB");
+        assert_eq!(cut.clients_stopped_at_horizon, 2);
+        assert!(cut.app_requests < 200, "{} requests", cut.app_requests);
+        let whole = run("40KiB");
+        assert_eq!(whole.clients_stopped_at_horizon, 0);
+        assert_eq!(whole.app_requests, 20);
     }
 }
