@@ -169,6 +169,7 @@ A config is TOML; every key can also be set with --set KEY=VALUE (later wins). S
   contention = true              directed: shrink the window when prefetches are evicted
   [workload]
   kind = \"streams\"               streams | random | trace | webserver | scan | tiles | gaps
+                                 (a key below that only other kinds read is refused)
   streams = 1                    concurrent clients (webserver: threads)
   file_size = \"128MiB\"           per-client file (random: one shared file, 0 = whole volume;
                                  webserver: mean file size)

@@ -516,6 +516,109 @@ impl Section {
 
 const MAX_SIZE: ByteLen = ByteLen(1 << 50);
 
+/// Every workload kind by its config name.
+const WORKLOAD_KINDS: [(&str, WorkloadKind); 7] = [
+    ("streams", WorkloadKind::Streams),
+    ("random", WorkloadKind::Random),
+    ("trace", WorkloadKind::Trace),
+    ("webserver", WorkloadKind::Webserver),
+    ("scan", WorkloadKind::Scan),
+    ("tiles", WorkloadKind::Tiles),
+    ("gaps", WorkloadKind::Gaps),
+];
+
+/// The `[workload]` keys a kind reads besides `kind`. A key that only other kinds read is refused,
+/// so a setting that would change nothing (`requests` on a `streams` workload, which reads each
+/// file whole) never passes silently.
+fn workload_keys(kind: WorkloadKind) -> &'static [&'static str] {
+    match kind {
+        WorkloadKind::Streams | WorkloadKind::Scan => &[
+            "streams",
+            "file_size",
+            "request",
+            "think",
+            "duration",
+            "placement",
+            "extent",
+            "metadata",
+        ],
+        WorkloadKind::Random => &[
+            "streams",
+            "file_size",
+            "request",
+            "think",
+            "duration",
+            "requests",
+        ],
+        WorkloadKind::Webserver => &[
+            "streams",
+            "file_size",
+            "request",
+            "think",
+            "duration",
+            "requests",
+            "files",
+            "placement",
+            "extent",
+            "metadata",
+        ],
+        // A tile row segment is the read: `tile` takes the place of `request`.
+        WorkloadKind::Tiles => &[
+            "streams",
+            "file_size",
+            "think",
+            "duration",
+            "placement",
+            "extent",
+            "metadata",
+            "tile",
+            "tiles_across",
+        ],
+        WorkloadKind::Gaps => &[
+            "streams",
+            "file_size",
+            "request",
+            "think",
+            "duration",
+            "placement",
+            "extent",
+            "metadata",
+            "gap",
+            "gap_dist",
+        ],
+        // The trace gives the requests, their sizes and their times.
+        WorkloadKind::Trace => &["trace", "format", "closed", "duration"],
+    }
+}
+
+/// Refuses a `[workload]` key that `kind` does not read but another kind does (unknown keys are
+/// left to `Section::finish`). `extent` passes with any placement, so that one set of keys can
+/// sweep the placements.
+fn refuse_keys_of_other_kinds(kind: WorkloadKind, w: &Section) -> Result<(), ConfigError> {
+    let name = WORKLOAD_KINDS
+        .iter()
+        .find(|(_, k)| *k == kind)
+        .map_or("?", |(n, _)| *n);
+    let reads = workload_keys(kind);
+    for key in w.table.keys().filter(|k| !reads.contains(&k.as_str())) {
+        let takers: Vec<&str> = WORKLOAD_KINDS
+            .iter()
+            .filter(|(_, k)| workload_keys(*k).contains(&key.as_str()))
+            .map(|(n, _)| *n)
+            .collect();
+        if !takers.is_empty() {
+            return Err(key_err(
+                &format!("workload.{key}"),
+                format!(
+                    "a `{name}` workload does not read this key (it applies to: {}); drop it",
+                    takers.join(", ")
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
 impl SimConfig {
     /// Builds a config from a TOML table (after `--set`s). `base_dir` resolves relative trace paths.
     pub fn from_table(mut root: Table, base_dir: Option<&Path>) -> Result<SimConfig, ConfigError> {
@@ -523,6 +626,8 @@ impl SimConfig {
             return crate::tiered::config::parse(root, base_dir);
         }
         crate::dfs::config::refuse_unread_keys(&root)?;
+        // A [dfs] run checks its own [workload] keys (above).
+        let dfs_run = root.contains_key("dfs");
         let seed = take_seed(&mut root)?;
 
         let mut d = Section::take(&mut root, "device")?;
@@ -814,19 +919,10 @@ impl SimConfig {
         }
 
         let mut w = Section::take(&mut root, "workload")?;
-        let kind = w.choice(
-            "kind",
-            WorkloadKind::Streams,
-            &[
-                ("streams", WorkloadKind::Streams),
-                ("random", WorkloadKind::Random),
-                ("trace", WorkloadKind::Trace),
-                ("webserver", WorkloadKind::Webserver),
-                ("scan", WorkloadKind::Scan),
-                ("tiles", WorkloadKind::Tiles),
-                ("gaps", WorkloadKind::Gaps),
-            ],
-        )?;
+        let kind = w.choice("kind", WorkloadKind::Streams, &WORKLOAD_KINDS)?;
+        if !dfs_run {
+            refuse_keys_of_other_kinds(kind, &w)?;
+        }
         let default_file = if kind == WorkloadKind::Random {
             ByteLen(0)
         } else {
@@ -1069,6 +1165,46 @@ mod tests {
             .to_string();
         assert!(e.contains("device.disksim"), "{e}");
         assert_eq!(cfg("", &[]).unwrap().device.disksim, None);
+    }
+
+    #[test]
+    fn a_key_only_other_workload_kinds_read_is_refused() {
+        // `streams` reads each file whole, so `requests` would change nothing.
+        let e = cfg("", &["workload.requests=10"]).unwrap_err().to_string();
+        assert!(
+            e.contains("workload.requests")
+                && e.contains("`streams` workload")
+                && e.contains("random, webserver"),
+            "{e}"
+        );
+        let e = cfg("", &["workload.kind=random", "workload.placement=aligned"])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("workload.placement"), "{e}");
+        let e = cfg("", &["workload.kind=scan", "workload.tile=8KiB"])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("workload.tile") && e.contains("tiles"), "{e}");
+        // Each kind's own keys, and `extent` with any placement, pass.
+        for sets in [
+            &["workload.kind=random", "workload.requests=10"][..],
+            &[
+                "workload.kind=tiles",
+                "workload.tile=8KiB",
+                "workload.tiles_across=4",
+            ],
+            &[
+                "workload.kind=gaps",
+                "workload.gap=1MiB",
+                "workload.gap_dist=exponential",
+            ],
+            &["workload.placement=aligned", "workload.extent=300KiB"],
+        ] {
+            cfg("", sets).unwrap_or_else(|e| panic!("{sets:?}: {e}"));
+        }
+        // Unknown keys keep their own message.
+        let e = cfg("", &["workload.bogus=1"]).unwrap_err().to_string();
+        assert!(e.contains("unknown key"), "{e}");
     }
 
     #[test]

@@ -286,17 +286,22 @@ pub fn run(ctx: &Context<'_>) -> Result<Section, ExperimentError> {
     let mut cfgs = vec![];
     for dev in ["atlas-10k", "wd800jd"] {
         for kind in ["scan", "tiles"] {
+            // 8 KiB reads: a scan's pages, or a tile row segment.
+            let read: &[&str] = if kind == "scan" {
+                &["workload.request=8KiB"]
+            } else {
+                &["workload.tile=8KiB", "workload.tiles_across=256"]
+            };
             for pol in policies {
-                cfgs.push(config(&[
+                let mut sets = vec![
                     format!("device.preset={dev}"),
                     format!("policy.name={pol}"),
                     format!("workload.kind={kind}"),
-                    "workload.request=8KiB".into(),
-                    "workload.tile=8KiB".into(),
-                    "workload.tiles_across=256".into(),
                     format!("workload.file_size={table}"),
                     format!("host.memory={mem}"),
-                ]));
+                ];
+                sets.extend(read.iter().map(|s| s.to_string()));
+                cfgs.push(config(&sets));
             }
         }
     }
