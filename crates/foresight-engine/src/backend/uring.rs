@@ -165,12 +165,10 @@ impl RingThread {
             }
             // The submission queue is full: hand what is there to the kernel and retry.
             if let Err(err) = self.ring.submit() {
-                assert!(
-                    err.kind() == io::ErrorKind::Interrupted
-                        || err.raw_os_error() == Some(libc::EBUSY),
-                    "io_uring submit failed: {err}"
-                );
+                let pause = retry_pause(&err)
+                    .unwrap_or_else(|| panic!("io_uring submit failed: {err}"));
                 self.reap();
+                std::thread::sleep(pause);
             }
         }
     }
@@ -196,12 +194,9 @@ impl RingThread {
                 // Nothing of ours is left in the kernel: the ring and the buffers may go.
                 return;
             }
-            match self.ring.submit_and_wait(1) {
-                Ok(_) => {}
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                // EBUSY: the completion queue is full; reaping below makes room.
-                Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {}
-                Err(e) => panic!("io_uring_enter failed: {e}"),
+            if let Err(e) = self.ring.submit_and_wait(1) {
+                let pause = retry_pause(&e).unwrap_or_else(|| panic!("io_uring_enter failed: {e}"));
+                std::thread::sleep(pause);
             }
             self.reap();
             // One delivery per burst: the driver takes its lock once for all of them and hands
@@ -266,6 +261,25 @@ impl RingThread {
     }
 }
 
+/// How long to wait before entering the ring again after `io_uring_enter` failed with `e`, or
+/// `None` when the failure is not one a retry can cure (a bad descriptor or argument: a bug here).
+///
+/// - `EINTR`: a signal arrived; enter again at once.
+/// - `EBUSY`: the completion queue is full; the caller reaps, which makes room, then enters again.
+/// - `EAGAIN`, `ENOMEM`: the kernel is short of memory for new requests. The reads already in the
+///   kernel still complete, so a short pause and a reap free what they hold; panicking here
+///   stranded every reader waiting on the ring.
+fn retry_pause(e: &io::Error) -> Option<std::time::Duration> {
+    if e.kind() == io::ErrorKind::Interrupted {
+        return Some(std::time::Duration::ZERO);
+    }
+    match e.raw_os_error() {
+        Some(libc::EBUSY) => Some(std::time::Duration::ZERO),
+        Some(libc::EAGAIN) | Some(libc::ENOMEM) => Some(std::time::Duration::from_millis(1)),
+        _ => None,
+    }
+}
+
 impl IoBackend for UringBackend {
     fn kind(&self) -> BackendKind {
         BackendKind::Uring
@@ -309,5 +323,25 @@ impl IoBackend for UringBackend {
 impl Drop for UringBackend {
     fn drop(&mut self) {
         self.shutdown();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn short_kernel_memory_and_interruptions_are_retried_and_bad_arguments_are_not() {
+        let err = io::Error::from_raw_os_error;
+        for code in [libc::EINTR, libc::EBUSY] {
+            assert_eq!(retry_pause(&err(code)), Some(std::time::Duration::ZERO));
+        }
+        for code in [libc::EAGAIN, libc::ENOMEM] {
+            let pause = retry_pause(&err(code)).expect("retried");
+            assert!(pause > std::time::Duration::ZERO);
+        }
+        for code in [libc::EBADF, libc::EFAULT, libc::EINVAL] {
+            assert_eq!(retry_pause(&err(code)), None);
+        }
     }
 }
