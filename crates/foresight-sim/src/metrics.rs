@@ -51,7 +51,8 @@ pub struct Report {
     pub wall_s: f64,
     /// Most bytes the host's caches held at once (cached and in flight): the page cache plus, when
     /// there is one, the block-level cache (the RAID driver's cache or the stream scheduler's
-    /// buffers).
+    /// buffers). A `[dfs]` run has one cache per host (the server's and each client's); there it
+    /// is the sum of each host's own peak, which the hosts need not reach at the same moment.
     pub memory_peak_bytes: u64,
     /// The run's seed.
     pub seed: u64,
