@@ -527,67 +527,27 @@ const WORKLOAD_KINDS: [(&str, WorkloadKind); 7] = [
     ("gaps", WorkloadKind::Gaps),
 ];
 
-/// The `[workload]` keys a kind reads besides `kind`. A key that only other kinds read is refused,
-/// so a setting that would change nothing (`requests` on a `streams` workload, which reads each
-/// file whole) never passes silently.
-fn workload_keys(kind: WorkloadKind) -> &'static [&'static str] {
+/// Keys every kind but `trace` reads: its clients and their files.
+const CLIENT_KEYS: [&str; 4] = ["streams", "file_size", "think", "duration"];
+/// Keys of the simulator's file system, for the kinds that place files of their own.
+const PLACEMENT_KEYS: [&str; 3] = ["placement", "extent", "metadata"];
+
+/// Whether a `kind` workload reads the `[workload]` key `key` (besides `kind`). A key that only
+/// other kinds read is refused, so a setting that would change nothing (`requests` on a `streams`
+/// workload, which reads each file whole) never passes silently.
+fn workload_reads(kind: WorkloadKind, key: &str) -> bool {
+    let client = CLIENT_KEYS.contains(&key);
+    let placed = client || PLACEMENT_KEYS.contains(&key);
     match kind {
-        WorkloadKind::Streams | WorkloadKind::Scan => &[
-            "streams",
-            "file_size",
-            "request",
-            "think",
-            "duration",
-            "placement",
-            "extent",
-            "metadata",
-        ],
-        WorkloadKind::Random => &[
-            "streams",
-            "file_size",
-            "request",
-            "think",
-            "duration",
-            "requests",
-        ],
-        WorkloadKind::Webserver => &[
-            "streams",
-            "file_size",
-            "request",
-            "think",
-            "duration",
-            "requests",
-            "files",
-            "placement",
-            "extent",
-            "metadata",
-        ],
+        WorkloadKind::Streams | WorkloadKind::Scan => placed || key == "request",
+        // One contiguous file, shared by the clients.
+        WorkloadKind::Random => client || matches!(key, "request" | "requests"),
+        WorkloadKind::Webserver => placed || matches!(key, "request" | "requests" | "files"),
         // A tile row segment is the read: `tile` takes the place of `request`.
-        WorkloadKind::Tiles => &[
-            "streams",
-            "file_size",
-            "think",
-            "duration",
-            "placement",
-            "extent",
-            "metadata",
-            "tile",
-            "tiles_across",
-        ],
-        WorkloadKind::Gaps => &[
-            "streams",
-            "file_size",
-            "request",
-            "think",
-            "duration",
-            "placement",
-            "extent",
-            "metadata",
-            "gap",
-            "gap_dist",
-        ],
+        WorkloadKind::Tiles => placed || matches!(key, "tile" | "tiles_across"),
+        WorkloadKind::Gaps => placed || matches!(key, "request" | "gap" | "gap_dist"),
         // The trace gives the requests, their sizes and their times.
-        WorkloadKind::Trace => &["trace", "format", "closed", "duration"],
+        WorkloadKind::Trace => matches!(key, "trace" | "format" | "closed" | "duration"),
     }
 }
 
@@ -599,11 +559,10 @@ fn refuse_keys_of_other_kinds(kind: WorkloadKind, w: &Section) -> Result<(), Con
         .iter()
         .find(|(_, k)| *k == kind)
         .map_or("?", |(n, _)| *n);
-    let reads = workload_keys(kind);
-    for key in w.table.keys().filter(|k| !reads.contains(&k.as_str())) {
+    for key in w.table.keys().filter(|k| !workload_reads(kind, k)) {
         let takers: Vec<&str> = WORKLOAD_KINDS
             .iter()
-            .filter(|(_, k)| workload_keys(*k).contains(&key.as_str()))
+            .filter(|(_, k)| workload_reads(*k, key))
             .map(|(n, _)| *n)
             .collect();
         if !takers.is_empty() {

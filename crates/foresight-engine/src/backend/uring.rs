@@ -165,8 +165,8 @@ impl RingThread {
             }
             // The submission queue is full: hand what is there to the kernel and retry.
             if let Err(err) = self.ring.submit() {
-                let pause = retry_pause(&err)
-                    .unwrap_or_else(|| panic!("io_uring submit failed: {err}"));
+                let pause =
+                    retry_pause(&err).unwrap_or_else(|| panic!("io_uring submit failed: {err}"));
                 self.reap();
                 std::thread::sleep(pause);
             }
