@@ -7,7 +7,7 @@
 //! while the reader is behind; with `depth` reads of `io_bytes` in flight this is the rate fio
 //! reports for `--rw=read --bs=io_bytes --iodepth=depth --direct=1`.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::fs::File;
 use std::path::Path;
 use std::sync::{Arc, Condvar, Mutex, Weak};
@@ -198,6 +198,10 @@ fn read_in_sequence(
     let mut stop = false;
     let mut failure: Option<EngineError> = None;
     let mut free: Vec<AlignedBuf> = Vec::new();
+    // Each read's token is its own (a backend may track reads by token, as the emulated one
+    // does); the file it reads is kept beside it, to name the file if the read fails.
+    let mut next_token = 0u64;
+    let mut file_of: HashMap<u64, usize> = HashMap::with_capacity(depth);
     loop {
         while !stop && outstanding < depth && at < files.len() {
             let (handle, end) = (files[at].0.clone(), files[at].1);
@@ -213,9 +217,11 @@ fn read_in_sequence(
                 })?,
             };
             let len = io_bytes.min(end - next).div_ceil(ALIGN_BYTES as u64) * ALIGN_BYTES as u64;
+            let token = next_token;
+            next_token += 1;
+            file_of.insert(token, at);
             batch.push(IoRequest {
-                // The file's index, to name it if the read fails.
-                token: at as u64,
+                token,
                 file: handle,
                 offset_bytes: next,
                 buf,
@@ -235,6 +241,7 @@ fn read_in_sequence(
         }
         for c in done.drain(..) {
             outstanding -= 1;
+            let file = file_of.remove(&c.token).unwrap_or(0);
             match c.result {
                 Ok(n) if n > 0 => read += n as u64,
                 // The end of the file (it shrank): stop issuing, let the rest drain.
@@ -244,7 +251,7 @@ fn read_in_sequence(
                 Err(source) => {
                     stop = true;
                     failure.get_or_insert(EngineError::Read {
-                        path: files[c.token as usize].0.path.clone(),
+                        path: files[file].0.path.clone(),
                         source,
                     });
                 }
@@ -349,5 +356,37 @@ mod tests {
             }
             other => panic!("expected a read error, got {other}"),
         }
+    }
+
+    /// The emulated backend tracks each read by its token, so reads in flight together must not
+    /// share one: several reads of one file under one token were merged into one there, and the
+    /// measurement waited for good for completions that never came.
+    #[test]
+    fn the_limit_of_an_emulated_device_is_measured_with_several_reads_in_flight() {
+        let dir =
+            std::env::temp_dir().join(format!("foresight-measure-emu-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let paths: Vec<PathBuf> = (0..2).map(|i| dir.join(format!("f{i}"))).collect();
+        for p in &paths {
+            std::fs::write(p, vec![7u8; 1 << 20]).unwrap();
+        }
+        let backend =
+            Backend::Emulated(crate::EmulatedConfig::preset("wd800jd").unwrap().spread(1));
+        let (tx, rx) = std::sync::mpsc::channel();
+        let files = paths.clone();
+        std::thread::spawn(move || {
+            let _ = tx.send(sequential_read_files(
+                backend,
+                &files,
+                1 << 20,
+                256 << 10,
+                4,
+                Some(Duration::from_secs(20)),
+            ));
+        });
+        let r = rx.recv_timeout(Duration::from_secs(30));
+        let _ = std::fs::remove_dir_all(&dir);
+        let r = r.expect("the measurement never ended").unwrap();
+        assert_eq!(r.bytes, 2 << 20);
     }
 }
