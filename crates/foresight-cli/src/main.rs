@@ -23,6 +23,7 @@ macro_rules! outln {
 }
 
 mod bench;
+mod cleanup;
 mod net;
 
 #[derive(Parser)]

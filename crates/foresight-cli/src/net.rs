@@ -152,8 +152,8 @@ alone, with p = 1.2. --alpha N fixes it (1 = one readahead unit ahead, the class
 Data goes to --out (one URL: the file, or into it if it is a directory; several: a directory, each \
 file under its URL's name, and URLs that would share a name are refused before anything is \
 downloaded), or to standard output. A file is written under a temporary name \
-beside it and renamed into place when its download is complete, so a failed download leaves no \
-partial file and an existing file as it was; a device or FIFO (/dev/null) is written directly. \
+beside it and renamed into place when its download is complete, so a failed download (or one \
+stopped by SIGINT, SIGTERM or SIGHUP) leaves no partial file and an existing file as it was; a device or FIFO (/dev/null) is written directly. \
 With --json and no --out the data is discarded and only the report is printed. \
 --random SIZE reads --reads random ranges of SIZE instead of the whole file, to measure what \
 random reads cost (bytes transferred against bytes asked).
@@ -339,11 +339,13 @@ struct OutTarget {
 }
 
 /// A temporary file that is removed unless it was renamed over its target: every way out of a
-/// download (an error, an early return, a panic) other than success drops it.
+/// download (an error, an early return, a panic) other than success drops it, and SIGINT, SIGTERM
+/// or SIGHUP removes it too.
 struct Staged {
     partial: PathBuf,
     target: PathBuf,
     renamed: bool,
+    _on_signal: crate::cleanup::Registered,
 }
 
 impl Drop for Staged {
@@ -396,19 +398,21 @@ impl OutTarget {
             std::process::id()
         );
         let mut attempt = 0u32;
-        let (file, partial) = loop {
+        let (file, partial, on_signal) = loop {
             // Another download of this process may be writing beside the same target.
             let partial = dir.join(if attempt == 0 {
                 stem.clone()
             } else {
                 format!("{stem}-{attempt}")
             });
+            // Registered before it exists: a signal that stops the download removes it.
+            let on_signal = crate::cleanup::remove_on_signal(partial.clone());
             match std::fs::OpenOptions::new()
                 .write(true)
                 .create_new(true)
                 .open(&partial)
             {
-                Ok(f) => break (f, partial),
+                Ok(f) => break (f, partial, on_signal),
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && attempt < 1000 => {
                     attempt += 1;
                 }
@@ -425,6 +429,7 @@ impl OutTarget {
             partial,
             target,
             renamed: false,
+            _on_signal: on_signal,
         };
         // The replaced file's permissions carry over to its replacement.
         if let Ok(meta) = std::fs::metadata(&staged.target) {
@@ -536,7 +541,8 @@ pub fn run_proxy(a: &ProxyArgs) -> anyhow::Result<()> {
 pub const SOAK_HELP: &str = "Run many concurrent clients against one in-process server and \
 check every byte they receive.
 
-Generated files are served from a temporary directory; even-numbered clients read their file \
+Generated files are served from a temporary directory, removed when the soak ends (also by \
+SIGINT, SIGTERM or SIGHUP); even-numbered clients read their file \
 sequentially in 128 KiB ranges, odd-numbered ones read random ranges of up to --max-read. The \
 report counts requests, errors and mismatches and gives the process's resident memory (server and \
 clients together) at the start, the most sampled each second, at the end, and its peak. Exits 1 \
@@ -573,6 +579,8 @@ pub struct SoakArgs {
 
 /// Runs `foresight net-soak`.
 pub fn run_soak(a: &SoakArgs) -> anyhow::Result<()> {
+    // The generated files go when the soak ends, also when a signal ends it.
+    let _on_signal = crate::cleanup::remove_on_signal(soak::files_dir());
     let r = soak::run(&SoakConfig {
         clients: a.clients,
         duration: a.duration,

@@ -374,3 +374,125 @@ fn net_soak_reports_a_stdout_it_cannot_write_as_an_error() {
     assert_eq!(st.status.code(), Some(1), "{msg}");
     assert!(msg.contains("standard output"), "{msg}");
 }
+
+/// A server that announces a file of a megabyte without ranges, sends its first 256 KiB, and then
+/// holds the connection open without sending more: a download from it stays under way.
+fn stalling_server() -> std::net::SocketAddr {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for c in listener.incoming() {
+            let Ok(mut c) = c else { continue };
+            std::thread::spawn(move || {
+                let mut head = Vec::new();
+                let mut byte = [0u8; 1];
+                while !head.ends_with(b"\r\n\r\n") {
+                    if c.read(&mut byte).unwrap_or(0) == 0 {
+                        return;
+                    }
+                    head.push(byte[0]);
+                }
+                let _ = c.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 1048576\r\n\r\n");
+                if head.starts_with(b"GET ") {
+                    let _ = c.write_all(&vec![7u8; 256 << 10]);
+                    std::thread::sleep(std::time::Duration::from_secs(60));
+                }
+            });
+        }
+    });
+    addr
+}
+
+/// Sends SIGTERM to `child` and waits for it, at most 20 s.
+fn terminate(child: &mut KillOnDrop) -> std::process::ExitStatus {
+    let killed = Command::new("kill")
+        .args(["-TERM", &child.0.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        if let Some(status) = child.0.try_wait().unwrap() {
+            return status;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "SIGTERM did not stop it"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// Waits up to 20 s for `ready`.
+fn wait_for(what: &str, ready: impl Fn() -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !ready() {
+        assert!(std::time::Instant::now() < deadline, "never saw {what}");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_get_stopped_by_sigterm_leaves_no_temporary_file() {
+    let addr = stalling_server();
+    let dir = scratch("get-sigterm");
+    let out = dir.join("slow.bin");
+    let mut get = KillOnDrop(
+        bin()
+            .args(["get", &format!("http://{addr}/slow.bin"), "--out"])
+            .arg(&out)
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let names = || -> Vec<String> {
+        std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect()
+    };
+    // The download is under way once its temporary file holds bytes.
+    wait_for("the temporary file fill", || {
+        std::fs::read_dir(&dir).unwrap().any(|e| {
+            let e = e.unwrap();
+            e.file_name().to_string_lossy().contains("partial")
+                && e.metadata().is_ok_and(|m| m.len() > 0)
+        })
+    });
+    let status = terminate(&mut get);
+    assert!(!status.success(), "{status}");
+    assert_eq!(names(), Vec::<String>::new(), "left behind");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_net_soak_stopped_by_sigterm_removes_its_files() {
+    let mut soak = KillOnDrop(
+        bin()
+            .args([
+                "net-soak",
+                "--clients",
+                "2",
+                "--duration",
+                "60s",
+                "--files",
+                "2",
+                "--file-size",
+                "64KiB",
+                "--workers",
+                "2",
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let files = std::env::temp_dir().join(format!("foresight-soak-{}", soak.0.id()));
+    wait_for("the soak's files", || files.join("f1.bin").exists());
+    let status = terminate(&mut soak);
+    assert!(!status.success(), "{status}");
+    let left = files.exists();
+    let _ = std::fs::remove_dir_all(&files);
+    assert!(!left, "{} was left behind", files.display());
+}

@@ -225,7 +225,7 @@ impl Totals {
 /// Runs a soak.
 pub fn run(cfg: &SoakConfig) -> Result<SoakReport, NetError> {
     validate(cfg)?;
-    let dir = std::env::temp_dir().join(format!("foresight-soak-{}", std::process::id()));
+    let dir = files_dir();
     let mut scfg = ServerConfig::new(dir.clone(), "127.0.0.1:0".parse().expect("literal address"));
     scfg.workers = cfg.workers;
     scfg.device = DeviceSource::Configured(Bandwidth::from_mib_s(500.0));
@@ -397,6 +397,11 @@ async fn fetch(
         .map_err(|e| e.to_string())?
         .to_bytes();
     Ok((send, status, body))
+}
+
+/// Where [`run`] writes the files it serves (and removes them when it returns).
+pub fn files_dir() -> PathBuf {
+    std::env::temp_dir().join(format!("foresight-soak-{}", std::process::id()))
 }
 
 /// A directory for generated files that tests and soaks share.
