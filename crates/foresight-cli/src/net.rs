@@ -40,11 +40,36 @@ fn url_arg(s: &str) -> Result<Url, String> {
     s.parse()
 }
 
-/// A setting error from the library is the user's to fix: exit code 2.
+/// A setting error from the library is the user's to fix: exit code 2. An I/O error is passed on
+/// as itself, so that a reader that went away (a broken pipe) is recognised and ends quietly.
 fn net(e: NetError) -> anyhow::Error {
     match e {
         NetError::Setting { .. } | NetError::Bind { .. } => input(e),
+        NetError::Io(io) => anyhow::Error::new(io),
         other => anyhow::Error::new(other),
+    }
+}
+
+/// A writer whose errors name where the bytes were going ("writing standard output: No space
+/// left on device"), of the same kind as the error they replace.
+struct Named<'a, W> {
+    inner: W,
+    what: &'a str,
+}
+
+impl<W: Write> Named<'_, W> {
+    fn name(&self, e: std::io::Error) -> std::io::Error {
+        std::io::Error::new(e.kind(), format!("writing {}: {e}", self.what))
+    }
+}
+
+impl<W: Write> Write for Named<'_, W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.inner.write(buf).map_err(|e| self.name(e))
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush().map_err(|e| self.name(e))
     }
 }
 
@@ -263,15 +288,22 @@ pub fn run_get(a: &GetArgs) -> anyhow::Result<()> {
                         out.clone()
                     };
                     let mut target = OutTarget::open(&path)?;
-                    let report = client.get(url, &mut target.writer).map_err(net)?;
+                    let what = format!("--out {}", path.display());
+                    let mut sink = Named {
+                        inner: &mut target.writer,
+                        what: &what,
+                    };
+                    let report = client.get(url, &mut sink).map_err(net)?;
                     target.finish()?;
                     report
                 }
                 None if a.json => client.get(url, &mut std::io::sink()).map_err(net)?,
                 None => {
-                    let stdout = std::io::stdout();
-                    let mut lock = stdout.lock();
-                    client.get(url, &mut lock).map_err(net)?
+                    let mut sink = Named {
+                        inner: std::io::stdout().lock(),
+                        what: "standard output",
+                    };
+                    client.get(url, &mut sink).map_err(net)?
                 }
             }
         };

@@ -376,7 +376,8 @@ fn net_soak_reports_a_stdout_it_cannot_write_as_an_error() {
 }
 
 /// A server that announces a file of a megabyte without ranges, sends its first 256 KiB, and then
-/// holds the connection open without sending more: a download from it stays under way.
+/// holds the connection open without sending more: a download from it stays under way. Every
+/// other path is 404, and every connection serves one request.
 fn stalling_server() -> std::net::SocketAddr {
     use std::io::{Read, Write};
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -393,7 +394,16 @@ fn stalling_server() -> std::net::SocketAddr {
                     }
                     head.push(byte[0]);
                 }
-                let _ = c.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 1048576\r\n\r\n");
+                let line = String::from_utf8_lossy(&head);
+                if line.split_whitespace().nth(1) != Some("/slow.bin") {
+                    let _ = c.write_all(
+                        b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+                    );
+                    return;
+                }
+                let _ = c.write_all(
+                    b"HTTP/1.1 200 OK\r\nContent-Length: 1048576\r\nConnection: close\r\n\r\n",
+                );
                 if head.starts_with(b"GET ") {
                     let _ = c.write_all(&vec![7u8; 256 << 10]);
                     std::thread::sleep(std::time::Duration::from_secs(60));
@@ -495,4 +505,39 @@ fn a_net_soak_stopped_by_sigterm_removes_its_files() {
     let left = files.exists();
     let _ = std::fs::remove_dir_all(&files);
     assert!(!left, "{} was left behind", files.display());
+}
+
+#[test]
+fn a_get_names_the_output_it_cannot_write_and_ends_quietly_when_its_reader_leaves() {
+    let url = format!("http://{}/slow.bin", stalling_server());
+    let run = |out: Option<&str>, stdout: Stdio| {
+        let mut cmd = bin();
+        cmd.args(["get", &url]);
+        if let Some(out) = out {
+            cmd.args(["--out", out]);
+        }
+        let st = cmd.stdout(stdout).output().unwrap();
+        (
+            st.status.code(),
+            String::from_utf8_lossy(&st.stderr).into_owned(),
+        )
+    };
+    let (code, err) = run(None, std::fs::File::create("/dev/full").unwrap().into());
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("standard output"), "{err}");
+    let (code, err) = run(Some("/dev/full"), Stdio::null());
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("--out /dev/full"), "{err}");
+    // `foresight get URL | head -c 0`: the reader has what it wanted.
+    let mut child = bin()
+        .args(["get", &url])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let st = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&st.stderr);
+    assert_eq!(st.status.code(), Some(0), "{err}");
+    assert!(!err.contains("error"), "{err}");
 }
