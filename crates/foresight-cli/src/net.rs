@@ -502,7 +502,9 @@ impl OutTarget {
 pub const PROXY_HELP: &str = "Relay TCP connections to --upstream, adding --delay in each \
 direction and capping each direction at --bandwidth (shared by all connections, as one link).
 
-The round trip through the proxy is twice --delay plus the upstream's own. Use it to measure \
+The round trip through the proxy is twice --delay plus the upstream's own. Each connection holds \
+at most the bandwidth-delay product (up to 256 MiB) in flight each way, so a delay longer than \
+256 MiB / --bandwidth also caps each connection's rate. Use it to measure \
 `foresight get` against long or slow paths on one machine; it runs until interrupted.
 
 Example:

@@ -6,7 +6,7 @@
 //! serialized onto the link after the chunks before it (`free_at = max(now, free_at) + bytes /
 //! rate`) and written to the other side `delay` later. Per connection and direction, a reader
 //! thread stamps chunks and a writer thread sleeps until each chunk is due; the queue between them
-//! is bounded to the link's bandwidth-delay product plus 1 MiB, so a fast sender is held back by
+//! is bounded to the link's bandwidth-delay product (at most 256 MiB) plus 1 MiB, so a fast sender is held back by
 //! TCP flow control rather than by the proxy's memory. Plain threads rather than an async runtime
 //! because their sleeps are precise to tens of microseconds, which the shortest delays need.
 //!
@@ -126,6 +126,23 @@ impl Link {
 /// Largest chunk read at once.
 const CHUNK_BYTES: usize = 64 << 10;
 
+/// The most bytes of the bandwidth-delay product one direction of one connection queues. The
+/// queue's slots are allocated when the connection opens; beyond this, a long delay at a high
+/// rate holds the rate of one connection to this many bytes per delay.
+const MAX_QUEUE_BYTES: usize = 256 << 20;
+
+/// Chunks queued per direction of a connection: the bandwidth-delay product (64 MiB without a
+/// rate cap, at most [`MAX_QUEUE_BYTES`]) plus 1 MiB, and at least 16.
+fn queue_chunks(bandwidth: Option<Bandwidth>, delay: Duration) -> usize {
+    let bdp_bytes = bandwidth.map_or(64 << 20, |b| {
+        // A float beyond usize saturates, and is then capped.
+        (b.bytes_per_s * delay.as_secs_f64()) as usize
+    });
+    (bdp_bytes.min(MAX_QUEUE_BYTES) + (1 << 20))
+        .div_ceil(CHUNK_BYTES)
+        .max(16)
+}
+
 /// How long a connection waits for each of the upstream's addresses to accept it before trying
 /// the next (and, after the last, closing the client). A handshake across the world takes well
 /// under a second, and the kernel resends a lost SYN after one, so ten seconds leaves room for a
@@ -191,11 +208,7 @@ fn spawn_with(cfg: ProxyConfig, connect: Connector) -> Result<ProxyHandle, NetEr
         })
     };
     let (up, down) = (link(), link());
-    // Enough queue for the bandwidth-delay product plus 1 MiB, in chunks.
-    let bdp_bytes = cfg.bandwidth.map_or(64 << 20, |b| {
-        (b.bytes_per_s * cfg.delay.as_secs_f64()) as usize
-    });
-    let queue_chunks = (bdp_bytes + (1 << 20)).div_ceil(CHUNK_BYTES).max(16);
+    let queue_chunks = queue_chunks(cfg.bandwidth, cfg.delay);
     let (st, stp) = (stats.clone(), stop.clone());
     let thread = std::thread::Builder::new()
         .name("foresight-proxy".into())
@@ -350,6 +363,23 @@ mod tests {
     /// An upstream slow to accept one connection must hold back that connection only: others are
     /// relayed meanwhile, and the proxy stops when asked. The first connect here blocks until the
     /// test lets it go, so the check does not depend on timing.
+    /// The queue between a direction's reader and writer is allocated whole when a connection
+    /// opens, so it must stay small whatever the delay and rate: 10 Gbit/s for 100,000 s asked
+    /// for 76 GB and aborted the proxy at its first connection.
+    #[test]
+    fn the_queue_stays_bounded_for_any_delay_and_rate() {
+        let rate = Some(Bandwidth::from_bytes_per_s(1.25e9));
+        let long = queue_chunks(rate, Duration::from_secs(100_000));
+        assert!(
+            long * CHUNK_BYTES <= MAX_QUEUE_BYTES + (1 << 20),
+            "{long} chunks"
+        );
+        // A short path still gets its bandwidth-delay product and a MiB.
+        let short = queue_chunks(rate, Duration::from_millis(10));
+        assert_eq!(short, (12_500_000usize + (1 << 20)).div_ceil(CHUNK_BYTES));
+        assert_eq!(queue_chunks(None, Duration::from_secs(1)), 1040);
+    }
+
     #[test]
     fn a_slow_upstream_connect_holds_back_only_its_own_connection() {
         let upstream = echo_upstream();
