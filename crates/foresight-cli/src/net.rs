@@ -591,7 +591,7 @@ pub struct SoakArgs {
     /// Concurrent clients, one connection each (at most 65536).
     #[arg(long, default_value_t = 1000)]
     clients: usize,
-    /// How long they read.
+    /// How long they read (at least 1ms).
     #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = duration_arg)]
     duration: StdDuration,
     /// Files served (at most 1024).

@@ -200,6 +200,14 @@ fn validate(cfg: &SoakConfig) -> Result<(), NetError> {
     if cfg.max_read.0 == 0 {
         return bad("--max-read", "must be at least one byte".into());
     }
+    // Shorter, the clients stop before their first request and the soak passes having checked
+    // nothing.
+    if cfg.duration < Duration::from_millis(1) {
+        return bad(
+            "--duration",
+            format!("{:?} checks nothing; give 1ms or more", cfg.duration),
+        );
+    }
     Ok(())
 }
 
@@ -445,6 +453,13 @@ mod tests {
                     ..SoakConfig::default()
                 },
                 "--clients",
+            ),
+            (
+                SoakConfig {
+                    duration: Duration::ZERO,
+                    ..SoakConfig::default()
+                },
+                "--duration",
             ),
         ] {
             let e = run(&cfg).unwrap_err();
