@@ -544,8 +544,12 @@ impl Informed {
             } => {
                 let other = self.copying_to[access];
                 // Too late when TIP already fetched the block, or when a copy to a higher level
-                // left from below before this one landed.
-                let late = access < self.tip_next || (other != 0 && other != into);
+                // left from below before this one landed, or landed before it (on device models
+                // the direct climb may overtake this one): TIP reads the higher copy, so this one
+                // would never be read and would hold its slot for good.
+                let late = access < self.tip_next
+                    || (other != 0 && other != into)
+                    || self.nearest[access] < into;
                 if other == into {
                     self.copying_to[access] = 0;
                 }

@@ -12,6 +12,23 @@ const BLOCK: u64 = 1 << 20;
 /// Runs `policy` over `n` hinted blocks with constant per-block times and returns (elapsed ns,
 /// order in which the application got the blocks, peak copies per level).
 fn drive(policy: &mut Informed, cfg: &InformedConfig, n: usize) -> (u64, Vec<usize>, Vec<u64>) {
+    let climb = |src: u8, into: u8| -> u64 {
+        (into + 1..=src)
+            .map(|k| cfg.levels[k as usize - 1].copy_up.0)
+            .sum()
+    };
+    let (elapsed, order, peak, _) = drive_with(policy, cfg, n, climb);
+    (elapsed, order, peak)
+}
+
+/// [`drive`] with copies from level `src` into level `into` taking `copy_ns(src, into)`; also
+/// returns the copies each level (index = level) still holds at the end.
+fn drive_with(
+    policy: &mut Informed,
+    cfg: &InformedConfig,
+    n: usize,
+    copy_ns: impl Fn(u8, u8) -> u64,
+) -> (u64, Vec<usize>, Vec<u64>, Vec<u64>) {
     let levels = cfg.levels.len();
     let file = FileId(0);
     let stream = StreamId(0);
@@ -58,9 +75,7 @@ fn drive(policy: &mut Informed, cfg: &InformedConfig, n: usize) -> (u64, Vec<usi
                             if let Some(c) = cfg.levels[j as usize - 1].capacity_blocks {
                                 assert!(held[j as usize] <= c, "level {j} over capacity");
                             }
-                            (j + 1..=src)
-                                .map(|k| cfg.levels[k as usize - 1].copy_up.0)
-                                .sum()
+                            copy_ns(src, j)
                         }
                     };
                     seq += 1;
@@ -78,11 +93,12 @@ fn drive(policy: &mut Informed, cfg: &InformedConfig, n: usize) -> (u64, Vec<usi
                 other => panic!("unexpected {other:?}"),
             }
         }
-        if next == n {
+        // Copies still on their way when the application is done land too, as in the simulator.
+        if next == n && events.is_empty() {
             break;
         }
         // The application takes block `next` once it is in memory and it is free.
-        if in_memory[next] && busy_until <= now {
+        if next < n && in_memory[next] && busy_until <= now {
             order.push(next);
             policy.handle(
                 Instant(now),
@@ -97,7 +113,7 @@ fn drive(policy: &mut Informed, cfg: &InformedConfig, n: usize) -> (u64, Vec<usi
             busy_until = now + cfg.consume.0;
             continue;
         }
-        let wake = if in_memory[next] {
+        let wake = if next < n && in_memory[next] {
             busy_until
         } else {
             u64::MAX
@@ -105,7 +121,10 @@ fn drive(policy: &mut Informed, cfg: &InformedConfig, n: usize) -> (u64, Vec<usi
         let (&(t, s), _) = match events.iter().next() {
             Some(e) if e.0 .0 <= wake => e,
             _ => {
-                assert!(wake != u64::MAX, "block {next} was never fetched");
+                assert!(
+                    next < n && wake != u64::MAX,
+                    "block {next} was never fetched"
+                );
                 now = wake;
                 continue;
             }
@@ -120,7 +139,7 @@ fn drive(policy: &mut Informed, cfg: &InformedConfig, n: usize) -> (u64, Vec<usi
         }
         policy.handle(Instant(now), Input::Fetched { id, ok: true });
     }
-    (busy_until, order, peak)
+    (busy_until, order, peak, held)
 }
 
 fn ten_mb(x: u32) -> InformedConfig {
@@ -381,4 +400,25 @@ proptest! {
             }
         }
     }
+}
+
+#[test]
+fn a_copy_that_lands_after_a_higher_copy_of_its_block_is_dropped() {
+    // Three levels under iPipe: the lower prefetcher copies a block to level 2 and the upper one,
+    // not finding it there yet, copies the same block from level 3 straight to level 1. On device
+    // models that copy may land first (here every copy into level 1 takes 1 ms, into level 2
+    // 130 ms). The level-2 copy that lands after it is of no use (TIP reads level 1): it must be
+    // dropped, or it stays on level 2 for good and the lower prefetcher loses its slot.
+    let cfg = InformedConfig {
+        x_cache: XCache::Fixed(1),
+        ..three_levels()
+    };
+    let mut p = Informed::new("ipipe", &cfg).unwrap();
+    let copy_ns = |_src: u8, into: u8| if into == 1 { 1_000_000 } else { 130_000_000 };
+    let (_, order, _, held) = drive_with(&mut p, &cfg, 2000, copy_ns);
+    assert_eq!(order, (0..2000).collect::<Vec<_>>());
+    assert!(
+        held.iter().all(|&h| h == 0),
+        "copies nobody read are left on the levels: {held:?}"
+    );
 }

@@ -54,6 +54,9 @@ pub struct TieredTrace {
     pub x_cache: u32,
     /// Reads into memory served by each level (index 0 = level 1).
     pub reads_by_level: Vec<u64>,
+    /// Copies each level still held when the run ended (index 0 = level 1); every copy is dropped
+    /// once it has been read, so these are copies nobody read.
+    pub held_at_end: Vec<u64>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -787,6 +790,7 @@ pub fn run_traced(
         capacity_blocks: caps,
         x_cache,
         reads_by_level: d.reads_by_level,
+        held_at_end: d.levels.iter().map(|l| l.held).collect(),
     };
     Ok((
         RunOutput {
