@@ -100,7 +100,11 @@ struct Level {
     capacity_blocks: u64,
     held: u64,
     peak: u64,
+    /// Slots freed by dropped copies, reused first (last freed, first reused).
     free_slots: Vec<u64>,
+    /// Slots below this have been handed out at least once. Slots are made as copies need them,
+    /// since a level may hold up to 2^41 blocks.
+    next_slot: u64,
     timing: LevelTiming,
 }
 
@@ -363,10 +367,10 @@ impl Driver<'_> {
             lv.held,
             lv.capacity_blocks
         );
-        let slot = lv
-            .free_slots
-            .pop()
-            .expect("a free slot exists below capacity");
+        let slot = lv.free_slots.pop().unwrap_or_else(|| {
+            lv.next_slot += 1;
+            lv.next_slot - 1
+        });
         self.slot_of.insert((access, into), slot);
     }
 
@@ -647,11 +651,8 @@ pub fn run_traced(
             capacity_blocks: cap,
             held: 0,
             peak: 0,
-            free_slots: if i + 1 == home {
-                vec![]
-            } else {
-                (0..cap.min(1 << 24)).rev().collect()
-            },
+            free_slots: vec![],
+            next_slot: 0,
             timing: timings[i],
         });
     }

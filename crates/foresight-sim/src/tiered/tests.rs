@@ -424,3 +424,27 @@ proptest! {
         prop_assert!(tr.held_at_end.iter().all(|&h| h == 0), "copies left: {:?}", tr.held_at_end);
     }
 }
+
+/// Heavy (about 7 GB and a minute): run with `--ignored` after touching copy slots.
+#[test]
+#[ignore]
+fn a_level_holds_more_than_2_pow_24_copies_when_its_capacity_allows() {
+    // 8 GiB of 512-byte blocks is 2^24 blocks; with a stall-free upper read and a 100 s home
+    // read, iPipe's window covers every access past Pstart (about 10^6), so some 17 million
+    // copies are on their way to the upper level at once. Slots used to be listed up front, at
+    // most 2^24 of them, and the copy past that panicked although the capacity held it.
+    let c = cfg(&[
+        "device.kind=tiered",
+        "device.tiers=[{t_read = \"1ms\", capacity = \"16GiB\"}, \
+         {t_read = \"100s\", t_copy_up = \"1s\"}]",
+        "policy.name=ipipe",
+        "policy.x_cache=1000000",
+        "workload.kind=hinted",
+        "workload.reads=18000000",
+        "workload.block=512",
+        "workload.consume=1ns",
+    ]);
+    let (_, tr) = run_traced(&c, c.tiered.as_ref().unwrap(), false).unwrap();
+    assert!(tr.peak_blocks[1] > 1 << 24, "{:?}", tr.peak_blocks);
+    assert_eq!(tr.held_at_end, vec![0, 0]);
+}
