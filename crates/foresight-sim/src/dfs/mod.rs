@@ -227,7 +227,8 @@ pub struct DfsFigures {
     pub system: String,
     /// `shared` or `dedicated`.
     pub queue: String,
-    /// Bytes the server sent to clients.
+    /// Bytes of responses (headers included) that reached the clients within the run; responses
+    /// still on the link when it ends are not counted.
     pub network_bytes: u64,
     /// Bytes the device read that no application read asked for, over bytes asked for.
     pub useless_ratio: f64,
@@ -323,6 +324,9 @@ struct Sim {
     latencies_ns: Vec<u64>,
     device_requests: u64,
     device_bytes: u64,
+    /// Response bytes that reached a client (counted on arrival: the link books wire time ahead,
+    /// so what it has booked may not have crossed by the end of the run).
+    network_bytes: u64,
     breakdown: foresight_device::Breakdown,
     cache_hits: u64,
     completions: Vec<Completion>,
@@ -538,6 +542,7 @@ pub fn run(params: &DfsParams) -> Result<DfsReport, DfsError> {
         latencies_ns: Vec::new(),
         device_requests: 0,
         device_bytes: 0,
+        network_bytes: 0,
         breakdown: Default::default(),
         cache_hits: 0,
         completions: Vec::new(),
@@ -886,6 +891,7 @@ impl Sim {
     fn resp_arrive(&mut self, id: u32) {
         let r = self.rpcs[id as usize].take().expect("live request");
         self.free_rpcs.push(id);
+        self.network_bytes += r.bytes + HEADER_BYTES;
         self.streams[r.stream as usize]
             .client
             .as_mut()
@@ -968,7 +974,7 @@ impl Sim {
                 / self.app_bytes.max(1) as f64,
             system: self.params.system.name().into(),
             queue: self.profile.queue.name().into(),
-            network_bytes: self.link.bytes(Direction::Down),
+            network_bytes: self.network_bytes,
             alpha,
             rtt_ms: rtt.as_secs_f64() * 1e3,
             rb_mib_s: rb.as_mib_s(),

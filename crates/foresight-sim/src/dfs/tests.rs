@@ -133,3 +133,25 @@ fn a_small_window_caps_one_stream_at_long_delays() {
     );
     assert!(r.report.throughput_mib_s >= cap_mib_s * 0.6);
 }
+
+/// Lustre asks for 40 MiB ahead of each stream; over a 100 Mbit/s link most of it is still
+/// waiting for the wire when the run ends. The bytes reported as carried to the clients cannot
+/// exceed what the link carries in the run's time.
+#[test]
+fn network_bytes_are_what_the_link_carried_within_the_run() {
+    for system in [DfsSystem::Lustre, DfsSystem::Hdfs, DfsSystem::Aps] {
+        let mut p = quick(system, 4);
+        p.link.bandwidth = Bandwidth::from_bytes_per_s(100e6 / 8.0);
+        p.link.delay = Duration::from_millis(1);
+        let r = run(&p).unwrap();
+        let carried = r.figures.network_bytes as f64;
+        let cap = p.link.bandwidth.bytes_per_s * r.report.elapsed_s;
+        assert!(
+            carried <= cap,
+            "{system}: {carried} bytes reported over a link that carries {cap} in {} s",
+            r.report.elapsed_s
+        );
+        // Every byte the applications got crossed the link.
+        assert!(carried >= r.report.app_bytes as f64, "{system}: {r:?}");
+    }
+}
