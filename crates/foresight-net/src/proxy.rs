@@ -6,9 +6,10 @@
 //! serialized onto the link after the chunks before it (`free_at = max(now, free_at) + bytes /
 //! rate`) and written to the other side `delay` later. Per connection and direction, a reader
 //! thread stamps chunks and a writer thread sleeps until each chunk is due; the queue between them
-//! is bounded to the link's bandwidth-delay product (at most 256 MiB) plus 1 MiB, so a fast sender is held back by
-//! TCP flow control rather than by the proxy's memory. Plain threads rather than an async runtime
-//! because their sleeps are precise to tens of microseconds, which the shortest delays need.
+//! is bounded to the link's bandwidth-delay product (at most 256 MiB) plus 1 MiB, so a fast sender
+//! is held back by TCP flow control rather than by the proxy's memory. Plain threads rather than an
+//! async runtime because their sleeps are precise to tens of microseconds, which the shortest
+//! delays need.
 //!
 //! The accept thread only accepts: each connection resolves and connects to the upstream on a
 //! thread of its own, with at most [`UPSTREAM_CONNECT_TIMEOUT`] per address, so an upstream slow
@@ -360,9 +361,6 @@ mod tests {
         addr
     }
 
-    /// An upstream slow to accept one connection must hold back that connection only: others are
-    /// relayed meanwhile, and the proxy stops when asked. The first connect here blocks until the
-    /// test lets it go, so the check does not depend on timing.
     /// The queue between a direction's reader and writer is allocated whole when a connection
     /// opens, so it must stay small whatever the delay and rate: 10 Gbit/s for 100,000 s asked
     /// for 76 GB and aborted the proxy at its first connection.
@@ -380,6 +378,9 @@ mod tests {
         assert_eq!(queue_chunks(None, Duration::from_secs(1)), 1040);
     }
 
+    /// An upstream slow to accept one connection must hold back that connection only: others are
+    /// relayed meanwhile, and the proxy stops when asked. The first connect here blocks until the
+    /// test lets it go, so the check does not depend on timing.
     #[test]
     fn a_slow_upstream_connect_holds_back_only_its_own_connection() {
         let upstream = echo_upstream();
