@@ -147,8 +147,8 @@ pub struct DfsParams {
     pub requests: u64,
     /// Simulated time the run lasts at most.
     pub duration: Duration,
-    /// Server page cache. Each stream's client cache gets an equal share of it (at least 256 pages),
-    /// as if the clients together had the memory the server has.
+    /// Server page cache. Each stream's client cache gets an equal share of it (at least 256
+    /// pages), as if the clients together had the memory the server has.
     pub memory: ByteLen,
     /// CFQ's time slice and idle wait.
     pub cfq: Option<CfqTimes>,
