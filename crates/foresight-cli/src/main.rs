@@ -408,7 +408,7 @@ fn cmd_sim(
     if r.clients_stopped_at_horizon > 0 {
         eprintln!(
             "warning: {} client(s) stopped with reads left: their next read would have been issued \
-             more than 500 simulated years in; shorten workload.think or workload.requests",
+             more than 500 simulated years in; lower workload.think, or give each client fewer reads",
             r.clients_stopped_at_horizon
         );
     }
