@@ -427,7 +427,7 @@ proptest! {
 
 /// Heavy (about 7 GB and a minute): run with `--ignored` after touching copy slots.
 #[test]
-#[ignore]
+#[ignore = "holds 2^24 copies, about 7 GB of memory: run with --release --ignored"]
 fn a_level_holds_more_than_2_pow_24_copies_when_its_capacity_allows() {
     // 8 GiB of 512-byte blocks is 2^24 blocks; with a stall-free upper read and a 100 s home
     // read, iPipe's window covers every access past Pstart (about 10^6), so some 17 million
