@@ -187,7 +187,9 @@ fn plan(a: &BenchArgs) -> anyhow::Result<Plan> {
     if let Some(&n) = streams.iter().find(|&&n| n > 4096) {
         return Err(input(format!("--streams: {n} is more than 4096 threads")));
     }
-    streams.dedup();
+    // A count given twice is measured once, in the place it was first given.
+    let mut seen = std::collections::HashSet::new();
+    streams.retain(|n| seen.insert(*n));
     let emulate = match &a.emulate {
         None => None,
         Some(p) => Some(EmulatedConfig::preset(p).map_err(|e| input(format!("--emulate: {e}")))?),
@@ -298,7 +300,13 @@ fn plan(a: &BenchArgs) -> anyhow::Result<Plan> {
             .map(|p| p.to_string())
             .collect()
     } else {
-        a.policy.clone()
+        // A policy named twice is one row of the results: measured once.
+        let mut seen = std::collections::HashSet::new();
+        a.policy
+            .iter()
+            .filter(|p| seen.insert(p.as_str()))
+            .cloned()
+            .collect()
     };
     for p in &names {
         check_policy(&policy_config(p, readahead_max)).map_err(|e| {
@@ -1028,6 +1036,33 @@ fn measure_engine(
 
 #[cfg(test)]
 mod tests {
+    #[derive(clap::Parser)]
+    struct Cli {
+        #[command(flatten)]
+        bench: super::BenchArgs,
+    }
+
+    fn plan_of(args: &[&str]) -> super::Plan {
+        use clap::Parser;
+        let cli = Cli::try_parse_from(std::iter::once("bench").chain(args.iter().copied()))
+            .expect("arguments parse");
+        super::plan(&cli.bench).expect("a valid plan")
+    }
+
+    #[test]
+    fn a_stream_count_or_policy_given_twice_is_measured_once_in_its_first_place() {
+        let p = plan_of(&[
+            "--emulate",
+            "wd800jd",
+            "--streams",
+            "1,4,1,16,4",
+            "--policy",
+            "seqp,none,seqp",
+        ]);
+        assert_eq!(p.streams, vec![1, 4, 16]);
+        assert_eq!(p.policies, vec!["seqp", "none"]);
+    }
+
     use super::*;
 
     #[test]
