@@ -147,6 +147,7 @@ pub fn take(root: &mut Table) -> Result<Option<DfsSettings>, ConfigError> {
         Some(s) => Some(s.parse().map_err(|e: String| key_err("dfs.queue", e))?),
     };
     let workers = d.int("workers", 32, 1, 4096)? as u32;
+    let (alpha_raw_given, max_alpha_given) = (alpha_raw.is_some(), d.has("max_alpha"));
     let alpha = match alpha_raw {
         None => AlphaMode::Auto,
         Some(Value::Integer(i)) if (1..=1024).contains(&i) => AlphaMode::Fixed(i as u32),
@@ -168,6 +169,21 @@ pub fn take(root: &mut Table) -> Result<Option<DfsSettings>, ConfigError> {
         }
     };
     let max_alpha = d.int("max_alpha", 256, 1, 1024)? as u32;
+    // Only APS's client keeps `alpha` readaheads in flight (paper 004, condition 20); the other
+    // systems have readahead windows of their own and would ignore both keys.
+    if system != DfsSystem::Aps {
+        if let Some(key) = [("alpha", alpha_raw_given), ("max_alpha", max_alpha_given)]
+            .into_iter()
+            .find_map(|(k, given)| given.then_some(k))
+        {
+            return Err(key_err(
+                &format!("dfs.{key}"),
+                format!(
+                    "only the `aps` system reads it, and this run's system is `{system}`; drop it"
+                ),
+            ));
+        }
+    }
     let slice = d.opt_duration("slice")?;
     if slice == Some(Duration::ZERO) {
         return Err(key_err("dfs.slice", "a CFQ slice must last longer than 0"));
@@ -344,7 +360,7 @@ mod tests {
     #[test]
     fn keys_parse_and_errors_name_them() {
         let c = cfg(&[
-            "dfs.system=lustre",
+            "dfs.system=aps",
             "dfs.queue=dedicated",
             "dfs.workers=8",
             "dfs.alpha=4",
@@ -354,7 +370,7 @@ mod tests {
         ])
         .unwrap();
         let d = c.dfs.clone().unwrap();
-        assert_eq!(d.system, DfsSystem::Lustre);
+        assert_eq!(d.system, DfsSystem::Aps);
         assert_eq!(d.queue, Some(QueueKind::Dedicated));
         assert_eq!(d.alpha, AlphaMode::Fixed(4));
         let l = d.link_params();
@@ -371,11 +387,13 @@ mod tests {
             ("dfs.queue=fifo", "dfs.queue"),
             ("dfs.workers=0", "dfs.workers"),
             ("dfs.alpha=lots", "dfs.alpha"),
+            ("dfs.system=lustre,dfs.alpha=4", "dfs.alpha"),
+            ("dfs.system=nfs,dfs.max_alpha=8", "dfs.max_alpha"),
             ("dfs.bogus=1", "dfs.bogus"),
             ("network.link=moon", "network.link"),
             ("network.bandwidth=fast", "network.bandwidth"),
         ] {
-            let mut sets = vec![set];
+            let mut sets: Vec<&str> = set.split(',').collect();
             if !set.starts_with("dfs.") {
                 sets.push("dfs.system=aps");
             }
