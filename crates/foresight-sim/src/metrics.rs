@@ -35,9 +35,10 @@ pub struct Report {
     pub device_requests: u64,
     /// Bytes the device served.
     pub device_bytes: u64,
-    /// Bytes brought into memory ahead of demand.
+    /// Bytes brought into memory ahead of demand. A `[dfs]` run sums its hosts' caches: a block
+    /// the server reads ahead and a client then reads ahead from it counts once in each.
     pub prefetched_bytes: u64,
-    /// Of those, bytes evicted or left unread at the end.
+    /// Of those, bytes evicted or left unread at the end (in a `[dfs]` run, summed the same way).
     pub wasted_bytes: u64,
     /// Mean application request latency, ms.
     pub mean_latency_ms: f64,
