@@ -26,6 +26,18 @@ fn drain(p: &mut Directed) -> Vec<Output> {
     std::iter::from_fn(|| p.poll_output()).collect()
 }
 
+/// Discloses `ranges` of `file` as stream `stream`'s future reads.
+fn hint(p: &mut Directed, stream: u32, file: u32, ranges: Vec<ByteRange>) {
+    p.handle(
+        Instant::ZERO,
+        Input::Hint {
+            stream: StreamId(stream),
+            file: FileId(file),
+            ranges,
+        },
+    );
+}
+
 /// A driver with a page set and FIFO completion, no eviction.
 struct Driver {
     cached: BTreeSet<(u32, u64)>,
@@ -157,14 +169,7 @@ fn a_reversed_list_is_fetched_in_disk_order_and_used_data_is_released() {
         .rev()
         .map(|i| ByteRange::new(i * (1 << 20), 8192))
         .collect();
-    p.handle(
-        Instant::ZERO,
-        Input::Hint {
-            stream: StreamId(0),
-            file: FileId(0),
-            ranges: ranges.clone(),
-        },
-    );
+    hint(&mut p, 0, 0, ranges.clone());
     let outs = drain(&mut p);
     let starts: Vec<u64> = outs
         .iter()
@@ -193,14 +198,7 @@ fn infill_merges_small_gaps_and_drops_the_gap_bytes() {
     // Reads 32 KiB apart (24 KiB gaps), then one 10 MiB further.
     let mut ranges: Vec<ByteRange> = (0..8u64).map(|i| ByteRange::new(i * 32768, 8192)).collect();
     ranges.push(ByteRange::new(10 << 20, 8192));
-    p.handle(
-        Instant::ZERO,
-        Input::Hint {
-            stream: StreamId(0),
-            file: FileId(0),
-            ranges: ranges.clone(),
-        },
-    );
+    hint(&mut p, 0, 0, ranges.clone());
     let mut d = Driver::new();
     let outs = drain(&mut p);
     d.execute(outs);
@@ -232,14 +230,7 @@ fn a_read_of_pending_data_is_deferred_not_demand_read() {
 /// a driver that has started the fetches it asked for.
 fn hinted(ranges: &[ByteRange]) -> (Directed, Driver) {
     let mut p = Directed::new(&cfg(8 << 20, Infill::Bytes(0)), layout(1, 64 << 20)).unwrap();
-    p.handle(
-        Instant::ZERO,
-        Input::Hint {
-            stream: StreamId(0),
-            file: FileId(0),
-            ranges: ranges.to_vec(),
-        },
-    );
+    hint(&mut p, 0, 0, ranges.to_vec());
     let mut d = Driver::new();
     let outs = drain(&mut p);
     d.execute(outs);
@@ -287,14 +278,7 @@ fn a_closed_stream_releases_its_pins_and_a_reused_id_starts_afresh() {
     let fresh: Vec<ByteRange> = (0..4u64)
         .map(|i| ByteRange::new((32 << 20) + i * 8192, 8192))
         .collect();
-    p.handle(
-        Instant::ZERO,
-        Input::Hint {
-            stream: StreamId(0),
-            file: FileId(0),
-            ranges: fresh.clone(),
-        },
-    );
+    hint(&mut p, 0, 0, fresh.clone());
     let outs = drain(&mut p);
     d.execute(outs);
     assert_eq!(p.window_bytes(StreamId(0)).unwrap().0, 4 * 8192);
@@ -361,14 +345,7 @@ fn under_pressure_one_stream_leads_and_the_other_waits_for_its_turn() {
     let ranges = reads_8k(16384);
     let mut d = Driver::new();
     for s in 0..2u32 {
-        p.handle(
-            Instant::ZERO,
-            Input::Hint {
-                stream: StreamId(s),
-                file: FileId(s),
-                ranges: ranges.clone(),
-            },
-        );
+        hint(&mut p, s, s, ranges.clone());
         let outs = drain(&mut p);
         d.execute(outs);
     }
@@ -441,7 +418,7 @@ proptest! {
                 .iter()
                 .map(|&i| ByteRange::new(i * (256 << 10), (1 + rng.below(40)) * PAGE_BYTES))
                 .collect();
-            p.handle(Instant::ZERO, Input::Hint { stream: StreamId(s), file: FileId(s), ranges: ranges.clone() });
+            hint(&mut p, s, s, ranges.clone());
             let outs = drain(&mut p);
             d.execute(outs);
             lists.push(ranges);
@@ -481,14 +458,7 @@ fn the_fetch_for_a_deferred_read_past_the_end_of_the_file_is_clipped_to_the_file
     let size = (1 << 20) + 100;
     let mut p = Directed::new(&cfg(8 << 20, Infill::Bytes(0)), layout(1, size)).unwrap();
     let tail = ByteRange::new(size - 100, 100);
-    p.handle(
-        Instant::ZERO,
-        Input::Hint {
-            stream: StreamId(0),
-            file: FileId(0),
-            ranges: vec![tail],
-        },
-    );
+    hint(&mut p, 0, 0, vec![tail]);
     let Some(Output::Fetch { id, .. }) = drain(&mut p).into_iter().next() else {
         panic!("the hinted tail is fetched at once");
     };
