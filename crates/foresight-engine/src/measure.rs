@@ -241,7 +241,9 @@ fn read_in_sequence(
         }
         for c in done.drain(..) {
             outstanding -= 1;
-            let file = file_of.remove(&c.token).unwrap_or(0);
+            let file = file_of
+                .remove(&c.token)
+                .expect("a completion answers a read this measurement issued");
             match c.result {
                 Ok(n) if n > 0 => read += n as u64,
                 // The end of the file (it shrank): stop issuing, let the rest drain.
