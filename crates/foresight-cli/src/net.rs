@@ -178,7 +178,8 @@ Data goes to --out (one URL: the file, or into it if it is a directory; several:
 file under its URL's name, and URLs that would share a name are refused before anything is \
 downloaded), or to standard output. A file is written under a temporary name \
 beside it and renamed into place when its download is complete, so a failed download (or one \
-stopped by SIGINT, SIGTERM or SIGHUP) leaves no partial file and an existing file as it was; a device or FIFO (/dev/null) is written directly. \
+stopped by SIGINT, SIGTERM or SIGHUP) leaves no partial file and an existing file as it was; a \
+device or FIFO (/dev/null) is written directly. \
 With --json and no --out the data is discarded and only the report is printed. \
 --random SIZE reads --reads random ranges of SIZE instead of the whole file, to measure what \
 random reads cost (bytes transferred against bytes asked).
