@@ -19,7 +19,8 @@
 //!   skew in sectors), `Number of data surfaces`, `Number of cylinders`; a drive holds at most
 //!   1 PiB. Cylinders no zone covers are spares that hold no blocks. Spare sectors inside zones,
 //!   slips and defects are *not* set aside (the model's capacity exceeds `Block count` by those
-//!   sectors, 0.2 to 0.7% on the shipped drives), and the `LBN-to-PBN mapping scheme` is always the conventional cylinder-major order.
+//!   sectors, 0.2 to 0.7% on the shipped drives), and the `LBN-to-PBN mapping scheme` is always
+//!   the conventional cylinder-major order.
 //!   A `dm_layout_g4` layout (the Cheetah 15K.5's skews file) is **approximated by zones**: its
 //!   track patterns and index tree are walked in LBN order to get the sequence of track sizes, which
 //!   becomes zones of whole cylinders; the cylinder skew is the tree's per-track angle step; the
