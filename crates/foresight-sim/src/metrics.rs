@@ -144,7 +144,32 @@ impl RequestRecord {
     }
 }
 
+/// The 99th percentile of values sorted ascending: the value at rank `ceil(0.99 n)` (1-based), so
+/// that of 100 latencies it is the 99th, not the largest; `None` with no values. Every driver
+/// reports `p99_latency_ms` through it.
+pub(crate) fn p99<T: Copy>(sorted: &[T]) -> Option<T> {
+    let rank = (sorted.len() * 99).div_ceil(100);
+    rank.checked_sub(1).map(|i| sorted[i])
+}
+
 /// For `skip_serializing_if`: a count that is zero is left out of the JSON.
 fn is_zero(n: &u32) -> bool {
     *n == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::p99;
+
+    #[test]
+    fn p99_is_the_value_at_rank_ceil_99_percent() {
+        // 100 latencies of 1..=100: 99 of them are at most 99, so the 99th percentile is 99, not
+        // the maximum.
+        let lat: Vec<u64> = (1..=200).collect();
+        assert_eq!(p99(&lat[..100]), Some(99));
+        assert_eq!(p99(&lat), Some(198));
+        assert_eq!(p99(&lat[..1]), Some(1));
+        assert_eq!(p99(&lat[..150]), Some(149));
+        assert_eq!(p99::<u64>(&[]), None);
+    }
 }

@@ -1062,13 +1062,9 @@ impl Sim {
         } else {
             self.latencies_ns.iter().map(|&x| x as f64).sum::<f64>() / n as f64 / 1e6
         };
-        let p99_latency_ms = if n == 0 {
-            0.0
-        } else {
-            self.latencies_ns.sort_unstable();
-            let idx = ((n as f64 * 0.99).ceil() as usize).clamp(1, n) - 1;
-            self.latencies_ns[idx] as f64 / 1e6
-        };
+        self.latencies_ns.sort_unstable();
+        let p99_latency_ms =
+            crate::metrics::p99(&self.latencies_ns).map_or(0.0, |n| n as f64 / 1e6);
         let v = self.volume.stats();
         let b = v.breakdown;
         let (raid_prefetched, raid_wasted, raid_peak) = match &self.raid_cache {

@@ -917,7 +917,7 @@ impl Sim {
         } else {
             lat.iter().sum::<u64>() as f64 / lat.len() as f64 / 1e6
         };
-        let p99_ms = p99_ms(&lat);
+        let p99_ms = crate::metrics::p99(&lat).map_or(0.0, |n| n as f64 / 1e6);
         let mut prefetched = 0u64;
         let mut wasted = 0u64;
         let mut peak = self.server.cache().peak_pages();
@@ -989,14 +989,6 @@ impl Sim {
             figures,
         }
     }
-}
-
-/// The 99th percentile of latencies sorted ascending, ms: the value at rank `ceil(0.99 n)`, as the
-/// other drivers report it; 0 with no latencies.
-fn p99_ms(sorted_ns: &[u64]) -> f64 {
-    sorted_ns
-        .get((sorted_ns.len() * 99).div_ceil(100).saturating_sub(1))
-        .map_or(0.0, |&n| n as f64 / 1e6)
 }
 
 #[cfg(test)]

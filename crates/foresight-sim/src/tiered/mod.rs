@@ -747,10 +747,7 @@ pub fn run_traced(
     } else {
         lat.iter().sum::<f64>() / lat.len() as f64
     };
-    let p99 = lat
-        .get((lat.len() * 99).div_ceil(100).saturating_sub(1))
-        .copied()
-        .unwrap_or(0.0);
+    let p99 = crate::metrics::p99(&lat).unwrap_or(0.0);
     let app_bytes = n as u64 * block.0;
     let secs = elapsed.as_secs_f64();
     let report = Report {
