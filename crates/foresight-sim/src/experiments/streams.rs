@@ -792,8 +792,9 @@ fn sweep_summary(
     let first = |m: usize| fig11[m * n].mean_latency_ms;
     let last = |m: usize| fig11[m * n + n - 1].mean_latency_ms;
     md.push_str(&format!(
-        "Fig. 15: the mean response time grows with the stream count ({:.1} ms at {} stream{} to {:.1} ms at {}, \
+        "Fig. 15: the mean response time {} with the stream count ({:.1} ms at {} stream{} to {:.1} ms at {}, \
          M = {}); ",
+        if last(0) > first(0) { "grows" } else { "does not grow" },
         first(0),
         counts[0],
         if counts[0] == 1 { "" } else { "s" },
