@@ -558,7 +558,8 @@ fn refuse_keys_of_other_kinds(kind: WorkloadKind, w: &Section) -> Result<(), Con
     let name = WORKLOAD_KINDS
         .iter()
         .find(|(_, k)| *k == kind)
-        .map_or("?", |(n, _)| *n);
+        .map(|(n, _)| *n)
+        .expect("every kind is listed");
     for key in w.table.keys().filter(|k| !workload_reads(kind, k)) {
         let takers: Vec<&str> = WORKLOAD_KINDS
             .iter()
