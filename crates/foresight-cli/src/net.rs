@@ -213,12 +213,12 @@ pub struct GetArgs {
     /// Read random ranges of this size instead of whole files.
     #[arg(long, value_name = "SIZE", value_parser = size_arg)]
     random: Option<ByteLen>,
-    /// With --random: how many reads.
-    #[arg(long, default_value_t = 64)]
-    reads: u32,
-    /// With --random: the seed of the offsets.
-    #[arg(long, default_value_t = 1)]
-    seed: u64,
+    /// With --random: how many reads, at least 1 [default: 64].
+    #[arg(long)]
+    reads: Option<u32>,
+    /// With --random: the seed of the offsets [default: 1].
+    #[arg(long)]
+    seed: Option<u64>,
     /// Print one JSON object per URL instead of a summary line.
     #[arg(long)]
     json: bool,
@@ -235,6 +235,22 @@ pub fn run_get(a: &GetArgs) -> anyhow::Result<()> {
     if a.random.is_some_and(|r| r.0 == 0) {
         return Err(input("--random must be at least one byte"));
     }
+    // Without --random these would be silently ignored, and zero reads would report success
+    // having measured nothing.
+    if a.random.is_none() {
+        for (flag, given) in [("--reads", a.reads.is_some()), ("--seed", a.seed.is_some())] {
+            if given {
+                return Err(input(format!(
+                    "{flag} applies only with --random SIZE; add --random or drop {flag}"
+                )));
+            }
+        }
+    }
+    let reads = a.reads.unwrap_or(64);
+    if reads == 0 {
+        return Err(input("--reads must be at least 1"));
+    }
+    let seed = a.seed.unwrap_or(1);
     let client = Client::new(ClientConfig {
         alpha: a.alpha,
         readahead: a.readahead,
@@ -277,9 +293,7 @@ pub fn run_get(a: &GetArgs) -> anyhow::Result<()> {
     }
     for url in &a.urls {
         let report = if let Some(size) = a.random {
-            client
-                .random_reads(url, size, a.reads, a.seed)
-                .map_err(net)?
+            client.random_reads(url, size, reads, seed).map_err(net)?
         } else {
             match &a.out {
                 Some(out) => {
@@ -313,9 +327,9 @@ pub fn run_get(a: &GetArgs) -> anyhow::Result<()> {
             v["url"] = serde_json::Value::String(url.to_string());
             if let Some(size) = a.random {
                 // A read larger than the file is cut to the file: report what each read got.
-                let per_read_bytes = report.bytes / u64::from(a.reads.max(1));
+                let per_read_bytes = report.bytes / u64::from(reads);
                 v["random_read_bytes"] = size.0.min(per_read_bytes).into();
-                v["reads"] = a.reads.into();
+                v["reads"] = reads.into();
             }
             print_line(v)?;
         } else {
@@ -534,11 +548,17 @@ pub struct ProxyArgs {
 /// Runs `foresight proxy` until interrupted.
 pub fn run_proxy(a: &ProxyArgs) -> anyhow::Result<()> {
     // A mistyped upstream would otherwise show only as every relayed connection failing.
-    let resolved = std::net::ToSocketAddrs::to_socket_addrs(a.upstream.as_str())
-        .map(|mut addrs| addrs.next().is_some());
+    let resolved =
+        std::net::ToSocketAddrs::to_socket_addrs(a.upstream.as_str()).map(|mut addrs| addrs.next());
     match resolved {
-        Ok(true) => {}
-        Ok(false) => {
+        Ok(Some(addr)) if addr.port() == 0 => {
+            return Err(input(format!(
+                "--upstream: `{}` has port 0, which no server listens on; give its real port",
+                a.upstream
+            )))
+        }
+        Ok(Some(_)) => {}
+        Ok(None) => {
             return Err(input(format!(
                 "--upstream: `{}` resolves to no address",
                 a.upstream

@@ -93,6 +93,35 @@ fn bad_network_arguments_exit_2_and_name_the_argument() {
             vec!["proxy", "--listen", "127.0.0.1:0", "--upstream", "nope"],
             "--upstream",
         ),
+        // Zero random reads measured nothing and still exited 0.
+        (
+            vec![
+                "get",
+                "http://127.0.0.1:1/x",
+                "--random",
+                "4KiB",
+                "--reads",
+                "0",
+            ],
+            "--reads",
+        ),
+        // Without --random, --reads and --seed were ignored without a word.
+        (
+            vec!["get", "http://127.0.0.1:1/x", "--reads", "5"],
+            "--reads",
+        ),
+        (vec!["get", "http://127.0.0.1:1/x", "--seed", "5"], "--seed"),
+        // Port 0 resolves, but no server listens on it: every relayed connection would fail.
+        (
+            vec![
+                "proxy",
+                "--listen",
+                "127.0.0.1:0",
+                "--upstream",
+                "127.0.0.1:0",
+            ],
+            "--upstream",
+        ),
         (vec!["net-soak", "--clients", "0"], "--clients"),
         (vec!["net-soak", "--workers", "0"], "--workers"),
         (vec!["net-soak", "--file-size", "100GiB"], "--file-size"),
