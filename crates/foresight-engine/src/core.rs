@@ -163,13 +163,18 @@ pub(crate) struct CoreConfig {
     pub prefault: bool,
 }
 
+/// What tells two opened files apart: device, inode, size and modification time.
+type FileKey = (u64, u64, u64, Option<std::time::SystemTime>);
+
 /// The driver state. See the module documentation.
 pub(crate) struct Core {
     policy: Box<dyn Policy>,
     backend: Arc<dyn IoBackend>,
     cfg: CoreConfig,
     files: Vec<FileState>,
-    identities: HashMap<(u64, u64, u64), FileId>,
+    /// Device, inode, size and modification time: a file rewritten in place keeps the first three,
+    /// and must not be served the chunks cached from its old bytes.
+    identities: HashMap<FileKey, FileId>,
     chunks: Vec<Option<Chunk>>,
     free_slots: Vec<u32>,
     pool: BufferPool,
@@ -290,7 +295,12 @@ impl Core {
     /// a free stream slot if there is one. Returns the file, the stream, the stream's open
     /// sequence number and the file's size.
     pub(crate) fn open(&mut self, mut handle: FileHandle) -> (FileId, StreamId, u64, u64) {
-        let key = (handle.identity.0, handle.identity.1, handle.size_bytes);
+        let key = (
+            handle.identity.0,
+            handle.identity.1,
+            handle.size_bytes,
+            handle.modified,
+        );
         let file = match self.identities.get(&key) {
             Some(&f) => {
                 let st = &mut self.files[f.0 as usize];

@@ -760,3 +760,41 @@ fn a_deferred_read_whose_fetches_are_cancelled_reads_on_demand() {
     assert_eq!(n, 8192);
     assert_eq!(buf[..], data[..8192]);
 }
+
+/// A file rewritten in place keeps its device, inode and size, so those alone cannot tell the
+/// new bytes from the old. A reader opened after the rewrite, while an earlier reader still holds
+/// the file (and its cached chunks), must read the new bytes.
+#[test]
+fn a_reader_opened_after_a_same_size_rewrite_reads_the_new_bytes() {
+    let dir = TempDir::new("rewrite");
+    let len = 256 * 1024;
+    let old = content(len, 7);
+    let new = content(len, 8);
+    let p = dir.file("f", &old);
+    for (name, backend) in real_backends("a_reader_opened_after_a_same_size_rewrite") {
+        std::fs::write(&p, &old).unwrap();
+        let engine = Engine::builder().backend(backend).build().unwrap();
+        let mut first = engine.open(&p).unwrap();
+        // Reading the start leaves the readahead beyond it cached.
+        let mut start = vec![0u8; 64 * 1024];
+        first.read_exact(&mut start).unwrap();
+        assert_eq!(start, old[..start.len()], "{name}: first reader");
+        std::thread::sleep(Duration::from_millis(50));
+        {
+            let f = std::fs::OpenOptions::new().write(true).open(&p).unwrap();
+            std::io::Write::write_all(&mut &f, &new).unwrap();
+            // Some file systems keep coarse times; the rewrite must be seen as one.
+            let later = std::time::SystemTime::now() + Duration::from_secs(10);
+            f.set_modified(later).unwrap();
+        }
+        let mut second = engine.open(&p).unwrap();
+        let mut got = vec![0u8; len];
+        second.read_exact(&mut got).unwrap();
+        assert_eq!(
+            hash(&got),
+            hash(&new),
+            "{name}: reader opened after the rewrite"
+        );
+        drop(first);
+    }
+}

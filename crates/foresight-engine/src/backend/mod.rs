@@ -85,7 +85,8 @@ pub struct FileHandle {
     pub direct: bool,
     /// Size when opened.
     pub size_bytes: u64,
-    /// Identity for recognising a file opened twice: `(device, inode)` for real files.
+    /// Identity for recognising a file opened twice: `(device, inode)` for real files. The engine
+    /// also compares size and `modified`, since a file rewritten in place keeps both numbers.
     pub identity: (u64, u64),
     /// Last modification time when opened, where the file system keeps one (`None` for
     /// in-memory files).
