@@ -125,8 +125,9 @@ A config is TOML; every key can also be set with --set KEY=VALUE (later wins). S
   queue_policy = \"clook\"         disk's pick from its queue: fcfs | clook | sptf (shortest
                                  positioning time) (default: the preset's)
   cache_segments = 16            drive cache: number of segments (default: the preset's)
-  segment_size = \"512KiB\"        drive cache: segment size
-  drive_readahead = \"512KiB\"     drive read-ahead after a miss
+  segment_size = \"512KiB\"        drive cache: segment size (a smaller one also lowers the
+                                 preset's read-ahead to fit it)
+  drive_readahead = \"512KiB\"     drive read-ahead after a miss, at most segment_size
   drive_readahead_min = \"0\"      drive reads ahead at least this far before the next command
   controller_mib_s = 429         one controller's aggregate bandwidth in front of every member
   controller_cache = \"0\"         controller cache (block level, below the host)

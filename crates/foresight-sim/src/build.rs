@@ -8,6 +8,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
+use foresight_core::ByteLen;
 use foresight_device::disksim;
 use foresight_device::presets::{self, DeviceSpec};
 use foresight_device::Device;
@@ -82,12 +83,42 @@ fn spec(cfg: &DeviceConfig) -> Result<DeviceSpec, ConfigError> {
         }
         if let Some(b) = cfg.segment_size {
             p.cache_segment_sectors = (b.0 / 512) as u32;
+            // The preset's read-ahead fills its own segment, so a smaller segment takes a
+            // read-ahead that fills the new one; a size given explicitly is checked below.
+            p.readahead_max_sectors = p.readahead_max_sectors.min(p.cache_segment_sectors);
+            p.readahead_min_sectors = p.readahead_min_sectors.min(p.cache_segment_sectors);
         }
-        if let Some(b) = cfg.drive_readahead {
-            p.readahead_max_sectors = (b.0 / 512) as u32;
-        }
-        if let Some(b) = cfg.drive_readahead_min {
-            p.readahead_min_sectors = (b.0 / 512) as u32;
+        let segment_bytes = ByteLen(u64::from(p.cache_segment_sectors) * 512);
+        let segment_from = if cfg.segment_size.is_some() {
+            "device.segment_size"
+        } else {
+            "the preset's segment size"
+        };
+        for (key, value, field) in [
+            (
+                "device.drive_readahead",
+                cfg.drive_readahead,
+                &mut p.readahead_max_sectors,
+            ),
+            (
+                "device.drive_readahead_min",
+                cfg.drive_readahead_min,
+                &mut p.readahead_min_sectors,
+            ),
+        ] {
+            if let Some(b) = value {
+                if b.0 > segment_bytes.0 {
+                    return Err(ConfigError::Key {
+                        key: key.into(),
+                        message: format!(
+                            "{b} does not fit in one cache segment ({segment_bytes}, \
+                             {segment_from}), which the read-ahead fills; give at most \
+                             {segment_bytes} or a larger device.segment_size"
+                        ),
+                    });
+                }
+                *field = (b.0 / 512) as u32;
+            }
         }
         p.validate().map_err(|e| ConfigError::Key {
             key: "device".into(),
@@ -159,5 +190,67 @@ pub fn positioning_figures(cfg: &DeviceConfig) -> Result<(Vec<(u64, u64)>, u64),
             }
             Ok((curve, p.media_rate_max().bytes_per_s as u64))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{apply_set, parse_config_text, SimConfig};
+
+    fn device(sets: &[&str]) -> Result<DeviceSpec, ConfigError> {
+        let mut t = parse_config_text("", "test.toml")?;
+        for s in sets {
+            apply_set(&mut t, s)?;
+        }
+        spec(&SimConfig::from_table(t, None)?.device)
+    }
+
+    fn hdd(sets: &[&str]) -> foresight_device::hdd::HddParams {
+        match device(sets).unwrap_or_else(|e| panic!("{sets:?}: {e}")) {
+            DeviceSpec::Hdd(p) => p,
+            DeviceSpec::Ssd(_) => panic!("{sets:?}: not a disk"),
+        }
+    }
+
+    #[test]
+    fn a_smaller_segment_takes_a_read_ahead_that_fits_it() {
+        // wd800jd reads ahead a whole 512 KiB segment; the override used to be refused with the
+        // model's field name instead of a config key.
+        let p = hdd(&["device.preset=wd800jd", "device.segment_size=64KiB"]);
+        assert_eq!(p.cache_segment_sectors, 128);
+        assert_eq!(p.readahead_max_sectors, 128);
+        let p = hdd(&[
+            "device.preset=wd800jd",
+            "device.segment_size=64KiB",
+            "device.drive_readahead=32KiB",
+        ]);
+        assert_eq!(p.readahead_max_sectors, 64);
+        // A read-ahead given explicitly that cannot fit is refused, naming both keys.
+        for (sets, key) in [
+            (
+                &["device.segment_size=64KiB", "device.drive_readahead=1MiB"][..],
+                "device.drive_readahead",
+            ),
+            (
+                &["device.drive_readahead_min=1MiB"][..],
+                "device.drive_readahead_min",
+            ),
+        ] {
+            let e = device(sets).unwrap_err().to_string();
+            assert!(e.contains(key) && e.contains("device.segment_size"), "{e}");
+        }
+    }
+
+    #[test]
+    fn a_drive_cache_key_on_an_ssd_is_named() {
+        let e = device(&[
+            "device.kind=ssd",
+            "device.preset=ssd-850evo",
+            "device.drive_readahead=0",
+        ])
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("device.drive_readahead"), "{e}");
     }
 }

@@ -708,16 +708,22 @@ impl SimConfig {
                 other => other,
             },
         };
-        if matches!(device.kind, DeviceKind::Ssd)
-            && (device.cache_segments.is_some()
-                || device.segment_size.is_some()
-                || device.drive_readahead.is_some()
-                || device.drive_readahead_min.is_some())
-        {
-            return Err(key_err(
-                "device.cache_segments",
-                "drive cache settings apply to hard disks only",
-            ));
+        if matches!(device.kind, DeviceKind::Ssd) {
+            let hdd_only = [
+                ("device.cache_segments", device.cache_segments.is_some()),
+                ("device.segment_size", device.segment_size.is_some()),
+                ("device.drive_readahead", device.drive_readahead.is_some()),
+                (
+                    "device.drive_readahead_min",
+                    device.drive_readahead_min.is_some(),
+                ),
+            ];
+            if let Some((key, _)) = hdd_only.iter().find(|(_, set)| *set) {
+                return Err(key_err(
+                    key,
+                    "drive cache settings apply to hard disks only; drop it for an ssd",
+                ));
+            }
         }
         if !device.strip.0.is_multiple_of(512) {
             return Err(key_err(
