@@ -178,6 +178,10 @@ struct Sim {
     heap: BinaryHeap<Reverse<(Instant, u64, Ev)>>,
     page_cache: CacheLayer,
     raid_cache: Option<CacheLayer>,
+    /// Whether `raid_cache` is host memory (the RAID driver's cache or the stream scheduler's
+    /// buffers), not the controller's cache, which the device holds: only host memory counts in
+    /// `memory_peak_bytes` and the `raid_*` figures.
+    block_cache_in_host: bool,
     volume: Volume,
     device_name: String,
     layout: Arc<Layout>,
@@ -464,6 +468,7 @@ impl Sim {
             Some(m) => m + w.streams as u64 * w.request.0.div_ceil(PAGE_BYTES) * PAGE_BYTES,
             None => cfg.host.raid_cache.0,
         };
+        let block_cache_in_host = stack.array.is_some() || cfg.device.controller_cache.0 == 0;
         let raid_cache = match stack.array {
             // A scheduler with its own budget keeps its buffers until they are read.
             Some(policy) if stack.array_cache_bytes.is_some() => Some(CacheLayer::with_cache(
@@ -499,6 +504,7 @@ impl Sim {
             heap: BinaryHeap::new(),
             page_cache,
             raid_cache,
+            block_cache_in_host,
             volume,
             layout,
             apps: Vec::new(),
@@ -678,6 +684,7 @@ impl Sim {
             + self
                 .raid_cache
                 .as_ref()
+                .filter(|_| self.block_cache_in_host)
                 .map_or(0, |r| r.cache().used_pages());
         self.memory_peak_pages = self.memory_peak_pages.max(held);
         if !self.array_io_held.is_empty() {
@@ -1068,7 +1075,7 @@ impl Sim {
         let v = self.volume.stats();
         let b = v.breakdown;
         let (raid_prefetched, raid_wasted, raid_peak) = match &self.raid_cache {
-            Some(rc) => {
+            Some(rc) if self.block_cache_in_host => {
                 let s = rc.cache().stats();
                 (
                     s.prefetched_pages * PAGE_BYTES,
@@ -1076,7 +1083,7 @@ impl Sim {
                     rc.cache().peak_pages() * PAGE_BYTES,
                 )
             }
-            None => (0, 0, 0),
+            _ => (0, 0, 0),
         };
         let report = Report {
             throughput_mib_s: if elapsed_s > 0.0 {
@@ -1164,5 +1171,42 @@ mod tests {
         let whole = run("40KiB");
         assert_eq!(whole.clients_stopped_at_horizon, 0);
         assert_eq!(whole.app_requests, 20);
+    }
+
+    /// The controller's cache sits in the device, so host memory figures leave it out; the RAID
+    /// driver's cache is host memory and counts.
+    #[test]
+    fn a_controller_cache_is_not_host_memory() {
+        let run = |sets: &[&str]| {
+            let mut t = toml::Table::new();
+            for set in [
+                "host.memory=1MiB",
+                "policy.readahead_max=512KiB",
+                "workload.file_size=4MiB",
+            ]
+            .iter()
+            .chain(sets)
+            {
+                crate::config::apply_set(&mut t, set).unwrap();
+            }
+            let mut sim = Sim::new(&SimConfig::from_table(t, None).unwrap(), false).unwrap();
+            sim.run(None);
+            sim.finish().report
+        };
+        let page_cache_only = run(&[]).memory_peak_bytes;
+        assert!(page_cache_only <= 1 << 20, "{page_cache_only}");
+        let with_controller = run(&[
+            "device.controller_cache=8MiB",
+            "device.controller_readahead=1MiB",
+        ]);
+        assert!(
+            with_controller.memory_peak_bytes <= 1 << 20,
+            "{}",
+            with_controller.memory_peak_bytes
+        );
+        assert_eq!(with_controller.raid_cache_peak_bytes, 0);
+        let with_raid = run(&["host.raid_cache=8MiB"]);
+        assert!(with_raid.raid_cache_peak_bytes > 0);
+        assert!(with_raid.memory_peak_bytes > 1 << 20);
     }
 }
