@@ -215,7 +215,7 @@ struct Sim {
     app_bytes: u64,
     hit_requests: u64,
     split_fetches: u64,
-    latencies_ns: Vec<u64>,
+    latencies: crate::metrics::Latencies,
     stall_ns: u128,
     events: u64,
     last_completion: Instant,
@@ -527,7 +527,7 @@ impl Sim {
             app_bytes: 0,
             hit_requests: 0,
             split_fetches: 0,
-            latencies_ns: Vec::new(),
+            latencies: Default::default(),
             stall_ns: 0,
             events: 0,
             last_completion: Instant::ZERO,
@@ -974,7 +974,7 @@ impl Sim {
         self.app_requests += 1;
         self.app_bytes += a.bytes;
         self.hit_requests += hit as u64;
-        self.latencies_ns.push(latency.as_nanos());
+        self.latencies.push(latency.as_nanos());
         self.stall_ns += latency.as_nanos() as u128;
         self.last_completion = self.now;
         if self.record {
@@ -1063,15 +1063,8 @@ impl Sim {
         let cache = self.page_cache.cache();
         let stats = cache.stats();
         let wasted_pages = stats.wasted_pages + cache.unused_prefetched_pages();
-        let n = self.latencies_ns.len();
-        let mean_latency_ms = if n == 0 {
-            0.0
-        } else {
-            self.latencies_ns.iter().map(|&x| x as f64).sum::<f64>() / n as f64 / 1e6
-        };
-        self.latencies_ns.sort_unstable();
-        let p99_latency_ms =
-            crate::metrics::p99(&self.latencies_ns).map_or(0.0, |n| n as f64 / 1e6);
+        let mean_latency_ms = self.latencies.mean_ms();
+        let p99_latency_ms = self.latencies.p99_ms();
         let v = self.volume.stats();
         let b = v.breakdown;
         let (raid_prefetched, raid_wasted, raid_peak) = match &self.raid_cache {

@@ -322,7 +322,7 @@ struct Sim {
     // Measurements.
     app_bytes: u64,
     app_requests: u64,
-    latencies_ns: Vec<u64>,
+    latencies: crate::metrics::Latencies,
     device_requests: u64,
     device_bytes: u64,
     /// Response bytes that reached a client (counted on arrival: the link books wire time ahead,
@@ -540,7 +540,7 @@ pub fn run(params: &DfsParams) -> Result<DfsReport, DfsError> {
         end: Instant(0) + params.duration,
         app_bytes: 0,
         app_requests: 0,
-        latencies_ns: Vec::new(),
+        latencies: Default::default(),
         device_requests: 0,
         device_bytes: 0,
         network_bytes: 0,
@@ -757,7 +757,7 @@ impl Sim {
         let st = &mut self.streams[s as usize];
         self.app_requests += 1;
         self.app_bytes += self.params.request.0;
-        self.latencies_ns.push((self.now - st.issued_at).0);
+        self.latencies.push((self.now - st.issued_at).0);
         if st.reads_left != u64::MAX {
             st.reads_left -= 1;
         }
@@ -910,14 +910,8 @@ impl Sim {
         rb: Bandwidth,
     ) -> DfsReport {
         let secs = elapsed.as_secs_f64().max(1e-9);
-        let mut lat = self.latencies_ns.clone();
-        lat.sort_unstable();
-        let mean_ms = if lat.is_empty() {
-            0.0
-        } else {
-            lat.iter().sum::<u64>() as f64 / lat.len() as f64 / 1e6
-        };
-        let p99_ms = crate::metrics::p99(&lat).map_or(0.0, |n| n as f64 / 1e6);
+        let mean_ms = self.latencies.mean_ms();
+        let p99_ms = self.latencies.p99_ms();
         let mut prefetched = 0u64;
         let mut wasted = 0u64;
         let mut peak = self.server.cache().peak_pages();
@@ -945,7 +939,7 @@ impl Sim {
             wasted_bytes: wasted,
             mean_latency_ms: mean_ms,
             p99_latency_ms: p99_ms,
-            stall_s: lat.iter().sum::<u64>() as f64 / 1e9,
+            stall_s: self.latencies.sum_s(),
             breakdown: BreakdownReport {
                 seek_s: b.seek.as_secs_f64(),
                 rotate_s: b.rotate.as_secs_f64(),
