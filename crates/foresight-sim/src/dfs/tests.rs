@@ -1,3 +1,7 @@
+//! The DFS model against paper 004's shapes: every system moves data and stops at the end of each
+//! file, dedicated workers beat the shared queue (Fig. 9a golden), APS raises alpha with the delay,
+//! a small TCP window caps one stream, and the link carries no more than it could in the run.
+
 use super::*;
 
 fn quick(system: DfsSystem, streams: u32) -> DfsParams {

@@ -1,3 +1,7 @@
+//! The APS client stream against paper 004's Algorithm 1 and condition 20: the ramp to alpha units
+//! in flight, the window bound, random reads costing at most one extra unit, clipping at the end of
+//! the file, and the policy face that drivers see.
+
 use super::*;
 use proptest::prelude::*;
 
