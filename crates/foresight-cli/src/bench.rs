@@ -20,10 +20,11 @@
 //! readahead past that point (the engine's and the kernel's, not the limit reader's) would be waste
 //! the benchmark made: 1,024 streams reading 8 MiB of the 32 MiB files that 256 streams need read
 //! 0.8-1.5 GiB more than their 8 GiB under `seqp` (five rounds). A measurement also stops after
-//! `--duration`: no stream starts a read after it, but reads under way are waited for, since a
-//! blocked read cannot be called back. The rate counts that whole time, and a row whose reads ran
-//! well past the deadline says so in its note (4,096 emulated streams on `wd800jd`, each first
-//! read 64 KiB, take about 36 s under `--duration 1s`).
+//! `--duration`. An engine read still waiting then stops (`Reader::set_read_deadline`), so
+//! 4,096 emulated streams on `wd800jd`, which took about 36 s for their first 64 KiB reads, stop
+//! at 1 s under `--duration 1s`. A buffered read of the kernel row cannot be called back, so it
+//! is finished; the rate counts that whole time, and a row that ran well past the deadline says so
+//! in its note.
 //!
 //! `--emulate PRESET` runs the engine on the `emulated` backend instead: the same real bytes, but
 //! every read completes when the named device model says it would (files spread over the modelled
@@ -119,9 +120,9 @@ pub struct BenchArgs {
     /// The engine's largest single read (this disk's max_sectors_kb is a good choice).
     #[arg(long, default_value = "4MiB", value_name = "SIZE")]
     max_io: String,
-    /// Stop each measurement after this long: no stream starts a read after it. Reads under way
-    /// then are waited for, and the rate is over the whole time (on a slow device with thousands of
-    /// streams, one read of each can take much longer; the row's note then says so).
+    /// Stop each measurement after this long. An engine read still waiting then stops, and the
+    /// bytes it did not get are not counted; a plain buffered read (the kernel row) or a limit
+    /// read under way is finished, and the row's note says so when that took long.
     #[arg(long, default_value = "30s", value_name = "DURATION")]
     duration: String,
     /// The limit reader's read size.
@@ -1020,10 +1021,17 @@ fn measure_engine(
         let mut r = readers.lock().expect("readers")[i]
             .take()
             .expect("one reader per thread");
+        // A read waiting at the deadline stops there, so the measurement ends on time even when
+        // thousands of streams queue on a slow (emulated) device.
+        r.set_read_deadline(Some(deadline));
         let mut done = 0u64;
         while done < bytes && Instant::now() < deadline {
             let want = (bytes - done).min(request as u64) as usize;
-            let got = r.read(&mut buf[..want])?;
+            let got = match r.read(&mut buf[..want]) {
+                Ok(n) => n,
+                Err(e) if e.kind() == std::io::ErrorKind::TimedOut => break,
+                Err(e) => return Err(e),
+            };
             if got == 0 {
                 break;
             }

@@ -659,6 +659,22 @@ impl Core {
         self.streams[stream.0 as usize].waiting_on = Some(id);
     }
 
+    /// Takes `stream` off every wait list, for a reader whose read deadline passed: a memory
+    /// waiter left at the head of the queue would hold up the readers behind it.
+    pub(crate) fn stop_waiting(&mut self, stream: StreamId, cv: &Arc<Condvar>) {
+        let st = &mut self.streams[stream.0 as usize];
+        st.waits_for_memory = false;
+        if let Some(id) = st.waiting_on.take() {
+            if let Some(c) = self.chunks.get_mut(id as usize).and_then(Option::as_mut) {
+                c.waiters.retain(|(_, w)| !Arc::ptr_eq(w, cv));
+            }
+        }
+        self.memory_waiters.retain(|(s, _, _)| *s != stream);
+        self.defer_waiters.retain(|(s, _)| *s != stream);
+        // The memory this reader waited for may serve the next one.
+        self.wake_memory_waiters();
+    }
+
     /// Notes that `stream` stopped waiting (diagnostics).
     pub(crate) fn woke(&mut self, stream: StreamId) {
         self.streams[stream.0 as usize].waiting_on = None;

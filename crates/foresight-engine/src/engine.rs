@@ -470,6 +470,7 @@ impl Engine {
             pos: 0,
             cv: Arc::new(Condvar::new()),
             path: path.to_path_buf(),
+            deadline: None,
         })
     }
 
@@ -559,6 +560,8 @@ pub struct Reader {
     pos: u64,
     cv: Arc<Condvar>,
     path: PathBuf,
+    /// After this, a read stops waiting (see [`Reader::set_read_deadline`]).
+    deadline: Option<std::time::Instant>,
 }
 
 impl std::fmt::Debug for Reader {
@@ -604,6 +607,38 @@ impl Reader {
         self.pos
     }
 
+    /// Sets an instant after which a `read` stops waiting for bytes that are not there yet: it
+    /// returns the bytes it has copied, or, with none, an error of kind
+    /// [`io::ErrorKind::TimedOut`]. The reads the engine issued go on and their bytes stay cached
+    /// for a later `read`. `None` (the default) waits for as long as the bytes take. A benchmark
+    /// that must stop at a set time uses it, since a read queued behind thousands of others on a
+    /// slow device can take many seconds.
+    pub fn set_read_deadline(&mut self, deadline: Option<std::time::Instant>) {
+        self.deadline = deadline;
+    }
+
+    /// Waits on the reader's condition variable until notified or the deadline passes; returns
+    /// the lock and whether the deadline has passed.
+    fn wait<'a>(
+        &self,
+        core: std::sync::MutexGuard<'a, Core>,
+    ) -> (std::sync::MutexGuard<'a, Core>, bool) {
+        match self.deadline {
+            None => (self.cv.wait(core).expect("engine state poisoned"), false),
+            Some(at) => {
+                let left = at.saturating_duration_since(std::time::Instant::now());
+                if left.is_zero() {
+                    return (core, true);
+                }
+                let (core, _) = self
+                    .cv
+                    .wait_timeout(core, left)
+                    .expect("engine state poisoned");
+                (core, std::time::Instant::now() >= at)
+            }
+        }
+    }
+
     /// Shorthand for [`Engine::hint`] on this reader's stream.
     pub fn hint(&self, ranges: &[ByteRange]) -> Result<(), EngineError> {
         Engine {
@@ -629,7 +664,8 @@ impl Read for Reader {
         let mut cursor = start;
         let mut stall = std::time::Duration::ZERO;
         let mut failure = None;
-        while cursor < end {
+        let mut timed_out = false;
+        while cursor < end && !timed_out {
             match core.find(self.file, cursor) {
                 Found::Ready {
                     chunk,
@@ -655,8 +691,12 @@ impl Read for Reader {
                 Found::InFlight { chunk } => {
                     core.wait_for_chunk(chunk, self.stream, &self.cv);
                     let t = std::time::Instant::now();
-                    core = self.cv.wait(core).expect("engine state poisoned");
-                    core.woke(self.stream);
+                    (core, timed_out) = self.wait(core);
+                    if !timed_out {
+                        // A timed-out reader stays noted as waiting until `stop_waiting`
+                        // takes it off the chunk's list.
+                        core.woke(self.stream);
+                    }
                     stall += t.elapsed();
                 }
                 Found::Missing => {
@@ -671,25 +711,35 @@ impl Read for Reader {
                     if core.defer_wait(self.stream, &self.cv) {
                         // The policy will fetch these bytes (the stream's turn has not come).
                         let t = std::time::Instant::now();
-                        core = self.cv.wait(core).expect("engine state poisoned");
+                        (core, timed_out) = self.wait(core);
                         stall += t.elapsed();
                         continue;
                     }
                     if !core.demand(self.stream, self.file, cursor, end) {
                         core.wait_for_memory(self.stream, &self.cv, cursor, end);
                         let t = std::time::Instant::now();
-                        core = self.cv.wait(core).expect("engine state poisoned");
+                        (core, timed_out) = self.wait(core);
                         stall += t.elapsed();
                     }
                 }
             }
         }
         let copied = cursor - start;
+        if timed_out {
+            core.stop_waiting(self.stream, &self.cv);
+        }
         core.end_read(self.stream, copied, stall.as_nanos() as u64, cursor < end);
         drop(core);
         self.pos = cursor;
         match failure {
             Some(e) => Err(e),
+            None if copied == 0 && timed_out => Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                format!(
+                    "{}: the read deadline passed before the bytes at {start} arrived",
+                    self.path.display()
+                ),
+            )),
             None => Ok(copied as usize),
         }
     }

@@ -798,3 +798,48 @@ fn a_reader_opened_after_a_same_size_rewrite_reads_the_new_bytes() {
         drop(first);
     }
 }
+
+/// A read whose bytes have not arrived by the reader's deadline stops waiting: with nothing
+/// copied it fails with `TimedOut`, with some copied it returns them. The read it waited for goes
+/// on, and a later read without a deadline gets every byte; nothing is left claimed or waiting.
+#[test]
+fn a_read_past_its_deadline_stops_waiting_and_loses_nothing() {
+    let noop = NoopBackend::new();
+    let len = 256 * 1024;
+    let data = content(len, 12);
+    noop.insert("/mem/slow", data.clone());
+    // Every read of the second half takes a second.
+    noop.inject(Fault {
+        path: "/mem/slow".into(),
+        range: (len as u64 / 2)..len as u64,
+        kind: FaultKind::Delay(Duration::from_secs(1)),
+        times: None,
+    });
+    let engine = Engine::builder()
+        .backend(Backend::Noop(noop.clone()))
+        .memory(ByteLen::mib(4))
+        .build()
+        .unwrap();
+    let mut r = engine.open("/mem/slow").unwrap();
+    let mut got = vec![0u8; len];
+    r.read_exact(&mut got[..len / 4]).unwrap();
+    r.set_read_deadline(Some(std::time::Instant::now() + Duration::from_millis(20)));
+    // Reads return what has arrived (at most the first half) until one finds nothing there.
+    let mut done = len / 4;
+    let e = loop {
+        match r.read(&mut got[done..]) {
+            Ok(n) => {
+                assert!(n > 0 && done + n <= len / 2, "{done} + {n}");
+                done += n;
+            }
+            Err(e) => break e,
+        }
+    };
+    assert_eq!(e.kind(), std::io::ErrorKind::TimedOut, "{e}");
+    assert!(e.to_string().contains("/mem/slow"), "{e}");
+    engine.check_invariants();
+    r.set_read_deadline(None);
+    r.read_exact(&mut got[done..]).unwrap();
+    assert_eq!(hash(&got), hash(&data));
+    engine.check_invariants();
+}
