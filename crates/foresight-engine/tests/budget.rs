@@ -2,9 +2,10 @@
 //! never exceed the memory budget, and every byte returned is the file's.
 //!
 //! Each case builds an engine on the in-memory backend with a small budget (8 to 96 pages), a
-//! random policy (any the engine runs) and window, a few files of random sizes, and some completions delayed; then runs a
-//! random interleaving of reads and seeks by several readers, checking after every step the budget
-//! (the peak, which covers every instant in between), the engine's own accounting, and the bytes.
+//! random policy (any the engine runs) and window, a few files of random sizes, and some
+//! completions delayed; then runs a random interleaving of reads (some with a read deadline) and
+//! seeks by several readers, checking after every step the budget (the peak, which covers every
+//! instant in between), the engine's own accounting, and the bytes.
 
 mod common;
 
@@ -18,14 +19,28 @@ use proptest::prelude::*;
 
 #[derive(Clone, Debug)]
 enum Op {
-    Read { reader: usize, len: usize },
-    Seek { reader: usize, to_permille: u64 },
+    Read {
+        reader: usize,
+        len: usize,
+    },
+    Seek {
+        reader: usize,
+        to_permille: u64,
+    },
+    /// A read with a deadline this many microseconds away (0: already passed).
+    Hurried {
+        reader: usize,
+        len: usize,
+        deadline_us: u64,
+    },
 }
 
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
         4 => (0usize..4, 1usize..200_000).prop_map(|(reader, len)| Op::Read { reader, len }),
         1 => (0usize..4, 0u64..1100).prop_map(|(reader, to_permille)| Op::Seek { reader, to_permille }),
+        1 => (0usize..4, 1usize..200_000, prop::sample::select(vec![0u64, 50, 400]))
+            .prop_map(|(reader, len, deadline_us)| Op::Hurried { reader, len, deadline_us }),
     ]
 }
 
@@ -82,6 +97,25 @@ proptest! {
                     prop_assert_eq!(n, len.min(data.len().saturating_sub(pos)));
                     if n > 0 {
                         prop_assert!(buf[..n] == data[pos..pos + n], "bytes at {}", pos);
+                    }
+                }
+                Op::Hurried { reader, len, deadline_us } => {
+                    let r = &mut readers[reader];
+                    let data = &files[reader % files.len()];
+                    let pos = r.position() as usize;
+                    let at = std::time::Instant::now() + Duration::from_micros(deadline_us);
+                    r.set_read_deadline(Some(at));
+                    let got = r.read(&mut buf[..len]);
+                    r.set_read_deadline(None);
+                    let want = len.min(data.len().saturating_sub(pos));
+                    match got {
+                        Ok(n) => {
+                            prop_assert!(n <= want && (n > 0 || want == 0), "{} of {}", n, want);
+                            if n > 0 {
+                                prop_assert!(buf[..n] == data[pos..pos + n], "bytes at {}", pos);
+                            }
+                        }
+                        Err(e) => prop_assert_eq!(e.kind(), std::io::ErrorKind::TimedOut),
                     }
                 }
                 Op::Seek { reader, to_permille } => {
