@@ -29,7 +29,7 @@ use foresight_policy::adaptive::aps::ExchangeTiming;
 use foresight_policy::adaptive::{
     AlphaMode, ApsConfig, ApsStream, DeviceFigures, DEFAULT_PEAK_RATIO,
 };
-use http_body_util::{BodyExt, Empty};
+use http_body_util::{BodyExt, Empty, LengthLimitError, Limited};
 use hyper::client::conn::http1::SendRequest;
 use hyper::header::{self, HeaderMap};
 use hyper::{Method, Request, StatusCode};
@@ -362,6 +362,7 @@ impl Pool {
         conn.ready()
             .await
             .map_err(|e| http_err(format!("connection: {e}")))?;
+        let head = method == Method::HEAD;
         let mut req = Request::builder()
             .method(method)
             .uri(url.path.as_str())
@@ -386,10 +387,36 @@ impl Pool {
             if range.is_some() && parts.status == StatusCode::OK {
                 return Ok::<_, NetError>((parts, None, first_byte));
             }
-            let body = body
+            // A body longer than asked for is a broken server's, not data: it is refused from
+            // its announced length, or as soon as it runs past, never gathered whole (a huge
+            // `Content-Length` or an endless chunked body would take all the memory there is).
+            // (The `Content-Length` of an answer to `HEAD` is the file's; it has no body.)
+            let limit = body_limit(range);
+            let announced = parts
+                .headers
+                .get(header::CONTENT_LENGTH)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.parse::<u64>().ok())
+                .filter(|_| !head);
+            if let Some(n) = announced.filter(|n| *n > limit) {
+                return Err(http_err(format!(
+                    "{} announces a {n}-byte body where {limit} bytes at most were asked for",
+                    parts.status
+                )));
+            }
+            let body = Limited::new(body, limit as usize)
                 .collect()
                 .await
-                .map_err(|e| http_err(format!("body cut short: {e}")))?
+                .map_err(|e| {
+                    if e.is::<LengthLimitError>() {
+                        http_err(format!(
+                            "{} sent a body longer than the {limit} bytes at most asked for",
+                            parts.status
+                        ))
+                    } else {
+                        http_err(format!("body cut short: {e}"))
+                    }
+                })?
                 .to_bytes();
             Ok((parts, Some(body), first_byte))
         };
@@ -420,6 +447,15 @@ impl Pool {
             body,
         })
     }
+}
+
+/// The longest body an answer without a range (the figures document, an error page) may have.
+const SMALL_BODY_BYTES: u64 = 64 << 10;
+
+/// The longest body accepted in answer to a request for `range` (or for no range): the range,
+/// or a small document such as an error page, whichever is longer.
+fn body_limit(range: Option<ByteRange>) -> u64 {
+    range.map_or(0, |r| r.len.0).max(SMALL_BODY_BYTES)
 }
 
 /// Whether the connection that carried this response may carry another: not when the server said

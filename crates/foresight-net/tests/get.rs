@@ -443,3 +443,75 @@ fn a_server_that_answers_ranges_with_the_whole_file_is_still_read() {
         .unwrap_err();
     assert!(e.to_string().contains("range"), "{e}");
 }
+
+/// A range answered with a body far longer than the range (a broken or hostile server: a huge
+/// `Content-Length`, or a chunked body that never ends) is refused, not gathered into memory:
+/// the client hangs up as soon as it knows, and the server can write little more than the
+/// sockets' buffers. The server here offers 256 MiB per answer and then waits.
+#[test]
+fn a_range_answer_longer_than_the_range_is_refused_without_gathering_it() {
+    use std::io::{Read, Write};
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::Arc;
+    for chunked in [false, true] {
+        let data = Arc::new(content(1 << 20, 3));
+        let most_written = Arc::new(AtomicU64::new(0));
+        let (d, most) = (data.clone(), most_written.clone());
+        let addr = tiny_server(move |req, c| {
+            if req.method != "GET" || req.path != "/f.bin" {
+                return answer(req, c, "HTTP/1.1", "Accept-Ranges: bytes\r\n", &d).is_ok();
+            }
+            let framing = if chunked {
+                "Transfer-Encoding: chunked".to_string()
+            } else {
+                format!("Content-Length: {}", 1u64 << 40)
+            };
+            let head = format!(
+                "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes 0-131071/{}\r\n\
+                 {framing}\r\n\r\n",
+                d.len()
+            );
+            if c.write_all(head.as_bytes()).is_err() {
+                return false;
+            }
+            let piece = vec![0u8; 1 << 20];
+            let mut written = 0u64;
+            while written < 256 << 20 {
+                let ok = if chunked {
+                    c.write_all(format!("{:x}\r\n", piece.len()).as_bytes())
+                        .and_then(|()| c.write_all(&piece))
+                        .and_then(|()| c.write_all(b"\r\n"))
+                } else {
+                    c.write_all(&piece)
+                };
+                if ok.is_err() {
+                    break;
+                }
+                written += piece.len() as u64;
+                most.fetch_max(written, Ordering::SeqCst);
+            }
+            // Wait for the client to hang up.
+            let _ = c.read(&mut [0u8; 1]);
+            false
+        });
+        let url: Url = format!("http://{addr}/f.bin").parse().unwrap();
+        let client = Client::new(ClientConfig {
+            alpha: AlphaMode::Fixed(1),
+            request_timeout: Duration::from_secs(2),
+            ..ClientConfig::default()
+        })
+        .unwrap();
+        let e = client.get(&url, &mut Vec::new()).unwrap_err();
+        let refused = if chunked {
+            "206 Partial Content sent a body longer than"
+        } else {
+            "206 Partial Content announces a 1099511627776-byte body"
+        };
+        assert!(e.to_string().contains(refused), "chunked {chunked}: {e}");
+        let most = most_written.load(Ordering::SeqCst);
+        assert!(
+            most < 64 << 20,
+            "chunked {chunked}: the client took {most} bytes of one answer"
+        );
+    }
+}
