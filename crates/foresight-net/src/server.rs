@@ -840,7 +840,11 @@ async fn accept_loop(
     http.timer(TokioTimer::new())
         .header_read_timeout(state.cfg.idle_timeout)
         .max_buf_size(state.cfg.max_header_bytes.max(8192))
-        .keep_alive(true);
+        .keep_alive(true)
+        // A client that shuts its sending side after its request still wants the answer; by
+        // default hyper takes the end of the stream for a hang-up and drops the request. A
+        // client that is really gone is noticed when writing to it fails.
+        .half_close(true);
     let signals = async {
         if !on_signal {
             return std::future::pending::<()>().await;

@@ -381,3 +381,33 @@ fn connections_without_a_stream_header_are_separate_streams() {
     assert_eq!(r.status, 206);
     assert_eq!(created(a), 5.0);
 }
+
+/// A client may shut its sending side once its request is out (`nc -N`, some HTTP/1.0 clients,
+/// or a relay passing on such a client's end of stream): the requests it sent are still answered
+/// before the connection closes.
+#[test]
+fn requests_from_a_client_that_half_closes_are_answered() {
+    let s = serve("half-close");
+    let mut c = TcpStream::connect(s.addr()).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    c.write_all(
+        b"GET /sub/small.txt HTTP/1.1\r\nHost: t\r\n\r\n\
+          GET /big.bin HTTP/1.1\r\nHost: t\r\nRange: bytes=5-9\r\n\r\n",
+    )
+    .unwrap();
+    c.shutdown(std::net::Shutdown::Write).unwrap();
+    let first = read_response(&mut c, false);
+    assert_eq!(
+        (first.status, first.body.as_slice()),
+        (200, &b"hello, ranges\n"[..])
+    );
+    let second = read_response(&mut c, false);
+    assert_eq!(
+        (second.status, second.body.as_slice()),
+        (206, &s.big[5..10])
+    );
+    // Then the server closes its side too.
+    let mut rest = Vec::new();
+    std::io::Read::read_to_end(&mut c, &mut rest).unwrap();
+    assert!(rest.is_empty());
+}
