@@ -696,6 +696,15 @@ async fn download(
                     ex.body.len()
                 )));
             }
+            // The bytes come from a file of another length than the one the download began
+            // with: it was replaced or resized on the server, and the ranges received so far
+            // belong to the old version. Put together, they would be neither file.
+            if let Some(now) = got.and_then(|g| g.1).filter(|&n| n != len) {
+                return Err(http_err(format!(
+                    "the file changed on the server during the download: its length was {len} \
+                     bytes and is now {now}"
+                )));
+            }
             transferred += ex.body.len() as u64;
             pieces.insert(range.start.0, ex.body);
             stream.on_complete(id, Some(ex.timing));

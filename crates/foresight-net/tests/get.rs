@@ -200,6 +200,8 @@ struct Req {
     path: String,
     /// How many requests for this method and path came before this one (any connection).
     seen: usize,
+    /// The first and last byte of a `Range: bytes=first-last` header, if there was one.
+    range: Option<(u64, u64)>,
 }
 
 /// A scripted HTTP server: each connection runs on its own thread and hands every request head
@@ -238,7 +240,19 @@ fn tiny_server(
                     *n += 1;
                     *n - 1
                 };
-                let req = Req { method, path, seen };
+                let range = text.lines().find_map(|l| {
+                    let (k, v) = l.split_once(':')?;
+                    let v = v.trim().strip_prefix("bytes=")?;
+                    let (first, last) = v.split_once('-')?;
+                    k.eq_ignore_ascii_case("range")
+                        .then(|| Some((first.parse().ok()?, last.parse().ok()?)))?
+                });
+                let req = Req {
+                    method,
+                    path,
+                    seen,
+                    range,
+                };
                 if !respond(&req, &mut c) {
                     return;
                 }
@@ -514,4 +528,36 @@ fn a_range_answer_longer_than_the_range_is_refused_without_gathering_it() {
             "chunked {chunked}: the client took {most} bytes of one answer"
         );
     }
+}
+
+/// A file whose length changes during a download (the server answers later ranges from a longer
+/// version, as `foresight serve` does once a file is replaced or grown) cannot be delivered as one
+/// file: the bytes would come from two versions of it. The download fails, naming both lengths.
+#[test]
+fn a_file_whose_length_changes_during_a_download_is_an_error() {
+    use std::io::Write;
+    let old = std::sync::Arc::new(content(2_000_000, 4));
+    let new = content(2_000_001, 5);
+    let addr = tiny_server(move |req, c| {
+        let Some((first, last)) = req.range.filter(|_| req.method == "GET") else {
+            return answer(req, c, "HTTP/1.1", "Accept-Ranges: bytes\r\n", &old).is_ok();
+        };
+        // After the first range, the file has been replaced by a longer one.
+        let file = if req.seen == 0 { &old[..] } else { &new[..] };
+        let total = file.len();
+        let last = last.min(total as u64 - 1) as usize;
+        let body = &file[first as usize..=last];
+        let head = format!(
+            "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes {first}-{last}/{total}\r\n\
+             Content-Length: {}\r\n\r\n",
+            body.len()
+        );
+        c.write_all(head.as_bytes()).is_ok() && c.write_all(body).is_ok()
+    });
+    let url: Url = format!("http://{addr}/f.bin").parse().unwrap();
+    let e = client(AlphaMode::Fixed(2))
+        .get(&url, &mut Vec::new())
+        .unwrap_err();
+    assert!(e.to_string().contains("2000001"), "{e}");
+    assert!(e.to_string().contains("2000000"), "{e}");
 }
