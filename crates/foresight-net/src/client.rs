@@ -829,6 +829,13 @@ async fn plain_get(
         };
         let from = skip.saturating_sub(n).min(data.len() as u64) as usize;
         n += data.len() as u64;
+        // Bytes past the announced length are not the file's: refused before they are written,
+        // so a server that never stops cannot fill the output.
+        if let Some(l) = expect_len.filter(|l| n > *l) {
+            return Err(http_err(format!(
+                "the whole file runs past its length of {l} bytes (at least {n} sent)"
+            )));
+        }
         if let Some(s) = sink.as_mut() {
             s.write_all(&data[from..])?;
         }

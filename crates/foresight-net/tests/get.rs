@@ -561,3 +561,37 @@ fn a_file_whose_length_changes_during_a_download_is_an_error() {
     assert!(e.to_string().contains("2000001"), "{e}");
     assert!(e.to_string().contains("2000000"), "{e}");
 }
+
+/// Without ranges, the whole file comes in one plain `GET`; a body that runs past the length the
+/// `HEAD` announced is refused as soon as it does, before the excess reaches the output (a server
+/// streaming without end would otherwise fill the disk under `--out`).
+#[test]
+fn a_plain_get_longer_than_announced_stops_at_the_announced_length() {
+    use std::io::Write;
+    let data = std::sync::Arc::new(content(100_000, 6));
+    let d = data.clone();
+    let addr = tiny_server(move |req, c| {
+        if req.method != "GET" || req.path != "/f.bin" {
+            return answer(req, c, "HTTP/1.1", "", &d).is_ok();
+        }
+        let head = format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n", 1u64 << 40);
+        let mut ok = c.write_all(head.as_bytes()).is_ok();
+        let piece = vec![1u8; 1 << 20];
+        for _ in 0..64 {
+            ok = ok && c.write_all(&piece).is_ok();
+        }
+        // Then nothing more: wait for the client to hang up.
+        let _ = std::io::Read::read(c, &mut [0u8; 1]);
+        false
+    });
+    let url: Url = format!("http://{addr}/f.bin").parse().unwrap();
+    let c = Client::new(ClientConfig {
+        request_timeout: Duration::from_secs(2),
+        ..ClientConfig::default()
+    })
+    .unwrap();
+    let mut out = Vec::new();
+    let e = c.get(&url, &mut out).unwrap_err();
+    assert!(e.to_string().contains("100000"), "{e}");
+    assert!(out.len() <= data.len(), "{} bytes written", out.len());
+}
