@@ -421,6 +421,15 @@ impl OutTarget {
                 });
             }
         }
+        // A path ending in `/` (or `/.`) names a directory, and there is none here (an existing
+        // one is saved into): the download could never be renamed to it.
+        let text = std::os::unix::ffi::OsStrExt::as_bytes(path.as_os_str());
+        if text.ends_with(b"/") || text.ends_with(b"/.") {
+            return Err(input(format!(
+                "--out {}: no such directory; create it first, or give a file name",
+                path.display()
+            )));
+        }
         // A symbolic link keeps pointing where it did: the file it names is the one replaced.
         let target = match std::fs::symlink_metadata(path) {
             Ok(m) if m.file_type().is_symlink() => {

@@ -570,3 +570,24 @@ fn a_get_names_the_output_it_cannot_write_and_ends_quietly_when_its_reader_leave
     assert_eq!(st.status.code(), Some(0), "{err}");
     assert!(!err.contains("error"), "{err}");
 }
+
+/// `--out DIR/` names a directory; when there is none, the download is refused up front (exit 2,
+/// naming --out) rather than made into a temporary file that cannot then be renamed to `DIR/`.
+#[test]
+fn an_out_path_ending_in_a_slash_that_names_no_directory_is_refused_up_front() {
+    let addr = closing_server();
+    let dir = scratch("get-slash");
+    for out in ["missing/", "missing/."] {
+        let st = bin()
+            .args(["get", &format!("http://{addr}/f.bin"), "--out"])
+            .arg(format!("{}/{out}", dir.display()))
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&st.stderr);
+        assert_eq!(st.status.code(), Some(2), "{out}: {err}");
+        assert!(err.contains("--out") && err.contains("directory"), "{err}");
+        let left: Vec<_> = std::fs::read_dir(&dir).unwrap().collect();
+        assert!(left.is_empty(), "{out}: {left:?}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
