@@ -204,7 +204,8 @@ pub struct GetArgs {
     /// Readahead units in flight: `auto` (condition 20) or a whole number from 1 to 1024.
     #[arg(long, default_value = "auto", value_parser = alpha_arg)]
     alpha: AlphaMode,
-    /// The readahead unit (max_ra_sz); default: the server's, or 1MiB.
+    /// The readahead unit (max_ra_sz), 4KiB to 256MiB; default: the server's (held to those
+    /// bounds), or 1MiB.
     #[arg(long, value_name = "SIZE", value_parser = size_arg)]
     readahead: Option<ByteLen>,
     /// The cap on alpha in auto mode.

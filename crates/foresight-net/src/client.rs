@@ -153,7 +153,8 @@ impl FromStr for Url {
 pub struct ClientConfig {
     /// `auto` (condition 20) or a fixed number of readahead units in flight.
     pub alpha: AlphaMode,
-    /// The readahead unit (`max_ra_sz`); `None` takes the server's, or 1 MiB.
+    /// The readahead unit (`max_ra_sz`), 4 KiB to 256 MiB; `None` takes the server's (held to
+    /// those bounds), or 1 MiB.
     pub readahead: Option<ByteLen>,
     /// The cap on `alpha` in auto mode.
     pub max_alpha: u32,
@@ -247,6 +248,11 @@ pub struct Client {
 
 static STREAM_SEQ: AtomicU64 = AtomicU64::new(0);
 
+/// The smallest readahead unit (`--readahead`, or the one a server publishes).
+const MIN_UNIT_BYTES: u64 = 4 << 10;
+/// The largest readahead unit.
+const MAX_UNIT_BYTES: u64 = 256 << 20;
+
 impl Client {
     /// A client with these settings.
     pub fn new(cfg: ClientConfig) -> Result<Client, NetError> {
@@ -258,7 +264,7 @@ impl Client {
             return bad("app_read", "must be at least one byte".into());
         }
         if let Some(r) = cfg.readahead {
-            if r.0 < 4096 || r.0 > (256 << 20) {
+            if !(MIN_UNIT_BYTES..=MAX_UNIT_BYTES).contains(&r.0) {
                 return bad("--readahead", format!("must be 4KiB..=256MiB, got {r}"));
             }
         }
@@ -607,9 +613,11 @@ async fn download(
         }
         return plain_get(&pool, url, sink, started, len, 0).await;
     };
+    // The server's unit is held to the bounds of `--readahead`: a range of one unit is
+    // gathered whole in memory, and a published figure is the network's word, not the user's.
     let unit = cfg
         .readahead
-        .or(figures.map(|f| f.max_readahead))
+        .or(figures.map(|f| ByteLen(f.max_readahead.0.clamp(MIN_UNIT_BYTES, MAX_UNIT_BYTES))))
         .unwrap_or(ByteLen::mib(1));
     let aps_cfg = ApsConfig {
         max_readahead: unit,

@@ -595,3 +595,42 @@ fn a_plain_get_longer_than_announced_stops_at_the_announced_length() {
     assert!(e.to_string().contains("100000"), "{e}");
     assert!(out.len() <= data.len(), "{} bytes written", out.len());
 }
+
+/// The readahead unit a server publishes is a figure from the network: one far beyond what
+/// `--readahead` accepts (here 1 TiB) is held to that bound, not adopted, since every range of
+/// one unit is gathered in memory.
+#[test]
+fn a_published_readahead_beyond_the_clients_bound_is_held_to_it() {
+    use std::io::Write;
+    let data = std::sync::Arc::new(content(3_000_000, 8));
+    let d = data.clone();
+    let addr = tiny_server(move |req, c| {
+        if req.path == "/.well-known/foresight" {
+            let doc = format!(
+                "{{\"server\":\"foresight\",\"max_readahead_bytes\":{},\
+                 \"avg_bandwidth_bytes_per_s\":1e9,\"peak_ratio\":1.2}}",
+                1u64 << 40
+            );
+            let head = format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n", doc.len());
+            return c.write_all(head.as_bytes()).is_ok() && c.write_all(doc.as_bytes()).is_ok();
+        }
+        let Some((first, last)) = req.range.filter(|_| req.method == "GET") else {
+            return answer(req, c, "HTTP/1.1", "Accept-Ranges: bytes\r\n", &d).is_ok();
+        };
+        let last = last.min(d.len() as u64 - 1);
+        let body = &d[first as usize..=last as usize];
+        let head = format!(
+            "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes {first}-{last}/{}\r\n\
+             Content-Length: {}\r\n\r\n",
+            d.len(),
+            body.len()
+        );
+        c.write_all(head.as_bytes()).is_ok() && c.write_all(body).is_ok()
+    });
+    let url: Url = format!("http://{addr}/f.bin").parse().unwrap();
+    let mut out = Vec::new();
+    let r = client(AlphaMode::Auto).get(&url, &mut out).unwrap();
+    assert!(out == *data);
+    assert_eq!(r.server.map(|f| f.max_readahead.0), Some(1 << 40));
+    assert_eq!(r.unit_bytes, 256 << 20);
+}
