@@ -19,7 +19,7 @@
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::str::FromStr;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration as StdDuration;
 
@@ -34,7 +34,7 @@ use hyper::client::conn::http1::SendRequest;
 use hyper::header::{self, HeaderMap};
 use hyper::{Method, Request, StatusCode};
 use hyper_util::rt::TokioIo;
-use tokio::sync::{mpsc, Semaphore};
+use tokio::sync::{mpsc, Notify, Semaphore};
 
 use crate::range::{parse_content_range, range_header_for};
 use crate::{NetError, PROC_HEADER, STREAM_HEADER, WELL_KNOWN_PATH};
@@ -307,6 +307,10 @@ struct Exchange {
 struct Pool {
     authority: String,
     idle: Mutex<Vec<SendRequest<Empty<Bytes>>>>,
+    /// Exchanges holding a connection now.
+    out: AtomicUsize,
+    /// Notified whenever an exchange ends (its connection back in `idle`, or dropped).
+    returned: Notify,
     permits: Semaphore,
     epoch: std::time::Instant,
     stream_tag: String,
@@ -318,16 +322,43 @@ impl Pool {
         Instant(self.epoch.elapsed().as_nanos() as u64)
     }
 
-    /// A pooled idle connection, or a new one (always a new one when `fresh`).
-    async fn connection(&self, fresh: bool) -> Result<SendRequest<Empty<Bytes>>, NetError> {
+    /// A pooled idle connection that is still open, if there is one.
+    fn pooled(&self) -> Option<SendRequest<Empty<Bytes>>> {
+        loop {
+            let c = self.idle.lock().expect("pool poisoned").pop()?;
+            if !c.is_closed() {
+                return Some(c);
+            }
+        }
+    }
+
+    /// A pooled idle connection, or a new one (always a new one when `fresh`). With `wait`, and
+    /// while other exchanges have connections out, it waits (up to the request timeout) for one
+    /// of theirs rather than open a new one: the server may be closing connections beyond its
+    /// limit, and a new one would only be closed again.
+    async fn connection(
+        &self,
+        fresh: bool,
+        wait: bool,
+    ) -> Result<SendRequest<Empty<Bytes>>, NetError> {
         if !fresh {
-            loop {
-                let c = self.idle.lock().expect("pool poisoned").pop();
-                match c {
-                    Some(c) if !c.is_closed() => return Ok(c),
-                    Some(_) => continue,
-                    None => break,
+            let wait_for_one = async {
+                loop {
+                    // Registered before looking, so a return in between still wakes this.
+                    let returned = self.returned.notified();
+                    tokio::pin!(returned);
+                    returned.as_mut().enable();
+                    if let Some(c) = self.pooled() {
+                        return Some(c);
+                    }
+                    if !wait || self.out.load(Ordering::SeqCst) == 0 {
+                        return None;
+                    }
+                    returned.await;
                 }
+            };
+            if let Ok(Some(c)) = tokio::time::timeout(self.timeout, wait_for_one).await {
+                return Ok(c);
             }
         }
         let tcp = tokio::net::TcpStream::connect(&self.authority)
@@ -349,11 +380,14 @@ impl Pool {
         Ok(send)
     }
 
+    /// One request and its answer. With `wait`, the request goes on a connection that has
+    /// answered before when other exchanges have one out (see [`Pool::connection`]).
     async fn exchange(
         &self,
         url: &Url,
         method: Method,
         range: Option<ByteRange>,
+        wait: bool,
     ) -> Result<Exchange, NetError> {
         let http_err = |message: String| NetError::Http {
             url: url.to_string(),
@@ -364,7 +398,10 @@ impl Pool {
             .acquire()
             .await
             .map_err(|_| http_err("client closed".into()))?;
-        let mut conn = self.connection(false).await?;
+        let mut conn = self.connection(false, wait).await?;
+        // Counted out until this exchange ends; its end (the connection back in the pool, or
+        // dropped) wakes exchanges waiting for a connection.
+        let _out = Out::new(self);
         conn.ready()
             .await
             .map_err(|e| http_err(format!("connection: {e}")))?;
@@ -464,6 +501,23 @@ fn body_limit(range: Option<ByteRange>) -> u64 {
     range.map_or(0, |r| r.len.0).max(SMALL_BODY_BYTES)
 }
 
+/// An exchange's count in [`Pool::out`], taken back (and the waiters woken) when it ends.
+struct Out<'a>(&'a Pool);
+
+impl<'a> Out<'a> {
+    fn new(pool: &'a Pool) -> Out<'a> {
+        pool.out.fetch_add(1, Ordering::SeqCst);
+        Out(pool)
+    }
+}
+
+impl Drop for Out<'_> {
+    fn drop(&mut self) {
+        self.0.out.fetch_sub(1, Ordering::SeqCst);
+        self.0.returned.notify_waiters();
+    }
+}
+
 /// Whether the connection that carried this response may carry another: not when the server said
 /// it will close it (`Connection: close`), nor after an HTTP/1.0 answer (HTTP/1.0 closes unless
 /// told otherwise). Pooled anyway, it would be handed to the next request, which fails with
@@ -482,7 +536,7 @@ fn reusable(parts: &hyper::http::response::Parts) -> bool {
 /// The figures at `/.well-known/foresight`, if the server publishes them.
 async fn server_figures(pool: &Pool, url: &Url) -> Option<DeviceFigures> {
     let ex = pool
-        .exchange(&url.with_path(WELL_KNOWN_PATH), Method::GET, None)
+        .exchange(&url.with_path(WELL_KNOWN_PATH), Method::GET, None, false)
         .await
         .ok()?;
     if ex.status != StatusCode::OK {
@@ -520,7 +574,11 @@ fn dispatch(
             // tries, a little later each time; anything else is final.
             let mut attempt = 0u64;
             let r = loop {
-                let r = pool.exchange(&url, Method::GET, Some(req.range)).await;
+                // A retry goes on a connection the server has kept, if others are out: the
+                // failed one may have been a new connection closed at the server's limit.
+                let r = pool
+                    .exchange(&url, Method::GET, Some(req.range), attempt > 0)
+                    .await;
                 let retry = match &r {
                     Ok(ex) => ex.status == StatusCode::SERVICE_UNAVAILABLE,
                     Err(NetError::Connect { .. }) | Err(NetError::Http { .. }) => true,
@@ -577,6 +635,8 @@ async fn download(
     let pool = Arc::new(Pool {
         authority: url.authority(),
         idle: Mutex::new(Vec::new()),
+        out: AtomicUsize::new(0),
+        returned: Notify::new(),
         permits: Semaphore::new(cfg.max_connections),
         epoch: started,
         // Unique per download: process, wall clock and a counter.
@@ -590,7 +650,7 @@ async fn download(
         ),
         timeout: cfg.request_timeout,
     });
-    let head = pool.exchange(url, Method::HEAD, None).await?;
+    let head = pool.exchange(url, Method::HEAD, None, false).await?;
     if !head.status.is_success() {
         return Err(http_err(format!("HEAD answered {}", head.status)));
     }
@@ -794,7 +854,7 @@ async fn plain_get(
         let sent = pool.now();
         let ask = async {
             // A retry never takes a pooled connection: the last one failed for a reason.
-            let mut conn = pool.connection(attempt > 1).await?;
+            let mut conn = pool.connection(attempt > 1, false).await?;
             conn.ready()
                 .await
                 .map_err(|e| http_err(format!("connection: {e}")))?;

@@ -634,3 +634,93 @@ fn a_published_readahead_beyond_the_clients_bound_is_held_to_it() {
     assert_eq!(r.server.map(|f| f.max_readahead.0), Some(1 << 40));
     assert_eq!(r.unit_bytes, 256 << 20);
 }
+
+/// A server that takes fewer connections than the client keeps requests in flight (as
+/// `foresight serve --max-connections` does, closing the others at once) is still read: a
+/// request whose new connection was closed unanswered is sent again on a connection the server
+/// kept, rather than on another new one that meets the same fate.
+#[test]
+fn a_server_that_refuses_connections_beyond_its_limit_is_still_read() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    const LIMIT: usize = 2;
+    let data = Arc::new(content(4_000_000, 12));
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let live = Arc::new(AtomicUsize::new(0));
+    let d = data.clone();
+    std::thread::spawn(move || {
+        for c in listener.incoming() {
+            let Ok(c) = c else { continue };
+            if live.load(Ordering::SeqCst) >= LIMIT {
+                drop(c);
+                continue;
+            }
+            live.fetch_add(1, Ordering::SeqCst);
+            let (d, live) = (d.clone(), live.clone());
+            std::thread::spawn(move || {
+                let mut w = c.try_clone().unwrap();
+                let mut r = BufReader::new(c);
+                loop {
+                    let mut head = Vec::new();
+                    loop {
+                        let mut line = String::new();
+                        if r.read_line(&mut line).unwrap_or(0) == 0 {
+                            live.fetch_sub(1, Ordering::SeqCst);
+                            return;
+                        }
+                        if line == "\r\n" {
+                            break;
+                        }
+                        head.push(line);
+                    }
+                    let range = head.iter().find_map(|l| {
+                        let (k, v) = l.split_once(':')?;
+                        if !k.eq_ignore_ascii_case("range") {
+                            return None;
+                        }
+                        let (a, b) = v.trim().strip_prefix("bytes=")?.split_once('-')?;
+                        Some((a.parse::<usize>().ok()?, b.parse::<usize>().ok()?))
+                    });
+                    let answer = if head[0].starts_with("HEAD /f.bin ") {
+                        format!(
+                            "HTTP/1.1 200 OK\r\nAccept-Ranges: bytes\r\nContent-Length: {}\r\n\r\n",
+                            d.len()
+                        )
+                        .into_bytes()
+                    } else if let (true, Some((a, b))) = (head[0].starts_with("GET /f.bin "), range)
+                    {
+                        let b = b.min(d.len() - 1);
+                        let mut v = format!(
+                            "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes {a}-{b}/{}\r\n\
+                             Content-Length: {}\r\n\r\n",
+                            d.len(),
+                            b + 1 - a
+                        )
+                        .into_bytes();
+                        v.extend_from_slice(&d[a..=b]);
+                        v
+                    } else {
+                        b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n".to_vec()
+                    };
+                    if w.write_all(&answer).is_err() {
+                        live.fetch_sub(1, Ordering::SeqCst);
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    let url: Url = format!("http://{addr}/f.bin").parse().unwrap();
+    let c = Client::new(ClientConfig {
+        alpha: AlphaMode::Fixed(8),
+        readahead: Some(ByteLen::kib(64)),
+        ..ClientConfig::default()
+    })
+    .unwrap();
+    let mut out = Vec::new();
+    let r = c.get(&url, &mut out).unwrap();
+    assert!(out == *data);
+    assert_eq!(r.bytes, data.len() as u64);
+}
