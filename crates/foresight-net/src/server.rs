@@ -370,20 +370,20 @@ fn start(mut cfg: ServerConfig, on_signal: bool) -> Result<ServerHandle, NetErro
         figures.clone(),
         rt.handle().clone(),
     ));
+    let workers = start_workers(&state)?;
+    let serve_state = state.clone();
     let thread = std::thread::Builder::new()
         .name("foresight-serve".into())
         .spawn(move || {
-            let workers = start_workers(&state);
+            let state = serve_state;
             let result = rt.block_on(accept_loop(state.clone(), std_listener, stop_rx, on_signal));
-            state.shutting_down.store(true, Ordering::SeqCst);
-            for w in &state.workers {
-                w.ready.notify_all();
-            }
-            for w in workers {
-                let _ = w.join();
-            }
+            stop_workers(&state, workers);
             rt.shutdown_timeout(Duration::from_secs(1));
             result
+        })
+        .inspect_err(|_| {
+            // The workers' handles went with the closure; told to stop, they end on their own.
+            tell_workers_to_stop(&state);
         })?;
     Ok(ServerHandle {
         addr,
@@ -669,16 +669,43 @@ impl State {
     }
 }
 
-fn start_workers(state: &Arc<State>) -> Vec<std::thread::JoinHandle<()>> {
-    (0..state.workers.len())
-        .filter_map(|i| {
-            let st = state.clone();
-            std::thread::Builder::new()
-                .name(format!("foresight-w{i}"))
-                .spawn(move || worker_loop(&st, WorkerId(i as u32)))
-                .ok()
-        })
-        .collect()
+/// Starts one thread per worker. If one cannot be started, those already running are stopped and
+/// the error returned: a missing worker would leave every stream pinned to it waiting for good.
+fn start_workers(state: &Arc<State>) -> io::Result<Vec<std::thread::JoinHandle<()>>> {
+    let mut started = Vec::with_capacity(state.workers.len());
+    for i in 0..state.workers.len() {
+        let st = state.clone();
+        match std::thread::Builder::new()
+            .name(format!("foresight-w{i}"))
+            .spawn(move || worker_loop(&st, WorkerId(i as u32)))
+        {
+            Ok(h) => started.push(h),
+            Err(e) => {
+                stop_workers(state, started);
+                return Err(io::Error::new(
+                    e.kind(),
+                    format!("starting I/O worker {i} of {}: {e}", state.workers.len()),
+                ));
+            }
+        }
+    }
+    Ok(started)
+}
+
+/// Tells the workers to stop once their queues are empty, and waits for them.
+fn stop_workers(state: &State, workers: Vec<std::thread::JoinHandle<()>>) {
+    tell_workers_to_stop(state);
+    for w in workers {
+        let _ = w.join();
+    }
+}
+
+/// Tells the workers to stop once their queues are empty.
+fn tell_workers_to_stop(state: &State) {
+    state.shutting_down.store(true, Ordering::SeqCst);
+    for w in &state.workers {
+        w.ready.notify_all();
+    }
 }
 
 /// The most engine readers one worker keeps open; the least recently used is closed beyond it.
