@@ -1,7 +1,8 @@
 //! The few operating-system calls the engine makes outside the standard library, each a thin safe
-//! wrapper over one `libc` call: page-cache eviction (`posix_fadvise(DONTNEED)`), process CPU time
-//! (`getrusage`), free disk space (`statvfs`) and the `eventfd` the io_uring backend uses to wake its ring thread. Opening a file
-//! with `O_DIRECT` needs no wrapper: it is a flag of `std::fs::OpenOptions`.
+//! wrapper over `libc` calls: page-cache eviction (`posix_fadvise(DONTNEED)`), process CPU time
+//! (`getrusage`), free disk space (`statvfs`), clearing a descriptor's `O_NONBLOCK` (`fcntl`) and
+//! the `eventfd` the io_uring backend uses to wake its ring thread. Opening a file with `O_DIRECT`
+//! needs no wrapper: it is a flag of `std::fs::OpenOptions`.
 
 #![allow(unsafe_code)]
 
@@ -51,7 +52,7 @@ pub fn free_bytes(path: &std::path::Path) -> io::Result<u64> {
     Ok(st.f_bavail as u64 * st.f_frsize as u64)
 }
 
-/// A non-blocking `eventfd` as a `File`: writing 8 bytes wakes whoever reads it.
+/// An `eventfd` (blocking, close-on-exec) as a `File`: writing 8 bytes wakes whoever reads it.
 pub fn eventfd() -> io::Result<File> {
     // SAFETY: eventfd takes no pointers; a negative return is an error reported through errno.
     let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC) };
@@ -60,6 +61,32 @@ pub fn eventfd() -> io::Result<File> {
     }
     // SAFETY: `fd` is a fresh descriptor that nothing else owns.
     Ok(File::from(unsafe { OwnedFd::from_raw_fd(fd) }))
+}
+
+/// Clears `O_NONBLOCK` on `file`'s descriptor (`fcntl(F_SETFL)`), keeping its other status flags.
+pub fn clear_nonblocking(file: &File) -> io::Result<()> {
+    let fd = file.as_raw_fd();
+    // SAFETY: `fd` is an open descriptor owned by `file` for the duration of both calls.
+    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+    if flags < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: as above; only the O_NONBLOCK status flag changes.
+    if unsafe { libc::fcntl(fd, libc::F_SETFL, flags & !libc::O_NONBLOCK) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// The descriptor's status flags (`fcntl(F_GETFL)`).
+#[cfg(test)]
+pub fn status_flags(file: &File) -> io::Result<libc::c_int> {
+    // SAFETY: the descriptor is valid for the life of `file`; F_GETFL takes no argument.
+    let flags = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_GETFL) };
+    if flags < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(flags)
 }
 
 #[cfg(test)]

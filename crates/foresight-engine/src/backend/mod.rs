@@ -233,26 +233,31 @@ pub trait IoBackend: Send + Sync {
 /// Opens a real file for reading, with `O_DIRECT` when asked and allowed. Returns the file and
 /// whether it is direct. Only regular files are accepted.
 pub fn open_real(path: &Path, direct: bool) -> io::Result<(File, bool)> {
-    let meta = std::fs::metadata(path)?;
-    if !meta.is_file() {
+    // Opened non-blocking and checked on the descriptor, not the path: a FIFO put in the file's
+    // place between a check of the path and the open would block the open, and the engine opens
+    // under its lock, so every reader would wait with it.
+    let open = |flags: libc::c_int| {
+        std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(flags | libc::O_NONBLOCK)
+            .open(path)
+    };
+    let (file, direct) = match direct.then(|| open(libc::O_DIRECT)) {
+        Some(Ok(f)) => (f, true),
+        // EINVAL: the file system does not do direct I/O (tmpfs, some FUSE); read buffered.
+        Some(Err(e)) if e.raw_os_error() == Some(libc::EINVAL) => (open(0)?, false),
+        Some(Err(e)) => return Err(e),
+        None => (open(0)?, false),
+    };
+    if !file.metadata()?.is_file() {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
             format!("{} is not a regular file", path.display()),
         ));
     }
-    if direct {
-        match std::fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_DIRECT)
-            .open(path)
-        {
-            Ok(f) => return Ok((f, true)),
-            // EINVAL: the file system does not do direct I/O (tmpfs, some FUSE); read buffered.
-            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok((File::open(path)?, false))
+    // io_uring answers reads of a non-blocking file with EAGAIN instead of waiting for them.
+    crate::sys::clear_nonblocking(&file)?;
+    Ok((file, direct))
 }
 
 /// Builds a [`FileHandle`] for a real file.
@@ -353,6 +358,29 @@ mod tests {
         // The default `complete_all` hands each completion to `complete`, in arrival order.
         assert_eq!(*rec.tokens.lock().unwrap(), vec![7, 3, 9]);
         assert_eq!(*rec.calls.lock().unwrap(), 3);
+    }
+
+    /// The descriptor is opened non-blocking, so that a FIFO swapped in cannot block the open,
+    /// and handed over blocking, since io_uring answers reads of a non-blocking file with EAGAIN;
+    /// a FIFO is refused without blocking.
+    #[test]
+    fn a_real_file_is_handed_over_blocking_and_a_fifo_is_refused() {
+        let dir = std::env::temp_dir().join(format!("foresight-open-real-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("f");
+        std::fs::write(&file, vec![7u8; 8192]).unwrap();
+        for direct in [false, true] {
+            let (f, _) = open_real(&file, direct).unwrap();
+            let flags = crate::sys::status_flags(&f).unwrap();
+            assert_eq!(flags & libc::O_NONBLOCK, 0, "direct {direct}");
+        }
+        let fifo = dir.join("p");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+        if made.is_ok_and(|s| s.success()) {
+            let e = open_real(&fifo, true).unwrap_err();
+            assert!(e.to_string().contains("not a regular file"), "{e}");
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
