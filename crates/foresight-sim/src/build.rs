@@ -11,7 +11,7 @@ use std::sync::Mutex;
 use foresight_core::ByteLen;
 use foresight_device::disksim;
 use foresight_device::presets::{self, DeviceSpec};
-use foresight_device::Device;
+use foresight_device::{Device, HddParams, WriteCache};
 use foresight_policy::layout::Striping;
 
 use crate::config::{ConfigError, DeviceConfig, DeviceKind};
@@ -88,44 +88,83 @@ fn spec(cfg: &DeviceConfig) -> Result<DeviceSpec, ConfigError> {
             p.readahead_max_sectors = p.readahead_max_sectors.min(p.cache_segment_sectors);
             p.readahead_min_sectors = p.readahead_min_sectors.min(p.cache_segment_sectors);
         }
-        let segment_bytes = ByteLen(u64::from(p.cache_segment_sectors) * 512);
-        let segment_from = if cfg.segment_size.is_some() {
-            "device.segment_size"
-        } else {
-            "the preset's segment size"
-        };
-        for (key, value, field) in [
-            (
-                "device.drive_readahead",
-                cfg.drive_readahead,
-                &mut p.readahead_max_sectors,
-            ),
-            (
-                "device.drive_readahead_min",
-                cfg.drive_readahead_min,
-                &mut p.readahead_min_sectors,
-            ),
-        ] {
-            if let Some(b) = value {
-                if b.0 > segment_bytes.0 {
-                    return Err(ConfigError::Key {
-                        key: key.into(),
-                        message: format!(
-                            "{b} does not fit in one cache segment ({segment_bytes}, \
-                             {segment_from}), which the read-ahead fills; give at most \
-                             {segment_bytes} or a larger device.segment_size"
-                        ),
-                    });
-                }
-                *field = (b.0 / 512) as u32;
-            }
+        if let Some(b) = cfg.drive_readahead {
+            p.readahead_max_sectors = (b.0 / 512) as u32;
         }
+        if let Some(b) = cfg.drive_readahead_min {
+            p.readahead_min_sectors = (b.0 / 512) as u32;
+        }
+        check_drive_cache(cfg, p)?;
         p.validate().map_err(|e| ConfigError::Key {
             key: "device".into(),
             message: e.to_string(),
         })?;
     }
     Ok(spec)
+}
+
+/// Checks the drive cache after `cfg`'s overrides, in the terms of the keys that set it: the
+/// model's own check names its internal fields (`readahead_max_sectors`), which no user wrote, and
+/// the key at fault may be a preset value that an override of another key contradicts.
+fn check_drive_cache(cfg: &DeviceConfig, p: &HddParams) -> Result<(), ConfigError> {
+    let bytes = |sectors: u32| ByteLen(u64::from(sectors) * 512);
+    let segment = bytes(p.cache_segment_sectors);
+    let err = |key: &str, message: String| ConfigError::Key {
+        key: key.into(),
+        message,
+    };
+    for (key, what, sectors) in [
+        (
+            "device.drive_readahead",
+            "read-ahead",
+            p.readahead_max_sectors,
+        ),
+        (
+            "device.drive_readahead_min",
+            "minimum read-ahead",
+            p.readahead_min_sectors,
+        ),
+    ] {
+        if sectors <= p.cache_segment_sectors {
+            continue;
+        }
+        let given = match key {
+            "device.drive_readahead" => cfg.drive_readahead.is_some(),
+            _ => cfg.drive_readahead_min.is_some(),
+        };
+        return Err(if given || cfg.segment_size.is_none() {
+            err(
+                key,
+                format!(
+                    "{} is more than one cache segment ({segment}), and the drive's {what} \
+                     fills at most one segment; give at most {segment} or raise \
+                     device.segment_size",
+                    bytes(sectors)
+                ),
+            )
+        } else {
+            err(
+                "device.segment_size",
+                format!(
+                    "{segment} is less than the drive's {what} ({}), which fills at most one \
+                     segment; give at least that or lower {key}",
+                    bytes(sectors)
+                ),
+            )
+        });
+    }
+    let shares_segments = p.write_cache != WriteCache::Off && !p.separate_write_segment;
+    if cfg.cache_segments.is_some() && shares_segments && p.write_segments > p.cache_segments {
+        return Err(err(
+            "device.cache_segments",
+            format!(
+                "the drive writes back into up to {} segments, more than the {} given; give at \
+                 least {}",
+                p.write_segments, p.cache_segments, p.write_segments
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// Builds the volume's member devices: one for `hdd` and `ssd`, `disks` identical ones for
@@ -196,61 +235,96 @@ pub fn positioning_figures(cfg: &DeviceConfig) -> Result<(Vec<(u64, u64)>, u64),
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{apply_set, parse_config_text, SimConfig};
+    use crate::config::{apply_set, SimConfig};
 
-    fn device(sets: &[&str]) -> Result<DeviceSpec, ConfigError> {
-        let mut t = parse_config_text("", "test.toml")?;
+    fn config(sets: &[&str]) -> Result<SimConfig, ConfigError> {
+        let mut t = toml::Table::new();
         for s in sets {
-            apply_set(&mut t, s)?;
+            apply_set(&mut t, s).unwrap();
         }
-        spec(&SimConfig::from_table(t, None)?.device)
+        SimConfig::from_table(t, None)
+    }
+
+    /// The key `build_members` (or the config before it) refuses `sets` with.
+    fn refused_key(sets: &[&str]) -> Option<String> {
+        let e = match config(sets) {
+            Err(e) => e,
+            Ok(c) => build_members(&c.device).err()?,
+        };
+        match e {
+            ConfigError::Key { key, .. } => Some(key),
+            other => panic!("expected a key error, got {other}"),
+        }
     }
 
     fn hdd(sets: &[&str]) -> foresight_device::hdd::HddParams {
-        match device(sets).unwrap_or_else(|e| panic!("{sets:?}: {e}")) {
+        let built = config(sets).and_then(|c| spec(&c.device));
+        match built.unwrap_or_else(|e| panic!("{sets:?}: {e}")) {
             DeviceSpec::Hdd(p) => p,
             DeviceSpec::Ssd(_) => panic!("{sets:?}: not a disk"),
         }
     }
 
     #[test]
+    fn drive_cache_overrides_are_refused_by_the_key_at_fault() {
+        // 2 TiB is 2^32 sectors: it used to wrap to 0, a drive silently without read-ahead.
+        assert_eq!(
+            refused_key(&["device.drive_readahead=2TiB"]).as_deref(),
+            Some("device.drive_readahead")
+        );
+        assert_eq!(
+            refused_key(&["device.segment_size=2199023256064"]).as_deref(),
+            Some("device.segment_size")
+        );
+        // wd800jd reads ahead a whole 512 KiB segment: a larger read-ahead given explicitly, or
+        // one that does not fit a smaller segment given with it, is the key at fault.
+        assert_eq!(
+            refused_key(&["device.drive_readahead=1MiB"]).as_deref(),
+            Some("device.drive_readahead")
+        );
+        assert_eq!(
+            refused_key(&["device.segment_size=64KiB", "device.drive_readahead=1MiB"]).as_deref(),
+            Some("device.drive_readahead")
+        );
+        assert_eq!(
+            refused_key(&["device.drive_readahead_min=1MiB"]).as_deref(),
+            Some("device.drive_readahead_min")
+        );
+        // The Cheetah writes back into 11 segments.
+        assert_eq!(
+            refused_key(&["device.preset=cheetah-15k5", "device.cache_segments=1"]).as_deref(),
+            Some("device.cache_segments")
+        );
+        assert_eq!(
+            refused_key(&["device.segment_size=4KiB", "device.drive_readahead=4KiB"]),
+            None
+        );
+        assert_eq!(refused_key(&["device.drive_readahead=0"]), None);
+        // A drive cache key on an ssd is named as given.
+        assert_eq!(
+            refused_key(&[
+                "device.kind=ssd",
+                "device.preset=ssd-850evo",
+                "device.drive_readahead=0"
+            ])
+            .as_deref(),
+            Some("device.drive_readahead")
+        );
+    }
+
+    #[test]
     fn a_smaller_segment_takes_a_read_ahead_that_fits_it() {
-        // wd800jd reads ahead a whole 512 KiB segment; the override used to be refused with the
-        // model's field name instead of a config key.
+        // wd800jd reads ahead a whole 512 KiB segment; shrinking the segment alone shrinks the
+        // preset's read-ahead with it rather than being refused.
         let p = hdd(&["device.preset=wd800jd", "device.segment_size=64KiB"]);
         assert_eq!(p.cache_segment_sectors, 128);
         assert_eq!(p.readahead_max_sectors, 128);
+        assert_eq!(refused_key(&["device.segment_size=4KiB"]), None);
         let p = hdd(&[
             "device.preset=wd800jd",
             "device.segment_size=64KiB",
             "device.drive_readahead=32KiB",
         ]);
         assert_eq!(p.readahead_max_sectors, 64);
-        // A read-ahead given explicitly that cannot fit is refused, naming both keys.
-        for (sets, key) in [
-            (
-                &["device.segment_size=64KiB", "device.drive_readahead=1MiB"][..],
-                "device.drive_readahead",
-            ),
-            (
-                &["device.drive_readahead_min=1MiB"][..],
-                "device.drive_readahead_min",
-            ),
-        ] {
-            let e = device(sets).unwrap_err().to_string();
-            assert!(e.contains(key) && e.contains("device.segment_size"), "{e}");
-        }
-    }
-
-    #[test]
-    fn a_drive_cache_key_on_an_ssd_is_named() {
-        let e = device(&[
-            "device.kind=ssd",
-            "device.preset=ssd-850evo",
-            "device.drive_readahead=0",
-        ])
-        .unwrap_err()
-        .to_string();
-        assert!(e.contains("device.drive_readahead"), "{e}");
     }
 }

@@ -470,10 +470,20 @@ impl Section {
 
     /// An optional size.
     pub fn opt_int_or_size(&mut self, key: &str) -> Result<Option<ByteLen>, ConfigError> {
+        self.opt_size(key, ByteLen(0), MAX_SIZE)
+    }
+
+    /// An optional size in `[min, max]`.
+    pub fn opt_size(
+        &mut self,
+        key: &str,
+        min: ByteLen,
+        max: ByteLen,
+    ) -> Result<Option<ByteLen>, ConfigError> {
         if !self.table.contains_key(key) {
             return Ok(None);
         }
-        self.size(key, ByteLen(0), ByteLen(0), MAX_SIZE).map(Some)
+        self.size(key, ByteLen(0), min, max).map(Some)
     }
 
     /// An optional duration.
@@ -515,6 +525,9 @@ impl Section {
 }
 
 const MAX_SIZE: ByteLen = ByteLen(1 << 50);
+/// The largest drive cache segment or drive read-ahead: far beyond any drive's whole cache, and
+/// well inside the model's 32-bit sector counts, which a larger size would wrap around.
+const MAX_DRIVE_CACHE: ByteLen = ByteLen(1 << 30);
 
 /// Every workload kind by its config name.
 const WORKLOAD_KINDS: [(&str, WorkloadKind); 7] = [
@@ -673,7 +686,7 @@ impl SimConfig {
                 }
             },
             cache_segments: d.opt_int("cache_segments", 1, 4096)?.map(|v| v as u32),
-            segment_size: match d.opt_int_or_size("segment_size")? {
+            segment_size: match d.opt_size("segment_size", ByteLen(0), MAX_DRIVE_CACHE)? {
                 Some(b) if b.0 < 512 || !b.0.is_multiple_of(512) => {
                     return Err(key_err(
                         "device.segment_size",
@@ -689,7 +702,11 @@ impl SimConfig {
                 ByteLen(0),
                 ByteLen::gib(1),
             )?,
-            drive_readahead_min: match d.opt_int_or_size("drive_readahead_min")? {
+            drive_readahead_min: match d.opt_size(
+                "drive_readahead_min",
+                ByteLen(0),
+                MAX_DRIVE_CACHE,
+            )? {
                 Some(b) if !b.0.is_multiple_of(512) => {
                     return Err(key_err(
                         "device.drive_readahead_min",
@@ -698,7 +715,7 @@ impl SimConfig {
                 }
                 other => other,
             },
-            drive_readahead: match d.opt_int_or_size("drive_readahead")? {
+            drive_readahead: match d.opt_size("drive_readahead", ByteLen(0), MAX_DRIVE_CACHE)? {
                 Some(b) if !b.0.is_multiple_of(512) => {
                     return Err(key_err(
                         "device.drive_readahead",
