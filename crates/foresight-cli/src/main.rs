@@ -397,13 +397,16 @@ fn cmd_sim(
         b.finish_and_clear();
     }
     if let (Some(path), Some(f)) = (requests_out, requests_file) {
+        // Every write names the file: a full disk shows on whichever write fills the buffer.
         let mut w = std::io::BufWriter::new(f);
-        writeln!(w, "{}", RequestRecord::CSV_HEADER)?;
-        for r in &out.requests {
-            writeln!(w, "{}", r.csv_line())?;
-        }
-        w.flush()
-            .with_context(|| format!("writing {}", path.display()))?;
+        writeln!(w, "{}", RequestRecord::CSV_HEADER)
+            .and_then(|()| {
+                out.requests
+                    .iter()
+                    .try_for_each(|r| writeln!(w, "{}", r.csv_line()))
+            })
+            .and_then(|()| w.flush())
+            .with_context(|| format!("writing --requests-out {}", path.display()))?;
     }
     let r = &out.report;
     if r.clients_stopped_at_horizon > 0 {

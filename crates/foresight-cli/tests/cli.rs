@@ -76,6 +76,26 @@ fn bad_input_exits_2_naming_the_problem() {
 }
 
 #[test]
+fn a_requests_file_that_cannot_be_written_is_named() {
+    // /dev/full opens, so the failure comes from a write after the run, not from the create.
+    if !std::path::Path::new("/dev/full").exists() {
+        return;
+    }
+    let (code, _, err) = foresight(&[
+        "sim",
+        "--set",
+        "workload.duration=1s",
+        "--requests-out",
+        "/dev/full",
+    ]);
+    assert_eq!(code, 1, "a write error is an I/O failure: {err}");
+    assert!(
+        err.contains("--requests-out /dev/full"),
+        "the message should name the file: {err}"
+    );
+}
+
+#[test]
 fn malformed_files_name_file_and_line() {
     let dir = std::env::temp_dir().join(format!("foresight-cli-test-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
