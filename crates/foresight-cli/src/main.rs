@@ -202,7 +202,7 @@ A config is TOML; every key can also be set with --set KEY=VALUE (later wins). S
   queue = \"dedicated\"            shared | dedicated (default: the system's)
   workers = 32                   server I/O workers
   alpha = \"auto\"                 aps: readahead units in flight, auto (condition 20) or N
-  max_alpha = 256                aps: most units in flight
+  max_alpha = 256                aps: the cap on alpha = \"auto\"
   slice = \"100ms\"                CFQ time slice
   slice_idle = \"8ms\"             CFQ idle wait (default 0 on an SSD)
   [network]                      the link of a [dfs] run

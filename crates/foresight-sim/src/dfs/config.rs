@@ -7,7 +7,7 @@
 //! queue = "dedicated"   # shared | dedicated (default: the system's)
 //! workers = 32
 //! alpha = "auto"        # or a fixed number of readahead units in flight
-//! max_alpha = 256
+//! max_alpha = 256      # the cap on an `auto` alpha
 //! slice = "100ms"       # CFQ time slice
 //! slice_idle = "8ms"    # CFQ idle wait (default 0 on an SSD)
 //! [network]
@@ -183,6 +183,16 @@ pub fn take(root: &mut Table) -> Result<Option<DfsSettings>, ConfigError> {
                 ),
             ));
         }
+    }
+    // The cap bounds the `alpha` condition 20 picks; a fixed `alpha` is used as given.
+    if let (AlphaMode::Fixed(n), true) = (alpha, max_alpha_given) {
+        return Err(key_err(
+            "dfs.max_alpha",
+            format!(
+                "caps alpha only when dfs.alpha = \"auto\", and this run fixes alpha at {n}; \
+                 drop one of the two keys"
+            ),
+        ));
     }
     let slice = d.opt_duration("slice")?;
     if slice == Some(Duration::ZERO) {
@@ -389,6 +399,11 @@ mod tests {
             ("dfs.alpha=lots", "dfs.alpha"),
             ("dfs.system=lustre,dfs.alpha=4", "dfs.alpha"),
             ("dfs.system=nfs,dfs.max_alpha=8", "dfs.max_alpha"),
+            // A fixed alpha is not capped: the cap would change nothing.
+            (
+                "dfs.system=aps,dfs.alpha=5,dfs.max_alpha=2",
+                "dfs.max_alpha",
+            ),
             ("dfs.bogus=1", "dfs.bogus"),
             ("network.link=moon", "network.link"),
             ("network.bandwidth=fast", "network.bandwidth"),
