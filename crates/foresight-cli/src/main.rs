@@ -76,7 +76,7 @@ enum Command {
         #[arg(long, value_name = "DIR", default_value = "out")]
         out: PathBuf,
         /// List the experiments and exit.
-        #[arg(long)]
+        #[arg(long, conflicts_with_all = ["experiments", "quick"])]
         list: bool,
     },
     /// Measure the real engine on this machine's disk against the kernel and the device's limit.
@@ -511,10 +511,18 @@ fn cmd_reproduce(names: &[String], quick: bool, out: &Path, list: bool) -> anyho
             known.join(", ")
         )));
     }
+    // An experiment named twice is run once, where it was first named: its section of the
+    // report and its key in results.json are one.
+    let mut seen = std::collections::BTreeSet::new();
+    let names: Vec<String> = names
+        .iter()
+        .filter(|n| seen.insert(n.as_str()))
+        .cloned()
+        .collect();
     check_writable_dir(out)?;
     let started = std::time::Instant::now();
     let log = |line: &str| eprintln!("[{:>6.1}s] {line}", started.elapsed().as_secs_f64());
-    foresight_sim::experiments::reproduce(names, quick, out, &log)?;
+    foresight_sim::experiments::reproduce(&names, quick, out, &log)?;
     eprintln!(
         "wrote {} and {} in {:.1} s",
         out.join("report.md").display(),

@@ -96,6 +96,28 @@ fn a_requests_file_that_cannot_be_written_is_named() {
 }
 
 #[test]
+fn reproduce_runs_an_experiment_named_twice_once_and_list_takes_no_names() {
+    let out = std::env::temp_dir().join(format!("foresight-cli-twice-{}", std::process::id()));
+    let out_s = out.to_str().unwrap();
+    let (code, _, err) = foresight(&[
+        "reproduce",
+        "collapse",
+        "collapse",
+        "--quick",
+        "--out",
+        out_s,
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let report = std::fs::read_to_string(out.join("report.md")).unwrap();
+    let _ = std::fs::remove_dir_all(&out);
+    assert_eq!(report.matches("\n## collapse").count(), 1, "{report}");
+    // `--list` would list everything and ignore the names (a mistyped one included).
+    let (code, _, err) = foresight(&["reproduce", "--list", "colapse"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--list"), "{err}");
+}
+
+#[test]
 fn malformed_files_name_file_and_line() {
     let dir = std::env::temp_dir().join(format!("foresight-cli-test-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
