@@ -17,7 +17,7 @@
 //! window = "30MB"       # TCP window: bytes in flight per connection
 //! ```
 
-use foresight_core::{parse_duration, parse_rate, parse_size, Bandwidth, ByteLen, Duration};
+use foresight_core::{parse_rate, Bandwidth, ByteLen, Duration};
 use foresight_device::{link_preset, link_presets, presets, LinkParams};
 use foresight_policy::adaptive::dfs::{DfsSystem, QueueKind};
 use foresight_policy::adaptive::AlphaMode;
@@ -213,21 +213,23 @@ pub fn take(root: &mut Table) -> Result<Option<DfsSettings>, ConfigError> {
             ),
         ));
     }
-    let delay = match text(&mut n, "delay", "network.delay")? {
+    // As every other key of its kind: a duration and a rate carry their unit, a size may be a
+    // plain number of bytes.
+    let delay = n.opt_duration("delay")?;
+    let bandwidth_bytes_per_s = match n.raw("bandwidth") {
         None => None,
-        Some(s) => Some(parse_duration(&s).map_err(|e| key_err("network.delay", e.to_string()))?),
-    };
-    let bandwidth_bytes_per_s = match text(&mut n, "bandwidth", "network.bandwidth")? {
-        None => None,
-        Some(s) => {
+        Some(Value::String(s)) => {
             let r = parse_rate(&s).map_err(|e| key_err("network.bandwidth", e.to_string()))?;
             Some(r.bytes_per_s.round() as u64)
         }
+        Some(v) => {
+            return Err(key_err(
+                "network.bandwidth",
+                format!("expected a rate with its unit, such as \"10Gbit\" or \"1GB/s\", got {v}"),
+            ))
+        }
     };
-    let window = match text(&mut n, "window", "network.window")? {
-        None => None,
-        Some(s) => Some(parse_size(&s).map_err(|e| key_err("network.window", e.to_string()))?),
-    };
+    let window = n.opt_int_or_size("window")?;
     n.finish()?;
     let settings = DfsSettings {
         system,
@@ -386,6 +388,9 @@ mod tests {
         let l = d.link_params();
         assert_eq!(l.delay, Duration::from_millis(4));
         assert_eq!(l.window, ByteLen(30_000_000));
+        // A size in bytes, as `sim --help` says sizes may be written.
+        let w = cfg(&["dfs.system=aps", "network.window=6000000"]).unwrap();
+        assert_eq!(w.dfs.unwrap().link_params().window, ByteLen(6_000_000));
         let p = d.params(&c).unwrap();
         assert_eq!(p.workers, 8);
         assert_eq!(
@@ -407,6 +412,8 @@ mod tests {
             ("dfs.bogus=1", "dfs.bogus"),
             ("network.link=moon", "network.link"),
             ("network.bandwidth=fast", "network.bandwidth"),
+            ("network.bandwidth=10", "a rate with its unit"),
+            ("network.delay=4", "a duration"),
         ] {
             let mut sets: Vec<&str> = set.split(',').collect();
             if !set.starts_with("dfs.") {
