@@ -193,7 +193,19 @@ impl StreamsConfig {
             Some(d) => d as u128,
             None => self.memory_bytes as u128 / turn_bytes,
         };
-        if d == 0 || (self.memory_bytes as u128) < d * turn_bytes {
+        if d == 0 {
+            // D derived from M: "M >= D*R*N" would hold with D = 0, so say what is short.
+            return bad(
+                "memory",
+                format!(
+                    "M = {} bytes holds not one turn of R*N = {} bytes, which leaves the dispatch \
+                     set empty (D = M / (R*N) = 0); raise policy.memory to at least {}, or lower \
+                     policy.readahead or policy.per_turn",
+                    self.memory_bytes, turn_bytes, turn_bytes
+                ),
+            );
+        }
+        if (self.memory_bytes as u128) < d * turn_bytes {
             return bad(
                 "memory",
                 format!(
@@ -647,6 +659,18 @@ mod tests {
         };
         let e = cfg.dispatch_set().unwrap_err().to_string();
         assert!(e.contains("M >= D*R*N"), "{e}");
+    }
+
+    #[test]
+    fn memory_below_one_turn_says_how_much_one_turn_needs() {
+        let cfg = StreamsConfig {
+            memory_bytes: 1 << 20,
+            ..StreamsConfig::default()
+        };
+        let e = cfg.dispatch_set().unwrap_err().to_string();
+        // Not "M >= D*R*N is required but ... D = 0", which M = 1 MiB satisfies.
+        assert!(e.contains("at least 8388608"), "{e}");
+        assert!(!e.contains("M >= D*R*N"), "{e}");
     }
 
     #[test]
