@@ -472,7 +472,7 @@ fn cmd_devices(json: bool) -> anyhow::Result<()> {
         return Ok(());
     }
     outln!(
-        "{:<14} {:<4} {:>6} {:>9} {:>10} {:>10} {:>14}  source",
+        "{:<14} {:<4} {:>6} {:>9} {:>11} {:>11} {:>14}  source",
         "name",
         "kind",
         "rpm",
@@ -483,7 +483,7 @@ fn cmd_devices(json: bool) -> anyhow::Result<()> {
     );
     for p in infos {
         outln!(
-            "{:<14} {:<4} {:>6} {:>9.2} {:>10.1} {:>10.1} {:>14}  {}",
+            "{:<14} {:<4} {:>6} {:>9.2} {:>11.1} {:>11.1} {:>14}  {}",
             p.name,
             p.kind,
             p.rpm,

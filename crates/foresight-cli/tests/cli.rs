@@ -208,6 +208,25 @@ fn devices_json_lists_every_preset_with_the_contract_keys() {
 }
 
 #[test]
+fn the_devices_table_puts_each_figure_under_its_heading() {
+    let (code, out, err) = foresight(&["devices"]);
+    assert_eq!(code, 0, "{err}");
+    let mut lines = out.lines();
+    let header = lines.next().unwrap();
+    for heading in ["rpm", "seek ms", "outer MiB/s", "inner MiB/s", "capacity"] {
+        // Right-aligned: a figure's last digit sits under its heading's last letter.
+        let end = header.find(heading).unwrap() + heading.len();
+        for row in out.lines().skip(1) {
+            let (figure, rest) = row.split_at(end);
+            assert!(
+                figure.ends_with(|c: char| c.is_ascii_digit()) && rest.starts_with(' '),
+                "`{heading}` is not above its figure in:\n{header}\n{row}"
+            );
+        }
+    }
+}
+
+#[test]
 fn requests_out_writes_one_line_per_request() {
     let path = std::env::temp_dir().join(format!("foresight-req-{}.csv", std::process::id()));
     let (code, _, err) = foresight(&[
