@@ -88,7 +88,7 @@ pub struct BenchArgs {
     /// when enough are free (`vm.nr_hugepages`), and otherwise from ordinary 4 KiB pages, which a
     /// disk with a per-request segment limit splits (this machine's virtio disk: 254 segments, so
     /// 4 MiB reads reach it as about 660 KiB requests and fio reads well under the limit); the
-    /// table's note says which.
+    /// table's note says which. Not with --emulate.
     #[arg(long)]
     fio: bool,
     /// Run the engine on the emulated backend with this device preset (see `foresight devices`).
@@ -131,7 +131,8 @@ pub struct BenchArgs {
     /// The limit reader's reads in flight.
     #[arg(long, default_value_t = 16)]
     limit_depth: usize,
-    /// The engine's backend: auto (io_uring, or threads where refused), uring or threads.
+    /// The engine's backend: auto (io_uring, or threads where refused), uring or threads. Not
+    /// with --emulate, whose engine reads through the model.
     #[arg(long, default_value = "auto", value_name = "NAME")]
     backend: String,
     /// Rounds per N: every method is measured once per round, in an order rotated by one each
@@ -259,6 +260,20 @@ fn plan(a: &BenchArgs) -> anyhow::Result<Plan> {
             )))
         }
     };
+    // Both read the real disk, which --emulate replaces with a model: they would be ignored.
+    if emulated && !matches!(backend, Backend::Auto) {
+        return Err(input(format!(
+            "--backend: under --emulate the engine reads through the modelled device, not `{}`; \
+             drop one of the two",
+            a.backend
+        )));
+    }
+    if emulated && a.fio {
+        return Err(input(
+            "--fio: fio reads the real disk, which --emulate replaces with a model, so it would \
+             measure nothing comparable; drop one of the two",
+        ));
+    }
     // Each N reads min(file_size, total / N) of each of its files, in whole pages.
     let per_stream: Vec<u64> = streams
         .iter()

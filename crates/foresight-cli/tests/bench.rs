@@ -41,6 +41,13 @@ fn bad_bench_input_exits_2_naming_the_flag() {
         // Not whole pages: seqp cannot run with it, and used to be left out of the default
         // policies without a word.
         (vec!["--readahead-max", "5000"], "--readahead-max"),
+        // Both would be ignored: the emulated engine has its own backend, and fio reads the real
+        // disk.
+        (
+            vec!["--emulate", "wd800jd", "--backend", "threads"],
+            "--backend",
+        ),
+        (vec!["--emulate", "wd800jd", "--fio"], "--fio"),
     ] {
         let d = dir("bad");
         // Small sizes, so that if checking ever moved after file creation this test would write
