@@ -182,7 +182,8 @@ stopped by SIGINT, SIGTERM or SIGHUP) leaves no partial file and an existing fil
 device or FIFO (/dev/null) is written directly. \
 With --json and no --out the data is discarded and only the report is printed. \
 --random SIZE reads --reads random ranges of SIZE instead of the whole file, to measure what \
-random reads cost (bytes transferred against bytes asked).
+random reads cost (bytes transferred against bytes asked); their bytes are not kept, so it takes \
+no --out.
 
 JSON keys: bytes, mib_s, alpha, rtt_ms, requests, wasted_bytes (plus seconds, alpha_max, \
 transferred_bytes, unit_bytes, path_mib_s, server_figures, ranges, url).
@@ -284,6 +285,14 @@ pub fn run_get(a: &GetArgs) -> anyhow::Result<()> {
                 )));
             }
         }
+    }
+    if let (Some(_), Some(out)) = (a.random, &a.out) {
+        // Random reads are measured and their bytes dropped; nothing would reach the file.
+        return Err(input(format!(
+            "--out {}: --random reads are measured, not saved; drop --out (the report goes to \
+             standard error, or to standard output with --json)",
+            out.display()
+        )));
     }
     if several {
         if let Some(dir) = &a.out {

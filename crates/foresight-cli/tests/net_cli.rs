@@ -17,6 +17,19 @@ fn bad_network_arguments_exit_2_and_name_the_argument() {
             "--alpha",
         ),
         (vec!["get", "ftp://x/y"], "http://"),
+        // Random reads are measured, not saved: the file would stay untouched and the command
+        // exit 0.
+        (
+            vec![
+                "get",
+                "http://127.0.0.1:1/x",
+                "--random",
+                "4KiB",
+                "--out",
+                "/nonexistent-foresight-out/x",
+            ],
+            "--out",
+        ),
         (
             vec!["get", "http://127.0.0.1:1/x", "--readahead", "1KiB"],
             "--readahead",
