@@ -112,7 +112,8 @@ Example:
 const SIM_HELP: &str = "Run one simulation and print its measurements.
 
 A config is TOML; every key can also be set with --set KEY=VALUE (later wins). Sizes take
-4096, 4KiB, 128KiB, 1MiB, 2GiB, 10MB; durations 250us, 1.92ms, 60s.
+4096, 4KiB, 128KiB, 1MiB, 2GiB, 10MB; durations 250us, 1.92ms, 60s. A relative path (trace,
+disksim) is taken from the config file's directory, or from the current one when given by --set.
 
   seed = 1                       every random draw comes from this
   [device]
@@ -340,8 +341,40 @@ fn load_config(path: Option<&Path>, sets: &[String]) -> anyhow::Result<SimConfig
     for s in sets {
         apply_set(&mut table, s).map_err(input)?;
     }
+    if path.is_some() {
+        anchor_set_paths(&mut table, sets)?;
+    }
     let base = path.and_then(Path::parent);
     SimConfig::from_table(table, base).map_err(input)
+}
+
+/// The keys whose value is a file path. In a config file a relative one is taken from the file's
+/// directory; given with `--set`, it was typed in a shell, so it is taken from the current one.
+const PATH_KEYS: [(&str, &str); 2] = [("workload", "trace"), ("device", "disksim")];
+
+/// Makes each relative path that a `--set` gave absolute from the current directory, so that the
+/// config file's directory is not put in front of it.
+fn anchor_set_paths(table: &mut toml::Table, sets: &[String]) -> anyhow::Result<()> {
+    for (section, key) in PATH_KEYS {
+        let dotted = format!("{section}.{key}");
+        let from_set = sets
+            .iter()
+            .any(|s| s.split_once('=').is_some_and(|(k, _)| k.trim() == dotted));
+        let value = table
+            .get_mut(section)
+            .and_then(toml::Value::as_table_mut)
+            .and_then(|t| t.get_mut(key));
+        let Some(toml::Value::String(text)) = value else {
+            continue;
+        };
+        if !from_set || Path::new(text.as_str()).is_absolute() {
+            continue;
+        }
+        let cwd = std::env::current_dir()
+            .map_err(|e| input(format!("--set {dotted}: cannot resolve `{text}`: {e}")))?;
+        *text = cwd.join(text.as_str()).display().to_string();
+    }
+    Ok(())
 }
 
 fn cmd_sim(

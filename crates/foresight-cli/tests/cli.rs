@@ -118,6 +118,37 @@ fn reproduce_runs_an_experiment_named_twice_once_and_list_takes_no_names() {
 }
 
 #[test]
+fn a_path_given_with_set_is_taken_from_the_current_directory() {
+    let dir = std::env::temp_dir().join(format!("foresight-cli-setpath-{}", std::process::id()));
+    std::fs::create_dir_all(dir.join("cfg")).unwrap();
+    std::fs::write(dir.join("cfg/c.toml"), "seed = 3\n").unwrap();
+    std::fs::write(
+        dir.join("t.trace"),
+        "R Miss 1000 8 1000.0 0.0\nR Miss 2000 8 1000.0 500.0\n",
+    )
+    .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_foresight"))
+        .current_dir(&dir)
+        .args([
+            "sim",
+            "--config",
+            "cfg/c.toml",
+            "--set",
+            "workload.kind=trace",
+            "--set",
+            "workload.trace=t.trace",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    let err = String::from_utf8_lossy(&out.stderr);
+    // It used to look for cfg/t.trace, beside the config file.
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("\"app_requests\":2"));
+}
+
+#[test]
 fn malformed_files_name_file_and_line() {
     let dir = std::env::temp_dir().join(format!("foresight-cli-test-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
