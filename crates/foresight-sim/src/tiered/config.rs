@@ -279,6 +279,13 @@ pub fn parse(mut root: Table, base_dir: Option<&Path>) -> Result<SimConfig, Conf
         Some(Value::Table(t)) => {
             let mut l = Section::from_parts("device.link".into(), t);
             let delay = l.duration("delay", Duration::ZERO)?;
+            if delay > Duration::from_secs(10) {
+                // As for network.delay: no network takes that long one way.
+                return Err(key_err(
+                    "device.link.delay",
+                    "one-way delays above 10 s describe no network; use for example \"200us\"",
+                ));
+            }
             let bw = match l.raw("bandwidth") {
                 Some(Value::String(s)) => {
                     parse_rate(&s).map_err(|e| key_err("device.link.bandwidth", e.to_string()))?
@@ -293,7 +300,10 @@ pub fn parse(mut root: Table, base_dir: Option<&Path>) -> Result<SimConfig, Conf
             l.finish()?;
             let bytes_per_s = bw.as_mib_s() * (1u64 << 20) as f64;
             if bytes_per_s.is_nan() || bytes_per_s < 1.0 {
-                return Err(key_err("device.link.bandwidth", "must be positive"));
+                return Err(key_err(
+                    "device.link.bandwidth",
+                    "must be at least 1 byte/s (8bit), e.g. \"110MiB/s\"",
+                ));
             }
             Some(LinkSpec {
                 delay,

@@ -269,6 +269,28 @@ fn a_link_adds_its_delay_and_transfer_to_every_read() {
 }
 
 #[test]
+fn a_link_of_no_network_is_refused_by_its_key() {
+    let refused = |link: &str| {
+        let mut t = toml::Table::new();
+        for s in [
+            "device.kind=tiered",
+            "device.tiers=[{t_read = \"10ms\"}]",
+            link,
+            "workload.kind=hinted",
+        ] {
+            crate::config::apply_set(&mut t, s).unwrap();
+        }
+        SimConfig::from_table(t, None).unwrap_err().to_string()
+    };
+    // network.delay refuses the same; the tier link took 100 s one way without a word.
+    let e = refused("device.link={delay = \"100s\", bandwidth = \"100MiB/s\"}");
+    assert!(e.contains("device.link.delay"), "{e}");
+    // 1 bit/s is positive, and was refused as \"must be positive\".
+    let e = refused("device.link={bandwidth = \"1bit\"}");
+    assert!(e.contains("at least 1 byte/s"), "{e}");
+}
+
+#[test]
 fn three_levels_pipeline_blocks_up_to_the_top() {
     // Memory > SSD (52 ms) > HDD (120 ms, 122 ms up) > archive (500 ms, 300 ms up): with two
     // prefetchers, TIP finds almost every block on the SSD and runs near N x 52 ms.
