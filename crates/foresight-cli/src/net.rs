@@ -186,7 +186,8 @@ random reads cost (bytes transferred against bytes asked); their bytes are not k
 no --out.
 
 JSON keys: bytes, mib_s, alpha, rtt_ms, requests, wasted_bytes (plus seconds, alpha_max, \
-transferred_bytes, unit_bytes, path_mib_s, server_figures, ranges, url).
+transferred_bytes, unit_bytes, path_mib_s, server_figures, ranges, url; with --random also \
+random_read_bytes and reads).
 
 Examples:
   foresight get http://127.0.0.1:8080/big.bin --out big.bin
