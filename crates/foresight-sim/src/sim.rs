@@ -151,10 +151,11 @@ pub fn run_wrapped(
 ) -> Result<RunOutput, SimError> {
     if let Some(dfs) = &cfg.dfs {
         let params = dfs.params(cfg)?;
-        let out = crate::dfs::run(&params).map_err(ConfigError::from)?;
+        let (out, requests) =
+            crate::dfs::run_recording(&params, opts.record_requests).map_err(ConfigError::from)?;
         return Ok(RunOutput {
             report: out.report,
-            requests: Vec::new(),
+            requests,
         });
     }
     let wall = std::time::Instant::now();

@@ -49,7 +49,7 @@ use thiserror::Error;
 
 use self::cfq::{Cfq, CfqReq, CfqTimes};
 use crate::host::layer::CacheLayer;
-use crate::metrics::{BreakdownReport, Report};
+use crate::metrics::{BreakdownReport, Report, RequestRecord};
 
 /// Bytes of a request message or a response header on the wire (an RPC header; assumed).
 pub const HEADER_BYTES: u64 = 256;
@@ -323,6 +323,8 @@ struct Sim {
     app_bytes: u64,
     app_requests: u64,
     latencies: crate::metrics::Latencies,
+    /// One record per application request, when asked for (`--requests-out`).
+    records: Option<Vec<RequestRecord>>,
     device_requests: u64,
     device_bytes: u64,
     /// Response bytes that reached a client (counted on arrival: the link books wire time ahead,
@@ -438,6 +440,14 @@ impl DfsParams {
 
 /// Runs one DFS simulation.
 pub fn run(params: &DfsParams) -> Result<DfsReport, DfsError> {
+    run_recording(params, false).map(|(report, _)| report)
+}
+
+/// [`run`], also returning one record per application request when `record` is set.
+pub fn run_recording(
+    params: &DfsParams,
+    record: bool,
+) -> Result<(DfsReport, Vec<RequestRecord>), DfsError> {
     params.validate()?;
     let wall = std::time::Instant::now();
     let mut profile = params.system.profile(params.device.readahead());
@@ -541,6 +551,7 @@ pub fn run(params: &DfsParams) -> Result<DfsReport, DfsError> {
         app_bytes: 0,
         app_requests: 0,
         latencies: Default::default(),
+        records: record.then(Vec::new),
         device_requests: 0,
         device_bytes: 0,
         network_bytes: 0,
@@ -564,7 +575,8 @@ pub fn run(params: &DfsParams) -> Result<DfsReport, DfsError> {
         (ClientReadahead::Aps, AlphaMode::Auto) => figures.alpha(rtt, aps_cfg.max_alpha),
         _ => 0,
     };
-    Ok(sim.report(elapsed, wall, alpha, rtt, rb))
+    let report = sim.report(elapsed, wall, alpha, rtt, rb);
+    Ok((report, sim.records.take().unwrap_or_default()))
 }
 
 impl Sim {
@@ -758,6 +770,19 @@ impl Sim {
         self.app_requests += 1;
         self.app_bytes += self.params.request.0;
         self.latencies.push((self.now - st.issued_at).0);
+        if let Some(records) = self.records.as_mut() {
+            // One read in flight per stream: the one just done ends where the next would start.
+            let bytes = self.params.request.0;
+            records.push(RequestRecord {
+                id: records.len() as u64,
+                stream: s,
+                submit_s: st.issued_at.as_secs_f64(),
+                complete_s: self.now.as_secs_f64(),
+                offset: st.next_offset - bytes,
+                bytes,
+                op: 'R',
+            });
+        }
         if st.reads_left != u64::MAX {
             st.reads_left -= 1;
         }

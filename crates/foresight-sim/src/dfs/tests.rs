@@ -39,6 +39,30 @@ fn a_stream_ends_at_the_end_of_its_file() {
     }
 }
 
+#[test]
+fn requests_are_recorded_one_per_application_read() {
+    let p = DfsParams {
+        file_size: ByteLen::mib(1),
+        ..quick(DfsSystem::Aps, 2)
+    };
+    let (r, records) = run_recording(&p, true).unwrap();
+    // `--requests-out` of a [dfs] run used to hold the CSV header alone.
+    assert_eq!(records.len() as u64, r.report.app_requests);
+    for s in 0..2 {
+        let offsets: Vec<u64> = records
+            .iter()
+            .filter(|x| x.stream == s)
+            .map(|x| x.offset)
+            .collect();
+        let want: Vec<u64> = (0..offsets.len() as u64).map(|i| i * p.request.0).collect();
+        assert_eq!(offsets, want, "stream {s} reads its file in order");
+    }
+    assert!(records
+        .iter()
+        .all(|x| x.complete_s >= x.submit_s && x.bytes == p.request.0));
+    assert!(run_recording(&p, false).unwrap().1.is_empty());
+}
+
 fn fig9a(system: DfsSystem, queue: Option<QueueKind>, streams: u32) -> f64 {
     let p = DfsParams {
         system,
