@@ -255,7 +255,7 @@ pub fn read_config_file(path: &Path) -> Result<Table, ConfigError> {
 
 /// Parses config text into a TOML table; syntax errors name the file and line.
 pub fn parse_config_text(text: &str, file: &str) -> Result<Table, ConfigError> {
-    text.parse::<Table>().map_err(|e| {
+    let mut table = text.parse::<Table>().map_err(|e| {
         let line = e
             .span()
             .map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1);
@@ -266,7 +266,22 @@ pub fn parse_config_text(text: &str, file: &str) -> Result<Table, ConfigError> {
             },
             message: format!("not valid TOML: {}", e.message()),
         }
-    })
+    })?;
+    table.iter_mut().for_each(|(_, v)| datetimes_as_text(v));
+    Ok(table)
+}
+
+/// No key takes a TOML date or time, but a value such as `00:01:00` (a duration written as a
+/// clock) parses as one, and `toml` prints a date inside a message as its serde stand-in,
+/// `{ "$__toml_private_datetime" = "00:01:00" }`. As text, each key refuses it in its own words,
+/// showing it as written.
+fn datetimes_as_text(v: &mut Value) {
+    match v {
+        Value::Datetime(d) => *v = Value::String(d.to_string()),
+        Value::Table(t) => t.iter_mut().for_each(|(_, v)| datetimes_as_text(v)),
+        Value::Array(a) => a.iter_mut().for_each(datetimes_as_text),
+        _ => {}
+    }
 }
 
 /// Applies one `--set KEY=VALUE`. The value is read as a TOML value when it is one (`64`, `true`,
@@ -280,11 +295,12 @@ pub fn apply_set(table: &mut Table, assignment: &str) -> Result<(), ConfigError>
         return Err(ConfigError::SetSyntax(assignment.to_string()));
     }
     let raw = raw.trim();
-    let value = format!("v = {raw}")
+    let mut value = format!("v = {raw}")
         .parse::<Table>()
         .ok()
         .and_then(|mut t| t.remove("v"))
         .unwrap_or_else(|| Value::String(raw.to_string()));
+    datetimes_as_text(&mut value);
     let parts: Vec<&str> = key.split('.').map(str::trim).collect();
     let mut cur = table;
     for (i, part) in parts[..parts.len() - 1].iter().enumerate() {
@@ -1107,6 +1123,28 @@ mod tests {
             apply_set(&mut t, s)?;
         }
         SimConfig::from_table(t, None)
+    }
+
+    #[test]
+    fn a_date_or_time_is_shown_as_written() {
+        // A duration written as a clock time is a TOML local time; it used to be shown as
+        // `{ "$__toml_private_datetime" = "00:01:00" }`.
+        for e in [
+            cfg("", &["workload.duration=00:01:00"]).unwrap_err(),
+            cfg("[workload]\nduration = 00:01:00\n", &[]).unwrap_err(),
+            cfg("", &["seed=2024-01-01"]).unwrap_err(),
+            cfg("", &["workload.streams=[12:00:00]"]).unwrap_err(),
+        ] {
+            let e = e.to_string();
+            assert!(!e.contains("private"), "{e}");
+        }
+        let e = cfg("", &["workload.duration=00:01:00"])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("workload.duration") && e.contains("`00:01:00`"),
+            "{e}"
+        );
     }
 
     #[test]
