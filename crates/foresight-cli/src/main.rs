@@ -145,7 +145,7 @@ disksim) is taken from the config file's directory, or from the current one when
   nr_requests = 128              request slots per block queue (Linux nr_requests): the
                                  elevator sorts at most this many; other parts wait
   raid_cache = \"0\"               the RAID driver's own cache (needed by msp+...)
-  [policy]
+  [policy]                       (a key below that only other policies read is refused)
   name = \"seqp\"                  none | seqp | saseqp | msp+seqp | msp+saseqp | streams | directed
   readahead_max = \"128KiB\"       largest readahead window (seqp, saseqp)
   readahead_rule = \"linux\"       linux (next window fetched at the marked page, ahead of

@@ -608,6 +608,45 @@ fn refuse_keys_of_other_kinds(kind: WorkloadKind, w: &Section) -> Result<(), Con
     Ok(())
 }
 
+/// The `[policy]` keys that one family of policies alone reads, and which names read them. The
+/// readahead window keys are left out: several families read them.
+const POLICY_FAMILY_KEYS: [(&str, &[&str]); 3] = [
+    (
+        "streams",
+        &[
+            "readahead",
+            "per_turn",
+            "memory",
+            "dispatch",
+            "timeout",
+            "offset",
+            "threshold",
+            "turn_order",
+        ],
+    ),
+    ("msp+seqp, msp+saseqp", &["sc_max", "sc_thresh", "sps_max"]),
+    ("directed", &["directed_memory", "infill_max", "contention"]),
+];
+
+/// Refuses a `[policy]` key that only other policies read, as `refuse_keys_of_other_kinds` does
+/// for `[workload]`: `policy.readahead = "1MiB"` under `seqp` (whose window is `readahead_max`)
+/// would otherwise change nothing and say nothing.
+fn refuse_keys_of_other_policies(name: &str, given: &[String]) -> Result<(), ConfigError> {
+    for (readers, keys) in POLICY_FAMILY_KEYS {
+        let reads = readers.split(", ").any(|r| r == name);
+        if let Some(key) = given.iter().find(|k| !reads && keys.contains(&k.as_str())) {
+            return Err(key_err(
+                &format!("policy.{key}"),
+                format!(
+                    "the `{name}` policy does not read this key (it applies to: {readers}); \
+                     drop it"
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
 impl SimConfig {
     /// Builds a config from a TOML table (after `--set`s). `base_dir` resolves relative trace paths.
     pub fn from_table(mut root: Table, base_dir: Option<&Path>) -> Result<SimConfig, ConfigError> {
@@ -806,6 +845,7 @@ impl SimConfig {
         h.finish()?;
 
         let mut p = Section::take(&mut root, "policy")?;
+        let policy_keys: Vec<String> = p.table.keys().cloned().collect();
         let defaults = PolicyConfig::default();
         let sd = defaults.streams;
         let policy = PolicyConfig {
@@ -905,6 +945,7 @@ impl SimConfig {
             ));
         }
         p.finish()?;
+        refuse_keys_of_other_policies(&policy.name, &policy_keys)?;
         if policy.name == "streams" {
             policy.streams.dispatch_set().map_err(|e| match e {
                 foresight_policy::PolicyError::BadSetting { key, message } => {
@@ -1123,6 +1164,47 @@ mod tests {
             apply_set(&mut t, s)?;
         }
         SimConfig::from_table(t, None)
+    }
+
+    #[test]
+    fn policy_keys_only_other_policies_read_are_refused() {
+        for (sets, key) in [
+            (&["policy.readahead=1MiB"][..], "policy.readahead"),
+            (
+                &["policy.name=streams", "policy.sc_max=4"][..],
+                "policy.sc_max",
+            ),
+            (
+                &["policy.name=none", "policy.infill_max=0"][..],
+                "policy.infill_max",
+            ),
+            (
+                &["policy.name=directed", "policy.memory=16MiB"][..],
+                "policy.memory",
+            ),
+        ] {
+            let e = cfg("", sets).unwrap_err().to_string();
+            assert!(
+                e.contains(&format!("`{key}`")) && e.contains("drop it"),
+                "{e}"
+            );
+        }
+        for sets in [
+            &[
+                "policy.name=streams",
+                "policy.readahead=4MiB",
+                "policy.memory=8MiB",
+            ][..],
+            &[
+                "policy.name=msp+saseqp",
+                "policy.sc_thresh=4",
+                "host.raid_cache=64MiB",
+            ][..],
+            &["policy.name=directed", "policy.contention=false"][..],
+            &["policy.name=none", "policy.readahead_max=0"][..],
+        ] {
+            assert!(cfg("", sets).is_ok(), "{sets:?}");
+        }
     }
 
     #[test]
