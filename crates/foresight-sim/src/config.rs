@@ -1101,6 +1101,16 @@ impl SimConfig {
                 "needs a device.controller_cache to read ahead into",
             ));
         }
+        if device.controller_readahead > device.controller_cache {
+            return Err(key_err(
+                "device.controller_readahead",
+                format!(
+                    "{} is more than the controller's cache ({}), which could not hold what it \
+                     reads ahead; give at most that or a larger device.controller_cache",
+                    device.controller_readahead, device.controller_cache
+                ),
+            ));
+        }
         if host.raid_cache.0 == 0 && policy.name.starts_with("msp+") {
             return Err(key_err(
                 "host.raid_cache",
@@ -1314,6 +1324,25 @@ mod tests {
     fn errors_name_the_key() {
         let e = cfg("", &["workload.streams=0"]).unwrap_err().to_string();
         assert!(e.contains("workload.streams"), "{e}");
+        // A controller cannot read ahead more than its cache holds.
+        let e = cfg(
+            "",
+            &[
+                "device.controller_cache=1MiB",
+                "device.controller_readahead=4MiB",
+            ],
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("device.controller_readahead"), "{e}");
+        cfg(
+            "",
+            &[
+                "device.controller_cache=4MiB",
+                "device.controller_readahead=4MiB",
+            ],
+        )
+        .unwrap();
         let e = cfg("", &["workload.streams=-3"]).unwrap_err().to_string();
         assert!(e.contains("workload.streams"), "{e}");
         let e = cfg("[policy]\nreadahed_max = \"1MiB\"\n", &[])
