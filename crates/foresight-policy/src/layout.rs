@@ -275,7 +275,14 @@ pub struct Layout {
 #[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
 pub enum LayoutError {
     /// The files do not fit on the volume.
-    #[error("{files} files of {size} need {} but the volume holds only {volume}; use fewer or smaller files", need_text(*.need))]
+    #[error(
+        "{files} {} of {} {} {} but the volume holds only {}; use fewer or smaller files",
+        if *.files == 1 { "file" } else { "files" },
+        size_text(*.size),
+        if *.files == 1 { "needs" } else { "need" },
+        need_text(*.need),
+        size_text(*.volume)
+    )]
     DoesNotFit {
         /// How many files.
         files: usize,
@@ -293,8 +300,30 @@ fn need_text(need: ByteLen) -> String {
     if need.0 == u64::MAX {
         "more than 16 EiB".into()
     } else {
-        need.to_string()
+        size_text(need)
     }
+}
+
+/// A size for a message: exact when it is a whole number of a unit with at most four digits
+/// (`64MiB`), else to a tenth of the largest unit it reaches (`about 125.1GiB` rather than
+/// `131204716KiB`).
+fn size_text(size: ByteLen) -> String {
+    let exact = size.to_string();
+    let digits = exact.chars().take_while(char::is_ascii_digit).count();
+    let in_bytes = !exact.ends_with("iB");
+    if size.0 < 1024 || (digits <= 4 && !in_bytes) {
+        return exact;
+    }
+    let (unit_bytes, unit) = [
+        (1u64 << 40, "TiB"),
+        (1 << 30, "GiB"),
+        (1 << 20, "MiB"),
+        (1 << 10, "KiB"),
+    ]
+    .into_iter()
+    .find(|(u, _)| size.0 >= *u)
+    .unwrap_or((1, "B"));
+    format!("about {:.1}{unit}", size.0 as f64 / unit_bytes as f64)
 }
 
 impl Layout {
@@ -834,6 +863,11 @@ mod tests {
         // Each spread file takes at least a 1 MiB place, however small it is.
         let e = place(2000, ByteLen::kib(64)).to_string();
         assert!(e.contains("need 2000MiB"), "{e}");
+        // One file is one file, and a size with no short exact form is rounded.
+        let e = place(1, ByteLen::gib(2)).to_string();
+        assert!(e.starts_with("1 file of 2GiB needs 2GiB"), "{e}");
+        let e = place(3, ByteLen(500_000_001)).to_string();
+        assert!(e.contains("3 files of about 476.8MiB need"), "{e}");
         // A total past 2^64 bytes neither wraps the mean nor prints 2^64 - 1.
         let e = place(20_000, ByteLen(1 << 50)).to_string();
         assert!(
