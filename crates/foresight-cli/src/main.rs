@@ -80,19 +80,19 @@ enum Command {
         list: bool,
     },
     /// Measure the real engine on this machine's disk against the kernel and the device's limit.
-    #[command(long_about = BENCH_HELP)]
+    #[command(long_about = BENCH_HELP, allow_negative_numbers = true)]
     Bench(Box<bench::BenchArgs>),
     /// Serve files over HTTP/1.1 with ranges and dedicated per-stream workers.
-    #[command(long_about = net::SERVE_HELP)]
+    #[command(long_about = net::SERVE_HELP, allow_negative_numbers = true)]
     Serve(Box<net::ServeArgs>),
     /// Download over HTTP with delay-adaptive readahead (alpha requests in flight).
-    #[command(long_about = net::GET_HELP)]
+    #[command(long_about = net::GET_HELP, allow_negative_numbers = true)]
     Get(Box<net::GetArgs>),
     /// A TCP relay that adds one-way delay and caps bandwidth.
-    #[command(long_about = net::PROXY_HELP)]
+    #[command(long_about = net::PROXY_HELP, allow_negative_numbers = true)]
     Proxy(Box<net::ProxyArgs>),
     /// Many concurrent clients against one server, every byte checked.
-    #[command(name = "net-soak", long_about = net::SOAK_HELP)]
+    #[command(name = "net-soak", long_about = net::SOAK_HELP, allow_negative_numbers = true)]
     NetSoak(Box<net::SoakArgs>),
 }
 

@@ -30,6 +30,8 @@ fn bad_bench_input_exits_2_naming_the_flag() {
         (vec!["--emulate", "floppy"], "floppy"),
         (vec!["--file-size", "12parsecs"], "--file-size"),
         (vec!["--streams", "0"], "--streams"),
+        // A negative number is a bad value of the flag, not an unknown argument.
+        (vec!["--queue-depth", "-1"], "--queue-depth"),
         (vec!["--backend", "magic"], "--backend"),
         (vec!["--duration", "soon"], "--duration"),
         (vec!["--duration", "0s"], "--duration"),

@@ -136,6 +136,9 @@ fn bad_network_arguments_exit_2_and_name_the_argument() {
             "--upstream",
         ),
         (vec!["net-soak", "--clients", "0"], "--clients"),
+        // A negative number is a bad value of the flag, not an unknown argument.
+        (vec!["net-soak", "--clients", "-1"], "--clients"),
+        (vec!["serve", "--root", ".", "--workers", "-3"], "--workers"),
         (vec!["net-soak", "--workers", "0"], "--workers"),
         (vec!["net-soak", "--file-size", "100GiB"], "--file-size"),
     ] {
