@@ -91,6 +91,27 @@ impl ByteLen {
     pub fn as_mib_f64(self) -> f64 {
         self.0 as f64 / (1u64 << 20) as f64
     }
+
+    /// The length for a message: exact when it is a whole number of a binary unit with at most
+    /// four digits (`64MiB`, `900B`), else to a tenth of the largest unit it reaches
+    /// (`about 13.5GiB`, not `14205772KiB`).
+    pub fn rounded(self) -> String {
+        let exact = self.to_string();
+        let digits = exact.chars().take_while(char::is_ascii_digit).count();
+        if self.0 < 1024 || (digits <= 4 && exact.ends_with("iB")) {
+            return exact;
+        }
+        let (unit_bytes, unit) = [
+            (1u64 << 40, "TiB"),
+            (1 << 30, "GiB"),
+            (1 << 20, "MiB"),
+            (1 << 10, "KiB"),
+        ]
+        .into_iter()
+        .find(|(u, _)| self.0 >= *u)
+        .expect("at least 1 KiB here");
+        format!("about {:.1}{unit}", self.0 as f64 / unit_bytes as f64)
+    }
 }
 
 impl Lba {
@@ -212,6 +233,17 @@ impl fmt::Display for ByteRange {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn rounded_lengths_are_exact_when_short_and_a_tenth_of_a_unit_otherwise() {
+        use super::ByteLen;
+        assert_eq!(ByteLen::mib(64).rounded(), "64MiB");
+        assert_eq!(ByteLen(900).rounded(), "900B");
+        assert_eq!(ByteLen(14_205_772 << 10).rounded(), "about 13.5GiB");
+        assert_eq!(ByteLen(5000).rounded(), "about 4.9KiB");
+        assert_eq!(ByteLen::kib(10_000).rounded(), "about 9.8MiB");
+        assert_eq!(ByteLen(u64::MAX).rounded(), "about 16777216.0TiB");
+    }
+
     use super::*;
 
     #[test]

@@ -278,10 +278,10 @@ pub enum LayoutError {
     #[error(
         "{files} {} of {} {} {} but the volume holds only {}; use fewer or smaller files",
         if *.files == 1 { "file" } else { "files" },
-        size_text(*.size),
+        (*.size).rounded(),
         if *.files == 1 { "needs" } else { "need" },
         need_text(*.need),
-        size_text(*.volume)
+        (*.volume).rounded()
     )]
     DoesNotFit {
         /// How many files.
@@ -300,30 +300,8 @@ fn need_text(need: ByteLen) -> String {
     if need.0 == u64::MAX {
         "more than 16 EiB".into()
     } else {
-        size_text(need)
+        need.rounded()
     }
-}
-
-/// A size for a message: exact when it is a whole number of a unit with at most four digits
-/// (`64MiB`), else to a tenth of the largest unit it reaches (`about 125.1GiB` rather than
-/// `131204716KiB`).
-fn size_text(size: ByteLen) -> String {
-    let exact = size.to_string();
-    let digits = exact.chars().take_while(char::is_ascii_digit).count();
-    let in_bytes = !exact.ends_with("iB");
-    if size.0 < 1024 || (digits <= 4 && !in_bytes) {
-        return exact;
-    }
-    let (unit_bytes, unit) = [
-        (1u64 << 40, "TiB"),
-        (1 << 30, "GiB"),
-        (1 << 20, "MiB"),
-        (1 << 10, "KiB"),
-    ]
-    .into_iter()
-    .find(|(u, _)| size.0 >= *u)
-    .unwrap_or((1, "B"));
-    format!("about {:.1}{unit}", size.0 as f64 / unit_bytes as f64)
 }
 
 impl Layout {
