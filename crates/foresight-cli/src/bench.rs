@@ -642,9 +642,6 @@ fn print_rows(p: &Plan, rows: &[Summary], as_json: bool) -> anyhow::Result<()> {
 /// Creates (or reuses) the files; returns their paths.
 fn prepare_files(p: &Plan, started: Instant) -> anyhow::Result<Vec<PathBuf>> {
     let paths: Vec<PathBuf> = p.files.iter().map(|(name, _)| p.dir.join(name)).collect();
-    for dir in paths.iter().filter_map(|f| f.parent()) {
-        std::fs::create_dir_all(dir).map_err(|e| input(format!("--dir {}: {e}", dir.display())))?;
-    }
     let size_of = |i: usize| p.files[i].1;
     let missing: Vec<usize> = (0..paths.len())
         .filter(|&i| std::fs::metadata(&paths[i]).map(|m| m.len()).ok() != Some(size_of(i)))
@@ -662,16 +659,26 @@ fn prepare_files(p: &Plan, started: Instant) -> anyhow::Result<Vec<PathBuf>> {
         ),
     );
     if need > 0 {
-        let free = free_disk_bytes(&p.dir)
-            .with_context(|| format!("checking free space under {}", p.dir.display()))?;
+        // Measured where the directory will be, before anything is created, so that a refusal
+        // leaves nothing behind.
+        let existing = p
+            .dir
+            .ancestors()
+            .find(|a| a.exists())
+            .unwrap_or(std::path::Path::new("."));
+        let free = free_disk_bytes(existing)
+            .with_context(|| format!("checking free space under {}", existing.display()))?;
         if need + (free / 10) > free {
             return Err(input(format!(
                 "--dir {}: the files need {} more but only {} is free; lower --total-size or --file-size",
                 p.dir.display(),
-                ByteLen(need),
-                ByteLen(free)
+                ByteLen(need).rounded(),
+                ByteLen(free).rounded()
             )));
         }
+    }
+    for dir in paths.iter().filter_map(|f| f.parent()) {
+        std::fs::create_dir_all(dir).map_err(|e| input(format!("--dir {}: {e}", dir.display())))?;
     }
     let mut chunk = vec![0u8; WRITE_CHUNK_BYTES];
     let mut written = 0u64;

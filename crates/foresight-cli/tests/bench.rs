@@ -73,6 +73,29 @@ fn bad_bench_input_exits_2_naming_the_flag() {
     }
 }
 
+/// Files larger than the free disk space are refused before any directory is made, so the
+/// refusal leaves nothing behind.
+#[test]
+fn files_beyond_the_free_space_are_refused_before_anything_is_created() {
+    let d = dir("full");
+    let (code, _, err) = foresight(&[
+        "bench",
+        "--dir",
+        &format!("{d}/sub"),
+        "--total-size",
+        "100TiB",
+        "--file-size",
+        "100TiB",
+        "--streams",
+        "1",
+    ]);
+    let made = std::path::Path::new(&d).exists();
+    let _ = std::fs::remove_dir_all(&d);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--dir") && err.contains("free"), "{err}");
+    assert!(!made, "the refused run created {d}");
+}
+
 #[test]
 fn a_small_bench_prints_the_json_contract() {
     let d = dir("small");
