@@ -269,7 +269,7 @@ mod tests {
     #[test]
     fn buckets_hold_their_values_within_a_twentieth_of_a_percent() {
         let mut rng = Rng::new(11);
-        let mut check = |v: u64| {
+        let check = |v: u64| {
             let b = bucket_of(v);
             assert!(b < BUCKET_COUNT, "{v}");
             let mid = bucket_mid(b);
