@@ -210,9 +210,9 @@ pub struct GetArgs {
     /// bounds), or 1MiB.
     #[arg(long, value_name = "SIZE", value_parser = size_arg)]
     readahead: Option<ByteLen>,
-    /// The cap on alpha in auto mode.
-    #[arg(long, default_value_t = 64)]
-    max_alpha: u32,
+    /// The cap on alpha in auto mode, 1 to 1024 [default: 64]; a fixed --alpha takes none.
+    #[arg(long)]
+    max_alpha: Option<u32>,
     /// Read random ranges of this size instead of whole files.
     #[arg(long, value_name = "SIZE", value_parser = size_arg)]
     random: Option<ByteLen>,
@@ -229,10 +229,16 @@ pub struct GetArgs {
 
 /// Runs `foresight get`.
 pub fn run_get(a: &GetArgs) -> anyhow::Result<()> {
-    if !(1..=1024).contains(&a.max_alpha) {
+    if let (Some(_), AlphaMode::Fixed(n)) = (a.max_alpha, a.alpha) {
+        // It would be ignored: a fixed alpha is the number of units in flight.
         return Err(input(format!(
-            "--max-alpha must be 1..=1024, got {}",
-            a.max_alpha
+            "--max-alpha caps an automatic alpha, and --alpha {n} is fixed; drop one of them"
+        )));
+    }
+    let max_alpha = a.max_alpha.unwrap_or(64);
+    if !(1..=1024).contains(&max_alpha) {
+        return Err(input(format!(
+            "--max-alpha must be 1..=1024, got {max_alpha}"
         )));
     }
     if a.random.is_some_and(|r| r.0 == 0) {
@@ -257,9 +263,9 @@ pub fn run_get(a: &GetArgs) -> anyhow::Result<()> {
     let client = Client::new(ClientConfig {
         alpha: a.alpha,
         readahead: a.readahead,
-        max_alpha: a.max_alpha,
+        max_alpha,
         max_connections: 2
-            * (a.max_alpha.max(match a.alpha {
+            * (max_alpha.max(match a.alpha {
                 AlphaMode::Fixed(n) => n,
                 AlphaMode::Auto => 1,
             }) as usize
@@ -554,7 +560,7 @@ pub struct ProxyArgs {
     /// Address to relay to.
     #[arg(long, value_name = "HOST:PORT")]
     upstream: String,
-    /// One-way delay added in each direction, e.g. 10ms or 50us.
+    /// One-way delay added in each direction, e.g. 10ms or 50us; at most 10s.
     #[arg(long, value_name = "DURATION", default_value = "0s", value_parser = duration_arg)]
     delay: StdDuration,
     /// Rate cap of each direction, e.g. 1Gbit or 100MB/s; none when omitted.

@@ -118,12 +118,37 @@ fn bad_network_arguments_exit_2_and_name_the_argument() {
             ],
             "--reads",
         ),
+        // A fixed alpha is not capped: --max-alpha would be ignored.
+        (
+            vec![
+                "get",
+                "http://127.0.0.1:1/x",
+                "--alpha",
+                "4",
+                "--max-alpha",
+                "8",
+            ],
+            "--max-alpha",
+        ),
         // Without --random, --reads and --seed were ignored without a word.
         (
             vec!["get", "http://127.0.0.1:1/x", "--reads", "5"],
             "--reads",
         ),
         (vec!["get", "http://127.0.0.1:1/x", "--seed", "5"], "--seed"),
+        // As the simulator's links: a one-way delay above 10 s describes no network.
+        (
+            vec![
+                "proxy",
+                "--listen",
+                "127.0.0.1:0",
+                "--upstream",
+                "127.0.0.1:9",
+                "--delay",
+                "1000s",
+            ],
+            "--delay",
+        ),
         // Port 0 resolves, but no server listens on it: every relayed connection would fail.
         (
             vec![

@@ -190,6 +190,17 @@ fn spawn_with(cfg: ProxyConfig, connect: Connector) -> Result<ProxyHandle, NetEr
             message: "must be at least 1".into(),
         });
     }
+    // The simulator's links refuse the same (`foresight_device::LinkParams`): a client's
+    // timeouts would end every exchange before the delay did.
+    if cfg.delay > Duration::from_secs(10) {
+        return Err(NetError::Setting {
+            key: "--delay",
+            message: format!(
+                "{:?} one way describes no network; give at most 10s, e.g. 25ms",
+                cfg.delay
+            ),
+        });
+    }
     let listener = TcpListener::bind(cfg.listen).map_err(|error| NetError::Bind {
         addr: cfg.listen,
         error,
