@@ -939,7 +939,12 @@ fn auto_memory(
 
 /// This machine's memory (`MemTotal` of `/proc/meminfo`), or 4 GiB where it cannot be read.
 fn physical_memory_bytes() -> u64 {
-    meminfo(&["MemTotal:"]).map_or(4 << 30, |v| v[0] * 1024)
+    machine_memory_bytes().unwrap_or(4 << 30)
+}
+
+/// This machine's memory (`MemTotal` of `/proc/meminfo`), if it can be read.
+pub(crate) fn machine_memory_bytes() -> Option<u64> {
+    meminfo(&["MemTotal:"]).map(|v| v[0] * 1024)
 }
 
 /// The values of `fields` (names with their colon) in `/proc/meminfo`, in order, as the numbers

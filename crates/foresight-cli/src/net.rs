@@ -120,7 +120,8 @@ pub struct ServeArgs {
     /// The device's peak-to-average ratio p (>= 1).
     #[arg(long, default_value_t = 1.2)]
     peak_ratio: f64,
-    /// Hard memory budget of the engine's buffers, at least four times --readahead.
+    /// Hard memory budget of the engine's buffers: at least four times --readahead, at most this
+    /// machine's memory.
     #[arg(long, value_name = "SIZE", default_value = "256MiB", value_parser = size_arg)]
     memory: ByteLen,
     /// Most open connections (at most 1048576); more are closed at once.
@@ -136,6 +137,17 @@ pub struct ServeArgs {
 
 /// Runs `foresight serve` until SIGTERM or SIGINT.
 pub fn run_serve(a: &ServeArgs) -> anyhow::Result<()> {
+    // The budget is taken as buffers are needed, so one larger than the machine would only show
+    // as the process killed under load.
+    if let Some(machine) = crate::bench::machine_memory_bytes() {
+        if a.memory.0 > machine {
+            return Err(input(format!(
+                "--memory {} is more than this machine's memory ({}); give less, e.g. 256MiB",
+                a.memory,
+                ByteLen(machine).rounded()
+            )));
+        }
+    }
     let mut cfg = ServerConfig::new(a.root.clone(), a.addr);
     cfg.workers = a.workers;
     cfg.readahead = a.readahead;

@@ -39,6 +39,19 @@ fn bad_network_arguments_exit_2_and_name_the_argument() {
             "--root",
         ),
         (vec!["serve", "--root", ".", "--workers", "0"], "--workers"),
+        // Beyond any machine's memory: the buffers would be taken until the process is killed.
+        (
+            vec![
+                "serve",
+                "--root",
+                ".",
+                "--addr",
+                "127.0.0.1:0",
+                "--memory",
+                "100TiB",
+            ],
+            "--memory",
+        ),
         // Above what the connection semaphore can count; it used to panic once serving.
         (
             vec![
