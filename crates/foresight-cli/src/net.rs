@@ -234,6 +234,11 @@ pub struct GetArgs {
     /// With --random: the seed of the offsets [default: 1].
     #[arg(long)]
     seed: Option<u64>,
+    /// How long one range request may take before it is retried (a unit must arrive within it,
+    /// so a slow path with a large --readahead needs more); without ranges, how long the whole-file
+    /// GET may go without data. At least 1s.
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = duration_arg)]
+    request_timeout: StdDuration,
     /// Print one JSON object per URL instead of a summary line.
     #[arg(long)]
     json: bool,
@@ -245,6 +250,12 @@ pub fn run_get(a: &GetArgs) -> anyhow::Result<()> {
         // It would be ignored: a fixed alpha is the number of units in flight.
         return Err(input(format!(
             "--max-alpha caps an automatic alpha, and --alpha {n} is fixed; drop one of them"
+        )));
+    }
+    if a.request_timeout < StdDuration::from_secs(1) {
+        return Err(input(format!(
+            "--request-timeout {:?} would cut off nearly every request; give at least 1s",
+            a.request_timeout
         )));
     }
     let max_alpha = a.max_alpha.unwrap_or(64);
@@ -282,6 +293,7 @@ pub fn run_get(a: &GetArgs) -> anyhow::Result<()> {
                 AlphaMode::Auto => 1,
             }) as usize
                 + 1),
+        request_timeout: a.request_timeout,
         ..ClientConfig::default()
     })
     .map_err(net)?;

@@ -143,6 +143,10 @@ fn bad_network_arguments_exit_2_and_name_the_argument() {
             ],
             "--max-alpha",
         ),
+        (
+            vec!["get", "http://127.0.0.1:1/x", "--request-timeout", "10ms"],
+            "--request-timeout",
+        ),
         // Without --random, --reads and --seed were ignored without a word.
         (
             vec!["get", "http://127.0.0.1:1/x", "--reads", "5"],
