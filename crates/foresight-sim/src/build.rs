@@ -128,30 +128,16 @@ fn check_drive_cache(cfg: &DeviceConfig, p: &HddParams) -> Result<(), ConfigErro
         if sectors <= p.cache_segment_sectors {
             continue;
         }
-        let given = match key {
-            "device.drive_readahead" => cfg.drive_readahead.is_some(),
-            _ => cfg.drive_readahead_min.is_some(),
-        };
-        return Err(if given || cfg.segment_size.is_none() {
-            err(
-                key,
-                format!(
-                    "{} is more than one cache segment ({segment}), and the drive's {what} \
-                     fills at most one segment; give at most {segment} or raise \
-                     device.segment_size",
-                    bytes(sectors)
-                ),
-            )
-        } else {
-            err(
-                "device.segment_size",
-                format!(
-                    "{segment} is less than the drive's {what} ({}), which fills at most one \
-                     segment; give at least that or lower {key}",
-                    bytes(sectors)
-                ),
-            )
-        });
+        // A preset's read-ahead shrinks with a smaller segment (see `spec`), so only a
+        // read-ahead given explicitly can be too large for its segment.
+        return Err(err(
+            key,
+            format!(
+                "{} is more than one cache segment ({segment}), and the drive's {what} fills at \
+                 most one segment; give at most {segment} or raise device.segment_size",
+                bytes(sectors)
+            ),
+        ));
     }
     let shares_segments = p.write_cache != WriteCache::Off && !p.separate_write_segment;
     if cfg.cache_segments.is_some() && shares_segments && p.write_segments > p.cache_segments {
