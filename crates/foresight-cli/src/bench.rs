@@ -65,10 +65,20 @@ pub struct BenchArgs {
     #[arg(long, value_delimiter = ',', default_value = "1,16,256,1024")]
     streams: Vec<u32>,
     /// The largest file a stream reads (whole); with many streams, --total-size / N is smaller.
-    #[arg(long, default_value = "1GiB", value_name = "SIZE")]
+    #[arg(
+        long,
+        allow_hyphen_values = true,
+        default_value = "1GiB",
+        value_name = "SIZE"
+    )]
     file_size: String,
     /// The most bytes one N reads in all: each stream reads min(--file-size, this / N).
-    #[arg(long, default_value = "8GiB", value_name = "SIZE")]
+    #[arg(
+        long,
+        allow_hyphen_values = true,
+        default_value = "8GiB",
+        value_name = "SIZE"
+    )]
     total_size: String,
     /// Where the bench files live (created if missing; files of the right size are reused).
     /// Relative paths are taken from the current directory. Each N has its own files, read whole:
@@ -95,13 +105,13 @@ pub struct BenchArgs {
     #[arg(long, value_name = "PRESET")]
     emulate: Option<String>,
     /// Bytes per application read [default: 1MiB; 64KiB with --emulate].
-    #[arg(long, value_name = "SIZE")]
+    #[arg(long, allow_hyphen_values = true, value_name = "SIZE")]
     request: Option<String>,
     /// The policy's largest readahead window [default: 32MiB; 128KiB with --emulate]. A single
     /// sequential stream keeps about one window in flight, and this machine's disk reads at full
     /// rate only with tens of MiB in flight (one `seqp` stream: 0.63 of the limit with 8MiB, 0.76
     /// with 16MiB, 0.88 with 32MiB).
-    #[arg(long, value_name = "SIZE")]
+    #[arg(long, allow_hyphen_values = true, value_name = "SIZE")]
     readahead_max: Option<String>,
     /// The engine's memory budget for prefetched and in-flight buffers [default on the real disk:
     /// for each N, room for two readahead windows per stream (or what a stream reads, if less) and
@@ -112,21 +122,36 @@ pub struct BenchArgs {
     /// is built with its whole budget mapped and faulted in (`prefault`), so a larger budget costs
     /// build time (the "built in" figure of the progress lines, up to a second or two per GiB on a
     /// virtual machine), not reading time.
-    #[arg(long, value_name = "SIZE")]
+    #[arg(long, allow_hyphen_values = true, value_name = "SIZE")]
     memory: Option<String>,
     /// The engine's queue depth (reads in flight at the device).
     #[arg(long, default_value_t = 32)]
     queue_depth: u32,
     /// The engine's largest single read (this disk's max_sectors_kb is a good choice).
-    #[arg(long, default_value = "4MiB", value_name = "SIZE")]
+    #[arg(
+        long,
+        allow_hyphen_values = true,
+        default_value = "4MiB",
+        value_name = "SIZE"
+    )]
     max_io: String,
     /// Stop each measurement after this long. An engine read still waiting then stops, and the
     /// bytes it did not get are not counted; a plain buffered read (the kernel row) or a limit
     /// read under way is finished, and the row's note says so when that took long.
-    #[arg(long, default_value = "30s", value_name = "DURATION")]
+    #[arg(
+        long,
+        allow_hyphen_values = true,
+        default_value = "30s",
+        value_name = "DURATION"
+    )]
     duration: String,
     /// The limit reader's read size.
-    #[arg(long, default_value = "4MiB", value_name = "SIZE")]
+    #[arg(
+        long,
+        allow_hyphen_values = true,
+        default_value = "4MiB",
+        value_name = "SIZE"
+    )]
     limit_io: String,
     /// The limit reader's reads in flight.
     #[arg(long, default_value_t = 16)]

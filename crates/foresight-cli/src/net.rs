@@ -112,17 +112,17 @@ pub struct ServeArgs {
     workers: u32,
     /// Server-side readahead window per stream (also published as max_readahead_bytes): whole
     /// 4KiB pages, at most 64MiB.
-    #[arg(long, value_name = "SIZE", default_value = "1MiB", value_parser = size_arg)]
+    #[arg(allow_hyphen_values = true, long, value_name = "SIZE", default_value = "1MiB", value_parser = size_arg)]
     readahead: ByteLen,
     /// Publish this average device bandwidth (RB) instead of measuring it, e.g. 450MB/s.
-    #[arg(long, value_name = "RATE", value_parser = rate_arg)]
+    #[arg(allow_hyphen_values = true, long, value_name = "RATE", value_parser = rate_arg)]
     device_bandwidth: Option<Bandwidth>,
     /// The device's peak-to-average ratio p (>= 1).
     #[arg(long, default_value_t = 1.2)]
     peak_ratio: f64,
     /// Hard memory budget of the engine's buffers: at least four times --readahead, at most this
     /// machine's memory.
-    #[arg(long, value_name = "SIZE", default_value = "256MiB", value_parser = size_arg)]
+    #[arg(allow_hyphen_values = true, long, value_name = "SIZE", default_value = "256MiB", value_parser = size_arg)]
     memory: ByteLen,
     /// Most open connections (at most 1048576); more are closed at once.
     #[arg(long, default_value_t = 4096)]
@@ -131,7 +131,7 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = 16384)]
     max_header_bytes: usize,
     /// How long a connection may wait for a complete request head (also ends idle keep-alive).
-    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = duration_arg)]
+    #[arg(allow_hyphen_values = true, long, value_name = "DURATION", default_value = "30s", value_parser = duration_arg)]
     idle_timeout: StdDuration,
 }
 
@@ -220,13 +220,13 @@ pub struct GetArgs {
     alpha: AlphaMode,
     /// The readahead unit (max_ra_sz), 4KiB to 256MiB; default: the server's (held to those
     /// bounds), or 1MiB.
-    #[arg(long, value_name = "SIZE", value_parser = size_arg)]
+    #[arg(allow_hyphen_values = true, long, value_name = "SIZE", value_parser = size_arg)]
     readahead: Option<ByteLen>,
     /// The cap on alpha in auto mode, 1 to 1024 [default: 64]; a fixed --alpha takes none.
     #[arg(long)]
     max_alpha: Option<u32>,
     /// Read random ranges of this size instead of whole files.
-    #[arg(long, value_name = "SIZE", value_parser = size_arg)]
+    #[arg(allow_hyphen_values = true, long, value_name = "SIZE", value_parser = size_arg)]
     random: Option<ByteLen>,
     /// With --random: how many reads, at least 1 [default: 64].
     #[arg(long)]
@@ -237,7 +237,7 @@ pub struct GetArgs {
     /// How long one range request may take before it is retried (a unit must arrive within it,
     /// so a slow path with a large --readahead needs more); without ranges, how long the whole-file
     /// GET may go without data. At least 1s.
-    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = duration_arg)]
+    #[arg(allow_hyphen_values = true, long, value_name = "DURATION", default_value = "60s", value_parser = duration_arg)]
     request_timeout: StdDuration,
     /// Print one JSON object per URL instead of a summary line.
     #[arg(long)]
@@ -585,10 +585,10 @@ pub struct ProxyArgs {
     #[arg(long, value_name = "HOST:PORT")]
     upstream: String,
     /// One-way delay added in each direction, e.g. 10ms or 50us; at most 10s.
-    #[arg(long, value_name = "DURATION", default_value = "0s", value_parser = duration_arg)]
+    #[arg(allow_hyphen_values = true, long, value_name = "DURATION", default_value = "0s", value_parser = duration_arg)]
     delay: StdDuration,
     /// Rate cap of each direction, e.g. 1Gbit or 100MB/s; none when omitted.
-    #[arg(long, value_name = "RATE", value_parser = rate_arg)]
+    #[arg(allow_hyphen_values = true, long, value_name = "RATE", value_parser = rate_arg)]
     bandwidth: Option<Bandwidth>,
     /// Most connections relayed at once.
     #[arg(long, default_value_t = 1024)]
@@ -663,16 +663,16 @@ pub struct SoakArgs {
     #[arg(long, default_value_t = 1000)]
     clients: usize,
     /// How long they read (at least 1ms).
-    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = duration_arg)]
+    #[arg(allow_hyphen_values = true, long, value_name = "DURATION", default_value = "30s", value_parser = duration_arg)]
     duration: StdDuration,
     /// Files served (at most 1024).
     #[arg(long, default_value_t = 16)]
     files: usize,
     /// Bytes per file, 4KiB to 1GiB (16GiB for all files together).
-    #[arg(long, value_name = "SIZE", default_value = "8MiB", value_parser = size_arg)]
+    #[arg(allow_hyphen_values = true, long, value_name = "SIZE", default_value = "8MiB", value_parser = size_arg)]
     file_size: ByteLen,
     /// Largest random read.
-    #[arg(long, value_name = "SIZE", default_value = "256KiB", value_parser = size_arg)]
+    #[arg(allow_hyphen_values = true, long, value_name = "SIZE", default_value = "256KiB", value_parser = size_arg)]
     max_read: ByteLen,
     /// Server workers.
     #[arg(long, default_value_t = 32)]

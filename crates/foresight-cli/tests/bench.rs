@@ -35,6 +35,7 @@ fn bad_bench_input_exits_2_naming_the_flag() {
         (vec!["--backend", "magic"], "--backend"),
         (vec!["--duration", "soon"], "--duration"),
         (vec!["--duration", "0s"], "--duration"),
+        (vec!["--file-size", "-1GiB"], "must not be negative"),
         (vec!["--memory", "plenty"], "--memory"),
         (vec!["--memory", "1KiB"], "--memory"),
         (vec!["--queue-depth", "0"], "--queue-depth"),

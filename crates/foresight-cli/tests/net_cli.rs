@@ -17,6 +17,24 @@ fn bad_network_arguments_exit_2_and_name_the_argument() {
             "--alpha",
         ),
         (vec!["get", "ftp://x/y"], "http://"),
+        // A value with a leading minus reaches the unit parser, which names the sign, instead of
+        // being taken for an unknown flag.
+        (
+            vec![
+                "proxy",
+                "--listen",
+                "127.0.0.1:0",
+                "--upstream",
+                "127.0.0.1:8080",
+                "--delay",
+                "-1ms",
+            ],
+            "--delay",
+        ),
+        (
+            vec!["get", "http://127.0.0.1:1/x", "--request-timeout", "-5s"],
+            "must not be negative",
+        ),
         // Random reads are measured, not saved: the file would stay untouched and the command
         // exit 0.
         (

@@ -39,7 +39,20 @@ fn split_number(text: &str) -> (&str, &str) {
     (&t[..end], t[end..].trim())
 }
 
+/// A leading minus sign would otherwise read as "no number", which sends the user looking for a
+/// typo rather than at the sign.
+fn refuse_negative(text: &str) -> Result<(), ParseError> {
+    if text.trim_start().starts_with('-') {
+        return Err(ParseError::OutOfRange(
+            text.to_string(),
+            "it must not be negative",
+        ));
+    }
+    Ok(())
+}
+
 fn number(text: &str, examples: &'static str) -> Result<(f64, String), ParseError> {
+    refuse_negative(text)?;
     let (num, unit) = split_number(text);
     let cleaned: String = num.chars().filter(|c| *c != '_').collect();
     if cleaned.is_empty() || cleaned == "." {
@@ -55,6 +68,7 @@ fn number(text: &str, examples: &'static str) -> Result<(f64, String), ParseErro
 /// and durations are computed from it in integers, because in f64 `4.1 * 10^6` is not 4,100,000
 /// and integers above 2^53 lose their low bits.
 fn decimal(text: &str, examples: &'static str) -> Result<((u128, u32), String), ParseError> {
+    refuse_negative(text)?;
     let (num, unit) = split_number(text);
     let cleaned: String = num.chars().filter(|c| *c != '_').collect();
     let (int, frac) = cleaned.split_once('.').unwrap_or((&cleaned, ""));
@@ -189,7 +203,17 @@ mod tests {
             Err(ParseError::BadUnit(..))
         ));
         assert!(matches!(parse_size("KiB"), Err(ParseError::NoNumber(..))));
-        assert!(matches!(parse_size("-4KiB"), Err(ParseError::NoNumber(..))));
+        let negative = parse_size("-4KiB").unwrap_err();
+        assert!(matches!(negative, ParseError::OutOfRange(..)));
+        assert!(negative.to_string().contains("must not be negative"));
+        assert!(matches!(
+            parse_duration(" -1ms"),
+            Err(ParseError::OutOfRange(..))
+        ));
+        assert!(matches!(
+            parse_rate("-1Gbit"),
+            Err(ParseError::OutOfRange(..))
+        ));
         assert!(matches!(parse_size("0.3"), Err(ParseError::OutOfRange(..))));
         // Exact decimals: in f64 4.1 x 10^6 is 4,099,999.9999999995, and 2^53 + 1 rounds to 2^53.
         assert_eq!(parse_size("4.1MB").unwrap(), ByteLen(4_100_000));
