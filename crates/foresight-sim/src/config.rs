@@ -608,9 +608,12 @@ fn refuse_keys_of_other_kinds(kind: WorkloadKind, w: &Section) -> Result<(), Con
     Ok(())
 }
 
-/// The `[policy]` keys that one family of policies alone reads, and which names read them. The
-/// readahead window keys are left out: several families read them.
-const POLICY_FAMILY_KEYS: [(&str, &[&str]); 3] = [
+/// The `[policy]` keys that one family of policies alone reads, and which names read them.
+const POLICY_FAMILY_KEYS: [(&str, &[&str]); 4] = [
+    (
+        "seqp, saseqp, msp+seqp, msp+saseqp",
+        &["readahead_max", "readahead_rule"],
+    ),
     (
         "streams",
         &[
@@ -1192,6 +1195,19 @@ mod tests {
                 &["policy.name=directed", "policy.memory=16MiB"][..],
                 "policy.memory",
             ),
+            // `none` has no window, and `streams` sizes its reads with `policy.readahead`.
+            (
+                &["policy.name=none", "policy.readahead_max=1MiB"][..],
+                "policy.readahead_max",
+            ),
+            (
+                &["policy.name=streams", "policy.readahead_max=8MiB"][..],
+                "policy.readahead_max",
+            ),
+            (
+                &["policy.name=directed", "policy.readahead_rule=synchronous"][..],
+                "policy.readahead_rule",
+            ),
         ] {
             let e = cfg("", sets).unwrap_err().to_string();
             assert!(
@@ -1211,7 +1227,12 @@ mod tests {
                 "host.raid_cache=64MiB",
             ][..],
             &["policy.name=directed", "policy.contention=false"][..],
-            &["policy.name=none", "policy.readahead_max=0"][..],
+            &[
+                "policy.name=msp+seqp",
+                "policy.readahead_max=1MiB",
+                "host.raid_cache=64MiB",
+            ][..],
+            &["policy.name=saseqp", "policy.readahead_rule=synchronous"][..],
         ] {
             assert!(cfg("", sets).is_ok(), "{sets:?}");
         }

@@ -45,7 +45,8 @@ pub struct Scenario {
     pub request_bytes: u64,
     /// The policy.
     pub policy: String,
-    /// Its largest readahead window.
+    /// Its largest readahead window (given to the simulator only under a policy with windows,
+    /// whose config refuses the key otherwise).
     pub readahead_max: ByteLen,
     /// The memory budget (page cache in the simulator, buffer pool in the engine).
     pub memory: ByteLen,
@@ -165,16 +166,19 @@ fn key(d: &Decision) -> String {
 /// bytes a client would get are the file's bytes over the ranges it read).
 pub fn run_sim(s: &Scenario, files: &[Vec<u8>]) -> Result<WorldRun, String> {
     let mut table = toml::Table::new();
-    for set in [
+    let mut sets = vec![
         format!("device.preset={}", s.device),
         format!("policy.name={}", s.policy),
-        format!("policy.readahead_max={}", s.readahead_max.0),
         "workload.kind=streams".to_string(),
         format!("workload.streams={}", s.streams),
         format!("workload.request={}", s.request_bytes),
         format!("workload.file_size={}", s.file_bytes),
         format!("host.memory={}", s.memory.0),
-    ] {
+    ];
+    if s.policy.ends_with("seqp") {
+        sets.push(format!("policy.readahead_max={}", s.readahead_max.0));
+    }
+    for set in sets {
         apply_set(&mut table, &set).map_err(|e| e.to_string())?;
     }
     let cfg = SimConfig::from_table(table, None).map_err(|e| e.to_string())?;

@@ -13,10 +13,10 @@ use super::{config, positioning_share, run_all, Context, ExperimentError, Figure
 use crate::plot::{LineChart, Series};
 
 const STREAMS: [u32; 9] = [1, 2, 4, 8, 16, 32, 64, 128, 256];
-const POLICIES: [(&str, &str, &str); 3] = [
-    ("none", "none", "0"),
-    ("seqp 128KiB", "seqp", "128KiB"),
-    ("seqp 1MiB", "seqp", "1MiB"),
+const POLICIES: [(&str, &str, Option<&str>); 3] = [
+    ("none", "none", None),
+    ("seqp 128KiB", "seqp", Some("128KiB")),
+    ("seqp 1MiB", "seqp", Some("1MiB")),
 ];
 const DEVICE: &str = "wd800jd";
 
@@ -26,16 +26,20 @@ pub fn run(ctx: &Context<'_>) -> Result<Section, ExperimentError> {
     let mut configs = vec![];
     for (_, policy, ra) in POLICIES {
         for n in STREAMS {
-            configs.push(config(&[
+            let mut sets = vec![
                 format!("device.preset={DEVICE}"),
                 format!("policy.name={policy}"),
-                format!("policy.readahead_max={ra}"),
                 "workload.kind=streams".into(),
                 format!("workload.streams={n}"),
                 "workload.request=64KiB".into(),
                 "workload.file_size=256MiB".into(),
                 format!("workload.duration={duration}"),
-            ]));
+            ];
+            // `none` has no window to size.
+            if let Some(ra) = ra {
+                sets.push(format!("policy.readahead_max={ra}"));
+            }
+            configs.push(config(&sets));
         }
     }
     let reports = run_all("collapse", &configs, ctx)?;
