@@ -244,6 +244,9 @@ struct Stream {
     last_access: Instant,
     /// Buffers below this byte have been handed back to the cache.
     released_to: u64,
+    /// End of the latest request deferred to this stream: while it lies past `fetched_end`, the
+    /// client waits on a fetch the stream still owes it, so its turn may not end in idleness.
+    deferred_end: u64,
 }
 
 /// The stream scheduler. See the module documentation.
@@ -357,6 +360,7 @@ impl StreamScheduler {
                     // past `start`, so moving `fetched_end` back to `start` keeps them at zero.
                     debug_assert_eq!(Self::held_of(s), 0);
                     s.fetched_end = start;
+                    s.deferred_end = end;
                     match s.state {
                         State::Idle => {
                             s.state = State::Waiting;
@@ -397,6 +401,7 @@ impl StreamScheduler {
                             state: State::Waiting,
                             last_access: now,
                             released_to: from,
+                            deferred_end: if miss { end } else { 0 },
                         },
                     );
                     self.by_position.insert(end, id);
@@ -494,6 +499,8 @@ impl StreamScheduler {
         }
         let before = Self::held_of(s);
         s.fetched_end = end;
+        // A request past the end of the data waits on nothing this stream could fetch.
+        s.deferred_end = s.deferred_end.min(end);
         self.held_bytes = self.held_bytes - before + Self::held_of(s);
     }
 
@@ -506,11 +513,18 @@ impl StreamScheduler {
         };
         s.inflight = None;
         if !self.issue(sid) {
-            // The turn is over (N reads, or no memory): leave the dispatch set for the buffered set.
+            // The turn is over (N reads, or no memory): leave the dispatch set for the buffered set,
+            // or, if a request deferred during the turn still waits past what was fetched, for the
+            // waiting line: a deferral promises a fetch, and an idle stream issues none.
             let s = self.streams.get_mut(&sid).expect("live stream");
             if s.state == State::Dispatched {
-                s.state = State::Idle;
                 self.dispatched -= 1;
+                if s.deferred_end > s.fetched_end {
+                    s.state = State::Waiting;
+                    self.waiting.push(sid, s.fetched_end);
+                } else {
+                    s.state = State::Idle;
+                }
             }
         }
         self.schedule();
@@ -940,5 +954,46 @@ mod tests {
         p.handle_timeout(t + Duration::from_secs(5));
         while p.poll_output().is_some() {}
         assert_eq!(p.stream_count(), 1, "only the new stream is left");
+    }
+
+    #[test]
+    fn a_request_deferred_while_the_last_read_of_a_turn_is_in_flight_gets_a_turn() {
+        // N = 1: the stream's one read of its turn is in flight when its client asks for the
+        // bytes right after it (a client with two requests out). The request is deferred, so the
+        // scheduler owes it a fetch even though the turn ends when the read completes.
+        let mut p = sched(None, 1 << 20, 1, 4 << 20);
+        let t = Instant::ZERO;
+        let k = 64 << 10;
+        read(&mut p, t, 0, k, true);
+        let out = read(&mut p, t, k, k, true);
+        assert!(
+            out.iter().any(|o| matches!(o, Output::Fetch { .. })),
+            "{out:?}"
+        );
+        let past = k + (1 << 20);
+        // The client's next requests fall in the read in flight, then one goes past it.
+        let mut off = 2 * k;
+        while off < past {
+            read(&mut p, t, off, k, false);
+            off += k;
+        }
+        let out = read(&mut p, t, past, k, true);
+        assert!(
+            out.iter().any(|o| matches!(o, Output::Defer { .. })),
+            "{out:?}"
+        );
+        p.handle(
+            t,
+            Input::Fetched {
+                id: FetchId(0),
+                ok: true,
+            },
+        );
+        let out: Vec<_> = std::iter::from_fn(|| p.poll_output()).collect();
+        assert!(
+            out.iter()
+                .any(|o| matches!(o, Output::Fetch { range, .. } if range.start.0 == past)),
+            "the deferred request at {past} was never fetched: {out:?}"
+        );
     }
 }
