@@ -719,6 +719,7 @@ impl Hdd {
             }
         }
         // The head is needed: stop the read-ahead where it got to, or where its minimum is.
+        let arrived = t0;
         let mut t0 = t0;
         if let Some((_, ra)) = stream {
             let (t_free, r) = self.settle_readahead(&ra, t0);
@@ -726,6 +727,9 @@ impl Hdd {
             self.head_lba = r.min(self.geo.capacity_sectors() - 1);
             self.cache.stop_streaming(r);
         }
+        // The head is busy finishing the minimum read-ahead, as it is with a destage below: the
+        // command waits for the arm, not for its data.
+        let readahead_wait_ns = t0 - arrived;
         let overhead_ns = self
             .params
             .overhead
@@ -796,7 +800,7 @@ impl Hdd {
         self.head_free_ns = self.head_free_ns.max(t4);
         Service {
             overhead_ns,
-            seek_ns: head_wait_ns + seek_ns + gaps.seek_ns,
+            seek_ns: readahead_wait_ns + head_wait_ns + seek_ns + gaps.seek_ns,
             rotate_ns: rotate_ns + gaps.rotate_ns,
             end_ns,
             cache_hit: false,
@@ -853,6 +857,7 @@ impl Hdd {
 
     fn serve_write(&mut self, t0: f64, lba: u64, end: u64) -> Service {
         let n = (end - lba) as f64;
+        let arrived = t0;
         let mut t0 = t0;
         if let Some((_, ra)) = self.cache.streaming() {
             let (t_free, r) = self.settle_readahead(&ra, t0);
@@ -860,11 +865,15 @@ impl Hdd {
             self.head_lba = r.min(self.geo.capacity_sectors() - 1);
             self.cache.stop_streaming(r);
         }
+        // Waiting for the minimum read-ahead to end is waiting for the arm (see `serve_read`).
+        let readahead_wait_ns = t0 - arrived;
         if self.cache.enabled() {
             self.cache.invalidate(lba, end);
         }
         if self.params.write_cache != WriteCache::Off {
-            return self.serve_write_back(t0, lba, end);
+            let mut s = self.serve_write_back(t0, lba, end);
+            s.seek_ns += readahead_wait_ns;
+            return s;
         }
         let overhead_ns = self
             .params
@@ -883,7 +892,7 @@ impl Hdd {
         self.head_free_ns = self.head_free_ns.max(t4);
         Service {
             overhead_ns,
-            seek_ns: head_wait_ns + seek_ns + gaps.seek_ns,
+            seek_ns: readahead_wait_ns + head_wait_ns + seek_ns + gaps.seek_ns,
             rotate_ns: rotate_ns + gaps.rotate_ns,
             end_ns,
             cache_hit: false,

@@ -712,3 +712,24 @@ fn a_minimum_read_ahead_survives_back_to_back_commands() {
     assert!(without < 0.05, "no minimum: hit rate {without}");
     assert!(with > 0.9, "a full-segment minimum: hit rate {with}");
 }
+
+/// A command that waits for the minimum read-ahead to finish waits for the arm: the wait is
+/// counted with the seek, as a wait for a destage is, and the transfer stays the data's own time.
+#[test]
+fn the_wait_for_a_minimum_read_ahead_is_not_transfer() {
+    for op in [Op::Read, Op::Write] {
+        let mut p = cheetah_15k5();
+        p.readahead_min_sectors = 1_200;
+        if op == Op::Write {
+            write_back(&mut p, WriteCache::Full);
+        }
+        let rev_ns = p.rotation_period().as_nanos();
+        let mut d = Hdd::new(p);
+        // The second command arrives as the first completes, a revolution before the read-ahead
+        // has filled its minimum.
+        let res = drive_serial(&mut d, &[(Op::Read, 0, 8), (op, 100_000_000, 8)]);
+        let b = res[1].1.breakdown;
+        assert!(b.transfer.as_nanos() < rev_ns / 10, "{op:?}: {b:?}");
+        assert!(b.seek.as_nanos() > rev_ns * 9 / 10, "{op:?}: {b:?}");
+    }
+}
