@@ -19,6 +19,7 @@ use std::sync::Arc;
 
 use foresight_core::{ByteLen, ByteRange, FileId, Instant, Rng, StreamId, SECTOR_BYTES};
 use foresight_device::Op;
+use foresight_policy::layout::Placement;
 use foresight_policy::readahead::NoPrefetch;
 use foresight_policy::{Layout, PAGE_BYTES};
 use thiserror::Error;
@@ -236,8 +237,14 @@ impl Sim {
         // Each client has at most one request and a few readahead windows in flight, each split
         // into pieces of at most `max_request`; trace arrivals wait while a queue is full (like a
         // submitter blocked on Linux's `nr_requests`). So this bound is never reached.
+        let mut piece_bytes = cfg.host.max_request.0;
+        if matches!(w.placement, Placement::Fragmented { .. }) {
+            // Extents may be a single block long, and no two of a file's extents are adjacent on
+            // the volume: a range becomes up to one piece per block.
+            piece_bytes = piece_bytes.min(foresight_policy::layout::BLOCK_BYTES);
+        }
         let mut per_stream =
-            4 * (w.request.0 + 2 * cfg.policy.readahead_max.0).div_ceil(cfg.host.max_request.0) + 8;
+            4 * (w.request.0 + 2 * cfg.policy.readahead_max.0).div_ceil(piece_bytes) + 8;
         if cfg.policy.name == "directed" {
             // A directed stream keeps up to IN_FLIGHT_BYTES_MAX in flight, which pages already
             // cached may cut into one request per page.
@@ -1202,5 +1209,24 @@ mod tests {
         let with_raid = run(&["host.raid_cache=8MiB"]);
         assert!(with_raid.raid_cache_peak_bytes > 0);
         assert!(with_raid.memory_peak_bytes > 1 << 20);
+    }
+
+    /// Files cut into one-block extents turn each read and readahead window into one volume piece
+    /// per block, which the block queues' bound must hold.
+    #[test]
+    fn reads_of_files_in_one_block_extents_fit_the_block_queues() {
+        let mut t = toml::Table::new();
+        for set in [
+            "workload.placement=fragmented",
+            "workload.extent=4KiB",
+            "workload.streams=32",
+            "workload.file_size=1MiB",
+        ] {
+            crate::config::apply_set(&mut t, set).unwrap();
+        }
+        let mut sim = Sim::new(&SimConfig::from_table(t, None).unwrap(), false).unwrap();
+        sim.run(None);
+        let report = sim.finish().report;
+        assert_eq!(report.app_bytes, 32 << 20);
     }
 }
