@@ -221,7 +221,9 @@ impl BlockQueue {
             read_expire,
             limit,
             slots: limit,
-            pending: Vec::with_capacity(limit),
+            // The bound is a worst case (with one-block extents, millions of requests for a
+            // thousand streams); most runs queue far fewer, so the queue grows as it fills.
+            pending: Vec::with_capacity(limit.min(4096)),
             head_lba: 0,
             batch_left: 0,
             next_id: 0,
