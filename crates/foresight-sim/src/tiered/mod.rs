@@ -200,6 +200,9 @@ struct Driver<'a> {
     waiting_since: Option<Instant>,
     app_busy: bool,
     want_at: Instant,
+    /// When the application finished its last block: the run's length. Copies still climbing
+    /// then are drained for the checks but take no part in the run.
+    app_end: Instant,
     stall: Duration,
     latencies: Vec<Duration>,
     records: Option<Vec<RequestRecord>>,
@@ -529,6 +532,7 @@ impl Driver<'_> {
     fn want(&mut self) {
         self.app_busy = false;
         if self.next_access == self.blocks.len() {
+            self.app_end = self.now;
             return;
         }
         self.want_at = self.now;
@@ -681,6 +685,7 @@ pub fn run_traced(
         waiting_since: None,
         app_busy: false,
         want_at: Instant::ZERO,
+        app_end: Instant::ZERO,
         stall: Duration::ZERO,
         latencies: Vec::with_capacity(n),
         records: record.then(Vec::new),
@@ -739,7 +744,7 @@ pub fn run_traced(
         )));
     }
     assert_eq!(d.next_access, n, "the application got every hinted block");
-    let elapsed = d.now;
+    let elapsed = d.app_end;
     let mut lat: Vec<f64> = d.latencies.iter().map(|l| l.as_millis_f64()).collect();
     lat.sort_by(f64::total_cmp);
     let mean = if lat.is_empty() {

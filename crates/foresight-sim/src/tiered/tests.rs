@@ -470,3 +470,29 @@ fn a_level_holds_more_than_2_pow_24_copies_when_its_capacity_allows() {
     assert!(tr.peak_blocks[1] > 1 << 24, "{:?}", tr.peak_blocks);
     assert_eq!(tr.held_at_end, vec![0, 0]);
 }
+
+#[test]
+fn elapsed_is_the_stall_plus_the_consumption_of_every_block() {
+    // The application alone sets the run's length: it waits (stall) or consumes, one block after
+    // another. Copies still climbing, or a disk still busy with one, when it has consumed its last
+    // block used to stretch elapsed_s past that moment (by 0.5 s of 2 s on this stack).
+    for policy in ["tip", "ipipe", "ipo"] {
+        let c = three_presets(policy, 200, 10, 0);
+        let t = c.tiered.as_ref().unwrap();
+        let (out, _) = run_traced(&c, t, true).unwrap();
+        let r = &out.report;
+        let app_s = r.stall_s + 200.0 * t.workload.consume.as_secs_f64();
+        assert!(
+            (r.elapsed_s - app_s).abs() < 1e-9,
+            "{policy}: elapsed {} s against stall plus consumption {app_s} s",
+            r.elapsed_s
+        );
+        let last = out.requests.last().unwrap();
+        let consumed = last.complete_s + t.workload.consume.as_secs_f64();
+        assert!(
+            (r.elapsed_s - consumed).abs() < 1e-9,
+            "{policy}: {} vs {consumed}",
+            r.elapsed_s
+        );
+    }
+}
