@@ -338,6 +338,23 @@ pub fn parse(mut root: Table, base_dir: Option<&Path>) -> Result<SimConfig, Conf
             "must be a whole number of 512-byte sectors",
         ));
     }
+    // A level with room for no whole block takes no copy, so a pipelining policy would quietly
+    // run as TIP alone.
+    for (i, tier) in tiers.iter().enumerate() {
+        if let Some(capacity) = tier.capacity.filter(|c| *c < block) {
+            let key = if kind == "constant" {
+                "device.upper_capacity".to_string()
+            } else {
+                format!("device.tiers[{i}].capacity")
+            };
+            return Err(key_err(
+                &key,
+                format!(
+                    "{capacity} holds no block of {block} (workload.block); give it at least one"
+                ),
+            ));
+        }
+    }
     let reads = w.int("reads", 1000, 1, super::hinted::MAX_READS as u64)?;
     let consume = positive(
         w.duration("consume", Duration::from_micros(1_920))?,

@@ -496,3 +496,34 @@ fn elapsed_is_the_stall_plus_the_consumption_of_every_block() {
         );
     }
 }
+
+#[test]
+fn a_tier_that_cannot_hold_one_block_is_refused_by_its_key() {
+    let refused = |sets: &[&str]| {
+        let mut t = toml::Table::new();
+        for s in sets {
+            crate::config::apply_set(&mut t, s).unwrap();
+        }
+        SimConfig::from_table(t, None).unwrap_err().to_string()
+    };
+    // A capacity below one block left the level without room for a single copy, and iPipe ran
+    // as TIP alone without a word.
+    let e = refused(&[
+        "device.kind=tiered",
+        "device.tiers=[{t_read = \"1ms\", capacity = \"1MiB\"}, {t_read = \"3ms\", t_copy_up = \"2ms\"}]",
+        "policy.name=ipipe",
+        "workload.kind=hinted",
+        "workload.block=4MiB",
+    ]);
+    assert!(e.contains("device.tiers[0].capacity"), "{e}");
+    let e = refused(&[
+        "device.kind=constant",
+        "device.t_upper=1ms",
+        "device.t_lower=2ms",
+        "device.t_lower_to_upper=3ms",
+        "device.upper_capacity=1B",
+        "policy.name=ipipe",
+        "workload.kind=hinted",
+    ]);
+    assert!(e.contains("device.upper_capacity"), "{e}");
+}
