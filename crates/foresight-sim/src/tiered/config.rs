@@ -85,7 +85,7 @@ pub enum AccessOrder {
 /// `[workload]` of a hinted run.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct HintedWorkload {
-    /// Hinted reads (ignored with a trace, which sets its own count).
+    /// Hinted reads (unused with a trace, which sets its own count; the key is refused there).
     pub reads: u64,
     /// Bytes per block; one read is one block.
     pub block: ByteLen,
@@ -354,6 +354,12 @@ pub fn parse(mut root: Table, base_dir: Option<&Path>) -> Result<SimConfig, Conf
                 ),
             ));
         }
+    }
+    if w.has("trace") && w.has("reads") {
+        return Err(key_err(
+            "workload.reads",
+            "workload.trace reads one block per line of the trace; drop workload.reads",
+        ));
     }
     let reads = w.int("reads", 1000, 1, super::hinted::MAX_READS as u64)?;
     let consume = positive(

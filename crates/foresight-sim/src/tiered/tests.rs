@@ -527,3 +527,27 @@ fn a_tier_that_cannot_hold_one_block_is_refused_by_its_key() {
     ]);
     assert!(e.contains("device.upper_capacity"), "{e}");
 }
+
+#[test]
+fn reads_beside_a_trace_are_refused_by_their_key() {
+    // The trace sets the count; workload.reads beside it was dropped without a word, while
+    // workload.order beside it was already refused.
+    let path = std::env::temp_dir().join(format!("foresight-reads-{}.txt", std::process::id()));
+    std::fs::write(&path, "3\n1\n2\n").unwrap();
+    let mut t = toml::Table::new();
+    for s in [
+        "device.kind=constant",
+        "device.t_upper=1ms",
+        "device.t_lower=2ms",
+        "device.t_lower_to_upper=3ms",
+        "workload.kind=hinted",
+        "workload.reads=50",
+    ] {
+        crate::config::apply_set(&mut t, s).unwrap();
+    }
+    let workload = t.get_mut("workload").unwrap().as_table_mut().unwrap();
+    workload.insert("trace".into(), path.display().to_string().into());
+    let e = SimConfig::from_table(t, None).unwrap_err().to_string();
+    std::fs::remove_file(&path).unwrap();
+    assert!(e.contains("workload.reads"), "{e}");
+}
