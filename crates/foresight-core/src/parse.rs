@@ -40,9 +40,11 @@ fn split_number(text: &str) -> (&str, &str) {
 }
 
 /// A leading minus sign would otherwise read as "no number", which sends the user looking for a
-/// typo rather than at the sign.
+/// typo rather than at the sign. Only a minus before a number counts: `--json`, a flag taken for
+/// a missing value, has no number.
 fn refuse_negative(text: &str) -> Result<(), ParseError> {
-    if text.trim_start().starts_with('-') {
+    let mut chars = text.trim_start().chars();
+    if chars.next() == Some('-') && chars.next().is_some_and(|c| c.is_ascii_digit() || c == '.') {
         return Err(ParseError::OutOfRange(
             text.to_string(),
             "it must not be negative",
@@ -213,6 +215,10 @@ mod tests {
         assert!(matches!(
             parse_rate("-1Gbit"),
             Err(ParseError::OutOfRange(..))
+        ));
+        assert!(matches!(
+            parse_size("--json"),
+            Err(ParseError::NoNumber(..))
         ));
         assert!(matches!(parse_size("0.3"), Err(ParseError::OutOfRange(..))));
         // Exact decimals: in f64 4.1 x 10^6 is 4,099,999.9999999995, and 2^53 + 1 rounds to 2^53.
