@@ -43,7 +43,7 @@ const VARIANTS: [Variant; 8] = [
 /// the model's tables.
 fn paper_note(fig: &str) -> &'static str {
     match fig {
-        "9a" => "Paper: EXT4 is best; the existing DFSs fall far below it from 4 streams (Lustre from 4, \
+        "9a" => "Paper: EXT4 is best except at two streams, where Lustre is highest; the existing DFSs fall far below it from 4 streams (Lustre from 4, \
                  Gluster from 16), HDFS and NFS hold up best among them; APS matches EXT4 up to 32 \
                  streams and is slightly lower at 48 and 64 (more streams than its 32 workers).",
         "10a" => "Paper: Gluster and Lustre fall with the stream count; NFS is the best existing DFS; APS \
