@@ -554,7 +554,8 @@ pub fn run(ctx: &Context<'_>) -> Result<Section, ExperimentError> {
     };
     results.insert(
         "gluster_hdd_workers_around_streams".into(),
-        json!({"streams": WORKERS, "fewer": g_fewer, "equal": g_at, "more": g_more}),
+        json!({"streams": WORKERS, "workers_fewer": WORKERS - 1, "workers_more": WORKERS + 1,
+               "fewer_mib_s": g_fewer, "equal_mib_s": g_at, "more_mib_s": g_more}),
     );
     md.push_str(&format!(
         "Where the model departs from the paper: the model's CFQ hands the disk from one worker to \
@@ -590,7 +591,10 @@ mod tests {
     fn short_run_note_names_every_short_count() {
         assert_eq!(counts_shorter_than_a_round(1.5, 0.1), vec![16, 32, 48, 64]);
         let note = short_run_note(1.5, 0.1);
-        assert!(note.contains("from 16 streams on (16, 32, 48, 64)"), "{note}");
+        assert!(
+            note.contains("from 16 streams on (16, 32, 48, 64)"),
+            "{note}"
+        );
         assert!(note.contains("15 CFQ slices of 100 ms"), "{note}");
         assert_eq!(short_run_note(10.0, 0.1), "");
     }

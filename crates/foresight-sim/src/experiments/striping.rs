@@ -595,8 +595,8 @@ fn explain_fig8b(
         ));
         variant_json.push(json!({
             "layout": label,
-            "linux": {"seqp": r[0].throughput_mib_s, "saseqp": r[1].throughput_mib_s},
-            "synchronous": {"seqp": r[2].throughput_mib_s, "saseqp": r[3].throughput_mib_s},
+            "linux": {"seqp_mib_s": r[0].throughput_mib_s, "saseqp_mib_s": r[1].throughput_mib_s},
+            "synchronous": {"seqp_mib_s": r[2].throughput_mib_s, "saseqp_mib_s": r[3].throughput_mib_s},
         }));
     }
     let linux_max = variants
@@ -646,10 +646,10 @@ fn explain_fig8b(
         sync_ratios.push(d / c);
         by_size.push(json!({
             "file_mib": mib,
-            "seqp": a,
-            "saseqp": b,
-            "seqp_synchronous": c,
-            "saseqp_synchronous": d,
+            "seqp_mib_s": a,
+            "saseqp_mib_s": b,
+            "seqp_synchronous_mib_s": c,
+            "saseqp_synchronous_mib_s": d,
         }));
     }
     let span = |v: &[f64]| {
@@ -726,9 +726,9 @@ fn by_scheduler_table(
         ));
         rows.push(json!({
             "scheduler": sched,
-            "seqp": seqp.throughput_mib_s,
-            "saseqp": saseqp.throughput_mib_s,
-            "ratio": ratio,
+            "seqp_mib_s": seqp.throughput_mib_s,
+            "saseqp_mib_s": saseqp.throughput_mib_s,
+            "saseqp_over_seqp": ratio,
             "antic_waits": {"seqp": seqp.antic_waits, "saseqp": saseqp.antic_waits},
         }));
     }
