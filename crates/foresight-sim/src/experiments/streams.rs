@@ -132,7 +132,7 @@ pub fn run(ctx: &Context<'_>) -> Result<Section, ExperimentError> {
     );
     md.push_str(&format!(
         "One `{DEVICE}`, streams placed `disk_size / streams` apart, 64 KiB requests, one outstanding per \
-         stream (paper 001, section 5); {duration} simulated per point.\n\n"
+         stream (paper 001, section 5); {duration} simulated per point unless stated.\n\n"
     ));
     let mut figures = vec![];
     let mut results = serde_json::Map::new();
@@ -620,7 +620,7 @@ pub fn run(ctx: &Context<'_>) -> Result<Section, ExperimentError> {
     ));
     md.push_str("![fig4](streams_fig4.png)\n![fig6](streams_fig6.png)\n![fig7](streams_fig7.png)\n![fig8](streams_fig8.png)\n\n");
     md.push_str(&format!(
-                "The DiskSim study (section 3), with no host prefetching. Fig. 4: 100 streams of 32 KiB requests deliver \
+                "The DiskSim study (section 3), with no host prefetching, {study_duration} simulated per point. Fig. 4: 100 streams of 32 KiB requests deliver \
          {:.1} MiB/s, of 1 MiB requests {:.1} MiB/s. Fig. 6: 30 streams with 32 drive segments of 32 KiB deliver \
          {:.1} MiB/s, with 2 MiB segments {:.1} MiB/s (paper: about 8 and 40 MB/s). Fig. 8: controller read-ahead \
          of 4 MiB takes 10 streams from {:.1} to {:.1} MiB/s (paper: about 10 to 40 MB/s).\n\n",
@@ -698,7 +698,7 @@ pub fn run(ctx: &Context<'_>) -> Result<Section, ExperimentError> {
         )
     };
     md.push_str(&format!(
-        "![fig13](streams_fig13.png)\n\nEight `{DEVICE}` behind one 450 MB/s controller: with 800 streams, a dispatch set \
+        "![fig13](streams_fig13.png)\n\nEight `{DEVICE}` behind one 450 MB/s controller, {jbod_duration} simulated per point: with 800 streams, a dispatch set \
          of 16 (R = 8 MiB) delivers {:.1} MiB/s, {:.0}% of the controller (paper Fig. 13: about 80%); seqp delivers {:.1} MiB/s. \
          {fig12}; the paper attributes Fig. 12's loss to buffer management on the host's CPU, which the simulator does \
          not model.\n",
