@@ -111,6 +111,8 @@ struct FileState {
     volume_offset_bytes: Option<u64>,
     chunks: BTreeMap<u64, u32>,
     readers: u32,
+    /// Streams of this file whose current read is deferred (usually none or one).
+    deferred: Vec<StreamId>,
 }
 
 #[derive(Debug, Default)]
@@ -126,6 +128,14 @@ struct StreamState {
     /// The policy deferred the stream's current read (`Output::Defer`): its missing bytes come
     /// from the policy's fetches, not from demand reads, while the policy has fetches under way.
     deferred: bool,
+    /// The current read's byte range.
+    read: (u64, u64),
+    /// While deferred: the parts of the read that were there when the policy deferred it or that
+    /// its fetches have covered since, as sorted disjoint byte ranges. The policy counts those
+    /// bytes as delivered and will not fetch them again, so if they go missing (the fetch
+    /// failed, was cut short by memory, or its data was evicted) the reader must read them on
+    /// demand rather than wait for fetches that will never bring them.
+    delivered: Vec<(u64, u64)>,
     /// Which open this is (the core's count of opens when it was made): the slot, and so the
     /// `StreamId`, is reused after close, and a handle kept from the old stream must not name
     /// the new one.
@@ -327,6 +337,7 @@ impl Core {
                     handle: Some(Arc::new(handle)),
                     chunks: BTreeMap::new(),
                     readers: 0,
+                    deferred: Vec::new(),
                 });
                 self.identities.insert(key, f);
                 // Only the new file goes to the policy: rebuilding the whole layout on every new
@@ -348,6 +359,8 @@ impl Core {
             file,
             errors: VecDeque::new(),
             deferred: false,
+            read: (0, 0),
+            delivered: Vec::new(),
             open_seq,
         };
         let stream = StreamId(foresight_core::take_slot(
@@ -366,10 +379,10 @@ impl Core {
         assert!(st.open, "{stream} closed twice");
         st.open = false;
         st.errors.clear();
-        st.deferred = false;
         st.waiting_on = None;
         st.waits_for_memory = false;
         let file = st.file;
+        self.undefer(stream);
         self.release_claims(stream);
         // Nothing may still name the stream once its id can be handed out again: a demand read
         // of it that fails later must not report to the next stream in the slot, and a waiter
@@ -472,7 +485,8 @@ impl Core {
         let miss = self
             .first_uncovered(file, first, last)
             .map(|p| ByteOffset((p * PAGE_BYTES).max(pos)));
-        self.streams[stream.0 as usize].deferred = false;
+        self.undefer(stream);
+        self.streams[stream.0 as usize].read = (pos, end);
         self.policy.handle(
             now,
             Input::Read {
@@ -483,23 +497,42 @@ impl Core {
             },
         );
         self.run_policy(now, Some((stream, file, first, last)));
-        if !self.streams[stream.0 as usize].deferred {
+        if self.streams[stream.0 as usize].deferred {
+            // What is there now, the policy's fetches included, is delivered.
+            let from_page = self
+                .covering(file, first)
+                .map_or(first, |id| self.chunk(id).first_page);
+            let spans: Vec<(u64, u64)> = self.files[file.0 as usize]
+                .chunks
+                .range(from_page..=last)
+                .map(|(_, &id)| {
+                    let c = self.chunk(id);
+                    (c.start_bytes(), c.end_page * PAGE_BYTES)
+                })
+                .collect();
+            for (from, to) in spans {
+                self.note_delivered(stream, from, to);
+            }
+        } else {
             self.demand(stream, file, pos, end);
         }
         self.dispatch();
     }
 
-    /// Whether the reader of `stream` should wait for the policy's fetches rather than read a
-    /// missing byte on demand: its read was deferred and the policy has fetches under way (when
-    /// it has none, nothing could bring the bytes, so the read falls back to demand reads and the
-    /// deferral ends). A waiting reader is registered to be woken when the fetches change.
-    pub(crate) fn defer_wait(&mut self, stream: StreamId, cv: &Arc<Condvar>) -> bool {
-        let st = &mut self.streams[stream.0 as usize];
+    /// Whether the reader of `stream` should wait for the policy's fetches rather than read the
+    /// missing byte at `pos` on demand: its read was deferred, no fetch has delivered that byte
+    /// since, and the policy has fetches under way. Otherwise the deferral ends and the read
+    /// falls back to demand reads: a byte delivered and missing again will not be fetched again,
+    /// and with no fetch under way nothing could bring it. A waiting reader is registered to be
+    /// woken when the fetches change.
+    pub(crate) fn defer_wait(&mut self, stream: StreamId, pos: u64, cv: &Arc<Condvar>) -> bool {
+        let st = &self.streams[stream.0 as usize];
         if !st.deferred {
             return false;
         }
-        if self.fetches.is_empty() && self.done_now.is_empty() {
-            st.deferred = false;
+        let delivered = st.delivered.iter().any(|&(s, e)| s <= pos && pos < e);
+        if delivered || (self.fetches.is_empty() && self.done_now.is_empty()) {
+            self.undefer(stream);
             return false;
         }
         if !self.defer_waiters.iter().any(|(s, _)| *s == stream) {
@@ -510,6 +543,52 @@ impl Core {
             "more deferred readers than streams"
         );
         true
+    }
+
+    /// Marks `stream`'s current read deferred.
+    fn defer(&mut self, stream: StreamId) {
+        let st = &mut self.streams[stream.0 as usize];
+        if st.deferred {
+            return;
+        }
+        st.deferred = true;
+        st.delivered.clear();
+        let file = st.file;
+        self.files[file.0 as usize].deferred.push(stream);
+    }
+
+    /// Ends the deferral of `stream`'s current read, if it has one.
+    fn undefer(&mut self, stream: StreamId) {
+        let st = &mut self.streams[stream.0 as usize];
+        if !st.deferred {
+            return;
+        }
+        st.deferred = false;
+        st.delivered.clear();
+        let file = st.file;
+        self.files[file.0 as usize]
+            .deferred
+            .retain(|&s| s != stream);
+    }
+
+    /// Records that bytes `[from, to)` of the file `stream` reads have been delivered to its
+    /// deferred read (clipped to the read).
+    fn note_delivered(&mut self, stream: StreamId, from: u64, to: u64) {
+        let st = &mut self.streams[stream.0 as usize];
+        let (from, to) = (from.max(st.read.0), to.min(st.read.1));
+        if from >= to {
+            return;
+        }
+        // Joined with every range it meets or touches, so the list stays sorted and disjoint.
+        let v = &mut st.delivered;
+        let i = v.partition_point(|&(_, e)| e < from);
+        let j = v.partition_point(|&(s, _)| s <= to);
+        let (mut lo, mut hi) = (from, to);
+        if i < j {
+            lo = lo.min(v[i].0);
+            hi = hi.max(v[j - 1].1);
+        }
+        v.splice(i..j, [(lo, hi)]);
     }
 
     /// Wakes every reader whose deferred read waits for the policy's fetches: a fetch started or
@@ -640,7 +719,7 @@ impl Core {
         if early {
             self.release_claims(stream);
         }
-        self.streams[stream.0 as usize].deferred = false;
+        self.undefer(stream);
         self.defer_waiters.retain(|(s, _)| *s != stream);
         self.stats.app_bytes += bytes;
         if stall_ns > 0 {
@@ -772,6 +851,8 @@ impl Core {
         let mut short_told = false;
         let reader = trigger;
         let mut fetches_changed = false;
+        // Fetches of the triggering read's file, for the read if the policy defers it after them.
+        let mut fetched_here: Vec<(u64, u64)> = Vec::new();
         loop {
             let mut cut_short = false;
             while let Some(out) = self.policy.poll_output() {
@@ -780,6 +861,17 @@ impl Core {
                         id, file, range, ..
                     } => {
                         self.stats.fetches += 1;
+                        // Delivered as far as the policy knows, whatever memory or the device
+                        // make of it.
+                        let span = (range.start.0, range.start.0.saturating_add(range.len.0));
+                        if let Some(f) = self.files.get(file.0 as usize) {
+                            for s in f.deferred.clone() {
+                                self.note_delivered(s, span.0, span.1);
+                            }
+                        }
+                        if reader.is_some_and(|(_, f, _, _)| f == file) {
+                            fetched_here.push(span);
+                        }
                         let (parts, short) = self.fetch(id, file, range, trigger);
                         cut_short |= short;
                         fetches_changed = true;
@@ -801,8 +893,11 @@ impl Core {
                     // scheduler queues it for its stream's turn) instead of reading on demand.
                     Output::Defer { file, .. } => {
                         if let Some((stream, f, _, _)) = reader {
-                            if f == file {
-                                self.streams[stream.0 as usize].deferred = true;
+                            if f == file && !self.streams[stream.0 as usize].deferred {
+                                self.defer(stream);
+                                for &(from, to) in &fetched_here {
+                                    self.note_delivered(stream, from, to);
+                                }
                             }
                         }
                     }

@@ -708,7 +708,7 @@ impl Read for Reader {
                         }
                         break;
                     }
-                    if core.defer_wait(self.stream, &self.cv) {
+                    if core.defer_wait(self.stream, cursor, &self.cv) {
                         // The policy will fetch these bytes (the stream's turn has not come).
                         let t = std::time::Instant::now();
                         (core, timed_out) = self.wait(core);

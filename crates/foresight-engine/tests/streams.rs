@@ -96,3 +96,86 @@ fn sequential_readers_are_served_by_the_scheduler_and_every_byte_is_right() {
     );
     assert!(s.memory_peak_bytes <= 64 << 20);
 }
+
+/// A deferred read whose fetch failed waits for nothing the scheduler will send again (it counts
+/// those bytes as fetched). It must read them on demand at once, not wait until every other
+/// stream's fetches have finished: here another stream's fetch takes a minute.
+#[test]
+fn a_deferred_read_whose_fetch_failed_does_not_wait_for_other_streams() {
+    let noop = NoopBackend::new();
+    let len = 1 << 20;
+    let slow = content(len, 60);
+    let failing = content(len, 61);
+    noop.insert("/mem/slow", slow);
+    noop.insert("/mem/failing", failing.clone());
+    // The slow stream's first scheduled read (past its two demand reads) takes a minute.
+    noop.inject(Fault {
+        path: "/mem/slow".into(),
+        range: (64 << 10)..u64::MAX,
+        kind: FaultKind::Delay(Duration::from_secs(60)),
+        times: None,
+    });
+    // The failing stream's first scheduled read fails once.
+    noop.inject(Fault {
+        path: "/mem/failing".into(),
+        range: (64 << 10)..(64 << 10) + 1,
+        kind: FaultKind::Eio,
+        times: Some(1),
+    });
+    let cfg = PolicyConfig {
+        name: "streams".into(),
+        streams: StreamsConfig {
+            readahead_bytes: 256 << 10,
+            memory_bytes: 4 << 20,
+            timeout: SimDuration::from_secs(30),
+            ..StreamsConfig::default()
+        },
+        ..PolicyConfig::default()
+    };
+    let engine = Engine::builder()
+        .backend(Backend::Noop(noop))
+        .memory(ByteLen::mib(64))
+        .policy_config(cfg)
+        .build()
+        .unwrap();
+    // Left blocked on its minute-long fetch when the test ends.
+    let e = engine.clone();
+    std::thread::spawn(move || {
+        let mut r = e.open("/mem/slow").unwrap();
+        let mut buf = vec![0u8; 64 << 10];
+        loop {
+            if r.read(&mut buf).unwrap() == 0 {
+                break;
+            }
+        }
+    });
+    let t0 = std::time::Instant::now();
+    while engine.stats().fetches == 0 {
+        assert!(
+            t0.elapsed() < Duration::from_secs(20),
+            "no fetch for the slow stream"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let (tx, rx) = std::sync::mpsc::channel();
+    let e = engine.clone();
+    std::thread::spawn(move || {
+        let mut r = e.open("/mem/failing").unwrap();
+        // Reads of 64 KiB: the first two make the stream, the second waits for its turn.
+        let mut got = vec![0u8; 256 << 10];
+        for part in got.chunks_mut(64 << 10) {
+            r.read_exact(part).unwrap();
+        }
+        tx.send(got).unwrap();
+    });
+    let got = rx
+        .recv_timeout(Duration::from_secs(15))
+        .unwrap_or_else(|_| {
+            panic!(
+                "the deferred read waited for another stream's fetch: {}",
+                engine.describe()
+            )
+        });
+    assert_eq!(hash(&got), hash(&failing[..got.len()]));
+    assert!(engine.stats().io_errors >= 1, "the fault fired");
+}
