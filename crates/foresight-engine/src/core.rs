@@ -681,9 +681,15 @@ impl Core {
         }
     }
 
-    /// Unpins a chunk after the application copied `[from, to)` of the file out of it; frees the
+    /// Unpins a chunk after `stream`'s reader copied `[from, to)` of the file out of it; frees the
     /// chunk once it has been read to its end.
-    pub(crate) fn unpin(&mut self, id: u32, from: u64, to: u64) {
+    pub(crate) fn unpin(&mut self, stream: StreamId, id: u32, from: u64, to: u64) {
+        // Bytes that just arrived whole are no longer failed: an error kept for them from an
+        // earlier read (one that stopped before them) would otherwise be reported by a later
+        // read that finds them missing again.
+        self.streams[stream.0 as usize]
+            .errors
+            .retain(|(s, e, _)| *e <= from || to <= *s);
         let c = self.chunk_mut(id);
         assert!(c.pins > 0, "unpinned a chunk that was not pinned");
         c.pins -= 1;

@@ -685,7 +685,7 @@ impl Read for Reader {
                     // Drop our reference before unpinning, so a free finds the buffer unshared.
                     drop(buf);
                     core = shared.lock();
-                    core.unpin(chunk, cursor, cursor + n as u64);
+                    core.unpin(self.stream, chunk, cursor, cursor + n as u64);
                     cursor += n as u64;
                 }
                 Found::InFlight { chunk } => {

@@ -843,3 +843,101 @@ fn a_read_past_its_deadline_stops_waiting_and_loses_nothing() {
     assert_eq!(hash(&got), hash(&data));
     engine.check_invariants();
 }
+
+/// Reads on demand until it is given a hint; from then on it defers every read that misses and
+/// fetches the read's bytes 20 ms later, on its timer (as a scheduler does when the stream's turn
+/// comes).
+struct DeferAfterHint {
+    ids: foresight_policy::FetchIds,
+    hinted: bool,
+    due: Option<(foresight_core::FileId, ByteRange)>,
+    wake: Option<foresight_core::Instant>,
+    out: std::collections::VecDeque<foresight_policy::Output>,
+}
+
+impl foresight_policy::Policy for DeferAfterHint {
+    fn name(&self) -> &str {
+        "defer-after-hint"
+    }
+    fn handle(&mut self, now: foresight_core::Instant, input: foresight_policy::Input) {
+        use foresight_policy::{Input, Output};
+        match input {
+            Input::Hint { .. } => self.hinted = true,
+            Input::Read {
+                file,
+                range,
+                miss: Some(_),
+                ..
+            } if self.hinted => {
+                self.due = Some((file, range));
+                self.wake = Some(now + foresight_core::Duration::from_millis(20));
+                self.out.push_back(Output::Defer { file, range });
+            }
+            _ => {}
+        }
+    }
+    fn poll_output(&mut self) -> Option<foresight_policy::Output> {
+        self.out.pop_front()
+    }
+    fn poll_timeout(&self) -> Option<foresight_core::Instant> {
+        self.wake
+    }
+    fn handle_timeout(&mut self, _now: foresight_core::Instant) {
+        self.wake = None;
+        if let Some((file, range)) = self.due.take() {
+            self.out.push_back(foresight_policy::Output::Fetch {
+                id: self.ids.next_id(),
+                file,
+                range,
+                into: foresight_policy::Tier::Memory,
+            });
+        }
+    }
+}
+
+/// A demand read fails once in the middle of a read, and the next read gets those bytes on the
+/// retry. The failure is over: reading the same bytes again later returns them, not the old error
+/// (here the later read is deferred, so nothing was re-read before the reader looked).
+#[test]
+fn an_error_whose_bytes_were_read_since_is_not_reported_again() {
+    let noop = NoopBackend::new();
+    let len = 256 << 10;
+    let data = content(len, 13);
+    noop.insert("/mem/once", data.clone());
+    noop.inject(Fault {
+        path: "/mem/once".into(),
+        range: (64 << 10)..(64 << 10) + 1,
+        kind: FaultKind::Eio,
+        times: Some(1),
+    });
+    let engine = Engine::builder()
+        .backend(Backend::Noop(noop))
+        .memory(ByteLen::mib(1))
+        .max_io(ByteLen::kib(64))
+        .wrap_policy(Box::new(|_| {
+            Box::new(DeferAfterHint {
+                ids: Default::default(),
+                hinted: false,
+                due: None,
+                wake: None,
+                out: Default::default(),
+            })
+        }))
+        .build()
+        .unwrap();
+    let mut r = engine.open("/mem/once").unwrap();
+    let mut buf = vec![0u8; 128 << 10];
+    // The second 64 KiB fails: the read returns the first.
+    assert_eq!(r.read(&mut buf).unwrap(), 64 << 10);
+    // The next read retries them, and they arrive.
+    let n = r.read(&mut buf[..64 << 10]).unwrap();
+    assert_eq!(n, 64 << 10);
+    assert_eq!(buf[..n], data[64 << 10..128 << 10]);
+    assert_eq!(engine.stats().io_errors, 1);
+    r.seek(SeekFrom::Start(64 << 10)).unwrap();
+    r.hint(&[ByteRange::new(64 << 10, 64 << 10)]).unwrap();
+    let n = r
+        .read(&mut buf[..64 << 10])
+        .expect("the bytes read fine the last time");
+    assert_eq!(buf[..n], data[64 << 10..(64 << 10) + n]);
+}
