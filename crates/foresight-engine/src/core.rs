@@ -1125,9 +1125,6 @@ impl Core {
             lru: None,
             doomed: false,
         };
-        if spec.prefetched {
-            self.stats.prefetched_bytes += expect_bytes;
-        }
         if spec.owner.is_some() {
             self.stats.demand_bytes += expect_bytes;
         }
@@ -1384,6 +1381,11 @@ impl Core {
                     return;
                 }
                 let valid_bytes = filled.min(chunk.expect_bytes);
+                // Counted once read, as used and wasted bytes are: a prefetch that failed, or
+                // was dropped before it was read, brought nothing in.
+                if chunk.prefetched {
+                    self.stats.prefetched_bytes += valid_bytes;
+                }
                 chunk.state = State::Ready {
                     valid_bytes,
                     buf: Arc::new(c.buf),

@@ -941,3 +941,50 @@ fn an_error_whose_bytes_were_read_since_is_not_reported_again() {
         .expect("the bytes read fine the last time");
     assert_eq!(buf[..n], data[64 << 10..(64 << 10) + n]);
 }
+
+/// Bytes a prefetch never brought in (its read failed) are not counted as read ahead, so that
+/// what was read ahead is what the application used plus what was wasted.
+#[test]
+fn a_failed_prefetch_counts_no_bytes_read_ahead() {
+    let noop = NoopBackend::new();
+    let len = 64 << 10;
+    noop.insert("/mem/bad", content(len, 14));
+    noop.inject(Fault {
+        path: "/mem/bad".into(),
+        range: 0..u64::MAX,
+        kind: FaultKind::Eio,
+        times: Some(1),
+    });
+    let engine = Engine::builder()
+        .backend(Backend::Noop(noop))
+        .wrap_policy(Box::new(|_| {
+            Box::new(FetchThenRelease {
+                ids: Default::default(),
+                fetched: Default::default(),
+                out: Default::default(),
+            })
+        }))
+        .build()
+        .unwrap();
+    let r = engine.open("/mem/bad").unwrap();
+    let settled = |reads: u64| {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let s = engine.stats();
+            if s.io_errors + s.device_reads >= reads {
+                return s;
+            }
+            assert!(Instant::now() < deadline, "the fetch never completed");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    };
+    r.hint(&[ByteRange::new(0, len as u64)]).unwrap();
+    let s = settled(1);
+    assert_eq!(s.io_errors, 1);
+    assert_eq!(s.prefetched_bytes, 0, "nothing was read ahead: {s:?}");
+    // The fault has fired: the same fetch now brings the bytes in, and they are released unread.
+    r.hint(&[ByteRange::new(0, len as u64)]).unwrap();
+    let s = settled(2);
+    assert_eq!(s.prefetched_bytes, len as u64, "{s:?}");
+    assert_eq!(s.prefetch_used_bytes + s.wasted_bytes, s.prefetched_bytes);
+}
