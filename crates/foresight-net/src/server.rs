@@ -1106,6 +1106,9 @@ async fn route(
     peer: SocketAddr,
     arrived: Instant,
 ) -> Response<ResBody> {
+    if let Err(why) = check_host(req) {
+        return plain(StatusCode::BAD_REQUEST, why);
+    }
     let head = match *req.method() {
         Method::GET => false,
         Method::HEAD => true,
@@ -1251,6 +1254,29 @@ async fn route(
             &format!("read failed: {e}"),
         ),
         None => plain(StatusCode::INTERNAL_SERVER_ERROR, "worker stopped"),
+    }
+}
+
+/// RFC 9112, section 3.2: a server MUST answer 400 to an HTTP/1.1 request without a `Host`, and to
+/// any request with more than one or with one that is not `host[:port]`. hyper leaves this to the
+/// service. An empty value is what a client sends for a target without an authority.
+fn check_host<B>(req: &Request<B>) -> Result<(), &'static str> {
+    let mut hosts = req.headers().get_all(header::HOST).iter();
+    match (hosts.next(), hosts.next()) {
+        (None, _) if req.version() == hyper::Version::HTTP_10 => Ok(()),
+        (None, _) => Err("an HTTP/1.1 request needs a Host header"),
+        (Some(_), Some(_)) => Err("more than one Host header"),
+        (Some(v), None) if v.is_empty() => Ok(()),
+        (Some(v), None) => {
+            // `Authority` also takes `user@host`, which a Host never holds.
+            let valid = !v.as_bytes().contains(&b'@')
+                && hyper::http::uri::Authority::try_from(v.as_bytes()).is_ok();
+            if valid {
+                Ok(())
+            } else {
+                Err("the Host header is not host[:port]")
+            }
+        }
     }
 }
 

@@ -411,3 +411,55 @@ fn requests_from_a_client_that_half_closes_are_answered() {
     std::io::Read::read_to_end(&mut c, &mut rest).unwrap();
     assert!(rest.is_empty());
 }
+
+/// RFC 9112, section 3.2: an HTTP/1.1 request without a `Host`, or any request with two, is
+/// answered 400 (a server that guesses which host was meant can be led to serve another one's
+/// view of the request). HTTP/1.0 may leave it out.
+#[test]
+fn a_request_without_exactly_one_host_is_refused() {
+    let s = serve("host");
+    let a = s.addr();
+    for (request, want) in [
+        (
+            "GET /sub/small.txt HTTP/1.1\r\nConnection: close\r\n\r\n",
+            400,
+        ),
+        (
+            "GET /sub/small.txt HTTP/1.1\r\nHost: t\r\nHost: u\r\nConnection: close\r\n\r\n",
+            400,
+        ),
+        (
+            "GET /sub/small.txt HTTP/1.0\r\nHost: t\r\nHost: u\r\n\r\n",
+            400,
+        ),
+        (
+            "HEAD /sub/small.txt HTTP/1.1\r\nConnection: close\r\n\r\n",
+            400,
+        ),
+        (
+            "GET /sub/small.txt HTTP/1.1\r\nHost: a b\r\nConnection: close\r\n\r\n",
+            400,
+        ),
+        (
+            "GET /sub/small.txt HTTP/1.1\r\nHost: user@t\r\nConnection: close\r\n\r\n",
+            400,
+        ),
+        ("GET /sub/small.txt HTTP/1.0\r\n\r\n", 200),
+        (
+            "GET /sub/small.txt HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n",
+            200,
+        ),
+        (
+            "GET /sub/small.txt HTTP/1.1\r\nHost: [::1]:8080\r\nConnection: close\r\n\r\n",
+            200,
+        ),
+        // The target has no authority: the client sends an empty Host (RFC 9112, section 3.2).
+        (
+            "GET /sub/small.txt HTTP/1.1\r\nHost:\r\nConnection: close\r\n\r\n",
+            200,
+        ),
+    ] {
+        let r = raw(a, request);
+        assert_eq!(r.status, want, "{request:?}");
+    }
+}
