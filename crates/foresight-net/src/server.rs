@@ -1123,12 +1123,10 @@ async fn route(
         }
     };
     let path = req.uri().path();
+    // The documents are built for HEAD too: hyper sends no body in answer to HEAD but takes the
+    // Content-Length from it, which RFC 9110 (section 9.3.2) wants to be the GET's.
     if path == "/metrics" {
-        let mut r = Response::new(if head {
-            empty()
-        } else {
-            full(metrics_text(state))
-        });
+        let mut r = Response::new(full(metrics_text(state)));
         r.headers_mut().insert(
             header::CONTENT_TYPE,
             HeaderValue::from_static("text/plain; version=0.0.4"),
@@ -1136,8 +1134,7 @@ async fn route(
         return r;
     }
     if path == WELL_KNOWN_PATH {
-        let body = state.figures.to_json().to_string();
-        let mut r = Response::new(if head { empty() } else { full(body) });
+        let mut r = Response::new(full(state.figures.to_json().to_string()));
         r.headers_mut().insert(
             header::CONTENT_TYPE,
             HeaderValue::from_static("application/json"),

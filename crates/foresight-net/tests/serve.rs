@@ -463,3 +463,47 @@ fn a_request_without_exactly_one_host_is_refused() {
         assert_eq!(r.status, want, "{request:?}");
     }
 }
+
+/// RFC 9110, section 9.3.2: a HEAD is answered with the header fields a GET would get, which
+/// for the server's own documents includes the length of the body a GET would carry.
+#[test]
+fn head_of_the_service_documents_gives_their_length() {
+    let s = serve("head-docs");
+    let a = s.addr();
+    let g = get(a, "/.well-known/foresight", None);
+    let h = raw(
+        a,
+        "HEAD /.well-known/foresight HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n",
+    );
+    assert_eq!((h.status, g.status), (200, 200));
+    assert_eq!(
+        h.header("content-length"),
+        Some(g.body.len().to_string().as_str())
+    );
+    assert_eq!(h.header("content-type"), g.header("content-type"));
+    // The metrics text grows as counters do, so only its presence can be compared.
+    let m = raw(
+        a,
+        "HEAD /metrics HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n",
+    );
+    assert_eq!(m.status, 200);
+    let len: usize = m
+        .header("content-length")
+        .expect("HEAD /metrics has a Content-Length")
+        .parse()
+        .unwrap();
+    assert!(len > 0);
+    // And still no body: the next answer on the connection starts right after the head.
+    let mut c = TcpStream::connect(a).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    c.write_all(b"HEAD /metrics HTTP/1.1\r\nHost: t\r\n\r\n")
+        .unwrap();
+    assert_eq!(read_response(&mut c, true).status, 200);
+    c.write_all(b"GET /sub/small.txt HTTP/1.1\r\nHost: t\r\n\r\n")
+        .unwrap();
+    let next = read_response(&mut c, false);
+    assert_eq!(
+        (next.status, next.body.as_slice()),
+        (200, &b"hello, ranges\n"[..])
+    );
+}
