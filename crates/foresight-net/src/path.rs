@@ -3,9 +3,11 @@
 //! The path is percent-decoded first, so `%2e%2e` is caught as `..`. A `..` segment, a NUL byte
 //! or a broken escape is a bad request (400): no honest client sends one. Leading and doubled
 //! slashes only separate segments, so an "absolute" path such as `//etc/passwd` names
-//! `ROOT/etc/passwd`. Finally the candidate is canonicalized (which follows symlinks) and must still
-//! lie under the canonical root and be a regular file; a symlink pointing out of the root is
-//! answered like a missing file (404), so the server does not reveal what lies outside.
+//! `ROOT/etc/passwd`; a trailing slash (or `/.`) names a directory, which is not served (404),
+//! even when the name before it is a file's. Finally the candidate is canonicalized (which follows
+//! symlinks) and must still lie under the canonical root and be a regular file; a symlink pointing
+//! out of the root is answered like a missing file (404), so the server does not reveal what lies
+//! outside.
 
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
@@ -61,6 +63,12 @@ pub fn resolve(root: &Path, uri_path: &str) -> Result<PathBuf, PathError> {
             s => candidate.push(OsStr::from_bytes(s)),
         }
     }
+    // A path whose last segment is empty or `.` names a directory, which is never served; the
+    // loop above dropped that segment, and would have `/f.bin/` serve the file `f.bin`.
+    let last = decoded.rsplit(|b| *b == b'/').next().unwrap_or_default();
+    if last.is_empty() || last == b"." {
+        return Err(PathError::NotFound);
+    }
     let real = candidate.canonicalize().map_err(|_| PathError::NotFound)?;
     if !real.starts_with(root) {
         return Err(PathError::NotFound);
@@ -102,6 +110,8 @@ mod tests {
             "/%2E%2E/secret",
             "/a%00b",
             "/%",
+            "/sub/../",
+            "/../.",
         ] {
             assert!(
                 matches!(resolve(&root, bad), Err(PathError::BadRequest(_))),
@@ -110,6 +120,14 @@ mod tests {
         }
         assert_eq!(resolve(&root, "/link"), Err(PathError::NotFound));
         assert_eq!(resolve(&root, "/sub"), Err(PathError::NotFound));
+        // A trailing slash names a directory, even when the name before it is a file's.
+        for dir_form in ["/sub/f.bin/", "/sub/f.bin/.", "/sub/f.bin%2f", "/sub/", "/"] {
+            assert_eq!(
+                resolve(&root, dir_form),
+                Err(PathError::NotFound),
+                "{dir_form}"
+            );
+        }
         assert_eq!(resolve(&root, "/etc/passwd"), Err(PathError::NotFound));
         assert!(matches!(
             resolve(&root, "sub/f.bin"),
