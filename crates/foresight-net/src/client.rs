@@ -82,9 +82,14 @@ impl FromStr for Url {
         let rest = text
             .strip_prefix("http://")
             .ok_or_else(|| format!("`{text}`: only http:// URLs are supported"))?;
-        let (auth, path) = match rest.find('/') {
-            Some(i) => (&rest[..i], &rest[i..]),
-            None => (rest, "/"),
+        // The fragment is the client's own (RFC 3986, section 3.5): never sent, and not part of
+        // the name a download is saved under.
+        let rest = rest.split_once('#').map_or(rest, |(before, _)| before);
+        // The authority ends at the path or, without one, at the query (section 3.2).
+        let (auth, path) = match rest.find(['/', '?']) {
+            Some(i) if rest[i..].starts_with('/') => (&rest[..i], rest[i..].to_string()),
+            Some(i) => (&rest[..i], format!("/{}", &rest[i..])),
+            None => (rest, "/".to_string()),
         };
         let (host, port) = if let Some(v6) = auth.strip_prefix('[') {
             let end = v6
@@ -143,7 +148,7 @@ impl FromStr for Url {
         Ok(Url {
             host: host.into(),
             port,
-            path: path.into(),
+            path,
         })
     }
 }
@@ -955,6 +960,19 @@ mod tests {
         assert_eq!((u.port, u.path.as_str()), (80, "/"));
         let u: Url = "http://[::1]:9/f".parse().unwrap();
         assert_eq!(u.authority(), "[::1]:9");
+        // RFC 3986, section 3.2: the authority ends at `/`, `?` or `#`; a fragment is the
+        // client's own and is never sent.
+        for (text, host, path) in [
+            ("http://h?x=1", "h", "/?x=1"),
+            ("http://h:81?x=1", "h", "/?x=1"),
+            ("http://h#top", "h", "/"),
+            ("http://h/d/f.bin#part-2", "h", "/d/f.bin"),
+            ("http://h/f?q=1#frag", "h", "/f?q=1"),
+            ("http://[::1]?x", "::1", "/?x"),
+        ] {
+            let u: Url = text.parse().unwrap();
+            assert_eq!((u.host.as_str(), u.path.as_str()), (host, path), "{text}");
+        }
         for bad in [
             "https://x/",
             "ftp://x",
