@@ -1153,12 +1153,21 @@ async fn route(
     let len = version.len_bytes;
     // Range applies to GET only (RFC 9110, section 14.2); an If-Range we cannot validate (we send
     // no validators) means the whole representation.
+    // Several `Range` lines are read as one, joined by commas as RFC 9110 (section 5.3) combines
+    // field lines: `bytes=0-4, bytes=7-9` is then malformed (400), where reading only the first
+    // would answer a request that a cache in front may have read by its last line.
     let range_header = if head || req.headers().contains_key(header::IF_RANGE) {
         None
     } else {
-        req.headers().get(header::RANGE).map(HeaderValue::as_bytes)
+        let lines: Vec<&[u8]> = req
+            .headers()
+            .get_all(header::RANGE)
+            .iter()
+            .map(HeaderValue::as_bytes)
+            .collect();
+        (!lines.is_empty()).then(|| lines.join(&b", "[..]))
     };
-    let (status, range) = match decide(range_header, len) {
+    let (status, range) = match decide(range_header.as_deref(), len) {
         RangeDecision::Full => (StatusCode::OK, ByteRange::new(0, len)),
         RangeDecision::Partial(r) => (StatusCode::PARTIAL_CONTENT, r),
         RangeDecision::Unsatisfiable => {
