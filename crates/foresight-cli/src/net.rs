@@ -77,9 +77,11 @@ pub const SERVE_HELP: &str = "Serve the files under --root over HTTP/1.1 with by
 
 GET and HEAD of files under the root; Range as RFC 9110 defines it (one range, suffix and open \
 ranges: 206 with Content-Range; 416 with `bytes */LEN` when nothing is satisfiable; 400 for a \
-malformed bytes range; several ranges are answered with the whole file). Paths with `..` \
-(also %-encoded) are refused with 400; anything that does not resolve to a regular file inside \
-the root, symlinks leaving it included, is 404.
+malformed bytes range, two Range lines included; several ranges in one line are answered with \
+the whole file). An HTTP/1.1 request needs exactly one Host header of the form host[:port] \
+(RFC 9112, section 3.2), or it gets 400. Paths with `..` (also %-encoded) are refused with 400; \
+anything that does not resolve to a regular file inside the root, symlinks leaving it included, \
+is 404, and so is a file's path with a trailing `/`.
 
 Each stream (one client's sequential reads of one file: the x-foresight-stream header, or \
 without it the connection's address and port, plus the path) is pinned to one of --workers dedicated I/O threads, chosen by \
