@@ -189,6 +189,7 @@ disksim) is taken from the config file's directory, or from the current one when
   trace = \"PATH\"                 trace: the file
   format = \"disksim\"             trace: disksim | msr | mqsim
   closed = false                 trace: issue each request when the previous completes
+                                 (disksim: the line's gap after it, as DiskSim does)
   tile = \"8KiB\"                  tiles: bytes of one tile row segment (one read)
   tiles_across = 64              tiles: image width in tiles (read column by column)
   gap = \"64KiB\"                  gaps: bytes between reads (scan, tiles, gaps disclose

@@ -205,8 +205,9 @@ pub struct WorkloadConfig {
     pub trace: Option<PathBuf>,
     /// Trace format (`trace`).
     pub format: TraceFormat,
-    /// Replay the trace closed-loop (next request when the previous completes) instead of at the
-    /// trace's own arrival times.
+    /// Replay the trace closed-loop (next request when the previous completes; for a DiskSim trace,
+    /// its line's interarrival gap after, as DiskSim replays it) instead of at the trace's own
+    /// arrival times.
     pub closed: bool,
     /// Bytes of one tile row segment (`tiles`).
     pub tile: ByteLen,

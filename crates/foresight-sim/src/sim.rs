@@ -17,7 +17,7 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::sync::Arc;
 
-use foresight_core::{ByteLen, ByteRange, FileId, Instant, Rng, StreamId, SECTOR_BYTES};
+use foresight_core::{ByteLen, ByteRange, Duration, FileId, Instant, Rng, StreamId, SECTOR_BYTES};
 use foresight_device::Op;
 use foresight_policy::layout::Placement;
 use foresight_policy::readahead::NoPrefetch;
@@ -1013,9 +1013,18 @@ impl Sim {
                 );
                 self.trace_service_ns.push((self.now - start).as_nanos());
                 if self.cfg.workload.closed && self.trace_next_closed < self.trace.len() {
-                    let i = self.trace_next_closed as u32;
+                    let i = self.trace_next_closed;
                     self.trace_next_closed += 1;
-                    self.schedule(self.now, Ev::TraceArrival(i));
+                    // A DiskSim validation line's gap is the idle time the measuring host left
+                    // between one request's completion and the next one's issue, which is how
+                    // DiskSim replays it; other formats' stamps are arrivals, with no such gap.
+                    let gap = match self.cfg.workload.format {
+                        TraceFormat::Disksim => self.trace[i]
+                            .arrival
+                            .saturating_since(self.trace[i - 1].arrival),
+                        _ => Duration::ZERO,
+                    };
+                    self.schedule(self.now.saturating_add(gap), Ev::TraceArrival(i as u32));
                 }
             }
             kind => {

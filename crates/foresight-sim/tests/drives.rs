@@ -89,3 +89,32 @@ fn a_broken_drive_file_is_a_config_error_naming_file_and_line() {
     assert!(msg.contains("Number of cylinders"), "{msg}");
     let _ = std::fs::remove_dir_all(&tmp);
 }
+
+#[test]
+fn validation_requests_are_issued_their_gap_after_the_previous_completes() {
+    use foresight_sim::experiments::drives::replay_config;
+    use foresight_sim::trace::{read_trace, TraceFormat};
+    let dir = disksim_dir("atlas10k.trace");
+    let cfg = replay_config(&dir, "atlas10k");
+    let out = foresight_sim::run(
+        &cfg,
+        RunOptions {
+            record_requests: true,
+            ..RunOptions::default()
+        },
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let trace = read_trace(&dir.join("atlas10k.trace"), TraceFormat::Disksim).unwrap();
+    let recs = &out.requests;
+    assert_eq!(recs.len(), trace.len());
+    assert_eq!(recs[0].submit_s, 0.0);
+    for i in 1..recs.len() {
+        let gap_s = (trace[i].arrival.0 - trace[i - 1].arrival.0) as f64 * 1e-9;
+        let want_s = recs[i - 1].complete_s + gap_s;
+        assert!(
+            (recs[i].submit_s - want_s).abs() < 1e-6,
+            "request {i} submitted at {} s, want {want_s} s (previous completion + its gap)",
+            recs[i].submit_s
+        );
+    }
+}

@@ -2,8 +2,9 @@
 //!
 //! Each of the three drives in `shared/data/disksim/` that comes with a validation trace (Quantum
 //! Atlas 10K, IBM Ultrastar 18ES, Seagate Cheetah 4LP) is imported from its DiskSim parameter files
-//! (`device.disksim`) and its 10,000-request trace, measured on the real drive, is replayed at the
-//! trace's arrival times on one disk with the `noop` scheduler. The simulated service times (each
+//! (`device.disksim`) and its 10,000-request trace, measured on the real drive, is replayed as it was
+//! measured and as DiskSim replays it: on one disk with the `noop` scheduler, each request issued its
+//! line's interarrival gap after the previous one completes ([`replay_config`]). The simulated service times (each
 //! request's physical access time, see [`crate::validate`]) are compared with the measured ones by
 //! Ruemmler and Wilkes' demerit figure, next to the figure DiskSim 4.0 itself reaches on the same
 //! traces (`shared/data/README.md`). Nothing is fitted to the traces: every parameter comes from the
@@ -73,15 +74,8 @@ pub fn replay(
         experiment: "drives",
         source,
     };
-    let specs = dir.join(format!("{stem}.diskspecs"));
     let trace = dir.join(format!("{stem}.trace"));
-    let cfg = config(&[
-        format!("device.disksim={}", toml_string(&specs)),
-        "workload.kind=trace".into(),
-        "workload.format=disksim".into(),
-        format!("workload.trace={}", toml_string(&trace)),
-        "host.scheduler=noop".into(),
-    ]);
+    let cfg = replay_config(dir, stem);
     let out = run(
         &cfg,
         RunOptions {
@@ -107,6 +101,23 @@ pub fn replay(
     })
 }
 
+/// The run that replays drive `stem`'s validation trace as the drive was measured: one disk,
+/// `noop`, and each request issued the line's gap after the previous one completed. The measuring
+/// host waited for each completion, so replaying the gaps as open-loop arrivals would let the drive
+/// idle, read ahead and rotate for a different time before each request than it did when measured.
+pub fn replay_config(dir: &Path, stem: &str) -> crate::config::SimConfig {
+    let specs = dir.join(format!("{stem}.diskspecs"));
+    let trace = dir.join(format!("{stem}.trace"));
+    config(&[
+        format!("device.disksim={}", toml_string(&specs)),
+        "workload.kind=trace".into(),
+        "workload.format=disksim".into(),
+        format!("workload.trace={}", toml_string(&trace)),
+        "host.scheduler=noop".into(),
+        "workload.closed=true".into(),
+    ])
+}
+
 /// A path as a TOML string value, so `--set`-style parsing keeps it whole.
 fn toml_string(p: &Path) -> String {
     let s = p.display().to_string();
@@ -124,8 +135,9 @@ pub fn run_experiment(ctx: &Context<'_>) -> Result<Section, ExperimentError> {
     let mut md = String::from("## drives: the disk model against real drives\n\n");
     md.push_str(
         "Each drive is imported from its DiskSim 4.0 parameter files (`device.disksim`) and its \
-         10,000-request validation trace, measured on the real drive, is replayed at the trace's \
-         arrival times (one disk, `noop`). The demerit figure is the RMS horizontal distance, in ms, \
+         10,000-request validation trace, measured on the real drive, is replayed as it was \
+         measured: each request issued its interarrival gap after the previous one completes (one \
+         disk, `noop`). The demerit figure is the RMS horizontal distance, in ms, \
          between the simulated and the measured service-time distributions (Ruemmler and Wilkes \
          1994; DiskSim's `rms`). No parameter is fitted to the traces.\n\n",
     );
