@@ -189,6 +189,17 @@ fn read_in_sequence(
 ) -> Result<(u64, f64), EngineError> {
     let setting = |setting, message: String| EngineError::Setting { setting, message };
     let total: u64 = files.iter().map(|(_, end)| end).sum();
+    // The buffers are mapped and faulted in before the clock starts, as the engine's are
+    // (`prefault`): faulting 16 fresh 4 MiB buffers in while the first reads wait is not reading,
+    // and charged the limit alone.
+    let reads: u64 = files.iter().map(|(_, end)| end.div_ceil(io_bytes)).sum();
+    let mut free: Vec<AlignedBuf> = Vec::with_capacity(depth);
+    for _ in 0..reads.min(depth as u64) {
+        let mut buf = AlignedBuf::new(io_bytes as usize)
+            .ok_or_else(|| setting("io_bytes", "the allocator refused the buffer".into()))?;
+        buf.fault_in();
+        free.push(buf);
+    }
     let started = Instant::now();
     // The next read: file index and offset in it.
     let (mut at, mut next) = (0usize, 0u64);
@@ -197,7 +208,6 @@ fn read_in_sequence(
     let mut batch = Vec::with_capacity(depth);
     let mut stop = false;
     let mut failure: Option<EngineError> = None;
-    let mut free: Vec<AlignedBuf> = Vec::new();
     // Each read's token is its own (a backend may track reads by token, as the emulated one
     // does); the file it reads is kept beside it, to name the file if the read fails.
     let mut next_token = 0u64;
@@ -358,6 +368,67 @@ mod tests {
             }
             other => panic!("expected a read error, got {other}"),
         }
+    }
+
+    /// Completes every read at once, counting the submitted buffers whose pages were not all
+    /// resident yet (`mincore`).
+    struct Residency {
+        port: Arc<CompletionPort>,
+        cold_buffers: Mutex<u32>,
+    }
+
+    impl IoBackend for Residency {
+        fn kind(&self) -> BackendKind {
+            BackendKind::Threads
+        }
+        fn open(&self, _: &Path, _: FileId, _: bool) -> std::io::Result<FileHandle> {
+            unreachable!("the test makes its handle")
+        }
+        fn capacity(&self) -> usize {
+            64
+        }
+        fn submit(&self, batch: &mut Vec<IoRequest>) {
+            for r in batch.drain(..) {
+                if !crate::sys::all_resident(r.buf.as_slice()).expect("mincore") {
+                    *self.cold_buffers.lock().unwrap() += 1;
+                }
+                self.port.deliver(IoCompletion {
+                    token: r.token,
+                    buf: r.buf,
+                    result: Ok(r.len_bytes),
+                });
+            }
+        }
+        fn shutdown(&self) {}
+    }
+
+    /// The engine's buffers are faulted in before its clock starts (`prefault`); the limit's were
+    /// faulted in by its first reads, inside its clock, which lowered the limit and raised every
+    /// ratio to it.
+    #[test]
+    fn the_limit_reader_submits_only_buffers_already_faulted_in() {
+        let port = CompletionPort::new();
+        let collector = Arc::new(Collector::default());
+        let sink: Arc<dyn CompletionSink> = collector.clone();
+        port.connect(Arc::downgrade(&sink));
+        let b = Residency {
+            port,
+            cold_buffers: Mutex::new(0),
+        };
+        let handle = FileHandle {
+            id: FileId(0),
+            path: PathBuf::from("/mem/resident"),
+            file: None,
+            direct: false,
+            size_bytes: 64 << 20,
+            identity: (0, 0),
+            modified: None,
+            volume_offset_bytes: None,
+        };
+        let files = [(Arc::new(handle), 64 << 20)];
+        let (bytes, _) = read_in_sequence(&b, &collector, &files, 4 << 20, 4, None).unwrap();
+        assert_eq!(bytes, 64 << 20);
+        assert_eq!(*b.cold_buffers.lock().unwrap(), 0);
     }
 
     /// The emulated backend tracks each read by its token, so reads in flight together must not

@@ -37,6 +37,19 @@ pub fn process_cpu_seconds() -> f64 {
     secs(usage.ru_utime) + secs(usage.ru_stime)
 }
 
+/// Whether every page of `bytes` (page-aligned) is resident in memory now (`mincore`).
+#[cfg(test)]
+pub fn all_resident(bytes: &[u8]) -> io::Result<bool> {
+    let mut pages = vec![0u8; bytes.len().div_ceil(4096)];
+    // SAFETY: `pages` has a byte for each 4 KiB page of `bytes`, which the kernel only reads the
+    // residency of; the caller passes a page-aligned slice.
+    let rc = unsafe { libc::mincore(bytes.as_ptr() as *mut _, bytes.len(), pages.as_mut_ptr()) };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(pages.iter().all(|p| p & 1 == 1))
+}
+
 /// Bytes free for an unprivileged user on the file system holding `path` (`statvfs`).
 pub fn free_bytes(path: &std::path::Path) -> io::Result<u64> {
     use std::os::unix::ffi::OsStrExt;
