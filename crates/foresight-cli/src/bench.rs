@@ -9,7 +9,8 @@
 //! - `limit`: one reader, no policy, large `O_DIRECT` reads with several in flight straight through
 //!   the backend, over the same bytes the N streams read (their files one after another, reads in
 //!   flight across file boundaries): the best rate the device gives a sequential reader of that data
-//!   (and, with `--fio`, fio's figure for a sequential job on the first file).
+//!   (and, with `--fio`, fio's figure for one sequential job over the same files, its CPU time
+//!   that of the fio process).
 //!
 //! The files are created once under `--dir` (default `./foresight-bench`, relative to where the
 //! command runs) and reused when they have the right size; they are written, synced, and dropped
@@ -44,7 +45,8 @@ use std::time::{Duration, Instant};
 use anyhow::Context as _;
 use foresight_core::{parse_duration, parse_size, ByteLen};
 use foresight_engine::measure::{
-    evict_from_page_cache, free_disk_bytes, process_cpu_seconds, sequential_read_files,
+    children_cpu_seconds, evict_from_page_cache, free_disk_bytes, process_cpu_seconds,
+    sequential_read_files,
 };
 use foresight_engine::{check_policy, Backend, EmulatedConfig, Engine, EngineError, NoopBackend};
 use foresight_policy::PolicyConfig;
@@ -98,7 +100,7 @@ pub struct BenchArgs {
     /// when enough are free (`vm.nr_hugepages`), and otherwise from ordinary 4 KiB pages, which a
     /// disk with a per-request segment limit splits (this machine's virtio disk: 254 segments, so
     /// 4 MiB reads reach it as about 660 KiB requests and fio reads well under the limit); the
-    /// table's note says which. Not with --emulate.
+    /// table's note says which. Its cpu s is the fio process's own. Not with --emulate.
     #[arg(long)]
     fio: bool,
     /// Run the engine on the emulated backend with this device preset (see `foresight devices`).
@@ -810,6 +812,9 @@ fn run_fio(p: &Plan, files: &[PathBuf], n: u32) -> anyhow::Result<Option<Row>> {
     if huge {
         args.push("--iomem=shmhuge".to_string());
     }
+    // fio is a child process: its CPU time is not this process's, and is counted once it is
+    // waited for.
+    let cpu0 = children_cpu_seconds();
     let out = std::process::Command::new("fio").args(&args).output();
     let out = match out {
         Ok(o) => o,
@@ -835,7 +840,7 @@ fn run_fio(p: &Plan, files: &[PathBuf], n: u32) -> anyhow::Result<Option<Row>> {
         policy: None,
         mib_s: kib_s / 1024.0,
         memory_peak_bytes: None,
-        cpu_s: 0.0,
+        cpu_s: children_cpu_seconds() - cpu0,
         note: if huge {
             "huge-page buffers".to_string()
         } else {

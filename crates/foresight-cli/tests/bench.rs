@@ -180,3 +180,47 @@ fn an_emulated_bench_runs_on_the_model() {
         assert!(r["mib_s"].as_f64().unwrap() < 200.0, "{r}");
     }
 }
+
+/// fio runs as a child process, whose CPU time the bench's own (`RUSAGE_SELF`) does not include:
+/// its row said 0.00 CPU seconds, as if reading were free. Skipped where fio is not installed.
+#[test]
+fn the_fio_row_counts_fios_own_cpu_time() {
+    let installed = Command::new("fio")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !installed {
+        eprintln!("fio is not installed; skipped");
+        return;
+    }
+    let d = dir("fio");
+    let (code, out, err) = foresight(&[
+        "bench",
+        "--streams",
+        "1",
+        "--file-size",
+        "8MiB",
+        "--total-size",
+        "8MiB",
+        "--dir",
+        &d,
+        "--repeat",
+        "1",
+        "--json",
+        "--memory",
+        "64MiB",
+        "--policy",
+        "seqp",
+        "--fio",
+    ]);
+    let _ = std::fs::remove_dir_all(&d);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(out.trim()).expect("one JSON array");
+    let fio = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["method"] == "fio")
+        .unwrap_or_else(|| panic!("no fio row: {out}"));
+    assert!(fio["cpu_s"].as_f64().unwrap() > 0.0, "{fio}");
+}

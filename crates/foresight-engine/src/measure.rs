@@ -40,6 +40,12 @@ pub fn process_cpu_seconds() -> f64 {
     crate::sys::process_cpu_seconds()
 }
 
+/// User plus system CPU seconds of this process's children that have ended and been waited for
+/// (such as fio, run by `foresight bench --fio`).
+pub fn children_cpu_seconds() -> f64 {
+    crate::sys::children_cpu_seconds()
+}
+
 /// The result of [`sequential_read`].
 #[derive(Clone, Debug, PartialEq)]
 pub struct SequentialRead {

@@ -26,10 +26,19 @@ pub fn evict_from_page_cache(file: &File) -> io::Result<()> {
 
 /// User plus system CPU seconds this process has used so far.
 pub fn process_cpu_seconds() -> f64 {
+    cpu_seconds(libc::RUSAGE_SELF)
+}
+
+/// User plus system CPU seconds of this process's children that have ended and been waited for.
+pub fn children_cpu_seconds() -> f64 {
+    cpu_seconds(libc::RUSAGE_CHILDREN)
+}
+
+fn cpu_seconds(who: libc::c_int) -> f64 {
     // SAFETY: an all-zero `rusage` is a valid value of this plain C struct.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: `usage` is a valid, writable `rusage`; RUSAGE_SELF is a valid `who`.
-    let rc = unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
+    // SAFETY: `usage` is a valid, writable `rusage`; callers pass RUSAGE_SELF or RUSAGE_CHILDREN.
+    let rc = unsafe { libc::getrusage(who, &mut usage) };
     if rc != 0 {
         return 0.0;
     }
