@@ -13,8 +13,9 @@
 //!   that of the fio process).
 //!
 //! The files are created once under `--dir` (default `./foresight-bench`, relative to where the
-//! command runs) and reused when they have the right size; they are written, synced, and dropped
-//! from the page cache (`posix_fadvise(DONTNEED)`) before every measurement, so each one starts cold.
+//! command runs) and reused when they have the right size and no holes; they are written, synced,
+//! and dropped from the page cache (`posix_fadvise(DONTNEED)`) before every measurement, so each
+//! one starts cold.
 //! Each N has its own N files (`n{N}/stream-{i}.dat`) of `min(--file-size, --total-size / N)` bytes, and
 //! every stream reads its file whole, so one N never reads more than `--total-size` in all. Sharing
 //! files between the N values would leave streams stopping short of their files' ends, and every
@@ -82,7 +83,8 @@ pub struct BenchArgs {
         value_name = "SIZE"
     )]
     total_size: String,
-    /// Where the bench files live (created if missing; files of the right size are reused).
+    /// Where the bench files live (created if missing; files of the right size, with no holes,
+    /// are reused).
     /// Relative paths are taken from the current directory. Each N has its own files, read whole:
     /// they take min(N x --file-size, --total-size) for each N (25GiB for the defaults).
     #[arg(long, default_value = "foresight-bench", value_name = "DIR")]
@@ -670,9 +672,14 @@ fn print_rows(p: &Plan, rows: &[Summary], as_json: bool) -> anyhow::Result<()> {
 fn prepare_files(p: &Plan, started: Instant) -> anyhow::Result<Vec<PathBuf>> {
     let paths: Vec<PathBuf> = p.files.iter().map(|(name, _)| p.dir.join(name)).collect();
     let size_of = |i: usize| p.files[i].1;
-    let missing: Vec<usize> = (0..paths.len())
-        .filter(|&i| std::fs::metadata(&paths[i]).map(|m| m.len()).ok() != Some(size_of(i)))
-        .collect();
+    // A file of the right size with holes (made by hand, or copied sparsely) is not reused: its
+    // holes read as zeros without touching the disk, and every method would look faster.
+    let reusable = |i: usize| {
+        use std::os::unix::fs::MetadataExt as _;
+        std::fs::metadata(&paths[i])
+            .is_ok_and(|m| m.len() == size_of(i) && m.blocks() * 512 >= m.len())
+    };
+    let missing: Vec<usize> = (0..paths.len()).filter(|&i| !reusable(i)).collect();
     let need: u64 = missing.iter().map(|&i| size_of(i)).sum();
     let total: u64 = p.files.iter().map(|(_, b)| b).sum();
     log(

@@ -224,3 +224,43 @@ fn the_fio_row_counts_fios_own_cpu_time() {
         .unwrap_or_else(|| panic!("no fio row: {out}"));
     assert!(fio["cpu_s"].as_f64().unwrap() > 0.0, "{fio}");
 }
+
+/// A file of the right size with holes reads its holes as zeros without touching the disk; it is
+/// written again rather than reused.
+#[test]
+fn a_sparse_file_of_the_right_size_is_written_again() {
+    use std::os::unix::fs::MetadataExt as _;
+    let d = dir("sparse");
+    let file = std::path::Path::new(&d).join("n1/stream-0000.dat");
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    std::fs::File::create(&file)
+        .unwrap()
+        .set_len(4 << 20)
+        .unwrap();
+    let (code, _, err) = foresight(&[
+        "bench",
+        "--streams",
+        "1",
+        "--file-size",
+        "4MiB",
+        "--total-size",
+        "4MiB",
+        "--dir",
+        &d,
+        "--repeat",
+        "1",
+        "--json",
+        "--memory",
+        "64MiB",
+        "--policy",
+        "seqp",
+        "--duration",
+        "5s",
+    ]);
+    let m = std::fs::metadata(&file);
+    let _ = std::fs::remove_dir_all(&d);
+    assert_eq!(code, 0, "{err}");
+    let m = m.unwrap();
+    assert_eq!(m.len(), 4 << 20);
+    assert!(m.blocks() * 512 >= m.len(), "still sparse: {m:?}\n{err}");
+}
