@@ -1013,9 +1013,19 @@ fn mib_s(bytes: u64, secs: f64) -> f64 {
 
 fn measure_kernel(p: &Plan, files: &[PathBuf], bytes: u64, n: u32) -> anyhow::Result<Row> {
     evict(files)?;
+    // Opened before the clock starts, as the engine's readers and the limit's files are.
+    let opened: Vec<_> = files
+        .iter()
+        .map(|f| std::fs::File::open(f).with_context(|| format!("opening {}", f.display())))
+        .collect::<anyhow::Result<_>>()?;
+    let opened = Arc::new(std::sync::Mutex::new(
+        opened.into_iter().map(Some).collect::<Vec<_>>(),
+    ));
     let request = p.request as usize;
-    let t = run_threads(files, p.duration, request, move |_, path, deadline, buf| {
-        let mut f = std::fs::File::open(path)?;
+    let t = run_threads(files, p.duration, request, move |i, _, deadline, buf| {
+        let mut f = opened.lock().expect("files")[i]
+            .take()
+            .expect("one file per thread");
         let mut done = 0u64;
         while done < bytes && Instant::now() < deadline {
             let want = (bytes - done).min(request as u64) as usize;
