@@ -652,7 +652,8 @@ fn print_rows(p: &Plan, rows: &[Summary], as_json: bool) -> anyhow::Result<()> {
     }
     writeln!(
         out,
-        "Medians of {} round(s); x limit is the median of each round's rate over that round's limit.",
+        "Medians of {} round(s) (memory peak: the largest); x limit is the median of each round's \
+         rate over that round's limit.",
         p.repeat
     )?;
     writeln!(
@@ -772,7 +773,6 @@ fn measure_limit(p: &Plan, files: &[PathBuf], bytes: u64, n: u32) -> anyhow::Res
         Some(cfg) => Backend::Emulated(cfg.clone().spread(1)),
         None => Backend::Auto,
     };
-    let cpu0 = process_cpu_seconds();
     let r = sequential_read_files(
         backend,
         files,
@@ -787,7 +787,7 @@ fn measure_limit(p: &Plan, files: &[PathBuf], bytes: u64, n: u32) -> anyhow::Res
         policy: None,
         mib_s: r.mib_s(),
         memory_peak_bytes: Some(p.limit_io * p.limit_depth as u64),
-        cpu_s: process_cpu_seconds() - cpu0,
+        cpu_s: r.cpu_seconds,
         note: format!(
             "({} x {} in flight on {}, {})",
             p.limit_depth,

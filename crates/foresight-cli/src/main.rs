@@ -101,10 +101,19 @@ reads (the kernel's readahead) and the device's single-reader limit (large O_DIR
 in flight), for each number of concurrent streams in --streams.
 
 Files are created once under --dir (default ./foresight-bench, relative to the current \
-directory), reused when they have the right size, and dropped from the page cache before every \
-measurement. Each N has its own N files of min(--file-size, --total-size / N) bytes, and each \
-stream reads its file whole. --emulate PRESET \
+directory), reused when they have the right size and no holes, and dropped from the page cache \
+before every measurement. Each N has its own N files of min(--file-size, --total-size / N) bytes, \
+and each stream reads its file whole. --emulate PRESET \
 runs the engine on a modelled device instead (real bytes, modelled completion times).
+
+Columns: MiB/s is all streams' bytes read over the time from the start of the reads to the end of \
+the last (files opened, engine built and buffers faulted in before), the median over the rounds. \
+x limit is the median of each round's rate over that round's limit. memory peak is the most \
+buffer bytes held at once, the largest over the rounds: the engine's prefetched and in-flight \
+buffers (not its resident memory: its whole budget, in the header, is mapped beforehand), the \
+limit reader's reads in flight; the kernel's page cache is not counted. cpu s is this process's \
+user and system time over the reads (all its threads, io_uring workers included; fio's own \
+process for fio), the median over the rounds.
 
 Example:
   foresight bench --streams 1,16,256,1024 --dir /tmp/foresight-bench --json";

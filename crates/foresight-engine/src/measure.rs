@@ -53,6 +53,9 @@ pub struct SequentialRead {
     pub bytes: u64,
     /// Wall seconds from the first submission to the last completion.
     pub seconds: f64,
+    /// This process's CPU seconds over the same interval (the backend's start, the files'
+    /// opening and the buffers' faulting in are before it).
+    pub cpu_seconds: f64,
     /// The backend that did it.
     pub backend: BackendKind,
     /// Whether the file was read with `O_DIRECT`.
@@ -172,17 +175,19 @@ pub fn sequential_read_files(
     let kind = b.kind();
     let run = read_in_sequence(&*b, &collector, &files, io_bytes, depth, time_limit);
     b.shutdown();
-    let (bytes, seconds) = run?;
+    let (bytes, seconds, cpu_seconds) = run?;
     Ok(SequentialRead {
         bytes,
         seconds,
+        cpu_seconds,
         backend: kind,
         direct,
     })
 }
 
 /// Reads `files` (each up to its end offset) one after another through `b`, `depth` reads of
-/// `io_bytes` in flight, and returns the bytes read and the seconds it took. A failed read fails
+/// `io_bytes` in flight, and returns the bytes read, the seconds it took and the CPU seconds
+/// this process used meanwhile. A failed read fails
 /// the measurement: a device that returns errors has no rate, and counting only the reads that
 /// worked would report one.
 fn read_in_sequence(
@@ -192,7 +197,7 @@ fn read_in_sequence(
     io_bytes: u64,
     depth: usize,
     time_limit: Option<Duration>,
-) -> Result<(u64, f64), EngineError> {
+) -> Result<(u64, f64, f64), EngineError> {
     let setting = |setting, message: String| EngineError::Setting { setting, message };
     let total: u64 = files.iter().map(|(_, end)| end).sum();
     // The buffers are mapped and faulted in before the clock starts, as the engine's are
@@ -206,6 +211,7 @@ fn read_in_sequence(
         buf.fault_in();
         free.push(buf);
     }
+    let cpu0 = process_cpu_seconds();
     let started = Instant::now();
     // The next read: file index and offset in it.
     let (mut at, mut next) = (0usize, 0u64);
@@ -283,7 +289,11 @@ fn read_in_sequence(
     }
     match failure {
         Some(e) => Err(e),
-        None => Ok((read.min(total), started.elapsed().as_secs_f64())),
+        None => Ok((
+            read.min(total),
+            started.elapsed().as_secs_f64(),
+            process_cpu_seconds() - cpu0,
+        )),
     }
 }
 
@@ -432,7 +442,7 @@ mod tests {
             volume_offset_bytes: None,
         };
         let files = [(Arc::new(handle), 64 << 20)];
-        let (bytes, _) = read_in_sequence(&b, &collector, &files, 4 << 20, 4, None).unwrap();
+        let (bytes, _, _) = read_in_sequence(&b, &collector, &files, 4 << 20, 4, None).unwrap();
         assert_eq!(bytes, 64 << 20);
         assert_eq!(*b.cold_buffers.lock().unwrap(), 0);
     }
