@@ -112,17 +112,17 @@ pub struct BenchArgs {
     #[arg(long, allow_hyphen_values = true, value_name = "SIZE")]
     request: Option<String>,
     /// The policy's largest readahead window [default: 32MiB; 128KiB with --emulate]. A single
-    /// sequential stream keeps about one window in flight, and this machine's disk reads at full
-    /// rate only with tens of MiB in flight (one `seqp` stream: 0.63 of the limit with 8MiB, 0.76
-    /// with 16MiB, 0.88 with 32MiB).
+    /// sequential stream keeps about one window in flight, and the limit reader keeps 64MiB in
+    /// flight (one `seqp` stream on this machine, 3 rounds each: 0.89 of the limit with 8MiB,
+    /// 0.97 with 16MiB, 0.86 with 32MiB; the rounds spread wider than these differ).
     #[arg(long, allow_hyphen_values = true, value_name = "SIZE")]
     readahead_max: Option<String>,
     /// The engine's memory budget for prefetched and in-flight buffers [default on the real disk:
     /// for each N, room for two readahead windows per stream (or what a stream reads, if less) and
     /// an eighth for demand reads, at least 1GiB and at most a quarter of this machine's memory;
     /// 1GiB with --emulate]. Under it, `seqp` halves its windows when memory refuses a fetch (256
-    /// streams of `seqp` read 0.86-0.93 of the limit with 2GiB and 0.87-0.98 with 4GiB, round by
-    /// round, on this machine). On the real disk each engine
+    /// streams of `seqp` read 0.91-1.05 of the limit with 2GiB and 0.88-1.11 with 4GiB, round by
+    /// round, on this machine: within the noise). On the real disk each engine
     /// is built with its whole budget mapped and faulted in (`prefault`), so a larger budget costs
     /// build time (the "built in" figure of the progress lines, up to a second or two per GiB on a
     /// virtual machine), not reading time.
@@ -957,10 +957,9 @@ impl Timing {
 /// plus the eighth of the budget the engine keeps for demand reads; within 1 GiB and a quarter of
 /// the machine's memory, in whole MiB.
 ///
-/// Smaller budgets cost throughput through memory pressure: `seqp` halves its windows when a fetch
-/// is refused. Side by side on this machine's disk, round by round: 256 streams of 16 MiB read
-/// 0.86-0.93 of the limit with 2 GiB and 0.87-0.98 with 4 GiB; 16 streams of 256 MiB read
-/// 0.85-0.99 with 1 GiB and 0.87-1.04 with 2 GiB.
+/// A smaller budget can cost throughput through memory pressure: `seqp` halves its windows when a
+/// fetch is refused. Side by side on this machine's disk, round by round, 256 streams of 32 MiB
+/// read 0.91-1.05 of the limit with 2 GiB and 0.88-1.11 with 4 GiB: no loss beyond the noise.
 fn auto_memory(
     n: u32,
     bytes: u64,
