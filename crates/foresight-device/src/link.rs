@@ -39,6 +39,10 @@ pub struct LinkParams {
     pub window: ByteLen,
 }
 
+/// The longest one-way delay a link may have: beyond it no network is described (a geostationary
+/// satellite hop is about 0.25 s), only a typo in the unit.
+pub const DELAY_MAX: Duration = Duration::from_secs(10);
+
 impl LinkParams {
     /// Checks the figures once, when the link is built.
     pub fn validate(&self) -> Result<(), DeviceError> {
@@ -56,7 +60,7 @@ impl LinkParams {
                 fix: "a TCP window holds at least one 4 KiB page; use for example `6MB`",
             });
         }
-        if self.delay > Duration::from_secs(10) {
+        if self.delay > DELAY_MAX {
             return Err(DeviceError::BadValue {
                 field: "delay",
                 value: format!("{} ns", self.delay.0),

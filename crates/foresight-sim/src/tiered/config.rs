@@ -279,7 +279,7 @@ pub fn parse(mut root: Table, base_dir: Option<&Path>) -> Result<SimConfig, Conf
         Some(Value::Table(t)) => {
             let mut l = Section::from_parts("device.link".into(), t);
             let delay = l.duration("delay", Duration::ZERO)?;
-            if delay > Duration::from_secs(10) {
+            if delay > foresight_device::link::DELAY_MAX {
                 // As for network.delay: no network takes that long one way.
                 return Err(key_err(
                     "device.link.delay",
