@@ -353,8 +353,8 @@ pub struct Hdd {
     in_service: Option<Completion>,
     done: VecDeque<Completion>,
     clock: Instant,
-    /// Where the head is when no read-ahead is streaming (after the last committed media access,
-    /// destages included).
+    /// The last sector the head read when no read-ahead is streaming (in the last committed media
+    /// access, destages included), so the sector after it is the next under the head.
     head_lba: u64,
     last_op: Op,
     /// When the head finishes the media work committed so far (a destage may run past the command
@@ -435,18 +435,26 @@ impl Hdd {
         &self.cache
     }
 
-    /// The LBA under the head at `at` (where a running read-ahead has got to, else where the last
-    /// media access ended). Used by C-LOOK.
+    /// The last sector the head read by `at` (by a running read-ahead, else by the last media
+    /// access), so that the sector after it is the next to pass under the head.
     pub fn head_lba_at(&self, at: Instant) -> Lba {
         Lba(self.head_lba_at_ns(at.as_nanos() as f64))
     }
 
     fn head_lba_at_ns(&self, t: f64) -> u64 {
         match self.cache.streaming() {
-            Some((_, ra)) => self
-                .stream_reach(&ra, t)
-                .min(self.geo.capacity_sectors() - 1),
+            Some((_, ra)) => self.last_read_by(&ra, self.stream_reach(&ra, t)),
             None => self.head_lba,
+        }
+    }
+
+    /// The last sector read once a read-ahead has got to `reach` (its next unread sector): the one
+    /// before `reach`, or, when the stream has read nothing yet, where the last access ended.
+    fn last_read_by(&self, ra: &ReadAhead, reach: u64) -> u64 {
+        if reach > ra.origin_lba {
+            (reach - 1).min(self.geo.capacity_sectors() - 1)
+        } else {
+            self.head_lba
         }
     }
 
@@ -724,7 +732,7 @@ impl Hdd {
         if let Some((_, ra)) = stream {
             let (t_free, r) = self.settle_readahead(&ra, t0);
             t0 = t_free;
-            self.head_lba = r.min(self.geo.capacity_sectors() - 1);
+            self.head_lba = self.last_read_by(&ra, r);
             self.cache.stop_streaming(r);
         }
         // The head is busy finishing the minimum read-ahead, as it is with a destage below: the
@@ -862,7 +870,7 @@ impl Hdd {
         if let Some((_, ra)) = self.cache.streaming() {
             let (t_free, r) = self.settle_readahead(&ra, t0);
             t0 = t_free;
-            self.head_lba = r.min(self.geo.capacity_sectors() - 1);
+            self.head_lba = self.last_read_by(&ra, r);
             self.cache.stop_streaming(r);
         }
         // Waiting for the minimum read-ahead to end is waiting for the arm (see `serve_read`).
@@ -1027,7 +1035,7 @@ impl Hdd {
                 // read-ahead has run since: a command that starts inside the running read-ahead
                 // is served from it without positioning, so it belongs to this sweep, not the next.
                 let head = match self.cache.streaming() {
-                    Some((_, ra)) => ra.origin_lba.min(self.head_lba_at_ns(t)),
+                    Some((_, ra)) => ra.origin_lba.min(self.stream_reach(&ra, t)),
                     None => self.head_lba,
                 };
                 let mut ahead: Option<(u64, usize)> = None;

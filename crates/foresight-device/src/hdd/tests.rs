@@ -733,3 +733,49 @@ fn the_wait_for_a_minimum_read_ahead_is_not_transfer() {
         assert!(b.seek.as_nanos() > rev_ns * 9 / 10, "{op:?}: {b:?}");
     }
 }
+
+#[test]
+fn sptf_counts_the_sector_after_a_finished_read_ahead_as_under_the_head() {
+    // One read of [0, 1024) on an idle drive; long after, its read-ahead has run to its limit and
+    // the head sits just past the limit's last sector. SPTF's estimate must then take a read that
+    // starts at the limit as ready at once (the next sector to pass under the head), and one a
+    // sector further as needing the rotational wait. Taking the head for the first unread sector
+    // had it the other way round.
+    let mut p = cheetah_15k5();
+    p.queue_depth = 8;
+    p.queue_policy = QueuePolicy::Sptf;
+    let mut d = Hdd::new(p);
+    d.submit(
+        Instant::ZERO,
+        DevRequest {
+            id: 0,
+            op: Op::Read,
+            lba: Lba(0),
+            sectors: 1024,
+        },
+    );
+    let mut out = Vec::new();
+    while out.is_empty() {
+        let t = d.next_event().expect("the read is in service");
+        d.advance(t, &mut out);
+    }
+    let (_, ra) = d
+        .cache
+        .streaming()
+        .expect("the drive reads ahead after the read");
+    let t = (out[0].at + Duration::from_millis(50)).as_nanos() as f64;
+    assert_eq!(
+        d.stream_reach(&ra, t),
+        ra.limit_lba,
+        "the read-ahead has ended"
+    );
+    let head = d.head_lba_at_ns(t);
+    let read = |lba: u64| DevRequest {
+        id: 1,
+        op: Op::Read,
+        lba: Lba(lba),
+        sectors: 8,
+    };
+    assert_eq!(d.ready_at(t, head, &read(ra.limit_lba)), t);
+    assert!(d.ready_at(t, head, &read(ra.limit_lba + 1)) > t);
+}
