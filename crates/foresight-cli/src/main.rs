@@ -233,7 +233,8 @@ device.kind is tiered or constant, workload.kind is hinted, or the policy is an 
   memory = \"64GiB\"               memory for TIP's prefetch buffers
   tiers = [{...}, {...}]         tiered, fastest first ([[device.tiers]] tables): preset =
                                  \"ssd-850evo\" or t_read = \"52ms\" (+ t_copy_up below the
-                                 first), capacity on every tier but the last, disks = 1
+                                 first: the whole copy one level up, its write included),
+                                 capacity on every tier but the last, disks = 1
   link = {delay = \"200us\", bandwidth = \"110MiB/s\"}   optional network to the tiers
   [policy]
   name = \"tip\"                   tip | ipipe | ipo | ipods

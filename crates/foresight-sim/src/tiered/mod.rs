@@ -302,10 +302,13 @@ impl Driver<'_> {
                         }
                         d
                     }
-                    Stage::CopyWrite { .. } | Stage::Link => Duration::ZERO,
+                    // A copy from a device into a constant level: the level's per-block time
+                    // stands for the write (a copy from a constant level lands without one).
+                    Stage::CopyWrite { .. } => lv.timing.read_to_memory,
+                    Stage::Link => Duration::ZERO,
                 };
                 // The policy's read time includes the link; the level's own part comes first.
-                let d = if matches!(stage, Stage::ToMemory { .. }) {
+                let d = if matches!(stage, Stage::ToMemory { .. } | Stage::CopyWrite { .. }) {
                     d.0.saturating_sub(self.link_share().0)
                 } else {
                     d.0
@@ -464,11 +467,15 @@ impl Driver<'_> {
                     self.take();
                 }
             }
-            Stage::CopyRead { into, .. } => {
-                if !self.levels[into - 1].devices.is_empty() {
-                    self.start(job.fetch, job.access, Stage::CopyWrite { into });
-                } else {
+            Stage::CopyRead { src, into } => {
+                // A constant level's `t_copy_up` is the whole copy, the write above included
+                // (T_hdd-ss of 002_792ac46f2e9108f8.txt, chapter 3); a device's read is followed by the write into the
+                // level above, on its device or at its constant per-block time. So the driver
+                // charges what `level_timings` plans.
+                if self.levels[src - 1].devices.is_empty() {
                     self.land(job, into);
+                } else {
+                    self.start(job.fetch, job.access, Stage::CopyWrite { into });
                 }
             }
             Stage::CopyWrite { into } => self.land(job, into),
@@ -575,130 +582,12 @@ pub fn run_traced(
     t: &TieredConfig,
     record: bool,
 ) -> Result<(RunOutput, TieredTrace), SimError> {
-    let blocks = hinted::access_list(&t.workload, cfg.seed)?;
+    let mut d = Driver::build(cfg, t, record)?;
+    let n = d.blocks.len();
     let block = t.workload.block;
-    let timings = level_timings(t);
-    let mut policy_cfg = cfg.policy.clone();
-    policy_cfg.informed.levels = timings.clone();
-    policy_cfg.informed.consume = t.workload.consume;
-    policy_cfg.informed.memory_blocks = t.memory.0 / block.0;
-    let top_block = blocks.iter().max().copied().unwrap_or(0);
-    // The data's extent: every hinted block, laid out in block order on the home level.
-    let data_bytes = (top_block + 1).checked_mul(block.0).ok_or_else(|| {
-        SimError::Config(key_err(
-            "workload.block",
-            format!("block {top_block} of {block} lies beyond 2^64 bytes: use smaller block numbers or blocks"),
-        ))
-    })?;
-    let layout = Arc::new(foresight_policy::Layout::unplaced(&[ByteLen(data_bytes)]));
-    let stack = foresight_policy::build_stack(&policy_cfg, layout).map_err(|e| {
-        SimError::Config(match e {
-            foresight_policy::PolicyError::BadSetting { key, message } => {
-                key_err(&format!("policy.{key}"), message)
-            }
-            other => key_err("policy.name", other.to_string()),
-        })
-    })?;
-    let x_cache = match policy_cfg.informed.x_cache {
+    let x_cache = match cfg.policy.informed.x_cache {
         foresight_policy::informed::XCache::Fixed(x) => x,
         foresight_policy::informed::XCache::Auto => 0,
-    };
-    let home = t.tiers.len();
-    let mut levels = vec![];
-    for (i, spec) in t.tiers.iter().enumerate() {
-        let devices = match &spec.model {
-            TierModel::Constant { .. } => vec![],
-            TierModel::Preset(name) => {
-                let s = foresight_device::preset(name).expect("checked when parsed");
-                let total = if i + 1 == home {
-                    ByteLen(data_bytes)
-                } else {
-                    spec.capacity.expect("upper levels have one")
-                };
-                let disks = u64::from(spec.disks);
-                let need = ByteLen(total.0.div_ceil(block.0).div_ceil(disks) * block.0);
-                if need > s.capacity() {
-                    return Err(SimError::Config(key_err(
-                        &format!("device.tiers[{i}]"),
-                        format!(
-                            "`{name}` holds {} but this level needs {need}{} for blocks 0 to \
-                             {top_block} of {block}: {}",
-                            s.capacity(),
-                            if disks > 1 {
-                                format!(" on each of its {disks} disks")
-                            } else {
-                                String::new()
-                            },
-                            if matches!(t.workload.order, AccessOrder::Trace(_)) {
-                                "the trace names blocks too far out; use smaller block numbers, \
-                                 a smaller workload.block or more disks"
-                            } else if i + 1 == home {
-                                "lower workload.reads or workload.block, or add disks"
-                            } else {
-                                "lower this level's capacity"
-                            }
-                        ),
-                    )));
-                }
-                (0..spec.disks)
-                    .map(|_| Dev {
-                        model: foresight_device::build(&s),
-                        pending: VecDeque::new(),
-                        poll_at: None,
-                    })
-                    .collect()
-            }
-        };
-        let cap = timings[i].capacity_blocks.unwrap_or(u64::MAX);
-        levels.push(Level {
-            devices,
-            capacity_blocks: cap,
-            held: 0,
-            peak: 0,
-            free_slots: vec![],
-            next_slot: 0,
-            timing: timings[i],
-        });
-    }
-    let n = blocks.len();
-    let index: FxHashMap<u64, usize> = blocks.iter().enumerate().map(|(i, &b)| (b, i)).collect();
-    let mut d = Driver {
-        t,
-        policy: stack.file,
-        now: Instant::ZERO,
-        seq: 0,
-        heap: BinaryHeap::new(),
-        levels,
-        block_sectors: block.0 / 512,
-        blocks: blocks.clone(),
-        copies: vec![0; n],
-        slot_of: FxHashMap::default(),
-        mem: vec![0; n],
-        mem_buffers: 0,
-        mem_peak: 0,
-        mem_capacity: t.memory.0 / block.0,
-        jobs: FxHashMap::default(),
-        next_job: 0,
-        link_free: Instant::ZERO,
-        past_horizon: false,
-        next_access: 0,
-        waiting_since: None,
-        app_busy: false,
-        want_at: Instant::ZERO,
-        app_end: Instant::ZERO,
-        stall: Duration::ZERO,
-        latencies: Vec::with_capacity(n),
-        records: record.then(Vec::new),
-        delivered: Vec::with_capacity(n),
-        reads_by_level: vec![0; home],
-        device_requests: 0,
-        device_bytes: 0,
-        fetches: 0,
-        events: 0,
-        prefetched: 0,
-        index,
-        deferred: false,
-        answered: vec![],
     };
     let ranges: Vec<ByteRange> = (0..n).map(|i| d.range(i)).collect();
     d.policy.handle(
@@ -712,27 +601,174 @@ pub fn run_traced(
     d.drain_policy();
     d.want();
     let mut completions: Vec<Completion> = vec![];
-    while let Some(Reverse((at, _, ev))) = d.heap.pop() {
-        d.now = at;
-        d.events += 1;
+    while d.step(&mut completions) {}
+    finish_run(d, cfg, t, block, x_cache)
+}
+
+impl<'a> Driver<'a> {
+    /// The driver of a run, its devices and levels built and no event scheduled yet.
+    fn build(cfg: &SimConfig, t: &'a TieredConfig, record: bool) -> Result<Driver<'a>, SimError> {
+        let blocks = hinted::access_list(&t.workload, cfg.seed)?;
+        let block = t.workload.block;
+        let timings = level_timings(t);
+        let mut policy_cfg = cfg.policy.clone();
+        policy_cfg.informed.levels = timings.clone();
+        policy_cfg.informed.consume = t.workload.consume;
+        policy_cfg.informed.memory_blocks = t.memory.0 / block.0;
+        let top_block = blocks.iter().max().copied().unwrap_or(0);
+        // The data's extent: every hinted block, laid out in block order on the home level.
+        let data_bytes = (top_block + 1).checked_mul(block.0).ok_or_else(|| {
+        SimError::Config(key_err(
+            "workload.block",
+            format!("block {top_block} of {block} lies beyond 2^64 bytes: use smaller block numbers or blocks"),
+        ))
+    })?;
+        let layout = Arc::new(foresight_policy::Layout::unplaced(&[ByteLen(data_bytes)]));
+        let stack = foresight_policy::build_stack(&policy_cfg, layout).map_err(|e| {
+            SimError::Config(match e {
+                foresight_policy::PolicyError::BadSetting { key, message } => {
+                    key_err(&format!("policy.{key}"), message)
+                }
+                other => key_err("policy.name", other.to_string()),
+            })
+        })?;
+        let home = t.tiers.len();
+        let mut levels = vec![];
+        for (i, spec) in t.tiers.iter().enumerate() {
+            let devices = match &spec.model {
+                TierModel::Constant { .. } => vec![],
+                TierModel::Preset(name) => {
+                    let s = foresight_device::preset(name).expect("checked when parsed");
+                    let total = if i + 1 == home {
+                        ByteLen(data_bytes)
+                    } else {
+                        spec.capacity.expect("upper levels have one")
+                    };
+                    let disks = u64::from(spec.disks);
+                    let need = ByteLen(total.0.div_ceil(block.0).div_ceil(disks) * block.0);
+                    if need > s.capacity() {
+                        return Err(SimError::Config(key_err(
+                            &format!("device.tiers[{i}]"),
+                            format!(
+                                "`{name}` holds {} but this level needs {need}{} for blocks 0 to \
+                             {top_block} of {block}: {}",
+                                s.capacity(),
+                                if disks > 1 {
+                                    format!(" on each of its {disks} disks")
+                                } else {
+                                    String::new()
+                                },
+                                if matches!(t.workload.order, AccessOrder::Trace(_)) {
+                                    "the trace names blocks too far out; use smaller block numbers, \
+                                 a smaller workload.block or more disks"
+                                } else if i + 1 == home {
+                                    "lower workload.reads or workload.block, or add disks"
+                                } else {
+                                    "lower this level's capacity"
+                                }
+                            ),
+                        )));
+                    }
+                    (0..spec.disks)
+                        .map(|_| Dev {
+                            model: foresight_device::build(&s),
+                            pending: VecDeque::new(),
+                            poll_at: None,
+                        })
+                        .collect()
+                }
+            };
+            let cap = timings[i].capacity_blocks.unwrap_or(u64::MAX);
+            levels.push(Level {
+                devices,
+                capacity_blocks: cap,
+                held: 0,
+                peak: 0,
+                free_slots: vec![],
+                next_slot: 0,
+                timing: timings[i],
+            });
+        }
+        let n = blocks.len();
+        let index: FxHashMap<u64, usize> =
+            blocks.iter().enumerate().map(|(i, &b)| (b, i)).collect();
+        Ok(Driver {
+            t,
+            policy: stack.file,
+            now: Instant::ZERO,
+            seq: 0,
+            heap: BinaryHeap::new(),
+            levels,
+            block_sectors: block.0 / 512,
+            blocks: blocks.clone(),
+            copies: vec![0; n],
+            slot_of: FxHashMap::default(),
+            mem: vec![0; n],
+            mem_buffers: 0,
+            mem_peak: 0,
+            mem_capacity: t.memory.0 / block.0,
+            jobs: FxHashMap::default(),
+            next_job: 0,
+            link_free: Instant::ZERO,
+            past_horizon: false,
+            next_access: 0,
+            waiting_since: None,
+            app_busy: false,
+            want_at: Instant::ZERO,
+            app_end: Instant::ZERO,
+            stall: Duration::ZERO,
+            latencies: Vec::with_capacity(n),
+            records: record.then(Vec::new),
+            delivered: Vec::with_capacity(n),
+            reads_by_level: vec![0; home],
+            device_requests: 0,
+            device_bytes: 0,
+            fetches: 0,
+            events: 0,
+            prefetched: 0,
+            index,
+            deferred: false,
+            answered: vec![],
+        })
+    }
+
+    /// Handles the next event; false when there is none left.
+    fn step(&mut self, completions: &mut Vec<Completion>) -> bool {
+        let Some(Reverse((at, _, ev))) = self.heap.pop() else {
+            return false;
+        };
+        self.now = at;
+        self.events += 1;
         match ev {
-            Ev::Job(id) => d.finish_job(id),
-            Ev::AppReady => d.want(),
+            Ev::Job(id) => self.finish_job(id),
+            Ev::AppReady => self.want(),
             Ev::Device(level, disk) => {
-                let dev = &mut d.levels[level - 1].devices[disk];
+                let dev = &mut self.levels[level - 1].devices[disk];
                 if dev.poll_at == Some(at) {
                     dev.poll_at = None;
                 }
                 completions.clear();
-                dev.model.advance(at, &mut completions);
+                dev.model.advance(at, completions);
                 let done: Vec<u64> = completions.iter().map(|c| c.id).collect();
-                d.pump(level, disk);
+                self.pump(level, disk);
                 for id in done {
-                    d.finish_job(id);
+                    self.finish_job(id);
                 }
             }
         }
+        true
     }
+}
+
+/// Part of [`run_traced`] after the event loop.
+fn finish_run(
+    d: Driver<'_>,
+    cfg: &SimConfig,
+    t: &TieredConfig,
+    block: ByteLen,
+    x_cache: u32,
+) -> Result<(RunOutput, TieredTrace), SimError> {
+    let n = d.blocks.len();
     if d.past_horizon {
         return Err(SimError::Config(key_err(
             "workload.reads",
@@ -788,7 +824,7 @@ pub fn run_traced(
     caps.extend(d.levels.iter().map(|l| l.capacity_blocks));
     let trace = TieredTrace {
         delivered: d.delivered,
-        hinted: blocks,
+        hinted: d.blocks.clone(),
         peak_blocks: peak,
         capacity_blocks: caps,
         x_cache,

@@ -551,3 +551,58 @@ fn reads_beside_a_trace_are_refused_by_their_key() {
     std::fs::remove_file(&path).unwrap();
     assert!(e.contains("workload.reads"), "{e}");
 }
+
+/// A two-level stack of `upper` over `lower` (each a preset name or a `t_read`/`t_copy_up` pair),
+/// 1 MiB blocks.
+fn two_levels(upper: &str, lower: &str) -> SimConfig {
+    cfg(&[
+        "device.kind=tiered",
+        &format!("device.tiers=[{{{upper}, capacity = \"64MiB\"}}, {{{lower}}}]"),
+        "device.memory=16MiB",
+        "policy.name=ipipe",
+        "policy.x_cache=2",
+        "workload.kind=hinted",
+        "workload.reads=4",
+        "workload.block=1MiB",
+        "workload.consume=1ms",
+    ])
+}
+
+/// Copies the first hinted block from level 2 into level 1 on a fresh driver and returns how long
+/// the copy took, beside the time the policy plans a copy with.
+fn one_copy(c: &SimConfig) -> (Duration, Duration) {
+    let t = c.tiered.as_ref().unwrap();
+    let mut d = Driver::build(c, t, false).unwrap();
+    d.reserve(0, 1);
+    d.start(None, 0, Stage::CopyRead { src: 2, into: 1 });
+    let mut completions = vec![];
+    while d.step(&mut completions) {}
+    assert_eq!(d.copies[0], 1, "the copy landed on level 1");
+    (
+        d.now.saturating_since(Instant::ZERO),
+        d.levels[1].timing.copy_up,
+    )
+}
+
+#[test]
+fn a_copy_between_a_constant_level_and_a_preset_takes_the_time_the_policy_plans() {
+    // `t_copy_up` is the whole copy of a block one level up, and a constant level's `t_read`
+    // stands for a write into it. A copy from a disk into a constant level used to skip that
+    // write (the policy planned the disk's read plus 40 ms); a copy from a constant level into
+    // an SSD paid the SSD's write on top of `t_copy_up`.
+    for (upper, lower) in [
+        ("t_read = \"40ms\"", "preset = \"st6000nm0024\""),
+        (
+            "preset = \"ssd-850evo\"",
+            "t_read = \"120ms\", t_copy_up = \"130ms\"",
+        ),
+        ("preset = \"ssd-850evo\"", "preset = \"st6000nm0024\""),
+        (
+            "t_read = \"40ms\"",
+            "t_read = \"120ms\", t_copy_up = \"130ms\"",
+        ),
+    ] {
+        let (took, planned) = one_copy(&two_levels(upper, lower));
+        assert_eq!(took, planned, "{upper} over {lower}");
+    }
+}
