@@ -46,8 +46,13 @@ enum Command {
     /// Run one simulation and print its measurements.
     #[command(long_about = SIM_HELP)]
     Sim {
-        /// TOML config file (sections [device], [host], [policy], [workload], and `seed`).
-        #[arg(long, value_name = "FILE.toml")]
+        // The help text is given as an attribute: rustdoc would take its section names in
+        // brackets for links.
+        #[arg(
+            long,
+            value_name = "FILE.toml",
+            help = "TOML config file (sections [device], [host], [policy], [workload], and `seed`)"
+        )]
         config: Option<PathBuf>,
         /// Override one key by its dotted path, e.g. --set workload.streams=64. Repeatable.
         #[arg(long = "set", value_name = "KEY=VALUE")]

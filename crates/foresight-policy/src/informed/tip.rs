@@ -1,5 +1,5 @@
 //! TIP's cost-benefit model for the number of prefetch buffers (paper 002_792ac46f2e9108f8.txt,
-//! chapter 4, after Patterson et al.'s TIP, which the paper cites as [1]).
+//! chapter 4, after Patterson et al.'s TIP, which the paper cites as \[1\]).
 //!
 //! With `X_cache` buffers kept full of the next hinted blocks, an application that consumes a block
 //! in `T_cpu + T_hit + T_driver` and waits `T_disk` for each read stalls `T_disk - X_cache x step`
