@@ -1,27 +1,35 @@
 //! One scenario, two worlds: the simulator and the engine's emulated backend, compared.
 //!
-//! A [`Scenario`] is N clients each reading its own file sequentially with fixed-size requests,
-//! one outstanding, on one modelled drive, files spread over the disk (the simulator's `streams`
-//! workload). [`run_sim`] runs it in the simulator; [`run_engine`] runs it through the real engine
-//! on the `emulated` backend with the same device preset and placement, one thread per client
-//! reading a real file. Both record the policy's inputs and outputs ([`crate::recording`]).
+//! A [`Scenario`] is N clients, each reading its own file with one request outstanding, on one
+//! modelled drive or a RAID-0 of them, files spread over the volume: front to back
+//! ([`Workload::Sequential`], the simulator's `streams` workload), or in an order disclosed up
+//! front as one hint ([`Workload::Scan`], [`Workload::Gaps`], the simulator's `scan` and `gaps`).
+//! [`run_sim`] runs it in the simulator; [`run_engine`] runs it through the real engine on the
+//! `emulated` backend with the same device, placement and policy settings, one thread per client
+//! reading a real file and issuing the reads the simulator's client issues (the same seeded plan,
+//! hinted just before the first read). Both record the policy's inputs and outputs
+//! ([`crate::recording`]).
 //!
 //! What must match, and why not more. The policy is the same object in both worlds, so given the
-//! same inputs it makes the same decisions. Each client's inputs (its reads and their first
-//! missing byte) depend only on its own earlier reads and the fetches issued for its own file, so
-//! per client the sequence of reads, misses and fetch ranges must be identical: that is what
-//! [`compare`] asserts, together with the bytes each client received. The interleaving of the
-//! clients' decisions, by contrast, is not a property of the policy: in the engine the clients are
-//! operating-system threads, and which of two reads that become ready within microseconds of each
-//! other reaches the policy first is up to the scheduler; the emulated device also sees requests
-//! at the real instants they are issued, which differ from the simulator's by the host's own
-//! latencies. The global sequence is therefore reported ([`Comparison::global_equal`]) but not
-//! required; fetch ids, which number decisions globally, are left out of the per-client
-//! comparison for the same reason.
+//! same inputs it makes the same decisions. Each client's inputs (its reads, its hint, and the
+//! first missing byte of each read) depend only on its own earlier reads and the fetches issued
+//! for its own file, so per client the sequence of reads, misses and answers (fetch, deferral and
+//! release ranges) must be identical, and so must the sequence of ranges fetched from its file,
+//! whatever prompted each: that is what [`compare`] checks, together with the bytes each client
+//! received. The interleaving of the clients' decisions, by contrast, is not a property of the
+//! policy: in the engine the clients are operating-system threads, and which of two reads that
+//! become ready within microseconds of each other reaches the policy first is up to the
+//! scheduler; the emulated device also sees requests at the real instants they are issued, which
+//! differ from the simulator's by the host's own latencies. The global sequence is therefore
+//! reported ([`Comparison::global_equal`]) but not required; fetch ids, which number decisions
+//! globally, are left out of the per-client comparison for the same reason. A policy whose
+//! answer to a read depends on which of its fetches have completed by then (`directed` with a
+//! window smaller than the hinted reads) makes timing-dependent decisions; its scenarios compare
+//! bytes and costs instead (see the suite).
 
 use std::collections::BTreeMap;
 use std::hash::Hasher;
-use std::io::Read;
+use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 use foresight_core::{ByteLen, ByteOffset, ByteRange, StreamId};
@@ -32,11 +40,31 @@ use foresight_sim::RunOptions;
 
 use crate::recording::{Decision, DecisionLog};
 
+/// What each client reads.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Workload {
+    /// Its own file, front to back, one request after another (the simulator's `streams`).
+    Sequential,
+    /// Its own file in pages of `request_bytes`, in a seeded random order disclosed up front as
+    /// one hint (the simulator's `scan`, paper 003's index scan).
+    Scan,
+    /// Reads of `request_bytes` in increasing order, each `gap_bytes` after the end of the last,
+    /// disclosed up front (the simulator's `gaps`, paper 003's infill sweep).
+    Gaps {
+        /// Bytes between one read's end and the next read.
+        gap_bytes: u64,
+    },
+}
+
 /// A scenario both worlds can run.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Scenario {
     /// The drive preset (see `foresight devices`).
     pub device: String,
+    /// A RAID-0 of `disks` such drives with strips of `strip_bytes`, instead of one drive.
+    pub raid0: Option<(u32, u64)>,
+    /// What each client reads.
+    pub workload: Workload,
     /// Clients, each reading its own file.
     pub streams: u32,
     /// Bytes per file.
@@ -50,6 +78,12 @@ pub struct Scenario {
     pub readahead_max: ByteLen,
     /// The memory budget (page cache in the simulator, buffer pool in the engine).
     pub memory: ByteLen,
+    /// Further `policy.KEY=VALUE` settings, in the simulator's `--set` syntax; the engine gets
+    /// the policy settings the simulator's config parsed from them.
+    pub policy_sets: Vec<String>,
+    /// The seed of the simulator's draws (placement and the disclosed orders), which the engine's
+    /// clients replay.
+    pub seed: u64,
 }
 
 impl Scenario {
@@ -58,22 +92,45 @@ impl Scenario {
     pub fn four_streams_seqp_wd800jd() -> Scenario {
         Scenario {
             device: "wd800jd".into(),
+            raid0: None,
+            workload: Workload::Sequential,
             streams: 4,
             file_bytes: 4 << 20,
             request_bytes: 64 << 10,
             policy: "seqp".into(),
             readahead_max: ByteLen::kib(128),
             memory: ByteLen::mib(256),
+            policy_sets: Vec::new(),
+            seed: 1,
         }
     }
+}
+
+/// One read as a client's policy saw it, and what the policy answered.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ReadStep {
+    /// The bytes asked for.
+    pub range: ByteRange,
+    /// The first byte neither cached nor in flight.
+    pub miss: Option<ByteOffset>,
+    /// The ranges the policy fetched in answer.
+    pub fetches: Vec<ByteRange>,
+    /// The ranges it told the driver to let the read wait for (`Output::Defer`).
+    pub defers: Vec<ByteRange>,
+    /// The ranges it released in answer.
+    pub releases: Vec<ByteRange>,
 }
 
 /// One client's view: its reads, what the policy answered to each, and the bytes it got.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct StreamTrace {
-    /// Each read: the range and the first missing byte, with the ranges the policy fetched in
-    /// answer.
-    pub reads: Vec<(ByteRange, Option<ByteOffset>, Vec<ByteRange>)>,
+    /// Each read, in the client's order.
+    pub reads: Vec<ReadStep>,
+    /// The ranges the client disclosed (in hints, in order) and the fetches answered to each hint.
+    pub hints: Vec<(usize, Vec<ByteRange>)>,
+    /// Every range fetched from the client's file, in the order the policy asked, whatever input
+    /// prompted it (a read, a hint, a completion, a memory report or the policy's timer).
+    pub fetches: Vec<ByteRange>,
     /// Bytes the client received.
     pub bytes: u64,
     /// A hash of those bytes, in order.
@@ -91,6 +148,8 @@ pub struct WorldRun {
     pub decisions: Vec<Decision>,
     /// Seconds the run took (simulated, or real time on the emulated device).
     pub elapsed_s: f64,
+    /// Bytes the (modelled) device read.
+    pub device_bytes: u64,
     /// Application throughput over that time, MiB/s.
     pub throughput_mib_s: f64,
 }
@@ -98,8 +157,10 @@ pub struct WorldRun {
 /// The result of [`compare`].
 #[derive(Clone, Debug, PartialEq)]
 pub struct Comparison {
-    /// Per client, the same reads, misses and fetch ranges in the same order.
+    /// Per client, the same reads, misses and answers to each read and hint, in the same order.
     pub per_stream_equal: bool,
+    /// Per client, the same fetch ranges of its file in the same order, whatever prompted them.
+    pub fetch_sequences_equal: bool,
     /// Per client, the same bytes.
     pub bytes_equal: bool,
     /// The whole sequence of decisions, across clients, in the same order (not required; see
@@ -126,20 +187,48 @@ fn fetch_ranges(outputs: &[Output]) -> Vec<ByteRange> {
         .collect()
 }
 
-/// Splits a decision log into per-client traces (the reads of stream `s` and their answers).
+/// Splits a decision log into per-client traces. Client `s` reads file `s` (both drivers open
+/// the files in client order), so a fetch belongs to the client whose file it reads.
 fn traces(decisions: &[Decision], streams: u32) -> Vec<StreamTrace> {
     let mut out = vec![StreamTrace::default(); streams as usize];
     for d in decisions {
-        if let Some(Input::Read {
-            stream,
-            range,
-            miss,
-            ..
-        }) = &d.input
-        {
-            if let Some(t) = out.get_mut(stream.0 as usize) {
-                t.reads.push((*range, *miss, fetch_ranges(&d.outputs)));
+        for o in &d.outputs {
+            if let Output::Fetch { file, range, .. } = o {
+                if let Some(t) = out.get_mut(file.0 as usize) {
+                    t.fetches.push(*range);
+                }
             }
+        }
+        match &d.input {
+            Some(Input::Read {
+                stream,
+                range,
+                miss,
+                ..
+            }) => {
+                if let Some(t) = out.get_mut(stream.0 as usize) {
+                    let mut step = ReadStep {
+                        range: *range,
+                        miss: *miss,
+                        ..ReadStep::default()
+                    };
+                    for o in &d.outputs {
+                        match o {
+                            Output::Fetch { range, .. } => step.fetches.push(*range),
+                            Output::Defer { range, .. } => step.defers.push(*range),
+                            Output::Release { range, .. } => step.releases.push(*range),
+                            _ => {}
+                        }
+                    }
+                    t.reads.push(step);
+                }
+            }
+            Some(Input::Hint { stream, ranges, .. }) => {
+                if let Some(t) = out.get_mut(stream.0 as usize) {
+                    t.hints.push((ranges.len(), fetch_ranges(&d.outputs)));
+                }
+            }
+            _ => {}
         }
     }
     out
@@ -156,32 +245,77 @@ fn key(d: &Decision) -> String {
             ..
         }) => format!("read {} {range} miss {:?}", stream.0, miss.map(|m| m.0)),
         Some(Input::Fetched { ok, .. }) => format!("fetched {ok}"),
+        Some(Input::Hint { stream, ranges, .. }) => {
+            format!("hint {} of {} ranges", stream.0, ranges.len())
+        }
         Some(other) => format!("{other:?}"),
         None => "timer".into(),
     };
     format!("{input} -> {:?}", fetch_ranges(&d.outputs))
 }
 
-/// Runs the scenario in the simulator. `files` are the files' bytes (the simulator reads none; the
-/// bytes a client would get are the file's bytes over the ranges it read).
-pub fn run_sim(s: &Scenario, files: &[Vec<u8>]) -> Result<WorldRun, String> {
+/// The simulator's config for the scenario.
+pub fn sim_config(s: &Scenario) -> Result<SimConfig, String> {
     let mut table = toml::Table::new();
+    table.insert("seed".into(), toml::Value::Integer(s.seed as i64));
     let mut sets = vec![
         format!("device.preset={}", s.device),
         format!("policy.name={}", s.policy),
-        "workload.kind=streams".to_string(),
         format!("workload.streams={}", s.streams),
         format!("workload.request={}", s.request_bytes),
         format!("workload.file_size={}", s.file_bytes),
         format!("host.memory={}", s.memory.0),
     ];
+    match s.workload {
+        Workload::Sequential => sets.push("workload.kind=streams".into()),
+        Workload::Scan => sets.push("workload.kind=scan".into()),
+        Workload::Gaps { gap_bytes } => {
+            sets.push("workload.kind=gaps".into());
+            sets.push(format!("workload.gap={gap_bytes}"));
+        }
+    }
+    if let Some((disks, strip_bytes)) = s.raid0 {
+        sets.push("device.kind=raid0".into());
+        sets.push(format!("device.disks={disks}"));
+        sets.push(format!("device.strip={strip_bytes}"));
+    }
     if s.policy.ends_with("seqp") {
         sets.push(format!("policy.readahead_max={}", s.readahead_max.0));
     }
+    sets.extend(s.policy_sets.iter().cloned());
     for set in sets {
         apply_set(&mut table, &set).map_err(|e| e.to_string())?;
     }
-    let cfg = SimConfig::from_table(table, None).map_err(|e| e.to_string())?;
+    SimConfig::from_table(table, None).map_err(|e| e.to_string())
+}
+
+/// Each client's reads, `(offset, bytes)` in order, as the simulator's clients issue them.
+pub fn plans(s: &Scenario) -> Result<Vec<Vec<(u64, u64)>>, String> {
+    let cfg = sim_config(s)?;
+    let rng = foresight_core::Rng::new(cfg.seed);
+    (0..s.streams as u64)
+        .map(|i| match s.workload {
+            Workload::Sequential => Ok((0..s.file_bytes.div_ceil(s.request_bytes))
+                .map(|k| {
+                    let at = k * s.request_bytes;
+                    (at, s.request_bytes.min(s.file_bytes - at))
+                })
+                .collect()),
+            // The simulator forks one generator per client from the run's seed.
+            Workload::Scan | Workload::Gaps { .. } => foresight_sim::plans::plan(
+                &cfg.workload,
+                &mut rng.fork(i),
+                foresight_sim::plans::MAX_DISCLOSED_READS,
+            )
+            .ok_or_else(|| "the plan is too long".to_string()),
+        })
+        .collect()
+}
+
+/// Runs the scenario in the simulator. `files` are the files' bytes (the simulator reads none; the
+/// bytes a client would get are the file's bytes over the ranges it read).
+pub fn run_sim(s: &Scenario, files: &[Vec<u8>]) -> Result<WorldRun, String> {
+    let cfg = sim_config(s)?;
     let log = DecisionLog::new();
     let out = foresight_sim::sim::run_wrapped(
         &cfg,
@@ -211,22 +345,42 @@ pub fn run_sim(s: &Scenario, files: &[Vec<u8>]) -> Result<WorldRun, String> {
         streams,
         decisions,
         elapsed_s: out.report.elapsed_s,
+        device_bytes: out.report.device_bytes,
         throughput_mib_s: out.report.throughput_mib_s,
     })
 }
 
+/// The policy settings the engine runs with: the simulator's, with the device figures `directed`
+/// derives its infill threshold from filled in from the same drive, as the simulator fills them.
+pub fn engine_policy(s: &Scenario) -> Result<foresight_policy::PolicyConfig, String> {
+    let cfg = sim_config(s)?;
+    let mut policy = cfg.policy.clone();
+    if policy.name == "directed" {
+        let (curve, media) =
+            foresight_sim::build::positioning_figures(&cfg.device).map_err(|e| e.to_string())?;
+        policy.directed.positioning_curve_ns = curve;
+        policy.directed.media_bytes_per_s = media;
+    }
+    Ok(policy)
+}
+
 /// Runs the scenario through the real engine on the emulated backend; `paths[i]` is client `i`'s
-/// file.
+/// file. A client that discloses its reads does so, as the simulator's does, just before its
+/// first read.
 pub fn run_engine(s: &Scenario, paths: &[PathBuf]) -> Result<WorldRun, String> {
-    let emulated = EmulatedConfig::preset(&s.device)
+    let mut emulated = EmulatedConfig::preset(&s.device)
         .map_err(|e| e.to_string())?
         .spread(s.streams);
+    if let Some((disks, strip_bytes)) = s.raid0 {
+        emulated = emulated.raid0(disks, strip_bytes);
+    }
+    let plans = plans(s)?;
+    let hinted = !matches!(s.workload, Workload::Sequential);
     let log = DecisionLog::new();
     let recorder = log.clone();
     let engine = Engine::builder()
         .backend(Backend::Emulated(emulated))
-        .policy(&s.policy)
-        .readahead_max(s.readahead_max)
+        .policy_config(engine_policy(s)?)
         .memory(s.memory)
         .queue_depth(32)
         .wrap_policy(Box::new(move |p| recorder.wrap(p)))
@@ -244,22 +398,27 @@ pub fn run_engine(s: &Scenario, paths: &[PathBuf]) -> Result<WorldRun, String> {
         }
     }
     let started = std::time::Instant::now();
-    let request = s.request_bytes as usize;
     let handles: Vec<_> = readers
         .into_iter()
-        .map(|mut r| {
+        .zip(plans)
+        .map(|(mut r, plan)| {
             std::thread::spawn(move || -> std::io::Result<(u64, u64)> {
                 let mut h = hasher();
-                let mut buf = vec![0u8; request];
+                let mut buf = Vec::new();
                 let mut total = 0u64;
-                loop {
-                    let n = r.read(&mut buf)?;
-                    if n == 0 {
-                        return Ok((total, h.finish()));
-                    }
-                    h.write(&buf[..n]);
-                    total += n as u64;
+                if hinted {
+                    let ranges: Vec<ByteRange> =
+                        plan.iter().map(|&(o, l)| ByteRange::new(o, l)).collect();
+                    r.hint(&ranges).map_err(std::io::Error::other)?;
                 }
+                for (offset, bytes) in plan {
+                    buf.resize(bytes as usize, 0);
+                    r.seek(SeekFrom::Start(offset))?;
+                    r.read_exact(&mut buf)?;
+                    h.write(&buf);
+                    total += bytes;
+                }
+                Ok((total, h.finish()))
             })
         })
         .collect();
@@ -272,6 +431,7 @@ pub fn run_engine(s: &Scenario, paths: &[PathBuf]) -> Result<WorldRun, String> {
         );
     }
     let elapsed_s = started.elapsed().as_secs_f64();
+    let device_bytes = engine.stats().device_bytes;
     let decisions = log.decisions();
     let mut streams = traces(&decisions, s.streams);
     for (t, (bytes, hash)) in streams.iter_mut().zip(got) {
@@ -284,33 +444,52 @@ pub fn run_engine(s: &Scenario, paths: &[PathBuf]) -> Result<WorldRun, String> {
         streams,
         decisions,
         elapsed_s,
+        device_bytes,
         throughput_mib_s: total as f64 / (1u64 << 20) as f64 / elapsed_s.max(1e-9),
     })
+}
+
+/// The first index where two sequences differ, with both sides, for a report.
+fn first_diff<T: std::fmt::Debug + PartialEq>(
+    what: &str,
+    i: usize,
+    (wa, a): (&str, &[T]),
+    (wb, b): (&str, &[T]),
+) -> Option<String> {
+    if a == b {
+        return None;
+    }
+    let k = a
+        .iter()
+        .zip(b)
+        .position(|(p, q)| p != q)
+        .unwrap_or(a.len().min(b.len()));
+    Some(format!(
+        "stream {i}, {what} {k} (of {} vs {}): {wa} {:?} vs {wb} {:?}",
+        a.len(),
+        b.len(),
+        a.get(k),
+        b.get(k)
+    ))
 }
 
 /// Compares two runs of the same scenario.
 pub fn compare(a: &WorldRun, b: &WorldRun) -> Comparison {
     let mut first = None;
-    let mut per_stream_equal = a.streams.len() == b.streams.len();
-    let mut bytes_equal = per_stream_equal;
+    let same_len = a.streams.len() == b.streams.len();
+    let (mut per_stream_equal, mut fetch_sequences_equal, mut bytes_equal) =
+        (same_len, same_len, same_len);
     for (i, (x, y)) in a.streams.iter().zip(&b.streams).enumerate() {
-        if x.reads != y.reads {
+        let reads = first_diff("read", i, (a.world, &x.reads), (b.world, &y.reads));
+        let hints = first_diff("hint", i, (a.world, &x.hints), (b.world, &y.hints));
+        if reads.is_some() || hints.is_some() {
             per_stream_equal = false;
-            if first.is_none() {
-                let k = x
-                    .reads
-                    .iter()
-                    .zip(&y.reads)
-                    .position(|(p, q)| p != q)
-                    .unwrap_or(x.reads.len().min(y.reads.len()));
-                first = Some(format!(
-                    "stream {i}, read {k}: {} {:?} vs {} {:?}",
-                    a.world,
-                    x.reads.get(k),
-                    b.world,
-                    y.reads.get(k)
-                ));
-            }
+            first = first.or(reads).or(hints);
+        }
+        let fetches = first_diff("fetch", i, (a.world, &x.fetches), (b.world, &y.fetches));
+        if fetches.is_some() {
+            fetch_sequences_equal = false;
+            first = first.or(fetches);
         }
         if (x.bytes, x.bytes_hash) != (y.bytes, y.bytes_hash) {
             bytes_equal = false;
@@ -325,7 +504,7 @@ pub fn compare(a: &WorldRun, b: &WorldRun) -> Comparison {
     let keys = |w: &WorldRun| -> Vec<String> {
         w.decisions
             .iter()
-            .filter(|d| matches!(d.input, Some(Input::Read { .. })))
+            .filter(|d| matches!(d.input, Some(Input::Read { .. } | Input::Hint { .. })))
             .map(key)
             .collect()
     };
@@ -337,6 +516,7 @@ pub fn compare(a: &WorldRun, b: &WorldRun) -> Comparison {
     };
     Comparison {
         per_stream_equal,
+        fetch_sequences_equal,
         bytes_equal,
         global_equal: keys(a) == keys(b),
         fetches: (count(a), count(b)),

@@ -10,5 +10,7 @@
 pub mod conformance;
 pub mod recording;
 
-pub use conformance::{compare, run_engine, run_sim, Comparison, Scenario, StreamTrace, WorldRun};
+pub use conformance::{
+    compare, run_engine, run_sim, Comparison, ReadStep, Scenario, StreamTrace, Workload, WorldRun,
+};
 pub use recording::{Decision, DecisionLog};

@@ -17,6 +17,8 @@ pub struct Decision {
     pub input: Option<Input>,
     /// What the policy asked for in answer.
     pub outputs: Vec<Output>,
+    /// When, by the driver's clock (simulated time, or real time since the engine started).
+    pub at: Instant,
 }
 
 /// A shared log of decisions; clones share it.
@@ -55,6 +57,7 @@ impl DecisionLog {
             None => log.push(Decision {
                 input: None,
                 outputs: vec![o.clone()],
+                at: Instant::ZERO,
             }),
         }
     }
@@ -74,6 +77,7 @@ impl Policy for Recording {
         self.log.push(Decision {
             input: Some(input.clone()),
             outputs: Vec::new(),
+            at: now,
         });
         self.inner.handle(now, input);
     }
@@ -92,6 +96,7 @@ impl Policy for Recording {
         self.log.push(Decision {
             input: None,
             outputs: Vec::new(),
+            at: now,
         });
         self.inner.handle_timeout(now);
     }

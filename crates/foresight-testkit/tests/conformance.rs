@@ -1,56 +1,146 @@
-//! The conformance suite: four clients under `seqp` on a WD800JD, in the simulator and in the real
-//! engine's emulated backend. Per client, the policy must see the same reads and misses and make the
-//! same fetches, and the client must get the same bytes (the file's). The global interleaving is
-//! printed, not required (see `foresight_testkit::conformance`).
+//! The conformance suite: each scenario runs in the simulator and in the real engine's emulated
+//! backend, and the policy must decide the same in both. Per client, the policy must see the same
+//! reads and misses and answer each read and each hint the same way (fetches, deferrals,
+//! releases), it must fetch the same ranges of the client's file in the same order, and the client
+//! must get the same bytes (the file's); the total fetches must match. The global interleaving of
+//! clients is printed, not required (see `foresight_testkit::conformance`). A scenario whose
+//! decisions depend on timing says which checks it leaves out and why.
 
-use foresight_testkit::conformance::{file_bytes, reads_per_stream, write_files};
-use foresight_testkit::{compare, run_engine, run_sim, Scenario};
+use foresight_core::ByteLen;
+use foresight_testkit::conformance::{file_bytes, plans, reads_per_stream, write_files};
+use foresight_testkit::{compare, run_engine, run_sim, Comparison, Scenario, Workload, WorldRun};
 
-#[test]
-fn four_streams_under_seqp_decide_the_same_in_both_worlds() {
-    let s = Scenario::four_streams_seqp_wd800jd();
+/// Runs `s` in both worlds and prints how they compare. Every client must have read every byte it
+/// planned, and got the file's bytes, in both worlds.
+fn run_both(name: &str, s: &Scenario) -> (WorldRun, WorldRun, Comparison) {
     let files: Vec<Vec<u8>> = (0..s.streams as u64)
         .map(|i| file_bytes(s.file_bytes, i))
         .collect();
-    let dir = std::env::temp_dir().join(format!("foresight-conformance-{}", std::process::id()));
+    let dir = std::env::temp_dir().join(format!(
+        "foresight-conformance-{name}-{}",
+        std::process::id()
+    ));
     let paths = write_files(&dir, &files).unwrap();
-    let sim = run_sim(&s, &files).unwrap();
-    let engine = run_engine(&s, &paths).unwrap();
+    let sim = run_sim(s, &files).unwrap();
+    let engine = run_engine(s, &paths);
     let _ = std::fs::remove_dir_all(&dir);
+    let engine = engine.unwrap();
     let c = compare(&sim, &engine);
     eprintln!(
-        "conformance: sim {:.3} s ({:.1} MiB/s simulated), engine {:.3} s ({:.1} MiB/s on the emulated drive); \
-         fetches {} vs {}; reads per stream {:?} vs {:?}; per-stream decisions equal: {}; bytes equal: {}; \
+        "conformance {name}: sim {:.3} s ({:.1} MiB/s simulated, {} device bytes), engine {:.3} s \
+         ({:.1} MiB/s on the emulated drive, {} device bytes); fetches {} vs {}; reads per stream \
+         {:?} vs {:?}; per-stream decisions equal: {}; fetch sequences equal: {}; bytes equal: {}; \
          global order equal: {}",
         sim.elapsed_s,
         sim.throughput_mib_s,
+        sim.device_bytes,
         engine.elapsed_s,
         engine.throughput_mib_s,
+        engine.device_bytes,
         c.fetches.0,
         c.fetches.1,
         reads_per_stream(&sim),
         reads_per_stream(&engine),
         c.per_stream_equal,
+        c.fetch_sequences_equal,
         c.bytes_equal,
         c.global_equal
     );
+    assert!(c.bytes_equal, "{:?}", c.first_difference);
+    let plans = plans(s).unwrap();
+    for world in [&sim, &engine] {
+        for (t, plan) in world.streams.iter().zip(&plans) {
+            let planned: u64 = plan.iter().map(|&(_, l)| l).sum();
+            assert_eq!(t.bytes, planned, "{}: a client missed bytes", world.world);
+            assert_eq!(
+                t.reads.iter().map(|r| r.range).collect::<Vec<_>>(),
+                plan.iter()
+                    .map(|&(o, l)| foresight_core::ByteRange::new(o, l))
+                    .collect::<Vec<_>>(),
+                "{}: the policy saw other reads than the client's",
+                world.world
+            );
+        }
+    }
+    (sim, engine, c)
+}
+
+/// The checks a scenario whose decisions do not depend on timing must pass.
+fn same_decisions(c: &Comparison) {
     assert!(c.fetches.0 > 0, "the scenario must exercise the policy");
     assert!(c.per_stream_equal, "{:?}", c.first_difference);
-    assert!(c.bytes_equal, "{:?}", c.first_difference);
-    // Per-stream traces hold the fetches answered to reads; fetches a policy issues on a
-    // completion or a timer are in neither, so the totals are compared as well.
+    assert!(c.fetch_sequences_equal, "{:?}", c.first_difference);
+    // Per-stream read traces hold the fetches answered to reads; fetches a policy issues on a
+    // completion or a timer are in the fetch sequences, and the totals are compared as well.
     assert_eq!(
         c.fetches.0, c.fetches.1,
         "fetch ranges issued in all, sim against engine"
     );
-    for (t, f) in engine.streams.iter().zip(&files) {
-        assert_eq!(t.bytes, f.len() as u64, "every client read its whole file");
-    }
-    // The emulated drive is the simulator's drive: the same work takes about the same time
-    // (generous bounds: the engine adds the host's real latencies).
+}
+
+/// The emulated drive is the simulator's drive: the same work takes about the same time
+/// (generous bounds: the engine adds the host's real latencies).
+fn similar_time(sim: &WorldRun, engine: &WorldRun) {
     let ratio = engine.elapsed_s / sim.elapsed_s;
     assert!(
         (0.5..3.0).contains(&ratio),
         "engine/sim time ratio {ratio:.2}"
     );
+}
+
+#[test]
+fn four_streams_under_seqp_decide_the_same_in_both_worlds() {
+    let (sim, engine, c) = run_both("seqp", &Scenario::four_streams_seqp_wd800jd());
+    same_decisions(&c);
+    similar_time(&sim, &engine);
+}
+
+/// `directed` (paper 003) with two clients, each scanning its own 2 MiB table in 8 KiB pages in a
+/// seeded random order that it discloses before its first read. The window holds the whole
+/// table, so the policy plans every fetch when it hears the hints.
+#[test]
+fn two_scans_under_directed_decide_the_same_in_both_worlds() {
+    let s = Scenario {
+        workload: Workload::Scan,
+        streams: 2,
+        file_bytes: 2 << 20,
+        request_bytes: 8 << 10,
+        policy: "directed".into(),
+        ..Scenario::four_streams_seqp_wd800jd()
+    };
+    let (_, _, c) = run_both("directed-scan", &s);
+    same_decisions(&c);
+}
+
+/// `directed` with infill: one client reads 8 KiB every 32 KiB and discloses it; the sweep reads
+/// through the gaps (at most 64 KiB of them) and releases the gap bytes.
+#[test]
+fn a_gapped_sweep_under_directed_with_infill_decides_the_same_in_both_worlds() {
+    let s = Scenario {
+        workload: Workload::Gaps {
+            gap_bytes: 24 << 10,
+        },
+        streams: 1,
+        file_bytes: 4 << 20,
+        request_bytes: 8 << 10,
+        policy: "directed".into(),
+        policy_sets: vec!["policy.infill_max=64KiB".into()],
+        ..Scenario::four_streams_seqp_wd800jd()
+    };
+    let (_, _, c) = run_both("directed-gaps", &s);
+    same_decisions(&c);
+}
+
+/// `saseqp` (paper 000) over a RAID-0 of four WD800JDs with 64 KiB strips.
+#[test]
+fn four_streams_under_saseqp_on_raid0_decide_the_same_in_both_worlds() {
+    let s = Scenario {
+        raid0: Some((4, 64 << 10)),
+        policy: "saseqp".into(),
+        readahead_max: ByteLen::kib(512),
+        ..Scenario::four_streams_seqp_wd800jd()
+    };
+    let (sim, engine, c) = run_both("saseqp-raid0", &s);
+    same_decisions(&c);
+    similar_time(&sim, &engine);
 }
