@@ -8,7 +8,9 @@
 //! reads for whatever part of the request is still uncovered. The reader then waits for the chunks
 //! under its request, in order, and copies their bytes out. A chunk the application has read to its
 //! end is freed at once: the engine is a prefetcher, not a cache (the page cache is bypassed with
-//! `O_DIRECT`). Nothing here decides what to read ahead: that is the policy's alone.
+//! `O_DIRECT`). An `Output::Release` frees the released pages, as the simulator's page cache does:
+//! chunks wholly inside it go, and a chunk it covers in part is replaced by copies of the pages it
+//! keeps. Nothing here decides what to read ahead: that is the policy's alone.
 //!
 //! Memory: every buffer comes from the [`BufferPool`], whose hard budget covers prefetched, in-flight
 //! and demand buffers. A fetch that does not fit is cut short and the policy is told with
@@ -1049,26 +1051,139 @@ impl Core {
         let Some(f) = self.files.get(file.0 as usize) else {
             return;
         };
-        // Only chunks whose bytes all lie in the range go. A range that reaches the end of the
-        // file covers its last, partial page: that chunk holds no bytes past the end.
+        // Whole pages of the range go. A range that reaches the end of the file covers its last,
+        // partial page: that chunk holds no bytes past the end.
         let first = range.start.0.div_ceil(PAGE_BYTES);
         let end = if range.end().0 >= f.size_bytes {
             f.size_bytes.div_ceil(PAGE_BYTES)
         } else {
             range.end().0 / PAGE_BYTES
         };
-        let ids: Vec<u32> = f
+        if first >= end {
+            return;
+        }
+        // Chunks that start before the range may reach into it.
+        let from = f
             .chunks
-            .range(first..end.max(first))
-            .map(|(_, &id)| id)
-            .filter(|&id| self.chunk(id).end_page <= end)
-            .collect();
+            .range(..first)
+            .next_back()
+            .map_or(first, |(&k, _)| k);
+        let ids: Vec<u32> = f.chunks.range(from..end).map(|(_, &id)| id).collect();
         for id in ids {
-            let c = self.chunk_mut(id);
-            if matches!(c.state, State::Ready { .. }) && c.pins == 0 {
+            let c = self.chunk(id);
+            if !matches!(c.state, State::Ready { .. }) || c.pins > 0 || c.end_page <= first {
+                continue;
+            }
+            if first <= c.first_page && c.end_page <= end {
                 self.free_chunk(id);
+            } else {
+                // Part of a chunk: a fetch that read through gaps between the reads the policy
+                // wants (`directed`'s infill) releases the gaps when it completes. Keeping them
+                // would hold memory the policy counts as free, and a later fetch of those pages
+                // would find them here and complete without reading, where the simulator's page
+                // cache, which drops each released page, reads them again.
+                self.split_chunk(id, first.max(c.first_page), end.min(c.end_page));
             }
         }
+    }
+
+    /// Replaces filled, unpinned chunk `id` with copies of its pages outside `[cut_first,
+    /// cut_end)`, freeing the cut pages. The copies' buffers are taken before the chunk's is
+    /// freed, within the budget; if memory refuses them, the chunk stays whole.
+    fn split_chunk(&mut self, id: u32, cut_first: u64, cut_end: u64) {
+        let c = self.chunk(id);
+        let State::Ready { valid_bytes, buf } = &c.state else {
+            return;
+        };
+        let buf = buf.clone();
+        let start = c.start_bytes();
+        let valid_end = start + valid_bytes;
+        // Reads copy a chunk from its start on; bytes up to here have been read.
+        let consumed_end = start + c.consumed_bytes;
+        // The kept pieces, pages before the cut and after it: (first page, end page, valid
+        // bytes, bytes already read). A piece read to its end is not kept.
+        let pieces: Vec<(u64, u64, u64, u64)> = [(c.first_page, cut_first), (cut_end, c.end_page)]
+            .into_iter()
+            .filter(|&(a, b)| a < b)
+            .filter_map(|(a, b)| {
+                let from = a * PAGE_BYTES;
+                let bytes = (b * PAGE_BYTES).min(valid_end).saturating_sub(from);
+                let consumed = consumed_end.saturating_sub(from).min(bytes);
+                (consumed < bytes).then_some((a, b, bytes, consumed))
+            })
+            .collect();
+        let mut bufs = Vec::with_capacity(pieces.len());
+        for &(a, b, bytes, _) in &pieces {
+            match self.pool.alloc((b - a) * PAGE_BYTES, Purpose::Demand) {
+                Some(mut nb) => {
+                    let from = (a * PAGE_BYTES - start) as usize;
+                    nb.as_mut_slice()[..bytes as usize]
+                        .copy_from_slice(&buf.as_slice()[from..from + bytes as usize]);
+                    bufs.push(nb);
+                }
+                None => {
+                    for nb in bufs {
+                        self.pool.free(nb);
+                    }
+                    return;
+                }
+            }
+        }
+        drop(buf);
+        // Each piece stays in the chunk's class: claimed for the reader about to copy it, or
+        // evictable as unused or used data.
+        let class = self.chunk(id).lru.map_or(Lru::Used, |(class, _)| class);
+        self.lru_remove(id);
+        let old = self.chunks[id as usize].take().expect("a live chunk");
+        self.free_slots.push(id);
+        let State::Ready {
+            valid_bytes: old_valid,
+            buf: old_buf,
+        } = old.state
+        else {
+            unreachable!("checked above")
+        };
+        if old.prefetched && !old.used {
+            let kept: u64 = pieces.iter().map(|&(_, _, bytes, _)| bytes).sum();
+            self.stats.wasted_bytes += old_valid - kept;
+        }
+        self.files[old.file.0 as usize]
+            .chunks
+            .remove(&old.first_page);
+        let old_buf =
+            Arc::try_unwrap(old_buf).expect("an unpinned chunk's buffer has no other owner");
+        self.pool.free(old_buf);
+        for ((a, b, bytes, consumed), nb) in pieces.into_iter().zip(bufs) {
+            let piece = Chunk {
+                file: old.file,
+                first_page: a,
+                end_page: b,
+                expect_bytes: bytes,
+                io_bytes: (b - a) * PAGE_BYTES,
+                filled_bytes: bytes,
+                state: State::Ready {
+                    valid_bytes: bytes,
+                    buf: Arc::new(nb),
+                },
+                direct: old.direct,
+                fetch: None,
+                prefetched: old.prefetched,
+                owner: old.owner,
+                for_stream: old.for_stream,
+                urgent: old.urgent,
+                used: old.used,
+                consumed_bytes: consumed,
+                pins: 0,
+                waiters: Vec::new(),
+                lru: None,
+                doomed: false,
+            };
+            let pid =
+                foresight_core::take_slot(&mut self.chunks, &mut self.free_slots, Some(piece));
+            self.files[old.file.0 as usize].chunks.insert(a, pid);
+            self.lru_insert(pid, class);
+        }
+        self.wake_memory_waiters();
     }
 
     // ---- chunks and memory ----------------------------------------------------------------
@@ -1671,6 +1786,97 @@ mod tests {
         }
         assert_eq!(*backend.batches.lock().unwrap(), vec![1, 1]);
         assert_eq!(core.in_flight, 2);
+        core.check();
+    }
+
+    /// A release that covers part of a filled chunk frees the released pages and keeps the rest,
+    /// byte for byte: the pages then read as missing (a later fetch reads them again, as the
+    /// simulator's page cache does), and the memory they held is free. Before, only chunks wholly
+    /// inside the range were freed, so a fetch through gaps kept the gaps for as long as the
+    /// chunk lived.
+    #[test]
+    fn a_release_inside_a_chunk_frees_those_pages_and_keeps_the_rest() {
+        let backend = Arc::new(Holding::default());
+        let cfg = PolicyConfig {
+            name: "none".into(),
+            ..PolicyConfig::default()
+        };
+        let policy =
+            foresight_policy::build(&cfg, Arc::new(foresight_policy::Layout::unplaced(&[])))
+                .unwrap();
+        let mut core = Core::new(
+            policy,
+            backend.clone(),
+            CoreConfig {
+                memory_bytes: 4 << 20,
+                queue_depth: 2,
+                max_io_bytes: 1 << 20,
+                prefault: false,
+            },
+            Arc::new(Condvar::new()),
+        );
+        let handle = FileHandle {
+            id: core.next_file_id(),
+            path: PathBuf::from("mem"),
+            file: None,
+            direct: false,
+            size_bytes: 1 << 20,
+            identity: (1, 1),
+            modified: None,
+            volume_offset_bytes: None,
+        };
+        let (file, _, _, _) = core.open(handle);
+        let chunk_bytes = 256u64 << 10;
+        assert_eq!(
+            core.fetch(FetchId(0), file, ByteRange::new(0, chunk_bytes), None),
+            (1, false)
+        );
+        core.dispatch();
+        let mut done = completions(&backend);
+        for c in &mut done {
+            for (i, b) in c.buf.as_mut_slice().iter_mut().enumerate() {
+                *b = (i % 251) as u8;
+            }
+        }
+        core.complete_all(Instant(1), &mut done);
+        let lent_before = core.pool.lent_bytes();
+        // Release [64 KiB, 128 KiB) and an unaligned range that covers page 50 whole.
+        core.release(file, ByteRange::new(64 << 10, 64 << 10));
+        core.release(file, ByteRange::new(50 * PAGE_BYTES - 1, PAGE_BYTES + 2));
+        assert!(matches!(core.find(file, 64 << 10), Found::Missing));
+        assert!(matches!(core.find(file, (128 << 10) - 1), Found::Missing));
+        assert!(matches!(core.find(file, 50 * PAGE_BYTES), Found::Missing));
+        for (pos, kept_end) in [
+            (0, 64 << 10),
+            (128 << 10, 49 * PAGE_BYTES),
+            (49 * PAGE_BYTES, 50 * PAGE_BYTES),
+            (51 * PAGE_BYTES, chunk_bytes),
+            (chunk_bytes - 1, chunk_bytes),
+        ] {
+            let Found::Ready {
+                chunk,
+                chunk_start,
+                valid_end,
+            } = core.find(file, pos)
+            else {
+                panic!("byte {pos} was not kept")
+            };
+            assert!(
+                valid_end >= kept_end && valid_end <= chunk_bytes,
+                "byte {pos}"
+            );
+            let buf = core.pin(chunk);
+            let at = (pos - chunk_start) as usize;
+            assert_eq!(buf.as_slice()[at], (pos % 251) as u8, "byte {pos}");
+            drop(buf);
+            core.chunk_mut(chunk).pins -= 1;
+        }
+        let freed = (64 << 10) + PAGE_BYTES;
+        assert!(
+            core.pool.lent_bytes() <= lent_before - freed,
+            "lent {} of {lent_before}",
+            core.pool.lent_bytes()
+        );
         core.check();
     }
 }
