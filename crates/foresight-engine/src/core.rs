@@ -857,12 +857,15 @@ impl Core {
     /// are the application's, not prefetched.
     fn run_policy(&mut self, now: Instant, mut trigger: Option<(StreamId, FileId, u64, u64)>) {
         let mut short_told = false;
+        // Whether memory cut a fetch short since the policy was last told. It outlives the round
+        // that saw it: a fetch refused whole completes at once (`done_now`), and the policy hears
+        // that completion first and the shortage after it, as the simulator tells it.
+        let mut cut_short = false;
         let reader = trigger;
         let mut fetches_changed = false;
         // Fetches of the triggering read's file, for the read if the policy defers it after them.
         let mut fetched_here: Vec<(u64, u64)> = Vec::new();
         loop {
-            let mut cut_short = false;
             while let Some(out) = self.policy.poll_output() {
                 match out {
                     Output::Fetch {

@@ -224,3 +224,27 @@ fn gap_bytes_brought_in_by_infill_are_the_files_bytes() {
     );
     engine.check_invariants();
 }
+
+/// A fetch that memory refuses whole is memory pressure, and the policy hears it: four disclosed
+/// 1 MiB reads under a 4 MiB budget, of which prefetches may use 3 MiB, so the fourth fetch gets
+/// nothing. The engine completed that fetch at once (`ok: false`) and then, with the completion
+/// handled first, forgot the shortage, so the policy was never told memory was short unless some
+/// other fetch was cut short in part; the simulator tells it either way.
+#[test]
+fn a_fetch_refused_whole_is_reported_as_memory_pressure() {
+    let noop = NoopBackend::new();
+    noop.insert("/mem/p", content(4 << 20, 3));
+    let engine = Engine::builder()
+        .backend(Backend::Noop(noop))
+        .memory(ByteLen::mib(4))
+        .policy("directed")
+        .build()
+        .unwrap();
+    let r = engine.open("/mem/p").unwrap();
+    let reads: Vec<ByteRange> = (0..4).map(|i| ByteRange::new(i << 20, 1 << 20)).collect();
+    r.hint(&reads).unwrap();
+    let s = engine.stats();
+    assert_eq!(s.fetches, 4, "{s:?}");
+    assert_eq!(s.memory_pressure_events, 1, "{s:?}");
+    engine.check_invariants();
+}
