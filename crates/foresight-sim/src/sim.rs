@@ -141,10 +141,10 @@ pub fn run(cfg: &SimConfig, opts: RunOptions<'_>) -> Result<RunOutput, SimError>
     run_wrapped(cfg, opts, &mut |p| p)
 }
 
-/// Runs one simulation with the page-cache (file-level) policy passed through `wrap` first, so a
-/// caller can observe every input and decision; `foresight-testkit`'s conformance suite records
-/// them this way to compare the simulator with the real engine. `run` is `run_wrapped` with the
-/// identity.
+/// Runs one simulation with each layer's policy passed through `wrap` first (the page cache's,
+/// then the block level's if the policy has one: the stream scheduler, or MSP), so a caller can
+/// observe every input and decision; `foresight-testkit`'s conformance suite records them this
+/// way to compare the simulator with the real engine. `run` is `run_wrapped` with the identity.
 pub fn run_wrapped(
     cfg: &SimConfig,
     mut opts: RunOptions<'_>,
@@ -167,6 +167,9 @@ pub fn run_wrapped(
     }
     let mut sim = Sim::new(cfg, opts.record_requests)?;
     sim.page_cache.wrap_policy(wrap);
+    if let Some(rc) = sim.raid_cache.as_mut() {
+        rc.wrap_policy(wrap);
+    }
     sim.run(opts.progress.take());
     let mut out = sim.finish();
     out.report.wall_s = wall.elapsed().as_secs_f64();

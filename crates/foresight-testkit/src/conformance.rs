@@ -32,8 +32,9 @@ use std::hash::Hasher;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
-use foresight_core::{ByteLen, ByteOffset, ByteRange, StreamId};
+use foresight_core::{ByteLen, ByteOffset, ByteRange, FileId, StreamId};
 use foresight_engine::{Backend, EmulatedConfig, Engine};
+use foresight_policy::layout::{FileLayout, VOLUME_FILE};
 use foresight_policy::{Input, Output};
 use foresight_sim::config::{apply_set, SimConfig};
 use foresight_sim::RunOptions;
@@ -146,6 +147,9 @@ pub struct WorldRun {
     pub streams: Vec<StreamTrace>,
     /// Every decision, in order.
     pub decisions: Vec<Decision>,
+    /// Where the driver placed the clients' files on its volume, as it told the policy (the
+    /// engine; the simulator gives its policies the whole layout up front, so this is empty).
+    pub files: Vec<FileLayout>,
     /// Seconds the run took (simulated, or real time on the emulated device).
     pub elapsed_s: f64,
     /// Bytes the (modelled) device read.
@@ -317,13 +321,25 @@ pub fn plans(s: &Scenario) -> Result<Vec<Vec<(u64, u64)>>, String> {
 pub fn run_sim(s: &Scenario, files: &[Vec<u8>]) -> Result<WorldRun, String> {
     let cfg = sim_config(s)?;
     let log = DecisionLog::new();
+    // The simulator runs the stream scheduler at the block level, below a page cache that reads
+    // on demand (paper 001's server): that is the policy the engine runs over files. Every other
+    // policy here is the page cache's.
+    let recorded_layer = usize::from(s.policy == "streams");
+    let mut layer = 0;
     let out = foresight_sim::sim::run_wrapped(
         &cfg,
         RunOptions {
             record_requests: true,
             progress: None,
         },
-        &mut |p| log.wrap(p),
+        &mut |p| {
+            layer += 1;
+            if layer - 1 == recorded_layer {
+                log.wrap(p)
+            } else {
+                p
+            }
+        },
     )
     .map_err(|e| e.to_string())?;
     let decisions = log.decisions();
@@ -344,6 +360,7 @@ pub fn run_sim(s: &Scenario, files: &[Vec<u8>]) -> Result<WorldRun, String> {
         world: "sim",
         streams,
         decisions,
+        files: Vec::new(),
         elapsed_s: out.report.elapsed_s,
         device_bytes: out.report.device_bytes,
         throughput_mib_s: out.report.throughput_mib_s,
@@ -443,10 +460,120 @@ pub fn run_engine(s: &Scenario, paths: &[PathBuf]) -> Result<WorldRun, String> {
         world: "engine",
         streams,
         decisions,
+        files: log.files(),
         elapsed_s,
         device_bytes,
         throughput_mib_s: total as f64 / (1u64 << 20) as f64 / elapsed_s.max(1e-9),
     })
+}
+
+/// The file and file range of a volume range, clipped to the extent it starts in; `None` outside
+/// every file.
+fn volume_to_file(files: &[FileLayout], range: ByteRange) -> Option<(FileId, ByteRange)> {
+    files.iter().enumerate().find_map(|(k, f)| {
+        f.extents.iter().find_map(|e| {
+            let start = range.start.0.checked_sub(e.volume_offset.0)?;
+            (start < e.len.0).then(|| {
+                let len = range.len.0.min(e.len.0 - start);
+                (
+                    FileId(k as u32),
+                    ByteRange::new(e.file_offset.0 + start, len),
+                )
+            })
+        })
+    })
+}
+
+impl WorldRun {
+    /// This run with a block-level policy's decisions (reads and fetches of volume bytes, one
+    /// anonymous stream) restated in the files of `files`: each read becomes a read of the file it
+    /// falls in by the client reading that file (client `k` reads file `k`), and each fetch,
+    /// deferral and release a range of that file, clipped to it, as the engine's scheduler over
+    /// files clips them. A fetch that starts past every file is kept as an empty range at the end
+    /// of the file before it. Decisions of file-level policies are left as they are.
+    pub fn in_files(&self, files: &[FileLayout]) -> WorldRun {
+        let map = |r: ByteRange| -> (FileId, ByteRange) {
+            volume_to_file(files, r).unwrap_or_else(|| {
+                // Past the end of a file: an empty range at the end of the file before it.
+                let (k, f) = files
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, f)| {
+                        f.extents
+                            .first()
+                            .is_some_and(|e| e.volume_offset <= r.start)
+                    })
+                    .max_by_key(|(_, f)| f.extents[0].volume_offset)
+                    .expect("a range past the start of the first file");
+                (FileId(k as u32), ByteRange::new(f.size.0, 0))
+            })
+        };
+        let decisions: Vec<Decision> = self
+            .decisions
+            .iter()
+            .map(|d| {
+                let input = match &d.input {
+                    Some(Input::Read {
+                        file, range, miss, ..
+                    }) if *file == VOLUME_FILE => {
+                        let (f, r) = map(*range);
+                        Some(Input::Read {
+                            stream: StreamId(f.0),
+                            file: f,
+                            range: r,
+                            miss: miss.map(|m| ByteOffset(r.start.0 + (m.0 - range.start.0))),
+                        })
+                    }
+                    other => other.clone(),
+                };
+                let outputs = d
+                    .outputs
+                    .iter()
+                    .map(|o| match o {
+                        Output::Fetch {
+                            id,
+                            file,
+                            range,
+                            into,
+                        } if *file == VOLUME_FILE => {
+                            let (file, range) = map(*range);
+                            Output::Fetch {
+                                id: *id,
+                                file,
+                                range,
+                                into: *into,
+                            }
+                        }
+                        Output::Defer { file, range } if *file == VOLUME_FILE => {
+                            let (file, range) = map(*range);
+                            Output::Defer { file, range }
+                        }
+                        Output::Release { file, range } if *file == VOLUME_FILE => {
+                            let (file, range) = map(*range);
+                            Output::Release { file, range }
+                        }
+                        other => other.clone(),
+                    })
+                    .collect();
+                Decision {
+                    input,
+                    outputs,
+                    at: d.at,
+                }
+            })
+            .collect();
+        let mut streams = traces(&decisions, self.streams.len() as u32);
+        for (t, old) in streams.iter_mut().zip(&self.streams) {
+            t.bytes = old.bytes;
+            t.bytes_hash = old.bytes_hash;
+        }
+        WorldRun {
+            streams,
+            decisions,
+            files: self.files.clone(),
+            ..self.clone()
+        }
+    }
 }
 
 /// The first index where two sequences differ, with both sides, for a report.

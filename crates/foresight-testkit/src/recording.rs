@@ -25,6 +25,7 @@ pub struct Decision {
 #[derive(Clone, Debug, Default)]
 pub struct DecisionLog {
     log: Arc<Mutex<Vec<Decision>>>,
+    files: Arc<Mutex<Vec<foresight_policy::layout::FileLayout>>>,
 }
 
 impl DecisionLog {
@@ -44,6 +45,12 @@ impl DecisionLog {
     /// Everything recorded so far.
     pub fn decisions(&self) -> Vec<Decision> {
         self.log.lock().expect("decision log poisoned").clone()
+    }
+
+    /// The files the driver added to the policy's layout while it ran (`Policy::add_file`), in
+    /// `FileId` order: where the engine placed the files it opened on its modelled volume.
+    pub fn files(&self) -> Vec<foresight_policy::layout::FileLayout> {
+        self.files.lock().expect("decision log poisoned").clone()
     }
 
     fn push(&self, d: Decision) {
@@ -102,6 +109,11 @@ impl Policy for Recording {
     }
 
     fn add_file(&mut self, file: foresight_policy::layout::FileLayout) {
+        self.log
+            .files
+            .lock()
+            .expect("decision log poisoned")
+            .push(file.clone());
         self.inner.add_file(file);
     }
 }
