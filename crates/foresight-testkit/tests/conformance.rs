@@ -103,6 +103,20 @@ fn four_streams_under_seqp_decide_the_same_in_both_worlds() {
     similar_time(&sim, &engine);
 }
 
+/// `seqp` with requests that are not whole pages (100,000 bytes) over files that end inside a
+/// page: misses that fall inside a page, and windows clipped at the end of each file.
+#[test]
+fn unaligned_requests_under_seqp_decide_the_same_in_both_worlds() {
+    let s = Scenario {
+        request_bytes: 100_000,
+        file_bytes: (4 << 20) + 12_345,
+        ..Scenario::four_streams_seqp_wd800jd()
+    };
+    let (sim, engine, c) = run_both("seqp-unaligned", &s);
+    same_decisions(&c);
+    similar_time(&sim, &engine);
+}
+
 /// `directed` (paper 003) with two clients, each scanning its own 2 MiB table in 8 KiB pages in a
 /// seeded random order that it discloses before its first read. The window holds the whole
 /// table, so the policy plans every fetch when it hears the hints.
@@ -168,6 +182,23 @@ fn a_scan_through_a_sliding_directed_window_costs_the_same_in_both_worlds() {
         sim.device_bytes
     );
     similar_time(&sim, &engine);
+}
+
+/// `directed` over a RAID-0 of four WD800JDs with 64 KiB strips: two hinted 4 MiB scans, the
+/// sweep ordered by position on the striped volume.
+#[test]
+fn two_scans_under_directed_on_raid0_decide_the_same_in_both_worlds() {
+    let s = Scenario {
+        raid0: Some((4, 64 << 10)),
+        workload: Workload::Scan,
+        streams: 2,
+        file_bytes: 4 << 20,
+        request_bytes: 8 << 10,
+        policy: "directed".into(),
+        ..Scenario::four_streams_seqp_wd800jd()
+    };
+    let (_, _, c) = run_both("directed-raid0", &s);
+    same_decisions(&c);
 }
 
 /// `saseqp` (paper 000) over a RAID-0 of four WD800JDs with 64 KiB strips.
