@@ -79,6 +79,11 @@ pub struct Scenario {
     pub readahead_max: ByteLen,
     /// The memory budget (page cache in the simulator, buffer pool in the engine).
     pub memory: ByteLen,
+    /// The engine's budget, when it is not `memory`. The engine keeps the last eighth of its
+    /// budget (at least one largest read) for the application's own reads, where the simulator's
+    /// page cache lets prefetches use all of it, so a scenario whose memory binds gives the engine
+    /// that much more for the same room to prefetch.
+    pub engine_memory: Option<ByteLen>,
     /// Further `policy.KEY=VALUE` settings, in the simulator's `--set` syntax; the engine gets
     /// the policy settings the simulator's config parsed from them.
     pub policy_sets: Vec<String>,
@@ -101,6 +106,7 @@ impl Scenario {
             policy: "seqp".into(),
             readahead_max: ByteLen::kib(128),
             memory: ByteLen::mib(256),
+            engine_memory: None,
             policy_sets: Vec::new(),
             seed: 1,
         }
@@ -398,7 +404,7 @@ pub fn run_engine(s: &Scenario, paths: &[PathBuf]) -> Result<WorldRun, String> {
     let engine = Engine::builder()
         .backend(Backend::Emulated(emulated))
         .policy_config(engine_policy(s)?)
-        .memory(s.memory)
+        .memory(s.engine_memory.unwrap_or(s.memory))
         .queue_depth(32)
         .wrap_policy(Box::new(move |p| recorder.wrap(p)))
         .build()
