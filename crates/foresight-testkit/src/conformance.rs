@@ -495,13 +495,14 @@ impl WorldRun {
     /// anonymous stream) restated in the files of `files`: each read becomes a read of the file it
     /// falls in by the client reading that file (client `k` reads file `k`), and each fetch,
     /// deferral and release a range of that file, clipped to it, as the engine's scheduler over
-    /// files clips them. A fetch that starts past every file is kept as an empty range at the end
+    /// files clips them. A range that starts between files is kept as an empty range at the end
     /// of the file before it. Decisions of file-level policies are left as they are.
     pub fn in_files(&self, files: &[FileLayout]) -> WorldRun {
         let map = |r: ByteRange| -> (FileId, ByteRange) {
             volume_to_file(files, r).unwrap_or_else(|| {
-                // Past the end of a file: an empty range at the end of the file before it.
-                let (k, f) = files
+                // Past the end of a file: an empty range at the end of the file before it (left
+                // in volume bytes if it lies before every file, where a comparison shows it).
+                files
                     .iter()
                     .enumerate()
                     .filter(|(_, f)| {
@@ -510,8 +511,9 @@ impl WorldRun {
                             .is_some_and(|e| e.volume_offset <= r.start)
                     })
                     .max_by_key(|(_, f)| f.extents[0].volume_offset)
-                    .expect("a range past the start of the first file");
-                (FileId(k as u32), ByteRange::new(f.size.0, 0))
+                    .map_or((VOLUME_FILE, r), |(k, f)| {
+                        (FileId(k as u32), ByteRange::new(f.size.0, 0))
+                    })
             })
         };
         let decisions: Vec<Decision> = self
