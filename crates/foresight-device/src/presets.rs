@@ -72,6 +72,32 @@ impl DeviceSpec {
             DeviceSpec::Ssd(p) => p.capacity,
         }
     }
+
+    /// The figures `directed`'s `infill_max = "auto"` weighs a gap with (paper
+    /// 003_eb9cef22f2823582.txt, Fig. 1): the positioning time against distance, as
+    /// `(distance_bytes, ns)` points at doubling distances from 4 KiB to the whole disk (the seek
+    /// curve at the distance's cylinder count, plus half a revolution of rotational wait), and
+    /// the outer-zone media rate in bytes per second, where files placed from the start of the
+    /// volume live. An SSD has no positioning cost: `(vec![], 0)`.
+    pub fn positioning_figures(&self) -> (Vec<(u64, u64)>, u64) {
+        match self {
+            DeviceSpec::Ssd(_) => (Vec::new(), 0),
+            DeviceSpec::Hdd(p) => {
+                let capacity = p.capacity().0;
+                let bytes_per_cyl = (capacity / u64::from(p.cylinders.max(1))).max(1);
+                let half_turn_ns = p.rotation_period().as_nanos() as f64 / 2.0;
+                let mut curve = Vec::new();
+                let mut d = 4096u64;
+                while d <= capacity {
+                    let cyl = (d / bytes_per_cyl).min(u64::from(p.cylinders - 1)) as u32;
+                    let ns = p.seek.seek_ms(cyl) * 1e6 + half_turn_ns;
+                    curve.push((d, ns as u64));
+                    d *= 2;
+                }
+                (curve, p.media_rate_max().bytes_per_s as u64)
+            }
+        }
+    }
 }
 
 /// What `foresight devices` prints about a preset; every number is computed from the model.

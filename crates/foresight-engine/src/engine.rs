@@ -16,7 +16,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
 use foresight_core::{ByteLen, ByteRange, FileId, Instant, StreamId};
 use foresight_policy::{Layout, Policy, PolicyConfig, PAGE_BYTES};
 
-use crate::backend::emulated::{EmulatedBackend, EmulatedConfig};
+use crate::backend::emulated::{EmulatedBackend, EmulatedConfig, EmulatedDevice};
 use crate::backend::noop::NoopBackend;
 use crate::backend::threads::ThreadsBackend;
 use crate::backend::{BackendKind, CompletionPort, CompletionSink, IoBackend, IoCompletion};
@@ -210,13 +210,17 @@ impl EngineBuilder {
         self.validate()?;
         let qd = self.queue_depth as usize;
         let max_io_bytes = self.max_io_bytes();
+        let mut policy_cfg = self.policy.clone();
+        if let Backend::Emulated(e) = &self.backend {
+            with_device_figures(&mut policy_cfg, &e.device);
+        }
         let port = CompletionPort::new();
         let (backend, fallback) = start_backend(self.backend, qd, port.clone(), try_uring)?;
         let initial = match backend.volume() {
             None => Layout::unplaced(&[]),
             Some(v) => Layout::new(v.volume_bytes, v.striping),
         };
-        let mut policy = foresight_policy::build(&self.policy, Arc::new(initial))?;
+        let mut policy = foresight_policy::build(&policy_cfg, Arc::new(initial))?;
         if let Some(w) = self.wrapper {
             policy = w(policy);
         }
@@ -255,6 +259,26 @@ impl EngineBuilder {
             owner: Arc::new(Owner { shared }),
         })
     }
+}
+
+/// Gives `directed` the figures of the emulated drive (its member drive on a RAID-0) that
+/// `infill_max = "auto"` weighs a gap with, as the simulator gives it its drive's, unless the
+/// config already carries some. A real device's seek curve is not known here, so on the other
+/// backends `auto` has no figures and reads through no gap.
+fn with_device_figures(cfg: &mut PolicyConfig, device: &EmulatedDevice) {
+    if cfg.name != "directed"
+        || !cfg.directed.positioning_curve_ns.is_empty()
+        || cfg.directed.media_bytes_per_s != 0
+    {
+        return;
+    }
+    let spec = match device {
+        EmulatedDevice::Single(s) => s,
+        EmulatedDevice::Raid0 { member, .. } => member,
+    };
+    let (curve, media) = spec.positioning_figures();
+    cfg.directed.positioning_curve_ns = curve;
+    cfg.directed.media_bytes_per_s = media;
 }
 
 /// Whether the engine can run the policy `cfg` names: the name is known and the policy works at
@@ -791,6 +815,84 @@ mod tests {
             .err()
             .unwrap();
         assert!(e.to_string().contains("uring"), "{e}");
+    }
+
+    #[test]
+    fn directed_gets_the_emulated_drive_figures_unless_it_has_its_own() {
+        let directed = || PolicyConfig {
+            name: "directed".into(),
+            ..PolicyConfig::default()
+        };
+        let wd = EmulatedConfig::preset("wd800jd").unwrap();
+        let mut c = directed();
+        with_device_figures(&mut c, &wd.device);
+        assert!(!c.directed.positioning_curve_ns.is_empty());
+        assert!(c.directed.media_bytes_per_s > 0);
+        // On a RAID-0 the member drive's figures, which the simulator uses too.
+        let mut r = directed();
+        with_device_figures(&mut r, &wd.clone().raid0(4, 128 << 10).device);
+        assert_eq!(r.directed, c.directed);
+        // An SSD has no positioning cost: auto then reads through no gap.
+        let mut ssd = directed();
+        with_device_figures(
+            &mut ssd,
+            &EmulatedConfig::preset("ssd-850evo").unwrap().device,
+        );
+        assert!(ssd.directed.positioning_curve_ns.is_empty());
+        assert_eq!(ssd.directed.media_bytes_per_s, 0);
+        // Figures given by the caller stay, and other policies are left alone.
+        let mut own = directed();
+        own.directed.positioning_curve_ns = vec![(4096, 1_000)];
+        own.directed.media_bytes_per_s = 1;
+        let before = own.clone();
+        with_device_figures(&mut own, &wd.device);
+        assert_eq!(own.directed, before.directed);
+        let mut seqp = PolicyConfig::default();
+        let before = seqp.clone();
+        with_device_figures(&mut seqp, &wd.device);
+        assert_eq!(seqp.directed, before.directed);
+    }
+
+    #[test]
+    fn directed_on_the_emulated_drive_reads_through_small_gaps_under_auto() {
+        // Twenty 8 KiB reads 16 KiB apart, disclosed up front: the wd800jd's break-even is far
+        // above 16 KiB, so auto infill reads the gaps too (one sweep of 480 KiB), where without
+        // the drive's figures it read only the 160 KiB asked for.
+        let dir =
+            std::env::temp_dir().join(format!("foresight-auto-infill-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("gaps");
+        std::fs::write(&path, vec![7u8; 1 << 20]).unwrap();
+        let engine = Engine::builder()
+            .backend(Backend::Emulated(
+                EmulatedConfig::preset("wd800jd").unwrap(),
+            ))
+            .memory(ByteLen::mib(8))
+            .policy("directed")
+            .direct_io(false)
+            .build()
+            .unwrap();
+        let mut r = engine.open(&path).unwrap();
+        let reads: Vec<ByteRange> = (0..20u64)
+            .map(|i| ByteRange::new(i * (24 << 10), 8 << 10))
+            .collect();
+        r.hint(&reads).unwrap();
+        let mut buf = vec![0u8; 8 << 10];
+        for range in &reads {
+            r.seek(SeekFrom::Start(range.start.0)).unwrap();
+            r.read_exact(&mut buf).unwrap();
+            assert!(buf.iter().all(|&b| b == 7));
+        }
+        let s = engine.stats();
+        drop(r);
+        drop(engine);
+        let _ = std::fs::remove_dir_all(&dir);
+        assert!(
+            s.device_bytes >= 19 * (24 << 10) + (8 << 10),
+            "read {} device bytes for {} asked",
+            s.device_bytes,
+            s.app_bytes
+        );
     }
 
     #[test]

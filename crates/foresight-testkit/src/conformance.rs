@@ -374,7 +374,8 @@ pub fn run_sim(s: &Scenario, files: &[Vec<u8>]) -> Result<WorldRun, String> {
 }
 
 /// The policy settings the engine runs with: the simulator's, with the device figures `directed`
-/// derives its infill threshold from filled in from the same drive, as the simulator fills them.
+/// derives its infill threshold from filled in from the same drive, as the simulator fills them
+/// (the engine fills the same figures from its emulated drive when none are given).
 pub fn engine_policy(s: &Scenario) -> Result<foresight_policy::PolicyConfig, String> {
     let cfg = sim_config(s)?;
     let mut policy = cfg.policy.clone();
