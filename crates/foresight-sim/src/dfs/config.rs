@@ -53,6 +53,10 @@ pub struct DfsSettings {
     pub window: Option<ByteLen>,
 }
 
+/// The end of a run without `workload.duration`: 500 simulated years, as far as the host's clients
+/// may issue reads (`sim.rs`), well inside the clock's range.
+const RUN_TO_THE_END: Duration = Duration(500 * 365 * 86_400 * 1_000_000_000);
+
 fn key_err(key: &str, message: impl Into<String>) -> ConfigError {
     ConfigError::Key {
         key: key.to_string(),
@@ -339,7 +343,9 @@ impl DfsSettings {
             file_size,
             request: w.request,
             requests: w.requests,
-            duration: w.duration.unwrap_or(Duration::from_secs(10)),
+            // No duration runs to the end, as every run does: each stream stops after its file
+            // (or its `requests`), so the horizon only keeps the end instant representable.
+            duration: w.duration.unwrap_or(RUN_TO_THE_END),
             memory: cfg.host.memory,
             cfq,
             alpha: self.alpha,
@@ -443,6 +449,31 @@ mod tests {
             "host.memory=1GiB",
         ])
         .is_ok());
+    }
+
+    /// Without `workload.duration` a run goes to the end, as `foresight sim --help` says for every
+    /// run: a `[dfs]` run used to stop at 10 simulated seconds on its own, with reads left and no
+    /// word of it, so `app_bytes` fell short of what the workload asked for.
+    #[test]
+    fn without_a_duration_a_dfs_run_reads_every_byte() {
+        let sets = [
+            "dfs.system=nfs",
+            "device.preset=wd800jd",
+            "workload.streams=2",
+            "workload.request=64KiB",
+            "workload.file_size=1GiB",
+        ];
+        let r = crate::run(&cfg(&sets).unwrap(), crate::RunOptions::default())
+            .unwrap()
+            .report;
+        assert_eq!(r.app_bytes, 2 << 30);
+        assert!(r.elapsed_s > 10.0, "{}", r.elapsed_s);
+        let mut limited = sets.to_vec();
+        limited.push("workload.duration=2s");
+        let r = crate::run(&cfg(&limited).unwrap(), crate::RunOptions::default())
+            .unwrap()
+            .report;
+        assert!(r.app_bytes < 2 << 30 && r.elapsed_s == 2.0, "{r:?}");
     }
 
     #[test]
