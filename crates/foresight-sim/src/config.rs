@@ -546,6 +546,10 @@ const MAX_SIZE: ByteLen = ByteLen(1 << 50);
 /// well inside the model's 32-bit sector counts, which a larger size would wrap around.
 const MAX_DRIVE_CACHE: ByteLen = ByteLen(1 << 30);
 
+/// Most files a `webserver` workload may have; each needs its own page keys.
+const MAX_FILES: u64 = 10_000_000;
+const _: () = assert!(MAX_FILES < crate::host::pagecache::MAX_FILES);
+
 /// Every workload kind by its config name.
 const WORKLOAD_KINDS: [(&str, WorkloadKind); 7] = [
     ("streams", WorkloadKind::Streams),
@@ -1003,7 +1007,7 @@ impl SimConfig {
                     }
                 }
             },
-            files: w.int("files", 1000, 1, 10_000_000)? as u32,
+            files: w.int("files", 1000, 1, MAX_FILES)? as u32,
             metadata: w.boolean("metadata", false)?,
             trace: w
                 .raw("trace")

@@ -273,6 +273,19 @@ impl Sim {
         });
         let volume_bytes =
             ByteLen(volume.capacity_sectors() * SECTOR_BYTES / (1 << 20) * (1 << 20));
+        // A page key holds a page index of the volume (an array layer caches it as one file), and
+        // no file is larger than the volume.
+        if volume_bytes.0 / PAGE_BYTES >= crate::host::pagecache::MAX_PAGES_PER_FILE {
+            return Err(ConfigError::Key {
+                key: "device.disks".into(),
+                message: format!(
+                    "the volume ({volume_bytes}) is larger than the {} of pages the simulator \
+                     indexes; use fewer or smaller disks",
+                    ByteLen(crate::host::pagecache::MAX_PAGES_PER_FILE * PAGE_BYTES)
+                ),
+            }
+            .into());
+        }
         let rng = Rng::new(cfg.seed);
         let metadata = w.metadata.then(foresight_policy::layout::Metadata::ext3);
         // The simulator's file system: places files of the given sizes as the workload asks.
@@ -1221,6 +1234,43 @@ mod tests {
         let with_raid = run(&["host.raid_cache=8MiB"]);
         assert!(with_raid.raid_cache_peak_bytes > 0);
         assert!(with_raid.memory_peak_bytes > 1 << 20);
+    }
+
+    /// A volume past 256 TiB (256 disks of 6 TB) holds pages whose index took more than the 36
+    /// bits a page key used to keep for it, and its first read past that mark panicked: reading the
+    /// whole volume at random, through a RAID cache, or one file larger than 256 TiB.
+    #[test]
+    fn pages_past_256_tib_of_a_volume_or_file_are_read() {
+        let big = [
+            "device.kind=raid0",
+            "device.disks=256",
+            "device.preset=st6000nm0024",
+        ];
+        for sets in [
+            &["workload.kind=random", "workload.file_size=0"][..],
+            &[
+                "workload.kind=random",
+                "workload.file_size=0",
+                "host.raid_cache=64MiB",
+                "policy.name=msp+seqp",
+            ],
+            &["workload.file_size=300TiB", "workload.duration=200ms"],
+        ] {
+            let mut t = toml::Table::new();
+            for set in big.iter().chain(sets).chain(&["workload.streams=4"]) {
+                crate::config::apply_set(&mut t, set).unwrap();
+            }
+            if sets[0] == "workload.kind=random" {
+                crate::config::apply_set(&mut t, "workload.requests=50").unwrap();
+            }
+            let mut sim = Sim::new(&SimConfig::from_table(t, None).unwrap(), false).unwrap();
+            sim.run(None);
+            let report = sim.finish().report;
+            assert!(report.app_bytes > 0, "{sets:?}");
+            if sets[0] == "workload.kind=random" {
+                assert_eq!(report.app_bytes, 4 * 50 * (64 << 10), "{sets:?}");
+            }
+        }
     }
 
     /// Files cut into one-block extents turn each read and readahead window into one volume piece

@@ -15,22 +15,30 @@
 
 use rustc_hash::FxHashMap;
 
-/// Identifies a page: a file and a page index, packed as `file << 36 | page`.
+/// Identifies a page: a file and a page index, packed as `file << PAGE_BITS | page`.
 pub type PageKey = u64;
 
-/// Pages per file this packing allows (2^36 pages of 4 KiB = 256 TiB).
-pub const MAX_PAGES_PER_FILE: u64 = 1 << 36;
+/// Bits of a key that hold the page index. An array layer caches the whole volume as one file,
+/// and a volume reaches 256 disks of 6 TB (1.5 PB, 2^38.4 pages), so 40 bits: 4 PiB.
+const PAGE_BITS: u32 = 40;
 
-/// Packs a file number and page index into a key. Files take 28 bits; `u32::MAX` (the volume
-/// itself, in an array layer) packs as the highest 28-bit value, which no real file may use.
+/// Pages per file (and per volume) this packing allows (2^40 pages of 4 KiB = 4 PiB).
+pub const MAX_PAGES_PER_FILE: u64 = 1 << PAGE_BITS;
+
+/// Most files a key tells apart besides the volume: the rest of the key's 64 bits, 2^24 - 1, more
+/// than the 10 million files `workload.files` allows.
+pub const MAX_FILES: u64 = (1 << (64 - PAGE_BITS)) - 1;
+
+/// Packs a file number and page index into a key. Files take the 24 bits above the page index;
+/// `u32::MAX` (the volume itself, in an array layer) packs as the highest 24-bit value, which no
+/// real file may use.
 pub fn page_key(file: u32, page: u64) -> PageKey {
-    const FILE_MASK: u64 = (1 << 28) - 1;
     assert!(page < MAX_PAGES_PER_FILE, "page index {page} too large");
     assert!(
-        (file as u64) < FILE_MASK || file == u32::MAX,
+        u64::from(file) < MAX_FILES || file == u32::MAX,
         "file number {file} too large"
     );
-    (((file as u64) & FILE_MASK) << 36) | page
+    ((u64::from(file) & MAX_FILES) << PAGE_BITS) | page
 }
 
 /// What the cache knows about a page.
