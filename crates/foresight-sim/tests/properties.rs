@@ -1,7 +1,9 @@
 //! Invariants of whole simulation runs, over random configs.
 //!
 //! proptest prints the failing config's inputs and saves them, so a failure replays; each config
-//! also carries its own `seed`, printed with the failure.
+//! also carries its own `seed`, printed with the failure. The tests over every policy, workload
+//! and device print the failing `--set` assignments, which `foresight sim` replays as they are;
+//! `PROPTEST_CASES=5000` searches longer than the default few dozen cases.
 
 use foresight_sim::experiments::config;
 use foresight_sim::{run, RunOptions};
@@ -186,4 +188,385 @@ fn same_config_and_seed_give_identical_reports() {
         a.elapsed_s, c.elapsed_s,
         "a different seed should draw different offsets"
     );
+}
+
+/// `PROPTEST_CASES` when set (to search longer), else `default`.
+fn cases(default: u32) -> u32 {
+    std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// One valid config of the page-cache host, drawn across device kinds and presets, every host
+/// policy, every workload kind and the scheduler, with small sizes so that a case runs in
+/// milliseconds (MSP stripes, so its policies run on a RAID-0). Returns the `--set` assignments
+/// and the bytes the workload asks for (`None` for `webserver`, which runs for a set time).
+#[allow(clippy::too_many_arguments)]
+fn host_case(
+    seed: u64,
+    device: usize,
+    disks: u32,
+    policy: &str,
+    kind: &str,
+    streams: u32,
+    request_bytes: u64,
+    file_kib: u64,
+    memory_mib: u64,
+    scheduler: &str,
+    cache: usize,
+    think_us: u64,
+    shape: u64,
+) -> (Vec<String>, Option<u64>) {
+    let (dev_kind, preset) = [
+        ("hdd", "wd800jd"),
+        ("hdd", "st6000nm0024"),
+        ("hdd", "atlas-10k"),
+        ("ssd", "ssd-850evo"),
+        ("raid0", "cheetah-15k5"),
+        ("jbod", "wd800jd"),
+        // 256 disks of 6 TB: a volume of 1.5 PB, past 2^36 pages.
+        ("raid0", "st6000nm0024"),
+    ][if policy.starts_with("msp+") && device < 6 {
+        4
+    } else {
+        device
+    }];
+    let mut sets = vec![
+        format!("seed={seed}"),
+        format!("device.kind={dev_kind}"),
+        format!("device.preset={preset}"),
+        format!("host.memory={memory_mib}MiB"),
+        format!("host.scheduler={scheduler}"),
+        format!("policy.name={policy}"),
+        format!("workload.kind={kind}"),
+        format!("workload.streams={streams}"),
+        format!("workload.think={think_us}us"),
+    ];
+    let huge = preset == "st6000nm0024" && dev_kind == "raid0";
+    if huge {
+        sets.push("device.disks=256".into());
+    } else if matches!(dev_kind, "raid0" | "jbod") {
+        sets.push(format!("device.disks={disks}"));
+    }
+    if dev_kind == "raid0" {
+        sets.push(format!("device.strip={}KiB", 4 << (shape % 6)));
+    }
+    // The block-level caches: the RAID driver's (which the `msp+` policies need), or the
+    // controller's (which neither the RAID cache nor the stream scheduler combines with).
+    let raid_cache = policy.starts_with("msp+") || cache == 1;
+    if raid_cache {
+        sets.push("host.raid_cache=4MiB".into());
+    } else if cache == 2 && policy != "streams" {
+        sets.push("device.controller_cache=2MiB".into());
+        sets.push("device.controller_readahead=256KiB".into());
+    }
+    match policy {
+        "seqp" | "saseqp" | "msp+seqp" | "msp+saseqp" => sets.push(format!(
+            "policy.readahead_max={}KiB",
+            [0, 32, 128, 512][shape as usize % 4]
+        )),
+        "streams" => {
+            sets.push(format!(
+                "policy.readahead={}KiB",
+                [64, 256][shape as usize % 2]
+            ));
+            sets.push("policy.memory=2MiB".into());
+            sets.push(format!("policy.timeout={}ms", [1, 100][shape as usize % 2]));
+        }
+        _ => {}
+    }
+    let file_bytes = (file_kib << 10).max(request_bytes);
+    sets.push(format!("workload.file_size={file_bytes}"));
+    let placed = !(kind == "random" || dev_kind == "jbod" && kind == "streams");
+    if placed {
+        let placement = ["spread", "shuffled", "contiguous", "aligned", "fragmented"];
+        sets.push(format!(
+            "workload.placement={}",
+            placement[shape as usize % 5]
+        ));
+        sets.push(format!("workload.metadata={}", shape.is_multiple_of(3)));
+    }
+    let n = u64::from(streams);
+    let expected = match kind {
+        "streams" => {
+            sets.push(format!("workload.request={request_bytes}"));
+            Some(n * file_bytes)
+        }
+        "random" => {
+            let requests = 1 + shape % 40;
+            if huge {
+                // The one shared file is the whole volume.
+                sets.retain(|s| !s.starts_with("workload.file_size"));
+                sets.push("workload.file_size=0".into());
+            }
+            sets.push(format!("workload.request={request_bytes}"));
+            sets.push(format!("workload.requests={requests}"));
+            Some(n * requests * request_bytes)
+        }
+        "webserver" => {
+            sets.push(format!("workload.request={request_bytes}"));
+            sets.push(format!("workload.files={}", 1 + shape % 16));
+            sets.push("workload.duration=200ms".into());
+            None
+        }
+        "scan" => {
+            sets.push(format!("workload.request={request_bytes}"));
+            Some(n * (file_bytes / request_bytes) * request_bytes)
+        }
+        "tiles" => {
+            let across = 1 + shape % 8;
+            let tile = (file_bytes / across / 512 * 512).clamp(512, 64 << 10);
+            sets.push(format!("workload.tile={tile}"));
+            sets.push(format!("workload.tiles_across={across}"));
+            Some(n * (file_bytes / (tile * across)) * across * tile)
+        }
+        "gaps" => {
+            // Fixed gaps, so that the read count is known: reads start every `request + gap`
+            // bytes (the gap rounded down to whole pages) while a whole read still fits.
+            let gap = [0u64, 4096, 10_000, 65_536][shape as usize % 4];
+            sets.push(format!("workload.request={request_bytes}"));
+            sets.push(format!("workload.gap={gap}"));
+            let stride = request_bytes + gap / 4096 * 4096;
+            Some(n * ((file_bytes - request_bytes) / stride + 1) * request_bytes)
+        }
+        other => unreachable!("{other}"),
+    };
+    (sets, expected)
+}
+
+/// Settings at the edges of their ranges, a few of which each case adds (the `device.` ones on
+/// hard disks only, `readahead_rule` to the readahead family only).
+const KNOBS: &[&str] = &[
+    "host.nr_requests=1",
+    "host.max_request=4KiB",
+    "host.read_expire=1ns",
+    "host.antic_expire=1s",
+    "policy.readahead_rule=synchronous",
+    "device.queue_depth=32",
+    "device.queue_policy=sptf",
+    "device.cache_segments=4096",
+    "device.segment_size=512",
+    "device.drive_readahead_min=512",
+    "device.controller_mib_s=1",
+];
+
+/// The report's numbers are finite and not negative (NaN would not even be JSON), and its counters
+/// agree with each other.
+fn check_consistent(r: &foresight_sim::Report) -> Result<(), String> {
+    let b = &r.breakdown;
+    for (name, v) in [
+        ("throughput_mib_s", r.throughput_mib_s),
+        ("elapsed_s", r.elapsed_s),
+        ("mean_latency_ms", r.mean_latency_ms),
+        ("p99_latency_ms", r.p99_latency_ms),
+        ("stall_s", r.stall_s),
+        ("seek_s", b.seek_s),
+        ("rotate_s", b.rotate_s),
+        ("transfer_s", b.transfer_s),
+        ("queue_s", b.queue_s),
+        ("overhead_s", b.overhead_s),
+    ] {
+        if !v.is_finite() || v < 0.0 {
+            return Err(format!("{name} = {v}"));
+        }
+    }
+    let pairs = [
+        (
+            "wasted_bytes <= prefetched_bytes",
+            r.wasted_bytes,
+            r.prefetched_bytes,
+        ),
+        ("split_fetches <= fetches", r.split_fetches, r.fetches),
+        (
+            "hit_requests <= app_requests",
+            r.hit_requests,
+            r.app_requests,
+        ),
+        (
+            "device_cache_hits <= device_requests",
+            r.device_cache_hits,
+            r.device_requests,
+        ),
+        (
+            "device_sequential_requests <= device_requests",
+            r.device_sequential_requests,
+            r.device_requests,
+        ),
+        (
+            "raid_wasted <= raid_prefetched",
+            r.raid_wasted_bytes,
+            r.raid_prefetched_bytes,
+        ),
+    ];
+    for (what, small, large) in pairs {
+        if small > large {
+            return Err(format!("{what}: {small} > {large}"));
+        }
+    }
+    if r.app_bytes > 0 && r.elapsed_s > 0.0 && r.throughput_mib_s <= 0.0 {
+        return Err("bytes delivered in positive time, but no throughput".into());
+    }
+    Ok(())
+}
+
+/// The report as JSON without the host's `wall_s`: what must repeat byte for byte.
+fn json_without_wall(mut r: foresight_sim::Report) -> String {
+    r.wall_s = 0.0;
+    serde_json::to_string(&r).expect("a report is JSON")
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: cases(64), ..ProptestConfig::default() })]
+
+    /// Every host policy on every device kind under every workload kind runs to the end with its
+    /// invariants: every byte the workload asks for delivered, the page cache (and the block-level
+    /// cache beside it) within its budget, consistent counters, finite figures, and the same JSON
+    /// from a second run of the same config. A failure prints the assignments (`seed` among them);
+    /// `foresight sim --set ...` with them replays it.
+    #[test]
+    fn every_policy_workload_and_device_keeps_the_invariants(
+        seed in 0u64..1_000_000,
+        device in 0usize..7,
+        disks in 1u32..4,
+        policy in prop::sample::select(vec![
+            "none", "seqp", "saseqp", "msp+seqp", "msp+saseqp", "streams", "directed",
+        ]),
+        kind in prop::sample::select(vec!["streams", "random", "webserver", "scan", "tiles", "gaps"]),
+        streams in prop::sample::select(vec![1u32, 2, 3, 8]),
+        request_bytes in prop::sample::select(vec![512u64, 4096, 12_288, 65_536]),
+        file_kib in prop::sample::select(vec![4u64, 60, 256, 1024]),
+        memory_mib in 1u64..6,
+        scheduler in prop::sample::select(vec!["noop", "deadline", "anticipatory"]),
+        cache in 0usize..3,
+        think_us in prop::sample::select(vec![0u64, 0, 300]),
+        shape in 0u64..1000,
+        knobs in prop::sample::subsequence(KNOBS.to_vec(), 0..5),
+    ) {
+        let (mut sets, expected) = host_case(
+            seed, device, disks, policy, kind, streams, request_bytes, file_kib, memory_mib,
+            scheduler, cache, think_us, shape,
+        );
+        let ssd = sets.iter().any(|s| s == "device.kind=ssd");
+        let windowed = sets.iter().any(|s| s.starts_with("policy.readahead_max"));
+        sets.extend(
+            knobs
+                .iter()
+                .filter(|k| !(ssd && k.starts_with("device.")))
+                .filter(|k| windowed || !k.starts_with("policy.readahead_rule"))
+                .map(|k| k.to_string()),
+        );
+        let cfg = config(&sets);
+        let r = run(&cfg, RunOptions::default())
+            .unwrap_or_else(|e| panic!("{sets:?}: {e}"))
+            .report;
+        if let Some(bytes) = expected {
+            prop_assert_eq!(r.app_bytes, bytes, "not every byte delivered: {:?}", sets);
+        } else {
+            prop_assert!(r.elapsed_s <= 0.2 + 1e-9, "{:?}: ran past its duration", sets);
+        }
+        let mut budget = memory_mib << 20;
+        if cfg.host.raid_cache.0 > 0 {
+            budget += cfg.host.raid_cache.0;
+        }
+        if policy == "streams" {
+            // The scheduler's M, plus one `workload.request` per client passing through its cache.
+            budget += (2 << 20) + u64::from(streams) * cfg.workload.request.0.div_ceil(4096) * 4096;
+        }
+        prop_assert!(r.memory_peak_bytes <= budget, "{:?}: memory peak {} > {}", sets, r.memory_peak_bytes, budget);
+        if let Err(e) = check_consistent(&r) {
+            prop_assert!(false, "{:?}: {}", sets, e);
+        }
+        let again = run(&cfg, RunOptions::default()).expect("ran once").report;
+        prop_assert_eq!(json_without_wall(r), json_without_wall(again), "{:?}: not deterministic", sets);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: cases(32), ..ProptestConfig::default() })]
+
+    /// The other two drivers under the same invariants: a hinted workload over a tier stack (the
+    /// analytic constant mode or device models, every informed policy), and a `[dfs]` run (every
+    /// system, streams or random). Every block or byte asked for arrives, memory stays within
+    /// the budget, the figures are finite and a second run prints the same JSON.
+    #[test]
+    fn tier_stacks_and_dfs_runs_keep_the_invariants(
+        seed in 0u64..1_000_000,
+        tiered in any::<bool>(),
+        informed in prop::sample::select(vec!["tip", "ipipe", "ipo", "ipods"]),
+        constant in any::<bool>(),
+        reads in 1u64..60,
+        block_kib in prop::sample::select(vec![4u64, 64, 1024]),
+        memory_blocks in 1u64..8,
+        random_order in any::<bool>(),
+        system in prop::sample::select(vec!["local", "lustre", "nfs", "hdfs", "gluster", "dedicated", "aps"]),
+        streams in 1u32..5,
+        random in any::<bool>(),
+        file_kib in prop::sample::select(vec![4u64, 64, 1024]),
+        request_kib in prop::sample::select(vec![4u64, 128]),
+        preset in prop::sample::select(vec!["wd800jd", "ssd-850evo", "st6000nm0024"]),
+    ) {
+        let mut sets = vec![format!("seed={seed}")];
+        let (expected, budget) = if tiered {
+            let block = block_kib << 10;
+            let memory = (memory_blocks * block).max(1 << 20);
+            sets.push(format!("policy.name={informed}"));
+            sets.push(format!("device.memory={memory}"));
+            sets.push(format!("workload.reads={reads}"));
+            sets.push(format!("workload.block={block}"));
+            sets.push("workload.consume=500us".into());
+            sets.push(format!("workload.order={}", if random_order { "random" } else { "sequential" }));
+            if matches!(informed, "ipo" | "ipods") {
+                sets.push(format!("policy.max_bw={}", 1 + seed % 8));
+            }
+            if constant {
+                sets.push("device.kind=constant".into());
+                sets.push("device.t_upper=1ms".into());
+                sets.push("device.t_lower=5ms".into());
+                sets.push("device.t_lower_to_upper=6ms".into());
+                sets.push(format!("device.upper_capacity={}", block * (1 + seed % 16)));
+            } else {
+                sets.push("device.kind=tiered".into());
+                sets.push(format!(
+                    "device.tiers=[{{preset = \"ssd-850evo\", capacity = {}}}, {{preset = \"{preset}\"}}]",
+                    block * (1 + seed % 16)
+                ));
+            }
+            (reads * block, memory)
+        } else {
+            let request = request_kib << 10;
+            let file = (file_kib << 10).max(request);
+            let memory = 32u64 << 20;
+            sets.push(format!("dfs.system={system}"));
+            sets.push(format!("device.preset={preset}"));
+            if preset == "ssd-850evo" {
+                sets.push("device.kind=ssd".into());
+            }
+            sets.push(format!("host.memory={memory}"));
+            sets.push(format!("workload.streams={streams}"));
+            sets.push(format!("workload.request={request}"));
+            sets.push(format!("workload.file_size={file}"));
+            let n = u64::from(streams);
+            let expected = if random {
+                sets.push("workload.kind=random".into());
+                sets.push(format!("workload.requests={reads}"));
+                n * reads * request
+            } else {
+                n * file
+            };
+            // The server's cache, and each client's share of it (at least 1 MiB).
+            (expected, memory + n * (memory / n).max(1 << 20))
+        };
+        let cfg = config(&sets);
+        let r = run(&cfg, RunOptions::default())
+            .unwrap_or_else(|e| panic!("{sets:?}: {e}"))
+            .report;
+        prop_assert_eq!(r.app_bytes, expected, "not every byte delivered: {:?}", sets);
+        prop_assert!(r.memory_peak_bytes <= budget, "{:?}: memory peak {} > {}", sets, r.memory_peak_bytes, budget);
+        if let Err(e) = check_consistent(&r) {
+            prop_assert!(false, "{:?}: {}", sets, e);
+        }
+        let again = run(&cfg, RunOptions::default()).expect("ran once").report;
+        prop_assert_eq!(json_without_wall(r), json_without_wall(again), "{:?}: not deterministic", sets);
+    }
 }
