@@ -219,6 +219,17 @@ pub struct WorkloadConfig {
     pub gap_dist: GapDist,
 }
 
+impl WorkloadConfig {
+    /// Bytes of one application read: `tile` for a `tiles` workload, `request` for the others
+    /// (a trace's records carry their own sizes).
+    pub fn read_bytes(&self) -> ByteLen {
+        match self.kind {
+            WorkloadKind::Tiles => self.tile,
+            _ => self.request,
+        }
+    }
+}
+
 /// A whole simulation config.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SimConfig {

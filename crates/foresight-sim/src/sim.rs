@@ -247,7 +247,7 @@ impl Sim {
             piece_bytes = piece_bytes.min(foresight_policy::layout::BLOCK_BYTES);
         }
         let mut per_stream =
-            4 * (w.request.0 + 2 * cfg.policy.readahead_max.0).div_ceil(piece_bytes) + 8;
+            4 * (w.read_bytes().0 + 2 * cfg.policy.readahead_max.0).div_ceil(piece_bytes) + 8;
         if cfg.policy.name == "directed" {
             // A directed stream keeps up to IN_FLIGHT_BYTES_MAX in flight, which pages already
             // cached may cut into one request per page.
@@ -489,7 +489,7 @@ impl Sim {
         // the requests it does not take (not yet classified, or random) pass through this cache on
         // their way up, so it also has room for one request per client on top of M.
         let array_bytes = match stack.array_cache_bytes {
-            Some(m) => m + w.streams as u64 * w.request.0.div_ceil(PAGE_BYTES) * PAGE_BYTES,
+            Some(m) => m + w.streams as u64 * w.read_bytes().0.div_ceil(PAGE_BYTES) * PAGE_BYTES,
             None => cfg.host.raid_cache.0,
         };
         let block_cache_in_host = stack.array.is_some() || cfg.device.controller_cache.0 == 0;
@@ -1271,6 +1271,34 @@ mod tests {
                 assert_eq!(report.app_bytes, 4 * 50 * (64 << 10), "{sets:?}");
             }
         }
+    }
+
+    /// Runs `sets` to the end and returns the bytes delivered.
+    fn app_bytes_of(sets: &[&str]) -> u64 {
+        let mut t = toml::Table::new();
+        for set in sets {
+            crate::config::apply_set(&mut t, set).unwrap();
+        }
+        let mut sim = Sim::new(&SimConfig::from_table(t, None).unwrap(), false).unwrap();
+        sim.run(None);
+        sim.finish().report.app_bytes
+    }
+
+    /// The block queues' bound counts every piece a client's reads can become. It used to count
+    /// `workload.request` bytes per read, while a `tiles` workload reads `workload.tile` bytes:
+    /// this run panicked with "block queue and its waiters over the bound" at its first reads.
+    #[test]
+    fn reads_of_tiles_larger_than_a_request_fit_the_block_queues() {
+        let bytes = app_bytes_of(&[
+            "workload.kind=tiles",
+            "workload.tile=1MiB",
+            "workload.tiles_across=4",
+            "workload.file_size=4MiB",
+            "host.max_request=4KiB",
+            "policy.readahead_max=0",
+            "workload.streams=50",
+        ]);
+        assert_eq!(bytes, 50 * (4 << 20));
     }
 
     /// Files cut into one-block extents turn each read and readahead window into one volume piece

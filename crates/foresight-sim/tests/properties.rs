@@ -470,8 +470,8 @@ proptest! {
             budget += cfg.host.raid_cache.0;
         }
         if policy == "streams" {
-            // The scheduler's M, plus one `workload.request` per client passing through its cache.
-            budget += (2 << 20) + u64::from(streams) * cfg.workload.request.0.div_ceil(4096) * 4096;
+            // The scheduler's M, plus one read per client passing through its cache.
+            budget += (2 << 20) + u64::from(streams) * cfg.workload.read_bytes().0.div_ceil(4096) * 4096;
         }
         prop_assert!(r.memory_peak_bytes <= budget, "{:?}: memory peak {} > {}", sets, r.memory_peak_bytes, budget);
         if let Err(e) = check_consistent(&r) {
