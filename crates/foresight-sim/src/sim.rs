@@ -246,6 +246,11 @@ impl Sim {
             // the volume: a range becomes up to one piece per block.
             piece_bytes = piece_bytes.min(foresight_policy::layout::BLOCK_BYTES);
         }
+        if let Some(s) = striping {
+            // A strip-aligned policy (SASEQP) fetches at most a strip at a time, so a read over
+            // strips smaller than `max_request` becomes one request per strip.
+            piece_bytes = piece_bytes.min(s.strip_bytes);
+        }
         let mut per_stream =
             4 * (w.read_bytes().0 + 2 * cfg.policy.readahead_max.0).div_ceil(piece_bytes) + 8;
         if cfg.policy.name == "directed" {
@@ -1299,6 +1304,24 @@ mod tests {
             "workload.streams=50",
         ]);
         assert_eq!(bytes, 50 * (4 << 20));
+    }
+
+    /// SASEQP fetches a strip at a time, so over a RAID-0 strip smaller than `host.max_request` a
+    /// read becomes one request per strip, which the block queues' bound did not count: 50
+    /// clients reading 8 MiB at once over 512-byte strips panicked with "block queue and its
+    /// waiters over the bound" at their first reads.
+    #[test]
+    fn reads_over_strips_smaller_than_a_request_fit_the_block_queues() {
+        let bytes = app_bytes_of(&[
+            "device.kind=raid0",
+            "device.disks=2",
+            "device.strip=512",
+            "policy.name=saseqp",
+            "workload.request=8MiB",
+            "workload.file_size=8MiB",
+            "workload.streams=50",
+        ]);
+        assert_eq!(bytes, 50 * (8 << 20));
     }
 
     /// Files cut into one-block extents turn each read and readahead window into one volume piece
