@@ -1324,6 +1324,32 @@ mod tests {
         assert_eq!(bytes, 50 * (8 << 20));
     }
 
+    /// With `policy.timeout = "1ns"` the stream scheduler's garbage collection woke the loop every
+    /// simulated nanosecond while a stream region lived: this run took ten million events (half a
+    /// minute) for 1,000 reads, and one of a simulated minute never ended in practice.
+    #[test]
+    fn a_tiny_stream_timeout_does_not_wake_the_loop_every_nanosecond() {
+        let mut t = toml::Table::new();
+        for set in [
+            "device.kind=ssd",
+            "policy.name=streams",
+            "policy.readahead=4KiB",
+            "policy.timeout=1ns",
+            "workload.kind=random",
+            "workload.streams=50",
+            "workload.request=512",
+            "workload.requests=20",
+            "workload.file_size=64MiB",
+        ] {
+            crate::config::apply_set(&mut t, set).unwrap();
+        }
+        let mut sim = Sim::new(&SimConfig::from_table(t, None).unwrap(), false).unwrap();
+        sim.run(None);
+        let report = sim.finish().report;
+        assert_eq!(report.app_requests, 1000);
+        assert!(report.events < 20_000, "{} events", report.events);
+    }
+
     /// Files cut into one-block extents turn each read and readahead window into one volume piece
     /// per block, which the block queues' bound must hold.
     #[test]

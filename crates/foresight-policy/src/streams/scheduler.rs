@@ -33,6 +33,13 @@ use crate::{FetchIds, Input, Layout, Output, PolicyError, Tier, PAGE_BYTES};
 /// memory regardless.
 pub const REGION_IDLE: Duration = Duration::from_secs(60);
 
+/// The shortest time between two garbage collections, whatever the timeout: each collection is a
+/// wake-up of the driver, and while a classifier region lives (up to [`REGION_IDLE`] after its
+/// last request) they go on, so a timeout of nanoseconds would wake it every few nanoseconds for a
+/// minute. Buffers and streams idle for `timeout` go at the first collection after it, so with a
+/// timeout below this they live up to this long instead.
+pub const GC_PERIOD_MIN: Duration = Duration::from_millis(1);
+
 /// The order in which waiting streams enter the dispatch set.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum TurnOrder {
@@ -410,7 +417,7 @@ impl StreamScheduler {
             }
         }
         if self.next_gc.is_none() {
-            self.next_gc = Some(now + self.cfg.timeout);
+            self.next_gc = Some(now + self.gc_period());
         }
         self.schedule();
     }
@@ -530,6 +537,11 @@ impl StreamScheduler {
         self.schedule();
     }
 
+    /// Time between two garbage collections: the timeout, but at least [`GC_PERIOD_MIN`].
+    fn gc_period(&self) -> Duration {
+        self.cfg.timeout.max(GC_PERIOD_MIN)
+    }
+
     fn collect(&mut self, now: Instant) {
         let timeout = self.cfg.timeout;
         let stale: Vec<u32> = self
@@ -555,8 +567,8 @@ impl StreamScheduler {
             }
         }
         self.classifier.collect(now, REGION_IDLE);
-        self.next_gc =
-            (!self.streams.is_empty() || self.classifier.regions() > 0).then(|| now + timeout);
+        self.next_gc = (!self.streams.is_empty() || self.classifier.regions() > 0)
+            .then(|| now + self.gc_period());
         self.schedule();
     }
 }
@@ -920,6 +932,31 @@ mod tests {
         );
         assert_eq!(p.held_bytes(), 0);
         assert_eq!(p.stream_count(), 0);
+    }
+
+    /// Collection runs at most every `GC_PERIOD_MIN`, however short the timeout: it re-armed
+    /// every `timeout` for as long as a classifier region lived (a minute after its last
+    /// request), so a 1 ns timeout woke the driver every simulated nanosecond.
+    #[test]
+    fn collection_runs_at_most_every_millisecond_with_a_tiny_timeout() {
+        let layout = Arc::new(Layout::new(ByteLen::gib(1), None));
+        let mut p = StreamScheduler::new(
+            StreamsConfig {
+                readahead_bytes: 1 << 20,
+                memory_bytes: 4 << 20,
+                timeout: Duration(1),
+                ..StreamsConfig::default()
+            },
+            layout,
+        )
+        .expect("valid");
+        let k = 64 << 10;
+        read(&mut p, Instant::ZERO, 0, k, true);
+        let t = p.poll_timeout().expect("gc scheduled");
+        assert!(t >= Instant::ZERO + GC_PERIOD_MIN, "{t}");
+        p.handle_timeout(t);
+        let next = p.poll_timeout().expect("the region lives on");
+        assert!(next >= t + GC_PERIOD_MIN, "{next} after {t}");
     }
 
     #[test]
