@@ -246,6 +246,11 @@ impl Sim {
             // the volume: a range becomes up to one piece per block.
             piece_bytes = piece_bytes.min(foresight_policy::layout::BLOCK_BYTES);
         }
+        if cfg.policy.readahead_max.0 > 0 {
+            // The readahead policies fetch a read that misses as windows of at most
+            // `readahead_max` (at least a page), each its own request until the queue merges it.
+            piece_bytes = piece_bytes.min(cfg.policy.readahead_max.0.max(PAGE_BYTES));
+        }
         if let Some(s) = striping {
             // A strip-aligned policy (SASEQP) fetches at most a strip at a time, so a read over
             // strips smaller than `max_request` becomes one request per strip.
@@ -1348,6 +1353,23 @@ mod tests {
         let report = sim.finish().report;
         assert_eq!(report.app_requests, 1000);
         assert!(report.events < 20_000, "{} events", report.events);
+    }
+
+    /// SEQP fetches a read that misses as readahead windows of `policy.readahead_max`, so with a
+    /// small window a large read becomes many fetches, which wait unmerged for a request slot when
+    /// `host.nr_requests` is small; the block queues' bound counted pieces of `host.max_request`
+    /// instead. This run (8 MiB reads, 4 KiB windows, one slot) panicked with "block queue and its
+    /// waiters over the bound" at its first read.
+    #[test]
+    fn reads_fetched_in_small_windows_fit_the_block_queues() {
+        let bytes = app_bytes_of(&[
+            "device.kind=ssd",
+            "policy.readahead_max=4KiB",
+            "host.nr_requests=1",
+            "workload.request=8MiB",
+            "workload.file_size=8MiB",
+        ]);
+        assert_eq!(bytes, 8 << 20);
     }
 
     /// Files cut into one-block extents turn each read and readahead window into one volume piece
