@@ -246,7 +246,12 @@ impl Sim {
             // the volume: a range becomes up to one piece per block.
             piece_bytes = piece_bytes.min(foresight_policy::layout::BLOCK_BYTES);
         }
-        if cfg.policy.readahead_max.0 > 0 {
+        if cfg.policy.readahead_max.0 > 0
+            && matches!(
+                cfg.policy.name.as_str(),
+                "seqp" | "saseqp" | "msp+seqp" | "msp+saseqp"
+            )
+        {
             // The readahead policies fetch a read that misses as windows of at most
             // `readahead_max` (at least a page), each its own request until the queue merges it.
             piece_bytes = piece_bytes.min(cfg.policy.readahead_max.0.max(PAGE_BYTES));
