@@ -268,7 +268,19 @@ impl Sim {
             // cached may cut into one request per page.
             per_stream += foresight_policy::directed::IN_FLIGHT_BYTES_MAX / PAGE_BYTES;
         }
-        let queue_limit = (1024 + w.streams as u64 * per_stream) as usize;
+        // The block-level cache under the page cache (the stream scheduler's buffers, the RAID
+        // driver's or the controller's cache) reads on its own, at most its capacity in flight,
+        // each read cut into pieces. Without room for them a read of its own larger than the rest
+        // of the bound (a stream scheduler's 8 MiB with 4 KiB requests) would wait for ever.
+        let block_cache_bytes = if cfg.policy.name == "streams" {
+            cfg.policy.streams.memory_bytes
+                + w.streams as u64 * w.read_bytes().0.div_ceil(PAGE_BYTES) * PAGE_BYTES
+        } else {
+            cfg.host.raid_cache.0.max(cfg.device.controller_cache.0)
+        };
+        let block_cache_pieces =
+            block_cache_bytes.div_ceil(piece_bytes) + block_cache_bytes / PAGE_BYTES;
+        let queue_limit = (1024 + w.streams as u64 * per_stream + block_cache_pieces) as usize;
         let (scheduler, expire) = (cfg.host.scheduler, cfg.host.read_expire);
         let antic_expire = cfg.host.antic_expire;
         let mapping = match striping {
@@ -1375,6 +1387,21 @@ mod tests {
             "workload.file_size=8MiB",
         ]);
         assert_eq!(bytes, 8 << 20);
+    }
+
+    /// The stream scheduler reads `policy.readahead` (8 MiB) at a time below the page cache; with
+    /// `host.max_request = 4KiB` one such read is 2,048 parts, more than the block queues' bound
+    /// (1,352 for one client) let in even with the queues empty, so it waited for room for ever:
+    /// the client stopped after three reads, and without a duration the run never ended.
+    #[test]
+    fn a_block_cache_read_larger_than_the_clients_reads_gets_into_the_queues() {
+        let bytes = app_bytes_of(&[
+            "policy.name=streams",
+            "host.max_request=4KiB",
+            "workload.file_size=1MiB",
+            "workload.duration=100s",
+        ]);
+        assert_eq!(bytes, 1 << 20);
     }
 
     /// Files cut into one-block extents turn each read and readahead window into one volume piece
