@@ -1107,8 +1107,10 @@ impl Hdd {
         let idx = self.pick_next(t0);
         let p = self.pending.remove(idx).expect("index from pick_next");
         let s = self.serve(t0, p.req);
-        // Round cumulative instants, not components, so the parts add up exactly.
-        let round = |x: f64| Instant(x.round().max(t0) as u64);
+        // Round cumulative instants, not components, so the parts add up exactly. Past 2^53 ns
+        // (104 days) `t0` is `t` rounded, possibly down, so each instant is held at `t` or later
+        // in whole nanoseconds: a part of zero length would otherwise end before `t`.
+        let round = |x: f64| Instant((x.round() as u64).max(t.0));
         let c1 = round(t0 + s.overhead_ns);
         let c2 = round(t0 + s.overhead_ns + s.seek_ns).max(c1);
         let c3 = round(t0 + s.overhead_ns + s.seek_ns + s.rotate_ns).max(c2);

@@ -779,3 +779,40 @@ fn sptf_counts_the_sector_after_a_finished_read_ahead_as_under_the_head() {
     assert_eq!(d.ready_at(t, head, &read(ra.limit_lba)), t);
     assert!(d.ready_at(t, head, &read(ra.limit_lba + 1)) > t);
 }
+
+/// Past 2^53 ns (104 days) an instant no longer fits an f64 exactly, and the model works in f64
+/// nanoseconds: a command started at such an instant was timed from the instant rounded down, and
+/// a part of zero length (the overhead of a back-to-back sequential read) ended before the command
+/// began, which panicked ("instant subtraction went negative"). Every part now starts no earlier
+/// than the command.
+#[test]
+fn commands_issued_years_in_are_timed_from_their_own_instant() {
+    for start_ns in [
+        (1u64 << 53) + 1,
+        (3 << 53) + 3,
+        700 * 86_400 * 1_000_000_000 + 7,
+    ] {
+        let mut d = Hdd::new(cheetah_15k5());
+        let t = Instant(start_ns);
+        // Back-to-back sequential reads queued together: the later ones stream on.
+        for i in 0..8u64 {
+            d.submit(
+                t,
+                DevRequest {
+                    id: i,
+                    op: Op::Read,
+                    lba: Lba(5_000 + i * 256),
+                    sectors: 256,
+                },
+            );
+        }
+        let mut out = Vec::new();
+        while out.len() < 8 {
+            let next = d.next_event().expect("queued reads complete");
+            d.advance(next, &mut out);
+        }
+        for c in &out {
+            assert!(c.at >= t && c.breakdown.total() == c.at - t, "{c:?}");
+        }
+    }
+}
