@@ -238,8 +238,9 @@ impl Sim {
         let w = &cfg.workload;
         let max_sectors = (cfg.host.max_request.0 / SECTOR_BYTES) as u32;
         // Each client has at most one request and a few readahead windows in flight, each split
-        // into pieces of at most `max_request`; trace arrivals wait while a queue is full (like a
-        // submitter blocked on Linux's `nr_requests`). So this bound is never reached.
+        // into pieces of at most `max_request` (fewer bytes where extents, windows or strips are
+        // smaller, below); trace arrivals wait while a queue is full (like a submitter blocked on
+        // Linux's `nr_requests`). So this bound is never reached.
         let mut piece_bytes = cfg.host.max_request.0;
         if matches!(w.placement, Placement::Fragmented { .. }) {
             // Extents may be a single block long, and no two of a file's extents are adjacent on
