@@ -189,6 +189,7 @@ pub fn parse_rate(text: &str) -> Result<Bandwidth, ParseError> {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+    use proptest::test_runner::TestCaseError;
 
     #[test]
     fn sizes() {
@@ -263,24 +264,103 @@ mod tests {
         assert!(parse_rate("fast").is_err());
     }
 
+    /// Texts every parser of this module accepts or refuses, seeds for [`edited`].
+    const VALID: &[&str] = &[
+        "4096",
+        "128KiB",
+        "1.5MiB",
+        "6GB",
+        "1_024B",
+        "250us",
+        "1.92ms",
+        "60s",
+        "2min",
+        "1Gbit",
+        "100Mbit/s",
+        "450MB/s",
+        "50MiB/s",
+    ];
+
+    /// One of `valid` with one edit at a random place: a byte flipped, the text cut there, a
+    /// 40-digit number or a random byte spliced in (a byte that breaks UTF-8 shows as U+FFFD,
+    /// as text read from a file would).
+    fn edited(valid: &'static [&'static str]) -> impl Strategy<Value = String> {
+        (
+            prop::sample::select(valid),
+            any::<prop::sample::Index>(),
+            any::<u8>(),
+            0u8..4,
+        )
+            .prop_map(|(text, at, byte, edit)| {
+                let mut b = text.as_bytes().to_vec();
+                let i = at.index(b.len() + 1);
+                match edit {
+                    0 if i < b.len() => b[i] ^= byte.max(1),
+                    0 | 1 => b.truncate(i),
+                    2 => drop(b.splice(i..i, *b"9999999999999999999999999999999999999999")),
+                    _ => b.insert(i, byte),
+                }
+                String::from_utf8_lossy(&b).into_owned()
+            })
+    }
+
+    /// Runs every parser on `text`: an accepted size prints back to itself, and a refusal shows
+    /// the text as written and either the accepted forms or why the value is out of range.
+    fn check_outcome(text: &str) -> Result<(), TestCaseError> {
+        let errors = [
+            parse_size(text).map(|s| {
+                if s.0 <= 1 << 62 {
+                    assert_eq!(parse_size(&s.to_string()), Ok(s), "{text:?} printed as {s}");
+                }
+            }),
+            parse_duration(text).map(drop),
+            parse_rate(text).map(|r| assert!(r.bytes_per_s > 0.0 && r.bytes_per_s.is_finite())),
+        ];
+        for e in errors.into_iter().filter_map(Result::err) {
+            let message = e.to_string();
+            prop_assert!(message.contains(&format!("`{text}`")), "{message}");
+            prop_assert!(
+                message.contains("write e.g.") || message.contains("out of range: "),
+                "{message}"
+            );
+        }
+        Ok(())
+    }
+
     proptest! {
         #[test]
         fn random_text_never_panics(s in "\\PC{0,24}") {
-            let _ = parse_size(&s);
-            let _ = parse_duration(&s);
-            let _ = parse_rate(&s);
+            check_outcome(&s)?;
         }
 
         #[test]
         fn long_numbers_never_panic(s in "[0-9._]{0,45}(B|KiB|TiB|MB|ns|s|min)?") {
-            let _ = parse_size(&s);
-            let _ = parse_duration(&s);
+            check_outcome(&s)?;
         }
 
         #[test]
         fn decimal_sizes_are_exact(whole in 0u64..1_000_000_000, milli in 0u64..1000) {
             let text = format!("{whole}.{milli:03}MB");
             prop_assert_eq!(parse_size(&text).unwrap().0, whole * 1_000_000 + milli * 1_000);
+        }
+
+        /// Valid texts with one edit (a byte flipped, the text cut short, a huge number or a
+        /// stray byte spliced in): each parser accepts the result or refuses it with a message
+        /// that shows the text as written and says what to write instead.
+        #[test]
+        fn edited_valid_texts_parse_or_say_what_to_write(text in edited(VALID)) {
+            check_outcome(&text)?;
+        }
+
+        /// Any size that parses prints as a size that parses back to the same number of bytes,
+        /// and a duration prints to within its printed precision (three decimals of its unit).
+        #[test]
+        fn printed_sizes_and_durations_parse_back(bytes in 0u64..1 << 62, ns in 0u64..1_000_000_000_000_000_000) {
+            let size = ByteLen(bytes);
+            prop_assert_eq!(parse_size(&size.to_string()), Ok(size));
+            let d = Duration(ns);
+            let again = parse_duration(&d.to_string()).map_err(|e| TestCaseError::fail(e.to_string()))?;
+            prop_assert!(again.0.abs_diff(ns) <= ns / 1000 + 1, "{} read back as {}", d, again.0);
         }
 
         #[test]
