@@ -7,9 +7,10 @@
 //! `proptest-regressions/`, so a failure replays. A run that never ends prints nothing, so with
 //! `NOISE_TRACE=1` set (and `--nocapture`) each config is printed before it runs.
 
-use foresight_sim::config::{apply_set, parse_config_text, SimConfig};
+use foresight_sim::config::{apply_set, parse_config_text, read_config_file, SimConfig};
 use foresight_sim::{run, RunOptions};
 use proptest::prelude::*;
+use proptest::test_runner::TestCaseError;
 
 /// One assignment: a documented key, and either a value that suits it or one from [`VALUES`].
 fn assignment() -> impl Strategy<Value = (&'static str, &'static str)> {
@@ -285,6 +286,121 @@ proptest! {
                     eprintln!("RUN {table:?}");
                 }
                 let _ = run(&cfg, RunOptions::default());
+            }
+        }
+    }
+}
+
+/// The shipped example configs, the seeds of the edited-file property.
+const EXAMPLES: &[&str] = &[
+    include_str!("../../../examples/collapse-64.toml"),
+    include_str!("../../../examples/informed-tiered.toml"),
+];
+
+/// One edit to a file's bytes at a random place: a byte flipped, the file cut there, a number far
+/// beyond every key's range, a byte that is not UTF-8, or a random byte spliced in.
+fn edit() -> impl Strategy<Value = (prop::sample::Index, u8, u8)> {
+    (any::<prop::sample::Index>(), 0u8..5, any::<u8>())
+}
+
+fn apply_edits(text: &str, edits: &[(prop::sample::Index, u8, u8)]) -> Vec<u8> {
+    let mut b = text.as_bytes().to_vec();
+    for (at, kind, byte) in edits {
+        let i = at.index(b.len() + 1);
+        match kind {
+            0 if i < b.len() => b[i] ^= (*byte).max(1),
+            0 | 1 => b.truncate(i),
+            2 => drop(b.splice(i..i, *b"184467440737095516160000")),
+            3 => b.insert(i, 0xff),
+            _ => b.insert(i, *byte),
+        }
+    }
+    b
+}
+
+/// What every refusal must do: say where (the file and line, or the key's dotted path) and what
+/// is wrong, so that the user can fix it without reading the code.
+fn assert_helpful(e: &foresight_sim::config::ConfigError, file: &str) -> Result<(), TestCaseError> {
+    use foresight_sim::config::ConfigError;
+    let shown = e.to_string();
+    match e {
+        ConfigError::File { file: at, message } => {
+            prop_assert!(at.starts_with(file), "{shown}");
+            prop_assert!(!message.trim().is_empty(), "{shown}");
+        }
+        ConfigError::Key { key, message } => {
+            prop_assert!(
+                !key.is_empty() && !key.starts_with('.') && !key.ends_with('.'),
+                "{shown}"
+            );
+            prop_assert!(!message.trim().is_empty(), "{shown}");
+        }
+        ConfigError::SetSyntax(_) => {}
+    }
+    Ok(())
+}
+
+/// `text` read the way `foresight sim --config` reads a file, then checked as a config.
+fn check_file(bytes: &[u8]) -> Result<(), TestCaseError> {
+    let dir = std::env::temp_dir().join(format!("foresight-config-noise-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("edited.toml");
+    std::fs::write(&path, bytes).unwrap();
+    let shown = path.display().to_string();
+    let outcome = read_config_file(&path);
+    std::fs::remove_file(&path).unwrap();
+    match outcome {
+        Err(e) => assert_helpful(&e, &shown),
+        Ok(table) => match SimConfig::from_table(table, None) {
+            Err(e) => assert_helpful(&e, &shown),
+            Ok(_) => Ok(()),
+        },
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    /// The example configs with a few edits: each parses, or is refused with an error naming
+    /// the file and line or the key.
+    #[test]
+    fn edited_example_configs_parse_or_name_what_is_wrong(
+        which in 0..EXAMPLES.len(),
+        edits in proptest::collection::vec(edit(), 0..4),
+    ) {
+        let bytes = apply_edits(EXAMPLES[which], &edits);
+        check_file(&bytes)?;
+        if edits.is_empty() {
+            let table = parse_config_text(EXAMPLES[which], "example.toml").unwrap();
+            prop_assert!(SimConfig::from_table(table, None).is_ok());
+        }
+    }
+
+    /// One `--set` of a key no section has: refused, naming that key (or the part of it that is
+    /// a value, not a section).
+    #[test]
+    fn an_unknown_key_is_refused_by_its_name(
+        section in prop::sample::select(vec!["", "device.", "host.", "policy.", "workload.", "dfs.", "network.", "device.link.", "seed."]),
+        name in "[a-z_]{1,8}",
+        value in prop::sample::select(VALUES),
+    ) {
+        let key = format!("{section}{name}");
+        prop_assume!(!KEYS.iter().any(|(k, _)| *k == key));
+        prop_assume!(!["workload.trace", "workload.format", "device.disksim", "seed"].contains(&key.as_str()));
+        let mut table = toml::Table::new();
+        apply_set(&mut table, &format!("{key}={value}")).unwrap();
+        match SimConfig::from_table(table, None) {
+            Ok(_) => prop_assert!(false, "`{}={}` was accepted", key, value),
+            Err(e) => {
+                assert_helpful(&e, "")?;
+                let named = match &e {
+                    foresight_sim::config::ConfigError::Key { key: k, .. } => k.clone(),
+                    other => other.to_string(),
+                };
+                prop_assert!(
+                    key == named || key.starts_with(&format!("{named}.")),
+                    "`{}={}` was refused as `{}`", key, value, e
+                );
             }
         }
     }
