@@ -258,9 +258,22 @@ impl Default for SimConfig {
 
 /// Reads a config file into a TOML table.
 pub fn read_config_file(path: &Path) -> Result<Table, ConfigError> {
-    let text = std::fs::read_to_string(path).map_err(|e| ConfigError::File {
+    let bytes = std::fs::read(path).map_err(|e| ConfigError::File {
         file: path.display().to_string(),
         message: format!("cannot read: {e}"),
+    })?;
+    // A TOML file is UTF-8 by definition: one saved in another encoding is refused at the line
+    // of its first foreign byte, which is where the user has to look.
+    let text = String::from_utf8(bytes).map_err(|e| {
+        let good = &e.as_bytes()[..e.utf8_error().valid_up_to()];
+        ConfigError::File {
+            file: format!(
+                "{}:{}",
+                path.display(),
+                good.iter().filter(|&&b| b == b'\n').count() + 1
+            ),
+            message: "not UTF-8 text; save the config as UTF-8".into(),
+        }
     })?;
     parse_config_text(&text, &path.display().to_string())
 }

@@ -405,3 +405,18 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn a_config_file_that_is_not_utf8_is_refused_naming_the_line() {
+    let mut bytes = b"seed = 1\n[device]\nkind = \"hdd\"\npreset = \"wd".to_vec();
+    bytes.extend_from_slice(&[0xff, 0xfe]);
+    bytes.extend_from_slice(b"\"\n");
+    let dir = std::env::temp_dir().join(format!("foresight-config-utf8-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("latin1.toml");
+    std::fs::write(&path, &bytes).unwrap();
+    let e = read_config_file(&path).unwrap_err().to_string();
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert!(e.contains("latin1.toml:4"), "{e}");
+    assert!(e.contains("UTF-8"), "{e}");
+}
