@@ -18,7 +18,7 @@
 //! ```
 
 use foresight_core::{parse_rate, Bandwidth, ByteLen, Duration};
-use foresight_device::{link_preset, link_presets, presets, LinkParams};
+use foresight_device::{link_preset, link_presets, presets, DeviceError, LinkParams};
 use foresight_policy::adaptive::dfs::{DfsSystem, QueueKind};
 use foresight_policy::adaptive::AlphaMode;
 use toml::{Table, Value};
@@ -224,6 +224,14 @@ pub fn take(root: &mut Table) -> Result<Option<DfsSettings>, ConfigError> {
         None => None,
         Some(Value::String(s)) => {
             let r = parse_rate(&s).map_err(|e| key_err("network.bandwidth", e.to_string()))?;
+            // Kept in whole bytes per second: a rate that rounds to none would be refused by
+            // the link as "0", which the user never wrote.
+            if r.bytes_per_s < 1.0 {
+                return Err(key_err(
+                    "network.bandwidth",
+                    format!("`{s}` is below 1 byte/s; give a rate such as \"10Gbit\" or \"1GB/s\""),
+                ));
+            }
             Some(r.bytes_per_s.round() as u64)
         }
         Some(v) => {
@@ -248,10 +256,23 @@ pub fn take(root: &mut Table) -> Result<Option<DfsSettings>, ConfigError> {
         bandwidth_bytes_per_s,
         window,
     };
-    settings
-        .link_params()
-        .validate()
-        .map_err(|e| key_err("network", e.to_string()))?;
+    // The link checks its figures itself; a refusal is reported under the key that set the
+    // figure, with the figure as a size or duration rather than the link's raw integer.
+    let params = settings.link_params();
+    params.validate().map_err(|e| match e {
+        DeviceError::BadValue { field, fix, .. } => {
+            let shown = match field {
+                "window" => params.window.to_string(),
+                "delay" => params.delay.to_string(),
+                _ => format!("{} bytes/s", params.bandwidth.bytes_per_s),
+            };
+            key_err(
+                &format!("network.{field}"),
+                format!("{shown} is out of range: {fix}"),
+            )
+        }
+        other => key_err("network", other.to_string()),
+    })?;
     Ok(Some(settings))
 }
 
@@ -428,6 +449,25 @@ mod tests {
             let e = cfg(&sets).unwrap_err().to_string();
             assert!(e.contains(key), "{set}: {e}");
         }
+    }
+
+    #[test]
+    fn a_link_figure_out_of_range_is_refused_by_its_own_key_as_written() {
+        for (set, key, shown) in [
+            ("network.bandwidth=1bit", "`network.bandwidth`", "`1bit`"),
+            (
+                "network.bandwidth=0.5B/s",
+                "`network.bandwidth`",
+                "`0.5B/s`",
+            ),
+            ("network.window=1", "`network.window`", "1B"),
+            ("network.delay=20s", "`network.delay`", "20.000s"),
+        ] {
+            let e = cfg(&["dfs.system=aps", set]).unwrap_err().to_string();
+            assert!(e.contains(key) && e.contains(shown), "{set}: {e}");
+        }
+        let one = cfg(&["dfs.system=aps", "network.bandwidth=8bit/s"]).unwrap();
+        assert_eq!(one.dfs.unwrap().link_params().bandwidth.bytes_per_s, 1.0);
     }
 
     #[test]
