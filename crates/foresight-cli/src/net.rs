@@ -589,7 +589,7 @@ pub struct ProxyArgs {
     /// One-way delay added in each direction, e.g. 10ms or 50us; at most 10s.
     #[arg(allow_hyphen_values = true, long, value_name = "DURATION", default_value = "0s", value_parser = duration_arg)]
     delay: StdDuration,
-    /// Rate cap of each direction, e.g. 1Gbit or 100MB/s; none when omitted.
+    /// Rate cap of each direction, e.g. 1Gbit or 100MB/s (at least 1 byte/s); none when omitted.
     #[arg(allow_hyphen_values = true, long, value_name = "RATE", value_parser = rate_arg)]
     bandwidth: Option<Bandwidth>,
     /// Most connections relayed at once.

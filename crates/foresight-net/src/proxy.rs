@@ -118,9 +118,12 @@ impl Link {
     fn schedule(&self, bytes: usize) -> u64 {
         let now = self.epoch.elapsed().as_nanos() as u64;
         let mut free = self.free_at_ns.lock().expect("link poisoned");
-        let done = (*free).max(now) + (bytes as f64 * self.ns_per_byte) as u64;
+        // Saturating: a clock that wrapped would send the chunk at once, uncapped.
+        let done = (*free)
+            .max(now)
+            .saturating_add((bytes as f64 * self.ns_per_byte) as u64);
         *free = done;
-        done + self.delay_ns
+        done.saturating_add(self.delay_ns)
     }
 }
 
@@ -177,10 +180,12 @@ pub fn spawn(cfg: ProxyConfig) -> Result<ProxyHandle, NetError> {
 
 fn spawn_with(cfg: ProxyConfig, connect: Connector) -> Result<ProxyHandle, NetError> {
     if let Some(b) = cfg.bandwidth {
-        if !(b.bytes_per_s.is_finite() && b.bytes_per_s > 0.0) {
+        // As the simulator's links (`foresight_device::LinkParams`): below a byte per second
+        // one chunk's transfer time runs past the link's 64-bit nanosecond clock.
+        if !(b.bytes_per_s.is_finite() && b.bytes_per_s >= 1.0) {
             return Err(NetError::Setting {
                 key: "--bandwidth",
-                message: "must be a positive rate such as 1Gbit or 100MB/s".into(),
+                message: "must be at least 1 byte/s (8bit), e.g. 1Gbit or 100MB/s".into(),
             });
         }
     }
@@ -387,6 +392,40 @@ mod tests {
         let short = queue_chunks(rate, Duration::from_millis(10));
         assert_eq!(short, (12_500_000usize + (1 << 20)).div_ceil(CHUNK_BYTES));
         assert_eq!(queue_chunks(None, Duration::from_secs(1)), 1040);
+    }
+
+    /// A rate below a byte per second is refused when the proxy starts, by its flag; such a rate
+    /// made a chunk's transfer time overflow the link's clock (a panic in the relay thread, or,
+    /// wrapped, no rate cap at all).
+    #[test]
+    fn a_rate_below_one_byte_per_second_is_refused_and_the_clock_saturates() {
+        for bytes_per_s in [0.5, 1e-12, 0.0, f64::NAN] {
+            let e = spawn_with(
+                ProxyConfig {
+                    listen: "127.0.0.1:0".parse().unwrap(),
+                    upstream: "127.0.0.1:9".into(),
+                    delay: Duration::ZERO,
+                    bandwidth: Some(Bandwidth::from_bytes_per_s(bytes_per_s)),
+                    max_connections: 1,
+                },
+                Arc::new(connect_upstream),
+            )
+            .err()
+            .unwrap_or_else(|| panic!("{bytes_per_s} bytes/s accepted"));
+            let shown = e.to_string();
+            assert!(
+                shown.contains("--bandwidth") && shown.contains("1 byte/s"),
+                "{shown}"
+            );
+        }
+        let slow = Link {
+            free_at_ns: Mutex::new(0),
+            ns_per_byte: 1e21,
+            delay_ns: 5,
+            epoch: Instant::now(),
+        };
+        assert_eq!(slow.schedule(CHUNK_BYTES), u64::MAX);
+        assert_eq!(slow.schedule(CHUNK_BYTES), u64::MAX);
     }
 
     /// An upstream slow to accept one connection must hold back that connection only: others are
