@@ -53,6 +53,7 @@ mod tests;
 
 use std::collections::BTreeSet;
 use std::fmt;
+use std::io::Read;
 use std::path::Path;
 
 use foresight_core::Duration;
@@ -140,7 +141,17 @@ pub fn import(path: &Path) -> Result<DiskSimDrive, DiskSimError> {
                 meta.len()
             ));
         }
-        let bytes = std::fs::read(&p).map_err(|e| format!("cannot read: {e}"))?;
+        // The length above is a regular file's; a device or a pipe reports none and may never
+        // end, so the read itself stops one byte past the bound.
+        let mut bytes = Vec::new();
+        std::fs::File::open(&p)
+            .and_then(|f| f.take(FILE_BYTES_MAX + 1).read_to_end(&mut bytes))
+            .map_err(|e| format!("cannot read: {e}"))?;
+        if bytes.len() as u64 > FILE_BYTES_MAX {
+            return Err(format!(
+                "holds more than {FILE_BYTES_MAX} bytes; parameter files larger than that are refused"
+            ));
+        }
         String::from_utf8(bytes).map_err(|_| "is not UTF-8 text".to_string())
     };
     import_with(&root, &mut load)

@@ -522,3 +522,13 @@ fn a_drive_whose_bytes_overflow_a_volume_is_an_error_naming_the_file() {
     let d = import_map("atlas10k.diskspecs", &m).unwrap();
     assert_eq!(d.params.capacity().0, 1 << 50);
 }
+
+/// A file whose length the file system does not know (a device, a pipe) is read only up to the
+/// bound on parameter files: `/dev/zero` as a `.diskspecs` used to be read until memory ran out.
+#[cfg(target_os = "linux")]
+#[test]
+fn an_endless_file_is_refused_at_the_size_bound() {
+    let e = import(Path::new("/dev/zero")).unwrap_err();
+    assert_eq!(e.file, "/dev/zero");
+    assert!(e.message.contains("more than"), "{e}");
+}
