@@ -73,8 +73,19 @@ pub fn access_list(w: &HintedWorkload, seed: u64) -> Result<Vec<u64>, TraceError
         }
         AccessOrder::Trace(path) => {
             let name = path.display().to_string();
-            let text = std::fs::read_to_string(path)
+            let bytes = std::fs::read(path)
                 .map_err(|e| err(&name, 0, format!("cannot read the hinted trace: {e}")))?;
+            // As the block traces: text in another encoding is refused at its first foreign
+            // byte's line, not as a bare "stream did not contain valid UTF-8".
+            let text = String::from_utf8(bytes).map_err(|e| {
+                let good = &e.as_bytes()[..e.utf8_error().valid_up_to()];
+                let line = good.iter().filter(|&&b| b == b'\n').count() + 1;
+                err(
+                    &name,
+                    line,
+                    "not UTF-8 text; save the trace as plain UTF-8 text",
+                )
+            })?;
             parse_trace(&text, &name)
         }
     }
@@ -119,8 +130,64 @@ mod tests {
         assert_eq!(s, (0..100).collect::<Vec<_>>());
     }
 
+    #[test]
+    fn a_trace_that_is_not_utf8_is_refused_at_its_line() {
+        let dir =
+            std::env::temp_dir().join(format!("foresight-hinted-utf8-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("latin1.hints");
+        std::fs::write(&path, b"1\n2 # caf\xe9\n3\n").unwrap();
+        let w = HintedWorkload {
+            reads: 1,
+            block: foresight_core::ByteLen::mib(1),
+            consume: foresight_core::Duration::from_millis(1),
+            order: AccessOrder::Trace(path),
+        };
+        let e = access_list(&w, 1).unwrap_err();
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(e.line, 2, "{e}");
+        assert!(e.message.contains("UTF-8"), "{e}");
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig { cases: 256, failure_persistence: None, ..ProptestConfig::default() })]
+
+        /// A valid trace with edits (a byte flipped, the text cut, a 24-digit number or a random
+        /// byte spliced in): blocks, each below 2^40 and read once, or an error naming a line
+        /// that exists. The unedited trace parses to its blocks.
+        #[test]
+        fn edited_traces_parse_or_name_the_line(
+            edits in prop::collection::vec((any::<prop::sample::Index>(), 0u8..4, any::<u8>()), 0..4),
+        ) {
+            let valid = "# blocks\n3\n1 # again\n\n  7\n1099511627775\n";
+            let mut b = valid.as_bytes().to_vec();
+            for (at, kind, byte) in &edits {
+                let i = at.index(b.len() + 1);
+                match kind {
+                    0 if i < b.len() => b[i] ^= (*byte).max(1),
+                    0 | 1 => b.truncate(i),
+                    2 => drop(b.splice(i..i, *b"999999999999999999999999")),
+                    _ => b.insert(i, *byte),
+                }
+            }
+            let text = String::from_utf8_lossy(&b);
+            match parse_trace(&text, "edited.txt") {
+                Ok(blocks) => {
+                    let mut seen = blocks.clone();
+                    seen.sort_unstable();
+                    seen.dedup();
+                    prop_assert_eq!(seen.len(), blocks.len());
+                    prop_assert!(blocks.iter().all(|&n| n < 1 << 40));
+                    if edits.is_empty() {
+                        prop_assert_eq!(blocks, vec![3, 1, 7, (1 << 40) - 1]);
+                    }
+                }
+                Err(e) => {
+                    prop_assert!(!edits.is_empty(), "{}", e);
+                    prop_assert!(e.line <= text.lines().count() && !e.message.is_empty(), "{}", e);
+                }
+            }
+        }
 
         /// Any bytes give blocks or an error that names the file and a line within the text,
         /// never a panic.
