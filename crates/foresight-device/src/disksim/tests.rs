@@ -365,9 +365,18 @@ fn seek_files_in_both_shipped_layouts_parse() {
 
 fn import_never_panics(files: &BTreeMap<String, String>) {
     for root in ["atlas10k.diskspecs", "cheetah4LP.diskspecs"] {
-        if let Ok(d) = import_map(root, files) {
+        match import_map(root, files) {
             // Whatever imports must also build.
-            crate::Hdd::try_new(d.params).unwrap();
+            Ok(d) => drop(crate::Hdd::try_new(d.params).unwrap()),
+            // A refusal names a file and a line in it (0: the file as a whole), and says what.
+            Err(e) => {
+                assert!(!e.message.trim().is_empty(), "{e}");
+                let lines = files.get(&e.file).map(|t| t.lines().count() + 1);
+                match lines {
+                    Some(n) => assert!(e.line as usize <= n, "{e}: the file has {n} lines"),
+                    None => assert!(e.line == 0 && !e.file.is_empty(), "{e}"),
+                }
+            }
         }
     }
 }
