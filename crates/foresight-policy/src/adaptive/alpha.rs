@@ -226,4 +226,24 @@ mod tests {
         assert_eq!(AlphaMode::Fixed(3).to_string(), "3");
         assert_eq!(AlphaMode::Auto.to_string(), "auto");
     }
+
+    proptest::proptest! {
+        /// Any text (a number with noise around it, or anything) is an alpha or a refusal that
+        /// quotes it and names the accepted forms; an alpha prints back to itself.
+        #[test]
+        fn alpha_text_parses_or_is_refused_and_round_trips(
+            text in proptest::prop_oneof![
+                "[ ]?(auto|AUTO|[0-9]{1,12}|-1|0x10|1e3)[ \\t]?",
+                proptest::prelude::any::<String>(),
+            ]
+        ) {
+            match text.parse::<AlphaMode>() {
+                Ok(a) => proptest::prop_assert_eq!(a.to_string().parse::<AlphaMode>(), Ok(a)),
+                Err(e) => proptest::prop_assert!(
+                    e.contains(&format!("`{text}`")) && e.contains("1 to 1024"),
+                    "{}", e
+                ),
+            }
+        }
+    }
 }
