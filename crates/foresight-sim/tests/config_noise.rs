@@ -420,3 +420,103 @@ fn a_config_file_that_is_not_utf8_is_refused_naming_the_line() {
     assert!(e.contains("latin1.toml:4"), "{e}");
     assert!(e.contains("UTF-8"), "{e}");
 }
+
+/// One `[[device.tiers]]` entry: a preset (0..3) or constant times (3), and now and then a key
+/// set to a value of any kind (or a key no tier has).
+fn tier_entry() -> impl Strategy<Value = (usize, Option<(&'static str, &'static str)>)> {
+    let key = prop::sample::select(vec![
+        "preset",
+        "t_read",
+        "t_copy_up",
+        "capacity",
+        "disks",
+        "bogus",
+    ]);
+    let value = prop_oneof![
+        prop::sample::select(vec![
+            "\"ssd-850evo\"",
+            "\"5ms\"",
+            "\"999999999s\"",
+            "\"0ms\"",
+            "\"2MiB\"",
+            "\"1PiB\"",
+            "2",
+            "300",
+        ]),
+        prop::sample::select(VALUES),
+    ];
+    (0usize..4, proptest::option::weighted(0.2, (key, value)))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 384, ..ProptestConfig::default() })]
+
+    /// Random tier stacks (preset and constant tiers with a key now and then set to anything, an
+    /// optional link, random policies and memory): refused with an error naming the key, or run
+    /// to the end or refused by the run with an error. The hinted reads are few and small, so
+    /// that each run takes a moment.
+    #[test]
+    fn random_tier_stacks_run_or_name_the_key(
+        tiers in proptest::collection::vec(tier_entry(), 1..4),
+        link in prop::sample::select(vec![
+            "",
+            "",
+            "delay = \"1ms\", bandwidth = \"1Gbit\"",
+            "delay = \"200us\", bandwidth = \"10MiB/s\"",
+            "delay = \"20s\", bandwidth = \"1Gbit\"",
+            "bandwidth = \"1bit\"",
+            "delay = 5",
+        ]),
+        policy in prop::sample::select(vec!["tip", "ipipe", "ipo", "ipods", "seqp"]),
+        memory in prop::sample::select(vec!["\"2MiB\"", "\"2MiB\"", "\"8MiB\"", "\"64GiB\"", "0"]),
+        reads in 1u32..40,
+    ) {
+        let mut text = format!(
+            "[device]\nkind = \"tiered\"\nmemory = {memory}\n\n[policy]\nname = \"{policy}\"\nmax_bw = 4\n\n\
+             [workload]\nkind = \"hinted\"\nreads = {reads}\nblock = \"1MiB\"\n"
+        );
+        if !link.is_empty() {
+            text.push_str(&format!("\n[device.link]\n{link}\n"));
+        }
+        let presets = ["ssd-850evo", "wd800jd", "st6000nm0024"];
+        for (i, (kind, noise)) in tiers.iter().enumerate() {
+            let last = i + 1 == tiers.len();
+            let mut keys: Vec<(&str, String)> = match presets.get(*kind) {
+                Some(p) => vec![("preset", format!("\"{p}\""))],
+                None if i == 0 => vec![("t_read", "\"5ms\"".into())],
+                None => vec![("t_read", "\"40ms\"".into()), ("t_copy_up", "\"20ms\"".into())],
+            };
+            if !last {
+                keys.push(("capacity", "\"4MiB\"".into()));
+            }
+            if let Some((k, v)) = noise {
+                keys.retain(|(key, _)| key != k);
+                // A bare word, which `--set` takes as a string, is one in a file too.
+                let v = if format!("v = {v}").parse::<toml::Table>().is_ok() {
+                    v.to_string()
+                } else {
+                    format!("{v:?}")
+                };
+                keys.push((k, v));
+            }
+            text.push_str("\n[[device.tiers]]\n");
+            for (k, v) in keys {
+                text.push_str(&format!("{k} = {v}\n"));
+            }
+        }
+        match parse_config_text(&text, "tiers.toml") {
+            Err(e) => assert_helpful(&e, "tiers.toml")?,
+            Ok(table) => match SimConfig::from_table(table, None) {
+                Err(e) => assert_helpful(&e, "tiers.toml")?,
+                Ok(cfg) => {
+                    if std::env::var_os("NOISE_TRACE").is_some() {
+                        eprintln!("RUN {text}");
+                    }
+                    if let Err(e) = run(&cfg, RunOptions::default()) {
+                        prop_assert!(!e.to_string().trim().is_empty());
+                    }
+                }
+            },
+        }
+    }
+}
