@@ -53,6 +53,22 @@ pub(crate) fn take_seed(root: &mut Table) -> Result<u64, ConfigError> {
     }
 }
 
+/// A key as written in the user's table, for a dotted path in a message: a bare key as it is,
+/// any other (empty, or holding a dot, a space or another character a bare key cannot have) as
+/// the quoted key TOML needs, so that `"device.kind" = 1` at the top level is not shown as the
+/// valid `device.kind`, nor `"" = 1` as nothing.
+pub(crate) fn shown_key(key: &str) -> String {
+    let bare = !key.is_empty()
+        && key
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+    if bare {
+        key.to_string()
+    } else {
+        Value::String(key.to_string()).to_string()
+    }
+}
+
 pub(crate) fn key_err(key: &str, message: impl Into<String>) -> ConfigError {
     ConfigError::Key {
         key: key.to_string(),
@@ -558,7 +574,7 @@ impl Section {
         match self.table.keys().next() {
             None => Ok(()),
             Some(k) => Err(key_err(
-                &format!("{}.{k}", self.prefix),
+                &format!("{}.{}", self.prefix, shown_key(k)),
                 "unknown key; see `foresight sim --help` for the keys of each section",
             )),
         }
@@ -1180,7 +1196,7 @@ impl SimConfig {
         let dfs = crate::dfs::config::take(&mut root)?;
         if let Some(k) = root.keys().next() {
             return Err(key_err(
-                k,
+                &shown_key(k),
                 "unknown key; the top level takes `seed` and the sections [device], [host], [policy], [workload], [dfs], [network]",
             ));
         }
@@ -1206,6 +1222,29 @@ mod tests {
             apply_set(&mut t, s)?;
         }
         SimConfig::from_table(t, None)
+    }
+
+    #[test]
+    fn an_unknown_key_that_is_not_a_bare_name_is_shown_quoted() {
+        for (text, shown) in [
+            ("\"\" = \"\"", "config key `\"\"`"),
+            ("\"device.kind\" = \"ssd\"", "config key `\"device.kind\"`"),
+            ("[device]\n\"\" = 1", "config key `device.\"\"`"),
+            ("[device]\n\"a b\" = 1", "config key `device.\"a b\"`"),
+            ("[host]\n\"x\" = 1", "config key `host.x`"),
+            (
+                "[device]\nkind = \"tiered\"\n[[device.tiers]]\npreset = \"wd800jd\"\n\"t.read\" = 1",
+                "config key `device.tiers[0].\"t.read\"`",
+            ),
+            (
+                "[device]\nkind = \"tiered\"\n[[device.tiers]]\npreset = \"wd800jd\"\n[\"a.b\"]",
+                "config key `\"a.b\"`",
+            ),
+            ("[dfs]\n[host]\n\"\" = 1", "config key `host.\"\"`"),
+        ] {
+            let e = cfg(text, &[]).unwrap_err().to_string();
+            assert!(e.contains(shown), "{text:?}: {e}");
+        }
     }
 
     #[test]

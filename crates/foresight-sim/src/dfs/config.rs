@@ -24,7 +24,7 @@ use foresight_policy::adaptive::AlphaMode;
 use toml::{Table, Value};
 
 use super::{cfq::CfqTimes, default_cfq, DfsDevice, DfsParams, Pattern};
-use crate::config::{ConfigError, DeviceKind, Section, SimConfig, WorkloadKind};
+use crate::config::{shown_key, ConfigError, DeviceKind, Section, SimConfig, WorkloadKind};
 
 /// The DFS settings of a config, as given.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -114,7 +114,7 @@ pub fn refuse_unread_keys(root: &Table) -> Result<(), ConfigError> {
                 format!("reads only {} from [{section}]", reads.join(", "))
             };
             return Err(key_err(
-                &format!("{section}.{key}"),
+                &format!("{section}.{}", shown_key(key)),
                 format!(
                     "a [dfs] run {takes} (its clients, link, server and queue are set in [dfs] and [network]); drop this key"
                 ),

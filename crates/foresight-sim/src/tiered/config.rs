@@ -34,7 +34,7 @@ use foresight_policy::informed::{InformedConfig, LevelTiming, XCache};
 use foresight_policy::PolicyConfig;
 use toml::{Table, Value};
 
-use crate::config::{key_err, ConfigError, Section, SimConfig};
+use crate::config::{key_err, shown_key, ConfigError, Section, SimConfig};
 
 /// How one storage level is timed.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -320,7 +320,7 @@ pub fn parse(mut root: Table, base_dir: Option<&Path>) -> Result<SimConfig, Conf
         Some(Value::Table(h)) => {
             if let Some(k) = h.keys().next() {
                 return Err(key_err(
-                    &format!("host.{k}"),
+                    &format!("host.{}", shown_key(k)),
                     "the page-cache host does not apply to a tier stack; memory is device.memory",
                 ));
             }
@@ -437,7 +437,7 @@ pub fn parse(mut root: Table, base_dir: Option<&Path>) -> Result<SimConfig, Conf
     p.finish()?;
     if let Some(k) = root.keys().next() {
         return Err(key_err(
-            k,
+            &shown_key(k),
             "unknown key; the top level takes `seed` and the sections [device], [policy], [workload]",
         ));
     }
