@@ -6,6 +6,7 @@
 //! falls back to a default. Every error names the dotted key (or the file and line for TOML syntax)
 //! and says what to write instead; the CLI turns these into exit code 2.
 
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use foresight_core::{parse_duration, parse_size, ByteLen, Duration};
@@ -272,12 +273,26 @@ impl Default for SimConfig {
     }
 }
 
+/// The largest config file read: thousands of times any real one.
+const CONFIG_BYTES_MAX: u64 = 16 << 20;
+
 /// Reads a config file into a TOML table.
 pub fn read_config_file(path: &Path) -> Result<Table, ConfigError> {
-    let bytes = std::fs::read(path).map_err(|e| ConfigError::File {
+    let file_err = |message: String| ConfigError::File {
         file: path.display().to_string(),
-        message: format!("cannot read: {e}"),
-    })?;
+        message,
+    };
+    // Read through a bound, not to the end: a device or a pipe (`/dev/zero`) may never end.
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(CONFIG_BYTES_MAX + 1).read_to_end(&mut bytes))
+        .map_err(|e| file_err(format!("cannot read: {e}")))?;
+    if bytes.len() as u64 > CONFIG_BYTES_MAX {
+        return Err(file_err(format!(
+            "holds more than {} bytes; a config is a few hundred bytes of TOML",
+            CONFIG_BYTES_MAX
+        )));
+    }
     // A TOML file is UTF-8 by definition: one saved in another encoding is refused at the line
     // of its first foreign byte, which is where the user has to look.
     let text = String::from_utf8(bytes).map_err(|e| {

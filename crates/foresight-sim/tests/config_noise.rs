@@ -520,3 +520,14 @@ proptest! {
         }
     }
 }
+
+/// A config the file system gives no length for (a device, a pipe) is read up to a bound:
+/// `--config /dev/zero` used to be read until memory ran out.
+#[cfg(target_os = "linux")]
+#[test]
+fn an_endless_config_file_is_refused_at_the_size_bound() {
+    let e = read_config_file(std::path::Path::new("/dev/zero"))
+        .unwrap_err()
+        .to_string();
+    assert!(e.starts_with("/dev/zero") && e.contains("more than"), "{e}");
+}
