@@ -351,9 +351,12 @@ pub fn apply_set(table: &mut Table, assignment: &str) -> Result<(), ConfigError>
         return Err(ConfigError::SetSyntax(assignment.to_string()));
     }
     let raw = raw.trim();
+    // Exactly one key: a value holding a newline could otherwise add keys of its own, and
+    // `4\nstreams = 64` would be read as 4 with the rest dropped.
     let mut value = format!("v = {raw}")
         .parse::<Table>()
         .ok()
+        .filter(|t| t.len() == 1)
         .and_then(|mut t| t.remove("v"))
         .unwrap_or_else(|| Value::String(raw.to_string()));
     datetimes_as_text(&mut value);
@@ -1237,6 +1240,26 @@ mod tests {
             apply_set(&mut t, s)?;
         }
         SimConfig::from_table(t, None)
+    }
+
+    #[test]
+    fn a_set_value_is_one_value_not_the_first_of_several_lines() {
+        // `v = 4\nstreams = 64` is a TOML table of two keys: the value used to be read as 4,
+        // the rest dropped without a word.
+        for set in [
+            "workload.streams=4\nstreams = 64",
+            "workload.streams=4\n[device]\nkind = \"ssd\"",
+        ] {
+            let e = cfg("", &[set]).unwrap_err().to_string();
+            assert!(e.contains("workload.streams"), "{set:?}: {e}");
+        }
+        assert_eq!(
+            cfg("", &["workload.streams=4 # four"])
+                .unwrap()
+                .workload
+                .streams,
+            4
+        );
     }
 
     #[test]
