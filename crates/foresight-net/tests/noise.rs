@@ -100,8 +100,11 @@ fn edited_request_heads_are_answered_with_a_4xx_or_closed_and_the_server_keeps_s
         let st = statuses(&exchange(addr, r.as_bytes()));
         assert!(matches!(st.first(), Some(200 | 206)), "{r:?}: {st:?}");
     }
+    // One server for every case; the runner is built by hand for that, and told this file so
+    // that a failure is saved and replayed as the macro's are.
     let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig {
         cases: 192,
+        source_file: Some(file!()),
         ..ProptestConfig::default()
     });
     let strategy = (
