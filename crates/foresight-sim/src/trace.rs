@@ -178,12 +178,14 @@ impl fmt::Display for TraceError {
 
 impl std::error::Error for TraceError {}
 
-/// Reads the trace at `path` in `format`. A missing or unreadable file, or one that is not UTF-8
-/// text, is a [`TraceError`] naming the path; the rest is as in [`parse_trace`].
+/// Reads the trace at `path` in `format`. A missing or unreadable file, one that is not UTF-8
+/// text, or one with a line longer than [`LINE_BYTES_MAX`], is a [`TraceError`] naming the path;
+/// the rest is as in [`parse_trace`].
 pub fn read_trace(path: &Path, format: TraceFormat) -> Result<Vec<TraceRecord>, TraceError> {
     let name = path.display().to_string();
-    let bytes = std::fs::read(path)
-        .map_err(|e| TraceError::new(&name, 0, format!("cannot read {format} trace: {e}")))?;
+    let bytes = read_lines_bounded(path).map_err(|(line, e)| {
+        TraceError::new(&name, line, format!("cannot read {format} trace: {e}"))
+    })?;
     let text = String::from_utf8(bytes).map_err(|e| {
         let good = e.utf8_error().valid_up_to();
         let line = e
@@ -194,6 +196,36 @@ pub fn read_trace(path: &Path, format: TraceFormat) -> Result<Vec<TraceRecord>, 
         TraceError::new(&name, line, "not UTF-8 text; expected a plain-text trace")
     })?;
     parse_trace(&text, format, &name)
+}
+
+/// The longest line a trace may have: a record is a few dozen bytes, a comment a few hundred.
+pub(crate) const LINE_BYTES_MAX: u64 = 64 << 10;
+
+/// The bytes of the text file at `path`, read line by line so that a line longer than
+/// [`LINE_BYTES_MAX`] stops the read: a device or pipe without line ends (`/dev/zero`) would
+/// otherwise be read until memory ran out. An error carries its 1-based line (0: the file).
+pub(crate) fn read_lines_bounded(path: &Path) -> Result<Vec<u8>, (usize, String)> {
+    use std::io::{BufRead, Read};
+    let file = std::fs::File::open(path).map_err(|e| (0, e.to_string()))?;
+    let mut reader = std::io::BufReader::new(file);
+    let mut bytes = Vec::new();
+    for line in 1.. {
+        let start = bytes.len();
+        let n = (&mut reader)
+            .take(LINE_BYTES_MAX + 1)
+            .read_until(b'\n', &mut bytes)
+            .map_err(|e| (line, e.to_string()))?;
+        if n == 0 {
+            break;
+        }
+        if n as u64 > LINE_BYTES_MAX && bytes[start..].last() != Some(&b'\n') {
+            return Err((
+                line,
+                format!("line is longer than {LINE_BYTES_MAX} bytes; expected one record per line"),
+            ));
+        }
+    }
+    Ok(bytes)
 }
 
 /// Parses the text of a trace in `format`; `file_name` only labels errors. Returns the records in
@@ -714,6 +746,17 @@ mod tests {
                 .starts_with("/nonexistent/dir/trace.csv: cannot read msr trace"),
             "{err}"
         );
+    }
+
+    /// A file without line ends (`/dev/zero`, a device or pipe that never ends) is refused at
+    /// its first line once that line runs past any record's length; it used to be read until
+    /// memory ran out.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_line_without_end_is_refused_at_the_line_bound() {
+        let err = read_trace(Path::new("/dev/zero"), TraceFormat::Mqsim).unwrap_err();
+        assert_eq!((err.file.as_str(), err.line), ("/dev/zero", 1));
+        assert!(err.message.contains("longer than"), "{err}");
     }
 
     #[test]

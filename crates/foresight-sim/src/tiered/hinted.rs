@@ -73,8 +73,9 @@ pub fn access_list(w: &HintedWorkload, seed: u64) -> Result<Vec<u64>, TraceError
         }
         AccessOrder::Trace(path) => {
             let name = path.display().to_string();
-            let bytes = std::fs::read(path)
-                .map_err(|e| err(&name, 0, format!("cannot read the hinted trace: {e}")))?;
+            let bytes = crate::trace::read_lines_bounded(path).map_err(|(line, e)| {
+                err(&name, line, format!("cannot read the hinted trace: {e}"))
+            })?;
             // As the block traces: text in another encoding is refused at its first foreign
             // byte's line, not as a bare "stream did not contain valid UTF-8".
             let text = String::from_utf8(bytes).map_err(|e| {
@@ -147,6 +148,20 @@ mod tests {
         std::fs::remove_dir_all(&dir).unwrap();
         assert_eq!(e.line, 2, "{e}");
         assert!(e.message.contains("UTF-8"), "{e}");
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_line_without_end_is_refused_at_the_line_bound() {
+        let w = HintedWorkload {
+            reads: 1,
+            block: foresight_core::ByteLen::mib(1),
+            consume: foresight_core::Duration::from_millis(1),
+            order: AccessOrder::Trace("/dev/zero".into()),
+        };
+        let e = access_list(&w, 1).unwrap_err();
+        assert_eq!((e.file.as_str(), e.line), ("/dev/zero", 1));
+        assert!(e.message.contains("longer than"), "{e}");
     }
 
     proptest! {
