@@ -179,7 +179,7 @@ impl fmt::Display for TraceError {
 impl std::error::Error for TraceError {}
 
 /// Reads the trace at `path` in `format`. A missing or unreadable file, one that is not UTF-8
-/// text, or one with a line longer than [`LINE_BYTES_MAX`], is a [`TraceError`] naming the path;
+/// text, or one with a line longer than 64 KiB, is a [`TraceError`] naming the path;
 /// the rest is as in [`parse_trace`].
 pub fn read_trace(path: &Path, format: TraceFormat) -> Result<Vec<TraceRecord>, TraceError> {
     let name = path.display().to_string();
