@@ -1,7 +1,9 @@
-//! The config parser against noise: random bytes as a config file, and random `--set` assignments
-//! of every documented key to values of every kind. Bad input must come back as a `ConfigError`
-//! (which the CLI turns into exit code 2 and a message naming the key), never as a panic; and a
-//! config that parses must run, or be refused by `run` with an error, again without a panic.
+//! The config parser against noise: random bytes as a config file, the example configs with
+//! bytes flipped, cut, or replaced by huge numbers and non-UTF-8 bytes, keys no section has,
+//! random tier stacks, and random `--set` assignments of every documented key to values of every
+//! kind. Bad input must come back as a `ConfigError` (which the CLI turns into exit code 2) that
+//! names the file and line or the key, never as a panic; and a config that parses must run, or be
+//! refused by `run` with an error, again without a panic.
 //!
 //! proptest prints the failing input (the bytes, or the assignments) and saves it under
 //! `proptest-regressions/`, so a failure replays. A run that never ends prints nothing, so with
