@@ -265,9 +265,14 @@ impl Sim {
         let mut per_stream =
             4 * (w.read_bytes().0 + 2 * cfg.policy.readahead_max.0).div_ceil(piece_bytes) + 8;
         if cfg.policy.name == "directed" {
-            // A directed stream keeps up to IN_FLIGHT_BYTES_MAX in flight, which pages already
-            // cached may cut into one request per page.
-            per_stream += foresight_policy::directed::IN_FLIGHT_BYTES_MAX / PAGE_BYTES;
+            // A directed stream keeps up to IN_FLIGHT_BYTES_MAX in flight (plus the piece that
+            // crosses it), which pages already cached may cut into one request per page. A fetch
+            // covers at least one hinted read, or is the tail of a run of them, so there are at
+            // most twice as many fetches as reads of the smallest size fit in that.
+            use foresight_policy::directed::{IN_FLIGHT_BYTES_MAX, PIECE_BYTES};
+            per_stream += IN_FLIGHT_BYTES_MAX / PAGE_BYTES
+                + 2 * (IN_FLIGHT_BYTES_MAX + PIECE_BYTES)
+                    .div_ceil(w.read_bytes().0.min(PAGE_BYTES));
         }
         // The block-level cache under the page cache (the stream scheduler's buffers, the RAID
         // driver's or the controller's cache) reads on its own, at most its capacity in flight,
@@ -1403,6 +1408,25 @@ mod tests {
             "workload.duration=100s",
         ]);
         assert_eq!(bytes, 1 << 20);
+    }
+
+    /// A directed stream keeps up to 4 MiB of fetches in flight, and with reads of 512 bytes a
+    /// fetch may be as short as one read: up to 8,192 requests a client, while the block queues'
+    /// bound counted one per 4 KiB page. Three clients reading 512-byte blocks a few pages apart
+    /// panicked with "block queue and its waiters over the bound" at their first reads.
+    #[test]
+    fn short_directed_fetches_fit_the_block_queues() {
+        let bytes = app_bytes_of(&[
+            "device.kind=ssd",
+            "policy.name=directed",
+            "workload.kind=gaps",
+            "workload.streams=3",
+            "workload.request=512",
+            "workload.file_size=16MiB",
+            "workload.gap=4KiB",
+            "workload.duration=50ms",
+        ]);
+        assert!(bytes > 0);
     }
 
     /// Files cut into one-block extents turn each read and readahead window into one volume piece
