@@ -1706,7 +1706,12 @@ mod tests {
 
     /// A core over `Holding` with queue depth 2 and no readahead, with one 1 MiB file open and a
     /// demand read of its first 256 KiB: four 64 KiB reads, two in flight and two queued.
-    fn core_with_four_reads() -> (Core, Arc<Holding>) {
+    /// A core over `Holding` with queue depth 2, no readahead, `memory_bytes` of budget and
+    /// requests of at most `max_io_bytes`, and one 1 MiB file open.
+    fn core_over_holding(
+        memory_bytes: u64,
+        max_io_bytes: u64,
+    ) -> (Core, Arc<Holding>, FileId, StreamId) {
         let backend = Arc::new(Holding::default());
         let cfg = PolicyConfig {
             name: "none".into(),
@@ -1719,9 +1724,9 @@ mod tests {
             policy,
             backend.clone(),
             CoreConfig {
-                memory_bytes: 1 << 20,
+                memory_bytes,
                 queue_depth: 2,
-                max_io_bytes: 64 << 10,
+                max_io_bytes,
                 prefault: false,
             },
             Arc::new(Condvar::new()),
@@ -1737,6 +1742,11 @@ mod tests {
             volume_offset_bytes: None,
         };
         let (file, stream, _, _) = core.open(handle);
+        (core, backend, file, stream)
+    }
+
+    fn core_with_four_reads() -> (Core, Arc<Holding>) {
+        let (mut core, backend, file, stream) = core_over_holding(1 << 20, 64 << 10);
         core.begin_read(Instant(0), stream, file, 0, 256 << 10);
         assert!(core.demand(stream, file, 0, 256 << 10));
         assert_eq!(core.in_flight, 2);
@@ -1799,36 +1809,7 @@ mod tests {
     /// chunk lived.
     #[test]
     fn a_release_inside_a_chunk_frees_those_pages_and_keeps_the_rest() {
-        let backend = Arc::new(Holding::default());
-        let cfg = PolicyConfig {
-            name: "none".into(),
-            ..PolicyConfig::default()
-        };
-        let policy =
-            foresight_policy::build(&cfg, Arc::new(foresight_policy::Layout::unplaced(&[])))
-                .unwrap();
-        let mut core = Core::new(
-            policy,
-            backend.clone(),
-            CoreConfig {
-                memory_bytes: 4 << 20,
-                queue_depth: 2,
-                max_io_bytes: 1 << 20,
-                prefault: false,
-            },
-            Arc::new(Condvar::new()),
-        );
-        let handle = FileHandle {
-            id: core.next_file_id(),
-            path: PathBuf::from("mem"),
-            file: None,
-            direct: false,
-            size_bytes: 1 << 20,
-            identity: (1, 1),
-            modified: None,
-            volume_offset_bytes: None,
-        };
-        let (file, _, _, _) = core.open(handle);
+        let (mut core, backend, file, _) = core_over_holding(4 << 20, 1 << 20);
         let chunk_bytes = 256u64 << 10;
         assert_eq!(
             core.fetch(FetchId(0), file, ByteRange::new(0, chunk_bytes), None),
