@@ -23,6 +23,9 @@ pub enum ParseError {
     /// Negative, not finite, too large, or not a whole number of the base unit.
     #[error("`{0}` is out of range: {1}")]
     OutOfRange(String, &'static str),
+    /// The number is written with an exponent (`1e6`), which these units do not take.
+    #[error("`{0}` uses an exponent, which is not read; write e.g. {1}")]
+    Exponent(String, &'static str),
 }
 
 const SIZE_EXAMPLES: &str = "`4096`, `4KiB`, `128KiB`, `1MiB`, `2GiB`, `10MB`";
@@ -53,9 +56,26 @@ fn refuse_negative(text: &str) -> Result<(), ParseError> {
     Ok(())
 }
 
+/// `1e6` splits into the number 1 and the "unit" `e6`; saying the unit is unknown would send the
+/// user looking for a typo in a unit they never meant to write.
+fn refuse_exponent(text: &str, unit: &str, examples: &'static str) -> Result<(), ParseError> {
+    let mut chars = unit.chars();
+    let is_exponent = matches!(chars.next(), Some('e' | 'E'))
+        && match chars.next() {
+            Some('+' | '-') => chars.next().is_some_and(|c| c.is_ascii_digit()),
+            Some(c) => c.is_ascii_digit(),
+            None => false,
+        };
+    if is_exponent {
+        return Err(ParseError::Exponent(text.to_string(), examples));
+    }
+    Ok(())
+}
+
 fn number(text: &str, examples: &'static str) -> Result<(f64, String), ParseError> {
     refuse_negative(text)?;
     let (num, unit) = split_number(text);
+    refuse_exponent(text, unit, examples)?;
     let cleaned: String = num.chars().filter(|c| *c != '_').collect();
     if cleaned.is_empty() || cleaned == "." {
         return Err(ParseError::NoNumber(text.to_string(), examples));
@@ -72,6 +92,7 @@ fn number(text: &str, examples: &'static str) -> Result<(f64, String), ParseErro
 fn decimal(text: &str, examples: &'static str) -> Result<((u128, u32), String), ParseError> {
     refuse_negative(text)?;
     let (num, unit) = split_number(text);
+    refuse_exponent(text, unit, examples)?;
     let cleaned: String = num.chars().filter(|c| *c != '_').collect();
     let (int, frac) = cleaned.split_once('.').unwrap_or((&cleaned, ""));
     if (int.is_empty() && frac.is_empty()) || frac.contains('.') {
@@ -253,6 +274,24 @@ mod tests {
         assert_eq!(parse_duration("60s").unwrap(), Duration::from_secs(60));
         assert!(parse_duration("60").is_err());
         assert!(parse_duration("1e400s").is_err());
+    }
+
+    #[test]
+    fn an_exponent_is_refused_as_an_exponent_not_as_a_unit() {
+        // `1e400bit` was refused as "unknown unit `e400bit`".
+        for text in ["1e400bit", "2E6", "1.5e+3MiB", "3e-3s"] {
+            let e = [
+                parse_rate(text).err(),
+                parse_size(text).err(),
+                parse_duration(text).err(),
+            ];
+            for err in e.into_iter().flatten() {
+                assert!(matches!(err, ParseError::Exponent(..)), "{text}: {err}");
+                assert!(err.to_string().contains("exponent"), "{err}");
+            }
+        }
+        // A unit that only starts with `e` is still a bad unit.
+        assert!(matches!(parse_size("4eggs"), Err(ParseError::BadUnit(..))));
     }
 
     #[test]
