@@ -694,13 +694,24 @@ const POLICY_FAMILY_KEYS: [(&str, &[&str]); 4] = [
     ("directed", &["directed_memory", "infill_max", "contention"]),
 ];
 
+/// Whether the policy `name` reads `[policy]` key `key` (every policy reads the keys no family
+/// claims).
+pub(crate) fn policy_reads_key(name: &str, key: &str) -> bool {
+    POLICY_FAMILY_KEYS
+        .iter()
+        .filter(|(_, keys)| keys.contains(&key))
+        .all(|(readers, _)| readers.split(", ").any(|r| r == name))
+}
+
 /// Refuses a `[policy]` key that only other policies read, as `refuse_keys_of_other_kinds` does
 /// for `[workload]`: `policy.readahead = "1MiB"` under `seqp` (whose window is `readahead_max`)
 /// would otherwise change nothing and say nothing.
 fn refuse_keys_of_other_policies(name: &str, given: &[String]) -> Result<(), ConfigError> {
     for (readers, keys) in POLICY_FAMILY_KEYS {
-        let reads = readers.split(", ").any(|r| r == name);
-        if let Some(key) = given.iter().find(|k| !reads && keys.contains(&k.as_str())) {
+        if let Some(key) = given
+            .iter()
+            .find(|k| keys.contains(&k.as_str()) && !policy_reads_key(name, k))
+        {
             return Err(key_err(
                 &format!("policy.{key}"),
                 format!(

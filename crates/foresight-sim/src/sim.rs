@@ -248,10 +248,7 @@ impl Sim {
             piece_bytes = piece_bytes.min(foresight_policy::layout::BLOCK_BYTES);
         }
         if cfg.policy.readahead_max.0 > 0
-            && matches!(
-                cfg.policy.name.as_str(),
-                "seqp" | "saseqp" | "msp+seqp" | "msp+saseqp"
-            )
+            && crate::config::policy_reads_key(&cfg.policy.name, "readahead_max")
         {
             // The readahead policies fetch a read that misses as windows of at most
             // `readahead_max` (at least a page), each its own request until the queue merges it.
