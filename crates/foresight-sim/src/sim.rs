@@ -1286,32 +1286,35 @@ mod tests {
             ],
             &["workload.file_size=300TiB", "workload.duration=200ms"],
         ] {
-            let mut t = toml::Table::new();
-            for set in big.iter().chain(sets).chain(&["workload.streams=4"]) {
-                crate::config::apply_set(&mut t, set).unwrap();
-            }
-            if sets[0] == "workload.kind=random" {
-                crate::config::apply_set(&mut t, "workload.requests=50").unwrap();
-            }
-            let mut sim = Sim::new(&SimConfig::from_table(t, None).unwrap(), false).unwrap();
-            sim.run(None);
-            let report = sim.finish().report;
+            let random = sets[0] == "workload.kind=random";
+            let report = report_of(
+                big.iter()
+                    .chain(sets)
+                    .chain(&["workload.streams=4"])
+                    .chain(random.then_some(&"workload.requests=50"))
+                    .copied(),
+            );
             assert!(report.app_bytes > 0, "{sets:?}");
-            if sets[0] == "workload.kind=random" {
+            if random {
                 assert_eq!(report.app_bytes, 4 * 50 * (64 << 10), "{sets:?}");
             }
         }
     }
 
-    /// Runs `sets` to the end and returns the bytes delivered.
-    fn app_bytes_of(sets: &[&str]) -> u64 {
+    /// Runs `sets` to the end and returns its report.
+    fn report_of<'a>(sets: impl IntoIterator<Item = &'a str>) -> crate::metrics::Report {
         let mut t = toml::Table::new();
         for set in sets {
             crate::config::apply_set(&mut t, set).unwrap();
         }
         let mut sim = Sim::new(&SimConfig::from_table(t, None).unwrap(), false).unwrap();
         sim.run(None);
-        sim.finish().report.app_bytes
+        sim.finish().report
+    }
+
+    /// Runs `sets` to the end and returns the bytes delivered.
+    fn app_bytes_of(sets: &[&str]) -> u64 {
+        report_of(sets.iter().copied()).app_bytes
     }
 
     /// The block queues' bound counts every piece a client's reads can become. It used to count
@@ -1354,8 +1357,7 @@ mod tests {
     /// minute) for 1,000 reads, and one of a simulated minute never ended in practice.
     #[test]
     fn a_tiny_stream_timeout_does_not_wake_the_loop_every_nanosecond() {
-        let mut t = toml::Table::new();
-        for set in [
+        let report = report_of([
             "device.kind=ssd",
             "policy.name=streams",
             "policy.readahead=4KiB",
@@ -1365,12 +1367,7 @@ mod tests {
             "workload.request=512",
             "workload.requests=20",
             "workload.file_size=64MiB",
-        ] {
-            crate::config::apply_set(&mut t, set).unwrap();
-        }
-        let mut sim = Sim::new(&SimConfig::from_table(t, None).unwrap(), false).unwrap();
-        sim.run(None);
-        let report = sim.finish().report;
+        ]);
         assert_eq!(report.app_requests, 1000);
         assert!(report.events < 20_000, "{} events", report.events);
     }
