@@ -33,8 +33,9 @@ use crate::metrics::{BreakdownReport, Report, RequestRecord};
 use crate::trace::{read_trace, TraceError, TraceFormat, TraceRecord};
 
 /// The last instant a client may issue a read: 500 years in, which leaves the rest of the clock's
-/// range (about 84 years) for that read to be served.
-const LAST_ISSUE: Instant = Instant(500 * 365 * 86_400 * 1_000_000_000);
+/// range (about 84 years) for that read to be served. The tier and DFS drivers end their runs
+/// there too.
+pub(crate) const LAST_ISSUE: Instant = Instant(500 * 365 * 86_400 * 1_000_000_000);
 
 /// Why a run could not start.
 #[derive(Debug, Error)]

@@ -55,7 +55,7 @@ pub struct DfsSettings {
 
 /// The end of a run without `workload.duration`: 500 simulated years, as far as the host's clients
 /// may issue reads (`sim.rs`), well inside the clock's range.
-const RUN_TO_THE_END: Duration = Duration(500 * 365 * 86_400 * 1_000_000_000);
+const RUN_TO_THE_END: Duration = Duration(crate::sim::LAST_ISSUE.0);
 
 fn key_err(key: &str, message: impl Into<String>) -> ConfigError {
     ConfigError::Key {

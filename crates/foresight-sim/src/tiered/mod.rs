@@ -224,7 +224,7 @@ const FILE: FileId = FileId(0);
 
 /// The last instant an event may be scheduled: 500 years in, which leaves the clock's remaining
 /// range (about 84 years) for device models to add their service times without overflowing.
-const HORIZON: Instant = Instant(500 * 365 * 86_400 * 1_000_000_000);
+const HORIZON: Instant = crate::sim::LAST_ISSUE;
 const STREAM: StreamId = StreamId(0);
 
 impl Driver<'_> {
