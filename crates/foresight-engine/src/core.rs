@@ -1116,6 +1116,9 @@ impl Core {
             })
             .collect();
         let mut bufs = Vec::with_capacity(pieces.len());
+        // Taken as demand memory: the copies exist beside the old buffer only until it is freed
+        // below, so the split lowers what is held, and for that moment it may use the reserve
+        // that a prefetch may not.
         for &(a, b, bytes, _) in &pieces {
             match self.pool.alloc((b - a) * PAGE_BYTES, Purpose::Demand) {
                 Some(mut nb) => {
