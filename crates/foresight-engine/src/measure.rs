@@ -354,27 +354,38 @@ mod tests {
         fn shutdown(&self) {}
     }
 
-    #[test]
-    fn a_failed_read_fails_the_measurement_instead_of_ending_it_early() {
+    /// A completion port whose completions go to a fresh [`Collector`].
+    fn connected_port() -> (Arc<CompletionPort>, Arc<Collector>) {
         let port = CompletionPort::new();
         let collector = Arc::new(Collector::default());
         let sink: Arc<dyn CompletionSink> = collector.clone();
         port.connect(Arc::downgrade(&sink));
+        (port, collector)
+    }
+
+    /// A handle of `size_bytes` at `path` with no file behind it (the test backends make none).
+    fn mem_handle(path: &str, size_bytes: u64) -> FileHandle {
+        FileHandle {
+            id: FileId(0),
+            path: PathBuf::from(path),
+            file: None,
+            direct: false,
+            size_bytes,
+            identity: (0, 0),
+            modified: None,
+            volume_offset_bytes: None,
+        }
+    }
+
+    #[test]
+    fn a_failed_read_fails_the_measurement_instead_of_ending_it_early() {
+        let (port, collector) = connected_port();
         let b = Failing {
             port,
             served: Mutex::new(0),
             fail_after: 3,
         };
-        let handle = FileHandle {
-            id: FileId(0),
-            path: PathBuf::from("/mem/failing"),
-            file: None,
-            direct: false,
-            size_bytes: 1 << 20,
-            identity: (0, 0),
-            modified: None,
-            volume_offset_bytes: None,
-        };
+        let handle = mem_handle("/mem/failing", 1 << 20);
         let files = [(Arc::new(handle), 1 << 20)];
         let e = read_in_sequence(&b, &collector, &files, 64 << 10, 2, None).unwrap_err();
         match e {
@@ -423,24 +434,12 @@ mod tests {
     /// ratio to it.
     #[test]
     fn the_limit_reader_submits_only_buffers_already_faulted_in() {
-        let port = CompletionPort::new();
-        let collector = Arc::new(Collector::default());
-        let sink: Arc<dyn CompletionSink> = collector.clone();
-        port.connect(Arc::downgrade(&sink));
+        let (port, collector) = connected_port();
         let b = Residency {
             port,
             cold_buffers: Mutex::new(0),
         };
-        let handle = FileHandle {
-            id: FileId(0),
-            path: PathBuf::from("/mem/resident"),
-            file: None,
-            direct: false,
-            size_bytes: 64 << 20,
-            identity: (0, 0),
-            modified: None,
-            volume_offset_bytes: None,
-        };
+        let handle = mem_handle("/mem/resident", 64 << 20);
         let files = [(Arc::new(handle), 64 << 20)];
         let (bytes, _, _) = read_in_sequence(&b, &collector, &files, 4 << 20, 4, None).unwrap();
         assert_eq!(bytes, 64 << 20);
