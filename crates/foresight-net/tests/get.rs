@@ -5,7 +5,7 @@ mod common;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use common::{content, serve, BIG_BYTES};
+use common::{content, read_request_head, serve, BIG_BYTES};
 use foresight_core::{Bandwidth, ByteLen};
 use foresight_net::client::{Client, ClientConfig, Url};
 use foresight_net::proxy::{self, ProxyConfig};
@@ -209,7 +209,6 @@ struct Req {
 fn tiny_server(
     respond: impl Fn(&Req, &mut std::net::TcpStream) -> bool + Send + Sync + 'static,
 ) -> std::net::SocketAddr {
-    use std::io::Read;
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
     let respond = std::sync::Arc::new(respond);
@@ -222,18 +221,9 @@ fn tiny_server(
             let Ok(mut c) = c else { continue };
             let (respond, counts) = (respond.clone(), counts.clone());
             std::thread::spawn(move || loop {
-                let mut head = Vec::new();
-                let mut byte = [0u8; 1];
-                while !head.ends_with(b"\r\n\r\n") {
-                    match c.read(&mut byte) {
-                        Ok(1) => head.push(byte[0]),
-                        _ => return,
-                    }
-                }
-                let text = String::from_utf8_lossy(&head).into_owned();
-                let mut words = text.split_whitespace();
-                let method = words.next().unwrap_or("").to_string();
-                let path = words.next().unwrap_or("").to_string();
+                let Some((text, method, path)) = read_request_head(&mut c) else {
+                    return;
+                };
                 let seen = {
                     let mut m = counts.lock().unwrap();
                     let n = m.entry(format!("{method} {path}")).or_default();

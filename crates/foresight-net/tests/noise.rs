@@ -19,7 +19,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{content, get, serve};
+use common::{content, get, read_request_head, serve};
 use foresight_net::client::{Client, ClientConfig, Url};
 use foresight_net::range::{parse_range_header, ParsedRange};
 use foresight_policy::adaptive::AlphaMode;
@@ -187,17 +187,10 @@ fn serve_connection(
     edits: &[Edit],
 ) {
     loop {
-        let mut head = Vec::new();
-        let mut byte = [0u8; 1];
-        while !head.ends_with(b"\r\n\r\n") {
-            match c.read(&mut byte) {
-                Ok(1) => head.push(byte[0]),
-                _ => return,
-            }
-        }
-        let text = String::from_utf8_lossy(&head).into_owned();
-        let mut words = text.split_whitespace();
-        let (method, path) = (words.next().unwrap_or(""), words.next().unwrap_or(""));
+        let Some((text, method, path)) = read_request_head(&mut c) else {
+            return;
+        };
+        let (method, path) = (method.as_str(), path.as_str());
         let range = text.lines().find_map(|l| {
             let (k, v) = l.split_once(':')?;
             k.eq_ignore_ascii_case("range")

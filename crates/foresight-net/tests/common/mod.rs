@@ -194,3 +194,21 @@ pub fn stalled_reader(addr: SocketAddr, path: &str) -> TcpStream {
         .unwrap();
     s
 }
+
+/// A fake server's read of one request head from `c`, byte by byte up to the blank line: the head
+/// as text, its method and its target. `None` once the client closes or fails.
+pub fn read_request_head(c: &mut TcpStream) -> Option<(String, String, String)> {
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        match c.read(&mut byte) {
+            Ok(1) => head.push(byte[0]),
+            _ => return None,
+        }
+    }
+    let text = String::from_utf8_lossy(&head).into_owned();
+    let mut words = text.split_whitespace();
+    let method = words.next().unwrap_or("").to_string();
+    let path = words.next().unwrap_or("").to_string();
+    Some((text, method, path))
+}
