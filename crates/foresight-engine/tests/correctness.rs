@@ -598,6 +598,21 @@ struct FetchThenRelease {
     out: std::collections::VecDeque<foresight_policy::Output>,
 }
 
+/// An engine over `noop` whose policy is [`FetchThenRelease`].
+fn fetch_then_release_engine(noop: NoopBackend) -> Engine {
+    Engine::builder()
+        .backend(Backend::Noop(noop))
+        .wrap_policy(Box::new(|_| {
+            Box::new(FetchThenRelease {
+                ids: Default::default(),
+                fetched: Default::default(),
+                out: Default::default(),
+            })
+        }))
+        .build()
+        .unwrap()
+}
+
 impl foresight_policy::Policy for FetchThenRelease {
     fn name(&self) -> &str {
         "fetch-then-release"
@@ -638,17 +653,7 @@ fn a_release_up_to_the_end_of_a_file_frees_its_last_partial_page() {
     let noop = NoopBackend::new();
     let len = 3 * 4096 + 1000;
     noop.insert("/mem/tail", content(len, 4));
-    let engine = Engine::builder()
-        .backend(Backend::Noop(noop))
-        .wrap_policy(Box::new(|_| {
-            Box::new(FetchThenRelease {
-                ids: Default::default(),
-                fetched: Default::default(),
-                out: Default::default(),
-            })
-        }))
-        .build()
-        .unwrap();
+    let engine = fetch_then_release_engine(noop);
     let r = engine.open("/mem/tail").unwrap();
     r.hint(&[ByteRange::new(0, len as u64)]).unwrap();
     let deadline = Instant::now() + Duration::from_secs(10);
@@ -955,17 +960,7 @@ fn a_failed_prefetch_counts_no_bytes_read_ahead() {
         kind: FaultKind::Eio,
         times: Some(1),
     });
-    let engine = Engine::builder()
-        .backend(Backend::Noop(noop))
-        .wrap_policy(Box::new(|_| {
-            Box::new(FetchThenRelease {
-                ids: Default::default(),
-                fetched: Default::default(),
-                out: Default::default(),
-            })
-        }))
-        .build()
-        .unwrap();
+    let engine = fetch_then_release_engine(noop);
     let r = engine.open("/mem/bad").unwrap();
     let settled = |reads: u64| {
         let deadline = Instant::now() + Duration::from_secs(10);
