@@ -188,6 +188,30 @@ fn c_look_serves_ascending_from_the_head_then_wraps() {
     );
 }
 
+/// A cheetah-15k5 with an 8-command queue under `policy` that has served one read of sectors
+/// [0, 1024) from idle, and when that read completed; its read-ahead runs on from there.
+fn after_one_read(policy: QueuePolicy) -> (Hdd, Instant) {
+    let mut p = cheetah_15k5();
+    p.queue_depth = 8;
+    p.queue_policy = policy;
+    let mut d = Hdd::new(p);
+    d.submit(
+        Instant::ZERO,
+        DevRequest {
+            id: 0,
+            op: Op::Read,
+            lba: Lba(0),
+            sectors: 1024,
+        },
+    );
+    let mut out = Vec::new();
+    while out.is_empty() {
+        let t = d.next_event().expect("the first read is in service");
+        d.advance(t, &mut out);
+    }
+    (d, out[0].at)
+}
+
 #[test]
 fn c_look_serves_commands_inside_the_running_read_ahead_before_moving_on() {
     // One read of [0, 1024) on an idle C-LOOK drive that reads ahead; 200 us after it completes,
@@ -196,23 +220,15 @@ fn c_look_serves_commands_inside_the_running_read_ahead_before_moving_on() {
     // far ahead. The two inside the stream belong to this sweep: served first, in order, with no
     // seek and no rotational wait. Picking by how far the stream has run instead put them behind
     // the far read, in the next sweep, each then paying a seek back and a rotational wait.
-    let mut p = cheetah_15k5();
-    p.queue_depth = 8;
-    p.queue_policy = QueuePolicy::CLook;
-    let mut d = Hdd::new(p);
+    let (mut d, first_done) = after_one_read(QueuePolicy::CLook);
     let read = |id: u64, lba: u64, sectors: u32| DevRequest {
         id,
         op: Op::Read,
         lba: Lba(lba),
         sectors,
     };
-    d.submit(Instant::ZERO, read(0, 0, 1024));
     let mut out = Vec::new();
-    while out.is_empty() {
-        let t = d.next_event().expect("the first read is in service");
-        d.advance(t, &mut out);
-    }
-    let later = out[0].at + Duration::from_micros(200);
+    let later = first_done + Duration::from_micros(200);
     assert!(
         d.head_lba_at(later).0 > 1040,
         "the read-ahead has passed sector 1040: {:?}",
@@ -741,29 +757,12 @@ fn sptf_counts_the_sector_after_a_finished_read_ahead_as_under_the_head() {
     // starts at the limit as ready at once (the next sector to pass under the head), and one a
     // sector further as needing the rotational wait. Taking the head for the first unread sector
     // had it the other way round.
-    let mut p = cheetah_15k5();
-    p.queue_depth = 8;
-    p.queue_policy = QueuePolicy::Sptf;
-    let mut d = Hdd::new(p);
-    d.submit(
-        Instant::ZERO,
-        DevRequest {
-            id: 0,
-            op: Op::Read,
-            lba: Lba(0),
-            sectors: 1024,
-        },
-    );
-    let mut out = Vec::new();
-    while out.is_empty() {
-        let t = d.next_event().expect("the read is in service");
-        d.advance(t, &mut out);
-    }
+    let (d, first_done) = after_one_read(QueuePolicy::Sptf);
     let (_, ra) = d
         .cache
         .streaming()
         .expect("the drive reads ahead after the read");
-    let t = (out[0].at + Duration::from_millis(50)).as_nanos() as f64;
+    let t = (first_done + Duration::from_millis(50)).as_nanos() as f64;
     assert_eq!(
         d.stream_reach(&ra, t),
         ra.limit_lba,
