@@ -56,7 +56,9 @@ pub enum Input {
         stream: StreamId,
         /// Which file.
         file: FileId,
-        /// The future reads, in order.
+        /// The future reads, in order. Each lies within its file and none is empty: drivers
+        /// clip what the application discloses (the engine's `hint` does; the simulator's plans
+        /// never pass the end), so a policy may turn a hinted range into a fetch as it stands.
         ranges: Vec<ByteRange>,
     },
     /// A fetch the policy asked for has finished.

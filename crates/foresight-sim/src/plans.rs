@@ -154,6 +154,40 @@ mod tests {
         assert!(crate::run(&cfg, crate::RunOptions::default()).is_ok());
     }
 
+    proptest::proptest! {
+        /// `Input::Hint` promises policies that every disclosed range lies within its file and
+        /// is not empty (`tip` turns a hinted range into a fetch as it stands), so every plan
+        /// must keep that promise whatever the sizes and gaps.
+        #[test]
+        fn every_planned_read_lies_within_the_file(
+            kind in 0..3u8,
+            size_bytes in 0u64..(1 << 22),
+            request_pages in 1u64..64,
+            tile_bytes in 1u64..(1 << 16),
+            across in 1u64..16,
+            gap_bytes in 0u64..(1 << 18),
+            exponential: bool,
+            seed: u64,
+        ) {
+            let kinds = [WorkloadKind::Scan, WorkloadKind::Tiles, WorkloadKind::Gaps];
+            let mut w = w(kinds[kind as usize]);
+            w.file_size = ByteLen(size_bytes);
+            w.request = ByteLen(request_pages * 512);
+            w.tile = ByteLen(tile_bytes);
+            w.tiles_across = across;
+            w.gap = ByteLen(gap_bytes);
+            w.gap_dist = if exponential { GapDist::Exponential } else { GapDist::Fixed };
+            let p = plan(&w, &mut Rng::new(seed), 1 << 16).unwrap_or_default();
+            for &(offset, len) in &p {
+                proptest::prop_assert!(len > 0, "empty read at {offset}");
+                proptest::prop_assert!(
+                    offset + len <= size_bytes,
+                    "read {offset}+{len} runs past the end of a {size_bytes}-byte file"
+                );
+            }
+        }
+    }
+
     #[test]
     fn tiles_walk_columns_and_gaps_are_sorted() {
         let mut t = w(WorkloadKind::Tiles);
