@@ -385,13 +385,16 @@ impl Directed {
         }
         st.elevator.set_head((key.0, key.1 + (end - start)));
         for &s in &seqs {
-            let e = st.window.get_mut(s).expect("admitted");
-            let a = (e.range.start.0 - start) / PIECE_BYTES;
-            let b = (e.range.end().0 - 1 - start) / PIECE_BYTES;
-            e.fetch = FetchState::InFlight {
-                pieces_left: (b - a + 1) as u32,
-                short: false,
-            };
+            let r = st.window.get(s).expect("admitted").range;
+            let a = (r.start.0 - start) / PIECE_BYTES;
+            let b = (r.end().0 - 1 - start) / PIECE_BYTES;
+            st.window.set_fetch(
+                s,
+                FetchState::InFlight {
+                    pieces_left: (b - a + 1) as u32,
+                    short: false,
+                },
+            );
         }
         self.stats.runs += 1;
         self.stats.infill_bytes += (end - start) - wanted.min(end - start);
@@ -528,12 +531,12 @@ impl Directed {
             .map(|r| (r.next, r.end));
         let mut defer = false;
         for &seq in &seqs {
-            let e = st.window.get_mut(seq).expect("matched");
+            let e = st.window.get(seq).expect("matched").clone();
             let (s, en) = (e.range.start.0, e.range.end().0);
             let missing = miss.is_some_and(|m| m < en);
             let miss_in = miss.is_some_and(|m| m >= s && m < en);
             let len = e.range.len.0;
-            match e.fetch {
+            match e.fetch() {
                 FetchState::Fetched if miss_in => {
                     self.stats.evictions_seen += 1;
                     st.contention.on_evicted();
@@ -547,7 +550,7 @@ impl Directed {
                 FetchState::Pending => {
                     // Already in memory (another stream, or infill): no need to fetch it.
                     st.elevator.remove(e.key, seq);
-                    e.fetch = FetchState::Fetched;
+                    st.window.set_fetch(seq, FetchState::Fetched);
                     st.contention.on_used(len, true);
                 }
                 FetchState::InFlight { .. } => {
@@ -563,7 +566,7 @@ impl Directed {
                     continue;
                 }
             }
-            e.used = true;
+            st.window.mark_used(seq);
             st.release_next.push((file, e.range));
         }
         if defer {
@@ -764,14 +767,17 @@ impl Directed {
         if !info.poke {
             st.in_flight_bytes -= info.range.len.0;
             for &s in &info.seqs {
-                if let Some(e) = st.window.get_mut(s) {
-                    if let FetchState::InFlight { pieces_left, short } = &mut e.fetch {
-                        *pieces_left -= 1;
-                        *short |= !ok;
-                        if *pieces_left == 0 && *short {
+                if let Some(e) = st.window.get(s).cloned() {
+                    if let FetchState::InFlight { pieces_left, short } = e.fetch() {
+                        let pieces_left = pieces_left - 1;
+                        let short = short || !ok;
+                        if pieces_left > 0 {
+                            st.window
+                                .set_fetch(s, FetchState::InFlight { pieces_left, short });
+                        } else if short {
                             // Memory refused part of it: sweep for it again once the
                             // application has made room by using what it has.
-                            e.fetch = FetchState::Pending;
+                            st.window.set_fetch(s, FetchState::Pending);
                             st.elevator.insert(e.key, s);
                             st.starved = true;
                             if !self.starved.contains(&info.stream) {
@@ -781,8 +787,8 @@ impl Directed {
                                     "starved queue longer than the streams"
                                 );
                             }
-                        } else if *pieces_left == 0 {
-                            e.fetch = FetchState::Fetched;
+                        } else {
+                            st.window.set_fetch(s, FetchState::Fetched);
                         }
                     }
                 }
@@ -795,7 +801,7 @@ impl Directed {
             let ready = d.seqs.iter().all(|&s| {
                 st.window
                     .get(s)
-                    .is_none_or(|e| e.fetch == FetchState::Fetched)
+                    .is_none_or(|e| e.fetch() == FetchState::Fetched)
             });
             if ready {
                 // The application's read may run past the end of the file (drivers need not clip

@@ -46,10 +46,18 @@ pub struct Entry {
     pub range: ByteRange,
     /// Physical position of its first byte.
     pub key: PhysKey,
-    /// Fetch state.
-    pub fetch: FetchState,
+    /// Fetch state; changed through [`Window::set_fetch`] only, which keeps the window's count
+    /// of fetched, unused bytes.
+    fetch: FetchState,
     /// The application has read it.
     pub used: bool,
+}
+
+impl Entry {
+    /// Where its data stands.
+    pub fn fetch(&self) -> FetchState {
+        self.fetch
+    }
 }
 
 /// A stream's hinted list and window. See the module documentation.
@@ -61,6 +69,18 @@ pub struct Window {
     held_bytes: u64,
     /// How many entries are `Shed` and unused.
     shed_count: usize,
+    /// No unused `Shed` entry comes before this sequence number. Every application read calls
+    /// [`Window::admit`], so a scan for shed entries from the front would make a window of `n`
+    /// small reads cost `O(n^2)`.
+    shed_from_seq: u64,
+    /// Every entry before this sequence number is used, so [`Window::matching`] starts here.
+    unused_from_seq: u64,
+    /// Bytes of entries that are `Fetched` and unused: the contention controller asks for it
+    /// on every memory report, which comes with every application read.
+    fetched_unused_bytes: u64,
+    /// Entries that are `Pending` and unused, the only ones [`Window::shed_back`] may shed: with
+    /// none, it need not walk a window of fetched reads on every memory report.
+    pending_unused: usize,
 }
 
 impl Window {
@@ -112,26 +132,31 @@ impl Window {
         mut admitted: impl FnMut(u64, &Entry),
     ) {
         // Shed reads come back first, in list order, so the window stays a prefix of the list.
-        let mut i = 0;
+        let mut i = self.shed_from_seq.saturating_sub(self.base_seq) as usize;
         while self.shed_count > 0 && i < self.entries.len() {
             let e = &mut self.entries[i];
             if e.fetch == FetchState::Shed && !e.used {
                 if self.held_bytes + e.range.len.0 > limit_bytes {
+                    self.shed_from_seq = self.base_seq + i as u64;
                     return;
                 }
                 e.fetch = FetchState::Pending;
                 self.held_bytes += e.range.len.0;
                 self.shed_count -= 1;
+                self.pending_unused += 1;
                 admitted(self.base_seq + i as u64, e);
             }
             i += 1;
         }
+        self.shed_from_seq = self.base_seq + i as u64;
+        debug_assert!(self.shed_count == 0 || i < self.entries.len());
         while let Some(&(file, range)) = self.queued.front() {
             if self.held_bytes + range.len.0 > limit_bytes {
                 break;
             }
             self.queued.pop_front();
             self.held_bytes += range.len.0;
+            self.pending_unused += 1;
             let e = Entry {
                 file,
                 range,
@@ -156,11 +181,48 @@ impl Window {
 
     /// Bytes of admitted reads whose data has arrived and that the application has not used yet.
     pub fn fetched_unused_bytes(&self) -> u64 {
-        self.entries
-            .iter()
-            .filter(|e| !e.used && e.fetch == FetchState::Fetched)
-            .map(|e| e.range.len.0)
-            .sum()
+        self.debug_check_counts();
+        self.fetched_unused_bytes
+    }
+
+    /// Recounts what the window keeps counts of (debug builds only: it walks the window).
+    fn debug_check_counts(&self) {
+        if cfg!(debug_assertions) {
+            let unused = || self.entries.iter().filter(|e| !e.used);
+            let fetched: u64 = unused()
+                .filter(|e| e.fetch == FetchState::Fetched)
+                .map(|e| e.range.len.0)
+                .sum();
+            assert_eq!(self.fetched_unused_bytes, fetched, "fetched, unused bytes");
+            let pending = unused().filter(|e| e.fetch == FetchState::Pending).count();
+            assert_eq!(self.pending_unused, pending, "pending, unused reads");
+            let shed = unused().filter(|e| e.fetch == FetchState::Shed).count();
+            assert_eq!(self.shed_count, shed, "shed, unused reads");
+        }
+    }
+
+    /// Moves admitted read `seq` to `state`.
+    pub fn set_fetch(&mut self, seq: u64, state: FetchState) {
+        let e = self.get_mut(seq).expect("read is in the window");
+        let (was, len, used) = (e.fetch, e.range.len.0, e.used);
+        assert!(
+            was != FetchState::Shed && state != FetchState::Shed,
+            "shedding goes through shed_back and take_shed"
+        );
+        e.fetch = state;
+        if used {
+            return;
+        }
+        match was {
+            FetchState::Fetched => self.fetched_unused_bytes -= len,
+            FetchState::Pending => self.pending_unused -= 1,
+            _ => {}
+        }
+        match state {
+            FetchState::Fetched => self.fetched_unused_bytes += len,
+            FetchState::Pending => self.pending_unused += 1,
+            _ => {}
+        }
     }
 
     /// The admitted read `seq`, unless it is gone.
@@ -182,9 +244,11 @@ impl Window {
         let (s, e) = (range.start.0, range.end().0);
         // Used reads still waiting for a fetch to come back stay at the front; they do not count
         // against the scan.
+        let from = self.unused_from_seq.saturating_sub(self.base_seq) as usize;
         self.entries
             .iter()
             .enumerate()
+            .skip(from)
             .filter(|(_, en)| !en.used)
             .take(scan)
             .filter(|(_, en)| {
@@ -221,8 +285,9 @@ impl Window {
         keep: impl Fn(u64) -> bool,
         mut shed: impl FnMut(u64, &Entry),
     ) {
+        self.debug_check_counts();
         let mut i = self.entries.len();
-        while self.held_bytes > limit_bytes && i > 0 {
+        while self.held_bytes > limit_bytes && i > 0 && self.pending_unused > 0 {
             i -= 1;
             let seq = self.base_seq + i as u64;
             let e = &mut self.entries[i];
@@ -230,6 +295,8 @@ impl Window {
                 e.fetch = FetchState::Shed;
                 self.held_bytes -= e.range.len.0;
                 self.shed_count += 1;
+                self.pending_unused -= 1;
+                self.shed_from_seq = self.shed_from_seq.min(seq);
                 shed(seq, e);
             }
         }
@@ -239,9 +306,30 @@ impl Window {
     pub fn take_shed(&mut self, seq: u64) {
         let e = self.get_mut(seq).expect("shed read is in the window");
         assert_eq!(e.fetch, FetchState::Shed, "read {seq} is not shed");
-        e.fetch = FetchState::Fetched;
+        // Used before it counts as fetched, so it never enters the fetched, unused bytes.
         e.used = true;
+        e.fetch = FetchState::Fetched;
         self.shed_count -= 1;
+        self.mark_used(seq);
+    }
+
+    /// The application has read admitted read `seq`.
+    pub fn mark_used(&mut self, seq: u64) {
+        let e = self.get_mut(seq).expect("used read is in the window");
+        let (was_used, state, len) = (e.used, e.fetch, e.range.len.0);
+        e.used = true;
+        if !was_used {
+            match state {
+                FetchState::Fetched => self.fetched_unused_bytes -= len,
+                FetchState::Pending => self.pending_unused -= 1,
+                _ => {}
+            }
+        }
+        let mut next = self.unused_from_seq.max(self.base_seq);
+        while self.get(next).is_some_and(|e| e.used) {
+            next += 1;
+        }
+        self.unused_from_seq = next;
     }
 
     /// Gives back the held bytes of a used read whose data was released.
