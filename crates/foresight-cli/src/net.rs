@@ -199,6 +199,13 @@ With --json and no --out the data is discarded and only the report is printed. \
 random reads cost (bytes transferred against bytes asked); their bytes are not kept, so it takes \
 no --out.
 
+The path rate (path_mib_s) is the bytes of the range responses over the time during which any of \
+them was arriving, each timed from the earliest moment its first byte could have come (request \
+sent, plus the server's reported time, plus the smallest round trip) to its last byte. It is null \
+until 10 ms of arrival has been timed: bodies that arrive faster than that (loopback, a fast LAN \
+with small units) are too quick for the client's clock and scheduling to time, and alpha auto then \
+goes by the server's figures alone, or stays at 1 without them.
+
 JSON keys: bytes, mib_s, alpha, rtt_ms, requests, wasted_bytes (plus seconds, alpha_max, \
 transferred_bytes, unit_bytes, path_mib_s, server_figures, ranges, url; with --random also \
 random_read_bytes and reads).

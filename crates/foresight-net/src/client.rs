@@ -5,7 +5,8 @@
 //! ranges are honoured and a first round-trip sample, less the server's processing time when the
 //! server reports it) and a `GET /.well-known/foresight` for the device figures. A server that has
 //! no such document (nginx, an object store) is still read with ranges; the rate then comes from
-//! the first timed response bodies. From there every decision is `ApsStream`'s: the application
+//! the response bodies, once 10 ms of their arrival has been timed (until then `alpha` stays at 1).
+//! From there every decision is `ApsStream`'s: the application
 //! reads the file sequentially in `app_read` pieces, the stream machine answers with range requests,
 //! and this module sends each on a pooled keep-alive connection (one request per connection at a
 //! time, so `alpha` requests in flight means `alpha` connections busy), feeds every completion back
@@ -211,7 +212,10 @@ pub struct Report {
     pub transferred_bytes: u64,
     /// The readahead unit used.
     pub unit_bytes: u64,
-    /// The path rate measured from response bodies, MiB/s.
+    /// The path rate measured from response bodies, MiB/s: their bytes over the time any of them
+    /// was arriving, each timed from the earliest moment its first byte could have come; `None`
+    /// until 10 ms of arrival has been timed (see `RateEstimator`), so a path too fast for its
+    /// bodies to be timed reports none.
     pub path_mib_s: Option<f64>,
     /// The server's figures, if it published them.
     pub server: Option<DeviceFigures>,

@@ -299,12 +299,18 @@ impl ApsStream {
     /// Feeds the estimators with one exchange that did not come from this stream's requests (the
     /// client's first `HEAD`, which plays the paper's create-stream request).
     pub fn observe_exchange(&mut self, t: ExchangeTiming) {
-        self.rtt.sample_exchange(
-            t.sent,
-            t.first_byte,
-            t.server_proc.unwrap_or(Duration::ZERO),
-        );
-        self.rate.sample(t.body, t.first_byte, t.last_byte);
+        let proc = t.server_proc.unwrap_or(Duration::ZERO);
+        self.rtt.sample_exchange(t.sent, t.first_byte, proc);
+        // The body is timed from the earliest moment its first byte could have arrived, not from
+        // when the head was read, by which time much of it may have been waiting (see
+        // `RateEstimator`). The smallest round trip includes this exchange's, so the start is
+        // never after the head was read.
+        let earliest = t
+            .sent
+            .saturating_add(proc)
+            .saturating_add(self.rtt.min().unwrap_or(Duration::ZERO))
+            .min(t.first_byte);
+        self.rate.sample(t.body, earliest, t.last_byte);
         self.update_alpha();
     }
 
@@ -346,7 +352,8 @@ impl ApsStream {
         self.rtt.smoothed().or(self.cfg.rtt_hint)
     }
 
-    /// The measured delivery rate of the path, if a body has been timed.
+    /// The measured delivery rate of the path, once bodies have been timed long enough (see
+    /// [`RateEstimator`]); `None` before, and on a path too fast for its bodies to be timed.
     pub fn path_rate(&self) -> Option<Bandwidth> {
         self.rate.rate()
     }

@@ -142,8 +142,8 @@ fn auto_alpha_follows_condition_20_with_the_slower_of_device_and_path() {
     // becomes 1 MiB / (25 MiB/s * 2.2) = 18.2 ms and SendAndReq = 50 + 40 ms: alpha = ceil(4.95 - 1).
     s.observe_exchange(ExchangeTiming {
         sent: Instant(0),
-        first_byte: Instant(60_000_000),
-        last_byte: Instant(100_000_000),
+        first_byte: Instant(50_000_000),
+        last_byte: Instant(90_000_000),
         body: ByteLen::mib(1),
         server_proc: None,
     });
@@ -155,6 +155,62 @@ fn auto_alpha_follows_condition_20_with_the_slower_of_device_and_path() {
     c2.rtt_hint = Some(Duration::from_secs(1));
     c2.device = c.device;
     assert_eq!(ApsStream::new(c2, ByteLen::gib(1)).unwrap().alpha(), 3);
+}
+
+/// One exchange per millisecond whose head is read 100 us after the request left (60 us of it the
+/// server's) and whose 1 MiB body was all waiting by then, gathered in 300 ns: a path too fast to
+/// time, as loopback is.
+fn too_fast_to_time(s: &mut ApsStream, body: ByteLen) {
+    for i in 0..20u64 {
+        let sent = i * 1_000_000;
+        s.observe_exchange(ExchangeTiming {
+            sent: Instant(sent),
+            first_byte: Instant(sent + 100_000),
+            last_byte: Instant(sent + 100_300),
+            body,
+            server_proc: Some(Duration(60_000)),
+        });
+    }
+}
+
+/// Such bodies give no path rate, so no made-up rate drives alpha: against a server without
+/// figures it stays at one unit ahead (the fastest body's "3,300,000 MiB/s" used to send it to
+/// `max_alpha`), and with figures it follows the device as if no body had been timed.
+#[test]
+fn a_path_too_fast_to_time_does_not_drive_alpha() {
+    let mut s = ApsStream::new(cfg(AlphaMode::Auto), ByteLen::gib(1)).unwrap();
+    too_fast_to_time(&mut s, ByteLen::mib(1));
+    assert_eq!(s.path_rate(), None);
+    assert_eq!(s.rtt(), Some(Duration(40_000)));
+    assert_eq!(s.alpha(), 1);
+    let mut c = cfg(AlphaMode::Auto);
+    c.device = Some(DeviceFigures::new(ByteLen::mib(1), Bandwidth::from_mib_s(2.0), 1.2).unwrap());
+    let mut timed = ApsStream::new(c, ByteLen::gib(1)).unwrap();
+    too_fast_to_time(&mut timed, ByteLen::mib(1));
+    let mut untimed = ApsStream::new(c, ByteLen::gib(1)).unwrap();
+    too_fast_to_time(&mut untimed, ByteLen::ZERO);
+    assert_eq!(timed.path_rate(), None);
+    assert_eq!(timed.alpha(), untimed.alpha());
+}
+
+/// A body is timed from the earliest moment its first byte could have arrived (sent + server
+/// time + smallest round trip), not from when its head was read: a client that read the head
+/// late must not see the body arrive faster than it did.
+#[test]
+fn a_late_read_head_does_not_shorten_the_body() {
+    let mut s = ApsStream::new(cfg(AlphaMode::Auto), ByteLen::gib(1)).unwrap();
+    s.observe_rtt(Duration::from_millis(10));
+    // Sent at 0, the server took 5 ms, the head was read at 35 ms (20 ms late) and the last byte
+    // at 55 ms: the body can have been arriving since 15 ms, so 1 MiB in 40 ms, not in 20.
+    s.observe_exchange(ExchangeTiming {
+        sent: Instant(0),
+        first_byte: Instant(35_000_000),
+        last_byte: Instant(55_000_000),
+        body: ByteLen::mib(1),
+        server_proc: Some(Duration::from_millis(5)),
+    });
+    let mib_s = s.path_rate().unwrap().as_mib_s();
+    assert!((mib_s - 25.0).abs() < 1e-9, "{mib_s}");
 }
 
 #[test]
