@@ -80,8 +80,11 @@ ranges: 206 with Content-Range; 416 with `bytes */LEN` when nothing is satisfiab
 malformed bytes range, two Range lines included; several ranges in one line are answered with \
 the whole file). An HTTP/1.1 request needs exactly one Host header of the form host[:port] \
 (RFC 9112, section 3.2), or it gets 400. Paths with `..` (also %-encoded) are refused with 400; \
-anything that does not resolve to a regular file inside the root, symlinks leaving it included, \
-is 404, and so is a file's path with a trailing `/`.
+anything that does not resolve to a regular file inside the root is 404, and so is a file's path \
+with a trailing `/`. Paths are looked up beneath the root's descriptor (openat2 with \
+RESOLVE_BENEATH), never opened by name: a relative symlink is followed while it stays beneath the \
+root, an absolute symlink is not followed (404) even when it points inside, and a symlink swapped \
+in after the check cannot lead the open out.
 
 Each stream (one client's sequential reads of one file: the x-foresight-stream header, or \
 without it the connection's address and port, plus the path) is pinned to one of --workers dedicated I/O threads, chosen by \

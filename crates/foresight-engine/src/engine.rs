@@ -19,7 +19,10 @@ use foresight_policy::{Layout, Policy, PolicyConfig, PAGE_BYTES};
 use crate::backend::emulated::{EmulatedBackend, EmulatedConfig, EmulatedDevice};
 use crate::backend::noop::NoopBackend;
 use crate::backend::threads::ThreadsBackend;
-use crate::backend::{BackendKind, CompletionPort, CompletionSink, IoBackend, IoCompletion};
+use crate::backend::{
+    BackendKind, CompletionPort, CompletionSink, FileHandle, IoBackend, IoCompletion,
+};
+use crate::beneath::RootDir;
 use crate::core::{Core, CoreConfig, Found};
 use crate::error::EngineError;
 use crate::stats::Stats;
@@ -467,16 +470,33 @@ impl Engine {
     /// size) is one file to the policy, read by two streams.
     pub fn open(&self, path: impl AsRef<Path>) -> Result<Reader, EngineError> {
         let path = path.as_ref();
+        self.open_with(path, |backend, id, direct| backend.open(path, id, direct))
+    }
+
+    /// Opens `rel` beneath `root` for reading as a new stream, as [`Engine::open`] does, with a
+    /// lookup that cannot leave the directory however the names under it change meanwhile (see
+    /// [`crate::beneath`]). A server that checked a request's path opens it this way, so that the
+    /// file it reads is never one a symlink swapped in since points to.
+    pub fn open_beneath(&self, root: &RootDir, rel: &Path) -> Result<Reader, EngineError> {
+        self.open_with(&root.display_path(rel), |backend, id, direct| {
+            backend.open_beneath(root, rel, id, direct)
+        })
+    }
+
+    fn open_with(
+        &self,
+        path: &Path,
+        open: impl FnOnce(&dyn IoBackend, FileId, bool) -> io::Result<FileHandle>,
+    ) -> Result<Reader, EngineError> {
         let shared = &self.owner.shared;
         let mut core = shared.lock();
         let id = core.next_file_id();
-        let handle = shared
-            .backend
-            .open(path, id, shared.direct)
-            .map_err(|source| EngineError::Open {
+        let handle = open(shared.backend.as_ref(), id, shared.direct).map_err(|source| {
+            EngineError::Open {
                 path: path.to_path_buf(),
                 source,
-            })?;
+            }
+        })?;
         let identity = FileIdentity {
             device: handle.identity.0,
             inode: handle.identity.1,

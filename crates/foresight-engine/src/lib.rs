@@ -47,6 +47,7 @@
 #![deny(unsafe_code)]
 
 pub mod backend;
+pub mod beneath;
 pub mod buffer;
 mod core;
 mod engine;
@@ -59,6 +60,7 @@ mod sys;
 pub use backend::emulated::{EmulatedConfig, EmulatedDevice, EmulatedPlacement};
 pub use backend::noop::{Fault, FaultKind, NoopBackend};
 pub use backend::{BackendKind, IoBackend};
+pub use beneath::{Resolver, RootDir};
 pub use engine::{
     check_policy, Backend, Engine, EngineBuilder, FileIdentity, PolicyWrapper, Reader,
     StreamHandle, MAX_HINT_RANGES,

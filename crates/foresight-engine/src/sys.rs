@@ -1,14 +1,18 @@
 //! The few operating-system calls the engine makes outside the standard library, each a thin safe
 //! wrapper over `libc` calls: page-cache eviction (`posix_fadvise(DONTNEED)`), process CPU time
 //! (`getrusage`), free disk space (`statvfs`), clearing a descriptor's `O_NONBLOCK` (`fcntl`) and
-//! the `eventfd` the io_uring backend uses to wake its ring thread. Opening a file with `O_DIRECT`
-//! needs no wrapper: it is a flag of `std::fs::OpenOptions`.
+//! the `eventfd` the io_uring backend uses to wake its ring thread, and the calls that open a file
+//! relative to a directory descriptor (`openat`, `openat2`, `readlinkat`) for
+//! [`crate::beneath`]. Opening a file by path with `O_DIRECT` needs no wrapper: it is a flag of
+//! `std::fs::OpenOptions`.
 
 #![allow(unsafe_code)]
 
+use std::ffi::{CStr, OsString};
 use std::fs::File;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::ffi::OsStringExt;
 
 /// Asks the kernel to drop `file`'s pages from the page cache (`posix_fadvise(POSIX_FADV_DONTNEED)`
 /// over the whole file), so the next read of it goes to the device. Dirty pages are not dropped;
@@ -98,6 +102,73 @@ pub fn clear_nonblocking(file: &File) -> io::Result<()> {
         return Err(io::Error::last_os_error());
     }
     Ok(())
+}
+
+/// Opens `name` relative to the directory `dir` (`openat`) with `flags` (`O_CLOEXEC` added). No
+/// mode is passed, so `flags` must not ask to create a file.
+pub fn openat(dir: &File, name: &CStr, flags: libc::c_int) -> io::Result<File> {
+    debug_assert_eq!(flags & libc::O_CREAT, 0, "openat here never creates files");
+    // SAFETY: `dir` is an open descriptor for the duration of the call and `name` a valid
+    // NUL-terminated string; without O_CREAT the call reads no mode argument.
+    let fd = unsafe { libc::openat(dir.as_raw_fd(), name.as_ptr(), flags | libc::O_CLOEXEC) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `fd` is a fresh descriptor that nothing else owns.
+    Ok(File::from(unsafe { OwnedFd::from_raw_fd(fd) }))
+}
+
+/// Opens `path` relative to the directory `dir` with `openat2(2)`: `flags` (`O_CLOEXEC` added) and
+/// the `RESOLVE_*` bits in `resolve`. Kernels before 5.6 answer `ENOSYS`.
+pub fn openat2(dir: &File, path: &CStr, flags: libc::c_int, resolve: u64) -> io::Result<File> {
+    debug_assert_eq!(flags & libc::O_CREAT, 0, "openat2 here never creates files");
+    // SAFETY: an all-zero `open_how` is a valid value of this plain C struct (mode 0, no flags).
+    let mut how: libc::open_how = unsafe { std::mem::zeroed() };
+    how.flags = (flags | libc::O_CLOEXEC) as u32 as u64;
+    how.resolve = resolve;
+    // SAFETY: `dir` is an open descriptor for the duration of the call, `path` a valid
+    // NUL-terminated string, and `how` a valid `open_how` whose size is passed with it.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_openat2,
+            dir.as_raw_fd(),
+            path.as_ptr(),
+            &how as *const libc::open_how,
+            std::mem::size_of::<libc::open_how>(),
+        )
+    };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let fd = libc::c_int::try_from(rc).map_err(|_| io::Error::other("openat2 returned no fd"))?;
+    // SAFETY: `fd` is a fresh descriptor that nothing else owns.
+    Ok(File::from(unsafe { OwnedFd::from_raw_fd(fd) }))
+}
+
+/// The target of the symbolic link `link` was opened on (with `O_PATH | O_NOFOLLOW`), read with
+/// `readlinkat(fd, "")`.
+pub fn read_link_fd(link: &File) -> io::Result<OsString> {
+    // PATH_MAX: Linux refuses to store longer targets.
+    let mut buf = vec![0u8; libc::PATH_MAX as usize + 1];
+    // SAFETY: the descriptor is open for the duration of the call, the empty path is a valid
+    // NUL-terminated string, and `buf` has `buf.len()` writable bytes.
+    let n = unsafe {
+        libc::readlinkat(
+            link.as_raw_fd(),
+            c"".as_ptr(),
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+        )
+    };
+    if n < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let n = n as usize;
+    if n >= buf.len() {
+        return Err(io::Error::from_raw_os_error(libc::ENAMETOOLONG));
+    }
+    buf.truncate(n);
+    Ok(OsString::from_vec(buf))
 }
 
 /// The descriptor's status flags (`fcntl(F_GETFL)`).

@@ -4,14 +4,24 @@
 //! or a broken escape is a bad request (400): no honest client sends one. Leading and doubled
 //! slashes only separate segments, so an "absolute" path such as `//etc/passwd` names
 //! `ROOT/etc/passwd`; a trailing slash (or `/.`) names a directory, which is not served (404),
-//! even when the name before it is a file's. Finally the candidate is canonicalized (which follows
-//! symlinks) and must still lie under the canonical root and be a regular file; a symlink pointing
-//! out of the root is answered like a missing file (404), so the server does not reveal what lies
-//! outside.
+//! even when the name before it is a file's. What is left is a path relative to the root, looked
+//! up beneath the root's descriptor ([`foresight_engine::RootDir`]: `openat2` with
+//! `RESOLVE_BENEATH`), and it must name a regular file; anything else is answered like a missing
+//! file (404), so the server does not reveal what lies outside. A relative symlink is followed
+//! while every step of it stays beneath the root; an absolute symlink is refused even when it
+//! points inside (it names a place by a path the root does not govern), and so is a relative one
+//! that climbs above the root on its way, even back into it.
+//!
+//! The check is not a promise about a later open by name, which a symlink swapped in between
+//! would redirect: the headers are decided from the metadata of the descriptor the lookup opened,
+//! and the worker opens the file again with the same lookup ([`foresight_engine::Engine::open_beneath`]),
+//! so every open of a request refuses to leave the root, whenever the names under it change.
 
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
+
+use foresight_engine::RootDir;
 
 /// Why a request path does not name a servable file.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -20,6 +30,18 @@ pub enum PathError {
     BadRequest(String),
     /// No regular file under the root has this name: 404.
     NotFound,
+    /// The lookup failed for a reason other than the name (out of descriptors, an I/O error):
+    /// 500, with the reason.
+    Failed(String),
+}
+
+/// A request path that names a regular file beneath the root.
+#[derive(Debug)]
+pub struct ServedFile {
+    /// The file's path relative to the root, to open with [`foresight_engine::Engine::open_beneath`].
+    pub rel: PathBuf,
+    /// The file's metadata, taken from the descriptor the lookup opened.
+    pub metadata: std::fs::Metadata,
 }
 
 /// Percent-decodes a URL path. `None` on a `%` not followed by two hex digits.
@@ -42,9 +64,9 @@ pub fn percent_decode(path: &str) -> Option<Vec<u8>> {
     Some(out)
 }
 
-/// The file `uri_path` (the path part of the request target, still percent-encoded) names under
-/// `root`, which must already be canonical.
-pub fn resolve(root: &Path, uri_path: &str) -> Result<PathBuf, PathError> {
+/// The file `uri_path` (the path part of the request target, still percent-encoded) names beneath
+/// `root`.
+pub fn resolve(root: &RootDir, uri_path: &str) -> Result<ServedFile, PathError> {
     if !uri_path.starts_with('/') {
         return Err(PathError::BadRequest(
             "the request target must be an absolute path".into(),
@@ -55,12 +77,12 @@ pub fn resolve(root: &Path, uri_path: &str) -> Result<PathBuf, PathError> {
     if decoded.contains(&0) {
         return Err(PathError::BadRequest("NUL byte in the path".into()));
     }
-    let mut candidate = root.to_path_buf();
+    let mut rel = PathBuf::new();
     for seg in decoded.split(|b| *b == b'/') {
         match seg {
             b"" | b"." => {}
             b".." => return Err(PathError::BadRequest("`..` is not allowed in paths".into())),
-            s => candidate.push(OsStr::from_bytes(s)),
+            s => rel.push(OsStr::from_bytes(s)),
         }
     }
     // A path whose last segment is empty or `.` names a directory, which is never served; the
@@ -69,13 +91,21 @@ pub fn resolve(root: &Path, uri_path: &str) -> Result<PathBuf, PathError> {
     if last.is_empty() || last == b"." {
         return Err(PathError::NotFound);
     }
-    let real = candidate.canonicalize().map_err(|_| PathError::NotFound)?;
-    if !real.starts_with(root) {
-        return Err(PathError::NotFound);
+    match root.metadata(&rel) {
+        Ok(m) if m.is_file() => Ok(ServedFile { rel, metadata: m }),
+        Ok(_) => Err(PathError::NotFound),
+        Err(e) => Err(lookup_error(&e)),
     }
-    match std::fs::metadata(&real) {
-        Ok(m) if m.is_file() => Ok(real),
-        _ => Err(PathError::NotFound),
+}
+
+/// How a failed lookup (or open) beneath the root is answered: a name that leads nowhere, or out,
+/// is a missing file; running out of descriptors or memory, or an I/O error, is the server's fault.
+pub fn lookup_error(e: &std::io::Error) -> PathError {
+    match e.raw_os_error() {
+        Some(
+            libc::EMFILE | libc::ENFILE | libc::ENOMEM | libc::EIO | libc::EAGAIN | libc::EINTR,
+        ) => PathError::Failed(e.to_string()),
+        _ => PathError::NotFound,
     }
 }
 
@@ -100,10 +130,24 @@ mod tests {
         std::fs::write(dir.join("secret"), b"s").unwrap();
         let _ = std::fs::remove_file(root.join("link"));
         std::os::unix::fs::symlink(dir.join("secret"), root.join("link")).unwrap();
-        let root = root.canonicalize().unwrap();
-        assert!(resolve(&root, "/sub/f.bin").is_ok());
-        assert!(resolve(&root, "//sub//./f.bin").is_ok());
-        assert!(resolve(&root, "/sub%2ff.bin").is_ok());
+        let _ = std::fs::remove_file(root.join("rel-inside"));
+        std::os::unix::fs::symlink("sub/f.bin", root.join("rel-inside")).unwrap();
+        let _ = std::fs::remove_file(root.join("abs-inside"));
+        std::os::unix::fs::symlink(root.join("sub/f.bin"), root.join("abs-inside")).unwrap();
+        let root = RootDir::open(&root.canonicalize().unwrap()).unwrap();
+        let root = &root;
+        assert!(resolve(root, "/sub/f.bin").is_ok());
+        assert!(resolve(root, "//sub//./f.bin").is_ok());
+        assert!(resolve(root, "/sub%2ff.bin").is_ok());
+        // A relative symlink that stays beneath the root is followed; an absolute one is not,
+        // even to a file inside.
+        let found = resolve(root, "/rel-inside").unwrap();
+        assert_eq!(found.rel, PathBuf::from("rel-inside"));
+        assert!(found.metadata.is_file());
+        assert_eq!(
+            resolve(root, "/abs-inside").unwrap_err(),
+            PathError::NotFound
+        );
         for bad in [
             "/../secret",
             "/sub/%2e%2e/%2e%2e/secret",
@@ -114,26 +158,47 @@ mod tests {
             "/../.",
         ] {
             assert!(
-                matches!(resolve(&root, bad), Err(PathError::BadRequest(_))),
+                matches!(resolve(root, bad), Err(PathError::BadRequest(_))),
                 "{bad}"
             );
         }
-        assert_eq!(resolve(&root, "/link"), Err(PathError::NotFound));
-        assert_eq!(resolve(&root, "/sub"), Err(PathError::NotFound));
+        assert_eq!(resolve(root, "/link").unwrap_err(), PathError::NotFound);
+        assert_eq!(resolve(root, "/sub").unwrap_err(), PathError::NotFound);
         // A trailing slash names a directory, even when the name before it is a file's.
         for dir_form in ["/sub/f.bin/", "/sub/f.bin/.", "/sub/f.bin%2f", "/sub/", "/"] {
             assert_eq!(
-                resolve(&root, dir_form),
-                Err(PathError::NotFound),
+                resolve(root, dir_form).unwrap_err(),
+                PathError::NotFound,
                 "{dir_form}"
             );
         }
-        assert_eq!(resolve(&root, "/etc/passwd"), Err(PathError::NotFound));
+        assert_eq!(
+            resolve(root, "/etc/passwd").unwrap_err(),
+            PathError::NotFound
+        );
         assert!(matches!(
-            resolve(&root, "sub/f.bin"),
+            resolve(root, "sub/f.bin"),
             Err(PathError::BadRequest(_))
         ));
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn lookups_that_lead_nowhere_are_404_and_the_servers_own_failures_are_not() {
+        for code in [
+            libc::ENOENT,
+            libc::ENOTDIR,
+            libc::EXDEV,
+            libc::ELOOP,
+            libc::EACCES,
+        ] {
+            let e = std::io::Error::from_raw_os_error(code);
+            assert_eq!(lookup_error(&e), PathError::NotFound, "{e}");
+        }
+        for code in [libc::EMFILE, libc::ENFILE, libc::ENOMEM, libc::EIO] {
+            let e = std::io::Error::from_raw_os_error(code);
+            assert!(matches!(lookup_error(&e), PathError::Failed(_)), "{e}");
+        }
     }
 
     proptest::proptest! {
@@ -161,8 +226,15 @@ mod tests {
             let _ = std::os::unix::fs::symlink(dir.join("secret"), root.join("link"));
             let root = root.canonicalize().unwrap();
             let path: String = pieces.concat();
-            let got = resolve(&root, &path);
-            let inside = got.as_ref().map_or(true, |f| f.starts_with(&root) && f.is_file());
+            let got = resolve(&RootDir::open(&root).unwrap(), &path);
+            // In this tree nothing changes, so the name may be followed to check the answer.
+            let inside = got.as_ref().map_or(true, |f| {
+                use std::os::unix::fs::MetadataExt;
+                let named = root.join(&f.rel);
+                named.canonicalize().is_ok_and(|c| c.starts_with(&root))
+                    && named.is_file()
+                    && std::fs::metadata(&named).is_ok_and(|m| m.ino() == f.metadata.ino())
+            });
             std::fs::remove_dir_all(&dir).unwrap();
             proptest::prop_assert!(inside, "{path} -> {got:?}");
         }

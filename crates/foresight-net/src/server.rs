@@ -37,7 +37,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use foresight_core::{Bandwidth, ByteLen, ByteRange, StreamId};
-use foresight_engine::{Backend, Engine};
+use foresight_engine::{Backend, Engine, RootDir};
 use foresight_policy::adaptive::{StreamGroupedQueue, WorkerChoice, WorkerId, DEFAULT_PEAK_RATIO};
 use http_body_util::{BodyExt, Empty, Full};
 use hyper::body::{Body, Frame, Incoming};
@@ -46,7 +46,7 @@ use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::sync::{mpsc, oneshot, Semaphore};
 
-use crate::path::{resolve, PathError};
+use crate::path::{resolve, PathError, ServedFile};
 use crate::range::{content_range, decide, unsatisfied_content_range, RangeDecision};
 use crate::{NetError, PROC_HEADER, STREAM_HEADER, WELL_KNOWN_PATH};
 
@@ -345,6 +345,7 @@ pub fn serve_until_signal(cfg: ServerConfig) -> Result<ServerHandle, NetError> {
 fn start(mut cfg: ServerConfig, on_signal: bool) -> Result<ServerHandle, NetError> {
     cfg.validate()?;
     cfg.root = cfg.root.canonicalize()?;
+    let root = RootDir::open(&cfg.root)?;
     let figures = measure_figures(&cfg);
     let engine = Engine::builder()
         .memory(cfg.engine_memory)
@@ -366,6 +367,7 @@ fn start(mut cfg: ServerConfig, on_signal: bool) -> Result<ServerHandle, NetErro
     let (stop_tx, stop_rx) = oneshot::channel();
     let state = Arc::new(State::new(
         &cfg,
+        root,
         engine,
         figures.clone(),
         rt.handle().clone(),
@@ -503,7 +505,8 @@ impl std::error::Error for FileChanged {}
 /// A body read: which stream, which bytes of which version of the file, and where the chunks go.
 struct Job {
     stream: StreamId,
-    path: Arc<PathBuf>,
+    /// The file's path relative to the root, opened beneath it.
+    rel: Arc<PathBuf>,
     version: FileVersion,
     range: ByteRange,
     tx: mpsc::Sender<io::Result<Bytes>>,
@@ -540,7 +543,7 @@ struct Counters {
 }
 
 struct State {
-    root: PathBuf,
+    root: RootDir,
     cfg: ServerConfig,
     engine: Engine,
     figures: PublishedFigures,
@@ -554,12 +557,13 @@ struct State {
 impl State {
     fn new(
         cfg: &ServerConfig,
+        root: RootDir,
         engine: Engine,
         figures: PublishedFigures,
         rt: tokio::runtime::Handle,
     ) -> State {
         State {
-            root: cfg.root.clone(),
+            root,
             cfg: cfg.clone(),
             engine,
             figures,
@@ -769,7 +773,7 @@ fn serve_job(
                 readers.remove(&old);
             }
         }
-        match state.engine.open(job.path.as_path()) {
+        match state.engine.open_beneath(&state.root, &job.rel) {
             // The path changed again between the headers' metadata and this open: no reader of
             // the announced file can be had any more.
             Ok(r) if !job.version.read_by(&r) => {
@@ -1142,15 +1146,9 @@ async fn route(
         return r;
     }
     let file = match resolve(&state.root, path) {
-        Ok(p) => p,
-        Err(PathError::BadRequest(why)) => return plain(StatusCode::BAD_REQUEST, &why),
-        Err(PathError::NotFound) => return plain(StatusCode::NOT_FOUND, "not found"),
+        Ok(f) => f,
+        Err(e) => return path_error(e),
     };
-    let version = match tokio::fs::metadata(&file).await {
-        Ok(m) => FileVersion::of(&m),
-        Err(_) => return plain(StatusCode::NOT_FOUND, "not found"),
-    };
-    let len = version.len_bytes;
     // Range applies to GET only (RFC 9110, section 14.2); an If-Range we cannot validate (we send
     // no validators) means the whole representation.
     // Several `Range` lines are read as one, joined by commas as RFC 9110 (section 5.3) combines
@@ -1167,7 +1165,42 @@ async fn route(
             .collect();
         (!lines.is_empty()).then(|| lines.join(&b", "[..]))
     };
-    let (status, range) = match decide(range_header.as_deref(), len) {
+    let client = req
+        .headers()
+        .get(STREAM_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .filter(|s| s.len() <= 128)
+        // Without the header, the peer's address and port: each connection is its own stream,
+        // so two clients behind one address reading one file do not wait for each other.
+        .map_or_else(|| peer.to_string(), |s| format!("h:{s}"));
+    serve_file(state, file, head, range_header.as_deref(), client, arrived).await
+}
+
+fn path_error(e: PathError) -> Response<ResBody> {
+    match e {
+        PathError::BadRequest(why) => plain(StatusCode::BAD_REQUEST, &why),
+        PathError::NotFound => plain(StatusCode::NOT_FOUND, "not found"),
+        PathError::Failed(why) => plain(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            &format!("cannot look the file up: {why}"),
+        ),
+    }
+}
+
+/// Answers a request for `file`, whose path `resolve` checked: the headers from the metadata that
+/// lookup took, the body from the stream's worker, which opens the file beneath the root again.
+/// Nothing here looks the file up by name.
+async fn serve_file(
+    state: &Arc<State>,
+    file: ServedFile,
+    head: bool,
+    range_header: Option<&[u8]>,
+    client: String,
+    arrived: Instant,
+) -> Response<ResBody> {
+    let version = FileVersion::of(&file.metadata);
+    let len = version.len_bytes;
+    let (status, range) = match decide(range_header, len) {
         RangeDecision::Full => (StatusCode::OK, ByteRange::new(0, len)),
         RangeDecision::Partial(r) => (StatusCode::PARTIAL_CONTENT, r),
         RangeDecision::Unsatisfiable => {
@@ -1210,19 +1243,11 @@ async fn route(
     if head || range.len.0 == 0 {
         return build(empty(), None);
     }
-    let client = req
-        .headers()
-        .get(STREAM_HEADER)
-        .and_then(|v| v.to_str().ok())
-        .filter(|s| s.len() <= 128)
-        // Without the header, the peer's address and port: each connection is its own stream,
-        // so two clients behind one address reading one file do not wait for each other.
-        .map_or_else(|| peer.to_string(), |s| format!("h:{s}"));
-    let (stream, worker) = state.stream_for(client, &file);
+    let (stream, worker) = state.stream_for(client, &file.rel);
     let (tx, mut rx) = mpsc::channel(4);
     let job = Job {
         stream,
-        path: Arc::new(file),
+        rel: Arc::new(file.rel),
         version,
         range,
         tx,
@@ -1454,6 +1479,90 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
     }
 
+    /// The race a check by name leaves open: a request's path passes the check, then a directory
+    /// on it is swapped for a symlink out of the root before the file is opened. The response
+    /// must not carry the outside file's bytes, whichever way the symlink points. (Reading the
+    /// path by name after the swap does reach the outside file: the test checks that, so the swap
+    /// is real.)
+    #[test]
+    fn a_directory_swapped_for_a_symlink_after_the_check_is_not_served() {
+        let dir = std::env::temp_dir().join(format!("foresight-swap-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let root = dir.join("root");
+        std::fs::create_dir_all(root.join("sub")).unwrap();
+        std::fs::create_dir_all(dir.join("outside")).unwrap();
+        std::fs::write(root.join("sub/f.bin"), b"inside, may be served").unwrap();
+        std::fs::write(dir.join("outside/f.bin"), b"outside, never served").unwrap();
+        let root = root.canonicalize().unwrap();
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        let mut cfg = ServerConfig::new(root.clone(), "127.0.0.1:0".parse().unwrap());
+        cfg.workers = 2;
+        let engine = Engine::builder()
+            .backend(Backend::Threads)
+            .memory(ByteLen::mib(16))
+            .build()
+            .unwrap();
+        let figures = measure_figures(&ServerConfig {
+            device: DeviceSource::Configured(Bandwidth::from_mib_s(100.0)),
+            ..cfg.clone()
+        });
+        let state = Arc::new(State::new(
+            &cfg,
+            RootDir::open(&root).unwrap(),
+            engine,
+            figures,
+            rt.handle().clone(),
+        ));
+        let workers = start_workers(&state).unwrap();
+        // Each request as a new client: a stream's worker keeps its reader, which was opened on
+        // the file before the swap and would serve it.
+        let clients = std::cell::Cell::new(0);
+        let answer = |file: ServedFile| {
+            clients.set(clients.get() + 1);
+            let client = format!("t{}", clients.get());
+            rt.block_on(async {
+                let r = serve_file(&state, file, false, None, client, Instant::now()).await;
+                let status = r.status();
+                let body = r.into_body().collect().await.map(|b| b.to_bytes());
+                (status, body.map(|b| b.to_vec()).unwrap_or_default())
+            })
+        };
+        let (status, body) = answer(resolve(&state.root, "/sub/f.bin").unwrap());
+        assert_eq!(
+            (status, body.as_slice()),
+            (StatusCode::OK, &b"inside, may be served"[..])
+        );
+        for target in [dir.join("outside"), PathBuf::from("../outside")] {
+            let checked = resolve(&state.root, "/sub/f.bin").unwrap();
+            std::fs::rename(root.join("sub"), root.join("sub-was")).unwrap();
+            std::os::unix::fs::symlink(&target, root.join("sub")).unwrap();
+            assert_eq!(
+                std::fs::read(root.join("sub/f.bin")).unwrap(),
+                b"outside, never served"
+            );
+            let (status, body) = answer(checked);
+            assert!(
+                !String::from_utf8_lossy(&body).contains("outside"),
+                "{target:?}: {status} {:?}",
+                String::from_utf8_lossy(&body)
+            );
+            assert_ne!(status, StatusCode::OK, "{target:?}");
+            // Checked after the swap, the path is not found.
+            assert_eq!(
+                resolve(&state.root, "/sub/f.bin").unwrap_err(),
+                PathError::NotFound
+            );
+            std::fs::remove_file(root.join("sub")).unwrap();
+            std::fs::rename(root.join("sub-was"), root.join("sub")).unwrap();
+        }
+        stop_workers(&state, workers);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
     /// A server state with no worker threads: the test plays the worker.
     fn bare_state(rt: &tokio::runtime::Runtime) -> Arc<State> {
         let cfg = ServerConfig::new(std::env::temp_dir(), "127.0.0.1:0".parse().unwrap());
@@ -1469,7 +1578,8 @@ mod tests {
             peak_ratio_source: "configured".into(),
             workers: cfg.workers,
         };
-        Arc::new(State::new(&cfg, engine, figures, rt.handle().clone()))
+        let root = RootDir::open(&cfg.root).unwrap();
+        Arc::new(State::new(&cfg, root, engine, figures, rt.handle().clone()))
     }
 
     /// A worker that takes a job and finishes it before `enqueue` counted it would lower the
@@ -1508,7 +1618,7 @@ mod tests {
         let (tx, rx) = mpsc::channel(1);
         let job = Job {
             stream: StreamId(stream),
-            path: Arc::new(PathBuf::from("/f")),
+            rel: Arc::new(PathBuf::from("f")),
             version: FileVersion {
                 device: 0,
                 inode: 0,

@@ -147,6 +147,8 @@ fn escapes_from_the_root_are_refused() {
         ("/sub/%2E%2E/%2e%2e/secret.txt", 400),
         ("/..%2fsecret.txt", 400),
         ("/escape", 404),
+        // Absolute symlinks are not followed, even to a file inside the root.
+        ("/inside-absolute", 404),
         ("//etc/passwd", 404),
         ("/etc/passwd", 404),
         ("/sub", 404),

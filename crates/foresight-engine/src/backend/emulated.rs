@@ -34,9 +34,10 @@ use foresight_policy::layout::Striping;
 
 use super::threads::ThreadsBackend;
 use super::{
-    real_handle, BackendKind, CompletionPort, CompletionSink, FileHandle, IoBackend, IoCompletion,
-    IoRequest, ModelledVolume,
+    real_handle, real_handle_beneath, BackendKind, CompletionPort, CompletionSink, FileHandle,
+    IoBackend, IoCompletion, IoRequest, ModelledVolume,
 };
+use crate::beneath::RootDir;
 
 /// Requests served in sorted order before the host queue checks for expired ones (Linux
 /// mq-deadline's `fifo_batch`).
@@ -337,6 +338,18 @@ impl IoBackend for EmulatedBackend {
     fn open(&self, path: &Path, id: FileId, _direct: bool) -> io::Result<FileHandle> {
         // The real bytes are read buffered: the real device only has to outpace the model.
         let mut h = real_handle(path, id, false)?;
+        h.volume_offset_bytes = Some(self.place(id, h.size_bytes)?);
+        Ok(h)
+    }
+
+    fn open_beneath(
+        &self,
+        root: &RootDir,
+        rel: &Path,
+        id: FileId,
+        _direct: bool,
+    ) -> io::Result<FileHandle> {
+        let mut h = real_handle_beneath(root, rel, id, false)?;
         h.volume_offset_bytes = Some(self.place(id, h.size_bytes)?);
         Ok(h)
     }

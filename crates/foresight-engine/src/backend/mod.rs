@@ -37,6 +37,7 @@ use std::sync::{Arc, OnceLock, Weak};
 use foresight_core::{ByteLen, FileId};
 use foresight_policy::layout::Striping;
 
+use crate::beneath::RootDir;
 use crate::buffer::AlignedBuf;
 
 /// Which backend an engine runs on.
@@ -218,6 +219,25 @@ pub trait IoBackend: Send + Sync {
     /// Opens `path` for reading as file `id`; with `direct`, tries `O_DIRECT` first and falls back
     /// to buffered reads where the file system refuses it (the handle says which it got).
     fn open(&self, path: &Path, id: FileId, direct: bool) -> io::Result<FileHandle>;
+    /// Opens `rel` beneath `root` (see [`crate::beneath`]: the lookup cannot leave the
+    /// directory) for reading as file `id`, as [`IoBackend::open`] does otherwise. Backends that
+    /// read no files of their own refuse it (`Unsupported`).
+    fn open_beneath(
+        &self,
+        root: &RootDir,
+        rel: &Path,
+        id: FileId,
+        direct: bool,
+    ) -> io::Result<FileHandle> {
+        let _ = (root, rel, id, direct);
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            format!(
+                "the {} backend opens no files beneath a directory",
+                self.kind()
+            ),
+        ))
+    }
     /// The most requests that may be outstanding at once.
     fn capacity(&self) -> usize;
     /// Starts every request in `batch` (leaving it empty). Never blocks.
@@ -233,15 +253,32 @@ pub trait IoBackend: Send + Sync {
 /// Opens a real file for reading, with `O_DIRECT` when asked and allowed. Returns the file and
 /// whether it is direct. Only regular files are accepted.
 pub fn open_real(path: &Path, direct: bool) -> io::Result<(File, bool)> {
+    open_real_with(path, direct, |flags| {
+        std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(flags)
+            .open(path)
+    })
+}
+
+/// [`open_real`] for `rel` beneath `root`: the lookup and the open are one operation that cannot
+/// leave the directory (see [`crate::beneath`]).
+pub fn open_real_beneath(root: &RootDir, rel: &Path, direct: bool) -> io::Result<(File, bool)> {
+    open_real_with(&root.display_path(rel), direct, |flags| {
+        root.open_read(rel, flags)
+    })
+}
+
+/// Opens with `open(flags)`, trying `O_DIRECT` first when asked; `name` is for messages.
+fn open_real_with(
+    name: &Path,
+    direct: bool,
+    open: impl Fn(libc::c_int) -> io::Result<File>,
+) -> io::Result<(File, bool)> {
     // Opened non-blocking and checked on the descriptor, not the path: a FIFO put in the file's
     // place between a check of the path and the open would block the open, and the engine opens
     // under its lock, so every reader would wait with it.
-    let open = |flags: libc::c_int| {
-        std::fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(flags | libc::O_NONBLOCK)
-            .open(path)
-    };
+    let open = |flags: libc::c_int| open(flags | libc::O_NONBLOCK);
     let (file, direct) = match direct.then(|| open(libc::O_DIRECT)) {
         Some(Ok(f)) => (f, true),
         // EINVAL: the file system does not do direct I/O (tmpfs, some FUSE); read buffered.
@@ -252,7 +289,7 @@ pub fn open_real(path: &Path, direct: bool) -> io::Result<(File, bool)> {
     if !file.metadata()?.is_file() {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
-            format!("{} is not a regular file", path.display()),
+            format!("{} is not a regular file", name.display()),
         ));
     }
     // io_uring answers reads of a non-blocking file with EAGAIN instead of waiting for them.
@@ -263,10 +300,25 @@ pub fn open_real(path: &Path, direct: bool) -> io::Result<(File, bool)> {
 /// Builds a [`FileHandle`] for a real file.
 pub fn real_handle(path: &Path, id: FileId, direct: bool) -> io::Result<FileHandle> {
     let (file, direct) = open_real(path, direct)?;
+    handle_for(file, path.to_path_buf(), id, direct)
+}
+
+/// Builds a [`FileHandle`] for a real file `rel` beneath `root`.
+pub fn real_handle_beneath(
+    root: &RootDir,
+    rel: &Path,
+    id: FileId,
+    direct: bool,
+) -> io::Result<FileHandle> {
+    let (file, direct) = open_real_beneath(root, rel, direct)?;
+    handle_for(file, root.display_path(rel), id, direct)
+}
+
+fn handle_for(file: File, path: PathBuf, id: FileId, direct: bool) -> io::Result<FileHandle> {
     let meta = file.metadata()?;
     Ok(FileHandle {
         id,
-        path: path.to_path_buf(),
+        path,
         file: Some(file),
         direct,
         size_bytes: meta.len(),

@@ -15,8 +15,10 @@ use std::sync::{Arc, Condvar, Mutex};
 use foresight_core::FileId;
 
 use super::{
-    perform_blocking, real_handle, BackendKind, CompletionPort, FileHandle, IoBackend, IoRequest,
+    perform_blocking, real_handle, real_handle_beneath, BackendKind, CompletionPort, FileHandle,
+    IoBackend, IoRequest,
 };
+use crate::beneath::RootDir;
 
 struct Queue {
     requests: VecDeque<IoRequest>,
@@ -88,6 +90,16 @@ impl IoBackend for ThreadsBackend {
 
     fn open(&self, path: &Path, id: FileId, direct: bool) -> io::Result<FileHandle> {
         real_handle(path, id, direct)
+    }
+
+    fn open_beneath(
+        &self,
+        root: &RootDir,
+        rel: &Path,
+        id: FileId,
+        direct: bool,
+    ) -> io::Result<FileHandle> {
+        real_handle_beneath(root, rel, id, direct)
     }
 
     fn capacity(&self) -> usize {

@@ -34,8 +34,10 @@ use foresight_core::FileId;
 use io_uring::{opcode, types, IoUring};
 
 use super::{
-    real_handle, BackendKind, CompletionPort, FileHandle, IoBackend, IoCompletion, IoRequest,
+    real_handle, real_handle_beneath, BackendKind, CompletionPort, FileHandle, IoBackend,
+    IoCompletion, IoRequest,
 };
+use crate::beneath::RootDir;
 use crate::sys;
 
 /// User data of the ring's own eventfd read.
@@ -287,6 +289,16 @@ impl IoBackend for UringBackend {
 
     fn open(&self, path: &Path, id: FileId, direct: bool) -> io::Result<FileHandle> {
         real_handle(path, id, direct)
+    }
+
+    fn open_beneath(
+        &self,
+        root: &RootDir,
+        rel: &Path,
+        id: FileId,
+        direct: bool,
+    ) -> io::Result<FileHandle> {
+        real_handle_beneath(root, rel, id, direct)
     }
 
     fn capacity(&self) -> usize {

@@ -42,8 +42,8 @@ impl Drop for Served {
     }
 }
 
-/// A root with `big.bin`, `sub/small.txt`, an empty file, a symlink out of the root and a file
-/// outside it, served by a fresh server.
+/// A root with `big.bin`, `sub/small.txt`, an empty file, a symlink out of the root, a relative
+/// and an absolute symlink to `sub/small.txt`, and a file outside it, served by a fresh server.
 pub fn serve(label: &str) -> Served {
     serve_with(label, |_| {})
 }
@@ -60,7 +60,8 @@ pub fn serve_with(label: &str, tweak: impl FnOnce(&mut ServerConfig)) -> Served 
     std::fs::write(root.join("empty"), b"").unwrap();
     std::fs::write(dir.join("secret.txt"), b"do not serve").unwrap();
     std::os::unix::fs::symlink(dir.join("secret.txt"), root.join("escape")).unwrap();
-    std::os::unix::fs::symlink(root.join("sub/small.txt"), root.join("inside")).unwrap();
+    std::os::unix::fs::symlink("sub/small.txt", root.join("inside")).unwrap();
+    std::os::unix::fs::symlink(root.join("sub/small.txt"), root.join("inside-absolute")).unwrap();
     let mut cfg = ServerConfig::new(root.clone(), "127.0.0.1:0".parse().unwrap());
     cfg.workers = 4;
     cfg.device = DeviceSource::Configured(Bandwidth::from_mib_s(400.0));
