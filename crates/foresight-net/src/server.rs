@@ -414,11 +414,12 @@ fn measure_figures(cfg: &ServerConfig) -> PublishedFigures {
 }
 
 /// The largest file in the root or one level below, read with large direct reads (the rate `fio`
-/// would report), after dropping it from the page cache.
+/// would report), after dropping it from the page cache. Symlinks are not followed, so the
+/// measurement stays on the root's own files and device; none of the file is served.
 fn measure_device(cfg: &ServerConfig) -> Option<f64> {
     let mut best: Option<(u64, PathBuf)> = None;
     let mut consider = |p: PathBuf| {
-        if let Ok(m) = std::fs::metadata(&p) {
+        if let Ok(m) = std::fs::symlink_metadata(&p) {
             if m.is_file() && best.as_ref().is_none_or(|(l, _)| m.len() > *l) {
                 best = Some((m.len(), p));
             }
@@ -426,7 +427,7 @@ fn measure_device(cfg: &ServerConfig) -> Option<f64> {
     };
     for e in std::fs::read_dir(&cfg.root).ok()?.flatten().take(10_000) {
         let p = e.path();
-        if p.is_dir() {
+        if e.file_type().is_ok_and(|t| t.is_dir()) {
             if let Ok(rd) = std::fs::read_dir(&p) {
                 for e2 in rd.flatten().take(1000) {
                     consider(e2.path());
@@ -1441,6 +1442,30 @@ fn metrics_text(state: &State) -> String {
 mod tests {
     use super::*;
     use std::io::Write;
+
+    /// The device rate the server publishes is measured on the root's own files: a symlink to a
+    /// large file elsewhere (another device, or a file the server must not touch) is not read.
+    #[test]
+    fn the_device_measurement_follows_no_symlink_out_of_the_root() {
+        let dir = std::env::temp_dir().join(format!("foresight-measure-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let root = dir.join("root");
+        std::fs::create_dir_all(root.join("sub")).unwrap();
+        std::fs::create_dir_all(dir.join("outside")).unwrap();
+        std::fs::write(dir.join("outside/big.bin"), vec![7u8; 8 << 20]).unwrap();
+        std::fs::write(root.join("small.bin"), b"too small to time").unwrap();
+        std::os::unix::fs::symlink(dir.join("outside/big.bin"), root.join("big.bin")).unwrap();
+        std::os::unix::fs::symlink(dir.join("outside"), root.join("sub/outside")).unwrap();
+        std::os::unix::fs::symlink(dir.join("outside"), root.join("dirlink")).unwrap();
+        let mut cfg = ServerConfig::new(root.clone(), "127.0.0.1:0".parse().unwrap());
+        cfg.backend = Backend::Threads;
+        assert_eq!(measure_device(&cfg), None, "a symlinked file was measured");
+        // The same file placed in the root is measured, so the test can tell the two apart.
+        std::fs::remove_file(root.join("big.bin")).unwrap();
+        std::fs::copy(dir.join("outside/big.bin"), root.join("big.bin")).unwrap();
+        assert!(measure_device(&cfg).is_some_and(|r| r > 0.0));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 
     /// The check a worker makes before sending a byte: a reader serves a request only if it reads
     /// the very file whose metadata decided the headers. Here the path is replaced and resized
