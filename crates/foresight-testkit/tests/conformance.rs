@@ -96,6 +96,36 @@ fn similar_time(sim: &WorldRun, engine: &WorldRun) {
     );
 }
 
+/// The emulated array is the simulator's array: a RAID-0 scenario must read the same device bytes
+/// (within 1%) in the same time (within -20% and +30%). Host noise only ever slows the engine
+/// down, so when the time is out of bounds the scenario runs again, up to three runs in all, and
+/// the fastest counts. (While the emulated array had one host queue in front of it, where the
+/// simulator keeps one per member disk, two hinted 4 MiB `directed` scans took 0.089 to 0.149 s
+/// on it against the simulator's 0.063 s.)
+fn same_costs_on_raid0(name: &str, s: &Scenario, sim: &WorldRun, engine: &WorldRun) {
+    let bytes = engine.device_bytes as f64 / sim.device_bytes as f64;
+    assert!(
+        (0.99..=1.01).contains(&bytes),
+        "device bytes, engine/sim {bytes:.3} ({} vs {})",
+        engine.device_bytes,
+        sim.device_bytes
+    );
+    let mut best_s = engine.elapsed_s;
+    for _ in 1..3 {
+        if best_s / sim.elapsed_s < 1.3 {
+            break;
+        }
+        let (_, again, _) = run_both(name, s);
+        best_s = best_s.min(again.elapsed_s);
+    }
+    let ratio = best_s / sim.elapsed_s;
+    assert!(
+        (0.8..1.3).contains(&ratio),
+        "engine/sim time ratio {ratio:.2} ({best_s:.3} s, the fastest of up to three runs, vs {:.3} s)",
+        sim.elapsed_s
+    );
+}
+
 #[test]
 fn four_streams_under_seqp_decide_the_same_in_both_worlds() {
     let (sim, engine, c) = run_both("seqp", &Scenario::four_streams_seqp_wd800jd());
@@ -185,7 +215,8 @@ fn a_scan_through_a_sliding_directed_window_costs_the_same_in_both_worlds() {
 }
 
 /// `directed` over a RAID-0 of four WD800JDs with 64 KiB strips: two hinted 4 MiB scans, the
-/// sweep ordered by position on the striped volume.
+/// sweep ordered by position on the striped volume. The decisions do not depend on timing, and
+/// both worlds queue and merge each member disk's parts on their own, so the costs agree too.
 #[test]
 fn two_scans_under_directed_on_raid0_decide_the_same_in_both_worlds() {
     let s = Scenario {
@@ -197,8 +228,9 @@ fn two_scans_under_directed_on_raid0_decide_the_same_in_both_worlds() {
         policy: "directed".into(),
         ..Scenario::four_streams_seqp_wd800jd()
     };
-    let (_, _, c) = run_both("directed-raid0", &s);
+    let (sim, engine, c) = run_both("directed-raid0", &s);
     same_decisions(&c);
+    same_costs_on_raid0("directed-raid0", &s, &sim, &engine);
 }
 
 /// `directed` with three hinted 4 MiB scans and memory for less than one of them: 4 MiB of page
@@ -240,7 +272,8 @@ fn three_scans_under_directed_contending_for_memory_cost_the_same_in_both_worlds
     similar_time(&sim, &engine);
 }
 
-/// `saseqp` (paper 000) over a RAID-0 of four WD800JDs with 64 KiB strips.
+/// `saseqp` (paper 000) over a RAID-0 of four WD800JDs with 64 KiB strips, compared by decisions
+/// and costs.
 #[test]
 fn four_streams_under_saseqp_on_raid0_decide_the_same_in_both_worlds() {
     let s = Scenario {
@@ -251,7 +284,7 @@ fn four_streams_under_saseqp_on_raid0_decide_the_same_in_both_worlds() {
     };
     let (sim, engine, c) = run_both("saseqp-raid0", &s);
     same_decisions(&c);
-    similar_time(&sim, &engine);
+    same_costs_on_raid0("saseqp-raid0", &s, &sim, &engine);
 }
 
 /// The stream scheduler (paper 001) with `D` = 2 streams dispatched at a time, `R` = 512 KiB per
