@@ -32,7 +32,12 @@
 //!
 //! Bounds: the backend never holds more than `queue_depth` reads; reads waiting for a slot sit in
 //! two FIFO queues (the application's first, then prefetches) whose length is bounded by the number
-//! of chunks the budget can hold, which is asserted.
+//! of chunks the budget can hold, which is asserted. A closed reader's stream slot goes to the next
+//! reader; a file no reader holds, with no chunk cached, queued or in flight, is forgotten (the
+//! policy is told with `Input::FileClosed`) and its slot goes to a later new file. So the stream
+//! and file tables hold as many entries as streams were ever open, and files remembered, at once
+//! (at most the streams open plus the reads in flight, asserted), however many distinct files a
+//! long-running server reads.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::io;
@@ -108,10 +113,17 @@ impl Chunk {
 
 #[derive(Debug)]
 struct FileState {
+    /// What tells it from other files, its key in `Core::identities`.
+    key: FileKey,
+    /// Whether the slot names a file: from its open until it is forgotten.
+    remembered: bool,
     handle: Option<Arc<FileHandle>>,
     size_bytes: u64,
     volume_offset_bytes: Option<u64>,
     chunks: BTreeMap<u64, u32>,
+    /// Chunk records naming the file, in `chunks` or not (a chunk still in flight when the last
+    /// reader closed leaves `chunks` at once and its record when it completes).
+    live_chunks: u32,
     readers: u32,
     /// Streams of this file whose current read is deferred (usually none or one).
     deferred: Vec<StreamId>,
@@ -183,9 +195,18 @@ pub(crate) struct Core {
     policy: Box<dyn Policy>,
     backend: Arc<dyn IoBackend>,
     cfg: CoreConfig,
+    /// Indexed by `FileId`. A file no reader holds, with no chunk cached, queued or in flight, is
+    /// forgotten: its slot goes on `free_files` once the policy has been told, and a later new
+    /// file takes it, so the table holds as many slots as files were ever remembered at once
+    /// (open, or with reads in flight), however many distinct files a long-running process reads.
     files: Vec<FileState>,
-    /// Device, inode, size and modification time: a file rewritten in place keeps the first three,
-    /// and must not be served the chunks cached from its old bytes.
+    /// Forgotten files' slots, reused oldest first, so that state a policy keeps on its own
+    /// timeout (the stream scheduler's streams, found by address) has the longest to lapse.
+    free_files: VecDeque<u32>,
+    /// Files forgotten whose policy has not been told yet (`Input::FileClosed`, in `run_policy`).
+    forgotten: Vec<FileId>,
+    /// Device, inode, size and modification time of each remembered file: a file rewritten in
+    /// place keeps the first three, and must not be served the chunks cached from its old bytes.
     identities: HashMap<FileKey, FileId>,
     chunks: Vec<Option<Chunk>>,
     free_slots: Vec<u32>,
@@ -253,6 +274,8 @@ impl Core {
             backend,
             cfg,
             files: Vec::new(),
+            free_files: VecDeque::new(),
+            forgotten: Vec::new(),
             identities: HashMap::new(),
             chunks: Vec::new(),
             free_slots: Vec::new(),
@@ -298,9 +321,14 @@ impl Core {
 
     // ---- files and streams ----------------------------------------------------------------
 
-    /// The id the next new file gets.
+    /// The id the next new file gets: a forgotten file's, or a new one.
     pub(crate) fn next_file_id(&self) -> FileId {
-        FileId(self.files.len() as u32)
+        FileId(
+            self.free_files
+                .front()
+                .copied()
+                .unwrap_or(self.files.len() as u32),
+        )
     }
 
     /// Registers an opened file (or recognises one opened before) and a new stream reading it, in
@@ -333,19 +361,28 @@ impl Core {
                 } else {
                     self.stats.files_buffered += 1;
                 }
-                self.files.push(FileState {
+                let st = FileState {
+                    key,
+                    remembered: true,
                     size_bytes: handle.size_bytes,
                     volume_offset_bytes: handle.volume_offset_bytes,
                     handle: Some(Arc::new(handle)),
                     chunks: BTreeMap::new(),
+                    live_chunks: 0,
                     readers: 0,
                     deferred: Vec::new(),
-                });
+                };
+                if self.free_files.front() == Some(&f.0) {
+                    self.free_files.pop_front();
+                    self.files[f.0 as usize] = st;
+                } else {
+                    self.files.push(st);
+                }
                 self.identities.insert(key, f);
                 // Only the new file goes to the policy: rebuilding the whole layout on every new
                 // file made opening n distinct files take time quadratic in n.
                 let added = Self::file_layout(&self.files[f.0 as usize]);
-                self.policy.add_file(added);
+                self.policy.add_file(f, added);
                 f
             }
         };
@@ -370,7 +407,34 @@ impl Core {
             &mut self.free_streams,
             state,
         ));
+        // Every remembered file has a reader (at most one file per open stream) or a chunk whose
+        // read is in flight (its last reader closed, which dropped its other chunks).
+        let remembered = self.files.len() - self.free_files.len() - self.forgotten.len();
+        let open_streams = self.streams.len() - self.free_streams.len();
+        assert!(
+            remembered <= open_streams + self.in_flight,
+            "{remembered} files remembered with {open_streams} streams open and {} reads in flight",
+            self.in_flight
+        );
         (file, stream, open_seq, size)
+    }
+
+    /// Forgets `file` once nothing needs it: no reader, and no chunk cached, queued or in flight.
+    /// Its identity goes at once, so a later open of the same file is a new file with nothing
+    /// cached; its slot goes to a later new file once the policy has been told, so the policy
+    /// never hears of the new file before it has forgotten the old one.
+    fn forget_if_idle(&mut self, file: FileId) {
+        let f = &mut self.files[file.0 as usize];
+        if !f.remembered || f.readers > 0 || f.live_chunks > 0 {
+            return;
+        }
+        f.remembered = false;
+        f.handle = None;
+        f.chunks = BTreeMap::new();
+        f.deferred = Vec::new();
+        let key = f.key;
+        self.identities.remove(&key);
+        self.forgotten.push(file);
     }
 
     /// Closes a stream: it lets go of its claims, waits and errors, the policy forgets it, and its
@@ -423,6 +487,7 @@ impl Core {
             // their chunk when they complete.
             self.drop_queued(|c| c.file == file);
             self.wake_memory_waiters();
+            self.forget_if_idle(file);
         }
         self.run_policy(now, None);
         self.dispatch();
@@ -439,6 +504,16 @@ impl Core {
     /// Slots in the stream table: the most streams ever open at once.
     pub(crate) fn stream_slots(&self) -> usize {
         self.streams.len()
+    }
+
+    /// Slots in the file table.
+    pub(crate) fn file_slots(&self) -> usize {
+        self.files.len()
+    }
+
+    /// Files remembered now: open, or with chunks cached or in flight.
+    pub(crate) fn files_remembered(&self) -> usize {
+        self.identities.len()
     }
 
     /// Size of a file at open.
@@ -921,6 +996,13 @@ impl Core {
                 trigger = None;
                 continue;
             }
+            // After the `Fetched` of the file's last fetches, which settle as its last chunks go.
+            if let Some(file) = self.forgotten.pop() {
+                self.policy.handle(now, Input::FileClosed { file });
+                self.free_files.push_back(file.0);
+                trigger = None;
+                continue;
+            }
             if cut_short && !short_told {
                 short_told = true;
                 self.stats.memory_pressure_events += 1;
@@ -1153,9 +1235,9 @@ impl Core {
             let kept: u64 = pieces.iter().map(|&(_, _, bytes, _)| bytes).sum();
             self.stats.wasted_bytes += old_valid - kept;
         }
-        self.files[old.file.0 as usize]
-            .chunks
-            .remove(&old.first_page);
+        let f = &mut self.files[old.file.0 as usize];
+        f.chunks.remove(&old.first_page);
+        f.live_chunks -= 1;
         let old_buf =
             Arc::try_unwrap(old_buf).expect("an unpinned chunk's buffer has no other owner");
         self.pool.free(old_buf);
@@ -1186,7 +1268,9 @@ impl Core {
             };
             let pid =
                 foresight_core::take_slot(&mut self.chunks, &mut self.free_slots, Some(piece));
-            self.files[old.file.0 as usize].chunks.insert(a, pid);
+            let f = &mut self.files[old.file.0 as usize];
+            f.chunks.insert(a, pid);
+            f.live_chunks += 1;
             self.lru_insert(pid, class);
         }
         self.wake_memory_waiters();
@@ -1250,7 +1334,9 @@ impl Core {
             self.stats.demand_bytes += expect_bytes;
         }
         let id = foresight_core::take_slot(&mut self.chunks, &mut self.free_slots, Some(chunk));
-        self.files[file.0 as usize].chunks.insert(first, id);
+        let f = &mut self.files[file.0 as usize];
+        f.chunks.insert(first, id);
+        f.live_chunks += 1;
         self.enqueue(IoRequest {
             token: id as u64,
             file: handle,
@@ -1359,6 +1445,8 @@ impl Core {
         if f.chunks.get(&c.first_page) == Some(&id) {
             f.chunks.remove(&c.first_page);
         }
+        f.live_chunks -= 1;
+        self.forget_if_idle(c.file);
         if let State::Ready { valid_bytes, buf } = c.state {
             if c.prefetched && !c.used {
                 self.stats.wasted_bytes += valid_bytes;
@@ -1383,6 +1471,8 @@ impl Core {
         if f.chunks.get(&c.first_page) == Some(&id) {
             f.chunks.remove(&c.first_page);
         }
+        f.live_chunks -= 1;
+        self.forget_if_idle(c.file);
         for (_, w) in &c.waiters {
             w.notify_one();
         }
@@ -1661,6 +1751,19 @@ impl Core {
         assert!(lent <= self.pool.lent_bytes());
         assert!(self.pool.held_bytes() <= self.pool.limit_bytes());
         assert!(self.in_flight <= self.cfg.queue_depth);
+        let mut records = vec![0u32; self.files.len()];
+        for c in self.chunks.iter().flatten() {
+            records[c.file.0 as usize] += 1;
+        }
+        for (i, f) in self.files.iter().enumerate() {
+            assert_eq!(f.live_chunks, records[i], "file {i}'s chunk count");
+            assert!(f.remembered || (f.readers == 0 && f.live_chunks == 0 && f.chunks.is_empty()));
+        }
+        assert_eq!(
+            self.identities.len(),
+            self.files.iter().filter(|f| f.remembered).count(),
+            "one identity per remembered file"
+        );
     }
 }
 

@@ -582,6 +582,18 @@ impl Engine {
         self.owner.shared.lock().stream_slots()
     }
 
+    /// Slots in the file table: the most files ever remembered at once (tests).
+    #[doc(hidden)]
+    pub fn file_slots(&self) -> usize {
+        self.owner.shared.lock().file_slots()
+    }
+
+    /// Files remembered now: open, or with reads in flight (tests).
+    #[doc(hidden)]
+    pub fn files_remembered(&self) -> usize {
+        self.owner.shared.lock().files_remembered()
+    }
+
     /// Checks the engine's accounting invariants; panics if one is broken (tests).
     #[doc(hidden)]
     pub fn check_invariants(&self) {
@@ -593,7 +605,9 @@ impl Engine {
 ///
 /// Each reader is one stream to the policy. A reader is `Send`; give each thread its own (open
 /// the file once per thread, or per logical stream). Dropping it closes the stream: the policy is
-/// told (`Input::StreamClosed`) and forgets it, and its `StreamId` goes to a later reader.
+/// told (`Input::StreamClosed`) and forgets it, and its `StreamId` goes to a later reader. When
+/// the file's last reader is dropped and its reads in flight complete, the engine and the policy
+/// forget the file too (`Input::FileClosed`), and its `FileId` goes to a later file.
 pub struct Reader {
     owner: Arc<Owner>,
     file: FileId,

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::{content, hash, real_backends, TempDir};
-use foresight_core::{ByteLen, ByteRange, Rng};
+use foresight_core::{ByteLen, ByteRange, FileId, Rng};
 use foresight_engine::{Backend, Engine, Fault, FaultKind, NoopBackend};
 
 /// Reads a whole reader with request sizes drawn from `rng` (1 byte to `max_req`).
@@ -431,8 +431,8 @@ impl foresight_policy::Policy for HintLog {
     fn poll_output(&mut self) -> Option<foresight_policy::Output> {
         self.inner.poll_output()
     }
-    fn add_file(&mut self, file: foresight_policy::layout::FileLayout) {
-        self.inner.add_file(file);
+    fn add_file(&mut self, id: FileId, file: foresight_policy::layout::FileLayout) {
+        self.inner.add_file(id, file);
     }
 }
 
@@ -493,8 +493,8 @@ impl foresight_policy::Policy for SharedSeqp {
     fn poll_output(&mut self) -> Option<foresight_policy::Output> {
         self.0.lock().unwrap().poll_output()
     }
-    fn add_file(&mut self, file: foresight_policy::layout::FileLayout) {
-        self.0.lock().unwrap().add_file(file);
+    fn add_file(&mut self, id: FileId, file: foresight_policy::layout::FileLayout) {
+        self.0.lock().unwrap().add_file(id, file);
     }
 }
 
@@ -558,6 +558,65 @@ fn closed_readers_free_their_stream_slot_and_policy_state() {
         .is_ok());
     drop((new, kept));
     assert_eq!(seqp.lock().unwrap().window_count(), 0);
+    engine.check_invariants();
+}
+
+/// A server opens every file it serves through one engine. A file that no reader holds, with
+/// nothing cached and no read in flight, is forgotten, by the engine and by its policy, and its
+/// id goes to a later file: neither grows with the number of distinct files served. (The
+/// engine kept about 220 bytes for each distinct file for its whole life.)
+#[test]
+fn distinct_files_read_and_closed_are_forgotten() {
+    const FILES: u64 = 2_000;
+    const QUEUE_DEPTH: usize = 32;
+    let noop = NoopBackend::new();
+    let seqp = Arc::new(Mutex::new(
+        foresight_policy::readahead::Seqp::new(
+            ByteLen::kib(128),
+            Arc::new(foresight_policy::Layout::unplaced(&[])),
+        )
+        .unwrap(),
+    ));
+    let held = seqp.clone();
+    let engine = Engine::builder()
+        .backend(Backend::Noop(noop.clone()))
+        .queue_depth(QUEUE_DEPTH as u32)
+        .wrap_policy(Box::new(move |_| Box::new(SharedSeqp(held))))
+        .build()
+        .unwrap();
+    let mut buf = vec![0u8; 16 << 10];
+    for i in 0..FILES {
+        // A new inode each time, as a server sees when it serves many files: a distinct file.
+        noop.insert("/mem/f", content(64 << 10, i));
+        let mut r = engine.open("/mem/f").unwrap();
+        r.read_exact(&mut buf).unwrap();
+        assert_eq!(
+            hash(&buf),
+            hash(&content(64 << 10, i)[..16 << 10]),
+            "file {i}"
+        );
+        drop(r);
+        // One file open, and closed ones whose readahead is still in flight.
+        assert!(
+            engine.file_slots() <= 1 + QUEUE_DEPTH,
+            "{} file slots after {} distinct files",
+            engine.file_slots(),
+            i + 1
+        );
+    }
+    // The last readahead completes in the backend's own time.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while engine.files_remembered() > 0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert_eq!(engine.files_remembered(), 0, "files still remembered");
+    let p = seqp.lock().unwrap();
+    assert_eq!(
+        (p.marked_files(), p.window_count()),
+        (0, 0),
+        "the policy's readahead marks and windows"
+    );
+    drop(p);
     engine.check_invariants();
 }
 

@@ -567,6 +567,22 @@ impl Layout {
 
     /// Adds a file. Its extents must be sorted, gap-free and cover exactly `[0, size)`.
     pub fn push_file(&mut self, file: FileLayout) -> FileId {
+        let id = FileId(self.files.len() as u32);
+        self.put_file(id, file);
+        id
+    }
+
+    /// Puts a file under `id`: a new id (the file count) adds it, an existing one replaces the
+    /// file it named (a driver that recycles the ids of files it has forgotten). Its extents must
+    /// be sorted, gap-free and cover exactly `[0, size)`. Panics on an id past the file count (a
+    /// driver bug).
+    pub fn put_file(&mut self, id: FileId, file: FileLayout) {
+        assert!(
+            id.0 as usize <= self.files.len(),
+            "file {} put past the {} files of the layout",
+            id.0,
+            self.files.len()
+        );
         let mut expect = 0u64;
         for e in &file.extents {
             assert_eq!(
@@ -601,8 +617,10 @@ impl Layout {
                 "map block past the volume"
             );
         }
-        self.files.push(file);
-        FileId(self.files.len() as u32 - 1)
+        match self.files.get_mut(id.0 as usize) {
+            Some(slot) => *slot = file,
+            None => self.files.push(file),
+        }
     }
 
     /// Number of files.
@@ -790,6 +808,41 @@ mod tests {
     // Named explicitly: proptest's prelude also exports an `Rng`.
     use foresight_core::Rng;
     use proptest::prelude::*;
+
+    fn one_extent(size: u64, at: u64) -> FileLayout {
+        FileLayout {
+            size: ByteLen(size),
+            extents: vec![Extent {
+                file_offset: ByteOffset(0),
+                volume_offset: ByteOffset(at),
+                len: ByteLen(size),
+            }],
+            metadata: None,
+        }
+    }
+
+    #[test]
+    fn put_file_adds_under_the_next_id_and_replaces_under_an_old_one() {
+        let mut l = Layout::new(ByteLen(1 << 30), None);
+        assert_eq!(l.push_file(one_extent(4096, 0)), FileId(0));
+        l.put_file(FileId(1), one_extent(8192, 1 << 20));
+        l.put_file(FileId(0), one_extent(100, 2 << 20));
+        assert_eq!(l.file_count(), 2);
+        assert_eq!(l.file_size(FileId(0)), ByteLen(100));
+        assert_eq!(
+            l.to_volume(FileId(0), ByteOffset(5)),
+            Some(ByteOffset((2 << 20) + 5))
+        );
+        assert_eq!(l.file_size(FileId(1)), ByteLen(8192));
+    }
+
+    #[test]
+    #[should_panic(expected = "past the 1 files")]
+    fn put_file_refuses_an_id_past_the_next() {
+        let mut l = Layout::new(ByteLen(1 << 30), None);
+        l.push_file(one_extent(4096, 0));
+        l.put_file(FileId(2), one_extent(4096, 0));
+    }
 
     #[test]
     fn raid0_mapping_matches_the_papers_figure() {

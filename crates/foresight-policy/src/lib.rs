@@ -85,6 +85,16 @@ pub enum Input {
         /// The stream that ended.
         stream: StreamId,
     },
+    /// The driver has forgotten `file`: no stream reads it, and nothing of it is cached or being
+    /// read. A policy drops what it keeps for the file (`seqp`'s readahead marks, which live on
+    /// its pages), because a driver that runs for long (the engine) gives the id to a new file
+    /// afterwards ([`Policy::add_file`]), which must start afresh. It comes after every
+    /// `Fetched` of the file's fetches and after `StreamClosed` of every stream that read it.
+    /// Drivers whose files live as long as the run (the simulator) need not send it.
+    FileClosed {
+        /// The file forgotten.
+        file: FileId,
+    },
 }
 
 /// What a policy asks a driver to do.
@@ -153,13 +163,14 @@ pub trait Policy: Send {
     }
     /// Called by the driver once `now` has reached the instant from `poll_timeout`.
     fn handle_timeout(&mut self, _now: Instant) {}
-    /// The driver's set of files grew by one: `file` joins the layout under the next `FileId`. A
-    /// driver whose files appear over time (the engine, which opens files on demand) calls this
-    /// before the first input that names the new file. A policy that keeps the layout must add
-    /// the file to it ([`Layout::push_file`], in constant time when the policy's `Arc` is its own,
-    /// so that a process opening many files does not copy the whole layout each time); the default
-    /// ignores the call, which is right only for policies that never look at the layout.
-    fn add_file(&mut self, _file: crate::layout::FileLayout) {}
+    /// A new file, `file`, is placed under the id `id`: the next id (the layout's file count),
+    /// or one the driver gave up with [`Input::FileClosed`]. A driver whose files appear over time
+    /// (the engine, which opens files on demand) calls this before the first input that names
+    /// the new file. A policy that keeps the layout must put the file in it ([`Layout::put_file`],
+    /// in constant time when the policy's `Arc` is its own, so that a process opening many files
+    /// does not copy the whole layout each time); the default ignores the call, which is right
+    /// only for policies that never look at the layout.
+    fn add_file(&mut self, _id: FileId, _file: crate::layout::FileLayout) {}
 }
 
 /// A policy's settings, as plain data. The simulator, the engine and the CLI all build policies from

@@ -7,7 +7,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use foresight_core::Instant;
+use foresight_core::{FileId, Instant};
 use foresight_policy::{Input, Output, Policy};
 
 /// One input and the outputs that answered it. `input` is `None` for a timer.
@@ -47,8 +47,9 @@ impl DecisionLog {
         self.log.lock().expect("decision log poisoned").clone()
     }
 
-    /// The files the driver added to the policy's layout while it ran (`Policy::add_file`), in
-    /// `FileId` order: where the engine placed the files it opened on its modelled volume.
+    /// The files the driver put in the policy's layout while it ran (`Policy::add_file`), in
+    /// `FileId` order, the latest under each id: where the engine placed the files it opened on
+    /// its modelled volume.
     pub fn files(&self) -> Vec<foresight_policy::layout::FileLayout> {
         self.files.lock().expect("decision log poisoned").clone()
     }
@@ -108,20 +109,21 @@ impl Policy for Recording {
         self.inner.handle_timeout(now);
     }
 
-    fn add_file(&mut self, file: foresight_policy::layout::FileLayout) {
-        self.log
-            .files
-            .lock()
-            .expect("decision log poisoned")
-            .push(file.clone());
-        self.inner.add_file(file);
+    fn add_file(&mut self, id: FileId, file: foresight_policy::layout::FileLayout) {
+        let mut files = self.log.files.lock().expect("decision log poisoned");
+        match files.get_mut(id.0 as usize) {
+            Some(slot) => *slot = file.clone(),
+            None => files.push(file.clone()),
+        }
+        drop(files);
+        self.inner.add_file(id, file);
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use foresight_core::{ByteLen, ByteRange, FileId, StreamId};
+    use foresight_core::{ByteLen, ByteRange, StreamId};
     use foresight_policy::{Layout, PolicyConfig};
 
     #[test]

@@ -562,7 +562,9 @@ impl Policy for Aps {
                 }
                 self.fetches.retain(|_, (key, _)| key.0 != stream);
             }
-            Input::Hint { .. } | Input::MemoryPressure { .. } => {}
+            // The windows and fetches kept for a file belong to its streams, which have closed
+            // by then (`StreamClosed` comes first).
+            Input::Hint { .. } | Input::MemoryPressure { .. } | Input::FileClosed { .. } => {}
         }
     }
 
@@ -570,8 +572,8 @@ impl Policy for Aps {
         self.out.pop_front()
     }
 
-    fn add_file(&mut self, file: crate::layout::FileLayout) {
-        Arc::make_mut(&mut self.layout).push_file(file);
+    fn add_file(&mut self, id: FileId, file: crate::layout::FileLayout) {
+        Arc::make_mut(&mut self.layout).put_file(id, file);
     }
 }
 

@@ -881,6 +881,10 @@ impl Policy for Directed {
             Input::Fetched { id, ok } => self.on_fetched(id, ok),
             Input::MemoryPressure { available } => self.on_pressure(available.0),
             Input::StreamClosed { stream } => self.on_stream_closed(stream),
+            // The pins and fetches kept for a file belong to its streams, which have closed by
+            // then and unpinned what they admitted (`StreamClosed` comes first), and the
+            // fetches they orphaned have completed (their `Fetched` comes first too).
+            Input::FileClosed { .. } => {}
         }
     }
 
@@ -888,8 +892,8 @@ impl Policy for Directed {
         self.out.pop_front()
     }
 
-    fn add_file(&mut self, file: crate::layout::FileLayout) {
-        Arc::make_mut(&mut self.layout).push_file(file);
+    fn add_file(&mut self, id: FileId, file: crate::layout::FileLayout) {
+        Arc::make_mut(&mut self.layout).put_file(id, file);
     }
 }
 

@@ -646,7 +646,9 @@ impl Policy for Informed {
                     self.stream_closed = true;
                 }
             }
-            Input::MemoryPressure { .. } => {}
+            // TIP keeps nothing per file beyond its one stream's disclosed reads, which
+            // `StreamClosed` ends.
+            Input::MemoryPressure { .. } | Input::FileClosed { .. } => {}
         }
     }
 

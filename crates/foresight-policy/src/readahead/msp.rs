@@ -296,7 +296,8 @@ impl Policy for Msp {
             Input::Read { .. }
             | Input::Hint { .. }
             | Input::MemoryPressure { .. }
-            | Input::StreamClosed { .. } => {}
+            | Input::StreamClosed { .. }
+            | Input::FileClosed { .. } => {}
         }
     }
 

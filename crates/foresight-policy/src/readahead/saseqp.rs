@@ -130,8 +130,8 @@ impl Policy for Saseqp {
         self.core.pop_output()
     }
 
-    fn add_file(&mut self, file: crate::layout::FileLayout) {
-        self.core.add_file(file);
+    fn add_file(&mut self, id: FileId, file: crate::layout::FileLayout) {
+        self.core.add_file(id, file);
     }
 }
 

@@ -50,6 +50,12 @@ impl Seqp {
     pub fn window_cap_pages(&self) -> u64 {
         self.core.cap_pages()
     }
+
+    /// How many files carry readahead marks: files read since they were added, until
+    /// `Input::FileClosed`.
+    pub fn marked_files(&self) -> usize {
+        self.core.marked_files()
+    }
 }
 
 impl Policy for Seqp {
@@ -65,8 +71,8 @@ impl Policy for Seqp {
         self.core.pop_output()
     }
 
-    fn add_file(&mut self, file: crate::layout::FileLayout) {
-        self.core.add_file(file);
+    fn add_file(&mut self, id: FileId, file: crate::layout::FileLayout) {
+        self.core.add_file(id, file);
     }
 }
 
@@ -226,6 +232,45 @@ mod tests {
         let f = read(&mut p, 1, 0, 9000, 2, &mut got1);
         assert_eq!(f, vec![(9000, 2)]);
         assert_eq!(p.window(StreamId(0), FileId(0)), before);
+    }
+
+    /// A driver that forgets a file (`Input::FileClosed`) and gives its id to a new, smaller file
+    /// (`Policy::add_file`): the old file's marks go, and windows on the id are clipped to the
+    /// new file's size.
+    #[test]
+    fn a_forgotten_files_marks_go_and_its_id_takes_the_new_files_size() {
+        let mut p = Seqp::new(ByteLen::kib(128), layout(64 << 20)).unwrap();
+        let mut got = BTreeSet::new();
+        for page in 0..20 {
+            read(&mut p, 0, 0, page, 1, &mut got);
+        }
+        read(&mut p, 1, 1, 0, 1, &mut BTreeSet::new());
+        assert_eq!(p.marked_files(), 2);
+        p.handle(
+            Instant::ZERO,
+            Input::StreamClosed {
+                stream: StreamId(0),
+            },
+        );
+        p.handle(Instant::ZERO, Input::FileClosed { file: FileId(0) });
+        assert_eq!(p.poll_output(), None, "forgetting fetches nothing");
+        assert_eq!(p.marked_files(), 1, "only file 1's marks are left");
+        assert!(p.window(StreamId(1), FileId(1)).is_some());
+        p.add_file(
+            FileId(0),
+            crate::layout::FileLayout {
+                size: ByteLen::kib(8),
+                extents: vec![foresight_core::Extent {
+                    file_offset: foresight_core::ByteOffset(0),
+                    volume_offset: foresight_core::ByteOffset(0),
+                    len: ByteLen::kib(8),
+                }],
+                metadata: None,
+            },
+        );
+        // Two pages at the start open an eight-page window on a large file; the new file has two.
+        let f = read(&mut p, 0, 0, 0, 2, &mut BTreeSet::new());
+        assert_eq!(f, vec![(0, 2)]);
     }
 
     #[test]

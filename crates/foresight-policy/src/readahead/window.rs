@@ -173,9 +173,9 @@ impl<S: WindowShape> OnDemand<S> {
         &self.layout
     }
 
-    /// Adds a file opened after the policy was built (see `Policy::add_file`).
-    pub(crate) fn add_file(&mut self, file: crate::layout::FileLayout) {
-        Arc::make_mut(&mut self.layout).push_file(file);
+    /// Puts a file opened after the policy was built under `id` (see `Policy::add_file`).
+    pub(crate) fn add_file(&mut self, id: FileId, file: crate::layout::FileLayout) {
+        Arc::make_mut(&mut self.layout).put_file(id, file);
     }
 
     pub(crate) fn shape(&self) -> &S {
@@ -206,6 +206,18 @@ impl<S: WindowShape> OnDemand<S> {
         for f in files {
             self.states.remove(&(stream, f));
         }
+    }
+
+    /// `Input::FileClosed`: the file's readahead marks go with its pages (the driver holds none
+    /// of them now), so that a new file given the id starts unmarked. Its windows went with the
+    /// streams that read it (`Input::StreamClosed` comes first).
+    pub(crate) fn forget_file(&mut self, file: FileId) {
+        self.marks.remove(&file);
+    }
+
+    /// How many files carry readahead marks.
+    pub(crate) fn marked_files(&self) -> usize {
+        self.marks.len()
     }
 
     /// The largest window memory allows now, in pages.
@@ -242,6 +254,7 @@ impl<S: WindowShape> OnDemand<S> {
             } => self.on_read(stream, file, range, miss.map(|m| m.0)),
             Input::MemoryPressure { .. } => self.on_pressure(),
             Input::StreamClosed { stream } => self.forget_stream(stream),
+            Input::FileClosed { file } => self.forget_file(file),
             Input::Hint { .. } | Input::Fetched { .. } => {}
         }
     }

@@ -158,8 +158,8 @@ impl Policy for FileStreams {
         self.drain_inner();
     }
 
-    fn add_file(&mut self, file: crate::layout::FileLayout) {
-        Arc::make_mut(&mut self.layout).push_file(file);
+    fn add_file(&mut self, id: FileId, file: crate::layout::FileLayout) {
+        Arc::make_mut(&mut self.layout).put_file(id, file);
     }
 }
 

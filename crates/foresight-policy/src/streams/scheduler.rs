@@ -600,7 +600,10 @@ impl crate::Policy for StreamScheduler {
             }
             // Streams here are found by the classifier from addresses, not named by the driver;
             // they go on their own timeout.
-            Input::Read { .. } | Input::Hint { .. } | Input::StreamClosed { .. } => {}
+            Input::Read { .. }
+            | Input::Hint { .. }
+            | Input::StreamClosed { .. }
+            | Input::FileClosed { .. } => {}
         }
     }
 
