@@ -172,7 +172,8 @@ disksim) is taken from the config file's directory, or from the current one when
   memory = \"16MiB\"               streams: M, buffer memory (M >= D*R*N)
   dispatch = 2                   streams: D (default M / (R*N))
   timeout = \"2s\"                 streams: how long unread buffers and idle streams live
-                                 (collected every timeout, at most every 1ms)
+                                 (collected on a grid every timeout, at least 1ms apart;
+                                 the run wakes only at instants with something stale)
   offset = 32                    streams: classifier region half-width, 4 KiB blocks
   threshold = 2                  streams: distinct requests that make a stream
   turn_order = \"arrival\"         streams: which waiting stream goes next: arrival (the

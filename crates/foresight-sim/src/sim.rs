@@ -1373,6 +1373,26 @@ mod tests {
         assert!(report.events < 20_000, "{} events", report.events);
     }
 
+    /// With `policy.timeout = "1ns"` the stream scheduler still collected every millisecond
+    /// while a classifier region lived, a minute after each read: clients thinking for an hour
+    /// between reads woke the loop 60,000 times per read with nothing to collect.
+    #[test]
+    fn long_think_times_with_a_tiny_stream_timeout_wake_the_loop_rarely() {
+        let report = report_of([
+            "device.kind=ssd",
+            "policy.name=streams",
+            "policy.readahead=64KiB",
+            "policy.memory=1MiB",
+            "policy.timeout=1ns",
+            "workload.streams=2",
+            "workload.request=64KiB",
+            "workload.file_size=256KiB",
+            "workload.think=3600s",
+        ]);
+        assert_eq!(report.app_requests, 8);
+        assert!(report.events < 1_000, "{} events", report.events);
+    }
+
     /// SEQP fetches a read that misses as readahead windows of `policy.readahead_max`, so with a
     /// small window a large read becomes many fetches, which wait unmerged for a request slot when
     /// `host.nr_requests` is small; the block queues' bound counted pieces of `host.max_request`

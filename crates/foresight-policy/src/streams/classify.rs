@@ -7,14 +7,16 @@
 //! before and it does not go backwards from the furthest block the region has seen, so out-of-order
 //! and repeated requests are ignored. When a region has counted `threshold` distinct requests, the
 //! classifier reports a sequential stream. Regions idle for longer than the timeout are collected,
-//! and their number is bounded; only proximity in time matters.
+//! and their number is bounded; only proximity in time matters. Regions are also indexed by when
+//! they were last touched, so the least recently touched one (the next to go idle, or to give way
+//! when the table is full) is found without a scan.
 //!
 //! The paper's requests (64 KiB) fit many to a region. A request that starts exactly where the
 //! region's latest distinct request ended continues it even when it lies beyond the region (an
 //! application reading 1 MiB at a time steps past a 63-block half-width with every read): the region
 //! moves to be centred on it and keeps its count, so large sequential reads are classified too.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use foresight_core::{Duration, Instant};
 
@@ -42,6 +44,8 @@ pub struct Classifier {
     offset_blocks: u64,
     threshold: u32,
     regions: BTreeMap<u64, Region>,
+    /// `(touched, start)` of every region: the same regions, least recently touched first.
+    by_touch: BTreeSet<(Instant, u64)>,
 }
 
 impl Classifier {
@@ -57,12 +61,18 @@ impl Classifier {
             offset_blocks,
             threshold,
             regions: BTreeMap::new(),
+            by_touch: BTreeSet::new(),
         }
     }
 
     /// Regions tracked now.
     pub fn regions(&self) -> usize {
         self.regions.len()
+    }
+
+    /// When the least recently touched region was last touched: it is the first to go idle.
+    pub fn oldest_touch(&self) -> Option<Instant> {
+        self.by_touch.first().map(|&(t, _)| t)
     }
 
     fn len(&self) -> u64 {
@@ -90,8 +100,10 @@ impl Classifier {
         });
         if let Some(Some(old)) = continued {
             let mut r = self.regions.remove(&old).expect("present");
+            self.by_touch.remove(&(r.touched, old));
             r.start = block.saturating_sub(self.offset_blocks);
             r.bits = 0;
+            self.by_touch.insert((r.touched, r.start));
             self.regions.insert(r.start, r);
         }
         let found = found.or(continued
@@ -101,12 +113,8 @@ impl Classifier {
             Some(s) => s,
             None => {
                 if self.regions.len() >= MAX_REGIONS {
-                    let oldest = self
-                        .regions
-                        .iter()
-                        .min_by_key(|(_, r)| r.touched)
-                        .map(|(s, _)| *s)
-                        .expect("non-empty");
+                    // The least recently touched, the lowest of those touched at once.
+                    let (_, oldest) = self.by_touch.pop_first().expect("non-empty");
                     self.regions.remove(&oldest);
                 }
                 let s = block.saturating_sub(self.offset_blocks);
@@ -122,6 +130,7 @@ impl Classifier {
                         reported: false,
                     },
                 );
+                self.by_touch.insert((now, s));
                 s
             }
         };
@@ -133,7 +142,11 @@ impl Classifier {
         for b in block..(block + blocks).min(r.start + len) {
             r.bits |= 1u128 << (b - r.start);
         }
-        r.touched = now;
+        if r.touched != now {
+            self.by_touch.remove(&(r.touched, start));
+            self.by_touch.insert((now, start));
+            r.touched = now;
+        }
         if !first_was_set && in_order {
             r.distinct += 1;
             r.furthest = block;
@@ -148,8 +161,14 @@ impl Classifier {
 
     /// Drops regions untouched since `now - idle`.
     pub fn collect(&mut self, now: Instant, idle: Duration) {
-        self.regions
-            .retain(|_, r| now.saturating_since(r.touched) < idle);
+        while let Some(&(touched, start)) = self.by_touch.first() {
+            if now.saturating_since(touched) < idle {
+                break;
+            }
+            self.by_touch.pop_first();
+            self.regions.remove(&start);
+        }
+        debug_assert_eq!(self.by_touch.len(), self.regions.len());
     }
 }
 

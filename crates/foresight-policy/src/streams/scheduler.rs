@@ -13,6 +13,14 @@
 //! forgotten (garbage collection). Reads are issued only while the bytes held and in flight fit in
 //! `M`, and the configuration is refused unless `M >= D * R * N` (section 4.3).
 //!
+//! Collections fall on a grid of instants `timeout` apart (at least [`GC_PERIOD_MIN`]), started by
+//! the first request; but the scheduler asks for its timer only at the first grid instant at which
+//! something will have gone stale (an idle stream `timeout` after its client's last request, a
+//! classifier region [`REGION_IDLE`] after its last request), found from indexes of idle streams
+//! and regions by last access. A collection at any other grid instant would find nothing to drop,
+//! so skipping it changes no decision, and clients that think for an hour do not wake the driver
+//! every millisecond.
+//!
 //! Which waiting stream goes next is [`TurnOrder`]: the paper's round-robin in the order streams
 //! joined the line, or, as section 4.2 suggests, by position on the disk, one sweep over the waiting
 //! streams' next reads at a time. Both give every waiting stream one turn per cycle; the second keeps
@@ -34,10 +42,9 @@ use crate::{FetchIds, Input, Layout, Output, PolicyError, Tier, PAGE_BYTES};
 pub const REGION_IDLE: Duration = Duration::from_secs(60);
 
 /// The shortest time between two garbage collections, whatever the timeout: each collection is a
-/// wake-up of the driver, and while a classifier region lives (up to [`REGION_IDLE`] after its
-/// last request) they go on, so a timeout of nanoseconds would wake it every few nanoseconds for a
-/// minute. Buffers and streams idle for `timeout` go at the first collection after it, so with a
-/// timeout below this they live up to this long instead.
+/// wake-up of the driver, so a timeout of nanoseconds with streams going idle every few
+/// nanoseconds would wake it that often. Buffers and streams idle for `timeout` go at the first
+/// collection after it, so with a timeout below this they live up to this long instead.
 pub const GC_PERIOD_MIN: Duration = Duration::from_millis(1);
 
 /// The order in which waiting streams enter the dispatch set.
@@ -273,7 +280,13 @@ pub struct StreamScheduler {
     /// The bytes reads may hold now: M, or less while memory is short (`Input::MemoryPressure`).
     admit_bytes: u64,
     next_stream: u32,
+    /// A grid instant of garbage collection (the grid runs every `gc_period` from it), while
+    /// streams or regions live.
     next_gc: Option<Instant>,
+    /// `(last_access, id)` of the idle streams, which are the ones a collection may drop.
+    idle: BTreeSet<(Instant, u32)>,
+    /// The first grid instant at which a collection will find something stale.
+    wake: Option<Instant>,
     ids: FetchIds,
     out: VecDeque<Output>,
 }
@@ -296,6 +309,8 @@ impl StreamScheduler {
             admit_bytes: cfg.memory_bytes,
             next_stream: 0,
             next_gc: None,
+            idle: BTreeSet::new(),
+            wake: None,
             ids: FetchIds::default(),
             out: VecDeque::new(),
         })
@@ -345,6 +360,10 @@ impl StreamScheduler {
                 let fetched_end = self.streams[&id].fetched_end;
                 self.set_consumed(id, end.max(self.streams[&id].consumed));
                 let s = self.streams.get_mut(&id).expect("live stream");
+                if s.state == State::Idle && s.last_access != now {
+                    self.idle.remove(&(s.last_access, id));
+                    self.idle.insert((now, id));
+                }
                 s.last_access = now;
                 // Buffers the client has read past are freed at once (section 4.3: a stream leaves
                 // the buffered set when its last buffer is consumed), so unread buffers never
@@ -370,6 +389,7 @@ impl StreamScheduler {
                     s.deferred_end = end;
                     match s.state {
                         State::Idle => {
+                            self.idle.remove(&(s.last_access, id));
                             s.state = State::Waiting;
                             self.waiting.push(id, start);
                         }
@@ -439,6 +459,7 @@ impl StreamScheduler {
                 // of the line on every call and no stream behind it would get a turn. Idle, it is
                 // collected after the timeout.
                 s.state = State::Idle;
+                self.idle.insert((s.last_access, id));
                 continue;
             }
             s.state = State::Dispatched;
@@ -531,6 +552,7 @@ impl StreamScheduler {
                     self.waiting.push(sid, s.fetched_end);
                 } else {
                     s.state = State::Idle;
+                    self.idle.insert((s.last_access, sid));
                 }
             }
         }
@@ -544,18 +566,19 @@ impl StreamScheduler {
 
     fn collect(&mut self, now: Instant) {
         let timeout = self.cfg.timeout;
-        let stale: Vec<u32> = self
-            .streams
-            .iter()
-            .filter(|(_, s)| {
-                s.state == State::Idle
-                    && s.inflight.is_none()
-                    && now.saturating_since(s.last_access) >= timeout
-            })
-            .map(|(id, _)| *id)
-            .collect();
+        let mut stale = Vec::new();
+        while let Some(&(last_access, id)) = self.idle.first() {
+            if now.saturating_since(last_access) < timeout {
+                break;
+            }
+            self.idle.pop_first();
+            stale.push(id);
+        }
+        // Dropped in id order, the order in which a walk over every stream released them.
+        stale.sort_unstable();
         for id in stale {
             let s = self.streams.remove(&id).expect("listed");
+            debug_assert!(s.state == State::Idle && s.inflight.is_none());
             self.by_position.remove(&s.consumed);
             let held = Self::held_of(&s);
             self.held_bytes -= held;
@@ -571,6 +594,34 @@ impl StreamScheduler {
             .then(|| now + self.gc_period());
         self.schedule();
     }
+
+    /// Sets `wake` to the first grid instant, not before `now`, at which an idle stream or a
+    /// region will be stale. A collection at a grid instant that finds nothing stale changes
+    /// nothing (no stream dropped, no memory freed for `schedule` to use), so skipping those keeps
+    /// every decision the periodic collection made.
+    fn rearm(&mut self, now: Instant) {
+        let stream = self
+            .idle
+            .first()
+            .map(|&(t, _)| t.saturating_add(self.cfg.timeout));
+        let region = self
+            .classifier
+            .oldest_touch()
+            .map(|t| t.saturating_add(REGION_IDLE));
+        let due = stream.into_iter().chain(region).min();
+        self.wake = match (self.next_gc, due) {
+            (Some(grid), Some(due)) => {
+                let from = due.max(now).as_nanos();
+                let period = self.gc_period().as_nanos();
+                let steps = from.saturating_sub(grid.as_nanos()).div_ceil(period);
+                // Past the clock's range nothing is ever collected: no timer.
+                steps
+                    .checked_mul(period)
+                    .and_then(|d| grid.checked_add(Duration(d)))
+            }
+            _ => None,
+        };
+    }
 }
 
 impl crate::Policy for StreamScheduler {
@@ -579,6 +630,28 @@ impl crate::Policy for StreamScheduler {
     }
 
     fn handle(&mut self, now: Instant, input: Input) {
+        self.handle_input(now, input);
+        self.rearm(now);
+    }
+
+    fn poll_output(&mut self) -> Option<Output> {
+        self.out.pop_front()
+    }
+
+    fn poll_timeout(&self) -> Option<Instant> {
+        self.wake
+    }
+
+    fn handle_timeout(&mut self, now: Instant) {
+        if self.wake.is_some_and(|t| t <= now) {
+            self.collect(now);
+        }
+        self.rearm(now);
+    }
+}
+
+impl StreamScheduler {
+    fn handle_input(&mut self, now: Instant, input: Input) {
         match input {
             Input::Read {
                 file, range, miss, ..
@@ -604,20 +677,6 @@ impl crate::Policy for StreamScheduler {
             | Input::Hint { .. }
             | Input::StreamClosed { .. }
             | Input::FileClosed { .. } => {}
-        }
-    }
-
-    fn poll_output(&mut self) -> Option<Output> {
-        self.out.pop_front()
-    }
-
-    fn poll_timeout(&self) -> Option<Instant> {
-        self.next_gc
-    }
-
-    fn handle_timeout(&mut self, now: Instant) {
-        if self.next_gc.is_some_and(|t| t <= now) {
-            self.collect(now);
         }
     }
 }
@@ -938,8 +997,9 @@ mod tests {
     }
 
     /// Collection runs at most every `GC_PERIOD_MIN`, however short the timeout: it re-armed
-    /// every `timeout` for as long as a classifier region lived (a minute after its last
-    /// request), so a 1 ns timeout woke the driver every simulated nanosecond.
+    /// every `timeout`, so a 1 ns timeout woke the driver every simulated nanosecond while
+    /// anything lived. Here a stream goes idle a nanosecond after each collection, stale a
+    /// nanosecond later, and still waits for the next millisecond.
     #[test]
     fn collection_runs_at_most_every_millisecond_with_a_tiny_timeout() {
         let layout = Arc::new(Layout::new(ByteLen::gib(1), None));
@@ -954,12 +1014,86 @@ mod tests {
         )
         .expect("valid");
         let k = 64 << 10;
+        let mut t = Instant::ZERO;
+        let mut last_wake: Option<Instant> = None;
+        for i in 0..4u64 {
+            // Two reads make a stream; its one read of the turn completes at once.
+            let at = i * (16 << 20);
+            read(&mut p, t, at, k, true);
+            read(&mut p, t, at + k, k, true);
+            p.handle(
+                t,
+                Input::Fetched {
+                    id: FetchId(i),
+                    ok: true,
+                },
+            );
+            while p.poll_output().is_some() {}
+            let wake = p.poll_timeout().expect("an idle stream to collect");
+            let earliest = last_wake.map_or(Instant::ZERO, |w| w) + GC_PERIOD_MIN;
+            assert!(wake >= earliest, "woken at {wake}, before {earliest}");
+            p.handle_timeout(wake);
+            while p.poll_output().is_some() {}
+            assert_eq!(p.stream_count(), 0, "collected at {wake}");
+            last_wake = Some(wake);
+            t = wake + Duration(1);
+        }
+    }
+
+    /// With a 1 ns timeout, collection used to wake every millisecond for as long as a
+    /// classifier region lived (a minute after its last request), collecting nothing 60,000
+    /// times after a stream's one turn: clients that think for an hour between reads woke the
+    /// driver millions of times. It now wakes at the collection instants that have something to
+    /// collect, which are the instants the periodic collection collected it at.
+    #[test]
+    fn collection_wakes_only_when_something_can_be_collected() {
+        let layout = Arc::new(Layout::new(ByteLen::gib(1), None));
+        let mut p = StreamScheduler::new(
+            StreamsConfig {
+                readahead_bytes: 1 << 20,
+                memory_bytes: 4 << 20,
+                timeout: Duration(1),
+                ..StreamsConfig::default()
+            },
+            layout,
+        )
+        .expect("valid");
+        let k = 64 << 10;
         read(&mut p, Instant::ZERO, 0, k, true);
-        let t = p.poll_timeout().expect("gc scheduled");
-        assert!(t >= Instant::ZERO + GC_PERIOD_MIN, "{t}");
-        p.handle_timeout(t);
-        let next = p.poll_timeout().expect("the region lives on");
-        assert!(next >= t + GC_PERIOD_MIN, "{next} after {t}");
+        let out = read(&mut p, Instant::ZERO, k, k, true);
+        assert!(
+            out.iter().any(|o| matches!(o, Output::Fetch { .. })),
+            "{out:?}"
+        );
+        // The turn ends with its one read: the stream is idle, its buffers unread.
+        p.handle(
+            Instant::ZERO,
+            Input::Fetched {
+                id: FetchId(0),
+                ok: true,
+            },
+        );
+        while p.poll_output().is_some() {}
+        let mut wakes = Vec::new();
+        while let Some(t) = p.poll_timeout() {
+            wakes.push(t);
+            assert!(
+                wakes.len() <= 10,
+                "woken {} times: {:?}...",
+                wakes.len(),
+                &wakes[..3]
+            );
+            p.handle_timeout(t);
+            while p.poll_output().is_some() {}
+        }
+        // The idle stream goes at the first collection (GC_PERIOD_MIN after the first read), the
+        // region at the first one a minute after its last request.
+        assert_eq!(
+            wakes,
+            vec![Instant::ZERO + GC_PERIOD_MIN, Instant::ZERO + REGION_IDLE]
+        );
+        assert_eq!(p.stream_count(), 0);
+        assert_eq!(p.held_bytes(), 0);
     }
 
     #[test]
