@@ -12,6 +12,12 @@
 //! them over member disks, each with its own block queue and device model. Completions climb back up
 //! the same way. Block traces enter at the volume (or the RAID cache), bypassing the page cache. The
 //! loop only routes requests between these parts: every prefetching decision is a policy's.
+//!
+//! A run that stops making progress before its workload is done is a bug, reported with its state
+//! by a panic: when no event is left at all, or when only policy timers keep firing with no I/O in
+//! flight, no application read or trace arrival scheduled, and nothing issued in answer
+//! ([`IDLE_TIMERS_MAX`] of them in a row). Reads parked for a policy are sent to the disk on their
+//! own once nothing is in flight, so in a correct run a client never waits on a timer alone.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -36,6 +42,14 @@ use crate::trace::{read_trace, TraceError, TraceFormat, TraceRecord};
 /// range (about 84 years) for that read to be served. The tier and DFS drivers end their runs
 /// there too.
 pub(crate) const LAST_ISSUE: Instant = Instant(500 * 365 * 86_400 * 1_000_000_000);
+
+/// Policy timers that may fire in a row with nothing else left to happen (no I/O in flight or
+/// queued, no application read or trace arrival scheduled) and nothing issued in answer before the
+/// run is declared stalled. A client's waiting reads never depend on a timer alone (see the module
+/// documentation), and a policy that acts on a timer issues I/O at once; a think time or a trace
+/// gap is a scheduled event, so however long it is, the timers that fire meanwhile do not count.
+/// Generous, since reaching it costs only that many empty wake-ups.
+const IDLE_TIMERS_MAX: u32 = 10_000;
 
 /// Why a run could not start.
 #[derive(Debug, Error)]
@@ -626,6 +640,7 @@ impl Sim {
             }
         }
         let limit = self.cfg.workload.duration.map(|d| Instant::ZERO + d);
+        let mut idle_timers = 0u32;
         while !self.finished() {
             let t_dev = self.volume.next_event();
             let t_pol = self.policy_wake();
@@ -650,6 +665,7 @@ impl Sim {
             );
             self.now = next;
             self.events += 1;
+            let mut timer = false;
             if t_dev == Some(next) {
                 let mut done = std::mem::take(&mut self.done_tokens);
                 self.volume.advance(next, &mut done);
@@ -658,6 +674,7 @@ impl Sim {
                 }
                 self.done_tokens = done;
             } else if t_pol == Some(next) {
+                timer = true;
                 if self.page_cache.wake() == Some(next) {
                     self.page_cache.on_timer(next);
                 }
@@ -672,6 +689,19 @@ impl Sim {
                 }
             }
             self.pump();
+            if timer && self.waits_on_timers_only() {
+                idle_timers += 1;
+                assert!(
+                    idle_timers < IDLE_TIMERS_MAX,
+                    "{}",
+                    self.stall_report(&format!(
+                        "{idle_timers} policy timers in a row fired with no I/O in flight, no \
+                         application read or trace arrival scheduled, and nothing issued in answer"
+                    ))
+                );
+            } else {
+                idle_timers = 0;
+            }
             if self.events.is_multiple_of(8192) {
                 if let Some(p) = progress.as_mut() {
                     let frac = match limit {
@@ -684,14 +714,44 @@ impl Sim {
         }
         assert!(
             self.finished() || limit.is_some_and(|l| self.now >= l),
-            "simulation stalled at {} with {} streams and {} trace requests left",
-            self.now,
-            self.streams_left,
-            self.trace_left
+            "{}",
+            self.stall_report("no event is left")
         );
         if let Some(p) = progress.as_mut() {
             p(1.0);
         }
+    }
+
+    /// Whether nothing but a policy timer can happen next: no I/O in flight or waiting to be
+    /// submitted, and no application read or trace arrival scheduled.
+    fn waits_on_timers_only(&self) -> bool {
+        self.heap.is_empty()
+            && self.volume.next_event().is_none()
+            && self.array_io_held.is_empty()
+            && self.trace_blocked.is_none()
+    }
+
+    /// The report of a run that stopped making progress with work left, and why it is stuck.
+    fn stall_report(&self, why: &str) -> String {
+        let block = self
+            .raid_cache
+            .as_ref()
+            .map_or_else(|| "none".to_string(), CacheLayer::describe_waits);
+        format!(
+            "simulation stalled at {} with {} streams and {} trace requests left: {why}; {} \
+             application requests outstanding; page cache: {}; block-level cache: {block}; {} \
+             reads of the block-level cache waiting for the block queues; trace submitter {}",
+            self.now,
+            self.streams_left,
+            self.trace_left,
+            self.apps.len() - self.free_apps.len(),
+            self.page_cache.describe_waits(),
+            self.array_io_held.len(),
+            match self.trace_blocked {
+                Some(i) => format!("blocked on record {i}"),
+                None => "not blocked".to_string(),
+            },
+        )
     }
 
     /// Once every event of the current instant is handled: reads parked for a policy's fetches
@@ -1300,6 +1360,88 @@ mod tests {
                 assert_eq!(report.app_bytes, 4 * 50 * (64 << 10), "{sets:?}");
             }
         }
+    }
+
+    /// Wraps a policy with a timer every millisecond, forever, that does nothing when it fires:
+    /// a stand-in for a policy that keeps waking the driver. It gives up after ten times
+    /// `IDLE_TIMERS_MAX` wake-ups, so that a loop that never stops fails its test, not hangs it.
+    struct Ticking {
+        inner: Box<dyn foresight_policy::Policy>,
+        next: Instant,
+        ticks: u64,
+    }
+
+    impl foresight_policy::Policy for Ticking {
+        fn name(&self) -> &str {
+            self.inner.name()
+        }
+        fn handle(&mut self, now: Instant, input: foresight_policy::Input) {
+            self.next = self.next.max(now + Duration::from_millis(1));
+            self.inner.handle(now, input);
+        }
+        fn poll_output(&mut self) -> Option<foresight_policy::Output> {
+            self.inner.poll_output()
+        }
+        fn poll_timeout(&self) -> Option<Instant> {
+            Some(self.next)
+        }
+        fn handle_timeout(&mut self, now: Instant) {
+            self.ticks += 1;
+            assert!(
+                self.ticks < 10 * u64::from(IDLE_TIMERS_MAX),
+                "the loop went on through {} timers",
+                self.ticks
+            );
+            self.next = now + Duration::from_millis(1);
+        }
+    }
+
+    /// A run of `sets` whose page-cache policy ticks as [`Ticking`] does.
+    fn ticking_sim(sets: &[&str]) -> Sim {
+        let mut t = toml::Table::new();
+        for set in sets {
+            crate::config::apply_set(&mut t, set).unwrap();
+        }
+        let mut sim = Sim::new(&SimConfig::from_table(t, None).unwrap(), false).unwrap();
+        sim.page_cache.wrap_policy(&mut |inner| {
+            Box::new(Ticking {
+                inner,
+                next: Instant::ZERO,
+                ticks: 0,
+            })
+        });
+        sim
+    }
+
+    /// A run that can make no more progress while a policy keeps setting timers used to go on
+    /// firing them for ever instead of reaching its stall report. No valid config gets there
+    /// (reads parked for a policy go to the disk on their own once nothing is in flight), so
+    /// the run is broken on purpose: the loop waits for one client more than there are.
+    #[test]
+    #[should_panic(expected = "simulation stalled at")]
+    fn a_run_that_only_fires_policy_timers_is_reported_as_stalled() {
+        let mut sim = ticking_sim(&["workload.file_size=64KiB", "workload.streams=2"]);
+        sim.streams_left += 1;
+        sim.run(None);
+    }
+
+    /// Timers that fire while a client thinks are not a stall, however many: the client's next
+    /// read is scheduled. Here 30,000 of them fire, three times `IDLE_TIMERS_MAX`.
+    #[test]
+    fn policy_timers_during_long_think_times_are_not_a_stall() {
+        let mut sim = ticking_sim(&[
+            "workload.file_size=16KiB",
+            "workload.request=4KiB",
+            "workload.think=10s",
+        ]);
+        sim.run(None);
+        let report = sim.finish().report;
+        assert_eq!(report.app_requests, 4);
+        assert!(
+            report.events > 3 * u64::from(IDLE_TIMERS_MAX),
+            "{}",
+            report.events
+        );
     }
 
     /// Runs `sets` to the end and returns its report.

@@ -175,6 +175,21 @@ impl CacheLayer {
         self.wake
     }
 
+    /// What the layer's reads wait on, for a report of a run that stopped making progress.
+    pub fn describe_waits(&self) -> String {
+        let wake = self
+            .wake
+            .map_or_else(|| "none".to_string(), |t| t.to_string());
+        format!(
+            "{} reads parked for the policy's fetches, {} waiting for memory, {} reads in flight \
+             below, policy {} timer next at {wake}",
+            self.parked.len(),
+            self.blocked.len(),
+            self.ios.len() - self.free_ios.len(),
+            self.policy.name(),
+        )
+    }
+
     /// Fires the policy's timer.
     pub fn on_timer(&mut self, now: Instant) {
         self.policy.handle_timeout(now);
