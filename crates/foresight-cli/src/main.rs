@@ -12,7 +12,7 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
 use foresight_sim::config::{apply_set, read_config_file, SimConfig};
-use foresight_sim::metrics::RequestRecord;
+use foresight_sim::metrics::{CsvRequests, RequestSink};
 use foresight_sim::{RunOptions, SimError};
 
 /// `println!` that returns an error instead of panicking when standard output is closed or full.
@@ -60,7 +60,7 @@ enum Command {
         /// Print one JSON object instead of the readable summary.
         #[arg(long)]
         json: bool,
-        /// Write one CSV line per application request to FILE.
+        /// Write one CSV line per application request to FILE, as each completes.
         #[arg(long, value_name = "FILE.csv")]
         requests_out: Option<PathBuf>,
     },
@@ -414,6 +414,18 @@ fn cmd_sim(
             })
         })
         .transpose()?;
+    // Every write names the file: a full disk shows on whichever write fills the buffer, and
+    // stops the run there.
+    let requests_context = || {
+        format!(
+            "writing --requests-out {}",
+            requests_out.map_or_else(String::new, |p| p.display().to_string())
+        )
+    };
+    let mut requests_csv = requests_file
+        .map(CsvRequests::new)
+        .transpose()
+        .with_context(requests_context)?;
     let started = std::time::Instant::now();
     let show_bar = std::io::stderr().is_terminal();
     let mut bar: Option<indicatif::ProgressBar> = None;
@@ -434,30 +446,22 @@ fn cmd_sim(
         });
         b.set_position((frac * 1000.0) as u64);
     };
-    let out = foresight_sim::run(
+    let run = foresight_sim::run(
         &cfg,
         RunOptions {
-            record_requests: requests_out.is_some(),
+            requests: requests_csv.as_mut().map(|c| c as &mut dyn RequestSink),
             progress: Some(&mut progress),
         },
-    )
-    .map_err(|e| match e {
-        SimError::Config(_) | SimError::Trace(_) => input(e),
-    })?;
+    );
     if let Some(b) = bar.take() {
         b.finish_and_clear();
     }
-    if let (Some(path), Some(f)) = (requests_out, requests_file) {
-        // Every write names the file: a full disk shows on whichever write fills the buffer.
-        let mut w = std::io::BufWriter::new(f);
-        writeln!(w, "{}", RequestRecord::CSV_HEADER)
-            .and_then(|()| {
-                out.requests
-                    .iter()
-                    .try_for_each(|r| writeln!(w, "{}", r.csv_line()))
-            })
-            .and_then(|()| w.flush())
-            .with_context(|| format!("writing --requests-out {}", path.display()))?;
+    let out = run.map_err(|e| match e {
+        SimError::Config(_) | SimError::Trace(_) => input(e),
+        SimError::Requests(e) => anyhow::Error::new(e).context(requests_context()),
+    })?;
+    if let Some(csv) = requests_csv {
+        csv.finish().with_context(requests_context)?;
     }
     let r = &out.report;
     if r.clients_stopped_at_horizon > 0 {

@@ -2,6 +2,13 @@
 //!
 //! Field order is fixed by the struct, and every value is computed from simulated events only
 //! (except `wall_s`), so the same config and seed print byte-identical JSON apart from `wall_s`.
+//!
+//! Per-request records (`--requests-out`) are not kept: each driver hands every record to the
+//! caller's [`RequestSink`] as its request completes (the CLI's writes CSV through a bounded
+//! buffer), so a run's memory does not grow with its requests. A sink that fails stops the run.
+
+use std::fmt;
+use std::io::{self, BufWriter, Write};
 
 use serde::Serialize;
 
@@ -130,17 +137,120 @@ impl RequestRecord {
 
     /// One CSV line, without the newline.
     pub fn csv_line(&self) -> String {
-        format!(
+        CsvLine(self).to_string()
+    }
+}
+
+/// A record as one CSV line, without the newline: written straight into a buffer, with no string
+/// of its own per record.
+struct CsvLine<'a>(&'a RequestRecord);
+
+impl fmt::Display for CsvLine<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let r = self.0;
+        write!(
+            f,
             "{},{},{:.9},{:.9},{:.6},{},{},{}",
-            self.id,
-            self.stream,
-            self.submit_s,
-            self.complete_s,
-            (self.complete_s - self.submit_s) * 1e3,
-            self.offset,
-            self.bytes,
-            self.op
+            r.id,
+            r.stream,
+            r.submit_s,
+            r.complete_s,
+            (r.complete_s - r.submit_s) * 1e3,
+            r.offset,
+            r.bytes,
+            r.op
         )
+    }
+}
+
+/// Where a run sends one [`RequestRecord`] per application request, as each completes.
+pub trait RequestSink {
+    /// Takes the next record. An error stops the run, which then returns it
+    /// (`SimError::Requests`).
+    fn push(&mut self, record: &RequestRecord) -> io::Result<()>;
+}
+
+/// Keeps every record in memory, for callers that look at them after the run (tests, the
+/// `drives` experiment); their memory grows with the run.
+impl RequestSink for Vec<RequestRecord> {
+    fn push(&mut self, record: &RequestRecord) -> io::Result<()> {
+        Vec::push(self, *record);
+        Ok(())
+    }
+}
+
+/// Bytes a [`CsvRequests`] gathers before writing them out.
+const CSV_BUFFER_BYTES: usize = 64 << 10;
+
+/// Writes records as the CSV of `--requests-out`: the header first, then one line per record,
+/// through a buffer of [`CSV_BUFFER_BYTES`].
+pub struct CsvRequests<W: Write> {
+    out: BufWriter<W>,
+}
+
+impl<W: Write> CsvRequests<W> {
+    /// Starts the CSV on `out` with its header.
+    pub fn new(out: W) -> io::Result<CsvRequests<W>> {
+        let mut out = BufWriter::with_capacity(CSV_BUFFER_BYTES, out);
+        writeln!(out, "{}", RequestRecord::CSV_HEADER)?;
+        Ok(CsvRequests { out })
+    }
+
+    /// Writes out what is still buffered and returns the writer.
+    pub fn finish(self) -> io::Result<W> {
+        self.out
+            .into_inner()
+            .map_err(io::IntoInnerError::into_error)
+    }
+}
+
+impl<W: Write> RequestSink for CsvRequests<W> {
+    fn push(&mut self, record: &RequestRecord) -> io::Result<()> {
+        writeln!(self.out, "{}", CsvLine(record))
+    }
+}
+
+/// A driver's end of the caller's sink: numbers the records, and keeps the first error, after
+/// which it sends nothing more and the driver stops its run.
+#[derive(Default)]
+pub(crate) struct RequestLog<'r> {
+    sink: Option<&'r mut dyn RequestSink>,
+    sent: u64,
+    error: Option<io::Error>,
+}
+
+impl<'r> RequestLog<'r> {
+    /// A log into `sink`, or one that records nothing.
+    pub(crate) fn new(sink: Option<&'r mut dyn RequestSink>) -> RequestLog<'r> {
+        RequestLog {
+            sink,
+            sent: 0,
+            error: None,
+        }
+    }
+
+    /// Sends the record `make` builds from its sequence number (0 for the first record), if
+    /// records are wanted.
+    pub(crate) fn push(&mut self, make: impl FnOnce(u64) -> RequestRecord) {
+        let Some(sink) = self.sink.as_deref_mut() else {
+            return;
+        };
+        let record = make(self.sent);
+        self.sent += 1;
+        if let Err(e) = sink.push(&record) {
+            self.error = Some(e);
+            self.sink = None;
+        }
+    }
+
+    /// Whether the sink failed: the run should stop.
+    pub(crate) fn failed(&self) -> bool {
+        self.error.is_some()
+    }
+
+    /// The sink's error, if it failed.
+    pub(crate) fn take_error(&mut self) -> Option<io::Error> {
+        self.error.take()
     }
 }
 

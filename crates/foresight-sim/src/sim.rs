@@ -35,7 +35,7 @@ use crate::config::{ConfigError, SimConfig, WorkloadKind};
 use crate::host::blockq::BlockQueue;
 use crate::host::layer::{CacheLayer, Down};
 use crate::host::volume::{Mapping, Volume};
-use crate::metrics::{BreakdownReport, Report, RequestRecord};
+use crate::metrics::{BreakdownReport, Report, RequestLog, RequestRecord, RequestSink};
 use crate::trace::{read_trace, TraceError, TraceFormat, TraceRecord};
 
 /// The last instant a client may issue a read: 500 years in, which leaves the rest of the clock's
@@ -60,13 +60,16 @@ pub enum SimError {
     /// The trace could not be read.
     #[error(transparent)]
     Trace(#[from] TraceError),
+    /// The sink of per-request records failed; the run stopped there.
+    #[error("writing the per-request records: {0}")]
+    Requests(#[source] std::io::Error),
 }
 
 /// What a caller wants besides the report.
 #[derive(Default)]
 pub struct RunOptions<'a> {
-    /// Keep one record per application request.
-    pub record_requests: bool,
+    /// Where to send one record per application request, as each completes.
+    pub requests: Option<&'a mut dyn RequestSink>,
     /// Called now and then with the fraction of the run done (0 to 1).
     pub progress: Option<&'a mut dyn FnMut(f64)>,
 }
@@ -76,8 +79,6 @@ pub struct RunOptions<'a> {
 pub struct RunOutput {
     /// The measurements.
     pub report: Report,
-    /// Per-request records, if asked for.
-    pub requests: Vec<RequestRecord>,
 }
 
 /// Token tags: which part of the stack a completion belongs to.
@@ -165,33 +166,37 @@ pub fn run_wrapped(
     mut opts: RunOptions<'_>,
     wrap: &mut dyn FnMut(Box<dyn foresight_policy::Policy>) -> Box<dyn foresight_policy::Policy>,
 ) -> Result<RunOutput, SimError> {
+    let requests = RequestLog::new(opts.requests.take());
     if let Some(dfs) = &cfg.dfs {
         let params = dfs.params(cfg)?;
-        let (out, requests) =
-            crate::dfs::run_recording(&params, opts.record_requests).map_err(ConfigError::from)?;
-        return Ok(RunOutput {
-            report: out.report,
-            requests,
-        });
+        let (out, mut requests) =
+            crate::dfs::run_logged(&params, requests).map_err(ConfigError::from)?;
+        if let Some(e) = requests.take_error() {
+            return Err(SimError::Requests(e));
+        }
+        return Ok(RunOutput { report: out.report });
     }
     let wall = std::time::Instant::now();
     if let Some(tiers) = &cfg.tiered {
-        let mut out = crate::tiered::run(cfg, tiers, opts.record_requests)?;
+        let mut out = crate::tiered::run_logged(cfg, tiers, requests)?;
         out.report.wall_s = wall.elapsed().as_secs_f64();
         return Ok(out);
     }
-    let mut sim = Sim::new(cfg, opts.record_requests)?;
+    let mut sim = Sim::new(cfg, requests)?;
     sim.page_cache.wrap_policy(wrap);
     if let Some(rc) = sim.raid_cache.as_mut() {
         rc.wrap_policy(wrap);
     }
     sim.run(opts.progress.take());
+    if let Some(e) = sim.requests.take_error() {
+        return Err(SimError::Requests(e));
+    }
     let mut out = sim.finish();
     out.report.wall_s = wall.elapsed().as_secs_f64();
     Ok(out)
 }
 
-struct Sim {
+struct Sim<'r> {
     cfg: SimConfig,
     now: Instant,
     seq: u64,
@@ -242,12 +247,12 @@ struct Sim {
     trace_wrapped: u64,
     total_work: f64,
     done_work: f64,
-    record: bool,
-    records: Vec<RequestRecord>,
+    /// Where each application request's record goes as it completes (`--requests-out`).
+    requests: RequestLog<'r>,
 }
 
-impl Sim {
-    fn new(cfg: &SimConfig, record: bool) -> Result<Sim, SimError> {
+impl<'r> Sim<'r> {
+    fn new(cfg: &SimConfig, requests: RequestLog<'r>) -> Result<Sim<'r>, SimError> {
         let members = build_members(&cfg.device)?;
         let striping = crate::build::striping(&cfg.device);
         let w = &cfg.workload;
@@ -603,8 +608,7 @@ impl Sim {
             trace_wrapped: 0,
             total_work: total_work.max(1.0),
             done_work: 0.0,
-            record,
-            records: Vec::new(),
+            requests,
         })
     }
 
@@ -641,7 +645,8 @@ impl Sim {
         }
         let limit = self.cfg.workload.duration.map(|d| Instant::ZERO + d);
         let mut idle_timers = 0u32;
-        while !self.finished() {
+        // A sink that failed ends the run: its caller reports the error, not the figures.
+        while !self.finished() && !self.requests.failed() {
             let t_dev = self.volume.next_event();
             let t_pol = self.policy_wake();
             let t_ev = self.heap.peek().map(|Reverse((t, _, _))| *t);
@@ -713,7 +718,7 @@ impl Sim {
             }
         }
         assert!(
-            self.finished() || limit.is_some_and(|l| self.now >= l),
+            self.finished() || limit.is_some_and(|l| self.now >= l) || self.requests.failed(),
             "{}",
             self.stall_report("no event is left")
         );
@@ -1092,17 +1097,16 @@ impl Sim {
         self.latencies.push(latency.as_nanos());
         self.stall_ns += latency.as_nanos() as u128;
         self.last_completion = self.now;
-        if self.record {
-            self.records.push(RequestRecord {
-                id: self.records.len() as u64,
-                stream: a.stream,
-                submit_s: a.submit.as_secs_f64(),
-                complete_s: self.now.as_secs_f64(),
-                offset: a.offset,
-                bytes: a.bytes,
-                op: if a.op == Op::Read { 'R' } else { 'W' },
-            });
-        }
+        let now = self.now;
+        self.requests.push(|id| RequestRecord {
+            id,
+            stream: a.stream,
+            submit_s: a.submit.as_secs_f64(),
+            complete_s: now.as_secs_f64(),
+            offset: a.offset,
+            bytes: a.bytes,
+            op: if a.op == Op::Read { 'R' } else { 'W' },
+        });
         match self.cfg.workload.kind {
             WorkloadKind::Trace => {
                 self.done_work += 1.0;
@@ -1177,7 +1181,7 @@ impl Sim {
         }
     }
 
-    fn finish(mut self) -> RunOutput {
+    fn finish(self) -> RunOutput {
         let elapsed = if self.finished() {
             self.last_completion
         } else {
@@ -1248,10 +1252,7 @@ impl Sim {
             demerit_ms: self.demerit_ms(),
             dfs: None,
         };
-        RunOutput {
-            report,
-            requests: std::mem::take(&mut self.records),
-        }
+        RunOutput { report }
     }
 }
 
@@ -1277,7 +1278,7 @@ mod tests {
             SimConfig::from_table(t, None).unwrap()
         };
         let run = |file_size: &str| {
-            let mut sim = Sim::new(&cfg(file_size), false).unwrap();
+            let mut sim = Sim::new(&cfg(file_size), RequestLog::default()).unwrap();
             sim.last_issue = Instant::ZERO + foresight_core::Duration::from_secs(50);
             sim.run(None);
             sim.finish().report
@@ -1306,7 +1307,11 @@ mod tests {
             {
                 crate::config::apply_set(&mut t, set).unwrap();
             }
-            let mut sim = Sim::new(&SimConfig::from_table(t, None).unwrap(), false).unwrap();
+            let mut sim = Sim::new(
+                &SimConfig::from_table(t, None).unwrap(),
+                RequestLog::default(),
+            )
+            .unwrap();
             sim.run(None);
             sim.finish().report
         };
@@ -1397,12 +1402,16 @@ mod tests {
     }
 
     /// A run of `sets` whose page-cache policy ticks as [`Ticking`] does.
-    fn ticking_sim(sets: &[&str]) -> Sim {
+    fn ticking_sim(sets: &[&str]) -> Sim<'static> {
         let mut t = toml::Table::new();
         for set in sets {
             crate::config::apply_set(&mut t, set).unwrap();
         }
-        let mut sim = Sim::new(&SimConfig::from_table(t, None).unwrap(), false).unwrap();
+        let mut sim = Sim::new(
+            &SimConfig::from_table(t, None).unwrap(),
+            RequestLog::default(),
+        )
+        .unwrap();
         sim.page_cache.wrap_policy(&mut |inner| {
             Box::new(Ticking {
                 inner,
@@ -1444,13 +1453,88 @@ mod tests {
         );
     }
 
+    /// A sink that takes `ok` records and fails on the next one, as a full disk would.
+    struct FailingSink {
+        ok: u64,
+        pushed: u64,
+    }
+
+    impl RequestSink for FailingSink {
+        fn push(&mut self, _: &RequestRecord) -> std::io::Result<()> {
+            self.pushed += 1;
+            if self.pushed > self.ok {
+                return Err(std::io::Error::other("no room left"));
+            }
+            Ok(())
+        }
+    }
+
+    /// Records go to the caller's sink as requests complete, and a sink that fails stops the run
+    /// there (it used to get every record only once the run was over): the host, a `[dfs]` run
+    /// and a tier stack alike.
+    #[test]
+    fn a_failing_request_sink_stops_the_run_with_its_error() {
+        let host = ["workload.file_size=4MiB", "workload.request=4KiB"];
+        let mut t = toml::Table::new();
+        for set in host {
+            crate::config::apply_set(&mut t, set).unwrap();
+        }
+        let mut sink = FailingSink { ok: 100, pushed: 0 };
+        let mut sim = Sim::new(
+            &SimConfig::from_table(t, None).unwrap(),
+            RequestLog::new(Some(&mut sink)),
+        )
+        .unwrap();
+        sim.run(None);
+        assert!(sim.requests.failed());
+        assert_eq!(
+            sim.app_requests, 101,
+            "the run stopped at the failed record"
+        );
+        let tiered = [
+            "device.kind=constant",
+            "device.t_upper=1ms",
+            "device.t_lower=10ms",
+            "device.t_lower_to_upper=10ms",
+            "policy.name=tip",
+            "workload.kind=hinted",
+            "workload.reads=400",
+        ];
+        let dfs = ["dfs.system=aps", "workload.duration=2s"];
+        for sets in [&host[..], &tiered[..], &dfs[..]] {
+            let mut t = toml::Table::new();
+            for set in sets {
+                crate::config::apply_set(&mut t, set).unwrap();
+            }
+            let cfg = SimConfig::from_table(t, None).unwrap();
+            let mut sink = FailingSink { ok: 100, pushed: 0 };
+            let err = run(
+                &cfg,
+                RunOptions {
+                    requests: Some(&mut sink),
+                    ..RunOptions::default()
+                },
+            )
+            .unwrap_err();
+            assert!(
+                matches!(&err, SimError::Requests(e) if e.to_string() == "no room left"),
+                "{sets:?}: {err}"
+            );
+            assert_eq!(sink.pushed, 101, "{sets:?}");
+        }
+    }
+
     /// Runs `sets` to the end and returns its report.
     fn report_of<'a>(sets: impl IntoIterator<Item = &'a str>) -> crate::metrics::Report {
         let mut t = toml::Table::new();
         for set in sets {
             crate::config::apply_set(&mut t, set).unwrap();
         }
-        let mut sim = Sim::new(&SimConfig::from_table(t, None).unwrap(), false).unwrap();
+        let mut sim = Sim::new(
+            &SimConfig::from_table(t, None).unwrap(),
+            RequestLog::default(),
+        )
+        .unwrap();
         sim.run(None);
         sim.finish().report
     }
@@ -1599,7 +1683,11 @@ mod tests {
         ] {
             crate::config::apply_set(&mut t, set).unwrap();
         }
-        let mut sim = Sim::new(&SimConfig::from_table(t, None).unwrap(), false).unwrap();
+        let mut sim = Sim::new(
+            &SimConfig::from_table(t, None).unwrap(),
+            RequestLog::default(),
+        )
+        .unwrap();
         sim.run(None);
         let report = sim.finish().report;
         assert_eq!(report.app_bytes, 32 << 20);

@@ -96,16 +96,16 @@ fn validation_requests_are_issued_their_gap_after_the_previous_completes() {
     use foresight_sim::trace::{read_trace, TraceFormat};
     let dir = disksim_dir("atlas10k.trace");
     let cfg = replay_config(&dir, "atlas10k");
-    let out = foresight_sim::run(
+    let mut recs: Vec<foresight_sim::metrics::RequestRecord> = Vec::new();
+    foresight_sim::run(
         &cfg,
         RunOptions {
-            record_requests: true,
+            requests: Some(&mut recs),
             ..RunOptions::default()
         },
     )
     .unwrap_or_else(|e| panic!("{e}"));
     let trace = read_trace(&dir.join("atlas10k.trace"), TraceFormat::Disksim).unwrap();
-    let recs = &out.requests;
     assert_eq!(recs.len(), trace.len());
     assert_eq!(recs[0].submit_s, 0.0);
     for i in 1..recs.len() {

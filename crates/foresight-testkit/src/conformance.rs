@@ -332,10 +332,11 @@ pub fn run_sim(s: &Scenario, files: &[Vec<u8>]) -> Result<WorldRun, String> {
     // policy here is the page cache's.
     let recorded_layer = usize::from(s.policy == "streams");
     let mut layer = 0;
+    let mut records: Vec<foresight_sim::metrics::RequestRecord> = Vec::new();
     let out = foresight_sim::sim::run_wrapped(
         &cfg,
         RunOptions {
-            record_requests: true,
+            requests: Some(&mut records),
             progress: None,
         },
         &mut |p| {
@@ -350,7 +351,6 @@ pub fn run_sim(s: &Scenario, files: &[Vec<u8>]) -> Result<WorldRun, String> {
     .map_err(|e| e.to_string())?;
     let decisions = log.decisions();
     let mut streams = traces(&decisions, s.streams);
-    let mut records = out.requests.clone();
     records.sort_by(|a, b| a.submit_s.total_cmp(&b.submit_s).then(a.id.cmp(&b.id)));
     for (i, t) in streams.iter_mut().enumerate() {
         let mut h = hasher();

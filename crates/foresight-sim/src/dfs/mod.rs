@@ -49,7 +49,7 @@ use thiserror::Error;
 
 use self::cfq::{Cfq, CfqReq, CfqTimes};
 use crate::host::layer::CacheLayer;
-use crate::metrics::{BreakdownReport, Report, RequestRecord};
+use crate::metrics::{BreakdownReport, Report, RequestLog, RequestRecord};
 
 /// Bytes of a request message or a response header on the wire (an RPC header; assumed).
 pub const HEADER_BYTES: u64 = 256;
@@ -297,7 +297,7 @@ enum Workers {
 /// Token tag of a server read made by a local process rather than a worker.
 const LOCAL_TOKEN: u64 = 1 << 40;
 
-struct Sim {
+struct Sim<'r> {
     params: DfsParams,
     profile: DfsProfile,
     layout: Arc<Layout>,
@@ -323,8 +323,8 @@ struct Sim {
     app_bytes: u64,
     app_requests: u64,
     latencies: crate::metrics::Latencies,
-    /// One record per application request, when asked for (`--requests-out`).
-    records: Option<Vec<RequestRecord>>,
+    /// Where each application request's record goes (`--requests-out`).
+    requests: RequestLog<'r>,
     device_requests: u64,
     device_bytes: u64,
     /// Response bytes that reached a client (counted on arrival: the link books wire time ahead,
@@ -440,14 +440,15 @@ impl DfsParams {
 
 /// Runs one DFS simulation.
 pub fn run(params: &DfsParams) -> Result<DfsReport, DfsError> {
-    run_recording(params, false).map(|(report, _)| report)
+    run_logged(params, RequestLog::default()).map(|(report, _)| report)
 }
 
-/// [`run`], also returning one record per application request when `record` is set.
-pub fn run_recording(
+/// [`run`], sending one record per application request to `requests`, which it returns: a run
+/// whose sink failed stops early, and the error is in the log.
+pub(crate) fn run_logged<'r>(
     params: &DfsParams,
-    record: bool,
-) -> Result<(DfsReport, Vec<RequestRecord>), DfsError> {
+    requests: RequestLog<'r>,
+) -> Result<(DfsReport, RequestLog<'r>), DfsError> {
     params.validate()?;
     let wall = std::time::Instant::now();
     let mut profile = params.system.profile(params.device.readahead());
@@ -551,7 +552,7 @@ pub fn run_recording(
         app_bytes: 0,
         app_requests: 0,
         latencies: Default::default(),
-        records: record.then(Vec::new),
+        requests,
         device_requests: 0,
         device_bytes: 0,
         network_bytes: 0,
@@ -576,10 +577,10 @@ pub fn run_recording(
         _ => 0,
     };
     let report = sim.report(elapsed, wall, alpha, rtt, rb);
-    Ok((report, sim.records.take().unwrap_or_default()))
+    Ok((report, sim.requests))
 }
 
-impl Sim {
+impl Sim<'_> {
     fn push(&mut self, at: Instant, ev: Ev) {
         self.seq += 1;
         self.heap.push(Reverse((at, self.seq, ev)));
@@ -592,7 +593,8 @@ impl Sim {
     /// Runs until every stream is done or the duration is over; returns the simulated time.
     fn run_loop(&mut self) -> Instant {
         loop {
-            if self.done() {
+            // A sink that failed ends the run: its caller reports the error, not the figures.
+            if self.done() || self.requests.failed() {
                 return self.now;
             }
             let dev = self.device.next_event();
@@ -770,19 +772,18 @@ impl Sim {
         self.app_requests += 1;
         self.app_bytes += self.params.request.0;
         self.latencies.push((self.now - st.issued_at).0);
-        if let Some(records) = self.records.as_mut() {
-            // One read in flight per stream: the one just done ends where the next would start.
-            let bytes = self.params.request.0;
-            records.push(RequestRecord {
-                id: records.len() as u64,
-                stream: s,
-                submit_s: st.issued_at.as_secs_f64(),
-                complete_s: self.now.as_secs_f64(),
-                offset: st.next_offset - bytes,
-                bytes,
-                op: 'R',
-            });
-        }
+        // One read in flight per stream: the one just done ends where the next would start.
+        let bytes = self.params.request.0;
+        let now = self.now;
+        self.requests.push(|id| RequestRecord {
+            id,
+            stream: s,
+            submit_s: st.issued_at.as_secs_f64(),
+            complete_s: now.as_secs_f64(),
+            offset: st.next_offset - bytes,
+            bytes,
+            op: 'R',
+        });
         if st.reads_left != u64::MAX {
             st.reads_left -= 1;
         }

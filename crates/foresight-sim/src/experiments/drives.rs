@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 use serde_json::json;
 
 use super::{config, Context, ExperimentError, Figure, Section};
+use crate::metrics::RequestRecord;
 use crate::plot::{LineChart, Series};
 use crate::sim::{run, RunOptions, SimError};
 use crate::trace::{read_trace, TraceFormat};
@@ -76,10 +77,11 @@ pub fn replay(
     };
     let trace = dir.join(format!("{stem}.trace"));
     let cfg = replay_config(dir, stem);
+    let mut requests: Vec<RequestRecord> = Vec::new();
     let out = run(
         &cfg,
         RunOptions {
-            record_requests: true,
+            requests: Some(&mut requests),
             ..RunOptions::default()
         },
     )
@@ -89,7 +91,7 @@ pub fn replay(
         .iter()
         .filter_map(|r| r.measured_service.map(|d| d.as_millis_f64()))
         .collect();
-    let simulated_ms = service_times_ms(&out.requests);
+    let simulated_ms = service_times_ms(&requests);
     let demerit_ms = out.report.demerit_ms.unwrap_or(f64::NAN);
     Ok(DriveResult {
         stem,

@@ -35,7 +35,7 @@ use rustc_hash::FxHashMap;
 pub use config::{AccessOrder, HintedWorkload, LinkSpec, TierModel, TierSpec, TieredConfig};
 
 use crate::config::{key_err, SimConfig};
-use crate::metrics::{Report, RequestRecord};
+use crate::metrics::{Report, RequestLog, RequestRecord, RequestSink};
 use crate::sim::{RunOutput, SimError};
 
 /// What a run did beyond the report, for tests: the blocks the application got, in order, and
@@ -172,7 +172,7 @@ pub fn level_timings(t: &TieredConfig) -> Vec<LevelTiming> {
         .collect()
 }
 
-struct Driver<'a> {
+struct Driver<'a, 'r> {
     t: &'a TieredConfig,
     policy: Box<dyn Policy>,
     now: Instant,
@@ -205,7 +205,8 @@ struct Driver<'a> {
     app_end: Instant,
     stall: Duration,
     latencies: Vec<Duration>,
-    records: Option<Vec<RequestRecord>>,
+    /// Where each block's record goes as the application takes it (`--requests-out`).
+    requests: RequestLog<'r>,
     delivered: Vec<u64>,
     reads_by_level: Vec<u64>,
     device_requests: u64,
@@ -227,7 +228,7 @@ const FILE: FileId = FileId(0);
 const HORIZON: Instant = crate::sim::LAST_ISSUE;
 const STREAM: StreamId = StreamId(0);
 
-impl Driver<'_> {
+impl Driver<'_, '_> {
     fn push(&mut self, at: Instant, ev: Ev) {
         if at > HORIZON {
             // Nothing is scheduled past the horizon; the run ends with an error instead.
@@ -502,17 +503,21 @@ impl Driver<'_> {
             .unwrap_or(Duration::ZERO);
         self.stall += waited;
         self.latencies.push(self.now.saturating_since(self.want_at));
-        if let Some(r) = self.records.as_mut() {
-            r.push(RequestRecord {
-                id: access as u64,
-                stream: 0,
-                submit_s: self.want_at.as_secs_f64(),
-                complete_s: self.now.as_secs_f64(),
-                offset: self.blocks[access] * self.t.workload.block.0,
-                bytes: self.t.workload.block.0,
-                op: 'R',
-            });
-        }
+        let (want_at, now) = (self.want_at, self.now);
+        let (offset, bytes) = (
+            self.blocks[access] * self.t.workload.block.0,
+            self.t.workload.block.0,
+        );
+        // Blocks are taken in order, one record each: the record's number is the access's.
+        self.requests.push(|_| RequestRecord {
+            id: access as u64,
+            stream: 0,
+            submit_s: want_at.as_secs_f64(),
+            complete_s: now.as_secs_f64(),
+            offset,
+            bytes,
+            op: 'R',
+        });
         self.mem[access] = 3;
         self.mem_buffers -= 1;
         self.delivered.push(self.blocks[access]);
@@ -571,18 +576,32 @@ impl Driver<'_> {
     }
 }
 
-/// Runs a hinted workload over the tier stack of `cfg`.
-pub fn run(cfg: &SimConfig, t: &TieredConfig, record: bool) -> Result<RunOutput, SimError> {
-    run_traced(cfg, t, record).map(|(o, _)| o)
+/// Runs a hinted workload over the tier stack of `cfg`, sending one record per block the
+/// application takes to `requests`.
+pub(crate) fn run_logged(
+    cfg: &SimConfig,
+    t: &TieredConfig,
+    requests: RequestLog<'_>,
+) -> Result<RunOutput, SimError> {
+    run_inner(cfg, t, requests).map(|(o, _)| o)
 }
 
-/// [`run`], also returning what the property tests check.
+/// Runs a hinted workload, sending one record per block the application takes to `requests` if
+/// given, and returns what the property tests check besides the report.
 pub fn run_traced(
     cfg: &SimConfig,
     t: &TieredConfig,
-    record: bool,
+    requests: Option<&mut dyn RequestSink>,
 ) -> Result<(RunOutput, TieredTrace), SimError> {
-    let mut d = Driver::build(cfg, t, record)?;
+    run_inner(cfg, t, RequestLog::new(requests))
+}
+
+fn run_inner(
+    cfg: &SimConfig,
+    t: &TieredConfig,
+    requests: RequestLog<'_>,
+) -> Result<(RunOutput, TieredTrace), SimError> {
+    let mut d = Driver::build(cfg, t, requests)?;
     let n = d.blocks.len();
     let block = t.workload.block;
     let x_cache = match cfg.policy.informed.x_cache {
@@ -601,13 +620,21 @@ pub fn run_traced(
     d.drain_policy();
     d.want();
     let mut completions: Vec<Completion> = vec![];
-    while d.step(&mut completions) {}
+    // A sink that failed ends the run: its caller reports the error, not the figures.
+    while !d.requests.failed() && d.step(&mut completions) {}
+    if let Some(e) = d.requests.take_error() {
+        return Err(SimError::Requests(e));
+    }
     finish_run(d, cfg, t, block, x_cache)
 }
 
-impl<'a> Driver<'a> {
+impl<'a, 'r> Driver<'a, 'r> {
     /// The driver of a run, its devices and levels built and no event scheduled yet.
-    fn build(cfg: &SimConfig, t: &'a TieredConfig, record: bool) -> Result<Driver<'a>, SimError> {
+    fn build(
+        cfg: &SimConfig,
+        t: &'a TieredConfig,
+        requests: RequestLog<'r>,
+    ) -> Result<Driver<'a, 'r>, SimError> {
         let blocks = hinted::access_list(&t.workload, cfg.seed)?;
         let block = t.workload.block;
         let timings = level_timings(t);
@@ -718,7 +745,7 @@ impl<'a> Driver<'a> {
             app_end: Instant::ZERO,
             stall: Duration::ZERO,
             latencies: Vec::with_capacity(n),
-            records: record.then(Vec::new),
+            requests,
             delivered: Vec::with_capacity(n),
             reads_by_level: vec![0; home],
             device_requests: 0,
@@ -762,7 +789,7 @@ impl<'a> Driver<'a> {
 
 /// Part of [`run_traced`] after the event loop.
 fn finish_run(
-    d: Driver<'_>,
+    d: Driver<'_, '_>,
     cfg: &SimConfig,
     t: &TieredConfig,
     block: ByteLen,
@@ -831,13 +858,7 @@ fn finish_run(
         reads_by_level: d.reads_by_level,
         held_at_end: d.levels.iter().map(|l| l.held).collect(),
     };
-    Ok((
-        RunOutput {
-            report,
-            requests: d.records.unwrap_or_default(),
-        },
-        trace,
-    ))
+    Ok((RunOutput { report }, trace))
 }
 
 fn describe(t: &TieredConfig) -> String {

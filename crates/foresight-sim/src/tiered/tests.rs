@@ -172,7 +172,7 @@ proptest! {
             &format!("workload.order={}", if random { "random" } else { "sequential" }),
             &format!("seed={seed}"),
         ]);
-        let (_, tr) = run_traced(&c, c.tiered.as_ref().unwrap(), false).unwrap();
+        let (_, tr) = run_traced(&c, c.tiered.as_ref().unwrap(), None).unwrap();
         prop_assert_eq!(&tr.delivered, &tr.hinted);
         let mut sorted = tr.delivered.clone();
         sorted.sort_unstable();
@@ -306,7 +306,7 @@ fn three_levels_pipeline_blocks_up_to_the_top() {
         "workload.block=10MiB",
         "workload.consume=1.92ms",
     ]);
-    let (out, tr) = run_traced(&c, c.tiered.as_ref().unwrap(), false).unwrap();
+    let (out, tr) = run_traced(&c, c.tiered.as_ref().unwrap(), None).unwrap();
     assert!(tr.reads_by_level[0] >= 1990, "{:?}", tr.reads_by_level);
     let per_block = out.report.elapsed_s / 2000.0;
     assert!(per_block < 0.0525, "{per_block}");
@@ -420,7 +420,7 @@ fn a_copy_overtaken_by_a_higher_copy_of_its_block_is_dropped() {
     // before the lower prefetcher's copy of the same block to level 2. That level-2 copy is never
     // read (TIP reads level 1) and used to stay on level 2, holding a slot, to the end of the run.
     let c = three_presets("ipipe", 95, 10, 0);
-    let (_, tr) = run_traced(&c, c.tiered.as_ref().unwrap(), false).unwrap();
+    let (_, tr) = run_traced(&c, c.tiered.as_ref().unwrap(), None).unwrap();
     assert_eq!(tr.delivered, tr.hinted);
     assert_eq!(tr.held_at_end, vec![0, 0, 0]);
 }
@@ -439,8 +439,8 @@ proptest! {
     ) {
         let c = three_presets(policy, reads, upper_blocks, seed);
         let t = c.tiered.as_ref().unwrap();
-        let (a, tr) = run_traced(&c, t, false).unwrap();
-        let (b, _) = run_traced(&c, t, false).unwrap();
+        let (a, tr) = run_traced(&c, t, None).unwrap();
+        let (b, _) = run_traced(&c, t, None).unwrap();
         prop_assert_eq!(&tr.delivered, &tr.hinted);
         prop_assert_eq!(a.report.elapsed_s, b.report.elapsed_s);
         prop_assert!(tr.held_at_end.iter().all(|&h| h == 0), "copies left: {:?}", tr.held_at_end);
@@ -466,7 +466,7 @@ fn a_level_holds_more_than_2_pow_24_copies_when_its_capacity_allows() {
         "workload.block=512",
         "workload.consume=1ns",
     ]);
-    let (_, tr) = run_traced(&c, c.tiered.as_ref().unwrap(), false).unwrap();
+    let (_, tr) = run_traced(&c, c.tiered.as_ref().unwrap(), None).unwrap();
     assert!(tr.peak_blocks[1] > 1 << 24, "{:?}", tr.peak_blocks);
     assert_eq!(tr.held_at_end, vec![0, 0]);
 }
@@ -479,7 +479,8 @@ fn elapsed_is_the_stall_plus_the_consumption_of_every_block() {
     for policy in ["tip", "ipipe", "ipo"] {
         let c = three_presets(policy, 200, 10, 0);
         let t = c.tiered.as_ref().unwrap();
-        let (out, _) = run_traced(&c, t, true).unwrap();
+        let mut records: Vec<crate::metrics::RequestRecord> = Vec::new();
+        let (out, _) = run_traced(&c, t, Some(&mut records)).unwrap();
         let r = &out.report;
         let app_s = r.stall_s + 200.0 * t.workload.consume.as_secs_f64();
         assert!(
@@ -487,7 +488,7 @@ fn elapsed_is_the_stall_plus_the_consumption_of_every_block() {
             "{policy}: elapsed {} s against stall plus consumption {app_s} s",
             r.elapsed_s
         );
-        let last = out.requests.last().unwrap();
+        let last = records.last().unwrap();
         let consumed = last.complete_s + t.workload.consume.as_secs_f64();
         assert!(
             (r.elapsed_s - consumed).abs() < 1e-9,
@@ -572,7 +573,7 @@ fn two_levels(upper: &str, lower: &str) -> SimConfig {
 /// the copy took, beside the time the policy plans a copy with.
 fn one_copy(c: &SimConfig) -> (Duration, Duration) {
     let t = c.tiered.as_ref().unwrap();
-    let mut d = Driver::build(c, t, false).unwrap();
+    let mut d = Driver::build(c, t, RequestLog::default()).unwrap();
     d.reserve(0, 1);
     d.start(None, 0, Stage::CopyRead { src: 2, into: 1 });
     let mut completions = vec![];
