@@ -202,7 +202,8 @@ disksim) is taken from the config file's directory, or from the current one when
                                  random order) | contiguous | aligned | fragmented
   extent = \"1MiB\"                fragmented: mean extent size
   metadata = false               ext3-like indirect blocks among file data
-  trace = \"PATH\"                 trace: the file
+  trace = \"PATH\"                 trace: the file, at most 25,000,000 records (it is held
+                                 in memory, 56 to 72 bytes a record; split a longer one)
   format = \"disksim\"             trace: disksim | msr | mqsim
   closed = false                 trace: issue each request when the previous completes
                                  (disksim: the line's gap after it, as DiskSim does)
@@ -255,7 +256,8 @@ device.kind is tiered or constant, workload.kind is hinted, or the policy is an 
   block = \"10MiB\"                bytes per block
   consume = \"1.92ms\"             application time per block (T_cpu + T_hit + T_driver)
   order = \"sequential\"           sequential | random (seeded permutation)
-  trace = \"PATH\"                 one block number per line instead (# comments)
+  trace = \"PATH\"                 one block number per line instead (# comments), at
+                                 most 67,108,864
 
 Examples:
   foresight sim --set device.preset=cheetah-15k5 --set workload.streams=64 --json

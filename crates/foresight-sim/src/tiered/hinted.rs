@@ -4,12 +4,14 @@
 //! `workload.block` units from the start of the data) per line, in the order the application reads
 //! them. Blank lines and text after `#` are ignored. Each block may appear once: the informed
 //! policies track a block's copies by its number, and the paper's traces are replayed as one
-//! distinct block per read (section 4.5.3). Errors name the file and the 1-based line.
+//! distinct block per read (section 4.5.3). Errors name the file and the 1-based line. A file is
+//! parsed as it is read, a line at a time, so that one longer than [`MAX_READS`] block numbers (a
+//! pipe that never ends) is refused at the first line past it rather than read whole first.
 
 use foresight_core::Rng;
 
 use super::config::{AccessOrder, HintedWorkload};
-use crate::trace::TraceError;
+use crate::trace::{for_each_line, LineError, TraceError};
 
 /// The most reads a hinted trace may hold.
 pub const MAX_READS: usize = 1 << 26;
@@ -24,13 +26,39 @@ fn err(file: &str, line: usize, message: impl Into<String>) -> TraceError {
 
 /// Parses a hinted trace's text; `file` names it in errors.
 pub fn parse_trace(text: &str, file: &str) -> Result<Vec<u64>, TraceError> {
-    let mut blocks = vec![];
-    let mut seen: rustc_hash::FxHashMap<u64, usize> = rustc_hash::FxHashMap::default();
+    let mut parser = Parser::new(file);
     for (i, raw) in text.lines().enumerate() {
-        let line = i + 1;
+        parser.line(i + 1, raw)?;
+    }
+    parser.finish()
+}
+
+/// A hinted trace's blocks as its lines come in.
+struct Parser<'a> {
+    file: &'a str,
+    /// The most block numbers taken: [`MAX_READS`], lower in tests.
+    reads_max: usize,
+    blocks: Vec<u64>,
+    /// The line each block was read on.
+    seen: rustc_hash::FxHashMap<u64, usize>,
+}
+
+impl<'a> Parser<'a> {
+    fn new(file: &'a str) -> Parser<'a> {
+        Parser {
+            file,
+            reads_max: MAX_READS,
+            blocks: Vec::new(),
+            seen: rustc_hash::FxHashMap::default(),
+        }
+    }
+
+    /// Line `line` of the trace, without its line end.
+    fn line(&mut self, line: usize, raw: &str) -> Result<(), TraceError> {
+        let file = self.file;
         let body = raw.split('#').next().unwrap_or("").trim();
         if body.is_empty() {
-            continue;
+            return Ok(());
         }
         let block: u64 = body.parse().map_err(|_| {
             err(
@@ -42,7 +70,18 @@ pub fn parse_trace(text: &str, file: &str) -> Result<Vec<u64>, TraceError> {
         if block >= 1 << 40 {
             return Err(err(file, line, format!("block {block} is beyond 2^40")));
         }
-        if let Some(first) = seen.insert(block, line) {
+        if self.blocks.len() == self.reads_max {
+            return Err(err(
+                file,
+                line,
+                format!(
+                    "more than {max} reads, the most a hinted trace may hold (the driver keeps \
+                     every block's state in memory); give the run at most {max} block numbers",
+                    max = self.reads_max
+                ),
+            ));
+        }
+        if let Some(first) = self.seen.insert(block, line) {
             return Err(err(
                 file,
                 line,
@@ -51,15 +90,17 @@ pub fn parse_trace(text: &str, file: &str) -> Result<Vec<u64>, TraceError> {
                 ),
             ));
         }
-        if blocks.len() == MAX_READS {
-            return Err(err(file, line, format!("more than {MAX_READS} reads")));
+        self.blocks.push(block);
+        Ok(())
+    }
+
+    /// The blocks, once every line is in.
+    fn finish(self) -> Result<Vec<u64>, TraceError> {
+        if self.blocks.is_empty() {
+            return Err(err(self.file, 0, "no block numbers: the trace is empty"));
         }
-        blocks.push(block);
+        Ok(self.blocks)
     }
-    if blocks.is_empty() {
-        return Err(err(file, 0, "no block numbers: the trace is empty"));
-    }
-    Ok(blocks)
 }
 
 /// The blocks the application reads, in order.
@@ -73,21 +114,23 @@ pub fn access_list(w: &HintedWorkload, seed: u64) -> Result<Vec<u64>, TraceError
         }
         AccessOrder::Trace(path) => {
             let name = path.display().to_string();
-            let bytes = crate::trace::read_lines_bounded(path).map_err(|(line, e)| {
-                err(&name, line, format!("cannot read the hinted trace: {e}"))
-            })?;
-            // As the block traces: text in another encoding is refused at its first foreign
-            // byte's line, not as a bare "stream did not contain valid UTF-8".
-            let text = String::from_utf8(bytes).map_err(|e| {
-                let good = &e.as_bytes()[..e.utf8_error().valid_up_to()];
-                let line = good.iter().filter(|&&b| b == b'\n').count() + 1;
-                err(
+            let mut parser = Parser::new(&name);
+            for_each_line(path, |line, text| parser.line(line, text)).map_err(|e| match e {
+                LineError::Read { line, message } => err(
+                    &name,
+                    line,
+                    format!("cannot read the hinted trace: {message}"),
+                ),
+                // As the block traces: text in another encoding is refused at its first foreign
+                // byte's line, not as a bare "stream did not contain valid UTF-8".
+                LineError::NotUtf8 { line } => err(
                     &name,
                     line,
                     "not UTF-8 text; save the trace as plain UTF-8 text",
-                )
+                ),
+                LineError::Parse(e) => e,
             })?;
-            parse_trace(&text, &name)
+            parser.finish()
         }
     }
 }
@@ -148,6 +191,27 @@ mod tests {
         std::fs::remove_dir_all(&dir).unwrap();
         assert_eq!(e.line, 2, "{e}");
         assert!(e.message.contains("UTF-8"), "{e}");
+    }
+
+    /// A hinted trace fed from a pipe of block numbers that never ends used to be read whole
+    /// before it was parsed, so it grew until memory ran out; it is now refused at its first
+    /// block past the limit (here 1,000; the real one is `MAX_READS`).
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn an_endless_pipe_of_blocks_is_refused_past_the_read_limit() {
+        let (path, writer) =
+            crate::trace::tests::endless_pipe("endless-hints", |i| format!("{i}\n"));
+        let name = path.display().to_string();
+        let mut parser = Parser::new(&name);
+        parser.reads_max = 1_000;
+        let result = for_each_line(&path, |line, text| parser.line(line, text));
+        writer.join().expect("the writer ends");
+        std::fs::remove_file(&path).unwrap();
+        let Err(LineError::Parse(e)) = result else {
+            panic!("the pipe was not refused at the limit");
+        };
+        assert_eq!(e.line, 1_001, "{e}");
+        assert!(e.message.contains("more than 1000 reads"), "{e}");
     }
 
     #[cfg(target_os = "linux")]
