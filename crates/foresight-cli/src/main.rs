@@ -202,9 +202,10 @@ disksim) is taken from the config file's directory, or from the current one when
                                  random order) | contiguous | aligned | fragmented
   extent = \"1MiB\"                fragmented: mean extent size
   metadata = false               ext3-like indirect blocks among file data
-  trace = \"PATH\"                 trace: the file, at most 25,000,000 records (it is held
-                                 in memory, 56 to 72 bytes a record; split a longer one)
+  trace = \"PATH\"                 trace: the file (held in memory, 56 to 72 bytes a record)
   format = \"disksim\"             trace: disksim | msr | mqsim
+  trace_records_max = 25000000   trace: most records replayed (about 2 GB); a longer trace
+                                 or an endless pipe is refused at the first record past it
   closed = false                 trace: issue each request when the previous completes
                                  (disksim: the line's gap after it, as DiskSim does)
   tile = \"8KiB\"                  tiles: bytes of one tile row segment (one read)

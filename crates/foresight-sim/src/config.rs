@@ -222,6 +222,9 @@ pub struct WorkloadConfig {
     pub trace: Option<PathBuf>,
     /// Trace format (`trace`).
     pub format: TraceFormat,
+    /// Most records a trace may hold (`trace`): the replay keeps them in memory, 56 to 72 bytes
+    /// each, so the default bounds it to about 2 GB.
+    pub trace_records_max: u64,
     /// Replay the trace closed-loop (next request when the previous completes; for a DiskSim trace,
     /// its line's interarrival gap after, as DiskSim replays it) instead of at the trace's own
     /// arrival times.
@@ -639,7 +642,12 @@ fn workload_reads(kind: WorkloadKind, key: &str) -> bool {
         WorkloadKind::Tiles => placed || matches!(key, "tile" | "tiles_across"),
         WorkloadKind::Gaps => placed || matches!(key, "request" | "gap" | "gap_dist"),
         // The trace gives the requests, their sizes and their times.
-        WorkloadKind::Trace => matches!(key, "trace" | "format" | "closed" | "duration"),
+        WorkloadKind::Trace => {
+            matches!(
+                key,
+                "trace" | "format" | "trace_records_max" | "closed" | "duration"
+            )
+        }
     }
 }
 
@@ -1099,6 +1107,12 @@ impl SimConfig {
                 f.parse::<TraceFormat>()
                     .map_err(|e| key_err("workload.format", e.to_string()))?
             },
+            trace_records_max: w.int(
+                "trace_records_max",
+                crate::trace::TRACE_RECORDS_MAX as u64,
+                1,
+                1 << 32,
+            )?,
             closed: w.boolean("closed", false)?,
             tile: w.size("tile", ByteLen::kib(8), ByteLen(512), ByteLen::mib(64))?,
             tiles_across: w.int("tiles_across", 64, 1, 1 << 20)?,

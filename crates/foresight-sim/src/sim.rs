@@ -36,7 +36,7 @@ use crate::host::blockq::BlockQueue;
 use crate::host::layer::{CacheLayer, Down};
 use crate::host::volume::{Mapping, Volume};
 use crate::metrics::{BreakdownReport, Report, RequestLog, RequestRecord, RequestSink};
-use crate::trace::{read_trace, TraceError, TraceFormat, TraceRecord};
+use crate::trace::{read_trace_at_most, TraceError, TraceFormat, TraceRecord};
 
 /// The last instant a client may issue a read: 500 years in, which leaves the rest of the clock's
 /// range (about 84 years) for that read to be served. The tier and DFS drivers end their runs
@@ -477,7 +477,7 @@ impl<'r> Sim<'r> {
                     .trace
                     .as_ref()
                     .expect("validated: trace workloads have a path");
-                let trace = read_trace(path, w.format)?;
+                let trace = read_trace_at_most(path, w.format, w.trace_records_max as usize)?;
                 // The submitter waits for room for a whole request (`trace_arrival`), so a
                 // request the block queue cannot hold even empty would wait for ever.
                 let too_long = trace.iter().find(|r| {

@@ -200,7 +200,7 @@ pub fn read_trace(path: &Path, format: TraceFormat) -> Result<Vec<TraceRecord>, 
 }
 
 /// [`read_trace`] with at most `records_max` records.
-fn read_trace_at_most(
+pub fn read_trace_at_most(
     path: &Path,
     format: TraceFormat,
     records_max: usize,
@@ -336,9 +336,10 @@ impl<'a> Parser<'a> {
         let err = |message: String| TraceError::new(file_name, line_no, message);
         if self.records.len() == self.records_max {
             return Err(err(format!(
-                "the trace holds more than {max} records, the most the simulator replays: it \
-                 keeps a trace in memory, 56 to 72 bytes a record; replay it in parts of at most \
-                 {max} records each (`split -l {max}` cuts a trace without comment lines so)",
+                "the trace holds more than {max} records, the most this replay takes: it keeps \
+                 a trace in memory, 56 to 72 bytes a record; raise `workload.trace_records_max` \
+                 if the memory is there, or replay it in parts of at most {max} records each \
+                 (`split -l {max}` cuts a trace without comment lines so)",
                 max = self.records_max
             )));
         }
