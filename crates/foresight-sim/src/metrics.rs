@@ -183,7 +183,7 @@ impl RequestSink for Vec<RequestRecord> {
 const CSV_BUFFER_BYTES: usize = 64 << 10;
 
 /// Writes records as the CSV of `--requests-out`: the header first, then one line per record,
-/// through a buffer of [`CSV_BUFFER_BYTES`].
+/// through a buffer of `CSV_BUFFER_BYTES`.
 pub struct CsvRequests<W: Write> {
     out: BufWriter<W>,
 }

@@ -16,7 +16,7 @@
 //! A run that stops making progress before its workload is done is a bug, reported with its state
 //! by a panic: when no event is left at all, or when only policy timers keep firing with no I/O in
 //! flight, no application read or trace arrival scheduled, and nothing issued in answer
-//! ([`IDLE_TIMERS_MAX`] of them in a row). Reads parked for a policy are sent to the disk on their
+//! (`IDLE_TIMERS_MAX` of them in a row). Reads parked for a policy are sent to the disk on their
 //! own once nothing is in flight, so in a correct run a client never waits on a timer alone.
 
 use std::cmp::Reverse;

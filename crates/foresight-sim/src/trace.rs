@@ -20,7 +20,7 @@
 //! simulator keeps a trace in memory (to put it in arrival order and to compare service times),
 //! so a trace may hold at most [`TRACE_RECORDS_MAX`] records, and one that goes on past that (a
 //! pipe of valid lines that never ends) is refused at the first line beyond, as a line longer than
-//! [`LINE_BYTES_MAX`] is.
+//! `LINE_BYTES_MAX` is.
 
 use std::fmt;
 use std::path::Path;
@@ -192,7 +192,7 @@ impl std::error::Error for TraceError {}
 pub const TRACE_RECORDS_MAX: usize = 25_000_000;
 
 /// Reads the trace at `path` in `format`, line by line. A missing or unreadable file, one that is
-/// not UTF-8 text, one with a line longer than [`LINE_BYTES_MAX`], or one with more than
+/// not UTF-8 text, one with a line longer than `LINE_BYTES_MAX`, or one with more than
 /// [`TRACE_RECORDS_MAX`] records, is a [`TraceError`] naming the path and the line; the rest is as
 /// in [`parse_trace`].
 pub fn read_trace(path: &Path, format: TraceFormat) -> Result<Vec<TraceRecord>, TraceError> {
@@ -226,7 +226,7 @@ pub(crate) const LINE_BYTES_MAX: u64 = 64 << 10;
 
 /// Why [`for_each_line`] stopped.
 pub(crate) enum LineError {
-    /// The file could not be opened or read, or a line is longer than [`LINE_BYTES_MAX`]
+    /// The file could not be opened or read, or a line is longer than `LINE_BYTES_MAX`
     /// (`line` 0: the file).
     Read {
         /// 1-based line, or 0.
@@ -245,7 +245,7 @@ pub(crate) enum LineError {
 
 /// Hands each line of the text file at `path` to `each` with its 1-based number, without its line
 /// end, as it is read: only one line is held at a time, so that a parser can stop a file that
-/// never ends (a pipe) at its limit. A line longer than [`LINE_BYTES_MAX`] stops the read too: a
+/// never ends (a pipe) at its limit. A line longer than `LINE_BYTES_MAX` stops the read too: a
 /// device or pipe without line ends (`/dev/zero`) would otherwise be read until memory ran out.
 pub(crate) fn for_each_line(
     path: &Path,
