@@ -378,4 +378,269 @@ mod tests {
         assert_eq!(w.matching(FileId(0), ByteRange::new(0, 8192), 8), vec![0]);
         assert!(w.matching(FileId(1), ByteRange::new(0, 8192), 8).is_empty());
     }
+
+    /// The window as it was before it kept counts: every question answered by walking it. The
+    /// property below drives both with the same operations.
+    #[derive(Default)]
+    struct Naive {
+        queued: VecDeque<(FileId, ByteRange)>,
+        /// `(file, range, fetch, used)`.
+        entries: VecDeque<(FileId, ByteRange, FetchState, bool)>,
+        base_seq: u64,
+        held_bytes: u64,
+    }
+
+    impl Naive {
+        fn admit(&mut self, limit_bytes: u64) -> Vec<(u64, FileId, ByteRange)> {
+            let mut got = vec![];
+            for i in 0..self.entries.len() {
+                let e = &mut self.entries[i];
+                if e.2 == FetchState::Shed && !e.3 {
+                    if self.held_bytes + e.1.len.0 > limit_bytes {
+                        return got;
+                    }
+                    e.2 = FetchState::Pending;
+                    self.held_bytes += e.1.len.0;
+                    got.push((self.base_seq + i as u64, e.0, e.1));
+                }
+            }
+            while let Some(&(file, range)) = self.queued.front() {
+                if self.held_bytes + range.len.0 > limit_bytes {
+                    break;
+                }
+                self.queued.pop_front();
+                self.held_bytes += range.len.0;
+                got.push((self.base_seq + self.entries.len() as u64, file, range));
+                self.entries
+                    .push_back((file, range, FetchState::Pending, false));
+            }
+            got
+        }
+
+        fn fetched_unused_bytes(&self) -> u64 {
+            self.entries
+                .iter()
+                .filter(|e| !e.3 && e.2 == FetchState::Fetched)
+                .map(|e| e.1.len.0)
+                .sum()
+        }
+
+        fn matching(&self, file: FileId, range: ByteRange, scan: usize) -> Vec<u64> {
+            let (s, e) = (range.start.0, range.end().0);
+            self.entries
+                .iter()
+                .enumerate()
+                .filter(|(_, en)| !en.3)
+                .take(scan)
+                .filter(|(_, en)| {
+                    en.0 == file && en.1.start.0 < e && en.1.end().0 > s && en.1.end().0 <= e
+                })
+                .map(|(i, _)| self.base_seq + i as u64)
+                .collect()
+        }
+
+        fn shed_back(&mut self, limit_bytes: u64, keep: impl Fn(u64) -> bool) -> Vec<u64> {
+            let mut got = vec![];
+            let mut i = self.entries.len();
+            while self.held_bytes > limit_bytes && i > 0 {
+                i -= 1;
+                let seq = self.base_seq + i as u64;
+                let e = &mut self.entries[i];
+                if e.2 == FetchState::Pending && !e.3 && !keep(seq) {
+                    e.2 = FetchState::Shed;
+                    self.held_bytes -= e.1.len.0;
+                    got.push(seq);
+                }
+            }
+            got
+        }
+
+        fn pop_used(&mut self) {
+            while self
+                .entries
+                .front()
+                .is_some_and(|e| e.3 && e.2 == FetchState::Fetched)
+            {
+                self.entries.pop_front();
+                self.base_seq += 1;
+            }
+        }
+    }
+
+    #[derive(Clone, Debug)]
+    enum Op {
+        Hint {
+            file: u32,
+            start_kib: u64,
+            len_kib: u64,
+        },
+        Admit {
+            limit_kib: u64,
+        },
+        SetFetch {
+            pick: usize,
+            state: u8,
+        },
+        MarkUsed {
+            pick: usize,
+        },
+        ShedBack {
+            limit_kib: u64,
+            keep_mask: u64,
+        },
+        TakeShed {
+            pick: usize,
+        },
+        Release {
+            pick: usize,
+        },
+        PopUsed,
+        Match {
+            file: u32,
+            start_kib: u64,
+            len_kib: u64,
+            scan: usize,
+        },
+    }
+
+    fn op() -> impl proptest::strategy::Strategy<Value = Op> {
+        use proptest::prelude::*;
+        prop_oneof![
+            (0u32..2, 0u64..512, 1u64..300).prop_map(|(file, start_kib, len_kib)| Op::Hint {
+                file,
+                start_kib,
+                len_kib
+            }),
+            (0u64..1024).prop_map(|limit_kib| Op::Admit { limit_kib }),
+            (any::<usize>(), 0u8..4).prop_map(|(pick, state)| Op::SetFetch { pick, state }),
+            any::<usize>().prop_map(|pick| Op::MarkUsed { pick }),
+            (0u64..1024, any::<u64>()).prop_map(|(limit_kib, keep_mask)| Op::ShedBack {
+                limit_kib,
+                keep_mask
+            }),
+            any::<usize>().prop_map(|pick| Op::TakeShed { pick }),
+            any::<usize>().prop_map(|pick| Op::Release { pick }),
+            Just(Op::PopUsed),
+            (0u32..2, 0u64..512, 1u64..300, 1usize..8).prop_map(
+                |(file, start_kib, len_kib, scan)| Op::Match {
+                    file,
+                    start_kib,
+                    len_kib,
+                    scan
+                }
+            ),
+        ]
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
+
+        /// Whatever the directed policy does to a window (in the ways it does: states change
+        /// through `set_fetch`, `mark_used`, `shed_back` and `take_shed`), the counts it keeps
+        /// answer as a walk over it would, and every walk it skips (to the first shed or unused
+        /// read, or when nothing is pending) skips nothing it should have seen. Debug builds also
+        /// recount the window on every `fetched_unused_bytes` and `shed_back`.
+        #[test]
+        fn the_counted_window_answers_as_a_walk_over_it_would(
+            ops in proptest::collection::vec(op(), 1..200)
+        ) {
+            let mut w = Window::default();
+            let mut n = Naive::default();
+            // Used reads whose bytes are still held (used through `mark_used`, not released).
+            let mut held_used: std::collections::BTreeSet<u64> = Default::default();
+            for op in ops {
+                let seqs = |n: &Naive, want: &dyn Fn(FetchState, bool) -> bool| -> Vec<u64> {
+                    n.entries
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, e)| want(e.2, e.3))
+                        .map(|(i, _)| n.base_seq + i as u64)
+                        .collect()
+                };
+                match op {
+                    Op::Hint { file, start_kib, len_kib } => {
+                        let r = [ByteRange::new(start_kib << 10, len_kib << 10)];
+                        w.push_hints(FileId(file), &r);
+                        let before = n.queued.len();
+                        let mut probe = Window::default();
+                        probe.push_hints(FileId(file), &r);
+                        n.queued.extend(probe.queued.iter().copied());
+                        proptest::prop_assert!(n.queued.len() > before);
+                    }
+                    Op::Admit { limit_kib } => {
+                        let mut got = vec![];
+                        w.admit(limit_kib << 10, |_, o| (0, o), |s, e| got.push((s, e.file, e.range)));
+                        proptest::prop_assert_eq!(got, n.admit(limit_kib << 10));
+                    }
+                    Op::SetFetch { pick, state } => {
+                        let c = seqs(&n, &|f, _| f != FetchState::Shed);
+                        if c.is_empty() { continue; }
+                        let seq = c[pick % c.len()];
+                        let state = match state {
+                            0 => FetchState::Pending,
+                            1 => FetchState::InFlight { pieces_left: 1, short: false },
+                            2 => FetchState::InFlight { pieces_left: 2, short: true },
+                            _ => FetchState::Fetched,
+                        };
+                        w.set_fetch(seq, state);
+                        n.entries[(seq - n.base_seq) as usize].2 = state;
+                    }
+                    Op::MarkUsed { pick } => {
+                        let c = seqs(&n, &|f, used| f != FetchState::Shed && !used);
+                        if c.is_empty() { continue; }
+                        let seq = c[pick % c.len()];
+                        w.mark_used(seq);
+                        n.entries[(seq - n.base_seq) as usize].3 = true;
+                        held_used.insert(seq);
+                    }
+                    Op::ShedBack { limit_kib, keep_mask } => {
+                        let keep = |s: u64| keep_mask & (1 << (s % 64)) != 0;
+                        let mut got = vec![];
+                        w.shed_back(limit_kib << 10, keep, |s, _| got.push(s));
+                        proptest::prop_assert_eq!(got, n.shed_back(limit_kib << 10, keep));
+                    }
+                    Op::TakeShed { pick } => {
+                        let c = seqs(&n, &|f, used| f == FetchState::Shed && !used);
+                        if c.is_empty() { continue; }
+                        let seq = c[pick % c.len()];
+                        w.take_shed(seq);
+                        let e = &mut n.entries[(seq - n.base_seq) as usize];
+                        e.2 = FetchState::Fetched;
+                        e.3 = true;
+                    }
+                    Op::Release { pick } => {
+                        let c: Vec<u64> = held_used.iter().copied().collect();
+                        if c.is_empty() { continue; }
+                        let seq = c[pick % c.len()];
+                        held_used.remove(&seq);
+                        let Some(i) = seq.checked_sub(n.base_seq) else { continue };
+                        let Some(e) = n.entries.get(i as usize) else { continue };
+                        let len = e.1.len.0;
+                        w.release_bytes(len);
+                        n.held_bytes -= len;
+                    }
+                    Op::PopUsed => {
+                        w.pop_used();
+                        n.pop_used();
+                        held_used.retain(|&s| s >= n.base_seq);
+                    }
+                    Op::Match { file, start_kib, len_kib, scan } => {
+                        let r = ByteRange::new(start_kib << 10, len_kib << 10);
+                        proptest::prop_assert_eq!(
+                            w.matching(FileId(file), r, scan),
+                            n.matching(FileId(file), r, scan)
+                        );
+                    }
+                }
+                proptest::prop_assert_eq!(w.held_bytes(), n.held_bytes);
+                proptest::prop_assert_eq!(w.len(), n.entries.len());
+                proptest::prop_assert_eq!(w.queued(), n.queued.len());
+                proptest::prop_assert_eq!(w.fetched_unused_bytes(), n.fetched_unused_bytes());
+                for (i, e) in n.entries.iter().enumerate() {
+                    let got = w.get(n.base_seq + i as u64).expect("same window");
+                    proptest::prop_assert_eq!((got.fetch(), got.used), (e.2, e.3));
+                }
+            }
+        }
+    }
 }
