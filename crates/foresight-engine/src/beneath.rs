@@ -15,13 +15,18 @@
 //! refused. Where `openat2` is missing (Linux before 5.6 answers `ENOSYS`; some container filters
 //! answer `EPERM`), [`RootDir::open`] falls back to a walk that applies the same rules one component
 //! at a time with `openat(O_PATH | O_NOFOLLOW)` from the root's descriptor, reading each symlink
-//! itself. The walk holds one directory descriptor at a time and climbs `..` by opening the parent
-//! of the one it holds, counting how deep it is so it never climbs above the root.
+//! itself. The walk holds one directory descriptor at a time (and the root's) and climbs `..` by
+//! opening the parent of the one it holds; it keeps the device and inode of each directory it came
+//! through, and a parent that is not the one it came through (the directory held was moved out of
+//! the root meanwhile) stops the lookup with `EAGAIN`, as `openat2` answers a rename during a `..`
+//! step, rather than climbing whatever tree the directory now lies in. Both are retried a few
+//! times.
 
 use std::ffi::{CString, OsStr, OsString};
 use std::fs::{File, Metadata};
 use std::io;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use crate::sys;
@@ -29,8 +34,8 @@ use crate::sys;
 /// The most symlinks one lookup follows (Linux's own limit, `MAXSYMLINKS`); more is `ELOOP`.
 const MAX_SYMLINKS: u32 = 40;
 
-/// How often an `openat2` lookup is retried when the kernel saw a rename or a mount race with a
-/// `..` step (`EAGAIN`); beyond that the error is returned.
+/// How often a lookup is retried when a rename or a mount raced with a `..` step (`EAGAIN`, from
+/// the kernel's `openat2` or from the walk); beyond that the error is returned.
 const MAX_RETRIES: u32 = 8;
 
 /// How a [`RootDir`] resolves names.
@@ -113,20 +118,22 @@ impl RootDir {
     }
 
     fn lookup(&self, rel: &Path, flags: libc::c_int) -> io::Result<File> {
-        match self.resolver {
-            Resolver::Openat2 => {
-                let c = cstring(rel.as_os_str())?;
-                let mut tries = 0;
-                loop {
-                    match sys::openat2(&self.dir, &c, flags, RESOLVE) {
-                        Err(e) if e.raw_os_error() == Some(libc::EAGAIN) && tries < MAX_RETRIES => {
-                            tries += 1;
-                        }
-                        r => return r,
-                    }
+        let c = match self.resolver {
+            Resolver::Openat2 => Some(cstring(rel.as_os_str())?),
+            Resolver::Walk => None,
+        };
+        let mut tries = 0;
+        loop {
+            let r = match &c {
+                Some(c) => sys::openat2(&self.dir, c, flags, RESOLVE),
+                None => walk(&self.dir, rel, flags),
+            };
+            match r {
+                Err(e) if e.raw_os_error() == Some(libc::EAGAIN) && tries < MAX_RETRIES => {
+                    tries += 1;
                 }
+                r => return r,
             }
-            Resolver::Walk => walk(&self.dir, rel, flags),
         }
     }
 }
@@ -146,6 +153,12 @@ fn cstring(s: &OsStr) -> io::Result<CString> {
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "NUL byte in a path"))
 }
 
+/// A directory's device and inode: what the walk knows the directories it came through by.
+fn identity(dir: &File) -> io::Result<(u64, u64)> {
+    let m = dir.metadata()?;
+    Ok((m.dev(), m.ino()))
+}
+
 fn errno(code: i32) -> io::Error {
     io::Error::from_raw_os_error(code)
 }
@@ -161,34 +174,57 @@ fn components(path: &OsStr) -> impl DoubleEndedIterator<Item = OsString> + '_ {
 /// Resolves `rel` from `root` one component at a time under `openat2`'s `RESOLVE_BENEATH` rules
 /// and opens the result with `flags`. See the module documentation.
 fn walk(root: &File, rel: &Path, flags: libc::c_int) -> io::Result<File> {
+    walk_observed(root, rel, flags, &mut |_| {})
+}
+
+/// [`walk`], calling `step(name)` before each component is resolved (tests change the tree
+/// there, to play the races the walk must survive).
+fn walk_observed(
+    root: &File,
+    rel: &Path,
+    flags: libc::c_int,
+    step: &mut dyn FnMut(&OsStr),
+) -> io::Result<File> {
     match rel.as_os_str().as_bytes() {
         [] => return Err(errno(libc::ENOENT)),
         [b'/', ..] => return Err(errno(libc::EXDEV)),
         _ => {}
     }
     let mut todo: std::collections::VecDeque<OsString> = components(rel.as_os_str()).collect();
-    // The directory the next component is looked up in (`None`: the root) and how far below the
-    // root it is.
+    // The directory the next component is looked up in (`None`: the root), and the device and
+    // inode of every directory from the root down to it: a `..` must reach the directory the walk
+    // came through, and so it never reaches above the root, whose descriptor is held (its inode
+    // cannot go to another directory meanwhile). As long as the components walked, which
+    // `MAX_SYMLINKS` and `PATH_MAX` bound.
     let mut cur: Option<File> = None;
-    let mut depth = 0usize;
+    let mut chain = vec![identity(root)?];
     let mut links = 0u32;
     while let Some(name) = todo.pop_front() {
+        step(&name);
         let here = cur.as_ref().unwrap_or(root);
         match name.as_bytes() {
             b"" | b"." => continue,
             b".." => {
-                if depth == 0 {
+                if chain.len() == 1 {
                     return Err(errno(libc::EXDEV));
                 }
-                cur = Some(sys::openat(here, c"..", libc::O_PATH | libc::O_DIRECTORY)?);
-                depth -= 1;
+                let up = sys::openat(here, c"..", libc::O_PATH | libc::O_DIRECTORY)?;
+                chain.pop();
+                if Some(&identity(&up)?) != chain.last() {
+                    // The directory held was moved since the walk entered it, and its parent
+                    // now may lie outside the root: counting levels up from there would climb
+                    // the outside tree. `openat2` answers a rename during a `..` step so too.
+                    return Err(errno(libc::EAGAIN));
+                }
+                cur = Some(up);
                 continue;
             }
             _ => {}
         }
         let c = cstring(&name)?;
         let entry = sys::openat(here, &c, libc::O_PATH | libc::O_NOFOLLOW)?;
-        let kind = entry.metadata()?.file_type();
+        let meta = entry.metadata()?;
+        let kind = meta.file_type();
         if kind.is_symlink() {
             links += 1;
             if links > MAX_SYMLINKS {
@@ -218,8 +254,8 @@ fn walk(root: &File, rel: &Path, flags: libc::c_int) -> io::Result<File> {
         if !kind.is_dir() {
             return Err(errno(libc::ENOTDIR));
         }
+        chain.push((meta.dev(), meta.ino()));
         cur = Some(entry);
-        depth += 1;
     }
     // The path ended on a directory step (`.`, `..`, a trailing slash): what it names is the
     // directory held.
@@ -382,6 +418,43 @@ mod tests {
             assert!(!f.metadata().unwrap().is_file());
             assert!(!root.metadata(Path::new("fifo")).unwrap().is_file());
         }
+    }
+
+    /// The race `openat2` guards its `..` steps against: a directory the walk holds is moved out
+    /// of the root before the walk climbs out of it. Climbing by opening the parent of the
+    /// directory held, and counting levels, then climbs the outside tree, and the path's
+    /// descent after that reads what lies outside. Here `a/b/../../secret` is asked for and `b`
+    /// moves to `outside/x/b` just before its `..` is resolved: the two `..` then lead to
+    /// `outside`, whose `secret` must not be opened.
+    #[test]
+    fn a_directory_moved_out_of_the_root_during_the_walk_does_not_lead_out() {
+        let tree = Tree::new("moved");
+        std::fs::create_dir_all(tree.root.join("a/b")).unwrap();
+        std::fs::create_dir_all(tree.dir.join("outside/x")).unwrap();
+        std::fs::write(tree.dir.join("outside/secret"), b"outside").unwrap();
+        let root = RootDir::open_with(&tree.root, Resolver::Walk).unwrap();
+        let mut moved = false;
+        let got = walk_observed(
+            &root.dir,
+            Path::new("a/b/../../secret"),
+            libc::O_RDONLY | libc::O_NONBLOCK,
+            &mut |name| {
+                if name == ".." && !moved {
+                    moved = true;
+                    std::fs::rename(tree.root.join("a/b"), tree.dir.join("outside/x/b")).unwrap();
+                }
+            },
+        );
+        assert!(moved, "the walk never climbed");
+        let mut bytes = Vec::new();
+        if let Ok(mut f) = got.as_ref() {
+            f.read_to_end(&mut bytes).unwrap();
+        }
+        assert_ne!(bytes, b"outside", "the walk left the root");
+        // As `openat2` answers a rename during a `..` step, so that the lookup is tried again.
+        assert_eq!(got.err().and_then(|e| e.raw_os_error()), Some(libc::EAGAIN));
+        // Asked again once the tree has settled, the path leads nowhere: `a/b` is gone.
+        assert!(read(&root, "a/b/../../secret").is_err());
     }
 
     proptest::proptest! {
