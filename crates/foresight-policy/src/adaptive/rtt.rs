@@ -97,6 +97,10 @@ impl RttEstimator {
     }
 }
 
+/// The stretches of arrival a [`RateEstimator`] keeps, the latest ones, to merge later bodies
+/// into: time before them counts as covered.
+const SPANS_MAX: usize = 16;
+
 /// The delivery rate of a path, measured from response bodies. See the module documentation.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct RateEstimator {
@@ -105,8 +109,13 @@ pub struct RateEstimator {
     timed_bytes: u64,
     /// The time during which at least one timed body was arriving.
     busy_ns: u64,
-    /// The end of the latest body timed: a body that starts before it shares that time.
-    covered_until: Option<Instant>,
+    /// The latest stretches of arrival, `(start, end)` in ns, sorted and disjoint: the first
+    /// `spans_len` entries. A body counts the time none of them covers; bodies come in the order
+    /// they finish, so one that began before another may come after it.
+    spans: [(u64, u64); SPANS_MAX],
+    spans_len: usize,
+    /// Time before this counts as covered: the end of the latest stretch dropped from `spans`.
+    covered_before: u64,
     samples: u64,
 }
 
@@ -127,24 +136,58 @@ impl RateEstimator {
             min_timed_ns: min_timed.as_nanos().max(1),
             timed_bytes: 0,
             busy_ns: 0,
-            covered_until: None,
+            spans: [(0, 0); SPANS_MAX],
+            spans_len: 0,
+            covered_before: 0,
             samples: 0,
         }
     }
 
     /// Adds one response body of `bytes` that could not have begun arriving before `start` and
-    /// had arrived whole at `end`. Bodies are expected roughly in the order they finish; time
-    /// already covered by an earlier body is not counted again. Short or empty spans are
-    /// ignored. Returns whether the sample counted.
+    /// had arrived whole at `end`, in any order: time already covered by another body is not
+    /// counted again (time before the latest [`SPANS_MAX`] stretches of arrival counts as
+    /// covered). Short or empty spans are ignored. Returns whether the sample counted.
     pub fn sample(&mut self, bytes: ByteLen, start: Instant, end: Instant) -> bool {
         if bytes.0 < self.min_body_bytes || end <= start {
             return false;
         }
-        let from = self.covered_until.map_or(start, |c| c.max(start));
-        self.busy_ns += end.saturating_since(from).as_nanos();
-        self.covered_until = Some(self.covered_until.map_or(end, |c| c.max(end)));
         self.timed_bytes += bytes.0;
         self.samples += 1;
+        let (s, e) = (start.0.max(self.covered_before), end.0);
+        if e <= s {
+            return true;
+        }
+        // The body's span joins every stretch it meets or touches; what they cover of it was
+        // counted already.
+        let mut kept = [(0u64, 0u64); SPANS_MAX + 1];
+        let (mut n, mut joined, mut covered, mut placed) = (0, (s, e), 0, false);
+        for &(a, b) in &self.spans[..self.spans_len] {
+            if b < s || a > e {
+                if a > e && !placed {
+                    kept[n] = joined;
+                    n += 1;
+                    placed = true;
+                }
+                kept[n] = (a, b);
+                n += 1;
+            } else {
+                covered += b.min(e) - a.max(s);
+                joined = (joined.0.min(a), joined.1.max(b));
+            }
+        }
+        if !placed {
+            kept[n] = joined;
+            n += 1;
+        }
+        self.busy_ns += (e - s) - covered;
+        let first = if n > SPANS_MAX {
+            self.covered_before = kept[0].1;
+            1
+        } else {
+            0
+        };
+        self.spans_len = n - first;
+        self.spans[..self.spans_len].copy_from_slice(&kept[first..n]);
         true
     }
 
@@ -243,6 +286,42 @@ mod tests {
         }
         assert_eq!(r.rate(), None);
         assert_eq!(r.timed(), Duration(300_000));
+    }
+
+    /// Bodies are fed back in the order they finish, so a body that began arriving after
+    /// another and finished first (a shorter one, or one the server had at hand) comes first.
+    /// Its time lies inside the other's: the path was busy 100 ms for the two, not 50 ms, which
+    /// doubled the rate.
+    #[test]
+    fn a_body_that_began_later_and_finished_first_shares_the_others_time() {
+        let mut r = RateEstimator::new(ByteLen::kib(64), Duration::from_millis(10));
+        assert!(r.sample(ByteLen::mib(1), Instant(50 * MS), Instant(80 * MS)));
+        assert!(r.sample(ByteLen::mib(1), Instant(0), Instant(100 * MS)));
+        assert_eq!(r.timed(), Duration::from_millis(100));
+        assert_eq!(mib_s(&r), Some(20.0));
+    }
+
+    proptest::proptest! {
+        /// Whatever order the bodies come in, the time timed is the length of the union of their
+        /// spans (as long as the spans to merge with are the latest `SPANS_MAX`).
+        #[test]
+        fn the_time_timed_is_the_union_of_the_spans_in_any_order(
+            spans in proptest::collection::vec((0u64..1_000, 1u64..200), 1..SPANS_MAX),
+        ) {
+            let mut r = RateEstimator::new(ByteLen(1), Duration(1));
+            for &(start, len) in &spans {
+                r.sample(ByteLen(1), Instant(start), Instant(start + len));
+            }
+            let mut sorted = spans.clone();
+            sorted.sort_unstable();
+            let (mut union, mut until) = (0, 0);
+            for (start, len) in sorted {
+                let from = start.max(until);
+                union += (start + len).saturating_sub(from);
+                until = until.max(start + len);
+            }
+            proptest::prop_assert_eq!(r.timed(), Duration(union));
+        }
     }
 
     #[test]
