@@ -159,6 +159,20 @@ impl Classifier {
         false
     }
 
+    /// Drops the regions that start in `[start_block, end_block)`.
+    pub fn forget_span(&mut self, start_block: u64, end_block: u64) {
+        let starts: Vec<u64> = self
+            .regions
+            .range(start_block..end_block)
+            .map(|(&s, _)| s)
+            .collect();
+        for s in starts {
+            let r = self.regions.remove(&s).expect("listed region");
+            self.by_touch.remove(&(r.touched, s));
+        }
+        debug_assert_eq!(self.by_touch.len(), self.regions.len());
+    }
+
     /// Drops regions untouched since `now - idle`.
     pub fn collect(&mut self, now: Instant, idle: Duration) {
         while let Some(&(touched, start)) = self.by_touch.first() {

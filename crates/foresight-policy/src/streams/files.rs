@@ -50,6 +50,16 @@ impl FileStreams {
         &self.inner
     }
 
+    /// Where `file`'s slice of the synthetic space starts. Slices of `2^40` bytes leave room for
+    /// `2^24` files in 64 bits; the last slice would end at `2^64`, so it is not used, and reads
+    /// of files with larger ids pass by the scheduler (the engine reuses ids, so it stays far
+    /// below).
+    fn slice_base(file: FileId) -> Option<u64> {
+        const SLICES: u64 = 1 << (u64::BITS - FILE_SPACE_SHIFT);
+        (file != VOLUME_FILE && u64::from(file.0) < SLICES - 1)
+            .then(|| u64::from(file.0) << FILE_SPACE_SHIFT)
+    }
+
     fn file_size(&self, file: FileId) -> Option<u64> {
         ((file.0 as usize) < self.layout.file_count()).then(|| self.layout.file_size(file).0)
     }
@@ -122,13 +132,15 @@ impl Policy for FileStreams {
                 range,
                 miss,
             } => {
-                let schedulable = file != VOLUME_FILE
-                    && self.file_size(file).is_some_and(|s| s < FILE_SPACE_BYTES)
-                    && range.end().0 <= FILE_SPACE_BYTES;
-                if !schedulable {
-                    return;
-                }
-                let base = (file.0 as u64) << FILE_SPACE_SHIFT;
+                let base = match Self::slice_base(file) {
+                    Some(base)
+                        if self.file_size(file).is_some_and(|s| s < FILE_SPACE_BYTES)
+                            && range.end().0 <= FILE_SPACE_BYTES =>
+                    {
+                        base
+                    }
+                    _ => return,
+                };
                 self.inner.handle(
                     now,
                     Input::Read {
@@ -140,6 +152,11 @@ impl Policy for FileStreams {
                 );
             }
             Input::Hint { .. } => {}
+            Input::FileClosed { file } => {
+                if let Some(base) = Self::slice_base(file) {
+                    self.inner.forget_span(now, base, base + FILE_SPACE_BYTES);
+                }
+            }
             other => self.inner.handle(now, other),
         }
         self.drain_inner();
@@ -244,6 +261,54 @@ mod tests {
             pos += 65536;
         }
         assert_eq!(fetched_to, 3 << 20);
+    }
+
+    /// The engine forgets a file (no reader, nothing cached or in flight) and may give its id to
+    /// the next file. The streams and regions of the forgotten file's slice must go with it:
+    /// left behind, a stream would fetch in the new file's slice, or on its timeout release the
+    /// new file's cached pages there.
+    #[test]
+    fn a_forgotten_files_streams_go_and_release_nothing_later() {
+        let layout = Arc::new(Layout::unplaced(&[ByteLen::mib(8), ByteLen::mib(8)]));
+        let mut p = FileStreams::new(cfg(), layout).unwrap();
+        // A stream on file 1, which stays, and one on file 0, whose fetches all complete.
+        read(&mut p, 1, 1, 0, true);
+        read(&mut p, 1, 1, 65536, true);
+        let kept = p.scheduler().stream_count();
+        read(&mut p, 0, 0, 0, true);
+        let mut outs = read(&mut p, 0, 0, 65536, true);
+        while let Some(id) = outs.iter().find_map(|o| match o {
+            Output::Fetch { id, file, .. } if *file == FileId(0) => Some(*id),
+            _ => None,
+        }) {
+            p.handle(Instant::ZERO, Input::Fetched { id, ok: true });
+            outs = std::iter::from_fn(|| p.poll_output()).collect();
+        }
+        assert_eq!(p.scheduler().stream_count(), kept + 1);
+        p.handle(Instant::ZERO, Input::FileClosed { file: FileId(0) });
+        assert_eq!(
+            p.scheduler().stream_count(),
+            kept,
+            "file 0's stream is still kept"
+        );
+        let new_file = Layout::unplaced(&[ByteLen::mib(4)]).file(FileId(0)).clone();
+        p.add_file(FileId(0), new_file);
+        // Long after every timeout, nothing names file 0: its data is the new file's now.
+        let mut later = Vec::new();
+        let mut now = Instant::ZERO;
+        let hour = Instant::ZERO.saturating_add(foresight_core::Duration::from_secs(3600));
+        while let Some(t) = p.poll_timeout().filter(|&t| t < hour) {
+            now = t.max(now);
+            p.handle_timeout(now);
+            later.extend(std::iter::from_fn(|| p.poll_output()));
+        }
+        assert!(
+            later.iter().all(|o| !matches!(
+                o,
+                Output::Release { file, .. } | Output::Fetch { file, .. } if *file == FileId(0)
+            )),
+            "{later:?}"
+        );
     }
 
     #[test]

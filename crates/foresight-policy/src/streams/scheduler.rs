@@ -106,6 +106,16 @@ impl WaitLine {
         }
     }
 
+    /// Takes a waiting stream out of the line, wherever it stands (at `position`).
+    fn remove(&mut self, id: u32, position: u64) {
+        match self.order {
+            TurnOrder::Arrival => self.fifo.retain(|&w| w != id),
+            TurnOrder::Position => {
+                self.by_position.remove(&(position, id));
+            }
+        }
+    }
+
     /// A waiting stream's next read moved from `from` to `to`.
     fn moved(&mut self, id: u32, from: u64, to: u64) {
         if self.order == TurnOrder::Position && self.by_position.remove(&(from, id)) {
@@ -556,6 +566,44 @@ impl StreamScheduler {
                 }
             }
         }
+        self.schedule();
+    }
+
+    /// Forgets the streams whose next read lies in `[start, end)` of the address space, and the
+    /// classifier's regions there, releasing nothing: the driver holds none of that data any
+    /// more (the engine's `Input::FileClosed` for the file whose slice this is). A stream left
+    /// behind would fetch, or on its timeout release, in the slice of the next file given the id.
+    pub(crate) fn forget_span(&mut self, now: Instant, start: u64, end: u64) {
+        let ids: Vec<u32> = self
+            .by_position
+            .range(start..end)
+            .map(|(_, &id)| id)
+            .collect();
+        for id in ids {
+            let s = self.streams.remove(&id).expect("indexed stream");
+            self.by_position.remove(&s.consumed);
+            match s.state {
+                State::Idle => {
+                    let was_idle = self.idle.remove(&(s.last_access, id));
+                    debug_assert!(was_idle, "idle stream {id} missing from the idle index");
+                }
+                State::Waiting => self.waiting.remove(id, s.fetched_end),
+                State::Dispatched => self.dispatched -= 1,
+            }
+            if let Some(fetch) = s.inflight {
+                self.by_fetch.remove(&fetch);
+            }
+            self.held_bytes -= Self::held_of(&s);
+        }
+        // A region reaches `offset_blocks` below the block that opened it.
+        self.classifier.forget_span(
+            (start / PAGE_BYTES).saturating_sub(self.cfg.offset_blocks),
+            end.div_ceil(PAGE_BYTES),
+        );
+        if self.streams.is_empty() && self.classifier.regions() == 0 {
+            self.next_gc = None;
+        }
+        self.rearm(now);
         self.schedule();
     }
 
