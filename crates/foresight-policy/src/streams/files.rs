@@ -183,7 +183,7 @@ impl Policy for FileStreams {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use foresight_core::StreamId;
+    use foresight_core::{FetchId, StreamId};
 
     fn cfg() -> StreamsConfig {
         StreamsConfig {
@@ -309,6 +309,53 @@ mod tests {
             )),
             "{later:?}"
         );
+    }
+
+    /// A stream waiting for its turn when its file is forgotten leaves the line: the turn goes to
+    /// the next stream, and the forgotten file is never fetched.
+    #[test]
+    fn a_forgotten_files_waiting_stream_leaves_the_line() {
+        let layout = Arc::new(Layout::unplaced(&[ByteLen::mib(2); 3]));
+        let cfg = StreamsConfig {
+            dispatch: Some(1),
+            ..cfg()
+        };
+        let mut p = FileStreams::new(cfg, layout).unwrap();
+        // File 0's stream takes the one dispatch slot; files 1 and 2 wait behind it.
+        let mut outs = Vec::new();
+        for f in 0..3 {
+            outs.extend(read(&mut p, f, f, 0, true));
+            outs.extend(read(&mut p, f, f, 65536, true));
+        }
+        assert_eq!(p.scheduler().stream_count(), 3);
+        p.handle(Instant::ZERO, Input::FileClosed { file: FileId(1) });
+        outs.extend(std::iter::from_fn(|| p.poll_output()));
+        assert_eq!(p.scheduler().stream_count(), 2);
+        // Serve every fetch and read file 0 through, so that its turns end and file 2's come.
+        let mut fetched = [false; 3];
+        let mut pos = 131072;
+        for _ in 0..200 {
+            let ids: Vec<FetchId> = outs
+                .drain(..)
+                .filter_map(|o| match o {
+                    Output::Fetch { id, file, .. } => {
+                        fetched[file.0 as usize] = true;
+                        Some(id)
+                    }
+                    _ => None,
+                })
+                .collect();
+            for id in ids {
+                p.handle(Instant::ZERO, Input::Fetched { id, ok: true });
+                outs.extend(std::iter::from_fn(|| p.poll_output()));
+            }
+            if pos < 2 << 20 {
+                outs.extend(read(&mut p, 0, 0, pos, false));
+                pos += 65536;
+            }
+        }
+        assert_eq!(fetched, [true, false, true], "files fetched");
+        assert!(p.scheduler().held_bytes() <= 4 << 20);
     }
 
     #[test]
