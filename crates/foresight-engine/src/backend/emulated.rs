@@ -231,6 +231,19 @@ struct Shared {
 }
 
 impl Shared {
+    /// An empty inbox whose clock starts now.
+    fn new(port: Arc<CompletionPort>) -> Arc<Shared> {
+        Arc::new(Shared {
+            inbox: Mutex::new(Inbox {
+                msgs: VecDeque::new(),
+                shutdown: false,
+            }),
+            wake: Condvar::new(),
+            epoch: WallInstant::now(),
+            port,
+        })
+    }
+
     fn now_ns(&self) -> u64 {
         self.epoch.elapsed().as_nanos() as u64
     }
@@ -270,15 +283,7 @@ impl EmulatedBackend {
     ) -> io::Result<EmulatedBackend> {
         cfg.validate()
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.to_string()))?;
-        let shared = Arc::new(Shared {
-            inbox: Mutex::new(Inbox {
-                msgs: VecDeque::new(),
-                shutdown: false,
-            }),
-            wake: Condvar::new(),
-            epoch: WallInstant::now(),
-            port,
-        });
+        let shared = Shared::new(port);
         let inner_port = CompletionPort::new();
         let weak: Weak<dyn CompletionSink> =
             Arc::downgrade(&(shared.clone() as Arc<dyn CompletionSink>));
@@ -819,15 +824,7 @@ mod tests {
     use super::*;
 
     fn clock(cfg: &EmulatedConfig) -> Clock {
-        let shared = Arc::new(Shared {
-            inbox: Mutex::new(Inbox {
-                msgs: VecDeque::new(),
-                shutdown: false,
-            }),
-            wake: Condvar::new(),
-            epoch: WallInstant::now(),
-            port: CompletionPort::new(),
-        });
+        let shared = Shared::new(CompletionPort::new());
         Clock::new(cfg, shared, 1024)
     }
 
