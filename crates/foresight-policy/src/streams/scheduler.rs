@@ -1044,14 +1044,10 @@ mod tests {
         assert_eq!(p.stream_count(), 0);
     }
 
-    /// Collection runs at most every `GC_PERIOD_MIN`, however short the timeout: it re-armed
-    /// every `timeout`, so a 1 ns timeout woke the driver every simulated nanosecond while
-    /// anything lived. Here a stream goes idle a nanosecond after each collection, stale a
-    /// nanosecond later, and still waits for the next millisecond.
-    #[test]
-    fn collection_runs_at_most_every_millisecond_with_a_tiny_timeout() {
+    /// R = 1 MiB, M = 4 MiB over a 1 GiB volume, and a 1 ns stream timeout.
+    fn one_ns_timeout_scheduler() -> StreamScheduler {
         let layout = Arc::new(Layout::new(ByteLen::gib(1), None));
-        let mut p = StreamScheduler::new(
+        StreamScheduler::new(
             StreamsConfig {
                 readahead_bytes: 1 << 20,
                 memory_bytes: 4 << 20,
@@ -1060,7 +1056,16 @@ mod tests {
             },
             layout,
         )
-        .expect("valid");
+        .expect("valid")
+    }
+
+    /// Collection runs at most every `GC_PERIOD_MIN`, however short the timeout: it re-armed
+    /// every `timeout`, so a 1 ns timeout woke the driver every simulated nanosecond while
+    /// anything lived. Here a stream goes idle a nanosecond after each collection, stale a
+    /// nanosecond later, and still waits for the next millisecond.
+    #[test]
+    fn collection_runs_at_most_every_millisecond_with_a_tiny_timeout() {
+        let mut p = one_ns_timeout_scheduler();
         let k = 64 << 10;
         let mut t = Instant::ZERO;
         let mut last_wake: Option<Instant> = None;
@@ -1095,17 +1100,7 @@ mod tests {
     /// collect, which are the instants the periodic collection collected it at.
     #[test]
     fn collection_wakes_only_when_something_can_be_collected() {
-        let layout = Arc::new(Layout::new(ByteLen::gib(1), None));
-        let mut p = StreamScheduler::new(
-            StreamsConfig {
-                readahead_bytes: 1 << 20,
-                memory_bytes: 4 << 20,
-                timeout: Duration(1),
-                ..StreamsConfig::default()
-            },
-            layout,
-        )
-        .expect("valid");
+        let mut p = one_ns_timeout_scheduler();
         let k = 64 << 10;
         read(&mut p, Instant::ZERO, 0, k, true);
         let out = read(&mut p, Instant::ZERO, k, k, true);
