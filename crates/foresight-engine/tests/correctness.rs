@@ -498,6 +498,17 @@ impl foresight_policy::Policy for SharedSeqp {
     }
 }
 
+/// A `seqp` policy (128 KiB windows) the test keeps a handle on, to look inside it.
+fn shared_seqp() -> Arc<Mutex<foresight_policy::readahead::Seqp>> {
+    Arc::new(Mutex::new(
+        foresight_policy::readahead::Seqp::new(
+            ByteLen::kib(128),
+            Arc::new(foresight_policy::Layout::unplaced(&[])),
+        )
+        .unwrap(),
+    ))
+}
+
 /// A long-running process (the server) opens readers without end. A closed reader's stream slot
 /// goes to the next reader and the policy forgets the closed stream, so neither grows with the
 /// number of opens, and the new stream does not inherit the old one's readahead.
@@ -506,13 +517,7 @@ fn closed_readers_free_their_stream_slot_and_policy_state() {
     let noop = NoopBackend::new();
     noop.insert("/mem/f", content(256 << 10, 1));
     noop.insert("/mem/g", content(256 << 10, 2));
-    let seqp = Arc::new(Mutex::new(
-        foresight_policy::readahead::Seqp::new(
-            ByteLen::kib(128),
-            Arc::new(foresight_policy::Layout::unplaced(&[])),
-        )
-        .unwrap(),
-    ));
+    let seqp = shared_seqp();
     let held = seqp.clone();
     let engine = Engine::builder()
         .backend(Backend::Noop(noop))
@@ -570,13 +575,7 @@ fn distinct_files_read_and_closed_are_forgotten() {
     const FILES: u64 = 2_000;
     const QUEUE_DEPTH: usize = 32;
     let noop = NoopBackend::new();
-    let seqp = Arc::new(Mutex::new(
-        foresight_policy::readahead::Seqp::new(
-            ByteLen::kib(128),
-            Arc::new(foresight_policy::Layout::unplaced(&[])),
-        )
-        .unwrap(),
-    ));
+    let seqp = shared_seqp();
     let held = seqp.clone();
     let engine = Engine::builder()
         .backend(Backend::Noop(noop.clone()))

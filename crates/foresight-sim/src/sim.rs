@@ -1403,15 +1403,7 @@ mod tests {
 
     /// A run of `sets` whose page-cache policy ticks as [`Ticking`] does.
     fn ticking_sim(sets: &[&str]) -> Sim<'static> {
-        let mut t = toml::Table::new();
-        for set in sets {
-            crate::config::apply_set(&mut t, set).unwrap();
-        }
-        let mut sim = Sim::new(
-            &SimConfig::from_table(t, None).unwrap(),
-            RequestLog::default(),
-        )
-        .unwrap();
+        let mut sim = sim_of(sets.iter().copied());
         sim.page_cache.wrap_policy(&mut |inner| {
             Box::new(Ticking {
                 inner,
@@ -1524,17 +1516,22 @@ mod tests {
         }
     }
 
-    /// Runs `sets` to the end and returns its report.
-    fn report_of<'a>(sets: impl IntoIterator<Item = &'a str>) -> crate::metrics::Report {
+    /// A simulation of the default config with `sets` applied.
+    fn sim_of<'a>(sets: impl IntoIterator<Item = &'a str>) -> Sim<'static> {
         let mut t = toml::Table::new();
         for set in sets {
             crate::config::apply_set(&mut t, set).unwrap();
         }
-        let mut sim = Sim::new(
+        Sim::new(
             &SimConfig::from_table(t, None).unwrap(),
             RequestLog::default(),
         )
-        .unwrap();
+        .unwrap()
+    }
+
+    /// Runs `sets` to the end and returns its report.
+    fn report_of<'a>(sets: impl IntoIterator<Item = &'a str>) -> crate::metrics::Report {
+        let mut sim = sim_of(sets);
         sim.run(None);
         sim.finish().report
     }
