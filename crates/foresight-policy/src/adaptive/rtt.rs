@@ -145,7 +145,7 @@ impl RateEstimator {
 
     /// Adds one response body of `bytes` that could not have begun arriving before `start` and
     /// had arrived whole at `end`, in any order: time already covered by another body is not
-    /// counted again (time before the latest [`SPANS_MAX`] stretches of arrival counts as
+    /// counted again (time before the latest `SPANS_MAX` stretches of arrival counts as
     /// covered). Short or empty spans are ignored. Returns whether the sample counted.
     pub fn sample(&mut self, bytes: ByteLen, start: Instant, end: Instant) -> bool {
         if bytes.0 < self.min_body_bytes || end <= start {
