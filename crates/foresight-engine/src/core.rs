@@ -55,6 +55,30 @@ use crate::stats::Stats;
 /// Errors a stream keeps for its next reads, at most this many (oldest dropped).
 const STREAM_ERRORS_MAX: usize = 16;
 
+/// How long the engine must stay idle (nothing in flight or queued, no fetch under way, no read
+/// issued to the device) before a deferred read gives up on the policy's fetches and reads on
+/// demand. The simulator releases a parked read only when nothing is in flight once every event
+/// of the instant has been handled, so a client whose read completes and who reads again at once
+/// keeps it parked; in real time the engine falls idle between that completion and the next read
+/// (the reader wakes, copies, returns, and the application reads again): tens of microseconds,
+/// more on a loaded host or in a debug build. Waiting out a gap of this length keeps a deferred
+/// read parked across it (the anticipatory scheduler's idea), while a deferral nobody will serve
+/// still ends: each costs the reader at most this much more than reading on demand at once.
+/// Well above the gap and well below a seek of the drives the engine is compared on (8 ms or so).
+pub(crate) const DEFER_GRACE_NS: u64 = 1_000_000;
+
+/// What a reader whose read was deferred does at a missing byte ([`Core::defer_wait`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum DeferWait {
+    /// Read it on demand: the deferral has ended.
+    Demand,
+    /// Wait until woken: something is in flight.
+    Woken,
+    /// Wait until woken or for at most this many nanoseconds, then look again: the engine is
+    /// idle, and the deferral ends once it has been for [`DEFER_GRACE_NS`].
+    AtMost(u64),
+}
+
 /// Eviction classes, in the order a demand read may take from them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Lru {
@@ -140,7 +164,8 @@ struct StreamState {
     /// Failed demand reads of this stream: file byte range and error.
     errors: VecDeque<(u64, u64, io::Error)>,
     /// The policy deferred the stream's current read (`Output::Defer`): its missing bytes come
-    /// from the policy's fetches, not from demand reads, while the policy has fetches under way.
+    /// from the policy's fetches, not from demand reads, until the deferral ends (see
+    /// [`Core::defer_wait`]).
     deferred: bool,
     /// The current read's byte range.
     read: (u64, u64),
@@ -223,8 +248,13 @@ pub(crate) struct Core {
     /// Readers waiting for memory, oldest first, with the bytes each needs.
     memory_waiters: VecDeque<(StreamId, Arc<Condvar>, u64)>,
     /// Readers whose deferred read waits for the policy to fetch its bytes; woken whenever the
-    /// policy's fetches change. At most one entry per stream.
+    /// policy's fetches change or the engine falls idle. At most one entry per stream.
     defer_waiters: Vec<(StreamId, Arc<Condvar>)>,
+    /// Reads handed to the backend so far: the engine has stayed idle while this does not change.
+    submitted: u64,
+    /// While the engine is idle and a deferred reader waits: `submitted` and the time when that
+    /// reader first found it idle (see [`DEFER_GRACE_NS`]).
+    quiet: Option<(u64, Instant)>,
     /// Bytes of the chunks in each eviction class.
     lru_bytes: [u64; 3],
     /// Indexed by `StreamId`. A closed stream's slot goes on `free_streams` and the next open
@@ -291,6 +321,8 @@ impl Core {
             done_now: VecDeque::new(),
             memory_waiters: VecDeque::new(),
             defer_waiters: Vec::new(),
+            submitted: 0,
+            quiet: None,
             lru_bytes: [0; 3],
             streams: Vec::new(),
             free_streams: Vec::new(),
@@ -597,21 +629,48 @@ impl Core {
     }
 
     /// Whether the reader of `stream` should wait for the policy's fetches rather than read the
-    /// missing byte at `pos` on demand: its read was deferred, no fetch has delivered that byte
-    /// since, and the policy has fetches under way. Otherwise the deferral ends and the read
-    /// falls back to demand reads: a byte delivered and missing again will not be fetched again,
-    /// and with no fetch under way nothing could bring it. A waiting reader is registered to be
-    /// woken when the fetches change.
-    pub(crate) fn defer_wait(&mut self, stream: StreamId, pos: u64, cv: &Arc<Condvar>) -> bool {
+    /// missing byte at `pos` on demand. The deferral ends, and the read falls back to demand
+    /// reads, when a fetch delivered that byte since the read was deferred (a byte delivered and
+    /// missing again will not be fetched again), or when the engine has stayed idle for
+    /// [`DEFER_GRACE_NS`]: nothing in flight or queued, no fetch of the policy's under way, and no
+    /// read handed to the backend, so nothing the policy might fetch for it is coming. While
+    /// anything is in flight the reader waits (any completion may let the policy fetch, as the
+    /// simulator's parked reads wait while anything is in flight in its page cache); while the
+    /// engine is idle it waits out the rest of the grace period. A waiting reader is registered
+    /// to be woken when the fetches change or the engine falls idle.
+    pub(crate) fn defer_wait(
+        &mut self,
+        now: Instant,
+        stream: StreamId,
+        pos: u64,
+        cv: &Arc<Condvar>,
+    ) -> DeferWait {
         let st = &self.streams[stream.0 as usize];
         if !st.deferred {
-            return false;
+            return DeferWait::Demand;
         }
-        let delivered = st.delivered.iter().any(|&(s, e)| s <= pos && pos < e);
-        if delivered || (self.fetches.is_empty() && self.done_now.is_empty()) {
+        if st.delivered.iter().any(|&(s, e)| s <= pos && pos < e) {
             self.undefer(stream);
-            return false;
+            return DeferWait::Demand;
         }
+        let wait = if self.busy() {
+            self.quiet = None;
+            DeferWait::Woken
+        } else {
+            let since = match self.quiet {
+                Some((submitted, since)) if submitted == self.submitted => since,
+                _ => {
+                    self.quiet = Some((self.submitted, now));
+                    now
+                }
+            };
+            let idle_ns = now.0.saturating_sub(since.0);
+            if idle_ns >= DEFER_GRACE_NS {
+                self.undefer(stream);
+                return DeferWait::Demand;
+            }
+            DeferWait::AtMost(DEFER_GRACE_NS - idle_ns)
+        };
         if !self.defer_waiters.iter().any(|(s, _)| *s == stream) {
             self.defer_waiters.push((stream, cv.clone()));
         }
@@ -619,7 +678,17 @@ impl Core {
             self.defer_waiters.len() <= self.streams.len(),
             "more deferred readers than streams"
         );
-        true
+        wait
+    }
+
+    /// Whether anything is in flight or queued, or the policy has a fetch under way or a
+    /// completion it has not heard of.
+    fn busy(&self) -> bool {
+        self.in_flight > 0
+            || !self.urgent.is_empty()
+            || !self.ahead.is_empty()
+            || !self.fetches.is_empty()
+            || !self.done_now.is_empty()
     }
 
     /// Marks `stream`'s current read deferred.
@@ -1370,12 +1439,17 @@ impl Core {
                 break;
             };
             self.in_flight += 1;
+            self.submitted += 1;
             self.batch.push(r);
         }
         if !self.batch.is_empty() {
             let mut batch = std::mem::take(&mut self.batch);
             self.backend.submit(&mut batch);
             self.batch = batch;
+        }
+        // Deferred readers that wait for the engine to fall idle start their grace period.
+        if !self.defer_waiters.is_empty() && !self.busy() {
+            self.wake_defer_waiters();
         }
     }
 
@@ -1818,7 +1892,6 @@ mod tests {
         memory_bytes: u64,
         max_io_bytes: u64,
     ) -> (Core, Arc<Holding>, FileId, StreamId) {
-        let backend = Arc::new(Holding::default());
         let cfg = PolicyConfig {
             name: "none".into(),
             ..PolicyConfig::default()
@@ -1826,6 +1899,16 @@ mod tests {
         let policy =
             foresight_policy::build(&cfg, Arc::new(foresight_policy::Layout::unplaced(&[])))
                 .unwrap();
+        core_over_holding_with(policy, memory_bytes, max_io_bytes)
+    }
+
+    /// [`core_over_holding`] under `policy`.
+    fn core_over_holding_with(
+        policy: Box<dyn Policy>,
+        memory_bytes: u64,
+        max_io_bytes: u64,
+    ) -> (Core, Arc<Holding>, FileId, StreamId) {
+        let backend = Arc::new(Holding::default());
         let mut core = Core::new(
             policy,
             backend.clone(),
@@ -1967,6 +2050,103 @@ mod tests {
             "lent {} of {lent_before}",
             core.pool.lent_bytes()
         );
+        core.check();
+    }
+
+    /// Defers every read of `file` that misses, and fetches nothing; other reads it leaves to
+    /// demand reads.
+    struct DeferAll {
+        file: FileId,
+        out: VecDeque<Output>,
+    }
+
+    impl Policy for DeferAll {
+        fn name(&self) -> &str {
+            "defer-all"
+        }
+        fn handle(&mut self, _now: Instant, input: Input) {
+            if let Input::Read {
+                file,
+                range,
+                miss: Some(_),
+                ..
+            } = input
+            {
+                if file == self.file {
+                    self.out.push_back(Output::Defer { file, range });
+                }
+            }
+        }
+        fn poll_output(&mut self) -> Option<Output> {
+            self.out.pop_front()
+        }
+    }
+
+    /// A deferred read waits while anything is in flight, another stream's demand reads
+    /// included, and gives up on the policy only once the engine has stayed idle, with no read
+    /// handed to the backend, for `DEFER_GRACE_NS`; a read issued meanwhile starts the grace
+    /// period again.
+    #[test]
+    fn a_deferred_read_waits_while_anything_is_in_flight_and_for_a_grace_period_after() {
+        let policy = Box::new(DeferAll {
+            file: FileId(0),
+            out: VecDeque::new(),
+        });
+        let (mut core, backend, a, sa) = core_over_holding_with(policy, 4 << 20, 64 << 10);
+        assert_eq!(a, FileId(0));
+        let handle = FileHandle {
+            id: core.next_file_id(),
+            path: PathBuf::from("other"),
+            file: None,
+            direct: false,
+            size_bytes: 1 << 20,
+            identity: (1, 2),
+            modified: None,
+            volume_offset_bytes: None,
+        };
+        let (b, sb, _, _) = core.open(handle);
+        let cv = Arc::new(Condvar::new());
+        // The other stream reads on demand; this one's read is deferred.
+        core.begin_read(Instant(0), sb, b, 0, 64 << 10);
+        assert_eq!(core.in_flight, 1);
+        core.begin_read(Instant(0), sa, a, 0, 64 << 10);
+        assert_eq!(core.in_flight, 1, "the deferred read issued nothing");
+        // The policy has no fetch under way, but the other stream's read is in flight.
+        assert_eq!(
+            core.defer_wait(Instant(1_000), sa, 0, &cv),
+            DeferWait::Woken
+        );
+        // It completes: the engine is idle, and the waiting reader is woken to time its wait.
+        core.complete_all(Instant(2_000), &mut completions(&backend));
+        assert!(
+            core.defer_waiters.is_empty(),
+            "woken when the engine fell idle"
+        );
+        assert_eq!(
+            core.defer_wait(Instant(3_000), sa, 0, &cv),
+            DeferWait::AtMost(DEFER_GRACE_NS)
+        );
+        // The other stream reads again within the grace period: it starts again.
+        core.begin_read(Instant(4_000), sb, b, 64 << 10, 128 << 10);
+        assert_eq!(
+            core.defer_wait(Instant(5_000), sa, 0, &cv),
+            DeferWait::Woken
+        );
+        core.complete_all(Instant(6_000), &mut completions(&backend));
+        assert_eq!(
+            core.defer_wait(Instant(7_000), sa, 0, &cv),
+            DeferWait::AtMost(DEFER_GRACE_NS)
+        );
+        assert_eq!(
+            core.defer_wait(Instant(7_000 + DEFER_GRACE_NS - 1), sa, 0, &cv),
+            DeferWait::AtMost(1)
+        );
+        // Idle for the whole grace period: the read falls back to demand reads.
+        assert_eq!(
+            core.defer_wait(Instant(7_000 + DEFER_GRACE_NS), sa, 0, &cv),
+            DeferWait::Demand
+        );
+        assert!(!core.streams[sa.0 as usize].deferred);
         core.check();
     }
 }

@@ -23,7 +23,7 @@ use crate::backend::{
     BackendKind, CompletionPort, CompletionSink, FileHandle, IoBackend, IoCompletion,
 };
 use crate::beneath::RootDir;
-use crate::core::{Core, CoreConfig, Found};
+use crate::core::{Core, CoreConfig, DeferWait, Found};
 use crate::error::EngineError;
 use crate::stats::Stats;
 
@@ -681,20 +681,38 @@ impl Reader {
         &self,
         core: std::sync::MutexGuard<'a, Core>,
     ) -> (std::sync::MutexGuard<'a, Core>, bool) {
-        match self.deadline {
-            None => (self.cv.wait(core).expect("engine state poisoned"), false),
-            Some(at) => {
-                let left = at.saturating_duration_since(std::time::Instant::now());
-                if left.is_zero() {
-                    return (core, true);
-                }
-                let (core, _) = self
-                    .cv
-                    .wait_timeout(core, left)
-                    .expect("engine state poisoned");
-                (core, std::time::Instant::now() >= at)
-            }
+        self.wait_at_most(core, None)
+    }
+
+    /// [`Reader::wait`], for at most `most` as well if given (the caller then looks again).
+    fn wait_at_most<'a>(
+        &self,
+        core: std::sync::MutexGuard<'a, Core>,
+        most: Option<std::time::Duration>,
+    ) -> (std::sync::MutexGuard<'a, Core>, bool) {
+        let left = self
+            .deadline
+            .map(|at| at.saturating_duration_since(std::time::Instant::now()));
+        if left.is_some_and(|l| l.is_zero()) {
+            return (core, true);
         }
+        let limit = match (left, most) {
+            (Some(l), Some(m)) => Some(l.min(m)),
+            (l, m) => l.or(m),
+        };
+        let core = match limit {
+            None => self.cv.wait(core).expect("engine state poisoned"),
+            Some(limit) => {
+                self.cv
+                    .wait_timeout(core, limit)
+                    .expect("engine state poisoned")
+                    .0
+            }
+        };
+        let timed_out = self
+            .deadline
+            .is_some_and(|at| std::time::Instant::now() >= at);
+        (core, timed_out)
     }
 
     /// Shorthand for [`Engine::hint`] on this reader's stream.
@@ -766,10 +784,16 @@ impl Read for Reader {
                         }
                         break;
                     }
-                    if core.defer_wait(self.stream, cursor, &self.cv) {
-                        // The policy will fetch these bytes (the stream's turn has not come).
+                    // The policy will fetch these bytes (the stream's turn has not come): wait
+                    // for its fetches, or for the engine to stay idle long enough to give up.
+                    let most = match core.defer_wait(shared.now(), self.stream, cursor, &self.cv) {
+                        DeferWait::Demand => None,
+                        DeferWait::Woken => Some(None),
+                        DeferWait::AtMost(ns) => Some(Some(std::time::Duration::from_nanos(ns))),
+                    };
+                    if let Some(most) = most {
                         let t = std::time::Instant::now();
-                        (core, timed_out) = self.wait(core);
+                        (core, timed_out) = self.wait_at_most(core, most);
                         stall += t.elapsed();
                         continue;
                     }
