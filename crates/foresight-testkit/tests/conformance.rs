@@ -283,7 +283,10 @@ fn three_scans_under_directed_contending_for_memory_cost_the_same_in_both_worlds
 /// first depends on timing, and the engine runs it one of two ways, the simulator's (about 125
 /// fetches in 1.0 s) or one that reads more on demand (about 65 fetches, 1.4 times the device
 /// bytes, in 1.35 s); once in about ten runs, with the suite's scenarios in parallel, a third
-/// (about 400 fetches, 0.55 times the device bytes, in 2.4 s).
+/// (about 400 fetches, 0.55 times the device bytes, in 2.4 s). The time bound, 2.2 times the
+/// simulator's, sits between the old rule (2.7 to 3.2 times on an idle machine) and what the
+/// new one takes with two busy processes beside the test on two cores (1.8 to 2.0 times; 1.0 to
+/// 1.4 idle): the engine runs in real time, and a loaded machine stretches it.
 #[test]
 fn three_small_scans_under_directed_wait_for_the_lead_in_both_worlds() {
     let s = Scenario {
@@ -310,7 +313,7 @@ fn three_small_scans_under_directed_wait_for_the_lead_in_both_worlds() {
     }
     let ratio = best.elapsed_s / sim.elapsed_s;
     assert!(
-        (0.8..1.6).contains(&ratio),
+        (0.8..2.2).contains(&ratio),
         "engine/sim time ratio {ratio:.2} ({:.3} s, the fastest of up to three runs, vs {:.3} s)",
         best.elapsed_s,
         sim.elapsed_s
@@ -347,6 +350,13 @@ fn four_streams_under_saseqp_on_raid0_decide_the_same_in_both_worlds() {
 /// before they are compared; its fetches that run past the end of a file (the block level does not know
 /// where a file ends) are clipped there, as the engine's scheduler clips them, so the device
 /// reads a little more in the simulator and device bytes are not compared.
+///
+/// With two dispatch slots for four clients, which streams take the first turns follows the
+/// order in which the clients' first reads arrive. The simulator starts them in client order;
+/// the engine's client threads usually do too, but on a machine loaded by other work a thread
+/// can start late, and then another stream takes its slot (about half the runs with two busy
+/// processes beside the test on two cores). A run whose decisions differ is therefore run again,
+/// up to three runs in all; a scheduler that decides differently fails all three.
 #[test]
 fn four_streams_under_the_stream_scheduler_decide_the_same_in_both_worlds() {
     let s = Scenario {
@@ -359,7 +369,21 @@ fn four_streams_under_the_stream_scheduler_decide_the_same_in_both_worlds() {
         ],
         ..Scenario::four_streams_seqp_wd800jd()
     };
-    let (sim, engine, c) = run_both("streams", &s);
+    let decided_alike = |c: &Comparison| {
+        c.per_stream_equal && c.fetch_sequences_equal && c.fetches.0 == c.fetches.1
+    };
+    let (mut sim, mut engine, mut c) = run_both("streams", &s);
+    for run in 2..=3 {
+        if decided_alike(&c) {
+            break;
+        }
+        eprintln!(
+            "streams: run {} decided otherwise ({:?}); running again",
+            run - 1,
+            c.first_difference
+        );
+        (sim, engine, c) = run_both("streams", &s);
+    }
     same_decisions(&c);
     similar_time(&sim, &engine);
 }
