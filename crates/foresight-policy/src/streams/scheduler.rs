@@ -755,6 +755,12 @@ mod tests {
         .expect("valid")
     }
 
+    /// Fetch `id` completes at `t`; returns what the scheduler answers.
+    fn fetched(p: &mut StreamScheduler, t: Instant, id: FetchId) -> Vec<Output> {
+        p.handle(t, Input::Fetched { id, ok: true });
+        std::iter::from_fn(|| p.poll_output()).collect()
+    }
+
     fn read(p: &mut StreamScheduler, t: Instant, off: u64, len: u64, miss: bool) -> Vec<Output> {
         p.handle(
             t,
@@ -904,14 +910,7 @@ mod tests {
         );
         // The fetch completes and the turn ends (N = 1); the client reads the buffer, then past
         // it: that request waits for the stream's next turn instead of reading on its own.
-        p.handle(
-            t,
-            Input::Fetched {
-                id: FetchId(0),
-                ok: true,
-            },
-        );
-        assert!(p.poll_output().is_none());
+        assert!(fetched(&mut p, t, FetchId(0)).is_empty());
         let past = k + (1 << 20);
         let mut off = 3 * k;
         while off < past {
@@ -953,14 +952,7 @@ mod tests {
         }
         assert_eq!(fetches.len(), 2, "only D = 2 streams issue at once");
         // Completing a read ends that stream's turn (N = 1): the next waiting stream goes.
-        p.handle(
-            t,
-            Input::Fetched {
-                id: FetchId(0),
-                ok: true,
-            },
-        );
-        let out: Vec<_> = std::iter::from_fn(|| p.poll_output()).collect();
+        let out = fetched(&mut p, t, FetchId(0));
         assert!(
             matches!(&out[..], [Output::Fetch { range, .. }] if range.start.0 >> 30 == 2),
             "{out:?}"
@@ -1025,14 +1017,7 @@ mod tests {
         for i in 0..2 {
             read(&mut p, Instant::ZERO, i * k, k, true);
         }
-        p.handle(
-            Instant::ZERO,
-            Input::Fetched {
-                id: FetchId(0),
-                ok: true,
-            },
-        );
-        while p.poll_output().is_some() {}
+        fetched(&mut p, Instant::ZERO, FetchId(0));
         let t = p.poll_timeout().expect("gc scheduled");
         p.handle_timeout(t + Duration::from_secs(5));
         let out: Vec<_> = std::iter::from_fn(|| p.poll_output()).collect();
@@ -1074,14 +1059,7 @@ mod tests {
             let at = i * (16 << 20);
             read(&mut p, t, at, k, true);
             read(&mut p, t, at + k, k, true);
-            p.handle(
-                t,
-                Input::Fetched {
-                    id: FetchId(i),
-                    ok: true,
-                },
-            );
-            while p.poll_output().is_some() {}
+            fetched(&mut p, t, FetchId(i));
             let wake = p.poll_timeout().expect("an idle stream to collect");
             let earliest = last_wake.map_or(Instant::ZERO, |w| w) + GC_PERIOD_MIN;
             assert!(wake >= earliest, "woken at {wake}, before {earliest}");
@@ -1109,14 +1087,7 @@ mod tests {
             "{out:?}"
         );
         // The turn ends with its one read: the stream is idle, its buffers unread.
-        p.handle(
-            Instant::ZERO,
-            Input::Fetched {
-                id: FetchId(0),
-                ok: true,
-            },
-        );
-        while p.poll_output().is_some() {}
+        fetched(&mut p, Instant::ZERO, FetchId(0));
         let mut wakes = Vec::new();
         while let Some(t) = p.poll_timeout() {
             wakes.push(t);
@@ -1199,14 +1170,7 @@ mod tests {
             out.iter().any(|o| matches!(o, Output::Defer { .. })),
             "{out:?}"
         );
-        p.handle(
-            t,
-            Input::Fetched {
-                id: FetchId(0),
-                ok: true,
-            },
-        );
-        let out: Vec<_> = std::iter::from_fn(|| p.poll_output()).collect();
+        let out = fetched(&mut p, t, FetchId(0));
         assert!(
             out.iter()
                 .any(|o| matches!(o, Output::Fetch { range, .. } if range.start.0 == past)),
