@@ -440,8 +440,8 @@ struct HostQueue {
     read_expire_ns: u64,
     /// What the elevator sorts; at most [`NR_REQUESTS`].
     pending: Vec<HostReq>,
-    /// Parts waiting for a slot, in arrival order; at most the parts of the reads outstanding,
-    /// which the engine bounds by the backend's capacity.
+    /// Parts waiting for a slot, in arrival order; at most the parts the outstanding reads have
+    /// left (asserted in `Clock::enqueue`), and the reads are at most the backend's capacity.
     waiting: VecDeque<Part>,
     head_lba: u64,
     batch_left: u32,
@@ -570,6 +570,9 @@ struct Clock {
     max_sectors: u64,
     /// Reads the engine may have outstanding.
     capacity_reads: usize,
+    /// Parts of the tracked reads not yet completed by their member: every part waiting for a
+    /// slot belongs to one, so the waiting lines together hold at most this many.
+    parts_outstanding: u64,
     next_id: u64,
     /// Member requests at the drives: their member and the tokens of the parts merged in them.
     at_device: BTreeMap<u64, (usize, Vec<u64>)>,
@@ -611,6 +614,7 @@ impl Clock {
             capacity_sectors: cfg.capacity_bytes() / SECTOR_BYTES,
             max_sectors,
             capacity_reads,
+            parts_outstanding: 0,
             next_id: 0,
             at_device: BTreeMap::new(),
             reads: BTreeMap::new(),
@@ -723,6 +727,7 @@ impl Clock {
                     for t in tokens {
                         let p = self.reads.get_mut(&t).expect("a tracked read");
                         p.parts_left -= 1;
+                        self.parts_outstanding -= 1;
                         if p.parts_left == 0 {
                             p.model_done = true;
                         }
@@ -785,11 +790,18 @@ impl Clock {
         }
         let p = self.reads.entry(token).or_default();
         p.parts_left += parts;
+        self.parts_outstanding += u64::from(parts);
         assert!(
             self.reads.len() <= self.capacity_reads,
             "{} reads tracked, more than the {} the engine may have outstanding",
             self.reads.len(),
             self.capacity_reads
+        );
+        let waiting: usize = self.members.iter().map(|m| m.queue.waiting.len()).sum();
+        assert!(
+            waiting as u64 <= self.parts_outstanding,
+            "{waiting} parts wait for member slots, more than the {} the tracked reads have left",
+            self.parts_outstanding
         );
     }
 
