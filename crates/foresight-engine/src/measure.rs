@@ -20,6 +20,7 @@ use crate::backend::threads::ThreadsBackend;
 use crate::backend::{
     BackendKind, CompletionPort, CompletionSink, FileHandle, IoBackend, IoCompletion, IoRequest,
 };
+use crate::beneath::RootDir;
 use crate::buffer::{AlignedBuf, ALIGN_BYTES};
 use crate::engine::Backend;
 use crate::error::EngineError;
@@ -28,6 +29,20 @@ use crate::error::EngineError;
 /// device.
 pub fn evict_from_page_cache(path: &Path) -> std::io::Result<()> {
     crate::sys::evict_from_page_cache(&File::open(path)?)
+}
+
+/// [`evict_from_page_cache`] for `rel` beneath `root`, looked up as [`RootDir::open_read`] does, so
+/// the file dropped is one of the root's own. Anything but a regular file is refused (and not
+/// opened for reading long enough to block: the open is non-blocking).
+pub fn evict_beneath_from_page_cache(root: &RootDir, rel: &Path) -> std::io::Result<()> {
+    let file = root.open_read(rel, libc::O_NONBLOCK)?;
+    if !file.metadata()?.is_file() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("{} is not a regular file", root.display_path(rel).display()),
+        ));
+    }
+    crate::sys::evict_from_page_cache(&file)
 }
 
 /// Bytes free on the file system holding `path`.
@@ -117,6 +132,51 @@ pub fn sequential_read_files(
     depth: usize,
     time_limit: Option<Duration>,
 ) -> Result<SequentialRead, EngineError> {
+    read_opened(
+        backend,
+        paths,
+        |b, i, id| b.open(&paths[i], id, true),
+        bytes_each,
+        io_bytes,
+        depth,
+        time_limit,
+    )
+}
+
+/// [`sequential_read`] of `rel` beneath `root`: the file is looked up and opened in one step that
+/// cannot leave the directory (see [`crate::beneath`]), so a name swapped for a symlink out of
+/// it after the caller chose the file is refused, not followed.
+pub fn sequential_read_beneath(
+    backend: Backend,
+    root: &RootDir,
+    rel: &Path,
+    bytes: u64,
+    io_bytes: u64,
+    depth: usize,
+    time_limit: Option<Duration>,
+) -> Result<SequentialRead, EngineError> {
+    read_opened(
+        backend,
+        &[root.display_path(rel)],
+        |b, _, id| b.open_beneath(root, rel, id, true),
+        bytes,
+        io_bytes,
+        depth,
+        time_limit,
+    )
+}
+
+/// The measurement behind [`sequential_read_files`] and [`sequential_read_beneath`]: file `i`
+/// (called `names[i]` in errors) is opened by `open` on the backend built here.
+fn read_opened(
+    backend: Backend,
+    names: &[std::path::PathBuf],
+    open: impl Fn(&dyn IoBackend, usize, FileId) -> std::io::Result<FileHandle>,
+    bytes_each: u64,
+    io_bytes: u64,
+    depth: usize,
+    time_limit: Option<Duration>,
+) -> Result<SequentialRead, EngineError> {
     let setting = |setting, message: String| EngineError::Setting { setting, message };
     if io_bytes == 0 || !io_bytes.is_multiple_of(ALIGN_BYTES as u64) {
         return Err(setting(
@@ -157,17 +217,15 @@ pub fn sequential_read_files(
             ))
         }
     };
-    if paths.is_empty() {
+    if names.is_empty() {
         return Err(setting("paths", "no file to read".into()));
     }
-    let mut files = Vec::with_capacity(paths.len());
-    for (i, path) in paths.iter().enumerate() {
-        let handle = b
-            .open(path, FileId(i as u32), true)
-            .map_err(|source| EngineError::Open {
-                path: path.clone(),
-                source,
-            })?;
+    let mut files = Vec::with_capacity(names.len());
+    for (i, name) in names.iter().enumerate() {
+        let handle = open(&*b, i, FileId(i as u32)).map_err(|source| EngineError::Open {
+            path: name.clone(),
+            source,
+        })?;
         let end = bytes_each.min(handle.size_bytes);
         files.push((Arc::new(handle), end));
     }

@@ -346,7 +346,7 @@ fn start(mut cfg: ServerConfig, on_signal: bool) -> Result<ServerHandle, NetErro
     cfg.validate()?;
     cfg.root = cfg.root.canonicalize()?;
     let root = RootDir::open(&cfg.root)?;
-    let figures = measure_figures(&cfg);
+    let figures = measure_figures(&cfg, &root);
     let engine = Engine::builder()
         .memory(cfg.engine_memory)
         .policy("seqp")
@@ -395,10 +395,10 @@ fn start(mut cfg: ServerConfig, on_signal: bool) -> Result<ServerHandle, NetErro
     })
 }
 
-fn measure_figures(cfg: &ServerConfig) -> PublishedFigures {
+fn measure_figures(cfg: &ServerConfig, root: &RootDir) -> PublishedFigures {
     let (bw, source) = match cfg.device {
         DeviceSource::Configured(b) => (b.bytes_per_s, "configured"),
-        DeviceSource::Measure => match measure_device(cfg) {
+        DeviceSource::Measure => match measure_device(cfg, root) {
             Some(b) => (b, "measured"),
             None => (cfg.default_bandwidth.bytes_per_s, "default"),
         },
@@ -414,9 +414,17 @@ fn measure_figures(cfg: &ServerConfig) -> PublishedFigures {
 }
 
 /// The largest file in the root or one level below, read with large direct reads (the rate `fio`
-/// would report), after dropping it from the page cache. Symlinks are not followed, so the
-/// measurement stays on the root's own files and device; none of the file is served.
-fn measure_device(cfg: &ServerConfig) -> Option<f64> {
+/// would report), after dropping it from the page cache. Symlinks are not chosen, and the chosen
+/// file is opened beneath `root` (the descriptor requests are served from), so a name swapped for
+/// a symlink out of the root after the choice is refused: the measurement stays on the root's own
+/// files and device. None of the file is served.
+fn measure_device(cfg: &ServerConfig, root: &RootDir) -> Option<f64> {
+    let (len_bytes, path) = largest_file(cfg)?;
+    measure_file(cfg, root, path.strip_prefix(&cfg.root).ok()?, len_bytes)
+}
+
+/// The largest regular file (not a symlink) in the root or one level below: its length and path.
+fn largest_file(cfg: &ServerConfig) -> Option<(u64, PathBuf)> {
     let mut best: Option<(u64, PathBuf)> = None;
     let mut consider = |p: PathBuf| {
         if let Ok(m) = std::fs::symlink_metadata(&p) {
@@ -437,16 +445,22 @@ fn measure_device(cfg: &ServerConfig) -> Option<f64> {
             consider(p);
         }
     }
-    let (len, path) = best?;
+    best
+}
+
+/// The sequential rate of `rel` beneath `root`, or `None` if it is too short to time (under four
+/// reads of at least 1 MiB) or cannot be read there.
+fn measure_file(cfg: &ServerConfig, root: &RootDir, rel: &Path, len_bytes: u64) -> Option<f64> {
     let io = cfg.readahead.0.div_ceil(4096) * 4096;
-    if len < 4 * io.max(1 << 20) {
+    if len_bytes < 4 * io.max(1 << 20) {
         return None;
     }
-    let _ = foresight_engine::measure::evict_from_page_cache(&path);
-    let r = foresight_engine::measure::sequential_read(
+    let _ = foresight_engine::measure::evict_beneath_from_page_cache(root, rel);
+    let r = foresight_engine::measure::sequential_read_beneath(
         cfg.backend.clone(),
-        &path,
-        len.min(256 << 20),
+        root,
+        rel,
+        len_bytes.min(256 << 20),
         io,
         4,
         Some(Duration::from_secs(2)),
@@ -1459,11 +1473,49 @@ mod tests {
         std::os::unix::fs::symlink(dir.join("outside"), root.join("dirlink")).unwrap();
         let mut cfg = ServerConfig::new(root.clone(), "127.0.0.1:0".parse().unwrap());
         cfg.backend = Backend::Threads;
-        assert_eq!(measure_device(&cfg), None, "a symlinked file was measured");
+        let rd = RootDir::open(&root).unwrap();
+        assert_eq!(
+            measure_device(&cfg, &rd),
+            None,
+            "a symlinked file was measured"
+        );
         // The same file placed in the root is measured, so the test can tell the two apart.
         std::fs::remove_file(root.join("big.bin")).unwrap();
         std::fs::copy(dir.join("outside/big.bin"), root.join("big.bin")).unwrap();
-        assert!(measure_device(&cfg).is_some_and(|r| r > 0.0));
+        assert!(measure_device(&cfg, &rd).is_some_and(|r| r > 0.0));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// The file the measurement chose is opened beneath the root: a directory on its path
+    /// swapped for a symlink out of the root between the choice and the read leaves nothing to
+    /// measure, where opening the chosen path by name would time the outside file.
+    #[test]
+    fn a_directory_swapped_after_the_measurement_chose_its_file_is_not_read() {
+        let dir =
+            std::env::temp_dir().join(format!("foresight-measure-swap-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let root = dir.join("root");
+        std::fs::create_dir_all(root.join("sub")).unwrap();
+        std::fs::create_dir_all(dir.join("outside")).unwrap();
+        std::fs::write(root.join("sub/big.bin"), vec![3u8; 8 << 20]).unwrap();
+        std::fs::write(dir.join("outside/big.bin"), vec![7u8; 8 << 20]).unwrap();
+        let mut cfg = ServerConfig::new(root.clone(), "127.0.0.1:0".parse().unwrap());
+        cfg.backend = Backend::Threads;
+        let rd = RootDir::open(&root).unwrap();
+        let (len_bytes, path) = largest_file(&cfg).expect("the root holds a file to measure");
+        assert_eq!(path, root.join("sub/big.bin"));
+        let rel = path.strip_prefix(&root).unwrap();
+        std::fs::rename(root.join("sub"), dir.join("moved")).unwrap();
+        std::os::unix::fs::symlink(dir.join("outside"), root.join("sub")).unwrap();
+        assert_eq!(
+            measure_file(&cfg, &rd, rel, len_bytes),
+            None,
+            "the outside file was read through the swapped directory"
+        );
+        // Put back, the same choice is measured, so the test can tell the two apart.
+        std::fs::remove_file(root.join("sub")).unwrap();
+        std::fs::rename(dir.join("moved"), root.join("sub")).unwrap();
+        assert!(measure_file(&cfg, &rd, rel, len_bytes).is_some_and(|r| r > 0.0));
         let _ = std::fs::remove_dir_all(&dir);
     }
 
@@ -1531,17 +1583,15 @@ mod tests {
             .memory(ByteLen::mib(16))
             .build()
             .unwrap();
-        let figures = measure_figures(&ServerConfig {
-            device: DeviceSource::Configured(Bandwidth::from_mib_s(100.0)),
-            ..cfg.clone()
-        });
-        let state = Arc::new(State::new(
-            &cfg,
-            RootDir::open(&root).unwrap(),
-            engine,
-            figures,
-            rt.handle().clone(),
-        ));
+        let rd = RootDir::open(&root).unwrap();
+        let figures = measure_figures(
+            &ServerConfig {
+                device: DeviceSource::Configured(Bandwidth::from_mib_s(100.0)),
+                ..cfg.clone()
+            },
+            &rd,
+        );
+        let state = Arc::new(State::new(&cfg, rd, engine, figures, rt.handle().clone()));
         let workers = start_workers(&state).unwrap();
         // Each request as a new client: a stream's worker keeps its reader, which was opened on
         // the file before the swap and would serve it.
