@@ -266,6 +266,12 @@ impl BlockQueue {
         }
     }
 
+    /// Whether [`BlockQueue::pop`] may return nothing with requests queued (the anticipatory
+    /// scheduler holding the disk for a stream); other schedulers always let one go.
+    pub fn may_hold_disk(&self) -> bool {
+        self.anticipating()
+    }
+
     fn anticipating(&self) -> bool {
         self.scheduler == Scheduler::Anticipatory && self.antic_expire > Duration::ZERO
     }
