@@ -31,6 +31,7 @@ use std::collections::BTreeMap;
 use std::hash::Hasher;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Condvar, Mutex};
 
 use foresight_core::{ByteLen, ByteOffset, ByteRange, FileId, StreamId};
 use foresight_engine::{Backend, EmulatedConfig, Engine};
@@ -390,7 +391,7 @@ pub fn engine_policy(s: &Scenario) -> Result<foresight_policy::PolicyConfig, Str
 
 /// Runs the scenario through the real engine on the emulated backend; `paths[i]` is client `i`'s
 /// file. A client that discloses its reads does so, as the simulator's does, just before its
-/// first read.
+/// first read, and after the clients before it have disclosed theirs.
 pub fn run_engine(s: &Scenario, paths: &[PathBuf]) -> Result<WorldRun, String> {
     let mut emulated = EmulatedConfig::preset(&s.device)
         .map_err(|e| e.to_string())?
@@ -421,11 +422,18 @@ pub fn run_engine(s: &Scenario, paths: &[PathBuf]) -> Result<WorldRun, String> {
             return Err(format!("reader {i} got {:?}", r.handle().stream));
         }
     }
+    // The simulator's clients disclose their reads in client order. Threads started in that
+    // order need not run in it, and under memory pressure the order of the hints decides whose
+    // fetches memory refuses (the contention scenarios), so each client hints only once the
+    // client before it has: the policy hears the hints in the simulator's order.
+    let hints_given = Arc::new((Mutex::new(0usize), Condvar::new()));
     let started = std::time::Instant::now();
     let handles: Vec<_> = readers
         .into_iter()
         .zip(plans)
-        .map(|(mut r, plan)| {
+        .enumerate()
+        .map(|(client, (mut r, plan))| {
+            let hints_given = hints_given.clone();
             std::thread::spawn(move || -> std::io::Result<(u64, u64)> {
                 let mut h = hasher();
                 let mut buf = Vec::new();
@@ -433,7 +441,18 @@ pub fn run_engine(s: &Scenario, paths: &[PathBuf]) -> Result<WorldRun, String> {
                 if hinted {
                     let ranges: Vec<ByteRange> =
                         plan.iter().map(|&(o, l)| ByteRange::new(o, l)).collect();
-                    r.hint(&ranges).map_err(std::io::Error::other)?;
+                    let (given, turn) = &*hints_given;
+                    let poisoned = |_| std::io::Error::other("a client thread panicked");
+                    let mut n = given.lock().map_err(poisoned)?;
+                    while *n < client {
+                        n = turn.wait(n).map_err(poisoned)?;
+                    }
+                    // Counted even if it fails, so that the clients after this one go on.
+                    let hint = r.hint(&ranges);
+                    *n += 1;
+                    turn.notify_all();
+                    drop(n);
+                    hint.map_err(std::io::Error::other)?;
                 }
                 for (offset, bytes) in plan {
                     buf.resize(bytes as usize, 0);

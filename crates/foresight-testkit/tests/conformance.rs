@@ -279,14 +279,26 @@ fn three_scans_under_directed_contending_for_memory_cost_the_same_in_both_worlds
 /// where the read waits while anything is in flight. (While the engine ended a deferral as soon
 /// as the policy had no fetch under way, the waiting streams read on demand between the leader's
 /// reads: 32 to 69 fetches in 2.6 to 3.1 s against the simulator's 124 fetches in 0.96 s.)
-/// Compared by time and device bytes, of the fastest of up to three runs: which stream leads
-/// first depends on timing, and the engine runs it one of two ways, the simulator's (about 125
-/// fetches in 1.0 s) or one that reads more on demand (about 65 fetches, 1.4 times the device
-/// bytes, in 1.35 s); once in about ten runs, with the suite's scenarios in parallel, a third
-/// (about 400 fetches, 0.55 times the device bytes, in 2.4 s). The time bound, 2.2 times the
-/// simulator's, sits between the old rule (2.7 to 3.2 times on an idle machine) and what the
-/// new one takes with two busy processes beside the test on two cores (1.8 to 2.0 times; 1.0 to
-/// 1.4 idle): the engine runs in real time, and a loaded machine stretches it.
+///
+/// The engine used to run it three ways. Two were engine or harness faults, now fixed. The
+/// buffer pool refused a prefetch when its kept memory lay in pieces too small for it, while
+/// telling the policy that memory was available, so a stream's sweeps were refused at every read
+/// (about 400 fetches, 0.55 times the device bytes, 2.4 s). And the clients' threads hinted in
+/// whatever order the OS ran them: when client 2 hinted before client 1, memory refused client
+/// 1's fetches instead of client 2's (all 18 such runs of 118 made fewer than 110 fetches), and
+/// with the pool's refusals that run took 64 fetches, 1.46 times the device bytes and 1.35 s.
+/// The clients now hint in client order, as the simulator's
+/// do. What is left depends on timing the simulator does not model: its clients read cached
+/// data in no time, the engine's in tens of microseconds each (more while a release copies the
+/// rest of a 1 MiB chunk under the engine's lock, and milliseconds when the host preempts that
+/// thread), so a completion can reach the policy before another stream's reads of cached data
+/// rather than after them, and a sweep then takes in other reads: 98 to 102 fetches and 1.11
+/// to 1.15 times the device bytes in 3 of 59 runs of the scenario alone (idle, beside a busy
+/// process, three at once), which took 0.85 to 1.15 s and read 0.93 to 1.15 times the device
+/// bytes in all. In the whole suite beside a busy process, one run in five went the old second
+/// way still (61 fetches, 1.31 times the bytes, 1.26 s). Compared by the time and the device
+/// bytes of the fastest of up to three runs: the time within -20% and +60% (the engine runs in
+/// real time, and a loaded machine stretches it), the bytes within -15% and +40%.
 #[test]
 fn three_small_scans_under_directed_wait_for_the_lead_in_both_worlds() {
     let s = Scenario {
@@ -303,7 +315,7 @@ fn three_small_scans_under_directed_wait_for_the_lead_in_both_worlds() {
     let (sim, mut best, c) = run_both(name, &s);
     assert!(c.fetches.0 > 0 && c.fetches.1 > 0, "no fetches");
     for _ in 1..3 {
-        if best.elapsed_s / sim.elapsed_s < 1.6 {
+        if best.elapsed_s / sim.elapsed_s < 1.25 {
             break;
         }
         let (_, again, _) = run_both(name, &s);
@@ -313,14 +325,14 @@ fn three_small_scans_under_directed_wait_for_the_lead_in_both_worlds() {
     }
     let ratio = best.elapsed_s / sim.elapsed_s;
     assert!(
-        (0.8..2.2).contains(&ratio),
+        (0.8..1.6).contains(&ratio),
         "engine/sim time ratio {ratio:.2} ({:.3} s, the fastest of up to three runs, vs {:.3} s)",
         best.elapsed_s,
         sim.elapsed_s
     );
     let bytes = best.device_bytes as f64 / sim.device_bytes as f64;
     assert!(
-        (0.8..1.6).contains(&bytes),
+        (0.85..1.4).contains(&bytes),
         "device bytes of the fastest run, engine/sim {bytes:.2} ({} vs {})",
         best.device_bytes,
         sim.device_bytes
