@@ -6,15 +6,26 @@
 //! completions delayed; then runs a random interleaving of reads (some with a read deadline) and
 //! seeks by several readers, checking after every step the budget (the peak, which covers every
 //! instant in between), the engine's own accounting, and the bytes.
+//!
+//! A second property covers releases of parts of cached chunks (what `directed` does with the gaps
+//! an infill fetch read, and with each read it has used): a policy fetches a file and then releases
+//! random ranges of it, and a reader that had read a random prefix reads the rest, which must be
+//! the file's bytes, with the budget and the engine's accounting checked as before. With the pool
+//! prefaulted every buffer is a piece of one mapping, so those releases cut the chunks' own
+//! buffers; without, small chunks are ordinary memory and their kept pages are copied.
 
 mod common;
 
+use std::collections::VecDeque;
 use std::io::{Read, Seek, SeekFrom};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use common::content;
-use foresight_core::ByteLen;
+use foresight_core::{ByteLen, ByteRange, FetchId, FileId};
 use foresight_engine::{Backend, Engine, Fault, FaultKind, NoopBackend};
+use foresight_policy::{Input, Output, Policy, Tier};
 use proptest::prelude::*;
 
 #[derive(Clone, Debug)]
@@ -129,5 +140,123 @@ proptest! {
             prop_assert!(s.memory_used_bytes <= limit);
             engine.check_invariants();
         }
+    }
+
+    #[test]
+    fn releases_of_parts_of_chunks_keep_the_other_bytes(
+        size in 1usize..3_000_000,
+        max_io_pages in prop::sample::select(vec![16u64, 128, 256]),
+        prefault in any::<bool>(),
+        prefix_permille in 0usize..1000,
+        cuts in prop::collection::vec((0u64..1000, 1u64..300_000), 1..12),
+        reads in prop::collection::vec(1usize..200_000, 1..40),
+    ) {
+        let case = format!("size {size} max_io_pages {max_io_pages} prefault {prefault} prefix_permille {prefix_permille} cuts {cuts:?} reads {reads:?}");
+        let noop = NoopBackend::new();
+        let data = content(size, 7);
+        noop.insert("/mem/f", data.clone());
+        let released = Arc::new(AtomicBool::new(false));
+        let flag = released.clone();
+        let cuts: Vec<ByteRange> = cuts
+            .iter()
+            .map(|&(at_permille, len)| ByteRange::new(size as u64 * at_permille / 1000, len))
+            .collect();
+        let limit = 8u64 << 20;
+        let engine = Engine::builder()
+            .backend(Backend::Noop(noop))
+            .memory(ByteLen(limit))
+            .max_io(ByteLen(max_io_pages * 4096))
+            .queue_depth(4)
+            .prefault(prefault)
+            .wrap_policy(Box::new(move |_| {
+                Box::new(FetchThenCut {
+                    cuts: cuts.clone(),
+                    fetch: None,
+                    released: flag.clone(),
+                    out: VecDeque::new(),
+                })
+            }))
+            .build()
+            .unwrap();
+        let _watchdog = common::watchdog(&engine, case, Duration::from_secs(20));
+        let mut r = engine.open("/mem/f").unwrap();
+        let mut buf = vec![0u8; 200_000];
+        // Read a prefix on demand, so that some chunks are partly read when the cuts come.
+        let prefix = size * prefix_permille / 1000;
+        let mut pos = 0;
+        while pos < prefix {
+            let n = r.read(&mut buf[..(prefix - pos).min(64 << 10)]).unwrap();
+            prop_assert!(n > 0);
+            prop_assert!(buf[..n] == data[pos..pos + n], "bytes at {}", pos);
+            pos += n;
+        }
+        r.hint(&[ByteRange::new(0, size as u64)]).unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while !released.load(Ordering::Acquire) {
+            prop_assert!(std::time::Instant::now() < deadline, "the fetch never completed: {}", engine.describe());
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        engine.check_invariants();
+        for len in reads.iter().cycle() {
+            let n = r.read(&mut buf[..*len]).unwrap();
+            prop_assert_eq!(n, (*len).min(size - pos));
+            if n == 0 {
+                break;
+            }
+            prop_assert!(buf[..n] == data[pos..pos + n], "bytes at {}", pos);
+            pos += n;
+            engine.check_invariants();
+        }
+        prop_assert_eq!(pos, size);
+        let s = engine.stats();
+        prop_assert!(s.memory_peak_bytes <= limit, "peak {} over {}", s.memory_peak_bytes, limit);
+        drop(r);
+        engine.check_invariants();
+    }
+}
+
+/// Fetches the first hinted range, and when it has arrived releases `cuts`, one after another.
+struct FetchThenCut {
+    cuts: Vec<ByteRange>,
+    fetch: Option<(FetchId, FileId)>,
+    /// Set once the last release has been handed to the engine (which carries it out under the
+    /// same lock, before any read can look).
+    released: Arc<AtomicBool>,
+    out: VecDeque<Output>,
+}
+
+impl Policy for FetchThenCut {
+    fn name(&self) -> &str {
+        "fetch-then-cut"
+    }
+    fn handle(&mut self, _now: foresight_core::Instant, input: Input) {
+        match input {
+            Input::Hint { file, ranges, .. } if self.fetch.is_none() => {
+                if let Some(&range) = ranges.first() {
+                    let id = FetchId(1);
+                    self.fetch = Some((id, file));
+                    self.out.push_back(Output::Fetch {
+                        id,
+                        file,
+                        range,
+                        into: Tier::Memory,
+                    });
+                }
+            }
+            Input::Fetched { id, .. } if self.fetch.is_some_and(|(f, _)| f == id) => {
+                let file = self.fetch.expect("checked").1;
+                for &range in &self.cuts {
+                    self.out.push_back(Output::Release { file, range });
+                }
+            }
+            _ => {}
+        }
+    }
+    fn poll_output(&mut self) -> Option<Output> {
+        let o = self.out.pop_front();
+        if matches!(o, Some(Output::Release { .. })) && self.out.is_empty() {
+            self.released.store(true, Ordering::Release);
+        }
+        o
     }
 }
