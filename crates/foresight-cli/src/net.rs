@@ -248,7 +248,7 @@ pub struct GetArgs {
     seed: Option<u64>,
     /// How long one range request may take before it is retried (a unit must arrive within it,
     /// so a slow path with a large --readahead needs more); without ranges, how long the whole-file
-    /// GET may go without data. At least 1s.
+    /// GET may go without data. Connecting to the server gets as long. At least 1s.
     #[arg(allow_hyphen_values = true, long, value_name = "DURATION", default_value = "60s", value_parser = duration_arg)]
     request_timeout: StdDuration,
     /// Print one JSON object per URL instead of a summary line.

@@ -169,7 +169,8 @@ pub struct ClientConfig {
     /// The size of the application's sequential reads.
     pub app_read: ByteLen,
     /// How long one range request may take; without ranges, how long the one whole-file `GET`
-    /// may go without receiving data (it may take as long as the file needs).
+    /// may go without receiving data (it may take as long as the file needs). Each connect to
+    /// the server may take as long.
     pub request_timeout: StdDuration,
     /// `p` when the server publishes none.
     pub peak_ratio: f64,
@@ -370,19 +371,33 @@ impl Pool {
                 return Ok(c);
             }
         }
-        let tcp = tokio::net::TcpStream::connect(&self.authority)
+        // The connect has the request timeout too: a server whose accept queue is full (or a
+        // host that drops SYNs) would otherwise hold the download for the kernel's SYN retries,
+        // over two minutes, whatever `--request-timeout` says.
+        let connect = async {
+            let tcp = tokio::net::TcpStream::connect(&self.authority)
+                .await
+                .map_err(|error| NetError::Connect {
+                    addr: self.authority.clone(),
+                    error,
+                })?;
+            let _ = tcp.set_nodelay(true);
+            hyper::client::conn::http1::handshake(TokioIo::new(tcp))
+                .await
+                .map_err(|e| NetError::Connect {
+                    addr: self.authority.clone(),
+                    error: std::io::Error::other(e),
+                })
+        };
+        let (send, conn) = tokio::time::timeout(self.timeout, connect)
             .await
-            .map_err(|error| NetError::Connect {
+            .map_err(|_| NetError::Connect {
                 addr: self.authority.clone(),
-                error,
-            })?;
-        let _ = tcp.set_nodelay(true);
-        let (send, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tcp))
-            .await
-            .map_err(|e| NetError::Connect {
-                addr: self.authority.clone(),
-                error: std::io::Error::other(e),
-            })?;
+                error: std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    format!("no connection within {:?}", self.timeout),
+                ),
+            })??;
         tokio::spawn(async move {
             let _ = conn.await;
         });

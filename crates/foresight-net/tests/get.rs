@@ -714,3 +714,51 @@ fn a_server_that_refuses_connections_beyond_its_limit_is_still_read() {
     assert!(out == *data);
     assert_eq!(r.bytes, data.len() as u64);
 }
+
+/// A listener whose accept queue is full (backlog 0, one connection waiting that is never
+/// accepted): the kernel drops every further SYN, so a connect to it makes no progress until the
+/// kernel's SYN retries run out, over two minutes on Linux's defaults. The listener and the
+/// waiting connection are returned so that the caller keeps them open.
+fn never_accepting_listener() -> (std::net::TcpListener, std::net::TcpStream) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let listener = rt.block_on(async {
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        socket.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+        socket.listen(0).unwrap().into_std().unwrap()
+    });
+    let waiting = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+    (listener, waiting)
+}
+
+/// `--request-timeout` bounds the connect as well as the answer: a server that never accepts is
+/// an error naming the timeout once it has passed, not a hang for as long as the kernel keeps
+/// resending the SYN. (The bound checked, 30 s for a timeout of 1 s, only tells an answer after
+/// the timeout from one after the kernel's retries.)
+#[test]
+fn a_server_that_never_accepts_is_an_error_after_the_request_timeout() {
+    let (listener, _waiting) = never_accepting_listener();
+    let url: Url = format!("http://{}/f.bin", listener.local_addr().unwrap())
+        .parse()
+        .unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let c = Client::new(ClientConfig {
+            request_timeout: Duration::from_secs(1),
+            ..ClientConfig::default()
+        })
+        .unwrap();
+        let _ = tx.send(c.get(&url, &mut Vec::new()).map(|r| r.bytes));
+    });
+    let got = rx
+        .recv_timeout(Duration::from_secs(30))
+        .expect("the client was still connecting 30 s after a 1 s request timeout");
+    let e = got.expect_err("a server that never accepts gave a file");
+    let shown = e.to_string();
+    assert!(
+        shown.contains("cannot connect") && shown.contains("1s"),
+        "{shown}"
+    );
+}
