@@ -7,9 +7,11 @@
 //! rate`) and written to the other side `delay` later. Per connection and direction, a reader
 //! thread stamps chunks and a writer thread sleeps until each chunk is due; the queue between them
 //! is bounded to the link's bandwidth-delay product (at most 256 MiB) plus 1 MiB, so a fast sender
-//! is held back by TCP flow control rather than by the proxy's memory. Plain threads rather than an
-//! async runtime because their sleeps are precise to tens of microseconds, which the shortest
-//! delays need.
+//! is held back by TCP flow control rather than by the proxy's memory. A write that makes no
+//! progress for the send timeout closes the connection both ways, so an end that stops reading
+//! gives back its threads, queued bytes and slot instead of holding them. Plain threads rather
+//! than an async runtime because their sleeps are precise to tens of microseconds, which the
+//! shortest delays need.
 //!
 //! The accept thread only accepts: each connection resolves and connects to the upstream on a
 //! thread of its own, with at most [`UPSTREAM_CONNECT_TIMEOUT`] per address, so an upstream slow
@@ -42,7 +44,13 @@ pub struct ProxyConfig {
     pub bandwidth: Option<Bandwidth>,
     /// Most connections relayed at once; more are closed at once.
     pub max_connections: usize,
+    /// How long a write to either end may make no progress before the connection is closed in
+    /// both directions ([`DEFAULT_SEND_TIMEOUT`] for the command).
+    pub send_timeout: Duration,
 }
+
+/// The proxy's [`ProxyConfig::send_timeout`] unless told otherwise, the server's own default.
+pub const DEFAULT_SEND_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// A running proxy.
 #[derive(Debug)]
@@ -189,6 +197,12 @@ fn spawn_with(cfg: ProxyConfig, connect: Connector) -> Result<ProxyHandle, NetEr
             });
         }
     }
+    if cfg.send_timeout.is_zero() {
+        return Err(NetError::Setting {
+            key: "send_timeout",
+            message: "must be longer than zero".into(),
+        });
+    }
     if cfg.max_connections == 0 {
         return Err(NetError::Setting {
             key: "--max-connections",
@@ -226,6 +240,7 @@ fn spawn_with(cfg: ProxyConfig, connect: Connector) -> Result<ProxyHandle, NetEr
     };
     let (up, down) = (link(), link());
     let queue_chunks = queue_chunks(cfg.bandwidth, cfg.delay);
+    let send_timeout = cfg.send_timeout;
     let (st, stp) = (stats.clone(), stop.clone());
     let thread = std::thread::Builder::new()
         .name("foresight-proxy".into())
@@ -256,6 +271,12 @@ fn spawn_with(cfg: ProxyConfig, connect: Connector) -> Result<ProxyHandle, NetEr
                                 let _ = client.set_nonblocking(false);
                                 let _ = client.set_nodelay(true);
                                 let _ = server.set_nodelay(true);
+                                // A write that blocks this long fails, and the writer then closes
+                                // both ends: an end that stopped reading would otherwise hold its
+                                // writer, the reader behind the full queue, the queued bytes and
+                                // the connection's slot for good.
+                                let _ = client.set_write_timeout(Some(send_timeout));
+                                let _ = server.set_write_timeout(Some(send_timeout));
                                 let _ =
                                     relay(client, server, &up, &down, queue_chunks, &st2, &open2);
                             });
@@ -407,6 +428,7 @@ mod tests {
                     delay: Duration::ZERO,
                     bandwidth: Some(Bandwidth::from_bytes_per_s(bytes_per_s)),
                     max_connections: 1,
+                    send_timeout: DEFAULT_SEND_TIMEOUT,
                 },
                 Arc::new(connect_upstream),
             )
@@ -451,6 +473,7 @@ mod tests {
                 delay: Duration::ZERO,
                 bandwidth: None,
                 max_connections: 16,
+                send_timeout: DEFAULT_SEND_TIMEOUT,
             },
             connect,
         )

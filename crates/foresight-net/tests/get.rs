@@ -77,6 +77,7 @@ fn the_proxy_adds_its_delay_and_keeps_the_bytes() {
         delay,
         bandwidth: Some(Bandwidth::from_bytes_per_s(1e9 / 8.0)),
         max_connections: 256,
+        send_timeout: proxy::DEFAULT_SEND_TIMEOUT,
     })
     .unwrap();
     let url: Url = format!("http://{}/big.bin", p.local_addr())
@@ -761,4 +762,84 @@ fn a_server_that_never_accepts_is_an_error_after_the_request_timeout() {
         shown.contains("cannot connect") && shown.contains("1s"),
         "{shown}"
     );
+}
+
+/// An upstream that answers `flood` with bytes until the connection fails and `ping` with
+/// `pong`, one connection per thread.
+fn flood_or_pong_upstream() -> std::net::SocketAddr {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for c in listener.incoming() {
+            let Ok(mut c) = c else { continue };
+            std::thread::spawn(move || {
+                let mut word = [0u8; 4];
+                if c.read_exact(&mut word).is_err() {
+                    return;
+                }
+                if &word == b"ping" {
+                    let _ = c.write_all(b"pong");
+                    return;
+                }
+                let block = vec![0x5au8; 64 << 10];
+                while c.write_all(&block).is_ok() {}
+            });
+        }
+    });
+    addr
+}
+
+/// A client of the proxy that stops reading (and never closes) is cut off once the proxy's
+/// writes to it have made no progress for the send timeout, and its connection's slot, threads
+/// and queued bytes go with it. Before, the writer waited on the client forever, its reader on
+/// the full queue, and the slot was never given back: here, with one slot, no other client was
+/// ever relayed again. (The 60 s bound only tells a slot given back from one kept for good.)
+#[test]
+fn a_proxy_client_that_stops_reading_is_cut_off_and_frees_its_slot() {
+    use std::io::{Read, Write};
+    let upstream = flood_or_pong_upstream();
+    let p = proxy::spawn(ProxyConfig {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        upstream: upstream.to_string(),
+        delay: Duration::ZERO,
+        // A rate keeps the queue between the proxy's reader and writer at its smallest.
+        bandwidth: Some(Bandwidth::from_bytes_per_s(1e9)),
+        max_connections: 1,
+        send_timeout: Duration::from_secs(1),
+    })
+    .unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.set_recv_buffer_size(4096).unwrap();
+    let mut stalled = rt
+        .block_on(socket.connect(p.local_addr()))
+        .unwrap()
+        .into_std()
+        .unwrap();
+    stalled.set_nonblocking(false).unwrap();
+    stalled.write_all(b"flood").unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let relayed = loop {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the stalled client's slot was never given back"
+        );
+        // Refused at the limit, a connection is closed unanswered.
+        let Ok(mut c) = std::net::TcpStream::connect(p.local_addr()) else {
+            continue;
+        };
+        c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let mut got = [0u8; 4];
+        if c.write_all(b"ping").is_ok() && c.read_exact(&mut got).is_ok() {
+            break got;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(&relayed, b"pong");
+    drop(stalled);
+    p.shutdown();
 }
