@@ -777,14 +777,15 @@ async fn download(
                     ex.status
                 )));
             }
-            let got = ex
-                .headers
-                .get(header::CONTENT_RANGE)
-                .and_then(|v| parse_content_range(v.as_bytes()));
+            let sent_range = ex.headers.get(header::CONTENT_RANGE);
+            let got = sent_range.and_then(|v| parse_content_range(v.as_bytes()));
             if got.map(|g| g.0) != Some(range) || ex.body.len() as u64 != range.len.0 {
+                // Shown as the server wrote it: that is what its operator can look for.
+                let sent_range = sent_range.map_or("no Content-Range".into(), |v| {
+                    format!("Content-Range `{}`", String::from_utf8_lossy(v.as_bytes()))
+                });
                 return Err(http_err(format!(
-                    "asked for {range}, got Content-Range {:?} and {} bytes",
-                    got,
+                    "asked for {range}, got {sent_range} and {} bytes",
                     ex.body.len()
                 )));
             }

@@ -843,3 +843,39 @@ fn a_proxy_client_that_stops_reading_is_cut_off_and_frees_its_slot() {
     drop(stalled);
     p.shutdown();
 }
+
+/// A range answered with the wrong bytes is an error that shows what the server sent: the
+/// `Content-Range` as written and the body's length, not the client's internal types.
+#[test]
+fn a_wrong_content_range_is_reported_as_the_server_wrote_it() {
+    use std::io::Write;
+    let data = std::sync::Arc::new(content(300_000, 6));
+    let d = data.clone();
+    let addr = tiny_server(move |req, c| {
+        let Some((first, last)) = req.range.filter(|_| req.method == "GET") else {
+            return answer(req, c, "HTTP/1.1", "Accept-Ranges: bytes\r\n", &d).is_ok();
+        };
+        // One byte further on than asked, as a server with an off-by-one would answer.
+        let body = &d[first as usize + 1..=last as usize + 1];
+        let head = format!(
+            "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes {}-{}/{}\r\n\
+             Content-Length: {}\r\n\r\n",
+            first + 1,
+            last + 1,
+            d.len(),
+            body.len()
+        );
+        c.write_all(head.as_bytes())
+            .and_then(|()| c.write_all(body))
+            .is_ok()
+    });
+    let url: Url = format!("http://{addr}/f.bin").parse().unwrap();
+    let e = client(AlphaMode::Fixed(1))
+        .get(&url, &mut Vec::new())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("Content-Range `bytes 1-131072/300000`") && !e.contains("ByteRange"),
+        "{e}"
+    );
+}
