@@ -13,9 +13,12 @@
 //! request only if it was opened on that very file (device, inode, size and modification time),
 //! and a reader opened for a request that finds the path naming another file by then answers 503
 //! (retry) rather than send bytes of a file other than the one whose length was announced. Chunks go
-//! to the connection through a small bounded channel, so a slow client holds back its own worker
-//! for at most the send timeout, never the server's memory: a connection whose writes make no
-//! progress for the send timeout is closed, and its permit, buffers and queued chunks with it.
+//! to the connection through a small bounded channel, so a client that stops reading holds back its
+//! own worker for at most the send timeout, never the server's memory: a connection whose writes
+//! make no progress for the send timeout is closed, and its permit, buffers and queued chunks with
+//! it. A client that keeps reading, however slowly, holds its worker until its response is sent
+//! (the worker serves one request at a time, as in the paper), and the streams pinned to that
+//! worker wait behind it.
 //!
 //! Limits: connections (`max_connections`; more are closed at once), request header bytes
 //! (`max_header_bytes`), time a connection may sit without sending a complete request header
