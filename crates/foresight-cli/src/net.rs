@@ -581,8 +581,8 @@ direction and capping each direction at --bandwidth (shared by all connections, 
 
 The round trip through the proxy is twice --delay plus the upstream's own. Each connection holds \
 at most the bandwidth-delay product (up to 256 MiB) in flight each way, so a delay longer than \
-256 MiB / --bandwidth also caps each connection's rate. A connection whose writes to either end \
-make no progress for 30 s (an end that stopped reading) is closed both ways. Use it to measure \
+256 MiB / --bandwidth also caps each connection's rate. A connection whose end does not take a \
+64 KiB chunk within 30 s (an end that stopped reading) is closed both ways. Use it to measure \
 `foresight get` against long or slow paths on one machine; it runs until interrupted.
 
 Example:

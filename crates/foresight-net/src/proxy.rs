@@ -7,8 +7,8 @@
 //! rate`) and written to the other side `delay` later. Per connection and direction, a reader
 //! thread stamps chunks and a writer thread sleeps until each chunk is due; the queue between them
 //! is bounded to the link's bandwidth-delay product (at most 256 MiB) plus 1 MiB, so a fast sender
-//! is held back by TCP flow control rather than by the proxy's memory. A write that makes no
-//! progress for the send timeout closes the connection both ways, so an end that stops reading
+//! is held back by TCP flow control rather than by the proxy's memory. A chunk that an end does
+//! not take within the send timeout closes the connection both ways, so an end that stops reading
 //! gives back its threads, queued bytes and slot instead of holding them. Plain threads rather
 //! than an async runtime because their sleeps are precise to tens of microseconds, which the
 //! shortest delays need.
@@ -44,8 +44,8 @@ pub struct ProxyConfig {
     pub bandwidth: Option<Bandwidth>,
     /// Most connections relayed at once; more are closed at once.
     pub max_connections: usize,
-    /// How long a write to either end may make no progress before the connection is closed in
-    /// both directions ([`DEFAULT_SEND_TIMEOUT`] for the command).
+    /// How long either end may take to accept one chunk (64 KiB at most) before the connection
+    /// is closed in both directions ([`DEFAULT_SEND_TIMEOUT`] for the command).
     pub send_timeout: Duration,
 }
 
@@ -239,8 +239,10 @@ fn spawn_with(cfg: ProxyConfig, connect: Connector) -> Result<ProxyHandle, NetEr
         })
     };
     let (up, down) = (link(), link());
-    let queue_chunks = queue_chunks(cfg.bandwidth, cfg.delay);
-    let send_timeout = cfg.send_timeout;
+    let limits = Limits {
+        queue_chunks: queue_chunks(cfg.bandwidth, cfg.delay),
+        send_timeout: cfg.send_timeout,
+    };
     let (st, stp) = (stats.clone(), stop.clone());
     let thread = std::thread::Builder::new()
         .name("foresight-proxy".into())
@@ -271,14 +273,7 @@ fn spawn_with(cfg: ProxyConfig, connect: Connector) -> Result<ProxyHandle, NetEr
                                 let _ = client.set_nonblocking(false);
                                 let _ = client.set_nodelay(true);
                                 let _ = server.set_nodelay(true);
-                                // A write that blocks this long fails, and the writer then closes
-                                // both ends: an end that stopped reading would otherwise hold its
-                                // writer, the reader behind the full queue, the queued bytes and
-                                // the connection's slot for good.
-                                let _ = client.set_write_timeout(Some(send_timeout));
-                                let _ = server.set_write_timeout(Some(send_timeout));
-                                let _ =
-                                    relay(client, server, &up, &down, queue_chunks, &st2, &open2);
+                                let _ = relay(client, server, &up, &down, limits, &st2, &open2);
                             });
                         if spawned.is_err() {
                             // The client went with the closure: it is closed, unserved.
@@ -301,12 +296,21 @@ fn spawn_with(cfg: ProxyConfig, connect: Connector) -> Result<ProxyHandle, NetEr
     })
 }
 
+/// What bounds each direction of one connection.
+#[derive(Clone, Copy, Debug)]
+struct Limits {
+    /// Chunks queued between the reader and the writer ([`queue_chunks`]).
+    queue_chunks: usize,
+    /// How long the writer's end may take to accept one chunk.
+    send_timeout: Duration,
+}
+
 fn relay(
     client: TcpStream,
     server: TcpStream,
     up: &Arc<Link>,
     down: &Arc<Link>,
-    queue_chunks: usize,
+    limits: Limits,
     stats: &Arc<ProxyStats>,
     open: &Arc<AtomicUsize>,
 ) -> io::Result<()> {
@@ -316,7 +320,7 @@ fn relay(
         (client.try_clone()?, server.try_clone()?, up.clone(), true),
         (server, client, down.clone(), false),
     ] {
-        let (tx, rx) = sync_channel::<Option<(u64, Vec<u8>)>>(queue_chunks);
+        let (tx, rx) = sync_channel::<Option<(u64, Vec<u8>)>>(limits.queue_chunks);
         let (st, epoch) = (stats.clone(), link.epoch);
         std::thread::Builder::new()
             .name("proxy-read".into())
@@ -325,7 +329,7 @@ fn relay(
         std::thread::Builder::new()
             .name("proxy-write".into())
             .spawn(move || {
-                write_side(dst, &rx, epoch);
+                write_side(dst, &rx, epoch, limits.send_timeout);
                 if remaining.fetch_sub(1, Ordering::SeqCst) == 1 {
                     open.fetch_sub(1, Ordering::SeqCst);
                 }
@@ -362,19 +366,50 @@ fn read_side(
     let _ = tx.send(None);
 }
 
-fn write_side(mut dst: TcpStream, rx: &Receiver<Option<(u64, Vec<u8>)>>, epoch: Instant) {
+fn write_side(
+    mut dst: TcpStream,
+    rx: &Receiver<Option<(u64, Vec<u8>)>>,
+    epoch: Instant,
+    send_timeout: Duration,
+) {
     while let Ok(Some((due, data))) = rx.recv() {
         let now = epoch.elapsed().as_nanos() as u64;
         if due > now {
             std::thread::sleep(Duration::from_nanos(due - now));
         }
-        if dst.write_all(&data).is_err() {
-            // The far side is gone: stop reading towards it too.
+        if write_within(&mut dst, &data, send_timeout).is_err() {
+            // The far side is gone, or has stopped reading: stop reading towards it too, which
+            // ends the other direction and gives back the connection's slot.
             let _ = dst.shutdown(Shutdown::Both);
             return;
         }
     }
     let _ = dst.shutdown(Shutdown::Write);
+}
+
+/// Writes all of `data` within `timeout`, or fails. A socket's own write timeout bounds each
+/// `write` call, not the chunk: the kernel goes on taking a few bytes into its send buffer now and
+/// then although the peer reads nothing, and each such partial write starts the timeout again, so
+/// a peer that stopped reading kept a writer for minutes rather than the timeout.
+fn write_within(dst: &mut TcpStream, mut data: &[u8], timeout: Duration) -> io::Result<()> {
+    let deadline = Instant::now() + timeout;
+    while !data.is_empty() {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                format!("the peer took no chunk for {timeout:?}"),
+            ));
+        }
+        dst.set_write_timeout(Some(left))?;
+        match dst.write(data) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => data = &data[n..],
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
