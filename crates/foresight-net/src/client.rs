@@ -428,7 +428,7 @@ impl Pool {
         let _out = Out::new(self);
         conn.ready()
             .await
-            .map_err(|e| http_err(format!("connection: {e}")))?;
+            .map_err(|e| http_err(format!("connection: {}", with_causes(&e))))?;
         let head = method == Method::HEAD;
         let mut req = Request::builder()
             .method(method)
@@ -446,7 +446,7 @@ impl Pool {
             let resp = conn
                 .send_request(req)
                 .await
-                .map_err(|e| http_err(format!("request failed: {e}")))?;
+                .map_err(|e| http_err(format!("request failed: {}", with_causes(&e))))?;
             let first_byte = self.now();
             let (parts, body) = resp.into_parts();
             // A whole file sent in answer to a range request is not gathered here: the caller
@@ -481,7 +481,7 @@ impl Pool {
                             parts.status
                         ))
                     } else {
-                        http_err(format!("body cut short: {e}"))
+                        http_err(format!("body cut short: {}", with_causes(&*e)))
                     }
                 })?
                 .to_bytes();
@@ -514,6 +514,23 @@ impl Pool {
             body,
         })
     }
+}
+
+/// An error and its causes, outermost first. hyper's messages leave the cause out ("error reading
+/// a body from connection"), and the cause (a reset, an end of file before the announced length)
+/// is what tells a server that crashed from a network fault.
+fn with_causes(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut shown = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        let text = c.to_string();
+        if !shown.contains(&text) {
+            shown.push_str(": ");
+            shown.push_str(&text);
+        }
+        cause = c.source();
+    }
+    shown
 }
 
 /// The longest body an answer without a range (the figures document, an error page) may have.
@@ -882,7 +899,7 @@ async fn plain_get(
             let mut conn = pool.connection(attempt > 1, false).await?;
             conn.ready()
                 .await
-                .map_err(|e| http_err(format!("connection: {e}")))?;
+                .map_err(|e| http_err(format!("connection: {}", with_causes(&e))))?;
             let req = Request::builder()
                 .method(Method::GET)
                 .uri(url.path.as_str())
@@ -892,7 +909,7 @@ async fn plain_get(
                 .map_err(|e| http_err(format!("building the request: {e}")))?;
             conn.send_request(req)
                 .await
-                .map_err(|e| http_err(format!("request failed: {e}")))
+                .map_err(|e| http_err(format!("request failed: {}", with_causes(&e))))
         };
         let r = tokio::time::timeout(idle, ask)
             .await
@@ -916,7 +933,12 @@ async fn plain_get(
             .await
             .map_err(|_| http_err(format!("no data for {idle:?} after {n} bytes")))?;
         let Some(frame) = frame else { break };
-        let frame = frame.map_err(|e| http_err(format!("body cut short after {n} bytes: {e}")))?;
+        let frame = frame.map_err(|e| {
+            http_err(format!(
+                "body cut short after {n} bytes: {}",
+                with_causes(&e)
+            ))
+        })?;
         let Ok(data) = frame.into_data() else {
             continue;
         };

@@ -877,3 +877,58 @@ fn a_wrong_content_range_is_reported_as_the_server_wrote_it() {
         "{e}"
     );
 }
+
+/// A range whose body stops short, because the server closed the connection or reset it, is an
+/// error (after the retries) that says which: hyper's own message, "error reading a body from
+/// connection", leaves out the cause, and the cause is what tells a crashed or restarted server
+/// from a network fault.
+#[test]
+fn a_body_cut_short_is_an_error_that_names_the_cause() {
+    use std::io::Write;
+    let data = std::sync::Arc::new(content(300_000, 8));
+    for reset in [false, true] {
+        let d = data.clone();
+        let addr = tiny_server(move |req, c| {
+            let Some((first, last)) = req.range.filter(|_| req.method == "GET") else {
+                return answer(req, c, "HTTP/1.1", "Accept-Ranges: bytes\r\n", &d).is_ok();
+            };
+            let body = &d[first as usize..=last as usize];
+            let head = format!(
+                "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes {first}-{last}/{}\r\n\
+                 Content-Length: {}\r\n\r\n",
+                d.len(),
+                body.len()
+            );
+            let _ = c
+                .write_all(head.as_bytes())
+                .and_then(|()| c.write_all(&body[..body.len() / 2]))
+                .and_then(|()| c.flush());
+            if reset {
+                // A zero linger time makes the close send a reset instead of a FIN (std cannot
+                // set it yet, tokio can).
+                let rt = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .unwrap();
+                let c = c.try_clone().unwrap();
+                c.set_nonblocking(true).unwrap();
+                let t = rt
+                    .block_on(async { tokio::net::TcpStream::from_std(c) })
+                    .unwrap();
+                t.set_zero_linger().unwrap();
+            }
+            false
+        });
+        let url: Url = format!("http://{addr}/f.bin").parse().unwrap();
+        let e = client(AlphaMode::Fixed(1))
+            .get(&url, &mut Vec::new())
+            .unwrap_err()
+            .to_string();
+        let cause = if reset {
+            "reset"
+        } else {
+            "end of file before message length reached"
+        };
+        assert!(e.contains(cause), "reset {reset}: {e}");
+    }
+}
