@@ -1801,6 +1801,7 @@ impl Core {
         Stats {
             memory_used_bytes: self.pool.held_bytes(),
             memory_peak_bytes: self.pool.held_peak_bytes(),
+            memory_lent_bytes: self.pool.lent_bytes(),
             ..self.stats.clone()
         }
     }

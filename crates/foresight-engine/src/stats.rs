@@ -34,6 +34,9 @@ pub struct Stats {
     pub memory_used_bytes: u64,
     /// The most buffer bytes ever held at once; never above the limit.
     pub memory_peak_bytes: u64,
+    /// Of `memory_used_bytes`, the bytes in buffers handed out now (prefetched, in flight, being
+    /// copied), without those kept for reuse: zero once every reader is closed.
+    pub memory_lent_bytes: u64,
     /// `read` calls that had to wait for the device or for memory.
     pub stalls: u64,
     /// Total time `read` calls waited, nanoseconds.

@@ -1399,9 +1399,15 @@ fn metrics_text(state: &State) -> String {
     );
     counter(
         "foresight_engine_memory_used_bytes",
-        "Engine buffer memory in use.",
+        "Engine buffer memory held now, lent or kept for reuse (at most the budget).",
         "gauge",
         es.memory_used_bytes as f64,
+    );
+    counter(
+        "foresight_engine_memory_lent_bytes",
+        "Engine buffer memory handed out now (prefetched, in flight, being copied): zero once every stream's reader is closed.",
+        "gauge",
+        es.memory_lent_bytes as f64,
     );
     counter(
         "foresight_engine_memory_peak_bytes",

@@ -533,3 +533,44 @@ fn two_range_header_lines_are_a_malformed_range() {
         (200, &b"hello, ranges\n"[..])
     );
 }
+
+/// Polls the unlabelled metric `name` until `done` holds for its value, for at most a minute
+/// (the test waits for a state, not for a time).
+fn wait_for_metric(addr: std::net::SocketAddr, name: &str, done: impl Fn(f64) -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let v = common::metric(addr, name);
+        if done(v) {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{name} stayed at {v}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The engine buffers lent to the readers of streams whose responses were abandoned (a client
+/// that stopped reading, one that hung up mid-body) all come back once those streams idle out:
+/// `/metrics` shows them lent while the readers live and zero after. (The memory held, which
+/// counts buffers kept for reuse as well, does not return to zero, so it cannot show this.)
+#[test]
+fn engine_memory_lent_to_abandoned_streams_returns_to_zero() {
+    use std::io::Read;
+    let s = serve_with("lent", |c| {
+        c.send_timeout = Duration::from_millis(200);
+        c.stream_idle = Duration::from_secs(1);
+    });
+    let a = s.addr();
+    common::write_file(&s, "huge.bin", HUGE_BYTES);
+    let stalled = common::stalled_reader(a, "/huge.bin");
+    let mut cut = TcpStream::connect(a).unwrap();
+    cut.write_all(b"GET /big.bin HTTP/1.1\r\nHost: t\r\n\r\n")
+        .unwrap();
+    let mut some = [0u8; 64 << 10];
+    cut.read_exact(&mut some).unwrap();
+    drop(cut);
+    wait_for_metric(a, "foresight_engine_memory_lent_bytes", |v| v > 0.0);
+    drop(stalled);
+    wait_for_metric(a, "foresight_engine_memory_lent_bytes", |v| v == 0.0);
+    assert!(common::metric(a, "foresight_engine_memory_used_bytes") > 0.0);
+    assert_eq!(get(a, "/sub/small.txt", None).status, 200);
+}
