@@ -136,12 +136,23 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = 16384)]
     max_header_bytes: usize,
     /// How long a connection may wait for a complete request head (also ends idle keep-alive).
+    /// At least 1s.
     #[arg(allow_hyphen_values = true, long, value_name = "DURATION", default_value = "30s", value_parser = duration_arg)]
     idle_timeout: StdDuration,
 }
 
 /// Runs `foresight serve` until SIGTERM or SIGINT.
 pub fn run_serve(a: &ServeArgs) -> anyhow::Result<()> {
+    // hyper's header timer also runs while a keep-alive connection waits for its next request,
+    // so a short one closes such connections between a client's requests, and requests whose
+    // head comes in pieces, without a word.
+    if a.idle_timeout < StdDuration::from_secs(1) {
+        return Err(input(format!(
+            "--idle-timeout {:?} would close keep-alive connections between requests and \
+             requests whose head arrives in pieces; give at least 1s",
+            a.idle_timeout
+        )));
+    }
     // The budget is taken as buffers are needed, so one larger than the machine would only show
     // as the process killed under load.
     if let Some(machine) = crate::bench::machine_memory_bytes() {

@@ -667,3 +667,35 @@ fn an_out_path_ending_in_a_slash_that_names_no_directory_is_refused_up_front() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// An idle timeout under a second is refused by its flag: with `0s` the server closed every
+/// keep-alive connection before its second request and every request whose head came in two
+/// pieces, without a word. The server is started for real, so a value it accepted would leave it
+/// running: the test waits (at most 30 s) for it to exit.
+#[test]
+fn serve_refuses_an_idle_timeout_under_a_second() {
+    for value in ["0s", "500ms"] {
+        let child = bin()
+            .args(["serve", "--root", ".", "--addr", "127.0.0.1:0"])
+            .args(["--device-bandwidth", "400MB/s", "--idle-timeout", value])
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut server = KillOnDrop(child);
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        let status = loop {
+            if let Some(status) = server.0.try_wait().unwrap() {
+                break status;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "--idle-timeout {value} was accepted: the server is running"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        };
+        let mut err = String::new();
+        std::io::Read::read_to_string(&mut server.0.stderr.take().unwrap(), &mut err).unwrap();
+        assert_eq!(status.code(), Some(2), "{value}: {err}");
+        assert!(err.contains("--idle-timeout"), "{value}: {err}");
+    }
+}

@@ -211,6 +211,14 @@ impl ServerConfig {
                 ),
             );
         }
+        if self.idle_timeout.is_zero() {
+            return bad(
+                "--idle-timeout",
+                "must be longer than zero: a zero timeout closes every connection whose request \
+                 head is not there at once"
+                    .into(),
+            );
+        }
         if self.max_header_bytes < 8192 {
             return bad(
                 "--max-header-bytes",

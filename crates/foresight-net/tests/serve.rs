@@ -574,3 +574,16 @@ fn engine_memory_lent_to_abandoned_streams_returns_to_zero() {
     assert!(common::metric(a, "foresight_engine_memory_used_bytes") > 0.0);
     assert_eq!(get(a, "/sub/small.txt", None).status, 200);
 }
+
+/// A zero idle timeout is refused when the server starts: hyper's header timer would close every
+/// connection whose request head is not there at once, keep-alive ones included.
+#[test]
+fn a_zero_idle_timeout_is_refused() {
+    let mut cfg = foresight_net::server::ServerConfig::new(
+        std::env::temp_dir(),
+        "127.0.0.1:0".parse().unwrap(),
+    );
+    cfg.idle_timeout = Duration::ZERO;
+    let e = foresight_net::server::spawn(cfg).unwrap_err().to_string();
+    assert!(e.contains("--idle-timeout"), "{e}");
+}
