@@ -932,3 +932,43 @@ fn a_body_cut_short_is_an_error_that_names_the_cause() {
         assert!(e.contains(cause), "reset {reset}: {e}");
     }
 }
+
+/// Published figures whose `RB * (1 + p)` is beyond what a float holds (a broken or hostile
+/// server: each figure finite, their product not) are not figures at all: the download goes on
+/// as against a server without them. Before, condition 20 divided by that infinite rate and the
+/// client panicked.
+#[test]
+fn figures_whose_product_overflows_are_ignored_not_a_panic() {
+    use std::io::Write;
+    let data = std::sync::Arc::new(content(1_000_000, 10));
+    for (rb, p) in [("1e308", "1.2"), ("1e200", "1e200")] {
+        let d = data.clone();
+        let addr = tiny_server(move |req, c| {
+            if req.path == "/.well-known/foresight" {
+                let doc = format!(
+                    "{{\"server\":\"foresight\",\"max_readahead_bytes\":131072,\
+                     \"avg_bandwidth_bytes_per_s\":{rb},\"peak_ratio\":{p}}}"
+                );
+                let head = format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n", doc.len());
+                return c.write_all(head.as_bytes()).is_ok() && c.write_all(doc.as_bytes()).is_ok();
+            }
+            let Some((first, last)) = req.range.filter(|_| req.method == "GET") else {
+                return answer(req, c, "HTTP/1.1", "Accept-Ranges: bytes\r\n", &d).is_ok();
+            };
+            let last = last.min(d.len() as u64 - 1);
+            let body = &d[first as usize..=last as usize];
+            let head = format!(
+                "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes {first}-{last}/{}\r\n\
+                 Content-Length: {}\r\n\r\n",
+                d.len(),
+                body.len()
+            );
+            c.write_all(head.as_bytes()).is_ok() && c.write_all(body).is_ok()
+        });
+        let url: Url = format!("http://{addr}/f.bin").parse().unwrap();
+        let mut out = Vec::new();
+        let r = client(AlphaMode::Auto).get(&url, &mut out).unwrap();
+        assert!(out == *data, "RB {rb}, p {p}");
+        assert_eq!(r.server, None, "RB {rb}, p {p}");
+    }
+}

@@ -39,7 +39,8 @@ pub struct DeviceFigures {
 
 impl DeviceFigures {
     /// Checked figures: `max_readahead > 0`, `avg_bandwidth` positive and finite, `peak_ratio` finite
-    /// and at least 1 (condition 20's side condition).
+    /// and at least 1 (condition 20's side condition), and the peak rate `RB * (1 + p)` finite
+    /// (figures read from a server may be finite each and overflow together).
     pub fn new(
         max_readahead: ByteLen,
         avg_bandwidth: Bandwidth,
@@ -66,6 +67,16 @@ impl DeviceFigures {
                 ),
             });
         }
+        let peak = bps * (1.0 + peak_ratio);
+        if !peak.is_finite() {
+            return Err(PolicyError::BadSetting {
+                key: "avg_bandwidth",
+                message: format!(
+                    "{bps} bytes/s at a peak ratio of {peak_ratio} is a peak rate beyond any \
+                     number; give a real device's rate such as 450MB/s"
+                ),
+            });
+        }
         Ok(DeviceFigures {
             max_readahead,
             avg_bandwidth,
@@ -74,10 +85,18 @@ impl DeviceFigures {
     }
 
     /// The estimated time to read `unit` bytes from the device, `unit / (RB * (1 + p))` (paper 004,
-    /// condition 10's denominator).
+    /// condition 10's denominator). A peak rate too large for a float (figures built without
+    /// [`DeviceFigures::new`]) takes no time, an infinitely fast device; one that is not a positive
+    /// number at all takes forever.
     pub fn unit_read_time(&self, unit: ByteLen) -> Duration {
-        Bandwidth::from_bytes_per_s(self.avg_bandwidth.bytes_per_s * (1.0 + self.peak_ratio))
-            .time_for(unit)
+        let peak = self.avg_bandwidth.bytes_per_s * (1.0 + self.peak_ratio);
+        if peak == f64::INFINITY {
+            return Duration(0);
+        }
+        if peak.is_nan() || peak <= 0.0 {
+            return Duration(u64::MAX);
+        }
+        Bandwidth::from_bytes_per_s(peak).time_for(unit)
     }
 
     /// The same figures with `RB` lowered to `path_rate` when the path delivers less than the
@@ -214,6 +233,38 @@ mod tests {
             key(DeviceFigures::new(ByteLen::mib(1), bw, 0.5)),
             "peak_ratio"
         );
+        // Each finite, their product `RB * (1 + p)` not: condition 20 would divide by infinity.
+        for (rb, p) in [(1e308, 1.2), (1e200, 1e200)] {
+            assert_eq!(
+                key(DeviceFigures::new(
+                    ByteLen::mib(1),
+                    Bandwidth::from_bytes_per_s(rb),
+                    p
+                )),
+                "avg_bandwidth"
+            );
+        }
+    }
+
+    /// Figures built field by field skip `new`'s checks; an infinite peak rate then reads as an
+    /// infinitely fast device (the most units in flight) and a zero one as a device that never
+    /// reads (one unit), not a panic.
+    #[test]
+    fn an_overflowing_peak_rate_reads_as_an_infinitely_fast_device() {
+        let d = DeviceFigures {
+            max_readahead: ByteLen::mib(1),
+            avg_bandwidth: Bandwidth::from_bytes_per_s(1e308),
+            peak_ratio: 1.2,
+        };
+        assert_eq!(d.unit_read_time(ByteLen::mib(1)), Duration(0));
+        assert_eq!(d.alpha(Duration::from_millis(1), 16), 16);
+        // A device that reads nothing takes forever: one unit ahead.
+        let stopped = DeviceFigures {
+            avg_bandwidth: Bandwidth::from_bytes_per_s(0.0),
+            ..d
+        };
+        assert_eq!(stopped.unit_read_time(ByteLen::mib(1)), Duration(u64::MAX));
+        assert_eq!(stopped.alpha(Duration::from_millis(1), 16), 1);
     }
 
     #[test]
