@@ -122,7 +122,7 @@ pub struct ServeArgs {
     /// Publish this average device bandwidth (RB) instead of measuring it, e.g. 450MB/s.
     #[arg(allow_hyphen_values = true, long, value_name = "RATE", value_parser = rate_arg)]
     device_bandwidth: Option<Bandwidth>,
-    /// The device's peak-to-average ratio p (>= 1).
+    /// The device's peak-to-average ratio p, 1 to 1000.
     #[arg(long, default_value_t = 1.2)]
     peak_ratio: f64,
     /// Hard memory budget of the engine's buffers: at least four times --readahead, at most this

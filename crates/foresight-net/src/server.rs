@@ -62,6 +62,10 @@ const MAX_READAHEAD_BYTES: u64 = 64 << 20;
 /// The largest engine budget the engine accepts (1 PiB).
 const MAX_MEMORY_BYTES: u64 = 1 << 50;
 
+/// The largest peak-to-average ratio `p` a server publishes: no device peaks at a thousand times
+/// its average rate.
+const MAX_PEAK_RATIO: f64 = 1000.0;
+
 /// The most connections a server may be told to keep open. Each holds a descriptor, so a
 /// million is more than usual descriptor limits allow, and far below what the connection
 /// semaphore can count (2^61 - 1, beyond which it panics).
@@ -225,10 +229,15 @@ impl ServerConfig {
                 format!("must be at least 8192, got {}", self.max_header_bytes),
             );
         }
-        if !(self.peak_ratio.is_finite() && self.peak_ratio >= 1.0) {
+        // Bounded above so that `RB * (1 + p)`, which every client computes from the published
+        // figures, stays a number for any rate the server can publish.
+        if !(1.0..=MAX_PEAK_RATIO).contains(&self.peak_ratio) {
             return bad(
                 "--peak-ratio",
-                format!("must be a number >= 1, got {}", self.peak_ratio),
+                format!(
+                    "must be a number from 1 to {MAX_PEAK_RATIO} (paper 004 uses 1.2), got {}",
+                    self.peak_ratio
+                ),
             );
         }
         if let DeviceSource::Configured(b) = self.device {

@@ -587,3 +587,19 @@ fn a_zero_idle_timeout_is_refused() {
     let e = foresight_net::server::spawn(cfg).unwrap_err().to_string();
     assert!(e.contains("--idle-timeout"), "{e}");
 }
+
+/// A peak ratio no device has is refused by its flag: the server published it, and its product
+/// with `RB` overflowed in every client's condition 20 (`foresight get` panicked; now it ignores
+/// such figures, so the mistake would go unnoticed).
+#[test]
+fn an_absurd_peak_ratio_is_refused() {
+    for p in [1e308, 1e9] {
+        let mut cfg = foresight_net::server::ServerConfig::new(
+            std::env::temp_dir(),
+            "127.0.0.1:0".parse().unwrap(),
+        );
+        cfg.peak_ratio = p;
+        let e = foresight_net::server::spawn(cfg).unwrap_err().to_string();
+        assert!(e.contains("--peak-ratio"), "{p}: {e}");
+    }
+}
