@@ -631,6 +631,19 @@ pub fn run_proxy(a: &ProxyArgs) -> anyhow::Result<()> {
                 a.upstream
             )))
         }
+        // Relaying to itself, every accepted connection would open another until
+        // --max-connections ran out.
+        Ok(Some(addr))
+            if addr.port() == a.listen.port()
+                && (addr.ip() == a.listen.ip()
+                    || (a.listen.ip().is_unspecified()
+                        && (addr.ip().is_loopback() || addr.ip().is_unspecified()))) =>
+        {
+            return Err(input(format!(
+                "--upstream: `{}` is the proxy itself (--listen {}); give the server's address",
+                a.upstream, a.listen
+            )))
+        }
         Ok(Some(_)) => {}
         Ok(None) => {
             return Err(input(format!(

@@ -217,6 +217,29 @@ fn bad_network_arguments_exit_2_and_name_the_argument() {
     }
 }
 
+/// A proxy relaying to its own address opened a new connection to itself for every one it
+/// accepted, until --max-connections ran out, and its clients saw only closed connections. The
+/// address is held by this test, so that a proxy which did start would fail to listen rather than
+/// run on.
+#[test]
+fn a_proxy_whose_upstream_is_itself_is_refused() {
+    let held = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = held.local_addr().unwrap().port();
+    for listen in [format!("127.0.0.1:{port}"), format!("0.0.0.0:{port}")] {
+        let upstream = format!("127.0.0.1:{port}");
+        let out = bin()
+            .args(["proxy", "--listen", &listen, "--upstream", &upstream])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{listen}: {err}");
+        assert!(
+            err.contains("--upstream") && err.contains("itself"),
+            "{listen}: {err}"
+        );
+    }
+}
+
 /// A child process that is killed if the test fails before it stops it.
 struct KillOnDrop(std::process::Child);
 
