@@ -32,6 +32,14 @@ fn rate_arg(s: &str) -> Result<Bandwidth, String> {
     parse_rate(s).map_err(|e| e.to_string())
 }
 
+/// A listening address: an IP address and a port. A host name is not looked up (it may name
+/// several addresses, and which one a socket would take is not the user's choice).
+fn listen_arg(s: &str) -> Result<SocketAddr, String> {
+    s.trim().parse().map_err(|_| {
+        format!("`{s}` is not an IP address and port; give an IP address and port, e.g. 127.0.0.1:8080 or [::1]:8080 (host names are not looked up)")
+    })
+}
+
 fn alpha_arg(s: &str) -> Result<AlphaMode, String> {
     s.parse()
 }
@@ -109,8 +117,8 @@ pub struct ServeArgs {
     /// Directory whose files are served.
     #[arg(long, value_name = "DIR")]
     root: PathBuf,
-    /// Address to listen on.
-    #[arg(long, value_name = "HOST:PORT", default_value = "127.0.0.1:8080")]
+    /// Address to listen on: an IP address and port (0 picks a free port).
+    #[arg(long, value_name = "IP:PORT", default_value = "127.0.0.1:8080", value_parser = listen_arg)]
     addr: SocketAddr,
     /// Dedicated I/O worker threads.
     #[arg(long, default_value_t = 32)]
@@ -602,8 +610,8 @@ Example:
 /// `foresight proxy`.
 #[derive(Args, Debug)]
 pub struct ProxyArgs {
-    /// Address to listen on.
-    #[arg(long, value_name = "HOST:PORT")]
+    /// Address to listen on: an IP address and port (0 picks a free port).
+    #[arg(long, value_name = "IP:PORT", value_parser = listen_arg)]
     listen: SocketAddr,
     /// Address to relay to.
     #[arg(long, value_name = "HOST:PORT")]

@@ -195,6 +195,22 @@ fn bad_network_arguments_exit_2_and_name_the_argument() {
             ],
             "--upstream",
         ),
+        // A listening address is an IP address: a host name was refused as "invalid socket
+        // address syntax", which said neither what was wrong nor what to give.
+        (
+            vec!["serve", "--root", ".", "--addr", "localhost:8080"],
+            "give an IP address and port",
+        ),
+        (
+            vec![
+                "proxy",
+                "--listen",
+                "localhost:9090",
+                "--upstream",
+                "127.0.0.1:8080",
+            ],
+            "give an IP address and port",
+        ),
         (vec!["net-soak", "--clients", "0"], "--clients"),
         // A negative number is a bad value of the flag, not an unknown argument.
         (vec!["net-soak", "--clients", "-1"], "--clients"),
