@@ -323,7 +323,17 @@ pub fn parse_config_text(text: &str, file: &str) -> Result<Table, ConfigError> {
                 Some(l) => format!("{file}:{l}"),
                 None => file.to_string(),
             },
-            message: format!("not valid TOML: {}", e.message()),
+            // The parser's message spans lines (what it found, then what it expected); an
+            // error is printed as one line.
+            message: format!(
+                "not valid TOML: {}",
+                e.message()
+                    .lines()
+                    .map(str::trim)
+                    .filter(|l| !l.is_empty())
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            ),
         }
     })?;
     table.iter_mut().for_each(|(_, v)| datetimes_as_text(v));
@@ -1265,6 +1275,25 @@ mod tests {
             apply_set(&mut t, s)?;
         }
         SimConfig::from_table(t, None)
+    }
+
+    /// The TOML parser's messages come in several lines ("invalid string" and below it what it
+    /// expected); the CLI prints an error as one line after `error:`, so a second line stood
+    /// apart from the file and line it belongs to.
+    #[test]
+    fn a_toml_syntax_error_is_one_line_naming_the_file_and_line() {
+        for (text, line) in [
+            ("seed = 1\n[workload]\nstreams = \n", 3),
+            ("[workload]\nstreams = 4\n[workload]\n", 3),
+            ("[device\n", 1),
+        ] {
+            let e = parse_config_text(text, "bad.toml").unwrap_err().to_string();
+            assert!(!e.contains('\n'), "{text:?}: {e:?}");
+            assert!(
+                e.starts_with(&format!("bad.toml:{line}: ")),
+                "{text:?}: {e}"
+            );
+        }
     }
 
     #[test]
