@@ -51,7 +51,7 @@ enum Command {
         #[arg(
             long,
             value_name = "FILE.toml",
-            help = "TOML config file (sections [device], [host], [policy], [workload], and `seed`)"
+            help = "TOML config file (`seed` and sections [device], [host], [policy], [workload], [dfs], [network])"
         )]
         config: Option<PathBuf>,
         /// Override one key by its dotted path, e.g. --set workload.streams=64. Repeatable.

@@ -363,3 +363,26 @@ fn a_full_standard_output_is_an_error_and_a_closed_one_ends_quietly() {
         .unwrap();
     assert!(status.success() && err.is_empty(), "{status:?}: {err}");
 }
+
+/// `sim -h` describes --config by the sections a config may hold; it named four of the six, so
+/// a user reading it would not know that [dfs] and [network] go in the same file. The list the
+/// config parser gives for an unknown top-level key is the reference.
+#[test]
+fn the_config_flag_help_names_every_section_the_parser_takes() {
+    let (code, _, err) = foresight(&["sim", "--set", "nonsense=1"]);
+    assert_eq!(code, 2, "{err}");
+    let sections: Vec<&str> = err.split(['[', ']']).skip(1).step_by(2).collect();
+    assert!(sections.len() >= 4, "no sections in: {err}");
+    let (code, help, _) = foresight(&["sim", "-h"]);
+    assert_eq!(code, 0);
+    let config_line = help
+        .lines()
+        .find(|l| l.contains("--config"))
+        .expect("a --config line");
+    for s in sections {
+        assert!(
+            config_line.contains(&format!("[{s}]")),
+            "`sim -h` does not name [{s}]: {config_line}"
+        );
+    }
+}
