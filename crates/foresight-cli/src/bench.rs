@@ -669,6 +669,18 @@ fn print_rows(p: &Plan, rows: &[Summary], as_json: bool) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Why files of `need` more bytes may not be written where `free` bytes are free, if they may not.
+fn space_refusal(dir: &std::path::Path, need: u64, free: u64) -> Option<String> {
+    (need + (free / 10) > free).then(|| {
+        format!(
+            "--dir {}: the files need {} more, and a tenth of the free space is kept spare, but only {} is free; lower --total-size or --file-size",
+            dir.display(),
+            ByteLen(need).rounded(),
+            ByteLen(free).rounded()
+        )
+    })
+}
+
 /// Creates (or reuses) the files; returns their paths.
 fn prepare_files(p: &Plan, started: Instant) -> anyhow::Result<Vec<PathBuf>> {
     let paths: Vec<PathBuf> = p.files.iter().map(|(name, _)| p.dir.join(name)).collect();
@@ -680,6 +692,15 @@ fn prepare_files(p: &Plan, started: Instant) -> anyhow::Result<Vec<PathBuf>> {
         std::fs::metadata(&paths[i])
             .is_ok_and(|m| m.len() == size_of(i) && m.blocks() * 512 >= m.len())
     };
+    // The directory, or the nearest part of it that exists, must be one: beneath a file nothing
+    // can be made, and the free space of the file's file system would be beside the point.
+    if let Some(file) = p.dir.ancestors().find(|a| a.exists() && !a.is_dir()) {
+        return Err(input(format!(
+            "--dir {}: {} is not a directory; give a directory (it is created if missing)",
+            p.dir.display(),
+            file.display()
+        )));
+    }
     let missing: Vec<usize> = (0..paths.len()).filter(|&i| !reusable(i)).collect();
     let need: u64 = missing.iter().map(|&i| size_of(i)).sum();
     let total: u64 = p.files.iter().map(|(_, b)| b).sum();
@@ -703,13 +724,8 @@ fn prepare_files(p: &Plan, started: Instant) -> anyhow::Result<Vec<PathBuf>> {
             .unwrap_or(std::path::Path::new("."));
         let free = free_disk_bytes(existing)
             .with_context(|| format!("checking free space under {}", existing.display()))?;
-        if need + (free / 10) > free {
-            return Err(input(format!(
-                "--dir {}: the files need {} more but only {} is free; lower --total-size or --file-size",
-                p.dir.display(),
-                ByteLen(need).rounded(),
-                ByteLen(free).rounded()
-            )));
+        if let Some(refusal) = space_refusal(&p.dir, need, free) {
+            return Err(input(refusal));
         }
     }
     for dir in paths.iter().filter_map(|f| f.parent()) {
@@ -1293,5 +1309,20 @@ mod tests {
             ByteLen::gib(1),
             "never under 1 GiB"
         );
+    }
+
+    /// A tenth of the free space is kept spare, so files a little smaller than the free space are
+    /// refused too; the message used to say they needed 25GiB where 25.1GiB was free, which
+    /// reads as a contradiction.
+    #[test]
+    fn a_refusal_for_space_says_that_a_tenth_is_kept_spare() {
+        let gib = 1u64 << 30;
+        let dir = std::path::Path::new("bench-files");
+        let e = super::space_refusal(dir, 25 * gib, 25 * gib + gib / 10).expect("refused");
+        assert!(
+            e.contains("--dir bench-files") && e.contains("a tenth"),
+            "{e}"
+        );
+        assert!(super::space_refusal(dir, 25 * gib, 28 * gib).is_none());
     }
 }

@@ -76,6 +76,33 @@ fn bad_bench_input_exits_2_naming_the_flag() {
 
 /// Files larger than the free disk space are refused before any directory is made, so the
 /// refusal leaves nothing behind.
+/// A --dir beneath a regular file can never be made; with large files the refusal used to be about
+/// free space (the file's file system's), which sent the user to look for disk space.
+#[test]
+fn a_dir_that_is_a_file_is_refused_as_one() {
+    let d = dir("file");
+    std::fs::write(&d, b"not a directory").unwrap();
+    for target in [d.clone(), format!("{d}/sub")] {
+        let (code, _, err) = foresight(&[
+            "bench",
+            "--dir",
+            &target,
+            "--total-size",
+            "100TiB",
+            "--file-size",
+            "100TiB",
+            "--streams",
+            "1",
+        ]);
+        assert_eq!(code, 2, "{target}: {err}");
+        assert!(
+            err.contains("--dir") && err.contains("not a directory"),
+            "{target}: {err}"
+        );
+    }
+    let _ = std::fs::remove_file(&d);
+}
+
 #[test]
 fn files_beyond_the_free_space_are_refused_before_anything_is_created() {
     let d = dir("full");
