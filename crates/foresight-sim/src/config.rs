@@ -47,6 +47,16 @@ pub(crate) fn take_seed(root: &mut Table) -> Result<u64, ConfigError> {
     match root.remove("seed") {
         None => Ok(1),
         Some(Value::Integer(i)) if i >= 0 => Ok(i as u64),
+        // Digits beyond TOML's 64-bit signed integers arrive from --set as text.
+        Some(Value::String(s)) if !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) => {
+            Err(key_err(
+                "seed",
+                format!(
+                    "must be at most {} (TOML's largest integer), got {s}",
+                    i64::MAX
+                ),
+            ))
+        }
         Some(v) => Err(key_err(
             "seed",
             format!("expected a non-negative whole number, got {v}"),
@@ -477,10 +487,15 @@ impl Section {
             None => return Ok(default),
             Some(Value::Integer(i)) => i,
             Some(Value::String(s)) => s.trim().parse::<i64>().map_err(|_| {
-                key_err(
-                    &self.path(key),
-                    format!("expected a whole number, got `{s}`"),
-                )
+                // Digits beyond TOML's 64-bit integers arrive as text: a whole number, out of
+                // range.
+                let digits = s.trim().strip_prefix('-').unwrap_or(s.trim());
+                let message = if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
+                    format!("must be between {min} and {max}, got {}", s.trim())
+                } else {
+                    format!("expected a whole number, got `{s}`")
+                };
+                key_err(&self.path(key), message)
             })?,
             Some(v) => {
                 return Err(key_err(
@@ -1275,6 +1290,35 @@ mod tests {
             apply_set(&mut t, s)?;
         }
         SimConfig::from_table(t, None)
+    }
+
+    /// A whole number too large for TOML's 64-bit signed integers reaches a key as text; it was
+    /// refused as "expected a whole number", which it is. The refusal now gives the range.
+    #[test]
+    fn a_whole_number_beyond_toml_integers_is_refused_with_the_range() {
+        for (set, key, range) in [
+            (
+                "workload.streams=18446744073709551615",
+                "workload.streams",
+                "between 1 and 100000",
+            ),
+            (
+                "workload.streams=-99999999999999999999",
+                "workload.streams",
+                "between 1 and 100000",
+            ),
+            (
+                "seed=18446744073709551615",
+                "seed",
+                "at most 9223372036854775807",
+            ),
+        ] {
+            let e = cfg("", &[set]).unwrap_err().to_string();
+            assert!(e.contains(key) && e.contains(range), "{set}: {e}");
+        }
+        // Text that is no number is still refused as such.
+        let e = cfg("", &["workload.streams=many"]).unwrap_err().to_string();
+        assert!(e.contains("expected a whole number"), "{e}");
     }
 
     /// The TOML parser's messages come in several lines ("invalid string" and below it what it
