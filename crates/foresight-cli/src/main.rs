@@ -25,6 +25,7 @@ macro_rules! outln {
 mod bench;
 mod cleanup;
 mod net;
+mod progress;
 
 #[derive(Parser)]
 #[command(
@@ -579,7 +580,18 @@ fn cmd_reproduce(names: &[String], quick: bool, out: &Path, list: bool) -> anyho
         .collect();
     check_writable_dir(out)?;
     let started = std::time::Instant::now();
-    let log = |line: &str| eprintln!("[{:>6.1}s] {line}", started.elapsed().as_secs_f64());
+    // A count of finished runs is printed at most once a second (and at the end of its batch):
+    // one line per run made over a thousand lines for the quick catalogue.
+    let run_counts = std::sync::Mutex::new(progress::RunCounts::new(1.0));
+    let log = |line: &str| {
+        let elapsed_s = started.elapsed().as_secs_f64();
+        let admit = run_counts
+            .lock()
+            .map_or(true, |mut r| r.admit(line, elapsed_s));
+        if admit {
+            eprintln!("[{elapsed_s:>6.1}s] {line}");
+        }
+    };
     foresight_sim::experiments::reproduce(&names, quick, out, &log)?;
     eprintln!(
         "wrote {} and {} in {:.1} s",

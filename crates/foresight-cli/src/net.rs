@@ -81,6 +81,16 @@ impl<W: Write> Write for Named<'_, W> {
     }
 }
 
+/// A download's sink that notes on standard error, every few seconds, how much has arrived.
+fn counted<W: Write>(inner: W, url: &Url) -> crate::progress::Counting<W, std::io::Stderr> {
+    crate::progress::Counting::new(
+        inner,
+        std::io::stderr(),
+        url.to_string(),
+        crate::progress::NOTE_INTERVAL_S,
+    )
+}
+
 pub const SERVE_HELP: &str = "Serve the files under --root over HTTP/1.1 with byte ranges.
 
 GET and HEAD of files under the root; Range as RFC 9110 defines it (one range, suffix and open \
@@ -216,7 +226,8 @@ downloaded), or to standard output. A file is written under a temporary name \
 beside it and renamed into place when its download is complete, so a failed download (or one \
 stopped by SIGINT, SIGTERM or SIGHUP) leaves no partial file and an existing file as it was; a \
 device or FIFO (/dev/null) is written directly. \
-With --json and no --out the data is discarded and only the report is printed. \
+With --json and no --out the data is discarded and only the report is printed. A download \
+that lasts notes on standard error every 5 s how much has arrived. \
 --random SIZE reads --reads random ranges of SIZE instead of the whole file, to measure what \
 random reads cost (bytes transferred against bytes asked); their bytes are not kept, so it takes \
 no --out.
@@ -376,20 +387,28 @@ pub fn run_get(a: &GetArgs) -> anyhow::Result<()> {
                     };
                     let mut target = OutTarget::open(&path)?;
                     let what = format!("--out {}", path.display());
-                    let mut sink = Named {
-                        inner: &mut target.writer,
-                        what: &what,
-                    };
+                    let mut sink = counted(
+                        Named {
+                            inner: &mut target.writer,
+                            what: &what,
+                        },
+                        url,
+                    );
                     let report = client.get(url, &mut sink).map_err(net)?;
                     target.finish()?;
                     report
                 }
-                None if a.json => client.get(url, &mut std::io::sink()).map_err(net)?,
+                None if a.json => client
+                    .get(url, &mut counted(std::io::sink(), url))
+                    .map_err(net)?,
                 None => {
-                    let mut sink = Named {
-                        inner: std::io::stdout().lock(),
-                        what: "standard output",
-                    };
+                    let mut sink = counted(
+                        Named {
+                            inner: std::io::stdout().lock(),
+                            what: "standard output",
+                        },
+                        url,
+                    );
                     client.get(url, &mut sink).map_err(net)?
                 }
             }
@@ -697,7 +716,8 @@ SIGINT, SIGTERM or SIGHUP); even-numbered clients read their file \
 sequentially in 128 KiB ranges, odd-numbered ones read random ranges of up to --max-read. The \
 report counts requests, errors and mismatches and gives the process's resident memory (server and \
 clients together) at the start, the most sampled each second, at the end, and its peak. Exits 1 \
-if any error or mismatch was seen.
+if any error or mismatch was seen. What it runs is said on standard error at the start, and the \
+time every 5 s.
 
 Example:
   foresight net-soak --clients 1000 --duration 30s --json";
@@ -731,8 +751,7 @@ pub struct SoakArgs {
 /// Runs `foresight net-soak`.
 pub fn run_soak(a: &SoakArgs) -> anyhow::Result<()> {
     // The generated files go when the soak ends, also when a signal ends it.
-    let _on_signal = crate::cleanup::remove_on_signal(soak::files_dir());
-    let r = soak::run(&SoakConfig {
+    let cfg = SoakConfig {
         clients: a.clients,
         duration: a.duration,
         files: a.files,
@@ -740,8 +759,30 @@ pub fn run_soak(a: &SoakArgs) -> anyhow::Result<()> {
         max_read: a.max_read,
         workers: a.workers,
         seed: 1,
-    })
-    .map_err(net)?;
+    };
+    soak::check(&cfg).map_err(net)?;
+    let _on_signal = crate::cleanup::remove_on_signal(soak::files_dir());
+    eprintln!(
+        "foresight net-soak: {} clients for {:?} over {} files of {}",
+        a.clients, a.duration, a.files, a.file_size
+    );
+    // A note every few seconds, so that a long soak does not look hung; the channel closing ends
+    // the notes when the soak returns.
+    let (done, wait) = std::sync::mpsc::channel::<()>();
+    let started = std::time::Instant::now();
+    let notes = std::thread::spawn(move || {
+        let interval = StdDuration::from_secs_f64(crate::progress::NOTE_INTERVAL_S);
+        while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = wait.recv_timeout(interval) {
+            eprintln!(
+                "foresight net-soak: {:.0} s in",
+                started.elapsed().as_secs_f64()
+            );
+        }
+    });
+    let r = soak::run(&cfg);
+    drop(done);
+    let _ = notes.join();
+    let r = r.map_err(net)?;
     if a.json {
         print_line(r.to_json())?;
     } else {

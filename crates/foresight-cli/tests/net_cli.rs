@@ -519,6 +519,39 @@ fn net_soak_reports_a_stdout_it_cannot_write_as_an_error() {
     assert!(msg.contains("standard output"), "{msg}");
 }
 
+/// A soak runs for its whole --duration (30 s by default) and used to print nothing until its
+/// report. It says at once what it runs, and a refused one prints only its refusal.
+#[test]
+fn net_soak_says_what_it_runs_before_it_runs_it() {
+    let st = bin()
+        .args([
+            "net-soak",
+            "--clients",
+            "2",
+            "--duration",
+            "100ms",
+            "--files",
+            "1",
+            "--file-size",
+            "64KiB",
+            "--workers",
+            "2",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&st.stderr);
+    assert_eq!(st.status.code(), Some(0), "{err}");
+    let first = err.lines().next().unwrap_or_default();
+    assert!(
+        first.contains("net-soak") && first.contains("2 clients") && first.contains("100ms"),
+        "{err}"
+    );
+    let st = bin().args(["net-soak", "--workers", "0"]).output().unwrap();
+    let err = String::from_utf8_lossy(&st.stderr);
+    assert_eq!(st.status.code(), Some(2), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+}
+
 /// A server that announces a file of a megabyte without ranges, sends its first 256 KiB, and then
 /// holds the connection open without sending more: a download from it stays under way. Every
 /// other path is 404, and every connection serves one request.

@@ -230,17 +230,28 @@ impl Totals {
     }
 }
 
-/// Runs a soak.
-pub fn run(cfg: &SoakConfig) -> Result<SoakReport, NetError> {
-    validate(cfg)?;
-    let dir = files_dir();
-    let mut scfg = ServerConfig::new(dir.clone(), "127.0.0.1:0".parse().expect("literal address"));
+/// The in-process server's settings for a soak.
+fn server_config(cfg: &SoakConfig) -> ServerConfig {
+    let mut scfg = ServerConfig::new(files_dir(), "127.0.0.1:0".parse().expect("literal address"));
     scfg.workers = cfg.workers;
     scfg.device = DeviceSource::Configured(Bandwidth::from_mib_s(500.0));
     scfg.max_connections = cfg.clients + 64;
     scfg.engine_memory = ByteLen::mib(256);
+    scfg
+}
+
+/// Checks every setting [`run`] would, without writing or starting anything.
+pub fn check(cfg: &SoakConfig) -> Result<(), NetError> {
+    validate(cfg)?;
+    server_config(cfg).validate_settings()
+}
+
+/// Runs a soak.
+pub fn run(cfg: &SoakConfig) -> Result<SoakReport, NetError> {
     // Every setting is checked before the files are written: a refused soak writes nothing.
-    scfg.validate_settings()?;
+    check(cfg)?;
+    let dir = files_dir();
+    let scfg = server_config(cfg);
     let scratch = ScratchDir(dir);
     write_pattern_files(&scratch.0, cfg.files, cfg.file_size.0)?;
     let server = spawn(scfg)?;

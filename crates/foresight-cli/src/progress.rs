@@ -1,0 +1,179 @@
+//! Progress notes on standard error for commands that run for more than a few seconds.
+//!
+//! A note is worth printing when enough time has passed since the last one: a line per
+//! simulation run floods the terminal (the quick catalogue made over a thousand), and none at all
+//! leaves a 30-second soak or a long download looking hung. [`Every`] decides from the elapsed
+//! time it is given, so the rule is tested without a clock; the callers read the clock.
+
+use std::io::Write;
+use std::time::Instant;
+
+/// Seconds between two progress notes.
+pub const NOTE_INTERVAL_S: f64 = 5.0;
+
+/// Whether a note is due: at most one per interval, the first one interval in.
+#[derive(Debug)]
+pub struct Every {
+    interval_s: f64,
+    next_s: f64,
+}
+
+impl Every {
+    pub fn new(interval_s: f64) -> Every {
+        Every {
+            interval_s,
+            next_s: interval_s,
+        }
+    }
+
+    /// Whether a note is due at `elapsed_s`; if so, the next is due an interval later.
+    pub fn due(&mut self, elapsed_s: f64) -> bool {
+        if elapsed_s < self.next_s {
+            return false;
+        }
+        self.next_s = elapsed_s + self.interval_s;
+        true
+    }
+}
+
+/// `(done, of)` when `line` is an experiment's count of finished runs (`NAME: D/N runs`).
+fn run_count(line: &str) -> Option<(u64, u64)> {
+    let (_, count) = line.rsplit_once(": ")?;
+    let (d, n) = count.strip_suffix(" runs")?.split_once('/')?;
+    Some((d.parse().ok()?, n.parse().ok()?))
+}
+
+/// Which of `reproduce`'s log lines are printed: every line that is not a count of runs, and of
+/// the counts the last of each batch and those that are due.
+#[derive(Debug)]
+pub struct RunCounts {
+    every: Every,
+}
+
+impl RunCounts {
+    pub fn new(interval_s: f64) -> RunCounts {
+        RunCounts {
+            every: Every::new(interval_s),
+        }
+    }
+
+    pub fn admit(&mut self, line: &str, elapsed_s: f64) -> bool {
+        match run_count(line) {
+            None => true,
+            Some((d, n)) if d >= n => true,
+            Some(_) => self.every.due(elapsed_s),
+        }
+    }
+}
+
+/// A writer that passes bytes on and notes how many have gone through, at most once an interval.
+pub struct Counting<W, N> {
+    inner: W,
+    notes: N,
+    what: String,
+    bytes: u64,
+    started: Instant,
+    every: Every,
+}
+
+impl<W: Write, N: Write> Counting<W, N> {
+    /// Notes go to `notes` (standard error), each naming `what`.
+    pub fn new(inner: W, notes: N, what: String, interval_s: f64) -> Self {
+        Counting {
+            inner,
+            notes,
+            what,
+            bytes: 0,
+            started: Instant::now(),
+            every: Every::new(interval_s),
+        }
+    }
+}
+
+impl<W: Write, N: Write> Write for Counting<W, N> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.bytes += n as u64;
+        let elapsed_s = self.started.elapsed().as_secs_f64();
+        if self.every.due(elapsed_s) {
+            // A note that cannot be written is no reason to stop the download.
+            let _ = writeln!(
+                self.notes,
+                "{}: {:.1} MiB received in {:.0} s",
+                self.what,
+                self.bytes as f64 / (1u64 << 20) as f64,
+                elapsed_s
+            );
+        }
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_note_is_due_once_an_interval_and_not_before_the_first() {
+        let mut e = Every::new(5.0);
+        let due: Vec<f64> = [0.0, 1.0, 4.9, 5.0, 5.1, 9.9, 10.2, 10.3, 16.0]
+            .into_iter()
+            .filter(|&t| e.due(t))
+            .collect();
+        assert_eq!(due, vec![5.0, 10.2, 16.0]);
+    }
+
+    /// The quick catalogue printed a line for each of its 1,100-odd runs.
+    #[test]
+    fn reproduce_prints_a_batch_of_runs_as_due_notes_and_its_last_count() {
+        let mut r = RunCounts::new(1.0);
+        let mut printed = Vec::new();
+        for line in ["informed: the paper's tables"] {
+            if r.admit(line, 0.0) {
+                printed.push(line.to_string());
+            }
+        }
+        for d in 1..=415 {
+            let line = format!("informed: {d}/415 runs");
+            // Ten runs a second of this host's time.
+            if r.admit(&line, d as f64 / 10.0) {
+                printed.push(line);
+            }
+        }
+        assert_eq!(printed.first().unwrap(), "informed: the paper's tables");
+        assert_eq!(printed.last().unwrap(), "informed: 415/415 runs");
+        assert!(printed.len() <= 44, "{} lines: {printed:?}", printed.len());
+        assert!(printed.len() >= 40, "{} lines: {printed:?}", printed.len());
+        // A name with a colon, and lines that only look like counts, are passed as they are.
+        assert_eq!(run_count("network fig9: 16/64 runs"), Some((16, 64)));
+        assert_eq!(run_count("striping: 3 runs"), None);
+        assert_eq!(run_count("done in 3.1 s"), None);
+    }
+
+    #[test]
+    fn the_counting_writer_passes_every_byte_and_notes_the_count() {
+        let mut out = Vec::new();
+        let mut notes = Vec::new();
+        {
+            // An interval of zero: every write is due, so the test needs no clock.
+            let mut w = Counting::new(&mut out, &mut notes, "http://h/f".into(), 0.0);
+            w.write_all(&[7u8; 1 << 20]).unwrap();
+            w.write_all(&[8u8; 1 << 19]).unwrap();
+            w.flush().unwrap();
+        }
+        assert_eq!(out.len(), 3 << 19);
+        let notes = String::from_utf8(notes).unwrap();
+        assert!(
+            notes
+                .lines()
+                .last()
+                .unwrap()
+                .starts_with("http://h/f: 1.5 MiB received in "),
+            "{notes}"
+        );
+    }
+}
