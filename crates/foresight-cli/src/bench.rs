@@ -1146,7 +1146,8 @@ fn measure_engine(
         method: "engine",
         policy: Some(policy.to_string()),
         mib_s: mib_s(t.bytes, t.secs),
-        memory_peak_bytes: Some(s.memory_peak_bytes),
+        // The buffers the reads held: the pool's own peak is the whole budget once prefaulted.
+        memory_peak_bytes: Some(s.buffers_peak_bytes),
         cpu_s: t.cpu_s,
         note,
     })

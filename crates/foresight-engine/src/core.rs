@@ -1802,6 +1802,7 @@ impl Core {
             memory_used_bytes: self.pool.held_bytes(),
             memory_peak_bytes: self.pool.held_peak_bytes(),
             memory_lent_bytes: self.pool.lent_bytes(),
+            buffers_peak_bytes: self.pool.lent_peak_bytes(),
             ..self.stats.clone()
         }
     }

@@ -64,6 +64,8 @@ pub struct BufferPool {
     free_max_bytes: u64,
     /// Bytes in buffers handed out (not on the free lists).
     lent_bytes: u64,
+    /// The most bytes handed out at once.
+    lent_peak_bytes: u64,
     /// Whether large fresh buffers come from huge-page mappings.
     huge_pages: bool,
 }
@@ -96,6 +98,7 @@ impl BufferPool {
             // moment a reservation needs their room) and saves zeroing and faulting fresh memory.
             free_max_bytes: limit.0,
             lent_bytes: 0,
+            lent_peak_bytes: 0,
             huge_pages,
         }
     }
@@ -117,7 +120,7 @@ impl BufferPool {
             return None;
         }
         if let Some(b) = self.take_piece(exact) {
-            self.lent_bytes += b.capacity() as u64;
+            self.lend(b.capacity());
             self.check();
             return Some(b);
         }
@@ -145,9 +148,14 @@ impl BufferPool {
             }
             None => self.fresh(exact)?,
         };
-        self.lent_bytes += buf.capacity() as u64;
+        self.lend(buf.capacity());
         self.check();
         Some(buf)
+    }
+
+    fn lend(&mut self, cap: usize) {
+        self.lent_bytes += cap as u64;
+        self.lent_peak_bytes = self.lent_peak_bytes.max(self.lent_bytes);
     }
 
     /// Takes a buffer back.
@@ -330,6 +338,12 @@ impl BufferPool {
         self.lent_bytes
     }
 
+    /// The most bytes in buffers handed out at once: what reads held, without the memory kept
+    /// for reuse (which, in a prefaulted pool, is the whole budget from the start).
+    pub fn lent_peak_bytes(&self) -> u64 {
+        self.lent_peak_bytes
+    }
+
     /// All memory the pool holds now, lent or kept for reuse: never above the limit.
     pub fn held_bytes(&self) -> u64 {
         self.budget.used().0
@@ -413,6 +427,25 @@ mod tests {
         let e = off.alloc(half, Purpose::Prefetch).unwrap();
         assert_eq!(off.held_bytes(), half, "nothing more without huge pages");
         off.free(e);
+    }
+
+    /// A prefaulted pool holds its whole budget from the start, so its held peak says nothing of
+    /// what the reads needed; the lent peak does.
+    #[test]
+    fn the_lent_peak_counts_buffers_handed_out_not_memory_kept() {
+        let limit = 4 * HUGE_BYTES as u64;
+        let mut p = BufferPool::with_huge_pages(ByteLen(limit), HUGE_BYTES as u64, true);
+        assert!(p.prefault());
+        assert_eq!(p.held_peak_bytes(), limit);
+        assert_eq!(p.lent_peak_bytes(), 0);
+        let a = p.alloc(8192, Purpose::Prefetch).unwrap();
+        let b = p.alloc(4096, Purpose::Demand).unwrap();
+        p.free(a);
+        let c = p.alloc(4096, Purpose::Prefetch).unwrap();
+        p.free(b);
+        p.free(c);
+        assert_eq!(p.lent_peak_bytes(), 12288);
+        assert_eq!(p.lent_bytes(), 0);
     }
 
     #[test]

@@ -37,6 +37,10 @@ pub struct Stats {
     /// Of `memory_used_bytes`, the bytes in buffers handed out now (prefetched, in flight, being
     /// copied), without those kept for reuse: zero once every reader is closed.
     pub memory_lent_bytes: u64,
+    /// The most bytes in buffers handed out at once (prefetched, in flight, being copied),
+    /// without those kept for reuse: an engine built with `prefault` holds its whole budget from
+    /// the start, and this is what its reads needed of it.
+    pub buffers_peak_bytes: u64,
     /// `read` calls that had to wait for the device or for memory.
     pub stalls: u64,
     /// Total time `read` calls waited, nanoseconds.
