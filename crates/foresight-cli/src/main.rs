@@ -611,6 +611,12 @@ fn check_writable_dir(dir: &Path) -> anyhow::Result<()> {
             dir.display()
         ))
     };
+    if dir.exists() && !dir.is_dir() {
+        return Err(input(format!(
+            "--out: {} is not a directory; give a directory (it is created if missing)",
+            dir.display()
+        )));
+    }
     std::fs::create_dir_all(dir).map_err(|e| bad("create", e))?;
     let probe = dir.join(format!(".foresight-write-test-{}", std::process::id()));
     std::fs::write(&probe, b"").map_err(|e| bad("write in", e))?;

@@ -73,6 +73,16 @@ fn bad_input_exits_2_naming_the_problem() {
         "--requests-out",
     );
     expect_input_error(&["sim", "--set", "novalue"], "KEY=VALUE");
+    // An --out that is a file was refused with the operating system's "File exists", which
+    // reads as though the directory were fine.
+    let file = std::env::temp_dir().join(format!("foresight-out-file-{}", std::process::id()));
+    std::fs::write(&file, b"a file").unwrap();
+    let shown = file.display().to_string();
+    expect_input_error(
+        &["reproduce", "collapse", "--quick", "--out", &shown],
+        "is not a directory",
+    );
+    std::fs::remove_file(&file).unwrap();
 }
 
 #[test]
