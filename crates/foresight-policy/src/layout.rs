@@ -276,23 +276,40 @@ pub struct Layout {
 pub enum LayoutError {
     /// The files do not fit on the volume.
     #[error(
-        "{files} {} of {} {} {} but the volume holds only {}; use fewer or smaller files",
+        "{files} {} of {} {} {}{} but the volume holds only {}; use fewer {}",
         if *.files == 1 { "file" } else { "files" },
         (*.size).rounded(),
         if *.files == 1 { "needs" } else { "need" },
         need_text(*.need),
-        (*.volume).rounded()
+        slot_text(*.size, *.slot),
+        (*.volume).rounded(),
+        if slot.0 > size.0 { "files" } else { "or smaller files" }
     )]
     DoesNotFit {
         /// How many files.
         files: usize,
         /// Size of each (the mean, when sizes differ).
         size: ByteLen,
+        /// The room each file takes: its size, or more where files start on aligned boundaries
+        /// (a smaller file then needs as much).
+        slot: ByteLen,
         /// Bytes needed.
         need: ByteLen,
         /// Bytes available.
         volume: ByteLen,
     },
+}
+
+/// Why files need more than their sizes add up to, when they do.
+fn slot_text(size: ByteLen, slot: ByteLen) -> String {
+    if slot.0 > size.0 {
+        format!(
+            ", as each starts on a boundary and takes a slot of {},",
+            slot.rounded()
+        )
+    } else {
+        String::new()
+    }
 }
 
 /// A byte count for an error message; sums that saturated say so rather than print 2^64 - 1.
@@ -357,6 +374,7 @@ impl Layout {
             return Err(LayoutError::DoesNotFit {
                 files: count,
                 size,
+                slot: ByteLen(slot),
                 need: ByteLen(slot.saturating_mul(count as u64)),
                 volume: volume_bytes,
             });
@@ -384,6 +402,7 @@ impl Layout {
             return Err(LayoutError::DoesNotFit {
                 files: count,
                 size,
+                slot: ByteLen(step),
                 need: ByteLen(need),
                 volume: volume_bytes,
             });
@@ -450,9 +469,11 @@ impl Layout {
         let volume_blocks = volume_bytes.0 / BLOCK_BYTES;
         // In u128: many large files may together pass 2^64 bytes; their mean does not.
         let total: u128 = sizes.iter().map(|s| s.0 as u128).sum();
-        let too_big = |need_blocks: u64| LayoutError::DoesNotFit {
+        let mean = ByteLen((total / sizes.len().max(1) as u128) as u64);
+        let too_big = |need_blocks: u64, slot: ByteLen| LayoutError::DoesNotFit {
             files: sizes.len(),
-            size: ByteLen((total / sizes.len().max(1) as u128) as u64),
+            size: mean,
+            slot,
             need: ByteLen(need_blocks.saturating_mul(BLOCK_BYTES)),
             volume: volume_bytes,
         };
@@ -503,7 +524,10 @@ impl Layout {
                 if count > 0 && (gap == 0 || gap < widest) {
                     // Each file's place is a whole number of 1 MiB units, at least one.
                     let slot = widest.max(1).div_ceil(SPREAD_ALIGN_BLOCKS) * SPREAD_ALIGN_BLOCKS;
-                    return Err(too_big(base.saturating_add(slot.saturating_mul(count))));
+                    return Err(too_big(
+                        base.saturating_add(slot.saturating_mul(count)),
+                        ByteLen(slot.saturating_mul(BLOCK_BYTES)),
+                    ));
                 }
                 let mut slots: Vec<u64> = (0..count).collect();
                 if placement == Placement::Shuffled {
@@ -530,14 +554,14 @@ impl Layout {
                         let len = 1 + rng.below(2 * mean_blocks - 1);
                         f.place_run(&mut cursor, len, inline_every);
                         if cursor > volume_blocks {
-                            return Err(too_big(cursor));
+                            return Err(too_big(cursor, mean));
                         }
                     }
                 }
             }
         }
         if cursor > volume_blocks {
-            return Err(too_big(cursor));
+            return Err(too_big(cursor, mean));
         }
         for f in files {
             debug_assert!(f.done());
@@ -808,6 +832,42 @@ mod tests {
     // Named explicitly: proptest's prelude also exports an `Rng`.
     use foresight_core::Rng;
     use proptest::prelude::*;
+
+    /// Spread files each start on a 1 MiB boundary, so 100,000 files of 64 KiB need about 98 GiB:
+    /// the refusal said so without saying why, and advised smaller files, which need as much.
+    #[test]
+    fn a_refusal_for_files_in_slots_names_the_slot_and_does_not_advise_smaller_files() {
+        let volume = ByteLen::gib(74);
+        // As the simulator places them (Layout::place), and through the shortcut.
+        let sizes = vec![ByteLen::kib(64); 100_000];
+        let e = Layout::place(
+            volume,
+            None,
+            &sizes,
+            Placement::Spread,
+            None,
+            &mut Rng::new(1),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("a slot of 1MiB") && !e.contains("smaller"),
+            "{e}"
+        );
+        let e = Layout::spread(volume, None, 100_000, ByteLen::kib(64))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("a slot of 1MiB"), "{e}");
+        assert!(!e.contains("smaller"), "{e}");
+        // Files as large as their slots: fewer or smaller files both help.
+        let e = Layout::spread(volume, None, 100, ByteLen::gib(1))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("fewer or smaller files") && !e.contains("slot"),
+            "{e}"
+        );
+    }
 
     fn one_extent(size: u64, at: u64) -> FileLayout {
         FileLayout {

@@ -128,10 +128,13 @@ fn jbod_layout(
     let gap = member_bytes / per_member / ALIGN * ALIGN;
     let largest = sizes.iter().map(|s| s.0).max().unwrap_or(0);
     if gap < largest {
+        // Each file starts on a 1 MiB boundary of its member.
+        let slot = largest.max(1).div_ceil(ALIGN).saturating_mul(ALIGN);
         return Err(foresight_policy::layout::LayoutError::DoesNotFit {
             files: sizes.len(),
             size: ByteLen(largest),
-            need: ByteLen(largest.saturating_mul(sizes.len() as u64)),
+            slot: ByteLen(slot),
+            need: ByteLen(slot.saturating_mul(sizes.len() as u64)),
             volume: volume_bytes,
         });
     }
