@@ -396,3 +396,29 @@ fn the_config_flag_help_names_every_section_the_parser_takes() {
         );
     }
 }
+
+/// A [dfs] run named its device by kind alone ("hdd", "raid0x5"), where every other run names
+/// the preset: two runs on different disks could not be told apart by their reports.
+#[test]
+fn a_dfs_run_names_its_device_as_other_runs_do() {
+    for (sets, device) in [
+        (
+            vec!["device.preset=st6000nm0024"],
+            "st6000nm0024".to_string(),
+        ),
+        (
+            vec!["device.kind=raid0", "device.preset=wd800jd"],
+            "raid0 5 x wd800jd, 128KiB strips".to_string(),
+        ),
+    ] {
+        let mut args = vec!["sim", "--json", "--set", "dfs.system=aps"];
+        args.extend(["--set", "workload.duration=100ms"]);
+        for s in &sets {
+            args.extend(["--set", s]);
+        }
+        let (code, out, err) = foresight(&args);
+        assert_eq!(code, 0, "{err}");
+        let v: serde_json::Value = serde_json::from_str(out.trim()).expect("one JSON object");
+        assert_eq!(v["device"], device.as_str(), "{sets:?}");
+    }
+}

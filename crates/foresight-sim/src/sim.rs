@@ -177,7 +177,10 @@ pub fn run_wrapped(
         if let Some(e) = requests.take_error() {
             return Err(SimError::Requests(e));
         }
-        return Ok(RunOutput { report: out.report });
+        let mut report = out.report;
+        // Named as every other run names its device (the DFS model itself knows only its kind).
+        report.device = crate::build::describe(&cfg.device);
+        return Ok(RunOutput { report });
     }
     let wall = std::time::Instant::now();
     if let Some(tiers) = &cfg.tiered {
