@@ -61,7 +61,8 @@ enum Command {
         /// Print one JSON object instead of the readable summary.
         #[arg(long)]
         json: bool,
-        /// Write one CSV line per application request to FILE, as each completes.
+        /// Write one CSV line per application request to FILE, as each completes (not one of the
+        /// run's own input files).
         #[arg(long, value_name = "FILE.csv")]
         requests_out: Option<PathBuf>,
     },
@@ -406,6 +407,9 @@ fn cmd_sim(
     requests_out: Option<&Path>,
 ) -> anyhow::Result<()> {
     let cfg = load_config(config, sets)?;
+    if let Some(out) = requests_out {
+        refuse_overwriting_an_input(out, config, &cfg)?;
+    }
     // Opened before the run, so that a path that cannot be written is refused at once, not after
     // minutes of simulation.
     let requests_file = requests_out
@@ -521,6 +525,48 @@ fn cmd_sim(
         pct(b.overhead_s),
         b.queue_s
     );
+    Ok(())
+}
+
+/// Refuses a `--requests-out` that is one of the run's own input files: creating it truncates
+/// it, and a trace is read only once the run starts, so it would be gone by then.
+fn refuse_overwriting_an_input(
+    out: &Path,
+    config: Option<&Path>,
+    cfg: &SimConfig,
+) -> anyhow::Result<()> {
+    use std::os::unix::fs::MetadataExt as _;
+    let Ok(out_meta) = std::fs::metadata(out) else {
+        // Not there yet: it cannot be an input.
+        return Ok(());
+    };
+    let mut inputs: Vec<(&str, &Path)> = Vec::new();
+    if let Some(c) = config {
+        inputs.push(("--config", c));
+    }
+    if let Some(t) = &cfg.workload.trace {
+        inputs.push(("workload.trace", t));
+    }
+    if let Some(d) = &cfg.device.disksim {
+        inputs.push(("device.disksim", d));
+    }
+    if let Some(t) = &cfg.tiered {
+        if let foresight_sim::tiered::config::AccessOrder::Trace(p) = &t.workload.order {
+            inputs.push(("workload.trace", p));
+        }
+    }
+    for (what, path) in inputs {
+        let same = std::fs::metadata(path)
+            .is_ok_and(|m| m.dev() == out_meta.dev() && m.ino() == out_meta.ino());
+        if same {
+            return Err(input(format!(
+                "--requests-out {}: is the run's {what} ({}); writing it would destroy it, so \
+                 give another file",
+                out.display(),
+                path.display()
+            )));
+        }
+    }
     Ok(())
 }
 

@@ -422,3 +422,44 @@ fn a_dfs_run_names_its_device_as_other_runs_do() {
         assert_eq!(v["device"], device.as_str(), "{sets:?}");
     }
 }
+
+/// `--requests-out` naming one of the run's own input files truncated it before the run read it:
+/// the trace was destroyed and the run then refused it as empty. The config, read first, was
+/// overwritten by the CSV.
+#[test]
+fn requests_out_refuses_to_overwrite_an_input_of_the_run() {
+    let dir = std::env::temp_dir().join(format!("foresight-requests-in-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let trace = dir.join("t.trace");
+    let trace_text = "R Hit 100 8 1.0 1.0\nR Hit 200 8 1.0 1.0\n";
+    std::fs::write(&trace, trace_text).unwrap();
+    let config = dir.join("c.toml");
+    let config_text = "[workload]\nkind = \"trace\"\nformat = \"disksim\"\ntrace = \"t.trace\"\n";
+    std::fs::write(&config, config_text).unwrap();
+    let (trace_s, config_s) = (trace.display().to_string(), config.display().to_string());
+    // The same file under another name, too.
+    let trace_other_name = format!(
+        "{}/../{}/t.trace",
+        dir.display(),
+        dir.file_name().unwrap().to_string_lossy()
+    );
+    for (out, key) in [
+        (trace_s.as_str(), "workload.trace"),
+        (trace_other_name.as_str(), "workload.trace"),
+        (config_s.as_str(), "--config"),
+    ] {
+        let (code, _, err) = foresight(&["sim", "--config", &config_s, "--requests-out", out]);
+        assert_eq!(code, 2, "{out}: {err}");
+        assert!(
+            err.contains("--requests-out") && err.contains(key),
+            "{out}: {err}"
+        );
+        assert_eq!(std::fs::read_to_string(&trace).unwrap(), trace_text);
+        assert_eq!(std::fs::read_to_string(&config).unwrap(), config_text);
+    }
+    // Another file is written as usual.
+    let csv = dir.join("r.csv").display().to_string();
+    let (code, _, err) = foresight(&["sim", "--config", &config_s, "--requests-out", &csv]);
+    assert_eq!(code, 0, "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
