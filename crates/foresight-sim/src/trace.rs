@@ -312,6 +312,9 @@ struct Parser<'a> {
     next_arrival_ns: u64,
     /// MSR, MQSim: the first record's absolute stamp.
     first_stamp: Option<u64>,
+    /// Whether a first line with the wrong column count is tried in the other formats, to name
+    /// the one it reads in (not in the parsers that try it).
+    guess_format: bool,
 }
 
 impl<'a> Parser<'a> {
@@ -323,6 +326,7 @@ impl<'a> Parser<'a> {
             records: Vec::new(),
             next_arrival_ns: 0,
             first_stamp: None,
+            guess_format: true,
         }
     }
 
@@ -348,11 +352,25 @@ impl<'a> Parser<'a> {
             _ => line.split_whitespace().collect(),
         };
         if cols.len() != format.column_count() {
+            // At the first record a wrong column count most likely means a wrong format; only a
+            // line that reads completely in another one names it.
+            let reads_as = TraceFormat::ALL
+                .into_iter()
+                .filter(|_| self.guess_format && self.records.is_empty())
+                .filter(|&other| other != format)
+                .find(|&other| {
+                    let mut p = Parser::new(other, file_name, 1);
+                    p.guess_format = false;
+                    p.line(line_no, raw_line).is_ok()
+                });
             return Err(err(format!(
-                "expected {}, found {} column{}",
+                "expected {}, found {} column{}{}",
                 format.line_layout(),
                 cols.len(),
-                if cols.len() == 1 { "" } else { "s" }
+                if cols.len() == 1 { "" } else { "s" },
+                reads_as.map_or(String::new(), |f| format!(
+                    "; the line reads as a {f} trace: set workload.format = \"{f}\""
+                ))
             )));
         }
         let record = match format {
@@ -651,6 +669,48 @@ pub(crate) mod tests {
     use super::*;
     use proptest::prelude::*;
     use std::path::PathBuf;
+
+    /// A trace in the wrong format was refused by its first line's column count alone; when the
+    /// line reads in another format, the refusal says which (the shared data has traces of all
+    /// three, and their names do not say).
+    #[test]
+    fn a_first_line_in_another_format_names_that_format() {
+        for (line, given, right) in [
+            ("938513000 4 264719034 16 0", TraceFormat::Disksim, "mqsim"),
+            (
+                "R Hit 4583176 4 663.0 45422.0",
+                TraceFormat::Mqsim,
+                "disksim",
+            ),
+            (
+                "128166385295514663,hm,0,Write,9056014336,2048,2833",
+                TraceFormat::Disksim,
+                "msr",
+            ),
+        ] {
+            let e = parse_trace(line, given, "t").unwrap_err().to_string();
+            assert!(
+                e.contains(&format!("workload.format = \"{right}\"")),
+                "{given}: {e}"
+            );
+        }
+        // A line no format reads gets no guess, and neither does a later line.
+        let e = parse_trace("1 2 3", TraceFormat::Disksim, "t")
+            .unwrap_err()
+            .to_string();
+        assert!(!e.contains("workload.format"), "{e}");
+        let e = parse_trace(
+            "R Hit 1 4 1.0 1.0\n938513000 4 264719034 16 0",
+            TraceFormat::Disksim,
+            "t",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.starts_with("t:2:") && !e.contains("workload.format"),
+            "{e}"
+        );
+    }
 
     /// The path of `rel` under the project's `shared/data`, found as `shared/data` beside the crate
     /// directory or one of its ancestors (so it resolves from the workspace and from a scratch copy).
