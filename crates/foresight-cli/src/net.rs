@@ -620,8 +620,9 @@ direction and capping each direction at --bandwidth (shared by all connections, 
 The round trip through the proxy is twice --delay plus the upstream's own. Each connection holds \
 at most the bandwidth-delay product (up to 256 MiB) in flight each way, so a delay longer than \
 256 MiB / --bandwidth also caps each connection's rate. A connection whose end does not take a \
-64 KiB chunk within 30 s (an end that stopped reading) is closed both ways. Use it to measure \
-`foresight get` against long or slow paths on one machine; it runs until interrupted.
+64 KiB chunk within 30 s (an end that stopped reading) is closed both ways. A connection the \
+upstream does not answer is closed, and standard error says so (at most once a second). Use it to \
+measure `foresight get` against long or slow paths on one machine; it runs until interrupted.
 
 Example:
   foresight proxy --listen 127.0.0.1:9090 --upstream 127.0.0.1:8080 --delay 10ms --bandwidth 1Gbit";
@@ -704,6 +705,32 @@ pub fn run_proxy(a: &ProxyArgs) -> anyhow::Result<()> {
             b.bytes_per_s * 8.0 / 1e6
         ))
     );
+    // The proxy closes a client's connection when the upstream does not answer; without a note
+    // here the operator would see a healthy proxy and failing clients. At most one a second.
+    let stats = handle.shared_stats();
+    let upstream = a.upstream.clone();
+    std::thread::spawn(move || {
+        let mut noted = 0;
+        loop {
+            std::thread::sleep(StdDuration::from_secs(1));
+            let failures = stats
+                .upstream_failures
+                .load(std::sync::atomic::Ordering::Relaxed);
+            if failures > noted {
+                let why = stats
+                    .upstream_error
+                    .lock()
+                    .ok()
+                    .and_then(|e| e.clone())
+                    .unwrap_or_default();
+                eprintln!(
+                    "foresight proxy: cannot connect to the upstream {upstream} ({why}); {failures} \
+                     connection(s) closed unrelayed so far"
+                );
+                noted = failures;
+            }
+        }
+    });
     handle.wait();
     Ok(())
 }

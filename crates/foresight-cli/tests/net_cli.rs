@@ -266,6 +266,51 @@ impl Drop for KillOnDrop {
     }
 }
 
+/// A proxy whose upstream does not answer closed each client's connection and said nothing: the
+/// client saw a connection error, and the proxy's own output looked healthy.
+#[test]
+fn a_proxy_says_when_its_upstream_does_not_answer() {
+    let closed = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap()
+    };
+    let mut proxy = KillOnDrop(
+        bin()
+            .args(["proxy", "--listen", "127.0.0.1:0", "--upstream"])
+            .arg(closed.to_string())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let (tx, rx) = std::sync::mpsc::channel();
+    let stderr = proxy.0.stderr.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    // A guard against a hang, not a measurement.
+    let wait = std::time::Duration::from_secs(30);
+    let first = rx.recv_timeout(wait).expect("the proxy's first line");
+    let listen = first
+        .split_whitespace()
+        .find(|w| w.starts_with("127.0.0.1:"))
+        .unwrap_or_else(|| panic!("no address in {first:?}"))
+        .to_string();
+    let mut client = std::net::TcpStream::connect(&listen).unwrap();
+    let _ = std::io::Write::write_all(&mut client, b"GET / HTTP/1.1\r\nHost: x\r\n\r\n");
+    let note = rx
+        .recv_timeout(wait)
+        .expect("a note about the upstream on stderr");
+    assert!(
+        note.contains(&closed.to_string()) && note.contains("upstream"),
+        "{note}"
+    );
+}
+
 #[test]
 fn serve_get_and_sigterm_through_the_binary() {
     let dir = std::env::temp_dir().join(format!("foresight-cli-net-{}", std::process::id()));

@@ -68,6 +68,10 @@ pub struct ProxyStats {
     pub connections: AtomicU64,
     /// Connections refused at the limit or because the upstream did not answer.
     pub refused: AtomicU64,
+    /// Of those, the connections the upstream did not answer.
+    pub upstream_failures: AtomicU64,
+    /// Why the last of them failed, for the operator.
+    pub upstream_error: std::sync::Mutex<Option<String>>,
     /// Bytes relayed client to upstream.
     pub bytes_up: AtomicU64,
     /// Bytes relayed upstream to client.
@@ -83,6 +87,11 @@ impl ProxyHandle {
     /// Its counters.
     pub fn stats(&self) -> &ProxyStats {
         &self.stats
+    }
+
+    /// Its counters, to watch from another thread while [`ProxyHandle::wait`] blocks.
+    pub fn shared_stats(&self) -> Arc<ProxyStats> {
+        self.stats.clone()
     }
 
     /// Stops accepting. Relayed connections finish when their ends close; accepted ones still
@@ -264,10 +273,17 @@ fn spawn_with(cfg: ProxyConfig, connect: Connector) -> Result<ProxyHandle, NetEr
                         let spawned = std::thread::Builder::new()
                             .name("proxy-connect".into())
                             .spawn(move || {
-                                let Ok(server) = connect(&upstream) else {
-                                    st2.refused.fetch_add(1, Ordering::Relaxed);
-                                    open2.fetch_sub(1, Ordering::SeqCst);
-                                    return;
+                                let server = match connect(&upstream) {
+                                    Ok(server) => server,
+                                    Err(e) => {
+                                        if let Ok(mut last) = st2.upstream_error.lock() {
+                                            *last = Some(e.to_string());
+                                        }
+                                        st2.upstream_failures.fetch_add(1, Ordering::Relaxed);
+                                        st2.refused.fetch_add(1, Ordering::Relaxed);
+                                        open2.fetch_sub(1, Ordering::SeqCst);
+                                        return;
+                                    }
                                 };
                                 st2.connections.fetch_add(1, Ordering::Relaxed);
                                 let _ = client.set_nonblocking(false);
