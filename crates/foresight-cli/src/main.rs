@@ -11,7 +11,7 @@ use std::process::ExitCode;
 
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
-use foresight_sim::config::{apply_set, read_config_file, SimConfig};
+use foresight_sim::config::{apply_set, apply_unset, read_config_file, SimConfig};
 use foresight_sim::metrics::{CsvRequests, RequestSink};
 use foresight_sim::{RunOptions, SimError};
 
@@ -55,9 +55,15 @@ enum Command {
             help = "TOML config file (`seed` and sections [device], [host], [policy], [workload], [dfs], [network])"
         )]
         config: Option<PathBuf>,
-        /// Override one key by its dotted path, e.g. --set workload.streams=64. Repeatable.
+        /// Override one key by its dotted path, e.g. --set workload.streams=64, or a key of a
+        /// list element the config has, e.g. --set 'device.tiers[0].preset=wd800jd'. Repeatable.
         #[arg(long = "set", value_name = "KEY=VALUE")]
         sets: Vec<String>,
+        /// Remove a key the config file sets, so its default applies (or, for a key only some
+        /// policies or workloads read, so another one can be chosen with --set), e.g. --unset
+        /// policy.readahead_max --set policy.name=streams. Applied before the --sets. Repeatable.
+        #[arg(long = "unset", value_name = "KEY")]
+        unsets: Vec<String>,
         /// Print one JSON object instead of the readable summary.
         #[arg(long)]
         json: bool,
@@ -127,9 +133,11 @@ Example:
 
 const SIM_HELP: &str = "Run one simulation and print its measurements.
 
-A config is TOML; every key can also be set with --set KEY=VALUE (later wins). Sizes take
-4096, 4KiB, 128KiB, 1MiB, 2GiB, 10MB; durations 250us, 1.92ms, 60s. A relative path (trace,
-disksim) is taken from the config file's directory, or from the current one when given by --set.
+A config is TOML; every key can also be set with --set KEY=VALUE (later wins; a step may name an
+element of a list the config has, as in device.tiers[0].preset), and a key the config file sets
+can be taken out with --unset KEY (before the --sets apply). Sizes take 4096, 4KiB, 128KiB, 1MiB,
+2GiB, 10MB; durations 250us, 1.92ms, 60s. A relative path (trace, disksim) is taken from the
+config file's directory, or from the current one when given by --set.
 
   seed = 1                       every random draw comes from this
   [device]
@@ -297,9 +305,16 @@ fn main() -> ExitCode {
         Command::Sim {
             config,
             sets,
+            unsets,
             json,
             requests_out,
-        } => cmd_sim(config.as_deref(), &sets, json, requests_out.as_deref()),
+        } => cmd_sim(
+            config.as_deref(),
+            &unsets,
+            &sets,
+            json,
+            requests_out.as_deref(),
+        ),
         Command::Devices { json } => cmd_devices(json),
         Command::Reproduce {
             experiments,
@@ -356,11 +371,18 @@ fn describe(e: &anyhow::Error) -> String {
     line
 }
 
-fn load_config(path: Option<&Path>, sets: &[String]) -> anyhow::Result<SimConfig> {
+fn load_config(
+    path: Option<&Path>,
+    unsets: &[String],
+    sets: &[String],
+) -> anyhow::Result<SimConfig> {
     let mut table = match path {
         Some(p) => read_config_file(p).map_err(input)?,
         None => toml::Table::new(),
     };
+    for k in unsets {
+        apply_unset(&mut table, k).map_err(input)?;
+    }
     for s in sets {
         apply_set(&mut table, s).map_err(input)?;
     }
@@ -402,11 +424,12 @@ fn anchor_set_paths(table: &mut toml::Table, sets: &[String]) -> anyhow::Result<
 
 fn cmd_sim(
     config: Option<&Path>,
+    unsets: &[String],
     sets: &[String],
     json: bool,
     requests_out: Option<&Path>,
 ) -> anyhow::Result<()> {
-    let cfg = load_config(config, sets)?;
+    let cfg = load_config(config, unsets, sets)?;
     if let Some(out) = requests_out {
         refuse_overwriting_an_input(out, config, &cfg)?;
     }

@@ -463,3 +463,59 @@ fn requests_out_refuses_to_overwrite_an_input_of_the_run() {
     assert_eq!(code, 0, "{err}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// `--unset` lets a run over a config file switch to a policy the file's keys do not fit, and
+/// `--set` reaches a tier the file lists: both as `sim --help` shows them.
+#[test]
+fn unset_and_indexed_set_change_a_config_files_run() {
+    let examples = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
+    let collapse = examples.join("collapse-64.toml");
+    let collapse = collapse.to_str().expect("a UTF-8 path");
+    let switch = [
+        "--set",
+        "policy.name=streams",
+        "--set",
+        "workload.duration=1s",
+    ];
+    let mut args = vec!["sim", "--config", collapse, "--json"];
+    args.extend(switch);
+    expect_input_error(&args, "--unset policy.readahead_max");
+    args.extend(["--unset", "policy.readahead_max"]);
+    let (code, out, err) = foresight(&args);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("\"policy\":\"streams\""), "{out}");
+    expect_input_error(
+        &[
+            "sim",
+            "--config",
+            collapse,
+            "--unset",
+            "policy.readahed_max",
+        ],
+        "policy.readahed_max",
+    );
+    let tiered = examples.join("informed-tiered.toml");
+    let tiered = tiered.to_str().expect("a UTF-8 path");
+    let (code, out, err) = foresight(&[
+        "sim",
+        "--config",
+        tiered,
+        "--set",
+        "device.tiers[1].preset=wd800jd",
+        "--set",
+        "workload.reads=20",
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("wd800jd"), "{out}");
+    expect_input_error(
+        &[
+            "sim",
+            "--config",
+            tiered,
+            "--set",
+            "device.tiers[2].preset=x",
+        ],
+        "device.tiers[2]",
+    );
+}

@@ -363,15 +363,123 @@ fn datetimes_as_text(v: &mut Value) {
     }
 }
 
+/// One step of a dotted key: a key of a table, and for an array of tables the element it names
+/// (`tiers[0]`).
+struct Step<'a> {
+    name: &'a str,
+    index: Option<usize>,
+}
+
+/// Splits a dotted key (`device.tiers[1].preset`) into its steps; `shown` is the whole
+/// argument, for messages.
+fn key_steps<'a>(key: &'a str, shown: &str) -> Result<Vec<Step<'a>>, ConfigError> {
+    let syntax = || ConfigError::SetSyntax(shown.to_string());
+    key.split('.')
+        .map(|part| {
+            let part = part.trim();
+            let (name, index) = match part.split_once('[') {
+                None => (part, None),
+                Some((name, rest)) => {
+                    let digits = rest.strip_suffix(']').ok_or_else(syntax)?;
+                    let index = digits.trim().parse::<usize>().map_err(|_| {
+                        key_err(
+                            key,
+                            format!("`[{digits}]` is not an element number; count from 0, as in device.tiers[0]"),
+                        )
+                    })?;
+                    (name.trim(), Some(index))
+                }
+            };
+            if name.is_empty() {
+                return Err(syntax());
+            }
+            Ok(Step { name, index })
+        })
+        .collect()
+}
+
+/// The table that holds the last step of `steps`, made on the way where `create` allows (tables
+/// only: an element of an array must already be in the config).
+fn parent_table<'t>(
+    table: &'t mut Table,
+    steps: &[Step],
+    create: bool,
+) -> Result<Option<&'t mut Table>, ConfigError> {
+    let mut cur = table;
+    for (i, step) in steps[..steps.len() - 1].iter().enumerate() {
+        let here = || {
+            steps[..=i]
+                .iter()
+                .map(|s| match s.index {
+                    Some(n) => format!("{}[{n}]", s.name),
+                    None => s.name.to_string(),
+                })
+                .collect::<Vec<_>>()
+                .join(".")
+        };
+        if !create && !cur.contains_key(step.name) {
+            return Ok(None);
+        }
+        let entry = cur
+            .entry(step.name.to_string())
+            .or_insert_with(|| Value::Table(Table::new()));
+        cur = match (entry, step.index) {
+            (Value::Table(t), None) => t,
+            (Value::Array(a), Some(n)) => {
+                let len = a.len();
+                match a.get_mut(n) {
+                    Some(Value::Table(t)) => t,
+                    Some(_) => {
+                        return Err(key_err(&here(), "is a value, not a section, so it has no sub-keys"))
+                    }
+                    None => {
+                        return Err(key_err(
+                            &here(),
+                            format!(
+                                "is past the end: the config has {len} element(s), numbered from 0; add elements in the config file"
+                            ),
+                        ))
+                    }
+                }
+            }
+            (Value::Array(_), None) => {
+                return Err(key_err(
+                    &here(),
+                    format!("is a list; name an element, e.g. {}[0]", here()),
+                ))
+            }
+            (_, Some(_)) => {
+                return Err(key_err(
+                    &here(),
+                    format!("`{}` is not a list of sections in the config", step.name),
+                ))
+            }
+            (_, None) => {
+                return Err(key_err(
+                    &here(),
+                    "is a value, not a section, so it has no sub-keys",
+                ))
+            }
+        };
+    }
+    Ok(Some(cur))
+}
+
 /// Applies one `--set KEY=VALUE`. The value is read as a TOML value when it is one (`64`, `true`,
-/// `"x"`, `[1, 2]`), else as a string (`128KiB`, `seqp`).
+/// `"x"`, `[1, 2]`), else as a string (`128KiB`, `seqp`). A step may name an element of a list of
+/// sections that the config already has (`device.tiers[0].preset=wd800jd`).
 pub fn apply_set(table: &mut Table, assignment: &str) -> Result<(), ConfigError> {
     let (key, raw) = assignment
         .split_once('=')
         .ok_or_else(|| ConfigError::SetSyntax(assignment.to_string()))?;
     let key = key.trim();
-    if key.is_empty() || key.split('.').any(|p| p.trim().is_empty()) {
-        return Err(ConfigError::SetSyntax(assignment.to_string()));
+    let steps = key_steps(key, assignment)?;
+    let last = steps.last().expect("split yields a step");
+    if last.index.is_some() {
+        return Err(key_err(
+            key,
+            "names a whole element; set its keys one by one, e.g. device.tiers[0].preset=wd800jd",
+        ));
     }
     let raw = raw.trim();
     // Exactly one key: a value holding a newline could otherwise add keys of its own, and
@@ -383,24 +491,33 @@ pub fn apply_set(table: &mut Table, assignment: &str) -> Result<(), ConfigError>
         .and_then(|mut t| t.remove("v"))
         .unwrap_or_else(|| Value::String(raw.to_string()));
     datetimes_as_text(&mut value);
-    let parts: Vec<&str> = key.split('.').map(str::trim).collect();
-    let mut cur = table;
-    for (i, part) in parts[..parts.len() - 1].iter().enumerate() {
-        let entry = cur
-            .entry(part.to_string())
-            .or_insert_with(|| Value::Table(Table::new()));
-        cur = match entry {
-            Value::Table(t) => t,
-            _ => {
-                return Err(key_err(
-                    &parts[..=i].join("."),
-                    "is a value, not a section, so it has no sub-keys",
-                ))
-            }
-        };
-    }
-    cur.insert(parts[parts.len() - 1].to_string(), value);
+    let cur = parent_table(table, &steps, true)?.expect("made on the way");
+    cur.insert(last.name.to_string(), value);
     Ok(())
+}
+
+/// Applies one `--unset KEY`: removes a key the config file set, so that the run takes its
+/// default (or, for a key only some policies or workloads read, so that another one may be
+/// chosen with `--set`). A key the config does not set is refused, so that a misspelt one is
+/// not silently ignored.
+pub fn apply_unset(table: &mut Table, key: &str) -> Result<(), ConfigError> {
+    let key = key.trim();
+    let steps = key_steps(key, key)?;
+    let last = steps.last().expect("split yields a step");
+    let missing = || {
+        key_err(
+            key,
+            "is not set in the config, so there is nothing to unset; check its spelling",
+        )
+    };
+    if last.index.is_some() {
+        return Err(key_err(
+            key,
+            "names a whole element; unset its keys one by one, e.g. device.tiers[0].capacity",
+        ));
+    }
+    let cur = parent_table(table, &steps, false)?.ok_or_else(missing)?;
+    cur.remove(last.name).map(|_| ()).ok_or_else(missing)
 }
 
 /// Takes typed keys out of one section and refuses whatever is left.
@@ -695,7 +812,8 @@ fn refuse_keys_of_other_kinds(kind: WorkloadKind, w: &Section) -> Result<(), Con
             return Err(key_err(
                 &format!("workload.{key}"),
                 format!(
-                    "a `{name}` workload does not read this key (it applies to: {}); drop it",
+                    "a `{name}` workload does not read this key (it applies to: {}); drop it \
+                     (from a config file: --unset workload.{key})",
                     takers.join(", ")
                 ),
             ));
@@ -749,7 +867,7 @@ fn refuse_keys_of_other_policies(name: &str, given: &[String]) -> Result<(), Con
                 &format!("policy.{key}"),
                 format!(
                     "the `{name}` policy does not read this key (it applies to: {readers}); \
-                     drop it"
+                     drop it (from a config file: --unset policy.{key})"
                 ),
             ));
         }
@@ -1641,5 +1759,64 @@ mod tests {
             e.contains("device.queue_policy") && e.contains("sptf"),
             "{e}"
         );
+    }
+
+    /// `--unset` takes a key out of the config, so that another policy may be chosen over a file
+    /// that sets a key only the first one reads; a key the config does not set is refused by name.
+    #[test]
+    fn unset_removes_a_key_the_file_set_and_refuses_one_it_did_not() {
+        let text = "[policy]\nname = \"seqp\"\nreadahead_max = \"1MiB\"\n";
+        let mut t = parse_config_text(text, "test.toml").unwrap();
+        apply_set(&mut t, "policy.name=streams").unwrap();
+        let e = SimConfig::from_table(t.clone(), None)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("--unset policy.readahead_max"), "{e}");
+        apply_unset(&mut t, "policy.readahead_max").unwrap();
+        assert_eq!(
+            SimConfig::from_table(t.clone(), None).unwrap().policy.name,
+            "streams"
+        );
+        for (key, names) in [
+            ("policy.readahead_max", "policy.readahead_max"),
+            ("policy.readahed", "policy.readahed"),
+            ("nosuch.key", "nosuch.key"),
+            ("policy.name.x", "policy.name"),
+        ] {
+            let e = apply_unset(&mut t, key).unwrap_err().to_string();
+            assert!(e.contains(names), "{key}: {e}");
+        }
+    }
+
+    /// A `--set` step may name an element of a list of sections the config has
+    /// (`device.tiers[1].preset`), as the refusals of tier keys name them; an element past the end,
+    /// a list named without an element and an index on a plain key are refused by name.
+    #[test]
+    fn set_reaches_into_an_element_of_a_list_of_sections() {
+        let text = "[[device.tiers]]\npreset = \"a\"\n[[device.tiers]]\npreset = \"b\"\n";
+        let mut t = parse_config_text(text, "test.toml").unwrap();
+        apply_set(&mut t, "device.tiers[1].preset=wd800jd").unwrap();
+        apply_set(&mut t, "device.tiers[0].disks=4").unwrap();
+        let tiers = t["device"]["tiers"].as_array().unwrap();
+        assert_eq!(tiers[1]["preset"].as_str(), Some("wd800jd"));
+        assert_eq!(tiers[0]["preset"].as_str(), Some("a"));
+        assert_eq!(tiers[0]["disks"].as_integer(), Some(4));
+        apply_unset(&mut t, "device.tiers[0].disks").unwrap();
+        assert!(t["device"]["tiers"][0].get("disks").is_none());
+        for (set, names) in [
+            ("device.tiers[2].preset=x", "device.tiers[2]"),
+            ("device.tiers.preset=x", "device.tiers[0]"),
+            ("device.preset[0].x=1", "`preset`"),
+            ("device.tiers[1]=x", "device.tiers[1]"),
+            ("device.tiers[one].preset=x", "element number"),
+            ("device.tiers[0.preset=x", "device.tiers[0.preset=x"),
+        ] {
+            let mut t = t.clone();
+            if set.starts_with("device.preset") {
+                apply_set(&mut t, "device.preset=wd800jd").unwrap();
+            }
+            let e = apply_set(&mut t, set).unwrap_err().to_string();
+            assert!(e.contains(names), "{set}: {e}");
+        }
     }
 }
