@@ -171,7 +171,7 @@ config file's directory, or from the current one when given by --set.
   raid_cache = \"0\"               the RAID driver's own cache (needed by msp+...)
   [policy]                       (a key below that only other policies read is refused)
   name = \"seqp\"                  none | seqp | saseqp | msp+seqp | msp+saseqp | streams | directed
-  readahead_max = \"128KiB\"       largest readahead window (seqp, saseqp)
+  readahead_max = \"128KiB\"       largest readahead window (seqp, saseqp); at most host.memory
   readahead_rule = \"linux\"       linux (next window fetched at the marked page, ahead of
                                  the reader) | synchronous (only when a read misses)
   sc_max = 42                    MSP: sequential counter cap

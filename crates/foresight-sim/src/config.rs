@@ -1369,6 +1369,17 @@ impl SimConfig {
         if workload.duration == Some(Duration::ZERO) {
             return Err(key_err("workload.duration", "must be longer than zero"));
         }
+        if policy_reads_key(&policy.name, "readahead_max") && policy.readahead_max > host.memory {
+            // A window is read into the page cache whole: one larger than the cache could never
+            // be held, and the policy would be planning with memory the host does not have.
+            return Err(key_err(
+                "policy.readahead_max",
+                format!(
+                    "{} is larger than the page cache (host.memory = {}); a window must fit in it",
+                    policy.readahead_max, host.memory
+                ),
+            ));
+        }
         if host.memory < workload.request {
             return Err(key_err(
                 "host.memory",
@@ -1818,5 +1829,18 @@ mod tests {
             let e = apply_set(&mut t, set).unwrap_err().to_string();
             assert!(e.contains(names), "{set}: {e}");
         }
+    }
+
+    /// A readahead window must fit in the page cache it is read into.
+    #[test]
+    fn a_readahead_window_larger_than_the_page_cache_is_refused() {
+        let e = cfg("", &["host.memory=1MiB", "policy.readahead_max=2MiB"])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("policy.readahead_max") && e.contains("host.memory = 1MiB"),
+            "{e}"
+        );
+        assert!(cfg("", &["host.memory=2MiB", "policy.readahead_max=2MiB"]).is_ok());
     }
 }
