@@ -97,12 +97,13 @@ pub struct BenchArgs {
     /// --emulate with paper 001's R = 8 MiB, N = 1, M = 16 MiB.
     #[arg(long, value_delimiter = ',', value_name = "NAME,...")]
     policy: Vec<String>,
-    /// Also run fio, if installed: one sequential O_DIRECT job over the same files, one after
-    /// another, with the limit's block size and depth. fio's buffers come from reserved huge pages
-    /// when enough are free (`vm.nr_hugepages`), and otherwise from ordinary 4 KiB pages, which a
-    /// disk with a per-request segment limit splits (this machine's virtio disk: 254 segments, so
-    /// 4 MiB reads reach it as about 660 KiB requests and fio reads well under the limit); the
-    /// table's note says which. Its cpu s is the fio process's own. Not with --emulate.
+    /// Also run fio (refused if it is not installed): one sequential O_DIRECT job over the same
+    /// files, one after another, with the limit's block size and depth. fio's buffers come from
+    /// reserved huge pages when enough are free (`vm.nr_hugepages`), and otherwise from ordinary
+    /// 4 KiB pages, which a disk with a per-request segment limit splits (this machine's virtio
+    /// disk: 254 segments, so 4 MiB reads reach it as about 660 KiB requests and fio reads well
+    /// under the limit); the table's note says which. Its cpu s is the fio process's own. Not
+    /// with --emulate.
     #[arg(long)]
     fio: bool,
     /// Run the engine on the emulated backend with this device preset (see `foresight devices`).
@@ -303,6 +304,14 @@ fn plan(a: &BenchArgs) -> anyhow::Result<Plan> {
              measure nothing comparable; drop one of the two",
         ));
     }
+    if a.fio && !fio_installed() {
+        // Asked for by name, so refused before any file is written or read rather than skipped
+        // after minutes of measuring.
+        return Err(input(
+            "--fio: fio is not installed (no `fio` on PATH); install it (apt install fio) or drop \
+             --fio",
+        ));
+    }
     // Each N reads min(file_size, total / N) of each of its files, in whole pages.
     let per_stream: Vec<u64> = streams
         .iter()
@@ -480,11 +489,7 @@ pub fn run(a: &BenchArgs) -> anyhow::Result<()> {
                             take(measure_limit(&p, files, bytes, n)?);
                         }
                         if a.fio && p.emulate.is_none() {
-                            match run_fio(&p, files, n)? {
-                                Some(r) => take(r),
-                                None if round == 0 => log(started, "  fio: not installed, skipped"),
-                                None => {}
-                            }
+                            take(run_fio(&p, files, n)?);
                         }
                     }
                     1 => {
@@ -814,7 +819,17 @@ fn measure_limit(p: &Plan, files: &[PathBuf], bytes: u64, n: u32) -> anyhow::Res
     })
 }
 
-fn run_fio(p: &Plan, files: &[PathBuf], n: u32) -> anyhow::Result<Option<Row>> {
+/// Whether a `fio` runs here (`fio --version` succeeds).
+fn fio_installed() -> bool {
+    std::process::Command::new("fio")
+        .arg("--version")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+fn run_fio(p: &Plan, files: &[PathBuf], n: u32) -> anyhow::Result<Row> {
     evict(files)?;
     // Each N's files are alone in their directory, which fio reads whole (a list of 1,024 names
     // would pass fio's 4,096-character limit on an option's value).
@@ -838,12 +853,10 @@ fn run_fio(p: &Plan, files: &[PathBuf], n: u32) -> anyhow::Result<Option<Row>> {
     // fio is a child process: its CPU time is not this process's, and is counted once it is
     // waited for.
     let cpu0 = children_cpu_seconds();
-    let out = std::process::Command::new("fio").args(&args).output();
-    let out = match out {
-        Ok(o) => o,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(e).context("running fio"),
-    };
+    let out = std::process::Command::new("fio")
+        .args(&args)
+        .output()
+        .context("running fio")?;
     anyhow::ensure!(
         out.status.success(),
         "fio failed: {}",
@@ -857,7 +870,7 @@ fn run_fio(p: &Plan, files: &[PathBuf], n: u32) -> anyhow::Result<Option<Row>> {
         .and_then(|l| l.split(';').nth(6))
         .and_then(|f| f.parse().ok())
         .context("reading fio's bandwidth")?;
-    Ok(Some(Row {
+    Ok(Row {
         streams: n,
         method: "fio",
         policy: None,
@@ -869,7 +882,7 @@ fn run_fio(p: &Plan, files: &[PathBuf], n: u32) -> anyhow::Result<Option<Row>> {
         } else {
             "4 KiB-page buffers (no free huge pages; see --fio)".to_string()
         },
-    }))
+    })
 }
 
 /// Bytes of reserved huge pages free now (`HugePages_Free` x `Hugepagesize` in `/proc/meminfo`),

@@ -216,7 +216,9 @@ fn an_emulated_bench_runs_on_the_model() {
 }
 
 /// fio runs as a child process, whose CPU time the bench's own (`RUSAGE_SELF`) does not include:
-/// its row said 0.00 CPU seconds, as if reading were free. Skipped where fio is not installed.
+/// its row said 0.00 CPU seconds, as if reading were free. Where fio is not installed `--fio` is
+/// refused up front (exit 2), and this test is skipped unless `FORESIGHT_REQUIRE_FIO` is set, as
+/// CI sets it after installing fio.
 #[test]
 fn the_fio_row_counts_fios_own_cpu_time() {
     let installed = Command::new("fio")
@@ -224,7 +226,17 @@ fn the_fio_row_counts_fios_own_cpu_time() {
         .output()
         .is_ok_and(|o| o.status.success());
     if !installed {
-        eprintln!("fio is not installed; skipped");
+        assert!(
+            std::env::var_os("FORESIGHT_REQUIRE_FIO").is_none(),
+            "FORESIGHT_REQUIRE_FIO is set but fio is not installed (apt install fio)"
+        );
+        let (code, _, err) = foresight(&["bench", "--fio", "--streams", "1", "--dir", "unused"]);
+        assert_eq!(code, 2, "{err}");
+        assert!(
+            err.contains("--fio") && err.contains("not installed"),
+            "{err}"
+        );
+        eprintln!("fio is not installed; only its refusal was checked");
         return;
     }
     let d = dir("fio");
