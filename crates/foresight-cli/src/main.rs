@@ -690,6 +690,29 @@ fn check_writable_dir(dir: &Path) -> anyhow::Result<()> {
     let probe = dir.join(format!(".foresight-write-test-{}", std::process::id()));
     std::fs::write(&probe, b"").map_err(|e| bad("write in", e))?;
     std::fs::remove_file(&probe).map_err(|e| bad("write in", e))?;
+    // The two files every run writes last: one that is in the way (a directory, a file that may
+    // not be written) is found now, not after the experiments.
+    for name in ["report.md", "results.json"] {
+        let path = dir.join(name);
+        let Ok(meta) = std::fs::symlink_metadata(&path) else {
+            continue;
+        };
+        let fault = if meta.is_dir() {
+            Some("is a directory".to_string())
+        } else {
+            std::fs::OpenOptions::new()
+                .append(true)
+                .open(&path)
+                .err()
+                .map(|e| format!("cannot be written: {e}"))
+        };
+        if let Some(fault) = fault {
+            return Err(input(format!(
+                "--out: {} {fault}; the run writes it, so move it away or give another directory",
+                path.display()
+            )));
+        }
+    }
     Ok(())
 }
 

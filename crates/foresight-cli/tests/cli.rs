@@ -519,3 +519,35 @@ fn unset_and_indexed_set_change_a_config_files_run() {
         "device.tiers[2]",
     );
 }
+
+/// A `report.md` in the way (here a directory) is refused before any experiment runs: the run
+/// used to take all its experiments and then fail writing it.
+#[test]
+fn an_output_file_in_the_way_is_refused_before_the_experiments() {
+    let out = std::env::temp_dir().join(format!("foresight-out-in-way-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out);
+    std::fs::create_dir_all(out.join("report.md")).unwrap();
+    let start = std::time::Instant::now();
+    let (code, _, err) = foresight(&[
+        "reproduce",
+        "informed",
+        "--quick",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("report.md") && err.contains("is a directory"),
+        "{err}"
+    );
+    assert!(
+        !std::fs::read_dir(&out).unwrap().any(|e| e
+            .unwrap()
+            .file_name()
+            .to_string_lossy()
+            .ends_with(".png")),
+        "an experiment ran before the refusal ({:?})",
+        start.elapsed()
+    );
+    let _ = std::fs::remove_dir_all(&out);
+}
