@@ -108,7 +108,11 @@ Each stream (one client's sequential reads of one file: the x-foresight-stream h
 without it the connection's address and port, plus the path) is pinned to one of --workers dedicated I/O threads, chosen by \
 fewest queued requests, then fewest streams, then lowest id (paper 004, section 6.2). A worker \
 serves its queue grouped by stream and reads through the engine with --readahead server-side \
-readahead per stream.
+readahead per stream. A response holds at most four 256 KiB chunks between its worker and its \
+connection; when its client has not taken them, the worker sets that response aside and serves \
+the other streams' requests, so a client that reads slowly holds neither its worker nor more \
+than 1 MiB of the server's memory. A response whose client takes nothing for 30 s is abandoned \
+and its connection closed.
 
 GET /.well-known/foresight publishes the device figures the adaptive client needs: \
 max_readahead_bytes (--readahead), avg_bandwidth_bytes_per_s (RB: measured at startup by reading \

@@ -13,12 +13,14 @@
 //! request only if it was opened on that very file (device, inode, size and modification time),
 //! and a reader opened for a request that finds the path naming another file by then answers 503
 //! (retry) rather than send bytes of a file other than the one whose length was announced. Chunks go
-//! to the connection through a small bounded channel, so a client that stops reading holds back its
-//! own worker for at most the send timeout, never the server's memory: a connection whose writes
-//! make no progress for the send timeout is closed, and its permit, buffers and queued chunks with
-//! it. A client that keeps reading, however slowly, holds its worker until its response is sent
-//! (the worker serves one request at a time, as in the paper), and the streams pinned to that
-//! worker wait behind it.
+//! to the connection through a small bounded channel ([`RESPONSE_CHUNKS`] chunks), and a worker
+//! reads a chunk only once that channel has room for it: when a response's channel is full, its
+//! connection is slower than the worker, so the worker sets the response aside ("parks" it, holding
+//! no buffer) and serves the next request in its queue; the connection taking a chunk puts the
+//! response back in the queue. A client that reads slowly, however steadily, thus pins at most
+//! its channel's chunks and never its worker, and the streams pinned to that worker are served
+//! meanwhile. A response parked for the send timeout is abandoned, and a connection whose writes
+//! make no progress for that long is closed, with its permit, buffers and queued chunks.
 //!
 //! Limits: connections (`max_connections`; more are closed at once), request header bytes
 //! (`max_header_bytes`), time a connection may sit without sending a complete request header
@@ -27,7 +29,7 @@
 //! forgotten first, idle ones after `stream_idle`). SIGTERM (or [`ServerHandle::shutdown`]) stops
 //! accepting, lets open requests finish for up to `grace`, then stops the workers.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::convert::Infallible;
 use std::io::{self, Read, Seek, SeekFrom};
 use std::net::SocketAddr;
@@ -65,6 +67,19 @@ const MAX_MEMORY_BYTES: u64 = 1 << 50;
 /// The largest peak-to-average ratio `p` a server publishes: no device peaks at a thousand times
 /// its average rate.
 const MAX_PEAK_RATIO: f64 = 1000.0;
+
+/// Chunks a response may hold between its worker and its connection: the most a slow client pins
+/// per response, with [`MAX_CHUNK_BYTES`], is this many chunks.
+const RESPONSE_CHUNKS: usize = 4;
+
+/// Room, in chunks, a parked response's channel needs before its worker takes it up again: more
+/// than one, so that a worker faster than the connection fills several chunks per wake-up rather
+/// than being woken for every chunk the connection takes.
+const RESUME_ROOM: usize = RESPONSE_CHUNKS / 2;
+const _: () = assert!(RESUME_ROOM >= 1 && RESUME_ROOM <= RESPONSE_CHUNKS);
+
+/// The largest body chunk, so that a response pins at most [`RESPONSE_CHUNKS`] x 16 MiB.
+const MAX_CHUNK_BYTES: usize = 16 << 20;
 
 /// The most connections a server may be told to keep open. Each holds a descriptor, so a
 /// million is more than usual descriptor limits allow, and far below what the connection
@@ -114,10 +129,10 @@ pub struct ServerConfig {
     pub max_streams: usize,
     /// How long an unused stream keeps its worker and engine reader.
     pub stream_idle: Duration,
-    /// Bytes per body chunk a worker reads and sends.
+    /// Bytes per body chunk a worker reads and sends, 4 KiB to 16 MiB.
     pub chunk_bytes: usize,
-    /// How long a worker waits for a slow client to take a chunk before abandoning the response,
-    /// and how long a connection's writes may make no progress before it is closed.
+    /// How long a response may stay set aside because its client took no chunk before it is
+    /// abandoned, and how long a connection's writes may make no progress before it is closed.
     pub send_timeout: Duration,
     /// How long open requests may run after shutdown begins.
     pub grace: Duration,
@@ -248,10 +263,15 @@ impl ServerConfig {
                 );
             }
         }
-        if self.queue_per_worker == 0 || self.max_streams == 0 || self.chunk_bytes < 4096 {
+        if self.queue_per_worker == 0
+            || self.max_streams == 0
+            || !(4096..=MAX_CHUNK_BYTES).contains(&self.chunk_bytes)
+        {
             return bad(
                 "limits",
-                "queue_per_worker and max_streams must be >= 1, chunk_bytes >= 4096".into(),
+                format!(
+                    "queue_per_worker and max_streams must be >= 1, chunk_bytes 4096..={MAX_CHUNK_BYTES}"
+                ),
             );
         }
         Ok(())
@@ -385,13 +405,7 @@ fn start(mut cfg: ServerConfig, on_signal: bool) -> Result<ServerHandle, NetErro
     std_listener.set_nonblocking(true)?;
     let addr = std_listener.local_addr()?;
     let (stop_tx, stop_rx) = oneshot::channel();
-    let state = Arc::new(State::new(
-        &cfg,
-        root,
-        engine,
-        figures.clone(),
-        rt.handle().clone(),
-    ));
+    let state = Arc::new(State::new(&cfg, root, engine, figures.clone()));
     let workers = start_workers(&state)?;
     let serve_state = state.clone();
     let thread = std::thread::Builder::new()
@@ -539,17 +553,92 @@ impl std::error::Error for FileChanged {}
 
 /// A body read: which stream, which bytes of which version of the file, and where the chunks go.
 struct Job {
+    /// Tells a parked job apart from the others of its worker.
+    id: u64,
     stream: StreamId,
     /// The file's path relative to the root, opened beneath it.
     rel: Arc<PathBuf>,
     version: FileVersion,
+    /// The bytes still to send: it shrinks from the front as chunks go out.
     range: ByteRange,
     tx: mpsc::Sender<io::Result<Bytes>>,
 }
 
 struct WorkerSlot {
-    queue: Mutex<StreamGroupedQueue<Job>>,
+    jobs: Mutex<WorkerJobs>,
     ready: Condvar,
+}
+
+/// A worker's requests: those waiting to be served, and the responses set aside because their
+/// connection has not taken the chunks already sent. Parked jobs keep their place in the count
+/// that admits requests, so putting one back in the queue always finds room, and a worker holds
+/// at most `queue_per_worker + 1` responses (the one in service besides), each pinning at most
+/// [`RESPONSE_CHUNKS`] chunks.
+struct WorkerJobs {
+    queue: StreamGroupedQueue<Job>,
+    /// Each with when its connection last took a chunk (or when it was parked).
+    parked: BTreeMap<u64, (Job, Instant)>,
+    /// Requests admitted beside those parked and the one in service: `queue_per_worker`.
+    admit: usize,
+}
+
+impl WorkerJobs {
+    fn new(queue_per_worker: usize) -> WorkerJobs {
+        WorkerJobs {
+            queue: StreamGroupedQueue::new(queue_per_worker.saturating_add(1), None),
+            parked: BTreeMap::new(),
+            admit: queue_per_worker,
+        }
+    }
+
+    /// Requests waiting or parked.
+    fn len(&self) -> usize {
+        self.queue.len() + self.parked.len()
+    }
+
+    /// Queues a new request, or gives it back when the worker holds its share already.
+    fn admit(&mut self, job: Job) -> Result<(), Job> {
+        if self.len() >= self.admit {
+            return Err(job);
+        }
+        self.queue.push(job.stream, job)
+    }
+
+    /// Puts a job back in the queue (it was parked, or in service): it had a place already, so
+    /// there is room; should there be none, the job is dropped, which ends its response short
+    /// rather than queue beyond the bound.
+    fn requeue(&mut self, job: Job) {
+        debug_assert!(self.len() < self.queue.capacity());
+        let _ = self.queue.push(job.stream, job);
+    }
+
+    /// The connection of parked job `id` took a chunk, or went away: once its channel has
+    /// [`RESUME_ROOM`] chunks of room (or is closed), back to the queue, where the worker sends it
+    /// more or finds it closed.
+    fn resume(&mut self, id: u64) -> bool {
+        match self.parked.get_mut(&id) {
+            None => return false,
+            Some((job, _)) if may_resume(job) => {}
+            // Progress, if not yet room enough: the send timeout counts from the last chunk taken.
+            Some((_, since)) => {
+                *since = Instant::now();
+                return false;
+            }
+        }
+        match self.parked.remove(&id) {
+            Some((job, _)) => {
+                self.requeue(job);
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+/// Whether a blocked job's worker should take it up: its channel has room for a few chunks, or its
+/// connection is gone.
+fn may_resume(job: &Job) -> bool {
+    job.tx.capacity() >= RESUME_ROOM || job.tx.is_closed()
 }
 
 struct StreamEntry {
@@ -578,6 +667,8 @@ struct Counters {
 }
 
 struct State {
+    /// The next job's id.
+    next_job: AtomicU64,
     root: RootDir,
     cfg: ServerConfig,
     engine: Engine,
@@ -586,25 +677,19 @@ struct State {
     streams: Mutex<StreamTable>,
     counters: Counters,
     shutting_down: AtomicBool,
-    rt: tokio::runtime::Handle,
 }
 
 impl State {
-    fn new(
-        cfg: &ServerConfig,
-        root: RootDir,
-        engine: Engine,
-        figures: PublishedFigures,
-        rt: tokio::runtime::Handle,
-    ) -> State {
+    fn new(cfg: &ServerConfig, root: RootDir, engine: Engine, figures: PublishedFigures) -> State {
         State {
+            next_job: AtomicU64::new(0),
             root,
             cfg: cfg.clone(),
             engine,
             figures,
             workers: (0..cfg.workers)
                 .map(|_| WorkerSlot {
-                    queue: Mutex::new(StreamGroupedQueue::new(cfg.queue_per_worker, None)),
+                    jobs: Mutex::new(WorkerJobs::new(cfg.queue_per_worker)),
                     ready: Condvar::new(),
                 })
                 .collect(),
@@ -615,7 +700,6 @@ impl State {
             }),
             counters: Counters::default(),
             shutting_down: AtomicBool::new(false),
-            rt,
         }
     }
 
@@ -695,16 +779,23 @@ impl State {
             )
         };
         choice(WorkerChoice::request_queued);
-        let pushed = slot
-            .queue
-            .lock()
-            .expect("worker queue poisoned")
-            .push(job.stream, job);
+        let pushed = slot.jobs.lock().expect("worker queue poisoned").admit(job);
         match pushed {
             Ok(()) => slot.ready.notify_one(),
             Err(_) => choice(WorkerChoice::request_done),
         }
         pushed
+    }
+
+    /// The connection of `worker`'s job `id` took a chunk (so its channel has room) or closed:
+    /// if the job was parked, the worker takes it up again.
+    fn resume(&self, worker: WorkerId, id: u64) {
+        let Some(slot) = self.workers.get(worker.0 as usize) else {
+            return;
+        };
+        if slot.jobs.lock().expect("worker queue poisoned").resume(id) {
+            slot.ready.notify_one();
+        }
     }
 }
 
@@ -750,49 +841,115 @@ fn tell_workers_to_stop(state: &State) {
 /// The most engine readers one worker keeps open; the least recently used is closed beyond it.
 const READERS_PER_WORKER: usize = 256;
 
-/// How often a worker waiting to send a chunk looks whether the server is shutting down.
-const SEND_SLICE: Duration = Duration::from_millis(100);
+/// How often a busy worker looks for parked responses that were abandoned.
+const SWEEP_EVERY: Duration = Duration::from_millis(100);
+
+/// Where a job went when the worker stopped serving it.
+enum Served {
+    /// Its response is complete, failed or abandoned.
+    Done,
+    /// Its channel is full: the client has not taken the chunks sent yet.
+    Blocked(Job),
+}
 
 fn worker_loop(state: &State, me: WorkerId) {
     let slot = &state.workers[me.0 as usize];
     let mut readers: HashMap<StreamId, (foresight_engine::Reader, Instant)> = HashMap::new();
-    loop {
-        let job = {
-            let mut q = slot.queue.lock().expect("worker queue poisoned");
-            loop {
-                if let Some((_, job)) = q.pop() {
-                    break Some(job);
-                }
-                if state.shutting_down.load(Ordering::SeqCst) {
-                    break None;
-                }
-                let (g, _) = slot
-                    .ready
-                    .wait_timeout(q, Duration::from_secs(1))
-                    .expect("worker queue poisoned");
-                q = g;
-                let idle = state.cfg.stream_idle;
-                readers.retain(|_, (_, used)| used.elapsed() <= idle);
-            }
-        };
-        let Some(job) = job else {
-            return;
-        };
-        serve_job(state, &mut readers, job);
+    let mut swept = Instant::now();
+    let done = || {
         state
             .streams
             .lock()
             .expect("stream table poisoned")
             .choice
             .request_done(me);
+    };
+    loop {
+        let (job, dropped) = {
+            let mut jobs = slot.jobs.lock().expect("worker queue poisoned");
+            let mut dropped = Vec::new();
+            let job = loop {
+                let stopping = state.shutting_down.load(Ordering::SeqCst);
+                if stopping || swept.elapsed() >= SWEEP_EVERY {
+                    // A parked response whose connection went away, or whose client has taken no
+                    // chunk for the send timeout, is abandoned; all are at shutdown.
+                    swept = Instant::now();
+                    let send_timeout = state.cfg.send_timeout;
+                    let gone: Vec<u64> = jobs
+                        .parked
+                        .iter()
+                        .filter(|(_, (job, since))| {
+                            stopping || job.tx.is_closed() || since.elapsed() >= send_timeout
+                        })
+                        .map(|(id, _)| *id)
+                        .collect();
+                    for id in gone {
+                        if let Some((job, _)) = jobs.parked.remove(&id) {
+                            dropped.push(job);
+                        }
+                    }
+                    if !dropped.is_empty() {
+                        break None;
+                    }
+                }
+                if let Some((_, job)) = jobs.queue.pop() {
+                    break Some(job);
+                }
+                if stopping && jobs.parked.is_empty() {
+                    break None;
+                }
+                let wait = if jobs.parked.is_empty() {
+                    Duration::from_secs(1)
+                } else {
+                    SWEEP_EVERY
+                };
+                let (g, _) = slot
+                    .ready
+                    .wait_timeout(jobs, wait)
+                    .expect("worker queue poisoned");
+                jobs = g;
+                let idle = state.cfg.stream_idle;
+                readers.retain(|_, (_, used)| used.elapsed() <= idle);
+            };
+            (job, dropped)
+        };
+        if !dropped.is_empty() {
+            state
+                .counters
+                .abandoned_responses
+                .fetch_add(dropped.len() as u64, Ordering::Relaxed);
+            for _ in dropped {
+                done();
+            }
+            continue;
+        }
+        let Some(job) = job else {
+            return;
+        };
+        match serve_job(state, &mut readers, job) {
+            Served::Done => done(),
+            Served::Blocked(job) => {
+                let mut jobs = slot.jobs.lock().expect("worker queue poisoned");
+                // The connection may have taken chunks (or closed) between the worker finding
+                // the channel full and this lock, and `resume` would then have found nothing
+                // parked: looking again under the lock, which `resume` takes too, loses no wake.
+                if may_resume(&job) {
+                    jobs.requeue(job);
+                } else {
+                    jobs.parked.insert(job.id, (job, Instant::now()));
+                }
+            }
+        }
     }
 }
 
-fn serve_job(
+/// The worker's reader for `job`'s stream, opened beneath the root if it has none, or none that
+/// reads the version of the file the headers announced.
+fn reader_for<'r>(
     state: &State,
-    readers: &mut HashMap<StreamId, (foresight_engine::Reader, Instant)>,
-    job: Job,
-) {
+    readers: &'r mut HashMap<StreamId, (foresight_engine::Reader, Instant)>,
+    job: &Job,
+) -> io::Result<&'r mut foresight_engine::Reader> {
     // A kept reader may be open on a file the path no longer names, or on the same file at an
     // older size: it would send bytes other than those the headers announced. It is closed and
     // the path opened afresh.
@@ -811,55 +968,56 @@ fn serve_job(
         match state.engine.open_beneath(&state.root, &job.rel) {
             // The path changed again between the headers' metadata and this open: no reader of
             // the announced file can be had any more.
-            Ok(r) if !job.version.read_by(&r) => {
-                let _ = job.tx.blocking_send(Err(io::Error::other(FileChanged)));
-                return;
-            }
+            Ok(r) if !job.version.read_by(&r) => return Err(io::Error::other(FileChanged)),
             Ok(r) => {
                 readers.insert(job.stream, (r, Instant::now()));
             }
-            Err(e) => {
-                let _ = job.tx.blocking_send(Err(io::Error::other(e.to_string())));
-                return;
-            }
+            Err(e) => return Err(io::Error::other(e.to_string())),
         }
     }
-    let Some((reader, used)) = readers.get_mut(&job.stream) else {
-        return;
-    };
+    let (reader, used) = readers
+        .get_mut(&job.stream)
+        .ok_or_else(|| io::Error::other("reader vanished"))?;
     *used = Instant::now();
-    // Waits for room in the response's channel up to the send timeout, in short slices so that a
-    // shutdown whose grace period has run out ends the response at once instead of after the
-    // client has read it to the end.
-    let send = |chunk: io::Result<Bytes>| -> bool {
-        let deadline = Instant::now() + state.cfg.send_timeout;
-        loop {
-            let now = Instant::now();
-            if state.shutting_down.load(Ordering::SeqCst) || now >= deadline {
-                return false;
-            }
-            let slice = (deadline - now).min(SEND_SLICE);
-            let tx = job.tx.clone();
-            match state
-                .rt
-                .block_on(async move { tokio::time::timeout(slice, tx.reserve_owned()).await })
-            {
-                Ok(Ok(permit)) => {
-                    permit.send(chunk);
-                    return true;
-                }
-                Ok(Err(_closed)) => return false,
-                Err(_elapsed) => {}
-            }
-        }
+    Ok(reader)
+}
+
+/// Sends `job`'s chunks while its channel has room; a chunk is read only once there is room for
+/// it, so a blocked job holds no buffer.
+fn serve_job(
+    state: &State,
+    readers: &mut HashMap<StreamId, (foresight_engine::Reader, Instant)>,
+    mut job: Job,
+) -> Served {
+    let abandoned = || {
+        state
+            .counters
+            .abandoned_responses
+            .fetch_add(1, Ordering::Relaxed);
+        Served::Done
     };
-    if let Err(e) = reader.seek(SeekFrom::Start(job.range.start.0)) {
-        send(Err(e));
-        return;
-    }
-    let mut left = job.range.len.0;
-    while left > 0 {
-        let want = left.min(state.cfg.chunk_bytes as u64) as usize;
+    while job.range.len.0 > 0 {
+        // A shutdown whose grace period has run out ends the response at once.
+        if state.shutting_down.load(Ordering::SeqCst) {
+            return abandoned();
+        }
+        let permit = match job.tx.clone().try_reserve_owned() {
+            Ok(p) => p,
+            Err(mpsc::error::TrySendError::Full(_)) => return Served::Blocked(job),
+            Err(mpsc::error::TrySendError::Closed(_)) => return abandoned(),
+        };
+        // Another job of the stream may have moved the reader since this one's last chunk.
+        let reader = match reader_for(state, readers, &job).and_then(|r| {
+            r.seek(SeekFrom::Start(job.range.start.0))?;
+            Ok(r)
+        }) {
+            Ok(r) => r,
+            Err(e) => {
+                permit.send(Err(e));
+                return Served::Done;
+            }
+        };
+        let want = job.range.len.0.min(state.cfg.chunk_bytes as u64) as usize;
         let mut buf = vec![0u8; want];
         let mut got = 0;
         while got < want {
@@ -868,29 +1026,23 @@ fn serve_job(
                 Ok(n) => got += n,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => {
-                    send(Err(e));
-                    return;
+                    permit.send(Err(e));
+                    return Served::Done;
                 }
             }
         }
         if got < want {
             // The file shrank under us: end the body early so the client sees a short response.
-            send(Err(io::Error::new(
+            permit.send(Err(io::Error::new(
                 io::ErrorKind::UnexpectedEof,
                 "file shorter than announced",
             )));
-            return;
+            return Served::Done;
         }
-        buf.truncate(got);
-        left -= got as u64;
-        if !send(Ok(Bytes::from(buf))) {
-            state
-                .counters
-                .abandoned_responses
-                .fetch_add(1, Ordering::Relaxed);
-            return;
-        }
+        permit.send(Ok(Bytes::from(buf)));
+        job.range = ByteRange::new(job.range.start.0 + got as u64, job.range.len.0 - got as u64);
     }
+    Served::Done
 }
 
 async fn accept_loop(
@@ -1089,11 +1241,21 @@ fn plain(status: StatusCode, msg: &str) -> Response<ResBody> {
     r
 }
 
-/// A response body fed by a worker through a bounded channel.
+/// A response body fed by a worker through a bounded channel. Taking a chunk makes room, and
+/// the worker takes the job up again if it parked it for want of room; so does dropping the body.
 struct ChannelBody {
     first: Option<Bytes>,
     rx: mpsc::Receiver<io::Result<Bytes>>,
     state: Arc<State>,
+    worker: WorkerId,
+    job: u64,
+}
+
+impl Drop for ChannelBody {
+    fn drop(&mut self) {
+        self.rx.close();
+        self.state.resume(self.worker, self.job);
+    }
 }
 
 impl Body for ChannelBody {
@@ -1111,7 +1273,11 @@ impl Body for ChannelBody {
                 .fetch_add(b.len() as u64, Ordering::Relaxed);
             return Poll::Ready(Some(Ok(Frame::data(b))));
         }
-        match self.rx.poll_recv(cx) {
+        let got = self.rx.poll_recv(cx);
+        if matches!(got, Poll::Ready(Some(_))) {
+            self.state.resume(self.worker, self.job);
+        }
+        match got {
             Poll::Ready(Some(Ok(b))) => {
                 self.state
                     .counters
@@ -1279,8 +1445,12 @@ async fn serve_file(
         return build(empty(), None);
     }
     let (stream, worker) = state.stream_for(client, &file.rel);
-    let (tx, mut rx) = mpsc::channel(4);
+    // What a slow client can pin: RESPONSE_CHUNKS chunks of at most MAX_CHUNK_BYTES (validated).
+    assert!(state.cfg.chunk_bytes <= MAX_CHUNK_BYTES);
+    let (tx, mut rx) = mpsc::channel(RESPONSE_CHUNKS);
+    let id = state.next_job.fetch_add(1, Ordering::Relaxed);
     let job = Job {
+        id,
         stream,
         rel: Arc::new(file.rel),
         version,
@@ -1300,12 +1470,16 @@ async fn serve_file(
     // Wait for the first chunk so that the status can still change if the read fails, and so
     // that the processing time the client subtracts from its round trip covers the worker's
     // queue and the first read.
-    match rx.recv().await {
+    let first = rx.recv().await;
+    state.resume(worker, id);
+    match first {
         Some(Ok(first)) => {
             let body = ChannelBody {
                 first: Some(first),
                 rx,
                 state: state.clone(),
+                worker,
+                job: id,
             };
             build(body.boxed(), Some(arrived.elapsed().as_nanos()))
         }
@@ -1617,7 +1791,7 @@ mod tests {
             },
             &rd,
         );
-        let state = Arc::new(State::new(&cfg, rd, engine, figures, rt.handle().clone()));
+        let state = Arc::new(State::new(&cfg, rd, engine, figures));
         let workers = start_workers(&state).unwrap();
         // Each request as a new client: a stream's worker keeps its reader, which was opened on
         // the file before the swap and would serve it.
@@ -1665,7 +1839,7 @@ mod tests {
     }
 
     /// A server state with no worker threads: the test plays the worker.
-    fn bare_state(rt: &tokio::runtime::Runtime) -> Arc<State> {
+    fn bare_state() -> Arc<State> {
         let cfg = ServerConfig::new(std::env::temp_dir(), "127.0.0.1:0".parse().unwrap());
         let engine = Engine::builder()
             .backend(Backend::Noop(foresight_engine::NoopBackend::new()))
@@ -1680,7 +1854,7 @@ mod tests {
             workers: cfg.workers,
         };
         let root = RootDir::open(&cfg.root).unwrap();
-        Arc::new(State::new(&cfg, root, engine, figures, rt.handle().clone()))
+        Arc::new(State::new(&cfg, root, engine, figures))
     }
 
     /// A worker that takes a job and finishes it before `enqueue` counted it would lower the
@@ -1689,10 +1863,7 @@ mod tests {
     /// while the count cannot be taken (the stream table is locked), the job stays invisible.
     #[test]
     fn a_job_is_counted_before_a_worker_can_take_it() {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .build()
-            .unwrap();
-        let state = bare_state(&rt);
+        let state = bare_state();
         let worker = WorkerId(0);
         let (job, _rx) = one_byte_job(7);
         let table = state.streams.lock().unwrap();
@@ -1700,7 +1871,7 @@ mod tests {
         let enqueuer = std::thread::spawn(move || st.enqueue(worker, job).is_ok());
         // However long the enqueuer runs, it cannot publish the job before counting it.
         std::thread::sleep(Duration::from_millis(200));
-        let visible = state.workers[0].queue.lock().unwrap().len();
+        let visible = state.workers[0].jobs.lock().unwrap().len();
         drop(table);
         assert_eq!(
             visible, 0,
@@ -1709,7 +1880,7 @@ mod tests {
         assert!(enqueuer.join().unwrap());
         assert_eq!(state.streams.lock().unwrap().choice.queued(worker), 1);
         // The worker serves it and says so: the count is back to zero.
-        assert!(state.workers[0].queue.lock().unwrap().pop().is_some());
+        assert!(state.workers[0].jobs.lock().unwrap().queue.pop().is_some());
         state.streams.lock().unwrap().choice.request_done(worker);
         assert_eq!(state.streams.lock().unwrap().choice.queued(worker), 0);
     }
@@ -1718,6 +1889,7 @@ mod tests {
     fn one_byte_job(stream: u32) -> (Job, mpsc::Receiver<io::Result<Bytes>>) {
         let (tx, rx) = mpsc::channel(1);
         let job = Job {
+            id: u64::from(stream),
             stream: StreamId(stream),
             rel: Arc::new(PathBuf::from("f")),
             version: FileVersion {
@@ -1732,13 +1904,53 @@ mod tests {
         (job, rx)
     }
 
+    /// Parked jobs keep their place among the admitted requests, so a worker never holds more than
+    /// `queue_per_worker + 1` responses, and a parked job goes back to the queue only once its
+    /// channel has room for `RESUME_ROOM` chunks (or is closed).
+    #[test]
+    fn parked_jobs_count_against_admission_and_resume_with_room() {
+        let mut jobs = WorkerJobs::new(2);
+        let (mut a, _) = one_byte_job(1);
+        let (tx, mut rx) = mpsc::channel(RESPONSE_CHUNKS);
+        a.tx = tx;
+        let (b, _rx_b) = one_byte_job(2);
+        let (c, _rx_c) = one_byte_job(3);
+        assert!(jobs.admit(a).is_ok() && jobs.admit(b).is_ok());
+        // The worker takes `a`, fills its channel and parks it: it still counts, so `c` is refused.
+        let (_, a) = jobs.queue.pop().unwrap();
+        for _ in 0..RESPONSE_CHUNKS {
+            a.tx.try_send(Ok(Bytes::new())).unwrap();
+        }
+        jobs.parked.insert(a.id, (a, Instant::now()));
+        assert!(jobs.admit(c).is_err());
+        assert!(!jobs.resume(1), "resumed with a full channel");
+        for _ in 1..RESUME_ROOM {
+            rx.try_recv().unwrap().unwrap();
+            assert!(
+                !jobs.resume(1),
+                "resumed with room for fewer than RESUME_ROOM chunks"
+            );
+        }
+        rx.try_recv().unwrap().unwrap();
+        assert!(jobs.resume(1));
+        assert!(jobs.parked.is_empty());
+        assert_eq!((jobs.len(), jobs.queue.len()), (2, 2));
+        // A closed connection resumes its job at once, for the worker to drop it.
+        let (_, first) = jobs.queue.pop().unwrap();
+        let (_, second) = jobs.queue.pop().unwrap();
+        let a = if first.id == 1 { first } else { second };
+        for _ in 0..RESPONSE_CHUNKS - RESUME_ROOM {
+            a.tx.try_send(Ok(Bytes::new())).unwrap();
+        }
+        assert!(!may_resume(&a));
+        drop(rx);
+        assert!(a.tx.is_closed() && may_resume(&a));
+    }
+
     /// A job refused by a full queue leaves the count as it was.
     #[test]
     fn a_refused_job_is_not_counted() {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .build()
-            .unwrap();
-        let state = bare_state(&rt);
+        let state = bare_state();
         let worker = WorkerId(1);
         let cap = state.cfg.queue_per_worker;
         let mut refused = 0;

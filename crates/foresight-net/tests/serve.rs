@@ -603,3 +603,36 @@ fn an_absurd_peak_ratio_is_refused() {
         assert!(e.contains("--peak-ratio"), "{p}: {e}");
     }
 }
+
+/// Clients that read slowly but steadily, one on every worker, do not keep a worker from the other
+/// streams pinned to it: a worker whose response channel is full sets that response aside and
+/// serves the next stream's request. (Before, each held its worker until its 48 MiB were sent, and
+/// the small request waited behind it for hours.) The bound is generous: the request is answered
+/// in milliseconds when the workers interleave, and never when they do not.
+#[test]
+fn slow_readers_on_every_worker_do_not_stall_other_streams() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let s = serve_with("slow-readers", |c| c.workers = 2);
+    let a = s.addr();
+    common::write_file(&s, "huge.bin", HUGE_BYTES);
+    let stop = Arc::new(AtomicBool::new(false));
+    let slow: Vec<_> = (0..2)
+        .map(|_| common::slow_reader(a, "/huge.bin", stop.clone()))
+        .collect();
+    // Both slow responses are under way, one on each worker, before the small request arrives.
+    wait_for_metric(a, "foresight_streams_created_total", |v| v >= 2.0);
+    wait_for_metric(a, "foresight_body_bytes_total", |v| v > 0.0);
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(get(a, "/sub/small.txt", None));
+    });
+    let answer = rx.recv_timeout(Duration::from_secs(20));
+    stop.store(true, Ordering::SeqCst);
+    for h in slow {
+        assert!(h.join().unwrap() > 0, "a slow reader received nothing");
+    }
+    let answer = answer.expect("a request waited behind slow readers on every worker");
+    assert_eq!(answer.status, 200);
+    assert_eq!(answer.body, b"hello, ranges\n");
+}

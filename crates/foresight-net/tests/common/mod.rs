@@ -213,3 +213,28 @@ pub fn read_request_head(c: &mut TcpStream) -> Option<(String, String, String)> 
     let path = words.next().unwrap_or("").to_string();
     Some((text, method, path))
 }
+
+/// A client that reads slowly but steadily: a connection with a receive buffer of a few KiB that
+/// asks for `path` (without a stream header) and then takes 4 KiB every 100 ms (about 40 KiB/s,
+/// never long enough without reading for a send timeout to catch it) until `stop` is set or the
+/// response ends. Returns the bytes it read.
+pub fn slow_reader(
+    addr: SocketAddr,
+    path: &str,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> std::thread::JoinHandle<usize> {
+    let mut s = stalled_reader(addr, path);
+    std::thread::spawn(move || {
+        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let mut buf = [0u8; 4096];
+        let mut total = 0;
+        while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+            match s.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => total += n,
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        total
+    })
+}
