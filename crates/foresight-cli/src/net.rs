@@ -624,7 +624,9 @@ direction and capping each direction at --bandwidth (shared by all connections, 
 The round trip through the proxy is twice --delay plus the upstream's own. Each connection holds \
 at most the bandwidth-delay product (up to 256 MiB) in flight each way, so a delay longer than \
 256 MiB / --bandwidth also caps each connection's rate. A connection whose end does not take a \
-64 KiB chunk within 30 s (an end that stopped reading) is closed both ways. A connection the \
+64 KiB chunk within 30 s (an end that stopped reading) is closed both ways, and so is one that \
+carries no byte either way for --idle-timeout (60 s by default). When the upstream closes its \
+side, the client's is closed too once everything the upstream sent is delivered. A connection the \
 upstream does not answer is closed, and standard error says so (at most once a second). Use it to \
 measure `foresight get` against long or slow paths on one machine; it runs until interrupted.
 
@@ -649,6 +651,9 @@ pub struct ProxyArgs {
     /// Most connections relayed at once.
     #[arg(long, default_value_t = 1024)]
     max_connections: usize,
+    /// How long a connection may carry no byte either way before it is closed; at least 1s.
+    #[arg(allow_hyphen_values = true, long, value_name = "DURATION", default_value = "60s", value_parser = duration_arg)]
+    idle_timeout: StdDuration,
 }
 
 /// Runs `foresight proxy` until interrupted.
@@ -697,6 +702,7 @@ pub fn run_proxy(a: &ProxyArgs) -> anyhow::Result<()> {
         bandwidth: a.bandwidth,
         max_connections: a.max_connections,
         send_timeout: proxy::DEFAULT_SEND_TIMEOUT,
+        idle_timeout: a.idle_timeout,
     })
     .map_err(net)?;
     eprintln!(

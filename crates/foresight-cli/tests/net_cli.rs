@@ -211,6 +211,19 @@ fn bad_network_arguments_exit_2_and_name_the_argument() {
             ],
             "give an IP address and port",
         ),
+        // A zero idle timeout would close every connection before its first request.
+        (
+            vec![
+                "proxy",
+                "--listen",
+                "127.0.0.1:0",
+                "--upstream",
+                "127.0.0.1:9",
+                "--idle-timeout",
+                "0s",
+            ],
+            "--idle-timeout",
+        ),
         (vec!["net-soak", "--clients", "0"], "--clients"),
         // A negative number is a bad value of the flag, not an unknown argument.
         (vec!["net-soak", "--clients", "-1"], "--clients"),

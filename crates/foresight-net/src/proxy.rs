@@ -9,7 +9,11 @@
 //! is bounded to the link's bandwidth-delay product (at most 256 MiB) plus 1 MiB, so a fast sender
 //! is held back by TCP flow control rather than by the proxy's memory. A chunk that an end does
 //! not take within the send timeout closes the connection both ways, so an end that stops reading
-//! gives back its threads, queued bytes and slot instead of holding them. Plain threads rather
+//! gives back its threads, queued bytes and slot instead of holding them. A connection that carries
+//! no byte either way for the idle timeout, with nothing queued, is closed both ways, and so is
+//! the client's side once the upstream has closed its own and everything it sent is delivered: a
+//! client that connects and then neither sends nor closes keeps its slot for the idle timeout at
+//! most, and not at all once the upstream has given up on it. Plain threads rather
 //! than an async runtime because their sleeps are precise to tens of microseconds, which the
 //! shortest delays need.
 //!
@@ -47,10 +51,22 @@ pub struct ProxyConfig {
     /// How long either end may take to accept one chunk (64 KiB at most) before the connection
     /// is closed in both directions ([`DEFAULT_SEND_TIMEOUT`] for the command).
     pub send_timeout: Duration,
+    /// How long a connection may carry no byte in either direction (with nothing queued) before
+    /// it is closed both ways; at least [`MIN_IDLE_TIMEOUT`] ([`DEFAULT_IDLE_TIMEOUT`] for the
+    /// command).
+    pub idle_timeout: Duration,
 }
 
 /// The proxy's [`ProxyConfig::send_timeout`] unless told otherwise, the server's own default.
 pub const DEFAULT_SEND_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The proxy's [`ProxyConfig::idle_timeout`] unless told otherwise: twice the server's own idle
+/// timeout, so that the upstream, which knows the protocol, ends idle connections first.
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The shortest idle timeout: shorter ones would cut a connection while its server thinks or its
+/// client pauses between requests.
+pub const MIN_IDLE_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// A running proxy.
 #[derive(Debug)]
@@ -212,6 +228,15 @@ fn spawn_with(cfg: ProxyConfig, connect: Connector) -> Result<ProxyHandle, NetEr
             message: "must be longer than zero".into(),
         });
     }
+    if cfg.idle_timeout < MIN_IDLE_TIMEOUT {
+        return Err(NetError::Setting {
+            key: "--idle-timeout",
+            message: format!(
+                "{:?} would cut connections whose client pauses between requests; give at least {:?}",
+                cfg.idle_timeout, MIN_IDLE_TIMEOUT
+            ),
+        });
+    }
     if cfg.max_connections == 0 {
         return Err(NetError::Setting {
             key: "--max-connections",
@@ -251,6 +276,7 @@ fn spawn_with(cfg: ProxyConfig, connect: Connector) -> Result<ProxyHandle, NetEr
     let limits = Limits {
         queue_chunks: queue_chunks(cfg.bandwidth, cfg.delay),
         send_timeout: cfg.send_timeout,
+        idle_timeout: cfg.idle_timeout,
     };
     let (st, stp) = (stats.clone(), stop.clone());
     let thread = std::thread::Builder::new()
@@ -319,6 +345,36 @@ struct Limits {
     queue_chunks: usize,
     /// How long the writer's end may take to accept one chunk.
     send_timeout: Duration,
+    /// How long a connection may carry nothing before it is closed.
+    idle_timeout: Duration,
+}
+
+/// When a connection last carried a byte, and how many chunks it has queued: it is idle when
+/// nothing is queued and nothing was read or written for the idle timeout.
+struct Activity {
+    /// Nanoseconds since the link's epoch.
+    last_ns: AtomicU64,
+    queued_chunks: AtomicUsize,
+    epoch: Instant,
+}
+
+impl Activity {
+    fn touch(&self) {
+        self.last_ns
+            .fetch_max(self.epoch.elapsed().as_nanos() as u64, Ordering::SeqCst);
+    }
+
+    fn idle_for(&self, timeout: Duration) -> bool {
+        let now = self.epoch.elapsed().as_nanos() as u64;
+        self.queued_chunks.load(Ordering::SeqCst) == 0
+            && now.saturating_sub(self.last_ns.load(Ordering::SeqCst)) >= timeout.as_nanos() as u64
+    }
+}
+
+/// How often a reader with nothing to read looks whether its connection has gone idle: a quarter
+/// of the idle timeout, at most a second.
+fn idle_check_every(idle_timeout: Duration) -> Duration {
+    (idle_timeout / 4).clamp(Duration::from_millis(10), Duration::from_secs(1))
 }
 
 fn relay(
@@ -332,20 +388,34 @@ fn relay(
 ) -> io::Result<()> {
     // Two directions; the connection counts as closed when both writers have finished.
     let remaining = Arc::new(AtomicUsize::new(2));
+    let activity = Arc::new(Activity {
+        last_ns: AtomicU64::new(0),
+        queued_chunks: AtomicUsize::new(0),
+        epoch: up.epoch,
+    });
+    activity.touch();
     for (src, dst, link, up_dir) in [
         (client.try_clone()?, server.try_clone()?, up.clone(), true),
         (server, client, down.clone(), false),
     ] {
         let (tx, rx) = sync_channel::<Option<(u64, Vec<u8>)>>(limits.queue_chunks);
-        let (st, epoch) = (stats.clone(), link.epoch);
+        let (st, epoch, act) = (stats.clone(), link.epoch, activity.clone());
         std::thread::Builder::new()
             .name("proxy-read".into())
-            .spawn(move || read_side(src, &link, &tx, &st, up_dir))?;
-        let (open, remaining) = (open.clone(), remaining.clone());
+            .spawn(move || read_side(src, &link, &tx, &st, up_dir, &act, limits.idle_timeout))?;
+        let (open, remaining, act) = (open.clone(), remaining.clone(), activity.clone());
         std::thread::Builder::new()
             .name("proxy-write".into())
             .spawn(move || {
-                write_side(dst, &rx, epoch, limits.send_timeout);
+                // The upstream's end of its side closes the client's both ways: the client would
+                // otherwise hold its slot for as long as it neither sends nor closes. A client's
+                // end closes only the upstream's write side, which a server answers still.
+                let at_end = if up_dir {
+                    Shutdown::Write
+                } else {
+                    Shutdown::Both
+                };
+                write_side(dst, &rx, epoch, limits.send_timeout, &act, at_end);
                 if remaining.fetch_sub(1, Ordering::SeqCst) == 1 {
                     open.fetch_sub(1, Ordering::SeqCst);
                 }
@@ -360,12 +430,38 @@ fn read_side(
     tx: &SyncSender<Option<(u64, Vec<u8>)>>,
     stats: &ProxyStats,
     up_dir: bool,
+    activity: &Activity,
+    idle_timeout: Duration,
 ) {
     let mut buf = vec![0u8; CHUNK_BYTES];
+    if src
+        .set_read_timeout(Some(idle_check_every(idle_timeout)))
+        .is_err()
+    {
+        let _ = tx.send(None);
+        return;
+    }
     loop {
         match src.read(&mut buf) {
-            Ok(0) | Err(_) => break,
+            Ok(0) => break,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock
+                        | io::ErrorKind::TimedOut
+                        | io::ErrorKind::Interrupted
+                ) =>
+            {
+                if activity.idle_for(idle_timeout) {
+                    // The other direction's reader sees the same and closes its end too.
+                    let _ = src.shutdown(Shutdown::Both);
+                    break;
+                }
+            }
+            Err(_) => break,
             Ok(n) => {
+                activity.touch();
+                activity.queued_chunks.fetch_add(1, Ordering::SeqCst);
                 let due = link.schedule(n);
                 let counter = if up_dir {
                     &stats.bytes_up
@@ -374,6 +470,7 @@ fn read_side(
                 };
                 counter.fetch_add(n as u64, Ordering::Relaxed);
                 if tx.send(Some((due, buf[..n].to_vec()))).is_err() {
+                    activity.queued_chunks.fetch_sub(1, Ordering::SeqCst);
                     break;
                 }
             }
@@ -387,20 +484,25 @@ fn write_side(
     rx: &Receiver<Option<(u64, Vec<u8>)>>,
     epoch: Instant,
     send_timeout: Duration,
+    activity: &Activity,
+    at_end: Shutdown,
 ) {
     while let Ok(Some((due, data))) = rx.recv() {
         let now = epoch.elapsed().as_nanos() as u64;
         if due > now {
             std::thread::sleep(Duration::from_nanos(due - now));
         }
-        if write_within(&mut dst, &data, send_timeout).is_err() {
+        let written = write_within(&mut dst, &data, send_timeout);
+        activity.touch();
+        activity.queued_chunks.fetch_sub(1, Ordering::SeqCst);
+        if written.is_err() {
             // The far side is gone, or has stopped reading: stop reading towards it too, which
             // ends the other direction and gives back the connection's slot.
             let _ = dst.shutdown(Shutdown::Both);
             return;
         }
     }
-    let _ = dst.shutdown(Shutdown::Write);
+    let _ = dst.shutdown(at_end);
 }
 
 /// Writes all of `data` within `timeout`, or fails. A socket's own write timeout bounds each
@@ -480,6 +582,7 @@ mod tests {
                     bandwidth: Some(Bandwidth::from_bytes_per_s(bytes_per_s)),
                     max_connections: 1,
                     send_timeout: DEFAULT_SEND_TIMEOUT,
+                    idle_timeout: DEFAULT_IDLE_TIMEOUT,
                 },
                 Arc::new(connect_upstream),
             )
@@ -525,6 +628,7 @@ mod tests {
                 bandwidth: None,
                 max_connections: 16,
                 send_timeout: DEFAULT_SEND_TIMEOUT,
+                idle_timeout: DEFAULT_IDLE_TIMEOUT,
             },
             connect,
         )
@@ -560,5 +664,74 @@ mod tests {
         );
         assert_eq!(&got, b"ping");
         assert!(stopped, "shutdown waited for a connect to the upstream");
+    }
+
+    /// A client that connects and then neither sends nor closes, to an upstream that keeps the
+    /// connection open too, is closed once the connection has carried nothing for the idle
+    /// timeout, and its slot is given back. The 20 s bounds only tell a slot given back from one
+    /// kept for good.
+    #[test]
+    fn idle_connections_are_closed_after_the_idle_timeout() {
+        let upstream = echo_upstream();
+        let p = spawn_with(
+            ProxyConfig {
+                listen: "127.0.0.1:0".parse().unwrap(),
+                upstream: upstream.to_string(),
+                delay: Duration::ZERO,
+                bandwidth: None,
+                max_connections: 2,
+                send_timeout: DEFAULT_SEND_TIMEOUT,
+                idle_timeout: MIN_IDLE_TIMEOUT,
+            },
+            Arc::new(connect_upstream),
+        )
+        .unwrap();
+        // One client that talks now and then stays open; one that never talks is closed.
+        let mut busy = TcpStream::connect(p.local_addr()).unwrap();
+        busy.set_read_timeout(Some(Duration::from_secs(20)))
+            .unwrap();
+        let mut idle = TcpStream::connect(p.local_addr()).unwrap();
+        idle.set_read_timeout(Some(Duration::from_secs(20)))
+            .unwrap();
+        let talker = std::thread::spawn(move || {
+            let mut got = [0u8; 4];
+            for _ in 0..8 {
+                busy.write_all(b"ping")?;
+                busy.read_exact(&mut got)?;
+                std::thread::sleep(MIN_IDLE_TIMEOUT / 4);
+            }
+            io::Result::Ok(busy)
+        });
+        let mut buf = [0u8; 16];
+        let closed = matches!(idle.read(&mut buf), Ok(0) | Err(_));
+        let talked = talker.join().unwrap();
+        assert!(closed, "the idle client was not closed");
+        assert!(talked.is_ok(), "a client talking now and then was closed");
+        let mut got = [0u8; 4];
+        // Its slot is free: a new client is relayed beside the busy one.
+        let mut third = TcpStream::connect(p.local_addr()).unwrap();
+        third
+            .set_read_timeout(Some(Duration::from_secs(20)))
+            .unwrap();
+        third.write_all(b"pong").unwrap();
+        third.read_exact(&mut got).unwrap();
+        assert_eq!(&got, b"pong");
+        let e = spawn_with(
+            ProxyConfig {
+                idle_timeout: Duration::from_millis(999),
+                ..ProxyConfig {
+                    listen: "127.0.0.1:0".parse().unwrap(),
+                    upstream: upstream.to_string(),
+                    delay: Duration::ZERO,
+                    bandwidth: None,
+                    max_connections: 2,
+                    send_timeout: DEFAULT_SEND_TIMEOUT,
+                    idle_timeout: MIN_IDLE_TIMEOUT,
+                }
+            },
+            Arc::new(connect_upstream),
+        )
+        .expect_err("a sub-second idle timeout was accepted");
+        assert!(e.to_string().contains("--idle-timeout"), "{e}");
     }
 }

@@ -78,6 +78,7 @@ fn the_proxy_adds_its_delay_and_keeps_the_bytes() {
         bandwidth: Some(Bandwidth::from_bytes_per_s(1e9 / 8.0)),
         max_connections: 256,
         send_timeout: proxy::DEFAULT_SEND_TIMEOUT,
+        idle_timeout: proxy::DEFAULT_IDLE_TIMEOUT,
     })
     .unwrap();
     let url: Url = format!("http://{}/big.bin", p.local_addr())
@@ -805,6 +806,7 @@ fn a_proxy_client_that_stops_reading_is_cut_off_and_frees_its_slot() {
         bandwidth: None,
         max_connections: 1,
         send_timeout: Duration::from_secs(1),
+        idle_timeout: proxy::DEFAULT_IDLE_TIMEOUT,
     })
     .unwrap();
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -971,4 +973,57 @@ fn figures_whose_product_overflows_are_ignored_not_a_panic() {
         assert!(out == *data, "RB {rb}, p {p}");
         assert_eq!(r.server, None, "RB {rb}, p {p}");
     }
+}
+
+/// Whether `c` is closed by its far end (end of file or a reset) within 20 s.
+fn closed_within_20s(c: &mut std::net::TcpStream) -> bool {
+    use std::io::Read;
+    c.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let mut buf = [0u8; 64];
+    match c.read(&mut buf) {
+        Ok(0) => true,
+        Ok(_) => false,
+        Err(e) => e.kind() == std::io::ErrorKind::ConnectionReset,
+    }
+}
+
+/// Clients that connect through the proxy and neither send nor close give their slots back once
+/// the upstream has closed its side. Before, the proxy kept reading from them for good: with two
+/// slots, two such clients kept every later client out although the server had closed their
+/// connections after its idle timeout. The bounds are generous: the slots come back within about
+/// a second when the proxy follows the upstream's close, and never when it does not.
+#[test]
+fn proxy_clients_whose_upstream_closed_give_their_slots_back() {
+    use std::io::{Read, Write};
+    let s = common::serve_with("proxy-upstream-closed", |c| {
+        c.idle_timeout = Duration::from_secs(1);
+    });
+    let p = proxy::spawn(ProxyConfig {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        upstream: s.addr().to_string(),
+        delay: Duration::ZERO,
+        bandwidth: None,
+        max_connections: 2,
+        send_timeout: proxy::DEFAULT_SEND_TIMEOUT,
+        idle_timeout: proxy::DEFAULT_IDLE_TIMEOUT,
+    })
+    .unwrap();
+    let mut idle: Vec<_> = (0..2)
+        .map(|_| std::net::TcpStream::connect(p.local_addr()).unwrap())
+        .collect();
+    for c in &mut idle {
+        assert!(closed_within_20s(c), "an idle client was never closed");
+    }
+    let mut c = std::net::TcpStream::connect(p.local_addr()).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    c.write_all(b"GET /sub/small.txt HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    let mut answer = Vec::new();
+    let _ = c.read_to_end(&mut answer);
+    assert!(
+        answer.starts_with(b"HTTP/1.1 200"),
+        "{:?}",
+        String::from_utf8_lossy(&answer)
+    );
+    p.shutdown();
 }
