@@ -21,6 +21,7 @@ pub mod proxy;
 pub mod range;
 pub mod server;
 pub mod soak;
+mod streams;
 
 use std::io;
 use std::net::SocketAddr;

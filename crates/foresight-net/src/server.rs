@@ -53,6 +53,7 @@ use tokio::sync::{mpsc, oneshot, Semaphore};
 
 use crate::path::{resolve, PathError, ServedFile};
 use crate::range::{content_range, decide, unsatisfied_content_range, RangeDecision};
+use crate::streams::StreamTable;
 use crate::{NetError, PROC_HEADER, STREAM_HEADER, WELL_KNOWN_PATH};
 
 /// Bytes of a page: the engine reads whole pages.
@@ -641,18 +642,6 @@ fn may_resume(job: &Job) -> bool {
     job.tx.capacity() >= RESUME_ROOM || job.tx.is_closed()
 }
 
-struct StreamEntry {
-    id: StreamId,
-    worker: WorkerId,
-    last_used: Instant,
-}
-
-struct StreamTable {
-    map: HashMap<(String, PathBuf), StreamEntry>,
-    choice: WorkerChoice,
-    next_id: u32,
-}
-
 #[derive(Default)]
 struct Counters {
     requests: AtomicU64,
@@ -693,11 +682,11 @@ impl State {
                     ready: Condvar::new(),
                 })
                 .collect(),
-            streams: Mutex::new(StreamTable {
-                map: HashMap::new(),
-                choice: WorkerChoice::new(cfg.workers).expect("workers validated"),
-                next_id: 0,
-            }),
+            streams: Mutex::new(StreamTable::new(
+                WorkerChoice::new(cfg.workers).expect("workers validated"),
+                cfg.max_streams,
+                cfg.stream_idle,
+            )),
             counters: Counters::default(),
             shutting_down: AtomicBool::new(false),
         }
@@ -716,52 +705,12 @@ impl State {
     /// The stream for this client and file, pinned to its worker when first seen.
     fn stream_for(&self, client: String, path: &Path) -> (StreamId, WorkerId) {
         let mut t = self.streams.lock().expect("stream table poisoned");
-        let now = Instant::now();
-        let key = (client, path.to_path_buf());
-        if let Some(e) = t.map.get_mut(&key) {
-            e.last_used = now;
-            return (e.id, e.worker);
+        let (id, worker, created) = t.stream_for((client, path.to_path_buf()), Instant::now());
+        if created.is_some() {
+            self.counters
+                .streams_created
+                .fetch_add(1, Ordering::Relaxed);
         }
-        // Forget idle streams, and the least recently used one if the table is still full.
-        let idle = self.cfg.stream_idle;
-        let expired: Vec<_> = t
-            .map
-            .iter()
-            .filter(|(_, e)| now.duration_since(e.last_used) > idle)
-            .map(|(k, _)| k.clone())
-            .take(64)
-            .collect();
-        for k in expired {
-            if let Some(e) = t.map.remove(&k) {
-                t.choice.release_stream(e.worker);
-            }
-        }
-        if t.map.len() >= self.cfg.max_streams {
-            if let Some(k) = t
-                .map
-                .iter()
-                .min_by_key(|(_, e)| e.last_used)
-                .map(|(k, _)| k.clone())
-            {
-                if let Some(e) = t.map.remove(&k) {
-                    t.choice.release_stream(e.worker);
-                }
-            }
-        }
-        let worker = t.choice.assign_stream();
-        let id = StreamId(t.next_id);
-        t.next_id = t.next_id.wrapping_add(1);
-        t.map.insert(
-            key,
-            StreamEntry {
-                id,
-                worker,
-                last_used: now,
-            },
-        );
-        self.counters
-            .streams_created
-            .fetch_add(1, Ordering::Relaxed);
         (id, worker)
     }
 
@@ -1625,7 +1574,7 @@ fn metrics_text(state: &State) -> String {
     let _ = writeln!(
         s,
         "# HELP foresight_streams Streams remembered now.\n# TYPE foresight_streams gauge\nforesight_streams {}",
-        t.map.len()
+        t.len()
     );
     let _ = writeln!(
         s,
