@@ -13,7 +13,7 @@
 //! request only if it was opened on that very file (device, inode, size and modification time),
 //! and a reader opened for a request that finds the path naming another file by then answers 503
 //! (retry) rather than send bytes of a file other than the one whose length was announced. Chunks go
-//! to the connection through a small bounded channel ([`RESPONSE_CHUNKS`] chunks), and a worker
+//! to the connection through a small bounded channel (four chunks), and a worker
 //! reads a chunk only once that channel has room for it: when a response's channel is full, its
 //! connection is slower than the worker, so the worker sets the response aside ("parks" it, holding
 //! no buffer) and serves the next request in its queue; the connection taking a chunk puts the
