@@ -243,9 +243,16 @@ until 10 ms of arrival has been timed: bodies that arrive faster than that (loop
 with small units) are too quick for the client's clock and scheduling to time, and alpha auto then \
 goes by the server's figures alone, or stays at 1 without them.
 
+Memory: a download holds at most --max-buffer (256 MiB by default) of readahead: (alpha + 2) units \
+plus one application read (128 KiB). The unit (the server's max_readahead_bytes, or --readahead) \
+is capped to a third of it, so a server publishing an absurd unit cannot make the client gather \
+gigabytes (a note on standard error says so), and an automatic alpha is capped to the units that \
+fit; a fixed --alpha whose units cannot fit at --readahead is refused. With --random SIZE, each \
+read holds its SIZE besides.
+
 JSON keys: bytes, mib_s, alpha, rtt_ms, requests, wasted_bytes (plus seconds, alpha_max, \
-transferred_bytes, unit_bytes, path_mib_s, server_figures, ranges, url; with --random also \
-random_read_bytes and reads).
+transferred_bytes, unit_bytes, buffered_peak_bytes, path_mib_s, server_figures, ranges, url; with \
+--random also random_read_bytes and reads).
 
 Examples:
   foresight get http://127.0.0.1:8080/big.bin --out big.bin
@@ -271,6 +278,10 @@ pub struct GetArgs {
     /// The cap on alpha in auto mode, 1 to 1024 [default: 64]; a fixed --alpha takes none.
     #[arg(long)]
     max_alpha: Option<u32>,
+    /// The most readahead bytes one download holds (requested or received, not yet written):
+    /// the unit is capped to a third of it and an automatic alpha to the units that fit.
+    #[arg(allow_hyphen_values = true, long, value_name = "SIZE", default_value = "256MiB", value_parser = size_arg)]
+    max_buffer: ByteLen,
     /// Read random ranges of this size instead of whole files.
     #[arg(allow_hyphen_values = true, long, value_name = "SIZE", value_parser = size_arg)]
     random: Option<ByteLen>,
@@ -340,6 +351,7 @@ pub fn run_get(a: &GetArgs) -> anyhow::Result<()> {
             }) as usize
                 + 1),
         request_timeout: a.request_timeout,
+        max_buffer: a.max_buffer,
         ..ClientConfig::default()
     })
     .map_err(net)?;
@@ -417,6 +429,19 @@ pub fn run_get(a: &GetArgs) -> anyhow::Result<()> {
                 }
             }
         };
+        // The unit a server publishes is its word; one beyond what --max-buffer holds is cut,
+        // and the user should know why the unit is not the server's.
+        if let Some(f) = report.server.filter(|f| {
+            a.readahead.is_none() && report.ranges && f.max_readahead.0 > report.unit_bytes
+        }) {
+            eprintln!(
+                "{url}: the server publishes a readahead unit of {}; using {} (units are at \
+                 most 256MiB, and alpha + 2 of them and a read must fit in --max-buffer {})",
+                f.max_readahead,
+                ByteLen(report.unit_bytes),
+                a.max_buffer
+            );
+        }
         if a.json {
             let mut v = report.to_json();
             v["url"] = serde_json::Value::String(url.to_string());

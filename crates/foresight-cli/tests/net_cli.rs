@@ -224,6 +224,18 @@ fn bad_network_arguments_exit_2_and_name_the_argument() {
             ],
             "--idle-timeout",
         ),
+        // 1024 + 2 units of 256 MiB would be 256 GiB of buffers.
+        (
+            vec![
+                "get",
+                "http://127.0.0.1:1/x",
+                "--alpha",
+                "1024",
+                "--readahead",
+                "256MiB",
+            ],
+            "--max-buffer",
+        ),
         (vec!["net-soak", "--clients", "0"], "--clients"),
         // A negative number is a bad value of the flag, not an unknown argument.
         (vec!["net-soak", "--clients", "-1"], "--clients"),

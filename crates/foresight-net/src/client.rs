@@ -174,7 +174,19 @@ pub struct ClientConfig {
     pub request_timeout: StdDuration,
     /// `p` when the server publishes none.
     pub peak_ratio: f64,
+    /// The most bytes of readahead a download holds, requested or received and not yet handed
+    /// to the application: `(alpha + 2) x unit + app_read` (`alpha + 1` units ahead of the read,
+    /// the one it ends in, and the read) stays within it, so the unit is capped to a third of
+    /// `max_buffer - app_read` (a quarter for a fixed `alpha` of 2, ...) and an automatic `alpha`
+    /// to `(max_buffer - app_read) / unit - 2` ([`DEFAULT_MAX_BUFFER`] by default).
+    /// A random read of more bytes (`random_reads`' `size`) holds them besides.
+    pub max_buffer: ByteLen,
 }
+
+/// [`ClientConfig::max_buffer`] unless told otherwise: a 1 MiB unit (`foresight serve`'s
+/// default) at the largest automatic alpha, 64, needs 66 MiB and a read; a 64 MiB unit (its
+/// largest) gets an alpha of at most 1.
+pub const DEFAULT_MAX_BUFFER: ByteLen = ByteLen(256 << 20);
 
 impl Default for ClientConfig {
     fn default() -> Self {
@@ -186,6 +198,7 @@ impl Default for ClientConfig {
             app_read: ByteLen::kib(128),
             request_timeout: StdDuration::from_secs(60),
             peak_ratio: DEFAULT_PEAK_RATIO,
+            max_buffer: DEFAULT_MAX_BUFFER,
         }
     }
 }
@@ -213,6 +226,9 @@ pub struct Report {
     pub transferred_bytes: u64,
     /// The readahead unit used.
     pub unit_bytes: u64,
+    /// The most readahead bytes held at once (requested or received, not yet handed on), at most
+    /// [`ClientConfig::max_buffer`].
+    pub buffered_peak_bytes: u64,
     /// The path rate measured from response bodies, MiB/s: their bytes over the time any of them
     /// was arriving, each timed from the earliest moment its first byte could have come; `None`
     /// until 10 ms of arrival has been timed (see `RateEstimator`), so a path too fast for its
@@ -238,6 +254,7 @@ impl Report {
             "alpha_max": self.alpha_max,
             "transferred_bytes": self.transferred_bytes,
             "unit_bytes": self.unit_bytes,
+            "buffered_peak_bytes": self.buffered_peak_bytes,
             "path_mib_s": self.path_mib_s,
             "server_figures": self.server.map(|d| serde_json::json!({
                 "max_readahead_bytes": d.max_readahead.0,
@@ -258,6 +275,15 @@ pub struct Client {
 
 static STREAM_SEQ: AtomicU64 = AtomicU64::new(0);
 
+/// The most units a download holds at its least alpha (1 when automatic): `alpha + 1` units
+/// ahead of the application's read, and the one it is reading in.
+fn least_units(alpha: AlphaMode) -> u64 {
+    match alpha {
+        AlphaMode::Fixed(n) => u64::from(n) + 2,
+        AlphaMode::Auto => 3,
+    }
+}
+
 /// The smallest readahead unit (`--readahead`, or the one a server publishes).
 const MIN_UNIT_BYTES: u64 = 4 << 10;
 /// The largest readahead unit.
@@ -277,6 +303,26 @@ impl Client {
             if !(MIN_UNIT_BYTES..=MAX_UNIT_BYTES).contains(&r.0) {
                 return bad("--readahead", format!("must be 4KiB..=256MiB, got {r}"));
             }
+        }
+        let units = least_units(cfg.alpha);
+        let least = ByteLen(
+            units
+                .saturating_mul(cfg.readahead.map_or(MIN_UNIT_BYTES, |r| r.0))
+                .saturating_add(cfg.app_read.0),
+        );
+        if cfg.max_buffer.0 < least.0 {
+            return bad(
+                "--max-buffer",
+                format!(
+                    "{} cannot hold {units} readahead units of {} (alpha {} ahead, plus one, plus \
+                     the one being read) and a read of {}; give at least {least}, or a smaller \
+                     --alpha or --readahead",
+                    cfg.max_buffer,
+                    ByteLen(cfg.readahead.map_or(MIN_UNIT_BYTES, |r| r.0)),
+                    units - 2,
+                    cfg.app_read
+                ),
+            );
         }
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
@@ -604,12 +650,14 @@ fn dispatch(
     tx: &mpsc::UnboundedSender<Done>,
     tasks: &mut tokio::task::JoinSet<()>,
     in_flight: &mut usize,
+    requested_bytes: &mut u64,
 ) {
     // Finished requests are forgotten, so the set holds only those still out.
     while tasks.try_join_next().is_some() {}
     while let Some(req) = stream.poll_request() {
         let (pool, url, tx) = (pool.clone(), url.clone(), tx.clone());
         *in_flight += 1;
+        *requested_bytes += req.range.len.0;
         tasks.spawn(async move {
             // A busy server (503) or a connection that broke before answering gets two more
             // tries, a little later each time; anything else is final.
@@ -714,17 +762,26 @@ async fn download(
         }
         return plain_get(&pool, url, sink, started, len, 0).await;
     };
-    // The server's unit is held to the bounds of `--readahead`: a range of one unit is
-    // gathered whole in memory, and a published figure is the network's word, not the user's.
+    // The server's unit is held to the bounds of `--readahead`, and to what `max_buffer` holds
+    // at the least alpha: a range of one unit is gathered whole in memory, and a published figure
+    // is the network's word, not the user's. (`Client::new` checked that `--readahead` fits.)
+    let for_units = cfg.max_buffer.0.saturating_sub(cfg.app_read.0);
+    let unit_cap = (for_units / least_units(cfg.alpha)) / MIN_UNIT_BYTES * MIN_UNIT_BYTES;
     let unit = cfg
         .readahead
         .or(figures.map(|f| ByteLen(f.max_readahead.0.clamp(MIN_UNIT_BYTES, MAX_UNIT_BYTES))))
         .unwrap_or(ByteLen::mib(1));
+    let unit = ByteLen(unit.0.min(unit_cap).max(MIN_UNIT_BYTES));
+    // An automatic alpha keeps its `alpha + 2` units within `max_buffer`.
+    let max_alpha = cfg
+        .max_alpha
+        .min(u32::try_from((for_units / unit.0).saturating_sub(2)).unwrap_or(u32::MAX))
+        .max(1);
     let aps_cfg = ApsConfig {
         max_readahead: unit,
         initial_readahead: ByteLen(unit.0.min(128 << 10)),
         alpha: cfg.alpha,
-        max_alpha: cfg.max_alpha,
+        max_alpha,
         peak_ratio: cfg.peak_ratio,
         device: figures,
         rtt_hint: None,
@@ -740,6 +797,10 @@ async fn download(
     // Dropped on every way out, which stops the requests still out.
     let mut tasks = tokio::task::JoinSet::new();
     let mut in_flight = 0usize;
+    // Readahead bytes requested and not yet received, and received and not yet handed on.
+    let mut requested_bytes = 0u64;
+    let mut held_bytes = 0u64;
+    let mut buffered_peak = 0u64;
     let mut pieces: BTreeMap<u64, Bytes> = BTreeMap::new();
     let mut delivered = 0u64;
     let mut transferred = 0u64;
@@ -767,13 +828,23 @@ async fn download(
             },
         };
         stream.on_read(want);
-        dispatch(&mut stream, &pool, url, &tx, &mut tasks, &mut in_flight);
+        dispatch(
+            &mut stream,
+            &pool,
+            url,
+            &tx,
+            &mut tasks,
+            &mut in_flight,
+            &mut requested_bytes,
+        );
+        buffered_peak = buffered_peak.max(held_bytes + requested_bytes);
         let (from, to) = (want.start.0, want.end().0);
         while !covered(&pieces, from, to) {
             let Some((id, range, result)) = rx.recv().await else {
                 return Err(http_err("all requests stopped".into()));
             };
             in_flight -= 1;
+            requested_bytes = requested_bytes.saturating_sub(range.len.0);
             let ex = result?;
             if ex.status == StatusCode::OK && random.is_none() {
                 // The whole file in answer to a range (RFC 9110 allows it): ranges are not
@@ -816,10 +887,20 @@ async fn download(
                 )));
             }
             transferred += ex.body.len() as u64;
+            held_bytes += ex.body.len() as u64;
             pieces.insert(range.start.0, ex.body);
             stream.on_complete(id, Some(ex.timing));
             alpha_max = alpha_max.max(stream.alpha());
-            dispatch(&mut stream, &pool, url, &tx, &mut tasks, &mut in_flight);
+            dispatch(
+                &mut stream,
+                &pool,
+                url,
+                &tx,
+                &mut tasks,
+                &mut in_flight,
+                &mut requested_bytes,
+            );
+            buffered_peak = buffered_peak.max(held_bytes + requested_bytes);
         }
         out.clear();
         copy_out(&pieces, from, to, &mut out);
@@ -829,6 +910,7 @@ async fn download(
         delivered += out.len() as u64;
         // Drop what the reader has passed (sequential) or everything not ahead of it.
         pieces.retain(|s, b| s + b.len() as u64 > to);
+        held_bytes = pieces.values().map(|b| b.len() as u64).sum();
         next_seq = to;
         read_index += 1;
     }
@@ -857,6 +939,7 @@ async fn download(
         wasted_bytes: transferred.saturating_sub(delivered),
         transferred_bytes: transferred,
         unit_bytes: unit.0,
+        buffered_peak_bytes: buffered_peak,
         path_mib_s: stream.path_rate().map(|r| r.as_mib_s()),
         server: figures,
         ranges: true,
@@ -981,6 +1064,7 @@ async fn plain_get(
         wasted_bytes: 0,
         transferred_bytes: n,
         unit_bytes: 0,
+        buffered_peak_bytes: 0,
         path_mib_s: None,
         server: None,
         ranges: false,

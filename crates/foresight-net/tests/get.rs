@@ -588,43 +588,110 @@ fn a_plain_get_longer_than_announced_stops_at_the_announced_length() {
     assert!(out.len() <= data.len(), "{} bytes written", out.len());
 }
 
-/// The readahead unit a server publishes is a figure from the network: one far beyond what
-/// `--readahead` accepts (here 1 TiB) is held to that bound, not adopted, since every range of
-/// one unit is gathered in memory.
-#[test]
-fn a_published_readahead_beyond_the_clients_bound_is_held_to_it() {
+/// A server publishing `unit_bytes` as its `max_readahead_bytes`, with a fast device (so that an
+/// automatic alpha climbs), serving `data` as `/f.bin`; it records the largest range asked for.
+fn server_publishing_unit(
+    unit_bytes: u64,
+    data: std::sync::Arc<Vec<u8>>,
+) -> (
+    std::net::SocketAddr,
+    std::sync::Arc<std::sync::atomic::AtomicU64>,
+) {
     use std::io::Write;
-    let data = std::sync::Arc::new(content(3_000_000, 8));
-    let d = data.clone();
+    use std::sync::atomic::{AtomicU64, Ordering};
+    let largest = std::sync::Arc::new(AtomicU64::new(0));
+    let seen = largest.clone();
     let addr = tiny_server(move |req, c| {
         if req.path == "/.well-known/foresight" {
             let doc = format!(
-                "{{\"server\":\"foresight\",\"max_readahead_bytes\":{},\
-                 \"avg_bandwidth_bytes_per_s\":1e9,\"peak_ratio\":1.2}}",
-                1u64 << 40
+                "{{\"server\":\"foresight\",\"max_readahead_bytes\":{unit_bytes},\
+                 \"avg_bandwidth_bytes_per_s\":1e12,\"peak_ratio\":1.2}}"
             );
             let head = format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n", doc.len());
             return c.write_all(head.as_bytes()).is_ok() && c.write_all(doc.as_bytes()).is_ok();
         }
         let Some((first, last)) = req.range.filter(|_| req.method == "GET") else {
-            return answer(req, c, "HTTP/1.1", "Accept-Ranges: bytes\r\n", &d).is_ok();
+            return answer(req, c, "HTTP/1.1", "Accept-Ranges: bytes\r\n", &data).is_ok();
         };
-        let last = last.min(d.len() as u64 - 1);
-        let body = &d[first as usize..=last as usize];
+        let last = last.min(data.len() as u64 - 1);
+        seen.fetch_max(last + 1 - first, Ordering::SeqCst);
+        let body = &data[first as usize..=last as usize];
         let head = format!(
             "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes {first}-{last}/{}\r\n\
              Content-Length: {}\r\n\r\n",
-            d.len(),
+            data.len(),
             body.len()
         );
         c.write_all(head.as_bytes()).is_ok() && c.write_all(body).is_ok()
     });
+    (addr, largest)
+}
+
+/// The readahead unit a server publishes is a figure from the network: one far beyond what
+/// `--readahead` accepts (here 1 TiB) is held to that bound and to a third of the client's
+/// buffer budget (less one read), not adopted, since every range of one unit is gathered in memory.
+#[test]
+fn a_published_readahead_beyond_the_clients_bound_is_held_to_it() {
+    let data = std::sync::Arc::new(content(3_000_000, 8));
+    let (addr, _) = server_publishing_unit(1 << 40, data.clone());
     let url: Url = format!("http://{addr}/f.bin").parse().unwrap();
     let mut out = Vec::new();
     let r = client(AlphaMode::Auto).get(&url, &mut out).unwrap();
     assert!(out == *data);
     assert_eq!(r.server.map(|f| f.max_readahead.0), Some(1 << 40));
-    assert_eq!(r.unit_bytes, 256 << 20);
+    let app_read = ClientConfig::default().app_read.0;
+    let third = (foresight_net::client::DEFAULT_MAX_BUFFER.0 - app_read) / 3;
+    assert_eq!(r.unit_bytes, third / 4096 * 4096);
+}
+
+/// A download holds at most `max_buffer` bytes of readahead however large a unit the server
+/// publishes and however high alpha climbs: the unit is capped to a third of the budget (less
+/// for a fixed alpha above 1) and alpha to the units that fit. Before, a server publishing a huge unit had the client gather 256 MiB
+/// ranges, 65 of them at once at the largest alpha; here, with a 1 MiB budget, the whole 3 MB
+/// file was one range.
+#[test]
+fn a_download_holds_no_more_than_its_buffer_budget() {
+    use std::sync::atomic::Ordering;
+    let data = std::sync::Arc::new(content(3_000_000, 9));
+    let (addr, largest) = server_publishing_unit(1 << 40, data.clone());
+    let url: Url = format!("http://{addr}/f.bin").parse().unwrap();
+    let budget = ByteLen::mib(1);
+    for alpha in [AlphaMode::Auto, AlphaMode::Fixed(3)] {
+        let c = Client::new(ClientConfig {
+            alpha,
+            max_buffer: budget,
+            ..ClientConfig::default()
+        })
+        .unwrap();
+        let mut out = Vec::new();
+        let r = c.get(&url, &mut out).unwrap();
+        assert!(out == *data, "{alpha}");
+        assert!(r.buffered_peak_bytes <= budget.0, "{alpha}: {r:?}");
+        assert!(r.buffered_peak_bytes > 0, "{alpha}: {r:?}");
+        assert!(largest.load(Ordering::SeqCst) <= budget.0 / 3, "{alpha}");
+    }
+    // A small published unit: an automatic alpha climbs, but no further than the budget holds.
+    let (addr, _) = server_publishing_unit(64 << 10, data.clone());
+    let url: Url = format!("http://{addr}/f.bin").parse().unwrap();
+    let c = Client::new(ClientConfig {
+        max_buffer: budget,
+        ..ClientConfig::default()
+    })
+    .unwrap();
+    let mut out = Vec::new();
+    let r = c.get(&url, &mut out).unwrap();
+    assert!(out == *data);
+    assert!(r.alpha_max > 1, "{r:?}");
+    assert!(r.buffered_peak_bytes <= budget.0, "{r:?}");
+    // A fixed alpha whose units cannot fit the budget at the given unit is refused up front.
+    let e = Client::new(ClientConfig {
+        alpha: AlphaMode::Fixed(8),
+        readahead: Some(ByteLen::kib(256)),
+        max_buffer: budget,
+        ..ClientConfig::default()
+    })
+    .unwrap_err();
+    assert!(e.to_string().contains("--max-buffer"), "{e}");
 }
 
 /// A server that takes fewer connections than the client keeps requests in flight (as
