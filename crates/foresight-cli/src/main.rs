@@ -56,7 +56,7 @@ enum Command {
         )]
         config: Option<PathBuf>,
         /// Override one key by its dotted path, e.g. --set workload.streams=64, or a key of a
-        /// list element the config has, e.g. --set 'device.tiers[0].preset=wd800jd'. Repeatable.
+        /// list element the config has, e.g. `--set 'device.tiers[0].preset=wd800jd'`. Repeatable.
         #[arg(long = "set", value_name = "KEY=VALUE")]
         sets: Vec<String>,
         /// Remove a key the config file sets, so its default applies (or, for a key only some
