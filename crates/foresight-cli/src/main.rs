@@ -133,6 +133,9 @@ Example:
 
 const SIM_HELP: &str = "Run one simulation and print its measurements.
 
+A run longer than a second shows a progress bar on standard error, or, when standard error is not
+a terminal, a line every 5 s (\"simulating: 41% after 5 s\").
+
 A config is TOML; every key can also be set with --set KEY=VALUE (later wins; a step may name an
 element of a list the config has, as in device.tiers[0].preset), and a key the config file sets
 can be taken out with --unset KEY (before the --sets apply). Sizes take 4096, 4KiB, 128KiB, 1MiB,
@@ -460,8 +463,21 @@ fn cmd_sim(
     let started = std::time::Instant::now();
     let show_bar = std::io::stderr().is_terminal();
     let mut bar: Option<indicatif::ProgressBar> = None;
+    // Redirected to a file or a pipe, a bar's redraws would be noise: a plain line instead, at
+    // most one per interval, so that a long run in a log does not look hung.
+    let mut notes = progress::Every::new(progress::NOTE_INTERVAL_S);
     let mut progress = |frac: f64| {
-        if !show_bar || started.elapsed().as_secs_f64() < 1.0 {
+        let elapsed_s = started.elapsed().as_secs_f64();
+        if !show_bar {
+            if notes.due(elapsed_s) {
+                eprintln!(
+                    "simulating: {:.0}% after {elapsed_s:.0} s",
+                    (frac * 100.0).clamp(0.0, 100.0)
+                );
+            }
+            return;
+        }
+        if elapsed_s < 1.0 {
             return;
         }
         let b = bar.get_or_insert_with(|| {
