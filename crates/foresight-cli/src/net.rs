@@ -234,7 +234,7 @@ With --json and no --out the data is discarded and only the report is printed. A
 that lasts notes on standard error every 5 s how much has arrived. \
 --random SIZE reads --reads random ranges of SIZE instead of the whole file, to measure what \
 random reads cost (bytes transferred against bytes asked); their bytes are not kept, so it takes \
-no --out.
+no --out. A SIZE larger than the file reads the whole file each time, and standard error says so.
 
 The path rate (path_mib_s) is the bytes of the range responses over the time during which any of \
 them was arriving, each timed from the earliest moment its first byte could have come (request \
@@ -429,6 +429,16 @@ pub fn run_get(a: &GetArgs) -> anyhow::Result<()> {
                 }
             }
         };
+        if let Some(size) = a
+            .random
+            .filter(|s| reads > 0 && s.0 > report.bytes / u64::from(reads))
+        {
+            // Every read was cut to the file: say so, or the figures read as SIZE-byte reads.
+            eprintln!(
+                "{url}: --random {size} is larger than the file; each read took the whole file ({})",
+                ByteLen(report.bytes / u64::from(reads))
+            );
+        }
         // The unit a server publishes is its word; one beyond what --max-buffer holds is cut,
         // and the user should know why the unit is not the server's.
         if let Some(f) = report.server.filter(|f| {

@@ -386,10 +386,21 @@ fn serve_get_and_sigterm_through_the_binary() {
     }
     assert_eq!(report["bytes"], 3_000_017);
     assert!(std::fs::read(&out).unwrap() == data);
-    // Random reads larger than the file are cut to it, and the report says what each read got.
-    let report = get_json(&[&url, "--random", "1TiB", "--reads", "2"]);
+    // Random reads larger than the file are cut to it; the report says what each read got, and
+    // standard error says that they were cut.
+    let st = bin()
+        .args(["get", &url, "--random", "1TiB", "--reads", "2", "--json"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&st.stderr);
+    assert!(st.status.success(), "{stderr}");
+    let report: serde_json::Value = serde_json::from_slice(&st.stdout).unwrap();
     assert_eq!(report["bytes"], 2 * 3_000_017, "{report}");
     assert_eq!(report["random_read_bytes"], 3_000_017, "{report}");
+    assert!(
+        stderr.contains("--random 1TiB is larger than the file"),
+        "{stderr}"
+    );
     // --out naming an existing directory puts the file in it under the URL's name; a failed
     // download leaves no file behind.
     let into = dir.join("into");
