@@ -400,6 +400,10 @@ fn relay(
     ] {
         let (tx, rx) = sync_channel::<Option<(u64, Vec<u8>)>>(limits.queue_chunks);
         let (st, epoch, act) = (stats.clone(), link.epoch, activity.clone());
+        // The writer closes the side it relays from too when its own end stops taking chunks:
+        // that side's reader may be waiting in `read` with chunks still counted as queued, and
+        // would otherwise hold its thread and socket for as long as that end keeps quiet.
+        let feeder = src.try_clone()?;
         std::thread::Builder::new()
             .name("proxy-read".into())
             .spawn(move || read_side(src, &link, &tx, &st, up_dir, &act, limits.idle_timeout))?;
@@ -415,7 +419,7 @@ fn relay(
                 } else {
                     Shutdown::Both
                 };
-                write_side(dst, &rx, epoch, limits.send_timeout, &act, at_end);
+                write_side(dst, &feeder, &rx, epoch, limits.send_timeout, &act, at_end);
                 if remaining.fetch_sub(1, Ordering::SeqCst) == 1 {
                     open.fetch_sub(1, Ordering::SeqCst);
                 }
@@ -481,6 +485,7 @@ fn read_side(
 
 fn write_side(
     mut dst: TcpStream,
+    feeder: &TcpStream,
     rx: &Receiver<Option<(u64, Vec<u8>)>>,
     epoch: Instant,
     send_timeout: Duration,
@@ -497,8 +502,10 @@ fn write_side(
         activity.queued_chunks.fetch_sub(1, Ordering::SeqCst);
         if written.is_err() {
             // The far side is gone, or has stopped reading: stop reading towards it too, which
-            // ends the other direction and gives back the connection's slot.
+            // ends the other direction and gives back the connection's slot, and close the side
+            // these chunks came from, whose reader would otherwise wait on it.
             let _ = dst.shutdown(Shutdown::Both);
+            let _ = feeder.shutdown(Shutdown::Both);
             return;
         }
     }
@@ -664,6 +671,76 @@ mod tests {
         );
         assert_eq!(&got, b"ping");
         assert!(stopped, "shutdown waited for a connect to the upstream");
+    }
+
+    /// A client that stops reading closes the connection both ways once a chunk waits for it past
+    /// the send timeout: the upstream's side too, not only its write half. The upstream here sent
+    /// its answer and then neither sends nor closes; the chunks left queued for the client were
+    /// still counted, so the reader of the upstream never found the connection idle and held its
+    /// thread and socket for as long as the upstream kept quiet. The 20 s bounds only tell a
+    /// socket shut from one kept for good.
+    #[test]
+    fn a_client_that_stops_reading_closes_the_upstreams_side_both_ways() {
+        let pair = || {
+            let l = TcpListener::bind("127.0.0.1:0").unwrap();
+            let near = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+            let (far, _) = l.accept().unwrap();
+            (near, far)
+        };
+        // The client never reads; the upstream sends more than the client's socket buffers hold
+        // and less than the proxy's queue, then keeps its socket open without a word.
+        let (client_peer, client) = pair();
+        let (server, mut server_peer) = pair();
+        let server_probe = server.try_clone().unwrap();
+        let sent = std::thread::spawn(move || {
+            let _ = server_peer.write_all(&vec![7u8; 32 << 20]);
+            server_peer
+        });
+        let link = || {
+            Arc::new(Link {
+                free_at_ns: Mutex::new(0),
+                ns_per_byte: 0.0,
+                delay_ns: 0,
+                epoch: Instant::now(),
+            })
+        };
+        let limits = Limits {
+            queue_chunks: queue_chunks(None, Duration::ZERO),
+            send_timeout: Duration::from_millis(200),
+            idle_timeout: DEFAULT_IDLE_TIMEOUT,
+        };
+        assert!(limits.queue_chunks * CHUNK_BYTES > 32 << 20);
+        let open = Arc::new(AtomicUsize::new(1));
+        relay(
+            client,
+            server,
+            &link(),
+            &link(),
+            limits,
+            &Arc::new(ProxyStats::default()),
+            &open,
+        )
+        .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while open.load(Ordering::SeqCst) != 0 {
+            assert!(
+                Instant::now() < deadline,
+                "the stalled client kept its slot"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _server_peer = sent.join().unwrap();
+        // Shut for reading, the proxy's socket to the upstream reads as ended at once; open, a
+        // read waits for bytes that do not come.
+        server_probe
+            .set_read_timeout(Some(Duration::from_secs(20)))
+            .unwrap();
+        let mut buf = [0u8; 1];
+        assert!(
+            matches!((&server_probe).read(&mut buf), Ok(0)),
+            "the upstream's side of the connection was left open"
+        );
+        drop(client_peer);
     }
 
     /// A client that connects and then neither sends nor closes, to an upstream that keeps the
