@@ -716,10 +716,12 @@ fn check_writable_dir(dir: &Path) -> anyhow::Result<()> {
         let fault = if meta.is_dir() {
             Some("is a directory".to_string())
         } else {
+            // A symlink whose target is missing is fine: writing creates the target.
             std::fs::OpenOptions::new()
                 .append(true)
                 .open(&path)
                 .err()
+                .filter(|e| e.kind() != std::io::ErrorKind::NotFound)
                 .map(|e| format!("cannot be written: {e}"))
         };
         if let Some(fault) = fault {

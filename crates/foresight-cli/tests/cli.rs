@@ -540,6 +540,21 @@ fn an_output_file_in_the_way_is_refused_before_the_experiments() {
         err.contains("report.md") && err.contains("is a directory"),
         "{err}"
     );
+    // A dangling symlink is not in the way: writing it creates its target.
+    let dangling = std::env::temp_dir().join(format!("foresight-out-link-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dangling);
+    std::fs::create_dir_all(&dangling).unwrap();
+    std::os::unix::fs::symlink("nowhere.md", dangling.join("report.md")).unwrap();
+    let (code, _, err) = foresight(&[
+        "reproduce",
+        "collapse",
+        "--quick",
+        "--out",
+        dangling.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(dangling.join("nowhere.md").exists());
+    let _ = std::fs::remove_dir_all(&dangling);
     assert!(
         !std::fs::read_dir(&out).unwrap().any(|e| e
             .unwrap()
