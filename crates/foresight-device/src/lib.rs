@@ -7,6 +7,7 @@
 //! give the same outputs. The HDD is split along physical lines (geometry, mechanics, cache, queue) the
 //! way DiskSim keeps layout and mechanics apart.
 
+pub mod blockq;
 pub mod disksim;
 pub mod error;
 pub mod hdd;

@@ -135,18 +135,8 @@ pub struct DeviceConfig {
     pub controller_readahead: ByteLen,
 }
 
-/// The host block-queue scheduler.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Scheduler {
-    /// First come, first served (with merging).
-    Noop,
-    /// Sorted one-way sweeps with a read deadline, like Linux's deadline/mq-deadline.
-    Deadline,
-    /// Deadline's order, plus waiting up to `antic_expire` after a stream's read for that
-    /// stream's next request, like Linux 2.6's anticipatory scheduler.
-    Anticipatory,
-}
+/// The host block-queue scheduler (defined with the queue, which the engine shares).
+pub use foresight_device::blockq::Scheduler;
 
 /// `[host]`.
 #[derive(Clone, Debug, PartialEq, Eq)]
