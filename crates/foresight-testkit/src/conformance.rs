@@ -88,6 +88,9 @@ pub struct Scenario {
     /// Further `policy.KEY=VALUE` settings, in the simulator's `--set` syntax; the engine gets
     /// the policy settings the simulator's config parsed from them.
     pub policy_sets: Vec<String>,
+    /// The host block queues' scheduler (`noop`, `deadline` or `anticipatory`), the simulator's
+    /// `host.scheduler` and the emulated backend's `EmulatedConfig::scheduler`.
+    pub scheduler: String,
     /// The seed of the simulator's draws (placement and the disclosed orders), which the engine's
     /// clients replay.
     pub seed: u64,
@@ -109,6 +112,7 @@ impl Scenario {
             memory: ByteLen::mib(256),
             engine_memory: None,
             policy_sets: Vec::new(),
+            scheduler: "deadline".into(),
             seed: 1,
         }
     }
@@ -276,6 +280,7 @@ pub fn sim_config(s: &Scenario) -> Result<SimConfig, String> {
         format!("workload.request={}", s.request_bytes),
         format!("workload.file_size={}", s.file_bytes),
         format!("host.memory={}", s.memory.0),
+        format!("host.scheduler={}", s.scheduler),
     ];
     match s.workload {
         Workload::Sequential => sets.push("workload.kind=streams".into()),
@@ -394,6 +399,7 @@ pub fn engine_policy(s: &Scenario) -> Result<foresight_policy::PolicyConfig, Str
 /// first read, and after the clients before it have disclosed theirs.
 pub fn run_engine(s: &Scenario, paths: &[PathBuf]) -> Result<WorldRun, String> {
     let mut emulated = EmulatedConfig::preset(&s.device)
+        .and_then(|e| e.scheduler(&s.scheduler))
         .map_err(|e| e.to_string())?
         .spread(s.streams);
     if let Some((disks, strip_bytes)) = s.raid0 {
