@@ -575,23 +575,29 @@ fn urls_that_would_share_a_file_are_refused_up_front() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// `net-soak` at its smallest: two clients for 100 ms over one 64 KiB file and two workers.
+fn small_soak() -> Command {
+    let mut c = bin();
+    c.args([
+        "net-soak",
+        "--clients",
+        "2",
+        "--duration",
+        "100ms",
+        "--files",
+        "1",
+        "--file-size",
+        "64KiB",
+        "--workers",
+        "2",
+    ]);
+    c
+}
+
 #[test]
 fn net_soak_reports_a_stdout_it_cannot_write_as_an_error() {
-    let st = bin()
-        .args([
-            "net-soak",
-            "--clients",
-            "2",
-            "--duration",
-            "100ms",
-            "--files",
-            "1",
-            "--file-size",
-            "64KiB",
-            "--workers",
-            "2",
-            "--json",
-        ])
+    let st = small_soak()
+        .arg("--json")
         .stdout(std::fs::File::create("/dev/full").unwrap())
         .output()
         .unwrap();
@@ -604,22 +610,7 @@ fn net_soak_reports_a_stdout_it_cannot_write_as_an_error() {
 /// report. It says at once what it runs, and a refused one prints only its refusal.
 #[test]
 fn net_soak_says_what_it_runs_before_it_runs_it() {
-    let st = bin()
-        .args([
-            "net-soak",
-            "--clients",
-            "2",
-            "--duration",
-            "100ms",
-            "--files",
-            "1",
-            "--file-size",
-            "64KiB",
-            "--workers",
-            "2",
-        ])
-        .output()
-        .unwrap();
+    let st = small_soak().output().unwrap();
     let err = String::from_utf8_lossy(&st.stderr);
     assert_eq!(st.status.code(), Some(0), "{err}");
     let first = err.lines().next().unwrap_or_default();

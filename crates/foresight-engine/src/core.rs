@@ -2015,6 +2015,19 @@ mod tests {
         (core, backend)
     }
 
+    /// Sends the core's queued reads, fills each buffer with the pattern `i % 251` (`i` the byte's
+    /// place in its read) and completes them at instant 1.
+    fn fill_and_complete(core: &mut Core, backend: &Holding) {
+        core.dispatch();
+        let mut done = completions(backend);
+        for c in &mut done {
+            for (i, b) in c.buf.as_mut_slice().iter_mut().enumerate() {
+                *b = (i % 251) as u8;
+            }
+        }
+        core.complete_all(Instant(1), &mut done);
+    }
+
     fn completions(backend: &Holding) -> Vec<IoCompletion> {
         backend
             .held
@@ -2072,14 +2085,7 @@ mod tests {
             core.fetch(FetchId(0), file, ByteRange::new(0, chunk_bytes), None),
             (1, false)
         );
-        core.dispatch();
-        let mut done = completions(&backend);
-        for c in &mut done {
-            for (i, b) in c.buf.as_mut_slice().iter_mut().enumerate() {
-                *b = (i % 251) as u8;
-            }
-        }
-        core.complete_all(Instant(1), &mut done);
+        fill_and_complete(&mut core, &backend);
         let lent_before = core.pool.lent_bytes();
         // Release [64 KiB, 128 KiB) and an unaligned range that covers page 50 whole.
         core.release(file, ByteRange::new(64 << 10, 64 << 10));
@@ -2142,14 +2148,7 @@ mod tests {
             core.fetch(FetchId(0), file, ByteRange::new(0, mib), None),
             (1, false)
         );
-        core.dispatch();
-        let mut done = completions(&backend);
-        for c in &mut done {
-            for (i, b) in c.buf.as_mut_slice().iter_mut().enumerate() {
-                *b = (i % 251) as u8;
-            }
-        }
-        core.complete_all(Instant(1), &mut done);
+        fill_and_complete(&mut core, &backend);
         // The chunk holding file byte `pos`: its id, first byte, and its buffer's address and
         // capacity.
         let at = |core: &Core, pos: u64| {

@@ -597,6 +597,20 @@ fn server_publishing_unit(
     std::net::SocketAddr,
     std::sync::Arc<std::sync::atomic::AtomicU64>,
 ) {
+    server_publishing(unit_bytes, "1e12", "1.2", data)
+}
+
+/// A server publishing the figures given (as JSON number text for RB and p), serving `data` as
+/// `/f.bin` with ranges; it records the largest range asked for.
+fn server_publishing(
+    unit_bytes: u64,
+    rb: &'static str,
+    p: &'static str,
+    data: std::sync::Arc<Vec<u8>>,
+) -> (
+    std::net::SocketAddr,
+    std::sync::Arc<std::sync::atomic::AtomicU64>,
+) {
     use std::io::Write;
     use std::sync::atomic::{AtomicU64, Ordering};
     let largest = std::sync::Arc::new(AtomicU64::new(0));
@@ -605,7 +619,7 @@ fn server_publishing_unit(
         if req.path == "/.well-known/foresight" {
             let doc = format!(
                 "{{\"server\":\"foresight\",\"max_readahead_bytes\":{unit_bytes},\
-                 \"avg_bandwidth_bytes_per_s\":1e12,\"peak_ratio\":1.2}}"
+                 \"avg_bandwidth_bytes_per_s\":{rb},\"peak_ratio\":{p}}}"
             );
             let head = format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n", doc.len());
             return c.write_all(head.as_bytes()).is_ok() && c.write_all(doc.as_bytes()).is_ok();
@@ -1008,32 +1022,9 @@ fn a_body_cut_short_is_an_error_that_names_the_cause() {
 /// client panicked.
 #[test]
 fn figures_whose_product_overflows_are_ignored_not_a_panic() {
-    use std::io::Write;
     let data = std::sync::Arc::new(content(1_000_000, 10));
     for (rb, p) in [("1e308", "1.2"), ("1e200", "1e200")] {
-        let d = data.clone();
-        let addr = tiny_server(move |req, c| {
-            if req.path == "/.well-known/foresight" {
-                let doc = format!(
-                    "{{\"server\":\"foresight\",\"max_readahead_bytes\":131072,\
-                     \"avg_bandwidth_bytes_per_s\":{rb},\"peak_ratio\":{p}}}"
-                );
-                let head = format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n", doc.len());
-                return c.write_all(head.as_bytes()).is_ok() && c.write_all(doc.as_bytes()).is_ok();
-            }
-            let Some((first, last)) = req.range.filter(|_| req.method == "GET") else {
-                return answer(req, c, "HTTP/1.1", "Accept-Ranges: bytes\r\n", &d).is_ok();
-            };
-            let last = last.min(d.len() as u64 - 1);
-            let body = &d[first as usize..=last as usize];
-            let head = format!(
-                "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes {first}-{last}/{}\r\n\
-                 Content-Length: {}\r\n\r\n",
-                d.len(),
-                body.len()
-            );
-            c.write_all(head.as_bytes()).is_ok() && c.write_all(body).is_ok()
-        });
+        let (addr, _) = server_publishing(131072, rb, p, data.clone());
         let url: Url = format!("http://{addr}/f.bin").parse().unwrap();
         let mut out = Vec::new();
         let r = client(AlphaMode::Auto).get(&url, &mut out).unwrap();
