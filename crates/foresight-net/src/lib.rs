@@ -13,7 +13,8 @@
 //!   connections, against this server or any server that honours `Range`;
 //! - [`proxy`]: one-way delay and a bandwidth cap in both directions, for tests and measurements;
 //! - [`soak`]: many concurrent clients against one server, checking every byte;
-//! - [`range`] and [`path`]: the `Range` header and request-path safety, pure functions.
+//! - [`range`], [`validators`] and [`path`]: the `Range` header, entity tags, dates and
+//!   conditional requests, and request-path safety, pure functions.
 
 pub mod client;
 pub mod path;
@@ -22,6 +23,7 @@ pub mod range;
 pub mod server;
 pub mod soak;
 mod streams;
+pub mod validators;
 
 use std::io;
 use std::net::SocketAddr;

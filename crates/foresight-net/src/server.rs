@@ -12,7 +12,11 @@
 //! headers are decided from the path's metadata when the request arrives; a kept reader serves a
 //! request only if it was opened on that very file (device, inode, size and modification time),
 //! and a reader opened for a request that finds the path naming another file by then answers 503
-//! (retry) rather than send bytes of a file other than the one whose length was announced. Chunks go
+//! (retry) rather than send bytes of a file other than the one whose length was announced. The same
+//! four figures make the file's strong `ETag` (and its modification time the `Last-Modified`), so
+//! a client that sends `If-Range` with the tag of the version it began with gets the whole new
+//! file (200) rather than a range of it once the file is replaced; `If-None-Match` and
+//! `If-Modified-Since` get 304 (`validators.rs`). Chunks go
 //! to the connection through a small bounded channel (four chunks), and a worker
 //! reads a chunk only once that channel has room for it: when a response's channel is full, its
 //! connection is slower than the worker, so the worker sets the response aside ("parks" it, holding
@@ -54,6 +58,7 @@ use tokio::sync::{mpsc, oneshot, Semaphore};
 use crate::path::{resolve, PathError, ServedFile};
 use crate::range::{content_range, decide, unsatisfied_content_range, RangeDecision};
 use crate::streams::StreamTable;
+use crate::validators::{evaluate, format_http_date, Answer, Conditions, Validators};
 use crate::{NetError, PROC_HEADER, STREAM_HEADER, WELL_KNOWN_PATH};
 
 /// Bytes of a page: the engine reads whole pages.
@@ -524,6 +529,27 @@ impl FileVersion {
             inode: meta.ino(),
             len_bytes: meta.len(),
             modified: meta.modified().ok(),
+        }
+    }
+
+    /// This version's validators: a strong entity tag of the four figures that tell versions
+    /// apart (so a tag changes exactly when `read_by` would refuse a reader opened before), and
+    /// the modification time in whole seconds for `Last-Modified`.
+    fn validators(&self) -> Validators {
+        use std::time::UNIX_EPOCH;
+        let since_epoch = self.modified.map(|m| m.duration_since(UNIX_EPOCH));
+        let modified = match &since_epoch {
+            None => String::new(),
+            Some(Ok(d)) => format!("-{:x}", d.as_nanos()),
+            // Before 1970: told apart from the same distance after it.
+            Some(Err(e)) => format!("-n{:x}", e.duration().as_nanos()),
+        };
+        Validators {
+            etag: format!(
+                "\"{:x}-{:x}-{:x}{modified}\"",
+                self.device, self.inode, self.len_bytes
+            ),
+            modified_s: since_epoch.and_then(Result::ok).map(|d| d.as_secs()),
         }
     }
 
@@ -1299,12 +1325,12 @@ async fn route(
         Ok(f) => f,
         Err(e) => return path_error(e),
     };
-    // Range applies to GET only (RFC 9110, section 14.2); an If-Range we cannot validate (we send
-    // no validators) means the whole representation.
+    // Range applies to GET only (RFC 9110, section 14.2); `If-Range` is weighed in `serve_file`,
+    // against the validators of the file as found.
     // Several `Range` lines are read as one, joined by commas as RFC 9110 (section 5.3) combines
     // field lines: `bytes=0-4, bytes=7-9` is then malformed (400), where reading only the first
     // would answer a request that a cache in front may have read by its last line.
-    let range_header = if head || req.headers().contains_key(header::IF_RANGE) {
+    let range_header = if head {
         None
     } else {
         let lines: Vec<&[u8]> = req
@@ -1323,7 +1349,32 @@ async fn route(
         // Without the header, the peer's address and port: each connection is its own stream,
         // so two clients behind one address reading one file do not wait for each other.
         .map_or_else(|| peer.to_string(), |s| format!("h:{s}"));
-    serve_file(state, file, head, range_header.as_deref(), client, arrived).await
+    // A list field's lines are one value joined by commas (RFC 9110, section 5.3); for a field
+    // that takes one value, two lines joined make an invalid value, which is ignored.
+    let joined = |name: header::HeaderName| {
+        let lines: Vec<String> = req
+            .headers()
+            .get_all(name)
+            .iter()
+            .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+            .collect();
+        (!lines.is_empty()).then(|| lines.join(", "))
+    };
+    let conditions = Conditions {
+        if_none_match: joined(header::IF_NONE_MATCH),
+        if_modified_since: joined(header::IF_MODIFIED_SINCE),
+        if_range: joined(header::IF_RANGE),
+    };
+    serve_file(
+        state,
+        file,
+        head,
+        range_header.as_deref(),
+        &conditions,
+        client,
+        arrived,
+    )
+    .await
 }
 
 fn path_error(e: PathError) -> Response<ResBody> {
@@ -1345,11 +1396,37 @@ async fn serve_file(
     file: ServedFile,
     head: bool,
     range_header: Option<&[u8]>,
+    conditions: &Conditions,
     client: String,
     arrived: Instant,
 ) -> Response<ResBody> {
     let version = FileVersion::of(&file.metadata);
     let len = version.len_bytes;
+    let validators = version.validators();
+    let mut validator_headers = Vec::with_capacity(2);
+    if let Ok(v) = HeaderValue::from_str(&validators.etag) {
+        validator_headers.push((header::ETAG, v));
+    }
+    if let Some(date) = validators.modified_s.and_then(format_http_date) {
+        if let Ok(v) = HeaderValue::from_str(&date) {
+            validator_headers.push((header::LAST_MODIFIED, v));
+        }
+    }
+    let now_s = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let range_header = match evaluate(conditions, &validators, now_s) {
+        Answer::NotModified => {
+            // No body, and the validators the 200 would have carried (RFC 9110, section 15.4.5).
+            let mut r = Response::new(empty());
+            *r.status_mut() = StatusCode::NOT_MODIFIED;
+            for (k, v) in validator_headers {
+                r.headers_mut().insert(k, v);
+            }
+            return r;
+        }
+        Answer::Send { honour_range } => range_header.filter(|_| honour_range),
+    };
     let (status, range) = match decide(range_header, len) {
         RangeDecision::Full => (StatusCode::OK, ByteRange::new(0, len)),
         RangeDecision::Partial(r) => (StatusCode::PARTIAL_CONTENT, r),
@@ -1372,6 +1449,7 @@ async fn serve_file(
         ),
         (header::CONTENT_LENGTH, HeaderValue::from(range.len.0)),
     ];
+    headers.extend(validator_headers);
     if status == StatusCode::PARTIAL_CONTENT {
         if let Ok(v) = HeaderValue::from_str(&content_range(range, len)) {
             headers.push((header::CONTENT_RANGE, v));
@@ -1749,7 +1827,16 @@ mod tests {
             clients.set(clients.get() + 1);
             let client = format!("t{}", clients.get());
             rt.block_on(async {
-                let r = serve_file(&state, file, false, None, client, Instant::now()).await;
+                let r = serve_file(
+                    &state,
+                    file,
+                    false,
+                    None,
+                    &Conditions::default(),
+                    client,
+                    Instant::now(),
+                )
+                .await;
                 let status = r.status();
                 let body = r.into_body().collect().await.map(|b| b.to_bytes());
                 (status, body.map(|b| b.to_vec()).unwrap_or_default())

@@ -636,3 +636,136 @@ fn slow_readers_on_every_worker_do_not_stall_other_streams() {
     assert_eq!(answer.status, 200);
     assert_eq!(answer.body, b"hello, ranges\n");
 }
+
+/// A request with `extra` header lines (each ending in CRLF) on a new connection.
+fn get_with(addr: std::net::SocketAddr, method: &str, path: &str, extra: &str) -> common::Raw {
+    common::raw(
+        addr,
+        &format!("{method} {path} HTTP/1.1\r\nHost: t\r\n{extra}Connection: close\r\n\r\n"),
+    )
+}
+
+/// The server sends a strong `ETag` and a `Last-Modified` with every file, answers
+/// `If-None-Match` (weakly compared, `*` for any file) and `If-Modified-Since` (only without
+/// `If-None-Match`) with 304, and honours `Range` under `If-Range` only for a strong match.
+#[test]
+fn validators_are_sent_and_conditional_requests_are_answered() {
+    let s = serve("validators");
+    let a = s.addr();
+    let path = s.root.join("v.bin");
+    let old = content(100_000, 1);
+    std::fs::write(&path, &old).unwrap();
+    // An old modification time, so that the date is a strong validator for If-Range.
+    let modified = std::time::UNIX_EPOCH + std::time::Duration::new(1_700_000_000, 123_456_789);
+    std::fs::File::options()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .set_modified(modified)
+        .unwrap();
+    let whole = get(a, "/v.bin", None);
+    assert_eq!(whole.status, 200);
+    let etag = whole.header("etag").expect("an ETag").to_string();
+    assert!(
+        etag.starts_with('"') && etag.ends_with('"'),
+        "strong: {etag}"
+    );
+    assert_eq!(
+        whole.header("last-modified"),
+        Some("Tue, 14 Nov 2023 22:13:20 GMT")
+    );
+    let head = get_with(a, "HEAD", "/v.bin", "");
+    assert_eq!(head.header("etag"), Some(etag.as_str()));
+    let ranged = get(a, "/v.bin", Some("bytes=10-19"));
+    assert_eq!(ranged.header("etag"), Some(etag.as_str()));
+
+    let weak = format!("W/{etag}");
+    for (method, extra) in [
+        ("GET", format!("If-None-Match: {etag}\r\n")),
+        ("GET", format!("If-None-Match: {weak}\r\n")),
+        ("GET", "If-None-Match: *\r\n".to_string()),
+        (
+            "GET",
+            format!("If-None-Match: \"x\"\r\nIf-None-Match: {etag}\r\n"),
+        ),
+        ("HEAD", format!("If-None-Match: \"x\", {etag}\r\n")),
+        (
+            "GET",
+            "If-Modified-Since: Tue, 14 Nov 2023 22:13:20 GMT\r\n".into(),
+        ),
+        (
+            "GET",
+            "If-Modified-Since: Wed, 15 Nov 2023 00:00:00 GMT\r\n".into(),
+        ),
+        // A Range does not turn a 304 into a 206.
+        (
+            "GET",
+            format!("If-None-Match: {etag}\r\nRange: bytes=0-9\r\n"),
+        ),
+    ] {
+        let r = get_with(a, method, "/v.bin", &extra);
+        assert_eq!(r.status, 304, "{method} {extra:?}");
+        assert!(r.body.is_empty(), "{extra:?}: a 304 has no body");
+        assert_eq!(r.header("etag"), Some(etag.as_str()), "{extra:?}");
+    }
+    for extra in [
+        "If-None-Match: \"x\"\r\n",
+        "If-Modified-Since: Tue, 14 Nov 2023 22:13:19 GMT\r\n",
+        "If-Modified-Since: not a date\r\n",
+        // If-None-Match present and not matching: If-Modified-Since is not looked at.
+        "If-None-Match: \"x\"\r\nIf-Modified-Since: Wed, 15 Nov 2023 00:00:00 GMT\r\n",
+    ] {
+        let r = get_with(a, "GET", "/v.bin", extra);
+        assert_eq!(r.status, 200, "{extra:?}");
+        assert!(r.body == old, "{extra:?}");
+    }
+
+    // If-Range: the range for a strong match (the tag, or the exact date), else the whole file.
+    for (if_range, status) in [
+        (etag.clone(), 206),
+        ("Tue, 14 Nov 2023 22:13:20 GMT".to_string(), 206),
+        (weak.clone(), 200),
+        ("\"x\"".to_string(), 200),
+        ("Tue, 14 Nov 2023 22:13:21 GMT".to_string(), 200),
+    ] {
+        let r = get_with(
+            a,
+            "GET",
+            "/v.bin",
+            &format!("Range: bytes=10-19\r\nIf-Range: {if_range}\r\n"),
+        );
+        assert_eq!(r.status, status, "If-Range: {if_range}");
+        let want = if status == 206 {
+            &old[10..20]
+        } else {
+            &old[..]
+        };
+        assert!(r.body == want, "If-Range: {if_range}");
+    }
+
+    // Replaced by a file of the same length: a new tag, and the old one gets the whole new file.
+    let new = content(100_000, 2);
+    std::fs::write(s.root.join("v.tmp"), &new).unwrap();
+    std::fs::rename(s.root.join("v.tmp"), &path).unwrap();
+    let r = get_with(
+        a,
+        "GET",
+        "/v.bin",
+        &format!("Range: bytes=10-19\r\nIf-Range: {etag}\r\n"),
+    );
+    assert_eq!(r.status, 200);
+    assert!(r.body == new);
+    let new_etag = r.header("etag").unwrap().to_string();
+    assert_ne!(new_etag, etag);
+    assert_eq!(
+        get_with(a, "GET", "/v.bin", &format!("If-None-Match: {etag}\r\n")).status,
+        200
+    );
+    let r = get_with(
+        a,
+        "GET",
+        "/v.bin",
+        &format!("Range: bytes=10-19\r\nIf-Range: {new_etag}\r\n"),
+    );
+    assert_eq!((r.status, &r.body[..]), (206, &new[10..20]));
+}
