@@ -10,7 +10,13 @@
 //! reads the file sequentially in `app_read` pieces, the stream machine answers with range requests,
 //! and this module sends each on a pooled keep-alive connection (one request per connection at a
 //! time, so `alpha` requests in flight means `alpha` connections busy), feeds every completion back
-//! with its timings, and hands the bytes to the application in order.
+//! with its timings, and hands the bytes to the application in order. Every range request carries
+//! `If-Range` with the strong `ETag` of the `HEAD`, so a file replaced on the server during the
+//! download comes back whole (200) with another tag instead of as ranges of the new version; that,
+//! a 206 with another tag, or another length, is [`NetError::Changed`] (a download that has
+//! written nothing yet starts over). Random reads take their bytes as they arrive and report a
+//! unit received ahead of the read to the stream only once the read reaches it, so that the
+//! stream's demand in flight bounds what a read of any size holds.
 //!
 //! A server that does not honour ranges (no `Accept-Ranges: bytes`, or the whole file in answer to
 //! a range, which RFC 9110 allows) is read in one plain `GET` whose body goes to the application
@@ -32,7 +38,7 @@ use foresight_policy::adaptive::{
 };
 use http_body_util::{BodyExt, Empty, LengthLimitError, Limited};
 use hyper::client::conn::http1::SendRequest;
-use hyper::header::{self, HeaderMap};
+use hyper::header::{self, HeaderMap, HeaderValue};
 use hyper::{Method, Request, StatusCode};
 use hyper_util::rt::TokioIo;
 use tokio::sync::{mpsc, Notify, Semaphore};
@@ -178,8 +184,9 @@ pub struct ClientConfig {
     /// to the application: `(alpha + 2) x unit + app_read` (`alpha + 1` units ahead of the read,
     /// the one it ends in, and the read) stays within it, so the unit is capped to a third of
     /// `max_buffer - app_read` (a quarter for a fixed `alpha` of 2, ...) and an automatic `alpha`
-    /// to `(max_buffer - app_read) / unit - 2` ([`DEFAULT_MAX_BUFFER`] by default).
-    /// A random read of more bytes (`random_reads`' `size`) holds them besides.
+    /// to `(max_buffer - app_read) / unit - 2` ([`DEFAULT_MAX_BUFFER`] by default). A random
+    /// read of any size (`random_reads`' `size`) is taken in units as they arrive and holds no
+    /// more.
     pub max_buffer: ByteLen,
 }
 
@@ -333,8 +340,22 @@ impl Client {
     }
 
     /// Downloads `url` into `sink`.
+    /// A file replaced on the server before any byte was written is downloaded again from the
+    /// start (at most [`CHANGED_ATTEMPTS`] times in all); once bytes are written, a change is
+    /// [`NetError::Changed`], since a writer cannot take them back.
     pub fn get(&self, url: &Url, sink: &mut dyn Write) -> Result<Report, NetError> {
-        self.rt.block_on(download(self.cfg, url, Some(sink), None))
+        let mut attempt = 1;
+        loop {
+            match self
+                .rt
+                .block_on(download(self.cfg, url, Some(&mut *sink), None))
+            {
+                Err(NetError::Changed {
+                    written_bytes: 0, ..
+                }) if attempt < CHANGED_ATTEMPTS => attempt += 1,
+                other => return other,
+            }
+        }
     }
 
     /// `reads` reads of `size` bytes at random 4 KiB-aligned offsets of `url` (seeded), to see
@@ -457,6 +478,7 @@ impl Pool {
         url: &Url,
         method: Method,
         range: Option<ByteRange>,
+        if_range: Option<&HeaderValue>,
         wait: bool,
     ) -> Result<Exchange, NetError> {
         let http_err = |message: String| NetError::Http {
@@ -483,6 +505,9 @@ impl Pool {
             .header(STREAM_HEADER, self.stream_tag.as_str());
         if let Some(r) = range {
             req = req.header(header::RANGE, range_header_for(r));
+            if let Some(v) = if_range {
+                req = req.header(header::IF_RANGE, v.clone());
+            }
         }
         let req = req
             .body(Empty::<Bytes>::new())
@@ -623,7 +648,13 @@ fn reusable(parts: &hyper::http::response::Parts) -> bool {
 /// The figures at `/.well-known/foresight`, if the server publishes them.
 async fn server_figures(pool: &Pool, url: &Url) -> Option<DeviceFigures> {
     let ex = pool
-        .exchange(&url.with_path(WELL_KNOWN_PATH), Method::GET, None, false)
+        .exchange(
+            &url.with_path(WELL_KNOWN_PATH),
+            Method::GET,
+            None,
+            None,
+            false,
+        )
         .await
         .ok()?;
     if ex.status != StatusCode::OK {
@@ -643,11 +674,19 @@ async fn server_figures(pool: &Pool, url: &Url) -> Option<DeviceFigures> {
 
 type Done = (FetchId, ByteRange, Result<Exchange, NetError>);
 
+/// One download's range requests go out with these: the pool, the URL, the `If-Range` validator
+/// (the strong `ETag` of the opening `HEAD`, so that every range, retries included, comes from
+/// the version the download began with or the whole new file comes instead), and where answers go.
+struct Ask<'a> {
+    pool: &'a Arc<Pool>,
+    url: &'a Url,
+    if_range: Option<&'a HeaderValue>,
+    tx: &'a mpsc::UnboundedSender<Done>,
+}
+
 fn dispatch(
     stream: &mut ApsStream,
-    pool: &Arc<Pool>,
-    url: &Url,
-    tx: &mpsc::UnboundedSender<Done>,
+    ask: &Ask<'_>,
     tasks: &mut tokio::task::JoinSet<()>,
     in_flight: &mut usize,
     requested_bytes: &mut u64,
@@ -655,7 +694,8 @@ fn dispatch(
     // Finished requests are forgotten, so the set holds only those still out.
     while tasks.try_join_next().is_some() {}
     while let Some(req) = stream.poll_request() {
-        let (pool, url, tx) = (pool.clone(), url.clone(), tx.clone());
+        let (pool, url, tx) = (ask.pool.clone(), ask.url.clone(), ask.tx.clone());
+        let if_range = ask.if_range.cloned();
         *in_flight += 1;
         *requested_bytes += req.range.len.0;
         tasks.spawn(async move {
@@ -666,7 +706,13 @@ fn dispatch(
                 // A retry goes on a connection the server has kept, if others are out: the
                 // failed one may have been a new connection closed at the server's limit.
                 let r = pool
-                    .exchange(&url, Method::GET, Some(req.range), attempt > 0)
+                    .exchange(
+                        &url,
+                        Method::GET,
+                        Some(req.range),
+                        if_range.as_ref(),
+                        attempt > 0,
+                    )
                     .await;
                 let retry = match &r {
                     Ok(ex) => ex.status == StatusCode::SERVICE_UNAVAILABLE,
@@ -739,7 +785,7 @@ async fn download(
         ),
         timeout: cfg.request_timeout,
     });
-    let head = pool.exchange(url, Method::HEAD, None, false).await?;
+    let head = pool.exchange(url, Method::HEAD, None, None, false).await?;
     if !head.status.is_success() {
         return Err(http_err(format!("HEAD answered {}", head.status)));
     }
@@ -753,6 +799,9 @@ async fn download(
         .get(header::ACCEPT_RANGES)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.split(',').any(|u| u.trim().eq_ignore_ascii_case("bytes")));
+    // The version the download begins with. A weak tag is not sent in `If-Range` (RFC 9110,
+    // section 13.1.5), but any tag that changes tells of another version.
+    let etag = head.headers.get(header::ETAG).cloned();
     let figures = server_figures(&pool, url).await;
     let (Some(len), true) = (len, ranges) else {
         if random.is_some() {
@@ -760,7 +809,7 @@ async fn download(
                 "the server does not honour ranges, so random reads are impossible".into(),
             ));
         }
-        return plain_get(&pool, url, sink, started, len, 0).await;
+        return plain_get(&pool, url, sink, started, len, None, 0).await;
     };
     // The server's unit is held to the bounds of `--readahead`, and to what `max_buffer` holds
     // at the least alpha: a range of one unit is gathered whole in memory, and a published figure
@@ -801,118 +850,153 @@ async fn download(
     let mut requested_bytes = 0u64;
     let mut held_bytes = 0u64;
     let mut buffered_peak = 0u64;
-    let mut pieces: BTreeMap<u64, Bytes> = BTreeMap::new();
     let mut delivered = 0u64;
     let mut transferred = 0u64;
     let mut alpha_max = stream.alpha();
-    let mut out = Vec::new();
-    let reads: Vec<ByteRange> = match random {
-        None => Vec::new(),
-        Some((size, n, seed)) => {
-            let mut rng = Rng::new(seed);
-            let span = len.saturating_sub(size.0);
-            (0..n)
-                .map(|_| ByteRange::new(rng.below(span + 1) & !4095, size.0.min(len)))
-                .collect()
-        }
+    let ask = Ask {
+        pool: &pool,
+        url,
+        if_range: etag.as_ref().filter(|v| !v.as_bytes().starts_with(b"W/")),
+        tx: &tx,
+    };
+    let check = Checker {
+        url,
+        len,
+        etag: etag.as_ref(),
     };
     let mut next_seq = 0u64;
-    let mut read_index = 0usize;
-    loop {
-        let want = match random {
-            None if next_seq < len => ByteRange::new(next_seq, cfg.app_read.0.min(len - next_seq)),
-            None => break,
-            Some(_) => match reads.get(read_index) {
-                Some(r) => *r,
-                None => break,
-            },
-        };
-        stream.on_read(want);
-        dispatch(
-            &mut stream,
-            &pool,
-            url,
-            &tx,
-            &mut tasks,
-            &mut in_flight,
-            &mut requested_bytes,
-        );
-        buffered_peak = buffered_peak.max(held_bytes + requested_bytes);
-        let (from, to) = (want.start.0, want.end().0);
-        while !covered(&pieces, from, to) {
-            let Some((id, range, result)) = rx.recv().await else {
-                return Err(http_err("all requests stopped".into()));
-            };
-            in_flight -= 1;
-            requested_bytes = requested_bytes.saturating_sub(range.len.0);
-            let ex = result?;
-            if ex.status == StatusCode::OK && random.is_none() {
-                // The whole file in answer to a range (RFC 9110 allows it): ranges are not
-                // honoured after all. The file is read in one plain GET, from where the
-                // application has got to.
-                tasks.abort_all();
-                return plain_get(&pool, url, sink, started, Some(len), next_seq).await;
-            }
-            if ex.status == StatusCode::OK {
-                return Err(http_err(format!(
-                    "asked for {range} and got the whole file (200): the server does not honour \
-                     ranges, so random reads are impossible"
-                )));
-            }
-            if ex.status != StatusCode::PARTIAL_CONTENT {
-                return Err(http_err(format!(
-                    "asked for {range} and got {} instead of 206",
-                    ex.status
-                )));
-            }
-            let sent_range = ex.headers.get(header::CONTENT_RANGE);
-            let got = sent_range.and_then(|v| parse_content_range(v.as_bytes()));
-            if got.map(|g| g.0) != Some(range) || ex.body.len() as u64 != range.len.0 {
-                // Shown as the server wrote it: that is what its operator can look for.
-                let sent_range = sent_range.map_or("no Content-Range".into(), |v| {
-                    format!("Content-Range `{}`", String::from_utf8_lossy(v.as_bytes()))
-                });
-                return Err(http_err(format!(
-                    "asked for {range}, got {sent_range} and {} bytes",
-                    ex.body.len()
-                )));
-            }
-            // The bytes come from a file of another length than the one the download began
-            // with: it was replaced or resized on the server, and the ranges received so far
-            // belong to the old version. Put together, they would be neither file.
-            if let Some(now) = got.and_then(|g| g.1).filter(|&n| n != len) {
-                return Err(http_err(format!(
-                    "the file changed on the server during the download: its length was {len} \
-                     bytes and is now {now}"
-                )));
-            }
-            transferred += ex.body.len() as u64;
-            held_bytes += ex.body.len() as u64;
-            pieces.insert(range.start.0, ex.body);
-            stream.on_complete(id, Some(ex.timing));
-            alpha_max = alpha_max.max(stream.alpha());
+    if let Some((size, n, seed)) = random {
+        let mut rng = Rng::new(seed);
+        let span = len.saturating_sub(size.0);
+        // Pieces of the read being served that arrived before the bytes ahead of them, with
+        // their completions: reported to the stream only once the read takes them, so that the
+        // stream's demand in flight (at most `alpha + 1` units) counts them and no more is asked
+        // for meanwhile. A read of any size then holds what a download does, never its size.
+        let mut ahead: BTreeMap<u64, (Bytes, FetchId, ExchangeTiming)> = BTreeMap::new();
+        for _ in 0..n {
+            let want = ByteRange::new(rng.below(span + 1) & !4095, size.0.min(len));
+            stream.on_read(want);
             dispatch(
                 &mut stream,
-                &pool,
-                url,
-                &tx,
+                &ask,
                 &mut tasks,
                 &mut in_flight,
                 &mut requested_bytes,
             );
             buffered_peak = buffered_peak.max(held_bytes + requested_bytes);
+            let (from, to) = (want.start.0, want.end().0);
+            let mut at = from;
+            while at < to {
+                // Hand on whatever is contiguous from `at`.
+                while let Some((&s, _)) = ahead.range(..=at).next_back() {
+                    let (body, id, timing) = ahead.remove(&s).expect("just found");
+                    held_bytes -= body.len() as u64;
+                    at = at.max((s + body.len() as u64).min(to));
+                    stream.on_complete(id, Some(timing));
+                }
+                alpha_max = alpha_max.max(stream.alpha());
+                dispatch(
+                    &mut stream,
+                    &ask,
+                    &mut tasks,
+                    &mut in_flight,
+                    &mut requested_bytes,
+                );
+                buffered_peak = buffered_peak.max(held_bytes + requested_bytes);
+                if at >= to {
+                    break;
+                }
+                let Some((id, range, result)) = rx.recv().await else {
+                    return Err(http_err("all requests stopped".into()));
+                };
+                in_flight -= 1;
+                requested_bytes = requested_bytes.saturating_sub(range.len.0);
+                let (body, timing) = match check.answer(range, result?, delivered)? {
+                    Answered::Piece(body, timing) => (body, timing),
+                    Answered::Whole => {
+                        return Err(http_err(format!(
+                            "asked for {range} and got the whole file (200): the server does not \
+                             honour ranges, so random reads are impossible"
+                        )))
+                    }
+                };
+                transferred += body.len() as u64;
+                let (s, e) = (range.start.0, range.end().0);
+                if e > at && s < to {
+                    held_bytes += body.len() as u64;
+                    ahead.insert(s, (body, id, timing));
+                } else {
+                    // Another read's bytes (a readahead that came late): not this read's to hold.
+                    stream.on_complete(id, Some(timing));
+                }
+            }
+            delivered += to - from;
         }
-        out.clear();
-        copy_out(&pieces, from, to, &mut out);
-        if let Some(s) = sink.as_mut() {
-            s.write_all(&out)?;
+    } else {
+        let mut pieces: BTreeMap<u64, Bytes> = BTreeMap::new();
+        let mut out = Vec::new();
+        while next_seq < len {
+            let want = ByteRange::new(next_seq, cfg.app_read.0.min(len - next_seq));
+            stream.on_read(want);
+            dispatch(
+                &mut stream,
+                &ask,
+                &mut tasks,
+                &mut in_flight,
+                &mut requested_bytes,
+            );
+            buffered_peak = buffered_peak.max(held_bytes + requested_bytes);
+            let (from, to) = (want.start.0, want.end().0);
+            while !covered(&pieces, from, to) {
+                let Some((id, range, result)) = rx.recv().await else {
+                    return Err(http_err("all requests stopped".into()));
+                };
+                in_flight -= 1;
+                requested_bytes = requested_bytes.saturating_sub(range.len.0);
+                let (body, timing) = match check.answer(range, result?, delivered)? {
+                    Answered::Piece(body, timing) => (body, timing),
+                    Answered::Whole => {
+                        // The whole file, of the version begun with, in answer to a range (RFC
+                        // 9110 allows it): ranges are not honoured after all. The file is read
+                        // in one plain GET, from where the application has got to.
+                        tasks.abort_all();
+                        return plain_get(
+                            &pool,
+                            url,
+                            sink,
+                            started,
+                            Some(len),
+                            etag.as_ref(),
+                            next_seq,
+                        )
+                        .await;
+                    }
+                };
+                transferred += body.len() as u64;
+                held_bytes += body.len() as u64;
+                pieces.insert(range.start.0, body);
+                stream.on_complete(id, Some(timing));
+                alpha_max = alpha_max.max(stream.alpha());
+                dispatch(
+                    &mut stream,
+                    &ask,
+                    &mut tasks,
+                    &mut in_flight,
+                    &mut requested_bytes,
+                );
+                buffered_peak = buffered_peak.max(held_bytes + requested_bytes);
+            }
+            out.clear();
+            copy_out(&pieces, from, to, &mut out);
+            if let Some(s) = sink.as_mut() {
+                s.write_all(&out)?;
+            }
+            delivered += out.len() as u64;
+            // Drop what the reader has passed.
+            pieces.retain(|s, b| s + b.len() as u64 > to);
+            held_bytes = pieces.values().map(|b| b.len() as u64).sum();
+            next_seq = to;
         }
-        delivered += out.len() as u64;
-        // Drop what the reader has passed (sequential) or everything not ahead of it.
-        pieces.retain(|s, b| s + b.len() as u64 > to);
-        held_bytes = pieces.values().map(|b| b.len() as u64).sum();
-        next_seq = to;
-        read_index += 1;
     }
     // Let the requests still out arrive, so the transfer count is honest.
     while in_flight > 0 {
@@ -946,6 +1030,96 @@ async fn download(
     })
 }
 
+/// What the answer to a range request held.
+enum Answered {
+    /// The range's bytes, and the exchange's timing.
+    Piece(Bytes, ExchangeTiming),
+    /// The whole file (200) of the version the download began with: the server does not honour
+    /// ranges after all.
+    Whole,
+}
+
+/// How an answer to a range request is checked against the file the download began with: its
+/// length and, when the server sent one, its entity tag.
+struct Checker<'a> {
+    url: &'a Url,
+    len: u64,
+    etag: Option<&'a HeaderValue>,
+}
+
+/// What changed when `headers` carry another entity tag than `was` (neither missing).
+fn changed_tag(was: Option<&HeaderValue>, headers: &HeaderMap) -> Option<String> {
+    let (was, now) = (was?, headers.get(header::ETAG)?);
+    (was != now).then(|| {
+        format!(
+            "its ETag was {} and is now {}",
+            String::from_utf8_lossy(was.as_bytes()),
+            String::from_utf8_lossy(now.as_bytes())
+        )
+    })
+}
+
+impl Checker<'_> {
+    /// Checks the answer to a request for `range`, `written_bytes` having been handed on so far.
+    fn answer(
+        &self,
+        range: ByteRange,
+        ex: Exchange,
+        written_bytes: u64,
+    ) -> Result<Answered, NetError> {
+        let http_err = |message: String| NetError::Http {
+            url: self.url.to_string(),
+            message,
+        };
+        let changed = |what: String| NetError::Changed {
+            url: self.url.to_string(),
+            what,
+            written_bytes,
+        };
+        // A 200 under `If-Range`, or a 206 from a server that ignores it, of another version:
+        // put together with the ranges received so far, the bytes would be neither file.
+        if matches!(ex.status, StatusCode::OK | StatusCode::PARTIAL_CONTENT) {
+            if let Some(what) = changed_tag(self.etag, &ex.headers) {
+                return Err(changed(what));
+            }
+        }
+        if ex.status == StatusCode::OK {
+            return Ok(Answered::Whole);
+        }
+        if ex.status != StatusCode::PARTIAL_CONTENT {
+            return Err(http_err(format!(
+                "asked for {range} and got {} instead of 206",
+                ex.status
+            )));
+        }
+        let sent_range = ex.headers.get(header::CONTENT_RANGE);
+        let got = sent_range.and_then(|v| parse_content_range(v.as_bytes()));
+        if got.map(|g| g.0) != Some(range) || ex.body.len() as u64 != range.len.0 {
+            // Shown as the server wrote it: that is what its operator can look for.
+            let sent_range = sent_range.map_or("no Content-Range".into(), |v| {
+                format!("Content-Range `{}`", String::from_utf8_lossy(v.as_bytes()))
+            });
+            return Err(http_err(format!(
+                "asked for {range}, got {sent_range} and {} bytes",
+                ex.body.len()
+            )));
+        }
+        // The bytes come from a file of another length than the one the download began with:
+        // it was replaced or resized on the server (by a server that sends no entity tag).
+        if let Some(now) = got.and_then(|g| g.1).filter(|&n| n != self.len) {
+            return Err(changed(format!(
+                "its length was {} bytes and is now {now}",
+                self.len
+            )));
+        }
+        Ok(Answered::Piece(ex.body, ex.timing))
+    }
+}
+
+/// How many times a download starts over when the file changes on the server before any of its
+/// bytes was handed on: the first time and two more.
+const CHANGED_ATTEMPTS: u32 = 3;
+
 /// How many times the plain path sends its request when the connection fails before any byte
 /// of an answer (a kept-alive connection the server closed, a reset): the first time and two more,
 /// each on a new connection.
@@ -961,6 +1135,7 @@ async fn plain_get(
     mut sink: Option<&mut dyn Write>,
     started: std::time::Instant,
     expect_len: Option<u64>,
+    expect_etag: Option<&HeaderValue>,
     skip: u64,
 ) -> Result<Report, NetError> {
     let http_err = |message: String| NetError::Http {
@@ -1008,6 +1183,14 @@ async fn plain_get(
     };
     if resp.status() != StatusCode::OK {
         return Err(http_err(format!("GET answered {}", resp.status())));
+    }
+    // The bytes already handed on are the version the download began with; the rest must be too.
+    if let Some(what) = changed_tag(expect_etag, resp.headers()).filter(|_| skip > 0) {
+        return Err(NetError::Changed {
+            url: url.to_string(),
+            what,
+            written_bytes: skip,
+        });
     }
     let mut body = resp.into_body();
     let mut n = 0u64;

@@ -63,6 +63,21 @@ pub enum NetError {
         /// What went wrong.
         message: String,
     },
+    /// The file changed on the server during a download: an answer came from another version
+    /// (another entity tag or length) than the one the download began with, so the bytes could
+    /// not be put together into either file.
+    #[error(
+        "{url}: the file changed on the server during the download ({what}) after {written_bytes} \
+         bytes had been handed on; download it again"
+    )]
+    Changed {
+        /// The URL asked for.
+        url: String,
+        /// Which validator changed, from what to what.
+        what: String,
+        /// Bytes of the old version already handed on (written, or read by random reads).
+        written_bytes: u64,
+    },
     /// The engine refused to start.
     #[error(transparent)]
     Engine(#[from] foresight_engine::EngineError),

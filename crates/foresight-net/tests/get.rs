@@ -204,6 +204,8 @@ struct Req {
     seen: usize,
     /// The first and last byte of a `Range: bytes=first-last` header, if there was one.
     range: Option<(u64, u64)>,
+    /// The `If-Range` header, if there was one.
+    if_range: Option<String>,
 }
 
 /// A scripted HTTP server: each connection runs on its own thread and hands every request head
@@ -239,11 +241,17 @@ fn tiny_server(
                     k.eq_ignore_ascii_case("range")
                         .then(|| Some((first.parse().ok()?, last.parse().ok()?)))?
                 });
+                let if_range = text.lines().find_map(|l| {
+                    let (k, v) = l.split_once(':')?;
+                    k.eq_ignore_ascii_case("if-range")
+                        .then(|| v.trim().to_string())
+                });
                 let req = Req {
                     method,
                     path,
                     seen,
                     range,
+                    if_range,
                 };
                 if !respond(&req, &mut c) {
                     return;
@@ -1096,4 +1104,151 @@ fn proxy_clients_whose_upstream_closed_give_their_slots_back() {
         std::thread::sleep(Duration::from_millis(50));
     }
     p.shutdown();
+}
+
+/// A scripted server of a file that is replaced: `version(req)` says which of `files` (content
+/// and entity tag) a request sees. It honours `If-Range` as RFC 9110 asks: a range under another
+/// tag than the file's gets the whole file (200).
+fn replacing_server(
+    files: Vec<(Vec<u8>, &'static str)>,
+    version: impl Fn(&Req) -> usize + Send + Sync + 'static,
+) -> std::net::SocketAddr {
+    use std::io::Write;
+    tiny_server(move |req, c| {
+        let (data, tag) = &files[version(req)];
+        let validators = format!("Accept-Ranges: bytes\r\nETag: {tag}\r\n");
+        let Some((first, last)) = req.range.filter(|_| req.method == "GET") else {
+            return answer(req, c, "HTTP/1.1", &validators, data).is_ok();
+        };
+        if req.if_range.as_deref().is_some_and(|t| t != *tag) {
+            return answer(req, c, "HTTP/1.1", &validators, data).is_ok();
+        }
+        let last = last.min(data.len() as u64 - 1) as usize;
+        let body = &data[first as usize..=last];
+        let head = format!(
+            "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes {first}-{last}/{}\r\n\
+             {validators}Content-Length: {}\r\n\r\n",
+            data.len(),
+            body.len()
+        );
+        c.write_all(head.as_bytes()).is_ok() && c.write_all(body).is_ok()
+    })
+}
+
+/// A file replaced by one of the same length after the first range of a download: the later
+/// ranges, asked for under `If-Range` with the first version's tag, come back as the whole new
+/// file, and the download fails saying so rather than deliver bytes of both versions.
+#[test]
+fn a_file_replaced_during_a_download_is_never_delivered_mixed() {
+    let old = content(2_000_000, 4);
+    let new = content(2_000_000, 5);
+    let addr = replacing_server(
+        vec![(old.clone(), "\"one\""), (new.clone(), "\"two\"")],
+        |req| usize::from(req.method == "GET" && req.range.is_some() && req.seen > 0),
+    );
+    let url: Url = format!("http://{addr}/f.bin").parse().unwrap();
+    let mut out = Vec::new();
+    let r = client(AlphaMode::Fixed(2)).get(&url, &mut out);
+    let mixed = !out.is_empty() && out != old && out != new;
+    let e = r.expect_err(&format!("delivered {} bytes, mixed: {mixed}", out.len()));
+    let text = e.to_string();
+    assert!(
+        text.contains("changed") && text.contains("\"one\"") && text.contains("\"two\""),
+        "{text}"
+    );
+    assert!(
+        matches!(e, foresight_net::NetError::Changed { .. }),
+        "{e:?}"
+    );
+}
+
+/// A file replaced (here by a longer one) between the opening `HEAD` and the first range:
+/// nothing has been written, so the download starts over and delivers the new file whole.
+#[test]
+fn a_file_replaced_before_any_byte_is_written_is_downloaded_again() {
+    let new = content(2_000_100, 5);
+    let addr = replacing_server(
+        vec![(content(2_000_000, 4), "\"one\""), (new.clone(), "\"two\"")],
+        // Only the first HEAD sees the old file.
+        |req| usize::from(req.method != "HEAD" || req.seen > 0),
+    );
+    let url: Url = format!("http://{addr}/f.bin").parse().unwrap();
+    let mut out = Vec::new();
+    let r = client(AlphaMode::Fixed(2)).get(&url, &mut out).unwrap();
+    assert!(out == new, "{} bytes, not the new file", out.len());
+    assert_eq!(r.bytes, new.len() as u64);
+}
+
+/// The proxy relays bytes: validators and conditional headers cross it both ways unchanged.
+#[test]
+fn conditional_requests_pass_through_the_proxy() {
+    let s = serve("proxy-validators");
+    let p = proxy::spawn(ProxyConfig {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        upstream: s.addr().to_string(),
+        delay: Duration::from_micros(100),
+        bandwidth: None,
+        max_connections: 16,
+        send_timeout: proxy::DEFAULT_SEND_TIMEOUT,
+        idle_timeout: proxy::DEFAULT_IDLE_TIMEOUT,
+    })
+    .unwrap();
+    let ask = |addr: std::net::SocketAddr, extra: &str| {
+        common::raw(
+            addr,
+            &format!("GET /sub/small.txt HTTP/1.1\r\nHost: t\r\n{extra}Connection: close\r\n\r\n"),
+        )
+    };
+    let direct = ask(s.addr(), "");
+    let proxied = ask(p.local_addr(), "");
+    let etag = direct.header("etag").expect("an ETag").to_string();
+    assert_eq!(proxied.header("etag"), Some(etag.as_str()));
+    let modified = direct.header("last-modified").expect("a Last-Modified");
+    assert_eq!(proxied.header("last-modified"), Some(modified));
+    let r = ask(p.local_addr(), &format!("If-None-Match: {etag}\r\n"));
+    assert_eq!((r.status, r.header("etag")), (304, Some(etag.as_str())));
+    assert!(r.body.is_empty());
+    let r = ask(
+        p.local_addr(),
+        &format!("If-Modified-Since: {modified}\r\n"),
+    );
+    assert_eq!(r.status, 304);
+    let r = ask(
+        p.local_addr(),
+        &format!("Range: bytes=0-4\r\nIf-Range: {etag}\r\n"),
+    );
+    assert_eq!((r.status, &r.body[..]), (206, &b"hello"[..]));
+    let r = ask(
+        p.local_addr(),
+        "Range: bytes=0-4\r\nIf-Range: \"other\"\r\n",
+    );
+    assert_eq!((r.status, &r.body[..]), (200, &b"hello, ranges\n"[..]));
+    p.shutdown();
+}
+
+/// A random read larger than `max_buffer` is taken in units as they arrive: what the client
+/// holds (requested or received, not yet taken) stays within the buffer, where it used to hold
+/// the whole read.
+#[test]
+fn a_random_read_larger_than_the_buffer_stays_within_it() {
+    let s = serve("random-bounded");
+    let url: Url = format!("http://{}/big.bin", s.addr()).parse().unwrap();
+    let max_buffer = ByteLen::mib(1);
+    let c = Client::new(ClientConfig {
+        alpha: AlphaMode::Fixed(2),
+        readahead: Some(ByteLen::kib(64)),
+        max_buffer,
+        ..ClientConfig::default()
+    })
+    .unwrap();
+    let size = 3u64 << 20;
+    let r = c.random_reads(&url, ByteLen(size), 4, 9).unwrap();
+    assert_eq!(r.bytes, 4 * size);
+    assert!(
+        r.buffered_peak_bytes <= max_buffer.0,
+        "held {} bytes with a buffer of {}",
+        r.buffered_peak_bytes,
+        max_buffer.0
+    );
+    assert!(r.transferred_bytes >= r.bytes);
 }
