@@ -236,6 +236,14 @@ that lasts notes on standard error every 5 s how much has arrived. \
 random reads cost (bytes transferred against bytes asked); their bytes are not kept, so it takes \
 no --out. A SIZE larger than the file reads the whole file each time, and standard error says so.
 
+Several URLs are fetched one after another, each whatever became of the ones before: a failure is \
+reported on standard error as it happens (error: URL: cause), the others are downloaded and \
+summarized as usual, and the command then exits with 1 (2 if a failure was bad input, such as an \
+--out file that cannot be created), naming the URLs that failed. A URL that does not parse is \
+refused (exit 2) before anything is fetched. Range requests carry If-Range with the file's ETag \
+from the opening HEAD: a file replaced on the server during its download is downloaded again if \
+nothing of it was written yet, and is otherwise an error rather than a mix of two versions.
+
 The path rate (path_mib_s) is the bytes of the range responses over the time during which any of \
 them was arriving, each timed from the earliest moment its first byte could have come (request \
 sent, plus the server's reported time, plus the smallest round trip) to its last byte. It is null \
@@ -247,8 +255,8 @@ Memory: a download holds at most --max-buffer (256 MiB by default) of readahead:
 plus one application read (128 KiB). The unit (the server's max_readahead_bytes, or --readahead) \
 is capped to a third of it, so a server publishing an absurd unit cannot make the client gather \
 gigabytes (a note on standard error says so), and an automatic alpha is capped to the units that \
-fit; a fixed --alpha whose units cannot fit at --readahead is refused. With --random SIZE, each \
-read holds its SIZE besides.
+fit; a fixed --alpha whose units cannot fit at --readahead is refused. --random reads of any \
+SIZE stay within it too: each read is taken a unit at a time as its bytes arrive.
 
 JSON keys: bytes, mib_s, alpha, rtt_ms, requests, wasted_bytes (plus seconds, alpha_max, \
 transferred_bytes, unit_bytes, buffered_peak_bytes, path_mib_s, server_figures, ranges, url; with \
@@ -390,7 +398,9 @@ pub fn run_get(a: &GetArgs) -> anyhow::Result<()> {
                 .map_err(input)?;
         }
     }
-    for url in &a.urls {
+    // Each URL is fetched whatever became of the ones before it; a failure is reported as it
+    // happens, and the command fails at the end.
+    let fetch = |url: &Url| -> anyhow::Result<()> {
         let report = if let Some(size) = a.random {
             client.random_reads(url, size, reads, seed).map_err(net)?
         } else {
@@ -435,9 +445,9 @@ pub fn run_get(a: &GetArgs) -> anyhow::Result<()> {
         {
             // Every read was cut to the file: say so, or the figures read as SIZE-byte reads.
             eprintln!(
-                "{url}: --random {size} is larger than the file; each read took the whole file ({})",
-                ByteLen(report.bytes / u64::from(reads))
-            );
+                    "{url}: --random {size} is larger than the file; each read took the whole file ({})",
+                    ByteLen(report.bytes / u64::from(reads))
+                );
         }
         // The unit a server publishes is its word; one beyond what --max-buffer holds is cut,
         // and the user should know why the unit is not the server's.
@@ -446,7 +456,7 @@ pub fn run_get(a: &GetArgs) -> anyhow::Result<()> {
         }) {
             eprintln!(
                 "{url}: the server publishes a readahead unit of {}; using {} (units are at \
-                 most 256MiB, and alpha + 2 of them and a read must fit in --max-buffer {})",
+                     most 256MiB, and alpha + 2 of them and a read must fit in --max-buffer {})",
                 f.max_readahead,
                 ByteLen(report.unit_bytes),
                 a.max_buffer
@@ -464,17 +474,59 @@ pub fn run_get(a: &GetArgs) -> anyhow::Result<()> {
             print_line(v)?;
         } else {
             eprintln!(
-                "{url}: {} bytes in {:.3} s, {:.1} MiB/s, alpha {} (max {}), rtt {:.3} ms, {} requests, {} wasted",
-                report.bytes,
-                report.seconds,
-                report.mib_s,
-                report.alpha,
-                report.alpha_max,
-                report.rtt_ms,
-                report.requests,
-                report.wasted_bytes
-            );
+                    "{url}: {} bytes in {:.3} s, {:.1} MiB/s, alpha {} (max {}), rtt {:.3} ms, {} requests, {} wasted",
+                    report.bytes,
+                    report.seconds,
+                    report.mib_s,
+                    report.alpha,
+                    report.alpha_max,
+                    report.rtt_ms,
+                    report.requests,
+                    report.wasted_bytes
+                );
         }
+
+        Ok(())
+    };
+    let mut failed: Vec<(&Url, bool)> = Vec::new();
+    for url in &a.urls {
+        match fetch(url) {
+            Ok(()) => {}
+            // One URL: its error is the command's, as it always was.
+            Err(e) if !several => return Err(e),
+            // Standard output's reader left: nothing more can be delivered.
+            Err(e) if crate::reader_went_away(&e) => return Err(e),
+            Err(e) => {
+                let text = crate::describe(&e);
+                let prefix = format!("{url}: ");
+                eprintln!(
+                    "error: {url}: {}",
+                    text.strip_prefix(&prefix).unwrap_or(&text)
+                );
+                failed.push((url, e.downcast_ref::<crate::InputError>().is_some()));
+            }
+        }
+    }
+    if !failed.is_empty() {
+        std::io::stdout()
+            .flush()
+            .context("writing to standard output")?;
+        let e = anyhow::anyhow!(
+            "{} of {} URLs failed (each named above): {}",
+            failed.len(),
+            a.urls.len(),
+            failed
+                .iter()
+                .map(|(u, _)| u.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        // Bad input (an --out that cannot be written) is the user's to fix: exit 2 as for one URL.
+        return Err(if failed.iter().any(|(_, input)| *input) {
+            input(e)
+        } else {
+            e
+        });
     }
     std::io::stdout()
         .flush()

@@ -843,3 +843,103 @@ fn serve_refuses_an_idle_timeout_under_a_second() {
         assert!(err.contains("--idle-timeout"), "{value}: {err}");
     }
 }
+
+/// `get` with several URLs fetches each of them whatever became of the ones before: every failure
+/// is named on standard error with its cause, the others are saved and summarized, and the
+/// command exits with 1 at the end, naming the URLs that failed.
+#[test]
+fn get_fetches_every_url_and_fails_at_the_end_naming_each_failure() {
+    use foresight_net::server::{spawn, DeviceSource, ServerConfig};
+    let dir = scratch("get-several");
+    let root = dir.join("root");
+    std::fs::create_dir_all(&root).unwrap();
+    let a: Vec<u8> = (0..100_003u32).map(|i| (i % 251) as u8).collect();
+    let c: Vec<u8> = (0..50_001u32).map(|i| (i % 241) as u8).collect();
+    std::fs::write(root.join("a.bin"), &a).unwrap();
+    std::fs::write(root.join("c.bin"), &c).unwrap();
+    let mut cfg = ServerConfig::new(root, "127.0.0.1:0".parse().unwrap());
+    cfg.workers = 2;
+    cfg.device = DeviceSource::Configured(foresight_core::Bandwidth::from_mib_s(400.0));
+    let server = spawn(cfg).unwrap();
+    let addr = server.local_addr();
+    let closed = closing_server();
+    let urls = [
+        format!("http://{addr}/a.bin"),
+        format!("http://{addr}/missing.bin"),
+        format!("http://{closed}/x.bin"),
+        format!("http://{addr}/c.bin"),
+    ];
+    let out = dir.join("out");
+    let st = bin()
+        .arg("get")
+        .args(&urls)
+        .arg("--out")
+        .arg(&out)
+        .args(["--request-timeout", "5s"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&st.stderr);
+    assert_eq!(st.status.code(), Some(1), "{err}");
+    assert!(std::fs::read(out.join("a.bin")).unwrap() == a, "{err}");
+    assert!(std::fs::read(out.join("c.bin")).unwrap() == c, "{err}");
+    assert!(!out.join("missing.bin").exists() && !out.join("x.bin").exists());
+    // Each failure on a line of its own, naming the URL and the cause.
+    let line_of = |url: &str| {
+        err.lines()
+            .find(|l| l.starts_with(&format!("error: {url}:")))
+            .unwrap_or_else(|| panic!("no error line for {url}: {err}"))
+            .to_string()
+    };
+    assert!(line_of(&urls[1]).contains("404"), "{err}");
+    assert!(
+        line_of(&urls[2]).len() > urls[2].len() + 10,
+        "a cause: {err}"
+    );
+    // The successful ones are summarized as for one URL.
+    for (url, len) in [(&urls[0], a.len()), (&urls[3], c.len())] {
+        assert!(
+            err.contains(&format!("{url}: {len} bytes in")),
+            "no summary for {url}: {err}"
+        );
+    }
+    let last = err.lines().last().unwrap_or_default();
+    assert!(
+        last.contains("2 of 4 URLs failed") && last.contains(&urls[1]) && last.contains(&urls[2]),
+        "{err}"
+    );
+    // With --json, standard output has the reports of the downloads that succeeded.
+    let st = bin()
+        .arg("get")
+        .args(&urls)
+        .args(["--json", "--request-timeout", "5s"])
+        .output()
+        .unwrap();
+    assert_eq!(st.status.code(), Some(1));
+    let reports: Vec<serde_json::Value> = String::from_utf8_lossy(&st.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let got: Vec<&str> = reports.iter().map(|r| r["url"].as_str().unwrap()).collect();
+    assert_eq!(got, [urls[0].as_str(), urls[3].as_str()]);
+    server.shutdown().unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A URL that does not parse is refused (exit 2) before any of the others is fetched.
+#[test]
+fn an_unparsable_url_among_several_is_refused_before_any_fetch() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let addr = listener.local_addr().unwrap();
+    let st = bin()
+        .args(["get", &format!("http://{addr}/a.bin"), "ftp://x/y"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&st.stderr);
+    assert_eq!(st.status.code(), Some(2), "{err}");
+    assert!(err.contains("ftp://x/y"), "{err}");
+    assert!(
+        listener.accept().is_err(),
+        "a connection was made before the bad URL was refused"
+    );
+}
