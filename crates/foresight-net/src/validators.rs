@@ -9,9 +9,10 @@
 //! 13.2.2). `If-Range` needs a strong match: an entity tag without `W/` equal to the file's, or a
 //! date equal to its `Last-Modified` when that date is itself strong, that is when the file was
 //! modified at least a second before the answer (section 8.8.2.2; whole seconds, so the date must
-//! be two seconds behind the clock), since a file changed twice within one second keeps its date. Dates are written as IMF-fixdate and read in all three forms the RFC names
-//! (section 5.6.7); the calendar arithmetic walks whole years from 1970, which is a few dozen steps
-//! for any date a file has, and so plainly correct rather than clever.
+//! be two seconds behind the clock), since a file changed twice within one second keeps its date.
+//! Dates are written as IMF-fixdate and read in all three forms the RFC names (section 5.6.7); the
+//! calendar arithmetic walks whole years from 1970, which is a few dozen steps for any date a file
+//! has, and so plainly correct rather than clever.
 
 /// The earliest year an HTTP-date may name here: times before the Unix epoch are not dates a
 /// served file has, and are read as no date.
