@@ -343,6 +343,7 @@ pub fn cheetah_15k5() -> HddParams {
         bus_bytes_per_s: 400e6,
         queue_depth: 8,
         queue_policy: QueuePolicy::CLook,
+        spares: Vec::new(),
     }
 }
 
@@ -442,6 +443,7 @@ pub fn atlas_10k() -> HddParams {
         bus_bytes_per_s: 80e6,
         queue_depth: 1,
         queue_policy: QueuePolicy::Fcfs,
+        spares: Vec::new(),
     }
 }
 
@@ -490,6 +492,7 @@ pub fn ibm_18es() -> HddParams {
         bus_bytes_per_s: 80e6,
         queue_depth: 1,
         queue_policy: QueuePolicy::Fcfs,
+        spares: Vec::new(),
     }
 }
 
@@ -538,6 +541,7 @@ pub fn cheetah_4lp() -> HddParams {
         bus_bytes_per_s: 40e6,
         queue_depth: 1,
         queue_policy: QueuePolicy::Fcfs,
+        spares: Vec::new(),
     }
 }
 
@@ -588,6 +592,7 @@ pub fn wd800jd() -> HddParams {
         bus_bytes_per_s: 150e6,
         queue_depth: 1,
         queue_policy: QueuePolicy::Fcfs,
+        spares: Vec::new(),
     }
 }
 
@@ -638,6 +643,7 @@ pub fn st6000nm0024() -> HddParams {
         bus_bytes_per_s: 600e6,
         queue_depth: 32,
         queue_policy: QueuePolicy::CLook,
+        spares: Vec::new(),
     }
 }
 

@@ -17,10 +17,13 @@
 //!   `Single cylinder seek time`; `Head switch time`; `Add. write settling delay`.
 //! - **Layout**: `dm_layout_g1` zones (first and last cylinder, blocks per track, track and cylinder
 //!   skew in sectors), `Number of data surfaces`, `Number of cylinders`; a drive holds at most
-//!   1 PiB. Cylinders no zone covers are spares that hold no blocks. Spare sectors inside zones,
-//!   slips and defects are *not* set aside (the model's capacity exceeds `Block count` by those
-//!   sectors, 0.2 to 0.7% on the shipped drives), and the `LBN-to-PBN mapping scheme` is always
-//!   the conventional cylinder-major order.
+//!   1 PiB. Cylinders no zone covers are spares that hold no blocks. Inside the zones, the
+//!   `Sparing scheme used` (with `Rangesize for sparing`) and each zone's `Number of spares`,
+//!   `Empty space at zone front`, `slips` and `defects` set sectors aside and move bad blocks to
+//!   spares as DiskSim does (see `sparing.rs`; schemes 1, 5 and 6 are refused), so the capacity is
+//!   DiskSim's own count of the zones' blocks. On the shipped drives that count is 0.008 to 0.66%
+//!   above the files' `Block count` line, which DiskSim too replaces by its count. The `LBN-to-PBN
+//!   mapping scheme` is always the conventional cylinder-major order (a warning says so).
 //!   A `dm_layout_g4` layout (the Cheetah 15K.5's skews file) is **approximated by zones**: its
 //!   track patterns and index tree are walked in LBN order to get the sequence of track sizes, which
 //!   becomes zones of whole cylinders; the cylinder skew is the tree's per-track angle step; the
@@ -47,6 +50,7 @@
 //! [`DiskSimError`] naming the file and line. No input makes the importer panic.
 
 mod g4;
+mod sparing;
 pub mod syntax;
 #[cfg(test)]
 mod tests;
@@ -58,7 +62,7 @@ use std::path::Path;
 
 use foresight_core::Duration;
 
-use crate::hdd::geometry::Zone;
+use crate::hdd::geometry::{Zone, ZoneSpares};
 use crate::hdd::mechanics::{CommandOverheads, SeekCurve};
 use crate::hdd::{HddParams, QueuePolicy, ReadAheadMode, WriteCache, QUEUE_DEPTH_MAX};
 use syntax::{Block, Entry, Item, Value};
@@ -375,10 +379,7 @@ fn unread_policy(kind: &str, key: &str) -> Unread {
         ("dm_mech_g1", "Percent error in rpms") => Unread::ZeroOk,
         ("dm_layout_g1", "Rangesize for sparing") => Unread::Silent,
         ("dm_layout_g1", _) => Unread::ZeroOk,
-        (
-            "dm_layout_g1_zone",
-            "Number of spares" | "Offset of first block" | "Empty space at zone front",
-        ) => Unread::ZeroOk,
+        ("dm_layout_g1_zone", "Offset of first block") => Unread::ZeroOk,
         _ => Unread::Warn,
     }
 }
@@ -693,6 +694,7 @@ impl Importer<'_> {
             bus_bytes_per_s,
             queue_depth,
             queue_policy,
+            spares: mech.spares,
         };
         params
             .validate()
@@ -812,7 +814,7 @@ impl Importer<'_> {
         let (lfile, lblock) =
             self.block_of(file, layout_entry, &["dm_layout_g1", "dm_layout_g4"])?;
         let period_ms = 60e3 / rpm;
-        let zones = if lblock.kind == "dm_layout_g1" {
+        let (zones, spares) = if lblock.kind == "dm_layout_g1" {
             self.layout_g1(&lfile, &lblock, surfaces, cylinders)?
         } else {
             let (zones, note) = g4::zones(
@@ -823,7 +825,7 @@ impl Importer<'_> {
                 head_switch_ms / period_ms,
             )?;
             self.warn(&lfile, lblock.line, "dm_layout_g4", note);
-            zones
+            (zones, Vec::new())
         };
         let sectors = zones.iter().try_fold(0u64, |sum, z| {
             u64::from(z.cylinder_count())
@@ -851,6 +853,7 @@ impl Importer<'_> {
             head_switch: Duration::from_millis_f64(head_switch_ms.min(1e6)),
             write_settle: Duration::from_millis_f64(settle_ms.min(1e6)),
             block_count: (block_count > 0).then_some(block_count),
+            spares,
         })
     }
 
@@ -860,9 +863,24 @@ impl Importer<'_> {
         layout: &Block,
         surfaces: u32,
         cylinders: u32,
-    ) -> Result<Vec<Zone>, DiskSimError> {
+    ) -> Result<(Vec<Zone>, Vec<ZoneSpares>), DiskSimError> {
         let mut r = Reader::new(file, layout);
         let zones_entry = r.take("Zones").ok_or_else(|| r.missing("Zones"))?;
+        let scheme_line = layout
+            .get("Sparing scheme used")
+            .map_or(layout.line, |e| e.line);
+        let scheme_no = r.int_or("Sparing scheme used", 0, u64::from(u32::MAX), 0)?;
+        let range_cylinders = r.int_or("Rangesize for sparing", 1, 1 << 30, 1)?;
+        let scheme = sparing::Scheme::from_number(scheme_no, range_cylinders).map_err(|what| {
+            err(
+                file,
+                scheme_line,
+                format!(
+                    "`Sparing scheme used` = {scheme_no} is not supported (schemes {what} are \
+                     not); use 0, 2, 3, 4, 7, 8, 9 or 10"
+                ),
+            )
+        })?;
         self.finish(r);
         let Value::List { items, line } = &zones_entry.value else {
             return Err(err(
@@ -875,6 +893,7 @@ impl Importer<'_> {
             ));
         };
         let mut zones = Vec::with_capacity(items.len());
+        let mut spares = Vec::with_capacity(items.len());
         for item in items {
             let Value::Block(z) = item else {
                 return Err(err(
@@ -896,38 +915,136 @@ impl Importer<'_> {
             };
             let track_skew_sectors = skew(&mut zr, "Skew for track switch")?;
             let cyl_skew_sectors = skew(&mut zr, "Skew for cylinder switch")?;
-            for key in ["slips", "defects"] {
+            let spare_count = zr.int_or("Number of spares", 0, 1 << 48, 0)?;
+            let front_sectors = zr.int_or("Empty space at zone front", 0, 1 << 48, 0)?;
+            let mut lists: [Vec<u64>; 2] = [Vec::new(), Vec::new()];
+            for (key, list) in ["slips", "defects"].into_iter().zip(lists.iter_mut()) {
                 if let Some(e) = zr.take(key) {
-                    if !is_value(&e.value, 0.0) {
+                    *list = whole_list(file, e)?;
+                    if scheme == sparing::Scheme::None && !list.is_empty() {
                         self.warn(
                             file,
                             e.line,
                             key,
                             format!(
-                                "zone `{key}` are not modelled: blocks are laid out as if the \
-                                 media had none"
+                                "zone `{key}` are ignored with `Sparing scheme used` = 0, as \
+                                 DiskSim ignores them"
                             ),
                         );
                     }
                 }
             }
+            let [slips, defect_list] = lists;
+            if defect_list.len() % 2 != 0 {
+                let line = z.get("defects").map_or(z.line, |e| e.line);
+                return Err(err(
+                    file,
+                    line,
+                    "`defects` should list (bad sector, spare sector) pairs: give an even \
+                     number of values",
+                ));
+            }
+            if scheme == sparing::Scheme::None && spare_count > 0 {
+                let line = z.get("Number of spares").map_or(z.line, |e| e.line);
+                self.warn(
+                    file,
+                    line,
+                    "Number of spares",
+                    "zone `Number of spares` are ignored with `Sparing scheme used` = 0, as \
+                     DiskSim ignores them"
+                        .into(),
+                );
+            }
+            if scheme == sparing::Scheme::AtZoneEnd && spare_count > 0 {
+                let line = z.get("Number of spares").map_or(z.line, |e| e.line);
+                return Err(err(
+                    file,
+                    line,
+                    format!(
+                        "`Number of spares` = {spare_count} with `Sparing scheme used` = 7: that \
+                         scheme sets one sector aside per slip and no others (DiskSim counts no \
+                         spares in its capacity yet skips them in its lookup); give 0, or use \
+                         scheme 4 for spares at the end of each cylinder"
+                    ),
+                ));
+            }
             self.finish(zr);
-            zones.push(Zone {
+            let zone = Zone {
                 first_cyl,
                 last_cyl,
                 sectors_per_track: spt,
                 track_skew_sectors,
                 cyl_skew_sectors,
-            });
+            };
+            let zone_cylinders = (u64::from(last_cyl) + 1).saturating_sub(u64::from(first_cyl));
+            let zone_sectors = zone_cylinders
+                .checked_mul(u64::from(surfaces))
+                .and_then(|t| t.checked_mul(u64::from(spt)));
+            // A zone too large for any drive is refused below, by the layout's own check.
+            if last_cyl >= first_cyl && zone_sectors.is_some_and(|n| n <= CAPACITY_SECTORS_MAX) {
+                let zin = sparing::ZoneIn {
+                    sectors_per_track: u64::from(spt),
+                    surfaces: u64::from(surfaces),
+                    cylinders: zone_cylinders,
+                    spares: spare_count,
+                    front_sectors,
+                    slips,
+                    defects: defect_list.chunks(2).map(|p| (p[0], p[1])).collect(),
+                };
+                let zs = sparing::zone_spares(scheme, &zin).map_err(|m| {
+                    err(
+                        file,
+                        z.line,
+                        format!("the zone of cylinders {first_cyl} to {last_cyl}: {m}"),
+                    )
+                })?;
+                spares.push(zs);
+            } else {
+                spares.push(ZoneSpares::default());
+            }
+            zones.push(zone);
         }
-        crate::hdd::geometry::Geometry::new(cylinders, surfaces, &zones).map_err(|e| {
-            err(
-                file,
-                *line,
-                format!("the zones describe no usable layout: {e}"),
-            )
-        })?;
-        Ok(zones)
+        if spares.iter().all(|s| *s == ZoneSpares::default()) {
+            spares.clear();
+        }
+        crate::hdd::geometry::Geometry::with_spares(cylinders, surfaces, &zones, &spares).map_err(
+            |e| {
+                err(
+                    file,
+                    *line,
+                    format!("the zones describe no usable layout: {e}"),
+                )
+            },
+        )?;
+        Ok((zones, spares))
+    }
+}
+
+/// A list of whole, non-negative numbers (an empty list, or the single number 0, is none).
+fn whole_list(file: &str, e: &Entry) -> Result<Vec<u64>, DiskSimError> {
+    let bad = || {
+        err(
+            file,
+            e.line,
+            format!(
+                "`{}` should be a list of whole sector numbers, e.g. `[ 1200, 5310 ]`",
+                e.key
+            ),
+        )
+    };
+    match &e.value {
+        Value::Word { .. } if is_value(&e.value, 0.0) => Ok(Vec::new()),
+        Value::List { items, .. } => items
+            .iter()
+            .map(|i| match i {
+                Value::Word { text, .. } => parse_number(text)
+                    .filter(|v| v.fract() == 0.0 && *v >= 0.0 && *v < 2f64.powi(53))
+                    .map(|v| v as u64)
+                    .ok_or_else(bad),
+                _ => Err(bad()),
+            })
+            .collect(),
+        _ => Err(bad()),
     }
 }
 
@@ -941,6 +1058,7 @@ struct Mechanism {
     head_switch: Duration,
     write_settle: Duration,
     block_count: Option<u64>,
+    spares: Vec<ZoneSpares>,
 }
 
 /// A list of exactly `n` numbers.

@@ -16,6 +16,15 @@
 //! shorter than the switch costs almost a full revolution per track. Zones are chained: the first track
 //! of a zone is one cylinder skew (of that zone) after the last track of the previous zone, so the
 //! skews accumulate over the whole disk the way a continuous sequential read experiences them.
+//!
+//! A real drive also sets sectors aside inside its zones ([`ZoneSpares`]): spare sectors kept to
+//! replace bad ones, sectors "slipped" because they were bad at the factory, and empty space. Such
+//! sectors take room on the platter (the head passes over them) but hold no block, so the blocks
+//! after them sit further on than the arithmetic above puts them; and a block whose sector went
+//! bad later ("defect") is moved to a spare elsewhere. A zone with such sectors keeps their
+//! physical runs, sorted, with the number of blocks before each run, and a table of moved blocks;
+//! a lookup binary-searches both, so it stays O(log runs) and never allocates. Zones without them
+//! take the arithmetic path alone.
 
 use foresight_core::{Bandwidth, ByteLen, Duration, Lba, SECTOR_BYTES};
 
@@ -42,6 +51,163 @@ impl Zone {
     /// Cylinders in the zone.
     pub fn cylinder_count(&self) -> u32 {
         self.last_cyl - self.first_cyl + 1
+    }
+}
+
+/// Most runs of set-aside sectors a drive may list, over all its zones: a million, which holds one
+/// run per track of the largest drives DiskSim describes. Each run costs 24 bytes of lookup table.
+pub const HOLE_RUNS_MAX: usize = 1 << 20;
+
+/// The sectors of one zone that hold no block, and the blocks moved to a spare. Sector and block
+/// numbers count from the zone's first sector and first block; sectors are numbered in block order
+/// (cylinder-major from the zone's first cylinder, then surface, then sector within the track).
+/// The zone holds one block per sector outside the holes.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ZoneSpares {
+    /// Runs of sectors that hold no block, as `(first sector, sectors)`: sorted, disjoint, none
+    /// empty.
+    pub holes: Vec<(u64, u64)>,
+    /// Blocks whose own sector is bad, as `(block, sector of the spare that holds it)`: sorted by
+    /// block, each spare inside a hole and used once.
+    pub remaps: Vec<(u64, u64)>,
+    /// Slipped sectors that push the first sector of every later track one sector further round
+    /// (DiskSim's per-cylinder and per-track sparing), sorted.
+    pub skew_slips: Vec<u64>,
+    /// Whether a slip pushes the later tracks of its own cylinder too (per-track sparing), rather
+    /// than only the tracks of the later cylinders.
+    pub skew_slips_per_track: bool,
+}
+
+/// A zone's [`ZoneSpares`], checked and indexed for lookups.
+#[derive(Clone, Debug)]
+struct Spared {
+    /// `(first sector, sectors)` of each hole, merged where they touch.
+    holes: Vec<(u64, u64)>,
+    /// Blocks before each hole: a block `b` sits at sector `b + hidden[j]`, where `j` counts the
+    /// holes whose `blocks_before` is at most `b`.
+    blocks_before: Vec<u64>,
+    /// Sectors in the holes before each hole (`hidden[0] == 0`), one more entry than `holes`.
+    hidden: Vec<u64>,
+    remaps: Vec<(u64, u64)>,
+    skew_slips: Vec<u64>,
+    skew_slips_per_track: bool,
+    blocks: u64,
+}
+
+impl Spared {
+    /// Checks `zs` against a zone of `sectors` sectors and indexes it; the error says what is wrong.
+    fn new(zs: &ZoneSpares, sectors: u64) -> Result<Spared, String> {
+        let mut holes: Vec<(u64, u64)> = Vec::with_capacity(zs.holes.len());
+        let mut end = 0u64;
+        for (k, &(first, len)) in zs.holes.iter().enumerate() {
+            if len == 0 || first < end || first.checked_add(len).is_none_or(|e| e > sectors) {
+                return Err(format!(
+                    "set-aside run {k} (sectors {first}, {len} long) is empty, out of order, \
+                     overlaps the one before or passes the zone's {sectors} sectors"
+                ));
+            }
+            match holes.last_mut() {
+                Some(last) if last.0 + last.1 == first => last.1 += len,
+                _ => holes.push((first, len)),
+            }
+            end = first + len;
+        }
+        let mut hidden = Vec::with_capacity(holes.len() + 1);
+        let mut blocks_before = Vec::with_capacity(holes.len());
+        let mut sum = 0u64;
+        for &(first, len) in &holes {
+            hidden.push(sum);
+            blocks_before.push(first - sum);
+            sum += len;
+        }
+        hidden.push(sum);
+        let blocks = sectors - sum;
+        if blocks == 0 {
+            return Err(
+                "every sector of the zone is set aside; a zone holds at least one block".into(),
+            );
+        }
+        let mut s = Spared {
+            holes,
+            blocks_before,
+            hidden,
+            remaps: Vec::new(),
+            skew_slips: zs.skew_slips.clone(),
+            skew_slips_per_track: zs.skew_slips_per_track,
+            blocks,
+        };
+        if !zs.skew_slips.windows(2).all(|w| w[0] <= w[1]) {
+            return Err("the slips that push the skew must be sorted".into());
+        }
+        let mut spares_used = Vec::with_capacity(zs.remaps.len());
+        for (k, &(block, spare)) in zs.remaps.iter().enumerate() {
+            if block >= blocks || k > 0 && zs.remaps[k - 1].0 >= block {
+                return Err(format!(
+                    "moved block {block} is past the zone's {blocks} blocks or out of order; \
+                     list each block once, in increasing order"
+                ));
+            }
+            let j = s.holes.partition_point(|&(first, _)| first <= spare);
+            if j == 0 || spare >= s.holes[j - 1].0 + s.holes[j - 1].1 {
+                return Err(format!(
+                    "block {block} is moved to sector {spare}, which holds a block of its own; \
+                     move it to a spare sector"
+                ));
+            }
+            spares_used.push(spare);
+        }
+        spares_used.sort_unstable();
+        if let Some(w) = spares_used.windows(2).find(|w| w[0] == w[1]) {
+            return Err(format!(
+                "two blocks are moved to spare sector {}; give each its own spare",
+                w[0]
+            ));
+        }
+        s.remaps = zs.remaps.clone();
+        Ok(s)
+    }
+
+    /// The sector holding block `b` were it not moved to a spare, and the index of the first hole
+    /// after it.
+    fn natural(&self, b: u64) -> (u64, usize) {
+        let j = self.blocks_before.partition_point(|&n| n <= b);
+        (b + self.hidden[j], j)
+    }
+
+    /// The first block whose natural sector is at or after `sector`.
+    fn block_at_or_after(&self, sector: u64) -> u64 {
+        // Holes that start at or before `sector`; if the last of them covers it, count it whole.
+        let j = self.holes.partition_point(|&(first, _)| first <= sector);
+        if j == 0 {
+            return sector;
+        }
+        let (first, len) = self.holes[j - 1];
+        if sector < first + len {
+            first - self.hidden[j - 1]
+        } else {
+            sector - self.hidden[j]
+        }
+    }
+
+    fn remap_of(&self, b: u64) -> Option<u64> {
+        if self.remaps.is_empty() {
+            return None;
+        }
+        self.remaps
+            .binary_search_by_key(&b, |&(block, _)| block)
+            .ok()
+            .map(|i| self.remaps[i].1)
+    }
+
+    /// Slips that push a track starting at zone sector `track_first`, on the cylinder starting at
+    /// `cyl_first`.
+    fn skew_pushes(&self, cyl_first: u64, track_first: u64) -> u64 {
+        let cutoff = if self.skew_slips_per_track {
+            track_first
+        } else {
+            cyl_first
+        };
+        self.skew_slips.partition_point(|&s| s < cutoff) as u64
     }
 }
 
@@ -135,6 +301,8 @@ pub struct Geometry {
     zone_first_lba: Vec<u64>,
     /// Angle (fraction of a revolution) of the first sector of each zone's first track.
     zone_base_angle: Vec<f64>,
+    /// Per zone, its set-aside sectors, or `None` when every sector holds a block.
+    spared: Vec<Option<Spared>>,
     capacity_sectors: u64,
 }
 
@@ -144,6 +312,17 @@ impl Geometry {
     /// zone covers (before a zone's first cylinder) are spares: they hold no blocks, but seeks cross
     /// them.
     pub fn new(cylinders: u32, surfaces: u32, zones: &[Zone]) -> Result<Geometry, DeviceError> {
+        Geometry::with_spares(cylinders, surfaces, zones, &[])
+    }
+
+    /// [`Geometry::new`] with sectors set aside inside the zones: `spares` is empty (none) or
+    /// holds one [`ZoneSpares`] per zone.
+    pub fn with_spares(
+        cylinders: u32,
+        surfaces: u32,
+        zones: &[Zone],
+        spares: &[ZoneSpares],
+    ) -> Result<Geometry, DeviceError> {
         if cylinders == 0 {
             return Err(crate::error::bad(
                 "cylinders",
@@ -209,8 +388,25 @@ impl Geometry {
             });
         }
 
+        if !spares.is_empty() && spares.len() != zones.len() {
+            return Err(crate::error::bad(
+                "spares",
+                spares.len(),
+                "give one entry per zone, or none",
+            ));
+        }
+        let runs: usize = spares.iter().map(|s| s.holes.len()).sum();
+        if runs > HOLE_RUNS_MAX {
+            return Err(crate::error::bad(
+                "spares",
+                runs,
+                "at most 2^20 runs of set-aside sectors are kept; merge neighbouring runs",
+            ));
+        }
+
         let mut zone_first_lba = Vec::with_capacity(zones.len());
         let mut zone_base_angle = Vec::with_capacity(zones.len());
+        let mut spared: Vec<Option<Spared>> = Vec::with_capacity(zones.len());
         let mut lba = 0u64;
         for (i, z) in zones.iter().enumerate() {
             zone_first_lba.push(lba);
@@ -225,15 +421,30 @@ impl Geometry {
                     surfaces,
                     prev.last_cyl,
                     surfaces - 1,
+                    spared[i - 1].as_ref(),
                 );
                 frac(last_track + f64::from(z.cyl_skew_sectors) / f64::from(z.sectors_per_track))
             };
             zone_base_angle.push(base);
             // A geometry a parameter file can state may hold more than 2^64 sectors.
-            lba = u64::from(z.cylinder_count())
+            let sectors = u64::from(z.cylinder_count())
                 .checked_mul(u64::from(surfaces))
                 .and_then(|t| t.checked_mul(u64::from(z.sectors_per_track)))
-                .and_then(|n| lba.checked_add(n))
+                .ok_or_else(|| DeviceError::BadZone {
+                    index: i,
+                    problem: "the drive would hold more than 2^64 sectors".into(),
+                })?;
+            let s = match spares.get(i) {
+                Some(zs) if *zs != ZoneSpares::default() => Some(
+                    Spared::new(zs, sectors)
+                        .map_err(|problem| DeviceError::BadZone { index: i, problem })?,
+                ),
+                _ => None,
+            };
+            let blocks = s.as_ref().map_or(sectors, |s| s.blocks);
+            spared.push(s);
+            lba = lba
+                .checked_add(blocks)
                 .ok_or_else(|| DeviceError::BadZone {
                     index: i,
                     problem: "the drive would hold more than 2^64 sectors".into(),
@@ -252,6 +463,7 @@ impl Geometry {
             zones: zones.to_vec(),
             zone_first_lba,
             zone_base_angle,
+            spared,
             capacity_sectors: lba,
         })
     }
@@ -271,7 +483,8 @@ impl Geometry {
         &self.zones
     }
 
-    /// Addressable sectors: the sum over zones of cylinders x surfaces x sectors per track.
+    /// Addressable sectors: the sum over zones of cylinders x surfaces x sectors per track, less the
+    /// sectors set aside.
     pub fn capacity_sectors(&self) -> u64 {
         self.capacity_sectors
     }
@@ -307,43 +520,114 @@ impl Geometry {
         self.zone_first_lba.partition_point(|&first| first <= lba.0) - 1
     }
 
-    /// The track holding `lba`: its first LBA and one past its last. Panics if `lba` is past the end.
+    /// The track holding `lba`: its first LBA and one past its last. Blocks moved to a spare count
+    /// on the track of their own bad sector, not the spare's, as in DiskSim; a moved block itself
+    /// gets `(lba, lba + 1)`. Panics if `lba` is past the end.
     pub fn track_bounds(&self, lba: Lba) -> (u64, u64) {
         let zone = self.zone_index(lba);
         let spt = u64::from(self.zones[zone].sectors_per_track);
-        let rel = lba.0 - self.zone_first_lba[zone];
-        let first = lba.0 - rel % spt;
-        (first, first + spt)
+        self.bounds_in(zone, lba.0, spt)
     }
 
-    /// The cylinder holding `lba`: its first LBA and one past its last. Panics if `lba` is past the
-    /// end.
+    /// The cylinder holding `lba`: its first LBA and one past its last (moved blocks as in
+    /// [`Geometry::track_bounds`]). Panics if `lba` is past the end.
     pub fn cylinder_bounds(&self, lba: Lba) -> (u64, u64) {
         let zone = self.zone_index(lba);
         let per_cyl = u64::from(self.zones[zone].sectors_per_track) * u64::from(self.surfaces);
-        let rel = lba.0 - self.zone_first_lba[zone];
-        let first = lba.0 - rel % per_cyl;
-        (first, first + per_cyl)
+        self.bounds_in(zone, lba.0, per_cyl)
+    }
+
+    /// The blocks of the `unit`-sector stretch (track or cylinder) of zone `zone` that holds `lba`.
+    fn bounds_in(&self, zone: usize, lba: u64, unit: u64) -> (u64, u64) {
+        let zone_first = self.zone_first_lba[zone];
+        let rel = lba - zone_first;
+        match &self.spared[zone] {
+            None => {
+                let first = lba - rel % unit;
+                (first, first + unit)
+            }
+            Some(s) => {
+                if s.remap_of(rel).is_some() {
+                    return (lba, lba + 1);
+                }
+                let (sector, _) = s.natural(rel);
+                let start = sector - sector % unit;
+                let first = s.block_at_or_after(start);
+                let end = s.block_at_or_after(start + unit).min(s.blocks);
+                (zone_first + first, zone_first + end)
+            }
+        }
     }
 
     /// The physical address of `lba`. Panics if `lba` is past the end.
     pub fn locate(&self, lba: Lba) -> Chs {
         let zone = self.zone_index(lba);
-        let z = &self.zones[zone];
         let rel = lba.0 - self.zone_first_lba[zone];
+        let sector = match &self.spared[zone] {
+            None => rel,
+            Some(s) => s.remap_of(rel).unwrap_or_else(|| s.natural(rel).0),
+        };
+        self.chs_in(zone, sector)
+    }
+
+    /// The address of sector `sector` of zone `zone`, counted in block order from the zone's
+    /// first sector.
+    fn chs_in(&self, zone: usize, sector: u64) -> Chs {
+        let z = &self.zones[zone];
         let spt = u64::from(z.sectors_per_track);
-        let track = rel / spt;
+        let track = sector / spt;
         let surfaces = u64::from(self.surfaces);
         Chs {
             zone,
             cylinder: z.first_cyl + (track / surfaces) as u32,
             head: (track % surfaces) as u32,
-            sector: (rel % spt) as u32,
+            sector: (sector % spt) as u32,
         }
     }
 
+    /// How many blocks from `lba` on (at least 1) lie one after another on the track of `at`,
+    /// which must be `locate(lba)`: the head reads them in one sweep. Without set-aside sectors
+    /// this is the rest of the track.
+    pub fn run_sectors(&self, lba: Lba, at: Chs) -> u64 {
+        let spt = u64::from(self.zones[at.zone].sectors_per_track);
+        let to_track_end = spt - u64::from(at.sector);
+        let Some(s) = &self.spared[at.zone] else {
+            return to_track_end;
+        };
+        let rel = lba.0 - self.zone_first_lba[at.zone];
+        if s.remap_of(rel).is_some() {
+            return 1;
+        }
+        let (sector, j) = s.natural(rel);
+        let to_hole = s
+            .holes
+            .get(j)
+            .map_or(u64::MAX, |&(first, _)| first - sector);
+        // A moved block later on breaks the sweep there.
+        let i = s.remaps.partition_point(|&(block, _)| block <= rel);
+        let to_moved = s.remaps.get(i).map_or(u64::MAX, |&(block, _)| block - rel);
+        to_track_end.min(to_hole).min(to_moved)
+    }
+
+    /// The first block whose own sector on the track of `at` is at or after `at.sector`, or the
+    /// first block after the track if none is (moved blocks count at their own bad sector).
+    pub fn block_at_or_after(&self, at: Chs) -> Lba {
+        let z = &self.zones[at.zone];
+        let spt = u64::from(z.sectors_per_track);
+        let sector = (u64::from(at.cylinder - z.first_cyl) * u64::from(self.surfaces)
+            + u64::from(at.head))
+            * spt
+            + u64::from(at.sector);
+        let rel = match &self.spared[at.zone] {
+            None => sector,
+            Some(s) => s.block_at_or_after(sector),
+        };
+        Lba(self.zone_first_lba[at.zone] + rel)
+    }
+
     /// The LBA at a physical address; the inverse of [`Geometry::locate`]. Panics on an address that
-    /// does not exist (cylinder outside its zone, head or sector out of range).
+    /// does not exist (cylinder outside its zone, head or sector out of range) or holds no block
+    /// (a set-aside sector that no moved block uses).
     pub fn lba_of(&self, chs: Chs) -> Lba {
         let z = &self.zones[chs.zone];
         assert!(
@@ -358,9 +642,24 @@ impl Geometry {
         );
         let track =
             u64::from(chs.cylinder - z.first_cyl) * u64::from(self.surfaces) + u64::from(chs.head);
-        Lba(self.zone_first_lba[chs.zone]
-            + track * u64::from(z.sectors_per_track)
-            + u64::from(chs.sector))
+        let sector = track * u64::from(z.sectors_per_track) + u64::from(chs.sector);
+        let rel = match &self.spared[chs.zone] {
+            None => sector,
+            Some(s) => {
+                if let Some(&(block, _)) = s.remaps.iter().find(|&&(_, spare)| spare == sector) {
+                    block
+                } else {
+                    let b = s.block_at_or_after(sector);
+                    assert!(
+                        b < s.blocks && s.natural(b).0 == sector,
+                        "sector {sector} of zone {} holds no block",
+                        chs.zone
+                    );
+                    b
+                }
+            }
+        };
+        Lba(self.zone_first_lba[chs.zone] + rel)
     }
 
     /// Angle, as a fraction of a revolution in `[0, 1)`, of the first sector of track (`cylinder`,
@@ -372,12 +671,18 @@ impl Geometry {
             self.surfaces,
             cylinder,
             head,
+            self.spared[zone].as_ref(),
         )
     }
 
     /// Angle, as a fraction of a revolution in `[0, 1)`, at which sector `lba` begins.
     pub fn sector_angle(&self, lba: Lba) -> f64 {
         let chs = self.locate(lba);
+        self.chs_angle(chs)
+    }
+
+    /// Angle, as a fraction of a revolution in `[0, 1)`, at which the sector at `chs` begins.
+    pub fn chs_angle(&self, chs: Chs) -> f64 {
         let spt = f64::from(self.zones[chs.zone].sectors_per_track);
         frac(self.track_start_angle(chs.zone, chs.cylinder, chs.head) + f64::from(chs.sector) / spt)
     }
@@ -388,15 +693,28 @@ impl Geometry {
         Bandwidth::from_bytes_per_s(bytes / period.as_secs_f64())
     }
 
-    fn track_angle_in(z: &Zone, base: f64, surfaces: u32, cylinder: u32, head: u32) -> f64 {
+    fn track_angle_in(
+        z: &Zone,
+        base: f64,
+        surfaces: u32,
+        cylinder: u32,
+        head: u32,
+        spared: Option<&Spared>,
+    ) -> f64 {
         let spt = u128::from(z.sectors_per_track);
         // Skew accumulated from the zone's first track: every full cylinder contributes
         // (surfaces - 1) track skews and one cylinder skew; then `head` track skews. In u128,
         // since the product passes 2^64 on the largest geometries a parameter file may state.
         let per_cyl = u128::from(surfaces - 1) * u128::from(z.track_skew_sectors)
             + u128::from(z.cyl_skew_sectors);
-        let acc = u128::from(cylinder - z.first_cyl) * per_cyl
+        let mut acc = u128::from(cylinder - z.first_cyl) * per_cyl
             + u128::from(head) * u128::from(z.track_skew_sectors);
+        if let Some(s) = spared {
+            let track_sectors = u64::from(z.sectors_per_track);
+            let cyl_first = u64::from(cylinder - z.first_cyl) * u64::from(surfaces) * track_sectors;
+            acc +=
+                u128::from(s.skew_pushes(cyl_first, cyl_first + u64::from(head) * track_sectors));
+        }
         frac(base + (acc % spt) as f64 / spt as f64)
     }
 }

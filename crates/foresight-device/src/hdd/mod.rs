@@ -60,7 +60,7 @@ use foresight_core::{Bandwidth, ByteLen, Duration, Instant, Lba, SECTOR_BYTES};
 use crate::error::{bad, DeviceError};
 use crate::{Breakdown, Completion, DevRequest, Device, Op};
 use cache::{ReadAhead, SegmentCache};
-use geometry::{Chs, Geometry, Zone};
+use geometry::{Chs, Geometry, Zone, ZoneSpares};
 use mechanics::{CommandOverheads, Rotation, SeekCurve};
 
 /// The largest command queue a drive model accepts; real drives stop at 32 (NCQ) or 256 (SCSI TCQ).
@@ -173,6 +173,9 @@ pub struct HddParams {
     pub queue_depth: u32,
     /// How the next command is picked when several are queued.
     pub queue_policy: QueuePolicy,
+    /// Sectors set aside inside each zone (spares, slips, empty space, moved blocks), one entry
+    /// per zone, or empty when every sector holds a block (the presets).
+    pub spares: Vec<ZoneSpares>,
 }
 
 impl HddParams {
@@ -185,7 +188,7 @@ impl HddParams {
                 "give the spindle speed, e.g. 7200 or 15000",
             ));
         }
-        Geometry::new(self.cylinders, self.surfaces, &self.zones)?;
+        self.geometry()?;
         self.seek.validate()?;
         if self.cache_enabled && self.cache_segments == 0 {
             return Err(bad(
@@ -256,18 +259,25 @@ impl HddParams {
 
     /// The validated layout.
     pub fn geometry(&self) -> Result<Geometry, DeviceError> {
-        Geometry::new(self.cylinders, self.surfaces, &self.zones)
+        Geometry::with_spares(self.cylinders, self.surfaces, &self.zones, &self.spares)
     }
 
-    /// Addressable bytes: the sum over zones of cylinders x surfaces x sectors per track x 512.
+    /// Addressable bytes: the sum over zones of cylinders x surfaces x sectors per track, less the
+    /// sectors set aside, x 512.
     pub fn capacity(&self) -> ByteLen {
         let sectors: u64 = self
             .zones
             .iter()
-            .map(|z| {
-                u64::from(z.cylinder_count())
+            .enumerate()
+            .map(|(i, z)| {
+                let all = u64::from(z.cylinder_count())
                     * u64::from(self.surfaces)
-                    * u64::from(z.sectors_per_track)
+                    * u64::from(z.sectors_per_track);
+                let aside: u64 = self
+                    .spares
+                    .get(i)
+                    .map_or(0, |s| s.holes.iter().map(|h| h.1).sum());
+                all.saturating_sub(aside)
             })
             .sum();
         ByteLen(sectors * SECTOR_BYTES)
@@ -460,9 +470,29 @@ impl Hdd {
 
     // ----- media timing -------------------------------------------------------------------------
 
+    /// The head has just passed sector `at` of its track at time `t` (the sector after the last one
+    /// read, so `at.sector` may equal the track's length); returns when it is at the leading edge of
+    /// `next`. On the same track that is at once if `next` is the sector under the head, else the
+    /// platter turns past the set-aside sectors between; on another track it is a track switch.
+    /// The parts after `count_from` go into `gaps`.
+    fn move_to(&self, t: f64, at: Chs, next: Chs, count_from: f64, gaps: &mut Gaps) -> f64 {
+        let same_track =
+            next.zone == at.zone && next.cylinder == at.cylinder && next.head == at.head;
+        if !same_track {
+            return self.switch_track(t, at, next, count_from, gaps);
+        }
+        if next.sector == at.sector {
+            return t;
+        }
+        let arrive = t + self.rotation.wait_ns(t, self.geo.chs_angle(next));
+        gaps.rotate_ns += (arrive - t.max(count_from)).max(0.0);
+        arrive
+    }
+
     /// The head has finished the track of `prev` at time `t`; returns when it is at the leading edge
-    /// of the first sector of `next`'s track: a head switch, or a seek to the next cylinder, then the
-    /// wait for that track's (skewed) first sector. The parts after `count_from` go into `gaps`.
+    /// of `next` on another track: a head switch, or a seek to the next cylinder, then the wait for
+    /// the sector (the track's skewed first sector unless set-aside sectors come first). The parts
+    /// after `count_from` go into `gaps`.
     fn switch_track(&self, t: f64, prev: Chs, next: Chs, count_from: f64, gaps: &mut Gaps) -> f64 {
         let is_seek = next.cylinder != prev.cylinder;
         let switch_ns = if is_seek {
@@ -474,9 +504,12 @@ impl Hdd {
             self.head_switch_ns
         };
         let ready = t + switch_ns;
-        let angle = self
-            .geo
-            .track_start_angle(next.zone, next.cylinder, next.head);
+        let angle = if next.sector == 0 {
+            self.geo
+                .track_start_angle(next.zone, next.cylinder, next.head)
+        } else {
+            self.geo.chs_angle(next)
+        };
         let arrive = ready + self.rotation.wait_ns(ready, angle);
         let switch_part = (ready - t.max(count_from)).max(0.0);
         let wait_part = (arrive - ready.max(count_from)).max(0.0);
@@ -500,15 +533,18 @@ impl Hdd {
         }
         let mut loc = self.geo.locate(Lba(lba));
         loop {
-            let spt = u64::from(self.geo.zones()[loc.zone].sectors_per_track);
-            let k = (to - lba).min(spt - u64::from(loc.sector));
+            let k = (to - lba).min(self.geo.run_sectors(Lba(lba), loc));
             t += k as f64 * self.sector_ns[loc.zone];
             lba += k;
             if lba >= to {
                 return t;
             }
             let next = self.geo.locate(Lba(lba));
-            t = self.switch_track(t, loc, next, count_from, gaps);
+            let passed = Chs {
+                sector: loc.sector + k as u32,
+                ..loc
+            };
+            t = self.move_to(t, passed, next, count_from, gaps);
             loc = next;
         }
     }
@@ -547,8 +583,7 @@ impl Hdd {
         let mut loc = self.geo.locate(Lba(lba));
         let mut scratch = Gaps::default();
         loop {
-            let spt = u64::from(self.geo.zones()[loc.zone].sectors_per_track);
-            let avail = (ra.limit_lba - lba).min(spt - u64::from(loc.sector));
+            let avail = (ra.limit_lba - lba).min(self.geo.run_sectors(Lba(lba), loc));
             let sector_ns = self.sector_ns[loc.zone];
             // A tiny tolerance so that a sector whose trailing edge is "exactly now" counts as read
             // despite rounding.
@@ -562,7 +597,11 @@ impl Hdd {
                 return ra.limit_lba;
             }
             let next = self.geo.locate(Lba(lba));
-            tc = self.switch_track(tc, loc, next, f64::INFINITY, &mut scratch);
+            let passed = Chs {
+                sector: loc.sector + avail as u32,
+                ..loc
+            };
+            tc = self.move_to(tc, passed, next, f64::INFINITY, &mut scratch);
             if tc > t {
                 return lba;
             }
@@ -616,11 +655,11 @@ impl Hdd {
         }
         let prev = self.geo.locate(Lba(end - 1));
         let next = self.geo.locate(Lba(end));
-        let origin_ns = if next.sector == 0 {
-            self.switch_track(t_end, prev, next, f64::INFINITY, &mut Gaps::default())
-        } else {
-            t_end
+        let passed = Chs {
+            sector: prev.sector + 1,
+            ..prev
         };
+        let origin_ns = self.move_to(t_end, passed, next, f64::INFINITY, &mut Gaps::default());
         let floor_lba = (end + u64::from(self.params.readahead_min_sectors)).min(limit_lba);
         Some(ReadAhead {
             origin_ns,
@@ -671,15 +710,18 @@ impl Hdd {
     /// sector if the head arrived past the target (the sectors after the target are not contiguous
     /// with it and are not kept).
     fn free_blocks_start(&self, on_track: f64, target: u64) -> u64 {
-        let (first, end) = self.geo.track_bounds(Lba(target));
-        let spt = end - first;
-        let k_target = target - first;
+        let (first, _) = self.geo.track_bounds(Lba(target));
         let loc = self.geo.locate(Lba(target));
+        let spt = u64::from(self.geo.zones()[loc.zone].sectors_per_track);
         let base = self.geo.track_start_angle(loc.zone, loc.cylinder, loc.head);
         let under = geometry::frac(self.rotation.angle_at(on_track) - base) * spt as f64;
         let k_arrive = ((under - 1e-6).ceil().max(0.0) as u64) % spt;
-        if k_arrive <= k_target {
-            first + k_arrive
+        if k_arrive <= u64::from(loc.sector) {
+            let from = Chs {
+                sector: k_arrive as u32,
+                ..loc
+            };
+            self.geo.block_at_or_after(from).0.clamp(first, target)
         } else {
             first
         }

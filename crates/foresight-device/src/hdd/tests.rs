@@ -815,3 +815,93 @@ fn commands_issued_years_in_are_timed_from_their_own_instant() {
         }
     }
 }
+
+/// atlas-10k with the given sectors of zone 0 set aside (and, optionally, moved blocks).
+fn atlas_with_spares(holes: Vec<(u64, u64)>, remaps: Vec<(u64, u64)>) -> HddParams {
+    let mut p = atlas_10k();
+    p.cache_enabled = false;
+    p.write_cache = WriteCache::Off;
+    p.spares = vec![ZoneSpares::default(); p.zones.len()];
+    p.spares[0] = ZoneSpares {
+        holes,
+        remaps,
+        ..ZoneSpares::default()
+    };
+    p
+}
+
+#[test]
+fn a_read_across_a_slipped_sector_waits_one_sector_for_it() {
+    let plain = atlas_with_spares(Vec::new(), Vec::new());
+    // Sector 5 of the first track is slipped: blocks 5 on sit one sector later.
+    let slipped = atlas_with_spares(vec![(5, 1)], Vec::new());
+    assert_eq!(
+        plain.capacity().0 - slipped.capacity().0,
+        512,
+        "the slipped sector holds no block"
+    );
+    let sector_ns =
+        plain.rotation_period().as_nanos() as f64 / f64::from(plain.zones[0].sectors_per_track);
+    // From block 300 on the same track, read blocks 0..10 (sectors 0..10, or 0..11 past the
+    // slip): the head waits for sector 0 either way, then passes one sector more over the slip.
+    let read = |p: HddParams, from: u64, lba: u64| {
+        let mut d = Hdd::new(p);
+        drive_serial(&mut d, &[(Op::Read, from, 1), (Op::Read, lba, 10)])[1].1
+    };
+    let extra = |from: u64, lba: u64| {
+        let (a, b) = (
+            read(plain.clone(), from, lba),
+            read(slipped.clone(), from, lba),
+        );
+        assert_eq!(
+            (a.breakdown.seek, b.breakdown.seek),
+            (Duration::ZERO, Duration::ZERO)
+        );
+        (b.at - a.at).as_nanos() as f64
+    };
+    let across = extra(300, 0);
+    assert!(
+        (across - sector_ns).abs() < 2.0,
+        "passing the slip cost {across} ns, one sector is {sector_ns} ns"
+    );
+    // Blocks 100..110 lie one sector further round, past the slip: the same read a sector later.
+    let after = extra(300, 100);
+    assert!(
+        (after - sector_ns).abs() < 2.0,
+        "the shifted blocks cost {after} ns more, one sector is {sector_ns} ns"
+    );
+}
+
+#[test]
+fn a_moved_block_costs_a_seek_there_and_back() {
+    // Block 10 is moved to a spare sector on the zone's last cylinder (sector 2000 of its last
+    // 6 x 334-sector cylinder); the zone ends in a 2,004-sector hole that holds the spare.
+    let zone0 = atlas_10k().zones[0];
+    let per_cyl = 6 * u64::from(zone0.sectors_per_track);
+    let zone_sectors = u64::from(zone0.cylinder_count()) * per_cyl;
+    let last_cyl_first = zone_sectors - per_cyl;
+    let plain = atlas_with_spares(vec![(last_cyl_first, per_cyl)], Vec::new());
+    let moved = atlas_with_spares(
+        vec![(last_cyl_first, per_cyl)],
+        vec![(10, last_cyl_first + 2000)],
+    );
+    let g = Hdd::new(moved.clone()).geometry().clone();
+    assert_eq!(g.locate(Lba(10)).cylinder, zone0.last_cyl);
+    assert_eq!(g.locate(Lba(11)).cylinder, 0);
+    let read = |p: HddParams| {
+        let mut d = Hdd::new(p);
+        drive_serial(&mut d, &[(Op::Read, 0, 1), (Op::Read, 5, 10)])[1].1
+    };
+    let (a, b) = (read(plain), read(moved.clone()));
+    let seek_ns = moved.seek.seek_ms(zone0.last_cyl) * 1e6;
+    assert_eq!(
+        a.breakdown.seek.as_nanos(),
+        0,
+        "the plain read stays on its track"
+    );
+    assert!(
+        b.breakdown.seek.as_nanos() as f64 >= 2.0 * seek_ns - 2.0,
+        "a seek out to the spare and back: {:?}, one seek is {seek_ns} ns",
+        b.breakdown.seek
+    );
+}
