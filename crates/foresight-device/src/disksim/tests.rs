@@ -182,7 +182,8 @@ fn cheetah_15k5_g4_layout_is_approximated_by_zones() {
 
 /// The compact presets are checked against the imports (they stay compact so that the binary needs
 /// no data files): same rpm; capacity within 0.2% of the files' `Block count` and within 1% of the
-/// import (which does not set spare sectors aside); mean seek within 1%; outer and inner media rates
+/// import (DiskSim's own block count, up to 0.66% above `Block count`; the presets' zone
+/// progressions are approximate and set nothing aside); mean seek within 1%; outer and inner media rates
 /// within 5% (the presets' zone progressions keep the outer and inner track sizes); the same cache,
 /// switch times and overheads. The presets keep a nominal interface rate instead of the validation
 /// host's `Bulk sector transfer time` (see `presets.rs`).
