@@ -122,6 +122,9 @@ struct Chunk {
     owner: Option<StreamId>,
     /// The reader this chunk is being read for, if it is under a reader's request.
     for_stream: Option<StreamId>,
+    /// The reader its device read is charged to (see [`IoRequest::reader`]), kept for the
+    /// re-read of a short read's remainder.
+    reader: Option<StreamId>,
     urgent: bool,
     used: bool,
     consumed_bytes: u64,
@@ -155,6 +158,10 @@ struct FileState {
     readers: u32,
     /// Streams of this file whose current read is deferred (usually none or one).
     deferred: Vec<StreamId>,
+    /// The stream that last began a read of the file, while it is open: a fetch the policy
+    /// issues outside any read (on a completion, a timer or a hint) is that reader's I/O, as the
+    /// simulator charges it.
+    last_reader: Option<StreamId>,
 }
 
 #[derive(Debug, Default)]
@@ -407,6 +414,7 @@ impl Core {
                     live_chunks: 0,
                     readers: 0,
                     deferred: Vec::new(),
+                    last_reader: None,
                 };
                 if self.free_files.front() == Some(&f.0) {
                     self.free_files.pop_front();
@@ -499,6 +507,9 @@ impl Core {
             if c.owner == Some(stream) {
                 c.owner = None;
             }
+            if c.reader == Some(stream) {
+                c.reader = None;
+            }
             c.waiters.retain(|(s, _)| *s != stream);
         }
         self.memory_waiters.retain(|(s, _, _)| *s != stream);
@@ -508,6 +519,10 @@ impl Core {
         self.free_streams.push(stream.0);
         let f = &mut self.files[file.0 as usize];
         f.readers -= 1;
+        // The slot may go to a reader of another file, which must not be charged for this one.
+        if f.last_reader == Some(stream) {
+            f.last_reader = None;
+        }
         if f.readers == 0 {
             let ids: Vec<u32> = f.chunks.values().copied().collect();
             f.chunks.clear();
@@ -600,6 +615,7 @@ impl Core {
             .map(|p| ByteOffset((p * PAGE_BYTES).max(pos)));
         self.undefer(stream);
         self.streams[stream.0 as usize].read = (pos, end);
+        self.files[file.0 as usize].last_reader = Some(stream);
         self.policy.handle(
             now,
             Input::Read {
@@ -771,6 +787,7 @@ impl Core {
                 prefetched: false,
                 owner: Some(stream),
                 for_stream: Some(stream),
+                reader: Some(stream),
                 urgent: true,
                 may_evict: start == cursor_page,
             };
@@ -1031,7 +1048,12 @@ impl Core {
                         if reader.is_some_and(|(_, f, _, _)| f == file) {
                             fetched_here.push(span);
                         }
-                        let (parts, short) = self.fetch(id, file, range, trigger);
+                        // Readahead is issued in the context of the reading process, as Linux
+                        // issues it; outside any read it is the file's last reader's.
+                        let charge = reader.map(|(s, ..)| s).or_else(|| {
+                            self.files.get(file.0 as usize).and_then(|f| f.last_reader)
+                        });
+                        let (parts, short) = self.fetch(id, file, range, trigger, charge);
                         cut_short |= short;
                         fetches_changed = true;
                         if parts == 0 {
@@ -1107,6 +1129,7 @@ impl Core {
         file: FileId,
         range: ByteRange,
         trigger: Option<(StreamId, FileId, u64, u64)>,
+        charge: Option<StreamId>,
     ) -> (u32, bool) {
         let Some(f) = self.files.get(file.0 as usize) else {
             return (0, false);
@@ -1147,6 +1170,7 @@ impl Core {
                 prefetched: inside.is_none(),
                 owner: None,
                 for_stream: inside,
+                reader: charge,
                 urgent: inside.is_some(),
                 // A prefetch may take memory from data already used (oldest first); a fetch under
                 // the reader's request uses only free memory (demand fills what it leaves).
@@ -1352,6 +1376,7 @@ impl Core {
                 prefetched: old.prefetched,
                 owner: old.owner,
                 for_stream: old.for_stream,
+                reader: old.reader,
                 urgent: old.urgent,
                 used: old.used,
                 consumed_bytes: consumed,
@@ -1455,6 +1480,7 @@ impl Core {
             prefetched: spec.prefetched,
             owner: spec.owner,
             for_stream: spec.for_stream,
+            reader: spec.reader,
             urgent: spec.urgent,
             used: false,
             consumed_bytes: 0,
@@ -1477,6 +1503,7 @@ impl Core {
             buf,
             buf_offset: 0,
             len_bytes: io_bytes as usize,
+            reader: spec.reader,
         });
         Some(id)
     }
@@ -1721,6 +1748,7 @@ impl Core {
                         buf: c.buf,
                         buf_offset: filled as usize,
                         len_bytes: (chunk.io_bytes - filled) as usize,
+                        reader: chunk.reader,
                     };
                     if chunk.urgent {
                         self.urgent.push_front(r);
@@ -1913,6 +1941,8 @@ struct ChunkSpec {
     prefetched: bool,
     owner: Option<StreamId>,
     for_stream: Option<StreamId>,
+    /// The reader the device read is charged to.
+    reader: Option<StreamId>,
     urgent: bool,
     may_evict: bool,
 }
@@ -2082,7 +2112,7 @@ mod tests {
         let (mut core, backend, file, _) = core_over_holding(4 << 20, 1 << 20);
         let chunk_bytes = 256u64 << 10;
         assert_eq!(
-            core.fetch(FetchId(0), file, ByteRange::new(0, chunk_bytes), None),
+            core.fetch(FetchId(0), file, ByteRange::new(0, chunk_bytes), None, None),
             (1, false)
         );
         fill_and_complete(&mut core, &backend);
@@ -2145,7 +2175,7 @@ mod tests {
                 .unwrap();
         let (mut core, backend, file, _) = core_over_holding_with(policy, 4 * mib, mib, true);
         assert_eq!(
-            core.fetch(FetchId(0), file, ByteRange::new(0, mib), None),
+            core.fetch(FetchId(0), file, ByteRange::new(0, mib), None, None),
             (1, false)
         );
         fill_and_complete(&mut core, &backend);
@@ -2322,6 +2352,98 @@ mod tests {
             DeferWait::Demand
         );
         assert!(!core.streams[sa.0 as usize].deferred);
+        core.check();
+    }
+
+    /// Fetches the 64 KiB after each read it hears of, and `on_timer` when its timer fires.
+    struct AheadAndTimer {
+        next_id: u64,
+        on_timer: Option<(FileId, ByteRange)>,
+        out: VecDeque<Output>,
+    }
+
+    impl AheadAndTimer {
+        fn fetch(&mut self, file: FileId, range: ByteRange) {
+            self.next_id += 1;
+            self.out.push_back(Output::Fetch {
+                id: FetchId(self.next_id),
+                file,
+                range,
+                into: foresight_policy::Tier::Memory,
+            });
+        }
+    }
+
+    impl Policy for AheadAndTimer {
+        fn name(&self) -> &str {
+            "ahead-and-timer"
+        }
+        fn handle(&mut self, _now: Instant, input: Input) {
+            if let Input::Read { file, range, .. } = input {
+                self.fetch(file, ByteRange::new(range.end().0, 64 << 10));
+            }
+        }
+        fn poll_output(&mut self) -> Option<Output> {
+            self.out.pop_front()
+        }
+        fn poll_timeout(&self) -> Option<Instant> {
+            self.on_timer.map(|_| Instant(10))
+        }
+        fn handle_timeout(&mut self, _now: Instant) {
+            if let Some((file, range)) = self.on_timer.take() {
+                self.fetch(file, range);
+            }
+        }
+    }
+
+    /// Every read the core hands a backend names the reader it is for: a demand read its
+    /// stream's, a fetch the policy made on a stream's read that stream's, and one made outside
+    /// any read (on a timer) the file's last reader's. Two readers of one file are two readers,
+    /// not one file, which the emulated backend's anticipatory scheduler waits for apart.
+    #[test]
+    fn each_read_names_its_reader_and_a_fetch_outside_a_read_the_files_last_reader() {
+        let policy = Box::new(AheadAndTimer {
+            next_id: 0,
+            on_timer: Some((FileId(0), ByteRange::new(768 << 10, 64 << 10))),
+            out: VecDeque::new(),
+        });
+        let (mut core, backend, file, sa) =
+            core_over_holding_with(policy, 4 << 20, 64 << 10, false);
+        let again = FileHandle {
+            id: core.next_file_id(),
+            path: PathBuf::from("mem"),
+            file: None,
+            direct: false,
+            size_bytes: 1 << 20,
+            identity: (1, 1),
+            modified: None,
+            volume_offset_bytes: None,
+        };
+        let (same, sb, _, _) = core.open(again);
+        assert_eq!((same, sa != sb), (file, true), "one file, two readers");
+        core.begin_read(Instant(0), sa, file, 0, 64 << 10);
+        core.begin_read(Instant(1), sb, file, 512 << 10, 576 << 10);
+        core.timeout(Instant(10));
+        let mut readers: Vec<(u64, Option<StreamId>)> = backend
+            .held
+            .lock()
+            .unwrap()
+            .iter()
+            .chain(core.urgent.iter())
+            .chain(core.ahead.iter())
+            .map(|r| (r.offset_bytes, r.reader))
+            .collect();
+        readers.sort_unstable();
+        assert_eq!(
+            readers,
+            vec![
+                (0, Some(sa)),
+                (64 << 10, Some(sa)),
+                (512 << 10, Some(sb)),
+                (576 << 10, Some(sb)),
+                (768 << 10, Some(sb)),
+            ]
+        );
         core.check();
     }
 }

@@ -307,6 +307,8 @@ fn read_in_sequence(
                 buf,
                 buf_offset: 0,
                 len_bytes: len as usize,
+                // One reader reads every file in turn, as one process would.
+                reader: Some(foresight_core::StreamId(0)),
             });
             next += len;
             outstanding += 1;

@@ -19,9 +19,11 @@
 //! `max_request_bytes`, keeps 128 request slots (`nr_requests`) and dispatches by the configured
 //! scheduler: `deadline` (the default; ascending LBA order with a read deadline, as Linux's
 //! `mq-deadline`), `noop`, or `anticipatory`, which may hold a member idle for up to
-//! `antic_expire` after a stream's read for that stream's next request. A read's stream is its
-//! file: the engine's reads carry no reader, and a file is what a client reads. The drive's own
-//! command queue is the model's. Parts wait in the queue of a busy member, where
+//! `antic_expire` after a stream's read for that stream's next request. A read's stream is the
+//! reader it is done for ([`IoRequest::reader`]), as the simulator tags a block request with the
+//! application stream, so two readers of one file are two streams to the scheduler; a read no
+//! reader asked for belongs to none and is never waited for. The drive's own command queue is the
+//! model's. Parts wait in the queue of a busy member, where
 //! later parts can still merge with them and be sorted among them. Members are stepped event by
 //! event, so a member that finishes at model instant `t` takes its next request at `t`, not at the
 //! later instant the clock thread woke.
@@ -243,14 +245,34 @@ enum Msg {
     /// A read of these volume sectors entered the host queues at `at_ns`.
     Submit {
         token: u64,
-        /// The stream the anticipatory scheduler charges it to: the file's id.
-        owner: u32,
+        /// The stream the anticipatory scheduler charges it to: the reader's id.
+        owner: Option<u32>,
         at_ns: u64,
         lba: u64,
         sectors: u64,
     },
     /// The real bytes of a read arrived.
     Data(IoCompletion),
+}
+
+impl Msg {
+    /// What the clock thread is told of `r`, submitted at `at_ns`: the volume sectors it reads
+    /// and the reader it is charged to.
+    fn submission(r: &IoRequest, at_ns: u64) -> Msg {
+        let base = r
+            .file
+            .volume_offset_bytes
+            .expect("emulated files are placed");
+        let vol = base + r.offset_bytes;
+        Msg::Submit {
+            token: r.token,
+            owner: r.reader.map(|s| s.0),
+            at_ns,
+            lba: vol / SECTOR_BYTES,
+            sectors: ((vol + r.len_bytes as u64).div_ceil(SECTOR_BYTES) - vol / SECTOR_BYTES)
+                .max(1),
+        }
+    }
 }
 
 struct Inbox {
@@ -405,22 +427,9 @@ impl IoBackend for EmulatedBackend {
         let at_ns = self.shared.now_ns();
         {
             let mut inbox = self.shared.inbox.lock().expect("emulation inbox poisoned");
-            for r in batch.iter() {
-                let base = r
-                    .file
-                    .volume_offset_bytes
-                    .expect("emulated files are placed");
-                let vol = base + r.offset_bytes;
-                inbox.msgs.push_back(Msg::Submit {
-                    token: r.token,
-                    owner: r.file.id.0,
-                    at_ns,
-                    lba: vol / SECTOR_BYTES,
-                    sectors: ((vol + r.len_bytes as u64).div_ceil(SECTOR_BYTES)
-                        - vol / SECTOR_BYTES)
-                        .max(1),
-                });
-            }
+            inbox
+                .msgs
+                .extend(batch.iter().map(|r| Msg::submission(r, at_ns)));
         }
         self.shared.wake.notify_one();
         self.inner.submit(batch);
@@ -454,7 +463,7 @@ impl Drop for EmulatedBackend {
 #[derive(Clone, Copy)]
 struct Part {
     token: u64,
-    owner: u32,
+    owner: Option<u32>,
     lba: u64,
     sectors: u32,
 }
@@ -474,7 +483,7 @@ impl Member {
     /// wait behind them, except the stream an anticipating queue waits for, which may queue past
     /// the slots (up to [`QUEUE_LIMIT`]), as in the simulator.
     fn push(&mut self, now: Instant, p: Part, owners: &mut Owners) {
-        let owner = Some(p.owner);
+        let owner = p.owner;
         if self.queue.waits_for(owner) && !self.queue.is_full() {
             self.queue
                 .push(now, Op::Read, p.lba, p.sectors, p.token, owner, owners);
@@ -490,15 +499,10 @@ impl Member {
     /// Moves waiting parts in as slots free, so the elevator sees as many requests as it may.
     fn refill(&mut self, now: Instant, owners: &mut Owners) {
         while let Some(p) = self.waiting.front().copied() {
-            if !self.queue.try_push(
-                now,
-                Op::Read,
-                p.lba,
-                p.sectors,
-                p.token,
-                Some(p.owner),
-                owners,
-            ) {
+            if !self
+                .queue
+                .try_push(now, Op::Read, p.lba, p.sectors, p.token, p.owner, owners)
+            {
                 break;
             }
             self.waiting.pop_front();
@@ -714,7 +718,7 @@ impl Clock {
     /// Splits a read's volume sectors into member parts (a RAID-0 split at strip boundaries, each
     /// member's share contiguous on it, as Linux's md splits bios), cuts those at the request
     /// limit and queues them on their members, merging with neighbours where they touch.
-    fn enqueue(&mut self, token: u64, owner: u32, at_ns: u64, lba: u64, sectors: u64) {
+    fn enqueue(&mut self, token: u64, owner: Option<u32>, at_ns: u64, lba: u64, sectors: u64) {
         // Bring the model up to the submission instant first (the device protocol needs
         // non-decreasing time), collecting what finished before it.
         let at = at_ns.max(self.model_ns);
@@ -821,7 +825,7 @@ mod tests {
                 if at_ns > clock.model_ns {
                     break;
                 }
-                clock.enqueue(next as u64, 0, at_ns, lba, sectors);
+                clock.enqueue(next as u64, Some(0), at_ns, lba, sectors);
                 next += 1;
             }
             clock.dispatch();
@@ -905,7 +909,7 @@ mod tests {
         let mut c = clock(&cfg);
         let reads: Vec<(u64, u64, u64)> = (0..300).map(|k| (0, k * 64, 8)).collect();
         for (token, &(at, lba, sectors)) in reads.iter().enumerate() {
-            c.enqueue(token as u64, 0, at, lba, sectors);
+            c.enqueue(token as u64, Some(0), at, lba, sectors);
         }
         let m = &c.members[0];
         assert_eq!(
@@ -956,8 +960,8 @@ mod tests {
                 .scheduler(name)
                 .unwrap();
             let mut c = clock(&cfg);
-            c.enqueue(0, 1, 0, 1000, 8);
-            c.enqueue(1, 2, 0, 50_000_000, 8);
+            c.enqueue(0, Some(1), 0, 1000, 8);
+            c.enqueue(1, Some(2), 0, 50_000_000, 8);
             c.dispatch();
             // Until stream 1's first read completes.
             while !c.reads[&0].model_done {
@@ -968,11 +972,71 @@ mod tests {
             let next_ns = c.model_ns + 1_000_000;
             c.advance(next_ns);
             c.dispatch();
-            c.enqueue(2, 1, next_ns, 1008, 8);
+            c.enqueue(2, Some(1), next_ns, 1008, 8);
             let mut order = vec![0];
             order.extend(finish_order(&mut c).into_iter().filter(|&t| t != 0));
             assert_eq!(order, expected, "{name}");
         }
+    }
+
+    /// The anticipatory case above with both streams reading one file, as two readers of it
+    /// submit their reads to the backend: the reads name their readers, and the disk is held for
+    /// reader 1's next read as it is for a stream of its own file. (Keyed on the file, both
+    /// readers were one stream, and reader 2's far read went to the disk at once.)
+    #[test]
+    fn anticipation_waits_for_a_reader_not_for_the_file_it_reads() {
+        let cfg = EmulatedConfig::preset("wd800jd")
+            .unwrap()
+            .scheduler("anticipatory")
+            .unwrap();
+        let mut c = clock(&cfg);
+        let file = Arc::new(FileHandle {
+            id: FileId(3),
+            path: "shared".into(),
+            file: None,
+            direct: false,
+            size_bytes: 32 << 30,
+            identity: (1, 1),
+            modified: None,
+            volume_offset_bytes: Some(0),
+        });
+        let read = |token: u64, reader: u32, sector: u64| IoRequest {
+            token,
+            file: file.clone(),
+            offset_bytes: sector * SECTOR_BYTES,
+            buf: crate::buffer::AlignedBuf::new(4096).expect("a 4 KiB buffer"),
+            buf_offset: 0,
+            len_bytes: 4096,
+            reader: Some(foresight_core::StreamId(reader)),
+        };
+        let mut submit = |c: &mut Clock, r: IoRequest, at_ns: u64| match Msg::submission(&r, at_ns)
+        {
+            Msg::Submit {
+                token,
+                owner,
+                at_ns,
+                lba,
+                sectors,
+            } => c.enqueue(token, owner, at_ns, lba, sectors),
+            Msg::Data(_) => unreachable!("a submission"),
+        };
+        submit(&mut c, read(0, 1, 1000), 0);
+        submit(&mut c, read(1, 2, 50_000_000), 0);
+        c.dispatch();
+        while !c.reads[&0].model_done {
+            let t = c.next_event_ns().expect("reads outstanding");
+            c.advance(t);
+            c.dispatch();
+        }
+        let next_ns = c.model_ns + 1_000_000;
+        c.advance(next_ns);
+        c.dispatch();
+        submit(&mut c, read(2, 1, 1008), next_ns);
+        let after: Vec<u64> = finish_order(&mut c)
+            .into_iter()
+            .filter(|&t| t != 0)
+            .collect();
+        assert_eq!(after, vec![2, 1], "reader 1's next read first");
     }
 
     #[test]

@@ -34,7 +34,7 @@ use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock, Weak};
 
-use foresight_core::{ByteLen, FileId};
+use foresight_core::{ByteLen, FileId, StreamId};
 use foresight_policy::layout::Striping;
 
 use crate::beneath::RootDir;
@@ -111,6 +111,12 @@ pub struct IoRequest {
     pub buf_offset: usize,
     /// Bytes to read; `buf_offset + len_bytes <= buf.capacity()`.
     pub len_bytes: usize,
+    /// The reader the read is done for: the stream whose read missed, or whose read made the
+    /// policy fetch (a fetch on a completion, a timer or a hint goes to the file's last reader,
+    /// as the simulator charges it), `None` when no reader has read the file yet. The emulated
+    /// backend's anticipatory scheduler waits for a reader's next request by it, as Linux's
+    /// waits for a process; backends that schedule nothing ignore it.
+    pub reader: Option<StreamId>,
 }
 
 impl IoRequest {
