@@ -31,11 +31,15 @@
 //! `--emulate PRESET` runs the engine on the `emulated` backend instead: the same real bytes, but
 //! every read completes when the named device model says it would (files spread over the modelled
 //! disk, one slot per stream); `limit` is then the model's single-reader rate, and `kernel` is not
-//! measured (the kernel reads the real disk, not the modelled one).
+//! measured (the kernel reads the real disk, not the modelled one). `--scheduler` picks the
+//! modelled disk's host queue scheduler (`deadline` by default, `noop`, or `anticipatory`, which
+//! holds the disk after a reader's read for that reader's next one for `--antic-expire`); both
+//! are refused without `--emulate`, since the real disk's scheduler is the kernel's.
 //!
 //! Progress goes to stderr; the table, or with `--json` one JSON array of objects, one per
 //! (N, method), with keys `streams, method, policy, mib_s, ratio_to_limit, memory_peak_bytes,
-//! cpu_s`, goes to stdout. `mib_s` is the median over the rounds; `ratio_to_limit` is the median
+//! cpu_s, scheduler, antic_expire_ns` (the last two the emulated disk's scheduler and, under
+//! `anticipatory`, its wait; `null` on the real disk), goes to stdout. `mib_s` is the median over the rounds; `ratio_to_limit` is the median
 //! of the per-round ratios, each method against the limit measured in the same round.
 
 use std::io::{Read, Write};
@@ -49,7 +53,9 @@ use foresight_engine::measure::{
     children_cpu_seconds, evict_from_page_cache, free_disk_bytes, process_cpu_seconds,
     sequential_read_files,
 };
-use foresight_engine::{check_policy, Backend, EmulatedConfig, Engine, EngineError, NoopBackend};
+use foresight_engine::{
+    check_policy, Backend, EmulatedConfig, Engine, EngineError, NoopBackend, Scheduler,
+};
 use foresight_policy::PolicyConfig;
 use serde_json::json;
 
@@ -109,6 +115,16 @@ pub struct BenchArgs {
     /// Run the engine on the emulated backend with this device preset (see `foresight devices`).
     #[arg(long, value_name = "PRESET")]
     emulate: Option<String>,
+    /// The emulated disk's host block queue scheduler: noop, deadline or anticipatory (the
+    /// simulator's `host.scheduler`) [default: deadline]. Only with --emulate: on the real disk
+    /// the kernel's scheduler runs.
+    #[arg(long, value_name = "NAME")]
+    scheduler: Option<String>,
+    /// How long the anticipatory scheduler holds the emulated disk, after a reader's read
+    /// completes, for that reader's next request, at most 1s (the simulator's
+    /// `host.antic_expire`) [default: 6ms]. Only with --emulate --scheduler anticipatory.
+    #[arg(long, allow_hyphen_values = true, value_name = "DURATION")]
+    antic_expire: Option<String>,
     /// Bytes per application read [default: 1MiB; 64KiB with --emulate].
     #[arg(long, allow_hyphen_values = true, value_name = "SIZE")]
     request: Option<String>,
@@ -229,9 +245,25 @@ fn plan(a: &BenchArgs) -> anyhow::Result<Plan> {
     streams.retain(|n| seen.insert(*n));
     let emulate = match &a.emulate {
         None => None,
-        Some(p) => Some(EmulatedConfig::preset(p).map_err(|e| input(format!("--emulate: {e}")))?),
+        Some(p) => Some(emulation(
+            EmulatedConfig::preset(p).map_err(|e| input(format!("--emulate: {e}")))?,
+            a.scheduler.as_deref(),
+            a.antic_expire.as_deref(),
+        )?),
     };
     let emulated = emulate.is_some();
+    // The real disk's scheduler is the kernel's: these would be ignored.
+    for (flag, given) in [
+        ("--scheduler", a.scheduler.is_some()),
+        ("--antic-expire", a.antic_expire.is_some()),
+    ] {
+        if given && !emulated {
+            return Err(input(format!(
+                "{flag}: only the emulated disk's host queue is the bench's to choose (on the real \
+                 disk the kernel's scheduler runs); add --emulate PRESET or drop {flag}"
+            )));
+        }
+    }
     let file_size = size("file-size", &a.file_size)?;
     let total = size("total-size", &a.total_size)?;
     let request = size(
@@ -423,6 +455,50 @@ fn plan(a: &BenchArgs) -> anyhow::Result<Plan> {
     })
 }
 
+/// `cfg` with the host scheduler `--scheduler` names and the `--antic-expire` given, if any.
+fn emulation(
+    cfg: EmulatedConfig,
+    scheduler: Option<&str>,
+    antic_expire: Option<&str>,
+) -> anyhow::Result<EmulatedConfig> {
+    let mut cfg = match scheduler {
+        None => cfg,
+        Some(name) => cfg.scheduler(name).map_err(|_| {
+            input(format!(
+                "--scheduler: `{name}` is not a host scheduler; choose noop, deadline or \
+                 anticipatory"
+            ))
+        })?,
+    };
+    if let Some(text) = antic_expire {
+        if cfg.scheduler != Scheduler::Anticipatory {
+            return Err(input(
+                "--antic-expire: only the anticipatory scheduler holds the disk for a reader; \
+                 add --scheduler anticipatory or drop --antic-expire",
+            ));
+        }
+        let d = parse_duration(text).map_err(|e| input(format!("--antic-expire: {e}")))?;
+        if d > foresight_core::Duration::from_secs(1) {
+            // A disk held idle longer than a second for one reader is a stalled disk, not
+            // anticipation (the simulator refuses it too).
+            return Err(input(format!(
+                "--antic-expire: {text} is more than 1s; Linux's default is 6ms"
+            )));
+        }
+        cfg.antic_expire = d;
+    }
+    Ok(cfg)
+}
+
+/// The emulated disk's scheduler as the report names it, with its wait when it anticipates.
+fn scheduler_label(cfg: &EmulatedConfig) -> String {
+    match cfg.scheduler {
+        Scheduler::Noop => "noop".into(),
+        Scheduler::Deadline => "deadline".into(),
+        Scheduler::Anticipatory => format!("anticipatory, antic_expire {}", cfg.antic_expire),
+    }
+}
+
 fn policy_config(name: &str, readahead_max: ByteLen) -> PolicyConfig {
     PolicyConfig {
         name: name.to_string(),
@@ -611,6 +687,10 @@ fn print_rows(p: &Plan, rows: &[Summary], as_json: bool) -> anyhow::Result<()> {
                     "ratio_to_limit": (ratio(s) * 1000.0).round() / 1000.0,
                     "memory_peak_bytes": r.memory_peak_bytes,
                     "cpu_s": (r.cpu_s * 100.0).round() / 100.0,
+                    "scheduler": p.emulate.as_ref().map(|e| e.scheduler),
+                    "antic_expire_ns": p.emulate.as_ref()
+                        .filter(|e| e.scheduler == Scheduler::Anticipatory)
+                        .map(|e| e.antic_expire.0),
                 })
             })
             .collect();
@@ -618,7 +698,7 @@ fn print_rows(p: &Plan, rows: &[Summary], as_json: bool) -> anyhow::Result<()> {
         return Ok(());
     }
     let device = match &p.emulate {
-        Some(_) => "emulated device".to_string(),
+        Some(e) => format!("emulated device ({} scheduler)", scheduler_label(e)),
         None => format!("the disk under {}", p.dir.display()),
     };
     writeln!(

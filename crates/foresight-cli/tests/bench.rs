@@ -51,6 +51,34 @@ fn bad_bench_input_exits_2_naming_the_flag() {
             "--backend",
         ),
         (vec!["--emulate", "wd800jd", "--fio"], "--fio"),
+        (vec!["--emulate", "wd800jd", "--scheduler", "cfq"], "`cfq`"),
+        (
+            vec![
+                "--emulate",
+                "wd800jd",
+                "--scheduler",
+                "anticipatory",
+                "--antic-expire",
+                "5s",
+            ],
+            "--antic-expire",
+        ),
+        (
+            vec![
+                "--emulate",
+                "wd800jd",
+                "--scheduler",
+                "anticipatory",
+                "--antic-expire",
+                "soon",
+            ],
+            "--antic-expire",
+        ),
+        // Only the anticipatory scheduler waits: under deadline the wait would change nothing.
+        (
+            vec!["--emulate", "wd800jd", "--antic-expire", "10ms"],
+            "--scheduler anticipatory",
+        ),
     ] {
         let d = dir("bad");
         // Small sizes, so that if checking ever moved after file creation this test would write
@@ -71,6 +99,31 @@ fn bad_bench_input_exits_2_naming_the_flag() {
             "{all:?}: the message should name {name}: {err}"
         );
         assert!(!err.contains("panicked"), "{err}");
+    }
+}
+
+/// The host scheduler is the emulated disk's to choose; on the real disk the kernel's runs, so
+/// `--scheduler` and `--antic-expire` without `--emulate` are refused, saying so, before anything
+/// is written.
+#[test]
+fn a_scheduler_without_emulate_is_refused() {
+    for args in [
+        vec!["--scheduler", "anticipatory"],
+        vec!["--antic-expire", "10ms"],
+    ] {
+        let d = dir("sched");
+        let mut all = vec!["bench", "--dir", d.as_str(), "--file-size", "1MiB"];
+        all.extend(args.iter().copied());
+        let (code, _, err) = foresight(&all);
+        let wrote = std::path::Path::new(&d).exists();
+        let _ = std::fs::remove_dir_all(&d);
+        assert!(!wrote, "{all:?} created {d} before refusing");
+        assert_eq!(code, 2, "{all:?} should exit 2: {err}");
+        assert!(
+            err.contains(args[0]) && err.contains("--emulate") && err.contains("kernel"),
+            "{all:?}: the message should name {} and say it needs --emulate: {err}",
+            args[0]
+        );
     }
 }
 
@@ -212,7 +265,59 @@ fn an_emulated_bench_runs_on_the_model() {
     // the pace.
     for r in rows {
         assert!(r["mib_s"].as_f64().unwrap() < 200.0, "{r}");
+        // The simulator's default host scheduler, which does not wait.
+        assert_eq!(r["scheduler"], "deadline", "{r}");
+        assert!(r["antic_expire_ns"].is_null(), "{r}");
     }
+}
+
+/// `--scheduler anticipatory` runs the emulated disk's queues under the anticipatory scheduler,
+/// with the `--antic-expire` given, and the JSON rows and the table's head say so.
+#[test]
+fn an_emulated_bench_runs_the_scheduler_asked_for() {
+    let d = dir("antic");
+    let common = [
+        "bench",
+        "--emulate",
+        "wd800jd",
+        "--scheduler",
+        "anticipatory",
+        "--antic-expire",
+        "10ms",
+        "--streams",
+        "2",
+        "--file-size",
+        "1MiB",
+        "--total-size",
+        "2MiB",
+        "--dir",
+        &d,
+        "--duration",
+        "5s",
+        "--repeat",
+        "1",
+        "--memory",
+        "64MiB",
+        "--policy",
+        "seqp",
+    ];
+    let (code, out, err) = foresight(&[&common[..], &["--json"]].concat());
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(out.trim()).expect("one JSON array");
+    let rows = v.as_array().unwrap();
+    assert!(rows.iter().any(|r| r["method"] == "engine"), "{out}");
+    for r in rows {
+        assert_eq!(r["scheduler"], "anticipatory", "{r}");
+        assert_eq!(r["antic_expire_ns"], 10_000_000, "{r}");
+        assert!(r["mib_s"].as_f64().unwrap() > 0.0, "{r}");
+    }
+    let (code, out, err) = foresight(&common);
+    let _ = std::fs::remove_dir_all(&d);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("anticipatory, antic_expire 10.000ms scheduler"),
+        "{out}"
+    );
 }
 
 /// fio runs as a child process, whose CPU time the bench's own (`RUSAGE_SELF`) does not include:

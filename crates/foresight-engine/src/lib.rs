@@ -57,7 +57,7 @@ mod pool;
 pub mod stats;
 mod sys;
 
-pub use backend::emulated::{EmulatedConfig, EmulatedDevice, EmulatedPlacement};
+pub use backend::emulated::{EmulatedConfig, EmulatedDevice, EmulatedPlacement, Scheduler};
 pub use backend::noop::{Fault, FaultKind, NoopBackend};
 pub use backend::{BackendKind, IoBackend};
 pub use beneath::{Resolver, RootDir};
