@@ -1,9 +1,12 @@
 //! One scenario, two worlds: the simulator and the engine's emulated backend, compared.
 //!
-//! A [`Scenario`] is N clients, each reading its own file with one request outstanding, on one
+//! A [`Scenario`] is N clients, each reading its own file with one request outstanding (and
+//! thinking between requests if asked, as the simulator's clients do), on one
 //! modelled drive or a RAID-0 of them, files spread over the volume: front to back
 //! ([`Workload::Sequential`], the simulator's `streams` workload), or in an order disclosed up
-//! front as one hint ([`Workload::Scan`], [`Workload::Gaps`], the simulator's `scan` and `gaps`).
+//! front as one hint ([`Workload::Scan`], [`Workload::Gaps`], the simulator's `scan` and `gaps`);
+//! or all N reading one shared file at seeded random places ([`Workload::Random`], the
+//! simulator's `random`), so that a file's readers are not the file.
 //! [`run_sim`] runs it in the simulator; [`run_engine`] runs it through the real engine on the
 //! `emulated` backend with the same device, placement and policy settings, one thread per client
 //! reading a real file and issuing the reads the simulator's client issues (the same seeded plan,
@@ -33,7 +36,7 @@ use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex};
 
-use foresight_core::{ByteLen, ByteOffset, ByteRange, FileId, StreamId};
+use foresight_core::{ByteLen, ByteOffset, ByteRange, Duration, FileId, StreamId};
 use foresight_engine::{Backend, EmulatedConfig, Engine};
 use foresight_policy::layout::{FileLayout, VOLUME_FILE};
 use foresight_policy::{Input, Output};
@@ -56,6 +59,30 @@ pub enum Workload {
         /// Bytes between one read's end and the next read.
         gap_bytes: u64,
     },
+    /// Every client reads the one file 0, `requests` reads of `request_bytes` each at
+    /// request-aligned places drawn from its own seeded generator (the simulator's `random`).
+    Random {
+        /// Reads per client.
+        requests: u64,
+    },
+}
+
+impl Workload {
+    /// The file client `client` reads: its own, or the shared one.
+    pub fn file_of(&self, client: usize) -> usize {
+        match self {
+            Workload::Random { .. } => 0,
+            _ => client,
+        }
+    }
+
+    /// How many files `streams` clients read.
+    pub fn files(&self, streams: u32) -> u32 {
+        match self {
+            Workload::Random { .. } => 1,
+            _ => streams,
+        }
+    }
 }
 
 /// A scenario both worlds can run.
@@ -67,7 +94,7 @@ pub struct Scenario {
     pub raid0: Option<(u32, u64)>,
     /// What each client reads.
     pub workload: Workload,
-    /// Clients, each reading its own file.
+    /// Clients, each reading its own file (but under [`Workload::Random`]).
     pub streams: u32,
     /// Bytes per file.
     pub file_bytes: u64,
@@ -91,6 +118,12 @@ pub struct Scenario {
     /// The host block queues' scheduler (`noop`, `deadline` or `anticipatory`), the simulator's
     /// `host.scheduler` and the emulated backend's `EmulatedConfig::scheduler`.
     pub scheduler: String,
+    /// How long an anticipatory queue holds its disk for a stream's next read, when not the
+    /// simulator's default 6 ms (`host.antic_expire`, `EmulatedConfig::antic_expire`).
+    pub antic_expire: Option<Duration>,
+    /// The time each client spends between one read completing and issuing the next (the
+    /// simulator's `workload.think`; the engine's clients sleep it, in real time).
+    pub think: Duration,
     /// The seed of the simulator's draws (placement and the disclosed orders), which the engine's
     /// clients replay.
     pub seed: u64,
@@ -113,6 +146,8 @@ impl Scenario {
             engine_memory: None,
             policy_sets: Vec::new(),
             scheduler: "deadline".into(),
+            antic_expire: None,
+            think: Duration::ZERO,
             seed: 1,
         }
     }
@@ -282,12 +317,22 @@ pub fn sim_config(s: &Scenario) -> Result<SimConfig, String> {
         format!("host.memory={}", s.memory.0),
         format!("host.scheduler={}", s.scheduler),
     ];
+    if let Some(d) = s.antic_expire {
+        sets.push(format!("host.antic_expire={}ns", d.0));
+    }
+    if s.think > Duration::ZERO {
+        sets.push(format!("workload.think={}ns", s.think.0));
+    }
     match s.workload {
         Workload::Sequential => sets.push("workload.kind=streams".into()),
         Workload::Scan => sets.push("workload.kind=scan".into()),
         Workload::Gaps { gap_bytes } => {
             sets.push("workload.kind=gaps".into());
             sets.push(format!("workload.gap={gap_bytes}"));
+        }
+        Workload::Random { requests } => {
+            sets.push("workload.kind=random".into());
+            sets.push(format!("workload.requests={requests}"));
         }
     }
     if let Some((disks, strip_bytes)) = s.raid0 {
@@ -317,6 +362,15 @@ pub fn plans(s: &Scenario) -> Result<Vec<Vec<(u64, u64)>>, String> {
                     (at, s.request_bytes.min(s.file_bytes - at))
                 })
                 .collect()),
+            // The simulator's clients draw from one generator each, forked from the run's seed,
+            // a request-aligned place in the file (cut to whole requests) per read.
+            Workload::Random { requests } => {
+                let slots = s.file_bytes / s.request_bytes;
+                let mut r = rng.fork(i);
+                Ok((0..requests)
+                    .map(|_| (r.below(slots) * s.request_bytes, s.request_bytes))
+                    .collect())
+            }
             // The simulator forks one generator per client from the run's seed.
             Workload::Scan | Workload::Gaps { .. } => foresight_sim::plans::plan(
                 &cfg.workload,
@@ -361,7 +415,7 @@ pub fn run_sim(s: &Scenario, files: &[Vec<u8>]) -> Result<WorldRun, String> {
     for (i, t) in streams.iter_mut().enumerate() {
         let mut h = hasher();
         for r in records.iter().filter(|r| r.stream as usize == i) {
-            let f = &files[i];
+            let f = &files[s.workload.file_of(i)];
             let end = ((r.offset + r.bytes) as usize).min(f.len());
             h.write(&f[r.offset as usize..end]);
             t.bytes += (end - r.offset as usize) as u64;
@@ -405,8 +459,12 @@ pub fn run_engine(s: &Scenario, paths: &[PathBuf]) -> Result<WorldRun, String> {
     if let Some((disks, strip_bytes)) = s.raid0 {
         emulated = emulated.raid0(disks, strip_bytes);
     }
+    if let Some(d) = s.antic_expire {
+        emulated.antic_expire = d;
+    }
+    let think = std::time::Duration::from_nanos(s.think.0);
     let plans = plans(s)?;
-    let hinted = !matches!(s.workload, Workload::Sequential);
+    let hinted = !matches!(s.workload, Workload::Sequential | Workload::Random { .. });
     let log = DecisionLog::new();
     let recorder = log.clone();
     let engine = Engine::builder()
@@ -417,11 +475,14 @@ pub fn run_engine(s: &Scenario, paths: &[PathBuf]) -> Result<WorldRun, String> {
         .wrap_policy(Box::new(move |p| recorder.wrap(p)))
         .build()
         .map_err(|e| e.to_string())?;
-    // Open in client order, so stream i reads file i, as in the simulator.
-    let readers = paths
-        .iter()
-        .take(s.streams as usize)
-        .map(|p| engine.open(p).map_err(|e| e.to_string()))
+    // Open in client order, so stream i reads file i (or the shared file), as in the simulator.
+    let readers = (0..s.streams as usize)
+        .map(|i| {
+            let p = paths
+                .get(s.workload.file_of(i))
+                .ok_or_else(|| format!("no file for client {i}"))?;
+            engine.open(p).map_err(|e| e.to_string())
+        })
         .collect::<Result<Vec<_>, _>>()?;
     for (i, r) in readers.iter().enumerate() {
         if r.handle().stream != StreamId(i as u32) {
@@ -460,7 +521,10 @@ pub fn run_engine(s: &Scenario, paths: &[PathBuf]) -> Result<WorldRun, String> {
                     drop(n);
                     hint.map_err(std::io::Error::other)?;
                 }
-                for (offset, bytes) in plan {
+                for (k, (offset, bytes)) in plan.into_iter().enumerate() {
+                    if k > 0 && !think.is_zero() {
+                        std::thread::sleep(think);
+                    }
                     buf.resize(bytes as usize, 0);
                     r.seek(SeekFrom::Start(offset))?;
                     r.read_exact(&mut buf)?;

@@ -6,14 +6,14 @@
 //! clients is printed, not required (see `foresight_testkit::conformance`). A scenario whose
 //! decisions depend on timing says which checks it leaves out and why.
 
-use foresight_core::ByteLen;
+use foresight_core::{ByteLen, Duration};
 use foresight_testkit::conformance::{file_bytes, plans, reads_per_stream, write_files};
 use foresight_testkit::{compare, run_engine, run_sim, Comparison, Scenario, Workload, WorldRun};
 
 /// Runs `s` in both worlds and prints how they compare. Every client must have read every byte it
 /// planned, and got the file's bytes, in both worlds.
 fn run_both(name: &str, s: &Scenario) -> (WorldRun, WorldRun, Comparison) {
-    let files: Vec<Vec<u8>> = (0..s.streams as u64)
+    let files: Vec<Vec<u8>> = (0..s.workload.files(s.streams) as u64)
         .map(|i| file_bytes(s.file_bytes, i))
         .collect();
     let dir = std::env::temp_dir().join(format!(
@@ -103,6 +103,12 @@ fn similar_time(sim: &WorldRun, engine: &WorldRun) {
 /// simulator keeps one per member disk, two hinted 4 MiB `directed` scans took 0.089 to 0.149 s
 /// on it against the simulator's 0.063 s.)
 fn same_costs_on_raid0(name: &str, s: &Scenario, sim: &WorldRun, engine: &WorldRun) {
+    same_costs_within(name, s, sim, engine, 0.8);
+}
+
+/// [`same_costs_on_raid0`] with the engine allowed to be faster than the simulator by at most
+/// `1 - lowest` of its time.
+fn same_costs_within(name: &str, s: &Scenario, sim: &WorldRun, engine: &WorldRun, lowest: f64) {
     let bytes = engine.device_bytes as f64 / sim.device_bytes as f64;
     assert!(
         (0.99..=1.01).contains(&bytes),
@@ -120,7 +126,7 @@ fn same_costs_on_raid0(name: &str, s: &Scenario, sim: &WorldRun, engine: &WorldR
     }
     let ratio = best_s / sim.elapsed_s;
     assert!(
-        (0.8..1.3).contains(&ratio),
+        (lowest..1.3).contains(&ratio),
         "engine/sim time ratio {ratio:.2} ({best_s:.3} s, the fastest of up to three runs, vs {:.3} s)",
         sim.elapsed_s
     );
@@ -371,6 +377,49 @@ fn four_streams_under_saseqp_on_raid0_with_anticipation_cost_the_same_in_both_wo
     let (sim, engine, c) = run_both("saseqp-raid0-antic", &s);
     same_decisions(&c);
     same_costs_on_raid0("saseqp-raid0-antic", &s, &sim, &engine);
+}
+
+/// Two clients reading one shared 64 MiB file at random places, 48 reads of 8 KiB each, thinking
+/// 10 ms between reads (the simulator's `random` workload), with no prefetching, under the
+/// `anticipatory` scheduler holding the disk up to 30 ms: each of the file's two readers is a
+/// stream of its own to the scheduler in both worlds (the simulator tags a block request with the
+/// application stream, the engine's reads name their reader), so after a reader's read the disk
+/// waits out that reader's think time for its next read. The simulator takes 1.15 s (0.84 s under
+/// `deadline`); the engine took 1.16 s, and 0.85 to 0.87 s while its emulated backend charged
+/// each read to the file, which made the two readers one stream whose next read, the other
+/// reader's, never waited. Compared by reads and misses, device bytes and time, as the RAID-0
+/// scenarios are. The places are distinct, so no read finds another's data cached (the simulator
+/// keeps read pages, the engine frees a chunk once it has been read). The time may be at most 10%
+/// short of the simulator's, not 20%: the engine's clients think at least as long as the
+/// simulator's (a sleep never ends early), and its drive is the same model, so an engine much
+/// faster than the simulator waited less for a reader than the simulator did.
+#[test]
+fn two_readers_of_one_file_under_anticipation_cost_the_same_in_both_worlds() {
+    let s = Scenario {
+        workload: Workload::Random { requests: 48 },
+        streams: 2,
+        file_bytes: 64 << 20,
+        request_bytes: 8 << 10,
+        policy: "none".into(),
+        scheduler: "anticipatory".into(),
+        antic_expire: Some(Duration::from_millis(30)),
+        think: Duration::from_millis(10),
+        seed: 2,
+        ..Scenario::four_streams_seqp_wd800jd()
+    };
+    let mut places: Vec<u64> = plans(&s).unwrap().concat().iter().map(|r| r.0).collect();
+    places.sort_unstable();
+    let n = places.len();
+    places.dedup();
+    assert_eq!(
+        places.len(),
+        n,
+        "seed {}: a place drawn twice; pick another seed",
+        s.seed
+    );
+    let (sim, engine, c) = run_both("random-shared-antic", &s);
+    assert!(c.per_stream_equal, "{:?}", c.first_difference);
+    same_costs_within("random-shared-antic", &s, &sim, &engine, 0.9);
 }
 
 /// The stream scheduler (paper 001) with `D` = 2 streams dispatched at a time, `R` = 512 KiB per

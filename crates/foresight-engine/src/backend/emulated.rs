@@ -1009,8 +1009,7 @@ mod tests {
             len_bytes: 4096,
             reader: Some(foresight_core::StreamId(reader)),
         };
-        let mut submit = |c: &mut Clock, r: IoRequest, at_ns: u64| match Msg::submission(&r, at_ns)
-        {
+        let submit = |c: &mut Clock, r: IoRequest, at_ns: u64| match Msg::submission(&r, at_ns) {
             Msg::Submit {
                 token,
                 owner,
