@@ -65,11 +65,20 @@ const STREAM_ERRORS_MAX: usize = 16;
 /// (the reader wakes, copies, returns, and the application reads again): tens of microseconds,
 /// more on a loaded host or in a debug build. Waiting out a gap of this length keeps a deferred
 /// read parked across it (the anticipatory scheduler's idea), while a deferral nobody will serve
-/// still ends: each costs the reader at most this much more than reading on demand at once.
+/// still ends: each costs the reader at most this much more than reading on demand at once
+/// ([`DEFER_PATIENCE_NS`] while another stream has hinted reads left).
 /// Well above the gap and well below a seek of the drives the engine is compared on (8 ms or so);
 /// 1 ms served the contention scenarios as well but cost two hinted scans on a RAID-0 30% of
 /// their time in deferrals nobody serves (ARCHITECTURE.md, the conformance suite).
 pub(crate) const DEFER_GRACE_NS: u64 = 300_000;
+
+/// How long a deferred read waits for an idle engine instead, while another stream, neither
+/// deferred nor waiting for memory, has disclosed reads it has not made yet: that reader has
+/// promised to read on, and its reads are what let the policy fetch (the simulator's clients read
+/// on at the same instant, so its parked reads stay parked), so a gap between its reads longer
+/// than [`DEFER_GRACE_NS`] (a thread descheduled on a loaded host) does not end the deferral.
+/// Still bounded, since an application may break its promise and stop reading.
+pub(crate) const DEFER_PATIENCE_NS: u64 = 20_000_000;
 
 /// What a reader whose read was deferred does at a missing byte ([`Core::defer_wait`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -190,6 +199,9 @@ struct StreamState {
     /// `StreamId`, is reused after close, and a handle kept from the old stream must not name
     /// the new one.
     open_seq: u64,
+    /// Reads the stream disclosed in hints and has not begun yet, as the engine counts them: each
+    /// hinted range adds one and each read takes one.
+    hinted_reads_left: u64,
 }
 
 #[derive(Debug)]
@@ -266,6 +278,9 @@ pub(crate) struct Core {
     /// While the engine is idle and a deferred reader waits: `submitted` and the time when that
     /// reader first found it idle (see [`DEFER_GRACE_NS`]).
     quiet: Option<(u64, Instant)>,
+    /// Open streams with disclosed reads left (`StreamState::hinted_reads_left > 0`), so that
+    /// deferred readers look through the streams only when some stream has hinted.
+    hinted_streams: usize,
     /// Bytes of the chunks in each eviction class.
     lru_bytes: [u64; 3],
     /// Indexed by `StreamId`. A closed stream's slot goes on `free_streams` and the next open
@@ -334,6 +349,7 @@ impl Core {
             defer_waiters: Vec::new(),
             submitted: 0,
             quiet: None,
+            hinted_streams: 0,
             lru_bytes: [0; 3],
             streams: Vec::new(),
             free_streams: Vec::new(),
@@ -445,6 +461,7 @@ impl Core {
             read: (0, 0),
             delivered: Vec::new(),
             open_seq,
+            hinted_reads_left: 0,
         };
         let stream = StreamId(foresight_core::take_slot(
             &mut self.streams,
@@ -492,6 +509,10 @@ impl Core {
         st.waiting_on = None;
         st.waits_for_memory = false;
         let file = st.file;
+        if st.hinted_reads_left > 0 {
+            st.hinted_reads_left = 0;
+            self.hinted_streams -= 1;
+        }
         self.undefer(stream);
         self.release_claims(stream);
         // Nothing may still name the stream once its id can be handed out again: a demand read
@@ -614,7 +635,14 @@ impl Core {
             .first_uncovered(file, first, last)
             .map(|p| ByteOffset((p * PAGE_BYTES).max(pos)));
         self.undefer(stream);
-        self.streams[stream.0 as usize].read = (pos, end);
+        let st = &mut self.streams[stream.0 as usize];
+        st.read = (pos, end);
+        if st.hinted_reads_left > 0 {
+            st.hinted_reads_left -= 1;
+            if st.hinted_reads_left == 0 {
+                self.hinted_streams -= 1;
+            }
+        }
         self.files[file.0 as usize].last_reader = Some(stream);
         self.policy.handle(
             now,
@@ -652,7 +680,8 @@ impl Core {
     /// missing byte at `pos` on demand. The deferral ends, and the read falls back to demand
     /// reads, when a fetch delivered that byte since the read was deferred (a byte delivered and
     /// missing again will not be fetched again), or when the engine has stayed idle for
-    /// [`DEFER_GRACE_NS`]: nothing in flight or queued, no fetch of the policy's under way, and no
+    /// [`DEFER_GRACE_NS`] ([`DEFER_PATIENCE_NS`] while another stream has promised, by its hints,
+    /// to read on): nothing in flight or queued, no fetch of the policy's under way, and no
     /// read handed to the backend, so nothing the policy might fetch for it is coming. While
     /// anything is in flight the reader waits (any completion may let the policy fetch, as the
     /// simulator's parked reads wait while anything is in flight in its page cache); while the
@@ -685,11 +714,18 @@ impl Core {
                 }
             };
             let idle_ns = now.0.saturating_sub(since.0);
-            if idle_ns >= DEFER_GRACE_NS {
+            let grace_ns = if self.another_reads_on(stream) {
+                DEFER_PATIENCE_NS
+            } else {
+                DEFER_GRACE_NS
+            };
+            if idle_ns >= grace_ns {
                 self.undefer(stream);
                 return DeferWait::Demand;
             }
-            DeferWait::AtMost(DEFER_GRACE_NS - idle_ns)
+            // Looked at again at least every short grace period: the reader that promised to
+            // read on may stop waiting for nothing, or run out of disclosed reads, meanwhile.
+            DeferWait::AtMost((grace_ns - idle_ns).min(DEFER_GRACE_NS))
         };
         if !self.defer_waiters.iter().any(|(s, _)| *s == stream) {
             self.defer_waiters.push((stream, cv.clone()));
@@ -699,6 +735,23 @@ impl Core {
             "more deferred readers than streams"
         );
         wait
+    }
+
+    /// Whether a stream other than `stream` is open, is neither deferred nor waiting for memory,
+    /// and has disclosed reads it has not made yet: it will read on, and its reads may let the
+    /// policy fetch what `stream` waits for. Asked only while the engine is idle, when no chunk is
+    /// in flight, so a stream still marked as waiting for one has been woken and not yet run (a
+    /// descheduled thread on a loaded host): it is about to read on too.
+    fn another_reads_on(&self, stream: StreamId) -> bool {
+        debug_assert!(!self.busy(), "asked while reads are in flight");
+        self.hinted_streams > 0
+            && self.streams.iter().enumerate().any(|(i, st)| {
+                i != stream.0 as usize
+                    && st.open
+                    && st.hinted_reads_left > 0
+                    && !st.deferred
+                    && !st.waits_for_memory
+            })
     }
 
     /// Whether anything is in flight or queued, or the policy has a fetch under way or a
@@ -991,6 +1044,11 @@ impl Core {
         file: FileId,
         ranges: Vec<ByteRange>,
     ) {
+        let st = &mut self.streams[stream.0 as usize];
+        if st.hinted_reads_left == 0 && !ranges.is_empty() {
+            self.hinted_streams += 1;
+        }
+        st.hinted_reads_left = st.hinted_reads_left.saturating_add(ranges.len() as u64);
         self.policy.handle(
             now,
             Input::Hint {
@@ -1903,6 +1961,14 @@ impl Core {
 
     /// Checks the accounting invariants (tests call this after every step).
     pub(crate) fn check(&self) {
+        assert_eq!(
+            self.hinted_streams,
+            self.streams
+                .iter()
+                .filter(|st| st.open && st.hinted_reads_left > 0)
+                .count(),
+            "open streams with disclosed reads left"
+        );
         let lent: u64 = self
             .chunks
             .iter()
@@ -2443,6 +2509,76 @@ mod tests {
                 (576 << 10, Some(sb)),
                 (768 << 10, Some(sb)),
             ]
+        );
+        core.check();
+    }
+
+    /// A deferred read waits past the grace period while another stream, neither deferred nor
+    /// waiting for memory, has disclosed reads it has not made: that reader will read on, as the
+    /// simulator's clients read on at once. It counts as reading on when its chunk has completed
+    /// and woken it but its thread has not run yet (a loaded host). Once it has made its disclosed
+    /// reads the short grace period applies again.
+    #[test]
+    fn a_deferred_read_outwaits_the_grace_period_while_another_stream_has_hinted_reads_left() {
+        let policy = Box::new(DeferAll {
+            file: FileId(0),
+            out: VecDeque::new(),
+        });
+        let (mut core, backend, a, sa) = core_over_holding_with(policy, 4 << 20, 64 << 10, false);
+        let handle = FileHandle {
+            id: core.next_file_id(),
+            path: PathBuf::from("other"),
+            file: None,
+            direct: false,
+            size_bytes: 1 << 20,
+            identity: (1, 2),
+            modified: None,
+            volume_offset_bytes: None,
+        };
+        let (b, sb, _, _) = core.open(handle);
+        let (cv, other_cv) = (Arc::new(Condvar::new()), Arc::new(Condvar::new()));
+        let kib64 = 64 << 10;
+        core.hint(
+            Instant(0),
+            sb,
+            b,
+            vec![ByteRange::new(0, kib64), ByteRange::new(0, kib64)],
+        );
+        core.begin_read(Instant(0), sb, b, 0, kib64);
+        core.begin_read(Instant(0), sa, a, 0, kib64);
+        assert!(core.streams[sa.0 as usize].deferred);
+        // The other stream waits for its chunk, which completes and wakes it; it has not run.
+        let id = core.covering(b, 0).expect("the demand read's chunk");
+        core.wait_for_chunk(id, sb, &other_cv);
+        core.complete_all(Instant(2_000), &mut completions(&backend));
+        assert_eq!(
+            core.defer_wait(Instant(3_000), sa, 0, &cv),
+            DeferWait::AtMost(DEFER_GRACE_NS)
+        );
+        // Idle past the grace period: still waiting, looking again a grace period later.
+        let late = Instant(3_000 + DEFER_GRACE_NS + 1);
+        assert_eq!(
+            core.defer_wait(late, sa, 0, &cv),
+            DeferWait::AtMost(DEFER_GRACE_NS)
+        );
+        // The other stream runs and makes its last disclosed read, of the cached chunk: nothing
+        // is read, the engine stays idle, and nobody has promised to read on.
+        core.woke(sb);
+        core.begin_read(late, sb, b, 0, kib64);
+        assert_eq!(core.in_flight, 0);
+        assert_eq!(core.defer_wait(late, sa, 0, &cv), DeferWait::Demand);
+        // Patience is bounded even while a promise stands: a stream that hints and then stops.
+        core.hint(late, sb, b, vec![ByteRange::new(kib64, kib64)]);
+        core.begin_read(late, sa, a, 0, kib64);
+        assert!(core.streams[sa.0 as usize].deferred);
+        // Idle since the first look (nothing has been handed to the backend since).
+        assert_eq!(
+            core.defer_wait(Instant(3_000 + DEFER_PATIENCE_NS - 1), sa, 0, &cv),
+            DeferWait::AtMost(1)
+        );
+        assert_eq!(
+            core.defer_wait(Instant(3_000 + DEFER_PATIENCE_NS), sa, 0, &cv),
+            DeferWait::Demand
         );
         core.check();
     }
