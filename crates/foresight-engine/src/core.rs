@@ -533,6 +533,13 @@ impl Core {
             }
             c.waiters.retain(|(s, _)| *s != stream);
         }
+        // Its reads still waiting for a slot carry its id to the backend too; the next reader in
+        // the slot did not ask for them. (Reads already submitted keep it: the backend has them.)
+        for r in self.urgent.iter_mut().chain(self.ahead.iter_mut()) {
+            if r.reader == Some(stream) {
+                r.reader = None;
+            }
+        }
         self.memory_waiters.retain(|(s, _, _)| *s != stream);
         self.defer_waiters.retain(|(s, _)| *s != stream);
         // The policy drops what it keeps for the stream before the id can name another.
@@ -2510,6 +2517,57 @@ mod tests {
                 (768 << 10, Some(sb)),
             ]
         );
+        core.check();
+    }
+
+    /// A reader's reads still waiting for a submission slot when it closes, while another reader
+    /// keeps the file open, are read for the file all the same, but no longer for that reader: its
+    /// id may already name a reader of another file, which the anticipatory scheduler must not
+    /// charge with them (a read charged to a reader it did not make ends that reader's
+    /// anticipation at once and skews its think-time and seek statistics).
+    #[test]
+    fn reads_queued_for_a_closed_reader_are_not_charged_to_the_next_reader_in_its_slot() {
+        let (mut core, backend, file, sa) = core_over_holding(1 << 20, 64 << 10);
+        let again = FileHandle {
+            id: core.next_file_id(),
+            path: PathBuf::from("mem"),
+            file: None,
+            direct: false,
+            size_bytes: 1 << 20,
+            identity: (1, 1),
+            modified: None,
+            volume_offset_bytes: None,
+        };
+        let (same, _sb, _, _) = core.open(again);
+        assert_eq!(same, file, "one file, two readers");
+        core.begin_read(Instant(0), sa, file, 0, 256 << 10);
+        assert_eq!(
+            (core.in_flight, core.urgent.len()),
+            (2, 2),
+            "two reads queued"
+        );
+        core.close(Instant(1), sa);
+        let other = FileHandle {
+            id: core.next_file_id(),
+            path: PathBuf::from("other"),
+            file: None,
+            direct: false,
+            size_bytes: 1 << 20,
+            identity: (1, 2),
+            modified: None,
+            volume_offset_bytes: None,
+        };
+        let (_, sc, _, _) = core.open(other);
+        assert_eq!(sc, sa, "the closed reader's slot is reused");
+        core.complete_all(Instant(2), &mut completions(&backend));
+        let readers: Vec<(u64, Option<StreamId>)> = backend
+            .held
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|r| (r.offset_bytes, r.reader))
+            .collect();
+        assert_eq!(readers, vec![(128 << 10, None), (192 << 10, None)]);
         core.check();
     }
 
