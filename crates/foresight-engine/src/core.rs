@@ -77,7 +77,9 @@ pub(crate) const DEFER_GRACE_NS: u64 = 300_000;
 /// promised to read on, and its reads are what let the policy fetch (the simulator's clients read
 /// on at the same instant, so its parked reads stay parked), so a gap between its reads longer
 /// than [`DEFER_GRACE_NS`] (a thread descheduled on a loaded host) does not end the deferral.
-/// Still bounded, since an application may break its promise and stop reading.
+/// Still bounded, since an application may break its promise and stop reading; and a stream that
+/// let a deferred read wait this long in vain promises nothing more until it reads again
+/// (`StreamState::lapsed`), so a broken promise costs this once, not once per deferred read.
 pub(crate) const DEFER_PATIENCE_NS: u64 = 20_000_000;
 
 /// What a reader whose read was deferred does at a missing byte ([`Core::defer_wait`]).
@@ -202,6 +204,12 @@ struct StreamState {
     /// Reads the stream disclosed in hints and has not begun yet, as the engine counts them: each
     /// hinted range adds one and each read takes one.
     hinted_reads_left: u64,
+    /// A deferred read waited [`DEFER_PATIENCE_NS`] for this stream to read on and it did not:
+    /// its hints promise nothing more until it begins a read. Without this, a stream that hints
+    /// and then stops reading (its application stalled, or done with fewer reads than ranges)
+    /// would cost every deferred read of every other stream the whole patience, for as long as
+    /// it stays open.
+    lapsed: bool,
 }
 
 #[derive(Debug)]
@@ -462,6 +470,7 @@ impl Core {
             delivered: Vec::new(),
             open_seq,
             hinted_reads_left: 0,
+            lapsed: false,
         };
         let stream = StreamId(foresight_core::take_slot(
             &mut self.streams,
@@ -644,6 +653,7 @@ impl Core {
         self.undefer(stream);
         let st = &mut self.streams[stream.0 as usize];
         st.read = (pos, end);
+        st.lapsed = false;
         if st.hinted_reads_left > 0 {
             st.hinted_reads_left -= 1;
             if st.hinted_reads_left == 0 {
@@ -721,12 +731,22 @@ impl Core {
                 }
             };
             let idle_ns = now.0.saturating_sub(since.0);
-            let grace_ns = if self.another_reads_on(stream) {
+            let patient = self.another_reads_on(stream);
+            let grace_ns = if patient {
                 DEFER_PATIENCE_NS
             } else {
                 DEFER_GRACE_NS
             };
             if idle_ns >= grace_ns {
+                if patient {
+                    // Those that promised to read on did not: a broken promise costs one
+                    // patience, not one per deferred read.
+                    for (i, st) in self.streams.iter_mut().enumerate() {
+                        if i != stream.0 as usize && Self::reads_on(st) {
+                            st.lapsed = true;
+                        }
+                    }
+                }
                 self.undefer(stream);
                 return DeferWait::Demand;
             }
@@ -745,20 +765,24 @@ impl Core {
     }
 
     /// Whether a stream other than `stream` is open, is neither deferred nor waiting for memory,
-    /// and has disclosed reads it has not made yet: it will read on, and its reads may let the
+    /// and has disclosed reads it has not made yet (and has not let a deferred read's patience run
+    /// out since its last read): it will read on, and its reads may let the
     /// policy fetch what `stream` waits for. Asked only while the engine is idle, when no chunk is
     /// in flight, so a stream still marked as waiting for one has been woken and not yet run (a
     /// descheduled thread on a loaded host): it is about to read on too.
     fn another_reads_on(&self, stream: StreamId) -> bool {
         debug_assert!(!self.busy(), "asked while reads are in flight");
         self.hinted_streams > 0
-            && self.streams.iter().enumerate().any(|(i, st)| {
-                i != stream.0 as usize
-                    && st.open
-                    && st.hinted_reads_left > 0
-                    && !st.deferred
-                    && !st.waits_for_memory
-            })
+            && self
+                .streams
+                .iter()
+                .enumerate()
+                .any(|(i, st)| i != stream.0 as usize && Self::reads_on(st))
+    }
+
+    /// Whether `st` has promised, by hints it has not yet lapsed on, to read on, and is free to.
+    fn reads_on(st: &StreamState) -> bool {
+        st.open && st.hinted_reads_left > 0 && !st.lapsed && !st.deferred && !st.waits_for_memory
     }
 
     /// Whether anything is in flight or queued, or the policy has a fetch under way or a
@@ -2637,6 +2661,84 @@ mod tests {
         assert_eq!(
             core.defer_wait(Instant(3_000 + DEFER_PATIENCE_NS), sa, 0, &cv),
             DeferWait::Demand
+        );
+        core.check();
+    }
+
+    /// A stream that hints reads and then makes none, while it stays open, costs other streams'
+    /// deferred reads the long patience once, not on every deferred read: once a deferred read
+    /// has waited it out, the stream's promise counts for nothing until it reads again.
+    #[test]
+    fn a_stream_that_hints_and_stops_reading_costs_the_patience_once_not_per_deferred_read() {
+        let policy = Box::new(DeferAll {
+            file: FileId(0),
+            out: VecDeque::new(),
+        });
+        let (mut core, backend, a, sa) = core_over_holding_with(policy, 4 << 20, 64 << 10, false);
+        let handle = FileHandle {
+            id: core.next_file_id(),
+            path: PathBuf::from("other"),
+            file: None,
+            direct: false,
+            size_bytes: 1 << 20,
+            identity: (1, 2),
+            modified: None,
+            volume_offset_bytes: None,
+        };
+        let (b, sb, _, _) = core.open(handle);
+        let cv = Arc::new(Condvar::new());
+        let kib64 = 64 << 10;
+        // Two reads promised; none is ever made.
+        core.hint(
+            Instant(0),
+            sb,
+            b,
+            vec![ByteRange::new(0, kib64), ByteRange::new(kib64, kib64)],
+        );
+        core.begin_read(Instant(0), sa, a, 0, kib64);
+        assert!(core.streams[sa.0 as usize].deferred);
+        assert_eq!(
+            core.defer_wait(Instant(1_000), sa, 0, &cv),
+            DeferWait::AtMost(DEFER_GRACE_NS)
+        );
+        assert_eq!(
+            core.defer_wait(Instant(1_000 + DEFER_GRACE_NS), sa, 0, &cv),
+            DeferWait::AtMost(DEFER_GRACE_NS),
+            "the first deferral waits for the promise"
+        );
+        let t = 1_000 + DEFER_PATIENCE_NS;
+        assert_eq!(core.defer_wait(Instant(t), sa, 0, &cv), DeferWait::Demand);
+        assert!(core.demand(sa, a, 0, kib64));
+        core.complete_all(Instant(t), &mut completions(&backend));
+        core.end_read(sa, kib64, DEFER_PATIENCE_NS, false);
+        // The next deferred read: the promise has lapsed, so the short grace period applies.
+        core.begin_read(Instant(t + 1), sa, a, kib64, 2 * kib64);
+        assert!(core.streams[sa.0 as usize].deferred);
+        assert_eq!(
+            core.defer_wait(Instant(t + 2), sa, kib64, &cv),
+            DeferWait::AtMost(DEFER_GRACE_NS)
+        );
+        assert_eq!(
+            core.defer_wait(Instant(t + 2 + DEFER_GRACE_NS), sa, kib64, &cv),
+            DeferWait::Demand,
+            "a stream that broke its promise keeps no one waiting again"
+        );
+        // A read renews the promise (one hinted read is left).
+        assert!(core.demand(sa, a, kib64, 2 * kib64));
+        core.complete_all(Instant(t + 3 + DEFER_GRACE_NS), &mut completions(&backend));
+        core.end_read(sa, kib64, 0, false);
+        let u = t + 10 * DEFER_GRACE_NS;
+        core.begin_read(Instant(u), sb, b, 0, kib64);
+        core.complete_all(Instant(u), &mut completions(&backend));
+        core.begin_read(Instant(u + 1), sa, a, 2 * kib64, 3 * kib64);
+        assert_eq!(
+            core.defer_wait(Instant(u + 2), sa, 2 * kib64, &cv),
+            DeferWait::AtMost(DEFER_GRACE_NS)
+        );
+        assert_eq!(
+            core.defer_wait(Instant(u + 2 + DEFER_GRACE_NS), sa, 2 * kib64, &cv),
+            DeferWait::AtMost(DEFER_GRACE_NS),
+            "waiting for the stream that read again"
         );
         core.check();
     }
