@@ -210,6 +210,9 @@ struct StreamState {
     /// would cost every deferred read of every other stream the whole patience, for as long as
     /// it stays open.
     lapsed: bool,
+    /// When the stream last began a read: one that read while the engine stayed idle kept its
+    /// promise (its reads found their data), and does not lapse.
+    read_at: Option<Instant>,
 }
 
 #[derive(Debug)]
@@ -471,6 +474,7 @@ impl Core {
             open_seq,
             hinted_reads_left: 0,
             lapsed: false,
+            read_at: None,
         };
         let stream = StreamId(foresight_core::take_slot(
             &mut self.streams,
@@ -654,6 +658,7 @@ impl Core {
         let st = &mut self.streams[stream.0 as usize];
         st.read = (pos, end);
         st.lapsed = false;
+        st.read_at = Some(now);
         if st.hinted_reads_left > 0 {
             st.hinted_reads_left -= 1;
             if st.hinted_reads_left == 0 {
@@ -739,10 +744,11 @@ impl Core {
             };
             if idle_ns >= grace_ns {
                 if patient {
-                    // Those that promised to read on did not: a broken promise costs one
-                    // patience, not one per deferred read.
+                    // Those that promised to read on and have not since the engine fell idle
+                    // broke the promise: it costs one patience, not one per deferred read.
                     for (i, st) in self.streams.iter_mut().enumerate() {
-                        if i != stream.0 as usize && Self::reads_on(st) {
+                        let idle_since = st.read_at.is_none_or(|at| at <= since);
+                        if i != stream.0 as usize && Self::reads_on(st) && idle_since {
                             st.lapsed = true;
                         }
                     }
@@ -2688,13 +2694,8 @@ mod tests {
         let (b, sb, _, _) = core.open(handle);
         let cv = Arc::new(Condvar::new());
         let kib64 = 64 << 10;
-        // Two reads promised; none is ever made.
-        core.hint(
-            Instant(0),
-            sb,
-            b,
-            vec![ByteRange::new(0, kib64), ByteRange::new(kib64, kib64)],
-        );
+        // Three reads promised; none is made for a long while.
+        core.hint(Instant(0), sb, b, vec![ByteRange::new(0, kib64); 3]);
         core.begin_read(Instant(0), sa, a, 0, kib64);
         assert!(core.streams[sa.0 as usize].deferred);
         assert_eq!(
@@ -2723,7 +2724,7 @@ mod tests {
             DeferWait::Demand,
             "a stream that broke its promise keeps no one waiting again"
         );
-        // A read renews the promise (one hinted read is left).
+        // A read renews the promise (two hinted reads are left).
         assert!(core.demand(sa, a, kib64, 2 * kib64));
         core.complete_all(Instant(t + 3 + DEFER_GRACE_NS), &mut completions(&backend));
         core.end_read(sa, kib64, 0, false);
@@ -2739,6 +2740,28 @@ mod tests {
             core.defer_wait(Instant(u + 2 + DEFER_GRACE_NS), sa, 2 * kib64, &cv),
             DeferWait::AtMost(DEFER_GRACE_NS),
             "waiting for the stream that read again"
+        );
+        // It reads again while the engine stays idle (its data is there: nothing is submitted),
+        // so when the patience runs out it has kept its promise and does not lapse.
+        core.begin_read(Instant(u + 3 + DEFER_GRACE_NS), sb, b, 0, kib64);
+        assert_eq!(core.in_flight, 0);
+        let v = u + 2 + DEFER_PATIENCE_NS;
+        assert_eq!(
+            core.defer_wait(Instant(v), sa, 2 * kib64, &cv),
+            DeferWait::Demand
+        );
+        assert!(core.demand(sa, a, 2 * kib64, 3 * kib64));
+        core.complete_all(Instant(v), &mut completions(&backend));
+        core.end_read(sa, kib64, 0, false);
+        core.begin_read(Instant(v + 1), sa, a, 3 * kib64, 4 * kib64);
+        assert_eq!(
+            core.defer_wait(Instant(v + 2), sa, 3 * kib64, &cv),
+            DeferWait::AtMost(DEFER_GRACE_NS)
+        );
+        assert_eq!(
+            core.defer_wait(Instant(v + 2 + DEFER_GRACE_NS), sa, 3 * kib64, &cv),
+            DeferWait::AtMost(DEFER_GRACE_NS),
+            "a stream that read in the idle spell still promises to read on"
         );
         core.check();
     }
