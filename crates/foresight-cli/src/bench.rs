@@ -493,9 +493,11 @@ fn emulation(
 /// The emulated disk's scheduler as the report names it, with its wait when it anticipates.
 fn scheduler_label(cfg: &EmulatedConfig) -> String {
     match cfg.scheduler {
-        Scheduler::Noop => "noop".into(),
-        Scheduler::Deadline => "deadline".into(),
-        Scheduler::Anticipatory => format!("anticipatory, antic_expire {}", cfg.antic_expire),
+        Scheduler::Noop => "noop scheduler".into(),
+        Scheduler::Deadline => "deadline scheduler".into(),
+        Scheduler::Anticipatory => {
+            format!("anticipatory scheduler, antic_expire {}", cfg.antic_expire)
+        }
     }
 }
 
@@ -698,7 +700,7 @@ fn print_rows(p: &Plan, rows: &[Summary], as_json: bool) -> anyhow::Result<()> {
         return Ok(());
     }
     let device = match &p.emulate {
-        Some(e) => format!("emulated device ({} scheduler)", scheduler_label(e)),
+        Some(e) => format!("emulated device ({})", scheduler_label(e)),
         None => format!("the disk under {}", p.dir.display()),
     };
     writeln!(

@@ -315,7 +315,7 @@ fn an_emulated_bench_runs_the_scheduler_asked_for() {
     let _ = std::fs::remove_dir_all(&d);
     assert_eq!(code, 0, "{err}");
     assert!(
-        out.contains("anticipatory, antic_expire 10.000ms scheduler"),
+        out.contains("anticipatory scheduler, antic_expire 10.000ms"),
         "{out}"
     );
 }
