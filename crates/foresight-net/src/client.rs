@@ -341,7 +341,7 @@ impl Client {
 
     /// Downloads `url` into `sink`.
     /// A file replaced on the server before any byte was written is downloaded again from the
-    /// start (at most [`CHANGED_ATTEMPTS`] times in all); once bytes are written, a change is
+    /// start (three attempts in all); once bytes are written, a change is
     /// [`NetError::Changed`], since a writer cannot take them back.
     pub fn get(&self, url: &Url, sink: &mut dyn Write) -> Result<Report, NetError> {
         let mut attempt = 1;
