@@ -2101,6 +2101,21 @@ mod tests {
         core_over_holding_with(policy, memory_bytes, max_io_bytes, false)
     }
 
+    /// A second, 1 MiB file with no descriptor (the test backends read nothing), for tests where
+    /// another stream reads beside the first.
+    fn other_file(core: &mut Core) -> FileHandle {
+        FileHandle {
+            id: core.next_file_id(),
+            path: PathBuf::from("other"),
+            file: None,
+            direct: false,
+            size_bytes: 1 << 20,
+            identity: (1, 2),
+            modified: None,
+            volume_offset_bytes: None,
+        }
+    }
+
     /// [`core_over_holding`] under `policy`, its pool prefaulted if `prefault` (every buffer is
     /// then a piece of one mapping, whatever the kernel's huge-page setting).
     fn core_over_holding_with(
@@ -2402,16 +2417,7 @@ mod tests {
         });
         let (mut core, backend, a, sa) = core_over_holding_with(policy, 4 << 20, 64 << 10, false);
         assert_eq!(a, FileId(0));
-        let handle = FileHandle {
-            id: core.next_file_id(),
-            path: PathBuf::from("other"),
-            file: None,
-            direct: false,
-            size_bytes: 1 << 20,
-            identity: (1, 2),
-            modified: None,
-            volume_offset_bytes: None,
-        };
+        let handle = other_file(&mut core);
         let (b, sb, _, _) = core.open(handle);
         let cv = Arc::new(Condvar::new());
         // The other stream reads on demand; this one's read is deferred.
@@ -2577,16 +2583,7 @@ mod tests {
             "two reads queued"
         );
         core.close(Instant(1), sa);
-        let other = FileHandle {
-            id: core.next_file_id(),
-            path: PathBuf::from("other"),
-            file: None,
-            direct: false,
-            size_bytes: 1 << 20,
-            identity: (1, 2),
-            modified: None,
-            volume_offset_bytes: None,
-        };
+        let other = other_file(&mut core);
         let (_, sc, _, _) = core.open(other);
         assert_eq!(sc, sa, "the closed reader's slot is reused");
         core.complete_all(Instant(2), &mut completions(&backend));
@@ -2613,16 +2610,7 @@ mod tests {
             out: VecDeque::new(),
         });
         let (mut core, backend, a, sa) = core_over_holding_with(policy, 4 << 20, 64 << 10, false);
-        let handle = FileHandle {
-            id: core.next_file_id(),
-            path: PathBuf::from("other"),
-            file: None,
-            direct: false,
-            size_bytes: 1 << 20,
-            identity: (1, 2),
-            modified: None,
-            volume_offset_bytes: None,
-        };
+        let handle = other_file(&mut core);
         let (b, sb, _, _) = core.open(handle);
         let (cv, other_cv) = (Arc::new(Condvar::new()), Arc::new(Condvar::new()));
         let kib64 = 64 << 10;
@@ -2681,16 +2669,7 @@ mod tests {
             out: VecDeque::new(),
         });
         let (mut core, backend, a, sa) = core_over_holding_with(policy, 4 << 20, 64 << 10, false);
-        let handle = FileHandle {
-            id: core.next_file_id(),
-            path: PathBuf::from("other"),
-            file: None,
-            direct: false,
-            size_bytes: 1 << 20,
-            identity: (1, 2),
-            modified: None,
-            volume_offset_bytes: None,
-        };
+        let handle = other_file(&mut core);
         let (b, sb, _, _) = core.open(handle);
         let cv = Arc::new(Condvar::new());
         let kib64 = 64 << 10;
