@@ -868,14 +868,43 @@ async fn download(
     if let Some((size, n, seed)) = random {
         let mut rng = Rng::new(seed);
         let span = len.saturating_sub(size.0);
-        // Pieces of the read being served that arrived before the bytes ahead of them, with
-        // their completions: reported to the stream only once the read takes them, so that the
-        // stream's demand in flight (at most `alpha + 1` units) counts them and no more is asked
-        // for meanwhile. A read of any size then holds what a download does, never its size.
-        let mut ahead: BTreeMap<u64, (Bytes, FetchId, ExchangeTiming)> = BTreeMap::new();
+        // Pieces received and not yet passed, keyed by (first byte, fetch): those of the read
+        // being served that arrived before the bytes ahead of them, and the stream's readahead
+        // beyond it, which a read continuing this one takes (the stream counts on those bytes
+        // and does not ask for them again). A piece of the read being served keeps its
+        // completion until the read takes it, so that the stream's demand in flight (at most
+        // `alpha + 1` units) counts it and no more is asked for meanwhile; a read of any size
+        // then holds what a download does, never its size.
+        let mut ahead: BTreeMap<(u64, FetchId), (Bytes, Option<ExchangeTiming>)> = BTreeMap::new();
+        // The stream's window ahead of the reader holds the requests it made from the read that
+        // began it (a read not continuing the last one) on: ids from `window_first_id`. Older
+        // requests still out belong to windows left behind, and are kept only for the bytes of
+        // the read being served.
+        let mut window_first_id = 0u64;
+        let mut last_to: Option<u64> = None;
         for _ in 0..n {
             let want = ByteRange::new(rng.below(span + 1) & !4095, size.0.min(len));
+            let (from, to) = (want.start.0, want.end().0);
+            if last_to != Some(from) {
+                // Ids are handed out from 0, one per request.
+                window_first_id = stream.requests();
+            }
             stream.on_read(want);
+            // What neither this read nor the stream's window covers is not wanted any more.
+            let window_end = to + stream.window_ahead().0;
+            let in_window =
+                |s: u64, id: FetchId| s >= to && s < window_end && id.0 >= window_first_id;
+            ahead.retain(|&(s, id), (body, timing)| {
+                let e = s + body.len() as u64;
+                let keep = (s < to && e > from) || (e > to && in_window(s.max(to), id));
+                if !keep {
+                    held_bytes -= body.len() as u64;
+                    if let Some(t) = timing.take() {
+                        stream.on_complete(id, Some(t));
+                    }
+                }
+                keep
+            });
             dispatch(
                 &mut stream,
                 &ask,
@@ -884,16 +913,36 @@ async fn download(
                 &mut requested_bytes,
             );
             buffered_peak = buffered_peak.max(held_bytes + requested_bytes);
-            let (from, to) = (want.start.0, want.end().0);
             let mut at = from;
             while at < to {
-                // Hand on whatever is contiguous from `at`.
-                while let Some((&s, _)) = ahead.range(..=at).next_back() {
-                    let (body, id, timing) = ahead.remove(&s).expect("just found");
-                    held_bytes -= body.len() as u64;
-                    at = at.max((s + body.len() as u64).min(to));
-                    stream.on_complete(id, Some(timing));
+                // Hand on whatever is contiguous from `at`, reporting each piece as it is taken.
+                loop {
+                    let mut reach = at;
+                    for (&(s, id), (body, timing)) in ahead.range_mut(..=(at, FetchId(u64::MAX))) {
+                        let e = s + body.len() as u64;
+                        if e > at {
+                            reach = reach.max(e);
+                            if let Some(t) = timing.take() {
+                                stream.on_complete(id, Some(t));
+                            }
+                        }
+                    }
+                    if reach == at {
+                        break;
+                    }
+                    at = reach.min(to);
+                    if at >= to {
+                        break;
+                    }
                 }
+                // What is passed is handed on; a piece reaching beyond the read stays for the next.
+                ahead.retain(|&(s, _), (body, timing)| {
+                    let keep = s + body.len() as u64 > at || timing.is_some();
+                    if !keep {
+                        held_bytes -= body.len() as u64;
+                    }
+                    keep
+                });
                 alpha_max = alpha_max.max(stream.alpha());
                 dispatch(
                     &mut stream,
@@ -905,6 +954,35 @@ async fn download(
                 buffered_peak = buffered_peak.max(held_bytes + requested_bytes);
                 if at >= to {
                     break;
+                }
+                if in_flight == 0 {
+                    // Nothing is on its way: the stream holds back the demand for `at` while the
+                    // pieces kept for this read count as in flight. Reporting them lets it go.
+                    let mut released = false;
+                    for (&(_, id), (_, timing)) in ahead.iter_mut() {
+                        if let Some(t) = timing.take() {
+                            stream.on_complete(id, Some(t));
+                            released = true;
+                        }
+                    }
+                    dispatch(
+                        &mut stream,
+                        &ask,
+                        &mut tasks,
+                        &mut in_flight,
+                        &mut requested_bytes,
+                    );
+                    if in_flight == 0 {
+                        // `ask` holds a sender, so waiting would never end.
+                        return Err(http_err(format!(
+                            "random read {want}: bytes from {at} on were never asked for{}",
+                            if released {
+                                ""
+                            } else {
+                                " (nothing was held back)"
+                            }
+                        )));
+                    }
                 }
                 let Some((id, range, result)) = rx.recv().await else {
                     return Err(http_err("all requests stopped".into()));
@@ -924,12 +1002,29 @@ async fn download(
                 let (s, e) = (range.start.0, range.end().0);
                 if e > at && s < to {
                     held_bytes += body.len() as u64;
-                    ahead.insert(s, (body, id, timing));
+                    ahead.insert((s, id), (body, Some(timing)));
+                } else if in_window(s, id) {
+                    // Readahead beyond this read: a read that continues it counts on these bytes.
+                    stream.on_complete(id, Some(timing));
+                    held_bytes += body.len() as u64;
+                    ahead.insert((s, id), (body, None));
                 } else {
                     // Another read's bytes (a readahead that came late): not this read's to hold.
                     stream.on_complete(id, Some(timing));
                 }
             }
+            // The pieces this read has passed, unless they reach beyond it.
+            ahead.retain(|&(s, id), (body, timing)| {
+                let keep = s + body.len() as u64 > to;
+                if !keep {
+                    held_bytes -= body.len() as u64;
+                    if let Some(t) = timing.take() {
+                        stream.on_complete(id, Some(t));
+                    }
+                }
+                keep
+            });
+            last_to = Some(to);
             delivered += to - from;
         }
     } else {

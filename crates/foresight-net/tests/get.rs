@@ -5,7 +5,7 @@ mod common;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use common::{content, read_request_head, serve, BIG_BYTES};
+use common::{content, read_request_head, serve, write_file, BIG_BYTES};
 use foresight_core::{Bandwidth, ByteLen};
 use foresight_net::client::{Client, ClientConfig, Url};
 use foresight_net::proxy::{self, ProxyConfig};
@@ -380,7 +380,7 @@ fn a_plain_get_streams_its_body_and_times_out_only_when_idle() {
         if rx
             .lock()
             .unwrap()
-            .recv_timeout(Duration::from_secs(20))
+            .recv_timeout(Duration::from_secs(2))
             .is_err()
         {
             return false;
@@ -1251,4 +1251,32 @@ fn a_random_read_larger_than_the_buffer_stays_within_it() {
         max_buffer.0
     );
     assert!(r.transferred_bytes >= r.bytes);
+}
+
+/// Random reads of a small file often continue one another (a read starting where the last one
+/// ended): the stream then counts on the readahead it issued for the first, which may arrive
+/// while the first is still being served. Those bytes must be kept for the next read, not
+/// dropped, or the next read waits for ever. Each run has a watchdog; the seeds are printed.
+#[test]
+fn random_reads_that_continue_one_another_get_the_readahead_they_count_on() {
+    let s = serve("random-continue");
+    write_file(&s, "small.bin", 200 << 10);
+    let url: Url = format!("http://{}/small.bin", s.addr()).parse().unwrap();
+    for seed in 0..8u64 {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let u = url.clone();
+        std::thread::spawn(move || {
+            let c = Client::new(ClientConfig {
+                alpha: AlphaMode::Fixed(1),
+                ..ClientConfig::default()
+            })
+            .unwrap();
+            let _ = tx.send(c.random_reads(&u, ByteLen::kib(8), 64, seed));
+        });
+        // Generous: 64 reads of 8 KiB over loopback take milliseconds.
+        match rx.recv_timeout(Duration::from_secs(60)) {
+            Ok(r) => assert_eq!(r.unwrap().bytes, 64 * 8192, "seed {seed}"),
+            Err(_) => panic!("seed {seed}: random reads still waiting after 60 s"),
+        }
+    }
 }
