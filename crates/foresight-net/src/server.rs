@@ -1407,14 +1407,17 @@ async fn serve_file(
     if let Ok(v) = HeaderValue::from_str(&validators.etag) {
         validator_headers.push((header::ETAG, v));
     }
-    if let Some(date) = validators.modified_s.and_then(format_http_date) {
+    let now_s = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    // A modification time ahead of the clock is sent as the answer's date (RFC 9110, section
+    // 8.8.2.1); the conditions still weigh the file's own time, which no date sent can equal.
+    let last_modified_s = validators.modified_s.map(|m| m.min(now_s));
+    if let Some(date) = last_modified_s.and_then(format_http_date) {
         if let Ok(v) = HeaderValue::from_str(&date) {
             validator_headers.push((header::LAST_MODIFIED, v));
         }
     }
-    let now_s = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
     let range_header = match evaluate(conditions, &validators, now_s) {
         Answer::NotModified => {
             // No body, and the validators the 200 would have carried (RFC 9110, section 15.4.5).

@@ -769,3 +769,54 @@ fn validators_are_sent_and_conditional_requests_are_answered() {
     );
     assert_eq!((r.status, &r.body[..]), (206, &new[10..20]));
 }
+
+/// A file whose modification time is ahead of the server's clock (a clock set wrong when it was
+/// written, or a `touch -d` into the future) gets the answer's `Date` as its `Last-Modified`
+/// (RFC 9110, section 8.8.2.1: a server with a clock must not send a later one), and its date
+/// never makes a `Range` under `If-Range` apply nor a request get 304 for the date sent.
+#[test]
+fn a_modification_time_in_the_future_is_sent_as_the_answers_date() {
+    use foresight_net::validators::parse_http_date;
+    let s = serve("future-mtime");
+    let a = s.addr();
+    let path = s.root.join("f.bin");
+    let body = content(10_000, 4);
+    std::fs::write(&path, &body).unwrap();
+    let ahead = std::time::SystemTime::now() + Duration::from_secs(10 * 365 * 86_400);
+    std::fs::File::options()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .set_modified(ahead)
+        .unwrap();
+    for method in ["GET", "HEAD"] {
+        let r = get_with(a, method, "/f.bin", "");
+        assert_eq!(r.status, 200);
+        let date = r.header("date").expect("a Date");
+        let modified = r.header("last-modified").expect("a Last-Modified");
+        let (date_s, modified_s) = (
+            parse_http_date(date, 2026).unwrap(),
+            parse_http_date(modified, 2026).unwrap(),
+        );
+        assert!(
+            modified_s <= date_s,
+            "{method}: Last-Modified {modified} is later than Date {date}"
+        );
+        // The date sent says nothing of the file's own (later) time: asking with it gets the file.
+        let r = get_with(
+            a,
+            "GET",
+            "/f.bin",
+            &format!("If-Modified-Since: {modified}\r\n"),
+        );
+        assert_eq!(r.status, 200, "If-Modified-Since: {modified}");
+        assert!(r.body == body);
+        let r = get_with(
+            a,
+            "GET",
+            "/f.bin",
+            &format!("Range: bytes=0-9\r\nIf-Range: {modified}\r\n"),
+        );
+        assert_eq!(r.status, 200, "If-Range: {modified}");
+    }
+}
