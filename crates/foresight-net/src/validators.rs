@@ -85,7 +85,11 @@ pub fn format_http_date(unix_s: u64) -> Option<String> {
     ))
 }
 
-/// Seconds since the epoch of a calendar date and time, if it is one (and not before 1970).
+/// The first second of the year 10000, which four digits cannot write.
+const PAST_LAST_S: u64 = 253_402_300_800;
+
+/// Seconds since the epoch of a calendar date and time, if it is one (and not before 1970, nor
+/// the leap second that would end the year 9999, so that every date read can be written).
 fn unix_seconds(year: i64, month: usize, day: u64, hms: (u64, u64, u64)) -> Option<u64> {
     let (h, m, s) = hms;
     if !(FIRST_YEAR..=LAST_YEAR).contains(&year)
@@ -105,7 +109,7 @@ fn unix_seconds(year: i64, month: usize, day: u64, hms: (u64, u64, u64)) -> Opti
     for mo in 0..month {
         days += days_in_month(year, mo);
     }
-    Some(days * SECONDS_PER_DAY + h * 3600 + m * 60 + s)
+    Some(days * SECONDS_PER_DAY + h * 3600 + m * 60 + s).filter(|&t| t < PAST_LAST_S)
 }
 
 fn digits(text: &str, min_len: usize, max_len: usize) -> Option<u64> {
@@ -374,6 +378,29 @@ mod tests {
             "yesterday",
         ] {
             assert_eq!(parse_http_date(bad, 2026), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn every_date_that_reads_can_be_written() {
+        // A leap second (`:60`, which the grammar allows) reads as the next second; at the very
+        // end of 9999 that second has no four-digit year.
+        assert_eq!(
+            parse_http_date("Sat, 30 Jun 2012 23:59:60 GMT", 2026),
+            Some(1_341_100_800)
+        );
+        assert_eq!(
+            parse_http_date("Fri, 31 Dec 9999 23:59:59 GMT", 2026),
+            Some(PAST_LAST_S - 1)
+        );
+        for text in [
+            "Fri, 31 Dec 9999 23:59:60 GMT",
+            "Friday, 31-Dec-99 23:59:60 GMT",
+            "Fri Dec 31 23:59:60 9999",
+        ] {
+            if let Some(t) = parse_http_date(text, 9990) {
+                assert!(format_http_date(t).is_some(), "{text} read as {t}");
+            }
         }
     }
 
