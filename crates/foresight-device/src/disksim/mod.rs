@@ -894,6 +894,10 @@ impl Importer<'_> {
         };
         let mut zones = Vec::with_capacity(items.len());
         let mut spares = Vec::with_capacity(items.len());
+        // The runs of set-aside sectors the geometry keeps for the whole drive: each zone gets
+        // what the zones before left, so that a file of many zones fails at the zone that passes
+        // the bound instead of building every zone's table first.
+        let mut runs_left = crate::hdd::geometry::HOLE_RUNS_MAX;
         for item in items {
             let Value::Block(z) = item else {
                 return Err(err(
@@ -991,13 +995,14 @@ impl Importer<'_> {
                     slips,
                     defects: defect_list.chunks(2).map(|p| (p[0], p[1])).collect(),
                 };
-                let zs = sparing::zone_spares(scheme, &zin).map_err(|m| {
+                let zs = sparing::zone_spares(scheme, &zin, runs_left).map_err(|m| {
                     err(
                         file,
                         z.line,
                         format!("the zone of cylinders {first_cyl} to {last_cyl}: {m}"),
                     )
                 })?;
+                runs_left = runs_left.saturating_sub(zs.holes.len());
                 spares.push(zs);
             } else {
                 spares.push(ZoneSpares::default());

@@ -80,8 +80,14 @@ pub(crate) struct ZoneIn {
     pub defects: Vec<(u64, u64)>,
 }
 
-/// The zone's set-aside sectors under `scheme`, or what is wrong with the zone's numbers.
-pub(crate) fn zone_spares(scheme: Scheme, z: &ZoneIn) -> Result<ZoneSpares, String> {
+/// The zone's set-aside sectors under `scheme`, in at most `runs_max` runs (what the drive's
+/// [`HOLE_RUNS_MAX`] leaves after the zones before, so that no zone builds a table the geometry
+/// would refuse), or what is wrong with the zone's numbers.
+pub(crate) fn zone_spares(
+    scheme: Scheme,
+    z: &ZoneIn,
+    runs_max: usize,
+) -> Result<ZoneSpares, String> {
     let track = z.sectors_per_track;
     let cyl = track.saturating_mul(z.surfaces);
     let total = cyl.saturating_mul(z.cylinders);
@@ -125,10 +131,11 @@ pub(crate) fn zone_spares(scheme: Scheme, z: &ZoneIn) -> Result<ZoneSpares, Stri
         ));
     }
     let units = total.div_ceil(unit_len);
-    if per_unit_spares > 0 && units > HOLE_RUNS_MAX as u64 {
+    if per_unit_spares > 0 && units > runs_max as u64 {
         return Err(format!(
-            "the zone has {units} sparing units with spares, more than the {HOLE_RUNS_MAX} the \
-             model keeps; use a coarser `Sparing scheme used`"
+            "the zone has {units} sparing units with spares, more than the {runs_max} runs of \
+             set-aside sectors left to it of the {HOLE_RUNS_MAX} the model keeps for the whole \
+             drive; use a coarser `Sparing scheme used`"
         ));
     }
     // Sectors that hold no block wherever the blocks go: slips, and the fixed spare room at the
@@ -142,10 +149,11 @@ pub(crate) fn zone_spares(scheme: Scheme, z: &ZoneIn) -> Result<ZoneSpares, Stri
             ));
         }
         if s > 0 {
-            if z.cylinders > HOLE_RUNS_MAX as u64 {
+            if z.cylinders > runs_max as u64 {
                 return Err(format!(
-                    "the zone has {} cylinders with spares, more than the {HOLE_RUNS_MAX} the \
-                     model keeps",
+                    "the zone has {} cylinders with spares, more than the {runs_max} runs of \
+                     set-aside sectors left to it of the {HOLE_RUNS_MAX} the model keeps for the \
+                     whole drive; use a coarser `Sparing scheme used`",
                     z.cylinders
                 ));
             }
@@ -198,10 +206,10 @@ pub(crate) fn zone_spares(scheme: Scheme, z: &ZoneIn) -> Result<ZoneSpares, Stri
                 last.1 = last.1.max(first + len - last.0);
             }
             _ => {
-                if holes.len() >= HOLE_RUNS_MAX {
+                if holes.len() >= runs_max {
                     return Err(format!(
-                        "the zone sets aside more than {HOLE_RUNS_MAX} separate runs of sectors, \
-                         more than the model keeps"
+                        "the zone sets aside more than the {runs_max} separate runs of sectors \
+                         left to it of the {HOLE_RUNS_MAX} the model keeps for the whole drive"
                     ));
                 }
                 holes.push((first, len));
@@ -367,6 +375,10 @@ mod tests {
     use foresight_core::Lba;
     use proptest::prelude::*;
 
+    fn spares_of(scheme: Scheme, z: &ZoneIn) -> Result<ZoneSpares, String> {
+        zone_spares(scheme, z, HOLE_RUNS_MAX)
+    }
+
     /// A zone of `cylinders` cylinders, 2 surfaces and 10 sectors per track (20 per cylinder),
     /// with no skews, so that sector numbers read off directly.
     fn zone_in(cylinders: u64, spares: u64, slips: &[u64]) -> ZoneIn {
@@ -403,7 +415,7 @@ mod tests {
         // one sector further. Sector 12 (block 11) is bad and moved to spare sector 77.
         let mut z = zone_in(4, 5, &[3]);
         z.defects = vec![(12, 77)];
-        let zs = zone_spares(Scheme::PerZone { slip_to_end: false }, &z).unwrap();
+        let zs = spares_of(Scheme::PerZone { slip_to_end: false }, &z).unwrap();
         assert_eq!(zs.holes, vec![(3, 1), (76, 4)]);
         assert_eq!(zs.remaps, vec![(11, 77)]);
         let g = geometry(&z, zs);
@@ -428,7 +440,7 @@ mod tests {
         assert_eq!(g.track_bounds(Lba(12)), (9, 19));
         assert_eq!(g.cylinder_bounds(Lba(74)), (59, 75));
         // Scheme 10 also sets one sector aside per slip: 74 blocks.
-        let zs = zone_spares(Scheme::PerZone { slip_to_end: true }, &zone_in(4, 5, &[3])).unwrap();
+        let zs = spares_of(Scheme::PerZone { slip_to_end: true }, &zone_in(4, 5, &[3])).unwrap();
         assert_eq!(zs.holes, vec![(3, 1), (75, 5)]);
     }
 
@@ -438,7 +450,7 @@ mod tests {
         // whole ranges and a partial one without spares: 37 + 37 + 20 = 94 blocks, DiskSim's
         // 100 - 3 x (5 / 2). Sector 41 is slipped inside range 1.
         let z = zone_in(5, 3, &[41]);
-        let zs = zone_spares(Scheme::PerRange { cylinders: 2 }, &z).unwrap();
+        let zs = spares_of(Scheme::PerRange { cylinders: 2 }, &z).unwrap();
         assert_eq!(zs.holes, vec![(37, 3), (41, 1), (78, 2)]);
         let g = geometry(&z, zs);
         assert_eq!(g.capacity_sectors(), 94);
@@ -449,7 +461,7 @@ mod tests {
         assert_eq!(at(&g, 74), (4, 0, 0));
         assert_eq!(at(&g, 93), (4, 1, 9));
         // Four slips in a range of three spares do not fit.
-        let e = zone_spares(
+        let e = spares_of(
             Scheme::PerRange { cylinders: 2 },
             &zone_in(5, 3, &[1, 2, 3, 4]),
         )
@@ -463,7 +475,7 @@ mod tests {
         // empty at the front: 80 - 20 - 2 = 58 blocks.
         let mut z = zone_in(4, 0, &[25, 60]);
         z.front_sectors = 20;
-        let zs = zone_spares(Scheme::AtZoneEnd, &z).unwrap();
+        let zs = spares_of(Scheme::AtZoneEnd, &z).unwrap();
         assert_eq!(zs.holes, vec![(0, 20), (25, 1), (60, 1)]);
         let g = geometry(&z, zs);
         assert_eq!(g.capacity_sectors(), 58);
@@ -481,7 +493,7 @@ mod tests {
     fn per_track_and_per_cylinder_spares_and_the_skew_slips_push() {
         // Scheme 3: one spare per 10-sector track, 72 blocks; sector 13 slipped on track 1.
         let z = zone_in(4, 1, &[13]);
-        let zs = zone_spares(Scheme::PerTrack, &z).unwrap();
+        let zs = spares_of(Scheme::PerTrack, &z).unwrap();
         assert_eq!(zs.holes.first(), Some(&(9, 1)));
         assert_eq!(zs.holes[1], (13, 1));
         assert_eq!(zs.skew_slips, vec![13]);
@@ -498,7 +510,7 @@ mod tests {
 
         // Scheme 2: two spares per cylinder, the slip shifts blocks within its cylinder.
         let z = zone_in(4, 2, &[5]);
-        let zs = zone_spares(Scheme::PerCylinder { slip_to_end: false }, &z).unwrap();
+        let zs = spares_of(Scheme::PerCylinder { slip_to_end: false }, &z).unwrap();
         assert_eq!(zs.holes[..3], [(5, 1), (19, 1), (38, 2)]);
         let g = geometry(&z, zs);
         assert_eq!(g.capacity_sectors(), 72);
@@ -511,7 +523,7 @@ mod tests {
 
         // Scheme 4: the cylinders' spares stay put and the slip pushes blocks across them:
         // 80 - 2 x 4 - 1 = 71 blocks.
-        let zs = zone_spares(Scheme::PerCylinder { slip_to_end: true }, &z).unwrap();
+        let zs = spares_of(Scheme::PerCylinder { slip_to_end: true }, &z).unwrap();
         assert_eq!(zs.holes, vec![(5, 1), (18, 2), (38, 2), (58, 2), (78, 2)]);
         let g = geometry(&z, zs);
         assert_eq!(g.capacity_sectors(), 71);
@@ -524,27 +536,24 @@ mod tests {
     fn no_sparing_ignores_slips_and_defects_as_disksim_does() {
         let mut z = zone_in(4, 7, &[3]);
         z.defects = vec![(12, 77)];
-        assert_eq!(
-            zone_spares(Scheme::None, &z).unwrap(),
-            ZoneSpares::default()
-        );
+        assert_eq!(spares_of(Scheme::None, &z).unwrap(), ZoneSpares::default());
     }
 
     #[test]
     fn bad_defects_are_refused_with_a_fix() {
         let mut z = zone_in(4, 5, &[3]);
         z.defects = vec![(12, 40)];
-        let e = zone_spares(Scheme::PerZone { slip_to_end: false }, &z).unwrap_err();
+        let e = spares_of(Scheme::PerZone { slip_to_end: false }, &z).unwrap_err();
         assert!(e.contains("not a spare"), "{e}");
         z.defects = vec![(3, 77)];
-        let e = zone_spares(Scheme::PerZone { slip_to_end: false }, &z).unwrap_err();
+        let e = spares_of(Scheme::PerZone { slip_to_end: false }, &z).unwrap_err();
         assert!(e.contains("not a sector holding a block"), "{e}");
         z.defects = vec![(12, 77), (12, 78)];
-        let e = zone_spares(Scheme::PerZone { slip_to_end: false }, &z).unwrap_err();
+        let e = spares_of(Scheme::PerZone { slip_to_end: false }, &z).unwrap_err();
         assert!(e.contains("two spares"), "{e}");
         // A defect "moved" to itself changes nothing.
         z.defects = vec![(12, 12)];
-        let zs = zone_spares(Scheme::PerZone { slip_to_end: false }, &z).unwrap();
+        let zs = spares_of(Scheme::PerZone { slip_to_end: false }, &z).unwrap();
         assert!(zs.remaps.is_empty());
     }
 
@@ -604,7 +613,7 @@ mod tests {
                 defects: Vec::new(),
             };
             // Numbers that leave no room are refused, not mapped.
-            let Ok(plain) = zone_spares(scheme, &z) else { return Ok(()) };
+            let Ok(plain) = spares_of(scheme, &z) else { return Ok(()) };
             // Defects: a block-holding sector to an unused hole sector, both picked at random.
             let in_hole = |x: u64| plain.holes.iter().any(|&(f, l)| f <= x && x < f + l);
             let usable: Vec<u64> = (0..total).filter(|&x| !in_hole(x)).collect();
@@ -625,7 +634,7 @@ mod tests {
                 prop_assert!(slips.iter().all(|&x| in_hole(x)));
             }
             let z = ZoneIn { defects: defects.clone(), ..z };
-            let zs = zone_spares(scheme, &z).unwrap();
+            let zs = spares_of(scheme, &z).unwrap();
             prop_assert_eq!(&zs.holes, &plain.holes);
             let g = geometry(&z, zs);
             let used_slips = if scheme == Scheme::None { 0 } else { slips.len() as u64 };

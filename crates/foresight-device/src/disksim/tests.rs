@@ -624,3 +624,58 @@ fn sparing_the_model_cannot_follow_is_an_error_naming_file_line_and_value() {
         "{e}"
     );
 }
+
+/// The runs of set-aside sectors are bounded for the whole drive, not per zone: a file of many
+/// zones each within the bound is refused at the zone that passes it (named by its line), before
+/// the later zones' tables are built. Here each zone of 174,762 cylinders x 6 tracks with a spare
+/// per track sets aside 1,048,572 runs, so the second one passes the drive's 2^20.
+#[test]
+fn set_aside_runs_are_bounded_over_the_whole_drive_at_the_zone_passing_the_bound() {
+    const ZONES: u32 = 6;
+    const PER_ZONE: u32 = 174_762;
+    let mut m = shared_files();
+    let model = m.get_mut("atlas10k.model").unwrap();
+    let start = model.find("      Zones = [").unwrap();
+    let end = model.find("      ] # Zones").unwrap();
+    let mut zones = String::new();
+    for k in 0..ZONES {
+        let first = k * PER_ZONE;
+        zones.push_str(&format!(
+            "         dm_layout_g1_zone {{\n\
+             First cylinder number = {first},\n\
+             Last cylinder number = {},\n\
+             Blocks per track = 334,\n\
+             Number of spares = 1,\n\
+             }}{}\n",
+            first + PER_ZONE - 1,
+            if k + 1 < ZONES { "," } else { "" }
+        ));
+    }
+    let text = format!(
+        "{}      Zones = [\n{zones}{}",
+        &model[..start],
+        &model[end..]
+    )
+    .replacen(
+        "Number of cylinders = 10042,",
+        &format!("Number of cylinders = {},", ZONES * PER_ZONE),
+        1,
+    )
+    .replacen("Sparing scheme used = 9,", "Sparing scheme used = 3,", 1);
+    // The line of the second zone's block.
+    let second_zone_line = text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| l.contains("dm_layout_g1_zone {"))
+        .nth(1)
+        .map(|(i, _)| i as u32 + 1)
+        .unwrap();
+    *model = text;
+    let e = import_map("atlas10k.diskspecs", &m).unwrap_err();
+    assert_eq!(
+        (e.file.as_str(), e.line),
+        ("atlas10k.model", second_zone_line),
+        "{e}"
+    );
+    assert!(e.message.contains("whole drive"), "{e}");
+}
