@@ -281,6 +281,13 @@ pub(crate) fn zone_spares(
         }
     }
 
+    // Where a defect may be moved: the units' spare room, not a slipped (bad) sector, nor the
+    // empty space at the front, which the next step adds to the holes.
+    let spare_room = if z.defects.is_empty() {
+        Vec::new()
+    } else {
+        holes.clone()
+    };
     // The empty space at the front takes the first sectors that would hold blocks.
     if z.front_sectors > 0 {
         let mut front = Vec::with_capacity(holes.len() + 1);
@@ -339,10 +346,13 @@ pub(crate) fn zone_spares(
                      a slip or empty space); defects list (bad sector, spare sector) pairs"
                 ));
             }
-            if spare >= total || !in_hole(spare) {
+            let j = spare_room.partition_point(|h| h.0 <= spare);
+            let in_spare_room = j > 0 && spare < spare_room[j - 1].0 + spare_room[j - 1].1;
+            if spare >= total || !in_spare_room || slips.binary_search(&spare).is_ok() {
                 return Err(format!(
-                    "defect {bad} is moved to sector {spare}, which is not a spare; move it to an \
-                     unused spare sector"
+                    "defect {bad} is moved to sector {spare}, which is not a spare (a sector \
+                     holding a block, a slipped sector or empty space); move it to an unused \
+                     spare sector"
                 ));
             }
             let before: u64 = holes.iter().take_while(|h| h.0 < bad).map(|h| h.1).sum();
@@ -555,6 +565,17 @@ mod tests {
         z.defects = vec![(12, 12)];
         let zs = spares_of(Scheme::PerZone { slip_to_end: false }, &z).unwrap();
         assert!(zs.remaps.is_empty());
+        // A slipped sector is bad, and the empty space at the front holds nothing: neither is a
+        // spare a block can move to.
+        z.defects = vec![(12, 3)];
+        let e = spares_of(Scheme::PerZone { slip_to_end: false }, &z).unwrap_err();
+        assert!(e.contains("not a spare"), "{e}");
+        z.front_sectors = 2;
+        z.defects = vec![(12, 0)];
+        let e = spares_of(Scheme::PerZone { slip_to_end: false }, &z).unwrap_err();
+        assert!(e.contains("not a spare"), "{e}");
+        z.defects = vec![(12, 77)];
+        assert!(spares_of(Scheme::PerZone { slip_to_end: false }, &z).is_ok());
     }
 
     fn scheme_of(k: u8, range: u64) -> Scheme {
@@ -614,10 +635,16 @@ mod tests {
             };
             // Numbers that leave no room are refused, not mapped.
             let Ok(plain) = spares_of(scheme, &z) else { return Ok(()) };
-            // Defects: a block-holding sector to an unused hole sector, both picked at random.
+            // Defects: a block-holding sector to an unused spare sector (a hole that is neither a
+            // slip nor empty space at the front), both picked at random.
             let in_hole = |x: u64| plain.holes.iter().any(|&(f, l)| f <= x && x < f + l);
             let usable: Vec<u64> = (0..total).filter(|&x| !in_hole(x)).collect();
-            let spare: Vec<u64> = (0..total).filter(|&x| in_hole(x)).collect();
+            let room = spares_of(scheme, &ZoneIn { front_sectors: 0, ..z.clone() }).unwrap();
+            let spare: Vec<u64> = (0..total)
+                .filter(|&x| {
+                    room.holes.iter().any(|&(f, l)| f <= x && x < f + l) && !slips.contains(&x)
+                })
+                .collect();
             let mut defects = Vec::new();
             for &(a, b) in &defect_picks {
                 if usable.is_empty() || spare.is_empty() { break; }
