@@ -489,13 +489,23 @@ pub fn run_get(a: &GetArgs) -> anyhow::Result<()> {
         Ok(())
     };
     let mut failed: Vec<(&Url, bool)> = Vec::new();
-    for url in &a.urls {
+    let mut not_fetched = 0;
+    let mut reader_left = false;
+    for (k, url) in a.urls.iter().enumerate() {
         match fetch(url) {
             Ok(()) => {}
             // One URL: its error is the command's, as it always was.
             Err(e) if !several => return Err(e),
-            // Standard output's reader left: nothing more can be delivered.
-            Err(e) if crate::reader_went_away(&e) => return Err(e),
+            // Standard output's reader left: nothing more can be delivered. That ends the
+            // command quietly, unless URLs before failed: their failure is still the outcome.
+            Err(e) if crate::reader_went_away(&e) => {
+                if failed.is_empty() {
+                    return Err(e);
+                }
+                not_fetched = a.urls.len() - k - 1;
+                reader_left = true;
+                break;
+            }
             Err(e) => {
                 let text = crate::describe(&e);
                 let prefix = format!("{url}: ");
@@ -508,18 +518,27 @@ pub fn run_get(a: &GetArgs) -> anyhow::Result<()> {
         }
     }
     if !failed.is_empty() {
-        std::io::stdout()
-            .flush()
-            .context("writing to standard output")?;
+        // A reader that left takes nothing more; flushing would only fail again.
+        if !reader_left {
+            std::io::stdout()
+                .flush()
+                .context("writing to standard output")?;
+        }
         let e = anyhow::anyhow!(
-            "{} of {} URLs failed (each named above): {}",
+            "{} of {} URLs failed (each named above): {}{}",
             failed.len(),
             a.urls.len(),
             failed
                 .iter()
                 .map(|(u, _)| u.to_string())
                 .collect::<Vec<_>>()
-                .join(", ")
+                .join(", "),
+            match (reader_left, not_fetched) {
+                (false, _) => String::new(),
+                (true, 0) => "; standard output's reader left".to_string(),
+                (true, n) =>
+                    format!("; standard output's reader left before the last {n} were fetched"),
+            }
         );
         // Bad input (an --out that cannot be written) is the user's to fix: exit 2 as for one URL.
         return Err(if failed.iter().any(|(_, input)| *input) {

@@ -943,3 +943,49 @@ fn an_unparsable_url_among_several_is_refused_before_any_fetch() {
         "a connection was made before the bad URL was refused"
     );
 }
+
+/// With several URLs, a reader of standard output that leaves ends the command without fetching
+/// the rest, quietly as for one URL, unless a URL before had failed: that failure is still the
+/// outcome (exit 1, named), not hidden behind a success.
+#[test]
+fn a_reader_leaving_after_a_failed_url_does_not_hide_the_failure() {
+    let failing = format!("http://{}/x.bin", closing_server());
+    let slow = format!("http://{}/slow.bin", stalling_server());
+    let never = format!("http://{}/y.bin", closing_server());
+    let run = |urls: &[&str]| {
+        let mut child = bin()
+            .arg("get")
+            .args(urls)
+            .args(["--request-timeout", "5s"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(child.stdout.take());
+        let st = child.wait_with_output().unwrap();
+        (
+            st.status.code(),
+            String::from_utf8_lossy(&st.stderr).into_owned(),
+        )
+    };
+    let (code, err) = run(&[&failing, &slow, &never]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.lines()
+            .any(|l| l.starts_with(&format!("error: {failing}:"))),
+        "{err}"
+    );
+    let last = err.lines().last().unwrap_or_default();
+    assert!(
+        last.contains("1 of 3 URLs failed") && last.contains("the last 1 were"),
+        "{err}"
+    );
+    assert!(
+        !err.contains(&format!("error: {never}")),
+        "not fetched: {err}"
+    );
+    // Without a failure before it, the reader leaving is the quiet end it always was.
+    let (code, err) = run(&[&slow, &failing]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(!err.contains("error"), "{err}");
+}
