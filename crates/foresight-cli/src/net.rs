@@ -242,7 +242,8 @@ summarized as usual, and the command then exits with 1 (2 if a failure was bad i
 --out file that cannot be created), naming the URLs that failed. A URL that does not parse is \
 refused (exit 2) before anything is fetched. Range requests carry If-Range with the file's ETag \
 from the opening HEAD: a file replaced on the server during its download is downloaded again if \
-nothing of it was written yet, and is otherwise an error rather than a mix of two versions.
+nothing of it was written yet, and is otherwise an error rather than a mix of two versions (this \
+needs a server that sends an ETag, as foresight serve does, or a replacement of another length).
 
 The path rate (path_mib_s) is the bytes of the range responses over the time during which any of \
 them was arriving, each timed from the earliest moment its first byte could have come (request \
