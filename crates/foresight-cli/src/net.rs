@@ -238,8 +238,9 @@ no --out. A SIZE larger than the file reads the whole file each time, and standa
 
 Several URLs are fetched one after another, each whatever became of the ones before: a failure is \
 reported on standard error as it happens (error: URL: cause), the others are downloaded and \
-summarized as usual, and the command then exits with 1 (2 if a failure was bad input, such as an \
---out file that cannot be created), naming the URLs that failed. A URL that does not parse is \
+summarized as usual (with --json, a failure is also a line with url and error on standard \
+output, in its place among the reports), and the command then exits with 1 (2 if a failure was \
+bad input, such as an --out file that cannot be created), naming the URLs that failed. A URL that does not parse is \
 refused (exit 2) before anything is fetched. Range requests carry If-Range with the file's ETag \
 from the opening HEAD: a file replaced on the server during its download is downloaded again if \
 nothing of it was written yet, and is otherwise an error rather than a mix of two versions (this \
@@ -510,11 +511,24 @@ pub fn run_get(a: &GetArgs) -> anyhow::Result<()> {
             Err(e) => {
                 let text = crate::describe(&e);
                 let prefix = format!("{url}: ");
-                eprintln!(
-                    "error: {url}: {}",
-                    text.strip_prefix(&prefix).unwrap_or(&text)
-                );
+                let cause = text.strip_prefix(&prefix).unwrap_or(&text);
+                eprintln!("error: {url}: {cause}");
                 failed.push((url, e.downcast_ref::<crate::InputError>().is_some()));
+                // With --json, standard output holds a line for every URL, in order, so a
+                // consumer reading only it sees what failed as well as what arrived.
+                if a.json {
+                    if let Err(e) = print_line(serde_json::json!({
+                        "url": url.to_string(),
+                        "error": cause,
+                    })) {
+                        if !crate::reader_went_away(&e) {
+                            return Err(e);
+                        }
+                        not_fetched = a.urls.len() - k - 1;
+                        reader_left = true;
+                        break;
+                    }
+                }
             }
         }
     }

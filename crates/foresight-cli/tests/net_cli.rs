@@ -907,7 +907,8 @@ fn get_fetches_every_url_and_fails_at_the_end_naming_each_failure() {
         last.contains("2 of 4 URLs failed") && last.contains(&urls[1]) && last.contains(&urls[2]),
         "{err}"
     );
-    // With --json, standard output has the reports of the downloads that succeeded.
+    // With --json, standard output has a line for every URL in order: the reports of the
+    // downloads that succeeded, and the failures with their causes.
     let st = bin()
         .arg("get")
         .args(&urls)
@@ -920,7 +921,15 @@ fn get_fetches_every_url_and_fails_at_the_end_naming_each_failure() {
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
     let got: Vec<&str> = reports.iter().map(|r| r["url"].as_str().unwrap()).collect();
-    assert_eq!(got, [urls[0].as_str(), urls[3].as_str()]);
+    assert_eq!(got, urls.iter().map(String::as_str).collect::<Vec<_>>());
+    let failed: Vec<bool> = reports.iter().map(|r| r["error"].is_string()).collect();
+    assert_eq!(failed, [false, true, true, false]);
+    assert!(
+        reports[1]["error"].as_str().unwrap().contains("404"),
+        "{}",
+        reports[1]
+    );
+    assert_eq!(reports[0]["bytes"], a.len() as u64);
     server.shutdown().unwrap();
     std::fs::remove_dir_all(&dir).unwrap();
 }
