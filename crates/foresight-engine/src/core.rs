@@ -2101,19 +2101,25 @@ mod tests {
         core_over_holding_with(policy, memory_bytes, max_io_bytes, false)
     }
 
-    /// A second, 1 MiB file with no descriptor (the test backends read nothing), for tests where
-    /// another stream reads beside the first.
-    fn other_file(core: &mut Core) -> FileHandle {
+    /// A 1 MiB file with no descriptor (the test backends read nothing): `mem`, identity (1, 1),
+    /// is the file every test core opens first (opening it again gives a second reader of that
+    /// file), and [`other_file`] a second file.
+    fn mem_file(core: &mut Core, path: &str, identity: (u64, u64)) -> FileHandle {
         FileHandle {
             id: core.next_file_id(),
-            path: PathBuf::from("other"),
+            path: PathBuf::from(path),
             file: None,
             direct: false,
             size_bytes: 1 << 20,
-            identity: (1, 2),
+            identity,
             modified: None,
             volume_offset_bytes: None,
         }
+    }
+
+    /// A second 1 MiB file, for tests where another stream reads beside the first.
+    fn other_file(core: &mut Core) -> FileHandle {
+        mem_file(core, "other", (1, 2))
     }
 
     /// [`core_over_holding`] under `policy`, its pool prefaulted if `prefault` (every buffer is
@@ -2136,16 +2142,7 @@ mod tests {
             },
             Arc::new(Condvar::new()),
         );
-        let handle = FileHandle {
-            id: core.next_file_id(),
-            path: PathBuf::from("mem"),
-            file: None,
-            direct: false,
-            size_bytes: 1 << 20,
-            identity: (1, 1),
-            modified: None,
-            volume_offset_bytes: None,
-        };
+        let handle = mem_file(&mut core, "mem", (1, 1));
         let (file, stream, _, _) = core.open(handle);
         (core, backend, file, stream)
     }
@@ -2518,16 +2515,7 @@ mod tests {
         });
         let (mut core, backend, file, sa) =
             core_over_holding_with(policy, 4 << 20, 64 << 10, false);
-        let again = FileHandle {
-            id: core.next_file_id(),
-            path: PathBuf::from("mem"),
-            file: None,
-            direct: false,
-            size_bytes: 1 << 20,
-            identity: (1, 1),
-            modified: None,
-            volume_offset_bytes: None,
-        };
+        let again = mem_file(&mut core, "mem", (1, 1));
         let (same, sb, _, _) = core.open(again);
         assert_eq!((same, sa != sb), (file, true), "one file, two readers");
         core.begin_read(Instant(0), sa, file, 0, 64 << 10);
@@ -2564,16 +2552,7 @@ mod tests {
     #[test]
     fn reads_queued_for_a_closed_reader_are_not_charged_to_the_next_reader_in_its_slot() {
         let (mut core, backend, file, sa) = core_over_holding(1 << 20, 64 << 10);
-        let again = FileHandle {
-            id: core.next_file_id(),
-            path: PathBuf::from("mem"),
-            file: None,
-            direct: false,
-            size_bytes: 1 << 20,
-            identity: (1, 1),
-            modified: None,
-            volume_offset_bytes: None,
-        };
+        let again = mem_file(&mut core, "mem", (1, 1));
         let (same, _sb, _, _) = core.open(again);
         assert_eq!(same, file, "one file, two readers");
         core.begin_read(Instant(0), sa, file, 0, 256 << 10);
