@@ -670,15 +670,17 @@ fn terminate(child: &mut KillOnDrop) -> std::process::ExitStatus {
         .status()
         .unwrap();
     assert!(killed.success());
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    wait_exit(child, 20, "SIGTERM did not stop it")
+}
+
+/// Waits for `child` to exit, at most `secs` seconds; past that the test fails with `why`.
+fn wait_exit(child: &mut KillOnDrop, secs: u64, why: &str) -> std::process::ExitStatus {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
     loop {
         if let Some(status) = child.0.try_wait().unwrap() {
             return status;
         }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "SIGTERM did not stop it"
-        );
+        assert!(std::time::Instant::now() < deadline, "{why}");
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
 }
@@ -826,17 +828,11 @@ fn serve_refuses_an_idle_timeout_under_a_second() {
             .spawn()
             .unwrap();
         let mut server = KillOnDrop(child);
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-        let status = loop {
-            if let Some(status) = server.0.try_wait().unwrap() {
-                break status;
-            }
-            assert!(
-                std::time::Instant::now() < deadline,
-                "--idle-timeout {value} was accepted: the server is running"
-            );
-            std::thread::sleep(std::time::Duration::from_millis(50));
-        };
+        let status = wait_exit(
+            &mut server,
+            30,
+            &format!("--idle-timeout {value} was accepted: the server is running"),
+        );
         let mut err = String::new();
         std::io::Read::read_to_string(&mut server.0.stderr.take().unwrap(), &mut err).unwrap();
         assert_eq!(status.code(), Some(2), "{value}: {err}");
