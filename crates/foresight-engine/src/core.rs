@@ -2122,6 +2122,22 @@ mod tests {
         mem_file(core, "other", (1, 2))
     }
 
+    /// A core whose policy defers every read of its first file (`FileId(0)`, 4 MiB of memory,
+    /// 64 KiB reads), with a reader of that file and one of [`other_file`], whose reads go on
+    /// demand: the setting of the deferral tests.
+    fn two_streams_deferring_the_first(
+    ) -> (Core, Arc<Holding>, (FileId, StreamId), (FileId, StreamId)) {
+        let policy = Box::new(DeferAll {
+            file: FileId(0),
+            out: VecDeque::new(),
+        });
+        let (mut core, backend, a, sa) = core_over_holding_with(policy, 4 << 20, 64 << 10, false);
+        assert_eq!(a, FileId(0), "the deferred file is the first");
+        let handle = other_file(&mut core);
+        let (b, sb, _, _) = core.open(handle);
+        (core, backend, (a, sa), (b, sb))
+    }
+
     /// [`core_over_holding`] under `policy`, its pool prefaulted if `prefault` (every buffer is
     /// then a piece of one mapping, whatever the kernel's huge-page setting).
     fn core_over_holding_with(
@@ -2408,14 +2424,7 @@ mod tests {
     /// period again.
     #[test]
     fn a_deferred_read_waits_while_anything_is_in_flight_and_for_a_grace_period_after() {
-        let policy = Box::new(DeferAll {
-            file: FileId(0),
-            out: VecDeque::new(),
-        });
-        let (mut core, backend, a, sa) = core_over_holding_with(policy, 4 << 20, 64 << 10, false);
-        assert_eq!(a, FileId(0));
-        let handle = other_file(&mut core);
-        let (b, sb, _, _) = core.open(handle);
+        let (mut core, backend, (a, sa), (b, sb)) = two_streams_deferring_the_first();
         let cv = Arc::new(Condvar::new());
         // The other stream reads on demand; this one's read is deferred.
         core.begin_read(Instant(0), sb, b, 0, 64 << 10);
@@ -2584,13 +2593,7 @@ mod tests {
     /// reads the short grace period applies again.
     #[test]
     fn a_deferred_read_outwaits_the_grace_period_while_another_stream_has_hinted_reads_left() {
-        let policy = Box::new(DeferAll {
-            file: FileId(0),
-            out: VecDeque::new(),
-        });
-        let (mut core, backend, a, sa) = core_over_holding_with(policy, 4 << 20, 64 << 10, false);
-        let handle = other_file(&mut core);
-        let (b, sb, _, _) = core.open(handle);
+        let (mut core, backend, (a, sa), (b, sb)) = two_streams_deferring_the_first();
         let (cv, other_cv) = (Arc::new(Condvar::new()), Arc::new(Condvar::new()));
         let kib64 = 64 << 10;
         core.hint(
@@ -2643,13 +2646,7 @@ mod tests {
     /// has waited it out, the stream's promise counts for nothing until it reads again.
     #[test]
     fn a_stream_that_hints_and_stops_reading_costs_the_patience_once_not_per_deferred_read() {
-        let policy = Box::new(DeferAll {
-            file: FileId(0),
-            out: VecDeque::new(),
-        });
-        let (mut core, backend, a, sa) = core_over_holding_with(policy, 4 << 20, 64 << 10, false);
-        let handle = other_file(&mut core);
-        let (b, sb, _, _) = core.open(handle);
+        let (mut core, backend, (a, sa), (b, sb)) = two_streams_deferring_the_first();
         let cv = Arc::new(Condvar::new());
         let kib64 = 64 << 10;
         // Three reads promised; none is made for a long while.
