@@ -898,18 +898,7 @@ fn a_proxy_client_that_stops_reading_is_cut_off_and_frees_its_slot() {
         idle_timeout: proxy::DEFAULT_IDLE_TIMEOUT,
     })
     .unwrap();
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let socket = tokio::net::TcpSocket::new_v4().unwrap();
-    socket.set_recv_buffer_size(4096).unwrap();
-    let mut stalled = rt
-        .block_on(socket.connect(p.local_addr()))
-        .unwrap()
-        .into_std()
-        .unwrap();
-    stalled.set_nonblocking(false).unwrap();
+    let mut stalled = common::small_buffer_connection(p.local_addr());
     stalled.write_all(b"flood").unwrap();
     let deadline = std::time::Instant::now() + Duration::from_secs(60);
     let relayed = loop {

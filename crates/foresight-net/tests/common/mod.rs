@@ -182,17 +182,28 @@ pub fn write_file(s: &Served, name: &str, len: usize) {
 /// and then reads nothing: a client that stopped reading. Its small buffer makes the server's
 /// writes stall after a few KiB instead of filling megabytes of socket buffer first.
 pub fn stalled_reader(addr: SocketAddr, path: &str) -> TcpStream {
+    let mut s = small_buffer_connection(addr);
+    s.write_all(format!("GET {path} HTTP/1.1\r\nHost: t\r\n\r\n").as_bytes())
+        .unwrap();
+    s
+}
+
+/// A blocking connection to `addr` whose receive buffer is set to 4 KiB before it connects (the
+/// kernel takes the window from it at the handshake), so that a peer's writes to it stall soon
+/// once it stops reading.
+pub fn small_buffer_connection(addr: SocketAddr) -> TcpStream {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap();
     let socket = tokio::net::TcpSocket::new_v4().unwrap();
     socket.set_recv_buffer_size(4096).unwrap();
-    let stream = rt.block_on(socket.connect(addr)).unwrap();
-    let mut s = stream.into_std().unwrap();
-    s.set_nonblocking(false).unwrap();
-    s.write_all(format!("GET {path} HTTP/1.1\r\nHost: t\r\n\r\n").as_bytes())
+    let s = rt
+        .block_on(socket.connect(addr))
+        .unwrap()
+        .into_std()
         .unwrap();
+    s.set_nonblocking(false).unwrap();
     s
 }
 
