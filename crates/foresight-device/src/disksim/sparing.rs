@@ -26,6 +26,19 @@
 
 use crate::hdd::geometry::{ZoneSpares, HOLE_RUNS_MAX};
 
+#[cfg(test)]
+thread_local! {
+    /// Runs looked at while placing the defects, for a test that bounds the work.
+    static RUN_PROBES: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// Counts one run looked at while placing a defect (tests only).
+#[inline]
+fn probe() {
+    #[cfg(test)]
+    RUN_PROBES.with(|p| p.set(p.get() + 1));
+}
+
 /// A supported `Sparing scheme used`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Scheme {
@@ -329,25 +342,37 @@ pub(crate) fn zone_spares(
         ));
     }
 
-    let mut remaps = Vec::new();
-    if scheme != Scheme::None {
+    let mut remaps = Vec::with_capacity(z.defects.len());
+    if scheme != Scheme::None && !z.defects.is_empty() {
+        // Sectors set aside before each run, so that a defect's block number is one binary
+        // search away rather than a sum over every run before it.
+        let mut hidden_before = Vec::with_capacity(holes.len());
+        let mut sum = 0u64;
+        for h in &holes {
+            hidden_before.push(sum);
+            sum += h.1;
+        }
+        // The runs starting at or before `x`, and whether the last of them covers `x`.
+        let runs_upto = |runs: &[(u64, u64)], x: u64| {
+            let j = runs.partition_point(|h| {
+                probe();
+                h.0 <= x
+            });
+            (j, j > 0 && x < runs[j - 1].0 + runs[j - 1].1)
+        };
         for &(bad, spare) in &z.defects {
             // DiskSim's lookup skips a defect "moved" to its own sector.
             if bad == spare {
                 continue;
             }
-            let in_hole = |x: u64| {
-                let j = holes.partition_point(|h| h.0 <= x);
-                j > 0 && x < holes[j - 1].0 + holes[j - 1].1
-            };
-            if bad >= total || in_hole(bad) {
+            let (j, bad_in_hole) = runs_upto(&holes, bad);
+            if bad >= total || bad_in_hole {
                 return Err(format!(
                     "defect {bad} is not a sector holding a block (it is past the zone, a spare, \
                      a slip or empty space); defects list (bad sector, spare sector) pairs"
                 ));
             }
-            let j = spare_room.partition_point(|h| h.0 <= spare);
-            let in_spare_room = j > 0 && spare < spare_room[j - 1].0 + spare_room[j - 1].1;
+            let (_, in_spare_room) = runs_upto(&spare_room, spare);
             if spare >= total || !in_spare_room || slips.binary_search(&spare).is_ok() {
                 return Err(format!(
                     "defect {bad} is moved to sector {spare}, which is not a spare (a sector \
@@ -355,7 +380,12 @@ pub(crate) fn zone_spares(
                      spare sector"
                 ));
             }
-            let before: u64 = holes.iter().take_while(|h| h.0 < bad).map(|h| h.1).sum();
+            // `bad` lies in no run, so the `j` runs starting at or before it all end before it.
+            let before = if j == 0 {
+                0
+            } else {
+                hidden_before[j - 1] + holes[j - 1].1
+            };
             remaps.push((bad - before, spare));
         }
         remaps.sort_unstable();
@@ -576,6 +606,42 @@ mod tests {
         assert!(e.contains("not a spare"), "{e}");
         z.defects = vec![(12, 77)];
         assert!(spares_of(Scheme::PerZone { slip_to_end: false }, &z).is_ok());
+    }
+
+    #[test]
+    fn many_defects_over_many_runs_cost_a_binary_search_each() {
+        // Scheme 3 on one surface of 10-sector tracks with one spare each: 40,000 tracks, so
+        // 40,000 runs of set-aside sectors. Each of 4,000 defects moves sector 3 of a track to the
+        // spare at the end of another track. Placing a defect looks at O(log runs) runs, not at
+        // every run before it (which was 40,000 x 4,000 / 2 looks).
+        let tracks = 40_000u64;
+        let defects: Vec<(u64, u64)> = (0..4_000u64)
+            .map(|k| (k * 10 * 10 + 3, (k * 10 + 5) * 10 + 9))
+            .collect();
+        let z = ZoneIn {
+            sectors_per_track: 10,
+            surfaces: 1,
+            cylinders: tracks,
+            spares: 1,
+            defects: defects.clone(),
+            ..ZoneIn::default()
+        };
+        RUN_PROBES.with(|p| p.set(0));
+        let zs = spares_of(Scheme::PerTrack, &z).unwrap();
+        let probes = RUN_PROBES.with(|p| p.get());
+        assert_eq!(zs.holes.len() as u64, tracks);
+        // Block of track t's sector 3: 9 blocks per track before it.
+        let expected: Vec<(u64, u64)> = defects
+            .iter()
+            .map(|&(bad, spare)| ((bad / 10) * 9 + 3, spare))
+            .collect();
+        assert_eq!(zs.remaps, expected);
+        let per_defect_max = 3 * (u64::from(tracks.ilog2()) + 2);
+        assert!(
+            probes <= defects.len() as u64 * per_defect_max,
+            "{probes} runs looked at for {} defects over {tracks} runs",
+            defects.len()
+        );
     }
 
     fn scheme_of(k: u8, range: u64) -> Scheme {
