@@ -33,7 +33,7 @@
 use foresight_core::{ByteLen, Duration};
 
 use crate::error::DeviceError;
-use crate::hdd::geometry::ZoneProgression;
+use crate::hdd::geometry::{LayoutRules, ZoneProgression};
 use crate::hdd::mechanics::{CommandOverheads, SeekCurve};
 use crate::hdd::{Hdd, HddParams, QueuePolicy, ReadAheadMode, WriteCache};
 use crate::ssd::{Ssd, SsdParams};
@@ -344,6 +344,7 @@ pub fn cheetah_15k5() -> HddParams {
         queue_depth: 8,
         queue_policy: QueuePolicy::CLook,
         spares: Vec::new(),
+        layout: LayoutRules::default(),
     }
 }
 
@@ -444,6 +445,7 @@ pub fn atlas_10k() -> HddParams {
         queue_depth: 1,
         queue_policy: QueuePolicy::Fcfs,
         spares: Vec::new(),
+        layout: LayoutRules::default(),
     }
 }
 
@@ -493,6 +495,7 @@ pub fn ibm_18es() -> HddParams {
         queue_depth: 1,
         queue_policy: QueuePolicy::Fcfs,
         spares: Vec::new(),
+        layout: LayoutRules::default(),
     }
 }
 
@@ -542,6 +545,7 @@ pub fn cheetah_4lp() -> HddParams {
         queue_depth: 1,
         queue_policy: QueuePolicy::Fcfs,
         spares: Vec::new(),
+        layout: LayoutRules::default(),
     }
 }
 
@@ -593,6 +597,7 @@ pub fn wd800jd() -> HddParams {
         queue_depth: 1,
         queue_policy: QueuePolicy::Fcfs,
         spares: Vec::new(),
+        layout: LayoutRules::default(),
     }
 }
 
@@ -644,6 +649,7 @@ pub fn st6000nm0024() -> HddParams {
         queue_depth: 32,
         queue_policy: QueuePolicy::CLook,
         spares: Vec::new(),
+        layout: LayoutRules::default(),
     }
 }
 

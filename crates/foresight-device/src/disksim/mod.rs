@@ -17,7 +17,10 @@
 //!   `Single cylinder seek time`; `Head switch time`; `Add. write settling delay`.
 //! - **Layout**: `dm_layout_g1` zones (first and last cylinder, blocks per track, track and cylinder
 //!   skew in sectors), `Number of data surfaces`, `Number of cylinders`; a drive holds at most
-//!   1 PiB. Cylinders no zone covers are spares that hold no blocks. Inside the zones, the
+//!   1 PiB. As in DiskSim, each zone's first block sits at the zone's `Offset of first block`
+//!   (honoured at 0, the value every shipped zone gives) and its skews count from its own first
+//!   track, not on from the zone before ([`LayoutRules`]). Cylinders no zone covers are spares that
+//!   hold no blocks. Inside the zones, the
 //!   `Sparing scheme used` (with `Rangesize for sparing`) and each zone's `Number of spares`,
 //!   `Empty space at zone front`, `slips` and `defects` set sectors aside and move bad blocks to
 //!   spares as DiskSim does (see `sparing.rs`; schemes 1, 5 and 6 are refused), so the capacity is
@@ -62,7 +65,7 @@ use std::path::Path;
 
 use foresight_core::Duration;
 
-use crate::hdd::geometry::{Zone, ZoneSpares};
+use crate::hdd::geometry::{LayoutRules, Zone, ZoneSpares};
 use crate::hdd::mechanics::{CommandOverheads, SeekCurve};
 use crate::hdd::{HddParams, QueuePolicy, ReadAheadMode, WriteCache, QUEUE_DEPTH_MAX};
 use syntax::{Block, Entry, Item, Value};
@@ -695,6 +698,7 @@ impl Importer<'_> {
             queue_depth,
             queue_policy,
             spares: mech.spares,
+            layout: mech.layout,
         };
         params
             .validate()
@@ -814,8 +818,14 @@ impl Importer<'_> {
         let (lfile, lblock) =
             self.block_of(file, layout_entry, &["dm_layout_g1", "dm_layout_g4"])?;
         let period_ms = 60e3 / rpm;
-        let (zones, spares) = if lblock.kind == "dm_layout_g1" {
-            self.layout_g1(&lfile, &lblock, surfaces, cylinders)?
+        let (zones, spares, layout) = if lblock.kind == "dm_layout_g1" {
+            let (zones, spares) = self.layout_g1(&lfile, &lblock, surfaces, cylinders)?;
+            // DiskSim starts each g1 zone's skews afresh at its `Offset of first block`, which
+            // the model honours at 0 only (any other value is warned about when the zone is read).
+            let layout = LayoutRules {
+                zone_first_angles: vec![0.0; zones.len()],
+            };
+            (zones, spares, layout)
         } else {
             let (zones, note) = g4::zones(
                 &lfile,
@@ -825,7 +835,7 @@ impl Importer<'_> {
                 head_switch_ms / period_ms,
             )?;
             self.warn(&lfile, lblock.line, "dm_layout_g4", note);
-            (zones, Vec::new())
+            (zones, Vec::new(), LayoutRules::default())
         };
         let sectors = zones.iter().try_fold(0u64, |sum, z| {
             u64::from(z.cylinder_count())
@@ -854,6 +864,7 @@ impl Importer<'_> {
             write_settle: Duration::from_millis_f64(settle_ms.min(1e6)),
             block_count: (block_count > 0).then_some(block_count),
             spares,
+            layout,
         })
     }
 
@@ -1064,6 +1075,7 @@ struct Mechanism {
     write_settle: Duration,
     block_count: Option<u64>,
     spares: Vec<ZoneSpares>,
+    layout: LayoutRules,
 }
 
 /// A list of exactly `n` numbers.

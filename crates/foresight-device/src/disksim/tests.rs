@@ -679,3 +679,33 @@ fn set_aside_runs_are_bounded_over_the_whole_drive_at_the_zone_passing_the_bound
     );
     assert!(e.message.contains("whole drive"), "{e}");
 }
+
+#[test]
+fn g1_zones_start_at_their_offset_of_first_block_as_in_disksim() {
+    // DiskSim's `g1_map_pbn_skew` starts each zone's skews at the zone's `Offset of first block`
+    // (0 in every shipped zone), counting track and cylinder switches from the zone's first
+    // cylinder; it does not carry the previous zone's skews on.
+    for file in [
+        "atlas10k.diskspecs",
+        "ibm18es.diskspecs",
+        "cheetah4LP.diskspecs",
+    ] {
+        let d = import_shared(file);
+        let g = d.params.geometry().unwrap();
+        for (i, z) in d.params.zones.iter().enumerate() {
+            assert_eq!(
+                g.track_start_angle(i, z.first_cyl, 0),
+                0.0,
+                "{file}: zone {i} (cylinders {} to {})",
+                z.first_cyl,
+                z.last_cyl
+            );
+        }
+        // The Cheetah 4LP's zone 1, cylinder 1346 head 3: 3 + 7 x 1 track switches of 22 sectors
+        // and one cylinder switch of 35, 255 sectors, 68 of its 187-sector tracks.
+        if file == "cheetah4LP.diskspecs" {
+            let a = g.track_start_angle(1, 1346, 3);
+            assert!((a - 68.0 / 187.0).abs() < 1e-12, "{a}");
+        }
+    }
+}

@@ -60,7 +60,7 @@ use foresight_core::{Bandwidth, ByteLen, Duration, Instant, Lba, SECTOR_BYTES};
 use crate::error::{bad, DeviceError};
 use crate::{Breakdown, Completion, DevRequest, Device, Op};
 use cache::{ReadAhead, SegmentCache};
-use geometry::{Chs, Geometry, Zone, ZoneSpares};
+use geometry::{Chs, Geometry, LayoutRules, Zone, ZoneSpares};
 use mechanics::{CommandOverheads, Rotation, SeekCurve};
 
 /// The largest command queue a drive model accepts; real drives stop at 32 (NCQ) or 256 (SCSI TCQ).
@@ -176,6 +176,8 @@ pub struct HddParams {
     /// Sectors set aside inside each zone (spares, slips, empty space, moved blocks), one entry
     /// per zone, or empty when every sector holds a block (the presets).
     pub spares: Vec<ZoneSpares>,
+    /// Where each zone's first block sits (chained from the zone before unless given).
+    pub layout: LayoutRules,
 }
 
 impl HddParams {
@@ -259,7 +261,13 @@ impl HddParams {
 
     /// The validated layout.
     pub fn geometry(&self) -> Result<Geometry, DeviceError> {
-        Geometry::with_spares(self.cylinders, self.surfaces, &self.zones, &self.spares)
+        Geometry::with_layout(
+            self.cylinders,
+            self.surfaces,
+            &self.zones,
+            &self.spares,
+            &self.layout,
+        )
     }
 
     /// Addressable bytes: the sum over zones of cylinders x surfaces x sectors per track, less the
