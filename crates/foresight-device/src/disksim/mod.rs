@@ -20,13 +20,17 @@
 //!   1 PiB. As in DiskSim, each zone's first block sits at the zone's `Offset of first block`
 //!   (honoured at 0, the value every shipped zone gives) and its skews count from its own first
 //!   track, not on from the zone before ([`LayoutRules`]). Cylinders no zone covers are spares that
-//!   hold no blocks. Inside the zones, the
-//!   `Sparing scheme used` (with `Rangesize for sparing`) and each zone's `Number of spares`,
-//!   `Empty space at zone front`, `slips` and `defects` set sectors aside and move bad blocks to
-//!   spares as DiskSim does (see `sparing.rs`; schemes 1, 5 and 6 are refused), so the capacity is
-//!   DiskSim's own count of the zones' blocks. On the shipped drives that count is 0.008 to 0.66%
-//!   above the files' `Block count` line, which DiskSim too replaces by its count. The `LBN-to-PBN
-//!   mapping scheme` is always the conventional cylinder-major order (a warning says so).
+//!   hold no blocks. The `LBN-to-PBN mapping scheme` orders each cylinder's surfaces as DiskSim's
+//!   `g1_surfno_on_cyl` does ([`SurfaceOrder`]): 0 first to last on every cylinder; 1 last to
+//!   first on the odd cylinders counted from the zone's first (the Atlas 10K); 2 the same on the
+//!   odd cylinders of the disk. The skews follow the block order, not the surface number. The
+//!   model's mechanics cost a cylinder switch the same on any surface, so the order changes which
+//!   head `locate` names but no service time. Inside the zones, the `Sparing scheme used` (with
+//!   `Rangesize for sparing`) and each zone's `Number of spares`, `Empty space at zone front`,
+//!   `slips` and `defects` set sectors aside and move bad blocks to spares as DiskSim does (see
+//!   `sparing.rs`; schemes 1, 5 and 6 are refused), so the capacity is DiskSim's own count of the
+//!   zones' blocks. On the shipped drives that count is 0.008 to 0.66% above the files' `Block
+//!   count` line, which DiskSim too replaces by its count.
 //!   A `dm_layout_g4` layout (the Cheetah 15K.5's skews file) is **approximated by zones**: its
 //!   track patterns and index tree are walked in LBN order to get the sequence of track sizes, which
 //!   becomes zones of whole cylinders; the cylinder skew is the tree's per-track angle step; the
@@ -65,7 +69,7 @@ use std::path::Path;
 
 use foresight_core::Duration;
 
-use crate::hdd::geometry::{LayoutRules, Zone, ZoneSpares};
+use crate::hdd::geometry::{LayoutRules, SurfaceOrder, Zone, ZoneSpares};
 use crate::hdd::mechanics::{CommandOverheads, SeekCurve};
 use crate::hdd::{HddParams, QueuePolicy, ReadAheadMode, WriteCache, QUEUE_DEPTH_MAX};
 use syntax::{Block, Entry, Item, Value};
@@ -819,11 +823,13 @@ impl Importer<'_> {
             self.block_of(file, layout_entry, &["dm_layout_g1", "dm_layout_g4"])?;
         let period_ms = 60e3 / rpm;
         let (zones, spares, layout) = if lblock.kind == "dm_layout_g1" {
-            let (zones, spares) = self.layout_g1(&lfile, &lblock, surfaces, cylinders)?;
+            let (zones, spares, surface_order) =
+                self.layout_g1(&lfile, &lblock, surfaces, cylinders)?;
             // DiskSim starts each g1 zone's skews afresh at its `Offset of first block`, which
             // the model honours at 0 only (any other value is warned about when the zone is read).
             let layout = LayoutRules {
                 zone_first_angles: vec![0.0; zones.len()],
+                surface_order,
             };
             (zones, spares, layout)
         } else {
@@ -874,12 +880,32 @@ impl Importer<'_> {
         layout: &Block,
         surfaces: u32,
         cylinders: u32,
-    ) -> Result<(Vec<Zone>, Vec<ZoneSpares>), DiskSimError> {
+    ) -> Result<(Vec<Zone>, Vec<ZoneSpares>, SurfaceOrder), DiskSimError> {
         let mut r = Reader::new(file, layout);
         let zones_entry = r.take("Zones").ok_or_else(|| r.missing("Zones"))?;
         let scheme_line = layout
             .get("Sparing scheme used")
             .map_or(layout.line, |e| e.line);
+        let mapping_line = layout
+            .get("LBN-to-PBN mapping scheme")
+            .map_or(layout.line, |e| e.line);
+        let surface_order =
+            match r.int_or("LBN-to-PBN mapping scheme", 0, u64::from(u32::MAX), 0)? {
+                0 => SurfaceOrder::Ascending,
+                1 => SurfaceOrder::AlternatePerZone,
+                2 => SurfaceOrder::AlternatePerDisk,
+                n => {
+                    return Err(err(
+                        file,
+                        mapping_line,
+                        format!(
+                        "`LBN-to-PBN mapping scheme` = {n} is not one of DiskSim's: use 0 (every \
+                         cylinder first surface to last), 1 (odd cylinders of each zone last \
+                         surface to first) or 2 (odd cylinders of the disk last to first)"
+                    ),
+                    ))
+                }
+            };
         let scheme_no = r.int_or("Sparing scheme used", 0, u64::from(u32::MAX), 0)?;
         let range_cylinders = r.int_or("Rangesize for sparing", 1, 1 << 30, 1)?;
         let scheme = sparing::Scheme::from_number(scheme_no, range_cylinders).map_err(|what| {
@@ -1032,7 +1058,7 @@ impl Importer<'_> {
                 )
             },
         )?;
-        Ok((zones, spares))
+        Ok((zones, spares, surface_order))
     }
 }
 

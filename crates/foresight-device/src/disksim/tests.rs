@@ -138,13 +138,26 @@ fn atlas_numbers_come_from_the_files() {
     // `Read-ahead over requested = 0` with a non-zero maximum read-ahead: DiskSim reads 354 past
     // the request regardless.
     assert!(p.readahead_over_request);
-    // The layout's one approximation left, the surface order of odd cylinders, is said once.
-    let mapping = d
+    // `LBN-to-PBN mapping scheme = 1` is modelled, not warned about: DiskSim's
+    // `g1_surfno_on_cyl` puts the k-th track of a cylinder whose number counted from its zone's
+    // first is odd on surface 5 - k (6 surfaces). Zone 0 holds 334 x 6 = 2,004 sectors a cylinder
+    // and its first slip is at sector 55,017, so block 2,004 + 334 + 7 is cylinder 1's second
+    // track to fill, sector 7: surface 4. Zone 1 starts at cylinder 433, odd on the disk but the
+    // zone's first, so its first block is on surface 0 and its next cylinder's on surface 5.
+    assert!(d
         .warnings
         .iter()
-        .filter(|w| w.message.contains("LBN-to-PBN mapping scheme"))
-        .count();
-    assert_eq!(mapping, 1);
+        .all(|w| !w.message.contains("LBN-to-PBN mapping scheme")));
+    let g = p.geometry().unwrap();
+    let at = |lba: u64| {
+        let c = g.locate(foresight_core::Lba(lba));
+        (c.cylinder, c.head, c.sector)
+    };
+    assert_eq!(at(2_004 + 334 + 7), (1, 4, 7));
+    assert_eq!(at(333), (0, 0, 333));
+    let zone1 = g.zone_first_lba(1).0;
+    assert_eq!(at(zone1), (433, 0, 0));
+    assert_eq!(at(zone1 + 2_004), (434, 5, 0));
 }
 
 #[test]
@@ -587,6 +600,15 @@ fn sparing_the_model_cannot_follow_is_an_error_naming_file_line_and_value() {
     );
     assert_eq!((e.file.as_str(), e.line), ("atlas10k.model", 24), "{e}");
     assert!(e.message.contains("`Sparing scheme used` = 1"), "{e}");
+    // DiskSim knows LBN-to-PBN mapping schemes 0 to 2.
+    let e = edit(
+        "atlas10k.diskspecs",
+        "atlas10k.model",
+        "LBN-to-PBN mapping scheme = 1,",
+        "LBN-to-PBN mapping scheme = 3,",
+    );
+    assert_eq!((e.file.as_str(), e.line), ("atlas10k.model", 23), "{e}");
+    assert!(e.message.contains("`LBN-to-PBN mapping scheme` = 3"), "{e}");
     // Zone 0 slips five sectors: two spares cannot take them.
     let e = edit(
         "atlas10k.diskspecs",

@@ -4,7 +4,9 @@
 //! A drive records more sectors on the longer outer tracks than on the inner ones, so the cylinders are
 //! grouped into zones of constant sectors per track (zoned bit recording). Logical blocks are numbered
 //! cylinder-major, outer to inner: every sector of track (c, 0), then (c, 1) up to the last surface, then
-//! cylinder c + 1. Lookups binary-search a per-zone table of first LBAs, so they cost O(log zones) and
+//! cylinder c + 1. A layout may instead run the surfaces of every other cylinder from the last to the
+//! first ([`SurfaceOrder`]), so that a sequential read passes to the next cylinder on the surface it
+//! ended on; the skews follow the block order either way. Lookups binary-search a per-zone table of first LBAs, so they cost O(log zones) and
 //! never allocate.
 //!
 //! The angular position of a sector follows DiskSim's first-generation layout (`dm_layout_g1`, the
@@ -65,6 +67,24 @@ pub struct LayoutRules {
     /// zone, the skews counting from there (DiskSim's `Offset of first block`); empty chains each
     /// zone on from the previous zone's last track and one cylinder skew.
     pub zone_first_angles: Vec<f64>,
+    /// The order in which each cylinder's surfaces take blocks.
+    pub surface_order: SurfaceOrder,
+}
+
+/// The order in which a cylinder's surfaces take blocks (DiskSim's `LBN-to-PBN mapping scheme`).
+/// Skews follow the blocks: the `k`-th track of a cylinder to take blocks is skewed as the `k`-th,
+/// whatever its surface, as in DiskSim's `g1_map_pbn_skew`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SurfaceOrder {
+    /// First surface to last on every cylinder (scheme 0).
+    #[default]
+    Ascending,
+    /// Last surface to first on the odd cylinders counted from the zone's first (scheme 1), so
+    /// that blocks pass from one cylinder to the next on the same surface; each zone's first
+    /// cylinder runs first to last.
+    AlternatePerZone,
+    /// Last surface to first on the odd cylinders of the disk (scheme 2).
+    AlternatePerDisk,
 }
 
 /// Most runs of set-aside sectors a drive may list, over all its zones: a million, which holds one
@@ -316,6 +336,7 @@ pub struct Geometry {
     zone_base_angle: Vec<f64>,
     /// Per zone, its set-aside sectors, or `None` when every sector holds a block.
     spared: Vec<Option<Spared>>,
+    surface_order: SurfaceOrder,
     capacity_sectors: u64,
 }
 
@@ -505,6 +526,7 @@ impl Geometry {
             zone_first_lba,
             zone_base_angle,
             spared,
+            surface_order: rules.surface_order,
             capacity_sectors: lba,
         })
     }
@@ -618,11 +640,27 @@ impl Geometry {
         let spt = u64::from(z.sectors_per_track);
         let track = sector / spt;
         let surfaces = u64::from(self.surfaces);
+        let cylinder = z.first_cyl + (track / surfaces) as u32;
         Chs {
             zone,
-            cylinder: z.first_cyl + (track / surfaces) as u32,
-            head: (track % surfaces) as u32,
+            cylinder,
+            head: self.surface_of(zone, cylinder, (track % surfaces) as u32),
             sector: (sector % spt) as u32,
+        }
+    }
+
+    /// The surface of the `k`-th track of `cylinder` (in zone `zone`) to take blocks; the same
+    /// map takes a surface back to its rank, as reversing the order twice restores it.
+    fn surface_of(&self, zone: usize, cylinder: u32, k: u32) -> u32 {
+        let odd = match self.surface_order {
+            SurfaceOrder::Ascending => false,
+            SurfaceOrder::AlternatePerZone => (cylinder - self.zones[zone].first_cyl) % 2 == 1,
+            SurfaceOrder::AlternatePerDisk => cylinder % 2 == 1,
+        };
+        if odd {
+            self.surfaces - 1 - k
+        } else {
+            k
         }
     }
 
@@ -655,8 +693,9 @@ impl Geometry {
     pub fn block_at_or_after(&self, at: Chs) -> Lba {
         let z = &self.zones[at.zone];
         let spt = u64::from(z.sectors_per_track);
+        let rank = self.surface_of(at.zone, at.cylinder, at.head);
         let sector = (u64::from(at.cylinder - z.first_cyl) * u64::from(self.surfaces)
-            + u64::from(at.head))
+            + u64::from(rank))
             * spt
             + u64::from(at.sector);
         let rel = match &self.spared[at.zone] {
@@ -681,8 +720,9 @@ impl Geometry {
             chs.head < self.surfaces && chs.sector < z.sectors_per_track,
             "bad head or sector"
         );
+        let rank = self.surface_of(chs.zone, chs.cylinder, chs.head);
         let track =
-            u64::from(chs.cylinder - z.first_cyl) * u64::from(self.surfaces) + u64::from(chs.head);
+            u64::from(chs.cylinder - z.first_cyl) * u64::from(self.surfaces) + u64::from(rank);
         let sector = track * u64::from(z.sectors_per_track) + u64::from(chs.sector);
         let rel = match &self.spared[chs.zone] {
             None => sector,
@@ -711,7 +751,7 @@ impl Geometry {
             self.zone_base_angle[zone],
             self.surfaces,
             cylinder,
-            head,
+            self.surface_of(zone, cylinder, head),
             self.spared[zone].as_ref(),
         )
     }
@@ -739,22 +779,23 @@ impl Geometry {
         base: f64,
         surfaces: u32,
         cylinder: u32,
-        head: u32,
+        rank: u32,
         spared: Option<&Spared>,
     ) -> f64 {
         let spt = u128::from(z.sectors_per_track);
         // Skew accumulated from the zone's first track: every full cylinder contributes
-        // (surfaces - 1) track skews and one cylinder skew; then `head` track skews. In u128,
-        // since the product passes 2^64 on the largest geometries a parameter file may state.
+        // (surfaces - 1) track skews and one cylinder skew; then one per track that takes blocks
+        // before this one on its cylinder (its `rank`). In u128, since the product passes 2^64 on
+        // the largest geometries a parameter file may state.
         let per_cyl = u128::from(surfaces - 1) * u128::from(z.track_skew_sectors)
             + u128::from(z.cyl_skew_sectors);
         let mut acc = u128::from(cylinder - z.first_cyl) * per_cyl
-            + u128::from(head) * u128::from(z.track_skew_sectors);
+            + u128::from(rank) * u128::from(z.track_skew_sectors);
         if let Some(s) = spared {
             let track_sectors = u64::from(z.sectors_per_track);
             let cyl_first = u64::from(cylinder - z.first_cyl) * u64::from(surfaces) * track_sectors;
             acc +=
-                u128::from(s.skew_pushes(cyl_first, cyl_first + u64::from(head) * track_sectors));
+                u128::from(s.skew_pushes(cyl_first, cyl_first + u64::from(rank) * track_sectors));
         }
         frac(base + (acc % spt) as f64 / spt as f64)
     }
@@ -824,6 +865,59 @@ mod tests {
     }
 
     #[test]
+    fn alternate_surface_orders_reverse_odd_cylinders_as_disksim_does() {
+        // DiskSim's `g1_surfno_on_cyl`: with mapping scheme 1 the surface of a cylinder whose
+        // number counted from its zone's first is odd is `surfaces - 1 - k` for the k-th track to
+        // take blocks; scheme 2 counts from cylinder 0. Zone 1 starts at (odd) cylinder 3, 8
+        // sectors a track, 16 a cylinder, its first block is LBA 60.
+        let zones = two_skewed_zones();
+        let plain = Geometry::new(6, 2, &zones).unwrap();
+        let rules = |surface_order| LayoutRules {
+            surface_order,
+            ..LayoutRules::default()
+        };
+        let per_zone =
+            Geometry::with_layout(6, 2, &zones, &[], &rules(SurfaceOrder::AlternatePerZone))
+                .unwrap();
+        let per_disk =
+            Geometry::with_layout(6, 2, &zones, &[], &rules(SurfaceOrder::AlternatePerDisk))
+                .unwrap();
+        let chs = |g: &Geometry, lba: u64| {
+            let c = g.locate(Lba(lba));
+            (c.cylinder, c.head, c.sector)
+        };
+        // Block 33: zone 0 (10 sectors a track, 20 a cylinder), cylinder 1 (odd both ways), its
+        // second track to fill (k = 1), sector 3: surface 2 - 1 - 1 = 0.
+        assert_eq!(chs(&plain, 33), (1, 1, 3));
+        assert_eq!(chs(&per_zone, 33), (1, 0, 3));
+        assert_eq!(chs(&per_disk, 33), (1, 0, 3));
+        // Block 62: zone 1's first cylinder, 3, its first track: even in its zone, odd on the disk.
+        assert_eq!(chs(&per_zone, 62), (3, 0, 2));
+        assert_eq!(chs(&per_disk, 62), (3, 1, 2));
+        // Block 60 + 16 + 5: cylinder 4, first track: odd in its zone, even on the disk.
+        assert_eq!(chs(&per_zone, 81), (4, 1, 5));
+        assert_eq!(chs(&per_disk, 81), (4, 0, 5));
+        // The skew follows the block order: the k-th track to fill is skewed as the k-th, on
+        // whichever surface it lies (`g1_map_pbn_skew` counts head + (surfaces - 1) x cylinder
+        // track switches after reordering).
+        for lba in 0..plain.capacity_sectors() {
+            let c = per_zone.locate(Lba(lba));
+            assert_eq!(per_zone.lba_of(c), Lba(lba));
+            assert_eq!(
+                per_zone.sector_angle(Lba(lba)),
+                plain.sector_angle(Lba(lba))
+            );
+            assert_eq!(per_zone.block_at_or_after(c), Lba(lba));
+            let c = per_disk.locate(Lba(lba));
+            assert_eq!(per_disk.lba_of(c), Lba(lba));
+            assert_eq!(
+                per_disk.sector_angle(Lba(lba)),
+                plain.sector_angle(Lba(lba))
+            );
+        }
+    }
+
+    #[test]
     fn zones_chain_their_skews_unless_the_layout_gives_their_first_angles() {
         let zones = two_skewed_zones();
         // Chained: zone 0's last track (cylinder 2, head 1) starts 2 x (3 + 4) + 3 = 17 sectors of
@@ -838,6 +932,7 @@ mod tests {
         // so 1/8) = 0.375.
         let rules = LayoutRules {
             zone_first_angles: vec![0.0, 0.25],
+            ..LayoutRules::default()
         };
         let g = Geometry::with_layout(6, 2, &zones, &[], &rules).unwrap();
         assert_eq!(g.sector_angle(Lba(0)), 0.0);
@@ -853,6 +948,7 @@ mod tests {
         for bad in [vec![0.0], vec![0.0, 1.0], vec![0.0, f64::NAN]] {
             let rules = LayoutRules {
                 zone_first_angles: bad,
+                ..LayoutRules::default()
             };
             assert!(Geometry::with_layout(6, 2, &zones, &[], &rules).is_err());
         }
