@@ -69,7 +69,7 @@ use std::path::Path;
 
 use foresight_core::Duration;
 
-use crate::hdd::geometry::{LayoutRules, SurfaceOrder, Zone, ZoneSpares};
+use crate::hdd::geometry::{LayoutRules, SurfaceOrder, Zone, ZoneSpares, ZoneStart};
 use crate::hdd::mechanics::{CommandOverheads, SeekCurve};
 use crate::hdd::{HddParams, QueuePolicy, ReadAheadMode, WriteCache, QUEUE_DEPTH_MAX};
 use syntax::{Block, Entry, Item, Value};
@@ -828,7 +828,7 @@ impl Importer<'_> {
             // DiskSim starts each g1 zone's skews afresh at its `Offset of first block`, which
             // the model honours at 0 only (any other value is warned about when the zone is read).
             let layout = LayoutRules {
-                zone_first_angles: vec![0.0; zones.len()],
+                zone_start: ZoneStart::AtIndex,
                 surface_order,
             };
             (zones, spares, layout)

@@ -20,7 +20,7 @@
 //! skews accumulate over the whole disk the way a continuous sequential read experiences them.
 //! DiskSim's own layout does not chain them: there each zone's first block sits at the zone's
 //! `Offset of first block` and the skews count from the zone's first track. A drive imported from
-//! DiskSim's files says so in its [`LayoutRules`], which then give each zone's first angle.
+//! DiskSim's files says so in its [`LayoutRules`] ([`ZoneStart::AtIndex`]).
 //!
 //! A real drive also sets sectors aside inside its zones ([`ZoneSpares`]): spare sectors kept to
 //! replace bad ones, sectors "slipped" because they were bad at the factory, and empty space. Such
@@ -60,15 +60,25 @@ impl Zone {
 }
 
 /// Rules of a layout beyond its zone table and set-aside sectors; the default (every preset) chains
-/// the zones' skews over the whole disk.
-#[derive(Clone, Debug, Default, PartialEq)]
+/// the zones' skews over the whole disk and fills every cylinder first surface to last.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct LayoutRules {
-    /// Angle, as a fraction of a revolution in `[0, 1)`, of each zone's first block, one entry per
-    /// zone, the skews counting from there (DiskSim's `Offset of first block`); empty chains each
-    /// zone on from the previous zone's last track and one cylinder skew.
-    pub zone_first_angles: Vec<f64>,
+    /// Where each zone's first block sits.
+    pub zone_start: ZoneStart,
     /// The order in which each cylinder's surfaces take blocks.
     pub surface_order: SurfaceOrder,
+}
+
+/// Where a zone's first block sits on the revolution; the skews of its later tracks count from it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ZoneStart {
+    /// One cylinder skew of the zone after the last track of the zone before (the first zone at
+    /// angle 0), as a continuous sequential read meets them.
+    #[default]
+    Chained,
+    /// At angle 0, the skews counting from the zone's own first track: DiskSim's placement for a
+    /// zone whose `Offset of first block` is 0.
+    AtIndex,
 }
 
 /// The order in which a cylinder's surfaces take blocks (DiskSim's `LBN-to-PBN mapping scheme`).
@@ -440,21 +450,6 @@ impl Geometry {
                 "give one entry per zone, or none",
             ));
         }
-        let angles = &rules.zone_first_angles;
-        if !angles.is_empty() && angles.len() != zones.len() {
-            return Err(crate::error::bad(
-                "zone_first_angles",
-                angles.len(),
-                "give one angle per zone, or none",
-            ));
-        }
-        if let Some(a) = angles.iter().find(|a| !(0.0..1.0).contains(*a)) {
-            return Err(crate::error::bad(
-                "zone_first_angles",
-                a,
-                "give each zone's first angle as a fraction of a revolution, in [0, 1)",
-            ));
-        }
         let runs: usize = spares.iter().map(|s| s.holes.len()).sum();
         if runs > HOLE_RUNS_MAX {
             return Err(crate::error::bad(
@@ -470,9 +465,7 @@ impl Geometry {
         let mut lba = 0u64;
         for (i, z) in zones.iter().enumerate() {
             zone_first_lba.push(lba);
-            let base = if let Some(&a) = angles.get(i) {
-                a
-            } else if i == 0 {
+            let base = if i == 0 || rules.zone_start == ZoneStart::AtIndex {
                 0.0
             } else {
                 // The previous zone's last track, then one cylinder skew of this zone.
@@ -918,7 +911,7 @@ mod tests {
     }
 
     #[test]
-    fn zones_chain_their_skews_unless_the_layout_gives_their_first_angles() {
+    fn zones_chain_their_skews_unless_the_layout_starts_each_at_the_index() {
         let zones = two_skewed_zones();
         // Chained: zone 0's last track (cylinder 2, head 1) starts 2 x (3 + 4) + 3 = 17 sectors of
         // 10 round, at 0.7; zone 1 starts one of its cylinder skews on, 0.7 + 5/8 = 0.325.
@@ -926,32 +919,23 @@ mod tests {
         assert!((chained.track_start_angle(0, 2, 1) - 0.7).abs() < 1e-12);
         assert!((chained.sector_angle(Lba(60)) - 0.325).abs() < 1e-12);
         // DiskSim (`g1_map_pbn_skew`): a zone's track starts at the zone's `Offset of first block`
-        // plus, counted from the zone's first cylinder, one track skew per track switch (head +
-        // (surfaces - 1) x cylinder) and one cylinder skew per cylinder. Cylinder 4, head 1 of
-        // zone 1, with the zone starting at 0.25: 0.25 + ((1 + 1) x 2 + 1 x 5 = 9 sectors of 8,
-        // so 1/8) = 0.375.
+        // (0 here) plus, counted from the zone's first cylinder, one track skew per track switch
+        // (head + (surfaces - 1) x cylinder) and one cylinder skew per cylinder. Cylinder 4,
+        // head 1 of zone 1: (1 + 1) x 2 + 1 x 5 = 9 sectors of 8, so 1/8.
         let rules = LayoutRules {
-            zone_first_angles: vec![0.0, 0.25],
+            zone_start: ZoneStart::AtIndex,
             ..LayoutRules::default()
         };
         let g = Geometry::with_layout(6, 2, &zones, &[], &rules).unwrap();
         assert_eq!(g.sector_angle(Lba(0)), 0.0);
-        assert!((g.sector_angle(Lba(60)) - 0.25).abs() < 1e-12);
-        assert!((g.track_start_angle(1, 4, 1) - 0.375).abs() < 1e-12);
+        assert_eq!(g.sector_angle(Lba(60)), 0.0);
+        assert!((g.track_start_angle(1, 4, 1) - 0.125).abs() < 1e-12);
         // Zone 0 is the same either way, and so are the blocks' places.
         assert_eq!(
             g.track_start_angle(0, 2, 1),
             chained.track_start_angle(0, 2, 1)
         );
         assert_eq!(g.locate(Lba(75)), chained.locate(Lba(75)));
-        // One angle per zone, each within a revolution.
-        for bad in [vec![0.0], vec![0.0, 1.0], vec![0.0, f64::NAN]] {
-            let rules = LayoutRules {
-                zone_first_angles: bad,
-                ..LayoutRules::default()
-            };
-            assert!(Geometry::with_layout(6, 2, &zones, &[], &rules).is_err());
-        }
     }
 
     #[test]

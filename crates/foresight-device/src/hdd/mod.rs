@@ -176,7 +176,8 @@ pub struct HddParams {
     /// Sectors set aside inside each zone (spares, slips, empty space, moved blocks), one entry
     /// per zone, or empty when every sector holds a block (the presets).
     pub spares: Vec<ZoneSpares>,
-    /// Where each zone's first block sits (chained from the zone before unless given).
+    /// Where each zone's first block sits and the order of each cylinder's surfaces (the
+    /// default, for the presets: zones chained, surfaces first to last).
     pub layout: LayoutRules,
 }
 
