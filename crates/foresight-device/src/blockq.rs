@@ -26,9 +26,10 @@
 //! does not anticipate again before that dispatch. While a queue waits for S, S may queue a request
 //! even with every request slot taken (Linux's `ELV_MQUEUE_MUST`). Since nothing else is dispatched
 //! while S's read is on the disk, anticipation keeps one request at a time in a command-queueing
-//! drive. Simplifications: Linux also gives up on processes that exited, which streams here never
-//! do mid-run, and estimates new processes from earlier ones, where a stream here without samples
-//! is simply waited for.
+//! drive. Simplifications: Linux also gives up on processes that exited, where the simulator's
+//! streams never exit mid-run and the engine's closed readers are forgotten once their requests
+//! are done ([`Owners::forget`]), and estimates new processes from earlier ones, where a stream
+//! here without samples is simply waited for.
 //! Think times are kept per stream across every member queue ([`Owners`]), as Linux keeps them per
 //! process; reads and writes share one sorted queue, as under `deadline` here (the workloads that
 //! anticipate read only).
@@ -143,6 +144,20 @@ impl Owners {
         );
         o.in_device -= 1;
         o.last_done = Some(now);
+    }
+
+    /// Drops what is known about `owner`, if none of its requests is queued or on a disk, and
+    /// says whether it did. A caller that gives a stream's id to a new stream (the engine's
+    /// closed readers) retires the old one this way once its requests are done, so the new
+    /// stream starts without samples instead of with the old one's think times and seeks.
+    pub fn forget(&mut self, owner: u32) -> bool {
+        match self.by_owner.get(&owner) {
+            Some(o) if o.queued > 0 || o.in_device > 0 => false,
+            _ => {
+                self.by_owner.remove(&owner);
+                true
+            }
+        }
     }
 
     /// Requests of `owner` queued on any member.
@@ -754,6 +769,28 @@ mod tests {
         assert!(o.think_mean(1).unwrap() > Duration::from_millis(6));
         q.push(Instant(t), Op::Read, 500_000, 8, 1, Some(2), &mut o);
         assert_eq!(q.pop(Instant(t), &mut o).unwrap().owner, Some(2));
+    }
+
+    /// A stream forgotten once its requests are done starts again without samples; one with a
+    /// request still on the disk is kept, so its completion finds its record.
+    #[test]
+    fn a_forgotten_stream_keeps_no_think_time_and_a_busy_one_is_not_forgotten() {
+        let mut o = Owners::default();
+        let mut q = BlockQueue::new(Scheduler::Anticipatory, 64, Duration::from_millis(500), 16)
+            .with_antic_expire(Duration::from_millis(6));
+        let mut t = 0;
+        for k in 0..3u64 {
+            q.push(Instant(t), Op::Read, 1000 + 8 * k, 8, 0, Some(1), &mut o);
+            let r = q.pop(Instant(t), &mut o).unwrap();
+            if k == 2 {
+                assert!(!o.forget(1), "a stream with a read on the disk is kept");
+            }
+            q.completed(Instant(t + MS), &r, &mut o);
+            t += 11 * MS;
+        }
+        assert!(o.think_mean(1).unwrap() > Duration::from_millis(6));
+        assert!(o.forget(1));
+        assert_eq!((o.think_mean(1), o.seek_mean(1)), (None, None));
     }
 
     #[test]

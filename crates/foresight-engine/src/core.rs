@@ -555,8 +555,10 @@ impl Core {
         }
         self.memory_waiters.retain(|(s, _, _)| *s != stream);
         self.defer_waiters.retain(|(s, _)| *s != stream);
-        // The policy drops what it keeps for the stream before the id can name another.
+        // The policy drops what it keeps for the stream before the id can name another, and so
+        // does a backend that keeps figures per reader.
         self.policy.handle(now, Input::StreamClosed { stream });
+        self.backend.reader_closed(stream);
         self.free_streams.push(stream.0);
         let f = &mut self.files[file.0 as usize];
         f.readers -= 1;
@@ -2064,6 +2066,8 @@ mod tests {
     struct Holding {
         held: Mutex<Vec<IoRequest>>,
         batches: Mutex<Vec<usize>>,
+        /// Readers the core said had closed, in order.
+        closed: Mutex<Vec<StreamId>>,
     }
 
     impl IoBackend for Holding {
@@ -2080,7 +2084,28 @@ mod tests {
             self.batches.lock().unwrap().push(batch.len());
             self.held.lock().unwrap().append(batch);
         }
+        fn reader_closed(&self, reader: StreamId) {
+            self.closed.lock().unwrap().push(reader);
+        }
         fn shutdown(&self) {}
+    }
+
+    /// A reader's close reaches the backend before its id can go to another reader, so that a
+    /// backend keeping figures per reader (the emulated anticipatory scheduler) starts the next
+    /// one afresh; the reader's reads already submitted keep its id.
+    #[test]
+    fn a_closed_reader_is_told_to_the_backend_before_its_id_is_reused() {
+        let (mut core, backend, _, s) = core_over_holding(4 << 20, 64 << 10);
+        core.begin_read(Instant(0), s, FileId(0), 0, 64 << 10);
+        assert_eq!(backend.held.lock().unwrap()[0].reader, Some(s));
+        core.close(Instant(1), s);
+        assert_eq!(*backend.closed.lock().unwrap(), vec![s]);
+        let handle = other_file(&mut core);
+        let (_, again, _, _) = core.open(handle);
+        assert_eq!(again, s, "the id goes to the next reader");
+        assert_eq!(backend.held.lock().unwrap()[0].reader, Some(s));
+        core.complete_all(Instant(2), &mut completions(&backend));
+        core.check();
     }
 
     /// A core over `Holding` with queue depth 2 and no readahead, with one 1 MiB file open and a

@@ -22,7 +22,10 @@
 //! `antic_expire` after a stream's read for that stream's next request. A read's stream is the
 //! reader it is done for ([`IoRequest::reader`]), as the simulator tags a block request with the
 //! application stream, so two readers of one file are two streams to the scheduler; a read no
-//! reader asked for belongs to none and is never waited for. The drive's own command queue is the
+//! reader asked for belongs to none and is never waited for. The engine gives a closed reader's id to
+//! a later reader, so the scheduler's records are kept by a key per open reader, which the
+//! backend forgets once the closed reader's last request completes ([`IoBackend::reader_closed`]):
+//! a new reader starts without the closed one's think times. The drive's own command queue is the
 //! model's. Parts wait in the queue of a busy member, where
 //! later parts can still merge with them and be sorted among them. Members are stepped event by
 //! event, so a member that finishes at model instant `t` takes its next request at `t`, not at the
@@ -253,6 +256,8 @@ enum Msg {
     },
     /// The real bytes of a read arrived.
     Data(IoCompletion),
+    /// The reader with this id closed; a later reader may get the id.
+    ReaderClosed(u32),
 }
 
 impl Msg {
@@ -435,6 +440,10 @@ impl IoBackend for EmulatedBackend {
         self.inner.submit(batch);
     }
 
+    fn reader_closed(&self, reader: foresight_core::StreamId) {
+        self.shared.send(Msg::ReaderClosed(reader.0));
+    }
+
     fn volume(&self) -> Option<ModelledVolume> {
         Some(ModelledVolume {
             volume_bytes: ByteLen(self.volume_bytes),
@@ -531,8 +540,19 @@ struct Clock {
     /// Parts of the tracked reads not yet completed by their member: every part waiting for a
     /// slot belongs to one, so the waiting lines together hold at most this many.
     parts_outstanding: u64,
-    /// What the anticipatory scheduler knows about each stream, across all members.
+    /// What the anticipatory scheduler knows about each stream, across all members. Its streams
+    /// are keys, not reader ids: the engine gives a closed reader's id to a later reader, which
+    /// must not inherit the closed one's think times and seeks.
     owners: Owners,
+    /// The key of each open reader that has submitted a read, by reader id.
+    reader_keys: BTreeMap<u32, u32>,
+    /// Keys of closed readers with requests still queued or on a disk: forgotten, and free for
+    /// another reader, once those complete. Each has a read outstanding, so there are at most
+    /// as many as reads (asserted where one is added).
+    retired_keys: Vec<u32>,
+    /// Keys free for a new reader; `key_count` keys have ever been handed out.
+    free_keys: Vec<u32>,
+    key_count: u32,
     /// Member requests at the drives, by member and the id its queue gave them.
     at_device: BTreeMap<(usize, u64), BlockReq<u64>>,
     reads: BTreeMap<u64, Pending>,
@@ -582,6 +602,10 @@ impl Clock {
             capacity_reads,
             parts_outstanding: 0,
             owners: Owners::default(),
+            reader_keys: BTreeMap::new(),
+            retired_keys: Vec::new(),
+            free_keys: Vec::new(),
+            key_count: 0,
             at_device: BTreeMap::new(),
             reads: BTreeMap::new(),
             model_ns: 0,
@@ -652,6 +676,7 @@ impl Clock {
                         p.data = Some(c);
                         self.finish_if_done_by_token_of_last();
                     }
+                    Msg::ReaderClosed(reader) => self.reader_closed(reader),
                 }
             }
             let now = self.shared.now_ns().max(self.model_ns);
@@ -661,6 +686,53 @@ impl Clock {
                 self.shared.port.deliver(c);
             }
         }
+    }
+
+    /// The scheduler's key for reader `reader`: the one it has, or a free one.
+    fn key_of(&mut self, reader: u32) -> u32 {
+        if let Some(&k) = self.reader_keys.get(&reader) {
+            return k;
+        }
+        let k = self.free_keys.pop().unwrap_or_else(|| {
+            self.key_count += 1;
+            self.key_count - 1
+        });
+        self.reader_keys.insert(reader, k);
+        k
+    }
+
+    /// Retires the key of a reader that closed: the scheduler forgets it now if none of its
+    /// requests is queued or on a disk, or once the last of them completes. The reader's next
+    /// read with this id (a new reader) gets a fresh key.
+    fn reader_closed(&mut self, reader: u32) {
+        let Some(k) = self.reader_keys.remove(&reader) else {
+            return;
+        };
+        if self.owners.forget(k) {
+            self.free_keys.push(k);
+        } else {
+            self.retired_keys.push(k);
+            assert!(
+                self.retired_keys.len() <= self.capacity_reads,
+                "{} closed readers' keys wait for their requests, more than the {} reads the \
+                 engine may have outstanding",
+                self.retired_keys.len(),
+                self.capacity_reads
+            );
+        }
+    }
+
+    /// Forgets the retired keys whose requests have all completed.
+    fn forget_retired(&mut self) {
+        let owners = &mut self.owners;
+        let free = &mut self.free_keys;
+        self.retired_keys.retain(|&k| {
+            let gone = owners.forget(k);
+            if gone {
+                free.push(k);
+            }
+            !gone
+        });
     }
 
     /// Completes every read whose model time has come and whose bytes are in.
@@ -709,6 +781,7 @@ impl Clock {
                 }
             }
             self.comps = comps;
+            self.forget_retired();
             self.dispatch();
         }
         self.model_ns = now_ns;
@@ -744,6 +817,7 @@ impl Clock {
                 }
             }
         }
+        let owner = owner.map(|r| self.key_of(r));
         let mut parts = 0u32;
         for (d, l, n) in pieces {
             let mut pos = l;
@@ -1017,7 +1091,7 @@ mod tests {
                 lba,
                 sectors,
             } => c.enqueue(token, owner, at_ns, lba, sectors),
-            Msg::Data(_) => unreachable!("a submission"),
+            Msg::Data(_) | Msg::ReaderClosed(_) => unreachable!("a submission"),
         };
         submit(&mut c, read(0, 1, 1000), 0);
         submit(&mut c, read(1, 2, 50_000_000), 0);
@@ -1036,6 +1110,64 @@ mod tests {
             .filter(|&t| t != 0)
             .collect();
         assert_eq!(after, vec![2, 1], "reader 1's next read first");
+    }
+
+    /// Runs the model until read `token` is done.
+    fn until_done(c: &mut Clock, token: u64) {
+        c.dispatch();
+        while !c.reads[&token].model_done {
+            let t = c.next_event_ns().expect("reads outstanding");
+            c.advance(t);
+            c.dispatch();
+        }
+    }
+
+    /// A reader that thought 15 ms after each of its reads (longer than the 6 ms `antic_expire`,
+    /// so the disk is not held for it) closes, and a new reader gets its id. The new reader has
+    /// no think time of its own, so, as any reader without samples, it is waited for: its next
+    /// read is served before another reader's earlier far one, as in
+    /// `anticipatory_serves_the_streams_next_nearby_read_before_an_earlier_far_one`. (While the
+    /// scheduler kept its records by reader id, the new reader inherited the closed one's think
+    /// time and the far read went first.) The closed reader's last read is still on the disk
+    /// when it closes, and its key is freed only once that read completes.
+    #[test]
+    fn a_reader_given_a_closed_readers_id_starts_without_its_think_time() {
+        let cfg = EmulatedConfig::preset("wd800jd")
+            .unwrap()
+            .scheduler("anticipatory")
+            .unwrap();
+        let mut c = clock(&cfg);
+        let mut at_ns = 0;
+        for k in 0..4u64 {
+            c.enqueue(k, Some(1), at_ns, 1000 + 8 * k, 8);
+            if k == 3 {
+                break;
+            }
+            until_done(&mut c, k);
+            at_ns = c.model_ns + 15_000_000;
+            c.advance(at_ns);
+        }
+        c.dispatch();
+        c.reader_closed(1);
+        assert_eq!(c.retired_keys.len(), 1, "its last read is on the disk");
+        until_done(&mut c, 3);
+        assert!(c.retired_keys.is_empty() && c.free_keys.len() == 1);
+        // The new reader 1, and reader 2 far away, as in the anticipation test.
+        at_ns = c.model_ns + 1_000_000;
+        c.advance(at_ns);
+        c.enqueue(10, Some(1), at_ns, 2000, 8);
+        c.enqueue(11, Some(2), at_ns, 50_000_000, 8);
+        until_done(&mut c, 10);
+        let next_ns = c.model_ns + 1_000_000;
+        c.advance(next_ns);
+        c.dispatch();
+        c.enqueue(12, Some(1), next_ns, 2008, 8);
+        let after: Vec<u64> = finish_order(&mut c)
+            .into_iter()
+            .filter(|&t| t > 10)
+            .collect();
+        assert_eq!(after, vec![12, 11], "the new reader 1's next read first");
+        assert!(c.reader_keys.len() <= 2 && c.key_count <= 3);
     }
 
     #[test]

@@ -248,6 +248,12 @@ pub trait IoBackend: Send + Sync {
     fn capacity(&self) -> usize;
     /// Starts every request in `batch` (leaving it empty). Never blocks.
     fn submit(&self, batch: &mut Vec<IoRequest>);
+    /// The reader `reader` (an [`IoRequest::reader`]) has closed, and its id may name a later
+    /// reader: a backend that keeps figures per reader (the emulated anticipatory scheduler's
+    /// think times) starts the next one afresh. Requests already submitted for it are still its.
+    fn reader_closed(&self, reader: StreamId) {
+        let _ = reader;
+    }
     /// The modelled volume, if the backend models one.
     fn volume(&self) -> Option<ModelledVolume> {
         None
