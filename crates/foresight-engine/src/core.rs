@@ -66,7 +66,8 @@ const STREAM_ERRORS_MAX: usize = 16;
 /// more on a loaded host or in a debug build. Waiting out a gap of this length keeps a deferred
 /// read parked across it (the anticipatory scheduler's idea), while a deferral nobody will serve
 /// still ends: each costs the reader at most this much more than reading on demand at once
-/// ([`DEFER_PATIENCE_NS`] while another stream has hinted reads left).
+/// ([`DEFER_PATIENCE_NS`] while another stream has hinted reads left; nothing when no other stream
+/// may read at once, [`Core::idle_wait_ns`]).
 /// Well above the gap and well below a seek of the drives the engine is compared on (8 ms or so);
 /// 1 ms served the contention scenarios as well but cost two hinted scans on a RAID-0 30% of
 /// their time in deferrals nobody serves (ARCHITECTURE.md, the conformance suite).
@@ -81,6 +82,17 @@ pub(crate) const DEFER_GRACE_NS: u64 = 300_000;
 /// let a deferred read wait this long in vain promises nothing more until it reads again
 /// (`StreamState::lapsed`), so a broken promise costs this once, not once per deferred read.
 pub(crate) const DEFER_PATIENCE_NS: u64 = 20_000_000;
+
+/// Gaps between a stream's reads (from one read returning to the application to the next read
+/// beginning) the engine keeps to tell whether the stream thinks between reads: it does when each
+/// of its last this many gaps (or of all it has had, if fewer, but at least one) lasted at least
+/// [`DEFER_GRACE_NS`]. Such a stream does not read again in what the engine takes for the instant
+/// of a completion, and the simulator lets parked reads go to the disk while its clients think,
+/// so a stream that thinks keeps no deferred read waiting, hinted reads or not
+/// ([`Core::idle_wait_ns`]). The shortest recent gap decides, not their mean: a sleep never ends
+/// early, whereas a thread that reads on at once is only now and then descheduled for longer (on
+/// a loaded host), which must not make it look like a stream that thinks.
+pub(crate) const THINK_SAMPLES: usize = 4;
 
 /// What a reader whose read was deferred does at a missing byte ([`Core::defer_wait`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -213,6 +225,12 @@ struct StreamState {
     /// When the stream last began a read: one that read while the engine stayed idle kept its
     /// promise (its reads found their data), and does not lapse.
     read_at: Option<Instant>,
+    /// When its last read returned to the application, until its next read begins.
+    read_end_at: Option<Instant>,
+    /// Its last [`THINK_SAMPLES`] gaps between reads, nanoseconds (a ring; `gaps_seen` counts
+    /// every gap measured).
+    gaps_ns: [u64; THINK_SAMPLES],
+    gaps_seen: u64,
 }
 
 #[derive(Debug)]
@@ -289,9 +307,6 @@ pub(crate) struct Core {
     /// While the engine is idle and a deferred reader waits: `submitted` and the time when that
     /// reader first found it idle (see [`DEFER_GRACE_NS`]).
     quiet: Option<(u64, Instant)>,
-    /// Open streams with disclosed reads left (`StreamState::hinted_reads_left > 0`), so that
-    /// deferred readers look through the streams only when some stream has hinted.
-    hinted_streams: usize,
     /// Bytes of the chunks in each eviction class.
     lru_bytes: [u64; 3],
     /// Indexed by `StreamId`. A closed stream's slot goes on `free_streams` and the next open
@@ -360,7 +375,6 @@ impl Core {
             defer_waiters: Vec::new(),
             submitted: 0,
             quiet: None,
-            hinted_streams: 0,
             lru_bytes: [0; 3],
             streams: Vec::new(),
             free_streams: Vec::new(),
@@ -475,6 +489,9 @@ impl Core {
             hinted_reads_left: 0,
             lapsed: false,
             read_at: None,
+            read_end_at: None,
+            gaps_ns: [0; THINK_SAMPLES],
+            gaps_seen: 0,
         };
         let stream = StreamId(foresight_core::take_slot(
             &mut self.streams,
@@ -522,10 +539,7 @@ impl Core {
         st.waiting_on = None;
         st.waits_for_memory = false;
         let file = st.file;
-        if st.hinted_reads_left > 0 {
-            st.hinted_reads_left = 0;
-            self.hinted_streams -= 1;
-        }
+        st.hinted_reads_left = 0;
         self.undefer(stream);
         self.release_claims(stream);
         // Nothing may still name the stream once its id can be handed out again: a demand read
@@ -661,12 +675,12 @@ impl Core {
         st.read = (pos, end);
         st.lapsed = false;
         st.read_at = Some(now);
-        if st.hinted_reads_left > 0 {
-            st.hinted_reads_left -= 1;
-            if st.hinted_reads_left == 0 {
-                self.hinted_streams -= 1;
-            }
+        if let Some(end) = st.read_end_at.take() {
+            st.gaps_ns[(st.gaps_seen % THINK_SAMPLES as u64) as usize] =
+                now.0.saturating_sub(end.0);
+            st.gaps_seen += 1;
         }
+        st.hinted_reads_left = st.hinted_reads_left.saturating_sub(1);
         self.files[file.0 as usize].last_reader = Some(stream);
         self.policy.handle(
             now,
@@ -705,8 +719,10 @@ impl Core {
     /// reads, when a fetch delivered that byte since the read was deferred (a byte delivered and
     /// missing again will not be fetched again), or when the engine has stayed idle for
     /// [`DEFER_GRACE_NS`] ([`DEFER_PATIENCE_NS`] while another stream has promised, by its hints,
-    /// to read on): nothing in flight or queued, no fetch of the policy's under way, and no
-    /// read handed to the backend, so nothing the policy might fetch for it is coming. While
+    /// to read on; not at all when no other stream may read at once, as when all think between
+    /// reads: [`Core::idle_wait_ns`]): nothing in flight or queued, no fetch of the policy's
+    /// under way, and no read handed to the backend, so nothing the policy might fetch for it is
+    /// coming. While
     /// anything is in flight the reader waits (any completion may let the policy fetch, as the
     /// simulator's parked reads wait while anything is in flight in its page cache); while the
     /// engine is idle it waits out the rest of the grace period. A waiting reader is registered
@@ -738,12 +754,8 @@ impl Core {
                 }
             };
             let idle_ns = now.0.saturating_sub(since.0);
-            let patient = self.another_reads_on(stream);
-            let grace_ns = if patient {
-                DEFER_PATIENCE_NS
-            } else {
-                DEFER_GRACE_NS
-            };
+            let grace_ns = self.idle_wait_ns(stream);
+            let patient = grace_ns == DEFER_PATIENCE_NS;
             if idle_ns >= grace_ns {
                 if patient {
                     // Those that promised to read on and have not since the engine fell idle
@@ -772,25 +784,52 @@ impl Core {
         wait
     }
 
-    /// Whether a stream other than `stream` is open, is neither deferred nor waiting for memory,
-    /// and has disclosed reads it has not made yet (and has not let a deferred read's patience run
-    /// out since its last read): it will read on, and its reads may let the
-    /// policy fetch what `stream` waits for. Asked only while the engine is idle, when no chunk is
-    /// in flight, so a stream still marked as waiting for one has been woken and not yet run (a
-    /// descheduled thread on a loaded host): it is about to read on too.
-    fn another_reads_on(&self, stream: StreamId) -> bool {
+    /// How long a deferred read of `stream` waits for the idle engine before it reads on demand,
+    /// by what the other streams may do. Another stream that may read at once (open, neither
+    /// deferred nor waiting for memory, and not thinking between reads: [`THINK_SAMPLES`]) may
+    /// let the policy fetch: [`DEFER_PATIENCE_NS`] if one has promised, by hints it has not
+    /// lapsed on, to read on, [`DEFER_GRACE_NS`] otherwise. When no other stream may, nothing
+    /// will make the policy fetch, and the read waits no more: the simulator's parked reads go to
+    /// the disk once nothing is in flight at the end of an instant, and its clients that think,
+    /// as all whose reads are parked, read nothing at that instant. Asked only while the engine is
+    /// idle, when no chunk is in flight, so a stream still marked as waiting for one has been
+    /// woken and not yet run (a descheduled thread on a loaded host): it is about to read on too.
+    fn idle_wait_ns(&self, stream: StreamId) -> u64 {
         debug_assert!(!self.busy(), "asked while reads are in flight");
-        self.hinted_streams > 0
-            && self
-                .streams
-                .iter()
-                .enumerate()
-                .any(|(i, st)| i != stream.0 as usize && Self::reads_on(st))
+        let mut wait_ns = 0;
+        for (i, st) in self.streams.iter().enumerate() {
+            if i == stream.0 as usize || !Self::may_read_at_once(st) {
+                continue;
+            }
+            if Self::reads_on(st) {
+                return DEFER_PATIENCE_NS;
+            }
+            wait_ns = DEFER_GRACE_NS;
+        }
+        wait_ns
     }
 
-    /// Whether `st` has promised, by hints it has not yet lapsed on, to read on, and is free to.
+    /// Whether `st` is open, free to read (neither deferred nor waiting for memory), and reads
+    /// again at once rather than thinking between reads (see [`THINK_SAMPLES`]).
+    fn may_read_at_once(st: &StreamState) -> bool {
+        st.open && !st.deferred && !st.waits_for_memory && !Self::thinks(st)
+    }
+
+    /// Whether `st` may read at once and has promised, by hints it has not yet lapsed on, to
+    /// read on.
     fn reads_on(st: &StreamState) -> bool {
-        st.open && st.hinted_reads_left > 0 && !st.lapsed && !st.deferred && !st.waits_for_memory
+        Self::may_read_at_once(st) && st.hinted_reads_left > 0 && !st.lapsed
+    }
+
+    /// Whether `st` has had a gap between reads and each of its last [`THINK_SAMPLES`] (or all
+    /// it has had, if fewer) lasted at least [`DEFER_GRACE_NS`]. One gap decides at first, so
+    /// that a stream that thinks keeps no deferred read waiting past its second read.
+    fn thinks(st: &StreamState) -> bool {
+        let seen = st.gaps_seen.min(THINK_SAMPLES as u64) as usize;
+        seen > 0
+            && st.gaps_ns[..seen]
+                .iter()
+                .all(|&gap_ns| gap_ns >= DEFER_GRACE_NS)
     }
 
     /// Whether anything is in flight or queued, or the policy has a fetch under way or a
@@ -980,7 +1019,15 @@ impl Core {
 
     /// Records that a `read` by `stream` returned `bytes` after waiting `stall_ns` (0 if it never
     /// waited); `early` if it ended before the bytes it asked for.
-    pub(crate) fn end_read(&mut self, stream: StreamId, bytes: u64, stall_ns: u64, early: bool) {
+    pub(crate) fn end_read(
+        &mut self,
+        now: Instant,
+        stream: StreamId,
+        bytes: u64,
+        stall_ns: u64,
+        early: bool,
+    ) {
+        self.streams[stream.0 as usize].read_end_at = Some(now);
         if early {
             self.release_claims(stream);
         }
@@ -1084,9 +1131,6 @@ impl Core {
         ranges: Vec<ByteRange>,
     ) {
         let st = &mut self.streams[stream.0 as usize];
-        if st.hinted_reads_left == 0 && !ranges.is_empty() {
-            self.hinted_streams += 1;
-        }
         st.hinted_reads_left = st.hinted_reads_left.saturating_add(ranges.len() as u64);
         self.policy.handle(
             now,
@@ -2000,14 +2044,6 @@ impl Core {
 
     /// Checks the accounting invariants (tests call this after every step).
     pub(crate) fn check(&self) {
-        assert_eq!(
-            self.hinted_streams,
-            self.streams
-                .iter()
-                .filter(|st| st.open && st.hinted_reads_left > 0)
-                .count(),
-            "open streams with disclosed reads left"
-        );
         let lent: u64 = self
             .chunks
             .iter()
@@ -2666,6 +2702,61 @@ mod tests {
         core.check();
     }
 
+    /// Stream `b` hints eight reads and makes `gaps_ns.len() + 1` of them, the gaps between them
+    /// (from a read's end to the next read) as given; then `a` begins a read, which is deferred.
+    /// Returns the core, `a`'s stream and file, and the instant of `a`'s read.
+    fn deferred_after_hinted_reads_with_gaps(
+        gaps_ns: &[u64],
+    ) -> (Core, (FileId, StreamId), Instant) {
+        let (mut core, backend, (a, sa), (b, sb)) = two_streams_deferring_the_first();
+        let kib64 = 64 << 10;
+        core.hint(Instant(0), sb, b, vec![ByteRange::new(0, kib64); 8]);
+        let mut t = 1_000;
+        for k in 0..=gaps_ns.len() {
+            core.begin_read(Instant(t), sb, b, 0, kib64);
+            core.complete_all(Instant(t + 1_000), &mut completions(&backend));
+            core.end_read(Instant(t + 2_000), sb, kib64, 0, false);
+            t += 2_000 + gaps_ns.get(k).copied().unwrap_or(0);
+        }
+        core.begin_read(Instant(t), sa, a, 0, kib64);
+        assert!(core.streams[sa.0 as usize].deferred);
+        assert!(!core.busy());
+        (core, (a, sa), Instant(t))
+    }
+
+    /// The simulator lets a parked read go to the disk once nothing is in flight while the
+    /// client it waits for thinks, and the engine follows where it can tell: a stream whose last
+    /// `THINK_SAMPLES` gaps between reads (one is enough at first) each lasted at least the grace
+    /// period thinks between reads, and a deferred read that no other stream may serve by reading
+    /// at once ends as soon as the engine is idle, even while the thinking stream has hinted
+    /// reads left. One long gap among short ones (a thread descheduled on a loaded host) is not
+    /// thinking, and the long patience applies. (Before, any stream with hinted reads left kept
+    /// the deferred read waiting up to 20 ms.)
+    #[test]
+    fn a_deferred_read_does_not_wait_for_a_stream_that_thinks_between_reads() {
+        let cv = Arc::new(Condvar::new());
+        let thinking = [1_000_000];
+        let (mut core, (_, sa), t) = deferred_after_hinted_reads_with_gaps(&thinking);
+        assert_eq!(
+            core.defer_wait(t, sa, 0, &cv),
+            DeferWait::Demand,
+            "a stream that thinks 1 ms between reads is not waited for"
+        );
+        core.check();
+        let descheduled = [20_000, 20_000, 5_000_000, 20_000];
+        let (mut core, (_, sa), t) = deferred_after_hinted_reads_with_gaps(&descheduled);
+        assert_eq!(
+            core.defer_wait(t, sa, 0, &cv),
+            DeferWait::AtMost(DEFER_GRACE_NS)
+        );
+        assert_eq!(
+            core.defer_wait(Instant(t.0 + DEFER_GRACE_NS), sa, 0, &cv),
+            DeferWait::AtMost(DEFER_GRACE_NS),
+            "a stream that reads on at once, descheduled once, is waited for"
+        );
+        core.check();
+    }
+
     /// A stream that hints reads and then makes none, while it stays open, costs other streams'
     /// deferred reads the long patience once, not on every deferred read: once a deferred read
     /// has waited it out, the stream's promise counts for nothing until it reads again.
@@ -2691,7 +2782,7 @@ mod tests {
         assert_eq!(core.defer_wait(Instant(t), sa, 0, &cv), DeferWait::Demand);
         assert!(core.demand(sa, a, 0, kib64));
         core.complete_all(Instant(t), &mut completions(&backend));
-        core.end_read(sa, kib64, DEFER_PATIENCE_NS, false);
+        core.end_read(Instant(t), sa, kib64, DEFER_PATIENCE_NS, false);
         // The next deferred read: the promise has lapsed, so the short grace period applies.
         core.begin_read(Instant(t + 1), sa, a, kib64, 2 * kib64);
         assert!(core.streams[sa.0 as usize].deferred);
@@ -2707,7 +2798,7 @@ mod tests {
         // A read renews the promise (two hinted reads are left).
         assert!(core.demand(sa, a, kib64, 2 * kib64));
         core.complete_all(Instant(t + 3 + DEFER_GRACE_NS), &mut completions(&backend));
-        core.end_read(sa, kib64, 0, false);
+        core.end_read(Instant(t + 3 + DEFER_GRACE_NS), sa, kib64, 0, false);
         let u = t + 10 * DEFER_GRACE_NS;
         core.begin_read(Instant(u), sb, b, 0, kib64);
         core.complete_all(Instant(u), &mut completions(&backend));
@@ -2732,7 +2823,7 @@ mod tests {
         );
         assert!(core.demand(sa, a, 2 * kib64, 3 * kib64));
         core.complete_all(Instant(v), &mut completions(&backend));
-        core.end_read(sa, kib64, 0, false);
+        core.end_read(Instant(v), sa, kib64, 0, false);
         core.begin_read(Instant(v + 1), sa, a, 3 * kib64, 4 * kib64);
         assert_eq!(
             core.defer_wait(Instant(v + 2), sa, 3 * kib64, &cv),

@@ -810,7 +810,13 @@ impl Read for Reader {
         if timed_out {
             core.stop_waiting(self.stream, &self.cv);
         }
-        core.end_read(self.stream, copied, stall.as_nanos() as u64, cursor < end);
+        core.end_read(
+            shared.now(),
+            self.stream,
+            copied,
+            stall.as_nanos() as u64,
+            cursor < end,
+        );
         drop(core);
         self.pos = cursor;
         match failure {
