@@ -746,8 +746,10 @@ The round trip through the proxy is twice --delay plus the upstream's own. Each 
 at most the bandwidth-delay product (up to 256 MiB) in flight each way, so a delay longer than \
 256 MiB / --bandwidth also caps each connection's rate. A connection whose end does not take a \
 64 KiB chunk within 30 s (an end that stopped reading) is closed both ways, and so is one that \
-carries no byte either way for --idle-timeout (60 s by default). When the upstream closes its \
-side, the client's is closed too once everything the upstream sent is delivered. A connection the \
+carries no byte either way for --idle-timeout (60 s by default). When either end closes its \
+side, the other end's write side is shut once everything sent is delivered, and the other \
+direction is relayed until it ends too (a server that half-closes still gets what its client \
+sends, a client that half-closes still gets its answer). A connection the \
 upstream does not answer is closed, and standard error says so (at most once a second). Use it to \
 measure `foresight get` against long or slow paths on one machine; it runs until interrupted.
 

@@ -9,11 +9,14 @@
 //! is bounded to the link's bandwidth-delay product (at most 256 MiB) plus 1 MiB, so a fast sender
 //! is held back by TCP flow control rather than by the proxy's memory. A chunk that an end does
 //! not take within the send timeout closes the connection both ways, so an end that stops reading
-//! gives back its threads, queued bytes and slot instead of holding them. A connection that carries
-//! no byte either way for the idle timeout, with nothing queued, is closed both ways, and so is
-//! the client's side once the upstream has closed its own and everything it sent is delivered: a
-//! client that connects and then neither sends nor closes keeps its slot for the idle timeout at
-//! most, and not at all once the upstream has given up on it. Plain threads rather
+//! gives back its threads, queued bytes and slot instead of holding them. An end that closes its
+//! side (a read reaching its end) has the other end's write side shut once everything it sent is
+//! delivered, and the opposite direction goes on until it ends too: a server that half-closes and
+//! still reads gets what its client sends afterwards, and so does a client waiting for an answer
+//! after its own half-close. A connection that carries no byte either way for the idle timeout,
+//! with nothing queued, is closed both ways: a client that connects and then neither sends nor
+//! closes (whether or not the upstream has closed its side) keeps its slot for the idle timeout at
+//! most. Plain threads rather
 //! than an async runtime because their sleeps are precise to tens of microseconds, which the
 //! shortest delays need.
 //!
@@ -411,15 +414,10 @@ fn relay(
         std::thread::Builder::new()
             .name("proxy-write".into())
             .spawn(move || {
-                // The upstream's end of its side closes the client's both ways: the client would
-                // otherwise hold its slot for as long as it neither sends nor closes. A client's
-                // end closes only the upstream's write side, which a server answers still.
-                let at_end = if up_dir {
-                    Shutdown::Write
-                } else {
-                    Shutdown::Both
-                };
-                write_side(dst, &feeder, &rx, epoch, limits.send_timeout, &act, at_end);
+                // One end's close shuts only the other's write side: that end may still send (a
+                // server answering after its client's half-close, a client sending after its
+                // server's), and the idle timeout ends a connection where it never does.
+                write_side(dst, &feeder, &rx, epoch, limits.send_timeout, &act);
                 if remaining.fetch_sub(1, Ordering::SeqCst) == 1 {
                     open.fetch_sub(1, Ordering::SeqCst);
                 }
@@ -490,7 +488,6 @@ fn write_side(
     epoch: Instant,
     send_timeout: Duration,
     activity: &Activity,
-    at_end: Shutdown,
 ) {
     while let Ok(Some((due, data))) = rx.recv() {
         let now = epoch.elapsed().as_nanos() as u64;
@@ -509,7 +506,7 @@ fn write_side(
             return;
         }
     }
-    let _ = dst.shutdown(at_end);
+    let _ = dst.shutdown(Shutdown::Write);
 }
 
 /// Writes all of `data` within `timeout`, or fails. A socket's own write timeout bounds each
@@ -805,5 +802,76 @@ mod tests {
         )
         .expect_err("a sub-second idle timeout was accepted");
         assert!(e.to_string().contains("--idle-timeout"), "{e}");
+    }
+
+    /// A proxy to `upstream`, with the command's timeouts.
+    fn proxy_to(upstream: SocketAddr) -> ProxyHandle {
+        spawn_with(
+            ProxyConfig {
+                listen: "127.0.0.1:0".parse().unwrap(),
+                upstream: upstream.to_string(),
+                delay: Duration::ZERO,
+                bandwidth: None,
+                max_connections: 4,
+                send_timeout: DEFAULT_SEND_TIMEOUT,
+                idle_timeout: DEFAULT_IDLE_TIMEOUT,
+            },
+            Arc::new(connect_upstream),
+        )
+        .unwrap()
+    }
+
+    /// Everything `s` sends until it shuts its write side (20 s at most, a safety net only).
+    fn read_to_end(s: &mut TcpStream) -> Vec<u8> {
+        s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        let mut got = Vec::new();
+        s.read_to_end(&mut got)
+            .expect("the peer never shut its side");
+        got
+    }
+
+    /// A half-close crosses the proxy either way and leaves the other direction open: an upstream
+    /// that sends, shuts its write side and then reads still gets what the client sends after
+    /// seeing that end, and a client that half-closes still gets the upstream's answer. Before,
+    /// the upstream's end closed the client's socket both ways, so what the client sent next
+    /// never reached the upstream.
+    #[test]
+    fn a_half_close_either_way_leaves_the_other_direction_open() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let upstream = l.local_addr().unwrap();
+        let (heard_tx, heard) = channel();
+        std::thread::spawn(move || {
+            // The first connection: the server speaks first and half-closes, then listens.
+            let (mut s, _) = l.accept().unwrap();
+            s.write_all(b"hello").unwrap();
+            s.shutdown(Shutdown::Write).unwrap();
+            heard_tx.send(read_to_end(&mut s)).unwrap();
+            // The second: the client speaks and half-closes, then the server answers.
+            let (mut s, _) = l.accept().unwrap();
+            let asked = read_to_end(&mut s);
+            s.write_all(&[b"answer to ", &asked[..]].concat()).unwrap();
+        });
+        let p = proxy_to(upstream);
+
+        let mut c = TcpStream::connect(p.local_addr()).unwrap();
+        assert_eq!(read_to_end(&mut c), b"hello");
+        c.write_all(b"sent after the server's end").unwrap();
+        c.shutdown(Shutdown::Write).unwrap();
+        let heard = heard
+            .recv_timeout(Duration::from_secs(20))
+            .expect("the upstream never saw the client's end");
+        assert_eq!(
+            String::from_utf8_lossy(&heard),
+            "sent after the server's end"
+        );
+
+        let mut c = TcpStream::connect(p.local_addr()).unwrap();
+        c.write_all(b"a question").unwrap();
+        c.shutdown(Shutdown::Write).unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&read_to_end(&mut c)),
+            "answer to a question"
+        );
+        p.shutdown();
     }
 }
