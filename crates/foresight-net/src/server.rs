@@ -511,7 +511,7 @@ fn measure_file(cfg: &ServerConfig, root: &RootDir, rel: &Path, len_bytes: u64) 
 
 /// Which file a path named when a request's headers were decided: the body must come from the
 /// same one.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 struct FileVersion {
     device: u64,
     inode: u64,
@@ -589,6 +589,8 @@ struct Job {
     /// The bytes still to send: it shrinks from the front as chunks go out.
     range: ByteRange,
     tx: mpsc::Sender<io::Result<Bytes>>,
+    /// The worker's reader ([`KeptReader::id`]) this response has begun on and is counted by.
+    begun_on: Option<u64>,
 }
 
 struct WorkerSlot {
@@ -813,6 +815,41 @@ fn tell_workers_to_stop(state: &State) {
     }
 }
 
+/// A worker's engine reader of one version of a stream's file.
+struct KeptReader {
+    reader: foresight_engine::Reader,
+    /// Tells this reader apart from one opened later under the same key.
+    id: u64,
+    used: Instant,
+    /// Responses that have begun on this reader and not ended.
+    in_flight: usize,
+    /// The stream's path has since been opened on another version: the reader stays only for
+    /// the responses begun on it, and is closed when the last of them ends.
+    superseded: bool,
+}
+
+/// A worker's readers, one per stream and version of its file. A stream has one current version;
+/// a version the path no longer names keeps its reader while responses begun on it are under way,
+/// so that a response begun before its file was replaced ends from the file it began with (whose
+/// bytes are those its headers announced) rather than being cut short.
+type Readers = HashMap<(StreamId, FileVersion), KeptReader>;
+
+/// The response `job` has ended: it no longer holds its reader, which is closed if the stream has
+/// moved on to another version of the file and no other response began on it.
+fn release(readers: &mut Readers, job: &Job) {
+    let key = (job.stream, job.version);
+    let Some(kept) = readers.get_mut(&key) else {
+        return;
+    };
+    if job.begun_on != Some(kept.id) {
+        return;
+    }
+    kept.in_flight = kept.in_flight.saturating_sub(1);
+    if kept.in_flight == 0 && kept.superseded {
+        readers.remove(&key);
+    }
+}
+
 /// The most engine readers one worker keeps open; the least recently used is closed beyond it.
 const READERS_PER_WORKER: usize = 256;
 
@@ -822,14 +859,15 @@ const SWEEP_EVERY: Duration = Duration::from_millis(100);
 /// Where a job went when the worker stopped serving it.
 enum Served {
     /// Its response is complete, failed or abandoned.
-    Done,
+    Done(Job),
     /// Its channel is full: the client has not taken the chunks sent yet.
     Blocked(Job),
 }
 
 fn worker_loop(state: &State, me: WorkerId) {
     let slot = &state.workers[me.0 as usize];
-    let mut readers: HashMap<StreamId, (foresight_engine::Reader, Instant)> = HashMap::new();
+    let mut readers = Readers::new();
+    let mut next_reader = 0u64;
     let mut swept = Instant::now();
     let done = || {
         state
@@ -884,7 +922,7 @@ fn worker_loop(state: &State, me: WorkerId) {
                     .expect("worker queue poisoned");
                 jobs = g;
                 let idle = state.cfg.stream_idle;
-                readers.retain(|_, (_, used)| used.elapsed() <= idle);
+                readers.retain(|_, kept| kept.used.elapsed() <= idle);
             };
             (job, dropped)
         };
@@ -893,7 +931,8 @@ fn worker_loop(state: &State, me: WorkerId) {
                 .counters
                 .abandoned_responses
                 .fetch_add(dropped.len() as u64, Ordering::Relaxed);
-            for _ in dropped {
+            for job in dropped {
+                release(&mut readers, &job);
                 done();
             }
             continue;
@@ -901,8 +940,11 @@ fn worker_loop(state: &State, me: WorkerId) {
         let Some(job) = job else {
             return;
         };
-        match serve_job(state, &mut readers, job) {
-            Served::Done => done(),
+        match serve_job(state, &mut readers, &mut next_reader, job) {
+            Served::Done(job) => {
+                release(&mut readers, &job);
+                done();
+            }
             Served::Blocked(job) => {
                 let mut jobs = slot.jobs.lock().expect("worker queue poisoned");
                 // The connection may have taken chunks (or closed) between the worker finding
@@ -918,25 +960,26 @@ fn worker_loop(state: &State, me: WorkerId) {
     }
 }
 
-/// The worker's reader for `job`'s stream, opened beneath the root if it has none, or none that
-/// reads the version of the file the headers announced.
+/// The worker's reader for `job`'s stream and version of the file, opened beneath the root if it
+/// has none. The first time a response gets its reader, it is counted by it.
 fn reader_for<'r>(
     state: &State,
-    readers: &'r mut HashMap<StreamId, (foresight_engine::Reader, Instant)>,
-    job: &Job,
+    readers: &'r mut Readers,
+    next_reader: &mut u64,
+    job: &mut Job,
 ) -> io::Result<&'r mut foresight_engine::Reader> {
-    // A kept reader may be open on a file the path no longer names, or on the same file at an
-    // older size: it would send bytes other than those the headers announced. It is closed and
-    // the path opened afresh.
-    if readers
-        .get(&job.stream)
-        .is_some_and(|(r, _)| !job.version.read_by(r))
-    {
-        readers.remove(&job.stream);
-    }
-    if !readers.contains_key(&job.stream) {
+    let key = (job.stream, job.version);
+    // A reader kept under the key was checked to read that version when it was opened, and its
+    // identity does not change; a reader of another version (the file replaced or resized since)
+    // is never used for this response, whose headers announced this one.
+    if !readers.contains_key(&key) {
         if readers.len() >= READERS_PER_WORKER {
-            if let Some(old) = readers.iter().min_by_key(|(_, (_, t))| *t).map(|(k, _)| *k) {
+            // Least recently used first among those no response is reading.
+            if let Some(old) = readers
+                .iter()
+                .min_by_key(|(_, k)| (k.in_flight > 0, k.used))
+                .map(|(k, _)| *k)
+            {
                 readers.remove(&old);
             }
         }
@@ -945,51 +988,71 @@ fn reader_for<'r>(
             // the announced file can be had any more.
             Ok(r) if !job.version.read_by(&r) => return Err(io::Error::other(FileChanged)),
             Ok(r) => {
-                readers.insert(job.stream, (r, Instant::now()));
+                // The path names this version now: the stream's readers of other versions are
+                // closed, or kept only for the responses under way on them.
+                readers.retain(|(stream, _), kept| {
+                    if *stream != job.stream {
+                        return true;
+                    }
+                    kept.superseded = true;
+                    kept.in_flight > 0
+                });
+                *next_reader += 1;
+                readers.insert(
+                    key,
+                    KeptReader {
+                        reader: r,
+                        id: *next_reader,
+                        used: Instant::now(),
+                        in_flight: 0,
+                        superseded: false,
+                    },
+                );
             }
             Err(e) => return Err(io::Error::other(e.to_string())),
         }
     }
-    let (reader, used) = readers
-        .get_mut(&job.stream)
+    let kept = readers
+        .get_mut(&key)
         .ok_or_else(|| io::Error::other("reader vanished"))?;
-    *used = Instant::now();
-    Ok(reader)
+    kept.used = Instant::now();
+    if job.begun_on != Some(kept.id) {
+        // Begun here, or its earlier reader was closed for room and this one opened anew.
+        job.begun_on = Some(kept.id);
+        kept.in_flight += 1;
+    }
+    Ok(&mut kept.reader)
 }
 
 /// Sends `job`'s chunks while its channel has room; a chunk is read only once there is room for
 /// it, so a blocked job holds no buffer.
-fn serve_job(
-    state: &State,
-    readers: &mut HashMap<StreamId, (foresight_engine::Reader, Instant)>,
-    mut job: Job,
-) -> Served {
-    let abandoned = || {
+fn serve_job(state: &State, readers: &mut Readers, next_reader: &mut u64, mut job: Job) -> Served {
+    let abandoned = |job| {
         state
             .counters
             .abandoned_responses
             .fetch_add(1, Ordering::Relaxed);
-        Served::Done
+        Served::Done(job)
     };
     while job.range.len.0 > 0 {
         // A shutdown whose grace period has run out ends the response at once.
         if state.shutting_down.load(Ordering::SeqCst) {
-            return abandoned();
+            return abandoned(job);
         }
         let permit = match job.tx.clone().try_reserve_owned() {
             Ok(p) => p,
             Err(mpsc::error::TrySendError::Full(_)) => return Served::Blocked(job),
-            Err(mpsc::error::TrySendError::Closed(_)) => return abandoned(),
+            Err(mpsc::error::TrySendError::Closed(_)) => return abandoned(job),
         };
         // Another job of the stream may have moved the reader since this one's last chunk.
-        let reader = match reader_for(state, readers, &job).and_then(|r| {
+        let reader = match reader_for(state, readers, next_reader, &mut job).and_then(|r| {
             r.seek(SeekFrom::Start(job.range.start.0))?;
             Ok(r)
         }) {
             Ok(r) => r,
             Err(e) => {
                 permit.send(Err(e));
-                return Served::Done;
+                return Served::Done(job);
             }
         };
         let want = job.range.len.0.min(state.cfg.chunk_bytes as u64) as usize;
@@ -1002,7 +1065,7 @@ fn serve_job(
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => {
                     permit.send(Err(e));
-                    return Served::Done;
+                    return Served::Done(job);
                 }
             }
         }
@@ -1012,12 +1075,12 @@ fn serve_job(
                 io::ErrorKind::UnexpectedEof,
                 "file shorter than announced",
             )));
-            return Served::Done;
+            return Served::Done(job);
         }
         permit.send(Ok(Bytes::from(buf)));
         job.range = ByteRange::new(job.range.start.0 + got as u64, job.range.len.0 - got as u64);
     }
-    Served::Done
+    Served::Done(job)
 }
 
 async fn accept_loop(
@@ -1486,6 +1549,7 @@ async fn serve_file(
         version,
         range,
         tx,
+        begun_on: None,
     };
     if state.enqueue(worker, job).is_err() {
         state
@@ -1939,6 +2003,7 @@ mod tests {
             },
             range: ByteRange::new(0, 1),
             tx,
+            begun_on: None,
         };
         (job, rx)
     }

@@ -820,3 +820,75 @@ fn a_modification_time_in_the_future_is_sent_as_the_answers_date() {
         assert_eq!(r.status, 200, "If-Range: {modified}");
     }
 }
+
+/// Reads a response head from `c` (byte by byte, so that nothing of the body is taken) and
+/// returns its status and Content-Length.
+fn read_head_only(c: &mut TcpStream) -> (u16, usize) {
+    use std::io::Read;
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        assert_eq!(c.read(&mut byte).unwrap(), 1, "closed inside the head");
+        head.push(byte[0]);
+    }
+    let text = String::from_utf8(head).unwrap();
+    let status = text.split(' ').nth(1).unwrap().parse().unwrap();
+    let len = text
+        .lines()
+        .find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            k.eq_ignore_ascii_case("content-length")
+                .then(|| v.trim().parse().unwrap())
+        })
+        .unwrap();
+    (status, len)
+}
+
+/// Two responses of one stream, the file replaced between them: the older, begun on the old
+/// file and held up by its client, ends with the old file's bytes after the newer one (the new
+/// file) is served on the same worker. Before, the newer request's reader replaced the stream's
+/// only reader, and the older response, taken up again, found the path naming another file and
+/// was cut short (`FileChanged`).
+#[test]
+fn a_response_begun_before_its_file_was_replaced_ends_from_the_old_file() {
+    use std::io::Read;
+    let s = serve("two-versions");
+    let a = s.addr();
+    // Far more than the response's channel (four 256 KiB chunks) and the small socket buffers
+    // hold, so that the older response is still under way when the newer one is served.
+    let old = content(16 << 20, 8);
+    let new = content(16 << 20, 9);
+    std::fs::write(s.root.join("r.bin"), &old).unwrap();
+    let mut older = common::small_buffer_connection(a);
+    older
+        .set_read_timeout(Some(Duration::from_secs(60)))
+        .unwrap();
+    older
+        .write_all(b"GET /r.bin HTTP/1.1\r\nHost: t\r\nx-foresight-stream: shared\r\n\r\n")
+        .unwrap();
+    assert_eq!(read_head_only(&mut older), (200, old.len()));
+    std::fs::write(s.root.join("r.tmp"), &new).unwrap();
+    std::fs::rename(s.root.join("r.tmp"), s.root.join("r.bin")).unwrap();
+    let newer = get_as_stream(a, "/r.bin", "shared");
+    assert_eq!(newer.status, 200);
+    assert!(newer.body == new, "the newer request got other bytes");
+    // Read up to its length (the connection stays open for another request), or its end.
+    let mut rest = vec![0u8; old.len()];
+    let mut got = 0;
+    let end = loop {
+        match older.read(&mut rest[got..]) {
+            Ok(0) => break "the connection closed".to_string(),
+            Ok(n) => got += n,
+            Err(e) => break e.to_string(),
+        }
+        if got == old.len() {
+            break String::new();
+        }
+    };
+    assert!(
+        got == old.len(),
+        "the older response was cut after {got} of {} bytes: {end}",
+        old.len()
+    );
+    assert!(rest == old, "the older response mixed in other bytes");
+}
