@@ -1,9 +1,12 @@
 //! Fuzzes the readers behind conditional requests: any text reads as an HTTP-date, a list of
 //! entity tags, or nothing, without a panic; a date that reads prints as an IMF-fixdate that reads
-//! back to the same second; every tag read keeps its quotes; and any three condition headers (an
-//! empty line standing for a header not sent) evaluated against a file give an answer, a 304 only
-//! when `If-None-Match` lists the file's tag or `*`, or, without it, `If-Modified-Since` names a
-//! date not before the file's.
+//! back to the same second; every tag read keeps its quotes; and any five condition headers (an
+//! empty line standing for a header not sent) evaluated against a file, its tag strong or weak
+//! by the first byte, give an answer: a 412 only when `If-Match` names neither the strong file's
+//! tag strongly nor `*`, or, without it, `If-Unmodified-Since` names a date before the file's; a
+//! 304 only when the preconditions hold and `If-None-Match` lists the file's tag or `*`, or,
+//! without it, `If-Modified-Since` names a date not before the file's; and a file whose tag is
+//! weak never lets `If-Range` apply a range, by tag or by date.
 
 #![no_main]
 
@@ -20,6 +23,7 @@ const NOW_S: u64 = 1_700_000_000;
 const MODIFIED_S: u64 = 784_111_777;
 
 fuzz_target!(|data: &[u8]| {
+    let weak = data.first().is_some_and(|b| b & 1 == 1);
     let text = String::from_utf8_lossy(data);
     if let Some(t) = parse_http_date(&text, NOW_YEAR) {
         let printed = format_http_date(t).expect("a date that reads has a four-digit year");
@@ -31,30 +35,52 @@ fuzz_target!(|data: &[u8]| {
         }
     }
     let mut lines = text
-        .splitn(3, '\n')
+        .splitn(5, '\n')
         .map(|l| (!l.is_empty()).then(|| l.to_string()));
     let c = Conditions {
+        if_match: lines.next().flatten(),
+        if_unmodified_since: lines.next().flatten(),
         if_none_match: lines.next().flatten(),
         if_modified_since: lines.next().flatten(),
         if_range: lines.next().flatten(),
     };
     let file = Validators {
         etag: "\"1-2-3-4\"".into(),
+        weak,
         modified_s: Some(MODIFIED_S),
     };
-    if evaluate(&c, &file, NOW_S) == Answer::NotModified {
+    let date = |d: &Option<String>| {
+        d.as_deref()
+            .and_then(|d| parse_http_date(d, year_of(NOW_S)))
+    };
+    let failed = match &c.if_match {
+        Some(v) => match entity_tags(v) {
+            Some(None) => false,
+            Some(Some(tags)) => !tags
+                .iter()
+                .any(|t| !t.weak && !file.weak && t.opaque == file.etag),
+            None => true,
+        },
+        None => date(&c.if_unmodified_since).is_some_and(|since| since < MODIFIED_S),
+    };
+    let answer = evaluate(&c, &file, NOW_S);
+    assert_eq!(
+        answer == Answer::PreconditionFailed,
+        failed,
+        "{answer:?} for {c:?}"
+    );
+    if answer == Answer::NotModified {
         let asked = match &c.if_none_match {
             Some(v) => match entity_tags(v) {
                 Some(None) => true,
                 Some(Some(tags)) => tags.iter().any(|t| t.opaque == file.etag),
                 None => false,
             },
-            None => c
-                .if_modified_since
-                .as_deref()
-                .and_then(|d| parse_http_date(d, year_of(NOW_S)))
-                .is_some_and(|since| since >= MODIFIED_S),
+            None => date(&c.if_modified_since).is_some_and(|since| since >= MODIFIED_S),
         };
         assert!(asked, "304 for {c:?}");
+    }
+    if weak && c.if_range.is_some() && answer == (Answer::Send { honour_range: true }) {
+        panic!("a weak tag satisfied If-Range for {c:?}");
     }
 });

@@ -114,6 +114,14 @@ the other streams' requests, so a client that reads slowly holds neither its wor
 than 1 MiB of the server's memory. A response whose client takes nothing for 30 s is abandoned \
 and its connection closed.
 
+Every file answer carries an ETag (from the file's device, inode, length and modification time; \
+weak, W/, while the file was modified less than a second before, strong after) and a \
+Last-Modified. Conditional requests follow RFC 9110, section 13.2.2: If-Match (strong \
+comparison, * for any file), else If-Unmodified-Since, failing gives 412; then If-None-Match \
+(weak comparison), else If-Modified-Since, gives 304; If-Range honours Range only for a strong \
+match (the strong ETag, or a Last-Modified at least a second old), and otherwise the whole file \
+is sent.
+
 GET /.well-known/foresight publishes the device figures the adaptive client needs: \
 max_readahead_bytes (--readahead), avg_bandwidth_bytes_per_s (RB: measured at startup by reading \
 the largest regular file in the root or one level below, symlinks not followed, with direct I/O, or --device-bandwidth; `bandwidth_source` says \
@@ -241,10 +249,13 @@ reported on standard error as it happens (error: URL: cause), the others are dow
 summarized as usual (with --json, a failure is also a line with url and error on standard \
 output, in its place among the reports), and the command then exits with 1 (2 if a failure was \
 bad input, such as an --out file that cannot be created), naming the URLs that failed. A URL that does not parse is \
-refused (exit 2) before anything is fetched. Range requests carry If-Range with the file's ETag \
-from the opening HEAD: a file replaced on the server during its download is downloaded again if \
-nothing of it was written yet, and is otherwise an error rather than a mix of two versions (this \
-needs a server that sends an ETag, as foresight serve does, or a replacement of another length).
+refused (exit 2) before anything is fetched. Range requests carry If-Range with the file's strong \
+ETag from the opening HEAD (from a server without tags, its Last-Modified when that is at least a \
+second before the HEAD's Date): a file replaced on the server during its download is downloaded \
+again if nothing of it was written yet, and is otherwise an error rather than a mix of two \
+versions (this needs a server that sends a validator, as foresight serve does, or a replacement \
+of another length). A weak ETag (W/, a file modified within the second) is not sent in If-Range, \
+but a change of it is still caught.
 
 The path rate (path_mib_s) is the bytes of the range responses over the time during which any of \
 them was arriving, each timed from the earliest moment its first byte could have come (request \

@@ -11,9 +11,10 @@
 //! and this module sends each on a pooled keep-alive connection (one request per connection at a
 //! time, so `alpha` requests in flight means `alpha` connections busy), feeds every completion back
 //! with its timings, and hands the bytes to the application in order. Every range request carries
-//! `If-Range` with the strong `ETag` of the `HEAD`, so a file replaced on the server during the
-//! download comes back whole (200) with another tag instead of as ranges of the new version; that,
-//! a 206 with another tag, or another length, is [`NetError::Changed`] (a download that has
+//! `If-Range` with the strong `ETag` of the `HEAD` (from a server without tags, its strong
+//! `Last-Modified`), so a file replaced on the server during the download comes back whole (200)
+//! with another validator instead of as ranges of the new version; that, a 206 with another tag
+//! (compared weakly) or date, or another length, is [`NetError::Changed`] (a download that has
 //! written nothing yet starts over). Random reads take their bytes as they arrive and report a
 //! unit received ahead of the read to the stream only once the read reaches it, so that the
 //! stream's demand in flight bounds what a read of any size holds.
@@ -44,6 +45,7 @@ use hyper_util::rt::TokioIo;
 use tokio::sync::{mpsc, Notify, Semaphore};
 
 use crate::range::{parse_content_range, range_header_for};
+use crate::validators::{parse_http_date, year_of};
 use crate::{NetError, PROC_HEADER, STREAM_HEADER, WELL_KNOWN_PATH};
 
 /// An `http://host[:port]/path` URL.
@@ -800,8 +802,9 @@ async fn download(
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.split(',').any(|u| u.trim().eq_ignore_ascii_case("bytes")));
     // The version the download begins with. A weak tag is not sent in `If-Range` (RFC 9110,
-    // section 13.1.5), but any tag that changes tells of another version.
-    let etag = head.headers.get(header::ETAG).cloned();
+    // section 13.1.5), but any tag that changes tells of another version; a server without tags
+    // is asked with its `Last-Modified` when that is strong.
+    let etag = begun_version(&head.headers);
     let figures = server_figures(&pool, url).await;
     let (Some(len), true) = (len, ranges) else {
         if random.is_some() {
@@ -1142,12 +1145,52 @@ struct Checker<'a> {
     etag: Option<&'a HeaderValue>,
 }
 
-/// What changed when `headers` carry another entity tag than `was` (neither missing).
+/// What tells the version a download begins with from later ones, from the opening `HEAD`'s
+/// `headers`: its `ETag`, or, from a server that sends none, its `Last-Modified` when that is a
+/// strong validator, at least a second before the answer's `Date` (RFC 9110, sections 8.8.2.2
+/// and 13.1.5, which allow a date in `If-Range` only then). `None` when there is neither.
+fn begun_version(headers: &HeaderMap) -> Option<HeaderValue> {
+    if let Some(tag) = headers.get(header::ETAG) {
+        return Some(tag.clone());
+    }
+    let modified = headers.get(header::LAST_MODIFIED)?;
+    let now_s = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let date_s = parse_http_date(headers.get(header::DATE)?.to_str().ok()?, year_of(now_s))?;
+    let modified_s = parse_http_date(modified.to_str().ok()?, year_of(date_s))?;
+    (modified_s < date_s).then(|| modified.clone())
+}
+
+/// Whether a validator from [`begun_version`] is an entity tag (else it is a date).
+fn is_tag(v: &HeaderValue) -> bool {
+    v.as_bytes().starts_with(b"\"") || v.as_bytes().starts_with(b"W/")
+}
+
+/// What changed when `headers` carry another validator than `was`, the one the download began
+/// with (neither missing): another entity tag, compared weakly since the server may send a tag
+/// weak while the file is fresh and strong a second later, or another `Last-Modified` when
+/// the download began with that date.
 fn changed_tag(was: Option<&HeaderValue>, headers: &HeaderMap) -> Option<String> {
-    let (was, now) = (was?, headers.get(header::ETAG)?);
-    (was != now).then(|| {
+    let was = was?;
+    let (name, field) = if is_tag(was) {
+        (header::ETAG, "ETag")
+    } else {
+        (header::LAST_MODIFIED, "Last-Modified")
+    };
+    let now = headers.get(name)?;
+    let opaque = |v: &HeaderValue| -> Vec<u8> {
+        let b = v.as_bytes();
+        b.strip_prefix(b"W/").unwrap_or(b).to_vec()
+    };
+    let differ = if is_tag(was) {
+        opaque(was) != opaque(now)
+    } else {
+        was != now
+    };
+    differ.then(|| {
         format!(
-            "its ETag was {} and is now {}",
+            "its {field} was {} and is now {}",
             String::from_utf8_lossy(was.as_bytes()),
             String::from_utf8_lossy(now.as_bytes())
         )
@@ -1352,6 +1395,72 @@ async fn plain_get(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn headers(fields: &[(header::HeaderName, &str)]) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        for (k, v) in fields {
+            h.insert(k.clone(), HeaderValue::from_str(v).unwrap());
+        }
+        h
+    }
+
+    /// A tag sent weak while the file was fresh and strong a second later names one version; a
+    /// download that began with the weak one is not told the file changed. Another opaque part,
+    /// or another date for a download that began with a date, is a change.
+    #[test]
+    fn tags_are_compared_weakly_and_dates_exactly() {
+        let weak = HeaderValue::from_static("W/\"1-2-3\"");
+        let strong = HeaderValue::from_static("\"1-2-3\"");
+        let etag = |v: &str| headers(&[(header::ETAG, v)]);
+        assert_eq!(changed_tag(Some(&weak), &etag("\"1-2-3\"")), None);
+        assert_eq!(changed_tag(Some(&strong), &etag("W/\"1-2-3\"")), None);
+        let other = changed_tag(Some(&weak), &etag("\"1-2-4\"")).expect("a change");
+        assert!(other.contains("ETag"), "{other}");
+        let date = HeaderValue::from_static("Tue, 14 Nov 2023 22:13:20 GMT");
+        let lm = |v: &str| headers(&[(header::LAST_MODIFIED, v)]);
+        assert_eq!(
+            changed_tag(Some(&date), &lm("Tue, 14 Nov 2023 22:13:20 GMT")),
+            None
+        );
+        let other = changed_tag(Some(&date), &lm("Tue, 14 Nov 2023 22:13:21 GMT"));
+        assert!(other.expect("a change").contains("Last-Modified"));
+        // A date is not compared with a tag, nor a tag with a date.
+        assert_eq!(changed_tag(Some(&date), &etag("\"x\"")), None);
+        assert_eq!(changed_tag(None, &etag("\"x\"")), None);
+    }
+
+    /// The version a download begins with is the `ETag` when there is one; else a
+    /// `Last-Modified` at least a second before the `Date`, which alone may go in `If-Range`.
+    #[test]
+    fn a_strong_last_modified_stands_in_for_a_missing_tag() {
+        let date = "Tue, 14 Nov 2023 22:13:21 GMT";
+        let lm = "Tue, 14 Nov 2023 22:13:20 GMT";
+        let begun = |f: &[(header::HeaderName, &str)]| {
+            begun_version(&headers(f)).map(|v| v.to_str().unwrap().to_string())
+        };
+        assert_eq!(
+            begun(&[
+                (header::ETAG, "W/\"t\""),
+                (header::LAST_MODIFIED, lm),
+                (header::DATE, date)
+            ]),
+            Some("W/\"t\"".into())
+        );
+        assert_eq!(
+            begun(&[(header::LAST_MODIFIED, lm), (header::DATE, date)]),
+            Some(lm.into())
+        );
+        // Within the second of the answer, without a Date, or unreadable: no validator.
+        assert_eq!(
+            begun(&[(header::LAST_MODIFIED, lm), (header::DATE, lm)]),
+            None
+        );
+        assert_eq!(begun(&[(header::LAST_MODIFIED, lm)]), None);
+        assert_eq!(
+            begun(&[(header::LAST_MODIFIED, "soon"), (header::DATE, date)]),
+            None
+        );
+    }
 
     #[test]
     fn urls_parse_with_and_without_ports() {

@@ -12,11 +12,14 @@
 //! headers are decided from the path's metadata when the request arrives; a kept reader serves a
 //! request only if it was opened on that very file (device, inode, size and modification time),
 //! and a reader opened for a request that finds the path naming another file by then answers 503
-//! (retry) rather than send bytes of a file other than the one whose length was announced. The same
-//! four figures make the file's strong `ETag` (and its modification time the `Last-Modified`), so
-//! a client that sends `If-Range` with the tag of the version it began with gets the whole new
-//! file (200) rather than a range of it once the file is replaced; `If-None-Match` and
-//! `If-Modified-Since` get 304 (`validators.rs`). Chunks go
+//! (retry) rather than send bytes of a file other than the one whose length was announced; readers
+//! are kept per stream and file version, so a response begun before its file was replaced ends
+//! from the file it began with. The same four figures make the file's `ETag` (weak until a second
+//! after the file's last modification, strong after) and its modification time the
+//! `Last-Modified`, so a client that sends `If-Range` with the tag of the version it began with
+//! gets the whole new file (200) rather than a range of it once the file is replaced; `If-Match`
+//! and `If-Unmodified-Since` get 412, `If-None-Match` and `If-Modified-Since` 304
+//! (`validators.rs`). Chunks go
 //! to the connection through a small bounded channel (four chunks), and a worker
 //! reads a chunk only once that channel has room for it: when a response's channel is full, its
 //! connection is slower than the worker, so the worker sets the response aside ("parks" it, holding
@@ -509,6 +512,11 @@ fn measure_file(cfg: &ServerConfig, root: &RootDir, rel: &Path, len_bytes: u64) 
     (r.seconds > 0.0 && r.bytes > 0).then(|| r.bytes as f64 / r.seconds)
 }
 
+/// How long after its last modification a file's entity tag is strong: a second, the coarsest
+/// timestamp granularity of the file systems served in practice (ext3 and others keep whole
+/// seconds), as RFC 9110 (section 8.8.2.2) reckons for dates.
+const STRONG_AFTER: Duration = Duration::from_secs(1);
+
 /// Which file a path named when a request's headers were decided: the body must come from the
 /// same one.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -532,10 +540,13 @@ impl FileVersion {
         }
     }
 
-    /// This version's validators: a strong entity tag of the four figures that tell versions
+    /// This version's validators at `now`: an entity tag of the four figures that tell versions
     /// apart (so a tag changes exactly when `read_by` would refuse a reader opened before), and
-    /// the modification time in whole seconds for `Last-Modified`.
-    fn validators(&self) -> Validators {
+    /// the modification time in whole seconds for `Last-Modified`. The tag is weak while the file
+    /// was modified less than [`STRONG_AFTER`] before `now` (or has no modification time, or one
+    /// ahead of `now`): a rewrite within the file system's timestamp granularity, at the same
+    /// size and inode, could leave all four figures as they are.
+    fn validators(&self, now: std::time::SystemTime) -> Validators {
         use std::time::UNIX_EPOCH;
         let since_epoch = self.modified.map(|m| m.duration_since(UNIX_EPOCH));
         let modified = match &since_epoch {
@@ -544,11 +555,16 @@ impl FileVersion {
             // Before 1970: told apart from the same distance after it.
             Some(Err(e)) => format!("-n{:x}", e.duration().as_nanos()),
         };
+        let settled = self
+            .modified
+            .and_then(|m| now.duration_since(m).ok())
+            .is_some_and(|age| age >= STRONG_AFTER);
         Validators {
             etag: format!(
                 "\"{:x}-{:x}-{:x}{modified}\"",
                 self.device, self.inode, self.len_bytes
             ),
+            weak: !settled,
             modified_s: since_epoch.and_then(Result::ok).map(|d| d.as_secs()),
         }
     }
@@ -1424,6 +1440,8 @@ async fn route(
         (!lines.is_empty()).then(|| lines.join(", "))
     };
     let conditions = Conditions {
+        if_match: joined(header::IF_MATCH),
+        if_unmodified_since: joined(header::IF_UNMODIFIED_SINCE),
         if_none_match: joined(header::IF_NONE_MATCH),
         if_modified_since: joined(header::IF_MODIFIED_SINCE),
         if_range: joined(header::IF_RANGE),
@@ -1465,14 +1483,15 @@ async fn serve_file(
 ) -> Response<ResBody> {
     let version = FileVersion::of(&file.metadata);
     let len = version.len_bytes;
-    let validators = version.validators();
-    let mut validator_headers = Vec::with_capacity(2);
-    if let Ok(v) = HeaderValue::from_str(&validators.etag) {
-        validator_headers.push((header::ETAG, v));
-    }
-    let now_s = std::time::SystemTime::now()
+    let now = std::time::SystemTime::now();
+    let now_s = now
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
+    let validators = version.validators(now);
+    let mut validator_headers = Vec::with_capacity(2);
+    if let Ok(v) = HeaderValue::from_str(&validators.etag_value()) {
+        validator_headers.push((header::ETAG, v));
+    }
     // A modification time ahead of the clock is sent as the answer's date (RFC 9110, section
     // 8.8.2.1); the conditions still weigh the file's own time, which no date sent can equal.
     let last_modified_s = validators.modified_s.map(|m| m.min(now_s));
@@ -1482,6 +1501,13 @@ async fn serve_file(
         }
     }
     let range_header = match evaluate(conditions, &validators, now_s) {
+        Answer::PreconditionFailed => {
+            return plain(
+                StatusCode::PRECONDITION_FAILED,
+                "precondition failed: the file does not match If-Match or was modified after \
+                 If-Unmodified-Since",
+            )
+        }
         Answer::NotModified => {
             // No body, and the validators the 200 would have carried (RFC 9110, section 15.4.5).
             let mut r = Response::new(empty());
@@ -1810,6 +1836,46 @@ mod tests {
         std::fs::remove_file(root.join("sub")).unwrap();
         std::fs::rename(dir.join("moved"), root.join("sub")).unwrap();
         assert!(measure_file(&cfg, &rd, rel, len_bytes).is_some_and(|r| r > 0.0));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A file modified less than a second before the answer gets a weak tag, since a rewrite
+    /// within the file system's timestamp granularity could keep all four figures; one modified an
+    /// hour before gets a strong one. The opaque part is the same either way, so a client's weak
+    /// comparison sees one version.
+    #[test]
+    fn a_tag_is_weak_until_a_second_after_the_files_modification() {
+        use std::time::SystemTime;
+        let dir = std::env::temp_dir().join(format!("foresight-net-weak-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("f");
+        std::fs::write(&path, b"tagged").unwrap();
+        let file = std::fs::File::options().write(true).open(&path).unwrap();
+        let now = SystemTime::now();
+        let set = |t: SystemTime| {
+            file.set_times(std::fs::FileTimes::new().set_modified(t))
+                .unwrap();
+            FileVersion::of(&std::fs::metadata(&path).unwrap())
+        };
+        let fresh = set(now);
+        for at in [now, now + Duration::from_millis(999)] {
+            let v = fresh.validators(at);
+            assert!(
+                v.weak,
+                "modified {:?} before the answer",
+                at.duration_since(now)
+            );
+            assert!(v.etag_value().starts_with("W/\""), "{}", v.etag_value());
+        }
+        let settled = fresh.validators(now + STRONG_AFTER);
+        assert!(!settled.weak);
+        assert_eq!(settled.etag, fresh.validators(now).etag);
+        // Ahead of the answer's clock: weak too.
+        assert!(fresh.validators(now - Duration::from_secs(5)).weak);
+        let old = set(now - Duration::from_secs(3600)).validators(now);
+        assert!(!old.weak);
+        assert!(old.etag_value().starts_with('"'), "{}", old.etag_value());
         let _ = std::fs::remove_dir_all(&dir);
     }
 

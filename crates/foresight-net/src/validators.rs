@@ -1,18 +1,24 @@
 //! Validators and conditional requests (RFC 9110, sections 8.8 and 13), pure functions over
 //! header bytes.
 //!
-//! The server describes each version of a file by a strong entity tag built from what it already
+//! The server describes each version of a file by an entity tag built from what it already
 //! compares to tell versions apart (device, inode, length and modification time in nanoseconds;
-//! see `server::FileVersion`) and by its modification time as an HTTP-date. A request's
-//! `If-None-Match` is compared weakly (a `W/` prefix is ignored on either side, section 13.1.2)
-//! and `*` matches any file; `If-Modified-Since` counts only without `If-None-Match` (section
-//! 13.2.2). `If-Range` needs a strong match: an entity tag without `W/` equal to the file's, or a
-//! date equal to its `Last-Modified` when that date is itself strong, that is when the file was
-//! modified at least a second before the answer (section 8.8.2.2; whole seconds, so the date must
-//! be two seconds behind the clock), since a file changed twice within one second keeps its date.
-//! Dates are written as IMF-fixdate and read in all three forms the RFC names (section 5.6.7); the
-//! calendar arithmetic walks whole years from 1970, which is a few dozen steps for any date a file
-//! has, and so plainly correct rather than clever.
+//! see `server::FileVersion`) and by its modification time as an HTTP-date. The tag is strong
+//! only once the file was modified at least a second before the answer: a file rewritten again
+//! within its file system's timestamp granularity, at the same size and inode, keeps every one of
+//! those figures, so until then the tag is sent weak (`W/`), since it cannot promise that equal
+//! tags mean equal bytes (section 8.8.1). The preconditions are weighed in the order of section
+//! 13.2.2: `If-Match` (strong comparison, `*` any file; failing gives 412), else
+//! `If-Unmodified-Since` (412 when the file is newer than the date; a date that does not parse is
+//! ignored); then `If-None-Match` (weak comparison, a `W/` prefix ignored on either side, `*` any
+//! file; a match gives 304), else `If-Modified-Since` (304 when the file is not newer); then
+//! `If-Range`, which needs a strong match: an entity tag without `W/` equal to the file's strong
+//! tag, or a date equal to its `Last-Modified` when that date is itself strong, that is when the
+//! file was modified at least a second before the answer (section 8.8.2.2; whole seconds, so the
+//! date must be two seconds behind the clock), since a file changed twice within one second keeps
+//! its date. Dates are written as IMF-fixdate and read in all three forms the RFC names (section
+//! 5.6.7); the calendar arithmetic walks whole years from 1970, which is a few dozen steps for
+//! any date a file has, and so plainly correct rather than clever.
 
 /// The earliest year an HTTP-date may name here: times before the Unix epoch are not dates a
 /// served file has, and are read as no date.
@@ -253,15 +259,31 @@ pub fn entity_tags(value: &str) -> Option<Option<Vec<EntityTag<'_>>>> {
 /// A file's validators as the server sends them.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Validators {
-    /// The strong entity tag, quotes included.
+    /// The entity tag's opaque part, quotes included (no `W/`).
     pub etag: String,
+    /// Whether the tag is weak: the file may change again and keep it, so it never satisfies a
+    /// strong comparison (`If-Match`, `If-Range`).
+    pub weak: bool,
     /// The modification time in whole seconds since the epoch, if the file has one after 1970.
     pub modified_s: Option<u64>,
+}
+
+impl Validators {
+    /// The `ETag` field value: the tag, with `W/` when it is weak.
+    pub fn etag_value(&self) -> String {
+        if self.weak {
+            format!("W/{}", self.etag)
+        } else {
+            self.etag.clone()
+        }
+    }
 }
 
 /// What a `GET` or `HEAD` is answered with once its preconditions are evaluated.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Answer {
+    /// 412 Precondition Failed: `If-Match` or `If-Unmodified-Since` does not hold.
+    PreconditionFailed,
     /// 304 Not Modified: the client's copy is current.
     NotModified,
     /// The file, honouring `Range` when `honour_range`; without it (a failed `If-Range`) the whole
@@ -275,6 +297,10 @@ pub enum Answer {
 /// A request's conditional headers, each as one value (field lines of a list joined by commas).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Conditions {
+    /// `If-Match`.
+    pub if_match: Option<String>,
+    /// `If-Unmodified-Since`; more than one line is invalid, hence ignored.
+    pub if_unmodified_since: Option<String>,
     /// `If-None-Match`.
     pub if_none_match: Option<String>,
     /// `If-Modified-Since`; more than one line is invalid, hence ignored.
@@ -283,17 +309,33 @@ pub struct Conditions {
     pub if_range: Option<String>,
 }
 
-/// Evaluates `c` against the file's validators at `now_s` (RFC 9110, section 13.2.2, for `GET`
-/// and `HEAD`; `If-Match` and `If-Unmodified-Since` are not honoured and are ignored).
+/// Evaluates `c` against the file's validators at `now_s`, in the order of RFC 9110, section
+/// 13.2.2, for `GET` and `HEAD`.
 pub fn evaluate(c: &Conditions, file: &Validators, now_s: u64) -> Answer {
     let year = year_of(now_s);
+    if let Some(im) = &c.if_match {
+        // Strong comparison: a weak tag on either side never matches. A value that is not a
+        // list of tags names no version, so it does not hold either.
+        let holds = match entity_tags(im) {
+            Some(None) => true,
+            Some(Some(tags)) => !file.weak && tags.iter().any(|t| !t.weak && t.opaque == file.etag),
+            None => false,
+        };
+        if !holds {
+            return Answer::PreconditionFailed;
+        }
+    } else if let (Some(ius), Some(modified_s)) = (&c.if_unmodified_since, file.modified_s) {
+        // A date that does not parse is ignored (section 13.1.4), as is the field for a file
+        // without a modification time.
+        if parse_http_date(ius, year).is_some_and(|since| modified_s > since) {
+            return Answer::PreconditionFailed;
+        }
+    }
     if let Some(inm) = &c.if_none_match {
         // A value that is not a list of tags matches nothing: the client gets the file.
         let matched = match entity_tags(inm) {
             Some(None) => true,
-            Some(Some(tags)) => tags
-                .iter()
-                .any(|t| t.opaque == file.etag.trim_start_matches("W/")),
+            Some(Some(tags)) => tags.iter().any(|t| t.opaque == file.etag),
             None => false,
         };
         if matched {
@@ -310,10 +352,12 @@ pub fn evaluate(c: &Conditions, file: &Validators, now_s: u64) -> Answer {
             let v = v.trim_matches([' ', '\t']);
             if v.starts_with('"') || v.starts_with("W/") {
                 // Strong comparison: a weak tag on either side never matches.
-                matches!(entity_tag(v), Some((t, "")) if !t.weak && t.opaque == file.etag)
+                !file.weak
+                    && matches!(entity_tag(v), Some((t, "")) if !t.weak && t.opaque == file.etag)
             } else {
+                // A file whose tag is weak was modified too recently for its date to be strong.
                 match (parse_http_date(v, year), file.modified_s) {
-                    (Some(date), Some(m)) => date == m && m + 1 < now_s,
+                    (Some(date), Some(m)) => !file.weak && date == m && m + 1 < now_s,
                     _ => false,
                 }
             }
@@ -418,17 +462,21 @@ mod tests {
             let _ = parse_http_date(&text, 2026);
             let _ = entity_tags(&text);
             let c = Conditions {
+                if_match: Some(text.clone()),
+                if_unmodified_since: Some(text.clone()),
                 if_none_match: Some(text.clone()),
                 if_modified_since: Some(text.clone()),
                 if_range: Some(text),
             };
             let _ = evaluate(&c, &file(), EXAMPLE_S + 10);
+            let _ = evaluate(&c, &Validators { weak: true, ..file() }, EXAMPLE_S + 10);
         }
     }
 
     fn file() -> Validators {
         Validators {
             etag: "\"1-2-3-4\"".into(),
+            weak: false,
             modified_s: Some(EXAMPLE_S),
         }
     }
@@ -442,6 +490,7 @@ mod tests {
             if_none_match: if_none_match.map(Into::into),
             if_modified_since: if_modified_since.map(Into::into),
             if_range: if_range.map(Into::into),
+            ..Conditions::default()
         };
         evaluate(&c, &file(), EXAMPLE_S + 10)
     }
@@ -498,5 +547,170 @@ mod tests {
             ..Conditions::default()
         };
         assert_eq!(evaluate(&c, &file(), EXAMPLE_S + 1), WHOLE);
+    }
+
+    /// The answer to `If-Match` and `If-Unmodified-Since` (with `rest` for the other fields).
+    fn answer_to(
+        if_match: Option<&str>,
+        if_unmodified_since: Option<&str>,
+        rest: Conditions,
+    ) -> Answer {
+        let c = Conditions {
+            if_match: if_match.map(Into::into),
+            if_unmodified_since: if_unmodified_since.map(Into::into),
+            ..rest
+        };
+        evaluate(&c, &file(), EXAMPLE_S + 10)
+    }
+
+    #[test]
+    fn if_match_compares_strongly_and_fails_with_412() {
+        for holding in [
+            "\"1-2-3-4\"",
+            "*",
+            "\"x\", \"1-2-3-4\"",
+            " \"x\",\"1-2-3-4\" ",
+        ] {
+            assert_eq!(
+                answer_to(Some(holding), None, Conditions::default()),
+                RANGE,
+                "{holding}"
+            );
+        }
+        for failing in [
+            "W/\"1-2-3-4\"",
+            "\"x\", W/\"1-2-3-4\"",
+            "\"1-2-3-5\"",
+            "1-2-3-4",
+            "\"1-2-3-4",
+            "",
+        ] {
+            assert_eq!(
+                answer_to(Some(failing), None, Conditions::default()),
+                Answer::PreconditionFailed,
+                "{failing}"
+            );
+        }
+        // A weak file tag matches no If-Match but `*`.
+        let weak = Validators {
+            weak: true,
+            ..file()
+        };
+        let c = |v: &str| Conditions {
+            if_match: Some(v.into()),
+            ..Conditions::default()
+        };
+        assert_eq!(
+            evaluate(&c("\"1-2-3-4\""), &weak, EXAMPLE_S + 10),
+            Answer::PreconditionFailed
+        );
+        assert_eq!(
+            evaluate(&c("W/\"1-2-3-4\""), &weak, EXAMPLE_S + 10),
+            Answer::PreconditionFailed
+        );
+        assert_eq!(evaluate(&c("*"), &weak, EXAMPLE_S + 10), RANGE);
+    }
+
+    #[test]
+    fn if_unmodified_since_fails_for_a_newer_file_and_ignores_what_is_not_a_date() {
+        let none = Conditions::default;
+        for holding in [
+            "Sun, 06 Nov 1994 08:49:37 GMT",
+            "Sun, 06 Nov 1994 08:49:38 GMT",
+            "Sunday, 06-Nov-94 08:49:37 GMT",
+            "not a date",
+            "",
+        ] {
+            assert_eq!(answer_to(None, Some(holding), none()), RANGE, "{holding}");
+        }
+        assert_eq!(
+            answer_to(None, Some("Sun, 06 Nov 1994 08:49:36 GMT"), none()),
+            Answer::PreconditionFailed
+        );
+        // No modification time: the field is ignored.
+        let c = Conditions {
+            if_unmodified_since: Some("Thu, 01 Jan 1970 00:00:00 GMT".into()),
+            ..none()
+        };
+        let undated = Validators {
+            modified_s: None,
+            ..file()
+        };
+        assert_eq!(evaluate(&c, &undated, EXAMPLE_S + 10), RANGE);
+    }
+
+    #[test]
+    fn preconditions_are_weighed_in_the_rfcs_order() {
+        let earlier = "Sun, 06 Nov 1994 08:49:36 GMT";
+        let same = "Sun, 06 Nov 1994 08:49:37 GMT";
+        // If-Match present: If-Unmodified-Since is not looked at, whichever way it would go.
+        assert_eq!(
+            answer_to(Some("\"1-2-3-4\""), Some(earlier), Conditions::default()),
+            RANGE
+        );
+        assert_eq!(
+            answer_to(Some("\"x\""), Some(same), Conditions::default()),
+            Answer::PreconditionFailed
+        );
+        // A failed precondition comes before a 304, and a 304 before If-Range.
+        let not_modified = Conditions {
+            if_none_match: Some("\"1-2-3-4\"".into()),
+            if_range: Some("\"x\"".into()),
+            ..Conditions::default()
+        };
+        assert_eq!(
+            answer_to(Some("\"x\""), None, not_modified.clone()),
+            Answer::PreconditionFailed
+        );
+        assert_eq!(
+            answer_to(None, Some(earlier), not_modified.clone()),
+            Answer::PreconditionFailed
+        );
+        assert_eq!(
+            answer_to(Some("*"), None, not_modified.clone()),
+            Answer::NotModified
+        );
+        assert_eq!(
+            answer_to(None, Some(same), not_modified),
+            Answer::NotModified
+        );
+        let ranged = Conditions {
+            if_range: Some("\"x\"".into()),
+            ..Conditions::default()
+        };
+        assert_eq!(answer_to(Some("\"1-2-3-4\""), None, ranged), WHOLE);
+    }
+
+    #[test]
+    fn a_weak_file_tag_never_satisfies_if_range_but_matches_if_none_match() {
+        let weak = Validators {
+            weak: true,
+            ..file()
+        };
+        assert_eq!(weak.etag_value(), "W/\"1-2-3-4\"");
+        assert_eq!(file().etag_value(), "\"1-2-3-4\"");
+        for if_range in ["\"1-2-3-4\"", "W/\"1-2-3-4\""] {
+            let c = Conditions {
+                if_range: Some(if_range.into()),
+                ..Conditions::default()
+            };
+            assert_eq!(evaluate(&c, &weak, EXAMPLE_S + 10), WHOLE, "{if_range}");
+        }
+        let c = Conditions {
+            if_range: Some("Sun, 06 Nov 1994 08:49:37 GMT".into()),
+            ..Conditions::default()
+        };
+        assert_eq!(evaluate(&c, &weak, EXAMPLE_S + 10), WHOLE, "a date");
+        for inm in ["\"1-2-3-4\"", "W/\"1-2-3-4\""] {
+            let c = Conditions {
+                if_none_match: Some(inm.into()),
+                ..Conditions::default()
+            };
+            assert_eq!(
+                evaluate(&c, &weak, EXAMPLE_S + 10),
+                Answer::NotModified,
+                "{inm}"
+            );
+        }
     }
 }

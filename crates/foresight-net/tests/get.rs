@@ -1105,10 +1105,25 @@ fn replacing_server(
     files: Vec<(Vec<u8>, &'static str)>,
     version: impl Fn(&Req) -> usize + Send + Sync + 'static,
 ) -> std::net::SocketAddr {
+    replacing_server_with("ETag: ", files, version)
+}
+
+/// [`replacing_server`] sending each version's validator as `field` (`ETag: `, or
+/// `Last-Modified: ` for a server without tags, whose `Date` is then the present).
+fn replacing_server_with(
+    field: &'static str,
+    files: Vec<(Vec<u8>, &'static str)>,
+    version: impl Fn(&Req) -> usize + Send + Sync + 'static,
+) -> std::net::SocketAddr {
     use std::io::Write;
     tiny_server(move |req, c| {
         let (data, tag) = &files[version(req)];
-        let validators = format!("Accept-Ranges: bytes\r\nETag: {tag}\r\n");
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs();
+        let date = foresight_net::validators::format_http_date(now).unwrap();
+        let validators = format!("Accept-Ranges: bytes\r\n{field}{tag}\r\nDate: {date}\r\n");
         let Some((first, last)) = req.range.filter(|_| req.method == "GET") else {
             return answer(req, c, "HTTP/1.1", &validators, data).is_ok();
         };
@@ -1154,6 +1169,37 @@ fn a_file_replaced_during_a_download_is_never_delivered_mixed() {
     );
 }
 
+/// The same from a server that sends no `ETag` but a `Last-Modified` a long time past (a strong
+/// validator): the ranges go out under `If-Range` with that date, so the replaced file comes back
+/// whole and the download fails saying the date changed. Before, without a tag the client sent no
+/// `If-Range` and delivered the new file's ranges after the old one's.
+#[test]
+fn a_file_replaced_on_a_server_without_tags_is_never_delivered_mixed() {
+    let old = content(2_000_000, 4);
+    let new = content(2_000_000, 5);
+    let (one, two) = (
+        "Tue, 14 Nov 2023 22:13:20 GMT",
+        "Wed, 15 Nov 2023 22:13:20 GMT",
+    );
+    let addr = replacing_server_with(
+        "Last-Modified: ",
+        vec![(old.clone(), one), (new.clone(), two)],
+        |req| usize::from(req.method == "GET" && req.range.is_some() && req.seen > 0),
+    );
+    let url: Url = format!("http://{addr}/f.bin").parse().unwrap();
+    let mut out = Vec::new();
+    let r = client(AlphaMode::Fixed(2)).get(&url, &mut out);
+    // What was written before the change was seen is the old file's beginning, nothing else.
+    let mixed = !old.starts_with(&out);
+    let e = r.expect_err(&format!("delivered {} bytes, mixed: {mixed}", out.len()));
+    assert!(!mixed, "delivered a mix of both files");
+    let text = e.to_string();
+    assert!(
+        text.contains("Last-Modified") && text.contains(one) && text.contains(two),
+        "{text}"
+    );
+}
+
 /// A file replaced (here by a longer one) between the opening `HEAD` and the first range:
 /// nothing has been written, so the download starts over and delivers the new file whole.
 #[test]
@@ -1175,6 +1221,13 @@ fn a_file_replaced_before_any_byte_is_written_is_downloaded_again() {
 #[test]
 fn conditional_requests_pass_through_the_proxy() {
     let s = serve("proxy-validators");
+    // Modified an hour ago, so that the tag is strong and satisfies If-Range.
+    std::fs::File::options()
+        .write(true)
+        .open(s.root.join("sub/small.txt"))
+        .unwrap()
+        .set_modified(std::time::SystemTime::now() - Duration::from_secs(3600))
+        .unwrap();
     let p = proxy::spawn(ProxyConfig {
         listen: "127.0.0.1:0".parse().unwrap(),
         upstream: s.addr().to_string(),

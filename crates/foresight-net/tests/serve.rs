@@ -747,6 +747,9 @@ fn validators_are_sent_and_conditional_requests_are_answered() {
     let new = content(100_000, 2);
     std::fs::write(s.root.join("v.tmp"), &new).unwrap();
     std::fs::rename(s.root.join("v.tmp"), &path).unwrap();
+    // Modified a while ago, so that the new tag is strong (a file modified within the second
+    // gets a weak one, which no If-Range satisfies).
+    set_modified(&path, modified + std::time::Duration::from_secs(60));
     let r = get_with(
         a,
         "GET",
@@ -819,6 +822,145 @@ fn a_modification_time_in_the_future_is_sent_as_the_answers_date() {
         );
         assert_eq!(r.status, 200, "If-Range: {modified}");
     }
+}
+
+/// Sets `path`'s modification time.
+fn set_modified(path: &std::path::Path, t: std::time::SystemTime) {
+    std::fs::File::options()
+        .write(true)
+        .open(path)
+        .unwrap()
+        .set_modified(t)
+        .unwrap();
+}
+
+/// `If-Match` (strong comparison, `*` for any file) and `If-Unmodified-Since` (only without
+/// `If-Match`; a date that does not parse is ignored) are honoured: failing, they get 412, ahead
+/// of any 304, on a connection that goes on serving. Before, both were ignored.
+#[test]
+fn if_match_and_if_unmodified_since_fail_with_412() {
+    let s = serve("preconditions");
+    let a = s.addr();
+    let path = s.root.join("p.bin");
+    let body = content(50_000, 5);
+    std::fs::write(&path, &body).unwrap();
+    set_modified(
+        &path,
+        std::time::UNIX_EPOCH + Duration::new(1_700_000_000, 0),
+    );
+    let etag = get(a, "/p.bin", None).header("etag").unwrap().to_string();
+    assert!(etag.starts_with('"'), "strong: {etag}");
+    let date = "Tue, 14 Nov 2023 22:13:20 GMT";
+    let before = "Tue, 14 Nov 2023 22:13:19 GMT";
+    for (method, extra, status) in [
+        ("GET", format!("If-Match: {etag}\r\n"), 200),
+        ("GET", "If-Match: *\r\n".to_string(), 200),
+        ("GET", format!("If-Match: \"x\", {etag}\r\n"), 200),
+        ("GET", format!("If-Match: W/{etag}\r\n"), 412),
+        ("GET", "If-Match: \"x\"\r\n".to_string(), 412),
+        ("HEAD", "If-Match: \"x\"\r\n".to_string(), 412),
+        ("GET", format!("If-Unmodified-Since: {date}\r\n"), 200),
+        ("GET", format!("If-Unmodified-Since: {before}\r\n"), 412),
+        (
+            "GET",
+            "If-Unmodified-Since: not a date\r\n".to_string(),
+            200,
+        ),
+        // If-Match present: If-Unmodified-Since is not looked at.
+        (
+            "GET",
+            format!("If-Match: {etag}\r\nIf-Unmodified-Since: {before}\r\n"),
+            200,
+        ),
+        // A failed precondition comes before a 304.
+        (
+            "GET",
+            format!("If-Match: \"x\"\r\nIf-None-Match: {etag}\r\n"),
+            412,
+        ),
+        (
+            "GET",
+            format!("If-Unmodified-Since: {before}\r\nIf-Modified-Since: {date}\r\n"),
+            412,
+        ),
+        (
+            "GET",
+            format!("If-Match: {etag}\r\nIf-None-Match: {etag}\r\n"),
+            304,
+        ),
+        // Holding, it leaves Range and If-Range to decide as before.
+        (
+            "GET",
+            format!("If-Match: {etag}\r\nRange: bytes=0-9\r\nIf-Range: {etag}\r\n"),
+            206,
+        ),
+    ] {
+        let r = get_with(a, method, "/p.bin", &extra);
+        assert_eq!(r.status, status, "{method} {extra:?}");
+        match status {
+            200 if method == "GET" => assert!(r.body == body, "{extra:?}"),
+            206 => assert_eq!(r.body, &body[..10]),
+            412 | 304 => assert!(!r.body.windows(4).any(|w| w == &body[..4])),
+            _ => {}
+        }
+    }
+    // A 412 leaves its connection open for the next request, as other refusals do.
+    let mut c = TcpStream::connect(a).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    c.write_all(b"GET /p.bin HTTP/1.1\r\nHost: t\r\nIf-Match: \"x\"\r\n\r\n")
+        .unwrap();
+    let refused = read_response(&mut c, false);
+    assert_eq!(refused.status, 412);
+    assert!(String::from_utf8_lossy(&refused.body).contains("precondition failed"));
+    c.write_all(b"GET /p.bin HTTP/1.1\r\nHost: t\r\nRange: bytes=5-9\r\n\r\n")
+        .unwrap();
+    let next = read_response(&mut c, false);
+    assert_eq!((next.status, &next.body[..]), (206, &body[5..10]));
+}
+
+/// A tag is strong only for a file modified at least a second before the answer. A file set an
+/// hour ahead of the clock (as a just-written one is within the second) gets a weak tag, which
+/// no `If-Range` or `If-Match` naming it satisfies and `If-None-Match` still does; set an hour
+/// back, the same file gets the tag strong, and `If-Range` with it honours the range.
+#[test]
+fn a_recently_modified_file_gets_a_weak_tag() {
+    let s = serve("weak-tag");
+    let a = s.addr();
+    let path = s.root.join("w.bin");
+    let body = content(20_000, 6);
+    std::fs::write(&path, &body).unwrap();
+    let now = std::time::SystemTime::now();
+    set_modified(&path, now + Duration::from_secs(3600));
+    let weak = get_with(a, "HEAD", "/w.bin", "")
+        .header("etag")
+        .unwrap()
+        .to_string();
+    let opaque = weak.strip_prefix("W/").expect("a weak tag").to_string();
+    for (extra, status) in [
+        (format!("Range: bytes=0-9\r\nIf-Range: {opaque}\r\n"), 200),
+        (format!("If-Match: {opaque}\r\n"), 412),
+        (format!("If-Match: {weak}\r\n"), 412),
+        ("If-Match: *\r\n".to_string(), 200),
+        (format!("If-None-Match: {weak}\r\n"), 304),
+        (format!("If-None-Match: {opaque}\r\n"), 304),
+    ] {
+        let r = get_with(a, "GET", "/w.bin", &extra);
+        assert_eq!(r.status, status, "{extra:?}");
+        assert_eq!(r.header("etag").unwrap_or(weak.as_str()), weak, "{extra:?}");
+    }
+    set_modified(&path, now - Duration::from_secs(3600));
+    let strong = get_with(a, "HEAD", "/w.bin", "")
+        .header("etag")
+        .unwrap()
+        .to_string();
+    assert!(strong.starts_with('"'), "{strong}");
+    let r = get_with(
+        a,
+        "GET",
+        "/w.bin",
+        &format!("Range: bytes=0-9\r\nIf-Range: {strong}\r\n"),
+    );
+    assert_eq!((r.status, &r.body[..]), (206, &body[..10]));
 }
 
 /// Reads a response head from `c` (byte by byte, so that nothing of the body is taken) and
