@@ -23,9 +23,11 @@
 //!   hold no blocks. The `LBN-to-PBN mapping scheme` orders each cylinder's surfaces as DiskSim's
 //!   `g1_surfno_on_cyl` does ([`SurfaceOrder`]): 0 first to last on every cylinder; 1 last to
 //!   first on the odd cylinders counted from the zone's first (the Atlas 10K); 2 the same on the
-//!   odd cylinders of the disk. The skews follow the block order, not the surface number. The
-//!   model's mechanics cost a cylinder switch the same on any surface, so the order changes which
-//!   head `locate` names but no service time. Inside the zones, the `Sparing scheme used` (with
+//!   odd cylinders of the disk. The track and cylinder skews follow the block order, not the
+//!   surface number; the slips of per-track sparing (scheme 3) push the later surfaces of their
+//!   cylinder by surface number, as DiskSim's `g1_map_pbn_skew` counts them. The model's mechanics
+//!   cost a cylinder switch the same on any surface, so but for those slips the order changes
+//!   which head `locate` names and no service time. Inside the zones, the `Sparing scheme used` (with
 //!   `Rangesize for sparing`) and each zone's `Number of spares`, `Empty space at zone front`,
 //!   `slips` and `defects` set sectors aside and move bad blocks to spares as DiskSim does (see
 //!   `sparing.rs`; schemes 1, 5 and 6 are refused), so the capacity is DiskSim's own count of the

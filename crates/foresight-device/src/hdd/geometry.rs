@@ -6,8 +6,9 @@
 //! cylinder-major, outer to inner: every sector of track (c, 0), then (c, 1) up to the last surface, then
 //! cylinder c + 1. A layout may instead run the surfaces of every other cylinder from the last to the
 //! first ([`SurfaceOrder`]), so that a sequential read passes to the next cylinder on the surface it
-//! ended on; the skews follow the block order either way. Lookups binary-search a per-zone table of first LBAs, so they cost O(log zones) and
-//! never allocate.
+//! ended on; the track and cylinder skews follow the block order either way (the slips of per-track
+//! sparing push by surface number, as in DiskSim). Lookups binary-search a per-zone table of first
+//! LBAs, so they cost O(log zones) and never allocate.
 //!
 //! The angular position of a sector follows DiskSim's first-generation layout (`dm_layout_g1`, the
 //! `Skew for track switch` / `Skew for cylinder switch` fields of the `.model` files in
@@ -83,7 +84,9 @@ pub enum ZoneStart {
 
 /// The order in which a cylinder's surfaces take blocks (DiskSim's `LBN-to-PBN mapping scheme`).
 /// Skews follow the blocks: the `k`-th track of a cylinder to take blocks is skewed as the `k`-th,
-/// whatever its surface, as in DiskSim's `g1_map_pbn_skew`.
+/// whatever its surface, as in DiskSim's `g1_map_pbn_skew`. The one exception, also DiskSim's: a
+/// per-track sparing slip pushes the tracks of its cylinder by surface number
+/// ([`ZoneSpares::skew_slips`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum SurfaceOrder {
     /// First surface to last on every cylinder (scheme 0).
@@ -114,7 +117,9 @@ pub struct ZoneSpares {
     /// block, each spare inside a hole and used once.
     pub remaps: Vec<(u64, u64)>,
     /// Slipped sectors that push the first sector of every later track one sector further round
-    /// (DiskSim's per-cylinder and per-track sparing), sorted.
+    /// (DiskSim's per-cylinder and per-track sparing), sorted. With per-track sparing, the track
+    /// on surface `h` is pushed by the slips of its cylinder's first `h` tracks to take blocks,
+    /// whatever the surface order (DiskSim's `g1_map_pbn_skew` counts by surface number).
     pub skew_slips: Vec<u64>,
     /// Whether a slip pushes the later tracks of its own cylinder too (per-track sparing), rather
     /// than only the tracks of the later cylinders.
@@ -242,11 +247,12 @@ impl Spared {
             .map(|i| self.remaps[i].1)
     }
 
-    /// Slips that push a track starting at zone sector `track_first`, on the cylinder starting at
-    /// `cyl_first`.
-    fn skew_pushes(&self, cyl_first: u64, track_first: u64) -> u64 {
+    /// Slips that push a track of the cylinder starting at zone sector `cyl_first`; with
+    /// per-track sparing, those before zone sector `track_cutoff` (where the track would start
+    /// were its cylinder filled first surface to last, as DiskSim counts them).
+    fn skew_pushes(&self, cyl_first: u64, track_cutoff: u64) -> u64 {
         let cutoff = if self.skew_slips_per_track {
-            track_first
+            track_cutoff
         } else {
             cyl_first
         };
@@ -476,6 +482,13 @@ impl Geometry {
                     surfaces,
                     prev.last_cyl,
                     surfaces - 1,
+                    surface_of_rank(
+                        rules.surface_order,
+                        prev,
+                        surfaces,
+                        prev.last_cyl,
+                        surfaces - 1,
+                    ),
                     spared[i - 1].as_ref(),
                 );
                 frac(last_track + f64::from(z.cyl_skew_sectors) / f64::from(z.sectors_per_track))
@@ -645,16 +658,13 @@ impl Geometry {
     /// The surface of the `k`-th track of `cylinder` (in zone `zone`) to take blocks; the same
     /// map takes a surface back to its rank, as reversing the order twice restores it.
     fn surface_of(&self, zone: usize, cylinder: u32, k: u32) -> u32 {
-        let odd = match self.surface_order {
-            SurfaceOrder::Ascending => false,
-            SurfaceOrder::AlternatePerZone => (cylinder - self.zones[zone].first_cyl) % 2 == 1,
-            SurfaceOrder::AlternatePerDisk => cylinder % 2 == 1,
-        };
-        if odd {
-            self.surfaces - 1 - k
-        } else {
-            k
-        }
+        surface_of_rank(
+            self.surface_order,
+            &self.zones[zone],
+            self.surfaces,
+            cylinder,
+            k,
+        )
     }
 
     /// How many blocks from `lba` on (at least 1) lie one after another on the track of `at`,
@@ -745,6 +755,7 @@ impl Geometry {
             self.surfaces,
             cylinder,
             self.surface_of(zone, cylinder, head),
+            head,
             self.spared[zone].as_ref(),
         )
     }
@@ -767,12 +778,15 @@ impl Geometry {
         Bandwidth::from_bytes_per_s(bytes / period.as_secs_f64())
     }
 
+    /// The angle of the track of `cylinder` that is the `rank`-th to take blocks and lies on
+    /// surface `head`.
     fn track_angle_in(
         z: &Zone,
         base: f64,
         surfaces: u32,
         cylinder: u32,
         rank: u32,
+        head: u32,
         spared: Option<&Spared>,
     ) -> f64 {
         let spt = u128::from(z.sectors_per_track);
@@ -787,10 +801,30 @@ impl Geometry {
         if let Some(s) = spared {
             let track_sectors = u64::from(z.sectors_per_track);
             let cyl_first = u64::from(cylinder - z.first_cyl) * u64::from(surfaces) * track_sectors;
+            // DiskSim's `g1_map_pbn_skew` counts the per-track slips before the track's surface
+            // number, not its rank: on a reversed cylinder (mapping schemes 1 and 2) the slips
+            // of the tracks that fill first do not push the ones after them, and the first track
+            // is pushed by the slips of the whole cylinder but its last. The track skews above do
+            // follow the rank; the model does as DiskSim does in both.
             acc +=
-                u128::from(s.skew_pushes(cyl_first, cyl_first + u64::from(rank) * track_sectors));
+                u128::from(s.skew_pushes(cyl_first, cyl_first + u64::from(head) * track_sectors));
         }
         frac(base + (acc % spt) as f64 / spt as f64)
+    }
+}
+
+/// The surface of the `k`-th track of `cylinder` (in zone `z`) to take blocks under `order`, as
+/// DiskSim's `g1_surfno_on_cyl`; the same map takes a surface back to its rank.
+fn surface_of_rank(order: SurfaceOrder, z: &Zone, surfaces: u32, cylinder: u32, k: u32) -> u32 {
+    let reversed = match order {
+        SurfaceOrder::Ascending => false,
+        SurfaceOrder::AlternatePerZone => (cylinder - z.first_cyl) % 2 == 1,
+        SurfaceOrder::AlternatePerDisk => cylinder % 2 == 1,
+    };
+    if reversed {
+        surfaces - 1 - k
+    } else {
+        k
     }
 }
 
@@ -908,6 +942,39 @@ mod tests {
                 plain.sector_angle(Lba(lba))
             );
         }
+    }
+
+    #[test]
+    fn per_track_slips_push_by_surface_number_on_reversed_cylinders_as_disksim_does() {
+        // One zone of 2 cylinders, 2 surfaces, 10 sectors a track, skews 3 (track) and 4
+        // (cylinder), mapping scheme 1, per-track sparing with one slip at zone sector 22: sector
+        // 2 of cylinder 1's first track to fill, which is surface 1 (the cylinder is reversed).
+        // DiskSim's `g1_map_pbn_skew` counts the track switches by rank but the slips before
+        // (cylinder x surfaces + surface number) x sectors per track.
+        let zones = [Zone {
+            first_cyl: 0,
+            last_cyl: 1,
+            sectors_per_track: 10,
+            track_skew_sectors: 3,
+            cyl_skew_sectors: 4,
+        }];
+        let spares = [ZoneSpares {
+            holes: vec![(22, 1)],
+            skew_slips: vec![22],
+            skew_slips_per_track: true,
+            ..ZoneSpares::default()
+        }];
+        let rules = LayoutRules {
+            zone_start: ZoneStart::AtIndex,
+            surface_order: SurfaceOrder::AlternatePerZone,
+        };
+        let g = Geometry::with_layout(2, 2, &zones, &spares, &rules).unwrap();
+        // Surface 1, rank 0: 1 track switch (3) and 1 cylinder switch (4); slips before sector
+        // (2 + 1) x 10 = 30: the slip at 22, so 8 sectors of 10.
+        assert!((g.track_start_angle(0, 1, 1) - 0.8).abs() < 1e-12);
+        // Surface 0, rank 1: 2 track switches (6) and 1 cylinder switch (4); slips before sector
+        // (2 + 0) x 10 = 20: none, so 10 sectors, back at 0.
+        assert!(g.track_start_angle(0, 1, 0).abs() < 1e-12);
     }
 
     #[test]
