@@ -1200,6 +1200,277 @@ mod tests {
         Geometry::new(6581, 8, &zones).unwrap();
     }
 
+    /// A splitmix64 step: the random layouts below come from one printed seed.
+    fn next_u64(state: &mut u64) -> u64 {
+        *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = *state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// A number in `0..n` (`n > 0`).
+    fn below(state: &mut u64, n: u64) -> u64 {
+        next_u64(state) % n
+    }
+
+    /// A small random layout from `seed`: zones (some after spare cylinders), set-aside runs,
+    /// moved blocks and skew-pushing slips, under a random surface order and zone start.
+    fn random_layout(seed: u64) -> (u32, u32, Vec<Zone>, Vec<ZoneSpares>, LayoutRules) {
+        let mut st = seed;
+        let surfaces = 1 + below(&mut st, 4) as u32;
+        let zone_count = 1 + below(&mut st, 4);
+        let mut zones = Vec::new();
+        let mut spares = Vec::new();
+        let mut next_cyl = 0u32;
+        for _ in 0..zone_count {
+            let first_cyl = next_cyl + below(&mut st, 3) as u32;
+            let last_cyl = first_cyl + below(&mut st, 4) as u32;
+            let spt = 1 + below(&mut st, 6) as u32;
+            zones.push(Zone {
+                first_cyl,
+                last_cyl,
+                sectors_per_track: spt,
+                track_skew_sectors: below(&mut st, u64::from(spt)) as u32,
+                cyl_skew_sectors: below(&mut st, u64::from(spt)) as u32,
+            });
+            next_cyl = last_cyl + 1;
+            let sectors =
+                u64::from(last_cyl - first_cyl + 1) * u64::from(surfaces) * u64::from(spt);
+            let mut zs = ZoneSpares::default();
+            if below(&mut st, 3) > 0 {
+                // Runs of one or two sectors after gaps of zero to three, leaving blocks behind.
+                let mut at = below(&mut st, 3);
+                while at + 2 < sectors {
+                    let len = 1 + below(&mut st, 2);
+                    zs.holes.push((at, len));
+                    at += len + below(&mut st, 4);
+                }
+                let hidden: u64 = zs.holes.iter().map(|h| h.1).sum();
+                let blocks = sectors - hidden;
+                let mut spare_sectors: Vec<u64> =
+                    zs.holes.iter().flat_map(|&(f, l)| f..f + l).collect();
+                for b in 0..blocks {
+                    if !spare_sectors.is_empty() && below(&mut st, 5) == 0 {
+                        let k = below(&mut st, spare_sectors.len() as u64) as usize;
+                        zs.remaps.push((b, spare_sectors.swap_remove(k)));
+                    }
+                }
+                let mut slips: Vec<u64> = zs
+                    .holes
+                    .iter()
+                    .map(|h| h.0)
+                    .filter(|_| below(&mut st, 2) == 0)
+                    .collect();
+                slips.sort_unstable();
+                zs.skew_slips = slips;
+                zs.skew_slips_per_track = below(&mut st, 2) == 0;
+            }
+            spares.push(zs);
+        }
+        let surface_order = match below(&mut st, 3) {
+            0 => SurfaceOrder::Ascending,
+            1 => SurfaceOrder::AlternatePerZone,
+            _ => SurfaceOrder::AlternatePerDisk,
+        };
+        let zone_start = if below(&mut st, 2) == 0 {
+            ZoneStart::Chained
+        } else {
+            ZoneStart::AtIndex
+        };
+        let rules = LayoutRules {
+            zone_start,
+            surface_order,
+        };
+        (next_cyl, surfaces, zones, spares, rules)
+    }
+
+    /// DiskSim's `g1_surfno_on_cyl`, written out again from its rule: the `rank`-th track of
+    /// `cylinder` to take blocks lies on the last surface but `rank` when the cylinder is odd,
+    /// counted from the zone's first cylinder (scheme 1) or from cylinder 0 (scheme 2).
+    fn disksim_surface(
+        order: SurfaceOrder,
+        zone: &Zone,
+        surfaces: u32,
+        cylinder: u32,
+        rank: u32,
+    ) -> u32 {
+        let reversed = match order {
+            SurfaceOrder::Ascending => false,
+            SurfaceOrder::AlternatePerZone => (cylinder - zone.first_cyl) & 1 == 1,
+            SurfaceOrder::AlternatePerDisk => cylinder & 1 == 1,
+        };
+        if reversed {
+            surfaces - 1 - rank
+        } else {
+            rank
+        }
+    }
+
+    /// The angle of track (`cylinder`, `head`) of zone `z`, by DiskSim's `g1_map_pbn_skew` written
+    /// out again: from the zone's `base`, one track skew per track switch counted by rank, one
+    /// cylinder skew per cylinder, and one sector per skew-pushing slip before (cylinder x
+    /// surfaces, plus the surface number with per-track sparing) x sectors per track.
+    fn disksim_track_angle(
+        base: f64,
+        z: &Zone,
+        zs: Option<&ZoneSpares>,
+        surfaces: u32,
+        cylinder: u32,
+        head: u32,
+        rank: u32,
+    ) -> f64 {
+        let c = u64::from(cylinder - z.first_cyl);
+        let spt = u64::from(z.sectors_per_track);
+        let switches = u64::from(rank) + u64::from(surfaces - 1) * c;
+        let mut sectors =
+            switches * u64::from(z.track_skew_sectors) + c * u64::from(z.cyl_skew_sectors);
+        if let Some(zs) = zs {
+            let per_track = if zs.skew_slips_per_track {
+                u64::from(head)
+            } else {
+                0
+            };
+            let cutoff = (c * u64::from(surfaces) + per_track) * spt;
+            sectors += zs.skew_slips.iter().filter(|&&x| x < cutoff).count() as u64;
+        }
+        frac(base + (sectors % spt) as f64 / spt as f64)
+    }
+
+    #[test]
+    fn every_surface_order_round_trips_and_places_tracks_as_disksim() {
+        for seed in 0..3_000u64 {
+            let (cylinders, surfaces, zones, spares, rules) = random_layout(seed);
+            let g = Geometry::with_layout(cylinders, surfaces, &zones, &spares, &rules)
+                .unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+            // The same layout with every cylinder filled first surface to last.
+            let plain_rules = LayoutRules {
+                surface_order: SurfaceOrder::Ascending,
+                ..rules
+            };
+            let plain =
+                Geometry::with_layout(cylinders, surfaces, &zones, &spares, &plain_rules).unwrap();
+            assert_eq!(
+                g.capacity_sectors(),
+                plain.capacity_sectors(),
+                "seed {seed}"
+            );
+            // Each zone's first-track angle: 0 at the index, or chained one cylinder skew after
+            // the last track (in block order) of the zone before.
+            let mut bases: Vec<f64> = Vec::new();
+            for (zi, z) in zones.iter().enumerate() {
+                let base = if zi == 0 || rules.zone_start == ZoneStart::AtIndex {
+                    0.0
+                } else {
+                    let prev = &zones[zi - 1];
+                    let rank = surfaces - 1;
+                    let head =
+                        disksim_surface(rules.surface_order, prev, surfaces, prev.last_cyl, rank);
+                    let end = disksim_track_angle(
+                        bases[zi - 1],
+                        prev,
+                        spares.get(zi - 1),
+                        surfaces,
+                        prev.last_cyl,
+                        head,
+                        rank,
+                    );
+                    frac(end + f64::from(z.cyl_skew_sectors) / f64::from(z.sectors_per_track))
+                };
+                bases.push(base);
+            }
+            let close = |a: f64, b: f64| {
+                let d = frac(a - b);
+                !(1e-9..=1.0 - 1e-9).contains(&d)
+            };
+            let mut taken = std::collections::HashSet::new();
+            for lba in 0..g.capacity_sectors() {
+                let c = g.locate(Lba(lba));
+                let p = plain.locate(Lba(lba));
+                let z = &zones[c.zone];
+                // The block lies where the plain order puts it, on the surface DiskSim names.
+                let want = Chs {
+                    head: disksim_surface(rules.surface_order, z, surfaces, p.cylinder, p.head),
+                    ..p
+                };
+                assert_eq!(c, want, "seed {seed}: block {lba} ({rules:?})");
+                assert!(
+                    taken.insert((c.cylinder, c.head, c.sector)),
+                    "seed {seed}: {c:?} twice"
+                );
+                assert_eq!(g.lba_of(c), Lba(lba), "seed {seed}: block {lba} at {c:?}");
+                // The block's angle: its track's, then its sector.
+                let rank = disksim_surface(rules.surface_order, z, surfaces, c.cylinder, c.head);
+                let track = disksim_track_angle(
+                    bases[c.zone],
+                    z,
+                    spares.get(c.zone),
+                    surfaces,
+                    c.cylinder,
+                    c.head,
+                    rank,
+                );
+                let want = frac(track + f64::from(c.sector) / f64::from(z.sectors_per_track));
+                let a = g.sector_angle(Lba(lba));
+                assert!(
+                    close(a, want),
+                    "seed {seed}: block {lba} at {a}, DiskSim {want}"
+                );
+                assert_eq!(
+                    g.track_bounds(Lba(lba)),
+                    plain.track_bounds(Lba(lba)),
+                    "seed {seed}"
+                );
+                assert_eq!(
+                    g.run_sectors(Lba(lba), c),
+                    plain.run_sectors(Lba(lba), p),
+                    "seed {seed}: block {lba}"
+                );
+            }
+            // Every physical sector: the first block at or after it is the plain order's at the
+            // track of the same rank, and a sector holding a block gives that block back.
+            for (zi, z) in zones.iter().enumerate() {
+                for cylinder in z.first_cyl..=z.last_cyl {
+                    for rank in 0..surfaces {
+                        let head =
+                            disksim_surface(rules.surface_order, z, surfaces, cylinder, rank);
+                        let a = g.track_start_angle(zi, cylinder, head);
+                        let b = disksim_track_angle(
+                            bases[zi],
+                            z,
+                            spares.get(zi),
+                            surfaces,
+                            cylinder,
+                            head,
+                            rank,
+                        );
+                        assert!(
+                            close(a, b),
+                            "seed {seed}: track ({cylinder}, {head}) at {a}, DiskSim {b}"
+                        );
+                        for sector in 0..z.sectors_per_track {
+                            let at = Chs {
+                                zone: zi,
+                                cylinder,
+                                head,
+                                sector,
+                            };
+                            let plain_at = Chs { head: rank, ..at };
+                            assert_eq!(
+                                g.block_at_or_after(at),
+                                plain.block_at_or_after(plain_at),
+                                "seed {seed}: {at:?}"
+                            );
+                            if taken.contains(&(cylinder, head, sector)) {
+                                assert_eq!(g.locate(g.lba_of(at)), at, "seed {seed}: {at:?}");
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
     proptest! {
         #[test]
         fn lba_chs_round_trip(lba in 0u64..(10 * 4 * 100 + 15 * 4 * 80 + 5 * 4 * 60)) {
