@@ -348,7 +348,8 @@ pub struct Geometry {
     zones: Vec<Zone>,
     /// First LBA of each zone; `zone_first_lba[0] == 0`, strictly increasing.
     zone_first_lba: Vec<u64>,
-    /// Angle (fraction of a revolution) of the first sector of each zone's first track.
+    /// Angle (fraction of a revolution) from which each zone's skews count: its first track's,
+    /// unless per-track slips push that track (a reversed first cylinder under mapping scheme 2).
     zone_base_angle: Vec<f64>,
     /// Per zone, its set-aside sectors, or `None` when every sector holds a block.
     spared: Vec<Option<Spared>>,
@@ -747,7 +748,8 @@ impl Geometry {
     }
 
     /// Angle, as a fraction of a revolution in `[0, 1)`, of the first sector of track (`cylinder`,
-    /// `head`) in zone `zone`, including every skew accumulated since the start of the disk.
+    /// `head`) in zone `zone`: the zone's start (chained on from the zones before, or at the index,
+    /// by the [`LayoutRules`]) plus the skews and pushing slips since the zone's first track.
     pub fn track_start_angle(&self, zone: usize, cylinder: u32, head: u32) -> f64 {
         Self::track_angle_in(
             &self.zones[zone],
