@@ -28,7 +28,7 @@
 //! while S's read is on the disk, anticipation keeps one request at a time in a command-queueing
 //! drive. Simplifications: Linux also gives up on processes that exited, where the simulator's
 //! streams never exit mid-run and the engine's closed readers are forgotten once their requests
-//! are done ([`Owners::forget`]), and estimates new processes from earlier ones, where a stream
+//! are done and no queue bets on them ([`Owners::forget`], [`BlockQueue::bets_on`]), and estimates new processes from earlier ones, where a stream
 //! here without samples is simply waited for.
 //! Think times are kept per stream across every member queue ([`Owners`]), as Linux keeps them per
 //! process; reads and writes share one sorted queue, as under `deadline` here (the workloads that
@@ -284,6 +284,14 @@ impl<T: Copy> BlockQueue<T> {
         matches!(self.antic, Antic::WaitReq | Antic::WaitNext(_))
             && owner.is_some()
             && owner == self.antic_owner
+    }
+
+    /// Whether a later [`BlockQueue::pop`] may hold the disk for `owner`: under `anticipatory`,
+    /// the stream of the read dispatched last, until another is dispatched. A caller that gives
+    /// a retired stream's id to a new stream waits for this to end too, or the new stream's
+    /// first request would be taken for the old one's next.
+    pub fn bets_on(&self, owner: Option<u32>) -> bool {
+        self.anticipating() && owner.is_some() && owner == self.antic_owner
     }
 
     /// When the queue wants to be asked again though nothing else happens: the end of an

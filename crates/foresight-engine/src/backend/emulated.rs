@@ -24,8 +24,9 @@
 //! application stream, so two readers of one file are two streams to the scheduler; a read no
 //! reader asked for belongs to none and is never waited for. The engine gives a closed reader's id to
 //! a later reader, so the scheduler's records are kept by a key per open reader, which the
-//! backend forgets once the closed reader's last request completes ([`IoBackend::reader_closed`]):
-//! a new reader starts without the closed one's think times. The drive's own command queue is the
+//! backend forgets once nothing names it any more ([`IoBackend::reader_closed`]; the closed
+//! reader's last request completed, none of its parts waits for a slot, and no queue may still
+//! hold a disk for it): a new reader starts without the closed one's think times. The drive's own command queue is the
 //! model's. Parts wait in the queue of a busy member, where
 //! later parts can still merge with them and be sorted among them. Members are stepped event by
 //! event, so a member that finishes at model instant `t` takes its next request at `t`, not at the
@@ -546,9 +547,11 @@ struct Clock {
     owners: Owners,
     /// The key of each open reader that has submitted a read, by reader id.
     reader_keys: BTreeMap<u32, u32>,
-    /// Keys of closed readers with requests still queued or on a disk: forgotten, and free for
-    /// another reader, once those complete. Each has a read outstanding, so there are at most
-    /// as many as reads (asserted where one is added).
+    /// Keys of closed readers still named by a request (waiting for a slot, queued or on a disk)
+    /// or by a queue that may hold its disk for the key: forgotten, and free for another reader,
+    /// once nothing names them ([`Clock::forget_key`]). Each has a read outstanding or is a
+    /// member queue's last stream, so there are at most as many as reads plus members (asserted
+    /// where one is added).
     retired_keys: Vec<u32>,
     /// Keys free for a new reader; `key_count` keys have ever been handed out.
     free_keys: Vec<u32>,
@@ -701,38 +704,54 @@ impl Clock {
         k
     }
 
-    /// Retires the key of a reader that closed: the scheduler forgets it now if none of its
-    /// requests is queued or on a disk, or once the last of them completes. The reader's next
-    /// read with this id (a new reader) gets a fresh key.
+    /// Retires the key of a reader that closed: the scheduler forgets it now if nothing names
+    /// it any more ([`Clock::forget_key`]), or once that is so. The reader's next read with this
+    /// id (a new reader) gets a fresh key.
     fn reader_closed(&mut self, reader: u32) {
         let Some(k) = self.reader_keys.remove(&reader) else {
             return;
         };
-        if self.owners.forget(k) {
+        if self.forget_key(k) {
             self.free_keys.push(k);
         } else {
             self.retired_keys.push(k);
+            // Each retired key has a read outstanding (a part waiting, queued or on a disk) or
+            // is the stream a member queue last dispatched for, one per member.
+            let bound = self.capacity_reads + self.members.len();
             assert!(
-                self.retired_keys.len() <= self.capacity_reads,
+                self.retired_keys.len() <= bound,
                 "{} closed readers' keys wait for their requests, more than the {} reads the \
-                 engine may have outstanding",
+                 engine may have outstanding and the {} members",
                 self.retired_keys.len(),
-                self.capacity_reads
+                self.capacity_reads,
+                self.members.len()
             );
         }
     }
 
-    /// Forgets the retired keys whose requests have all completed.
+    /// Forgets retired key `k`, and says whether it did, once nothing names it: no request of
+    /// it queued or on a disk (the scheduler's records), no part of it waiting for a slot (it
+    /// would enter a queue under `k` later, so `k` must not go to a new reader meanwhile), and
+    /// no member queue that may still hold its disk for `k` (a new reader under `k` would be
+    /// taken for the closed one asking again).
+    fn forget_key(&mut self, k: u32) -> bool {
+        let named = self
+            .members
+            .iter()
+            .any(|m| m.queue.bets_on(Some(k)) || m.waiting.iter().any(|p| p.owner == Some(k)));
+        !named && self.owners.forget(k)
+    }
+
+    /// Forgets the retired keys nothing names any more.
     fn forget_retired(&mut self) {
-        let owners = &mut self.owners;
-        let free = &mut self.free_keys;
-        self.retired_keys.retain(|&k| {
-            let gone = owners.forget(k);
-            if gone {
-                free.push(k);
+        let retired = std::mem::take(&mut self.retired_keys);
+        for k in retired {
+            if self.forget_key(k) {
+                self.free_keys.push(k);
+            } else {
+                self.retired_keys.push(k);
             }
-            !gone
-        });
+        }
     }
 
     /// Completes every read whose model time has come and whose bytes are in.
@@ -1129,7 +1148,8 @@ mod tests {
     /// `anticipatory_serves_the_streams_next_nearby_read_before_an_earlier_far_one`. (While the
     /// scheduler kept its records by reader id, the new reader inherited the closed one's think
     /// time and the far read went first.) The closed reader's last read is still on the disk
-    /// when it closes, and its key is freed only once that read completes.
+    /// when it closes, and its key is freed only once that read completes and the queue has
+    /// dispatched another stream's read.
     #[test]
     fn a_reader_given_a_closed_readers_id_starts_without_its_think_time() {
         let cfg = EmulatedConfig::preset("wd800jd")
@@ -1151,7 +1171,9 @@ mod tests {
         c.reader_closed(1);
         assert_eq!(c.retired_keys.len(), 1, "its last read is on the disk");
         until_done(&mut c, 3);
-        assert!(c.retired_keys.is_empty() && c.free_keys.len() == 1);
+        // Its requests are done, but the disk may still be held for its next read: the key
+        // stays retired until the queue dispatches another stream's read.
+        assert_eq!(c.retired_keys.len(), 1, "the queue still bets on it");
         // The new reader 1, and reader 2 far away, as in the anticipation test.
         at_ns = c.model_ns + 1_000_000;
         c.advance(at_ns);
@@ -1167,7 +1189,74 @@ mod tests {
             .filter(|&t| t > 10)
             .collect();
         assert_eq!(after, vec![12, 11], "the new reader 1's next read first");
+        assert!(c.retired_keys.is_empty() && c.free_keys.len() == 1);
         assert!(c.reader_keys.len() <= 2 && c.key_count <= 3);
+    }
+
+    /// Reader 1's read waits for a request slot behind 128 of reader 0's when reader 1 closes:
+    /// the part is in no host queue yet, so the scheduler holds no record of its key, but the
+    /// part still carries the key and enters a queue later. The key is not handed to the reader
+    /// that next gets id 1 until that part completes; (while a closed reader's key was freed as
+    /// soon as no request of it was queued or on a disk, the new reader 1 got the same key and
+    /// the two readers' parts were one stream to the scheduler).
+    #[test]
+    fn a_closed_readers_key_waiting_for_a_slot_goes_to_no_new_reader() {
+        let cfg = EmulatedConfig::preset("wd800jd").unwrap();
+        let mut c = clock(&cfg);
+        for k in 0..NR_REQUESTS as u64 {
+            c.enqueue(k, Some(0), 0, k * 64, 8);
+        }
+        c.enqueue(500, Some(1), 0, 10_000_000, 8);
+        assert_eq!(
+            c.members[0].waiting.len(),
+            1,
+            "reader 1's part waits for a slot"
+        );
+        c.reader_closed(1);
+        c.enqueue(501, Some(1), 0, 20_000_000, 8);
+        let owners: Vec<Option<u32>> = c.members[0].waiting.iter().map(|p| p.owner).collect();
+        assert_eq!(owners.len(), 2);
+        assert_ne!(
+            owners[0], owners[1],
+            "the closed and the new reader 1 share a key"
+        );
+        let closed_key = owners[0].expect("charged to reader 1");
+        finish_order(&mut c);
+        assert!(
+            c.retired_keys.is_empty(),
+            "forgotten once its part completed"
+        );
+        assert!(c.free_keys.contains(&closed_key));
+        assert_eq!(c.owners.seek_mean(closed_key), None);
+        assert_eq!(c.key_count, 3);
+    }
+
+    /// Under `anticipatory` a queue's next pop may hold the disk for the stream whose read it
+    /// dispatched last, if that stream asks again within `antic_expire` of its completion. Reader
+    /// 1 reads once and closes; a new reader 2 then reads elsewhere. The queue still bets on the
+    /// closed reader's key, so the key goes to no new reader until the queue dispatches another
+    /// read: (while it was freed as soon as reader 1's read completed, reader 2 got it and its far
+    /// read was taken for reader 1's next one).
+    #[test]
+    fn a_closed_readers_key_the_disk_may_be_held_for_goes_to_no_new_reader() {
+        let cfg = EmulatedConfig::preset("wd800jd")
+            .unwrap()
+            .scheduler("anticipatory")
+            .unwrap();
+        let mut c = clock(&cfg);
+        c.enqueue(0, Some(1), 0, 1000, 8);
+        until_done(&mut c, 0);
+        let closed_key = c.reader_keys[&1];
+        c.reader_closed(1);
+        let at_ns = c.model_ns + 1_000_000;
+        c.advance(at_ns);
+        c.enqueue(1, Some(2), at_ns, 50_000_000, 8);
+        assert_ne!(
+            c.reader_keys[&2], closed_key,
+            "the new reader took the key the disk may be held for"
+        );
+        until_done(&mut c, 1);
+        assert!(c.retired_keys.is_empty() && c.free_keys == vec![closed_key]);
     }
 
     #[test]
