@@ -357,9 +357,11 @@ fn three_small_scans_under_directed_wait_for_the_lead_in_both_worlds() {
 /// 0.65 of its 3.12 s.) Now the engine defers 122 to 134 reads and takes 0.86 to 1.03 of the time.
 /// Which reads a sweep takes in still depends on when completions arrive, and the engine's memory
 /// accounting differs (see the contention scenarios), so the clients' decisions part after a few
-/// dozen reads (the lead's nearly all match), and the fetches vary more (63 to 77, and 43 and 48
-/// in two of 17 runs). Compared by the deferred reads (within -20% and +25%), the fetches
-/// (within 50%), and the device bytes and time as the scenario without think time is.
+/// dozen reads (the lead's nearly all match), and the fetches vary more (44 to 91 over 37 runs on
+/// a loaded machine). Compared by the deferred reads (within -20% and +25%), the fetches (within
+/// 50%), and the device bytes and time as the scenario without think time is; an attempt outside
+/// any bound is run again, and one of up to three must meet them all (one run in 20 had the
+/// engine at 0.69 of the simulator's time).
 #[test]
 fn three_small_scans_thinking_under_directed_defer_alike_in_both_worlds() {
     let s = Scenario {
@@ -380,48 +382,62 @@ fn three_small_scans_thinking_under_directed_defer_alike_in_both_worlds() {
             .map(|t| t.reads.iter().filter(|r| !r.defers.is_empty()).count())
             .sum()
     };
-    let (sim, mut best, c) = run_both(name, &s);
-    eprintln!(
-        "{name}: deferred reads {} vs {}",
-        deferred(&sim),
-        deferred(&best)
-    );
-    let defers = deferred(&best) as f64 / deferred(&sim) as f64;
-    assert!(
-        (0.8..1.25).contains(&defers),
-        "deferred reads, engine/sim {defers:.2} ({} vs {})",
-        deferred(&best),
-        deferred(&sim)
-    );
-    let fetches = c.fetches.1 as f64 / c.fetches.0 as f64;
-    assert!(
-        (0.5..1.5).contains(&fetches),
-        "fetches, engine/sim {fetches:.2} ({} vs {})",
-        c.fetches.1,
-        c.fetches.0
-    );
-    for _ in 1..3 {
-        if best.elapsed_s / sim.elapsed_s < 1.25 {
-            break;
+    // One attempt is the whole comparison. The engine's side depends on when completions
+    // arrive on a shared machine, so an attempt that lands outside a bound is run again, up to
+    // three in all; the engine before this scenario's rule failed every attempt by far (20 to 33
+    // deferred reads against 121), so a retry cannot hide that kind of departure.
+    let mut failures = Vec::new();
+    for attempt in 1..=3 {
+        let (sim, eng, c) = run_both(name, &s);
+        let checks = [
+            (
+                "deferred reads",
+                deferred(&eng) as f64 / deferred(&sim) as f64,
+                0.8..1.25,
+                format!("{} vs {}", deferred(&eng), deferred(&sim)),
+            ),
+            (
+                "fetches",
+                c.fetches.1 as f64 / c.fetches.0 as f64,
+                0.5..1.5,
+                format!("{} vs {}", c.fetches.1, c.fetches.0),
+            ),
+            (
+                "time",
+                eng.elapsed_s / sim.elapsed_s,
+                0.8..1.6,
+                format!("{:.3} s vs {:.3} s", eng.elapsed_s, sim.elapsed_s),
+            ),
+            (
+                "device bytes",
+                eng.device_bytes as f64 / sim.device_bytes as f64,
+                0.85..1.4,
+                format!("{} vs {}", eng.device_bytes, sim.device_bytes),
+            ),
+        ];
+        let missed: Vec<String> = checks
+            .iter()
+            .filter(|(_, ratio, bounds, _)| !bounds.contains(ratio))
+            .map(|(what, ratio, bounds, figures)| {
+                format!("{what}, engine/sim {ratio:.2} ({figures}), outside {bounds:?}")
+            })
+            .collect();
+        eprintln!(
+            "{name}: attempt {attempt}: {}",
+            checks
+                .iter()
+                .map(|(what, ratio, _, figures)| format!("{what} {ratio:.2} ({figures})"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        if missed.is_empty() {
+            return;
         }
-        let (_, again, _) = run_both(name, &s);
-        if again.elapsed_s < best.elapsed_s {
-            best = again;
-        }
+        failures.push(format!("attempt {attempt}: {}", missed.join("; ")));
     }
-    let ratio = best.elapsed_s / sim.elapsed_s;
-    assert!(
-        (0.8..1.6).contains(&ratio),
-        "engine/sim time ratio {ratio:.2} ({:.3} s, the fastest of up to three runs, vs {:.3} s)",
-        best.elapsed_s,
-        sim.elapsed_s
-    );
-    let bytes = best.device_bytes as f64 / sim.device_bytes as f64;
-    assert!(
-        (0.85..1.4).contains(&bytes),
-        "device bytes of the fastest run, engine/sim {bytes:.2} ({} vs {})",
-        best.device_bytes,
-        sim.device_bytes
+    panic!(
+        "{name}: no attempt of three within every bound:\n{}",
+        failures.join("\n")
     );
 }
 
