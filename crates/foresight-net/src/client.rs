@@ -859,7 +859,7 @@ async fn download(
     let ask = Ask {
         pool: &pool,
         url,
-        if_range: etag.as_ref().filter(|v| !v.as_bytes().starts_with(b"W/")),
+        if_range: etag.as_ref().and_then(Validator::for_if_range),
         tx: &tx,
     };
     let check = Checker {
@@ -1142,16 +1142,38 @@ enum Answered {
 struct Checker<'a> {
     url: &'a Url,
     len: u64,
-    etag: Option<&'a HeaderValue>,
+    etag: Option<&'a Validator>,
+}
+
+/// The validator a download begins with, and the field it came in. The field is remembered rather
+/// than guessed from the value's form: a server may send a tag without its quotes (`ETag: one`),
+/// which read as a date would be compared with the answers' `Last-Modified` instead of their
+/// `ETag`, and a replaced file would pass for the one the download began with.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Validator {
+    /// The `ETag`, as sent (weak or strong, quoted or not).
+    Tag(HeaderValue),
+    /// A strong `Last-Modified`, from a server that sends no `ETag`.
+    Date(HeaderValue),
+}
+
+impl Validator {
+    /// What goes in `If-Range`: anything but a weak tag (RFC 9110, section 13.1.5).
+    fn for_if_range(&self) -> Option<&HeaderValue> {
+        match self {
+            Validator::Tag(v) if v.as_bytes().starts_with(b"W/") => None,
+            Validator::Tag(v) | Validator::Date(v) => Some(v),
+        }
+    }
 }
 
 /// What tells the version a download begins with from later ones, from the opening `HEAD`'s
 /// `headers`: its `ETag`, or, from a server that sends none, its `Last-Modified` when that is a
 /// strong validator, at least a second before the answer's `Date` (RFC 9110, sections 8.8.2.2
 /// and 13.1.5, which allow a date in `If-Range` only then). `None` when there is neither.
-fn begun_version(headers: &HeaderMap) -> Option<HeaderValue> {
+fn begun_version(headers: &HeaderMap) -> Option<Validator> {
     if let Some(tag) = headers.get(header::ETAG) {
-        return Some(tag.clone());
+        return Some(Validator::Tag(tag.clone()));
     }
     let modified = headers.get(header::LAST_MODIFIED)?;
     let now_s = std::time::SystemTime::now()
@@ -1159,31 +1181,24 @@ fn begun_version(headers: &HeaderMap) -> Option<HeaderValue> {
         .map_or(0, |d| d.as_secs());
     let date_s = parse_http_date(headers.get(header::DATE)?.to_str().ok()?, year_of(now_s))?;
     let modified_s = parse_http_date(modified.to_str().ok()?, year_of(date_s))?;
-    (modified_s < date_s).then(|| modified.clone())
-}
-
-/// Whether a validator from [`begun_version`] is an entity tag (else it is a date).
-fn is_tag(v: &HeaderValue) -> bool {
-    v.as_bytes().starts_with(b"\"") || v.as_bytes().starts_with(b"W/")
+    (modified_s < date_s).then(|| Validator::Date(modified.clone()))
 }
 
 /// What changed when `headers` carry another validator than `was`, the one the download began
 /// with (neither missing): another entity tag, compared weakly since the server may send a tag
 /// weak while the file is fresh and strong a second later, or another `Last-Modified` when
 /// the download began with that date.
-fn changed_tag(was: Option<&HeaderValue>, headers: &HeaderMap) -> Option<String> {
-    let was = was?;
-    let (name, field) = if is_tag(was) {
-        (header::ETAG, "ETag")
-    } else {
-        (header::LAST_MODIFIED, "Last-Modified")
+fn changed_tag(was: Option<&Validator>, headers: &HeaderMap) -> Option<String> {
+    let (name, field, was) = match was? {
+        Validator::Tag(v) => (header::ETAG, "ETag", v),
+        Validator::Date(v) => (header::LAST_MODIFIED, "Last-Modified", v),
     };
-    let now = headers.get(name)?;
+    let now = headers.get(&name)?;
     let opaque = |v: &HeaderValue| -> Vec<u8> {
         let b = v.as_bytes();
         b.strip_prefix(b"W/").unwrap_or(b).to_vec()
     };
-    let differ = if is_tag(was) {
+    let differ = if name == header::ETAG {
         opaque(was) != opaque(now)
     } else {
         was != now
@@ -1273,7 +1288,7 @@ async fn plain_get(
     mut sink: Option<&mut dyn Write>,
     started: std::time::Instant,
     expect_len: Option<u64>,
-    expect_etag: Option<&HeaderValue>,
+    expect_etag: Option<&Validator>,
     skip: u64,
 ) -> Result<Report, NetError> {
     let http_err = |message: String| NetError::Http {
@@ -1409,14 +1424,14 @@ mod tests {
     /// or another date for a download that began with a date, is a change.
     #[test]
     fn tags_are_compared_weakly_and_dates_exactly() {
-        let weak = HeaderValue::from_static("W/\"1-2-3\"");
-        let strong = HeaderValue::from_static("\"1-2-3\"");
+        let weak = Validator::Tag(HeaderValue::from_static("W/\"1-2-3\""));
+        let strong = Validator::Tag(HeaderValue::from_static("\"1-2-3\""));
         let etag = |v: &str| headers(&[(header::ETAG, v)]);
         assert_eq!(changed_tag(Some(&weak), &etag("\"1-2-3\"")), None);
         assert_eq!(changed_tag(Some(&strong), &etag("W/\"1-2-3\"")), None);
         let other = changed_tag(Some(&weak), &etag("\"1-2-4\"")).expect("a change");
         assert!(other.contains("ETag"), "{other}");
-        let date = HeaderValue::from_static("Tue, 14 Nov 2023 22:13:20 GMT");
+        let date = Validator::Date(HeaderValue::from_static("Tue, 14 Nov 2023 22:13:20 GMT"));
         let lm = |v: &str| headers(&[(header::LAST_MODIFIED, v)]);
         assert_eq!(
             changed_tag(Some(&date), &lm("Tue, 14 Nov 2023 22:13:20 GMT")),
@@ -1427,6 +1442,24 @@ mod tests {
         // A date is not compared with a tag, nor a tag with a date.
         assert_eq!(changed_tag(Some(&date), &etag("\"x\"")), None);
         assert_eq!(changed_tag(None, &etag("\"x\"")), None);
+        // A tag without its quotes is still a tag: compared with the answers' ETag, never with
+        // their Last-Modified, and sent in If-Range as it came.
+        let unquoted = Validator::Tag(HeaderValue::from_static("one"));
+        let both = |tag: &str| {
+            headers(&[
+                (header::ETAG, tag),
+                (header::LAST_MODIFIED, "Tue, 14 Nov 2023 22:13:20 GMT"),
+            ])
+        };
+        assert_eq!(changed_tag(Some(&unquoted), &both("one")), None);
+        let other = changed_tag(Some(&unquoted), &both("two")).expect("a change");
+        assert!(other.contains("ETag"), "{other}");
+        assert_eq!(
+            unquoted.for_if_range().map(|v| v.as_bytes()),
+            Some(&b"one"[..])
+        );
+        assert_eq!(weak.for_if_range(), None);
+        assert!(date.for_if_range().is_some());
     }
 
     /// The version a download begins with is the `ETag` when there is one; else a
@@ -1436,7 +1469,10 @@ mod tests {
         let date = "Tue, 14 Nov 2023 22:13:21 GMT";
         let lm = "Tue, 14 Nov 2023 22:13:20 GMT";
         let begun = |f: &[(header::HeaderName, &str)]| {
-            begun_version(&headers(f)).map(|v| v.to_str().unwrap().to_string())
+            begun_version(&headers(f)).map(|v| match v {
+                Validator::Tag(v) => format!("tag {}", v.to_str().unwrap()),
+                Validator::Date(v) => format!("date {}", v.to_str().unwrap()),
+            })
         };
         assert_eq!(
             begun(&[
@@ -1444,11 +1480,11 @@ mod tests {
                 (header::LAST_MODIFIED, lm),
                 (header::DATE, date)
             ]),
-            Some("W/\"t\"".into())
+            Some("tag W/\"t\"".into())
         );
         assert_eq!(
             begun(&[(header::LAST_MODIFIED, lm), (header::DATE, date)]),
-            Some(lm.into())
+            Some(format!("date {lm}"))
         );
         // Within the second of the answer, without a Date, or unreadable: no validator.
         assert_eq!(

@@ -1200,6 +1200,32 @@ fn a_file_replaced_on_a_server_without_tags_is_never_delivered_mixed() {
     );
 }
 
+/// The same from a server whose tags lack their quotes (`ETag: one`, which some servers send):
+/// the tag is still the validator the download began with, and another one is a change. Before,
+/// a value without a leading quote or `W/` was taken for a date and compared with the answers'
+/// `Last-Modified`, of which this server sends none: the replaced file's 200 passed as the
+/// version begun with, the download went on with a plain `GET` and succeeded, and from a server
+/// whose plain `GET` gives the new file, after ranges of the old one were written, that is a mix.
+#[test]
+fn a_file_replaced_on_a_server_with_unquoted_tags_is_never_delivered_mixed() {
+    let old = content(2_000_000, 6);
+    let new = content(2_000_000, 7);
+    let addr = replacing_server(vec![(old.clone(), "one"), (new.clone(), "two")], |req| {
+        usize::from(req.method == "GET" && req.range.is_some() && req.seen > 0)
+    });
+    let url: Url = format!("http://{addr}/f.bin").parse().unwrap();
+    let mut out = Vec::new();
+    let r = client(AlphaMode::Fixed(2)).get(&url, &mut out);
+    let mixed = !old.starts_with(&out);
+    let e = r.expect_err(&format!("delivered {} bytes, mixed: {mixed}", out.len()));
+    assert!(!mixed, "delivered a mix of both files");
+    let text = e.to_string();
+    assert!(
+        text.contains("ETag") && text.contains("one") && text.contains("two"),
+        "{text}"
+    );
+}
+
 /// A file replaced (here by a longer one) between the opening `HEAD` and the first range:
 /// nothing has been written, so the download starts over and delivers the new file whole.
 #[test]
