@@ -866,7 +866,8 @@ fn release(readers: &mut Readers, job: &Job) {
     }
 }
 
-/// The most engine readers one worker keeps open; the least recently used is closed beyond it.
+/// The most engine readers one worker keeps open. Beyond it the least recently used is closed,
+/// preferring one no response is reading, then one the path still names (`reader_for`).
 const READERS_PER_WORKER: usize = 256;
 
 /// How often a busy worker looks for parked responses that were abandoned.
@@ -990,10 +991,12 @@ fn reader_for<'r>(
     // is never used for this response, whose headers announced this one.
     if !readers.contains_key(&key) {
         if readers.len() >= READERS_PER_WORKER {
-            // Least recently used first among those no response is reading.
+            // Least recently used first among those no response is reading; then among those
+            // the path still names, whose responses open it again unharmed; a superseded reader
+            // in use last, since its responses can only be cut short (FileChanged) without it.
             if let Some(old) = readers
                 .iter()
-                .min_by_key(|(_, k)| (k.in_flight > 0, k.used))
+                .min_by_key(|(_, k)| (k.in_flight > 0, k.in_flight > 0 && k.superseded, k.used))
                 .map(|(k, _)| *k)
             {
                 readers.remove(&old);
@@ -2052,6 +2055,80 @@ mod tests {
         assert!(state.workers[0].jobs.lock().unwrap().queue.pop().is_some());
         state.streams.lock().unwrap().choice.request_done(worker);
         assert_eq!(state.streams.lock().unwrap().choice.queued(worker), 0);
+    }
+
+    /// At the bound of [`READERS_PER_WORKER`] with every reader in use, the reader closed for room
+    /// is one the path still names, which the response using it opens again unharmed, rather than
+    /// a superseded one, whose response could only be cut (the path names another file now). Here
+    /// the superseded reader is the least recently used, which is what was closed before.
+    #[test]
+    fn at_the_reader_bound_a_superseded_reader_in_use_is_closed_last() {
+        let dir = std::env::temp_dir().join(format!("foresight-net-bound-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("a"), b"old").unwrap();
+        std::fs::write(dir.join("b"), b"other").unwrap();
+        let cfg = ServerConfig::new(dir.clone(), "127.0.0.1:0".parse().unwrap());
+        let engine = Engine::builder().backend(Backend::Threads).build().unwrap();
+        let figures = PublishedFigures {
+            max_readahead_bytes: 1 << 20,
+            avg_bandwidth_bytes_per_s: 1e8,
+            peak_ratio: 1.2,
+            bandwidth_source: "configured".into(),
+            peak_ratio_source: "configured".into(),
+            workers: cfg.workers,
+        };
+        let state = State::new(&cfg, RootDir::open(&dir).unwrap(), engine, figures);
+        let mut readers = Readers::new();
+        let mut next_reader = 0u64;
+        let mut receivers = Vec::new();
+        let mut job_for = |stream: u32, rel: &str| {
+            let (tx, rx) = mpsc::channel(1);
+            receivers.push(rx);
+            let meta = std::fs::metadata(dir.join(rel)).unwrap();
+            Job {
+                id: u64::from(stream),
+                stream: StreamId(stream),
+                rel: Arc::new(PathBuf::from(rel)),
+                version: FileVersion::of(&meta),
+                range: ByteRange::new(0, 1),
+                tx,
+                begun_on: None,
+            }
+        };
+        // Stream 0 begins a response on the old file, which is then replaced, and begins another
+        // on the new one: the old reader stays, superseded, for its response.
+        let mut on_old = job_for(0, "a");
+        reader_for(&state, &mut readers, &mut next_reader, &mut on_old).unwrap();
+        std::fs::write(dir.join("a.tmp"), b"newer").unwrap();
+        std::fs::rename(dir.join("a.tmp"), dir.join("a")).unwrap();
+        let mut on_new = job_for(0, "a");
+        reader_for(&state, &mut readers, &mut next_reader, &mut on_new).unwrap();
+        let old_key = (on_old.stream, on_old.version);
+        assert!(readers[&old_key].superseded && readers[&old_key].in_flight == 1);
+        // Other streams fill the worker's readers up to the bound, each with a response under way.
+        let mut others = Vec::new();
+        for stream in 1..READERS_PER_WORKER as u32 - 1 {
+            let mut job = job_for(stream, "b");
+            reader_for(&state, &mut readers, &mut next_reader, &mut job).unwrap();
+            others.push(job);
+        }
+        assert_eq!(readers.len(), READERS_PER_WORKER);
+        // The superseded reader is the least recently used of all.
+        let long_ago = Instant::now() - Duration::from_secs(10);
+        readers.get_mut(&old_key).unwrap().used = long_ago;
+        let mut one_more = job_for(READERS_PER_WORKER as u32, "b");
+        reader_for(&state, &mut readers, &mut next_reader, &mut one_more).unwrap();
+        assert_eq!(readers.len(), READERS_PER_WORKER, "the bound holds");
+        assert!(
+            readers.contains_key(&old_key),
+            "the superseded reader in use was closed for room"
+        );
+        // Its response ends and closes it; the count never goes below zero.
+        release(&mut readers, &on_old);
+        assert!(!readers.contains_key(&old_key));
+        release(&mut readers, &on_old);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     /// A job for the first byte of a one-byte file, and the receiver its chunks would go to.
