@@ -209,10 +209,12 @@ config file's directory, or from the current one when given by --set.
   request = \"64KiB\"              bytes per read
   think = \"0s\"                   pause between a completion and the next read (at most
                                  3600s)
-  duration = \"30s\"               stop after this much simulated time (default: run to the end)
+  duration = \"30s\"               stop after this much simulated time (default: run to the
+                                 end; a webserver workload needs one)
   requests = 1000                random: reads per client; webserver: files per thread
   placement = \"spread\"           spread | shuffled (spread's places, dealt in a seeded
                                  random order) | contiguous | aligned | fragmented
+                                 (webserver: contiguous by default)
   extent = \"1MiB\"                fragmented: mean extent size
   metadata = false               ext3-like indirect blocks among file data
   trace = \"PATH\"                 trace: the file (held in memory, 56 to 72 bytes a record)
