@@ -203,8 +203,8 @@ config file's directory, or from the current one when given by --set.
   kind = \"streams\"               streams | random | trace | webserver | scan | tiles | gaps
                                  (a key below that only other kinds read is refused)
   streams = 1                    concurrent clients (webserver: threads)
-  file_size = \"128MiB\"           per-client file (random: one shared file, 0 = whole volume;
-                                 webserver: mean file size)
+  file_size = \"128MiB\"           per-client file (random: one shared file, 0 = whole volume,
+                                 its default; webserver: mean file size)
   files = 1000                   webserver: files in the set
   request = \"64KiB\"              bytes per read
   think = \"0s\"                   pause between a completion and the next read (at most
