@@ -389,41 +389,122 @@ fn relay(
     stats: &Arc<ProxyStats>,
     open: &Arc<AtomicUsize>,
 ) -> io::Result<()> {
-    // Two directions; the connection counts as closed when both writers have finished.
+    relay_spawning(
+        client,
+        server,
+        [up, down],
+        limits,
+        stats,
+        open,
+        &|name, work| {
+            std::thread::Builder::new()
+                .name(name.into())
+                .spawn(work)
+                .map(drop)
+        },
+    )
+}
+
+/// Starts a thread running `work`, named `name`; a parameter so that tests can refuse one.
+type Spawn<'a> = dyn Fn(&'static str, Box<dyn FnOnce() + Send>) -> io::Result<()> + 'a;
+
+/// `relay`, starting its four threads through `spawn`. The connection's slot in `open` is given
+/// back on every path: by each writer as it ends, and here for a direction whose writer never
+/// started. Every socket clone is taken before any thread starts, so running out of descriptors
+/// leaves nothing running; when a thread cannot start, both sockets are shut, so the threads
+/// that did start end at once instead of waiting out the idle timeout.
+fn relay_spawning(
+    client: TcpStream,
+    server: TcpStream,
+    [up, down]: [&Arc<Link>; 2],
+    limits: Limits,
+    stats: &Arc<ProxyStats>,
+    open: &Arc<AtomicUsize>,
+    spawn: &Spawn<'_>,
+) -> io::Result<()> {
+    // Two directions; the connection counts as closed when both have finished.
     let remaining = Arc::new(AtomicUsize::new(2));
+    let finish = {
+        let (open, remaining) = (open.clone(), remaining.clone());
+        move || {
+            if remaining.fetch_sub(1, Ordering::SeqCst) == 1 {
+                open.fetch_sub(1, Ordering::SeqCst);
+            }
+        }
+    };
+    let clones = (|| {
+        Ok::<_, io::Error>((
+            [
+                client.try_clone()?,
+                client.try_clone()?,
+                client.try_clone()?,
+            ],
+            [
+                server.try_clone()?,
+                server.try_clone()?,
+                server.try_clone()?,
+            ],
+        ))
+    })();
+    let ([client_up, client_feed, client_ctl], [server_up, server_feed, server_ctl]) = match clones
+    {
+        Ok(clones) => clones,
+        Err(e) => {
+            let _ = client.shutdown(Shutdown::Both);
+            let _ = server.shutdown(Shutdown::Both);
+            finish();
+            finish();
+            return Err(e);
+        }
+    };
     let activity = Arc::new(Activity {
         last_ns: AtomicU64::new(0),
         queued_chunks: AtomicUsize::new(0),
         epoch: up.epoch,
     });
     activity.touch();
-    for (src, dst, link, up_dir) in [
-        (client.try_clone()?, server.try_clone()?, up.clone(), true),
-        (server, client, down.clone(), false),
-    ] {
-        let (tx, rx) = sync_channel::<Option<(u64, Vec<u8>)>>(limits.queue_chunks);
-        let (st, epoch, act) = (stats.clone(), link.epoch, activity.clone());
-        // The writer closes the side it relays from too when its own end stops taking chunks:
-        // that side's reader may be waiting in `read` with chunks still counted as queued, and
-        // would otherwise hold its thread and socket for as long as that end keeps quiet.
-        let feeder = src.try_clone()?;
-        std::thread::Builder::new()
-            .name("proxy-read".into())
-            .spawn(move || read_side(src, &link, &tx, &st, up_dir, &act, limits.idle_timeout))?;
-        let (open, remaining, act) = (open.clone(), remaining.clone(), activity.clone());
-        std::thread::Builder::new()
-            .name("proxy-write".into())
-            .spawn(move || {
-                // One end's close shuts only the other's write side: that end may still send (a
-                // server answering after its client's half-close, a client sending after its
-                // server's), and the idle timeout ends a connection where it never does.
-                write_side(dst, &feeder, &rx, epoch, limits.send_timeout, &act);
-                if remaining.fetch_sub(1, Ordering::SeqCst) == 1 {
-                    open.fetch_sub(1, Ordering::SeqCst);
-                }
-            })?;
+    let mut writers_started = 0;
+    let start_threads = || -> io::Result<()> {
+        for (src, dst, feeder, link, up_dir) in [
+            (client_up, server_up, client_feed, up.clone(), true),
+            (server, client, server_feed, down.clone(), false),
+        ] {
+            let (tx, rx) = sync_channel::<Option<(u64, Vec<u8>)>>(limits.queue_chunks);
+            let (st, epoch, act) = (stats.clone(), link.epoch, activity.clone());
+            spawn(
+                "proxy-read",
+                Box::new(move || {
+                    read_side(src, &link, &tx, &st, up_dir, &act, limits.idle_timeout)
+                }),
+            )?;
+            let (act, finish) = (activity.clone(), finish.clone());
+            // The writer closes the side it relays from too (`feeder`) when its own end stops
+            // taking chunks: that side's reader may be waiting in `read` with chunks still
+            // counted as queued, and would otherwise hold its thread and socket for as long as
+            // that end keeps quiet.
+            spawn(
+                "proxy-write",
+                Box::new(move || {
+                    // One end's close shuts only the other's write side: that end may still send
+                    // (a server answering after its client's half-close, a client sending after
+                    // its server's), and the idle timeout ends a connection where it never does.
+                    write_side(dst, &feeder, &rx, epoch, limits.send_timeout, &act);
+                    finish();
+                }),
+            )?;
+            writers_started += 1;
+        }
+        Ok(())
+    };
+    let result = start_threads();
+    if result.is_err() {
+        let _ = client_ctl.shutdown(Shutdown::Both);
+        let _ = server_ctl.shutdown(Shutdown::Both);
+        for _ in writers_started..2 {
+            finish();
+        }
     }
-    Ok(())
+    result
 }
 
 fn read_side(
@@ -668,6 +749,77 @@ mod tests {
         );
         assert_eq!(&got, b"ping");
         assert!(stopped, "shutdown waited for a connect to the upstream");
+    }
+
+    /// A thread of the four a connection needs that cannot start (the process is out of threads
+    /// or memory) gives the connection's slot back and shuts both sockets, whichever of the four
+    /// it is. Before, the slot stayed taken for good: the writers that count it down never
+    /// started, and enough such failures would have refused every later client.
+    #[test]
+    fn a_relay_thread_that_cannot_start_gives_the_slot_back_and_shuts_both_sockets() {
+        let pair = || {
+            let l = TcpListener::bind("127.0.0.1:0").unwrap();
+            let near = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+            let (far, _) = l.accept().unwrap();
+            (near, far)
+        };
+        let link = || {
+            Arc::new(Link {
+                free_at_ns: Mutex::new(0),
+                ns_per_byte: 0.0,
+                delay_ns: 0,
+                epoch: Instant::now(),
+            })
+        };
+        let limits = Limits {
+            queue_chunks: 4,
+            send_timeout: DEFAULT_SEND_TIMEOUT,
+            idle_timeout: DEFAULT_IDLE_TIMEOUT,
+        };
+        for refused in 0..4 {
+            let (mut client_peer, client) = pair();
+            let (server, mut server_peer) = pair();
+            let open = Arc::new(AtomicUsize::new(1));
+            let calls = AtomicUsize::new(0);
+            let spawn = |name: &'static str, work: Box<dyn FnOnce() + Send>| {
+                if calls.fetch_add(1, Ordering::SeqCst) == refused {
+                    return Err(io::Error::other("refused by the test"));
+                }
+                std::thread::Builder::new()
+                    .name(name.into())
+                    .spawn(work)
+                    .map(drop)
+            };
+            let (up, down) = (link(), link());
+            let result = relay_spawning(
+                client,
+                server,
+                [&up, &down],
+                limits,
+                &Arc::new(ProxyStats::default()),
+                &open,
+                &spawn,
+            );
+            assert!(result.is_err(), "thread {refused} refused, yet Ok");
+            let deadline = Instant::now() + Duration::from_secs(20);
+            while open.load(Ordering::SeqCst) != 0 {
+                assert!(
+                    Instant::now() < deadline,
+                    "thread {refused} refused: the slot was kept"
+                );
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            // The 20 s only tell a socket shut from one left open for good.
+            for peer in [&mut client_peer, &mut server_peer] {
+                peer.set_read_timeout(Some(Duration::from_secs(20)))
+                    .unwrap();
+                let mut buf = [0u8; 1];
+                assert!(
+                    matches!(peer.read(&mut buf), Ok(0) | Err(_)),
+                    "thread {refused} refused: a socket was left open"
+                );
+            }
+        }
     }
 
     /// A client that stops reading closes the connection both ways once a chunk waits for it past
