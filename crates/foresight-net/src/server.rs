@@ -850,6 +850,14 @@ struct KeptReader {
 /// bytes are those its headers announced) rather than being cut short.
 type Readers = HashMap<(StreamId, FileVersion), KeptReader>;
 
+/// Closes the readers that no response is using and that have not been used for `idle`. One a
+/// response is still using stays however long that response has waited: closing a superseded
+/// reader would cut its response short (the path now names another file), and a response only
+/// waits as long as the send timeout allows before it is dropped and releases its reader.
+fn sweep_idle(readers: &mut Readers, idle: Duration) {
+    readers.retain(|_, kept| kept.in_flight > 0 || kept.used.elapsed() <= idle);
+}
+
 /// The response `job` has ended: it no longer holds its reader, which is closed if the stream has
 /// moved on to another version of the file and no other response began on it.
 fn release(readers: &mut Readers, job: &Job) {
@@ -938,8 +946,7 @@ fn worker_loop(state: &State, me: WorkerId) {
                     .wait_timeout(jobs, wait)
                     .expect("worker queue poisoned");
                 jobs = g;
-                let idle = state.cfg.stream_idle;
-                readers.retain(|_, kept| kept.used.elapsed() <= idle);
+                sweep_idle(&mut readers, state.cfg.stream_idle);
             };
             (job, dropped)
         };
@@ -2068,17 +2075,7 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(dir.join("a"), b"old").unwrap();
         std::fs::write(dir.join("b"), b"other").unwrap();
-        let cfg = ServerConfig::new(dir.clone(), "127.0.0.1:0".parse().unwrap());
-        let engine = Engine::builder().backend(Backend::Threads).build().unwrap();
-        let figures = PublishedFigures {
-            max_readahead_bytes: 1 << 20,
-            avg_bandwidth_bytes_per_s: 1e8,
-            peak_ratio: 1.2,
-            bandwidth_source: "configured".into(),
-            peak_ratio_source: "configured".into(),
-            workers: cfg.workers,
-        };
-        let state = State::new(&cfg, RootDir::open(&dir).unwrap(), engine, figures);
+        let state = worker_state(&dir);
         let mut readers = Readers::new();
         let mut next_reader = 0u64;
         let mut receivers = Vec::new();
@@ -2129,6 +2126,84 @@ mod tests {
         assert!(!readers.contains_key(&old_key));
         release(&mut readers, &on_old);
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// The idle sweep closes a reader no response uses once it has been idle for `stream_idle`,
+    /// and keeps one a response still uses, superseded or not, however long ago it was used.
+    /// Before, a response that waited longer than `stream_idle` for its client lost its reader,
+    /// and one begun on a file since replaced was cut short.
+    #[test]
+    fn the_idle_sweep_keeps_readers_a_response_still_uses() {
+        let dir = std::env::temp_dir().join(format!("foresight-net-sweep-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("a"), b"old").unwrap();
+        let state = worker_state(&dir);
+        let (mut readers, mut next_reader) = (Readers::new(), 0u64);
+        let job_for = |stream: u32| {
+            let meta = std::fs::metadata(dir.join("a")).unwrap();
+            Job {
+                id: u64::from(stream),
+                stream: StreamId(stream),
+                rel: Arc::new(PathBuf::from("a")),
+                version: FileVersion::of(&meta),
+                range: ByteRange::new(0, 1),
+                tx: mpsc::channel(1).0,
+                begun_on: None,
+            }
+        };
+        // Stream 0's response begins on the old file, which is then replaced; stream 1's begins
+        // and ends; stream 2's begins on the new file and is under way.
+        let mut on_old = job_for(0);
+        reader_for(&state, &mut readers, &mut next_reader, &mut on_old).unwrap();
+        std::fs::write(dir.join("a.tmp"), b"newer").unwrap();
+        std::fs::rename(dir.join("a.tmp"), dir.join("a")).unwrap();
+        let mut on_new = job_for(0);
+        reader_for(&state, &mut readers, &mut next_reader, &mut on_new).unwrap();
+        release(&mut readers, &on_new);
+        let mut ended = job_for(1);
+        reader_for(&state, &mut readers, &mut next_reader, &mut ended).unwrap();
+        release(&mut readers, &ended);
+        let mut under_way = job_for(2);
+        reader_for(&state, &mut readers, &mut next_reader, &mut under_way).unwrap();
+        let long_ago = Instant::now() - Duration::from_secs(10);
+        for kept in readers.values_mut() {
+            kept.used = long_ago;
+        }
+        let key = |job: &Job| (job.stream, job.version);
+        sweep_idle(&mut readers, Duration::from_secs(1));
+        assert!(
+            readers.contains_key(&key(&on_old)),
+            "the superseded reader in use was swept"
+        );
+        assert!(
+            readers.contains_key(&key(&under_way)),
+            "the current reader in use was swept"
+        );
+        assert!(
+            !readers.contains_key(&key(&ended)),
+            "an idle reader was kept"
+        );
+        assert!(
+            !readers.contains_key(&key(&on_new)),
+            "an idle reader was kept"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A server's state over `dir`, for calling a worker's functions directly.
+    fn worker_state(dir: &Path) -> State {
+        let cfg = ServerConfig::new(dir.to_path_buf(), "127.0.0.1:0".parse().unwrap());
+        let engine = Engine::builder().backend(Backend::Threads).build().unwrap();
+        let figures = PublishedFigures {
+            max_readahead_bytes: 1 << 20,
+            avg_bandwidth_bytes_per_s: 1e8,
+            peak_ratio: 1.2,
+            bandwidth_source: "configured".into(),
+            peak_ratio_source: "configured".into(),
+            workers: cfg.workers,
+        };
+        State::new(&cfg, RootDir::open(dir).unwrap(), engine, figures)
     }
 
     /// A job for the first byte of a one-byte file, and the receiver its chunks would go to.
