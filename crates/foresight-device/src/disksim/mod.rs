@@ -315,7 +315,7 @@ impl<'b> Reader<'b> {
             return Err(err(
                 &self.file,
                 e.line,
-                format!("`{key}` = {v} must not be negative"),
+                format!("`{key}` = {} must not be negative", shown(v)),
             ));
         }
         Ok(v)
@@ -347,10 +347,24 @@ impl<'b> Reader<'b> {
             return Err(err(
                 &self.file,
                 e.line,
-                format!("`{}` = {v} must be a whole number from {lo} to {hi}", e.key),
+                format!(
+                    "`{}` = {} must be a whole number from {lo} to {hi}",
+                    e.key,
+                    shown(v)
+                ),
             ));
         }
         Ok(v as u64)
+    }
+}
+
+/// `v` as an error message shows it: as written for ordinary magnitudes, in exponent form
+/// beyond them, so that a value such as `1e300` reads back as that rather than 301 digits.
+fn shown(v: f64) -> String {
+    if v != 0.0 && !(1e-6..1e15).contains(&v.abs()) {
+        format!("{v:e}")
+    } else {
+        format!("{v}")
     }
 }
 

@@ -350,6 +350,15 @@ fn malformed_files_are_errors_naming_file_and_line() {
     assert!(e.to_string().contains("Blocks per track"), "{e}");
     let e = edit(
         "atlas10k.model",
+        "Blocks per track = 334,",
+        "Blocks per track = 1e300,",
+    );
+    assert!(
+        e.to_string().contains("`Blocks per track` = 1e300 must be"),
+        "{e}"
+    );
+    let e = edit(
+        "atlas10k.model",
         "Last cylinder number = 432,",
         "Last cylinder number = 500,",
     );
