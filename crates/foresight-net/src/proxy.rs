@@ -751,34 +751,38 @@ mod tests {
         assert!(stopped, "shutdown waited for a connect to the upstream");
     }
 
+    /// Two ends of one loopback TCP connection.
+    fn tcp_pair() -> (TcpStream, TcpStream) {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let near = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (far, _) = l.accept().unwrap();
+        (near, far)
+    }
+
+    /// A link with no delay and no bandwidth cap.
+    fn instant_link() -> Arc<Link> {
+        Arc::new(Link {
+            free_at_ns: Mutex::new(0),
+            ns_per_byte: 0.0,
+            delay_ns: 0,
+            epoch: Instant::now(),
+        })
+    }
+
     /// A thread of the four a connection needs that cannot start (the process is out of threads
     /// or memory) gives the connection's slot back and shuts both sockets, whichever of the four
     /// it is. Before, the slot stayed taken for good: the writers that count it down never
     /// started, and enough such failures would have refused every later client.
     #[test]
     fn a_relay_thread_that_cannot_start_gives_the_slot_back_and_shuts_both_sockets() {
-        let pair = || {
-            let l = TcpListener::bind("127.0.0.1:0").unwrap();
-            let near = TcpStream::connect(l.local_addr().unwrap()).unwrap();
-            let (far, _) = l.accept().unwrap();
-            (near, far)
-        };
-        let link = || {
-            Arc::new(Link {
-                free_at_ns: Mutex::new(0),
-                ns_per_byte: 0.0,
-                delay_ns: 0,
-                epoch: Instant::now(),
-            })
-        };
         let limits = Limits {
             queue_chunks: 4,
             send_timeout: DEFAULT_SEND_TIMEOUT,
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
         };
         for refused in 0..4 {
-            let (mut client_peer, client) = pair();
-            let (server, mut server_peer) = pair();
+            let (mut client_peer, client) = tcp_pair();
+            let (server, mut server_peer) = tcp_pair();
             let open = Arc::new(AtomicUsize::new(1));
             let calls = AtomicUsize::new(0);
             let spawn = |name: &'static str, work: Box<dyn FnOnce() + Send>| {
@@ -790,7 +794,7 @@ mod tests {
                     .spawn(work)
                     .map(drop)
             };
-            let (up, down) = (link(), link());
+            let (up, down) = (instant_link(), instant_link());
             let result = relay_spawning(
                 client,
                 server,
@@ -830,29 +834,15 @@ mod tests {
     /// socket shut from one kept for good.
     #[test]
     fn a_client_that_stops_reading_closes_the_upstreams_side_both_ways() {
-        let pair = || {
-            let l = TcpListener::bind("127.0.0.1:0").unwrap();
-            let near = TcpStream::connect(l.local_addr().unwrap()).unwrap();
-            let (far, _) = l.accept().unwrap();
-            (near, far)
-        };
         // The client never reads; the upstream sends more than the client's socket buffers hold
         // and less than the proxy's queue, then keeps its socket open without a word.
-        let (client_peer, client) = pair();
-        let (server, mut server_peer) = pair();
+        let (client_peer, client) = tcp_pair();
+        let (server, mut server_peer) = tcp_pair();
         let server_probe = server.try_clone().unwrap();
         let sent = std::thread::spawn(move || {
             let _ = server_peer.write_all(&vec![7u8; 32 << 20]);
             server_peer
         });
-        let link = || {
-            Arc::new(Link {
-                free_at_ns: Mutex::new(0),
-                ns_per_byte: 0.0,
-                delay_ns: 0,
-                epoch: Instant::now(),
-            })
-        };
         let limits = Limits {
             queue_chunks: queue_chunks(None, Duration::ZERO),
             send_timeout: Duration::from_millis(200),
@@ -863,8 +853,8 @@ mod tests {
         relay(
             client,
             server,
-            &link(),
-            &link(),
+            &instant_link(),
+            &instant_link(),
             limits,
             &Arc::new(ProxyStats::default()),
             &open,
