@@ -1856,9 +1856,7 @@ mod tests {
     #[test]
     fn a_tag_is_weak_until_a_second_after_the_files_modification() {
         use std::time::SystemTime;
-        let dir = std::env::temp_dir().join(format!("foresight-net-weak-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = empty_dir("net-weak");
         let path = dir.join("f");
         std::fs::write(&path, b"tagged").unwrap();
         let file = std::fs::File::options().write(true).open(&path).unwrap();
@@ -2070,9 +2068,7 @@ mod tests {
     /// the superseded reader is the least recently used, which is what was closed before.
     #[test]
     fn at_the_reader_bound_a_superseded_reader_in_use_is_closed_last() {
-        let dir = std::env::temp_dir().join(format!("foresight-net-bound-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = empty_dir("net-bound");
         std::fs::write(dir.join("a"), b"old").unwrap();
         std::fs::write(dir.join("b"), b"other").unwrap();
         let state = worker_state(&dir);
@@ -2134,9 +2130,7 @@ mod tests {
     /// and one begun on a file since replaced was cut short.
     #[test]
     fn the_idle_sweep_keeps_readers_a_response_still_uses() {
-        let dir = std::env::temp_dir().join(format!("foresight-net-sweep-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = empty_dir("net-sweep");
         std::fs::write(dir.join("a"), b"old").unwrap();
         let state = worker_state(&dir);
         let (mut readers, mut next_reader) = (Readers::new(), 0u64);
@@ -2189,6 +2183,14 @@ mod tests {
             "an idle reader was kept"
         );
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// An empty scratch directory of this process, named after `label`.
+    fn empty_dir(label: &str) -> PathBuf {
+        let dir = crate::soak::scratch_dir(label);
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
     }
 
     /// A server's state over `dir`, for calling a worker's functions directly.
