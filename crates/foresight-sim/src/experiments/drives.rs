@@ -144,7 +144,7 @@ pub fn run_experiment(ctx: &Context<'_>) -> Result<Section, ExperimentError> {
          1994; DiskSim's `rms`). No parameter is fitted to the traces.\n\n",
     );
     md.push_str(
-        "| drive | trace | demerit (ms) | DiskSim 4.0 (ms) | ratio |\n|---|---|---|---|---|\n",
+        "| drive | trace | our demerit (ms) | DiskSim 4.0 demerit (ms) | ours / DiskSim |\n|---|---|---|---|---|\n",
     );
     let mut figures = Vec::new();
     let mut rows = Vec::new();

@@ -263,7 +263,7 @@ fn auto_table(rows: &[AutoRow]) -> String {
         ));
     }
     md.push_str(&format!(
-        "\nWorst auto / best fixed: {worst:.4} (the issue allows 1.05). Auto grows X_cache while \
+        "\nWorst auto / best fixed: {worst:.4} (the target is at most 1.05). Auto grows X_cache while \
          eq. 4.6's benefit exceeds the LRU cost, which is zero here (no block is read twice), so it \
          settles at the horizon (capped by max_bw for IPO and IPODS).",
     ));

@@ -370,7 +370,7 @@ pub fn run(ctx: &Context<'_>) -> Result<Section, ExperimentError> {
         md.push_str(&format!("| {what} | about {paper:.0} | {ours:.1} |\n"));
     }
     md.push_str(
-        "\nThe paper's maximum for one drive is 55-60 MB/s; its 45 MB/s at the issue's point (100 streams, \
+        "\nThe paper's maximum for one drive is 55-60 MB/s; its 45 MB/s at 100 streams (\
          R = 8 MiB, M = 16 MiB) is 75-82% of that, and it blames the drop from 50 MB/s at 10 streams on streams \
          covering more of the disk, the zone and seek effect measured above.",
     );
