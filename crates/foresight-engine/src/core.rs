@@ -767,7 +767,19 @@ impl Core {
                         }
                     }
                 }
-                self.undefer(stream);
+                // Every deferred read ends now, not only the first to look: the simulator sends
+                // all its parked reads to the disk at the end of an idle instant, whereas here the
+                // others, woken when the engine fell idle, would find it busy with this reader's
+                // demand read and wait for the next idle moment, so a stream that reads on demand
+                // between them would get the disk once per deferred read the others get.
+                let deferred: Vec<StreamId> = (0..self.streams.len())
+                    .filter(|&i| self.streams[i].deferred)
+                    .map(|i| StreamId(i as u32))
+                    .collect();
+                for s in deferred {
+                    self.undefer(s);
+                }
+                self.wake_defer_waiters();
                 return DeferWait::Demand;
             }
             // Looked at again at least every short grace period: the reader that promised to
@@ -2753,6 +2765,67 @@ mod tests {
             core.defer_wait(Instant(t.0 + DEFER_GRACE_NS), sa, 0, &cv),
             DeferWait::AtMost(DEFER_GRACE_NS),
             "a stream that reads on at once, descheduled once, is waited for"
+        );
+        core.check();
+    }
+
+    /// Defers every read that misses, whatever its file, and fetches nothing.
+    struct DeferEveryMiss {
+        out: VecDeque<Output>,
+    }
+
+    impl Policy for DeferEveryMiss {
+        fn name(&self) -> &str {
+            "defer-every-miss"
+        }
+        fn handle(&mut self, _now: Instant, input: Input) {
+            if let Input::Read {
+                file,
+                range,
+                miss: Some(_),
+                ..
+            } = input
+            {
+                self.out.push_back(Output::Defer { file, range });
+            }
+        }
+        fn poll_output(&mut self) -> Option<Output> {
+            self.out.pop_front()
+        }
+    }
+
+    /// When the idle engine ends a deferral, it ends every deferral, as the simulator sends all
+    /// its parked reads to the disk at the end of an idle instant. (Before, only the reader that
+    /// looked first read on demand; the others, woken when the engine fell idle, found it busy
+    /// with that read and waited for the next idle moment: with five thinking clients under
+    /// `directed`, the one stream that read on demand got 48 device reads in 1.4 s against 14 to
+    /// 20 for each deferred one, where the simulator gave each 27.)
+    #[test]
+    fn an_idle_engine_ends_every_deferral_at_once_not_only_the_first() {
+        let policy = Box::new(DeferEveryMiss {
+            out: VecDeque::new(),
+        });
+        let (mut core, _backend, a, sa) = core_over_holding_with(policy, 4 << 20, 64 << 10, false);
+        let handle = other_file(&mut core);
+        let (b, sb, _, _) = core.open(handle);
+        let cv = Arc::new(Condvar::new());
+        let kib64 = 64 << 10;
+        core.begin_read(Instant(0), sa, a, 0, kib64);
+        core.begin_read(Instant(0), sb, b, 0, kib64);
+        assert!(core.streams[sa.0 as usize].deferred && core.streams[sb.0 as usize].deferred);
+        assert!(!core.busy());
+        // No other stream may read at once (the other is deferred too): the deferral ends.
+        assert_eq!(
+            core.defer_wait(Instant(1_000), sa, 0, &cv),
+            DeferWait::Demand
+        );
+        assert!(core.demand(sa, a, 0, kib64));
+        assert!(core.busy());
+        // The other read's deferral ended with it, though the engine is busy now.
+        assert!(!core.streams[sb.0 as usize].deferred);
+        assert_eq!(
+            core.defer_wait(Instant(2_000), sb, 0, &cv),
+            DeferWait::Demand
         );
         core.check();
     }
