@@ -722,7 +722,8 @@ impl Core {
     /// to read on; not at all when no other stream may read at once, as when all think between
     /// reads: [`Core::idle_wait_ns`]): nothing in flight or queued, no fetch of the policy's
     /// under way, and no read handed to the backend, so nothing the policy might fetch for it is
-    /// coming. While
+    /// coming. A deferral ended so ends every other deferral too, as the simulator sends all its
+    /// parked reads to the disk at the end of an idle instant. While
     /// anything is in flight the reader waits (any completion may let the policy fetch, as the
     /// simulator's parked reads wait while anything is in flight in its page cache); while the
     /// engine is idle it waits out the rest of the grace period. A waiting reader is registered
