@@ -2202,7 +2202,7 @@ mod tests {
     fn two_streams_deferring_the_first(
     ) -> (Core, Arc<Holding>, (FileId, StreamId), (FileId, StreamId)) {
         let policy = Box::new(DeferAll {
-            file: FileId(0),
+            file: Some(FileId(0)),
             out: VecDeque::new(),
         });
         let (mut core, backend, a, sa) = core_over_holding_with(policy, 4 << 20, 64 << 10, false);
@@ -2463,10 +2463,10 @@ mod tests {
         core.check();
     }
 
-    /// Defers every read of `file` that misses, and fetches nothing; other reads it leaves to
-    /// demand reads.
+    /// Defers every read of `file` (of any file, if `None`) that misses, and fetches nothing;
+    /// other reads it leaves to demand reads.
     struct DeferAll {
-        file: FileId,
+        file: Option<FileId>,
         out: VecDeque<Output>,
     }
 
@@ -2482,7 +2482,7 @@ mod tests {
                 ..
             } = input
             {
-                if file == self.file {
+                if self.file.is_none_or(|f| f == file) {
                     self.out.push_back(Output::Defer { file, range });
                 }
             }
@@ -2770,31 +2770,6 @@ mod tests {
         core.check();
     }
 
-    /// Defers every read that misses, whatever its file, and fetches nothing.
-    struct DeferEveryMiss {
-        out: VecDeque<Output>,
-    }
-
-    impl Policy for DeferEveryMiss {
-        fn name(&self) -> &str {
-            "defer-every-miss"
-        }
-        fn handle(&mut self, _now: Instant, input: Input) {
-            if let Input::Read {
-                file,
-                range,
-                miss: Some(_),
-                ..
-            } = input
-            {
-                self.out.push_back(Output::Defer { file, range });
-            }
-        }
-        fn poll_output(&mut self) -> Option<Output> {
-            self.out.pop_front()
-        }
-    }
-
     /// When the idle engine ends a deferral, it ends every deferral, as the simulator sends all
     /// its parked reads to the disk at the end of an idle instant. (Before, only the reader that
     /// looked first read on demand; the others, woken when the engine fell idle, found it busy
@@ -2803,7 +2778,8 @@ mod tests {
     /// 20 for each deferred one, where the simulator gave each 27.)
     #[test]
     fn an_idle_engine_ends_every_deferral_at_once_not_only_the_first() {
-        let policy = Box::new(DeferEveryMiss {
+        let policy = Box::new(DeferAll {
+            file: None,
             out: VecDeque::new(),
         });
         let (mut core, _backend, a, sa) = core_over_holding_with(policy, 4 << 20, 64 << 10, false);
