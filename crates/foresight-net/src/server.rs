@@ -2017,11 +2017,16 @@ mod tests {
 
     /// A server state with no worker threads: the test plays the worker.
     fn bare_state() -> Arc<State> {
-        let cfg = ServerConfig::new(std::env::temp_dir(), "127.0.0.1:0".parse().unwrap());
-        let engine = Engine::builder()
-            .backend(Backend::Noop(foresight_engine::NoopBackend::new()))
-            .build()
-            .unwrap();
+        Arc::new(state_over(
+            &std::env::temp_dir(),
+            Backend::Noop(foresight_engine::NoopBackend::new()),
+        ))
+    }
+
+    /// A server's state over `dir`, reading through `backend`, with fixed published figures.
+    fn state_over(dir: &Path, backend: Backend) -> State {
+        let cfg = ServerConfig::new(dir.to_path_buf(), "127.0.0.1:0".parse().unwrap());
+        let engine = Engine::builder().backend(backend).build().unwrap();
         let figures = PublishedFigures {
             max_readahead_bytes: 1 << 20,
             avg_bandwidth_bytes_per_s: 1e8,
@@ -2030,8 +2035,7 @@ mod tests {
             peak_ratio_source: "configured".into(),
             workers: cfg.workers,
         };
-        let root = RootDir::open(&cfg.root).unwrap();
-        Arc::new(State::new(&cfg, root, engine, figures))
+        State::new(&cfg, RootDir::open(dir).unwrap(), engine, figures)
     }
 
     /// A worker that takes a job and finishes it before `enqueue` counted it would lower the
@@ -2195,17 +2199,7 @@ mod tests {
 
     /// A server's state over `dir`, for calling a worker's functions directly.
     fn worker_state(dir: &Path) -> State {
-        let cfg = ServerConfig::new(dir.to_path_buf(), "127.0.0.1:0".parse().unwrap());
-        let engine = Engine::builder().backend(Backend::Threads).build().unwrap();
-        let figures = PublishedFigures {
-            max_readahead_bytes: 1 << 20,
-            avg_bandwidth_bytes_per_s: 1e8,
-            peak_ratio: 1.2,
-            bandwidth_source: "configured".into(),
-            peak_ratio_source: "configured".into(),
-            workers: cfg.workers,
-        };
-        State::new(&cfg, RootDir::open(dir).unwrap(), engine, figures)
+        state_over(dir, Backend::Threads)
     }
 
     /// A job for the first byte of a one-byte file, and the receiver its chunks would go to.
