@@ -1055,13 +1055,8 @@ mod tests {
             let mut c = clock(&cfg);
             c.enqueue(0, Some(1), 0, 1000, 8);
             c.enqueue(1, Some(2), 0, 50_000_000, 8);
-            c.dispatch();
             // Until stream 1's first read completes.
-            while !c.reads[&0].model_done {
-                let t = c.next_event_ns().expect("reads outstanding");
-                c.advance(t);
-                c.dispatch();
-            }
+            until_done(&mut c, 0);
             let next_ns = c.model_ns + 1_000_000;
             c.advance(next_ns);
             c.dispatch();
@@ -1114,12 +1109,7 @@ mod tests {
         };
         submit(&mut c, read(0, 1, 1000), 0);
         submit(&mut c, read(1, 2, 50_000_000), 0);
-        c.dispatch();
-        while !c.reads[&0].model_done {
-            let t = c.next_event_ns().expect("reads outstanding");
-            c.advance(t);
-            c.dispatch();
-        }
+        until_done(&mut c, 0);
         let next_ns = c.model_ns + 1_000_000;
         c.advance(next_ns);
         c.dispatch();
