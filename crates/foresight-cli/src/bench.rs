@@ -510,7 +510,7 @@ fn policy_config(name: &str, readahead_max: ByteLen) -> PolicyConfig {
 }
 
 fn log(started: Instant, line: &str) {
-    eprintln!("[{:>7.1}s] {line}", started.elapsed().as_secs_f64());
+    note!("[{:>7.1}s] {line}", started.elapsed().as_secs_f64());
 }
 
 /// Runs `foresight bench`.

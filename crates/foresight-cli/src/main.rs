@@ -22,6 +22,16 @@ macro_rules! outln {
     };
 }
 
+/// `eprintln!` that never panics: a line for standard error that cannot be written (its reader
+/// closed the pipe, as `foresight reproduce 2>&1 | head` does) is dropped, and the command goes on
+/// with its work and its exit status. Every note and error line of the command goes through it.
+macro_rules! note {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 mod bench;
 mod cleanup;
 mod net;
@@ -345,7 +355,7 @@ fn main() -> ExitCode {
             } else {
                 1
             };
-            eprintln!("error: {}", describe(&e));
+            note!("error: {}", describe(&e));
             ExitCode::from(code)
         }
     }
@@ -472,7 +482,7 @@ fn cmd_sim(
         let elapsed_s = started.elapsed().as_secs_f64();
         if !show_bar {
             if notes.due(elapsed_s) {
-                eprintln!(
+                note!(
                     "simulating: {:.0}% after {elapsed_s:.0} s",
                     (frac * 100.0).clamp(0.0, 100.0)
                 );
@@ -514,7 +524,7 @@ fn cmd_sim(
     }
     let r = &out.report;
     if r.clients_stopped_at_horizon > 0 {
-        eprintln!(
+        note!(
             "warning: {} client(s) stopped with reads left: their next read would have been issued \
              more than 500 simulated years in; lower workload.think, or give each client fewer reads",
             r.clients_stopped_at_horizon
@@ -676,11 +686,11 @@ fn cmd_reproduce(names: &[String], quick: bool, out: &Path, list: bool) -> anyho
             .lock()
             .map_or(true, |mut r| r.admit(line, elapsed_s));
         if admit {
-            eprintln!("[{elapsed_s:>6.1}s] {line}");
+            note!("[{elapsed_s:>6.1}s] {line}");
         }
     };
     foresight_sim::experiments::reproduce(&names, quick, out, &log)?;
-    eprintln!(
+    note!(
         "wrote {} and {} in {:.1} s",
         out.join("report.md").display(),
         out.join("results.json").display(),

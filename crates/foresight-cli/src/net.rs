@@ -207,7 +207,7 @@ pub fn run_serve(a: &ServeArgs) -> anyhow::Result<()> {
     }
     let handle = server::serve_until_signal(cfg).map_err(net)?;
     let f = handle.figures();
-    eprintln!(
+    note!(
         "foresight serve: http://{} (root {}, {} workers, RB {:.1} MiB/s {}, p {}, max readahead {})",
         handle.local_addr(),
         a.root.display(),
@@ -218,7 +218,7 @@ pub fn run_serve(a: &ServeArgs) -> anyhow::Result<()> {
         ByteLen(f.max_readahead_bytes),
     );
     handle.wait().map_err(net)?;
-    eprintln!("foresight serve: stopped");
+    note!("foresight serve: stopped");
     Ok(())
 }
 
@@ -457,7 +457,7 @@ pub fn run_get(a: &GetArgs) -> anyhow::Result<()> {
             .filter(|s| reads > 0 && s.0 > report.bytes / u64::from(reads))
         {
             // Every read was cut to the file: say so, or the figures read as SIZE-byte reads.
-            eprintln!(
+            note!(
                     "{url}: --random {size} is larger than the file; each read took the whole file ({})",
                     ByteLen(report.bytes / u64::from(reads))
                 );
@@ -467,7 +467,7 @@ pub fn run_get(a: &GetArgs) -> anyhow::Result<()> {
         if let Some(f) = report.server.filter(|f| {
             a.readahead.is_none() && report.ranges && f.max_readahead.0 > report.unit_bytes
         }) {
-            eprintln!(
+            note!(
                 "{url}: the server publishes a readahead unit of {}; using {} (units are at \
                      most 256MiB, and alpha + 2 of them and a read must fit in --max-buffer {})",
                 f.max_readahead,
@@ -486,7 +486,7 @@ pub fn run_get(a: &GetArgs) -> anyhow::Result<()> {
             }
             print_line(v)?;
         } else {
-            eprintln!(
+            note!(
                     "{url}: {} bytes in {:.3} s, {:.1} MiB/s, alpha {} (max {}), rtt {:.3} ms, {} requests, {} wasted",
                     report.bytes,
                     report.seconds,
@@ -523,7 +523,7 @@ pub fn run_get(a: &GetArgs) -> anyhow::Result<()> {
                 let text = crate::describe(&e);
                 let prefix = format!("{url}: ");
                 let cause = text.strip_prefix(&prefix).unwrap_or(&text);
-                eprintln!("error: {url}: {cause}");
+                note!("error: {url}: {cause}");
                 failed.push((url, e.downcast_ref::<crate::InputError>().is_some()));
                 // With --json, standard output holds a line for every URL, in order, so a
                 // consumer reading only it sees what failed as well as what arrived.
@@ -839,7 +839,7 @@ pub fn run_proxy(a: &ProxyArgs) -> anyhow::Result<()> {
         idle_timeout: a.idle_timeout,
     })
     .map_err(net)?;
-    eprintln!(
+    note!(
         "foresight proxy: {} -> {} (delay {:?} each way, {})",
         handle.local_addr(),
         a.upstream,
@@ -867,7 +867,7 @@ pub fn run_proxy(a: &ProxyArgs) -> anyhow::Result<()> {
                     .ok()
                     .and_then(|e| e.clone())
                     .unwrap_or_default();
-                eprintln!(
+                note!(
                     "foresight proxy: cannot connect to the upstream {upstream} ({why}); {failures} \
                      connection(s) closed unrelayed so far"
                 );
@@ -933,9 +933,12 @@ pub fn run_soak(a: &SoakArgs) -> anyhow::Result<()> {
     };
     soak::check(&cfg).map_err(net)?;
     let _on_signal = crate::cleanup::remove_on_signal(soak::files_dir());
-    eprintln!(
+    note!(
         "foresight net-soak: {} clients for {:?} over {} files of {}",
-        a.clients, a.duration, a.files, a.file_size
+        a.clients,
+        a.duration,
+        a.files,
+        a.file_size
     );
     // A note every few seconds, so that a long soak does not look hung; the channel closing ends
     // the notes when the soak returns.
@@ -944,7 +947,7 @@ pub fn run_soak(a: &SoakArgs) -> anyhow::Result<()> {
     let notes = std::thread::spawn(move || {
         let interval = StdDuration::from_secs_f64(crate::progress::NOTE_INTERVAL_S);
         while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = wait.recv_timeout(interval) {
-            eprintln!(
+            note!(
                 "foresight net-soak: {:.0} s in",
                 started.elapsed().as_secs_f64()
             );

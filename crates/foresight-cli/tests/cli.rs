@@ -374,6 +374,40 @@ fn a_full_standard_output_is_an_error_and_a_closed_one_ends_quietly() {
     assert!(status.success() && err.is_empty(), "{status:?}: {err}");
 }
 
+/// Standard error closed by its reader (`foresight reproduce 2>&1 | head`) made every note a
+/// panic: a bad key exited with 101 instead of 2, and a run stopped at its first progress line
+/// without writing its report. Notes that cannot be written are dropped; the work goes on.
+#[test]
+fn a_closed_standard_error_neither_panics_nor_stops_the_work() {
+    use std::process::Stdio;
+    let run = |args: &[&str]| {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_foresight"))
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("the binary runs");
+        drop(child.stderr.take());
+        child.wait().unwrap()
+    };
+    let bad = run(&["sim", "--set", "workload.streams=0"]);
+    assert_eq!(bad.code(), Some(2), "a bad key with standard error closed");
+    let out = std::env::temp_dir().join(format!("foresight-closed-stderr-{}", std::process::id()));
+    let status = run(&[
+        "reproduce",
+        "--quick",
+        "collapse",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let report = out.join("report.md").exists();
+    std::fs::remove_dir_all(&out).ok();
+    assert!(
+        status.success() && report,
+        "{status:?}, report written: {report}"
+    );
+}
+
 /// `sim -h` describes --config by the sections a config may hold; it named four of the six, so
 /// a user reading it would not know that [dfs] and [network] go in the same file. The list the
 /// config parser gives for an unknown top-level key is the reference.

@@ -38,8 +38,11 @@ fn import_disksim(path: &Path) -> Result<DeviceSpec, ConfigError> {
         .map(|mut w| w.insert(path.to_path_buf()))
         .unwrap_or(false);
     if first {
+        // A warning that cannot be written (standard error closed by its reader) is no reason
+        // to stop, nor to panic as `eprintln!` would.
+        let mut err = std::io::stderr().lock();
         for w in &drive.warnings {
-            eprintln!("warning: {w}");
+            let _ = std::io::Write::write_fmt(&mut err, format_args!("warning: {w}\n"));
         }
     }
     Ok(DeviceSpec::Hdd(drive.params))
