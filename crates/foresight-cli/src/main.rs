@@ -576,6 +576,25 @@ fn cmd_sim(
         pct(b.overhead_s),
         b.queue_s
     );
+    if r.members.len() > 1 {
+        // An array's totals hide a member every stream waits on while the others idle.
+        let each = |f: &dyn Fn(&foresight_sim::metrics::MemberReport) -> f64| -> String {
+            r.members
+                .iter()
+                .map(|m| format!("{:.0}%", 100.0 * f(m)))
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        outln!(
+            "  members      busy {} of the run; drive cache hits {} of their requests",
+            each(&|m| if r.elapsed_s > 0.0 {
+                m.busy_s / r.elapsed_s
+            } else {
+                0.0
+            }),
+            each(&|m| m.cache_hits as f64 / m.requests.max(1) as f64)
+        );
+    }
     Ok(())
 }
 

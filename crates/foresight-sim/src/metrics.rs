@@ -27,6 +27,23 @@ pub struct BreakdownReport {
     pub overhead_s: f64,
 }
 
+/// What one member disk of the volume did: an uneven share of the work (one member busy while
+/// the others idle, so that every stream waits on it) shows here and in no total.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct MemberReport {
+    /// Requests the member served.
+    pub requests: u64,
+    /// Bytes the member served.
+    pub bytes: u64,
+    /// Of those requests, the ones its drive cache served.
+    pub cache_hits: u64,
+    /// Time the member spent serving them (command overhead, seek, rotation and transfer; not
+    /// the waits in queues), s. Over `elapsed_s` it is the share of the run the member was busy,
+    /// except that fetches still in flight when the last application read completed are
+    /// counted too, which in a very short run can make it more than `elapsed_s`.
+    pub busy_s: f64,
+}
+
 /// The result of one simulation run.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct Report {
@@ -107,6 +124,10 @@ pub struct Report {
     /// and the measured service-time distributions (see [`crate::validate`]). Only for a trace whose
     /// every record carries a measured service time (a DiskSim validation trace); `null` otherwise.
     pub demerit_ms: Option<f64>,
+    /// Each member disk of the host's volume, in member order (one entry for a single device);
+    /// absent for runs without one (`[dfs]` runs).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub members: Vec<MemberReport>,
     /// The DFS model's own figures (runs with a `[dfs]` section only; absent otherwise).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dfs: Option<crate::dfs::DfsFigures>,

@@ -35,7 +35,9 @@ use crate::config::{ConfigError, SimConfig, WorkloadKind};
 use crate::host::blockq::BlockQueue;
 use crate::host::layer::{CacheLayer, Down};
 use crate::host::volume::{Mapping, Volume};
-use crate::metrics::{BreakdownReport, Report, RequestLog, RequestRecord, RequestSink};
+use crate::metrics::{
+    BreakdownReport, MemberReport, Report, RequestLog, RequestRecord, RequestSink,
+};
 use crate::trace::{read_trace_at_most, TraceError, TraceFormat, TraceRecord};
 
 /// The last instant a client may issue a read: 500 years in, which leaves the rest of the clock's
@@ -1256,6 +1258,17 @@ impl<'r> Sim<'r> {
             trace_lba_wrapped: self.trace_wrapped,
             clients_stopped_at_horizon: self.stopped_at_horizon,
             demerit_ms: self.demerit_ms(),
+            members: self
+                .volume
+                .members_served()
+                .iter()
+                .map(|m| MemberReport {
+                    requests: m.requests,
+                    bytes: m.bytes,
+                    cache_hits: m.cache_hits,
+                    busy_s: m.busy.as_secs_f64(),
+                })
+                .collect(),
             dfs: None,
         };
         RunOutput { report }
@@ -1295,6 +1308,68 @@ mod tests {
         let whole = run("40KiB");
         assert_eq!(whole.clients_stopped_at_horizon, 0);
         assert_eq!(whole.app_requests, 20);
+    }
+
+    /// `members` has one entry per disk, and shows what no total does: with four SASEQP streams
+    /// whose 2 GiB files start where they do below, one member serves every stream's strip with
+    /// commands queued behind each, so its drive never reads ahead and misses every time, while
+    /// the other four idle between requests, read ahead and hit their caches. The streams then
+    /// pace at that one member (Fig. 8b's dip at 4 streams; ARCHITECTURE.md).
+    #[test]
+    fn members_show_the_one_disk_every_stream_waits_on() {
+        let run = |sets: &[&str]| {
+            let mut t = toml::Table::new();
+            for set in sets {
+                crate::config::apply_set(&mut t, set).unwrap();
+            }
+            let mut sim = Sim::new(
+                &SimConfig::from_table(t, None).unwrap(),
+                RequestLog::default(),
+            )
+            .unwrap();
+            sim.run(None);
+            sim.finish().report
+        };
+        let single = run(&["workload.file_size=1MiB"]);
+        assert_eq!(single.members.len(), 1);
+        assert_eq!(single.members[0].requests, single.device_requests);
+        let r = run(&[
+            "device.kind=raid0",
+            "device.preset=cheetah-15k4",
+            "device.disks=5",
+            "device.strip=128KiB",
+            "host.memory=1GiB",
+            "host.raid_cache=512MiB",
+            "policy.name=saseqp",
+            "policy.readahead_max=512KiB",
+            "workload.kind=streams",
+            "workload.streams=4",
+            "workload.request=4KiB",
+            "workload.placement=contiguous",
+            "workload.file_size=2GiB",
+            "workload.duration=1s",
+        ]);
+        assert_eq!(r.members.len(), 5);
+        let shares: Vec<(f64, f64)> = r
+            .members
+            .iter()
+            .map(|m| {
+                (
+                    m.busy_s / r.elapsed_s,
+                    m.cache_hits as f64 / m.requests as f64,
+                )
+            })
+            .collect();
+        let busy: Vec<_> = shares.iter().filter(|(b, _)| *b > 0.95).collect();
+        assert_eq!(
+            busy.len(),
+            1,
+            "(busy share, hit share) per member: {shares:?}"
+        );
+        assert_eq!(busy[0].1, 0.0, "{shares:?}");
+        for (b, h) in shares.iter().filter(|(b, _)| *b <= 0.95) {
+            assert!(*b < 0.4 && *h > 0.7, "{shares:?}");
+        }
     }
 
     /// The controller's cache sits in the device, so host memory figures leave it out; the RAID

@@ -409,6 +409,34 @@ fn check_consistent(r: &foresight_sim::Report) -> Result<(), String> {
     if r.app_bytes > 0 && r.elapsed_s > 0.0 && r.throughput_mib_s <= 0.0 {
         return Err("bytes delivered in positive time, but no throughput".into());
     }
+    check_members(r)
+}
+
+/// The member disks' figures add up to the volume's. (Runs of the tiered and DFS models, which
+/// have no host volume, report none.)
+fn check_members(r: &foresight_sim::Report) -> Result<(), String> {
+    let sum = |f: fn(&foresight_sim::metrics::MemberReport) -> u64| -> u64 {
+        r.members.iter().map(f).sum()
+    };
+    if r.members.is_empty() {
+        return Ok(());
+    }
+    for (what, members, total) in [
+        ("requests", sum(|m| m.requests), r.device_requests),
+        ("bytes", sum(|m| m.bytes), r.device_bytes),
+        ("cache_hits", sum(|m| m.cache_hits), r.device_cache_hits),
+    ] {
+        if members != total {
+            return Err(format!(
+                "members' {what} add up to {members}, the run's to {total}"
+            ));
+        }
+    }
+    for (i, m) in r.members.iter().enumerate() {
+        if !m.busy_s.is_finite() || m.busy_s < 0.0 || m.cache_hits > m.requests {
+            return Err(format!("member {i}: {m:?}"));
+        }
+    }
     Ok(())
 }
 

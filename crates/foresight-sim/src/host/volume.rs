@@ -21,7 +21,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
-use foresight_core::{Bandwidth, ByteLen, Instant, Lba, SECTOR_BYTES};
+use foresight_core::{Bandwidth, ByteLen, Duration, Instant, Lba, SECTOR_BYTES};
 use foresight_device::{Breakdown, Completion, DevRequest, Device, Op};
 use foresight_policy::layout::Striping;
 use rustc_hash::FxHashMap;
@@ -43,6 +43,21 @@ struct Member {
     indexed_occupancy: usize,
     /// Whether it is in `Volume::touched`.
     touched: bool,
+    /// What it served.
+    served: MemberServed,
+}
+
+/// What one member served, for the run's report.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MemberServed {
+    /// Requests completed.
+    pub requests: u64,
+    /// Bytes of those requests.
+    pub bytes: u64,
+    /// Requests its drive cache served.
+    pub cache_hits: u64,
+    /// Service time (overhead, seek, rotation, transfer), queue waits excluded.
+    pub busy: Duration,
 }
 
 impl Member {
@@ -178,6 +193,7 @@ impl Volume {
                 indexed_event: None,
                 indexed_occupancy: 0,
                 touched: false,
+                served: MemberServed::default(),
             })
             .collect();
         let queue_limit = members[0].queue.limit();
@@ -268,6 +284,11 @@ impl Volume {
     /// Number of members.
     pub fn members(&self) -> usize {
         self.members.len()
+    }
+
+    /// What each member served so far, in member order.
+    pub fn members_served(&self) -> Vec<MemberServed> {
+        self.members.iter().map(|m| m.served).collect()
     }
 
     /// Counters so far.
@@ -540,6 +561,11 @@ impl Volume {
                 self.stats.device_bytes += r.sectors as u64 * SECTOR_BYTES;
                 self.stats.device_cache_hits += c.cache_hit as u64;
                 self.stats.breakdown.add(&c.breakdown);
+                let served = &mut self.members[d].served;
+                served.requests += 1;
+                served.bytes += r.sectors as u64 * SECTOR_BYTES;
+                served.cache_hits += c.cache_hit as u64;
+                served.busy += c.breakdown.total() - c.breakdown.queue;
                 match self.controller {
                     None => {
                         for &job in &r.tokens {
