@@ -18,8 +18,8 @@
 //! and demand buffers. A fetch that does not fit is cut short and the policy is told with
 //! `Input::MemoryPressure`; prefetches may not take the last eighth of the budget, which is kept for
 //! the application's own reads. A demand read that does not fit evicts data the application has
-//! already used, then prefetched data nobody is waiting for (counted as wasted if none of it was
-//! read), then its own data further on; failing that it waits until memory is freed. A prefetch
+//! already used, then prefetched data nobody is waiting for (its pages nobody read counted as
+//! wasted), then its own data further on; failing that it waits until memory is freed. A prefetch
 //! may take only the first: a prefetched chunk the application has read in part still holds
 //! read-ahead it has not read. A demand read never takes data another reader is
 //! about to copy (a *claimed* chunk): that would let two starving readers steal from each other
@@ -115,7 +115,7 @@ enum Lru {
     /// once, not yet read to its end: anyone may evict it.
     Used = 0,
     /// Prefetched ahead of the application, not read to its end, nobody waiting for it: a demand
-    /// read may evict it (counted as wasted if none of it was read), a prefetch may not. A
+    /// read may evict it (its pages nobody read counted as wasted), a prefetch may not. A
     /// prefetched chunk read in part stays here: its pages not yet read are read-ahead the policy
     /// still counts on (`directed` keeps its reads' pages until they are used), and a prefetch
     /// that took the whole chunk for them would drop them all.
@@ -155,7 +155,10 @@ struct Chunk {
     /// re-read of a short read's remainder.
     reader: Option<StreamId>,
     urgent: bool,
-    used: bool,
+    /// Which of a prefetched chunk's pages the application has read (one bit a page, empty until
+    /// the first read), so that a chunk read in part and then dropped counts its unread pages as
+    /// wasted, as the simulator's page cache counts them.
+    read_pages: Vec<u64>,
     consumed_bytes: u64,
     pins: u32,
     waiters: Vec<(StreamId, Arc<Condvar>)>,
@@ -168,6 +171,62 @@ struct Chunk {
 impl Chunk {
     fn start_bytes(&self) -> u64 {
         self.first_page * PAGE_BYTES
+    }
+
+    /// Valid bytes of page `p` (counted from the chunk's first page) when `valid_bytes` are.
+    fn page_bytes(p: u64, valid_bytes: u64) -> u64 {
+        valid_bytes.saturating_sub(p * PAGE_BYTES).min(PAGE_BYTES)
+    }
+
+    /// Notes that the application read file bytes `[from, to)` of this chunk, which holds
+    /// `valid_bytes`; returns the valid bytes of the pages read for the first time.
+    fn mark_read(&mut self, from: u64, to: u64, valid_bytes: u64) -> u64 {
+        let start = self.start_bytes();
+        let (from, to) = (from.max(start) - start, to.min(start + valid_bytes) - start);
+        if from >= to {
+            return 0;
+        }
+        let pages = self.end_page - self.first_page;
+        if self.read_pages.is_empty() {
+            self.read_pages = vec![0; pages.div_ceil(64) as usize];
+        }
+        let mut fresh = 0;
+        for p in from / PAGE_BYTES..to.div_ceil(PAGE_BYTES) {
+            let (word, bit) = ((p / 64) as usize, 1u64 << (p % 64));
+            if self.read_pages[word] & bit == 0 {
+                self.read_pages[word] |= bit;
+                fresh += Self::page_bytes(p, valid_bytes);
+            }
+        }
+        fresh
+    }
+
+    /// Valid bytes of pages `[a, b)` (counted from the chunk's first page) nobody has read.
+    fn unread_bytes(&self, a: u64, b: u64, valid_bytes: u64) -> u64 {
+        (a..b)
+            .filter(|&p| {
+                self.read_pages
+                    .get((p / 64) as usize)
+                    .is_none_or(|w| w & (1u64 << (p % 64)) == 0)
+            })
+            .map(|p| Self::page_bytes(p, valid_bytes))
+            .sum()
+    }
+
+    /// The read marks of pages `[a, b)` (counted from the chunk's first page), as a piece
+    /// starting at page `a` keeps them.
+    fn read_pages_of(&self, a: u64, b: u64) -> Vec<u64> {
+        if self.read_pages.is_empty() {
+            return Vec::new();
+        }
+        let mut bits = vec![0u64; (b - a).div_ceil(64) as usize];
+        for p in a..b {
+            if self.read_pages[(p / 64) as usize] & (1u64 << (p % 64)) != 0 {
+                let q = p - a;
+                bits[(q / 64) as usize] |= 1u64 << (q % 64);
+            }
+        }
+        bits
     }
 
     /// The class of a filled chunk nobody is about to copy: a prefetch's, read or not, is
@@ -1024,11 +1083,11 @@ impl Core {
         let State::Ready { valid_bytes, .. } = c.state else {
             panic!("a pinned chunk went back in flight")
         };
-        if !c.used && c.prefetched {
-            self.stats.prefetch_used_bytes += valid_bytes;
+        if c.prefetched {
+            let fresh = self.chunk_mut(id).mark_read(from, to, valid_bytes);
+            self.stats.prefetch_used_bytes += fresh;
         }
         let c = self.chunk_mut(id);
-        c.used = true;
         c.for_stream = None;
         if from - start <= c.consumed_bytes {
             c.consumed_bytes = c.consumed_bytes.max(to - start);
@@ -1501,18 +1560,25 @@ impl Core {
         // evictable as unused or used data.
         let class = self.chunk(id).lru.map_or(Lru::Used, |(class, _)| class);
         self.lru_remove(id);
-        let old = self.chunks[id as usize].take().expect("a live chunk");
+        let mut old = self.chunks[id as usize].take().expect("a live chunk");
         self.free_slots.push(id);
         let State::Ready {
             valid_bytes: old_valid,
             buf: old_buf,
-        } = old.state
+        } = std::mem::replace(&mut old.state, State::InFlight)
         else {
             unreachable!("checked above")
         };
-        if old.prefetched && !old.used {
-            let kept: u64 = pieces.iter().map(|&(_, _, bytes, _)| bytes).sum();
-            self.stats.wasted_bytes += old_valid - kept;
+        if old.prefetched {
+            // The cut pages nobody read were read ahead in vain; the kept pieces carry their
+            // own pages' marks.
+            let rel = |page: u64| page - old.first_page;
+            let unread = old.unread_bytes(0, rel(old.end_page), old_valid);
+            let kept_unread: u64 = pieces
+                .iter()
+                .map(|&(a, b, _, _)| old.unread_bytes(rel(a), rel(b), old_valid))
+                .sum();
+            self.stats.wasted_bytes += unread - kept_unread;
         }
         let f = &mut self.files[old.file.0 as usize];
         f.chunks.remove(&old.first_page);
@@ -1545,7 +1611,7 @@ impl Core {
                 for_stream: old.for_stream,
                 reader: old.reader,
                 urgent: old.urgent,
-                used: old.used,
+                read_pages: old.read_pages_of(a - old.first_page, b - old.first_page),
                 consumed_bytes: consumed,
                 pins: 0,
                 waiters: Vec::new(),
@@ -1649,7 +1715,7 @@ impl Core {
             for_stream: spec.for_stream,
             reader: spec.reader,
             urgent: spec.urgent,
-            used: false,
+            read_pages: Vec::new(),
             consumed_bytes: 0,
             pins: 0,
             waiters: Vec::new(),
@@ -1770,7 +1836,7 @@ impl Core {
     /// Frees a filled, unpinned chunk and its buffer.
     fn free_chunk(&mut self, id: u32) {
         self.lru_remove(id);
-        let c = self.chunks[id as usize].take().expect("a live chunk");
+        let mut c = self.chunks[id as usize].take().expect("a live chunk");
         self.free_slots.push(id);
         assert_eq!(c.pins, 0, "freed a pinned chunk");
         let f = &mut self.files[c.file.0 as usize];
@@ -1779,9 +1845,11 @@ impl Core {
         }
         f.live_chunks -= 1;
         self.forget_if_idle(c.file);
-        if let State::Ready { valid_bytes, buf } = c.state {
-            if c.prefetched && !c.used {
-                self.stats.wasted_bytes += valid_bytes;
+        if let State::Ready { valid_bytes, buf } = std::mem::replace(&mut c.state, State::InFlight)
+        {
+            if c.prefetched {
+                let pages = c.end_page - c.first_page;
+                self.stats.wasted_bytes += c.unread_bytes(0, pages, valid_bytes);
             }
             // Readers drop their clone before unpinning, so this is the only reference.
             let buf = Arc::try_unwrap(buf).expect("an unpinned chunk's buffer has no other owner");
@@ -2044,8 +2112,8 @@ impl Core {
             .map(|&id| {
                 let c = self.chunk(id);
                 format!(
-                    "chunk {id} file {} pages {}..{} for {:?} owner {:?} fetch {:?} prefetched {} used {} consumed {} urgent {}",
-                    c.file.0, c.first_page, c.end_page, c.for_stream, c.owner, c.fetch, c.prefetched, c.used, c.consumed_bytes, c.urgent
+                    "chunk {id} file {} pages {}..{} for {:?} owner {:?} fetch {:?} prefetched {} read pages {:?} consumed {} urgent {}",
+                    c.file.0, c.first_page, c.end_page, c.for_stream, c.owner, c.fetch, c.prefetched, c.read_pages, c.consumed_bytes, c.urgent
                 )
             })
             .collect();
@@ -2434,6 +2502,52 @@ mod tests {
         core.check();
     }
 
+    /// A prefetched chunk read in part and then dropped read ahead in vain the pages nobody read:
+    /// they count as wasted, and only the pages read as used, whether the chunk goes whole or a
+    /// release cuts it first. Before, the first read counted the whole chunk as used, so 8 KiB
+    /// read of 256 KiB reported 256 KiB used and nothing wasted, where the simulator's page cache
+    /// counts the 248 KiB never read as wasted.
+    #[test]
+    fn a_chunk_read_in_part_wastes_the_pages_nobody_read() {
+        let kib = 1u64 << 10;
+        let (mut core, backend, file, stream) = core_over_holding(1 << 20, 256 * kib);
+        assert_eq!(
+            core.fetch(FetchId(0), file, ByteRange::new(0, 256 * kib), None, None),
+            (1, false)
+        );
+        fill_and_complete(&mut core, &backend);
+        let read = |core: &mut Core, from: u64, to: u64| {
+            let Found::Ready { chunk, .. } = core.find(file, from) else {
+                panic!("byte {from} is in")
+            };
+            drop(core.pin(chunk));
+            core.unpin(stream, chunk, from, to);
+        };
+        // 8 KiB from the middle, then 4 KiB of the same pages again and one page beside them.
+        read(&mut core, 64 * kib, 72 * kib);
+        read(&mut core, 66 * kib, 70 * kib);
+        read(&mut core, 72 * kib, 76 * kib);
+        assert_eq!(
+            core.stats.prefetch_used_bytes,
+            12 * kib,
+            "each page counts once"
+        );
+        // A release cuts out 16 KiB, the 12 KiB read and the page before them, unread.
+        core.release(file, ByteRange::new(60 * kib, 16 * kib));
+        assert!(matches!(core.find(file, 64 * kib), Found::Missing));
+        assert_eq!(core.stats.wasted_bytes, 4 * kib);
+        // The pieces go (a demand read may take them): nothing of them was read.
+        while core.evict_one(Purpose::Demand, Some(stream)) {}
+        assert!(matches!(core.find(file, 0), Found::Missing));
+        assert_eq!(core.stats.prefetched_bytes, 256 * kib);
+        assert_eq!(core.stats.wasted_bytes, 256 * kib - 12 * kib);
+        assert_eq!(
+            core.stats.prefetch_used_bytes + core.stats.wasted_bytes,
+            core.stats.prefetched_bytes
+        );
+        core.check();
+    }
+
     /// Where a chunk's buffer is a piece of a mapping, a release inside the chunk cuts the buffer
     /// rather than copying the pages it keeps: the kept chunks' buffers are the old buffer's own
     /// pages at their old addresses, and only the released pages go back to the pool. Nothing is
@@ -2506,7 +2620,7 @@ mod tests {
 
         // The reader has read the first 256 KiB; a release just after them leaves nothing of
         // that piece to keep before the cut.
-        core.chunk_mut(front).used = true;
+        core.chunk_mut(front).mark_read(0, 256 * kib, 512 * kib);
         core.chunk_mut(front).consumed_bytes = 256 * kib;
         core.release(file, ByteRange::new(256 * kib, 8 * kib));
         assert!(matches!(core.find(file, 0), Found::Missing));
