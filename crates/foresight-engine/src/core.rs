@@ -112,10 +112,11 @@ pub(crate) enum DeferWait {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Lru {
     /// Read for the application (on demand, or fetched under its request), copied at least
-    /// once, not yet read to its end: anyone may evict it.
+    /// once, not yet read to its end, or prefetched and read on every page but not front to
+    /// end: anyone may evict it.
     Used = 0,
-    /// Prefetched ahead of the application, not read to its end, nobody waiting for it: a demand
-    /// read may evict it (its pages nobody read counted as wasted), a prefetch may not. A
+    /// Prefetched ahead of the application, with pages nobody has read, nobody waiting for it: a
+    /// demand read may evict it (its pages nobody read counted as wasted), a prefetch may not. A
     /// prefetched chunk read in part stays here: its pages not yet read are read-ahead the policy
     /// still counts on (`directed` keeps its reads' pages until they are used), and a prefetch
     /// that took the whole chunk for them would drop them all.
@@ -229,10 +230,29 @@ impl Chunk {
         bits
     }
 
-    /// The class of a filled chunk nobody is about to copy: a prefetch's, read or not, is
-    /// read-ahead (see [`Lru::Unused`]), the rest is the application's data.
+    /// Whether some page holding valid bytes (of `valid_bytes`) has not been read.
+    fn has_unread_pages(&self, valid_bytes: u64) -> bool {
+        let pages = valid_bytes.div_ceil(PAGE_BYTES);
+        (0..pages.div_ceil(64)).any(|w| {
+            let want = if (w + 1) * 64 <= pages {
+                u64::MAX
+            } else {
+                (1u64 << (pages % 64)) - 1
+            };
+            let read = self.read_pages.get(w as usize).copied().unwrap_or(0);
+            read & want != want
+        })
+    }
+
+    /// The class of a filled chunk nobody is about to copy: a prefetch's with a page not read
+    /// yet is read-ahead (see [`Lru::Unused`]); the rest, a prefetch whose every page has been
+    /// read (out of order, or it would have been freed) included, is the application's data.
     fn unclaimed_class(&self) -> Lru {
-        if self.prefetched {
+        let unread = match self.state {
+            State::Ready { valid_bytes, .. } => self.has_unread_pages(valid_bytes),
+            State::InFlight => true,
+        };
+        if self.prefetched && unread {
             Lru::Unused
         } else {
             Lru::Used
@@ -1556,9 +1576,9 @@ impl Core {
             }
             Some(bufs)
         };
-        // Each piece stays in the chunk's class: claimed for the reader about to copy it, or
-        // evictable as unused or used data.
-        let class = self.chunk(id).lru.map_or(Lru::Used, |(class, _)| class);
+        // A piece stays claimed for the reader about to copy it; otherwise it is unused or used
+        // data by its own pages (the cut may have taken every page of it nobody had read).
+        let claimed = matches!(self.chunk(id).lru, Some((Lru::Claimed, _)));
         self.lru_remove(id);
         let mut old = self.chunks[id as usize].take().expect("a live chunk");
         self.free_slots.push(id);
@@ -1617,6 +1637,11 @@ impl Core {
                 waiters: Vec::new(),
                 lru: None,
                 doomed: false,
+            };
+            let class = if claimed {
+                Lru::Claimed
+            } else {
+                piece.unclaimed_class()
             };
             let pid =
                 foresight_core::take_slot(&mut self.chunks, &mut self.free_slots, Some(piece));
@@ -2499,6 +2524,92 @@ mod tests {
         // A demand read, which must make progress, may take it.
         assert!(core.evict_one(Purpose::Demand, Some(stream)));
         assert!(matches!(core.find(file, 0), Found::Missing));
+        core.check();
+    }
+
+    /// A prefetched chunk whose every page the application has read, back half first, is not
+    /// freed (it was not read front to end) but holds no read-ahead left to keep: a prefetch may
+    /// take it, as it may take any data the application has used. Before, any prefetched chunk
+    /// not read to its end stayed among the unread read-ahead a prefetch may not take, so memory
+    /// full of data read out of order refused every prefetch until a demand read came.
+    #[test]
+    fn a_prefetch_may_take_a_prefetched_chunk_read_in_full_out_of_order() {
+        // 1 MiB of budget, 256 KiB of it kept for demand reads: 768 KiB for prefetches.
+        let (mut core, backend, file, stream) = core_over_holding(1 << 20, 256 << 10);
+        let chunk_bytes = 256u64 << 10;
+        assert_eq!(
+            core.fetch(FetchId(0), file, ByteRange::new(0, chunk_bytes), None, None),
+            (1, false)
+        );
+        fill_and_complete(&mut core, &backend);
+        for (from, to) in [(chunk_bytes / 2, chunk_bytes), (0, chunk_bytes / 2)] {
+            let Found::Ready { chunk, .. } = core.find(file, from) else {
+                panic!("the prefetch is in")
+            };
+            drop(core.pin(chunk));
+            core.unpin(stream, chunk, from, to);
+        }
+        assert!(
+            matches!(core.find(file, 0), Found::Ready { .. }),
+            "kept: it was not read front to end"
+        );
+        assert_eq!(core.stats.prefetch_used_bytes, chunk_bytes);
+        assert_eq!(
+            core.fetch(
+                FetchId(1),
+                file,
+                ByteRange::new(chunk_bytes, 2 * chunk_bytes),
+                None,
+                None
+            ),
+            (2, false)
+        );
+        fill_and_complete(&mut core, &backend);
+        assert_eq!(
+            core.fetch(
+                FetchId(2),
+                file,
+                ByteRange::new(3 * chunk_bytes, chunk_bytes),
+                None,
+                None
+            ),
+            (1, false),
+            "a prefetch could not take data the application had read whole"
+        );
+        assert!(matches!(core.find(file, 0), Found::Missing));
+        assert_eq!(core.stats.wasted_bytes, 0, "nothing of it went unread");
+        core.check();
+    }
+
+    /// A release that cuts out the only pages of a prefetched chunk nobody has read leaves a
+    /// piece read on every page: used data a prefetch may take, not read-ahead to keep.
+    #[test]
+    fn a_piece_left_with_only_read_pages_is_used_data() {
+        let kib = 1u64 << 10;
+        let (mut core, backend, file, stream) = core_over_holding(1 << 20, 256 * kib);
+        assert_eq!(
+            core.fetch(FetchId(0), file, ByteRange::new(0, 256 * kib), None, None),
+            (1, false)
+        );
+        fill_and_complete(&mut core, &backend);
+        // Every page but the first two, back half first: not read from the chunk's start.
+        for (from, to) in [(128 * kib, 256 * kib), (8 * kib, 128 * kib)] {
+            let Found::Ready { chunk, .. } = core.find(file, from) else {
+                panic!("byte {from} is in")
+            };
+            drop(core.pin(chunk));
+            core.unpin(stream, chunk, from, to);
+        }
+        core.release(file, ByteRange::new(0, 8 * kib));
+        assert_eq!(core.stats.wasted_bytes, 8 * kib);
+        let Found::Ready { chunk, .. } = core.find(file, 8 * kib) else {
+            panic!("the read piece is kept")
+        };
+        assert_eq!(
+            core.chunk(chunk).lru.map(|(class, _)| class),
+            Some(Lru::Used),
+            "nothing of the piece is left unread"
+        );
         core.check();
     }
 
