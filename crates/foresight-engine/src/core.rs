@@ -2191,6 +2191,24 @@ impl Core {
             self.files.iter().filter(|f| f.remembered).count(),
             "one identity per remembered file"
         );
+        // Every byte read ahead is used, wasted, or still held unread.
+        let held_unread: u64 = self
+            .chunks
+            .iter()
+            .flatten()
+            .filter(|c| c.prefetched)
+            .map(|c| match c.state {
+                State::Ready { valid_bytes, .. } => {
+                    c.unread_bytes(0, c.end_page - c.first_page, valid_bytes)
+                }
+                State::InFlight => 0,
+            })
+            .sum();
+        assert_eq!(
+            self.stats.prefetch_used_bytes + self.stats.wasted_bytes + held_unread,
+            self.stats.prefetched_bytes,
+            "read-ahead bytes used, wasted and held unread"
+        );
     }
 }
 
@@ -2675,7 +2693,7 @@ mod tests {
         let policy =
             foresight_policy::build(&cfg, Arc::new(foresight_policy::Layout::unplaced(&[])))
                 .unwrap();
-        let (mut core, backend, file, _) = core_over_holding_with(policy, 4 * mib, mib, true);
+        let (mut core, backend, file, stream) = core_over_holding_with(policy, 4 * mib, mib, true);
         assert_eq!(
             core.fetch(FetchId(0), file, ByteRange::new(0, mib), None, None),
             (1, false)
@@ -2731,8 +2749,8 @@ mod tests {
 
         // The reader has read the first 256 KiB; a release just after them leaves nothing of
         // that piece to keep before the cut.
-        core.chunk_mut(front).mark_read(0, 256 * kib, 512 * kib);
-        core.chunk_mut(front).consumed_bytes = 256 * kib;
+        drop(core.pin(front));
+        core.unpin(stream, front, 0, 256 * kib);
         core.release(file, ByteRange::new(256 * kib, 8 * kib));
         assert!(matches!(core.find(file, 0), Found::Missing));
         let (rest, rest_start, rest_addr, rest_cap) = at(&core, 300 * kib);
