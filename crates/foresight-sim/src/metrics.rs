@@ -125,7 +125,7 @@ pub struct Report {
     /// every record carries a measured service time (a DiskSim validation trace); `null` otherwise.
     pub demerit_ms: Option<f64>,
     /// Each member disk of the host's volume, in member order (one entry for a single device);
-    /// absent for runs without one (`[dfs]` runs).
+    /// absent for runs without one (`[dfs]` runs, and hinted runs over a tier stack).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub members: Vec<MemberReport>,
     /// The DFS model's own figures (runs with a `[dfs]` section only; absent otherwise).
