@@ -20,9 +20,11 @@ pub struct Stats {
     pub fetches: u64,
     /// Bytes read ahead of the application's requests.
     pub prefetched_bytes: u64,
-    /// Of those, bytes the application went on to read.
+    /// Of those, the bytes of the pages the application went on to read (counted by the page, as
+    /// the simulator counts: a page read in part counts whole, and once).
     pub prefetch_used_bytes: u64,
-    /// Of those, bytes dropped unread (evicted, released, or left when the file was closed).
+    /// Of those, the bytes of pages dropped unread (evicted, released, or left when the file was
+    /// closed). Used and wasted add up to `prefetched_bytes` once nothing read ahead is held.
     pub wasted_bytes: u64,
     /// Reads the engine issued for the application's own misses.
     pub demand_reads: u64,
