@@ -311,6 +311,27 @@ mod tests {
         );
     }
 
+    /// Forgetting a file forgets only its own slice's regions. A region opens `offset_blocks`
+    /// below the block that opened it, so the region of the next file's first read starts inside
+    /// the forgotten file's slice; it used to go with it, and that file's next read, which
+    /// continues a sequential run, found no region and became no stream (the engine: one more
+    /// read on demand for each reader that had read once when an earlier file closed).
+    #[test]
+    fn forgetting_a_file_keeps_the_next_files_first_read() {
+        let layout = Arc::new(Layout::unplaced(&[ByteLen::mib(2), ByteLen::mib(2)]));
+        let mut p = FileStreams::new(cfg(), layout).unwrap();
+        assert!(read(&mut p, 1, 1, 0, true).is_empty());
+        p.handle(Instant::ZERO, Input::FileClosed { file: FileId(0) });
+        assert!(p.poll_output().is_none());
+        let outs = read(&mut p, 1, 1, 65536, true);
+        assert!(
+            outs.iter().any(
+                |o| matches!(o, Output::Fetch { file, range, .. } if *file == FileId(1) && range.start.0 == 65536)
+            ),
+            "file 1's second read makes a stream, as it does when no file closes: {outs:?}"
+        );
+    }
+
     /// A stream waiting for its turn when its file is forgotten leaves the line: the turn goes to
     /// the next stream, and the forgotten file is never fetched.
     #[test]

@@ -595,10 +595,13 @@ impl StreamScheduler {
             }
             self.held_bytes -= Self::held_of(&s);
         }
-        // A region reaches `offset_blocks` below the block that opened it.
+        // A region starts `offset_blocks` below the block that opened it (or last moved it), so
+        // the span's regions are those starting that far below both ends: one starting just below
+        // `end` was opened by a read past it, in the next slice, and stays.
         self.classifier.forget_span(
             (start / PAGE_BYTES).saturating_sub(self.cfg.offset_blocks),
-            end.div_ceil(PAGE_BYTES),
+            end.div_ceil(PAGE_BYTES)
+                .saturating_sub(self.cfg.offset_blocks),
         );
         if self.streams.is_empty() && self.classifier.regions() == 0 {
             self.next_gc = None;
