@@ -1317,19 +1317,7 @@ mod tests {
     /// pace at that one member (Fig. 8b's dip at 4 streams; ARCHITECTURE.md).
     #[test]
     fn members_show_the_one_disk_every_stream_waits_on() {
-        let run = |sets: &[&str]| {
-            let mut t = toml::Table::new();
-            for set in sets {
-                crate::config::apply_set(&mut t, set).unwrap();
-            }
-            let mut sim = Sim::new(
-                &SimConfig::from_table(t, None).unwrap(),
-                RequestLog::default(),
-            )
-            .unwrap();
-            sim.run(None);
-            sim.finish().report
-        };
+        let run = |sets: &[&str]| report_of(sets.iter().copied());
         let single = run(&["workload.file_size=1MiB"]);
         assert_eq!(single.members.len(), 1);
         assert_eq!(single.members[0].requests, single.device_requests);
@@ -1377,24 +1365,15 @@ mod tests {
     #[test]
     fn a_controller_cache_is_not_host_memory() {
         let run = |sets: &[&str]| {
-            let mut t = toml::Table::new();
-            for set in [
-                "host.memory=1MiB",
-                "policy.readahead_max=512KiB",
-                "workload.file_size=4MiB",
-            ]
-            .iter()
-            .chain(sets)
-            {
-                crate::config::apply_set(&mut t, set).unwrap();
-            }
-            let mut sim = Sim::new(
-                &SimConfig::from_table(t, None).unwrap(),
-                RequestLog::default(),
+            report_of(
+                [
+                    "host.memory=1MiB",
+                    "policy.readahead_max=512KiB",
+                    "workload.file_size=4MiB",
+                ]
+                .into_iter()
+                .chain(sets.iter().copied()),
             )
-            .unwrap();
-            sim.run(None);
-            sim.finish().report
         };
         let page_cache_only = run(&[]).memory_peak_bytes;
         assert!(page_cache_only <= 1 << 20, "{page_cache_only}");
@@ -1752,22 +1731,12 @@ mod tests {
     /// per block, which the block queues' bound must hold.
     #[test]
     fn reads_of_files_in_one_block_extents_fit_the_block_queues() {
-        let mut t = toml::Table::new();
-        for set in [
+        let report = report_of([
             "workload.placement=fragmented",
             "workload.extent=4KiB",
             "workload.streams=32",
             "workload.file_size=1MiB",
-        ] {
-            crate::config::apply_set(&mut t, set).unwrap();
-        }
-        let mut sim = Sim::new(
-            &SimConfig::from_table(t, None).unwrap(),
-            RequestLog::default(),
-        )
-        .unwrap();
-        sim.run(None);
-        let report = sim.finish().report;
+        ]);
         assert_eq!(report.app_bytes, 32 << 20);
     }
 }
