@@ -33,10 +33,12 @@
 //! the arm out of the sweep; should its data still be missing once every fetch it waits for is done,
 //! the policy fetches the read's range once more, so a deferred read always completes.
 //!
-//! Runs are sent as fetches of at most [`PIECE_BYTES`], at most [`IN_FLIGHT_BYTES_MAX`] per stream
-//! at a time, so a run never holds more memory in flight than that. Each stream (an instance of the
-//! library in the paper) has its own window, sweep and controller; pins are shared, so no stream
-//! releases pages another stream still waits for.
+//! Runs are sent as fetches of at most [`PIECE_BYTES`]; a stream sends the next piece while it has
+//! less than [`IN_FLIGHT_BYTES_MAX`] in flight, so it never has a whole piece more than that out (a
+//! piece is not held back to fit under the bound: it would then go out on whichever completion or
+//! turn of the lead comes first, and the decisions would depend on timing). Each stream (an
+//! instance of the library in the paper) has its own window, sweep and controller; pins are shared,
+//! so no stream releases pages another stream still waits for.
 
 pub mod contention;
 pub mod infill;
@@ -57,7 +59,8 @@ use crate::{FetchIds, Input, Layout, Output, Policy, PolicyError, Tier, PAGE_BYT
 
 /// Largest fetch the policy sends, bytes; longer runs go out as consecutive pieces.
 pub const PIECE_BYTES: u64 = 1 << 20;
-/// Most bytes of fetches one stream has in flight.
+/// A stream sends no further piece while it has this many bytes of fetches in flight, so it has
+/// less than this plus one [`PIECE_BYTES`] out.
 pub const IN_FLIGHT_BYTES_MAX: u64 = 4 << 20;
 /// Longest run of the sweep, from its first byte to its last; the next run goes on from there.
 pub const RUN_BYTES_MAX: u64 = IN_FLIGHT_BYTES_MAX;
@@ -485,6 +488,11 @@ impl Directed {
             let id = self.ids.next_id();
             let range = ByteRange::new(start, end - start);
             st.in_flight_bytes += range.len.0;
+            assert!(
+                st.in_flight_bytes < IN_FLIGHT_BYTES_MAX + PIECE_BYTES,
+                "{} bytes in flight for one stream",
+                st.in_flight_bytes
+            );
             self.fetches.insert(
                 id,
                 FetchInfo {

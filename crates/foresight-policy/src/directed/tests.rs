@@ -503,3 +503,37 @@ fn the_fetch_for_a_deferred_read_past_the_end_of_the_file_is_clipped_to_the_file
     }
     assert_eq!(p.stats().pokes, 1, "the deferred read was fetched again");
 }
+
+#[test]
+fn a_stream_has_less_than_its_in_flight_bound_plus_one_piece_out() {
+    // A 1.5 MiB run (a whole piece and a half piece), then a 6 MiB one past a gap no infill
+    // crosses: the second run's pieces go out while the stream is under the bound, so the last
+    // one passes it by up to a piece (4.5 MiB here), never by more.
+    let l = layout(1, 64 << 20);
+    let mut p = Directed::new(&cfg(64 << 20, Infill::Bytes(0)), l).unwrap();
+    hint(
+        &mut p,
+        0,
+        0,
+        vec![ByteRange::new(0, 3 << 19), ByteRange::new(2 << 20, 6 << 20)],
+    );
+    let mut d = Driver::new();
+    let outs = drain(&mut p);
+    d.execute(outs);
+    let bound = IN_FLIGHT_BYTES_MAX + PIECE_BYTES;
+    let out: u64 = d.fetched.iter().map(|(_, r)| r.len.0).sum();
+    assert_eq!(out, 9 << 19, "{:?}", d.fetched);
+    // Completions let the rest go out, under the bound at every step, and everything arrives.
+    let mut in_flight = out;
+    let mut seen = d.fetched.len();
+    while !d.queue.is_empty() {
+        let done = d.fetched[seen - d.queue.len()].1.len.0;
+        assert!(d.complete_one(&mut p));
+        in_flight -= done;
+        in_flight += d.fetched[seen..].iter().map(|(_, r)| r.len.0).sum::<u64>();
+        seen = d.fetched.len();
+        assert!(in_flight < bound, "{in_flight} bytes in flight");
+    }
+    let total: u64 = d.fetched.iter().map(|(_, r)| r.len.0).sum();
+    assert_eq!(total, (3 << 19) + (6 << 20));
+}
