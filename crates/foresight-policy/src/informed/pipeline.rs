@@ -17,7 +17,12 @@ use foresight_core::Duration;
 /// `t_read` and it consumes a block in `consume` (paper 002, eq. 4.1 multiplied by `X_cache`, the
 /// form its algorithms add "every `X_cache` accesses").
 pub fn group_stall(t_read: Duration, x_cache: u32, consume: Duration) -> Duration {
-    Duration(t_read.0.saturating_sub(consume.0 * u64::from(x_cache)))
+    // A group too long for a u64 of nanoseconds covers any read: no stall.
+    Duration(
+        t_read
+            .0
+            .saturating_sub(consume.0.saturating_mul(u64::from(x_cache))),
+    )
 }
 
 /// The walk shared by algorithms 1, 2, 4 and 5: the step (1-based) at which the accumulated time
@@ -271,6 +276,18 @@ mod tests {
         // the time after steps 1..8 is 0, 3, 4, 7, 8, 11, 12, 13; it first exceeds 12 at step 8
         // inside a group, so the lead is 8 - 1 = 7.
         assert_eq!(pnext_lead(Duration(8), Duration(4), 2, Duration(1)), 7);
+    }
+
+    #[test]
+    fn a_group_longer_than_any_duration_stalls_nothing() {
+        // 10 s per block and 2^32 - 1 buffers: the group takes 4.3e19 ns, past u64. It covers
+        // any read, so there is no stall; the product must not wrap round to a small number.
+        let consume = Duration::from_secs(10);
+        assert_eq!(
+            group_stall(Duration(u64::MAX), u32::MAX, consume),
+            Duration::ZERO
+        );
+        assert_eq!(pstart(s(4.5), s(1.5), u32::MAX, consume), 1);
     }
 
     #[test]
