@@ -12,9 +12,9 @@
 //! requests are grouped by stream, groups are kept in order of arrival, and the worker keeps
 //! serving the group at the front. A served group stays at the front until the worker comes back
 //! for more, so a request that arrives for the stream being served is served before other streams'
-//! (the paper's "processes the first request without removing it from the queue"). A burst limit,
-//! off by default, moves a group that has been served that many times in a row to the back, so that
-//! a stream that never pauses cannot hold its worker for ever.
+//! (in the paper the worker leaves the request it serves at the head of the queue until it is done
+//! with it). A burst limit, off by default, moves a group that has been served that many times in a
+//! row to the back, so that a stream that never pauses cannot hold its worker for ever.
 
 use std::collections::VecDeque;
 use std::fmt;

@@ -1,9 +1,9 @@
 //! The contention controller: resizes one stream's prefetch window to the memory it can keep.
 //!
-//! Paper 003_eb9cef22f2823582.txt, section I: "A contention controller detects changes in available
-//! memory and compensates by resizing the prefetching window, avoiding performance collapse when
-//! prefetching applications compete for memory and increasing performance when more memory is
-//! available." The paper gives no formula; this is additive increase, multiplicative decrease:
+//! Paper 003_eb9cef22f2823582.txt, section I: when the memory available changes, a contention
+//! controller shrinks or grows the prefetch window to match, so that instances competing for memory
+//! do not collapse and a larger memory is put to use. The paper gives no formula; this is additive
+//! increase, multiplicative decrease:
 //!
 //! - **decrease**: when prefetched data was evicted before the application used it (the policy sees
 //!   a read miss inside a range it fetched and that completed), the window halves, at most once per

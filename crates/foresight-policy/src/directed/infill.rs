@@ -1,10 +1,10 @@
 //! Infill: read the gap between two wanted reads instead of seeking over it.
 //!
-//! Paper 003_eb9cef22f2823582.txt, section III and Fig. 1: "for distances up to 2.7MB, it may be
-//! cheaper to read that amount of data than to seek", so "adjacent requests with small gaps might be
-//! serviced faster by requesting the entire range of data and discarding the uninteresting data";
-//! section IV and Fig. 2 measure it: infill up to 32 KB helps, 32 KB to 2 MB changes nothing, beyond
-//! 2 MB it hurts.
+//! Paper 003_eb9cef22f2823582.txt, section III and Fig. 1: up to about 2.7 MB, reading over a
+//! distance can cost less than seeking across it, so two wanted reads with a small gap between them
+//! may be served faster by one read that spans the gap, whose bytes are then dropped; section IV
+//! and Fig. 2 measure it: infill up to 32 KB helps, 32 KB to 2 MB changes nothing, beyond 2 MB it
+//! hurts.
 //!
 //! Two reads are merged when the gap between them is at most the threshold. The threshold is either
 //! a size ([`Infill::Bytes`]) or derived from the device ([`Infill::Auto`]): the break-even of Fig. 1,

@@ -3,8 +3,8 @@
 //! The application discloses its future reads (`Input::Hint`, any order, any files); the policy
 //!
 //! 1. keeps a **window**: the longest prefix of the not-yet-used hinted list whose bytes fit in the
-//!    memory it may use ([`window`]; section I: "fetching as much data as fits in available
-//!    memory");
+//!    memory it may use ([`window`]; section I: the prefetcher reads ahead all that its memory
+//!    holds);
 //! 2. **orders** the window by physical position and fetches it in one elevator sweep ([`order`];
 //!    section III, "Seek Performance"); as the application uses data the window slides, and a new
 //!    sweep run waits until half the window is pending again, so that sweeps stay dense instead

@@ -1,12 +1,13 @@
 //! Order: the window sorted by physical position, served in one elevator sweep.
 //!
-//! Paper 003_eb9cef22f2823582.txt, section III ("Seek Performance"): a prefetcher that knows its
-//! future reads "can use a reorder buffer as large as available memory", and "a larger buffer can
-//! substantially reduce average seek distance". Every admitted, not yet fetched read is kept in an
-//! ordered set keyed by its physical position, `(disk, byte offset on that disk)` from
-//! [`crate::Layout::locate`]; the next fetch starts at the first position at or after the head, and
-//! when nothing is left ahead of the head the sweep starts over from the lowest position (C-SCAN),
-//! so reads admitted behind the head wait for the next sweep instead of pulling the arm back.
+//! Paper 003_eb9cef22f2823582.txt, section III ("Seek Performance"): a disk scheduler reorders only
+//! the few requests already queued, but a prefetcher told its future reads may reorder all of those
+//! that fit in its memory, and the more it reorders the shorter the mean seek. Every admitted, not
+//! yet fetched read is kept in an ordered set keyed by its physical position, `(disk, byte offset
+//! on that disk)` from [`crate::Layout::locate`]; the next fetch starts at the first position at or
+//! after the head, and when nothing is left ahead of the head the sweep starts over from the lowest
+//! position (C-SCAN), so reads admitted behind the head wait for the next sweep instead of pulling
+//! the arm back.
 
 use std::collections::BTreeSet;
 

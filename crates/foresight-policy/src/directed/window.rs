@@ -1,13 +1,13 @@
 //! Window: the longest prefix of the not-yet-used hinted reads whose bytes fit in memory.
 //!
-//! Paper 003_eb9cef22f2823582.txt, section I: the prefetcher is "aggressive, fetching as much data as
-//! fits in available memory", and "prefetched data is kept until it is used". The hinted list is kept
-//! in the order the application will read it. Reads are admitted from its front while the bytes held
-//! for admitted reads stay within the limit the contention controller sets (never above the memory
-//! the policy may use), so the window is always a prefix of what is left. A read's bytes stay held
-//! from admission until the policy releases them after the application used them; only then can the
-//! window slide further. Hinted ranges are cut into pieces of at most [`ENTRY_BYTES_MAX`], so the
-//! smallest window always admits something.
+//! Paper 003_eb9cef22f2823582.txt, section I: the prefetcher reads ahead as much of the disclosed
+//! data as its memory holds, and what it read stays in memory until the application has used it.
+//! The hinted list is kept in the order the application will read it. Reads are admitted from its
+//! front while the bytes held for admitted reads stay within the limit the contention controller
+//! sets (never above the memory the policy may use), so the window is always a prefix of what is
+//! left. A read's bytes stay held from admission until the policy releases them after the
+//! application used them; only then can the window slide further. Hinted ranges are cut into pieces
+//! of at most [`ENTRY_BYTES_MAX`], so the smallest window always admits something.
 
 use std::collections::VecDeque;
 
