@@ -93,6 +93,15 @@ fn drive_with(
                 other => panic!("unexpected {other:?}"),
             }
         }
+        // IPO and IPODS: TIP's reads and the copies together stay within max_bw (eq. 5.1).
+        if policy.mode == Mode::Chain {
+            let bw = cfg.max_bw.expect("validated") as usize;
+            assert!(
+                events.len() <= bw,
+                "{} reads in flight, max_bw {bw}",
+                events.len()
+            );
+        }
         // Copies still on their way when the application is done land too, as in the simulator.
         if next == n && events.is_empty() {
             break;
@@ -296,6 +305,34 @@ fn ipipe_serves_nearly_everything_from_the_upper_level() {
     // About N x T_ss (Table 7.3: 607.6 s for 11,686 blocks, i.e. 52 ms each).
     let per_block = elapsed as f64 / 1000.0 / 1e6;
     assert!((per_block - 52.0).abs() < 0.5, "{per_block} ms per block");
+}
+
+#[test]
+fn the_example_of_section_4_4_4_pipelines_accesses_7_to_15() {
+    // Section 4.4.4 (Fig. 4.4): T_hdd-ss = 8, T_ss-cache = 4, T_hdd-cache = 5 time units, one unit
+    // per access, X_cache = 3. iPipe first copies accesses 7 through 15 (1-based): Pstart = 7
+    // (algorithm 1) and nine blocks deep (algorithm 2).
+    let cfg = InformedConfig {
+        x_cache: XCache::Fixed(3),
+        max_bw: None,
+        consume: Duration(1),
+        levels: vec![
+            LevelTiming {
+                read_to_memory: Duration(4),
+                copy_up: Duration::ZERO,
+                capacity_blocks: None,
+            },
+            LevelTiming {
+                read_to_memory: Duration(5),
+                copy_up: Duration(8),
+                capacity_blocks: None,
+            },
+        ],
+        ..InformedConfig::default()
+    };
+    let p = Informed::new("ipipe", &cfg).unwrap();
+    // 0-based: access 6 (the paper's 7), nine blocks, so up to access 14 (the paper's 15).
+    assert_eq!(p.plan(), vec![(6, 9, 0)]);
 }
 
 #[test]
