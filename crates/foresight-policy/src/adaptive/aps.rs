@@ -46,8 +46,10 @@ pub struct ApsConfig {
     pub initial_readahead: ByteLen,
     /// How `alpha` is chosen.
     pub alpha: AlphaMode,
-    /// The cap on `alpha` in [`AlphaMode::Auto`]; bounds the bytes in flight to
-    /// `(max_alpha + 1) * max_readahead`.
+    /// The cap on `alpha` in [`AlphaMode::Auto`]; bounds the window ahead of the reader to
+    /// `(max_alpha + 1) * max_readahead`. Bytes in flight are that plus the read in progress,
+    /// which Algorithm 1 assumes the window covers; a read that outruns it demands what it lacks
+    /// in units of `max_readahead`, at most `alpha + 1` at a time.
     pub max_alpha: u32,
     /// `p` applied to a measured path rate when the server publishes no device figures.
     pub peak_ratio: f64,

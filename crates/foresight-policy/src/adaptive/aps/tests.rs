@@ -379,3 +379,55 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn in_flight_is_the_read_in_progress_plus_at_most_alpha_plus_one_units_ahead() {
+    // A reader of 4 MiB at a time outruns a window of 1 MiB units: what it lacks goes out as
+    // demand beside the readahead. It waits for the requests its read overlaps (as a client
+    // must); the others stay in flight.
+    for alpha in [1u32, 2, 5] {
+        let mut s = ApsStream::new(cfg(AlphaMode::Fixed(alpha)), ByteLen::mib(256)).unwrap();
+        let mut out: BTreeMap<FetchId, ByteRange> = BTreeMap::new();
+        let mut peak = 0u64;
+        let mut off = 0u64;
+        while off < 256 << 20 {
+            let read = ByteRange::new(off, 4 << 20);
+            let mut demand = 0u32;
+            s.on_read(read);
+            loop {
+                for r in drain(&mut s) {
+                    out.insert(r.id, r.range);
+                    demand += u32::from(r.kind == FetchKind::Demand);
+                }
+                peak = peak.max(out.values().map(|r| r.len.0).sum());
+                let wanted: Vec<FetchId> = out
+                    .iter()
+                    .filter(|(_, r)| r.start.0 < read.end().0)
+                    .map(|(&id, _)| id)
+                    .collect();
+                if wanted.is_empty() {
+                    break;
+                }
+                // Demand goes out at most alpha + 1 units at a time.
+                assert!(
+                    demand <= alpha + 1,
+                    "alpha {alpha}: {demand} demand units out"
+                );
+                for id in wanted {
+                    out.remove(&id);
+                    s.on_complete(id, None);
+                }
+                demand = 0;
+            }
+            off += 4 << 20;
+        }
+        // The read's own 4 MiB (the earlier readahead and the demand that cover it) plus the
+        // window ahead of it.
+        let bound = (4 << 20) + u64::from(alpha + 1) * (1 << 20);
+        assert!(peak <= bound, "alpha {alpha}: {peak} bytes in flight");
+        assert!(
+            peak > u64::from(alpha + 1) << 20,
+            "alpha {alpha}: the read never outran"
+        );
+    }
+}
