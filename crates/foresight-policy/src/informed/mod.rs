@@ -324,6 +324,8 @@ impl Informed {
                 let top_read = cfg.levels[0].read_to_memory;
                 let (start, depth, lead) = match mode {
                     Mode::Window => (
+                        // Algorithm 1 as printed: the home level's stall (ARCHITECTURE.md says
+                        // why Tables 4.5 and 4.7 differ).
                         pipeline::pstart(climb, home_read, x_cache, consume),
                         // The whole pipeline moves at TIP's pace on level 1, so every pair's
                         // window covers its climb plus one level-1 read at that pace.
