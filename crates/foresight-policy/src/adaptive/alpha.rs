@@ -120,7 +120,39 @@ impl DeviceFigures {
     /// `alpha` for a stream reading in units of `max_readahead` over a path with round trip `rtt`
     /// (condition 20), at most `max_alpha`.
     pub fn alpha(&self, rtt: Duration, max_alpha: u32) -> u32 {
-        alpha_for(rtt, self.unit_read_time(self.max_readahead), max_alpha)
+        self.alpha_in_units(rtt, self.max_readahead, max_alpha)
+    }
+
+    /// `alpha` for units of `unit` bytes (condition 20), at most `max_alpha`. The unit's read
+    /// time is not rounded to a nanosecond first: rounded down, it made a round trip of exactly
+    /// `k` reads look like more than `k`, and `alpha` one more than the condition asks for.
+    pub fn alpha_in_units(&self, rtt: Duration, unit: ByteLen, max_alpha: u32) -> u32 {
+        let max_alpha = max_alpha.max(1);
+        let peak = self.avg_bandwidth.bytes_per_s * (1.0 + self.peak_ratio);
+        // As `unit_read_time`: an infinitely fast device, or one that never reads.
+        if peak == f64::INFINITY || unit.0 == 0 {
+            return max_alpha;
+        }
+        if peak.is_nan() || peak <= 0.0 {
+            return 1;
+        }
+        // rtt / (unit / peak): how many unit reads one round trip lasts.
+        let reads = rtt.as_nanos() as f64 * peak / (unit.0 as f64 * 1e9);
+        // Decimal figures (p = 1.2) are inexact in binary, so a ratio within 1e-12 of a whole
+        // number is taken as that number: float noise is near 1e-15, and a nanosecond is 1e-12
+        // of a round trip only past 1,000 s.
+        let whole = reads.round();
+        let reads_up = if (reads - whole).abs() <= whole.max(1.0) * 1e-12 {
+            whole
+        } else {
+            reads.ceil()
+        };
+        let needed = reads_up - 1.0;
+        if needed >= f64::from(max_alpha) {
+            max_alpha
+        } else {
+            needed.max(1.0) as u32
+        }
     }
 }
 
@@ -200,14 +232,28 @@ mod tests {
         let d = DeviceFigures::new(ByteLen::mib(1), Bandwidth::from_mib_s(100.0), 1.2).unwrap();
         let t = d.unit_read_time(ByteLen::mib(1)).as_nanos();
         assert!((t as i64 - 4_545_455).abs() <= 1, "{t}");
-        // rtt 50 ms: 50 / 4.545 - 1 = 10.0 -> alpha 10 (rounded at the nanosecond, so 10 or 11).
-        let a = d.alpha(Duration::from_millis(50), 64);
-        assert!((10..=11).contains(&a), "{a}");
+        // rtt 50 ms: 50 / 4.545 - 1 = 10.0 -> alpha 10.
+        assert_eq!(d.alpha(Duration::from_millis(50), 64), 10);
         // A 25 MiB/s path in front lowers RB and raises the read time fourfold.
         let slow = d.bottleneck(Some(Bandwidth::from_mib_s(25.0)));
         assert_eq!(slow.avg_bandwidth, Bandwidth::from_mib_s(25.0));
         assert_eq!(d.bottleneck(Some(Bandwidth::from_mib_s(500.0))), d);
         assert_eq!(d.bottleneck(None), d);
+    }
+
+    #[test]
+    fn an_exact_ratio_is_not_pushed_up_by_the_read_time_rounded_to_a_nanosecond() {
+        // 1 MiB at 200 MiB/s * 2.2 takes 1/440 s = 2,272,727.27 ns, which rounds down; 25 ms is
+        // exactly 11 such reads, so condition 20 asks for alpha >= 10.
+        let d = DeviceFigures::new(ByteLen::mib(1), Bandwidth::from_mib_s(200.0), 1.2).unwrap();
+        assert_eq!(d.alpha(Duration::from_millis(25), 64), 10);
+        // A nanosecond more is more than 11 reads: alpha 11.
+        assert_eq!(d.alpha(Duration(25_000_001), 64), 11);
+        // 1 MiB at 100 MiB/s * 2.2 (4,545,454.55 ns, rounds up): 50 ms is exactly 11 reads.
+        let d = DeviceFigures::new(ByteLen::mib(1), Bandwidth::from_mib_s(100.0), 1.2).unwrap();
+        assert_eq!(d.alpha(Duration::from_millis(50), 64), 10);
+        assert_eq!(d.alpha(Duration(49_999_999), 64), 10);
+        assert_eq!(d.alpha(Duration(50_000_001), 64), 11);
     }
 
     #[test]
@@ -276,6 +322,37 @@ mod tests {
         assert!("many".parse::<AlphaMode>().is_err());
         assert_eq!(AlphaMode::Fixed(3).to_string(), "3");
         assert_eq!(AlphaMode::Auto.to_string(), "auto");
+    }
+
+    proptest::proptest! {
+        /// With figures a float holds exactly (whole bytes per second, `p` = 1 or 3), `alpha` is
+        /// condition 20's smallest integer, `ceil(rtt * peak / unit) - 1` in integers, clamped to
+        /// 1..=max_alpha; ratios within 1e-12 of a whole number are the ties the float rule
+        /// settles on purpose (the unit test above checks them) and are left out.
+        #[test]
+        fn alpha_is_condition_20_in_exact_arithmetic(
+            rtt_ns in 0u64..10_000_000_000,
+            rb in 1u64..10_000_000_000,
+            p in proptest::prop_oneof![proptest::strategy::Just(1u64), proptest::strategy::Just(3u64)],
+            unit in 1u64..(64 << 20),
+            max_alpha in 1u32..1025,
+        ) {
+            let d = DeviceFigures::new(
+                ByteLen(unit),
+                Bandwidth::from_bytes_per_s(rb as f64),
+                p as f64,
+            )
+            .unwrap();
+            let num = u128::from(rtt_ns) * u128::from(rb) * u128::from(1 + p);
+            let den = u128::from(unit) * 1_000_000_000;
+            let (q, r) = (num / den, num % den);
+            let whole = if r * 2 > den { q + 1 } else { q };
+            let off = num.abs_diff(whole * den) as f64 / den as f64;
+            proptest::prop_assume!(off > (whole.max(1) as f64) * 1e-12);
+            let reads_up = q + u128::from(r > 0);
+            let want = reads_up.saturating_sub(1).clamp(1, u128::from(max_alpha)) as u32;
+            proptest::prop_assert_eq!(d.alpha(Duration(rtt_ns), max_alpha), want);
+        }
     }
 
     proptest::proptest! {

@@ -28,7 +28,7 @@ use std::sync::Arc;
 
 use foresight_core::{Bandwidth, ByteLen, ByteRange, Duration, FetchId, FileId, Instant, StreamId};
 
-use super::alpha::{alpha_for, AlphaMode, DeviceFigures, DEFAULT_PEAK_RATIO};
+use super::alpha::{AlphaMode, DeviceFigures, DEFAULT_PEAK_RATIO};
 use super::rtt::{RateEstimator, RttEstimator};
 use crate::{FetchIds, Input, Layout, Output, Policy, PolicyError, Tier};
 
@@ -404,11 +404,7 @@ impl ApsStream {
         };
         let unit = self.cfg.max_readahead;
         let transfer = rate.map_or(Duration::ZERO, |r| r.time_for(unit));
-        Some(alpha_for(
-            rtt + transfer,
-            figures.unit_read_time(unit),
-            self.cfg.max_alpha,
-        ))
+        Some(figures.alpha_in_units(rtt + transfer, unit, self.cfg.max_alpha))
     }
 
     fn issue_unit(&mut self) {
