@@ -274,11 +274,15 @@ impl Informed {
         if mode == Mode::Chain {
             cap = cap.min(u64::from(cfg.max_bw.expect("validated")));
         }
+        // The count is a u32 wherever it is used: a larger horizon or memory is held to it, not
+        // cut to its low bits.
+        let cap = cap.min(u64::from(u32::MAX));
         let x_cache = match cfg.x_cache {
             XCache::Fixed(x) => u64::from(x).min(cap),
             XCache::Auto => tip::auto_x_cache(t_disk, cfg.consume, cfg.lru_hit_gain_ppm, cap),
         }
-        .max(1) as u32;
+        .max(1);
+        let x_cache = u32::try_from(x_cache).expect("held to u32::MAX above");
         let stages = match mode {
             Mode::Tip => vec![],
             _ => Self::plan_stages(mode, cfg, x_cache),

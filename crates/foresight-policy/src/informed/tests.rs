@@ -361,6 +361,18 @@ fn auto_x_cache_reaches_the_horizon() {
 }
 
 #[test]
+fn an_auto_x_cache_past_u32_is_held_to_u32_max_not_cut_to_its_low_bits() {
+    // TIP alone plans with the home level's 20 s read against 1 ns of consumption: a horizon of
+    // 2 x 10^10 buffers, more than a u32 holds, with memory for more still.
+    let mut cfg = ten_mb(1);
+    cfg.x_cache = XCache::Auto;
+    cfg.consume = Duration(1);
+    cfg.levels[1].read_to_memory = Duration::from_secs(20);
+    cfg.memory_blocks = 1 << 40;
+    assert_eq!(Informed::new("tip", &cfg).unwrap().x_cache(), u32::MAX);
+}
+
+#[test]
 fn bad_settings_name_their_key() {
     let key = |name: &str, cfg: InformedConfig| match Informed::new(name, &cfg) {
         Err(PolicyError::BadSetting { key, .. }) => key,
