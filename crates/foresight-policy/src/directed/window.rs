@@ -225,6 +225,23 @@ impl Window {
         }
     }
 
+    /// The admitted reads waiting in the elevator (`Pending`, unused) whose bytes lie within
+    /// `start..end` of `file`, with their physical keys.
+    pub fn pending_within(&self, file: FileId, start: u64, end: u64) -> Vec<(u64, PhysKey)> {
+        self.entries
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| {
+                !e.used
+                    && e.fetch == FetchState::Pending
+                    && e.file == file
+                    && e.range.start.0 >= start
+                    && e.range.end().0 <= end
+            })
+            .map(|(i, e)| (self.base_seq + i as u64, e.key))
+            .collect()
+    }
+
     /// The admitted read `seq`, unless it is gone.
     pub fn get(&self, seq: u64) -> Option<&Entry> {
         seq.checked_sub(self.base_seq)
