@@ -26,7 +26,7 @@
 use foresight_core::{ByteLen, ByteOffset, ByteRange, Extent, FileId, Rng};
 
 /// Bytes in one file-system block. Equal to the page size ([`crate::PAGE_BYTES`]), as with ext3 on
-/// x86 (paper 000, section 5.1: "The block size is set to 4 KB"); placements allocate whole blocks.
+/// x86 (paper 000, section 5.1: 4 KB blocks); placements allocate whole blocks.
 pub const BLOCK_BYTES: u64 = 4096;
 
 const _: () = assert!(

@@ -341,8 +341,8 @@ impl std::fmt::Debug for PolicyStack {
 }
 
 /// Builds every layer of the policy named in `cfg`: `msp+X` gives `X` at the file level and MSP
-/// at the array level (MSP "must be used as a combination with other prefetching schemes", paper
-/// 000, section 4); a plain name gives that policy and no array policy.
+/// at the array level (paper 000, section 4, pairs MSP with a file-level scheme rather than
+/// running it alone); a plain name gives that policy and no array policy.
 pub fn build_stack(cfg: &PolicyConfig, layout: Arc<Layout>) -> Result<PolicyStack, PolicyError> {
     cfg.validate()?;
     if !POLICY_NAMES.contains(&cfg.name.as_str()) {

@@ -28,8 +28,8 @@
 //! volume and stripes MSP already has in flight or fetched lately, and then grows `SPS` by one, up to
 //! `SPS_max`. So `SPS` ramps 0, 1, 2, ... `SPS_max` over consecutive sequential steps, and the first
 //! step above the threshold fetches nothing. Blocks of a stripe that are already in the array cache
-//! or being read (line 32: "except for blocks that are clean or under reading") are skipped by the
-//! driver, which knows the cache.
+//! or being read (line 32 of the paper's listing leaves out cached blocks and those already on
+//! their way) are skipped by the driver, which knows the cache.
 //!
 //! Defaults are the paper's: `SC_max` 42, `SC_thresh` 38, `SPS_max` 8 (Fig. 7).
 //!

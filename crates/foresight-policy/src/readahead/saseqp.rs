@@ -9,8 +9,8 @@
 //! ([`Layout::locate`]); the rest is left to the next window, which starts at the strip boundary and
 //! grows as SEQP's would have (see [`super::window`]). Every fetch then goes to one disk.
 //!
-//! Fig. 5 finds the cut with a linear scan and notes that "a binary search can replace it"; we use
-//! the binary search. The predicate "all of the first `k` pages lie in the first page's strip" is
+//! Fig. 5 finds the cut with a linear scan, and the paper allows a binary search in its place; we
+//! use the binary search. The predicate "all of the first `k` pages lie in the first page's strip" is
 //! monotone in `k` even when the file is fragmented (a later extent may come back to the same strip,
 //! but the prefix up to it has already left), so the largest `k` that satisfies it is found in
 //! `ceil(log2(size))` probes, each walking the extents of the prefix.
@@ -239,7 +239,7 @@ mod tests {
     #[test]
     fn reproduces_figures_3_and_4_exactly() {
         // The figures draw synchronous SEQP whose window grows 1, 2, 4 blocks (paper 000, section
-        // 3: "its prefetch size increases exponentially from one block to the maximum four blocks").
+        // 3: doubling from one block up to the maximum of four).
         // Linux's rules cannot draw that ramp: for a one-page read the first window is two pages
         // for any maximum of at least four (`init_window_pages(1, 4) == 2`), and the marks merge the
         // first two windows. So the figures run with `WindowRule::Synchronous` and a 4-block (16 KiB)
