@@ -1345,6 +1345,24 @@ async fn plain_get(
             written_bytes: skip,
         });
     }
+    // An answer announcing another length than the `HEAD` is another version of the resource (a
+    // file replaced since, a generated page): with nothing handed on yet the download starts
+    // over, and after ranges of the old version it cannot be spliced on. An answer without a
+    // length is still held to the `HEAD`'s below.
+    let announced = resp
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if let (Some(was), Some(now)) = (expect_len, announced) {
+        if was != now {
+            return Err(NetError::Changed {
+                url: url.to_string(),
+                what: format!("its length was {was} bytes and is now {now}"),
+                written_bytes: skip,
+            });
+        }
+    }
     let mut body = resp.into_body();
     let mut n = 0u64;
     loop {

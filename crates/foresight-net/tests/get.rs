@@ -596,6 +596,30 @@ fn a_plain_get_longer_than_announced_stops_at_the_announced_length() {
     assert!(out.len() <= data.len(), "{} bytes written", out.len());
 }
 
+/// Without ranges, a resource that changes length between the opening `HEAD` and the `GET` (a
+/// file replaced meanwhile, or a generated page such as `foresight serve`'s own `/metrics`, whose
+/// counters grow with each request) is fetched again, since nothing of it was written yet.
+/// Before, the `GET`'s whole, self-consistent answer was refused as running past the `HEAD`'s
+/// length (`foresight get http://HOST/metrics` failed whenever a counter gained a digit).
+#[test]
+fn a_plain_get_whose_length_changed_since_the_head_is_fetched_again() {
+    let old = std::sync::Arc::new(content(100_000, 6));
+    let new = std::sync::Arc::new(content(100_001, 7));
+    let (o, n) = (old.clone(), new.clone());
+    // The first `HEAD` sees the old version; everything after it, the new one.
+    let addr = tiny_server(move |req, c| {
+        let first_head = req.method == "HEAD" && req.seen == 0;
+        answer(req, c, "HTTP/1.1", "", if first_head { &o } else { &n }).is_ok()
+    });
+    let url: Url = format!("http://{addr}/f.bin").parse().unwrap();
+    let mut out = Vec::new();
+    let r = client(AlphaMode::Auto)
+        .get(&url, &mut out)
+        .unwrap_or_else(|e| panic!("the changed resource was not fetched again: {e}"));
+    assert!(out == *new, "{} bytes, not the new version", out.len());
+    assert_eq!(r.bytes, new.len() as u64);
+}
+
 /// A server publishing `unit_bytes` as its `max_readahead_bytes`, with a fast device (so that an
 /// automatic alpha climbs), serving `data` as `/f.bin`; it records the largest range asked for.
 fn server_publishing_unit(
