@@ -124,7 +124,7 @@ is sent.
 
 GET /.well-known/foresight publishes the device figures the adaptive client needs: \
 max_readahead_bytes (--readahead), avg_bandwidth_bytes_per_s (RB: measured at startup by reading \
-the largest regular file in the root or one level below, symlinks not followed, with direct I/O, or --device-bandwidth; `bandwidth_source` says \
+the largest regular file in the root or one level below, symlinks and sparse files not chosen, with direct I/O, or --device-bandwidth; `bandwidth_source` says \
 which) and peak_ratio (p, --peak-ratio, default 1.2 as in paper 004). GET /metrics is Prometheus \
 text. SIGTERM or SIGINT stops accepting and lets open requests finish (up to 10 s).
 
