@@ -882,8 +882,9 @@ pub fn run_proxy(a: &ProxyArgs) -> anyhow::Result<()> {
 pub const SOAK_HELP: &str = "Run many concurrent clients against one in-process server and \
 check every byte they receive.
 
-Generated files are served from a temporary directory, removed when the soak ends (also by \
-SIGINT, SIGTERM or SIGHUP); even-numbered clients read their file \
+Generated files are served from a temporary directory (TMPDIR, /tmp without it), removed when \
+the soak ends (also by SIGINT, SIGTERM or SIGHUP); files that would not fit in its free space, a \
+tenth of it kept spare, are refused before any is written. Even-numbered clients read their file \
 sequentially in 128 KiB ranges, odd-numbered ones read random ranges of up to --max-read. The \
 report counts requests, errors and mismatches and gives the process's resident memory (server and \
 clients together) at the start, the most sampled each second, at the end, and its peak. Exits 1 \
@@ -905,7 +906,8 @@ pub struct SoakArgs {
     /// Files served (at most 1024).
     #[arg(long, default_value_t = 16)]
     files: usize,
-    /// Bytes per file, 4KiB to 1GiB (16GiB for all files together).
+    /// Bytes per file, 4KiB to 1GiB (16GiB for all files together, and within the temporary
+    /// directory's free space).
     #[arg(allow_hyphen_values = true, long, value_name = "SIZE", default_value = "8MiB", value_parser = size_arg)]
     file_size: ByteLen,
     /// Largest random read.

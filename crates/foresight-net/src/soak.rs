@@ -119,22 +119,26 @@ pub fn pattern_byte(file: usize, offset: u64) -> u8 {
 const WRITE_CHUNK_BYTES: u64 = 1 << 20;
 
 /// Writes `files` generated files of `size` bytes into `dir`, named `f0.bin`, `f1.bin`, ...
+/// An error names the directory or file, keeping its kind (a full disk stays `StorageFull`).
 pub fn write_pattern_files(dir: &std::path::Path, files: usize, size: u64) -> std::io::Result<()> {
     use std::io::Write;
-    std::fs::create_dir_all(dir)?;
+    let named = |what: &std::path::Path, e: std::io::Error| {
+        std::io::Error::new(e.kind(), format!("writing {}: {e}", what.display()))
+    };
+    std::fs::create_dir_all(dir).map_err(|e| named(dir, e))?;
     let mut chunk = Vec::with_capacity(WRITE_CHUNK_BYTES.min(size) as usize);
     for f in 0..files {
         let path = dir.join(format!("f{f}.bin"));
         if std::fs::metadata(&path).is_ok_and(|m| m.len() == size) {
             continue;
         }
-        let mut out = std::fs::File::create(&path)?;
+        let mut out = std::fs::File::create(&path).map_err(|e| named(&path, e))?;
         let mut at = 0;
         while at < size {
             let end = (at + WRITE_CHUNK_BYTES).min(size);
             chunk.clear();
             chunk.extend((at..end).map(|o| pattern_byte(f, o)));
-            out.write_all(&chunk)?;
+            out.write_all(&chunk).map_err(|e| named(&path, e))?;
             at = end;
         }
     }
@@ -240,10 +244,42 @@ fn server_config(cfg: &SoakConfig) -> ServerConfig {
     scfg
 }
 
-/// Checks every setting [`run`] would, without writing or starting anything.
+/// Checks every setting [`run`] would, without writing or starting anything, and that the files
+/// fit where they would be written.
 pub fn check(cfg: &SoakConfig) -> Result<(), NetError> {
     validate(cfg)?;
-    server_config(cfg).validate_settings()
+    server_config(cfg).validate_settings()?;
+    // Measured on the nearest part of the files' directory that exists; when the file system
+    // cannot say, a write that fails still names its file.
+    let dir = files_dir();
+    let existing = dir
+        .ancestors()
+        .find(|a| a.exists())
+        .unwrap_or(std::path::Path::new("."));
+    let need_bytes = cfg.file_size.0 * cfg.files as u64;
+    match foresight_engine::measure::free_disk_bytes(existing) {
+        Ok(free_bytes) => match space_refusal(existing, need_bytes, free_bytes) {
+            Some(e) => Err(e),
+            None => Ok(()),
+        },
+        Err(_) => Ok(()),
+    }
+}
+
+/// Why `need_bytes` of files may not be written in `dir`, where `free_bytes` are free, if they
+/// may not. A tenth of the free space is kept spare: filling the disk would fail the soak part
+/// way through, after the files had taken the room every other program on the machine writes to.
+fn space_refusal(dir: &std::path::Path, need_bytes: u64, free_bytes: u64) -> Option<NetError> {
+    (need_bytes > free_bytes - free_bytes / 10).then(|| NetError::Setting {
+        key: "--files/--file-size",
+        message: format!(
+            "the files need {} in {}, and a tenth of the free space is kept spare, but only {} \
+             is free; give fewer or smaller files, or set TMPDIR to a file system with room",
+            ByteLen(need_bytes).rounded(),
+            dir.display(),
+            ByteLen(free_bytes).rounded()
+        ),
+    })
 }
 
 /// Runs a soak.
@@ -431,6 +467,45 @@ pub fn scratch_dir(label: &str) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A write that fails (a full disk: here `/dev/full` in the file's place) names the file.
+    /// Before, a soak of 1,024 files of 16 MiB on a disk with less room ended in `error: No space
+    /// left on device (os error 28)`, naming nothing.
+    #[test]
+    fn a_pattern_file_that_cannot_be_written_is_named() {
+        let dir = scratch_dir("soak-full");
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::os::unix::fs::symlink("/dev/full", dir.join("f0.bin")).unwrap();
+        let e = write_pattern_files(&dir, 1, 4096).unwrap_err();
+        let _ = std::fs::remove_dir_all(&dir);
+        assert_eq!(e.kind(), std::io::ErrorKind::StorageFull, "{e}");
+        assert!(e.to_string().contains("f0.bin"), "{e}");
+    }
+
+    /// Files that would take the disk's free space (or all but a tenth of it) are refused
+    /// before any is written, with the directory and what to do; files that fit are not.
+    #[test]
+    fn files_larger_than_the_free_space_are_refused() {
+        let dir = std::path::Path::new("/scratch");
+        let e = space_refusal(dir, 16 << 30, 14 << 30).expect("16 GiB fit in 14 GiB");
+        let text = e.to_string();
+        for part in [
+            "--files/--file-size",
+            "/scratch",
+            "TMPDIR",
+            "16GiB",
+            "14GiB",
+        ] {
+            assert!(text.contains(part), "`{part}` missing from: {text}");
+        }
+        assert!(
+            space_refusal(dir, 19 << 29, 10 << 30).is_some(),
+            "the tenth kept spare"
+        );
+        assert!(space_refusal(dir, 8 << 30, 10 << 30).is_none());
+        assert!(space_refusal(dir, u64::MAX, u64::MAX).is_some());
+    }
 
     /// Bad settings are refused before a byte is written, and nothing is left behind.
     #[test]
