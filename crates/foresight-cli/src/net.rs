@@ -300,7 +300,8 @@ pub struct GetArgs {
     #[arg(long)]
     max_alpha: Option<u32>,
     /// The most readahead bytes one download holds (requested or received, not yet written):
-    /// the unit is capped to a third of it and an automatic alpha to the units that fit.
+    /// the unit is capped to a third of it and an automatic alpha to the units that fit. At most
+    /// this machine's memory.
     #[arg(allow_hyphen_values = true, long, value_name = "SIZE", default_value = "256MiB", value_parser = size_arg)]
     max_buffer: ByteLen,
     /// Read random ranges of this size instead of whole files.
@@ -354,6 +355,17 @@ pub fn run_get(a: &GetArgs) -> anyhow::Result<()> {
                     "{flag} applies only with --random SIZE; add --random or drop {flag}"
                 )));
             }
+        }
+    }
+    // The bound exists so that a server publishing a large unit cannot have the client take
+    // buffers until the process is killed; above the machine's memory it bounds nothing.
+    if let Some(machine) = crate::bench::machine_memory_bytes() {
+        if a.max_buffer.0 > machine {
+            return Err(input(format!(
+                "--max-buffer {} is more than this machine's memory ({}); give less, e.g. 256MiB",
+                a.max_buffer,
+                ByteLen(machine).rounded()
+            )));
         }
     }
     let reads = a.reads.unwrap_or(64);

@@ -236,6 +236,12 @@ fn bad_network_arguments_exit_2_and_name_the_argument() {
             ],
             "--max-buffer",
         ),
+        // Beyond the machine's memory the bound bounds nothing: a server publishing large units
+        // could have the client take buffers until the process is killed.
+        (
+            vec!["get", "http://127.0.0.1:1/x", "--max-buffer", "100TiB"],
+            "--max-buffer 100TiB is more than this machine's memory",
+        ),
         (vec!["net-soak", "--clients", "0"], "--clients"),
         // A negative number is a bad value of the flag, not an unknown argument.
         (vec!["net-soak", "--clients", "-1"], "--clients"),
