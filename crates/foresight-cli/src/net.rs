@@ -242,7 +242,8 @@ With --json and no --out the data is discarded and only the report is printed. A
 that lasts notes on standard error every 5 s how much has arrived. \
 --random SIZE reads --reads random ranges of SIZE instead of the whole file, to measure what \
 random reads cost (bytes transferred against bytes asked); their bytes are not kept, so it takes \
-no --out. A SIZE larger than the file reads the whole file each time, and standard error says so.
+no --out. A SIZE larger than the file reads the whole file each time, and standard error says so; \
+an empty file has nothing to read and is an error.
 
 Several URLs are fetched one after another, each whatever became of the ones before: a failure is \
 reported on standard error as it happens (error: URL: cause), the others are downloaded and \

@@ -814,6 +814,12 @@ async fn download(
         }
         return plain_get(&pool, url, sink, started, len, None, 0).await;
     };
+    // As with no reads at all, a report of reads that moved nothing would pass for a measurement.
+    if random.is_some() && len == 0 {
+        return Err(http_err(
+            "the file is empty (0 bytes), so random reads of it measure nothing".into(),
+        ));
+    }
     // The server's unit is held to the bounds of `--readahead`, and to what `max_buffer` holds
     // at the least alpha: a range of one unit is gathered whole in memory, and a published figure
     // is the network's word, not the user's. (`Client::new` checked that `--readahead` fits.)

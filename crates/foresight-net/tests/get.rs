@@ -46,6 +46,17 @@ fn get_is_byte_identical_from_serve() {
         .is_err());
 }
 
+/// Random reads of an empty file measure nothing: an error that says so, not a report of 64
+/// reads with no request and 0 MiB/s that exits 0 (as `--reads 0` is refused for the same reason).
+#[test]
+fn random_reads_of_an_empty_file_are_an_error() {
+    let s = serve("random-empty");
+    let url: Url = format!("http://{}/empty", s.addr()).parse().unwrap();
+    let r = client(AlphaMode::Auto).random_reads(&url, ByteLen(4096), 64, 1);
+    let e = r.map(|r| r.requests).unwrap_err();
+    assert!(e.to_string().contains("empty"), "{e}");
+}
+
 #[test]
 fn random_reads_move_at_most_their_size_plus_one_unit() {
     let s = serve("random");
