@@ -787,7 +787,22 @@ async fn download(
         ),
         timeout: cfg.request_timeout,
     });
-    let head = pool.exchange(url, Method::HEAD, None, None, false).await?;
+    // A connection refused or closed before its answer is tried twice more, a little later each
+    // time, as a range request is: a server at its connection limit closes new connections at
+    // once. A request that ran out its time is not: it would only wait as long again.
+    let mut attempt = 0u64;
+    let head = loop {
+        let tried = std::time::Instant::now();
+        match pool.exchange(url, Method::HEAD, None, None, false).await {
+            Err(NetError::Connect { .. } | NetError::Http { .. })
+                if attempt < 2 && tried.elapsed() < pool.timeout =>
+            {
+                attempt += 1;
+                tokio::time::sleep(StdDuration::from_millis(100 * attempt)).await;
+            }
+            other => break other?,
+        }
+    };
     if !head.status.is_success() {
         return Err(http_err(format!("HEAD answered {}", head.status)));
     }

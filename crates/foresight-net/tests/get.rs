@@ -349,6 +349,28 @@ fn get_from_a_server_that_closes_after_each_response() {
     assert!(out == *data);
 }
 
+/// The opening `HEAD` whose connection the server closes without an answer (as `foresight serve`
+/// does to connections beyond `--max-connections`) is sent again on a new connection, as range
+/// requests are. Before, the download failed at once with `connection: channel closed` whenever
+/// another client held the server's last connection slot for a moment.
+#[test]
+fn a_head_whose_connection_closes_unanswered_is_sent_again() {
+    let data = std::sync::Arc::new(content(300_001, 8));
+    let d = data.clone();
+    let addr = tiny_server(move |req, c| {
+        if req.method == "HEAD" && req.seen < 2 {
+            return false;
+        }
+        answer(req, c, "HTTP/1.1", "Accept-Ranges: bytes\r\n", &d).is_ok()
+    });
+    let url: Url = format!("http://{addr}/f.bin").parse().unwrap();
+    let mut out = Vec::new();
+    client(AlphaMode::Auto)
+        .get(&url, &mut out)
+        .unwrap_or_else(|e| panic!("the HEAD was not sent again: {e}"));
+    assert!(out == *data);
+}
+
 /// A sink that reports the first bytes it is given.
 struct Signalling {
     out: Vec<u8>,
