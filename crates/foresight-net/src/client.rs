@@ -498,7 +498,7 @@ impl Pool {
         let _out = Out::new(self);
         conn.ready()
             .await
-            .map_err(|e| http_err(format!("connection: {}", with_causes(&e))))?;
+            .map_err(|e| http_err(request_failure("connection", &e)))?;
         let head = method == Method::HEAD;
         let mut req = Request::builder()
             .method(method)
@@ -519,7 +519,7 @@ impl Pool {
             let resp = conn
                 .send_request(req)
                 .await
-                .map_err(|e| http_err(format!("request failed: {}", with_causes(&e))))?;
+                .map_err(|e| http_err(request_failure("request failed", &e)))?;
             let first_byte = self.now();
             let (parts, body) = resp.into_parts();
             // A whole file sent in answer to a range request is not gathered here: the caller
@@ -604,6 +604,22 @@ fn with_causes(e: &(dyn std::error::Error + 'static)) -> String {
         cause = c.source();
     }
     shown
+}
+
+/// What a request that got no answer head says: the server's close named as such when it is
+/// one. A closed connection reads in hyper's words as "channel closed", which says neither who
+/// closed it nor why a server might; a server at its connection limit closes new ones at once.
+fn request_failure(what: &str, e: &hyper::Error) -> String {
+    if e.is_closed() || e.is_incomplete_message() || e.is_canceled() {
+        format!(
+            "the server closed the connection without answering ({}); a server at its \
+             connection limit closes new connections at once, so try again later or with a \
+             smaller --alpha",
+            with_causes(e)
+        )
+    } else {
+        format!("{what}: {}", with_causes(e))
+    }
 }
 
 /// The longest body an answer without a range (the figures document, an error page) may have.
@@ -1331,7 +1347,7 @@ async fn plain_get(
             let mut conn = pool.connection(attempt > 1, false).await?;
             conn.ready()
                 .await
-                .map_err(|e| http_err(format!("connection: {}", with_causes(&e))))?;
+                .map_err(|e| http_err(request_failure("connection", &e)))?;
             let req = Request::builder()
                 .method(Method::GET)
                 .uri(url.path.as_str())
@@ -1341,7 +1357,7 @@ async fn plain_get(
                 .map_err(|e| http_err(format!("building the request: {e}")))?;
             conn.send_request(req)
                 .await
-                .map_err(|e| http_err(format!("request failed: {}", with_causes(&e))))
+                .map_err(|e| http_err(request_failure("request failed", &e)))
         };
         let r = tokio::time::timeout(idle, ask)
             .await

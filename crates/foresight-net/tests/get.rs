@@ -371,6 +371,29 @@ fn a_head_whose_connection_closes_unanswered_is_sent_again() {
     assert!(out == *data);
 }
 
+/// A server that closes every connection at once, as `foresight serve` does beyond
+/// `--max-connections`, is reported as closing connections without an answer, with the likely
+/// cause. Before, the message was hyper's alone: `connection: channel closed`.
+#[test]
+fn a_server_that_closes_every_connection_unanswered_is_named_as_such() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for c in listener.incoming() {
+            drop(c);
+        }
+    });
+    let url: Url = format!("http://{addr}/f.bin").parse().unwrap();
+    let e = client(AlphaMode::Auto)
+        .get(&url, &mut Vec::new())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("closed the connection without answering") && e.contains("connection limit"),
+        "{e}"
+    );
+}
+
 /// A sink that reports the first bytes it is given.
 struct Signalling {
     out: Vec<u8>,
