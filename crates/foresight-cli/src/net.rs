@@ -419,6 +419,14 @@ pub fn run_get(a: &GetArgs) -> anyhow::Result<()> {
     }
     if several {
         if let Some(dir) = &a.out {
+            // The system's `File exists` would not say that several URLs need a directory.
+            if dir.exists() && !dir.is_dir() {
+                return Err(input(format!(
+                    "--out {}: is not a directory, and several URLs are saved into one; give a \
+                     directory (it is created if missing)",
+                    dir.display()
+                )));
+            }
             std::fs::create_dir_all(dir)
                 .with_context(|| format!("creating the --out directory {}", dir.display()))
                 .map_err(input)?;

@@ -820,6 +820,35 @@ fn an_out_path_ending_in_a_slash_that_names_no_directory_is_refused_up_front() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// Several URLs go into a directory; an `--out` that is a file is refused saying so, and the file
+/// is left as it was. Before, the message was the system's alone: `creating the --out directory
+/// F: File exists (os error 17)`, which named no remedy.
+#[test]
+fn several_urls_into_an_out_that_is_a_file_are_refused_saying_so() {
+    let addr = closing_server();
+    let dir = scratch("get-out-file");
+    let file = dir.join("a-file");
+    std::fs::write(&file, b"kept").unwrap();
+    let st = bin()
+        .args([
+            "get",
+            &format!("http://{addr}/a"),
+            &format!("http://{addr}/b"),
+        ])
+        .arg("--out")
+        .arg(&file)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&st.stderr);
+    assert_eq!(st.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("is not a directory") && err.contains("give a directory"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read(&file).unwrap(), b"kept");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 /// An idle timeout under a second is refused by its flag: with `0s` the server closed every
 /// keep-alive connection before its second request and every request whose head came in two
 /// pieces, without a word. The server is started for real, so a value it accepted would leave it
