@@ -56,6 +56,12 @@ fn bad_network_arguments_exit_2_and_name_the_argument() {
             vec!["serve", "--root", "/nonexistent-foresight-root"],
             "--root",
         ),
+        // A root that is not there was called "not a directory", which sent the user to look at
+        // what kind of file it was.
+        (
+            vec!["serve", "--root", "/nonexistent-foresight-root"],
+            "/nonexistent-foresight-root does not exist",
+        ),
         (vec!["serve", "--root", ".", "--workers", "0"], "--workers"),
         // Beyond any machine's memory: the buffers would be taken until the process is killed.
         (

@@ -177,9 +177,17 @@ impl ServerConfig {
     fn validate(&self) -> Result<(), NetError> {
         self.validate_settings()?;
         if !self.root.is_dir() {
+            let what = if self.root.exists() {
+                "is not a directory"
+            } else {
+                "does not exist"
+            };
             return Err(NetError::Setting {
                 key: "--root",
-                message: format!("{} is not a directory", self.root.display()),
+                message: format!(
+                    "{} {what}; give the directory whose files are served",
+                    self.root.display()
+                ),
             });
         }
         Ok(())
