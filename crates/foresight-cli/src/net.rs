@@ -162,7 +162,7 @@ pub struct ServeArgs {
     /// Most open connections (at most 1048576); more are closed at once.
     #[arg(long, default_value_t = 4096)]
     max_connections: usize,
-    /// Longest request head (request line and headers) in bytes, at least 8192.
+    /// Longest request head (request line and headers) in bytes, 8192 to 1048576.
     #[arg(long, default_value_t = 16384)]
     max_header_bytes: usize,
     /// How long a connection may wait for a complete request head (also ends idle keep-alive).
@@ -803,7 +803,8 @@ pub struct ProxyArgs {
     /// Rate cap of each direction, e.g. 1Gbit or 100MB/s (at least 1 byte/s); none when omitted.
     #[arg(allow_hyphen_values = true, long, value_name = "RATE", value_parser = rate_arg)]
     bandwidth: Option<Bandwidth>,
-    /// Most connections relayed at once.
+    /// Most connections relayed at once (at most 10000: each takes four threads); more are
+    /// closed at once.
     #[arg(long, default_value_t = 1024)]
     max_connections: usize,
     /// How long a connection may carry no byte either way before it is closed; at least 1s.

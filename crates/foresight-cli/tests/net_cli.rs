@@ -76,6 +76,32 @@ fn bad_network_arguments_exit_2_and_name_the_argument() {
             ],
             "--memory",
         ),
+        // A request head of 100 GB per connection was accepted.
+        (
+            vec![
+                "serve",
+                "--root",
+                ".",
+                "--addr",
+                "127.0.0.1:0",
+                "--max-header-bytes",
+                "100000000000",
+            ],
+            "--max-header-bytes",
+        ),
+        // 10^11 connections of four threads each was accepted.
+        (
+            vec![
+                "proxy",
+                "--listen",
+                "127.0.0.1:0",
+                "--upstream",
+                "127.0.0.1:8080",
+                "--max-connections",
+                "100000000000",
+            ],
+            "--max-connections",
+        ),
         // Above what the connection semaphore can count; it used to panic once serving.
         (
             vec![

@@ -71,6 +71,12 @@ pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 /// client pauses between requests.
 pub const MIN_IDLE_TIMEOUT: Duration = Duration::from_secs(1);
 
+/// The most connections a proxy may be told to relay at once. Each takes four threads (a reader
+/// and a writer per direction) and up to a bandwidth-delay product of queued bytes per direction,
+/// so this many already asks for 40,000 threads, about the most a Linux host allows one process
+/// by default.
+pub const MAX_CONNECTIONS: usize = 10_000;
+
 /// A running proxy.
 #[derive(Debug)]
 pub struct ProxyHandle {
@@ -240,10 +246,13 @@ fn spawn_with(cfg: ProxyConfig, connect: Connector) -> Result<ProxyHandle, NetEr
             ),
         });
     }
-    if cfg.max_connections == 0 {
+    if !(1..=MAX_CONNECTIONS).contains(&cfg.max_connections) {
         return Err(NetError::Setting {
             key: "--max-connections",
-            message: "must be at least 1".into(),
+            message: format!(
+                "must be 1..={MAX_CONNECTIONS} (each connection takes four threads), got {}",
+                cfg.max_connections
+            ),
         });
     }
     // The simulator's links refuse the same (`foresight_device::LinkParams`): a client's

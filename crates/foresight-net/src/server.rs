@@ -95,6 +95,11 @@ const MAX_CHUNK_BYTES: usize = 16 << 20;
 /// semaphore can count (2^61 - 1, beyond which it panics).
 pub(crate) const MAX_CONNECTIONS: usize = 1 << 20;
 
+/// The longest request head a server may be told to take. Each connection may buffer one, so
+/// the bound keeps `--max-connections` heads within reach of a machine's memory; a request head
+/// of a mebibyte is already far beyond what browsers and proxies send (about 8 to 64 KiB).
+pub(crate) const MAX_HEADER_BYTES: usize = 1 << 20;
+
 /// Where the device figures published at `/.well-known/foresight` come from.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum DeviceSource {
@@ -255,10 +260,13 @@ impl ServerConfig {
                     .into(),
             );
         }
-        if self.max_header_bytes < 8192 {
+        if !(8192..=MAX_HEADER_BYTES).contains(&self.max_header_bytes) {
             return bad(
                 "--max-header-bytes",
-                format!("must be at least 8192, got {}", self.max_header_bytes),
+                format!(
+                    "must be 8192..={MAX_HEADER_BYTES}, got {}",
+                    self.max_header_bytes
+                ),
             );
         }
         // Bounded above so that `RB * (1 + p)`, which every client computes from the published
