@@ -23,6 +23,13 @@ use crate::config::{GapDist, WorkloadConfig, WorkloadKind};
 /// 8 KiB pages).
 pub const MAX_DISCLOSED_READS: u64 = 1 << 22;
 
+// `directed` drops the hinted ranges past its per-stream bound; a plan is one range a read, so no
+// plan the simulator accepts loses one.
+const _: () = assert!(
+    MAX_DISCLOSED_READS <= foresight_policy::directed::window::QUEUED_RANGES_MAX as u64,
+    "a plan the simulator accepts would overflow directed's hinted list"
+);
+
 /// The read plan of one client, or `None` when it would hold more than `max_reads` reads. Empty
 /// for workloads that do not disclose their reads.
 pub fn plan(w: &WorkloadConfig, rng: &mut Rng, max_reads: u64) -> Option<Vec<(u64, u64)>> {

@@ -4,7 +4,8 @@
 //!
 //! 1. keeps a **window**: the longest prefix of the not-yet-used hinted list whose bytes fit in the
 //!    memory it may use ([`window`]; section I: the prefetcher reads ahead all that its memory
-//!    holds);
+//!    holds); a stream's hinted list holds at most [`window::QUEUED_RANGES_MAX`] ranges not yet
+//!    admitted, and hints past it are dropped (their reads go on demand);
 //! 2. **orders** the window by physical position and fetches it in one elevator sweep ([`order`];
 //!    section III, "Seek Performance"); as the application uses data the window slides, and a new
 //!    sweep run waits until half the window is pending again, so that sweeps stay dense instead
@@ -156,6 +157,9 @@ pub struct DirectedStats {
     pub pokes: u64,
     /// Times the large window passed to another stream while memory was over-committed.
     pub lead_changes: u64,
+    /// Hinted ranges dropped because their stream's hinted list was full
+    /// ([`window::QUEUED_RANGES_MAX`]); the application reads them on demand.
+    pub hinted_ranges_dropped: u64,
 }
 
 #[derive(Debug)]
@@ -264,6 +268,12 @@ impl Directed {
     /// `Input::StreamClosed`).
     pub fn stream_count(&self) -> usize {
         self.streams.len()
+    }
+
+    /// Hinted ranges a stream has queued, not yet admitted whole (at most
+    /// [`window::QUEUED_RANGES_MAX`]).
+    pub fn queued_ranges(&self, stream: StreamId) -> Option<usize> {
+        self.streams.get(&stream).map(|s| s.window.queued_ranges())
     }
 
     /// Bytes a stream's window holds, and its current limit.
@@ -474,7 +484,7 @@ impl Directed {
                 // least half the window waits in the elevator, unless a read waits for it or no
                 // more reads can come.
                 if st.deferred.is_empty()
-                    && st.window.queued() > 0
+                    && st.window.queued_ranges() > 0
                     && st.elevator.len() * SWEEP_START_DIVISOR < st.window.len()
                 {
                     break;
@@ -898,7 +908,8 @@ impl Policy for Directed {
                     .streams
                     .remove(&stream)
                     .unwrap_or_else(|| self.new_stream());
-                st.window.push_hints(file, &clipped);
+                let dropped = st.window.push_hints(file, &clipped);
+                self.stats.hinted_ranges_dropped += dropped as u64;
                 self.fill_and_issue(stream, &mut st);
                 self.streams.insert(stream, st);
             }

@@ -577,3 +577,68 @@ fn a_run_on_a_striped_volume_takes_the_reads_its_gaps_hold_on_other_disks() {
     }
     assert_eq!(d.demand_pages, 0);
 }
+
+/// A hint of a whole file is one queued range however large the file: its pieces are cut as the
+/// window admits them. It used to be cut into 128 KiB pieces at once, 8 Mi entries (192 MiB) for
+/// this 1 TiB file.
+#[test]
+fn a_hint_of_a_whole_huge_file_costs_one_queued_range() {
+    let mut p = Directed::new(&cfg(8 << 20, Infill::Bytes(0)), layout(1, 1 << 40)).unwrap();
+    hint(&mut p, 0, 0, vec![ByteRange::new(0, u64::MAX)]);
+    assert_eq!(p.queued_ranges(StreamId(0)), Some(1));
+    let mut d = Driver::new();
+    let outs = drain(&mut p);
+    d.execute(outs);
+    // The window slides along the file as ever: every read finds its data prefetched.
+    for i in 0..256u64 {
+        d.read(&mut p, 0, FileId(0), ByteRange::new(i * 65536, 65536));
+    }
+    assert_eq!(d.demand_pages, 0);
+    assert_eq!(p.queued_ranges(StreamId(0)), Some(1));
+    assert_eq!(p.stats().hinted_ranges_dropped, 0);
+}
+
+/// A stream's hinted list holds `window::QUEUED_RANGES_MAX` ranges; further hints are dropped,
+/// their reads are served on demand, and the hinted reads after them are still prefetched.
+#[test]
+fn hints_past_the_queued_bound_are_dropped_and_their_reads_served_on_demand() {
+    let max = window::QUEUED_RANGES_MAX as u64;
+    // One-page reads 8 KiB apart; the dropped ones lie past the hinted ones.
+    let page = |i: u64| ByteRange::new(i * 8192, PAGE_BYTES);
+    let mut p = Directed::new(&cfg(8 << 20, Infill::Bytes(0)), layout(1, 2 * max * 8192)).unwrap();
+    hint(&mut p, 0, 0, (0..max + 3).map(page).collect());
+    assert_eq!(p.stats().hinted_ranges_dropped, 3);
+    // The window took some off the front; a second hint fills the list and loses the rest.
+    let queued = p.queued_ranges(StreamId(0)).unwrap() as u64;
+    assert!(queued < max);
+    let room = max - queued;
+    hint(
+        &mut p,
+        0,
+        0,
+        (max + 3..max + 3 + room + 2).map(page).collect(),
+    );
+    assert_eq!(p.stats().hinted_ranges_dropped, 5);
+    assert_eq!(
+        p.queued_ranges(StreamId(0)),
+        Some(window::QUEUED_RANGES_MAX)
+    );
+    let mut d = Driver::new();
+    let outs = drain(&mut p);
+    d.execute(outs);
+    for i in 0..4 {
+        d.read(&mut p, 0, FileId(0), page(i));
+    }
+    assert_eq!(d.demand_pages, 0, "hinted reads are prefetched");
+    // A read whose hint was dropped (the application reads out of its hinted order here) is
+    // neither deferred nor waited for: it is read on demand.
+    d.read(&mut p, 0, FileId(0), page(max + 1));
+    assert_eq!(d.demand_pages, 1);
+    for i in 4..8 {
+        d.read(&mut p, 0, FileId(0), page(i));
+    }
+    assert_eq!(
+        d.demand_pages, 1,
+        "the hinted reads after it are still prefetched"
+    );
+}

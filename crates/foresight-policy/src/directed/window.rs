@@ -6,8 +6,14 @@
 //! front while the bytes held for admitted reads stay within the limit the contention controller
 //! sets (never above the memory the policy may use), so the window is always a prefix of what is
 //! left. A read's bytes stay held from admission until the policy releases them after the
-//! application used them; only then can the window slide further. Hinted ranges are cut into pieces
-//! of at most [`ENTRY_BYTES_MAX`], so the smallest window always admits something.
+//! application used them; only then can the window slide further. Hinted ranges are admitted in
+//! pieces of at most [`ENTRY_BYTES_MAX`], so the smallest window always admits something.
+//!
+//! The hinted list keeps each range as it was given, and a piece is cut off its front only when
+//! the piece is admitted (or skipped), so a hint of a whole file, however large, costs one queued
+//! range. The list holds at most [`QUEUED_RANGES_MAX`] ranges a stream has hinted and the window
+//! has not yet taken whole (asserted where they are queued); ranges hinted past it are dropped. A
+//! hint is advice: a read nobody hinted, or whose hint was dropped, is read on demand as it comes.
 
 use std::collections::VecDeque;
 
@@ -17,6 +23,13 @@ use super::order::PhysKey;
 
 /// Largest piece a hinted range is cut into, bytes.
 pub const ENTRY_BYTES_MAX: u64 = 128 << 10;
+
+/// Most hinted ranges a stream keeps queued (hinted, not yet admitted whole); further ones are
+/// dropped. 4 Mi ranges, at most 96 MiB a stream: as many reads as the simulator lets the clients
+/// of one run disclose together, so no simulated workload loses a hint, while an application that
+/// hints without end (the engine bounds each `hint` call, not their sum) cannot grow the list
+/// without end.
+pub const QUEUED_RANGES_MAX: usize = 1 << 22;
 
 /// Where an admitted read's data stands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -61,9 +74,14 @@ impl Entry {
 }
 
 /// A stream's hinted list and window. See the module documentation.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct Window {
+    /// Hinted ranges not yet admitted whole, as given but for the pieces cut off the front one.
     queued: VecDeque<(FileId, ByteRange)>,
+    /// Pieces of at most [`ENTRY_BYTES_MAX`] the queued ranges are still to be cut into.
+    queued_pieces: u64,
+    /// The most ranges `queued` may hold ([`QUEUED_RANGES_MAX`] but in tests).
+    queued_ranges_max: usize,
     entries: VecDeque<Entry>,
     base_seq: u64,
     held_bytes: u64,
@@ -83,17 +101,71 @@ pub struct Window {
     pending_unused: usize,
 }
 
+impl Default for Window {
+    fn default() -> Window {
+        Window::with_queued_ranges_max(QUEUED_RANGES_MAX)
+    }
+}
+
 impl Window {
-    /// Appends future reads, in the order they will be issued.
-    pub fn push_hints(&mut self, file: FileId, ranges: &[ByteRange]) {
-        for r in ranges {
-            let mut start = r.start.0;
-            let end = r.end().0;
-            while start < end {
-                let len = (end - start).min(ENTRY_BYTES_MAX);
-                self.queued.push_back((file, ByteRange::new(start, len)));
-                start += len;
+    /// An empty window whose hinted list holds at most `queued_ranges_max` ranges (at least 1).
+    pub fn with_queued_ranges_max(queued_ranges_max: usize) -> Window {
+        assert!(queued_ranges_max > 0, "a hinted list must hold a range");
+        Window {
+            queued: VecDeque::new(),
+            queued_pieces: 0,
+            queued_ranges_max,
+            entries: VecDeque::new(),
+            base_seq: 0,
+            held_bytes: 0,
+            shed_count: 0,
+            shed_from_seq: 0,
+            unused_from_seq: 0,
+            fetched_unused_bytes: 0,
+            pending_unused: 0,
+        }
+    }
+
+    /// Appends future reads, in the order they will be issued; returns how many of the non-empty
+    /// `ranges` were dropped because the hinted list was full (the last ones).
+    pub fn push_hints(&mut self, file: FileId, ranges: &[ByteRange]) -> usize {
+        let mut dropped = 0;
+        for r in ranges.iter().filter(|r| !r.is_empty()) {
+            if self.queued.len() >= self.queued_ranges_max {
+                dropped += 1;
+                continue;
             }
+            self.queued_pieces += r.len.0.div_ceil(ENTRY_BYTES_MAX);
+            self.queued.push_back((file, *r));
+        }
+        assert!(
+            self.queued.len() <= self.queued_ranges_max,
+            "{} hinted ranges queued, more than {}",
+            self.queued.len(),
+            self.queued_ranges_max
+        );
+        dropped
+    }
+
+    /// The next hinted read to admit: the first piece of the first queued range.
+    fn front_piece(&self) -> Option<(FileId, ByteRange)> {
+        self.queued
+            .front()
+            .map(|&(f, r)| (f, ByteRange::new(r.start.0, r.len.0.min(ENTRY_BYTES_MAX))))
+    }
+
+    /// Takes `pieces` pieces off the front of the first queued range (all it has at most).
+    fn cut_front(&mut self, pieces: u64) {
+        let Some(r) = self.queued.front_mut().map(|q| &mut q.1) else {
+            return;
+        };
+        let cut_bytes = pieces.saturating_mul(ENTRY_BYTES_MAX);
+        if cut_bytes >= r.len.0 {
+            self.queued_pieces -= r.len.0.div_ceil(ENTRY_BYTES_MAX);
+            self.queued.pop_front();
+        } else {
+            *r = ByteRange::new(r.start.0 + cut_bytes, r.len.0 - cut_bytes);
+            self.queued_pieces -= pieces;
         }
     }
 
@@ -112,8 +184,13 @@ impl Window {
         self.entries.is_empty()
     }
 
-    /// Hinted reads not yet admitted.
-    pub fn queued(&self) -> usize {
+    /// Hinted reads (pieces) not yet admitted.
+    pub fn queued_pieces(&self) -> u64 {
+        self.queued_pieces
+    }
+
+    /// Hinted ranges not yet admitted whole: what the hinted list holds.
+    pub fn queued_ranges(&self) -> usize {
         self.queued.len()
     }
 
@@ -150,11 +227,11 @@ impl Window {
         }
         self.shed_from_seq = self.base_seq + i as u64;
         debug_assert!(self.shed_count == 0 || i < self.entries.len());
-        while let Some(&(file, range)) = self.queued.front() {
+        while let Some((file, range)) = self.front_piece() {
             if self.held_bytes + range.len.0 > limit_bytes {
                 break;
             }
-            self.queued.pop_front();
+            self.cut_front(1);
             self.held_bytes += range.len.0;
             self.pending_unused += 1;
             let e = Entry {
@@ -278,17 +355,26 @@ impl Window {
             .collect()
     }
 
-    /// Drops hinted, not admitted reads at the front of the list that `range` of `file` covers (the
-    /// application read them before they could be admitted); returns how many.
-    pub fn skip_queued(&mut self, file: FileId, range: ByteRange) -> usize {
+    /// Drops hinted, not admitted reads (pieces) at the front of the list that `range` of `file`
+    /// covers (the application read them before they could be admitted); returns how many.
+    pub fn skip_queued(&mut self, file: FileId, range: ByteRange) -> u64 {
         let mut n = 0;
         while let Some(&(f, r)) = self.queued.front() {
-            if f == file && r.start >= range.start && r.end() <= range.end() {
-                self.queued.pop_front();
-                n += 1;
-            } else {
+            if f != file || r.start < range.start {
                 break;
             }
+            let pieces = r.len.0.div_ceil(ENTRY_BYTES_MAX);
+            if r.end() <= range.end() {
+                self.cut_front(pieces);
+                n += pieces;
+                continue;
+            }
+            // The read ends inside this range: of its pieces, those ending within the read are
+            // covered, all full ones, since the last one ends past the read.
+            let covered = range.end().0.saturating_sub(r.start.0) / ENTRY_BYTES_MAX;
+            self.cut_front(covered);
+            n += covered;
+            break;
         }
         n
     }
@@ -383,7 +469,12 @@ mod tests {
                 ByteRange::new(8192, 8192),
             ],
         );
-        assert_eq!(w.queued(), 5, "300 KiB is cut into 128 + 128 + 44 KiB");
+        assert_eq!(
+            w.queued_pieces(),
+            5,
+            "300 KiB is cut into 128 + 128 + 44 KiB"
+        );
+        assert_eq!(w.queued_ranges(), 3, "cut as admitted, not when hinted");
         let mut got = vec![];
         w.admit(
             200 << 10,
@@ -396,11 +487,46 @@ mod tests {
         assert!(w.matching(FileId(1), ByteRange::new(0, 8192), 8).is_empty());
     }
 
+    #[test]
+    #[should_panic(expected = "a hinted list must hold a range")]
+    fn a_hinted_list_bound_of_zero_is_refused_where_the_window_is_built() {
+        let _ = Window::with_queued_ranges_max(0);
+    }
+
+    #[test]
+    fn a_full_hinted_list_drops_the_last_ranges_and_takes_more_once_one_is_admitted() {
+        let mut w = Window::with_queued_ranges_max(2);
+        let r = |i: u64| ByteRange::new(i << 20, 200 << 10);
+        assert_eq!(
+            w.push_hints(FileId(0), &[r(0), ByteRange::new(9, 0), r(1), r(2)]),
+            1
+        );
+        assert_eq!((w.queued_ranges(), w.queued_pieces()), (2, 4));
+        let mut got = vec![];
+        // The first range's first piece leaves it queued; its second piece takes it whole.
+        w.admit(128 << 10, |_, o| (0, o), |_, e| got.push(e.range));
+        assert_eq!(w.push_hints(FileId(0), &[r(3)]), 1);
+        w.admit(200 << 10, |_, o| (0, o), |_, e| got.push(e.range));
+        assert_eq!(
+            got,
+            vec![
+                ByteRange::new(0, 128 << 10),
+                ByteRange::new(128 << 10, 72 << 10)
+            ]
+        );
+        assert_eq!(w.push_hints(FileId(0), &[r(4), r(5)]), 1);
+        let queued: Vec<_> = w.queued.iter().map(|q| q.1).collect();
+        assert_eq!(queued, vec![r(1), r(4)]);
+    }
+
     /// The window as it was before it kept counts: every question answered by walking it. The
     /// property below drives both with the same operations.
     #[derive(Default)]
     struct Naive {
-        queued: VecDeque<(FileId, ByteRange)>,
+        /// Pieces, cut when hinted, each with the number of the hinted range it came from.
+        queued: VecDeque<(FileId, ByteRange, u64)>,
+        /// Numbers the next hinted range.
+        hinted_ranges: u64,
         /// `(file, range, fetch, used)`.
         entries: VecDeque<(FileId, ByteRange, FetchState, bool)>,
         base_seq: u64,
@@ -408,6 +534,51 @@ mod tests {
     }
 
     impl Naive {
+        /// Hinted ranges with a piece still queued.
+        fn queued_ranges(&self) -> usize {
+            let ids: std::collections::BTreeSet<u64> = self.queued.iter().map(|q| q.2).collect();
+            ids.len()
+        }
+
+        /// Cuts each range into its pieces at once, while fewer than `max` ranges are queued;
+        /// returns how many it dropped.
+        fn push_hints(&mut self, file: FileId, ranges: &[ByteRange], max: usize) -> usize {
+            let mut dropped = 0;
+            for r in ranges {
+                if r.is_empty() {
+                    continue;
+                }
+                if self.queued_ranges() >= max {
+                    dropped += 1;
+                    continue;
+                }
+                let id = self.hinted_ranges;
+                self.hinted_ranges += 1;
+                let mut start = r.start.0;
+                let end = r.end().0;
+                while start < end {
+                    let len = (end - start).min(ENTRY_BYTES_MAX);
+                    self.queued
+                        .push_back((file, ByteRange::new(start, len), id));
+                    start += len;
+                }
+            }
+            dropped
+        }
+
+        fn skip_queued(&mut self, file: FileId, range: ByteRange) -> u64 {
+            let mut n = 0;
+            while let Some(&(f, r, _)) = self.queued.front() {
+                if f == file && r.start >= range.start && r.end() <= range.end() {
+                    self.queued.pop_front();
+                    n += 1;
+                } else {
+                    break;
+                }
+            }
+            n
+        }
+
         fn admit(&mut self, limit_bytes: u64) -> Vec<(u64, FileId, ByteRange)> {
             let mut got = vec![];
             for i in 0..self.entries.len() {
@@ -421,7 +592,7 @@ mod tests {
                     got.push((self.base_seq + i as u64, e.0, e.1));
                 }
             }
-            while let Some(&(file, range)) = self.queued.front() {
+            while let Some(&(file, range, _)) = self.queued.front() {
                 if self.held_bytes + range.len.0 > limit_bytes {
                     break;
                 }
@@ -432,6 +603,10 @@ mod tests {
                     .push_back((file, range, FetchState::Pending, false));
             }
             got
+        }
+
+        fn has_unused(&self) -> bool {
+            !self.queued.is_empty() || self.entries.iter().any(|e| !e.3)
         }
 
         fn fetched_unused_bytes(&self) -> u64 {
@@ -494,6 +669,13 @@ mod tests {
         Admit {
             limit_kib: u64,
         },
+        /// The application reads from `back_kib` before the first queued piece to `ahead_kib`
+        /// past its start (of the other file, if `other_file`).
+        SkipQueued {
+            other_file: bool,
+            back_kib: u64,
+            ahead_kib: u64,
+        },
         SetFetch {
             pick: usize,
             state: u8,
@@ -523,12 +705,19 @@ mod tests {
     fn op() -> impl proptest::strategy::Strategy<Value = Op> {
         use proptest::prelude::*;
         prop_oneof![
-            (0u32..2, 0u64..512, 1u64..300).prop_map(|(file, start_kib, len_kib)| Op::Hint {
+            (0u32..2, 0u64..512, 0u64..1200).prop_map(|(file, start_kib, len_kib)| Op::Hint {
                 file,
                 start_kib,
                 len_kib
             }),
             (0u64..1024).prop_map(|limit_kib| Op::Admit { limit_kib }),
+            (proptest::bool::weighted(0.1), 0u64..4, 0u64..1200).prop_map(
+                |(other_file, back_kib, ahead_kib)| Op::SkipQueued {
+                    other_file,
+                    back_kib,
+                    ahead_kib
+                }
+            ),
             (any::<usize>(), 0u8..4).prop_map(|(pick, state)| Op::SetFetch { pick, state }),
             any::<usize>().prop_map(|pick| Op::MarkUsed { pick }),
             (0u64..1024, any::<u64>()).prop_map(|(limit_kib, keep_mask)| Op::ShedBack {
@@ -556,12 +745,15 @@ mod tests {
         /// through `set_fetch`, `mark_used`, `shed_back` and `take_shed`), the counts it keeps
         /// answer as a walk over it would, and every walk it skips (to the first shed or unused
         /// read, or when nothing is pending) skips nothing it should have seen. Debug builds also
-        /// recount the window on every `fetched_unused_bytes` and `shed_back`.
+        /// recount the window on every `fetched_unused_bytes` and `shed_back`. The hinted list,
+        /// kept as the ranges given and cut as admitted or skipped, and bounded to `max_ranges`,
+        /// gives the same pieces as one cut into pieces when hinted.
         #[test]
         fn the_counted_window_answers_as_a_walk_over_it_would(
-            ops in proptest::collection::vec(op(), 1..200)
+            ops in proptest::collection::vec(op(), 1..200),
+            max_ranges in 1usize..12,
         ) {
-            let mut w = Window::default();
+            let mut w = Window::with_queued_ranges_max(max_ranges);
             let mut n = Naive::default();
             // Used reads whose bytes are still held (used through `mark_used`, not released).
             let mut held_used: std::collections::BTreeSet<u64> = Default::default();
@@ -576,13 +768,22 @@ mod tests {
                 };
                 match op {
                     Op::Hint { file, start_kib, len_kib } => {
-                        let r = [ByteRange::new(start_kib << 10, len_kib << 10)];
-                        w.push_hints(FileId(file), &r);
-                        let before = n.queued.len();
-                        let mut probe = Window::default();
-                        probe.push_hints(FileId(file), &r);
-                        n.queued.extend(probe.queued.iter().copied());
-                        proptest::prop_assert!(n.queued.len() > before);
+                        // Odd lengths too, so that a range's last piece is short.
+                        let r = [ByteRange::new(start_kib << 10, (len_kib << 10) - len_kib % 3)];
+                        proptest::prop_assert_eq!(
+                            w.push_hints(FileId(file), &r),
+                            n.push_hints(FileId(file), &r, max_ranges)
+                        );
+                    }
+                    Op::SkipQueued { other_file, back_kib, ahead_kib } => {
+                        let Some(&(f, r, _)) = n.queued.front() else { continue };
+                        let file = if other_file { FileId(1 - f.0) } else { f };
+                        let start = r.start.0.saturating_sub(back_kib << 10);
+                        let read = ByteRange::new(start, r.start.0 - start + (ahead_kib << 10));
+                        proptest::prop_assert_eq!(
+                            w.skip_queued(file, read),
+                            n.skip_queued(file, read)
+                        );
                     }
                     Op::Admit { limit_kib } => {
                         let mut got = vec![];
@@ -651,7 +852,11 @@ mod tests {
                 }
                 proptest::prop_assert_eq!(w.held_bytes(), n.held_bytes);
                 proptest::prop_assert_eq!(w.len(), n.entries.len());
-                proptest::prop_assert_eq!(w.queued(), n.queued.len());
+                proptest::prop_assert_eq!(w.queued_pieces(), n.queued.len() as u64);
+                proptest::prop_assert_eq!(w.queued_ranges(), n.queued_ranges());
+                proptest::prop_assert!(w.queued_ranges() <= max_ranges);
+                proptest::prop_assert_eq!(w.front_piece(), n.queued.front().map(|q| (q.0, q.1)));
+                proptest::prop_assert_eq!(w.has_unused(), n.has_unused());
                 proptest::prop_assert_eq!(w.fetched_unused_bytes(), n.fetched_unused_bytes());
                 for (i, e) in n.entries.iter().enumerate() {
                     let got = w.get(n.base_seq + i as u64).expect("same window");
