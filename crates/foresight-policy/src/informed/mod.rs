@@ -10,6 +10,9 @@
 //! them on the faster level. A copy never moves the original: the block stays on its home level
 //! (section 3.2.2) and the upper copy is dropped (`Output::Evict`) once its consumer has read it.
 //!
+//! The policy keeps its hinted stream's whole list, at most [`HINTED_RANGES_MAX`] ranges over the
+//! stream's life; ranges hinted past it are dropped, and their reads go on demand.
+//!
 //! Where each block is, the policy knows from its own completed copies, and it names no source: the
 //! driver reads from the nearest level holding the block, which is the same level the policy
 //! expects, since both learn of a copy when it completes.
@@ -44,6 +47,12 @@ use crate::{FetchIds, Input, Output, Policy, PolicyError, Tier};
 
 /// The policy names this module builds.
 pub const NAMES: &[&str] = &["tip", "ipipe", "ipo", "ipods"];
+
+/// Most hinted ranges the policy keeps over its hinted stream's life; later ones are dropped.
+/// The list is never cut (the prefetchers and their copies under way name accesses by their
+/// place in it), so this bounds it whole: 64 Mi ranges, 27 bytes each, about 1.7 GiB, as many as
+/// the simulator's hinted workloads hold, so none loses a hint.
+pub const HINTED_RANGES_MAX: usize = 1 << 26;
 
 /// How many prefetch buffers TIP uses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -203,6 +212,8 @@ pub struct InformedStats {
     pub late_copies: u64,
     /// Copies skipped because `max_bw` reads were already in flight.
     pub bandwidth_skips: u64,
+    /// Hinted ranges dropped because the list held [`HINTED_RANGES_MAX`] already.
+    pub hinted_ranges_dropped: u64,
 }
 
 /// TIP, alone (`tip`) or with one pipelining prefetcher per pair of levels (`ipipe`, `ipo`,
@@ -216,7 +227,10 @@ pub struct Informed {
     /// The hinted stream closed: its id may now name another stream, which must not be taken
     /// for it, and no other stream may take its place (its list is half consumed).
     stream_closed: bool,
+    /// The hinted stream's reads, in order, at most `hinted_ranges_max`.
     accesses: Vec<(FileId, ByteRange)>,
+    /// [`HINTED_RANGES_MAX`] but in tests.
+    hinted_ranges_max: usize,
     /// Nearest level (1-based) holding each access's block; `levels.len()` for the home level.
     nearest: Vec<u8>,
     /// Level a copy of the access is travelling to, 0 if none.
@@ -295,6 +309,7 @@ impl Informed {
             stream: None,
             stream_closed: false,
             accesses: vec![],
+            hinted_ranges_max: HINTED_RANGES_MAX,
             nearest: vec![],
             copying_to: vec![],
             held_at: vec![],
@@ -311,6 +326,14 @@ impl Informed {
                 ..InformedStats::default()
             },
         })
+    }
+
+    /// The policy with its list bounded to `max` ranges instead of [`HINTED_RANGES_MAX`], so that
+    /// tests reach the bound without gigabytes of hints.
+    #[cfg(test)]
+    fn with_hinted_ranges_max(mut self, max: usize) -> Informed {
+        self.hinted_ranges_max = max;
+        self
     }
 
     fn plan_stages(mode: Mode, cfg: &InformedConfig, x_cache: u32) -> Vec<Stage> {
@@ -603,12 +626,22 @@ impl Policy for Informed {
                 }
                 self.stream = Some(stream);
                 let home = self.cfg.levels.len() as u8;
-                for range in ranges {
+                // Hints are advice: the reads of dropped ones do not match the list, so the
+                // driver reads them on demand.
+                let room = self.hinted_ranges_max.saturating_sub(self.accesses.len());
+                self.stats.hinted_ranges_dropped += ranges.len().saturating_sub(room) as u64;
+                for range in ranges.into_iter().take(room) {
                     self.accesses.push((file, range));
                     self.nearest.push(home);
                     self.copying_to.push(0);
                     self.held_at.push(0);
                 }
+                assert!(
+                    self.accesses.len() <= self.hinted_ranges_max,
+                    "{} hinted ranges kept, more than {}",
+                    self.accesses.len(),
+                    self.hinted_ranges_max
+                );
                 self.tip_issue();
                 if !self.started {
                     self.started = true;

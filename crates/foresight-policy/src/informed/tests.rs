@@ -471,3 +471,55 @@ fn a_copy_that_lands_after_a_higher_copy_of_its_block_is_dropped() {
         "copies nobody read are left on the levels: {held:?}"
     );
 }
+
+/// TIP keeps at most `HINTED_RANGES_MAX` hinted ranges (lowered to 4 here): it fetches none of
+/// the ranges hinted past it, in the same hint or a later one, and ignores their reads, which the
+/// driver serves on demand. It used to keep every range hinted, without end.
+#[test]
+fn ranges_hinted_past_tips_bound_are_dropped_and_read_on_demand() {
+    let cfg = ten_mb(2);
+    let mut p = Informed::new("tip", &cfg)
+        .unwrap()
+        .with_hinted_ranges_max(4);
+    let block = |b: u64| ByteRange::new(b * BLOCK, BLOCK);
+    let hint = |p: &mut Informed, blocks: std::ops::Range<u64>| {
+        p.handle(
+            Instant(0),
+            Input::Hint {
+                stream: StreamId(0),
+                file: FileId(0),
+                ranges: blocks.map(block).collect(),
+            },
+        );
+    };
+    let mut fetched = vec![];
+    let take = |p: &mut Informed, fetched: &mut Vec<u64>| {
+        while let Some(o) = p.poll_output() {
+            match o {
+                Output::Fetch { id, range, .. } => {
+                    fetched.push(range.start.0 / BLOCK);
+                    p.handle(Instant(1), Input::Fetched { id, ok: true });
+                }
+                other => panic!("unexpected {other:?}"),
+            }
+        }
+    };
+    hint(&mut p, 0..6);
+    hint(&mut p, 6..7);
+    assert_eq!(p.stats().hinted_ranges_dropped, 3);
+    take(&mut p, &mut fetched);
+    for b in 0..7 {
+        let miss = (b >= 4).then_some(block(b).start);
+        p.handle(
+            Instant(2),
+            Input::Read {
+                stream: StreamId(0),
+                file: FileId(0),
+                range: block(b),
+                miss,
+            },
+        );
+        take(&mut p, &mut fetched);
+    }
+    assert_eq!(fetched, vec![0, 1, 2, 3]);
+}

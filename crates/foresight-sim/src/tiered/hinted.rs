@@ -16,6 +16,13 @@ use crate::trace::{for_each_line, LineError, TraceError};
 /// The most reads a hinted trace may hold.
 pub const MAX_READS: usize = 1 << 26;
 
+// The informed policies drop the hinted ranges past their bound; the driver hints one range a
+// read, so no access list the simulator accepts loses one.
+const _: () = assert!(
+    MAX_READS <= foresight_policy::informed::HINTED_RANGES_MAX,
+    "an access list the simulator accepts would overflow the informed policies' list"
+);
+
 fn err(file: &str, line: usize, message: impl Into<String>) -> TraceError {
     TraceError {
         file: file.to_string(),
