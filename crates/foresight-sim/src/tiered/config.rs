@@ -128,6 +128,10 @@ pub fn wants_tiers(root: &Table) -> bool {
 
 const MAX_SIZE: ByteLen = ByteLen(1 << 50);
 
+/// The most cache buffers `policy.x_cache` may name, as a number or a quoted number: far more than
+/// any memory the tiers model holds in blocks.
+const X_CACHE_MAX: i64 = 1 << 20;
+
 fn positive(d: Duration, key: &str) -> Result<Duration, ConfigError> {
     if d.0 == 0 {
         return Err(key_err(key, "must be a positive duration, e.g. \"52ms\""));
@@ -398,25 +402,23 @@ pub fn parse(mut root: Table, base_dir: Option<&Path>) -> Result<SimConfig, Conf
             ),
         ));
     }
+    // A count is taken as a number or as a quoted number alike, within the same range.
+    let x_cache_ok = |i: i64| (1..=X_CACHE_MAX).contains(&i);
+    let x_cache_err = |got: String| {
+        key_err(
+            "policy.x_cache",
+            format!("expected a buffer count from 1 to {X_CACHE_MAX} or \"auto\", got {got}"),
+        )
+    };
     let x_cache = match p.raw("x_cache") {
         None => XCache::Auto,
         Some(Value::String(s)) if s.trim() == "auto" => XCache::Auto,
-        Some(Value::Integer(i)) if (1..=1 << 20).contains(&i) => XCache::Fixed(i as u32),
-        Some(Value::String(s)) => match s.trim().parse::<u32>() {
-            Ok(i) if i >= 1 => XCache::Fixed(i),
-            _ => {
-                return Err(key_err(
-                    "policy.x_cache",
-                    format!("expected a buffer count of at least 1 or \"auto\", got `{s}`"),
-                ))
-            }
+        Some(Value::Integer(i)) if x_cache_ok(i) => XCache::Fixed(i as u32),
+        Some(Value::String(s)) => match s.trim().parse::<i64>() {
+            Ok(i) if x_cache_ok(i) => XCache::Fixed(i as u32),
+            _ => return Err(x_cache_err(format!("`{s}`"))),
         },
-        Some(v) => {
-            return Err(key_err(
-                "policy.x_cache",
-                format!("expected a buffer count of at least 1 or \"auto\", got {v}"),
-            ))
-        }
+        Some(v) => return Err(x_cache_err(v.to_string())),
     };
     let max_bw = p.opt_int("max_bw", 1, 1 << 20)?.map(|v| v as u32);
     let pnext_groups = p.opt_int("pnext_groups", 1, 1 << 20)?.map(|v| v as u32);

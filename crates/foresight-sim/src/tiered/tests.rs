@@ -86,6 +86,21 @@ fn bad_keys_are_named() {
         "policy.x_cache=zero",
     ])
     .contains("policy.x_cache"));
+    // A count in quotes was taken up to 2^32 - 1, as a number only up to 2^20 (and refused with a
+    // message that asked for "at least 1"): one range for both, named in the message.
+    for x in ["\"2000000\"", "2000000"] {
+        let e = err(&[
+            "device.kind=constant",
+            "device.t_upper=1ms",
+            "device.t_lower=2ms",
+            "device.t_lower_to_upper=3ms",
+            &format!("policy.x_cache={x}"),
+        ]);
+        assert!(
+            e.contains("policy.x_cache") && e.contains("1 to 1048576"),
+            "{x}: {e}"
+        );
+    }
     assert!(err(&["device.kind=tiered"]).contains("device.tiers"));
     // `host` given as a value rather than a section is named, not dropped.
     let e = err(&[
