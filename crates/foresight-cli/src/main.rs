@@ -272,7 +272,7 @@ device.kind is tiered or constant, workload.kind is hinted, or the policy is an 
   link = {delay = \"200us\", bandwidth = \"110MiB/s\"}   optional network to the tiers
   [policy]
   name = \"tip\"                   tip | ipipe | ipo | ipods
-  x_cache = \"auto\"               TIP's prefetch buffers, a count or auto (cost-benefit)
+  x_cache = \"auto\"               TIP's prefetch buffers, a count (1 to 1048576) or auto (cost-benefit)
   max_bw = 15                    ipo/ipods: most reads in flight (TIP's and the copies')
   pnext_groups = 7               ipo/ipods: Pnext lead in X_cache groups (default: algorithm 5)
   lru_hit_gain = 0.0             auto: LRU cache hit ratio lost per buffer taken (TIP's cost)
