@@ -2485,6 +2485,40 @@ mod tests {
         core.check();
     }
 
+    /// The application copies file bytes `[from, to)` out of the chunk that holds `from`.
+    fn read_through(core: &mut Core, file: FileId, stream: StreamId, from: u64, to: u64) {
+        let Found::Ready { chunk, .. } = core.find(file, from) else {
+            panic!("byte {from} is in")
+        };
+        drop(core.pin(chunk));
+        core.unpin(stream, chunk, from, to);
+    }
+
+    /// With one 256 KiB chunk prefetched at the file's start (of the 768 KiB prefetches may use
+    /// under `core_over_holding(1 MiB, 256 KiB)`), two more prefetches fill the rest; returns
+    /// what a third, which needs room the first chunk holds, is granted.
+    fn third_prefetch(core: &mut Core, backend: &Holding, file: FileId) -> (u32, bool) {
+        let chunk_bytes = 256u64 << 10;
+        assert_eq!(
+            core.fetch(
+                FetchId(1),
+                file,
+                ByteRange::new(chunk_bytes, 2 * chunk_bytes),
+                None,
+                None
+            ),
+            (2, false)
+        );
+        fill_and_complete(core, backend);
+        core.fetch(
+            FetchId(2),
+            file,
+            ByteRange::new(3 * chunk_bytes, chunk_bytes),
+            None,
+            None,
+        )
+    }
+
     /// A prefetched chunk the application has read a little of still holds read-ahead it has
     /// not read, and a prefetch must not take that, as it may not take a prefetched chunk nobody
     /// has read: the prefetch is refused, the chunk stays whole, and a demand read may still take
@@ -2504,32 +2538,10 @@ mod tests {
         );
         fill_and_complete(&mut core, &backend);
         // The application reads 8 KiB from the middle of it, as `directed`'s scattered reads do.
-        let Found::Ready { chunk, .. } = core.find(file, 64 << 10) else {
-            panic!("the prefetch is in")
-        };
-        drop(core.pin(chunk));
-        core.unpin(stream, chunk, 64 << 10, 72 << 10);
-        // Two more prefetches fill what prefetches may use.
+        read_through(&mut core, file, stream, 64 << 10, 72 << 10);
+        // Two more prefetches fill what prefetches may use; a third finds nothing it may take.
         assert_eq!(
-            core.fetch(
-                FetchId(1),
-                file,
-                ByteRange::new(chunk_bytes, 2 * chunk_bytes),
-                None,
-                None
-            ),
-            (2, false)
-        );
-        fill_and_complete(&mut core, &backend);
-        // A third finds no room: nothing it may take.
-        assert_eq!(
-            core.fetch(
-                FetchId(2),
-                file,
-                ByteRange::new(3 * chunk_bytes, chunk_bytes),
-                None,
-                None
-            ),
+            third_prefetch(&mut core, &backend, file),
             (0, true),
             "a prefetch took read-ahead nobody has read"
         );
@@ -2561,11 +2573,7 @@ mod tests {
         );
         fill_and_complete(&mut core, &backend);
         for (from, to) in [(chunk_bytes / 2, chunk_bytes), (0, chunk_bytes / 2)] {
-            let Found::Ready { chunk, .. } = core.find(file, from) else {
-                panic!("the prefetch is in")
-            };
-            drop(core.pin(chunk));
-            core.unpin(stream, chunk, from, to);
+            read_through(&mut core, file, stream, from, to);
         }
         assert!(
             matches!(core.find(file, 0), Found::Ready { .. }),
@@ -2573,24 +2581,7 @@ mod tests {
         );
         assert_eq!(core.stats.prefetch_used_bytes, chunk_bytes);
         assert_eq!(
-            core.fetch(
-                FetchId(1),
-                file,
-                ByteRange::new(chunk_bytes, 2 * chunk_bytes),
-                None,
-                None
-            ),
-            (2, false)
-        );
-        fill_and_complete(&mut core, &backend);
-        assert_eq!(
-            core.fetch(
-                FetchId(2),
-                file,
-                ByteRange::new(3 * chunk_bytes, chunk_bytes),
-                None,
-                None
-            ),
+            third_prefetch(&mut core, &backend, file),
             (1, false),
             "a prefetch could not take data the application had read whole"
         );
@@ -2645,13 +2636,7 @@ mod tests {
             (1, false)
         );
         fill_and_complete(&mut core, &backend);
-        let read = |core: &mut Core, from: u64, to: u64| {
-            let Found::Ready { chunk, .. } = core.find(file, from) else {
-                panic!("byte {from} is in")
-            };
-            drop(core.pin(chunk));
-            core.unpin(stream, chunk, from, to);
-        };
+        let read = |core: &mut Core, from: u64, to: u64| read_through(core, file, stream, from, to);
         // 8 KiB from the middle, then 4 KiB of the same pages again and one page beside them.
         read(&mut core, 64 * kib, 72 * kib);
         read(&mut core, 66 * kib, 70 * kib);
