@@ -2437,13 +2437,8 @@ mod tests {
     /// chunk lived.
     #[test]
     fn a_release_inside_a_chunk_frees_those_pages_and_keeps_the_rest() {
-        let (mut core, backend, file, _) = core_over_holding(4 << 20, 1 << 20);
+        let (mut core, _backend, file, _) = one_prefetched_chunk(4 << 20, 1 << 20);
         let chunk_bytes = 256u64 << 10;
-        assert_eq!(
-            core.fetch(FetchId(0), file, ByteRange::new(0, chunk_bytes), None, None),
-            (1, false)
-        );
-        fill_and_complete(&mut core, &backend);
         let lent_before = core.pool.lent_bytes();
         // Release [64 KiB, 128 KiB) and an unaligned range that covers page 50 whole.
         core.release(file, ByteRange::new(64 << 10, 64 << 10));
@@ -2494,6 +2489,21 @@ mod tests {
         core.unpin(stream, chunk, from, to);
     }
 
+    /// A core over `memory_bytes` (chunks of at most `max_io_bytes`) whose first 256 KiB of the
+    /// file are prefetched, in one filled chunk nobody has read.
+    fn one_prefetched_chunk(
+        memory_bytes: u64,
+        max_io_bytes: u64,
+    ) -> (Core, Arc<Holding>, FileId, StreamId) {
+        let (mut core, backend, file, stream) = core_over_holding(memory_bytes, max_io_bytes);
+        assert_eq!(
+            core.fetch(FetchId(0), file, ByteRange::new(0, 256 << 10), None, None),
+            (1, false)
+        );
+        fill_and_complete(&mut core, &backend);
+        (core, backend, file, stream)
+    }
+
     /// With one 256 KiB chunk prefetched at the file's start (of the 768 KiB prefetches may use
     /// under `core_over_holding(1 MiB, 256 KiB)`), two more prefetches fill the rest; returns
     /// what a third, which needs room the first chunk holds, is granted.
@@ -2530,13 +2540,8 @@ mod tests {
     #[test]
     fn a_prefetch_does_not_take_a_prefetched_chunk_read_only_in_part() {
         // 1 MiB of budget, 256 KiB of it kept for demand reads: 768 KiB for prefetches.
-        let (mut core, backend, file, stream) = core_over_holding(1 << 20, 256 << 10);
+        let (mut core, backend, file, stream) = one_prefetched_chunk(1 << 20, 256 << 10);
         let chunk_bytes = 256u64 << 10;
-        assert_eq!(
-            core.fetch(FetchId(0), file, ByteRange::new(0, chunk_bytes), None, None),
-            (1, false)
-        );
-        fill_and_complete(&mut core, &backend);
         // The application reads 8 KiB from the middle of it, as `directed`'s scattered reads do.
         read_through(&mut core, file, stream, 64 << 10, 72 << 10);
         // Two more prefetches fill what prefetches may use; a third finds nothing it may take.
@@ -2565,13 +2570,8 @@ mod tests {
     #[test]
     fn a_prefetch_may_take_a_prefetched_chunk_read_in_full_out_of_order() {
         // 1 MiB of budget, 256 KiB of it kept for demand reads: 768 KiB for prefetches.
-        let (mut core, backend, file, stream) = core_over_holding(1 << 20, 256 << 10);
+        let (mut core, backend, file, stream) = one_prefetched_chunk(1 << 20, 256 << 10);
         let chunk_bytes = 256u64 << 10;
-        assert_eq!(
-            core.fetch(FetchId(0), file, ByteRange::new(0, chunk_bytes), None, None),
-            (1, false)
-        );
-        fill_and_complete(&mut core, &backend);
         for (from, to) in [(chunk_bytes / 2, chunk_bytes), (0, chunk_bytes / 2)] {
             read_through(&mut core, file, stream, from, to);
         }
@@ -2595,12 +2595,7 @@ mod tests {
     #[test]
     fn a_piece_left_with_only_read_pages_is_used_data() {
         let kib = 1u64 << 10;
-        let (mut core, backend, file, stream) = core_over_holding(1 << 20, 256 * kib);
-        assert_eq!(
-            core.fetch(FetchId(0), file, ByteRange::new(0, 256 * kib), None, None),
-            (1, false)
-        );
-        fill_and_complete(&mut core, &backend);
+        let (mut core, _backend, file, stream) = one_prefetched_chunk(1 << 20, 256 * kib);
         // Every page but the first two, back half first: not read from the chunk's start.
         for (from, to) in [(128 * kib, 256 * kib), (8 * kib, 128 * kib)] {
             let Found::Ready { chunk, .. } = core.find(file, from) else {
@@ -2630,12 +2625,7 @@ mod tests {
     #[test]
     fn a_chunk_read_in_part_wastes_the_pages_nobody_read() {
         let kib = 1u64 << 10;
-        let (mut core, backend, file, stream) = core_over_holding(1 << 20, 256 * kib);
-        assert_eq!(
-            core.fetch(FetchId(0), file, ByteRange::new(0, 256 * kib), None, None),
-            (1, false)
-        );
-        fill_and_complete(&mut core, &backend);
+        let (mut core, _backend, file, stream) = one_prefetched_chunk(1 << 20, 256 * kib);
         let read = |core: &mut Core, from: u64, to: u64| read_through(core, file, stream, from, to);
         // 8 KiB from the middle, then 4 KiB of the same pages again and one page beside them.
         read(&mut core, 64 * kib, 72 * kib);
