@@ -151,6 +151,24 @@ fn drive_with(
     (busy_until, order, peak, held)
 }
 
+/// Block `b` of the file, as a byte range.
+fn block(b: u64) -> ByteRange {
+    ByteRange::new(b * BLOCK, BLOCK)
+}
+
+/// Stream 0 reads block `b` of file 0 at `at`, missing it or not.
+fn read_block(p: &mut Informed, at: u64, b: u64, miss: bool) {
+    p.handle(
+        Instant(at),
+        Input::Read {
+            stream: StreamId(0),
+            file: FileId(0),
+            range: block(b),
+            miss: miss.then_some(block(b).start),
+        },
+    );
+}
+
 fn ten_mb(x: u32) -> InformedConfig {
     InformedConfig {
         x_cache: XCache::Fixed(x),
@@ -178,7 +196,6 @@ fn a_block_whose_fetch_was_refused_is_still_taken_and_tip_goes_on() {
     // comes back cut short, so that read misses and the driver reads the block on demand.
     let cfg = ten_mb(2);
     let mut p = Informed::new("tip", &cfg).unwrap();
-    let block = |b: u64| ByteRange::new(b * BLOCK, BLOCK);
     let fetches = |p: &mut Informed| -> Vec<(FetchId, u64)> {
         std::iter::from_fn(|| p.poll_output())
             .filter_map(|o| match o {
@@ -187,17 +204,7 @@ fn a_block_whose_fetch_was_refused_is_still_taken_and_tip_goes_on() {
             })
             .collect()
     };
-    let read = |p: &mut Informed, b: u64, miss: bool| {
-        p.handle(
-            Instant(2),
-            Input::Read {
-                stream: StreamId(0),
-                file: FileId(0),
-                range: block(b),
-                miss: miss.then_some(block(b).start),
-            },
-        );
-    };
+    let read = |p: &mut Informed, b: u64, miss: bool| read_block(p, 2, b, miss);
     p.handle(
         Instant(0),
         Input::Hint {
@@ -242,7 +249,6 @@ fn a_block_whose_fetch_was_refused_is_still_taken_and_tip_goes_on() {
 fn a_new_stream_given_the_closed_hinted_streams_id_is_not_taken_for_it() {
     let cfg = ten_mb(3);
     let mut p = Informed::new("tip", &cfg).unwrap();
-    let block = |b: u64| ByteRange::new(b * BLOCK, BLOCK);
     p.handle(
         Instant(0),
         Input::Hint {
@@ -269,15 +275,7 @@ fn a_new_stream_given_the_closed_hinted_streams_id_is_not_taken_for_it() {
     );
     // A new stream with the same id reads the first block: it is not the hinted application
     // taking its block, so TIP fetches nothing further for it.
-    p.handle(
-        Instant(3),
-        Input::Read {
-            stream: StreamId(0),
-            file: FileId(0),
-            range: block(0),
-            miss: None,
-        },
-    );
+    read_block(&mut p, 3, 0, false);
     assert_eq!(p.poll_output(), None);
     // Nor does a hint from it start a second list.
     p.handle(
@@ -481,7 +479,6 @@ fn ranges_hinted_past_tips_bound_are_dropped_and_read_on_demand() {
     let mut p = Informed::new("tip", &cfg)
         .unwrap()
         .with_hinted_ranges_max(4);
-    let block = |b: u64| ByteRange::new(b * BLOCK, BLOCK);
     let hint = |p: &mut Informed, blocks: std::ops::Range<u64>| {
         p.handle(
             Instant(0),
@@ -509,16 +506,7 @@ fn ranges_hinted_past_tips_bound_are_dropped_and_read_on_demand() {
     assert_eq!(p.stats().hinted_ranges_dropped, 3);
     take(&mut p, &mut fetched);
     for b in 0..7 {
-        let miss = (b >= 4).then_some(block(b).start);
-        p.handle(
-            Instant(2),
-            Input::Read {
-                stream: StreamId(0),
-                file: FileId(0),
-                range: block(b),
-                miss,
-            },
-        );
+        read_block(&mut p, 2, b, b >= 4);
         take(&mut p, &mut fetched);
     }
     assert_eq!(fetched, vec![0, 1, 2, 3]);
