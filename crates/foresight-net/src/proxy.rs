@@ -73,8 +73,8 @@ pub const MIN_IDLE_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// The most connections a proxy may be told to relay at once. Each takes four threads (a reader
 /// and a writer per direction) and up to a bandwidth-delay product of queued bytes per direction,
-/// so this many already asks for 40,000 threads, about the most a Linux host allows one process
-/// by default.
+/// so this many already asks for 40,000 threads: more than Linux's default `vm.max_map_count`
+/// (65,530 mappings, two for each thread's stack and guard) lets one process start.
 pub const MAX_CONNECTIONS: usize = 10_000;
 
 /// A running proxy.
