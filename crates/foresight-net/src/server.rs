@@ -96,8 +96,8 @@ const MAX_CHUNK_BYTES: usize = 16 << 20;
 pub(crate) const MAX_CONNECTIONS: usize = 1 << 20;
 
 /// The longest request head a server may be told to take. Each connection may buffer one, so
-/// the bound keeps `--max-connections` heads within reach of a machine's memory; a request head
-/// of a mebibyte is already far beyond what browsers and proxies send (about 8 to 64 KiB).
+/// the bound keeps `--max-connections` heads within reach of a machine's memory; a mebibyte is
+/// 64 times the default of 16 KiB.
 pub(crate) const MAX_HEADER_BYTES: usize = 1 << 20;
 
 /// Where the device figures published at `/.well-known/foresight` come from.
