@@ -9,7 +9,7 @@ use std::time::Duration as StdDuration;
 use anyhow::Context as _;
 use clap::Args;
 use foresight_core::{parse_duration, parse_rate, parse_size, Bandwidth, ByteLen};
-use foresight_net::client::{Client, ClientConfig, Url};
+use foresight_net::client::{Client, ClientConfig, Notes, Url};
 use foresight_net::proxy::{self, ProxyConfig};
 use foresight_net::server::{self, DeviceSource, ServerConfig};
 use foresight_net::soak::{self, SoakConfig};
@@ -240,6 +240,14 @@ stopped by SIGINT, SIGTERM or SIGHUP) leaves no partial file and an existing fil
 device or FIFO (/dev/null) is written directly. \
 With --json and no --out the data is discarded and only the report is printed. A download \
 that lasts notes on standard error every 5 s how much has arrived. \
+A request (the opening HEAD, each range, the whole-file GET until its answer begins) that gets no \
+connection, a broken one, a 503, or no complete answer within --request-timeout (connecting \
+included) is sent again 0.1 s and then 0.2 s later: 3 attempts in all, each retry noted on \
+standard error (the request, as HEAD, GET or its byte range, which attempt failed, after how long \
+and why); the third failure ends the download, saying it gave up after 3 attempts. The device \
+figures request is sent once, and a failure of it is noted and done without. A server that stops \
+answering (or stops sending mid-body) thus fails a download within 4 x --request-timeout plus \
+0.3 s: the figures request's timeout and one request's three attempts. \
 --random SIZE reads --reads random ranges of SIZE instead of the whole file, to measure what \
 random reads cost (bytes transferred against bytes asked); their bytes are not kept, so it takes \
 no --out. A SIZE larger than the file reads the whole file each time, and standard error says so; \
@@ -314,9 +322,11 @@ pub struct GetArgs {
     /// With --random: the seed of the offsets [default: 1].
     #[arg(long)]
     seed: Option<u64>,
-    /// How long one range request may take before it is retried (a unit must arrive within it,
-    /// so a slow path with a large --readahead needs more); without ranges, how long the whole-file
-    /// GET may go without data. Connecting to the server gets as long. At least 1s.
+    /// How long one attempt of a request may take, connecting included, before it is sent again
+    /// (a unit must arrive within it, so a slow path with a large --readahead needs more);
+    /// without ranges, how long the whole-file GET may go without data. A request is sent at
+    /// most 3 times, each retry noted on standard error, so a server that stops answering fails
+    /// the download within 4 x this (see below). At least 1s.
     #[arg(allow_hyphen_values = true, long, value_name = "DURATION", default_value = "60s", value_parser = duration_arg)]
     request_timeout: StdDuration,
     /// Print one JSON object per URL instead of a summary line.
@@ -388,7 +398,8 @@ pub fn run_get(a: &GetArgs) -> anyhow::Result<()> {
         max_buffer: a.max_buffer,
         ..ClientConfig::default()
     })
-    .map_err(net)?;
+    .map_err(net)?
+    .with_notes(Notes::new(|text| note!("{text}")));
     let several = a.urls.len() > 1;
     // Several URLs, or an existing directory: each file under its URL's name.
     let into_dir = a.out.as_ref().is_some_and(|out| several || out.is_dir());

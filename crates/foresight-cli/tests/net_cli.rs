@@ -1061,3 +1061,72 @@ fn a_reader_leaving_after_a_failed_url_does_not_hide_the_failure() {
     assert_eq!(code, Some(0), "{err}");
     assert!(!err.contains("error"), "{err}");
 }
+
+/// A server that accepts every connection and then neither reads nor answers nor closes: the
+/// connections are kept open until the test ends. Returns the address and the count of
+/// connections accepted so far.
+fn silent_server() -> (
+    std::net::SocketAddr,
+    std::sync::Arc<std::sync::atomic::AtomicUsize>,
+) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let accepted = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let count = accepted.clone();
+    std::thread::spawn(move || {
+        let mut kept = Vec::new();
+        for c in listener.incoming() {
+            count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            kept.push(c);
+        }
+    });
+    (addr, accepted)
+}
+
+/// A server that accepts and never answers: `get` notes each retry on standard error (which
+/// request, which attempt, after how long) and then fails (exit 1) saying it gave up after three
+/// attempts, having opened no more than three connections. Before, it failed after one timeout
+/// with nothing said meanwhile and no retry; the bound of 60 s only tells a bounded give-up from
+/// a hang (three attempts of 1 s each are expected).
+#[test]
+fn get_from_a_server_that_never_answers_notes_each_retry_and_gives_up() {
+    let (addr, accepted) = silent_server();
+    let mut get = KillOnDrop(
+        bin()
+            .args([
+                "get",
+                &format!("http://{addr}/f.bin"),
+                "--request-timeout",
+                "1s",
+                "--json",
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let status = wait_exit(
+        &mut get,
+        60,
+        "get still waiting 60 s after a 1 s request timeout",
+    );
+    let mut err = String::new();
+    std::io::Read::read_to_string(get.0.stderr.as_mut().unwrap(), &mut err).unwrap();
+    assert_eq!(status.code(), Some(1), "{err}");
+    for attempt in 1..=2 {
+        assert!(
+            err.lines().any(|l| l.contains("HEAD")
+                && l.contains(&format!("attempt {attempt} of 3 failed after"))
+                && l.contains("no complete answer within 1s")
+                && l.contains("sending it again")),
+            "no note of attempt {attempt}: {err}"
+        );
+    }
+    let last = err.lines().last().unwrap_or_default();
+    assert!(
+        last.contains("no complete answer within 1s") && last.contains("gave up after 3 attempts"),
+        "{err}"
+    );
+    let n = accepted.load(std::sync::atomic::Ordering::SeqCst);
+    assert!((1..=3).contains(&n), "{n} connections for one request");
+}

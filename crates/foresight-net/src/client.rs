@@ -17,7 +17,10 @@
 //! (compared weakly) or date, or another length, is [`NetError::Changed`] (a download that has
 //! written nothing yet starts over). Random reads take their bytes as they arrive and report a
 //! unit received ahead of the read to the stream only once the read reaches it, so that the
-//! stream's demand in flight bounds what a read of any size holds.
+//! stream's demand in flight bounds what a read of any size holds. A request that fails for
+//! want of a connection or an answer (within the request timeout), or gets 503, is sent again
+//! up to [`REQUEST_ATTEMPTS`] times in all, each retry handed to the client's [`Notes`], so a
+//! server that stops answering ends a download within a bounded number of request timeouts.
 //!
 //! A server that does not honour ranges (no `Accept-Ranges: bytes`, or the whole file in answer to
 //! a range, which RFC 9110 allows) is read in one plain `GET` whose body goes to the application
@@ -176,9 +179,9 @@ pub struct ClientConfig {
     pub max_connections: usize,
     /// The size of the application's sequential reads.
     pub app_read: ByteLen,
-    /// How long one range request may take; without ranges, how long the one whole-file `GET`
-    /// may go without receiving data (it may take as long as the file needs). Each connect to
-    /// the server may take as long.
+    /// How long one attempt of a request may take, connecting included (a request is sent at
+    /// most [`REQUEST_ATTEMPTS`] times); without ranges, how long the one whole-file `GET` may go
+    /// without receiving data once its answer has begun (it may take as long as the file needs).
     pub request_timeout: StdDuration,
     /// `p` when the server publishes none.
     pub peak_ratio: f64,
@@ -280,6 +283,48 @@ impl Report {
 pub struct Client {
     cfg: ClientConfig,
     rt: tokio::runtime::Runtime,
+    notes: Notes,
+}
+
+/// Where a download's notes go while it runs: each request that failed and is sent again, which
+/// one, after how long and why. A download that waits on a silent server would otherwise say
+/// nothing until it gives up. `foresight get` prints them on standard error; by default they go
+/// nowhere.
+#[derive(Clone)]
+pub struct Notes(Arc<dyn Fn(&str) + Send + Sync>);
+
+impl Notes {
+    /// Notes handed to `f`.
+    pub fn new(f: impl Fn(&str) + Send + Sync + 'static) -> Notes {
+        Notes(Arc::new(f))
+    }
+
+    fn note(&self, text: &str) {
+        (self.0)(text)
+    }
+}
+
+impl Default for Notes {
+    fn default() -> Notes {
+        Notes::new(|_| {})
+    }
+}
+
+impl std::fmt::Debug for Notes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Notes")
+    }
+}
+
+/// How many times a request (the opening `HEAD`, a range, the plain `GET` up to its answer's
+/// head) is sent before the download gives up: the first time and two more, 0.1 s and then 0.2 s
+/// after the failure before. Each attempt, connecting included, has one request timeout, so a
+/// server that stops answering costs a request at most this many timeouts and 0.3 s.
+pub const REQUEST_ATTEMPTS: u32 = 3;
+
+/// The pause before attempt `next` (2 or more) of a request.
+fn retry_pause(next: u32) -> StdDuration {
+    StdDuration::from_millis(100 * u64::from(next.saturating_sub(1)))
 }
 
 static STREAM_SEQ: AtomicU64 = AtomicU64::new(0);
@@ -338,7 +383,17 @@ impl Client {
             .enable_all()
             .thread_name("foresight-get")
             .build()?;
-        Ok(Client { cfg, rt })
+        Ok(Client {
+            cfg,
+            rt,
+            notes: Notes::default(),
+        })
+    }
+
+    /// The same client, its notes (see [`Notes`]) handed to `notes`.
+    pub fn with_notes(mut self, notes: Notes) -> Client {
+        self.notes = notes;
+        self
     }
 
     /// Downloads `url` into `sink`.
@@ -350,7 +405,7 @@ impl Client {
         loop {
             match self
                 .rt
-                .block_on(download(self.cfg, url, Some(&mut *sink), None))
+                .block_on(download(self.cfg, &self.notes, url, Some(&mut *sink), None))
             {
                 Err(NetError::Changed {
                     written_bytes: 0, ..
@@ -370,8 +425,13 @@ impl Client {
         reads: u32,
         seed: u64,
     ) -> Result<Report, NetError> {
-        self.rt
-            .block_on(download(self.cfg, url, None, Some((size, reads, seed))))
+        self.rt.block_on(download(
+            self.cfg,
+            &self.notes,
+            url,
+            None,
+            Some((size, reads, seed)),
+        ))
     }
 }
 
@@ -394,6 +454,7 @@ struct Pool {
     epoch: std::time::Instant,
     stream_tag: String,
     timeout: StdDuration,
+    notes: Notes,
 }
 
 impl Pool {
@@ -411,14 +472,16 @@ impl Pool {
         }
     }
 
-    /// A pooled idle connection, or a new one (always a new one when `fresh`). With `wait`, and
-    /// while other exchanges have connections out, it waits (up to the request timeout) for one
-    /// of theirs rather than open a new one: the server may be closing connections beyond its
-    /// limit, and a new one would only be closed again.
+    /// A pooled idle connection, or a new one (always a new one when `fresh`), by `deadline`.
+    /// With `wait`, and while other exchanges have connections out, it waits (for at most half of
+    /// the time left, so that a connect still has the rest) for one of theirs rather than open a
+    /// new one: the server may be closing connections beyond its limit, and a new one would only
+    /// be closed again.
     async fn connection(
         &self,
         fresh: bool,
         wait: bool,
+        deadline: tokio::time::Instant,
     ) -> Result<SendRequest<Empty<Bytes>>, NetError> {
         if !fresh {
             let wait_for_one = async {
@@ -436,13 +499,15 @@ impl Pool {
                     returned.await;
                 }
             };
-            if let Ok(Some(c)) = tokio::time::timeout(self.timeout, wait_for_one).await {
+            let now = tokio::time::Instant::now();
+            let wait_until = now + deadline.saturating_duration_since(now) / 2;
+            if let Ok(Some(c)) = tokio::time::timeout_at(wait_until, wait_for_one).await {
                 return Ok(c);
             }
         }
-        // The connect has the request timeout too: a server whose accept queue is full (or a
-        // host that drops SYNs) would otherwise hold the download for the kernel's SYN retries,
-        // over two minutes, whatever `--request-timeout` says.
+        // The connect is within the attempt's time too: a server whose accept queue is full (or
+        // a host that drops SYNs) would otherwise hold the download for the kernel's SYN
+        // retries, over two minutes, whatever `--request-timeout` says.
         let connect = async {
             let tcp = tokio::net::TcpStream::connect(&self.authority)
                 .await
@@ -458,7 +523,7 @@ impl Pool {
                     error: std::io::Error::other(e),
                 })
         };
-        let (send, conn) = tokio::time::timeout(self.timeout, connect)
+        let (send, conn) = tokio::time::timeout_at(deadline, connect)
             .await
             .map_err(|_| NetError::Connect {
                 addr: self.authority.clone(),
@@ -473,9 +538,70 @@ impl Pool {
         Ok(send)
     }
 
-    /// One request and its answer. With `wait`, the request goes on a connection that has
-    /// answered before when other exchanges have one out (see [`Pool::connection`]).
+    /// One request and its answer, sent once (see [`Pool::exchange_tries`]).
     async fn exchange(
+        &self,
+        url: &Url,
+        method: Method,
+        range: Option<ByteRange>,
+        if_range: Option<&HeaderValue>,
+    ) -> Result<Exchange, NetError> {
+        self.exchange_tries(url, method, range, if_range, 1).await
+    }
+
+    /// One request and its answer, sent up to `attempts` times: a busy server (503), a connection
+    /// that failed or a request that got no complete answer within the request timeout is tried
+    /// again, a little later each time ([`retry_pause`]), with a note saying so; anything else is
+    /// final. The connection slot is held from the first attempt to the last, so the attempts
+    /// follow one another without queueing behind other requests, and the whole costs at most
+    /// `attempts` request timeouts and the pauses. A retry goes on a connection the server has
+    /// kept, if others are out: the failed one may have been a new connection closed at the
+    /// server's limit.
+    async fn exchange_tries(
+        &self,
+        url: &Url,
+        method: Method,
+        range: Option<ByteRange>,
+        if_range: Option<&HeaderValue>,
+        attempts: u32,
+    ) -> Result<Exchange, NetError> {
+        let _permit = self.permits.acquire().await.map_err(|_| NetError::Http {
+            url: url.to_string(),
+            message: "client closed".into(),
+        })?;
+        let what = match range {
+            Some(r) => format!("bytes {}-{}", r.start.0, r.end().0.saturating_sub(1)),
+            None => method.to_string(),
+        };
+        let began = std::time::Instant::now();
+        let mut attempt = 1;
+        loop {
+            let tried = std::time::Instant::now();
+            let r = self
+                .attempt(url, method.clone(), range, if_range, attempt > 1)
+                .await;
+            let why = match &r {
+                Ok(ex) if ex.status == StatusCode::SERVICE_UNAVAILABLE => ex.status.to_string(),
+                Err(e @ (NetError::Connect { .. } | NetError::Http { .. })) => failure_text(e),
+                _ => return r,
+            };
+            if attempt >= attempts {
+                return r.map_err(|e| gave_up(e, &what, attempts, began.elapsed()));
+            }
+            self.notes.note(&format!(
+                "{url}: {what}: attempt {attempt} of {attempts} failed after {:.1} s ({why}); \
+                 sending it again",
+                tried.elapsed().as_secs_f64()
+            ));
+            attempt += 1;
+            tokio::time::sleep(retry_pause(attempt)).await;
+        }
+    }
+
+    /// One attempt of a request: connecting (or taking a pooled connection), sending, and the
+    /// whole answer, within one request timeout. With `wait`, the request goes on a connection
+    /// that has answered before when other exchanges have one out (see [`Pool::connection`]).
+    async fn attempt(
         &self,
         url: &Url,
         method: Method,
@@ -487,18 +613,11 @@ impl Pool {
             url: url.to_string(),
             message,
         };
-        let _permit = self
-            .permits
-            .acquire()
-            .await
-            .map_err(|_| http_err("client closed".into()))?;
-        let mut conn = self.connection(false, wait).await?;
+        let deadline = tokio::time::Instant::now() + self.timeout;
+        let mut conn = self.connection(false, wait, deadline).await?;
         // Counted out until this exchange ends; its end (the connection back in the pool, or
         // dropped) wakes exchanges waiting for a connection.
         let _out = Out::new(self);
-        conn.ready()
-            .await
-            .map_err(|e| http_err(request_failure("connection", &e)))?;
         let head = method == Method::HEAD;
         let mut req = Request::builder()
             .method(method)
@@ -514,8 +633,11 @@ impl Pool {
         let req = req
             .body(Empty::<Bytes>::new())
             .map_err(|e| http_err(format!("building the request: {e}")))?;
-        let sent = self.now();
         let work = async {
+            conn.ready()
+                .await
+                .map_err(|e| http_err(request_failure("connection", &e)))?;
+            let sent = self.now();
             let resp = conn
                 .send_request(req)
                 .await
@@ -525,7 +647,7 @@ impl Pool {
             // A whole file sent in answer to a range request is not gathered here: the caller
             // reads the file another way, and the connection, busy with it, is dropped.
             if range.is_some() && parts.status == StatusCode::OK {
-                return Ok::<_, NetError>((parts, None, first_byte));
+                return Ok::<_, NetError>((parts, None, sent, first_byte));
             }
             // A body longer than asked for is a broken server's, not data: it is refused from
             // its announced length, or as soon as it runs past, never gathered whole (a huge
@@ -558,9 +680,9 @@ impl Pool {
                     }
                 })?
                 .to_bytes();
-            Ok((parts, Some(body), first_byte))
+            Ok((parts, Some(body), sent, first_byte))
         };
-        let (parts, body, first_byte) = tokio::time::timeout(self.timeout, work)
+        let (parts, body, sent, first_byte) = tokio::time::timeout_at(deadline, work)
             .await
             .map_err(|_| http_err(format!("no complete answer within {:?}", self.timeout)))??;
         let last_byte = self.now();
@@ -586,6 +708,37 @@ impl Pool {
             headers: parts.headers,
             body,
         })
+    }
+}
+
+/// What went wrong, without the URL a note or message already names.
+fn failure_text(e: &NetError) -> String {
+    match e {
+        NetError::Http { message, .. } => message.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// `e`, the last of `attempts` failures of the request for `what`, saying that it was the last
+/// and how long all of them took.
+fn gave_up(e: NetError, what: &str, attempts: u32, took: StdDuration) -> NetError {
+    if attempts < 2 {
+        return e;
+    }
+    let after = format!(
+        "(gave up after {attempts} attempts in {:.1} s)",
+        took.as_secs_f64()
+    );
+    match e {
+        NetError::Http { url, message } => NetError::Http {
+            url,
+            message: format!("{what}: {message} {after}"),
+        },
+        NetError::Connect { addr, error } => NetError::Connect {
+            addr,
+            error: std::io::Error::new(error.kind(), format!("{error} {after}")),
+        },
+        other => other,
     }
 }
 
@@ -665,16 +818,20 @@ fn reusable(parts: &hyper::http::response::Parts) -> bool {
 
 /// The figures at `/.well-known/foresight`, if the server publishes them.
 async fn server_figures(pool: &Pool, url: &Url) -> Option<DeviceFigures> {
-    let ex = pool
-        .exchange(
-            &url.with_path(WELL_KNOWN_PATH),
-            Method::GET,
-            None,
-            None,
-            false,
-        )
-        .await
-        .ok()?;
+    let figures_url = url.with_path(WELL_KNOWN_PATH);
+    // Sent once: the figures are a help, not a need. A server without them answers 404 at once;
+    // one that fails to answer is said to, as the wait (up to a request timeout) is otherwise
+    // unexplained.
+    let ex = match pool.exchange(&figures_url, Method::GET, None, None).await {
+        Ok(ex) => ex,
+        Err(e) => {
+            pool.notes.note(&format!(
+                "{figures_url}: {}; going on without the server's figures",
+                failure_text(&e)
+            ));
+            return None;
+        }
+    };
     if ex.status != StatusCode::OK {
         return None;
     }
@@ -717,32 +874,15 @@ fn dispatch(
         *in_flight += 1;
         *requested_bytes += req.range.len.0;
         tasks.spawn(async move {
-            // A busy server (503) or a connection that broke before answering gets two more
-            // tries, a little later each time; anything else is final.
-            let mut attempt = 0u64;
-            let r = loop {
-                // A retry goes on a connection the server has kept, if others are out: the
-                // failed one may have been a new connection closed at the server's limit.
-                let r = pool
-                    .exchange(
-                        &url,
-                        Method::GET,
-                        Some(req.range),
-                        if_range.as_ref(),
-                        attempt > 0,
-                    )
-                    .await;
-                let retry = match &r {
-                    Ok(ex) => ex.status == StatusCode::SERVICE_UNAVAILABLE,
-                    Err(NetError::Connect { .. }) | Err(NetError::Http { .. }) => true,
-                    Err(_) => false,
-                };
-                if !retry || attempt >= 2 {
-                    break r;
-                }
-                attempt += 1;
-                tokio::time::sleep(StdDuration::from_millis(100 * attempt)).await;
-            };
+            let r = pool
+                .exchange_tries(
+                    &url,
+                    Method::GET,
+                    Some(req.range),
+                    if_range.as_ref(),
+                    REQUEST_ATTEMPTS,
+                )
+                .await;
             let _ = tx.send((req.id, req.range, r));
         });
     }
@@ -776,6 +916,7 @@ fn copy_out(pieces: &BTreeMap<u64, Bytes>, from: u64, to: u64, out: &mut Vec<u8>
 
 async fn download(
     cfg: ClientConfig,
+    notes: &Notes,
     url: &Url,
     mut sink: Option<&mut dyn Write>,
     random: Option<(ByteLen, u32, u64)>,
@@ -802,23 +943,13 @@ async fn download(
             STREAM_SEQ.fetch_add(1, Ordering::Relaxed)
         ),
         timeout: cfg.request_timeout,
+        notes: notes.clone(),
     });
-    // A connection refused or closed before its answer is tried twice more, a little later each
-    // time, as a range request is: a server at its connection limit closes new connections at
-    // once. A request that ran out its time is not: it would only wait as long again.
-    let mut attempt = 0u64;
-    let head = loop {
-        let tried = std::time::Instant::now();
-        match pool.exchange(url, Method::HEAD, None, None, false).await {
-            Err(NetError::Connect { .. } | NetError::Http { .. })
-                if attempt < 2 && tried.elapsed() < pool.timeout =>
-            {
-                attempt += 1;
-                tokio::time::sleep(StdDuration::from_millis(100 * attempt)).await;
-            }
-            other => break other?,
-        }
-    };
+    // Tried as often as a range request: a server at its connection limit closes new
+    // connections at once, and one that has stalled is given as many timeouts, with a note each.
+    let head = pool
+        .exchange_tries(url, Method::HEAD, None, None, REQUEST_ATTEMPTS)
+        .await?;
     if !head.status.is_success() {
         return Err(http_err(format!("HEAD answered {}", head.status)));
     }
@@ -1310,11 +1441,6 @@ impl Checker<'_> {
 /// bytes was handed on: the first time and two more.
 const CHANGED_ATTEMPTS: u32 = 3;
 
-/// How many times the plain path sends its request when the connection fails before any byte
-/// of an answer (a kept-alive connection the server closed, a reset): the first time and two more,
-/// each on a new connection.
-const PLAIN_ATTEMPTS: u32 = 3;
-
 /// The file in one `GET` without a range (the server does not honour ranges), streamed to `sink`
 /// as it arrives: memory stays bounded whatever the file's length, and the request timeout
 /// bounds the time without data rather than the whole transfer. The first `skip` bytes (those the
@@ -1338,13 +1464,19 @@ async fn plain_get(
         .acquire()
         .await
         .map_err(|_| http_err("client closed".into()))?;
+    // Sent up to `REQUEST_ATTEMPTS` times, each time on a new connection, while no byte of an
+    // answer has come (a kept-alive connection the server closed, a reset, no answer head
+    // within the request timeout); a note says each time why.
+    let began = std::time::Instant::now();
     let mut attempt = 0;
     let (resp, sent, first_byte) = loop {
         attempt += 1;
         let sent = pool.now();
+        let tried = std::time::Instant::now();
+        let deadline = tokio::time::Instant::now() + idle;
         let ask = async {
             // A retry never takes a pooled connection: the last one failed for a reason.
-            let mut conn = pool.connection(attempt > 1, false).await?;
+            let mut conn = pool.connection(attempt > 1, false, deadline).await?;
             conn.ready()
                 .await
                 .map_err(|e| http_err(request_failure("connection", &e)))?;
@@ -1359,16 +1491,35 @@ async fn plain_get(
                 .await
                 .map_err(|e| http_err(request_failure("request failed", &e)))
         };
-        let r = tokio::time::timeout(idle, ask)
+        let r = tokio::time::timeout_at(deadline, ask)
             .await
             .unwrap_or_else(|_| Err(http_err(format!("no answer within {idle:?}"))));
         match r {
             Ok(resp) => break (resp, sent, pool.now()),
             // Nothing of an answer has arrived, so nothing was handed on: safe to send again.
-            Err(NetError::Connect { .. } | NetError::Http { .. }) if attempt < PLAIN_ATTEMPTS => {
-                continue
+            Err(e @ (NetError::Connect { .. } | NetError::Http { .. }))
+                if attempt < REQUEST_ATTEMPTS =>
+            {
+                pool.notes.note(&format!(
+                    "{url}: GET: attempt {attempt} of {REQUEST_ATTEMPTS} failed after {:.1} s \
+                     ({}); sending it again",
+                    tried.elapsed().as_secs_f64(),
+                    failure_text(&e)
+                ));
+                tokio::time::sleep(retry_pause(attempt + 1)).await;
             }
-            Err(e) => return Err(e),
+            Err(e) => {
+                return Err(gave_up(
+                    e,
+                    "GET",
+                    if attempt < REQUEST_ATTEMPTS {
+                        1
+                    } else {
+                        attempt
+                    },
+                    began.elapsed(),
+                ))
+            }
         }
     };
     if resp.status() != StatusCode::OK {

@@ -1425,3 +1425,73 @@ fn random_reads_that_continue_one_another_get_the_readahead_they_count_on() {
         }
     }
 }
+
+/// A server that answers the `HEAD` (ranges honoured) and then sends half of each range's body
+/// and stops, holding the connection open: every range request times out mid-body. Each is sent
+/// three times at most, each retry is noted (which range, which attempt, after how long), and
+/// the download fails saying it gave up after three attempts. Before, retries were silent.
+#[test]
+fn a_server_that_stalls_mid_body_is_retried_with_notes_and_given_up_on() {
+    use std::io::Write;
+    let data = content(1 << 20, 9);
+    let asked = std::sync::Arc::new(std::sync::Mutex::new(std::collections::BTreeMap::<
+        (u64, u64),
+        usize,
+    >::new()));
+    let seen = asked.clone();
+    let addr = tiny_server(move |req, c| {
+        let Some((first, last)) = req.range.filter(|_| req.method == "GET") else {
+            let _ = answer(req, c, "HTTP/1.1", "Accept-Ranges: bytes\r\n", &data);
+            return true;
+        };
+        *seen.lock().unwrap().entry((first, last)).or_default() += 1;
+        let len = last - first + 1;
+        let _ = c.write_all(
+            format!(
+                "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes {first}-{last}/{}\r\n\
+                 Content-Length: {len}\r\n\r\n",
+                data.len()
+            )
+            .as_bytes(),
+        );
+        let _ = c.write_all(&data[first as usize..(first + len / 2) as usize]);
+        std::thread::sleep(Duration::from_secs(30));
+        false
+    });
+    let url: Url = format!("http://{addr}/f.bin").parse().unwrap();
+    let notes = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let kept = notes.clone();
+    let c = Client::new(ClientConfig {
+        alpha: AlphaMode::Fixed(1),
+        request_timeout: Duration::from_secs(1),
+        ..ClientConfig::default()
+    })
+    .unwrap()
+    .with_notes(foresight_net::client::Notes::new(move |t| {
+        kept.lock().unwrap().push(t.to_string())
+    }));
+    let e = c
+        .get(&url, &mut Vec::new())
+        .expect_err("a stalled server gave a file");
+    let text = e.to_string();
+    let notes = notes.lock().unwrap().clone();
+    assert!(
+        text.contains("bytes ")
+            && text.contains("no complete answer within 1s")
+            && text.contains("gave up after 3 attempts"),
+        "{text}"
+    );
+    for attempt in 1..=2 {
+        assert!(
+            notes.iter().any(|n| n.contains("bytes ")
+                && n.contains(&format!("attempt {attempt} of 3 failed after"))
+                && n.contains("no complete answer within 1s")),
+            "no note of attempt {attempt}: {notes:#?}"
+        );
+    }
+    let asked = asked.lock().unwrap();
+    assert!(
+        asked.values().all(|n| *n <= 3),
+        "a range sent more than three times: {asked:?}"
+    );
+}
