@@ -792,7 +792,9 @@ at most the bandwidth-delay product (up to 256 MiB) in flight each way, so a del
 carries no byte either way for --idle-timeout (60 s by default). When either end closes its \
 side, the other end's write side is shut once everything sent is delivered, and the other \
 direction is relayed until it ends too (a server that half-closes still gets what its client \
-sends, a client that half-closes still gets its answer). A connection the \
+sends, a client that half-closes still gets its answer). When either end's connection fails \
+instead (a reset), the other end is reset too once what came before is delivered, so that it \
+sees an error rather than an end that would pass a cut-off answer for a whole one. A connection the \
 upstream does not answer is closed, and standard error says so (at most once a second). Use it to \
 measure `foresight get` against long or slow paths on one machine; it runs until interrupted.
 

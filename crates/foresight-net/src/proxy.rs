@@ -13,12 +13,14 @@
 //! side (a read reaching its end) has the other end's write side shut once everything it sent is
 //! delivered, and the opposite direction goes on until it ends too: a server that half-closes and
 //! still reads gets what its client sends afterwards, and so does a client waiting for an answer
-//! after its own half-close. A connection that carries no byte either way for the idle timeout,
-//! with nothing queued, is closed both ways: a client that connects and then neither sends nor
-//! closes (whether or not the upstream has closed its side) keeps its slot for the idle timeout at
-//! most. Plain threads rather
-//! than an async runtime because their sleeps are precise to tens of microseconds, which the
-//! shortest delays need.
+//! after its own half-close. An end whose read or write fails otherwise (a reset, mostly) has the
+//! other end reset in turn (`SO_LINGER` of zero, then the close), once what that end sent before
+//! the failure is delivered: its peer sees an error, where a FIN would have made a response cut
+//! short by an upstream's crash read as complete. A connection that carries no byte either way
+//! for the idle timeout, with nothing queued, is closed both ways: a client that connects and then
+//! neither sends nor closes (whether or not the upstream has closed its side) keeps its slot for
+//! the idle timeout at most. Plain threads rather than an async runtime because their sleeps are
+//! precise to tens of microseconds, which the shortest delays need.
 //!
 //! The accept thread only accepts: each connection resolves and connects to the upstream on a
 //! thread of its own, with at most [`UPSTREAM_CONNECT_TIMEOUT`] per address, so an upstream slow
@@ -368,6 +370,31 @@ struct Activity {
     last_ns: AtomicU64,
     queued_chunks: AtomicUsize,
     epoch: Instant,
+    /// Set when either end failed (a read or write error other than a timeout): from then on
+    /// neither socket is shut for writing, whose FIN would read as a clean end, and both are
+    /// reset as they close ([`abort`]).
+    aborted: AtomicBool,
+}
+
+/// What a reader hands its writer.
+enum Relayed {
+    /// Bytes read, and when they are due at the other end (ns since the link's epoch).
+    Chunk(u64, Vec<u8>),
+    /// The end read from: it closed its side (or went idle), so the other end's write side is
+    /// shut once everything before is delivered.
+    End,
+    /// The end read from failed (a reset, say): the other end is reset too once everything
+    /// before is delivered, so that it learns the transfer failed instead of seeing an end.
+    Failed,
+}
+
+/// Resets `s` when its last descriptor closes (`SO_LINGER` of zero: an RST rather than a FIN,
+/// queued bytes dropped), and shuts it for reading, which wakes the reader of the opposite
+/// direction (its read ends at once) without sending anything to the peer, so that every thread
+/// lets go of its descriptors and the close happens now.
+fn abort(s: &TcpStream) {
+    let _ = socket2::SockRef::from(s).set_linger(Some(Duration::ZERO));
+    let _ = s.shutdown(Shutdown::Read);
 }
 
 impl Activity {
@@ -470,6 +497,7 @@ fn relay_spawning(
         last_ns: AtomicU64::new(0),
         queued_chunks: AtomicUsize::new(0),
         epoch: up.epoch,
+        aborted: AtomicBool::new(false),
     });
     activity.touch();
     let mut writers_started = 0;
@@ -478,7 +506,7 @@ fn relay_spawning(
             (client_up, server_up, client_feed, up.clone(), true),
             (server, client, server_feed, down.clone(), false),
         ] {
-            let (tx, rx) = sync_channel::<Option<(u64, Vec<u8>)>>(limits.queue_chunks);
+            let (tx, rx) = sync_channel::<Relayed>(limits.queue_chunks);
             let (st, epoch, act) = (stats.clone(), link.epoch, activity.clone());
             spawn(
                 "proxy-read",
@@ -519,7 +547,7 @@ fn relay_spawning(
 fn read_side(
     mut src: TcpStream,
     link: &Link,
-    tx: &SyncSender<Option<(u64, Vec<u8>)>>,
+    tx: &SyncSender<Relayed>,
     stats: &ProxyStats,
     up_dir: bool,
     activity: &Activity,
@@ -530,7 +558,7 @@ fn read_side(
         .set_read_timeout(Some(idle_check_every(idle_timeout)))
         .is_err()
     {
-        let _ = tx.send(None);
+        let _ = tx.send(Relayed::End);
         return;
     }
     loop {
@@ -544,13 +572,26 @@ fn read_side(
                         | io::ErrorKind::Interrupted
                 ) =>
             {
+                if activity.aborted.load(Ordering::SeqCst) {
+                    // The other end failed; its writer shut this side for reading, which ends
+                    // the read at once, and this is only the fallback.
+                    break;
+                }
                 if activity.idle_for(idle_timeout) {
                     // The other direction's reader sees the same and closes its end too.
                     let _ = src.shutdown(Shutdown::Both);
                     break;
                 }
             }
-            Err(_) => break,
+            Err(_) => {
+                // A reset (or any failure but the end): this side is reset as it closes, and
+                // the writer resets the other once what came before is delivered. A shut write
+                // side there would read as the sender's clean end, a truncated answer as whole.
+                activity.aborted.store(true, Ordering::SeqCst);
+                let _ = socket2::SockRef::from(&src).set_linger(Some(Duration::ZERO));
+                let _ = tx.send(Relayed::Failed);
+                return;
+            }
             Ok(n) => {
                 activity.touch();
                 activity.queued_chunks.fetch_add(1, Ordering::SeqCst);
@@ -561,25 +602,33 @@ fn read_side(
                     &stats.bytes_down
                 };
                 counter.fetch_add(n as u64, Ordering::Relaxed);
-                if tx.send(Some((due, buf[..n].to_vec()))).is_err() {
+                if tx.send(Relayed::Chunk(due, buf[..n].to_vec())).is_err() {
                     activity.queued_chunks.fetch_sub(1, Ordering::SeqCst);
                     break;
                 }
             }
         }
     }
-    let _ = tx.send(None);
+    let _ = tx.send(Relayed::End);
 }
 
 fn write_side(
     mut dst: TcpStream,
     feeder: &TcpStream,
-    rx: &Receiver<Option<(u64, Vec<u8>)>>,
+    rx: &Receiver<Relayed>,
     epoch: Instant,
     send_timeout: Duration,
     activity: &Activity,
 ) {
-    while let Ok(Some((due, data))) = rx.recv() {
+    loop {
+        let (due, data) = match rx.recv() {
+            Ok(Relayed::Chunk(due, data)) => (due, data),
+            Ok(Relayed::Failed) => {
+                abort(&dst);
+                return;
+            }
+            Ok(Relayed::End) | Err(_) => break,
+        };
         let now = epoch.elapsed().as_nanos() as u64;
         if due > now {
             std::thread::sleep(Duration::from_nanos(due - now));
@@ -587,16 +636,34 @@ fn write_side(
         let written = write_within(&mut dst, &data, send_timeout);
         activity.touch();
         activity.queued_chunks.fetch_sub(1, Ordering::SeqCst);
-        if written.is_err() {
-            // The far side is gone, or has stopped reading: stop reading towards it too, which
-            // ends the other direction and gives back the connection's slot, and close the side
-            // these chunks came from, whose reader would otherwise wait on it.
-            let _ = dst.shutdown(Shutdown::Both);
-            let _ = feeder.shutdown(Shutdown::Both);
-            return;
+        match written {
+            Ok(()) => {}
+            Err(e)
+                if e.kind() == io::ErrorKind::TimedOut
+                    && !activity.aborted.load(Ordering::SeqCst) =>
+            {
+                // The far side has stopped reading: stop reading towards it too, which ends the
+                // other direction and gives back the connection's slot, and close the side these
+                // chunks came from, whose reader would otherwise wait on it.
+                let _ = dst.shutdown(Shutdown::Both);
+                let _ = feeder.shutdown(Shutdown::Both);
+                return;
+            }
+            Err(_) => {
+                // The far side is gone (reset, or failed): the side these chunks came from is
+                // reset too rather than closed, so it does not take what it sent for delivered.
+                activity.aborted.store(true, Ordering::SeqCst);
+                abort(&dst);
+                abort(feeder);
+                return;
+            }
         }
     }
-    let _ = dst.shutdown(Shutdown::Write);
+    // After a failure of the other end, a FIN here would make this end's peer take what it got
+    // for the whole; that end is being reset instead.
+    if !activity.aborted.load(Ordering::SeqCst) {
+        let _ = dst.shutdown(Shutdown::Write);
+    }
 }
 
 /// Writes all of `data` within `timeout`, or fails. A socket's own write timeout bounds each
@@ -1023,6 +1090,61 @@ mod tests {
             String::from_utf8_lossy(&read_to_end(&mut c)),
             "answer to a question"
         );
+        p.shutdown();
+    }
+
+    /// An upstream that resets its connection mid-answer (linger 0, then close): the proxy
+    /// resets the client's connection too, so the client's read ends in an error, not in the
+    /// clean end of stream that would pass a truncated answer for a whole one. Before, the reset
+    /// was relayed as a half-close and the client read the end of the stream. The reverse: a
+    /// client that resets makes the upstream's read fail as well.
+    #[test]
+    fn a_reset_at_either_end_resets_the_other() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let upstream = l.local_addr().unwrap();
+        let (heard_tx, heard) = channel();
+        std::thread::spawn(move || {
+            // The first connection: a request, part of an answer, then a reset.
+            let (mut s, _) = l.accept().unwrap();
+            let mut asked = [0u8; 4];
+            s.read_exact(&mut asked).unwrap();
+            s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 1000000\r\n\r\npart")
+                .unwrap();
+            socket2::SockRef::from(&s)
+                .set_linger(Some(Duration::ZERO))
+                .unwrap();
+            drop(s);
+            // The second: the client resets; what does the upstream's read see?
+            let (mut s, _) = l.accept().unwrap();
+            s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+            let mut got = Vec::new();
+            heard_tx.send(s.read_to_end(&mut got).map(|_| got)).unwrap();
+        });
+        let p = proxy_to(upstream);
+
+        let mut c = TcpStream::connect(p.local_addr()).unwrap();
+        c.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        c.write_all(b"GET ").unwrap();
+        let mut got = Vec::new();
+        let end = c.read_to_end(&mut got);
+        assert!(
+            String::from_utf8_lossy(&got).starts_with("HTTP/1.1 200 OK"),
+            "{got:?}"
+        );
+        let e = end.expect_err("the upstream's reset reached the client as a clean end");
+        assert_eq!(e.kind(), io::ErrorKind::ConnectionReset, "{e}");
+
+        let c = TcpStream::connect(p.local_addr()).unwrap();
+        (&c).write_all(b"half a request").unwrap();
+        socket2::SockRef::from(&c)
+            .set_linger(Some(Duration::ZERO))
+            .unwrap();
+        drop(c);
+        let heard = heard
+            .recv_timeout(Duration::from_secs(20))
+            .expect("the upstream's read never ended");
+        let e = heard.expect_err("the client's reset reached the upstream as a clean end");
+        assert_eq!(e.kind(), io::ErrorKind::ConnectionReset, "{e}");
         p.shutdown();
     }
 }
