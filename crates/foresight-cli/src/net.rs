@@ -120,7 +120,9 @@ Last-Modified. Conditional requests follow RFC 9110, section 13.2.2: If-Match (s
 comparison, * for any file), else If-Unmodified-Since, failing gives 412; then If-None-Match \
 (weak comparison), else If-Modified-Since, gives 304; If-Range honours Range only for a strong \
 match (the strong ETag, or a Last-Modified at least a second old), and otherwise the whole file \
-is sent.
+is sent. A modification time ahead of the clock is sent as the answer's date (RFC 9110, \
+8.8.2.1), and the two date conditions weigh a file's time no later than its last status change \
+(ctime, when that time was set), so such a date sent back holds until the file changes.
 
 GET /.well-known/foresight publishes the device figures the adaptive client needs: \
 max_readahead_bytes (--readahead), avg_bandwidth_bytes_per_s (RB: measured at startup by reading \

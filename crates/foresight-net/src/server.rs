@@ -590,6 +590,9 @@ impl FileVersion {
             ),
             weak: !settled,
             modified_s: since_epoch.and_then(Result::ok).map(|d| d.as_secs()),
+            // Not part of the version (a `chmod` changes it, not the bytes): the caller adds
+            // it from the same metadata.
+            changed_s: None,
         }
     }
 
@@ -1521,13 +1524,20 @@ async fn serve_file(
     let now_s = now
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
-    let validators = version.validators(now);
+    let validators = Validators {
+        changed_s: {
+            use std::os::unix::fs::MetadataExt;
+            u64::try_from(file.metadata.ctime()).ok()
+        },
+        ..version.validators(now)
+    };
     let mut validator_headers = Vec::with_capacity(2);
     if let Ok(v) = HeaderValue::from_str(&validators.etag_value()) {
         validator_headers.push((header::ETAG, v));
     }
     // A modification time ahead of the clock is sent as the answer's date (RFC 9110, section
-    // 8.8.2.1); the conditions still weigh the file's own time, which no date sent can equal.
+    // 8.8.2.1); the date conditions weigh it no later than the inode's status change, so that
+    // such a date sent back holds until the file changes (`modified_for_conditions`).
     let last_modified_s = validators.modified_s.map(|m| m.min(now_s));
     if let Some(date) = last_modified_s.and_then(format_http_date) {
         if let Ok(v) = HeaderValue::from_str(&date) {

@@ -10,8 +10,10 @@
 //! tags mean equal bytes (section 8.8.1). The preconditions are weighed in the order of section
 //! 13.2.2: `If-Match` (strong comparison, `*` any file; failing gives 412), else
 //! `If-Unmodified-Since` (412 when the file is newer than the date; a date that does not parse is
-//! ignored); then `If-None-Match` (weak comparison, a `W/` prefix ignored on either side, `*` any
-//! file; a match gives 304), else `If-Modified-Since` (304 when the file is not newer); then
+//! ignored; "newer" weighs the modification time no later than the inode's last status change
+//! nor the clock, see [`Validators::modified_for_conditions`]); then `If-None-Match` (weak comparison, a `W/` prefix ignored on either side, `*` any
+//! file; a match gives 304), else `If-Modified-Since` (304 when the file is not newer, weighed as
+//! for `If-Unmodified-Since`); then
 //! `If-Range`, which needs a strong match: an entity tag without `W/` equal to the file's strong
 //! tag, or a date equal to its `Last-Modified` when that date is itself strong, that is when the
 //! file was modified at least a second before the answer (section 8.8.2.2; whole seconds, so the
@@ -266,9 +268,28 @@ pub struct Validators {
     pub weak: bool,
     /// The modification time in whole seconds since the epoch, if the file has one after 1970.
     pub modified_s: Option<u64>,
+    /// The inode's last status change (`ctime`) in whole seconds since the epoch, if known. The
+    /// kernel stamps it from its clock at every change of the data or metadata, the setting of
+    /// the modification time included, and nothing can set it; so a modification time ahead
+    /// of it was set by hand, and the data has not changed since it.
+    pub changed_s: Option<u64>,
 }
 
 impl Validators {
+    /// The date `If-Unmodified-Since` and `If-Modified-Since` compare, at `now_s`: the file's
+    /// last modification as far as the server can tell, its modification time, but no later
+    /// than its last status change nor than the clock. A modification time ahead of the clock
+    /// (a file touched into the future, or copied from a machine whose clock runs ahead) is
+    /// sent in `Last-Modified` as the answer's own date (RFC 9110, section 8.8.2.1), which moves
+    /// on with the clock; compared as it is, the file would look modified after every date a
+    /// client was sent. The status change is when that modification time was set, so a date
+    /// at or after it holds until the file changes again, and any change (a write, a new
+    /// modification time) moves the status change past it. `None` without a modification time.
+    pub fn modified_for_conditions(&self, now_s: u64) -> Option<u64> {
+        let m = self.modified_s?;
+        Some(self.changed_s.map_or(m, |c| m.min(c)).min(now_s))
+    }
+
     /// The `ETag` field value: the tag, with `W/` when it is weak.
     pub fn etag_value(&self) -> String {
         if self.weak {
@@ -324,7 +345,9 @@ pub fn evaluate(c: &Conditions, file: &Validators, now_s: u64) -> Answer {
         if !holds {
             return Answer::PreconditionFailed;
         }
-    } else if let (Some(ius), Some(modified_s)) = (&c.if_unmodified_since, file.modified_s) {
+    } else if let (Some(ius), Some(modified_s)) =
+        (&c.if_unmodified_since, file.modified_for_conditions(now_s))
+    {
         // A date that does not parse is ignored (section 13.1.4), as is the field for a file
         // without a modification time.
         if parse_http_date(ius, year).is_some_and(|since| modified_s > since) {
@@ -341,7 +364,9 @@ pub fn evaluate(c: &Conditions, file: &Validators, now_s: u64) -> Answer {
         if matched {
             return Answer::NotModified;
         }
-    } else if let (Some(ims), Some(modified_s)) = (&c.if_modified_since, file.modified_s) {
+    } else if let (Some(ims), Some(modified_s)) =
+        (&c.if_modified_since, file.modified_for_conditions(now_s))
+    {
         if parse_http_date(ims, year).is_some_and(|since| modified_s <= since) {
             return Answer::NotModified;
         }
@@ -478,6 +503,7 @@ mod tests {
             etag: "\"1-2-3-4\"".into(),
             weak: false,
             modified_s: Some(EXAMPLE_S),
+            changed_s: Some(EXAMPLE_S),
         }
     }
 
@@ -637,6 +663,75 @@ mod tests {
             ..file()
         };
         assert_eq!(evaluate(&c, &undated, EXAMPLE_S + 10), RANGE);
+    }
+
+    /// A file whose modification time is ahead of the clock is sent with the answer's date as its
+    /// `Last-Modified`. A client sending that date back later, the clock having moved on (still
+    /// short of the file's time, or past it), still has `If-Unmodified-Since` hold and gets 304
+    /// for `If-Modified-Since`: the file has not changed since its time was set (its status
+    /// change). A write after the date, or the time set into the future again, moves the status
+    /// change past it and fails the precondition, as does a date from before the time was set.
+    /// Before, the file's own time was weighed, later than any date sent: always 412.
+    #[test]
+    fn a_modification_time_ahead_of_the_clock_is_weighed_from_its_status_change() {
+        let set_at = EXAMPLE_S;
+        let future = EXAMPLE_S + 86_400;
+        let sent = set_at + 3;
+        let ahead = Validators {
+            weak: true,
+            modified_s: Some(future),
+            changed_s: Some(set_at),
+            ..file()
+        };
+        let ius = |date: u64| Conditions {
+            if_unmodified_since: format_http_date(date),
+            ..Conditions::default()
+        };
+        let ims = |date: u64| Conditions {
+            if_modified_since: format_http_date(date),
+            ..Conditions::default()
+        };
+        for now in [sent, sent + 60, future, future + 10] {
+            assert_eq!(evaluate(&ius(sent), &ahead, now), RANGE, "at {now}");
+            assert_eq!(
+                evaluate(&ims(sent), &ahead, now),
+                Answer::NotModified,
+                "at {now}"
+            );
+        }
+        assert_eq!(
+            evaluate(&ius(set_at - 1), &ahead, sent),
+            Answer::PreconditionFailed
+        );
+        let written = Validators {
+            modified_s: Some(sent + 5),
+            changed_s: Some(sent + 5),
+            ..ahead.clone()
+        };
+        let touched_again = Validators {
+            modified_s: Some(future + 100),
+            changed_s: Some(sent + 5),
+            ..ahead.clone()
+        };
+        for changed in [&written, &touched_again] {
+            assert_eq!(
+                evaluate(&ius(sent), changed, sent + 10),
+                Answer::PreconditionFailed,
+                "{changed:?}"
+            );
+            assert_eq!(evaluate(&ims(sent), changed, sent + 10), RANGE);
+        }
+        // A file touched into the past (an archive's times) is weighed by its own time.
+        let past = Validators {
+            modified_s: Some(set_at - 100),
+            changed_s: Some(sent),
+            ..file()
+        };
+        assert_eq!(
+            evaluate(&ius(set_at - 101), &past, sent + 10),
+            Answer::PreconditionFailed
+        );
+        assert_eq!(evaluate(&ius(set_at - 100), &past, sent + 10), RANGE);
     }
 
     #[test]

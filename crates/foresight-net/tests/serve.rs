@@ -775,11 +775,14 @@ fn validators_are_sent_and_conditional_requests_are_answered() {
 
 /// A file whose modification time is ahead of the server's clock (a clock set wrong when it was
 /// written, or a `touch -d` into the future) gets the answer's `Date` as its `Last-Modified`
-/// (RFC 9110, section 8.8.2.1: a server with a clock must not send a later one), and its date
-/// never makes a `Range` under `If-Range` apply nor a request get 304 for the date sent.
+/// (RFC 9110, section 8.8.2.1: a server with a clock must not send a later one). That date never
+/// makes a `Range` under `If-Range` apply, and sent back as a precondition it is weighed against
+/// the time the file's time was set, so a client echoing it is not refused (412) while the file
+/// is unchanged. (A change after the date is `validators.rs`'s unit test: seconds are too coarse
+/// to make one here without sleeping.)
 #[test]
 fn a_modification_time_in_the_future_is_sent_as_the_answers_date() {
-    use foresight_net::validators::parse_http_date;
+    use foresight_net::validators::{format_http_date, parse_http_date};
     let s = serve("future-mtime");
     let a = s.addr();
     let path = s.root.join("f.bin");
@@ -805,15 +808,34 @@ fn a_modification_time_in_the_future_is_sent_as_the_answers_date() {
             modified_s <= date_s,
             "{method}: Last-Modified {modified} is later than Date {date}"
         );
-        // The date sent says nothing of the file's own (later) time: asking with it gets the file.
+        // The date sent back is weighed against when the file's time was set (its status
+        // change), not against that later time, which no date sent reaches: the file has not
+        // changed since the date, so `If-Unmodified-Since` holds and `If-Modified-Since` gets
+        // 304. Before, the file's own time was weighed: 412 and 200. A date from before the
+        // time was set still fails the precondition.
+        let r = get_with(
+            a,
+            "GET",
+            "/f.bin",
+            &format!("If-Unmodified-Since: {modified}\r\n"),
+        );
+        assert_eq!(r.status, 200, "If-Unmodified-Since: {modified}");
+        assert!(r.body == body);
         let r = get_with(
             a,
             "GET",
             "/f.bin",
             &format!("If-Modified-Since: {modified}\r\n"),
         );
-        assert_eq!(r.status, 200, "If-Modified-Since: {modified}");
-        assert!(r.body == body);
+        assert_eq!(r.status, 304, "If-Modified-Since: {modified}");
+        let an_hour_before = format_http_date(modified_s - 3600).unwrap();
+        let r = get_with(
+            a,
+            "GET",
+            "/f.bin",
+            &format!("If-Unmodified-Since: {an_hour_before}\r\n"),
+        );
+        assert_eq!(r.status, 412, "If-Unmodified-Since: {an_hour_before}");
         let r = get_with(
             a,
             "GET",
