@@ -265,8 +265,10 @@ ETag from the opening HEAD (from a server without tags, its Last-Modified when t
 second before the HEAD's Date): a file replaced on the server during its download is downloaded \
 again if nothing of it was written yet, and is otherwise an error rather than a mix of two \
 versions (this needs a server that sends a validator, as foresight serve does, or a replacement \
-of another length). A weak ETag (W/, a file modified within the second) is not sent in If-Range, \
-but a change of it is still caught.
+of another length). Ranges are never put together under a weak ETag (W/), which If-Range cannot \
+carry: a HEAD whose tag is weak because the file was modified within the second (as foresight \
+serve makes it) is sent again a second later, and a tag still weak gets the file in one GET, \
+with a note on standard error.
 
 The path rate (path_mib_s) is the bytes of the range responses over the time during which any of \
 them was arriving, each timed from the earliest moment its first byte could have come (request \

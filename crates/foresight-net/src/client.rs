@@ -15,7 +15,9 @@
 //! `Last-Modified`), so a file replaced on the server during the download comes back whole (200)
 //! with another validator instead of as ranges of the new version; that, a 206 with another tag
 //! (compared weakly) or date, or another length, is [`NetError::Changed`] (a download that has
-//! written nothing yet starts over). Random reads take their bytes as they arrive and report a
+//! written nothing yet starts over). Ranges are never put together under a weak tag: a `HEAD`
+//! with one, for a file modified within the second, is sent again a second later, and a tag
+//! still weak gets the file in one `GET`. Random reads take their bytes as they arrive and report a
 //! unit received ahead of the read to the stream only once the read reaches it, so that the
 //! stream's demand in flight bounds what a read of any size holds. A request that fails for
 //! want of a connection or an answer (within the request timeout), or gets 503, is sent again
@@ -947,27 +949,51 @@ async fn download(
     });
     // Tried as often as a range request: a server at its connection limit closes new
     // connections at once, and one that has stalled is given as many timeouts, with a note each.
-    let head = pool
+    let mut head = pool
         .exchange_tries(url, Method::HEAD, None, None, REQUEST_ATTEMPTS)
         .await?;
     if !head.status.is_success() {
         return Err(http_err(format!("HEAD answered {}", head.status)));
     }
-    let len = head
-        .headers
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok());
+    let figures = server_figures(&pool, url).await;
+    // Parts of a file can be put together only under one strong validator (RFC 9110, section
+    // 15.3.7.3), and a weak tag can go in no `If-Range` (section 13.1.5): under it, a file
+    // rewritten between two ranges (at a size and time that leave the tag as it was, which is
+    // what a weak tag warns of) would be delivered as a mix. A tag weak because the file was
+    // modified within the second (its `Last-Modified` not a second before the `Date`, as
+    // `foresight serve` makes it) is asked for again a second later, when it should be strong;
+    // a tag still weak, or weak for good, gets the file in one `GET`. Random reads keep their
+    // bytes only to measure them, and go on with ranges.
+    if random.is_none() && begun_version(&head.headers).is_some_and(|v| v.is_weak()) {
+        if modified_within_a_second(&head.headers) {
+            tokio::time::sleep(FRESH_TAG_WAIT).await;
+            head = pool
+                .exchange_tries(url, Method::HEAD, None, None, REQUEST_ATTEMPTS)
+                .await?;
+            if !head.status.is_success() {
+                return Err(http_err(format!("HEAD answered {}", head.status)));
+            }
+        }
+        if let Some(Validator::Tag(tag)) = begun_version(&head.headers).filter(|v| v.is_weak()) {
+            pool.notes.note(&format!(
+                "{url}: the server's ETag {} is weak, so ranges of the file cannot be put \
+                 together safely; fetching it in one GET",
+                String::from_utf8_lossy(tag.as_bytes())
+            ));
+            let len = content_length(&head.headers);
+            return plain_get(&pool, url, sink, started, len, None, 0).await;
+        }
+    }
+    let len = content_length(&head.headers);
     let ranges = head
         .headers
         .get(header::ACCEPT_RANGES)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.split(',').any(|u| u.trim().eq_ignore_ascii_case("bytes")));
-    // The version the download begins with. A weak tag is not sent in `If-Range` (RFC 9110,
-    // section 13.1.5), but any tag that changes tells of another version; a server without tags
-    // is asked with its `Last-Modified` when that is strong.
+    // The version the download begins with: for a download, a strong tag (see above), or from a
+    // server without tags its `Last-Modified` when that is strong, sent in every `If-Range`. Any
+    // tag that changes tells of another version.
     let etag = begun_version(&head.headers);
-    let figures = server_figures(&pool, url).await;
     let (Some(len), true) = (len, ranges) else {
         if random.is_some() {
             return Err(http_err(
@@ -1326,12 +1352,47 @@ enum Validator {
 }
 
 impl Validator {
+    /// Whether this is a weak tag (`W/`), under which parts cannot be put together.
+    fn is_weak(&self) -> bool {
+        matches!(self, Validator::Tag(v) if v.as_bytes().starts_with(b"W/"))
+    }
+
     /// What goes in `If-Range`: anything but a weak tag (RFC 9110, section 13.1.5).
     fn for_if_range(&self) -> Option<&HeaderValue> {
         match self {
             Validator::Tag(v) if v.as_bytes().starts_with(b"W/") => None,
             Validator::Tag(v) | Validator::Date(v) => Some(v),
         }
+    }
+}
+
+/// How long a download waits before asking again for a tag that was weak because its file was
+/// modified within the second: a `Last-Modified` a second before the answer's date is strong
+/// (RFC 9110, section 8.8.2.2), and `foresight serve`'s tags turn strong a second after the
+/// change.
+const FRESH_TAG_WAIT: StdDuration = StdDuration::from_secs(1);
+
+/// The `Content-Length` of `headers`, if it is a number.
+fn content_length(headers: &HeaderMap) -> Option<u64> {
+    headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok())
+}
+
+/// Whether `headers` say the file was modified less than a second before the answer: its
+/// `Last-Modified` is not a second before its `Date` (in whole seconds, so within two).
+fn modified_within_a_second(headers: &HeaderMap) -> bool {
+    let date = |name| {
+        let v = headers.get(name)?.to_str().ok()?;
+        let now_s = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        parse_http_date(v, year_of(now_s))
+    };
+    match (date(header::LAST_MODIFIED), date(header::DATE)) {
+        (Some(modified_s), Some(date_s)) => modified_s + 1 >= date_s,
+        _ => false,
     }
 }
 
@@ -1353,9 +1414,13 @@ fn begun_version(headers: &HeaderMap) -> Option<Validator> {
 }
 
 /// What changed when `headers` carry another validator than `was`, the one the download began
-/// with (neither missing): another entity tag, compared weakly since the server may send a tag
-/// weak while the file is fresh and strong a second later, or another `Last-Modified` when
-/// the download began with that date.
+/// with (neither missing): another entity tag, or another `Last-Modified` when the download
+/// began with that date. Tags are compared weakly, and that is enough: this only detects another
+/// version. Whether parts may be put together is settled before: a download does so only under
+/// a strong tag, sent in every range's `If-Range`, so the server's strong comparison vouches for
+/// each part (a download begun under a weak tag is one `GET`). Random reads may begin under a
+/// weak tag, which `foresight serve` sends strong a second later for the same version: compared
+/// strictly, that would be a needless failure.
 fn changed_tag(was: Option<&Validator>, headers: &HeaderMap) -> Option<String> {
     let (name, field, was) = match was? {
         Validator::Tag(v) => (header::ETAG, "ETag", v),
@@ -1625,9 +1690,11 @@ mod tests {
         h
     }
 
-    /// A tag sent weak while the file was fresh and strong a second later names one version; a
-    /// download that began with the weak one is not told the file changed. Another opaque part,
-    /// or another date for a download that began with a date, is a change.
+    /// A tag sent weak while the file was fresh and strong a second later names one version;
+    /// random reads that began with the weak one are not told the file changed (a download
+    /// never puts ranges together under a weak tag, see `download`, so the weak comparison only
+    /// detects changes). Another opaque part, or another date for a download that began with a
+    /// date, is a change.
     #[test]
     fn tags_are_compared_weakly_and_dates_exactly() {
         let weak = Validator::Tag(HeaderValue::from_static("W/\"1-2-3\""));
@@ -1666,6 +1733,33 @@ mod tests {
         );
         assert_eq!(weak.for_if_range(), None);
         assert!(date.for_if_range().is_some());
+        assert!(weak.is_weak() && !strong.is_weak() && !date.is_weak() && !unquoted.is_weak());
+    }
+
+    /// A `Last-Modified` within a second of the `Date` (two whole seconds at most apart) is a
+    /// file modified within the second, whose weak tag is worth asking for again; an older one,
+    /// or a missing field, is not.
+    #[test]
+    fn a_last_modified_within_a_second_of_the_date_is_fresh() {
+        let at = |modified: &str| {
+            headers(&[
+                (header::DATE, "Tue, 14 Nov 2023 22:13:21 GMT"),
+                (header::LAST_MODIFIED, modified),
+            ])
+        };
+        assert!(modified_within_a_second(&at(
+            "Tue, 14 Nov 2023 22:13:21 GMT"
+        )));
+        assert!(modified_within_a_second(&at(
+            "Tue, 14 Nov 2023 22:13:20 GMT"
+        )));
+        assert!(!modified_within_a_second(&at(
+            "Tue, 14 Nov 2023 22:13:19 GMT"
+        )));
+        assert!(!modified_within_a_second(&headers(&[(
+            header::DATE,
+            "Tue, 14 Nov 2023 22:13:21 GMT"
+        )])));
     }
 
     /// The version a download begins with is the `ETag` when there is one; else a

@@ -1495,3 +1495,81 @@ fn a_server_that_stalls_mid_body_is_retried_with_notes_and_given_up_on() {
         "a range sent more than three times: {asked:?}"
     );
 }
+
+/// A server whose entity tags are weak, and the same for two versions of the file (as a rewrite
+/// within the file system's timestamp granularity leaves them; that is what a weak tag warns
+/// of), replaces the file after the first range: parts under a weak tag cannot be put together
+/// safely (RFC 9110, section 15.3.7.3), so the file comes in one `GET`, all of one version.
+/// Before, the ranges went out without `If-Range` (a weak tag cannot be sent in one), their
+/// tags compared equal, and the download was the first range of one version spliced onto the
+/// rest of the other.
+#[test]
+fn a_download_under_a_weak_tag_is_never_spliced_from_two_versions() {
+    let old = content(2_000_000, 4);
+    let new = content(2_000_000, 5);
+    let addr = replacing_server(
+        vec![(old.clone(), "W/\"v\""), (new.clone(), "W/\"v\"")],
+        |req| usize::from(req.method == "GET" && req.range.is_some() && req.seen > 0),
+    );
+    let url: Url = format!("http://{addr}/f.bin").parse().unwrap();
+    let mut out = Vec::new();
+    let r = client(AlphaMode::Fixed(2)).get(&url, &mut out).unwrap();
+    let mixed = out != old && out != new;
+    assert!(!mixed, "{} bytes delivered mixed", out.len());
+    assert!(out == old, "not the version the download began with");
+    assert!(!r.ranges, "fetched with ranges under a weak tag");
+}
+
+/// A file modified within the second before the download's `HEAD` gets a weak tag from
+/// `foresight serve`, strong a second later. The download asks again after that second and
+/// fetches the file with ranges under the strong tag (`If-Range`), rather than giving up ranges
+/// for every fresh file. The server here sends the weak tag to the first `HEAD` only.
+#[test]
+fn a_fresh_files_weak_tag_is_asked_again_and_ranges_go_under_the_strong_one() {
+    use std::io::Write;
+    let data = std::sync::Arc::new(content(1_500_000, 6));
+    let d = data.clone();
+    let if_ranges = std::sync::Arc::new(std::sync::Mutex::new(Vec::<Option<String>>::new()));
+    let seen_if_ranges = if_ranges.clone();
+    let addr = tiny_server(move |req, c| {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs();
+        let fresh = req.method == "HEAD" && req.seen == 0;
+        let (tag, modified) = if fresh {
+            ("W/\"v\"", now)
+        } else {
+            ("\"v\"", now - 10)
+        };
+        let validators = format!(
+            "Accept-Ranges: bytes\r\nETag: {tag}\r\nLast-Modified: {}\r\nDate: {}\r\n",
+            foresight_net::validators::format_http_date(modified).unwrap(),
+            foresight_net::validators::format_http_date(now).unwrap()
+        );
+        let Some((first, last)) = req.range.filter(|_| req.method == "GET") else {
+            return answer(req, c, "HTTP/1.1", &validators, &d).is_ok();
+        };
+        seen_if_ranges.lock().unwrap().push(req.if_range.clone());
+        let last = last.min(d.len() as u64 - 1) as usize;
+        let body = &d[first as usize..=last];
+        let head = format!(
+            "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes {first}-{last}/{}\r\n\
+             {validators}Content-Length: {}\r\n\r\n",
+            d.len(),
+            body.len()
+        );
+        c.write_all(head.as_bytes()).is_ok() && c.write_all(body).is_ok()
+    });
+    let url: Url = format!("http://{addr}/f.bin").parse().unwrap();
+    let mut out = Vec::new();
+    let r = client(AlphaMode::Fixed(2)).get(&url, &mut out).unwrap();
+    assert!(out == *data);
+    assert!(r.ranges, "a fresh file's weak tag gave up ranges");
+    let if_ranges = if_ranges.lock().unwrap();
+    assert!(!if_ranges.is_empty());
+    assert!(
+        if_ranges.iter().all(|v| v.as_deref() == Some("\"v\"")),
+        "{if_ranges:?}"
+    );
+}
