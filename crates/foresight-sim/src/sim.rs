@@ -13,6 +13,12 @@
 //! the same way. Block traces enter at the volume (or the RAID cache), bypassing the page cache. The
 //! loop only routes requests between these parts: every prefetching decision is a policy's.
 //!
+//! At an instant where disks finish requests, each of them first takes its next queued request,
+//! and only then do the completions climb up, so what the layers answer them with (a policy's next
+//! fetch) queues behind the requests already waiting. That is a real host's order, and the
+//! engine's emulated drive's: a drive does not wait for its host, whose answer reaches the queue
+//! microseconds later. The answer costs no simulated time; it only comes after the dispatch.
+//!
 //! A run that stops making progress before its workload is done is a bug, reported with its state
 //! by a panic: when no event is left at all, or when only policy timers keep firing with no I/O in
 //! flight, no application read or trace arrival scheduled, and nothing issued in answer
@@ -682,6 +688,10 @@ impl<'r> Sim<'r> {
             if t_dev == Some(next) {
                 let mut done = std::mem::take(&mut self.done_tokens);
                 self.volume.advance(next, &mut done);
+                // A drive takes its next queued request the instant it finishes one; the host
+                // hears of the completion after that, so whatever the layers answer it with
+                // queues behind the requests already waiting (see the module documentation).
+                self.volume.dispatch(next);
                 for token in done.drain(..) {
                     self.volume_done(token);
                 }
