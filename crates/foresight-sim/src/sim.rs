@@ -1686,6 +1686,30 @@ mod tests {
         assert!(report.events < 1_000, "{} events", report.events);
     }
 
+    /// The stream scheduler with two clients dispatched at once (`D` = 2) and two 512 KiB reads a
+    /// turn (`N` = 2) issues a turn's second read when its first completes, while the other
+    /// client's read already waits in the queue. A drive takes that waiting read the instant it
+    /// finishes, before the host's answer reaches the queue, so the two clients' reads alternate
+    /// and no device request continues the one before it. The loop used to let the scheduler
+    /// answer before it fed the disk; `deadline` then found the second read at the head and
+    /// served it next: 8 of the 18 device requests continued the one before them.
+    #[test]
+    fn a_disk_takes_its_queued_request_before_the_answer_to_a_completion() {
+        let report = report_of([
+            "policy.name=streams",
+            "policy.readahead=512KiB",
+            "policy.dispatch=2",
+            "policy.per_turn=2",
+            "policy.memory=8MiB",
+            "host.scheduler=deadline",
+            "workload.streams=2",
+            "workload.file_size=4MiB",
+        ]);
+        assert_eq!(report.app_bytes, 8 << 20);
+        assert_eq!(report.device_requests, 18);
+        assert_eq!(report.device_sequential_requests, 0);
+    }
+
     /// SEQP fetches a read that misses as readahead windows of `policy.readahead_max`, so with a
     /// small window a large read becomes many fetches, which wait unmerged for a request slot when
     /// `host.nr_requests` is small; the block queues' bound counted pieces of `host.max_request`
