@@ -564,23 +564,20 @@ fn two_readers_of_one_file_under_anticipation_cost_the_same_in_both_worlds() {
 /// can start late, and then another stream takes its slot (about half the runs with two busy
 /// processes beside the test on two cores). A run whose decisions differ is therefore run again,
 /// up to three runs in all; a scheduler that decides differently fails all three.
+///
+/// The time must agree within -20% and +20%. A turn's second read is issued when its first
+/// completes, while the other dispatched stream's read waits in the queue, and both worlds serve
+/// that waiting read first: 0.79 s in the simulator, 0.78 s in the engine. While the simulator
+/// let the scheduler's answer into the queue before it fed the disk, it served the turn's second
+/// read at once and took 0.61 s, the engine 1.28 times that in every run, which the factor of
+/// three this scenario allowed then let pass.
 #[test]
 fn four_streams_under_the_stream_scheduler_decide_the_same_in_both_worlds() {
-    let s = four_streams_under_the_stream_scheduler();
-    let (mut sim, mut engine, mut c) = run_both("streams", &s);
-    for run in 2..=3 {
-        if decided_alike(&c) {
-            break;
-        }
-        eprintln!(
-            "streams: run {} decided otherwise ({:?}); running again",
-            run - 1,
-            c.first_difference
-        );
-        (sim, engine, c) = run_both("streams", &s);
-    }
-    same_decisions(&c);
-    similar_time(&sim, &engine);
+    decide_alike_in_time(
+        "streams",
+        &four_streams_under_the_stream_scheduler(),
+        0.8..1.2,
+    );
 }
 
 /// The stream scheduler scenario: `D` = 2, `R` = 512 KiB, `N` = 2, `M` = 8 MiB, four clients.
@@ -613,14 +610,19 @@ fn decided_alike(c: &Comparison) -> bool {
 /// threads may start out of order on a loaded machine, as in the scenario under `deadline`).
 #[test]
 fn four_streams_under_the_stream_scheduler_with_anticipation_decide_the_same_in_both_worlds() {
-    let name = "streams-antic";
     let s = Scenario {
         scheduler: "anticipatory".into(),
         ..four_streams_under_the_stream_scheduler()
     };
+    decide_alike_in_time("streams-antic", &s, 0.8..1.3);
+}
+
+/// Runs `s` in both worlds until one attempt of up to three, each printed, decides alike and
+/// takes the simulator's time within `time_bounds` (engine/sim).
+fn decide_alike_in_time(name: &str, s: &Scenario, time_bounds: std::ops::Range<f64>) {
     let mut failures = Vec::new();
     for attempt in 1..=3 {
-        let (sim, engine, c) = run_both(name, &s);
+        let (sim, engine, c) = run_both(name, s);
         let time = engine.elapsed_s / sim.elapsed_s;
         let mut missed = Vec::new();
         if !decided_alike(&c) {
@@ -629,9 +631,9 @@ fn four_streams_under_the_stream_scheduler_with_anticipation_decide_the_same_in_
                 c.fetches.1, c.fetches.0, c.first_difference
             ));
         }
-        if !(0.8..1.3).contains(&time) {
+        if !time_bounds.contains(&time) {
             missed.push(format!(
-                "time, engine/sim {time:.2} ({:.3} s vs {:.3} s), outside 0.8..1.3",
+                "time, engine/sim {time:.2} ({:.3} s vs {:.3} s), outside {time_bounds:?}",
                 engine.elapsed_s, sim.elapsed_s
             ));
         }
