@@ -78,7 +78,7 @@ enum Command {
         #[arg(long)]
         json: bool,
         /// Write one CSV line per application request to FILE, as each completes (not one of the
-        /// run's own input files).
+        /// run's own input files); a run stopped by Ctrl-C removes it.
         #[arg(long, value_name = "FILE.csv")]
         requests_out: Option<PathBuf>,
     },
@@ -448,6 +448,11 @@ fn cmd_sim(
     if let Some(out) = requests_out {
         refuse_overwriting_an_input(out, config, &cfg)?;
     }
+    // Ctrl-C would leave the records cut off at the last buffer flushed, mid-line, looking like a
+    // finished run's. Only a regular file is ours to remove: `/dev/stdout` or a FIFO is not.
+    let _on_signal = requests_out
+        .filter(|path| std::fs::metadata(path).map_or(true, |m| m.is_file()))
+        .map(|path| cleanup::remove_on_signal(path.to_path_buf()));
     // Opened before the run, so that a path that cannot be written is refused at once, not after
     // minutes of simulation.
     let requests_file = requests_out

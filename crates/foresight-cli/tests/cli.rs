@@ -600,3 +600,66 @@ fn an_output_file_in_the_way_is_refused_before_the_experiments() {
     );
     let _ = std::fs::remove_dir_all(&out);
 }
+
+/// A child process that is killed if the test fails before it ends.
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Sends SIGINT, as Ctrl-C does, to `child`.
+fn interrupt(child: &std::process::Child) {
+    let sent = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(sent.success());
+}
+
+/// Ctrl-C during `sim --requests-out` left the CSV as far as the buffer had last been flushed,
+/// cut in the middle of a line, with nothing to say that the run had not finished. The file is
+/// removed, as a download's partial file is, and the exit status is the signal's (128 + 2).
+#[test]
+fn an_interrupted_run_removes_its_requests_file() {
+    let dir = std::env::temp_dir().join(format!("foresight-req-int-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("requests.csv");
+    // Minutes of host time: it is interrupted long before it ends.
+    let child = Command::new(env!("CARGO_BIN_EXE_foresight"))
+        .args([
+            "sim",
+            "--set",
+            "policy.name=streams",
+            "--set",
+            "workload.streams=1000",
+            "--set",
+            "workload.request=4KiB",
+            "--set",
+            "workload.file_size=64MiB",
+            "--requests-out",
+        ])
+        .arg(&path)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("the binary runs");
+    let mut child = KillOnDrop(child);
+    // Interrupted once records are on disk, the state a user's Ctrl-C finds.
+    while std::fs::metadata(&path).map_or(true, |m| m.len() == 0) {
+        assert!(
+            child.0.try_wait().unwrap().is_none(),
+            "the run ended before it wrote a record"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    interrupt(&child.0);
+    let status = child.0.wait().unwrap();
+    let left = path.exists();
+    std::fs::remove_dir_all(&dir).ok();
+    assert!(!left, "the cut-short requests file was left behind");
+    assert_eq!(status.code(), Some(130), "{status}");
+}
