@@ -153,7 +153,7 @@ can be taken out with --unset KEY (before the --sets apply). Sizes take 4096, 4K
 config file's directory, or from the current one when given by --set.
 
   seed = 1                       every random draw comes from this
-  [device]
+  [device]                       (a key below that only other kinds read is refused)
   kind = \"hdd\"                   hdd | ssd | raid0 | jbod
   preset = \"wd800jd\"             see `foresight devices` (raid0/jbod: the member disk)
   disksim = \"PATH.diskspecs\"     import the disk from DiskSim 4.0 files instead of a preset
@@ -170,7 +170,7 @@ config file's directory, or from the current one when given by --set.
   controller_mib_s = 429         one controller's aggregate bandwidth in front of every member
   controller_cache = \"0\"         controller cache (block level, below the host)
   controller_readahead = \"0\"     controller read-ahead beyond each miss
-  [host]
+  [host]                         (a key below that only other schedulers read is refused)
   memory = \"1GiB\"                page cache: the memory budget
   scheduler = \"deadline\"         noop | deadline | anticipatory (one queue per member disk;
                                  anticipatory = deadline's order, plus holding the disk

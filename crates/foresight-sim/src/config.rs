@@ -921,6 +921,31 @@ impl SimConfig {
                 "a DiskSim drive is a disk: use device.kind = \"hdd\" or \"raid0\"",
             ));
         }
+        // A key the kind does not read would be dropped without a word, as a policy's would.
+        let kind_name = match kind {
+            DeviceKind::Hdd => "hdd",
+            DeviceKind::Ssd => "ssd",
+            DeviceKind::Raid0 => "raid0",
+            DeviceKind::Jbod => "jbod",
+        };
+        if d.has("disks") && !matches!(kind, DeviceKind::Raid0 | DeviceKind::Jbod) {
+            return Err(key_err(
+                "device.disks",
+                format!(
+                    "a `{kind_name}` device is one disk: set device.kind = \"raid0\" or \"jbod\" \
+                     for an array, or drop it (from a config file: --unset device.disks)"
+                ),
+            ));
+        }
+        if d.has("strip") && kind != DeviceKind::Raid0 {
+            return Err(key_err(
+                "device.strip",
+                format!(
+                    "a `{kind_name}` device is not striped: set device.kind = \"raid0\", or drop \
+                     it (from a config file: --unset device.strip)"
+                ),
+            ));
+        }
         let device = DeviceConfig {
             kind,
             disksim,
@@ -1024,6 +1049,7 @@ impl SimConfig {
         d.finish()?;
 
         let mut h = Section::take(&mut root, "host")?;
+        let host_keys: Vec<String> = h.table.keys().cloned().collect();
         let host = HostConfig {
             memory: h.size("memory", ByteLen::gib(1), ByteLen::mib(1), MAX_SIZE)?,
             scheduler: h.choice(
@@ -1052,6 +1078,26 @@ impl SimConfig {
             return Err(key_err(
                 "host.antic_expire",
                 "must be at most 1s; Linux's default is 6ms",
+            ));
+        }
+        // A scheduler's key under a scheduler that does not read it would be dropped unread.
+        let (scheduler_name, unread): (&str, &[&str]) = match host.scheduler {
+            Scheduler::Noop => ("noop", &["read_expire", "antic_expire"]),
+            Scheduler::Deadline => ("deadline", &["antic_expire"]),
+            Scheduler::Anticipatory => ("anticipatory", &[]),
+        };
+        if let Some(key) = unread.iter().find(|k| host_keys.iter().any(|h| h == *k)) {
+            let readers = if *key == "antic_expire" {
+                "anticipatory"
+            } else {
+                "deadline, anticipatory"
+            };
+            return Err(key_err(
+                &format!("host.{key}"),
+                format!(
+                    "the `{scheduler_name}` scheduler does not read this key (it applies to: \
+                     {readers}); drop it (from a config file: --unset host.{key})"
+                ),
             ));
         }
         if !host.max_request.0.is_multiple_of(4096) {
@@ -1832,5 +1878,60 @@ mod tests {
             "{e}"
         );
         assert!(cfg("", &["host.memory=2MiB", "policy.readahead_max=2MiB"]).is_ok());
+    }
+
+    /// `device.disks` on one disk and `device.strip` on anything but a RAID-0 were taken and
+    /// dropped: `kind = "hdd"` with `disks = 5` ran one disk and said nothing. Like a key of
+    /// another policy or workload kind, a device key the kind does not read is refused.
+    #[test]
+    fn array_keys_on_a_device_that_is_no_array_are_refused() {
+        for (kind, set, key) in [
+            ("hdd", "device.disks=5", "device.disks"),
+            ("ssd", "device.disks=3", "device.disks"),
+            ("hdd", "device.strip=64KiB", "device.strip"),
+            ("ssd", "device.strip=64KiB", "device.strip"),
+            ("jbod", "device.strip=64KiB", "device.strip"),
+        ] {
+            let e = cfg("", &[&format!("device.kind={kind}"), set])
+                .expect_err(set)
+                .to_string();
+            assert!(
+                e.contains(key) && e.contains(kind) && e.contains("drop it"),
+                "{kind} {set}: {e}"
+            );
+        }
+        assert!(cfg("", &["device.kind=jbod", "device.disks=8"]).is_ok());
+        assert!(cfg(
+            "",
+            &["device.kind=raid0", "device.disks=2", "device.strip=64KiB"]
+        )
+        .is_ok());
+    }
+
+    /// `host.antic_expire` under `deadline` or `noop`, and `host.read_expire` under `noop`, were
+    /// taken and dropped; a scheduler's key is refused under a scheduler that does not read it.
+    #[test]
+    fn a_scheduler_key_the_scheduler_does_not_read_is_refused() {
+        for (scheduler, set, key) in [
+            ("deadline", "host.antic_expire=3ms", "host.antic_expire"),
+            ("noop", "host.antic_expire=3ms", "host.antic_expire"),
+            ("noop", "host.read_expire=1ms", "host.read_expire"),
+        ] {
+            let e = cfg("", &[&format!("host.scheduler={scheduler}"), set])
+                .expect_err(set)
+                .to_string();
+            assert!(
+                e.contains(key) && e.contains(scheduler) && e.contains("drop it"),
+                "{scheduler} {set}: {e}"
+            );
+        }
+        // The default scheduler is deadline.
+        assert!(cfg("", &["host.antic_expire=3ms"]).is_err());
+        assert!(cfg("", &["host.read_expire=1ms"]).is_ok());
+        assert!(cfg(
+            "",
+            &["host.scheduler=anticipatory", "host.antic_expire=3ms"]
+        )
+        .is_ok());
     }
 }

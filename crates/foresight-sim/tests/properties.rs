@@ -338,7 +338,8 @@ fn host_case(
 }
 
 /// Settings at the edges of their ranges, a few of which each case adds (the `device.` ones on
-/// hard disks only, `readahead_rule` to the readahead family only).
+/// hard disks only, `readahead_rule` to the readahead family only, an expiry to the schedulers
+/// that read it).
 const KNOBS: &[&str] = &[
     "host.nr_requests=1",
     "host.max_request=4KiB",
@@ -484,6 +485,8 @@ proptest! {
                 .iter()
                 .filter(|k| !(ssd && k.starts_with("device.")))
                 .filter(|k| windowed || !k.starts_with("policy.readahead_rule"))
+                .filter(|k| scheduler == "anticipatory" || !k.starts_with("host.antic_expire"))
+                .filter(|k| scheduler != "noop" || !k.starts_with("host.read_expire"))
                 .map(|k| k.to_string()),
         );
         let cfg = config(&sets);
