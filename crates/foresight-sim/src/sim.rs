@@ -180,8 +180,8 @@ pub fn run_wrapped(
     let requests = RequestLog::new(opts.requests.take());
     if let Some(dfs) = &cfg.dfs {
         let params = dfs.params(cfg)?;
-        let (out, mut requests) =
-            crate::dfs::run_logged(&params, requests).map_err(ConfigError::from)?;
+        let (out, mut requests) = crate::dfs::run_logged(&params, requests, opts.progress.take())
+            .map_err(ConfigError::from)?;
         if let Some(e) = requests.take_error() {
             return Err(SimError::Requests(e));
         }
@@ -192,7 +192,7 @@ pub fn run_wrapped(
     }
     let wall = std::time::Instant::now();
     if let Some(tiers) = &cfg.tiered {
-        let mut out = crate::tiered::run_logged(cfg, tiers, requests)?;
+        let mut out = crate::tiered::run_logged(cfg, tiers, requests, opts.progress.take())?;
         out.report.wall_s = wall.elapsed().as_secs_f64();
         return Ok(out);
     }

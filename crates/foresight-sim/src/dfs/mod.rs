@@ -440,14 +440,16 @@ impl DfsParams {
 
 /// Runs one DFS simulation.
 pub fn run(params: &DfsParams) -> Result<DfsReport, DfsError> {
-    run_logged(params, RequestLog::default()).map(|(report, _)| report)
+    run_logged(params, RequestLog::default(), None).map(|(report, _)| report)
 }
 
 /// [`run`], sending one record per application request to `requests`, which it returns: a run
-/// whose sink failed stops early, and the error is in the log.
+/// whose sink failed stops early, and the error is in the log. `progress` is called now and then
+/// with the fraction of the duration simulated.
 pub(crate) fn run_logged<'r>(
     params: &DfsParams,
     requests: RequestLog<'r>,
+    progress: Option<&mut dyn FnMut(f64)>,
 ) -> Result<(DfsReport, RequestLog<'r>), DfsError> {
     params.validate()?;
     let wall = std::time::Instant::now();
@@ -570,7 +572,7 @@ pub(crate) fn run_logged<'r>(
         }
         sim.push(Instant(0), Ev::AppRead(i));
     }
-    let elapsed = sim.run_loop();
+    let elapsed = sim.run_loop(progress);
     let alpha = match (sim.profile.client, params.alpha) {
         (ClientReadahead::Aps, AlphaMode::Fixed(n)) => n,
         (ClientReadahead::Aps, AlphaMode::Auto) => figures.alpha(rtt, aps_cfg.max_alpha),
@@ -591,11 +593,29 @@ impl Sim<'_> {
     }
 
     /// Runs until every stream is done or the duration is over; returns the simulated time.
-    fn run_loop(&mut self) -> Instant {
+    fn run_loop(&mut self, mut progress: Option<&mut dyn FnMut(f64)>) -> Instant {
+        let end = self.run_events(&mut progress);
+        if let Some(p) = progress.as_mut() {
+            p(1.0);
+        }
+        end
+    }
+
+    /// The event loop of [`Sim::run_loop`], telling `progress` every 8192 events how much of the
+    /// duration is simulated (the one bound every run has: streams may also end sooner).
+    fn run_events(&mut self, progress: &mut Option<&mut dyn FnMut(f64)>) -> Instant {
+        let mut events = 0u64;
         loop {
             // A sink that failed ends the run: its caller reports the error, not the figures.
             if self.done() || self.requests.failed() {
                 return self.now;
+            }
+            events += 1;
+            if events.is_multiple_of(8192) {
+                if let Some(p) = progress.as_mut() {
+                    let span = self.end.as_secs_f64();
+                    p((self.now.as_secs_f64() / span).clamp(0.0, 1.0));
+                }
             }
             let dev = self.device.next_event();
             let timer = if self.device.outstanding() < self.depth && self.device.can_accept() {

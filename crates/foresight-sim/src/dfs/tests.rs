@@ -46,7 +46,7 @@ fn requests_are_recorded_one_per_application_read() {
         ..quick(DfsSystem::Aps, 2)
     };
     let mut records: Vec<crate::metrics::RequestRecord> = Vec::new();
-    let (r, _) = run_logged(&p, RequestLog::new(Some(&mut records))).unwrap();
+    let (r, _) = run_logged(&p, RequestLog::new(Some(&mut records)), None).unwrap();
     // `--requests-out` of a [dfs] run used to hold the CSV header alone.
     assert_eq!(records.len() as u64, r.report.app_requests);
     for s in 0..2 {

@@ -578,12 +578,14 @@ impl Driver<'_, '_> {
 
 /// Runs a hinted workload over the tier stack of `cfg`, sending one record per block the
 /// application takes to `requests`.
+/// `progress` is called now and then with the fraction of the blocks taken.
 pub(crate) fn run_logged(
     cfg: &SimConfig,
     t: &TieredConfig,
     requests: RequestLog<'_>,
+    progress: Option<&mut dyn FnMut(f64)>,
 ) -> Result<RunOutput, SimError> {
-    run_inner(cfg, t, requests).map(|(o, _)| o)
+    run_inner(cfg, t, requests, progress).map(|(o, _)| o)
 }
 
 /// Runs a hinted workload, sending one record per block the application takes to `requests` if
@@ -593,13 +595,14 @@ pub fn run_traced(
     t: &TieredConfig,
     requests: Option<&mut dyn RequestSink>,
 ) -> Result<(RunOutput, TieredTrace), SimError> {
-    run_inner(cfg, t, RequestLog::new(requests))
+    run_inner(cfg, t, RequestLog::new(requests), None)
 }
 
 fn run_inner(
     cfg: &SimConfig,
     t: &TieredConfig,
     requests: RequestLog<'_>,
+    mut progress: Option<&mut dyn FnMut(f64)>,
 ) -> Result<(RunOutput, TieredTrace), SimError> {
     let mut d = Driver::build(cfg, t, requests)?;
     let n = d.blocks.len();
@@ -621,7 +624,16 @@ fn run_inner(
     d.want();
     let mut completions: Vec<Completion> = vec![];
     // A sink that failed ends the run: its caller reports the error, not the figures.
-    while !d.requests.failed() && d.step(&mut completions) {}
+    while !d.requests.failed() && d.step(&mut completions) {
+        if d.events.is_multiple_of(8192) {
+            if let Some(p) = progress.as_mut() {
+                p((d.next_access as f64 / n.max(1) as f64).clamp(0.0, 1.0));
+            }
+        }
+    }
+    if let Some(p) = progress.as_mut() {
+        p(1.0);
+    }
     if let Some(e) = d.requests.take_error() {
         return Err(SimError::Requests(e));
     }

@@ -1,0 +1,85 @@
+//! `RunOptions::progress` on each of the three drivers: the host simulator, a `[dfs]` run and a
+//! hinted workload over a tier stack. `foresight sim` draws its progress bar (or its line every
+//! 5 s) from these calls, so a driver that never makes them leaves a long run silent.
+
+use foresight_sim::experiments::config;
+use foresight_sim::{run, RunOptions};
+
+/// The fractions one run reports, in order.
+fn fractions(sets: &[&str]) -> Vec<f64> {
+    let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+    let cfg = config(&sets);
+    let mut seen = Vec::new();
+    let mut record = |f: f64| seen.push(f);
+    run(
+        &cfg,
+        RunOptions {
+            progress: Some(&mut record),
+            ..RunOptions::default()
+        },
+    )
+    .unwrap_or_else(|e| panic!("{sets:?}: {e}"));
+    seen
+}
+
+/// Reported during the run (not only at its end), from 0 to 1, never backwards, ending at 1.
+fn check(what: &str, seen: &[f64]) {
+    assert!(
+        seen.iter().any(|&f| f < 1.0),
+        "{what}: no progress before the end: {seen:?}"
+    );
+    assert!(
+        seen.iter().all(|f| (0.0..=1.0).contains(f)),
+        "{what}: {seen:?}"
+    );
+    assert!(
+        seen.windows(2).all(|w| w[0] <= w[1]),
+        "{what}: went backwards: {seen:?}"
+    );
+    assert_eq!(seen.last(), Some(&1.0), "{what}: did not end at 1");
+}
+
+#[test]
+fn the_host_simulator_reports_progress() {
+    check(
+        "host",
+        &fractions(&[
+            "workload.streams=16",
+            "workload.request=4KiB",
+            "workload.duration=20s",
+        ]),
+    );
+}
+
+#[test]
+fn a_dfs_run_reports_progress() {
+    check(
+        "dfs",
+        &fractions(&[
+            "dfs.system=aps",
+            "device.preset=st6000nm0024",
+            "workload.streams=16",
+            "workload.request=128KiB",
+            "workload.file_size=10GiB",
+            "workload.duration=20s",
+        ]),
+    );
+}
+
+#[test]
+fn a_tier_stack_run_reports_progress() {
+    check(
+        "tiered",
+        &fractions(&[
+            "device.kind=constant",
+            "device.t_upper=52ms",
+            "device.t_lower=120ms",
+            "device.t_lower_to_upper=122ms",
+            "policy.name=ipipe",
+            "policy.x_cache=1",
+            "workload.kind=hinted",
+            "workload.reads=20000",
+            "workload.block=4KiB",
+        ]),
+    );
+}
