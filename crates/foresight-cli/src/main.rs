@@ -95,7 +95,8 @@ enum Command {
         /// Shorter simulated runs, same figures: the whole catalogue in about a minute.
         #[arg(long)]
         quick: bool,
-        /// Output directory.
+        /// Output directory. From the run's first figure until its end, report.md there says that
+        /// the run has not finished and there is no results.json.
         #[arg(long, value_name = "DIR", default_value = "out")]
         out: PathBuf,
         /// List the experiments and exit.

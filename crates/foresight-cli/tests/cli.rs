@@ -663,3 +663,53 @@ fn an_interrupted_run_removes_its_requests_file() {
     assert!(!left, "the cut-short requests file was left behind");
     assert_eq!(status.code(), Some(130), "{status}");
 }
+
+/// `reproduce` writes each experiment's figures as it finishes and `report.md` and `results.json`
+/// at the end. Stopped in between (Ctrl-C, or a figure that cannot be written), it left the
+/// previous run's report and results beside figures they no longer describe, with nothing to
+/// tell them apart. Once the run has written a figure, the old results are gone and the report
+/// says that the run has not finished.
+#[test]
+fn an_interrupted_reproduce_leaves_no_stale_report_beside_new_figures() {
+    let out = std::env::temp_dir().join(format!("foresight-repro-int-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out);
+    std::fs::create_dir_all(&out).unwrap();
+    std::fs::write(out.join("report.md"), "# stale report\n").unwrap();
+    std::fs::write(out.join("results.json"), "{\"stale\": 1}\n").unwrap();
+    let child = Command::new(env!("CARGO_BIN_EXE_foresight"))
+        .args([
+            "reproduce",
+            "collapse",
+            "drives",
+            "striping",
+            "--quick",
+            "--out",
+        ])
+        .arg(&out)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("the binary runs");
+    let mut child = KillOnDrop(child);
+    // The first experiment's figures are written: the directory now holds some of this run.
+    while !out.join("collapse.csv").exists() && child.0.try_wait().unwrap().is_none() {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    interrupt(&child.0);
+    let status = child.0.wait().unwrap();
+    let report = std::fs::read_to_string(out.join("report.md")).unwrap_or_default();
+    let results = std::fs::read_to_string(out.join("results.json")).unwrap_or_default();
+    std::fs::remove_dir_all(&out).ok();
+    assert!(
+        !report.contains("stale"),
+        "{status}: the old report was left: {report}"
+    );
+    assert!(
+        !results.contains("stale"),
+        "{status}: the old results were left: {results}"
+    );
+    if !status.success() {
+        assert!(report.contains("not finished"), "{report}");
+        assert!(results.is_empty(), "{results}");
+    }
+}

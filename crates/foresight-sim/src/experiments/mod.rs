@@ -186,8 +186,14 @@ pub fn run_all(
     .collect()
 }
 
+/// What `report.md` holds from a run's first figure until its report is written.
+const UNFINISHED_REPORT: &str = "# Foresight: reproduced results\n\n\
+    This run has not finished: it is still running, or it was stopped. The figures beside this \
+    file are from it, and `results.json` is written with this report when the run ends.\n";
+
 /// Runs the named experiments (all when `names` is empty) and writes `report.md`, `results.json`
-/// and each figure's PNG and CSV into `out`.
+/// and each figure's PNG and CSV into `out`. From the first figure written until the end,
+/// `report.md` says that the run has not finished and there is no `results.json`.
 pub fn reproduce(
     names: &[String],
     quick: bool,
@@ -220,10 +226,24 @@ pub fn reproduce(
         "Mode: full.\n\n"
     });
     let mut results = serde_json::Map::new();
+    let md = out.join("report.md");
+    let js = out.join("results.json");
+    let mut marked_unfinished = false;
     for e in chosen {
         log(&format!("{}: {}", e.name, e.about));
         let started = std::time::Instant::now();
         let section = (e.run)(&ctx)?;
+        if !marked_unfinished && !section.figures.is_empty() {
+            // From the first figure on, a previous run's report and results would describe
+            // figures this run replaces; a run stopped before its end (Ctrl-C, a write that
+            // fails) would leave them looking current. The report says so until it is written.
+            std::fs::write(&md, UNFINISHED_REPORT).map_err(io(&md))?;
+            match std::fs::remove_file(&js) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(io(&js)(e)),
+                _ => {}
+            }
+            marked_unfinished = true;
+        }
         for f in &section.figures {
             let png = out.join(format!("{}.png", f.stem));
             f.chart.write_png(&png).map_err(io(&png))?;
@@ -239,9 +259,7 @@ pub fn reproduce(
             started.elapsed().as_secs_f64()
         ));
     }
-    let md = out.join("report.md");
     std::fs::write(&md, report).map_err(io(&md))?;
-    let js = out.join("results.json");
     let text = serde_json::to_string_pretty(&Value::Object(results)).expect("JSON of plain values");
     std::fs::write(&js, text + "\n").map_err(io(&js))?;
     Ok(())
