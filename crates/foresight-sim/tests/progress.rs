@@ -66,6 +66,22 @@ fn a_dfs_run_reports_progress() {
     );
 }
 
+/// Without a duration a `[dfs]` run's horizon is centuries away: its progress is its reads.
+#[test]
+fn a_dfs_run_without_a_duration_reports_its_reads() {
+    let seen = fractions(&[
+        "dfs.system=aps",
+        "workload.streams=4",
+        "workload.request=16KiB",
+        "workload.file_size=256MiB",
+    ]);
+    check("dfs to the end", &seen);
+    assert!(
+        seen.iter().any(|&f| f > 0.1 && f < 1.0),
+        "stuck near 0 until the end: {seen:?}"
+    );
+}
+
 #[test]
 fn a_tier_stack_run_reports_progress() {
     check(

@@ -601,8 +601,27 @@ impl Sim<'_> {
         end
     }
 
-    /// The event loop of [`Sim::run_loop`], telling `progress` every 8192 events how much of the
-    /// duration is simulated (the one bound every run has: streams may also end sooner).
+    /// How far the run is, 0 to 1: the share of its duration simulated or of its reads done,
+    /// whichever is further (a run without a duration has a horizon centuries away, and one with
+    /// it may still end with its reads).
+    fn done_fraction(&self) -> f64 {
+        let time = self.now.as_secs_f64() / self.end.as_secs_f64();
+        let streams = self.streams.len().max(1) as f64;
+        let work: f64 = self
+            .streams
+            .iter()
+            .map(|st| match (st.reads_left, self.params.pattern) {
+                (0, _) => 1.0,
+                (_, Pattern::Streams) => st.next_offset as f64 / self.params.file_size.0 as f64,
+                (left, Pattern::Random) => 1.0 - left as f64 / self.params.requests.max(1) as f64,
+            })
+            .sum::<f64>()
+            / streams;
+        time.max(work).clamp(0.0, 1.0)
+    }
+
+    /// The event loop of [`Sim::run_loop`], telling `progress` every 8192 events how far the run
+    /// is.
     fn run_events(&mut self, progress: &mut Option<&mut dyn FnMut(f64)>) -> Instant {
         let mut events = 0u64;
         loop {
@@ -613,8 +632,7 @@ impl Sim<'_> {
             events += 1;
             if events.is_multiple_of(8192) {
                 if let Some(p) = progress.as_mut() {
-                    let span = self.end.as_secs_f64();
-                    p((self.now.as_secs_f64() / span).clamp(0.0, 1.0));
+                    p(self.done_fraction());
                 }
             }
             let dev = self.device.next_event();
