@@ -251,7 +251,7 @@ config file's directory, or from the current one when given by --set.
   max_alpha = 256                aps: the cap on alpha = \"auto\"
   slice = \"100ms\"                CFQ time slice
   slice_idle = \"8ms\"             CFQ idle wait (default 0 on an SSD)
-  [network]                      the link of a [dfs] run
+  [network]                      the link of a [dfs] run (refused with system = \"local\")
   link = \"lan-10g\"               lan-10g | lan-10g-w30m | lan-1g | metro-10g | wan-10g | wan-1g
   delay = \"50us\"                 one-way delay (overrides the preset's)
   bandwidth = \"10Gbit\"           wire rate each way

@@ -99,6 +99,18 @@ pub fn refuse_unread_keys(root: &Table) -> Result<(), ConfigError> {
     if !root.contains_key("dfs") {
         return Ok(());
     }
+    // Before the host parser reads the kind's own keys, whose advice (a trace file, a duration
+    // for a webserver) would lead to a run the DFS model then refuses.
+    if let Some(Value::Table(w)) = root.get("workload") {
+        if let Some(Value::String(kind)) = w.get("kind") {
+            if kind != "streams" && kind != "random" {
+                return Err(key_err(
+                    "workload.kind",
+                    format!("a [dfs] run takes `streams` or `random`, not `{kind}`"),
+                ));
+            }
+        }
+    }
     for section in ["device", "host", "policy", "workload"] {
         let Some(Value::Table(t)) = root.get(section) else {
             continue;
@@ -146,6 +158,17 @@ pub fn take(root: &mut Table) -> Result<Option<DfsSettings>, ConfigError> {
         None => DfsSystem::Aps,
         Some(s) => s.parse().map_err(|e: String| key_err("dfs.system", e))?,
     };
+    if system == DfsSystem::Local {
+        if let Some(Value::Table(n)) = root.get("network") {
+            if let Some(k) = n.keys().next() {
+                return Err(key_err(
+                    &format!("network.{}", shown_key(k)),
+                    "a `local` run has no network (its streams are processes on the server \
+                     itself); drop it, or choose a dfs.system that has one",
+                ));
+            }
+        }
+    }
     let queue = match text(&mut d, "queue", "dfs.queue")? {
         None => None,
         Some(s) => Some(s.parse().map_err(|e: String| key_err("dfs.queue", e))?),
@@ -389,6 +412,40 @@ mod tests {
         SimConfig::from_table(t, None)
     }
 
+    /// `local` runs its streams on the server itself: a [network] key was read and then unused.
+    #[test]
+    fn a_local_run_refuses_network_keys() {
+        for set in [
+            "network.delay=4ms",
+            "network.link=wan-1g",
+            "network.window=30MB",
+        ] {
+            let e = cfg(&["dfs.system=local", set]).expect_err(set).to_string();
+            let key = set.split('=').next().unwrap();
+            assert!(
+                e.contains(key) && e.contains("local") && e.contains("drop it"),
+                "{set}: {e}"
+            );
+        }
+        assert!(cfg(&["dfs.system=local"]).is_ok());
+        assert!(cfg(&["dfs.system=nfs", "network.delay=4ms"]).is_ok());
+    }
+
+    /// A workload kind the DFS model does not run was reported by the host parser first, with
+    /// advice that led nowhere: `trace` asked for a trace file, which [dfs] then refused.
+    #[test]
+    fn a_workload_kind_dfs_does_not_run_is_refused_first() {
+        for kind in ["trace", "webserver", "scan", "tiles", "gaps"] {
+            let e = cfg(&["dfs.system=aps", &format!("workload.kind={kind}")])
+                .expect_err(kind)
+                .to_string();
+            assert!(
+                e.contains("workload.kind") && e.contains("`streams` or `random`"),
+                "{kind}: {e}"
+            );
+        }
+    }
+
     #[test]
     fn no_dfs_section_means_a_local_run() {
         assert!(cfg(&[]).unwrap().dfs.is_none());
@@ -518,13 +575,13 @@ mod tests {
 
     #[test]
     fn only_streams_and_random_run_over_a_dfs() {
-        let c = cfg(&[
+        let e = cfg(&[
             "dfs.system=aps",
             "workload.kind=webserver",
             "workload.duration=1s",
         ])
-        .unwrap();
-        let e = c.dfs.clone().unwrap().params(&c).unwrap_err().to_string();
+        .unwrap_err()
+        .to_string();
         assert!(e.contains("workload.kind"), "{e}");
     }
 }
