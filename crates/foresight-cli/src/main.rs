@@ -542,7 +542,7 @@ fn cmd_sim(
     }
     let b = &r.breakdown;
     let busy = b.seek_s + b.rotate_s + b.transfer_s + b.overhead_s;
-    let pct = |x: f64| if busy > 0.0 { 100.0 * x / busy } else { 0.0 };
+    let pct = |x: f64| 100.0 * x / busy;
     outln!(
         "{} on {}, {} workload, {} stream(s), seed {}",
         r.policy,
@@ -574,14 +574,20 @@ fn cmd_sim(
         r.wasted_bytes,
         r.memory_peak_bytes
     );
-    outln!(
-        "  device time  seek {:.1}%, rotate {:.1}%, transfer {:.1}%, overhead {:.1}% (queued {:.3} s)",
-        pct(b.seek_s),
-        pct(b.rotate_s),
-        pct(b.transfer_s),
-        pct(b.overhead_s),
-        b.queue_s
-    );
+    if busy > 0.0 {
+        outln!(
+            "  device time  seek {:.1}%, rotate {:.1}%, transfer {:.1}%, overhead {:.1}% (queued {:.3} s)",
+            pct(b.seek_s),
+            pct(b.rotate_s),
+            pct(b.transfer_s),
+            pct(b.overhead_s),
+            b.queue_s
+        );
+    } else {
+        // Shares of nothing would read as a device that neither sought nor transferred: a tier
+        // stack's levels report no breakdown, and a run may end before any device finished.
+        outln!("  device time  no breakdown recorded for this run");
+    }
     if r.members.len() > 1 {
         // An array's totals hide a member every stream waits on while the others idle.
         let each = |f: &dyn Fn(&foresight_sim::metrics::MemberReport) -> f64| -> String {

@@ -713,3 +713,25 @@ fn an_interrupted_reproduce_leaves_no_stale_report_beside_new_figures() {
         assert!(results.is_empty(), "{results}");
     }
 }
+
+/// A run whose devices report no service-time breakdown (a tier stack's levels) printed "seek
+/// 0.0%, rotate 0.0%, transfer 0.0%, overhead 0.0%": shares of nothing, which add up to none.
+#[test]
+fn a_run_without_a_breakdown_does_not_print_shares_of_nothing() {
+    let config = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/informed-tiered.toml"
+    );
+    let (code, out, err) = foresight(&["sim", "--config", config]);
+    assert_eq!(code, 0, "{err}");
+    let line = out
+        .lines()
+        .find(|l| l.trim_start().starts_with("device time"))
+        .unwrap_or_else(|| panic!("no device time line: {out}"));
+    assert!(!line.contains('%'), "{line}");
+    assert!(line.contains("no breakdown"), "{line}");
+    // A run that has one keeps its shares.
+    let (code, out, err) = foresight(&["sim", "--set", "workload.duration=1s"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("device time  seek "), "{out}");
+}
