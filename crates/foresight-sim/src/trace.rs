@@ -256,6 +256,13 @@ pub(crate) fn for_each_line(
         line: 0,
         message: e.to_string(),
     })?;
+    // A directory opens on Linux and fails at its first read, which would name line 1.
+    if file.metadata().is_ok_and(|m| m.is_dir()) {
+        return Err(LineError::Read {
+            line: 0,
+            message: "is a directory; give the path of a trace file".into(),
+        });
+    }
     let mut reader = std::io::BufReader::new(file);
     let mut bytes = Vec::new();
     for line in 1.. {
@@ -909,6 +916,17 @@ pub(crate) mod tests {
                 .starts_with("/nonexistent/dir/trace.csv: cannot read msr trace"),
             "{err}"
         );
+    }
+
+    /// A directory opens, then fails its first read: it was reported at `DIR:1:`, a line of a
+    /// file that does not exist. It is named as the path it is.
+    #[test]
+    fn a_directory_is_named_as_a_directory_not_at_a_line() {
+        let dir = std::env::temp_dir();
+        let err = read_trace(&dir, TraceFormat::Disksim).unwrap_err();
+        assert_eq!(err.line, 0, "{err}");
+        assert!(err.to_string().contains("is a directory"), "{err}");
+        assert!(err.to_string().contains("trace file"), "{err}");
     }
 
     /// A trace past the record limit is refused at the first record beyond it; comment and blank
