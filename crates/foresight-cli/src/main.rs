@@ -502,7 +502,7 @@ fn cmd_sim(
             let b = indicatif::ProgressBar::new(1000);
             b.set_style(
                 indicatif::ProgressStyle::with_template(
-                    "{spinner} simulating [{bar:40}] {percent}% (eta {eta})",
+                    "{spinner} simulating [{bar:40}] {percent}% ({msg})",
                 )
                 .expect("valid template")
                 .progress_chars("=> "),
@@ -510,6 +510,7 @@ fn cmd_sim(
             b
         });
         b.set_position((frac * 1000.0) as u64);
+        b.set_message(progress::eta_text(elapsed_s, frac));
     };
     let run = foresight_sim::run(
         &cfg,

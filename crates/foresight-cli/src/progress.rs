@@ -36,6 +36,22 @@ impl Every {
     }
 }
 
+/// The time a run has left, from the time it has taken and the share of its work done: the rate
+/// so far, carried to the end. (The progress bar's own estimate weighs each step by the time
+/// since the one before, and the bar appears a second into a run with a quarter or more done at
+/// once, a step that took no time: it read "eta 0s" for most of the run.)
+pub fn eta_text(elapsed_s: f64, frac: f64) -> String {
+    if !(frac > 0.0 && elapsed_s.is_finite() && elapsed_s >= 0.0) {
+        return "eta ?".to_string();
+    }
+    let left_s = (elapsed_s * (1.0 - frac.min(1.0)) / frac).round() as u64;
+    match left_s {
+        s if s < 60 => format!("eta {s}s"),
+        s if s < 3600 => format!("eta {}m {:02}s", s / 60, s % 60),
+        s => format!("eta {}h {:02}m", s / 3600, s % 3600 / 60),
+    }
+}
+
 /// `(done, of)` when `line` is an experiment's count of finished runs (`NAME: D/N runs`).
 fn run_count(line: &str) -> Option<(u64, u64)> {
     let (_, count) = line.rsplit_once(": ")?;
@@ -116,6 +132,19 @@ impl<W: Write, N: Write> Write for Counting<W, N> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A run a quarter done after 1 s has about 3 s left, whatever the bar saw before it appeared.
+    #[test]
+    fn the_eta_carries_the_rate_so_far_to_the_end() {
+        assert_eq!(eta_text(1.0, 0.25), "eta 3s");
+        assert_eq!(eta_text(6.0, 0.5), "eta 6s");
+        assert_eq!(eta_text(60.0, 0.5), "eta 1m 00s");
+        assert_eq!(eta_text(100.0, 0.4), "eta 2m 30s");
+        assert_eq!(eta_text(3600.0, 0.5), "eta 1h 00m");
+        assert_eq!(eta_text(5.0, 1.0), "eta 0s");
+        assert_eq!(eta_text(1.0, 0.0), "eta ?");
+        assert_eq!(eta_text(1.0, f64::NAN), "eta ?");
+    }
 
     #[test]
     fn a_note_is_due_once_an_interval_and_not_before_the_first() {
