@@ -12,7 +12,7 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
 use foresight_sim::config::{apply_set, apply_unset, read_config_file, SimConfig};
-use foresight_sim::metrics::{CsvRequests, RequestSink};
+use foresight_sim::metrics::RequestSink;
 use foresight_sim::{RunOptions, SimError};
 
 /// `println!` that returns an error instead of panicking when standard output is closed or full.
@@ -36,6 +36,9 @@ mod bench;
 mod cleanup;
 mod net;
 mod progress;
+mod requests_out;
+
+use requests_out::RequestsOut;
 
 #[derive(Parser)]
 #[command(
@@ -449,16 +452,11 @@ fn cmd_sim(
     if let Some(out) = requests_out {
         refuse_overwriting_an_input(out, config, &cfg)?;
     }
-    // Ctrl-C would leave the records cut off at the last buffer flushed, mid-line, looking like a
-    // finished run's. Only a regular file is ours to remove: `/dev/stdout` or a FIFO is not.
-    let _on_signal = requests_out
-        .filter(|path| std::fs::metadata(path).map_or(true, |m| m.is_file()))
-        .map(|path| cleanup::remove_on_signal(path.to_path_buf()));
     // Opened before the run, so that a path that cannot be written is refused at once, not after
-    // minutes of simulation.
-    let requests_file = requests_out
+    // minutes of simulation (but emptied only at the first record: see `requests_out`).
+    let mut requests_csv = requests_out
         .map(|path| {
-            std::fs::File::create(path).map_err(|e| {
+            RequestsOut::open(path).map_err(|e| {
                 input(format!(
                     "--requests-out: cannot create {}: {e}; give a file you can write",
                     path.display()
@@ -474,10 +472,6 @@ fn cmd_sim(
             requests_out.map_or_else(String::new, |p| p.display().to_string())
         )
     };
-    let mut requests_csv = requests_file
-        .map(CsvRequests::new)
-        .transpose()
-        .with_context(requests_context)?;
     let started = std::time::Instant::now();
     let show_bar = std::io::stderr().is_terminal();
     let mut bar: Option<indicatif::ProgressBar> = None;
@@ -523,7 +517,12 @@ fn cmd_sim(
         b.finish_and_clear();
     }
     let out = run.map_err(|e| match e {
-        SimError::Config(_) | SimError::Trace(_) => input(e),
+        SimError::Config(_) | SimError::Trace(_) => {
+            if let Some(csv) = requests_csv.take() {
+                csv.abandon();
+            }
+            input(e)
+        }
         SimError::Requests(e) => anyhow::Error::new(e).context(requests_context()),
     })?;
     if let Some(csv) = requests_csv {

@@ -735,3 +735,32 @@ fn a_run_without_a_breakdown_does_not_print_shares_of_nothing() {
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("device time  seek "), "{out}");
 }
+
+/// A config refused once the run is being built (here: files that do not fit the disk) exits 2,
+/// but the requests file had already been created, or truncated, and was left holding only the
+/// CSV header: bad input destroyed a file. A file that was there is now left as it was, and one
+/// that was not is not left behind.
+#[test]
+fn a_refused_run_leaves_the_requests_file_as_it_found_it() {
+    let dir = std::env::temp_dir().join(format!("foresight-req-refused-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let existing = dir.join("existing.csv");
+    std::fs::write(&existing, "kept\n").unwrap();
+    let fresh = dir.join("fresh.csv");
+    for path in [&existing, &fresh] {
+        let (code, _, err) = foresight(&[
+            "sim",
+            "--set",
+            "workload.streams=100000",
+            "--requests-out",
+            path.to_str().unwrap(),
+        ]);
+        assert_eq!(code, 2, "{err}");
+        assert!(err.contains("workload.file_size"), "{err}");
+    }
+    let kept = std::fs::read_to_string(&existing).unwrap_or_default();
+    let fresh_left = fresh.exists();
+    std::fs::remove_dir_all(&dir).ok();
+    assert_eq!(kept, "kept\n", "the existing file was overwritten");
+    assert!(!fresh_left, "a requests file was left by a refused run");
+}

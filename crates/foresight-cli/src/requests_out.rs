@@ -1,0 +1,95 @@
+//! The file `sim --requests-out` writes, one CSV line per application request.
+//!
+//! The path is opened before the run, so that one that cannot be written is refused at once, but
+//! it is not emptied then: a config can still be refused while the run is being built (files that
+//! do not fit the volume, a bad trace line), and bad input must leave a file that was there as it
+//! was and take away one it created. The file is emptied and given its header at the first record,
+//! or at the end of a run that had none. From the moment the file is this run's (created, or
+//! emptied), a signal removes it rather than leave it cut short mid-line.
+
+use std::fs::File;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use foresight_sim::metrics::{CsvRequests, RequestRecord, RequestSink};
+
+use crate::cleanup;
+
+/// The `--requests-out` file of one run.
+pub struct RequestsOut {
+    path: PathBuf,
+    /// The file until the first record.
+    file: Option<File>,
+    /// The CSV from the first record on.
+    csv: Option<CsvRequests<File>>,
+    /// Whether this run created the file (it was not there before).
+    created: bool,
+    /// Whether the path is a regular file, which is emptied and may be removed; `/dev/null`, a
+    /// FIFO or a terminal is written as it is and never removed.
+    regular: bool,
+    on_signal: Option<cleanup::Registered>,
+}
+
+impl RequestsOut {
+    /// Opens (or creates) `path` for writing without emptying it.
+    pub fn open(path: &Path) -> io::Result<RequestsOut> {
+        let before = std::fs::metadata(path).ok();
+        let created = before.is_none();
+        // Registered before it is created, so that no moment is left in which it exists
+        // unregistered.
+        let on_signal = created.then(|| cleanup::remove_on_signal(path.to_path_buf()));
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            // Emptied at the first record instead (`started`).
+            .truncate(false)
+            .open(path)?;
+        Ok(RequestsOut {
+            path: path.to_path_buf(),
+            file: Some(file),
+            csv: None,
+            created,
+            regular: before.is_none_or(|m| m.is_file()),
+            on_signal,
+        })
+    }
+
+    /// The CSV, started (the file emptied, the header written) if this is the first call.
+    fn started(&mut self) -> io::Result<&mut CsvRequests<File>> {
+        if self.csv.is_none() {
+            let file = self
+                .file
+                .take()
+                .expect("the file is kept until the CSV starts");
+            if self.regular {
+                if self.on_signal.is_none() {
+                    self.on_signal = Some(cleanup::remove_on_signal(self.path.clone()));
+                }
+                file.set_len(0)?;
+            }
+            self.csv = Some(CsvRequests::new(file)?);
+        }
+        Ok(self.csv.as_mut().expect("started above"))
+    }
+
+    /// The run finished: writes out what is buffered (the header alone if there was no request).
+    pub fn finish(mut self) -> io::Result<()> {
+        self.started()?;
+        self.csv.take().expect("started above").finish()?;
+        Ok(())
+    }
+
+    /// The run was refused before its first record: a file it created is removed, and one that
+    /// was there has not been touched.
+    pub fn abandon(self) {
+        if self.created && self.regular && self.csv.is_none() {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}
+
+impl RequestSink for RequestsOut {
+    fn push(&mut self, record: &RequestRecord) -> io::Result<()> {
+        self.started()?.push(record)
+    }
+}
