@@ -401,8 +401,17 @@ fn plan(a: &BenchArgs) -> anyhow::Result<Plan> {
     };
     for p in &names {
         check_policy(&policy_config(p, readahead_max)).map_err(|e| {
+            // The library's own words for this one are advice to a programmer (build_stack).
+            let why = match e {
+                foresight_engine::EngineError::Policy(
+                    foresight_policy::PolicyError::NeedsStack(_),
+                ) => "it prefetches into a second cache below the page cache (a RAID \
+                      driver's, or a storage tier's), which the engine does not have"
+                    .to_string(),
+                other => other.to_string(),
+            };
             input(format!(
-                "--policy: `{p}` cannot run in the engine: {e}. The engine runs: {}",
+                "--policy: `{p}` cannot run in the engine: {why}. The engine runs: {}",
                 foresight_policy::POLICY_NAMES
                     .iter()
                     .filter(|n| check_policy(&policy_config(n, readahead_max)).is_ok())

@@ -102,6 +102,21 @@ fn bad_bench_input_exits_2_naming_the_flag() {
     }
 }
 
+/// A simulator policy the engine cannot run was refused with the library's advice to a programmer
+/// ("build it with build_stack"), and for `ipo`, a tier pipeline, with the wrong two layers.
+#[test]
+fn a_policy_the_engine_cannot_run_is_refused_in_the_users_terms() {
+    for p in ["msp+seqp", "msp+saseqp", "ipipe", "ipo", "ipods"] {
+        let d = dir("two-layer");
+        let (code, _, err) = foresight(&["bench", "--dir", &d, "--policy", p]);
+        assert_eq!(code, 2, "{p}: {err}");
+        assert!(err.contains(&format!("`{p}`")), "{p}: {err}");
+        assert!(!err.contains("build_stack"), "{p}: {err}");
+        assert!(err.contains("The engine runs: "), "{p}: {err}");
+        assert!(!std::path::Path::new(&d).exists(), "{p}: {d} was created");
+    }
+}
+
 /// The host scheduler is the emulated disk's to choose; on the real disk the kernel's runs, so
 /// `--scheduler` and `--antic-expire` without `--emulate` are refused, saying so, before anything
 /// is written.
