@@ -724,13 +724,33 @@ impl Section {
 
     /// Fails on the first key nobody took.
     pub fn finish(self) -> Result<(), ConfigError> {
-        match self.table.keys().next() {
-            None => Ok(()),
-            Some(k) => Err(key_err(
-                &format!("{}.{}", self.prefix, shown_key(k)),
-                "unknown key; see `foresight sim --help` for the keys of each section",
-            )),
-        }
+        let Some(k) = self.table.keys().next() else {
+            return Ok(());
+        };
+        // A key of the other kind of config is documented: "unknown" would send the reader
+        // looking for a typo. Each parser takes all of its own keys before this.
+        let listed = |lists: &[(&str, &[&str])]| {
+            lists
+                .iter()
+                .any(|(section, keys)| *section == self.prefix && keys.contains(&k.as_str()))
+        };
+        let host_policy_key = self.prefix == "policy"
+            && POLICY_FAMILY_KEYS
+                .iter()
+                .any(|(_, keys)| keys.contains(&k.as_str()));
+        let message = if listed(&TIER_STACK_KEYS) {
+            "only a tier stack reads this key: set device.kind = \"tiered\" or \"constant\" (see \
+             the tier-stack keys in `foresight sim --help`), or drop it"
+        } else if listed(&HOST_KEYS) || host_policy_key {
+            "a tier stack does not read this key, and this config is one (device.kind is tiered \
+             or constant, workload.kind is hinted, or the policy is an informed one); drop it"
+        } else {
+            "unknown key; see `foresight sim --help` for the keys of each section"
+        };
+        Err(key_err(
+            &format!("{}.{}", self.prefix, shown_key(k)),
+            message,
+        ))
     }
 }
 
@@ -811,6 +831,72 @@ fn refuse_keys_of_other_kinds(kind: WorkloadKind, w: &Section) -> Result<(), Con
     }
     Ok(())
 }
+
+/// Keys only a tier stack (paper 002's hinted workloads) reads, by section.
+const TIER_STACK_KEYS: [(&str, &[&str]); 3] = [
+    (
+        "device",
+        &[
+            "t_upper",
+            "t_lower",
+            "t_lower_to_upper",
+            "upper_capacity",
+            "memory",
+            "tiers",
+            "link",
+        ],
+    ),
+    ("workload", &["reads", "block", "consume", "order"]),
+    (
+        "policy",
+        &["x_cache", "max_bw", "pnext_groups", "lru_hit_gain"],
+    ),
+];
+
+/// Keys only the host simulator reads, by section (its `[policy]` keys are
+/// `POLICY_FAMILY_KEYS`'; a tier stack refuses `[host]` as a whole).
+const HOST_KEYS: [(&str, &[&str]); 2] = [
+    (
+        "device",
+        &[
+            "preset",
+            "disksim",
+            "disks",
+            "strip",
+            "queue_depth",
+            "queue_policy",
+            "controller_mib_s",
+            "cache_segments",
+            "segment_size",
+            "drive_readahead",
+            "drive_readahead_min",
+            "controller_cache",
+            "controller_readahead",
+        ],
+    ),
+    (
+        "workload",
+        &[
+            "streams",
+            "file_size",
+            "request",
+            "think",
+            "duration",
+            "requests",
+            "placement",
+            "extent",
+            "metadata",
+            "files",
+            "format",
+            "trace_records_max",
+            "closed",
+            "tile",
+            "tiles_across",
+            "gap",
+            "gap_dist",
+        ],
+    ),
+];
 
 /// The `[policy]` keys that one family of policies alone reads, and which names read them.
 const POLICY_FAMILY_KEYS: [(&str, &[&str]); 4] = [
@@ -1906,6 +1992,48 @@ mod tests {
             &["device.kind=raid0", "device.disks=2", "device.strip=64KiB"]
         )
         .is_ok());
+    }
+
+    /// A documented key of the other kind of config (a tier stack's in a host run, or the
+    /// other way round) was called an "unknown key", which sends the reader looking for a typo.
+    #[test]
+    fn a_key_of_the_other_kind_of_config_is_named_as_such() {
+        let tier_stack = [
+            "device.kind=constant",
+            "device.t_upper=52ms",
+            "device.t_lower=120ms",
+            "device.t_lower_to_upper=122ms",
+            "workload.kind=hinted",
+        ];
+        for (section, keys) in TIER_STACK_KEYS {
+            for key in keys {
+                let e = cfg("", &[&format!("{section}.{key}=1")])
+                    .expect_err(key)
+                    .to_string();
+                assert!(
+                    e.contains(&format!("{section}.{key}")) && e.contains("only a tier stack"),
+                    "{e}"
+                );
+            }
+        }
+        let policy_keys = POLICY_FAMILY_KEYS.iter().flat_map(|(_, keys)| keys.iter());
+        let host_keys = HOST_KEYS
+            .iter()
+            .flat_map(|(section, keys)| keys.iter().map(move |k| format!("{section}.{k}")))
+            .chain(policy_keys.map(|k| format!("policy.{k}")));
+        for key in host_keys {
+            let mut sets = tier_stack.to_vec();
+            let set = format!("{key}=1");
+            sets.push(&set);
+            let e = cfg("", &sets).expect_err(&key).to_string();
+            assert!(
+                e.contains(&key) && e.contains("a tier stack does not read"),
+                "{e}"
+            );
+        }
+        // A key of neither is unknown.
+        let e = cfg("", &["workload.nosuch=1"]).unwrap_err().to_string();
+        assert!(e.contains("unknown key"), "{e}");
     }
 
     /// `host.antic_expire` under `deadline` or `noop`, and `host.read_expire` under `noop`, were
