@@ -2036,6 +2036,45 @@ mod tests {
         assert!(e.contains("unknown key"), "{e}");
     }
 
+    /// The two key lists above name keys their own parser takes: a listed key set in its own
+    /// kind of config may be refused for its value or its company, never as a key nobody reads.
+    /// Without this a key renamed in a parser and not in its list would be misnamed as the other
+    /// kind's.
+    #[test]
+    fn the_key_lists_name_keys_their_own_parser_takes() {
+        let tier_stack = [
+            "device.kind=constant",
+            "device.t_upper=52ms",
+            "device.t_lower=120ms",
+            "device.t_lower_to_upper=122ms",
+            "workload.kind=hinted",
+        ];
+        let not_read = |e: &str| {
+            e.contains("unknown key")
+                || e.contains("only a tier stack")
+                || e.contains("a tier stack does not read")
+        };
+        for (section, keys) in TIER_STACK_KEYS {
+            for key in keys {
+                let mut sets = tier_stack.to_vec();
+                let set = format!("{section}.{key}=1");
+                sets.push(&set);
+                if let Err(e) = cfg("", &sets) {
+                    let e = e.to_string();
+                    assert!(!not_read(&e), "{section}.{key} in a tier stack: {e}");
+                }
+            }
+        }
+        for (section, keys) in HOST_KEYS {
+            for key in keys {
+                if let Err(e) = cfg("", &[&format!("{section}.{key}=1")]) {
+                    let e = e.to_string();
+                    assert!(!not_read(&e), "{section}.{key} in a host run: {e}");
+                }
+            }
+        }
+    }
+
     /// `host.antic_expire` under `deadline` or `noop`, and `host.read_expire` under `noop`, were
     /// taken and dropped; a scheduler's key is refused under a scheduler that does not read it.
     #[test]

@@ -227,6 +227,24 @@ pub fn parse(mut root: Table, base_dir: Option<&Path>) -> Result<SimConfig, Conf
         ));
     }
     let memory = d.size("memory", ByteLen::gib(64), ByteLen::mib(1), MAX_SIZE)?;
+    // Each mode's keys are the tier-stack keys the other mode never reads: name the mode.
+    const CONSTANT_KEYS: [&str; 4] = ["t_upper", "t_lower", "t_lower_to_upper", "upper_capacity"];
+    if kind == "constant" && d.has("tiers") {
+        return Err(key_err(
+            "device.tiers",
+            "device.kind = \"constant\" reads t_upper, t_lower and t_lower_to_upper, not a tier \
+             list: set device.kind = \"tiered\" to list tiers, or drop it",
+        ));
+    }
+    if kind != "constant" {
+        if let Some(k) = CONSTANT_KEYS.iter().find(|k| d.has(k)) {
+            return Err(key_err(
+                &format!("device.{k}"),
+                "only device.kind = \"constant\" reads this key; a tiered stack takes each \
+                 tier's times from its [[device.tiers]] table: drop it",
+            ));
+        }
+    }
     let tiers = if kind == "constant" {
         let t = |d: &mut Section, k: &str| -> Result<Duration, ConfigError> {
             let key = format!("device.{k}");

@@ -102,6 +102,24 @@ fn bad_keys_are_named() {
         );
     }
     assert!(err(&["device.kind=tiered"]).contains("device.tiers"));
+    // Each tier-stack mode names the other mode's keys by the mode that reads them; both were
+    // told to "set device.kind = tiered or constant", which they had.
+    let e = err(&[
+        "device.kind=constant",
+        "device.t_upper=1ms",
+        "device.t_lower=2ms",
+        "device.t_lower_to_upper=3ms",
+        "device.tiers=1",
+    ]);
+    assert!(
+        e.contains("device.tiers") && e.contains("set device.kind = \"tiered\""),
+        "{e}"
+    );
+    let e = err(&["device.kind=tiered", "device.t_upper=1ms"]);
+    assert!(
+        e.contains("device.t_upper") && e.contains("only device.kind = \"constant\""),
+        "{e}"
+    );
     // `host` given as a value rather than a section is named, not dropped.
     let e = err(&[
         "device.kind=constant",
