@@ -282,12 +282,12 @@ device.kind is tiered or constant, workload.kind is hinted, or the policy is an 
   lru_hit_gain = 0.0             auto: LRU cache hit ratio lost per buffer taken (TIP's cost)
   [workload]
   kind = \"hinted\"                the access list is disclosed up front, one block per read
-  reads = 1000                   hinted reads (distinct blocks)
+  reads = 1000                   hinted reads (distinct blocks), at most 4,194,304
   block = \"10MiB\"                bytes per block
   consume = \"1.92ms\"             application time per block (T_cpu + T_hit + T_driver)
   order = \"sequential\"           sequential | random (seeded permutation)
   trace = \"PATH\"                 one block number per line instead (# comments), at
-                                 most 67,108,864
+                                 most 4,194,304
 
 Examples:
   foresight sim --set device.preset=cheetah-15k5 --set workload.streams=64 --json

@@ -523,8 +523,8 @@ impl Engine {
     /// are clipped to the file; empty ones are dropped. A range may run past the end of the file
     /// (`ByteRange::new(start, u64::MAX)` means "from `start` to the end"). A policy keeps a
     /// bounded number of hinted ranges (`directed`: `QUEUED_RANGES_MAX` a stream not yet
-    /// admitted; `tip`: `HINTED_RANGES_MAX` in all) and drops those past it: hints are advice,
-    /// and their reads are served on demand.
+    /// admitted; `tip`: `HINTED_RANGES_LIVE_MAX` that the stream and its fetches have not yet
+    /// passed) and drops those past it: hints are advice, and their reads are served on demand.
     pub fn hint(&self, at: StreamHandle, ranges: &[ByteRange]) -> Result<(), EngineError> {
         if ranges.len() > MAX_HINT_RANGES {
             return Err(EngineError::HintTooLong {

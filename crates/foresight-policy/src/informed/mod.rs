@@ -10,8 +10,16 @@
 //! them on the faster level. A copy never moves the original: the block stays on its home level
 //! (section 3.2.2) and the upper copy is dropped (`Output::Evict`) once its consumer has read it.
 //!
-//! The policy keeps its hinted stream's whole list, at most [`HINTED_RANGES_MAX`] ranges over the
-//! stream's life; ranges hinted past it are dropped, and their reads go on demand.
+//! The hinted list names each access by its absolute position in the stream's hints: TIP's next
+//! fetch, the application's next read, every prefetcher's window and every read or copy under way
+//! refer to accesses that way. Every position below the lowest of TIP's next fetch, the
+//! application's next read and the reads and copies in flight is never looked at again (a
+//! prefetcher copies nothing TIP has fetched already), so those entries are dropped from the
+//! front as the stream moves on, and position `p` lives at `p - base`. The entries still held,
+//! hinted and not yet dropped, are at most [`HINTED_RANGES_LIVE_MAX`]; ranges hinted past it are
+//! dropped, and their reads go on demand. A later hint that fits once the application has moved
+//! on is kept: the reads between the two do not match the list and go on demand, and the list
+//! resumes with the first read that matches it.
 //!
 //! Where each block is, the policy knows from its own completed copies, and it names no source: the
 //! driver reads from the nearest level holding the block, which is the same level the policy
@@ -48,11 +56,22 @@ use crate::{FetchIds, Input, Output, Policy, PolicyError, Tier};
 /// The policy names this module builds.
 pub const NAMES: &[&str] = &["tip", "ipipe", "ipo", "ipods"];
 
-/// Most hinted ranges the policy keeps over its hinted stream's life; later ones are dropped.
-/// The list is never cut (the prefetchers and their copies under way name accesses by their
-/// place in it), so this bounds it whole: 64 Mi ranges, 27 bytes each, about 1.7 GiB, as many as
-/// the simulator's hinted workloads hold, so none loses a hint.
-pub const HINTED_RANGES_MAX: usize = 1 << 26;
+/// Most hinted ranges the policy holds at once, hinted and not yet dropped from the front (the
+/// application, TIP and every copy are past the entries dropped); ranges hinted past it are
+/// dropped. The simulator's hinted application discloses its whole access list up front, so all
+/// of it is live at once: the paper's longest trace (LASR2) has 51,206 reads, and the simulator
+/// takes at most 4 Mi (`tiered::hinted::MAX_READS`, checked against this at compile time, the
+/// same count as its other workloads' disclosed reads), 82 times LASR2. 4 Mi entries of
+/// [`ACCESS_BYTES`] (24) cost 96 MiB at most.
+pub const HINTED_RANGES_LIVE_MAX: usize = 1 << 22;
+
+/// Bytes one hinted access takes in the list.
+pub const ACCESS_BYTES: usize = std::mem::size_of::<Access>();
+
+const _: () = assert!(
+    ACCESS_BYTES <= 24,
+    "the memory figure of HINTED_RANGES_LIVE_MAX counts 24 bytes an access"
+);
 
 /// How many prefetch buffers TIP uses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -191,6 +210,19 @@ struct Stage {
     capacity: Option<u64>,
 }
 
+/// One hinted access and what the policy knows of its block's copies.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Access {
+    range: ByteRange,
+    file: FileId,
+    /// Nearest level (1-based) holding the block; `levels.len()` for the home level.
+    nearest: u8,
+    /// Level a copy of the block is travelling to, 0 if none.
+    copying_to: u8,
+    /// Levels (bit `j - 1`) where a prefetcher holds a copy of the block, landed or not.
+    held_at: u8,
+}
+
 #[derive(Clone, Copy, Debug)]
 enum Job {
     /// TIP's read of access `access` from `source` into memory.
@@ -212,7 +244,7 @@ pub struct InformedStats {
     pub late_copies: u64,
     /// Copies skipped because `max_bw` reads were already in flight.
     pub bandwidth_skips: u64,
-    /// Hinted ranges dropped because the list held [`HINTED_RANGES_MAX`] already.
+    /// Hinted ranges dropped because the list held [`HINTED_RANGES_LIVE_MAX`] live ones already.
     pub hinted_ranges_dropped: u64,
 }
 
@@ -227,16 +259,22 @@ pub struct Informed {
     /// The hinted stream closed: its id may now name another stream, which must not be taken
     /// for it, and no other stream may take its place (its list is half consumed).
     stream_closed: bool,
-    /// The hinted stream's reads, in order, at most `hinted_ranges_max`.
-    accesses: Vec<(FileId, ByteRange)>,
-    /// [`HINTED_RANGES_MAX`] but in tests.
-    hinted_ranges_max: usize,
-    /// Nearest level (1-based) holding each access's block; `levels.len()` for the home level.
-    nearest: Vec<u8>,
-    /// Level a copy of the access is travelling to, 0 if none.
-    copying_to: Vec<u8>,
-    /// Levels (bit `j - 1`) where a prefetcher holds a copy of the access, landed or not.
-    held_at: Vec<u8>,
+    /// The hinted stream's reads from position `base` on, in order.
+    list: VecDeque<Access>,
+    /// Position (in the stream's hints, from 0) of `list[0]`.
+    base: usize,
+    /// Position below which every entry is dropped: `base`, except in the tests' reference that
+    /// keeps the whole list. The live entries, `front..base + list.len()`, are at most
+    /// `hinted_ranges_live_max`.
+    front: usize,
+    /// Keeps entries below `front` (the tests' reference with an unbounded list).
+    #[cfg(test)]
+    keep_whole_list: bool,
+    /// [`HINTED_RANGES_LIVE_MAX`] but in tests.
+    hinted_ranges_live_max: usize,
+    /// How many reads and copies in flight name each position: the lowest one must stay. At
+    /// most one key per entry of `jobs`.
+    job_positions: BTreeMap<usize, u32>,
     /// Next access TIP fetches.
     tip_next: usize,
     /// Next access the application takes.
@@ -308,11 +346,13 @@ impl Informed {
             x_cache,
             stream: None,
             stream_closed: false,
-            accesses: vec![],
-            hinted_ranges_max: HINTED_RANGES_MAX,
-            nearest: vec![],
-            copying_to: vec![],
-            held_at: vec![],
+            list: VecDeque::new(),
+            base: 0,
+            front: 0,
+            #[cfg(test)]
+            keep_whole_list: false,
+            hinted_ranges_live_max: HINTED_RANGES_LIVE_MAX,
+            job_positions: BTreeMap::new(),
             tip_next: 0,
             taken: 0,
             stages,
@@ -328,12 +368,62 @@ impl Informed {
         })
     }
 
-    /// The policy with its list bounded to `max` ranges instead of [`HINTED_RANGES_MAX`], so that
-    /// tests reach the bound without gigabytes of hints.
+    /// The policy with its live list bounded to `max` ranges instead of
+    /// [`HINTED_RANGES_LIVE_MAX`], so that tests reach the bound without millions of hints.
     #[cfg(test)]
-    fn with_hinted_ranges_max(mut self, max: usize) -> Informed {
-        self.hinted_ranges_max = max;
+    fn with_hinted_ranges_live_max(mut self, max: usize) -> Informed {
+        self.hinted_ranges_live_max = max;
         self
+    }
+
+    /// The policy keeping every entry it drops from the live list, so that a test can check that
+    /// dropping them changes nothing.
+    #[cfg(test)]
+    fn keeping_whole_list(mut self) -> Informed {
+        self.keep_whole_list = true;
+        self
+    }
+
+    /// Entries held: the live ones, and in the tests' reference the dropped ones too.
+    #[cfg(test)]
+    fn entries_held(&self) -> usize {
+        self.list.len()
+    }
+
+    /// One past the last position hinted and kept.
+    fn end(&self) -> usize {
+        self.base + self.list.len()
+    }
+
+    /// The entry at position `p`; it must not have been dropped.
+    fn at(&self, p: usize) -> &Access {
+        &self.list[p - self.base]
+    }
+
+    fn at_mut(&mut self, p: usize) -> &mut Access {
+        &mut self.list[p - self.base]
+    }
+
+    /// Drops the entries nobody will look at again: those below TIP's next fetch, the
+    /// application's next read and every read or copy in flight. Prefetchers copy only from TIP's
+    /// next fetch on, and new reads and copies start there too, so the lowest of these never
+    /// falls.
+    fn drop_front(&mut self) {
+        let mut low = self.tip_next.min(self.taken);
+        if let Some((&p, _)) = self.job_positions.first_key_value() {
+            low = low.min(p);
+        }
+        let low = low.min(self.end());
+        if low <= self.front {
+            return;
+        }
+        self.front = low;
+        #[cfg(test)]
+        if self.keep_whole_list {
+            return;
+        }
+        self.list.drain(..low - self.base);
+        self.base = low;
     }
 
     fn plan_stages(mode: Mode, cfg: &InformedConfig, x_cache: u32) -> Vec<Stage> {
@@ -412,8 +502,9 @@ impl Informed {
 
     fn fetch(&mut self, access: usize, into: Tier, job: Job) {
         let id = self.ids.next_id();
-        let (file, range) = self.accesses[access];
+        let Access { file, range, .. } = *self.at(access);
         self.jobs.insert(id, job);
+        *self.job_positions.entry(access).or_insert(0) += 1;
         self.in_flight += 1;
         self.out.push_back(Output::Fetch {
             id,
@@ -424,16 +515,14 @@ impl Informed {
     }
 
     fn tip_issue(&mut self) {
-        while self.tip_next < self.accesses.len()
-            && self.tip_next < self.taken + self.x_cache as usize
-        {
+        while self.tip_next < self.end() && self.tip_next < self.taken + self.x_cache as usize {
             let access = self.tip_next;
-            if self.mode == Mode::Window && self.copying_to[access] == 1 {
+            if self.mode == Mode::Window && self.at(access).copying_to == 1 {
                 // Its copy is on the way up: wait for it rather than read the block from below
                 // a second time (iPipe's TIP finds pipelined blocks on the SSD, section 4.4.5).
                 return;
             }
-            let source = self.nearest[access];
+            let source = self.at(access).nearest;
             self.tip_next += 1;
             self.fetch(access, Tier::Memory, Job::Tip { access, source });
         }
@@ -443,13 +532,12 @@ impl Informed {
     fn try_copy(&mut self, s: usize, access: usize) -> bool {
         let stage = &self.stages[s];
         let into = stage.level;
-        if access >= self.accesses.len() || access < self.tip_next {
+        if access >= self.end() || access < self.tip_next {
             return false;
         }
+        let entry = *self.at(access);
         // Already there (or on its way there or higher): not fetched again (section 4.4.5).
-        if self.nearest[access] <= into
-            || (self.copying_to[access] != 0 && self.copying_to[access] <= into)
-        {
+        if entry.nearest <= into || (entry.copying_to != 0 && entry.copying_to <= into) {
             return false;
         }
         if stage.capacity.is_some_and(|c| stage.held >= c) {
@@ -459,10 +547,11 @@ impl Informed {
             self.stats.bandwidth_skips += 1;
             return false;
         }
-        let source = self.nearest[access];
+        let source = entry.nearest;
         self.stages[s].held += 1;
-        self.held_at[access] |= 1 << (into - 1);
-        self.copying_to[access] = into;
+        let entry = self.at_mut(access);
+        entry.held_at |= 1 << (into - 1);
+        entry.copying_to = into;
         self.stats.copies += 1;
         self.fetch(
             access,
@@ -485,7 +574,7 @@ impl Informed {
                 Some(hi) => hi + 1,
             }
             .max(self.tip_next);
-            if next >= self.accesses.len() {
+            if next >= self.end() {
                 return;
             }
             self.stages[s].window_hi = Some(next);
@@ -534,17 +623,17 @@ impl Informed {
     /// free its slot. Returns false when it had already been dropped (two consumers raced).
     fn release(&mut self, access: usize, level: u8) -> bool {
         let bit = 1 << (level - 1);
-        if self.held_at[access] & bit == 0 {
+        if self.at(access).held_at & bit == 0 {
             return false;
         }
-        self.held_at[access] &= !bit;
+        self.at_mut(access).held_at &= !bit;
         self.stages[level as usize - 1].held -= 1;
         self.evict(access, level);
         true
     }
 
     fn evict(&mut self, access: usize, level: u8) {
-        let (file, range) = self.accesses[access];
+        let Access { file, range, .. } = *self.at(access);
         self.out.push_back(Output::Evict {
             file,
             range,
@@ -557,6 +646,16 @@ impl Informed {
             return;
         };
         self.in_flight -= 1;
+        // The job's entry stays until this completion is handled: `drop_front` runs after it.
+        let access = match job {
+            Job::Tip { access, .. } | Job::Copy { access, .. } => access,
+        };
+        match self.job_positions.get_mut(&access) {
+            Some(n) if *n > 1 => *n -= 1,
+            _ => {
+                self.job_positions.remove(&access);
+            }
+        }
         match job {
             Job::Tip { access, source } => {
                 self.stats.tip_reads_by_level[source as usize - 1] += 1;
@@ -571,16 +670,16 @@ impl Informed {
                 source,
                 into,
             } => {
-                let other = self.copying_to[access];
+                let other = self.at(access).copying_to;
                 // Too late when TIP already fetched the block, or when a copy to a higher level
                 // left from below before this one landed, or landed before it (on device models
                 // the direct climb may overtake this one): TIP reads the higher copy, so this one
                 // would never be read and would hold its slot for good.
                 let late = access < self.tip_next
                     || (other != 0 && other != into)
-                    || self.nearest[access] < into;
+                    || self.at(access).nearest < into;
                 if other == into {
-                    self.copying_to[access] = 0;
+                    self.at_mut(access).copying_to = 0;
                 }
                 if late {
                     self.stats.late_copies += 1;
@@ -596,7 +695,8 @@ impl Informed {
                         self.refill(into as usize - 1, access);
                     }
                 } else {
-                    self.nearest[access] = self.nearest[access].min(into);
+                    let entry = self.at_mut(access);
+                    entry.nearest = entry.nearest.min(into);
                 }
                 // This copy consumed the one below it.
                 if (source as usize) < self.cfg.levels.len() && self.release(access, source) {
@@ -614,6 +714,17 @@ impl Policy for Informed {
     }
 
     fn handle(&mut self, _now: Instant, input: Input) {
+        self.take(input);
+        self.drop_front();
+    }
+
+    fn poll_output(&mut self) -> Option<Output> {
+        self.out.pop_front()
+    }
+}
+
+impl Informed {
+    fn take(&mut self, input: Input) {
         match input {
             Input::Hint {
                 stream,
@@ -628,19 +739,22 @@ impl Policy for Informed {
                 let home = self.cfg.levels.len() as u8;
                 // Hints are advice: the reads of dropped ones do not match the list, so the
                 // driver reads them on demand.
-                let room = self.hinted_ranges_max.saturating_sub(self.accesses.len());
+                let live = self.end() - self.front;
+                let room = self.hinted_ranges_live_max.saturating_sub(live);
                 self.stats.hinted_ranges_dropped += ranges.len().saturating_sub(room) as u64;
-                for range in ranges.into_iter().take(room) {
-                    self.accesses.push((file, range));
-                    self.nearest.push(home);
-                    self.copying_to.push(0);
-                    self.held_at.push(0);
-                }
+                self.list
+                    .extend(ranges.into_iter().take(room).map(|range| Access {
+                        range,
+                        file,
+                        nearest: home,
+                        copying_to: 0,
+                        held_at: 0,
+                    }));
                 assert!(
-                    self.accesses.len() <= self.hinted_ranges_max,
-                    "{} hinted ranges kept, more than {}",
-                    self.accesses.len(),
-                    self.hinted_ranges_max
+                    self.end() - self.front <= self.hinted_ranges_live_max,
+                    "{} hinted ranges live, more than {}",
+                    self.end() - self.front,
+                    self.hinted_ranges_live_max
                 );
                 self.tip_issue();
                 if !self.started {
@@ -656,7 +770,8 @@ impl Policy for Informed {
             } => {
                 if self.stream_closed
                     || Some(stream) != self.stream
-                    || self.accesses.get(self.taken) != Some(&(file, range))
+                    || self.taken >= self.end()
+                    || (self.at(self.taken).file, self.at(self.taken).range) != (file, range)
                 {
                     return;
                 }
@@ -664,7 +779,7 @@ impl Policy for Informed {
                     // The application reached a block TIP has not fetched. If TIP is waiting for
                     // its copy, the driver must wait too instead of reading it from below. The
                     // block is taken when the driver reports the read again with its data in.
-                    if self.mode == Mode::Window && self.copying_to[self.taken] == 1 {
+                    if self.mode == Mode::Window && self.at(self.taken).copying_to == 1 {
                         self.out.push_back(Output::Defer { file, range });
                     }
                     return;
@@ -689,10 +804,6 @@ impl Policy for Informed {
             // `StreamClosed` ends.
             Input::MemoryPressure { .. } | Input::FileClosed { .. } => {}
         }
-    }
-
-    fn poll_output(&mut self) -> Option<Output> {
-        self.out.pop_front()
     }
 }
 

@@ -470,44 +470,177 @@ fn a_copy_that_lands_after_a_higher_copy_of_its_block_is_dropped() {
     );
 }
 
-/// TIP keeps at most `HINTED_RANGES_MAX` hinted ranges (lowered to 4 here): it fetches none of
-/// the ranges hinted past it, in the same hint or a later one, and ignores their reads, which the
-/// driver serves on demand. It used to keep every range hinted, without end.
+/// TIP keeps at most `HINTED_RANGES_LIVE_MAX` live hinted ranges (lowered to 4 here): it fetches
+/// none of the ranges hinted past it, in the same hint or a later one sent before the application
+/// moved on, and ignores their reads, which the driver serves on demand.
 #[test]
 fn ranges_hinted_past_tips_bound_are_dropped_and_read_on_demand() {
     let cfg = ten_mb(2);
     let mut p = Informed::new("tip", &cfg)
         .unwrap()
-        .with_hinted_ranges_max(4);
-    let hint = |p: &mut Informed, blocks: std::ops::Range<u64>| {
-        p.handle(
-            Instant(0),
-            Input::Hint {
-                stream: StreamId(0),
-                file: FileId(0),
-                ranges: blocks.map(block).collect(),
-            },
-        );
-    };
+        .with_hinted_ranges_live_max(4);
     let mut fetched = vec![];
-    let take = |p: &mut Informed, fetched: &mut Vec<u64>| {
-        while let Some(o) = p.poll_output() {
-            match o {
-                Output::Fetch { id, range, .. } => {
-                    fetched.push(range.start.0 / BLOCK);
-                    p.handle(Instant(1), Input::Fetched { id, ok: true });
-                }
-                other => panic!("unexpected {other:?}"),
-            }
-        }
-    };
-    hint(&mut p, 0..6);
-    hint(&mut p, 6..7);
+    hint_blocks(&mut p, 0..6);
+    hint_blocks(&mut p, 6..7);
     assert_eq!(p.stats().hinted_ranges_dropped, 3);
-    take(&mut p, &mut fetched);
+    complete_fetches(&mut p, &mut fetched);
     for b in 0..7 {
         read_block(&mut p, 2, b, b >= 4);
-        take(&mut p, &mut fetched);
+        complete_fetches(&mut p, &mut fetched);
     }
     assert_eq!(fetched, vec![0, 1, 2, 3]);
+}
+
+/// Stream 0 hints `blocks` of file 0.
+fn hint_blocks(p: &mut Informed, blocks: std::ops::Range<u64>) {
+    p.handle(
+        Instant(0),
+        Input::Hint {
+            stream: StreamId(0),
+            file: FileId(0),
+            ranges: blocks.map(block).collect(),
+        },
+    );
+}
+
+/// Completes every fetch the policy asks for at once, noting the blocks fetched.
+fn complete_fetches(p: &mut Informed, fetched: &mut Vec<u64>) {
+    while let Some(o) = p.poll_output() {
+        match o {
+            Output::Fetch { id, range, .. } => {
+                fetched.push(range.start.0 / BLOCK);
+                p.handle(Instant(1), Input::Fetched { id, ok: true });
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+}
+
+/// An application that hints 4 blocks at a time and reads them before hinting more keeps at
+/// most a few entries live, so a list bounded to 8 live entries loses none of its 400 hints.
+/// The list used to be bounded over the stream's whole life, and dropped every hint past the
+/// 8th.
+#[test]
+fn entries_every_reader_is_past_are_dropped_and_make_room_for_later_hints() {
+    let cfg = ten_mb(2);
+    let mut p = Informed::new("tip", &cfg)
+        .unwrap()
+        .with_hinted_ranges_live_max(8);
+    let mut fetched = vec![];
+    for round in 0..100 {
+        hint_blocks(&mut p, round * 4..round * 4 + 4);
+        complete_fetches(&mut p, &mut fetched);
+        for b in round * 4..round * 4 + 4 {
+            read_block(&mut p, 2, b, false);
+            complete_fetches(&mut p, &mut fetched);
+        }
+        assert!(p.entries_held() <= 8, "{} entries held", p.entries_held());
+    }
+    assert_eq!(p.stats().hinted_ranges_dropped, 0);
+    assert_eq!(fetched, (0..400).collect::<Vec<_>>());
+    // TIP's next two fetches stay live; everything the application read is gone.
+    assert!(p.entries_held() <= 2, "{} entries held", p.entries_held());
+}
+
+/// What the application of [`dropping_the_front_changes_no_decision`] does next.
+#[derive(Clone, Debug)]
+enum Step {
+    /// Hints the next `n` blocks.
+    Hint(u64),
+    /// Reads its next block, missing it or not; a miss is read again later.
+    Read { miss: bool },
+    /// Reads a block it never hinted.
+    Stray,
+    /// Completes the fetch `pick` (modulo those pending), or refuses it.
+    Complete { pick: usize, ok: bool },
+}
+
+fn step() -> impl Strategy<Value = Step> {
+    prop_oneof![
+        3 => (1u64..6).prop_map(Step::Hint),
+        4 => any::<bool>().prop_map(|miss| Step::Read { miss }),
+        1 => Just(Step::Stray),
+        8 => (any::<usize>(), prop::bool::weighted(0.9))
+            .prop_map(|(pick, ok)| Step::Complete { pick, ok }),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, failure_persistence: None, ..ProptestConfig::default() })]
+
+    /// Dropping the entries every reader is past changes no decision: the policy sends what a
+    /// reference keeping its whole list sends (same live bound, so the same hints are dropped),
+    /// on random hints, reads, stray reads, completions in any order, refusals and closes, and it
+    /// never holds more than its live bound. An entry dropped while still needed panics on its
+    /// position (below the list's base) or changes an output.
+    #[test]
+    fn dropping_the_front_changes_no_decision(
+        name in prop::sample::select(vec!["tip", "ipipe", "ipo", "ipods"]),
+        x in 1u32..5,
+        max_bw in 1u32..10,
+        three in any::<bool>(),
+        cap1 in 1u64..6,
+        consume_ms in 5u64..40,
+        copy_ms in prop::collection::vec(1u64..60, 2),
+        live_max in 1usize..24,
+        close_at in prop::option::weighted(0.2, 0usize..400),
+        steps in prop::collection::vec(step(), 1..400),
+    ) {
+        let mut cfg = if three { three_levels() } else { ten_mb(x) };
+        cfg.x_cache = XCache::Fixed(x);
+        cfg.max_bw = Some(max_bw);
+        cfg.consume = Duration::from_millis(consume_ms);
+        cfg.levels[0].capacity_blocks = Some(cap1);
+        for (level, ms) in cfg.levels.iter_mut().skip(1).zip(&copy_ms) {
+            level.copy_up = Duration::from_millis(*ms);
+        }
+        let mut p = Informed::new(name, &cfg).unwrap().with_hinted_ranges_live_max(live_max);
+        let mut reference = Informed::new(name, &cfg)
+            .unwrap()
+            .with_hinted_ranges_live_max(live_max)
+            .keeping_whole_list();
+        let (mut hinted, mut read) = (0u64, 0u64);
+        let mut pending: Vec<FetchId> = vec![];
+        let stream = StreamId(0);
+        for (i, s) in steps.iter().enumerate() {
+            let input = match *s {
+                Step::Hint(n) => {
+                    hinted += n;
+                    Input::Hint { stream, file: FileId(0), ranges: (hinted - n..hinted).map(block).collect() }
+                }
+                Step::Read { miss } => {
+                    if read >= hinted {
+                        continue;
+                    }
+                    let b = read;
+                    if !miss {
+                        read += 1;
+                    }
+                    Input::Read { stream, file: FileId(0), range: block(b), miss: miss.then_some(block(b).start) }
+                }
+                Step::Stray => Input::Read { stream, file: FileId(0), range: block(1 << 30), miss: None },
+                Step::Complete { pick, ok } => {
+                    if pending.is_empty() {
+                        continue;
+                    }
+                    let id = pending.remove(pick % pending.len());
+                    Input::Fetched { id, ok }
+                }
+            };
+            let input = if close_at == Some(i) { Input::StreamClosed { stream } } else { input };
+            p.handle(Instant(i as u64), input.clone());
+            reference.handle(Instant(i as u64), input);
+            loop {
+                let (o, r) = (p.poll_output(), reference.poll_output());
+                prop_assert_eq!(&o, &r, "step {} ({:?})", i, s);
+                match o {
+                    None => break,
+                    Some(Output::Fetch { id, .. }) => pending.push(id),
+                    Some(_) => {}
+                }
+            }
+            prop_assert!(p.entries_held() <= live_max, "{} entries held, bound {}", p.entries_held(), live_max);
+        }
+        prop_assert_eq!(p.stats(), reference.stats());
+    }
 }

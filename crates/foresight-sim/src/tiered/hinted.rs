@@ -13,13 +13,14 @@ use foresight_core::Rng;
 use super::config::{AccessOrder, HintedWorkload};
 use crate::trace::{for_each_line, LineError, TraceError};
 
-/// The most reads a hinted trace may hold.
-pub const MAX_READS: usize = 1 << 26;
+/// The most reads a hinted workload may hold (`workload.reads` or a trace's lines): 4 Mi, as many
+/// as the informed policies keep live, since the driver discloses the whole list up front.
+pub const MAX_READS: usize = 1 << 22;
 
-// The informed policies drop the hinted ranges past their bound; the driver hints one range a
-// read, so no access list the simulator accepts loses one.
+// The informed policies drop the hinted ranges past their live bound; the driver hints one range
+// a read, all of them before the first read, so no access list the simulator accepts loses one.
 const _: () = assert!(
-    MAX_READS <= foresight_policy::informed::HINTED_RANGES_MAX,
+    MAX_READS <= foresight_policy::informed::HINTED_RANGES_LIVE_MAX,
     "an access list the simulator accepts would overflow the informed policies' list"
 );
 

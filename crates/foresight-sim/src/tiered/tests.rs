@@ -640,3 +640,31 @@ fn a_copy_between_a_constant_level_and_a_preset_takes_the_time_the_policy_plans(
         assert_eq!(took, planned, "{upper} over {lower}");
     }
 }
+
+/// The whole access list is hinted up front, so the simulator takes no more reads than the
+/// informed policies keep live (4 Mi): one more is refused by its key, where it used to take
+/// 64 Mi.
+#[test]
+fn more_reads_than_the_policies_keep_live_are_refused_by_their_key() {
+    let table = |reads: usize| {
+        let mut t = toml::Table::new();
+        for s in [
+            "device.kind=constant",
+            "device.t_upper=1ms",
+            "device.t_lower=2ms",
+            "device.t_lower_to_upper=3ms",
+            "policy.name=tip",
+            "workload.kind=hinted",
+            &format!("workload.reads={reads}"),
+        ] {
+            crate::config::apply_set(&mut t, s).unwrap();
+        }
+        t
+    };
+    assert_eq!(hinted::MAX_READS, 1 << 22);
+    let e = SimConfig::from_table(table(hinted::MAX_READS + 1), None)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("workload.reads"), "{e}");
+    SimConfig::from_table(table(hinted::MAX_READS), None).unwrap();
+}
