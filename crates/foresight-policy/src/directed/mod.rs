@@ -4,7 +4,8 @@
 //!
 //! 1. keeps a **window**: the longest prefix of the not-yet-used hinted list whose bytes fit in the
 //!    memory it may use ([`window`]; section I: the prefetcher reads ahead all that its memory
-//!    holds); a stream's hinted list holds at most [`window::QUEUED_RANGES_MAX`] ranges not yet
+//!    holds), and of at most [`window::ADMITTED_READS_MAX`] reads, since reads may be a byte long;
+//!    a stream's hinted list holds at most [`window::QUEUED_RANGES_MAX`] ranges not yet
 //!    admitted, and hints past it are dropped (their reads go on demand);
 //! 2. **orders** the window by physical position and fetches it in one elevator sweep ([`order`];
 //!    section III, "Seek Performance"); as the application uses data the window slides, and a new

@@ -9,6 +9,11 @@
 //! application used them; only then can the window slide further. Hinted ranges are admitted in
 //! pieces of at most [`ENTRY_BYTES_MAX`], so the smallest window always admits something.
 //!
+//! Bytes alone do not bound how many reads the window holds: a hinted read may be one byte long,
+//! so a window of a few GiB could hold billions. It also holds at most [`ADMITTED_READS_MAX`]
+//! reads, used ones waiting at its front included (asserted where they are admitted); at the
+//! bound admission waits, as it does for bytes, until used reads leave the front.
+//!
 //! The hinted list keeps each range as it was given, and a piece is cut off its front only when
 //! the piece is admitted (or skipped), so a hint of a whole file, however large, costs one queued
 //! range. The list holds at most [`QUEUED_RANGES_MAX`] ranges a stream has hinted and the window
@@ -30,6 +35,22 @@ pub const ENTRY_BYTES_MAX: u64 = 128 << 10;
 /// hints without end (the engine bounds each `hint` call, not their sum) cannot grow the list
 /// without end.
 pub const QUEUED_RANGES_MAX: usize = 1 << 22;
+
+/// Most reads a stream's window holds at once, admitted and not yet gone from its front (used
+/// ones whose fetch is still under way included); past it admission waits. Memory alone would
+/// allow `memory / 1 byte` reads. 4 Mi reads of [`ADMITTED_READ_BYTES`] (48) cost 192 MiB a
+/// stream; the simulator's reads are at least 512 bytes, so only a window over 2 GiB of its
+/// smallest reads reaches the bound, and the `directed` experiments' (8 KiB reads, at most
+/// 112 MiB of window: 14 Ki reads) stay far below it.
+pub const ADMITTED_READS_MAX: usize = 1 << 22;
+
+/// Bytes one admitted read takes in the window.
+pub const ADMITTED_READ_BYTES: usize = std::mem::size_of::<Entry>();
+
+const _: () = assert!(
+    ADMITTED_READ_BYTES <= 48,
+    "the memory figure of ADMITTED_READS_MAX counts 48 bytes a read"
+);
 
 /// Where an admitted read's data stands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -82,7 +103,10 @@ pub struct Window {
     queued_pieces: u64,
     /// The most ranges `queued` may hold ([`QUEUED_RANGES_MAX`] but in tests).
     queued_ranges_max: usize,
+    /// Admitted reads, used ones waiting at the front included.
     entries: VecDeque<Entry>,
+    /// The most reads `entries` may hold ([`ADMITTED_READS_MAX`] but in tests).
+    admitted_reads_max: usize,
     base_seq: u64,
     held_bytes: u64,
     /// How many entries are `Shed` and unused.
@@ -103,19 +127,27 @@ pub struct Window {
 
 impl Default for Window {
     fn default() -> Window {
-        Window::with_queued_ranges_max(QUEUED_RANGES_MAX)
+        Window::with_bounds(QUEUED_RANGES_MAX, ADMITTED_READS_MAX)
     }
 }
 
 impl Window {
     /// An empty window whose hinted list holds at most `queued_ranges_max` ranges (at least 1).
     pub fn with_queued_ranges_max(queued_ranges_max: usize) -> Window {
+        Window::with_bounds(queued_ranges_max, ADMITTED_READS_MAX)
+    }
+
+    /// An empty window whose hinted list holds at most `queued_ranges_max` ranges and which
+    /// admits at most `admitted_reads_max` reads (each at least 1).
+    pub fn with_bounds(queued_ranges_max: usize, admitted_reads_max: usize) -> Window {
         assert!(queued_ranges_max > 0, "a hinted list must hold a range");
+        assert!(admitted_reads_max > 0, "a window must hold a read");
         Window {
             queued: VecDeque::new(),
             queued_pieces: 0,
             queued_ranges_max,
             entries: VecDeque::new(),
+            admitted_reads_max,
             base_seq: 0,
             held_bytes: 0,
             shed_count: 0,
@@ -200,8 +232,9 @@ impl Window {
         !self.queued.is_empty() || self.entries.iter().rev().any(|e| !e.used)
     }
 
-    /// Admits reads from the front of the hinted list while they fit under `limit_bytes`; calls
-    /// `admitted(seq, entry)` for each, after `key_of` placed it.
+    /// Admits reads from the front of the hinted list while they fit under `limit_bytes` and the
+    /// window holds fewer than its most reads; calls `admitted(seq, entry)` for each, after
+    /// `key_of` placed it.
     pub fn admit(
         &mut self,
         limit_bytes: u64,
@@ -228,7 +261,9 @@ impl Window {
         self.shed_from_seq = self.base_seq + i as u64;
         debug_assert!(self.shed_count == 0 || i < self.entries.len());
         while let Some((file, range)) = self.front_piece() {
-            if self.held_bytes + range.len.0 > limit_bytes {
+            if self.held_bytes + range.len.0 > limit_bytes
+                || self.entries.len() >= self.admitted_reads_max
+            {
                 break;
             }
             self.cut_front(1);
@@ -244,6 +279,12 @@ impl Window {
             let seq = self.base_seq + self.entries.len() as u64;
             admitted(seq, &e);
             self.entries.push_back(e);
+            assert!(
+                self.entries.len() <= self.admitted_reads_max,
+                "{} reads admitted, more than {}",
+                self.entries.len(),
+                self.admitted_reads_max
+            );
         }
     }
 
@@ -457,6 +498,33 @@ impl Window {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// One-byte reads under a window of 1 GiB: bytes would admit a thousand million of them. The
+    /// window admits its most reads (8 here) and, once the first three are used and fetched and
+    /// leave its front, three more. It used to admit all 1,000 hinted at once.
+    #[test]
+    fn tiny_reads_are_admitted_up_to_the_most_reads_not_by_bytes_alone() {
+        let mut w = Window::with_bounds(QUEUED_RANGES_MAX, 8);
+        let one_byte: Vec<ByteRange> = (0..1000).map(|i| ByteRange::new(i, 1)).collect();
+        w.push_hints(FileId(0), &one_byte);
+        let mut got = vec![];
+        w.admit(1 << 30, |_, o| (0, o), |s, _| got.push(s));
+        assert_eq!(got, (0..8).collect::<Vec<_>>());
+        assert_eq!(w.len(), 8);
+        for seq in 0..3 {
+            w.set_fetch(seq, FetchState::Fetched);
+            w.mark_used(seq);
+            w.release_bytes(1);
+        }
+        // Used but still at the front: they count until they leave it.
+        w.admit(1 << 30, |_, o| (0, o), |s, _| got.push(s));
+        assert_eq!(got.len(), 8);
+        w.pop_used();
+        w.admit(1 << 30, |_, o| (0, o), |s, _| got.push(s));
+        assert_eq!(got, (0..11).collect::<Vec<_>>());
+        assert_eq!(w.len(), 8);
+        assert_eq!(w.queued_ranges(), 1000 - 11);
+    }
 
     #[test]
     fn admits_the_longest_prefix_that_fits() {
