@@ -559,11 +559,16 @@ impl<'r> Sim<'r> {
         let block_cache_in_host = stack.array.is_some() || cfg.device.controller_cache.0 == 0;
         let raid_cache = match stack.array {
             // A scheduler with its own budget keeps its buffers until they are read.
-            Some(policy) if stack.array_cache_bytes.is_some() => Some(CacheLayer::with_cache(
-                crate::host::pagecache::PageCache::protecting_unread(array_bytes / PAGE_BYTES),
-                policy,
-            )),
-            Some(policy) => Some(CacheLayer::new(array_bytes / PAGE_BYTES, policy)),
+            Some(policy) if stack.array_cache_bytes.is_some() => Some(
+                CacheLayer::with_cache(
+                    crate::host::pagecache::PageCache::protecting_unread(array_bytes / PAGE_BYTES),
+                    policy,
+                )
+                .charging_by_file(&layout),
+            ),
+            Some(policy) => {
+                Some(CacheLayer::new(array_bytes / PAGE_BYTES, policy).charging_by_file(&layout))
+            }
             None if cfg.device.controller_cache.0 > 0 => Some(CacheLayer::new(
                 cfg.device.controller_cache.0 / PAGE_BYTES,
                 Box::new(foresight_policy::readahead::FixedReadahead::new(

@@ -15,10 +15,16 @@
 //! progress. When room for a fetch could only be made by evicting prefetched data nobody has read
 //! yet, memory is over-committed, and the policy hears `Input::MemoryPressure` with the bytes still
 //! free.
+//!
+//! Each read down names the stream it is for, for a block scheduler that tells streams apart: the
+//! reader being served, or for a fetch the policy issues outside a read (on a completion or a
+//! timer) the file's last reader. A block-level layer reads volume bytes, not files, so it is told
+//! where the files lie ([`CacheLayer::charging_by_file`]) to find that file.
 
 use std::collections::VecDeque;
 
 use foresight_core::{ByteLen, ByteOffset, ByteRange, FetchId, FileId, Instant, StreamId};
+use foresight_policy::layout::{Layout, VOLUME_FILE};
 use foresight_policy::{Input, Output, Policy, PAGE_BYTES};
 use rustc_hash::FxHashMap;
 use smallvec::SmallVec;
@@ -111,8 +117,14 @@ pub struct CacheLayer {
     context: Option<StreamId>,
     /// The stream that last read each file: fetches issued outside any read (on a completion or a
     /// timer) are charged to it, since Linux keeps readahead state per open file. One entry per
-    /// file read.
+    /// file read (in a block-level layer, per file of [`CacheLayer::volume_files`] read, and the
+    /// volume's own entry for reads outside every file).
     last_reader: FxHashMap<FileId, StreamId>,
+    /// In a block-level layer, whose reads and fetches are of volume bytes, the volume's extents
+    /// `(volume start, volume end, file)` sorted by start: which file a volume range belongs to,
+    /// so that a fetch outside a read is charged to the last reader of the file it reads, as the
+    /// engine charges it, not to whichever stream last read anything on the volume.
+    volume_files: Vec<(u64, u64, FileId)>,
 }
 
 impl CacheLayer {
@@ -152,7 +164,37 @@ impl CacheLayer {
             fetches: 0,
             context: None,
             last_reader: FxHashMap::default(),
+            volume_files: Vec::new(),
         }
+    }
+
+    /// The same layer, reading volume bytes ([`VOLUME_FILE`]) laid out as `layout` places its
+    /// files: a fetch the policy issues outside a read is charged to the last reader of the file
+    /// whose bytes it starts in (or, starting outside every file, to the volume's last reader).
+    pub fn charging_by_file(mut self, layout: &Layout) -> Self {
+        let mut extents: Vec<(u64, u64, FileId)> = Vec::new();
+        for f in 0..layout.file_count() {
+            let id = FileId(f as u32);
+            for e in &layout.file(id).extents {
+                extents.push((e.volume_offset.0, e.volume_offset.0 + e.len.0, id));
+            }
+        }
+        extents.sort_unstable_by_key(|&(start, _, _)| start);
+        self.volume_files = extents;
+        self
+    }
+
+    /// The key under which the last reader of `file`'s bytes at `offset` is kept: the file itself,
+    /// or in a block-level layer the file whose extent holds that volume offset.
+    fn charge_key(&self, file: FileId, offset: u64) -> Option<FileId> {
+        if file != VOLUME_FILE || self.volume_files.is_empty() {
+            return Some(file);
+        }
+        let after = self
+            .volume_files
+            .partition_point(|&(start, _, _)| start <= offset);
+        let (_, end, f) = *self.volume_files.get(after.checked_sub(1)?)?;
+        (offset < end).then_some(f)
     }
 
     /// The page cache, for statistics.
@@ -257,6 +299,9 @@ impl CacheLayer {
         assert!(bytes > 0, "empty read");
         if let Some(o) = owner {
             self.last_reader.insert(file, o);
+            if let Some(key) = self.charge_key(file, offset).filter(|&k| k != file) {
+                self.last_reader.insert(key, o);
+            }
         }
         let req = Req {
             file,
@@ -349,9 +394,10 @@ impl CacheLayer {
                 } => {
                     self.fetches += 1;
                     self.fetched.push((file, range));
-                    let owner = self
-                        .context
-                        .or_else(|| self.last_reader.get(&file).copied());
+                    let owner = self.context.or_else(|| {
+                        let key = self.charge_key(file, range.start.0).unwrap_or(file);
+                        self.last_reader.get(&key).copied()
+                    });
                     let (ios, short) = self.fetch_pages(file, range, Some(id), trigger, owner);
                     if ios == 0 {
                         done_now.push((id, !short));
@@ -598,5 +644,87 @@ impl CacheLayer {
                 break;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use foresight_core::Duration;
+    use foresight_policy::streams::{StreamScheduler, StreamsConfig};
+
+    use super::*;
+
+    /// Sends what the layer has for the level below down, and returns the reads: `(io, volume
+    /// offset, stream charged)`.
+    fn take_down(layer: &mut CacheLayer) -> Vec<(u32, u64, Option<StreamId>)> {
+        std::mem::take(&mut layer.down)
+            .into_iter()
+            .map(|d| {
+                layer.add_part(d.io);
+                (d.io, d.first_page * PAGE_BYTES, d.owner)
+            })
+            .collect()
+    }
+
+    /// The stream scheduler runs in a block-level layer, on volume bytes, where every read is of
+    /// [`VOLUME_FILE`]. A turn's second read (`N` = 2) is issued when its first completes, outside
+    /// any read, and is charged to the last reader of the file it reads, as the engine charges it,
+    /// even when another stream has read since on another file. It used to go to the volume's last
+    /// reader, whichever file that one read: with four clients thinking 1 to 3 ms under
+    /// `anticipatory`, most fetches issued on completions were charged to a client whose file they
+    /// did not read, and the disk was held for that client's next request.
+    #[test]
+    fn a_fetch_outside_a_read_is_charged_to_the_last_reader_of_the_file_it_reads() {
+        let layout = Arc::new(
+            Layout::spread(ByteLen::gib(8), None, 2, ByteLen::mib(4)).expect("the files fit"),
+        );
+        let file1_at = layout.file(FileId(1)).extents[0].volume_offset.0;
+        let cfg = StreamsConfig {
+            dispatch: Some(2),
+            readahead_bytes: 512 << 10,
+            per_turn: 2,
+            memory_bytes: 8 << 20,
+            ..StreamsConfig::default()
+        };
+        let policy = StreamScheduler::new(cfg, layout.clone()).expect("a valid config");
+        let mut layer =
+            CacheLayer::with_cache(PageCache::protecting_unread(4096), Box::new(policy))
+                .charging_by_file(&layout);
+        let (a, b) = (StreamId(0), StreamId(1));
+        let mut now = Instant::ZERO;
+        let mut token = 0;
+        let mut read = |layer: &mut CacheLayer, now: Instant, s: StreamId, at: u64| {
+            token += 1;
+            layer.read_for(now, StreamId(0), Some(s), VOLUME_FILE, at, 64 << 10, token);
+            take_down(layer)
+        };
+        // Stream a's first read goes on demand; its second makes it a stream, fetched in 512 KiB.
+        for (io, _, owner) in read(&mut layer, now, a, 0) {
+            assert_eq!(owner, Some(a));
+            layer.part_done(now, io);
+        }
+        let first = read(&mut layer, now, a, 64 << 10);
+        assert_eq!(
+            first.iter().map(|&(_, at, o)| (at, o)).collect::<Vec<_>>(),
+            [(64 << 10, Some(a))],
+            "stream a's first fetch, in its read"
+        );
+        // Stream b reads its own file on demand, and is the volume's last reader.
+        now += Duration::from_millis(1);
+        for (io, _, owner) in read(&mut layer, now, b, file1_at) {
+            assert_eq!(owner, Some(b));
+            layer.part_done(now, io);
+        }
+        // Stream a's fetch completes: the turn's second fetch is a's file's, and a's.
+        now += Duration::from_millis(1);
+        layer.part_done(now, first[0].0);
+        let second = take_down(&mut layer);
+        assert_eq!(
+            second.iter().map(|&(_, at, o)| (at, o)).collect::<Vec<_>>(),
+            [((64 << 10) + (512 << 10), Some(a))],
+            "the turn's second fetch, issued on the first one's completion"
+        );
     }
 }
