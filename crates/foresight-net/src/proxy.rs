@@ -672,19 +672,32 @@ fn write_side(
 /// a peer that stopped reading kept a writer for minutes rather than the timeout.
 fn write_within(dst: &mut TcpStream, mut data: &[u8], timeout: Duration) -> io::Result<()> {
     let deadline = Instant::now() + timeout;
+    let timed_out = || {
+        io::Error::new(
+            io::ErrorKind::TimedOut,
+            format!("the peer took no chunk for {timeout:?}"),
+        )
+    };
     while !data.is_empty() {
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
-            return Err(io::Error::new(
-                io::ErrorKind::TimedOut,
-                format!("the peer took no chunk for {timeout:?}"),
-            ));
+            return Err(timed_out());
         }
         dst.set_write_timeout(Some(left))?;
         match dst.write(data) {
             Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
             Ok(n) => data = &data[n..],
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            // The socket's write timeout expiring with nothing taken reads as `EAGAIN`: the
+            // peer stopped reading, which the caller closes gracefully, unlike a reset.
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                ) =>
+            {
+                return Err(timed_out())
+            }
             Err(e) => return Err(e),
         }
     }
@@ -956,6 +969,78 @@ mod tests {
             "the upstream's side of the connection was left open"
         );
         drop(client_peer);
+    }
+
+    /// The send timeout closes both ends, it does not reset them: nothing failed, one end only
+    /// stopped reading, so the upstream reads a clean end and the client, when it reads again,
+    /// gets what was handed to its socket and then the end. A write that finds the socket's
+    /// buffer full and stays blocked for the whole timeout ends with `WouldBlock` (`EAGAIN`),
+    /// which the writer took for a reset and answered with `SO_LINGER` 0 on both ends; the
+    /// client's socket buffer is filled before the relay starts so that the first write does.
+    /// The 20 s bounds only tell an end from a hang.
+    #[test]
+    fn the_send_timeout_closes_both_ends_without_resetting_them() {
+        let (mut client_peer, client) = tcp_pair();
+        client.set_nonblocking(true).unwrap();
+        let mut prefilled = 0usize;
+        loop {
+            match (&client).write(&[1u8; 1 << 16]) {
+                Ok(n) => prefilled += n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) => panic!("filling the client's socket: {e}"),
+            }
+        }
+        client.set_nonblocking(false).unwrap();
+        let (server, mut server_peer) = tcp_pair();
+        let mut server_reader = server_peer.try_clone().unwrap();
+        let sent = std::thread::spawn(move || {
+            let _ = server_peer.write_all(&vec![7u8; 32 << 20]);
+            server_peer
+        });
+        let limits = Limits {
+            queue_chunks: queue_chunks(None, Duration::ZERO),
+            send_timeout: Duration::from_millis(200),
+            idle_timeout: DEFAULT_IDLE_TIMEOUT,
+        };
+        let open = Arc::new(AtomicUsize::new(1));
+        relay(
+            client,
+            server,
+            &instant_link(),
+            &instant_link(),
+            limits,
+            &Arc::new(ProxyStats::default()),
+            &open,
+        )
+        .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while open.load(Ordering::SeqCst) != 0 {
+            assert!(
+                Instant::now() < deadline,
+                "the stalled client kept its slot"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _server_peer = sent.join().unwrap();
+        server_reader
+            .set_read_timeout(Some(Duration::from_secs(20)))
+            .unwrap();
+        let mut buf = [0u8; 1];
+        let upstream_saw = server_reader.read(&mut buf);
+        assert!(
+            matches!(upstream_saw, Ok(0)),
+            "the upstream saw {upstream_saw:?}, not a clean end"
+        );
+        client_peer
+            .set_read_timeout(Some(Duration::from_secs(20)))
+            .unwrap();
+        let mut got = Vec::new();
+        let client_saw = client_peer.read_to_end(&mut got);
+        assert!(
+            client_saw.is_ok() && got.len() >= prefilled,
+            "the client saw {client_saw:?} after {} bytes of {prefilled} prefilled, not a clean end",
+            got.len()
+        );
     }
 
     /// A client that connects and then neither sends nor closes, to an upstream that keeps the
