@@ -1531,7 +1531,7 @@ async fn plain_get(
         .map_err(|_| http_err("client closed".into()))?;
     // Sent up to `REQUEST_ATTEMPTS` times, each time on a new connection, while no byte of an
     // answer has come (a kept-alive connection the server closed, a reset, no answer head
-    // within the request timeout); a note says each time why.
+    // within the request timeout, a 503); a note says each time why.
     let began = std::time::Instant::now();
     let mut attempt = 0;
     let (resp, sent, first_byte) = loop {
@@ -1558,7 +1558,16 @@ async fn plain_get(
         };
         let r = tokio::time::timeout_at(deadline, ask)
             .await
-            .unwrap_or_else(|_| Err(http_err(format!("no answer within {idle:?}"))));
+            .unwrap_or_else(|_| Err(http_err(format!("no answer within {idle:?}"))))
+            // A busy server's 503 is sent again, as for the `HEAD` and ranges: its body is not
+            // the file, and the connection carrying it is dropped.
+            .and_then(|resp| {
+                if resp.status() == StatusCode::SERVICE_UNAVAILABLE {
+                    Err(http_err(format!("GET answered {}", resp.status())))
+                } else {
+                    Ok(resp)
+                }
+            });
         match r {
             Ok(resp) => break (resp, sent, pool.now()),
             // Nothing of an answer has arrived, so nothing was handed on: safe to send again.

@@ -349,6 +349,45 @@ fn get_from_a_server_that_closes_after_each_response() {
     assert!(out == *data);
 }
 
+/// A plain `GET` (the server honours no ranges) answered 503 is sent again, with a note, as
+/// `get --help` says of the whole-file `GET` until its answer begins: a 503 is the server's way
+/// of saying "not now", and nothing of the file has been handed on. Before, the 503 ended the
+/// download at once with `GET answered 503`.
+#[test]
+fn a_plain_get_answered_503_is_sent_again_with_a_note() {
+    use std::io::Write;
+    let data = std::sync::Arc::new(content(300_001, 6));
+    let d = data.clone();
+    let addr = tiny_server(move |req, c| {
+        if req.method == "GET" && req.path == "/f.bin" && req.seen < 2 {
+            let _ = c.write_all(b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n\r\n");
+            return true;
+        }
+        answer(req, c, "HTTP/1.1", "", &d).is_ok()
+    });
+    let url: Url = format!("http://{addr}/f.bin").parse().unwrap();
+    let notes = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let kept = notes.clone();
+    let c = client(AlphaMode::Auto).with_notes(foresight_net::client::Notes::new(move |t| {
+        kept.lock().unwrap().push(t.to_string())
+    }));
+    let mut out = Vec::new();
+    let r = c
+        .get(&url, &mut out)
+        .unwrap_or_else(|e| panic!("the 503 was not sent again: {e}"));
+    assert!(out == *data, "{} bytes delivered", out.len());
+    assert!(!r.ranges);
+    let notes = notes.lock().unwrap().clone();
+    for attempt in 1..=2 {
+        assert!(
+            notes.iter().any(|n| n.contains("GET")
+                && n.contains(&format!("attempt {attempt} of 3 failed"))
+                && n.contains("503")),
+            "no note of attempt {attempt}: {notes:#?}"
+        );
+    }
+}
+
 /// The opening `HEAD` whose connection the server closes without an answer (as `foresight serve`
 /// does to connections beyond `--max-connections`) is sent again on a new connection, as range
 /// requests are. Before, the download failed at once with `connection: channel closed` whenever
