@@ -249,7 +249,8 @@ standard error (the request, as HEAD, GET or its byte range, which attempt faile
 and why); the third failure ends the download, saying it gave up after 3 attempts. The device \
 figures request is sent once, and a failure of it is noted and done without. A server that stops \
 answering (or stops sending mid-body) thus fails a download within 4 x --request-timeout plus \
-0.3 s: the figures request's timeout and one request's three attempts. \
+0.3 s: the figures request's timeout and one request's three attempts (1.3 s when the file's \
+weak ETag is asked for again a second later, see below). \
 --random SIZE reads --reads random ranges of SIZE instead of the whole file, to measure what \
 random reads cost (bytes transferred against bytes asked); their bytes are not kept, so it takes \
 no --out. A SIZE larger than the file reads the whole file each time, and standard error says so; \
@@ -330,7 +331,7 @@ pub struct GetArgs {
     /// (a unit must arrive within it, so a slow path with a large --readahead needs more);
     /// without ranges, how long the whole-file GET may go without data. A request is sent at
     /// most 3 times, each retry noted on standard error, so a server that stops answering fails
-    /// the download within 4 x this (see below). At least 1s.
+    /// the download within 4 x this and 1.3 s at most (see below). At least 1s.
     #[arg(allow_hyphen_values = true, long, value_name = "DURATION", default_value = "60s", value_parser = duration_arg)]
     request_timeout: StdDuration,
     /// Print one JSON object per URL instead of a summary line.
