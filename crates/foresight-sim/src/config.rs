@@ -1994,17 +1994,20 @@ mod tests {
         .is_ok());
     }
 
+    /// The `--set`s of a small constant-time tier stack.
+    const TIER_STACK_SETS: [&str; 5] = [
+        "device.kind=constant",
+        "device.t_upper=52ms",
+        "device.t_lower=120ms",
+        "device.t_lower_to_upper=122ms",
+        "workload.kind=hinted",
+    ];
+
     /// A documented key of the other kind of config (a tier stack's in a host run, or the
     /// other way round) was called an "unknown key", which sends the reader looking for a typo.
     #[test]
     fn a_key_of_the_other_kind_of_config_is_named_as_such() {
-        let tier_stack = [
-            "device.kind=constant",
-            "device.t_upper=52ms",
-            "device.t_lower=120ms",
-            "device.t_lower_to_upper=122ms",
-            "workload.kind=hinted",
-        ];
+        let tier_stack = TIER_STACK_SETS;
         for (section, keys) in TIER_STACK_KEYS {
             for key in keys {
                 let e = cfg("", &[&format!("{section}.{key}=1")])
@@ -2042,13 +2045,7 @@ mod tests {
     /// kind's.
     #[test]
     fn the_key_lists_name_keys_their_own_parser_takes() {
-        let tier_stack = [
-            "device.kind=constant",
-            "device.t_upper=52ms",
-            "device.t_lower=120ms",
-            "device.t_lower_to_upper=122ms",
-            "workload.kind=hinted",
-        ];
+        let tier_stack = TIER_STACK_SETS;
         let not_read = |e: &str| {
             e.contains("unknown key")
                 || e.contains("only a tier stack")
