@@ -289,6 +289,14 @@ device.kind is tiered or constant, workload.kind is hinted, or the policy is an 
   trace = \"PATH\"                 one block number per line instead (# comments), at
                                  most 4,194,304
 
+JSON keys (--json) beside DESIGN.md's: prefetched_bytes, wasted_bytes, fetches and
+split_fetches sum every prefetching cache of the host, each counting what it fetched ahead of the
+reads that reach it: the page cache, plus the block-level cache below it when there is one (the
+RAID driver's under msp+..., the stream scheduler's buffers under streams); raid_prefetched_bytes,
+raid_wasted_bytes, raid_fetches and raid_split_fetches are the block-level part. A controller
+cache is the device's and counts in neither. split_fetches are fetches that spanned more than one
+RAID-0 strip.
+
 Examples:
   foresight sim --set device.preset=cheetah-15k5 --set workload.streams=64 --json
   foresight sim --set policy.name=streams --set workload.streams=100 --set workload.duration=60s

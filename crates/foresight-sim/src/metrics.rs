@@ -59,10 +59,16 @@ pub struct Report {
     pub device_requests: u64,
     /// Bytes the device served.
     pub device_bytes: u64,
-    /// Bytes brought into memory ahead of demand. A `[dfs]` run sums its hosts' caches: a block
-    /// the server reads ahead and a client then reads ahead from it counts once in each.
+    /// Bytes brought into memory ahead of demand, summed over every prefetching cache of the
+    /// host: the page cache and, when there is one, the host's block-level cache (the RAID
+    /// driver's cache under `msp+...`, the stream scheduler's buffers under `streams`), each
+    /// counting what it fetched ahead of the reads that reach it, so a block the RAID layer reads
+    /// ahead and the page cache then reads ahead from it counts once in each (`raid_prefetched_bytes`
+    /// is the block-level part). A controller cache is the device's and counts, like a drive's
+    /// cache, in neither. A `[dfs]` run sums its hosts' caches the same way: a block the server
+    /// reads ahead and a client then reads ahead from it counts once in each.
     pub prefetched_bytes: u64,
-    /// Of those, bytes evicted or left unread at the end (in a `[dfs]` run, summed the same way).
+    /// Of those, bytes evicted or left unread at the end (summed over the same caches).
     pub wasted_bytes: u64,
     /// Mean application request latency, ms.
     pub mean_latency_ms: f64,
@@ -89,9 +95,11 @@ pub struct Report {
     pub workload: String,
     /// Client streams.
     pub streams: u32,
-    /// Readahead fetches the file-level policy issued.
+    /// Fetches the policies issued, summed over the same caches as `prefetched_bytes`
+    /// (`raid_fetches` is the block-level part).
     pub fetches: u64,
-    /// Of those, fetches that became more than one disk request (split at a strip boundary).
+    /// Of those, fetches that spanned more than one strip of a RAID-0, so became more than one
+    /// disk request (`raid_split_fetches` is the block-level part).
     pub split_fetches: u64,
     /// Application requests served entirely from memory.
     pub hit_requests: u64,
@@ -106,12 +114,17 @@ pub struct Report {
     /// them (back-to-back sequential commands, served without a seek or rotational wait when the
     /// drive is still streaming).
     pub device_sequential_requests: u64,
-    /// Bytes the array-level policy brought into the RAID cache ahead of demand.
+    /// Bytes the array-level policy brought into the RAID cache ahead of demand (part of
+    /// `prefetched_bytes`).
     pub raid_prefetched_bytes: u64,
-    /// Of those, bytes evicted or never read.
+    /// Of those, bytes evicted or never read (part of `wasted_bytes`).
     pub raid_wasted_bytes: u64,
     /// Most bytes the RAID cache held at once.
     pub raid_cache_peak_bytes: u64,
+    /// Fetches the array-level policy issued (part of `fetches`).
+    pub raid_fetches: u64,
+    /// Of those, fetches that spanned more than one strip (part of `split_fetches`).
+    pub raid_split_fetches: u64,
     /// Simulated events processed.
     pub events: u64,
     /// Trace requests whose LBA lay beyond the device and was wrapped (trace workloads only).

@@ -29,7 +29,9 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::sync::Arc;
 
-use foresight_core::{ByteLen, ByteRange, Duration, FileId, Instant, Rng, StreamId, SECTOR_BYTES};
+use foresight_core::{
+    ByteLen, ByteOffset, ByteRange, Duration, FileId, Instant, Rng, StreamId, SECTOR_BYTES,
+};
 use foresight_device::Op;
 use foresight_policy::layout::Placement;
 use foresight_policy::readahead::NoPrefetch;
@@ -254,6 +256,8 @@ struct Sim<'r> {
     app_bytes: u64,
     hit_requests: u64,
     split_fetches: u64,
+    /// Of the host block-level cache's fetches, those that spanned more than one strip.
+    raid_split_fetches: u64,
     latencies: crate::metrics::Latencies,
     stall_ns: u128,
     events: u64,
@@ -620,6 +624,7 @@ impl<'r> Sim<'r> {
             app_bytes: 0,
             hit_requests: 0,
             split_fetches: 0,
+            raid_split_fetches: 0,
             latencies: Default::default(),
             stall_ns: 0,
             events: 0,
@@ -803,7 +808,19 @@ impl<'r> Sim<'r> {
             }
             if let Some(rc) = self.raid_cache.as_mut() {
                 let downs = std::mem::take(&mut rc.down);
-                rc.fetched.clear();
+                let fetched = std::mem::take(&mut rc.fetched);
+                if self.block_cache_in_host {
+                    // The RAID layer fetches volume ranges: one is split when it spans strips.
+                    if let Some(s) = self.layout.striping() {
+                        self.raid_split_fetches += fetched
+                            .iter()
+                            .filter(|(_, r)| {
+                                !r.is_empty()
+                                    && s.strip_of(r.start) != s.strip_of(ByteOffset(r.end().0 - 1))
+                            })
+                            .count() as u64;
+                    }
+                }
                 moved |= !downs.is_empty();
                 self.array_io_held.extend(downs);
                 self.submit_held_array_io();
@@ -1218,16 +1235,19 @@ impl<'r> Sim<'r> {
         let p99_latency_ms = self.latencies.p99_ms();
         let v = self.volume.stats();
         let b = v.breakdown;
-        let (raid_prefetched, raid_wasted, raid_peak) = match &self.raid_cache {
+        // The host's block-level cache (the RAID driver's or the stream scheduler's) prefetches
+        // too; a controller cache is the device's, like a drive's own cache, and counts in neither.
+        let (raid_prefetched, raid_wasted, raid_peak, raid_fetches) = match &self.raid_cache {
             Some(rc) if self.block_cache_in_host => {
                 let s = rc.cache().stats();
                 (
                     s.prefetched_pages * PAGE_BYTES,
                     (s.wasted_pages + rc.cache().unused_prefetched_pages()) * PAGE_BYTES,
                     rc.cache().peak_pages() * PAGE_BYTES,
+                    rc.fetches(),
                 )
             }
-            _ => (0, 0, 0),
+            _ => (0, 0, 0, 0),
         };
         let report = Report {
             throughput_mib_s: if elapsed_s > 0.0 {
@@ -1240,8 +1260,10 @@ impl<'r> Sim<'r> {
             app_bytes: self.app_bytes,
             device_requests: v.device_requests,
             device_bytes: v.device_bytes,
-            prefetched_bytes: stats.prefetched_pages * PAGE_BYTES,
-            wasted_bytes: wasted_pages * PAGE_BYTES,
+            // Every prefetching layer of the host, each counting what it fetched ahead of the
+            // reads that reach it; the `raid_*` keys give the block-level layer's part.
+            prefetched_bytes: stats.prefetched_pages * PAGE_BYTES + raid_prefetched,
+            wasted_bytes: wasted_pages * PAGE_BYTES + raid_wasted,
             mean_latency_ms,
             p99_latency_ms,
             stall_s: self.stall_ns as f64 / 1e9,
@@ -1259,8 +1281,8 @@ impl<'r> Sim<'r> {
             device: self.device_name.clone(),
             workload: format!("{:?}", self.cfg.workload.kind).to_lowercase(),
             streams: self.cfg.workload.streams,
-            fetches: self.page_cache.fetches(),
-            split_fetches: self.split_fetches,
+            fetches: self.page_cache.fetches() + raid_fetches,
+            split_fetches: self.split_fetches + self.raid_split_fetches,
             hit_requests: self.hit_requests,
             device_cache_hits: v.device_cache_hits,
             block_merges: v.merges,
@@ -1269,6 +1291,8 @@ impl<'r> Sim<'r> {
             raid_prefetched_bytes: raid_prefetched,
             raid_wasted_bytes: raid_wasted,
             raid_cache_peak_bytes: raid_peak,
+            raid_fetches,
+            raid_split_fetches: self.raid_split_fetches,
             events: self.events,
             trace_lba_wrapped: self.trace_wrapped,
             clients_stopped_at_horizon: self.stopped_at_horizon,
@@ -1405,6 +1429,55 @@ mod tests {
         let with_raid = run(&["host.raid_cache=8MiB"]);
         assert!(with_raid.raid_cache_peak_bytes > 0);
         assert!(with_raid.memory_peak_bytes > 1 << 20);
+    }
+
+    /// `prefetched_bytes`, `wasted_bytes`, `fetches` and `split_fetches` sum every prefetching
+    /// layer of the host. The stream scheduler reads ahead only below the page cache, and its
+    /// read-ahead used to be in `raid_*` alone, with `prefetched_bytes` and `fetches` 0; under
+    /// `msp+saseqp` both layers prefetch and the totals hold both parts. A controller cache is the
+    /// device's and counts in neither.
+    #[test]
+    fn every_host_prefetching_layer_counts_in_the_totals() {
+        let streams = report_of([
+            "policy.name=streams",
+            "workload.streams=4",
+            "workload.file_size=4MiB",
+            "workload.request=4KiB",
+        ]);
+        assert!(streams.raid_prefetched_bytes > 0 && streams.raid_fetches > 0);
+        assert_eq!(streams.prefetched_bytes, streams.raid_prefetched_bytes);
+        assert_eq!(streams.wasted_bytes, streams.raid_wasted_bytes);
+        assert_eq!(streams.fetches, streams.raid_fetches);
+
+        let msp = report_of([
+            "policy.name=msp+saseqp",
+            "device.kind=raid0",
+            "device.disks=4",
+            "device.strip=64KiB",
+            "host.raid_cache=8MiB",
+            "workload.streams=4",
+            "workload.file_size=4MiB",
+            "workload.request=4KiB",
+        ]);
+        assert!(msp.raid_prefetched_bytes > 0 && msp.raid_fetches > 0);
+        assert!(msp.prefetched_bytes > msp.raid_prefetched_bytes, "{msp:?}");
+        assert!(msp.wasted_bytes >= msp.raid_wasted_bytes);
+        assert!(msp.fetches > msp.raid_fetches, "{msp:?}");
+        // MSP fetches whole stripes, each across every member; SASEQP's stay within a strip.
+        assert!(msp.raid_split_fetches > 0, "{msp:?}");
+        assert_eq!(msp.split_fetches, msp.raid_split_fetches, "{msp:?}");
+
+        let controller = report_of([
+            "device.controller_cache=8MiB",
+            "device.controller_readahead=1MiB",
+            "policy.name=none",
+            "workload.file_size=4MiB",
+        ]);
+        assert_eq!(
+            (controller.prefetched_bytes, controller.fetches),
+            (0, 0),
+            "{controller:?}"
+        );
     }
 
     /// A volume past 256 TiB (256 disks of 6 TB) holds pages whose index took more than the 36

@@ -94,7 +94,11 @@ proptest! {
         prop_assert!(r.raid_cache_peak_bytes <= m_kib * 1024 + allowance,
             "seed {seed}: buffers peaked at {} > M {} KiB + {} pass-through", r.raid_cache_peak_bytes, m_kib, allowance);
                 prop_assert!(r.memory_peak_bytes <= (64 << 20) + m_kib * 1024 + allowance);
-        prop_assert_eq!(r.prefetched_bytes, 0, "the page cache above the scheduler reads on demand only");
+        // The page cache above the scheduler reads on demand only: every byte read ahead is the
+        // scheduler's.
+        prop_assert_eq!(r.prefetched_bytes, r.raid_prefetched_bytes, "seed {}", seed);
+        prop_assert_eq!(r.wasted_bytes, r.raid_wasted_bytes, "seed {}", seed);
+        prop_assert_eq!(r.fetches, r.raid_fetches, "seed {}", seed);
         prop_assert_eq!(r.app_bytes, (streams as u64 * 8) << 20, "seed {}: not every byte delivered", seed);
     }
 }
@@ -151,8 +155,11 @@ proptest! {
             "{sets:?}: peak {}", r.memory_peak_bytes
         );
         prop_assert!(r.wasted_bytes <= r.prefetched_bytes, "{sets:?}");
+        prop_assert!(r.raid_prefetched_bytes <= r.prefetched_bytes, "{sets:?}");
+        prop_assert!(r.raid_fetches <= r.fetches, "{sets:?}");
         if policy.ends_with("saseqp") {
-            prop_assert_eq!(r.split_fetches, 0, "{:?}", sets);
+            // SASEQP's own fetches; MSP's, below it, may span strips.
+            prop_assert_eq!(r.split_fetches, r.raid_split_fetches, "{:?}", sets);
         }
         if kind == "streams" && r.elapsed_s < 2.0 {
             prop_assert_eq!(r.app_bytes, streams as u64 * file_kib * 1024, "{:?}", sets);
@@ -381,6 +388,17 @@ fn check_consistent(r: &foresight_sim::Report) -> Result<(), String> {
             r.prefetched_bytes,
         ),
         ("split_fetches <= fetches", r.split_fetches, r.fetches),
+        (
+            "raid_split_fetches <= raid_fetches",
+            r.raid_split_fetches,
+            r.raid_fetches,
+        ),
+        (
+            "raid_prefetched_bytes <= prefetched_bytes",
+            r.raid_prefetched_bytes,
+            r.prefetched_bytes,
+        ),
+        ("raid_fetches <= fetches", r.raid_fetches, r.fetches),
         (
             "hit_requests <= app_requests",
             r.hit_requests,
