@@ -295,7 +295,9 @@ reads that reach it: the page cache, plus the block-level cache below it when th
 RAID driver's under msp+..., the stream scheduler's buffers under streams); raid_prefetched_bytes,
 raid_wasted_bytes, raid_fetches and raid_split_fetches are the block-level part. A controller
 cache is the device's and counts in neither. split_fetches are fetches that spanned more than one
-RAID-0 strip.
+RAID-0 strip. A [dfs] run sums its server's and clients' caches the same way (split_fetches: the
+server's fetches); its antic_waits, device_sequential_requests, raid_* and trace_lba_wrapped are 0
+because the model has no such part (see ARCHITECTURE.md).
 
 Examples:
   foresight sim --set device.preset=cheetah-15k5 --set workload.streams=64 --json

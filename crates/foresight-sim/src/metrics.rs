@@ -99,9 +99,11 @@ pub struct Report {
     /// (`raid_fetches` is the block-level part).
     pub fetches: u64,
     /// Of those, fetches that spanned more than one strip of a RAID-0, so became more than one
-    /// disk request (`raid_split_fetches` is the block-level part).
+    /// disk request (`raid_split_fetches` is the block-level part; in a `[dfs]` run, the server's
+    /// fetches: a client's cross the link, not a strip).
     pub split_fetches: u64,
-    /// Application requests served entirely from memory.
+    /// Application requests served entirely from memory (in a `[dfs]` run, from the reader's own
+    /// cache: the client's, or the server's for a `local` process).
     pub hit_requests: u64,
     /// Device requests the drive's own cache served.
     pub device_cache_hits: u64,
@@ -125,7 +127,9 @@ pub struct Report {
     pub raid_fetches: u64,
     /// Of those, fetches that spanned more than one strip (part of `split_fetches`).
     pub raid_split_fetches: u64,
-    /// Simulated events processed.
+    /// Simulated events processed by the run's event loop (the host stack's, the tier driver's
+    /// or the DFS model's: each counts what it handles one at a time, so counts of different
+    /// drivers are not comparable).
     pub events: u64,
     /// Trace requests whose LBA lay beyond the device and was wrapped (trace workloads only).
     pub trace_lba_wrapped: u64,

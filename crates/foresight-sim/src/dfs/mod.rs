@@ -332,6 +332,12 @@ struct Sim<'r> {
     network_bytes: u64,
     breakdown: foresight_device::Breakdown,
     cache_hits: u64,
+    /// Application reads served from the reader's cache without waiting for any I/O.
+    hit_requests: u64,
+    /// Events the loop handled (device completions, CFQ timers, reads and messages).
+    events: u64,
+    /// The server's fetches whose bytes spanned more than one strip of a RAID-0 device.
+    split_fetches: u64,
     completions: Vec<Completion>,
 }
 
@@ -560,6 +566,9 @@ pub(crate) fn run_logged<'r>(
         network_bytes: 0,
         breakdown: Default::default(),
         cache_hits: 0,
+        events: 0,
+        split_fetches: 0,
+        hit_requests: 0,
         completions: Vec::new(),
         params: params.clone(),
         profile,
@@ -623,14 +632,13 @@ impl Sim<'_> {
     /// The event loop of [`Sim::run_loop`], telling `progress` every 8192 events how far the run
     /// is.
     fn run_events(&mut self, progress: &mut Option<&mut dyn FnMut(f64)>) -> Instant {
-        let mut events = 0u64;
         loop {
             // A sink that failed ends the run: its caller reports the error, not the figures.
             if self.done() || self.requests.failed() {
                 return self.now;
             }
-            events += 1;
-            if events.is_multiple_of(8192) {
+            self.events += 1;
+            if self.events.is_multiple_of(8192) {
                 if let Some(p) = progress.as_mut() {
                     p(self.done_fraction());
                 }
@@ -769,6 +777,9 @@ impl Sim<'_> {
                 .client
                 .as_mut()
                 .expect("a client stream");
+            // A client's fetches cross the link, never a strip: only their count matters, which
+            // the layer keeps.
+            c.fetched.clear();
             let downs: Vec<_> = c.down.drain(..).collect();
             let dones: Vec<_> = c.done.drain(..).collect();
             if downs.is_empty() && dones.is_empty() {
@@ -800,14 +811,16 @@ impl Sim<'_> {
                 }
             }
             for d in dones {
-                self.app_done(d.token as u32);
+                self.app_done(d.token as u32, d.hit);
             }
         }
     }
 
-    fn app_done(&mut self, s: u32) {
+    /// Stream `s`'s read is done; `hit` when its cache had every byte without waiting for I/O.
+    fn app_done(&mut self, s: u32, hit: bool) {
         let st = &mut self.streams[s as usize];
         self.app_requests += 1;
+        self.hit_requests += u64::from(hit);
         self.app_bytes += self.params.request.0;
         self.latencies.push((self.now - st.issued_at).0);
         // One read in flight per stream: the one just done ends where the next would start.
@@ -889,6 +902,9 @@ impl Sim<'_> {
     /// its reads, and finished reads (sent back, or handed to a local process).
     fn after_server(&mut self, owner: u32) {
         loop {
+            for (file, range) in std::mem::take(&mut self.server.fetched) {
+                self.count_split(file, range);
+            }
             let downs: Vec<_> = self.server.down.drain(..).collect();
             let dones: Vec<_> = self.server.done.drain(..).collect();
             if downs.is_empty() && dones.is_empty() {
@@ -915,11 +931,30 @@ impl Sim<'_> {
             }
             for d in dones {
                 if d.token & LOCAL_TOKEN != 0 {
-                    self.app_done((d.token & !LOCAL_TOKEN) as u32);
+                    self.app_done((d.token & !LOCAL_TOKEN) as u32, d.hit);
                 } else {
                     self.served(d.token as u32);
                 }
             }
+        }
+    }
+
+    /// Counts a server fetch that a RAID-0 device splits over more than one member: one whose
+    /// bytes lie in more than one strip.
+    fn count_split(&mut self, file: FileId, range: ByteRange) {
+        let DfsDevice::Raid0 { strip, .. } = self.params.device else {
+            return;
+        };
+        let mut strips: Option<(u64, u64)> = None;
+        self.layout.for_each_volume_piece(file, range, |off, len| {
+            if len.0 == 0 {
+                return;
+            }
+            let (a, b) = (off.0 / strip.0, (off.0 + len.0 - 1) / strip.0);
+            strips = Some(strips.map_or((a, b), |(lo, hi)| (lo.min(a), hi.max(b))));
+        });
+        if strips.is_some_and(|(lo, hi)| lo != hi) {
+            self.split_fetches += 1;
         }
     }
 
@@ -979,9 +1014,11 @@ impl Sim<'_> {
         let mut prefetched = 0u64;
         let mut wasted = 0u64;
         let mut peak = self.server.cache().peak_pages();
+        let mut fetches = 0u64;
         let mut layers: Vec<&CacheLayer> = vec![&self.server];
         layers.extend(self.streams.iter().filter_map(|s| s.client.as_ref()));
         for l in &layers {
+            fetches += l.fetches();
             let st = l.cache().stats();
             prefetched += st.prefetched_pages * PAGE_BYTES;
             wasted += (st.wasted_pages + l.cache().unused_prefetched_pages()) * PAGE_BYTES;
@@ -1026,6 +1063,11 @@ impl Sim<'_> {
             streams: self.params.streams,
             device_cache_hits: self.cache_hits,
             block_merges: self.cfq.merges(),
+            // Summed over the hosts' caches, as `prefetched_bytes` is.
+            fetches,
+            split_fetches: self.split_fetches,
+            events: self.events,
+            hit_requests: self.hit_requests,
             ..Report::default()
         };
         let figures = DfsFigures {

@@ -170,3 +170,44 @@ fn network_bytes_are_what_the_link_carried_within_the_run() {
         assert!(carried >= r.report.app_bytes as f64, "{system}: {r:?}");
     }
 }
+
+/// A `[dfs]` run counts its events, its caches' fetches (summed over the hosts, as
+/// `prefetched_bytes` is), the server fetches a RAID-0 splits over members, and the reads its
+/// caches served without I/O; all four used to be reported as 0.
+#[test]
+fn events_fetches_splits_and_hits_are_counted() {
+    let mut prefetching = 0;
+    for s in foresight_policy::adaptive::dfs::DFS_SYSTEMS {
+        let single = run(&DfsParams {
+            file_size: ByteLen::mib(8),
+            request: ByteLen::kib(16),
+            ..quick(*s, 2)
+        })
+        .unwrap()
+        .report;
+        assert!(single.events > single.app_requests, "{s}: {single:?}");
+        // A system that reads ahead (gluster's 16 KiB reads do not) issues fetches, and reads
+        // of 16 KiB through its windows find their bytes in memory.
+        let reads_ahead = single.prefetched_bytes > 0;
+        prefetching += u32::from(reads_ahead);
+        assert_eq!(single.fetches > 0, reads_ahead, "{s}: {single:?}");
+        assert_eq!(single.hit_requests > 0, reads_ahead, "{s}: {single:?}");
+        assert!(single.hit_requests <= single.app_requests, "{s}");
+        assert_eq!(single.split_fetches, 0, "{s}: one device has no strips");
+    }
+    assert!(prefetching >= 5, "{prefetching} systems read ahead");
+    let disk = presets::preset("st6000nm0024").expect("preset exists");
+    let striped = run(&DfsParams {
+        device: DfsDevice::Raid0 {
+            disk,
+            disks: 4,
+            strip: ByteLen::kib(64),
+        },
+        file_size: ByteLen::mib(8),
+        ..quick(DfsSystem::Local, 2)
+    })
+    .unwrap()
+    .report;
+    assert!(striped.split_fetches > 0, "{striped:?}");
+    assert!(striped.split_fetches <= striped.fetches, "{striped:?}");
+}
