@@ -297,7 +297,8 @@ raid_wasted_bytes, raid_fetches and raid_split_fetches are the block-level part.
 cache is the device's and counts in neither. split_fetches are fetches that spanned more than one
 RAID-0 strip. A [dfs] run sums its server's and clients' caches the same way (split_fetches: the
 server's fetches); its antic_waits, device_sequential_requests, raid_* and trace_lba_wrapped are 0
-because the model has no such part (see ARCHITECTURE.md).
+because the model has no such part (see ARCHITECTURE.md). A tier stack's breakdown sums its preset
+levels' devices; a constant level's fixed time has no parts and is in none of them.
 
 Examples:
   foresight sim --set device.preset=cheetah-15k5 --set workload.streams=64 --json
@@ -594,8 +595,8 @@ fn cmd_sim(
             b.queue_s
         );
     } else {
-        // Shares of nothing would read as a device that neither sought nor transferred: a tier
-        // stack's levels report no breakdown, and a run may end before any device finished.
+        // Shares of nothing would read as a device that neither sought nor transferred: a stack
+        // of constant tier levels has no breakdown, and a run may end before any device finished.
         outln!("  device time  no breakdown recorded for this run");
     }
     if r.members.len() > 1 {

@@ -714,26 +714,50 @@ fn an_interrupted_reproduce_leaves_no_stale_report_beside_new_figures() {
     }
 }
 
-/// A run whose devices report no service-time breakdown (a tier stack's levels) printed "seek
-/// 0.0%, rotate 0.0%, transfer 0.0%, overhead 0.0%": shares of nothing, which add up to none.
+/// A run whose devices report no service-time breakdown (a stack of constant tier levels)
+/// printed "seek 0.0%, rotate 0.0%, transfer 0.0%, overhead 0.0%": shares of nothing, which add
+/// up to none. A tier stack of device models has a breakdown (its levels' devices' own), and
+/// shows its shares like any run.
 #[test]
 fn a_run_without_a_breakdown_does_not_print_shares_of_nothing() {
+    let device_time = |out: &str| -> String {
+        out.lines()
+            .find(|l| l.trim_start().starts_with("device time"))
+            .unwrap_or_else(|| panic!("no device time line: {out}"))
+            .to_string()
+    };
+    let (code, out, err) = foresight(&[
+        "sim",
+        "--set",
+        "device.kind=constant",
+        "--set",
+        "device.t_upper=52ms",
+        "--set",
+        "device.t_lower=120ms",
+        "--set",
+        "device.t_lower_to_upper=122ms",
+        "--set",
+        "policy.name=tip",
+        "--set",
+        "workload.kind=hinted",
+        "--set",
+        "workload.reads=20",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let line = device_time(&out);
+    assert!(!line.contains('%'), "{line}");
+    assert!(line.contains("no breakdown"), "{line}");
+    // Runs that have one keep their shares: the host stack's, and a stack of device models.
+    let (code, out, err) = foresight(&["sim", "--set", "workload.duration=1s"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("device time  seek "), "{out}");
     let config = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../../examples/informed-tiered.toml"
     );
     let (code, out, err) = foresight(&["sim", "--config", config]);
     assert_eq!(code, 0, "{err}");
-    let line = out
-        .lines()
-        .find(|l| l.trim_start().starts_with("device time"))
-        .unwrap_or_else(|| panic!("no device time line: {out}"));
-    assert!(!line.contains('%'), "{line}");
-    assert!(line.contains("no breakdown"), "{line}");
-    // A run that has one keeps its shares.
-    let (code, out, err) = foresight(&["sim", "--set", "workload.duration=1s"]);
-    assert_eq!(code, 0, "{err}");
-    assert!(out.contains("device time  seek "), "{out}");
+    assert!(device_time(&out).contains("seek "), "{out}");
 }
 
 /// A config refused once the run is being built (here: files that do not fit the disk) exits 2,

@@ -76,7 +76,10 @@ pub struct Report {
     pub p99_latency_ms: f64,
     /// Total time applications waited on I/O, s.
     pub stall_s: f64,
-    /// Device time by component.
+    /// Device time by component, summed over the devices. A tier stack sums its preset levels'
+    /// devices (with the wait for room in a device's command queue as queue time); a constant
+    /// level's fixed per-block time has no components and is in none, so a stack of constant
+    /// levels reports every part 0.
     pub breakdown: BreakdownReport,
     /// Host seconds the run took.
     pub wall_s: f64,

@@ -426,6 +426,30 @@ fn an_lru_hit_gain_of_1_is_taken_as_written() {
     assert!(crate::sim::run(&c, crate::sim::RunOptions::default()).is_ok());
 }
 
+/// A stack of device models reports where its devices' time went, as the host stack does: it
+/// used to report every part 0. A stack of constant levels has no parts to report (its fixed
+/// per-block times are in none of them).
+#[test]
+fn preset_levels_report_a_breakdown_and_constant_levels_none() {
+    let c = three_presets("ipipe", 95, 10, 0);
+    let r = crate::sim::run(&c, crate::sim::RunOptions::default())
+        .unwrap()
+        .report;
+    let b = r.breakdown;
+    assert!(b.seek_s > 0.0 && b.rotate_s > 0.0, "{b:?}");
+    assert!(b.transfer_s > 0.0 && b.overhead_s > 0.0, "{b:?}");
+    // Copies and reads from the SSD compete for the disks: some wait.
+    assert!(b.queue_s > 0.0, "{b:?}");
+
+    let r = crate::sim::run(
+        &constant_10mb("tip", 1, 20),
+        crate::sim::RunOptions::default(),
+    )
+    .unwrap()
+    .report;
+    assert_eq!(r.breakdown, crate::metrics::BreakdownReport::default());
+}
+
 /// A three-level stack of device models: an SSD over a disk over two disks.
 fn three_presets(policy: &str, reads: u64, upper_blocks: u64, seed: u64) -> SimConfig {
     cfg(&[
