@@ -342,15 +342,40 @@ fn assert_helpful(e: &foresight_sim::config::ConfigError, file: &str) -> Result<
     Ok(())
 }
 
+/// A directory of its own under the system's temporary directory, removed with everything in it
+/// when dropped, so that a test leaves nothing behind, also when it fails (a panic unwinds through
+/// the drop). Each is new: the process id and a count tell apart the ones tests make at once.
+struct ScratchDir(std::path::PathBuf);
+
+impl ScratchDir {
+    fn new(tag: &str) -> ScratchDir {
+        static MADE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = MADE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("foresight-{tag}-{}-{n}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        ScratchDir(dir)
+    }
+
+    fn path(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl Drop for ScratchDir {
+    fn drop(&mut self) {
+        // A failure to remove it must not turn a passing test into a panic while unwinding.
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
 /// `text` read the way `foresight sim --config` reads a file, then checked as a config.
 fn check_file(bytes: &[u8]) -> Result<(), TestCaseError> {
-    let dir = std::env::temp_dir().join(format!("foresight-config-noise-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("edited.toml");
+    let dir = ScratchDir::new("config-noise");
+    let path = dir.path().join("edited.toml");
     std::fs::write(&path, bytes).unwrap();
     let shown = path.display().to_string();
     let outcome = read_config_file(&path);
-    std::fs::remove_file(&path).unwrap();
+    drop(dir);
     match outcome {
         Err(e) => assert_helpful(&e, &shown),
         Ok(table) => match SimConfig::from_table(table, None) {
@@ -413,14 +438,35 @@ fn a_config_file_that_is_not_utf8_is_refused_naming_the_line() {
     let mut bytes = b"seed = 1\n[device]\nkind = \"hdd\"\npreset = \"wd".to_vec();
     bytes.extend_from_slice(&[0xff, 0xfe]);
     bytes.extend_from_slice(b"\"\n");
-    let dir = std::env::temp_dir().join(format!("foresight-config-utf8-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("latin1.toml");
+    let dir = ScratchDir::new("config-utf8");
+    let path = dir.path().join("latin1.toml");
     std::fs::write(&path, &bytes).unwrap();
     let e = read_config_file(&path).unwrap_err().to_string();
-    std::fs::remove_dir_all(&dir).unwrap();
+    drop(dir);
     assert!(e.contains("latin1.toml:4"), "{e}");
     assert!(e.contains("UTF-8"), "{e}");
+}
+
+/// The checks above write their files in a [`ScratchDir`]; it used to be one directory per run,
+/// left behind empty. It goes with its files when dropped, and also when the check in it panics.
+#[test]
+fn a_scratch_dir_is_removed_when_dropped_even_on_a_panic() {
+    let dir = ScratchDir::new("config-scratch");
+    let kept = dir.path().to_path_buf();
+    std::fs::write(kept.join("a.toml"), "seed = 1\n").unwrap();
+    drop(dir);
+    assert!(!kept.exists(), "{} is still there", kept.display());
+
+    let mut made = None;
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let dir = ScratchDir::new("config-scratch");
+        made = Some(dir.path().to_path_buf());
+        std::fs::write(dir.path().join("b.toml"), "seed = 1\n").unwrap();
+        panic!("a failing check");
+    }));
+    assert!(outcome.is_err());
+    let made = made.expect("the directory was made");
+    assert!(!made.exists(), "{} is still there", made.display());
 }
 
 /// One `[[device.tiers]]` entry: a preset (0..3) or constant times (3), and now and then a key
