@@ -586,23 +586,30 @@ fn a_tier_that_cannot_hold_one_block_is_refused_by_its_key() {
     assert!(e.contains("device.upper_capacity"), "{e}");
 }
 
+/// The config table of a constant-time two-level stack (1, 2 and 3 ms) under a hinted workload,
+/// with `extra` `--set`s, for checks of what its parser refuses.
+fn small_constant_stack(extra: &[&str]) -> toml::Table {
+    let mut t = toml::Table::new();
+    let base = [
+        "device.kind=constant",
+        "device.t_upper=1ms",
+        "device.t_lower=2ms",
+        "device.t_lower_to_upper=3ms",
+        "workload.kind=hinted",
+    ];
+    for s in base.iter().chain(extra) {
+        crate::config::apply_set(&mut t, s).unwrap();
+    }
+    t
+}
+
 #[test]
 fn reads_beside_a_trace_are_refused_by_their_key() {
     // The trace sets the count; workload.reads beside it was dropped without a word, while
     // workload.order beside it was already refused.
     let path = std::env::temp_dir().join(format!("foresight-reads-{}.txt", std::process::id()));
     std::fs::write(&path, "3\n1\n2\n").unwrap();
-    let mut t = toml::Table::new();
-    for s in [
-        "device.kind=constant",
-        "device.t_upper=1ms",
-        "device.t_lower=2ms",
-        "device.t_lower_to_upper=3ms",
-        "workload.kind=hinted",
-        "workload.reads=50",
-    ] {
-        crate::config::apply_set(&mut t, s).unwrap();
-    }
+    let mut t = small_constant_stack(&["workload.reads=50"]);
     let workload = t.get_mut("workload").unwrap().as_table_mut().unwrap();
     workload.insert("trace".into(), path.display().to_string().into());
     let e = SimConfig::from_table(t, None).unwrap_err().to_string();
@@ -671,19 +678,7 @@ fn a_copy_between_a_constant_level_and_a_preset_takes_the_time_the_policy_plans(
 #[test]
 fn more_reads_than_the_policies_keep_live_are_refused_by_their_key() {
     let table = |reads: usize| {
-        let mut t = toml::Table::new();
-        for s in [
-            "device.kind=constant",
-            "device.t_upper=1ms",
-            "device.t_lower=2ms",
-            "device.t_lower_to_upper=3ms",
-            "policy.name=tip",
-            "workload.kind=hinted",
-            &format!("workload.reads={reads}"),
-        ] {
-            crate::config::apply_set(&mut t, s).unwrap();
-        }
-        t
+        small_constant_stack(&["policy.name=tip", &format!("workload.reads={reads}")])
     };
     assert_eq!(hinted::MAX_READS, 1 << 22);
     let e = SimConfig::from_table(table(hinted::MAX_READS + 1), None)
