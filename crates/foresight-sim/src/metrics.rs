@@ -66,7 +66,8 @@ pub struct Report {
     /// ahead and the page cache then reads ahead from it counts once in each (`raid_prefetched_bytes`
     /// is the block-level part). A controller cache is the device's and counts, like a drive's
     /// cache, in neither. A `[dfs]` run sums its hosts' caches the same way: a block the server
-    /// reads ahead and a client then reads ahead from it counts once in each.
+    /// reads ahead and a client then reads ahead from it counts once in each. A tier stack counts
+    /// the blocks fetched into memory and the copies into its staging levels.
     pub prefetched_bytes: u64,
     /// Of those, bytes evicted or left unread at the end (summed over the same caches).
     pub wasted_bytes: u64,

@@ -185,6 +185,9 @@ struct Driver<'a, 'r> {
     blocks: Vec<u64>,
     /// Bit `j - 1`: a landed copy on level `j`; per access.
     copies: Vec<u8>,
+    /// Bit `j - 1`: the copy on level `j` has been read (into memory, or to copy it further up)
+    /// since it was made; per access. A copy dropped without this bit was wasted.
+    copies_read: Vec<u8>,
     slot_of: FxHashMap<(usize, usize), u64>,
     /// Memory: 0 absent, 1 in flight, 2 ready, 3 taken.
     mem: Vec<u8>,
@@ -214,7 +217,11 @@ struct Driver<'a, 'r> {
     device_bytes: u64,
     fetches: u64,
     events: u64,
+    /// Bytes fetched ahead of the application: blocks into memory and copies into levels.
     prefetched: u64,
+    /// Of those, copies dropped, or left at the end, without ever being read (a block fetched
+    /// into memory is always taken: the application reads every hinted block).
+    wasted: u64,
     /// Where the preset levels' device time went: each completion's own breakdown, plus the
     /// wait in `Dev::pending` as queue time (as the host stack counts its block queues').
     breakdown: foresight_device::Breakdown,
@@ -290,6 +297,10 @@ impl Driver<'_, '_> {
             }
         };
         let home = self.levels.len();
+        if matches!(stage, Stage::ToMemory { .. } | Stage::CopyRead { .. }) && level < home {
+            // Reading a copy uses it, whether into memory or further up.
+            self.copies_read[access] |= 1 << (level - 1);
+        }
         let lv = &mut self.levels[level - 1];
         match lv.devices.is_empty() {
             true => {
@@ -388,7 +399,14 @@ impl Driver<'_, '_> {
 
     fn drop_copy(&mut self, access: usize, level: usize) {
         if let Some(slot) = self.slot_of.remove(&(access, level)) {
-            self.copies[access] &= !(1 << (level - 1));
+            let bit = 1 << (level - 1);
+            if self.copies_read[access] & bit == 0 {
+                // Nobody read it: a late copy (IPO's, once its consumer read the block from
+                // below), or one overtaken by a higher copy of its block.
+                self.wasted += self.t.workload.block.0;
+            }
+            self.copies_read[access] &= !bit;
+            self.copies[access] &= !bit;
             let lv = &mut self.levels[level - 1];
             lv.held -= 1;
             lv.free_slots.push(slot);
@@ -430,6 +448,9 @@ impl Driver<'_, '_> {
                         Tier::Level(j) => {
                             let j = j as usize;
                             assert!(j >= 1 && j < self.levels.len(), "no level {j} to copy into");
+                            // A staging level is a cache too: its copy is fetched ahead of the
+                            // reads that reach that level, and wasted if none does.
+                            self.prefetched += range.len.0;
                             let src = self.nearest(access, j);
                             self.reserve(access, j);
                             self.start(Some(id), access, Stage::CopyRead { src, into: j });
@@ -746,6 +767,7 @@ impl<'a, 'r> Driver<'a, 'r> {
             block_sectors: block.0 / 512,
             blocks: blocks.clone(),
             copies: vec![0; n],
+            copies_read: vec![0; n],
             slot_of: FxHashMap::default(),
             mem: vec![0; n],
             mem_buffers: 0,
@@ -770,6 +792,7 @@ impl<'a, 'r> Driver<'a, 'r> {
             fetches: 0,
             events: 0,
             prefetched: 0,
+            wasted: 0,
             breakdown: Default::default(),
             index,
             deferred: false,
@@ -838,6 +861,13 @@ fn finish_run(
     };
     let p99 = crate::metrics::p99(&lat).unwrap_or(0.0);
     let app_bytes = n as u64 * block.0;
+    // Copies still held when the run ended and never read are wasted as a dropped one is.
+    let unread_at_end = d
+        .slot_of
+        .keys()
+        .filter(|&&(access, level)| d.copies_read[access] & (1 << (level - 1)) == 0)
+        .count() as u64
+        * block.0;
     let secs = elapsed.as_secs_f64();
     let report = Report {
         throughput_mib_s: if secs > 0.0 {
@@ -851,7 +881,7 @@ fn finish_run(
         device_requests: d.device_requests,
         device_bytes: d.device_bytes,
         prefetched_bytes: d.prefetched,
-        wasted_bytes: 0,
+        wasted_bytes: d.wasted + unread_at_end,
         mean_latency_ms: mean,
         p99_latency_ms: p99,
         stall_s: d.stall.as_secs_f64(),

@@ -687,3 +687,34 @@ fn more_reads_than_the_policies_keep_live_are_refused_by_their_key() {
     assert!(e.contains("workload.reads"), "{e}");
     SimConfig::from_table(table(hinted::MAX_READS), None).unwrap();
 }
+
+/// A staging level is a cache: its copies count in `prefetched_bytes`, and a copy dropped or left
+/// without ever being read in `wasted_bytes`, which used to be a fixed 0. On these device models
+/// iPipe's copies to level 2 are overtaken by copies from level 3 straight to level 1 and never
+/// read, and IPO's copies come too late (TIP reads every block from the home level) and are
+/// dropped. TIP alone copies nothing and every block it fetches into memory is taken.
+#[test]
+fn unread_copies_are_wasted_and_copies_are_prefetched() {
+    for policy in ["ipipe", "ipo", "ipods"] {
+        let c = three_presets(policy, 95, 10, 0);
+        let (out, tr) = run_traced(&c, c.tiered.as_ref().unwrap(), None).unwrap();
+        let r = out.report;
+        assert!(r.wasted_bytes > 0, "{policy}: {r:?}");
+        assert!(r.wasted_bytes <= r.prefetched_bytes, "{policy}: {r:?}");
+        // Every read into memory from a staging level used a copy, so those copies are not
+        // wasted.
+        let from_copies = tr.reads_by_level[..2].iter().sum::<u64>() << 20;
+        assert!(
+            r.prefetched_bytes - r.wasted_bytes >= from_copies,
+            "{policy}: {r:?} {tr:?}"
+        );
+    }
+    let tip = crate::sim::run(
+        &constant_10mb("tip", 3, 20),
+        crate::sim::RunOptions::default(),
+    )
+    .unwrap()
+    .report;
+    assert_eq!(tip.wasted_bytes, 0, "{tip:?}");
+    assert!(tip.prefetched_bytes > 0, "{tip:?}");
+}
