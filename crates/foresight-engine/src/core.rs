@@ -719,6 +719,11 @@ impl Core {
         self.identities.len()
     }
 
+    /// The descriptor a file is read through while it is open.
+    pub(crate) fn file_handle(&self, file: FileId) -> Option<Arc<FileHandle>> {
+        self.files[file.0 as usize].handle.clone()
+    }
+
     /// Size of a file at open.
     pub(crate) fn file_size(&self, file: FileId) -> u64 {
         self.files[file.0 as usize].size_bytes

@@ -504,8 +504,10 @@ impl Engine {
             modified: handle.modified,
         };
         let (file, stream, open_seq, size) = core.open(handle);
+        let handle = core.file_handle(file);
         Ok(Reader {
             identity,
+            handle,
             owner: self.owner.clone(),
             file,
             stream,
@@ -617,6 +619,8 @@ pub struct Reader {
     stream: StreamId,
     open_seq: u64,
     identity: FileIdentity,
+    /// The file's descriptor (shared with the engine's reads), for [`Reader::identity_now`].
+    handle: Option<Arc<FileHandle>>,
     size_bytes: u64,
     pos: u64,
     cv: Arc<Condvar>,
@@ -651,6 +655,25 @@ impl Reader {
     /// reader reads that very file.
     pub fn file_identity(&self) -> FileIdentity {
         self.identity
+    }
+
+    /// The file as the file system describes it now: `fstat` of the descriptor the reader reads
+    /// through, so the same device and inode, with the size and modification time of this moment.
+    /// A file rewritten in place since the reader opened it differs from
+    /// [`Reader::file_identity`] in those (unless the rewrite kept the size and fell within the
+    /// file system's timestamp granularity of the previous modification). Files without a
+    /// descriptor (the in-memory backends) do not change: their identity at open.
+    pub fn identity_now(&self) -> io::Result<FileIdentity> {
+        let Some(file) = self.handle.as_ref().and_then(|h| h.file.as_ref()) else {
+            return Ok(self.identity);
+        };
+        let meta = file.metadata()?;
+        Ok(FileIdentity {
+            device: self.identity.device,
+            inode: self.identity.inode,
+            size_bytes: meta.len(),
+            modified: meta.modified().ok(),
+        })
     }
 
     /// The file's size when it was opened; reads end there (or earlier, if the file shrank).

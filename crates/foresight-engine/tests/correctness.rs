@@ -826,7 +826,8 @@ fn a_deferred_read_whose_fetches_are_cancelled_reads_on_demand() {
 
 /// A file rewritten in place keeps its device, inode and size, so those alone cannot tell the
 /// new bytes from the old. A reader opened after the rewrite, while an earlier reader still holds
-/// the file (and its cached chunks), must read the new bytes.
+/// the file (and its cached chunks), must read the new bytes; the earlier reader's
+/// `identity_now` shows the new time.
 #[test]
 fn a_reader_opened_after_a_same_size_rewrite_reads_the_new_bytes() {
     let dir = TempDir::new("rewrite");
@@ -850,7 +851,21 @@ fn a_reader_opened_after_a_same_size_rewrite_reads_the_new_bytes() {
             let later = std::time::SystemTime::now() + Duration::from_secs(10);
             f.set_modified(later).unwrap();
         }
+        // The earlier reader's descriptor tells the rewrite, though its identity at open does
+        // not change (a server compares the two to cut a response begun on the old bytes).
+        let now = first.identity_now().unwrap();
+        assert_ne!(now, first.file_identity(), "{name}: rewrite not seen");
+        assert_eq!(
+            (now.device, now.inode, now.size_bytes),
+            (
+                first.file_identity().device,
+                first.file_identity().inode,
+                len as u64
+            ),
+            "{name}"
+        );
         let mut second = engine.open(&p).unwrap();
+        assert_eq!(second.identity_now().unwrap(), second.file_identity());
         let mut got = vec![0u8; len];
         second.read_exact(&mut got).unwrap();
         assert_eq!(
