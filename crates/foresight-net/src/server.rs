@@ -14,7 +14,10 @@
 //! and a reader opened for a request that finds the path naming another file by then answers 503
 //! (retry) rather than send bytes of a file other than the one whose length was announced; readers
 //! are kept per stream and file version, so a response begun before its file was replaced ends
-//! from the file it began with. The same four figures make the file's `ETag` (weak until a second
+//! from the file it began with. A file rewritten in place (same inode) while its response is sent
+//! is caught by the size and modification time of the reader's descriptor, looked at after every
+//! chunk is read: the response is cut short (503 before it begins) rather than send the new bytes
+//! under the old headers. The same four figures make the file's `ETag` (weak until a second
 //! after the file's last modification, strong after) and its modification time the
 //! `Last-Modified`, so a client that sends `If-Range` with the tag of the version it began with
 //! gets the whole new file (200) rather than a range of it once the file is replaced; `If-Match`
@@ -600,7 +603,11 @@ impl FileVersion {
     /// size, not modified since (a file rewritten in place keeps its inode and maybe its size,
     /// and the reader's readahead may hold its old bytes).
     fn read_by(&self, reader: &foresight_engine::Reader) -> bool {
-        let id = reader.file_identity();
+        self.is(reader.file_identity())
+    }
+
+    /// Whether `id` describes this version: the figures its tag is made of.
+    fn is(&self, id: foresight_engine::FileIdentity) -> bool {
         id.device == self.device
             && id.inode == self.inode
             && id.size_bytes == self.len_bytes
@@ -1129,6 +1136,33 @@ fn serve_job(state: &State, readers: &mut Readers, next_reader: &mut u64, mut jo
                 "file shorter than announced",
             )));
             return Served::Done(job);
+        }
+        // The chunk may hold bytes of a rewrite in place (same inode) that began after the
+        // headers were decided: a reader keeps its descriptor, and the page cache serves whatever
+        // was written last. Sent, those bytes would end a response of the old length under the old
+        // tag, a mix no client can detect; the descriptor's size and modification time, looked
+        // at after the read, tell. They are looked at after it because Linux's write path (ext4,
+        // xfs, btrfs, tmpfs: `file_modified` before `generic_perform_write`, and before a direct
+        // write) sets the modification time before it copies a byte: a read that saw
+        // any new byte began after that, so an `fstat` after the read sees the new time. A
+        // changed file cuts the response (503 if nothing was sent yet; else the connection closes
+        // before the announced length, which a client must take for a failure) so that the
+        // client retries and gets the new version whole under its own tag. What still slips
+        // through: a rewrite of the same size within the file system's timestamp granularity of
+        // the previous modification (the time does not move; the tag is weak for
+        // `STRONG_AFTER` for this reason), stores through a shared `mmap` into a page already
+        // dirtied (the time moves only at the first write fault after writeback), and a time set
+        // back by hand to the very nanosecond. One `fstat` a chunk (256 KiB by default).
+        match reader.identity_now() {
+            Ok(now) if job.version.is(now) => {}
+            Ok(_) => {
+                permit.send(Err(io::Error::other(FileChanged)));
+                return Served::Done(job);
+            }
+            Err(e) => {
+                permit.send(Err(e));
+                return Served::Done(job);
+            }
         }
         permit.send(Ok(Bytes::from(buf)));
         job.range = ByteRange::new(job.range.start.0 + got as u64, job.range.len.0 - got as u64);

@@ -1612,3 +1612,105 @@ fn a_fresh_files_weak_tag_is_asked_again_and_ranges_go_under_the_strong_one() {
         "{if_ranges:?}"
     );
 }
+
+/// `foresight get` through a slow path from `foresight serve`, the file rewritten in place (same
+/// inode and length) while the last range is under way, every range asked for already: that
+/// range is cut short by the server, its retry under `If-Range` gets the new version whole, and
+/// the download fails saying the file changed, having written only the old file's beginning (or,
+/// had nothing been written, delivers the new file whole). Before, the server sent the rest of
+/// that range from the rewritten file under the old tag, no later answer showed the change, and
+/// the download ended "successfully" with new bytes after old ones.
+#[test]
+fn a_file_rewritten_in_place_during_a_download_is_never_delivered_mixed() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let s = serve("get-rewritten");
+    let unit_bytes = 32 << 20;
+    // Where the ranges the client asks for end, their size ramping from 128 KiB up to the unit
+    // (128 KiB twice, then 512 KiB, 2, 4, 8, 16 and 32 MiB twice): the last range is then the
+    // last request, and no later answer shows the rewrite but the one that range's cut brings.
+    let len = 131_072 * 2 + 524_288 + (2 + 4 + 8 + 16 + 32 + 32) * (1 << 20);
+    let old = content(len, 12);
+    let new = content(len, 13);
+    let path = s.root.join("w.bin");
+    std::fs::write(&path, &old).unwrap();
+    // An hour old, so that the tag is strong and goes in `If-Range`.
+    std::fs::File::options()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .set_modified(std::time::SystemTime::now() - Duration::from_secs(3600))
+        .unwrap();
+    let p = proxy::spawn(ProxyConfig {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        upstream: s.addr().to_string(),
+        delay: Duration::from_micros(100),
+        bandwidth: Some(Bandwidth::from_bytes_per_s(100e6)),
+        max_connections: 64,
+        send_timeout: proxy::DEFAULT_SEND_TIMEOUT,
+        idle_timeout: proxy::DEFAULT_IDLE_TIMEOUT,
+    })
+    .unwrap();
+    let stats = p.stats();
+    let rewritten = AtomicBool::new(false);
+    let stop = AtomicBool::new(false);
+    let url: Url = format!("http://{}/w.bin", p.local_addr()).parse().unwrap();
+    let c = Client::new(ClientConfig {
+        alpha: AlphaMode::Fixed(1),
+        readahead: Some(ByteLen(unit_bytes as u64)),
+        ..ClientConfig::default()
+    })
+    .unwrap();
+    let mut out = Vec::new();
+    let r = std::thread::scope(|scope| {
+        // Once all but 24 MiB have crossed the proxy: every range has been asked for, and the
+        // last one's rest is more than the proxy and the sockets between hold, so the server
+        // reads most of it after the rewrite.
+        let at_bytes = (new.len() - (24 << 20)) as u64;
+        let (stop, rewritten, path, new) = (&stop, &rewritten, &path, &new);
+        scope.spawn(move || {
+            while !stop.load(Ordering::SeqCst) {
+                if stats.bytes_down.load(Ordering::Relaxed) >= at_bytes {
+                    use std::os::unix::fs::FileExt;
+                    let f = std::fs::File::options().write(true).open(path).unwrap();
+                    f.write_all_at(new, 0).unwrap();
+                    f.set_modified(std::time::SystemTime::now()).unwrap();
+                    rewritten.store(true, Ordering::SeqCst);
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        });
+        let r = c.get(&url, &mut out);
+        stop.store(true, Ordering::SeqCst);
+        r
+    });
+    p.shutdown();
+    assert!(
+        rewritten.load(Ordering::SeqCst),
+        "the download ended before the rewrite: {:?}",
+        r.as_ref().err()
+    );
+    let first_new = out
+        .iter()
+        .zip(&new)
+        .zip(&old)
+        .position(|((b, n), o)| b == n && n != o);
+    match r {
+        Ok(_) => assert!(
+            out == new,
+            "delivered {} bytes, new ones from {first_new:?}",
+            out.len()
+        ),
+        Err(e) => {
+            assert!(
+                old.starts_with(&out),
+                "delivered {} bytes, new ones from {first_new:?}: {e}",
+                out.len()
+            );
+            assert!(
+                matches!(e, foresight_net::NetError::Changed { .. }),
+                "{e:?}"
+            );
+        }
+    }
+}

@@ -1056,3 +1056,74 @@ fn a_response_begun_before_its_file_was_replaced_ends_from_the_old_file() {
     );
     assert!(rest == old, "the older response mixed in other bytes");
 }
+
+/// A file rewritten in place (same inode, same length, other bytes, a later time) while its
+/// response is under way: the response must not end cleanly at its full length with new bytes
+/// after old ones under the old tag; it is cut short instead (the client sees the connection close
+/// before the announced length). Before, the worker read on through its open descriptor and sent
+/// the rest of the new version, a mix no client could detect.
+#[test]
+fn a_file_rewritten_in_place_during_its_response_is_never_sent_mixed() {
+    use std::io::Read;
+    use std::os::unix::fs::FileExt;
+    let s = serve("rewritten");
+    let a = s.addr();
+    // Far more than the response's channel, the socket buffers and the readahead hold, so that
+    // most of the response is read from the file after the rewrite.
+    let old = content(32 << 20, 10);
+    let new = content(32 << 20, 11);
+    let path = s.root.join("w.bin");
+    std::fs::write(&path, &old).unwrap();
+    let mut c = common::small_buffer_connection(a);
+    c.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    c.write_all(b"GET /w.bin HTTP/1.1\r\nHost: t\r\n\r\n")
+        .unwrap();
+    assert_eq!(read_head_only(&mut c), (200, old.len()));
+    // A slow start: a little taken, so the response is begun and then held up by its client.
+    let mut body = vec![0u8; old.len()];
+    let mut got = 0;
+    while got < 64 << 10 {
+        match c.read(&mut body[got..(64 << 10)]) {
+            Ok(0) | Err(_) => panic!("the response ended after {got} bytes before the rewrite"),
+            Ok(n) => got += n,
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let f = std::fs::File::options().write(true).open(&path).unwrap();
+    f.write_all_at(&new, 0).unwrap();
+    // A time clearly apart from the first, whatever the file system's timestamp granularity.
+    f.set_modified(std::time::SystemTime::now() + Duration::from_secs(5))
+        .unwrap();
+    drop(f);
+    let end = loop {
+        match c.read(&mut body[got..]) {
+            Ok(0) => break "the connection closed".to_string(),
+            Ok(n) => got += n,
+            Err(e) => break e.to_string(),
+        }
+        if got == old.len() {
+            break String::new();
+        }
+    };
+    let first_new = body[..got]
+        .iter()
+        .zip(&new)
+        .zip(&old)
+        .position(|((b, n), o)| b == n && n != o);
+    assert!(
+        got < old.len(),
+        "a complete response ({got} bytes) after an in-place rewrite; first new byte at \
+         {first_new:?}, old throughout: {}",
+        body == old
+    );
+    assert!(!end.is_empty(), "cut short without an end");
+    // Whatever arrived was read before the rewrite: the old file's beginning.
+    assert!(
+        body[..got] == old[..got],
+        "the {got} bytes sent hold new bytes from {first_new:?}"
+    );
+    // A fresh request gets the new version whole.
+    let again = common::get(a, "/w.bin", None);
+    assert_eq!(again.status, 200);
+    assert!(again.body == new, "the next response is not the new file");
+}
