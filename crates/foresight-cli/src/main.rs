@@ -296,10 +296,10 @@ RAID driver's under msp+..., the stream scheduler's buffers under streams); raid
 raid_wasted_bytes, raid_fetches and raid_split_fetches are the block-level part. A controller
 cache is the device's and counts in neither. split_fetches are fetches that spanned more than one
 RAID-0 strip. A [dfs] run sums its server's and clients' caches the same way (split_fetches: the
-server's fetches); its antic_waits, device_sequential_requests, raid_* and trace_lba_wrapped are 0
-because the model has no such part (see ARCHITECTURE.md). A tier stack's breakdown sums its preset
-levels' devices; a constant level's fixed time has no parts and is in none of them. Its
-prefetched_bytes counts blocks fetched into memory and copies into levels, its wasted_bytes the
+server's fetches); its JSON has no antic_waits, device_sequential_requests, raid_* or
+trace_lba_wrapped, because the model has no such part (see ARCHITECTURE.md). A tier stack's
+breakdown sums its preset levels' devices; a constant level's fixed time has no parts and is in
+none of them. Its prefetched_bytes counts blocks fetched into memory and copies into levels, its wasted_bytes the
 copies dropped or left at the end unread.
 
 Examples:

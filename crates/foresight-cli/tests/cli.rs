@@ -457,6 +457,63 @@ fn a_dfs_run_names_its_device_as_other_runs_do() {
     }
 }
 
+/// The keys of the host stack's own parts, which the DFS model does not have.
+const HOST_STACK_KEYS: [&str; 8] = [
+    "antic_waits",
+    "device_sequential_requests",
+    "raid_prefetched_bytes",
+    "raid_wasted_bytes",
+    "raid_cache_peak_bytes",
+    "raid_fetches",
+    "raid_split_fetches",
+    "trace_lba_wrapped",
+];
+
+/// A [dfs] run printed the host stack's keys as 0, although the model has no anticipatory
+/// scheduler, block-level cache or trace and does not track back-to-back commands: a 0 read as a
+/// measurement. They are absent there and present, as before, in a host run.
+#[test]
+fn a_dfs_run_leaves_out_the_keys_of_parts_it_does_not_have() {
+    let json = |extra: &[&str]| -> serde_json::Map<String, serde_json::Value> {
+        let mut args = vec!["sim", "--json", "--set", "workload.duration=100ms"];
+        for s in extra {
+            args.extend(["--set", s]);
+        }
+        let (code, out, err) = foresight(&args);
+        assert_eq!(code, 0, "{extra:?}: {err}");
+        let v: serde_json::Value = serde_json::from_str(out.trim()).expect("one JSON object");
+        v.as_object().expect("a JSON object").clone()
+    };
+    for extra in [
+        &["dfs.system=aps"][..],
+        &["dfs.system=nfs", "device.kind=raid0"],
+    ] {
+        let dfs = json(extra);
+        assert!(dfs.contains_key("dfs"), "{extra:?}: {dfs:?}");
+        for key in HOST_STACK_KEYS {
+            assert!(!dfs.contains_key(key), "{extra:?}: a dfs run has `{key}`");
+        }
+    }
+    for extra in [
+        &[][..],
+        &[
+            "device.kind=raid0",
+            "host.raid_cache=8MiB",
+            "policy.name=msp+saseqp",
+        ],
+    ] {
+        let host = json(extra);
+        assert!(!host.contains_key("dfs"), "{extra:?}: {host:?}");
+        for key in HOST_STACK_KEYS {
+            assert!(
+                host[key].is_u64(),
+                "{extra:?}: a host run's `{key}` is {:?}",
+                host.get(key)
+            );
+        }
+    }
+}
+
 /// `--requests-out` naming one of the run's own input files truncated it before the run read it:
 /// the trace was destroyed and the run then refused it as empty. The config, read first, was
 /// overwritten by the CSV.

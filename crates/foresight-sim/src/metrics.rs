@@ -115,28 +115,40 @@ pub struct Report {
     pub block_merges: u64,
     /// Times a block queue held its disk idle waiting for a stream's next request (the
     /// anticipatory scheduler).
-    pub antic_waits: u64,
+    ///
+    /// This key and the others of the host stack below (`device_sequential_requests`, the
+    /// `raid_*` keys, `trace_lba_wrapped`) are `None`, so absent from the JSON, in a run whose
+    /// driver has no such part (a `[dfs]` run), where a 0 would read as a measurement.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub antic_waits: Option<u64>,
     /// Device requests that began at the sector after the request the same disk completed before
     /// them (back-to-back sequential commands, served without a seek or rotational wait when the
     /// drive is still streaming).
-    pub device_sequential_requests: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub device_sequential_requests: Option<u64>,
     /// Bytes the array-level policy brought into the RAID cache ahead of demand (part of
     /// `prefetched_bytes`).
-    pub raid_prefetched_bytes: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub raid_prefetched_bytes: Option<u64>,
     /// Of those, bytes evicted or never read (part of `wasted_bytes`).
-    pub raid_wasted_bytes: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub raid_wasted_bytes: Option<u64>,
     /// Most bytes the RAID cache held at once.
-    pub raid_cache_peak_bytes: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub raid_cache_peak_bytes: Option<u64>,
     /// Fetches the array-level policy issued (part of `fetches`).
-    pub raid_fetches: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub raid_fetches: Option<u64>,
     /// Of those, fetches that spanned more than one strip (part of `split_fetches`).
-    pub raid_split_fetches: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub raid_split_fetches: Option<u64>,
     /// Simulated events processed by the run's event loop (the host stack's, the tier driver's
     /// or the DFS model's: each counts what it handles one at a time, so counts of different
     /// drivers are not comparable).
     pub events: u64,
     /// Trace requests whose LBA lay beyond the device and was wrapped (trace workloads only).
-    pub trace_lba_wrapped: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trace_lba_wrapped: Option<u64>,
     /// Clients stopped with reads left because their next read would have been issued more than
     /// 500 simulated years in (long think times over very many reads); absent when none was.
     #[serde(skip_serializing_if = "is_zero")]

@@ -1286,15 +1286,17 @@ impl<'r> Sim<'r> {
             hit_requests: self.hit_requests,
             device_cache_hits: v.device_cache_hits,
             block_merges: v.merges,
-            antic_waits: v.antic_waits,
-            device_sequential_requests: v.sequential_requests,
-            raid_prefetched_bytes: raid_prefetched,
-            raid_wasted_bytes: raid_wasted,
-            raid_cache_peak_bytes: raid_peak,
-            raid_fetches,
-            raid_split_fetches: self.raid_split_fetches,
+            // The host stack has every part these keys count, so they are always present here
+            // (a `[dfs]` run leaves them out).
+            antic_waits: Some(v.antic_waits),
+            device_sequential_requests: Some(v.sequential_requests),
+            raid_prefetched_bytes: Some(raid_prefetched),
+            raid_wasted_bytes: Some(raid_wasted),
+            raid_cache_peak_bytes: Some(raid_peak),
+            raid_fetches: Some(raid_fetches),
+            raid_split_fetches: Some(self.raid_split_fetches),
             events: self.events,
-            trace_lba_wrapped: self.trace_wrapped,
+            trace_lba_wrapped: Some(self.trace_wrapped),
             clients_stopped_at_horizon: self.stopped_at_horizon,
             demerit_ms: self.demerit_ms(),
             members: self
@@ -1425,9 +1427,9 @@ mod tests {
             "{}",
             with_controller.memory_peak_bytes
         );
-        assert_eq!(with_controller.raid_cache_peak_bytes, 0);
+        assert_eq!(with_controller.raid_cache_peak_bytes.unwrap(), 0);
         let with_raid = run(&["host.raid_cache=8MiB"]);
-        assert!(with_raid.raid_cache_peak_bytes > 0);
+        assert!(with_raid.raid_cache_peak_bytes.unwrap() > 0);
         assert!(with_raid.memory_peak_bytes > 1 << 20);
     }
 
@@ -1444,10 +1446,13 @@ mod tests {
             "workload.file_size=4MiB",
             "workload.request=4KiB",
         ]);
-        assert!(streams.raid_prefetched_bytes > 0 && streams.raid_fetches > 0);
-        assert_eq!(streams.prefetched_bytes, streams.raid_prefetched_bytes);
-        assert_eq!(streams.wasted_bytes, streams.raid_wasted_bytes);
-        assert_eq!(streams.fetches, streams.raid_fetches);
+        assert!(streams.raid_prefetched_bytes.unwrap() > 0 && streams.raid_fetches.unwrap() > 0);
+        assert_eq!(
+            streams.prefetched_bytes,
+            streams.raid_prefetched_bytes.unwrap()
+        );
+        assert_eq!(streams.wasted_bytes, streams.raid_wasted_bytes.unwrap());
+        assert_eq!(streams.fetches, streams.raid_fetches.unwrap());
 
         let msp = report_of([
             "policy.name=msp+saseqp",
@@ -1459,13 +1464,20 @@ mod tests {
             "workload.file_size=4MiB",
             "workload.request=4KiB",
         ]);
-        assert!(msp.raid_prefetched_bytes > 0 && msp.raid_fetches > 0);
-        assert!(msp.prefetched_bytes > msp.raid_prefetched_bytes, "{msp:?}");
-        assert!(msp.wasted_bytes >= msp.raid_wasted_bytes);
-        assert!(msp.fetches > msp.raid_fetches, "{msp:?}");
+        assert!(msp.raid_prefetched_bytes.unwrap() > 0 && msp.raid_fetches.unwrap() > 0);
+        assert!(
+            msp.prefetched_bytes > msp.raid_prefetched_bytes.unwrap(),
+            "{msp:?}"
+        );
+        assert!(msp.wasted_bytes >= msp.raid_wasted_bytes.unwrap());
+        assert!(msp.fetches > msp.raid_fetches.unwrap(), "{msp:?}");
         // MSP fetches whole stripes, each across every member; SASEQP's stay within a strip.
-        assert!(msp.raid_split_fetches > 0, "{msp:?}");
-        assert_eq!(msp.split_fetches, msp.raid_split_fetches, "{msp:?}");
+        assert!(msp.raid_split_fetches.unwrap() > 0, "{msp:?}");
+        assert_eq!(
+            msp.split_fetches,
+            msp.raid_split_fetches.unwrap(),
+            "{msp:?}"
+        );
 
         let controller = report_of([
             "device.controller_cache=8MiB",
@@ -1785,7 +1797,7 @@ mod tests {
         ]);
         assert_eq!(report.app_bytes, 8 << 20);
         assert_eq!(report.device_requests, 18);
-        assert_eq!(report.device_sequential_requests, 0);
+        assert_eq!(report.device_sequential_requests.unwrap(), 0);
     }
 
     /// SEQP fetches a read that misses as readahead windows of `policy.readahead_max`, so with a

@@ -156,14 +156,14 @@ fn seqp_windows_continue_each_other_on_the_members() {
     let capped = run("seqp", "128KiB");
     assert!(mean(&capped) <= strip);
     assert!(
-        capped.device_sequential_requests * 4 > capped.device_requests,
+        capped.device_sequential_requests.unwrap() * 4 > capped.device_requests,
         "{} of {} back to back",
-        capped.device_sequential_requests,
+        capped.device_sequential_requests.unwrap(),
         capped.device_requests
     );
     let saseqp = run("saseqp", "512KiB");
     assert!(mean(&saseqp) <= strip);
-    assert_eq!(saseqp.device_sequential_requests, 0);
+    assert_eq!(saseqp.device_sequential_requests.unwrap(), 0);
 }
 
 /// What Linux's anticipatory scheduler was built for: a few processes each reading one file
@@ -185,8 +185,11 @@ fn anticipation_keeps_one_disk_streaming_for_synchronous_readers() {
     };
     let deadline = run_with("deadline");
     let antic = run_with("anticipatory");
-    assert_eq!(deadline.antic_waits, 0);
-    assert!(antic.antic_waits > 0, "the anticipatory queue never waited");
+    assert_eq!(deadline.antic_waits.unwrap(), 0);
+    assert!(
+        antic.antic_waits.unwrap() > 0,
+        "the anticipatory queue never waited"
+    );
     let gain = antic.throughput_mib_s / deadline.throughput_mib_s;
     assert!(
         gain >= 5.0,

@@ -1068,6 +1068,16 @@ impl Sim<'_> {
             split_fetches: self.split_fetches,
             events: self.events,
             hit_requests: self.hit_requests,
+            // The model has no anticipatory scheduler, block-level cache or trace, and does not
+            // track back-to-back commands: those keys are left out of its JSON, not 0.
+            antic_waits: None,
+            device_sequential_requests: None,
+            raid_prefetched_bytes: None,
+            raid_wasted_bytes: None,
+            raid_cache_peak_bytes: None,
+            raid_fetches: None,
+            raid_split_fetches: None,
+            trace_lba_wrapped: None,
             ..Report::default()
         };
         let figures = DfsFigures {

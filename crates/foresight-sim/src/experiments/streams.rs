@@ -169,7 +169,10 @@ pub fn run(ctx: &Context<'_>) -> Result<Section, ExperimentError> {
             let r = at(vi, ni);
             csv.push_str(&format!(
                 "{n},{label},{:.3},{:.3},{},{}\n",
-                r.throughput_mib_s, r.mean_latency_ms, r.memory_peak_bytes, r.raid_cache_peak_bytes
+                r.throughput_mib_s,
+                r.mean_latency_ms,
+                r.memory_peak_bytes,
+                r.raid_cache_peak_bytes.unwrap_or(0)
             ));
         }
         lines.push(series(

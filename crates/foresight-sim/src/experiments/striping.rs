@@ -490,12 +490,12 @@ fn fig8_csv_row(p: &str, n: u32, r: &Report) -> String {
         r.throughput_mib_s,
         r.fetches,
         r.split_fetches,
-        r.raid_fetches,
-        r.raid_split_fetches,
+        r.raid_fetches.unwrap_or(0),
+        r.raid_split_fetches.unwrap_or(0),
         r.device_requests,
         m.mean_kib,
         r.block_merges,
-        r.device_sequential_requests,
+        r.device_sequential_requests.unwrap_or(0),
         m.positioning_ms,
         m.busy
     )
@@ -506,7 +506,10 @@ fn fig8_csv_row(p: &str, n: u32, r: &Report) -> String {
 fn saseqp_splits<'a>(runs: impl Iterator<Item = &'a Report>) -> (usize, u64) {
     runs.filter(|r| r.policy.ends_with("saseqp"))
         .fold((0, 0), |(n, s), r| {
-            (n + 1, s + r.split_fetches - r.raid_split_fetches)
+            (
+                n + 1,
+                s + r.split_fetches - r.raid_split_fetches.unwrap_or(0),
+            )
         })
 }
 
@@ -551,7 +554,7 @@ fn explain_fig8b(
             r.device_requests,
             m.mean_kib,
             r.block_merges,
-            r.device_sequential_requests,
+            r.device_sequential_requests.unwrap_or(0),
             m.positioning_ms,
             m.busy * 100.0
         ));
@@ -565,7 +568,7 @@ fn explain_fig8b(
     // Positionings per MiB: every request that does not start where the disk's last one ended.
     let positionings_per_mib = |r: &Report| {
         r.device_requests
-            .saturating_sub(r.device_sequential_requests) as f64
+            .saturating_sub(r.device_sequential_requests.unwrap_or(0)) as f64
             / (r.device_bytes as f64 / 1_048_576.0).max(1.0)
     };
     let busy = [&ms, &mc, &ma].iter().map(|m| m.busy).fold(1.0, f64::min);
@@ -603,7 +606,7 @@ fn explain_fig8b(
          mechanism does not describe and this model does not have; Linux's anticipatory scheduler, which \
          idles a disk after a read to wait for the same process, is tried below.\n",
         ms.mean_kib,
-        capped.device_sequential_requests,
+        capped.device_sequential_requests.unwrap_or(0),
         capped.device_requests,
         mc.positioning_ms,
         capped.throughput_mib_s,
@@ -721,7 +724,7 @@ fn explain_fig8b(
             "device_requests": r.device_requests,
             "mean_request_kib": m.mean_kib,
             "block_merges": r.block_merges,
-            "sequential_requests": r.device_sequential_requests,
+            "sequential_requests": r.device_sequential_requests.unwrap_or(0),
             "positioning_ms": m.positioning_ms,
             "disks_busy": m.busy,
         })
@@ -764,21 +767,24 @@ fn by_scheduler_table(
             saseqp.throughput_mib_s,
             seqp.device_requests,
             saseqp.device_requests,
-            seqp.antic_waits,
-            saseqp.antic_waits,
+            seqp.antic_waits.unwrap_or(0),
+            saseqp.antic_waits.unwrap_or(0),
         ));
         rows.push(json!({
             "scheduler": sched,
             "seqp_mib_s": seqp.throughput_mib_s,
             "saseqp_mib_s": saseqp.throughput_mib_s,
             "saseqp_over_seqp": ratio,
-            "antic_waits": {"seqp": seqp.antic_waits, "saseqp": saseqp.antic_waits},
+            "antic_waits": {"seqp": seqp.antic_waits.unwrap_or(0), "saseqp": saseqp.antic_waits.unwrap_or(0)},
         }));
     }
     let ratio_of = |i: usize| runs[2 * i + 1].throughput_mib_s / runs[2 * i].throughput_mib_s;
     let (deadline, antic) = (ratio_of(1), ratio_of(2));
     // Why anticipation costs SASEQP more, stated only when it does and SASEQP's disks idled more.
-    let (seqp_waits, saseqp_waits) = (runs[4].antic_waits, runs[5].antic_waits);
+    let (seqp_waits, saseqp_waits) = (
+        runs[4].antic_waits.unwrap_or(0),
+        runs[5].antic_waits.unwrap_or(0),
+    );
     let why = if antic < deadline && saseqp_waits > seqp_waits {
         format!(
             " SASEQP's disks idled {saseqp_waits} times, SEQP's {seqp_waits}: a SASEQP fetch is one strip, \
@@ -806,7 +812,7 @@ mod tests {
         Report {
             policy: policy.into(),
             split_fetches,
-            raid_split_fetches,
+            raid_split_fetches: Some(raid_split_fetches),
             ..Report::default()
         }
     }
@@ -819,8 +825,8 @@ mod tests {
         let r = Report {
             fetches: 30 + 12,
             split_fetches: 12,
-            raid_fetches: 12,
-            raid_split_fetches: 12,
+            raid_fetches: Some(12),
+            raid_split_fetches: Some(12),
             ..run("msp+saseqp", 0, 0)
         };
         let header: Vec<&str> = FIG8_CSV_HEADER.trim_end().split(',').collect();
