@@ -297,7 +297,8 @@ raid_wasted_bytes, raid_fetches and raid_split_fetches are the block-level part.
 cache is the device's and counts in neither. split_fetches are fetches that spanned more than one
 RAID-0 strip. A [dfs] run sums its server's and clients' caches the same way (split_fetches: the
 server's fetches); its JSON has no antic_waits, device_sequential_requests, raid_* or
-trace_lba_wrapped, because the model has no such part (see ARCHITECTURE.md). A tier stack's
+trace_lba_wrapped, because the model has no such part (see ARCHITECTURE.md), and neither has a
+tier stack's. A tier stack's
 breakdown sums its preset levels' devices; a constant level's fixed time has no parts and is in
 none of them. Its prefetched_bytes counts blocks fetched into memory and copies into levels, its wasted_bytes the
 copies dropped or left at the end unread.

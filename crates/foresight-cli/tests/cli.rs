@@ -471,9 +471,10 @@ const HOST_STACK_KEYS: [&str; 8] = [
 
 /// A [dfs] run printed the host stack's keys as 0, although the model has no anticipatory
 /// scheduler, block-level cache or trace and does not track back-to-back commands: a 0 read as a
-/// measurement. They are absent there and present, as before, in a host run.
+/// measurement. So did a hinted run over a tier stack. They are absent there and present, as
+/// before, in a host run.
 #[test]
-fn a_dfs_run_leaves_out_the_keys_of_parts_it_does_not_have() {
+fn dfs_and_tier_runs_leave_out_the_keys_of_parts_they_do_not_have() {
     let json = |extra: &[&str]| -> serde_json::Map<String, serde_json::Value> {
         let mut args = vec!["sim", "--json", "--set", "workload.duration=100ms"];
         for s in extra {
@@ -493,6 +494,25 @@ fn a_dfs_run_leaves_out_the_keys_of_parts_it_does_not_have() {
         for key in HOST_STACK_KEYS {
             assert!(!dfs.contains_key(key), "{extra:?}: a dfs run has `{key}`");
         }
+    }
+    // A tier stack has none of these parts either; it printed them as 0.
+    let mut args = vec!["sim", "--json"];
+    for s in [
+        "device.kind=constant",
+        "device.t_upper=1ms",
+        "device.t_lower=2ms",
+        "device.t_lower_to_upper=3ms",
+        "workload.kind=hinted",
+        "workload.reads=20",
+    ] {
+        args.extend(["--set", s]);
+    }
+    let (code, out, err) = foresight(&args);
+    assert_eq!(code, 0, "{err}");
+    let tiers: serde_json::Value = serde_json::from_str(out.trim()).expect("one JSON object");
+    let tiers = tiers.as_object().expect("a JSON object");
+    for key in HOST_STACK_KEYS {
+        assert!(!tiers.contains_key(key), "a tier stack's run has `{key}`");
     }
     for extra in [
         &[][..],

@@ -118,7 +118,8 @@ pub struct Report {
     ///
     /// This key and the others of the host stack below (`device_sequential_requests`, the
     /// `raid_*` keys, `trace_lba_wrapped`) are `None`, so absent from the JSON, in a run whose
-    /// driver has no such part (a `[dfs]` run), where a 0 would read as a measurement.
+    /// driver has no such part (a `[dfs]` run, a hinted run over a tier stack), where a 0 would
+    /// read as a measurement.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub antic_waits: Option<u64>,
     /// Device requests that began at the sector after the request the same disk completed before

@@ -381,8 +381,9 @@ fn check_consistent(r: &foresight_sim::Report) -> Result<(), String> {
             return Err(format!("{name} = {v}"));
         }
     }
-    // The host stack's own keys are absent from a `[dfs]` run's report (the model has no such
-    // parts) and present in every other; an absent key bounds nothing below.
+    // The host stack's own keys are absent from the reports of a `[dfs]` run and of a hinted run
+    // over a tier stack (neither model has such parts) and present in every other; an absent key
+    // bounds nothing below.
     let host_keys = [
         r.antic_waits,
         r.device_sequential_requests,
@@ -393,10 +394,10 @@ fn check_consistent(r: &foresight_sim::Report) -> Result<(), String> {
         r.raid_split_fetches,
         r.trace_lba_wrapped,
     ];
-    if host_keys.iter().any(|k| k.is_some() == r.dfs.is_some()) {
+    let other_driver = r.dfs.is_some() || r.workload == "hinted";
+    if host_keys.iter().any(|k| k.is_some() == other_driver) {
         return Err(format!(
-            "host-stack keys {host_keys:?} in a run with dfs figures {}",
-            r.dfs.is_some()
+            "host-stack keys {host_keys:?} in a run of the dfs or tier driver: {other_driver}"
         ));
     }
     let pairs = [

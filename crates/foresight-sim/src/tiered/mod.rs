@@ -903,16 +903,8 @@ fn finish_run(
         fetches: d.fetches,
         hit_requests: d.latencies.iter().filter(|l| l.0 == 0).count() as u64,
         events: d.events,
-        // Unchanged from before these keys became optional: a tier stack still reports its
-        // host-stack keys as 0 (only a `[dfs]` run leaves them out).
-        antic_waits: Some(0),
-        device_sequential_requests: Some(0),
-        raid_prefetched_bytes: Some(0),
-        raid_wasted_bytes: Some(0),
-        raid_cache_peak_bytes: Some(0),
-        raid_fetches: Some(0),
-        raid_split_fetches: Some(0),
-        trace_lba_wrapped: Some(0),
+        // The host stack's keys stay absent (`None`): a tier stack has no block queue, RAID
+        // cache or block trace, and a 0 would read as a measurement.
         ..Report::default()
     };
     let mut peak = vec![d.mem_peak];
