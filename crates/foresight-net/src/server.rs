@@ -1129,14 +1129,6 @@ fn serve_job(state: &State, readers: &mut Readers, next_reader: &mut u64, mut jo
                 }
             }
         }
-        if got < want {
-            // The file shrank under us: end the body early so the client sees a short response.
-            permit.send(Err(io::Error::new(
-                io::ErrorKind::UnexpectedEof,
-                "file shorter than announced",
-            )));
-            return Served::Done(job);
-        }
         // The chunk may hold bytes of a rewrite in place (same inode) that began after the
         // headers were decided: a reader keeps its descriptor, and the page cache serves whatever
         // was written last. Sent, those bytes would end a response of the old length under the old
@@ -1152,7 +1144,9 @@ fn serve_job(state: &State, readers: &mut Readers, next_reader: &mut u64, mut jo
         // the previous modification (the time does not move; the tag is weak for
         // `STRONG_AFTER` for this reason), stores through a shared `mmap` into a page already
         // dirtied (the time moves only at the first write fault after writeback), and a time set
-        // back by hand to the very nanosecond. One `fstat` a chunk (256 KiB by default).
+        // back by hand to the very nanosecond. One `fstat` a chunk (256 KiB by default). A short
+        // read is looked at the same way: a file truncated in place (`>` in a shell) is a
+        // rewrite like any other, and gets 503 (a retry) before the response begins, not 500.
         match reader.identity_now() {
             Ok(now) if job.version.is(now) => {}
             Ok(_) => {
@@ -1163,6 +1157,16 @@ fn serve_job(state: &State, readers: &mut Readers, next_reader: &mut u64, mut jo
                 permit.send(Err(e));
                 return Served::Done(job);
             }
+        }
+        if got < want {
+            // Shorter than announced though the descriptor tells no change (a file without one,
+            // or a change within the timestamp granularity): end the body early so the client
+            // sees a short response.
+            permit.send(Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "file shorter than announced",
+            )));
+            return Served::Done(job);
         }
         permit.send(Ok(Bytes::from(buf)));
         job.range = ByteRange::new(job.range.start.0 + got as u64, job.range.len.0 - got as u64);
@@ -2280,6 +2284,44 @@ mod tests {
         assert!(
             !readers.contains_key(&key(&on_new)),
             "an idle reader was kept"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A file truncated and rewritten in place (`>` in a shell: same inode, shorter) after a
+    /// response's headers were decided and its reader opened: the first chunk reads short, and the
+    /// worker must say the file changed (503 and a retry, or a cut if begun) as for any other
+    /// in-place rewrite. Before, the short read was told as a plain read error, which a response
+    /// not yet begun answered with 500, and `foresight get` gave up instead of retrying.
+    #[test]
+    fn a_file_truncated_in_place_before_its_first_chunk_is_told_changed() {
+        use std::os::unix::fs::MetadataExt;
+        let dir = empty_dir("net-truncated");
+        std::fs::write(dir.join("f"), b"the old contents").unwrap();
+        let state = worker_state(&dir);
+        let (mut readers, mut next_reader) = (Readers::new(), 0u64);
+        let (tx, mut rx) = mpsc::channel(1);
+        let meta = std::fs::metadata(dir.join("f")).unwrap();
+        let mut job = Job {
+            id: 1,
+            stream: StreamId(1),
+            rel: Arc::new(PathBuf::from("f")),
+            version: FileVersion::of(&meta),
+            range: ByteRange::new(0, meta.len()),
+            tx,
+            begun_on: None,
+        };
+        reader_for(&state, &mut readers, &mut next_reader, &mut job).unwrap();
+        std::fs::write(dir.join("f"), b"new").unwrap();
+        assert_eq!(std::fs::metadata(dir.join("f")).unwrap().ino(), meta.ino());
+        assert!(matches!(
+            serve_job(&state, &mut readers, &mut next_reader, job),
+            Served::Done(_)
+        ));
+        let e = rx.try_recv().unwrap().unwrap_err();
+        assert!(
+            e.get_ref().is_some_and(|inner| inner.is::<FileChanged>()),
+            "{e:?}"
         );
         let _ = std::fs::remove_dir_all(&dir);
     }
