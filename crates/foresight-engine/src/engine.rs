@@ -662,7 +662,8 @@ impl Reader {
     /// A file rewritten in place since the reader opened it differs from
     /// [`Reader::file_identity`] in those (unless the rewrite kept the size and fell within the
     /// file system's timestamp granularity of the previous modification). Files without a
-    /// descriptor (the in-memory backends) do not change: their identity at open.
+    /// descriptor (the in-memory backends) give their identity at open, even after
+    /// `NoopBackend::truncate` shrank them (a short read then shows it).
     pub fn identity_now(&self) -> io::Result<FileIdentity> {
         let Some(file) = self.handle.as_ref().and_then(|h| h.file.as_ref()) else {
             return Ok(self.identity);
