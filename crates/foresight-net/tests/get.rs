@@ -1266,15 +1266,8 @@ fn replacing_server_with(
 /// file, and the download fails saying so rather than deliver bytes of both versions.
 #[test]
 fn a_file_replaced_during_a_download_is_never_delivered_mixed() {
-    let old = content(2_000_000, 4);
-    let new = content(2_000_000, 5);
-    let addr = replacing_server(
-        vec![(old.clone(), "\"one\""), (new.clone(), "\"two\"")],
-        |req| usize::from(req.method == "GET" && req.range.is_some() && req.seen > 0),
-    );
-    let url: Url = format!("http://{addr}/f.bin").parse().unwrap();
-    let mut out = Vec::new();
-    let r = client(AlphaMode::Fixed(2)).get(&url, &mut out);
+    let (addr, old, new) = replaced_after_the_first_range(["\"one\"", "\"two\""], 4);
+    let (r, out) = download(addr);
     let mixed = !out.is_empty() && out != old && out != new;
     let e = r.expect_err(&format!("delivered {} bytes, mixed: {mixed}", out.len()));
     let text = e.to_string();
@@ -1312,15 +1305,42 @@ fn a_file_replaced_on_a_server_without_tags_is_never_delivered_mixed() {
 /// was `old`): the download must fail with a message holding every one of `names`, having
 /// written nothing but the old file's beginning.
 fn refused_unmixed(addr: std::net::SocketAddr, old: &[u8], names: &[&str]) {
-    let url: Url = format!("http://{addr}/f.bin").parse().unwrap();
-    let mut out = Vec::new();
-    let r = client(AlphaMode::Fixed(2)).get(&url, &mut out);
+    let (r, out) = download(addr);
     // What was written before the change was seen is the old file's beginning, nothing else.
     let mixed = !old.starts_with(&out);
     let e = r.expect_err(&format!("delivered {} bytes, mixed: {mixed}", out.len()));
     assert!(!mixed, "delivered a mix of both files");
     let text = e.to_string();
     assert!(names.iter().all(|n| text.contains(n)), "{text}");
+}
+
+/// A server of two 2,000,000-byte versions of `f.bin` (made from `seed` and `seed + 1`) under
+/// the entity tags `tags`, which answers the first ranged `GET` from the first version and every
+/// later request from the second. Returns its address and both versions.
+fn replaced_after_the_first_range(
+    tags: [&'static str; 2],
+    seed: u8,
+) -> (std::net::SocketAddr, Vec<u8>, Vec<u8>) {
+    let old = content(2_000_000, seed);
+    let new = content(2_000_000, seed + 1);
+    let addr = replacing_server(
+        vec![(old.clone(), tags[0]), (new.clone(), tags[1])],
+        |req| usize::from(req.method == "GET" && req.range.is_some() && req.seen > 0),
+    );
+    (addr, old, new)
+}
+
+/// Downloads `f.bin` from `addr` with two ranges in flight: the result and what was written.
+fn download(
+    addr: std::net::SocketAddr,
+) -> (
+    Result<foresight_net::client::Report, foresight_net::NetError>,
+    Vec<u8>,
+) {
+    let url: Url = format!("http://{addr}/f.bin").parse().unwrap();
+    let mut out = Vec::new();
+    let r = client(AlphaMode::Fixed(2)).get(&url, &mut out);
+    (r, out)
 }
 
 /// The same from a server whose tags lack their quotes (`ETag: one`, which some servers send):
@@ -1331,11 +1351,7 @@ fn refused_unmixed(addr: std::net::SocketAddr, old: &[u8], names: &[&str]) {
 /// whose plain `GET` gives the new file, after ranges of the old one were written, that is a mix.
 #[test]
 fn a_file_replaced_on_a_server_with_unquoted_tags_is_never_delivered_mixed() {
-    let old = content(2_000_000, 6);
-    let new = content(2_000_000, 7);
-    let addr = replacing_server(vec![(old.clone(), "one"), (new.clone(), "two")], |req| {
-        usize::from(req.method == "GET" && req.range.is_some() && req.seen > 0)
-    });
+    let (addr, old, _) = replaced_after_the_first_range(["one", "two"], 6);
     refused_unmixed(addr, &old, &["ETag", "one", "two"]);
 }
 
@@ -1544,15 +1560,9 @@ fn a_server_that_stalls_mid_body_is_retried_with_notes_and_given_up_on() {
 /// rest of the other.
 #[test]
 fn a_download_under_a_weak_tag_is_never_spliced_from_two_versions() {
-    let old = content(2_000_000, 4);
-    let new = content(2_000_000, 5);
-    let addr = replacing_server(
-        vec![(old.clone(), "W/\"v\""), (new.clone(), "W/\"v\"")],
-        |req| usize::from(req.method == "GET" && req.range.is_some() && req.seen > 0),
-    );
-    let url: Url = format!("http://{addr}/f.bin").parse().unwrap();
-    let mut out = Vec::new();
-    let r = client(AlphaMode::Fixed(2)).get(&url, &mut out).unwrap();
+    let (addr, old, new) = replaced_after_the_first_range(["W/\"v\"", "W/\"v\""], 4);
+    let (r, out) = download(addr);
+    let r = r.unwrap();
     let mixed = out != old && out != new;
     assert!(!mixed, "{} bytes delivered mixed", out.len());
     assert!(out == old, "not the version the download began with");
