@@ -19,7 +19,12 @@
 //! hinted and not yet dropped, are at most [`HINTED_RANGES_LIVE_MAX`]; ranges hinted past it are
 //! dropped, and their reads go on demand. A later hint that fits once the application has moved
 //! on is kept: the reads between the two do not match the list and go on demand, and the list
-//! resumes with the first read that matches it.
+//! resumes with the first read that matches it. A list drained after a burst of hints gives its
+//! room back (to twice the live entries, once it exceeds four times them and
+//! [`HINTED_RANGES_CAPACITY_FLOOR`]). When the hinted stream closes (`Input::StreamClosed`) the
+//! list goes, and so do the copies the prefetchers placed for it (`Output::Evict`, at once or as
+//! they land): nobody else would read them. Its blocks TIP fetched into memory are the driver's to
+//! free, as with every policy.
 //!
 //! Where each block is, the policy knows from its own completed copies, and it names no source: the
 //! driver reads from the nearest level holding the block, which is the same level the policy
@@ -64,6 +69,11 @@ pub const NAMES: &[&str] = &["tip", "ipipe", "ipo", "ipods"];
 /// same count as its other workloads' disclosed reads), 82 times LASR2. 4 Mi entries of
 /// [`ACCESS_BYTES`] (24) cost 96 MiB at most.
 pub const HINTED_RANGES_LIVE_MAX: usize = 1 << 22;
+
+/// Room (in entries) the hinted list keeps however few are live: below it the list never shrinks,
+/// so that a short list that fills and drains does not reallocate every time. 1 Ki entries of
+/// [`ACCESS_BYTES`] are 24 KiB.
+pub const HINTED_RANGES_CAPACITY_FLOOR: usize = 1 << 10;
 
 /// Bytes one hinted access takes in the list.
 pub const ACCESS_BYTES: usize = std::mem::size_of::<Access>();
@@ -229,6 +239,11 @@ enum Job {
     Tip { access: usize, source: u8 },
     /// A copy of access `access` from `source` into `into`.
     Copy { access: usize, source: u8, into: u8 },
+    /// A read or copy issued for the hinted stream before it closed; its list is gone, so it
+    /// carries what its completion needs: the copy to drop from its level, if it is one.
+    Orphan {
+        evict: Option<(FileId, ByteRange, u8)>,
+    },
 }
 
 /// What the policy counted, for reports and tests.
@@ -424,6 +439,61 @@ impl Informed {
         }
         self.list.drain(..low - self.base);
         self.base = low;
+        // After a burst of hints the list keeps its room once drained. Shrinking to twice the
+        // live length only when the room passes four times it costs O(len) per at least len / 2
+        // entries dropped since the last shrink or growth: amortized O(1) a hint.
+        let keep = self.list.len().max(HINTED_RANGES_CAPACITY_FLOOR);
+        if self.list.capacity() > 4 * keep {
+            self.list.shrink_to(2 * keep);
+        }
+    }
+
+    /// The hinted stream closed: its list and the positions of its reads and copies go, so
+    /// nothing it hinted is held until the policy is dropped. The copies it placed on the levels
+    /// are dropped too (`Output::Evict`): only its reader would have taken them, and a driver
+    /// with tiers keeps a copy until told. Those still on their way are dropped as they land.
+    /// What TIP fetched into memory is the driver's, as every policy's prefetched data is once
+    /// its stream closes (the engine frees a closed reader's chunks with its file's last reader).
+    fn close_stream(&mut self) {
+        self.stream_closed = true;
+        let mut travelling = std::collections::BTreeSet::new();
+        let jobs = std::mem::take(&mut self.jobs);
+        for (id, job) in jobs {
+            let evict = match job {
+                Job::Copy { access, into, .. } => {
+                    travelling.insert((access, into));
+                    let Access { file, range, .. } = *self.at(access);
+                    Some((file, range, into))
+                }
+                Job::Tip { .. } => None,
+                Job::Orphan { evict } => evict,
+            };
+            self.jobs.insert(id, Job::Orphan { evict });
+        }
+        for p in self.front..self.end() {
+            let Access {
+                file,
+                range,
+                held_at,
+                ..
+            } = *self.at(p);
+            for level in 1..=self.stages.len() as u8 {
+                if held_at & (1 << (level - 1)) != 0 && !travelling.contains(&(p, level)) {
+                    self.out.push_back(Output::Evict {
+                        file,
+                        range,
+                        tier: Tier::Level(level),
+                    });
+                }
+            }
+        }
+        for stage in &mut self.stages {
+            stage.held = 0;
+        }
+        self.base = self.end();
+        self.front = self.base;
+        self.list = VecDeque::new();
+        self.job_positions.clear();
     }
 
     fn plan_stages(mode: Mode, cfg: &InformedConfig, x_cache: u32) -> Vec<Stage> {
@@ -486,6 +556,19 @@ impl Informed {
     /// What the policy counted so far.
     pub fn stats(&self) -> InformedStats {
         self.stats
+    }
+
+    /// Hinted ranges held live: hinted, kept and not yet dropped from the front. None once the
+    /// hinted stream has closed.
+    pub fn hinted_ranges_live(&self) -> usize {
+        self.end() - self.front
+    }
+
+    /// Entries the hinted list has room for before it must grow: at most four times the live
+    /// ones or [`HINTED_RANGES_CAPACITY_FLOOR`], whichever is more, and 0 once the hinted stream
+    /// has closed.
+    pub fn hinted_ranges_capacity(&self) -> usize {
+        self.list.capacity()
     }
 
     /// Each prefetcher's (start, depth, lead), top pair first, for reports and tests.
@@ -649,6 +732,16 @@ impl Informed {
         // The job's entry stays until this completion is handled: `drop_front` runs after it.
         let access = match job {
             Job::Tip { access, .. } | Job::Copy { access, .. } => access,
+            Job::Orphan { evict } => {
+                if let Some((file, range, level)) = evict {
+                    self.out.push_back(Output::Evict {
+                        file,
+                        range,
+                        tier: Tier::Level(level),
+                    });
+                }
+                return;
+            }
         };
         match self.job_positions.get_mut(&access) {
             Some(n) if *n > 1 => *n -= 1,
@@ -657,6 +750,8 @@ impl Informed {
             }
         }
         match job {
+            // Handled above.
+            Job::Orphan { .. } => {}
             Job::Tip { access, source } => {
                 self.stats.tip_reads_by_level[source as usize - 1] += 1;
                 // TIP read a copy: it is no longer needed there, and the prefetcher that placed
@@ -794,10 +889,9 @@ impl Informed {
             Input::Fetched { id, .. } => self.on_fetched(id),
             Input::StreamClosed { stream } => {
                 // TIP fetches the next block only when the application takes one, so with the
-                // stream gone it sends nothing more; copies under way complete and are dropped
-                // as usual.
-                if self.stream == Some(stream) {
-                    self.stream_closed = true;
+                // stream gone it sends nothing more.
+                if self.stream == Some(stream) && !self.stream_closed {
+                    self.close_stream();
                 }
             }
             // TIP keeps nothing per file beyond its one stream's disclosed reads, which

@@ -644,3 +644,181 @@ proptest! {
         prop_assert_eq!(p.stats(), reference.stats());
     }
 }
+
+/// What a policy asked for and dropped, per level (index = level), over a run that
+/// [`run_then_close`] drives.
+#[derive(Debug, Default)]
+struct LevelTally {
+    copies: Vec<u64>,
+    evicts: Vec<u64>,
+}
+
+/// Hints `n` blocks, then for `rounds` rounds completes the older half of the fetches under way
+/// and has the application read its next block if it is in memory; then closes the stream and
+/// completes every fetch still under way. Returns what went to and came off each level.
+fn run_then_close(p: &mut Informed, levels: usize, n: u64, rounds: usize) -> LevelTally {
+    let mut tally = LevelTally {
+        copies: vec![0; levels + 1],
+        evicts: vec![0; levels + 1],
+    };
+    let mut pending: VecDeque<(FetchId, Tier, u64)> = VecDeque::new();
+    let mut in_memory = BTreeSet::new();
+    let mut next = 0u64;
+    let drain =
+        |p: &mut Informed, pending: &mut VecDeque<(FetchId, Tier, u64)>, tally: &mut LevelTally| {
+            while let Some(o) = p.poll_output() {
+                match o {
+                    Output::Fetch {
+                        id, range, into, ..
+                    } => {
+                        if let Tier::Level(j) = into {
+                            tally.copies[j as usize] += 1;
+                        }
+                        pending.push_back((id, into, range.start.0 / BLOCK));
+                    }
+                    Output::Evict {
+                        tier: Tier::Level(j),
+                        ..
+                    } => tally.evicts[j as usize] += 1,
+                    Output::Defer { .. } => {}
+                    other => panic!("unexpected {other:?}"),
+                }
+            }
+        };
+    hint_blocks(p, 0..n);
+    for round in 0..rounds {
+        drain(p, &mut pending, &mut tally);
+        for _ in 0..pending.len().div_ceil(2) {
+            let (id, into, b) = pending.pop_front().expect("counted");
+            if into == Tier::Memory {
+                in_memory.insert(b);
+            }
+            p.handle(Instant(round as u64), Input::Fetched { id, ok: true });
+            drain(p, &mut pending, &mut tally);
+        }
+        if in_memory.remove(&next) {
+            read_block(p, round as u64, next, false);
+            next += 1;
+        }
+    }
+    drain(p, &mut pending, &mut tally);
+    assert!(
+        !pending.is_empty(),
+        "the stream closes with fetches under way"
+    );
+    p.handle(
+        Instant(rounds as u64),
+        Input::StreamClosed {
+            stream: StreamId(0),
+        },
+    );
+    drain(p, &mut pending, &mut tally);
+    while let Some((id, ..)) = pending.pop_front() {
+        p.handle(Instant(rounds as u64), Input::Fetched { id, ok: true });
+        drain(p, &mut pending, &mut tally);
+    }
+    tally
+}
+
+/// Once its hinted stream closes, a policy holds none of its list (a stream that hinted 4 Mi
+/// ranges kept 96 MiB until the policy was dropped) and drops every copy it placed on a level,
+/// landed or still on its way, since no reader of the stream will take it; the tiered driver
+/// keeps a copy until it is told to drop it.
+#[test]
+fn closing_the_hinted_stream_drops_its_list_and_every_copy_it_placed() {
+    for name in ["tip", "ipipe", "ipo", "ipods"] {
+        let cfg = InformedConfig {
+            x_cache: XCache::Fixed(2),
+            max_bw: Some(8),
+            ..three_levels()
+        };
+        let mut p = Informed::new(name, &cfg).unwrap();
+        let tally = run_then_close(&mut p, 3, 500, 60);
+        assert_eq!(p.hinted_ranges_live(), 0, "{name}");
+        assert_eq!(p.hinted_ranges_capacity(), 0, "{name}");
+        if name != "tip" {
+            assert!(tally.copies[1] > 0, "{name} copied nothing: {tally:?}");
+        }
+        assert_eq!(
+            tally.copies, tally.evicts,
+            "{name}: copies left on the levels"
+        );
+    }
+}
+
+/// What the application of [`the_list_shrinks_after_a_burst_and_empties_on_close`] does next.
+#[derive(Clone, Debug)]
+enum Burst {
+    /// Hints its next `n` blocks at once.
+    Hint(u64),
+    /// Reads its next `n` hinted blocks, each as soon as it is fetched.
+    Read(u64),
+    /// Closes the stream.
+    Close,
+}
+
+/// Completes every fetch the policy asks for at once, ignoring the copies it drops.
+fn complete_all(p: &mut Informed, at: u64) {
+    while let Some(o) = p.poll_output() {
+        if let Output::Fetch { id, .. } = o {
+            p.handle(Instant(at), Input::Fetched { id, ok: true });
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 32, failure_persistence: None, ..ProptestConfig::default() })]
+
+    /// After bursts of hints that the application then reads, the list's room stays within a
+    /// constant factor of what is live (or of the floor), and after the stream closes nothing is
+    /// live or held. A list that held 20,000 hints once kept room for them all while 3 were live.
+    #[test]
+    fn the_list_shrinks_after_a_burst_and_empties_on_close(
+        name in prop::sample::select(vec!["tip", "ipipe", "ipo", "ipods"]),
+        x in 1u32..4,
+        steps in prop::collection::vec(prop_oneof![
+            2 => (0u64..20_000).prop_map(Burst::Hint),
+            3 => (1u64..20_000).prop_map(Burst::Read),
+            1 => Just(Burst::Close),
+        ], 1..8),
+    ) {
+        let mut cfg = ten_mb(x);
+        cfg.max_bw = Some(x + 2);
+        let mut p = Informed::new(name, &cfg).unwrap();
+        // The policy takes the stream for its hinted one at its first hint; a close before
+        // that ends no hinted stream, and the next hint starts one.
+        let (mut hinted, mut read, mut claimed, mut closed) = (0u64, 0u64, false, false);
+        let floor = HINTED_RANGES_CAPACITY_FLOOR;
+        for (i, s) in steps.iter().enumerate() {
+            match *s {
+                Burst::Hint(n) => {
+                    hint_blocks(&mut p, hinted..hinted + n);
+                    hinted += n;
+                    claimed = true;
+                }
+                Burst::Read(n) => {
+                    let end = (read + n).min(hinted);
+                    while read < end {
+                        // Every fetch completed at once, so the block is in memory.
+                        read_block(&mut p, i as u64, read, false);
+                        read += 1;
+                        complete_all(&mut p, i as u64);
+                    }
+                }
+                Burst::Close => {
+                    closed |= claimed;
+                    p.handle(Instant(i as u64), Input::StreamClosed { stream: StreamId(0) });
+                }
+            }
+            complete_all(&mut p, i as u64);
+            let (live, room) = (p.hinted_ranges_live(), p.hinted_ranges_capacity());
+            prop_assert!(
+                room <= 4 * live.max(floor),
+                "step {} ({:?}): room for {} entries, {} live", i, s, room, live
+            );
+            if closed {
+                prop_assert_eq!((live, room), (0, 0), "step {} ({:?})", i, s);
+            }
+        }
+    }
+}
