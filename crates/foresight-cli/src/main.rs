@@ -300,8 +300,11 @@ server's fetches); its JSON has no antic_waits, device_sequential_requests, raid
 trace_lba_wrapped, because the model has no such part (see ARCHITECTURE.md), and neither has a
 tier stack's. A tier stack's
 breakdown sums its preset levels' devices; a constant level's fixed time has no parts and is in
-none of them. Its prefetched_bytes counts blocks fetched into memory and copies into levels, its wasted_bytes the
-copies dropped or left at the end unread.
+none of them. Its device_requests, device_bytes and breakdown count the requests that completed
+by elapsed_s (when the application consumed its last block); those of copies still climbing then
+are under after_end (device_requests, device_bytes, breakdown, last_completion_s), a key only a
+tier stack's JSON has. Its prefetched_bytes counts blocks fetched into memory and copies into
+levels, its wasted_bytes the copies dropped or left at the end unread.
 
 Examples:
   foresight sim --set device.preset=cheetah-15k5 --set workload.streams=64 --json
@@ -601,6 +604,15 @@ fn cmd_sim(
         // Shares of nothing would read as a device that neither sought nor transferred: a stack
         // of constant tier levels has no breakdown, and a run may end before any device finished.
         outln!("  device time  no breakdown recorded for this run");
+    }
+    if let Some(a) = r.after_end.filter(|a| a.device_requests > 0) {
+        // The run's figures stop at its end; copies still climbing then are not in them.
+        outln!(
+            "  after end    {:>10} requests, {} bytes of copies completed until {:.3} s",
+            a.device_requests,
+            a.device_bytes,
+            a.last_completion_s
+        );
     }
     if r.members.len() > 1 {
         // An array's totals hide a member every stream waits on while the others idle.

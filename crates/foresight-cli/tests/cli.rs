@@ -491,6 +491,7 @@ fn dfs_and_tier_runs_leave_out_the_keys_of_parts_they_do_not_have() {
     ] {
         let dfs = json(extra);
         assert!(dfs.contains_key("dfs"), "{extra:?}: {dfs:?}");
+        assert!(!dfs.contains_key("after_end"), "{extra:?}: {dfs:?}");
         for key in HOST_STACK_KEYS {
             assert!(!dfs.contains_key(key), "{extra:?}: a dfs run has `{key}`");
         }
@@ -514,6 +515,8 @@ fn dfs_and_tier_runs_leave_out_the_keys_of_parts_they_do_not_have() {
     for key in HOST_STACK_KEYS {
         assert!(!tiers.contains_key(key), "a tier stack's run has `{key}`");
     }
+    // Its own: the device work that completed after the application's end.
+    assert!(tiers["after_end"]["device_requests"].is_u64(), "{tiers:?}");
     for extra in [
         &[][..],
         &[
@@ -524,6 +527,7 @@ fn dfs_and_tier_runs_leave_out_the_keys_of_parts_they_do_not_have() {
     ] {
         let host = json(extra);
         assert!(!host.contains_key("dfs"), "{extra:?}: {host:?}");
+        assert!(!host.contains_key("after_end"), "{extra:?}: {host:?}");
         for key in HOST_STACK_KEYS {
             assert!(
                 host[key].is_u64(),

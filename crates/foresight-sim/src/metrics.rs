@@ -78,9 +78,10 @@ pub struct Report {
     /// Total time applications waited on I/O, s.
     pub stall_s: f64,
     /// Device time by component, summed over the devices. A tier stack sums its preset levels'
-    /// devices (with the wait for room in a device's command queue as queue time); a constant
-    /// level's fixed per-block time has no components and is in none, so a stack of constant
-    /// levels reports every part 0.
+    /// devices (with the wait for room in a device's command queue as queue time) over the
+    /// requests that completed by `elapsed_s`, as do its `device_requests` and `device_bytes`
+    /// (later ones are `after_end`); a constant level's fixed per-block time has no components
+    /// and is in none, so a stack of constant levels reports every part 0.
     pub breakdown: BreakdownReport,
     /// Host seconds the run took.
     pub wall_s: f64,
@@ -162,9 +163,32 @@ pub struct Report {
     /// absent for runs without one (`[dfs]` runs, and hinted runs over a tier stack).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub members: Vec<MemberReport>,
+    /// Device work of a tier stack that completed after `elapsed_s` (hinted runs over a tier stack
+    /// only; absent otherwise): copies still climbing when the application consumed its last
+    /// block. `device_requests`, `device_bytes` and `breakdown` count only what completed by then.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub after_end: Option<AfterEndReport>,
     /// The DFS model's own figures (runs with a `[dfs]` section only; absent otherwise).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dfs: Option<crate::dfs::DfsFigures>,
+}
+
+/// What a tier stack's devices did after the application's end (`elapsed_s`): copies under way
+/// when it consumed its last block, which nobody reads. They complete (the run's checks drain
+/// them) but lie outside the run, so they are counted here rather than in the run's figures. Their
+/// bytes are also in `prefetched_bytes` and `wasted_bytes`, which count a copy when it is issued.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct AfterEndReport {
+    /// Device requests that completed after `elapsed_s` (a copy on device models is two: a read
+    /// below and a write above).
+    pub device_requests: u64,
+    /// Their bytes.
+    pub device_bytes: u64,
+    /// Their device time by component, as `breakdown` counts it.
+    pub breakdown: BreakdownReport,
+    /// When the last device request of the run completed, simulated seconds (`elapsed_s` when
+    /// none completed after it).
+    pub last_completion_s: f64,
 }
 
 /// One application request, for `--requests-out`.

@@ -1310,6 +1310,8 @@ impl<'r> Sim<'r> {
                     busy_s: m.busy.as_secs_f64(),
                 })
                 .collect(),
+            // A tier stack's key.
+            after_end: None,
             dfs: None,
         };
         RunOutput { report }

@@ -57,6 +57,10 @@ pub struct TieredTrace {
     /// Copies each level still held when the run ended (index 0 = level 1); every copy is dropped
     /// once it has been read, so these are copies nobody read.
     pub held_at_end: Vec<u64>,
+    /// Every device request (a read, or one half of a copy on a device model) in the order they
+    /// completed: when, and the device time it took (its own parts plus its wait for room in the
+    /// command queue; zero on a constant level, whose fixed time has no parts).
+    pub device_work: Vec<(Instant, Duration)>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -86,6 +90,22 @@ struct Job {
     fetch: Option<FetchId>,
     access: usize,
     stage: Stage,
+    /// It is a device request (`device_requests` counts it when it completes): every stage but
+    /// the link's and a copy's landing on a constant level, whose `copy_up` stands for it.
+    device_request: bool,
+    /// Time it waited in `Dev::pending` for room in its device's command queue, then, once its
+    /// device completed it, its whole device time (that wait plus the completion's parts).
+    spent: Duration,
+}
+
+/// Device work counted by when it completed: up to the application's end (the run), or after it.
+#[derive(Clone, Copy, Debug, Default)]
+struct DeviceTally {
+    requests: u64,
+    bytes: u64,
+    /// Each completion's own parts, plus its wait in `Dev::pending` as queue time (as the host
+    /// stack counts its block queues').
+    breakdown: foresight_device::Breakdown,
 }
 
 struct Dev {
@@ -205,16 +225,27 @@ struct Driver<'a, 'r> {
     app_busy: bool,
     want_at: Instant,
     /// When the application finished its last block: the run's length. Copies still climbing
-    /// then are drained for the checks but take no part in the run.
+    /// then are drained for the checks but take no part in the run; their device work is
+    /// counted apart (`after_end`).
     app_end: Instant,
+    /// The application has taken and consumed every block (`app_end` is set).
+    app_done: bool,
     stall: Duration,
     latencies: Vec<Duration>,
     /// Where each block's record goes as the application takes it (`--requests-out`).
     requests: RequestLog<'r>,
     delivered: Vec<u64>,
     reads_by_level: Vec<u64>,
-    device_requests: u64,
-    device_bytes: u64,
+    /// Device work completed by `app_end`.
+    in_run: DeviceTally,
+    /// Device work completed after `app_end`: copies still climbing when the application ended.
+    after_end: DeviceTally,
+    /// When the last device request completed.
+    last_completion: Instant,
+    /// See [`TieredTrace::device_work`]; kept for [`run_traced`] only, as it grows with the
+    /// run.
+    device_work: Vec<(Instant, Duration)>,
+    keep_device_work: bool,
     fetches: u64,
     events: u64,
     /// Bytes fetched ahead of the application: blocks into memory and copies into levels.
@@ -222,9 +253,6 @@ struct Driver<'a, 'r> {
     /// Of those, copies dropped, or left at the end, without ever being read (a block fetched
     /// into memory is always taken: the application reads every hinted block).
     wasted: u64,
-    /// Where the preset levels' device time went: each completion's own breakdown, plus the
-    /// wait in `Dev::pending` as queue time (as the host stack counts its block queues').
-    breakdown: foresight_device::Breakdown,
     index: FxHashMap<u64, usize>,
     /// The policy asked the waiting application not to read on demand.
     deferred: bool,
@@ -276,12 +304,19 @@ impl Driver<'_, '_> {
     fn start(&mut self, fetch: Option<FetchId>, access: usize, stage: Stage) {
         let id = self.next_job;
         self.next_job += 1;
+        let device_request = match stage {
+            Stage::Link => false,
+            Stage::CopyWrite { into } => !self.levels[into - 1].devices.is_empty(),
+            Stage::ToMemory { .. } | Stage::CopyRead { .. } => true,
+        };
         self.jobs.insert(
             id,
             Job {
                 fetch,
                 access,
                 stage,
+                device_request,
+                spent: Duration::ZERO,
             },
         );
         let (level, op, slot) = match stage {
@@ -304,10 +339,6 @@ impl Driver<'_, '_> {
         let lv = &mut self.levels[level - 1];
         match lv.devices.is_empty() {
             true => {
-                if !matches!(stage, Stage::CopyWrite { .. }) {
-                    self.device_requests += 1;
-                    self.device_bytes += self.t.workload.block.0;
-                }
                 let d = match stage {
                     Stage::ToMemory { .. } => lv.timing.read_to_memory,
                     Stage::CopyRead { src, into } => {
@@ -345,8 +376,6 @@ impl Driver<'_, '_> {
                     lba: Lba(place / disks * self.block_sectors),
                     sectors: self.block_sectors as u32,
                 };
-                self.device_requests += 1;
-                self.device_bytes += self.t.workload.block.0;
                 let dev = &mut self.levels[level - 1].devices[disk];
                 dev.pending.push_back((req, self.now));
                 assert!(dev.pending.len() <= 1 << 20, "device queue bound");
@@ -369,7 +398,9 @@ impl Driver<'_, '_> {
             let Some((r, since)) = dev.pending.pop_front() else {
                 break;
             };
-            self.breakdown.queue += now - since;
+            if let Some(job) = self.jobs.get_mut(&r.id) {
+                job.spent += now - since;
+            }
             dev.model.submit(now, r);
         }
         if let Some(t) = dev.model.next_event() {
@@ -477,8 +508,28 @@ impl Driver<'_, '_> {
         }
     }
 
+    /// The tally device work completing now goes to: the run's until the application has
+    /// consumed its last block, then `after_end` (work completing at that instant is the run's).
+    fn tally(&mut self) -> &mut DeviceTally {
+        if self.app_done && self.now > self.app_end {
+            &mut self.after_end
+        } else {
+            &mut self.in_run
+        }
+    }
+
     fn finish_job(&mut self, id: u64) {
         let job = self.jobs.remove(&id).expect("a known job");
+        if job.device_request {
+            let block = self.t.workload.block.0;
+            let tally = self.tally();
+            tally.requests += 1;
+            tally.bytes += block;
+            self.last_completion = self.now;
+            if self.keep_device_work {
+                self.device_work.push((self.now, job.spent));
+            }
+        }
         match job.stage {
             Stage::ToMemory { .. } if self.t.link.is_some() => {
                 self.start(job.fetch, job.access, Stage::Link);
@@ -571,6 +622,7 @@ impl Driver<'_, '_> {
         self.app_busy = false;
         if self.next_access == self.blocks.len() {
             self.app_end = self.now;
+            self.app_done = true;
             return;
         }
         self.want_at = self.now;
@@ -611,7 +663,7 @@ pub(crate) fn run_logged(
     requests: RequestLog<'_>,
     progress: Option<&mut dyn FnMut(f64)>,
 ) -> Result<RunOutput, SimError> {
-    run_inner(cfg, t, requests, progress).map(|(o, _)| o)
+    run_inner(cfg, t, requests, progress, false).map(|(o, _)| o)
 }
 
 /// Runs a hinted workload, sending one record per block the application takes to `requests` if
@@ -621,7 +673,7 @@ pub fn run_traced(
     t: &TieredConfig,
     requests: Option<&mut dyn RequestSink>,
 ) -> Result<(RunOutput, TieredTrace), SimError> {
-    run_inner(cfg, t, RequestLog::new(requests), None)
+    run_inner(cfg, t, RequestLog::new(requests), None, true)
 }
 
 fn run_inner(
@@ -629,8 +681,10 @@ fn run_inner(
     t: &TieredConfig,
     requests: RequestLog<'_>,
     mut progress: Option<&mut dyn FnMut(f64)>,
+    keep_device_work: bool,
 ) -> Result<(RunOutput, TieredTrace), SimError> {
     let mut d = Driver::build(cfg, t, requests)?;
+    d.keep_device_work = keep_device_work;
     let n = d.blocks.len();
     let block = t.workload.block;
     let x_cache = match cfg.policy.informed.x_cache {
@@ -782,18 +836,21 @@ impl<'a, 'r> Driver<'a, 'r> {
             app_busy: false,
             want_at: Instant::ZERO,
             app_end: Instant::ZERO,
+            app_done: false,
             stall: Duration::ZERO,
             latencies: Vec::with_capacity(n),
             requests,
             delivered: Vec::with_capacity(n),
             reads_by_level: vec![0; home],
-            device_requests: 0,
-            device_bytes: 0,
+            in_run: DeviceTally::default(),
+            after_end: DeviceTally::default(),
+            last_completion: Instant::ZERO,
+            device_work: vec![],
+            keep_device_work: false,
             fetches: 0,
             events: 0,
             prefetched: 0,
             wasted: 0,
-            breakdown: Default::default(),
             index,
             deferred: false,
             answered: vec![],
@@ -818,7 +875,12 @@ impl<'a, 'r> Driver<'a, 'r> {
                 completions.clear();
                 dev.model.advance(at, completions);
                 for c in completions.iter() {
-                    self.breakdown.add(&c.breakdown);
+                    let mut parts = c.breakdown;
+                    if let Some(job) = self.jobs.get_mut(&c.id) {
+                        parts.queue += job.spent;
+                        job.spent = parts.total();
+                    }
+                    self.tally().breakdown.add(&parts);
                 }
                 let done: Vec<u64> = completions.iter().map(|c| c.id).collect();
                 self.pump(level, disk);
@@ -878,8 +940,9 @@ fn finish_run(
         elapsed_s: secs,
         app_requests: n as u64,
         app_bytes,
-        device_requests: d.device_requests,
-        device_bytes: d.device_bytes,
+        // Device work that completed by `elapsed_s`; what completed after it is `after_end`.
+        device_requests: d.in_run.requests,
+        device_bytes: d.in_run.bytes,
         prefetched_bytes: d.prefetched,
         wasted_bytes: d.wasted + unread_at_end,
         mean_latency_ms: mean,
@@ -887,13 +950,13 @@ fn finish_run(
         stall_s: d.stall.as_secs_f64(),
         // The preset levels' device time; a constant level's fixed per-block time has no parts
         // and is in none of these.
-        breakdown: crate::metrics::BreakdownReport {
-            seek_s: d.breakdown.seek.as_secs_f64(),
-            rotate_s: d.breakdown.rotate.as_secs_f64(),
-            transfer_s: d.breakdown.transfer.as_secs_f64(),
-            queue_s: d.breakdown.queue.as_secs_f64(),
-            overhead_s: d.breakdown.overhead.as_secs_f64(),
-        },
+        breakdown: breakdown_report(&d.in_run.breakdown),
+        after_end: Some(crate::metrics::AfterEndReport {
+            device_requests: d.after_end.requests,
+            device_bytes: d.after_end.bytes,
+            breakdown: breakdown_report(&d.after_end.breakdown),
+            last_completion_s: d.last_completion.max(elapsed).as_secs_f64(),
+        }),
         memory_peak_bytes: d.mem_peak * block.0,
         seed: cfg.seed,
         policy: cfg.policy.name.clone(),
@@ -919,8 +982,19 @@ fn finish_run(
         x_cache,
         reads_by_level: d.reads_by_level,
         held_at_end: d.levels.iter().map(|l| l.held).collect(),
+        device_work: d.device_work,
     };
     Ok((RunOutput { report }, trace))
+}
+
+fn breakdown_report(b: &foresight_device::Breakdown) -> crate::metrics::BreakdownReport {
+    crate::metrics::BreakdownReport {
+        seek_s: b.seek.as_secs_f64(),
+        rotate_s: b.rotate.as_secs_f64(),
+        transfer_s: b.transfer.as_secs_f64(),
+        queue_s: b.queue.as_secs_f64(),
+        overhead_s: b.overhead.as_secs_f64(),
+    }
 }
 
 fn describe(t: &TieredConfig) -> String {

@@ -718,3 +718,53 @@ fn unread_copies_are_wasted_and_copies_are_prefetched() {
     assert_eq!(tip.wasted_bytes, 0, "{tip:?}");
     assert!(tip.prefetched_bytes > 0, "{tip:?}");
 }
+
+/// `device_requests`, `device_bytes` and `breakdown` cover the run, which ends when the
+/// application has consumed its last block (`elapsed_s`); device work that completes after it
+/// (copies still climbing, which nobody reads) is reported apart, under `after_end`. It used to be
+/// in the run's figures, which then described more than the run.
+#[test]
+fn device_work_after_the_applications_end_is_reported_apart() {
+    let mut after_seen = false;
+    for policy in ["tip", "ipipe", "ipo", "ipods"] {
+        let c = three_presets(policy, 200, 10, 0);
+        let (out, tr) = run_traced(&c, c.tiered.as_ref().unwrap(), None).unwrap();
+        let r = &out.report;
+        let block = c.tiered.as_ref().unwrap().workload.block.0;
+        let (run, after): (Vec<_>, Vec<_>) = tr
+            .device_work
+            .iter()
+            .partition(|(at, _)| at.as_secs_f64() <= r.elapsed_s);
+        let seconds = |w: &[&(Instant, Duration)]| w.iter().map(|(_, d)| d.as_secs_f64()).sum();
+        let parts = |b: &crate::metrics::BreakdownReport| {
+            b.seek_s + b.rotate_s + b.transfer_s + b.queue_s + b.overhead_s
+        };
+        let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * a.abs().max(1.0);
+        assert_eq!(r.device_requests, run.len() as u64, "{policy}");
+        assert_eq!(r.device_bytes, run.len() as u64 * block, "{policy}");
+        let run_s: f64 = seconds(&run);
+        assert!(
+            close(parts(&r.breakdown), run_s),
+            "{policy}: {:?} vs {run_s} s",
+            r.breakdown
+        );
+        let a = r.after_end.expect("a tier stack reports after_end");
+        assert_eq!(a.device_requests, after.len() as u64, "{policy}");
+        assert_eq!(a.device_bytes, after.len() as u64 * block, "{policy}");
+        let after_s: f64 = seconds(&after);
+        assert!(
+            close(parts(&a.breakdown), after_s),
+            "{policy}: {a:?} vs {after_s} s"
+        );
+        let last = tr
+            .device_work
+            .last()
+            .map_or(0.0, |(at, _)| at.as_secs_f64());
+        assert_eq!(a.last_completion_s, last.max(r.elapsed_s), "{policy}");
+        after_seen |= !after.is_empty();
+    }
+    assert!(
+        after_seen,
+        "no device work completed after the end: the test checks nothing"
+    );
+}
