@@ -93,9 +93,13 @@ enum Command {
     },
     /// Rerun the papers' experiments; writes report.md, results.json and a PNG and CSV per figure.
     Reproduce {
-        /// Experiments to run (all when none is named). `--list` shows them.
+        /// Experiments to run, in catalogue order when none is named: collapse, drives, striping,
+        /// streams, directed, informed, network. `--list` says what each reproduces.
         experiments: Vec<String>,
-        /// Shorter simulated runs, same figures: the whole catalogue in about a minute.
+        /// A reduced setup with every point of every figure: shorter simulated runs, and smaller
+        /// files and memory in striping and directed (under a minute for the whole catalogue on two
+        /// cores). report.md opens with what each experiment reduced; rerun without --quick for the
+        /// full figures.
         #[arg(long)]
         quick: bool,
         /// Output directory. From the run's first figure until its end, report.md there says that

@@ -127,6 +127,28 @@ fn reproduce_runs_an_experiment_named_twice_once_and_list_takes_no_names() {
     assert!(err.contains("--list"), "{err}");
 }
 
+/// `reproduce --help` names every experiment of the catalogue, so that it cannot fall behind
+/// `--list`, and says where the quick run's reductions are told.
+#[test]
+fn reproduce_help_names_every_experiment_and_the_quick_setup() {
+    let (code, list, err) = foresight(&["reproduce", "--list"]);
+    assert_eq!(code, 0, "{err}");
+    let (code, help, err) = foresight(&["reproduce", "--help"]);
+    assert_eq!(code, 0, "{err}");
+    let names: Vec<&str> = list
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    assert!(names.len() >= 7, "{list}");
+    for name in names {
+        assert!(
+            help.contains(name),
+            "--help does not name `{name}`:\n{help}"
+        );
+    }
+    assert!(help.contains("without --quick"), "{help}");
+}
+
 #[test]
 fn a_path_given_with_set_is_taken_from_the_current_directory() {
     let dir = std::env::temp_dir().join(format!("foresight-cli-setpath-{}", std::process::id()));

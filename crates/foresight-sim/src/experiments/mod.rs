@@ -82,6 +82,8 @@ pub struct Experiment {
     pub name: &'static str,
     /// One line on what it reproduces.
     pub about: &'static str,
+    /// What `--quick` reduces, for the report's opening; empty when the quick run is the full one.
+    pub quick: &'static str,
     /// Runs it.
     pub run: fn(&Context<'_>) -> Result<Section, ExperimentError>,
 }
@@ -92,34 +94,49 @@ pub fn catalogue() -> Vec<Experiment> {
         Experiment {
             name: "collapse",
             about: "throughput of 1-256 sequential streams on one HDD under none and seqp (papers 000, 001)",
+            quick: "4 s simulated per point instead of 30 s",
             run: collapse::run,
         },
         Experiment {
             name: "drives",
             about: "the HDD model against three real drives' measured service times (DiskSim validation traces)",
-                        run: drives::run_experiment,
+            quick: "",
+            run: drives::run_experiment,
         },
-                Experiment {
+        Experiment {
             name: "striping",
             about: "striping-aware readahead (SASEQP) and stripe prefetching (MSP) on RAID-0 (paper 000)",
+            quick: "IOzone clients read 1 GiB in all instead of the paper's 8 GiB (files an eighth the size), \
+                    and 10 s simulated per web-server point instead of 60 s",
             run: striping::run,
         },
         Experiment {
             name: "streams",
             about: "hundreds of sequential streams per disk: the stream scheduler against readahead (paper 001)",
+            quick: "40 s simulated per point instead of 240 s (the DiskSim study 10 s instead of 60 s, \
+                    eight disks 20 s instead of 120 s)",
             run: streams::run,
         },
         Experiment {
             name: "directed",
             about: "application-directed prefetching: seek vs read cost, infill, scan and tile speedups, contention (paper 003)",
+            quick: "32 MiB of host memory instead of 128 MiB, with tables and scans scaled to it, 100 reads per \
+                    Fig. 1 point instead of 400, and infill files of 64 MiB and 1 GiB instead of 512 MiB and 4 GiB",
             run: directed::run,
         },
         Experiment {
             name: "informed",
             about: "informed prefetching over storage tiers: TIP, iPipe, IPO, IPODS against the paper's simulator tables, then device models (paper 002)",
+            quick: "the paper's tables are as in the full run; the device models read 300 blocks instead of 2,000",
             run: informed::run,
         },
-        Experiment { name: "network", about: "DFS streams, random reads and delay: dedicated workers and delay-adaptive readahead (paper 004)", run: network::run },
+        Experiment {
+            name: "network",
+            about: "DFS streams, random reads and delay: dedicated workers and delay-adaptive readahead (paper 004)",
+            quick: "1.5 s simulated per sequential point instead of 10 s, 3 reads per random point instead of 12, \
+                    1.5 s per delay point instead of 8 s",
+            run: network::run,
+        },
     ]
 }
 
@@ -186,6 +203,32 @@ pub fn run_all(
     .collect()
 }
 
+/// The report's opening paragraph on the mode. A quick run says, experiment by experiment, what
+/// it reduced, so that no figure of a reduced setup passes for the full one, and how to get the
+/// full figures.
+fn mode_note(quick: bool, chosen: &[&Experiment]) -> String {
+    if !quick {
+        return "Mode: full (`foresight reproduce` without `--quick`).\n\n".to_string();
+    }
+    let mut note = String::from(
+        "Mode: `--quick`, a reduced setup. Every point of every figure is kept, but the figures below \
+         come from shorter runs or smaller data than the full setup, so they can differ from it:\n\n",
+    );
+    for e in chosen {
+        let what = if e.quick.is_empty() {
+            "not reduced: the same as the full run"
+        } else {
+            e.quick
+        };
+        note.push_str(&format!("- `{}`: {what}.\n", e.name));
+    }
+    note.push_str(
+        "\nFor the full figures, run the same command without `--quick` (`foresight reproduce`, or \
+         `cargo run --release -- reproduce`); it simulates several times longer.\n\n",
+    );
+    note
+}
+
 /// What `report.md` holds from a run's first figure until its report is written.
 const UNFINISHED_REPORT: &str = "# Foresight: reproduced results\n\n\
     This run has not finished: it is still running, or it was stopped. The figures beside this \
@@ -220,11 +263,7 @@ pub fn reproduce(
     std::fs::create_dir_all(out).map_err(io(out))?;
     let ctx = Context { quick, log };
     let mut report = String::from("# Foresight: reproduced results\n\n");
-    report.push_str(if quick {
-        "Mode: `--quick` (shorter simulated runs; every point of every figure is kept).\n\n"
-    } else {
-        "Mode: full.\n\n"
-    });
+    report.push_str(&mode_note(quick, &chosen));
     let mut results = serde_json::Map::new();
     let md = out.join("report.md");
     let js = out.join("results.json");
@@ -293,5 +332,45 @@ pub fn positioning_share(r: &Report) -> f64 {
         (b.seek_s + b.rotate_s) / busy
     } else {
         0.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A quick report must say of each experiment it ran what the quick setup reduced (or that
+    /// nothing was), and how to get the full figures; a full report must not claim a reduction.
+    #[test]
+    fn the_quick_report_names_each_reduction_and_the_way_to_the_full_figures() {
+        let cat = catalogue();
+        let chosen: Vec<&Experiment> = cat.iter().collect();
+        let note = mode_note(true, &chosen);
+        for e in &chosen {
+            let line = note
+                .lines()
+                .find(|l| l.starts_with(&format!("- `{}`: ", e.name)))
+                .unwrap_or_else(|| panic!("no line for {} in:\n{note}", e.name));
+            if e.quick.is_empty() {
+                assert!(line.contains("not reduced"), "{line}");
+            } else {
+                assert!(line.contains(e.quick), "{line}");
+            }
+        }
+        assert!(note.contains("without `--quick`"), "{note}");
+        // The experiments whose setup --quick does change say so.
+        for name in ["collapse", "striping", "streams", "directed", "network"] {
+            let e = cat
+                .iter()
+                .find(|e| e.name == name)
+                .expect("in the catalogue");
+            assert!(!e.quick.is_empty(), "{name} has no quick note");
+        }
+        let only_drives: Vec<&Experiment> = cat.iter().filter(|e| e.name == "drives").collect();
+        let note = mode_note(true, &only_drives);
+        assert!(!note.contains("`collapse`"), "{note}");
+        let full = mode_note(false, &chosen);
+        assert!(full.starts_with("Mode: full"), "{full}");
+        assert!(!full.contains("reduced"), "{full}");
     }
 }
