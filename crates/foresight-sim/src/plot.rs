@@ -9,8 +9,9 @@
 //! and filled point markers with a white halo. Layout is computed from the text metrics: the title on
 //! top, tick labels and axis labels around a plot area, and the legend in a box to its right. Axes
 //! take "nice" tick values: steps of 1, 2 or 5 times a power of ten on linear axes, powers of two on a
-//! log2 axis and powers of ten on a log10 axis (falling back to 1-2-5 values when the data span less
-//! than one power). Points that cannot be placed (NaN, infinite, or not positive on a log axis) are
+//! log2 axis and powers of ten on a log10 axis (1, 2 and 5 times each power where fewer than three
+//! powers fall in the range and those fit, else 1-2-5 values when the data span less than one
+//! power). Points that cannot be placed (NaN, infinite, or not positive on a log axis) are
 //! skipped and break the line there; empty or degenerate data still give a valid, labelled chart.
 
 use std::path::Path;
@@ -509,12 +510,12 @@ fn format_pow2(exp: i64) -> String {
         let mantissa = 1u64 << (exp % 10);
         return format!("{mantissa}{}", SUFFIXES.get(idx).copied().unwrap_or(""));
     }
-    match exp {
-        -1 => "0.5".to_string(),
-        -2 => "0.25".to_string(),
-        -3 => "0.125".to_string(),
-        _ => format!("2^{exp}"),
+    // Halves are exact in a few decimals down to 2^-6 (0.015625); below that a short mantissa and
+    // exponent read better than "2^-7", which looks like a formatting fault on a labelled axis.
+    if (-6..0).contains(&exp) {
+        return format!("{}", 2f64.powi(exp as i32));
     }
+    trim_exponent(&format!("{:.2e}", 2f64.powi(exp.clamp(-1000, 1000) as i32)))
 }
 
 fn format_pow10(exp: i64) -> String {
@@ -722,6 +723,21 @@ fn log_ticks(scale: AxisScale, lo: f64, hi: f64, fits: Fits<'_>) -> Vec<Tick> {
     let e0 = lo.ceil() as i64;
     let e1 = hi.floor() as i64;
     let powers = e1.saturating_sub(e0).saturating_add(1);
+    // A log10 axis over less than about two decades has at most two powers to label, which leaves
+    // most of its height unread; 1, 2 and 5 times each power label it evenly where they fit.
+    if scale == AxisScale::Log10 && powers < 3 && hi - lo < 4.0 {
+        let ticks: Vec<Tick> = (lo.floor() as i64..=hi.ceil() as i64)
+            .flat_map(|k| [1.0, 2.0, 5.0].map(|m| (k, m)))
+            .filter_map(|(k, m)| {
+                let power = 10f64.powi(k as i32);
+                let t = (m * power).log10();
+                (t >= lo && t <= hi).then(|| (t, format_tick(m * power, power)))
+            })
+            .collect();
+        if ticks.len() >= 3 && fits(&ticks) {
+            return ticks;
+        }
+    }
     if (2..=2000).contains(&powers) {
         let mut stride = 1;
         loop {
@@ -991,7 +1007,9 @@ fn legend_row_h(text: i64) -> i64 {
 
 /// The most characters of a series name that the legend shows.
 fn legend_max_chars(canvas: &Canvas, text: i64) -> usize {
-    let budget = canvas.width * 35 / 100 - legend_sample_w(text) - 3 * 6 * text;
+    // A third of the width cut names of about 20 characters ("streams R=8MiB N=1 M=16MiB" lost
+    // its memory size); 45% keeps a 28-character name whole and leaves the plot most of the width.
+    let budget = canvas.width * 45 / 100 - legend_sample_w(text) - 3 * 6 * text;
     (budget / (CELL_W * text)).max(4) as usize
 }
 
@@ -1876,6 +1894,17 @@ mod tests {
         assert_eq!(format_pow2(12), "4K");
         assert_eq!(format_pow2(20), "1M");
         assert_eq!(format_pow2(-1), "0.5");
+        // A one-way delay axis from 0.05 ms reaches 2^-4; its label is a number, not "2^-4".
+        assert_eq!(format_pow2(-4), "0.0625");
+        assert_eq!(format_pow2(-6), "0.015625");
+        assert_eq!(format_pow2(-10), "9.77e-4");
+        for exp in -40..50 {
+            assert!(
+                !format_pow2(exp).contains('^'),
+                "{exp}: {}",
+                format_pow2(exp)
+            );
+        }
         assert_eq!(format_pow10(-2), "0.01");
         assert_eq!(format_pow10(3), "1000");
         assert_eq!(format_pow10(6), "1e6");
@@ -1893,6 +1922,40 @@ mod tests {
         // Less than a decade: 1-2-5 values inside the range instead.
         let ticks = log_ticks(AxisScale::Log10, 2f64.log10(), 8f64.log10(), &fits);
         assert!(ticks.len() >= 2, "{ticks:?}");
+        // Under two decades (Table 7.3's 22 to 1402 s): 1, 2 and 5 times each power.
+        let ticks = log_ticks(AxisScale::Log10, 22f64.log10(), 1402f64.log10(), &fits);
+        let labels: Vec<&str> = ticks.iter().map(|(_, l)| l.as_str()).collect();
+        assert_eq!(labels, ["50", "100", "200", "500", "1000"]);
+        let ticks = log_ticks(AxisScale::Log10, 1794f64.log10(), 26878f64.log10(), &fits);
+        let labels: Vec<&str> = ticks.iter().map(|(_, l)| l.as_str()).collect();
+        assert_eq!(labels, ["2000", "5000", "10000", "20000"]);
+    }
+
+    /// Table 7.15's elapsed times (1794 to 26878 s) on a chart's log axis of ordinary height were
+    /// labelled only at 10000 and 20000, leaving the lower two thirds of the axis unread.
+    #[test]
+    fn a_log_axis_of_about_a_decade_is_labelled_along_its_height() {
+        let mut range = Range::default();
+        range.add(1794f64.log10());
+        range.add(26878f64.log10());
+        let axis = Axis::numeric(
+            AxisScale::Log10,
+            range.padded(0.05),
+            420,
+            AxisDir::Vertical,
+            2,
+        );
+        let below_10000 = axis.ticks.iter().filter(|(t, _)| *t < 4.0).count();
+        assert!(below_10000 >= 2, "{:?}", axis.ticks);
+    }
+
+    /// A legend keeps a series name of 26 characters whole on the default image.
+    #[test]
+    fn the_legend_keeps_a_long_series_name_whole() {
+        let canvas = Canvas::new(DEFAULT_WIDTH_PX, DEFAULT_HEIGHT_PX);
+        let text = text_scale(&canvas);
+        let name = "streams R=8MiB N=1 M=16MiB";
+        assert_eq!(truncate(name, legend_max_chars(&canvas, text)), name);
     }
 
     #[test]

@@ -607,7 +607,9 @@ pub fn run(ctx: &Context<'_>) -> Result<Section, ExperimentError> {
                 auto_s: fr(hi, pi, full_x.len()).elapsed_s,
                 best_s: best,
             });
-            let label = format!("{p}, {sd} SSD / {h} disk");
+            let ssds_word = if sd == 1 { "SSD" } else { "SSDs" };
+            let disks_word = if h == 1 { "disk" } else { "disks" };
+            let label = format!("{p}, {sd} {ssds_word} / {h} {disks_word}");
             elapsed_series.push(Series {
                 name: label.clone(),
                 points: full_x

@@ -196,7 +196,8 @@ pub fn run(ctx: &Context<'_>) -> Result<Section, ExperimentError> {
         for (ra, r) in ras.iter().zip(rs) {
             csv.push_str(&format!("{n},{ra},{:.3}\n", r.throughput_mib_s));
         }
-        series.push(line(&format!("{n} streams"), &ra_x, rs));
+        let streams_word = if *n == 1 { "stream" } else { "streams" };
+        series.push(line(&format!("{n} {streams_word}"), &ra_x, rs));
     }
     figures.push(Figure {
         stem: "striping_fig8c".into(),
