@@ -219,10 +219,10 @@ pub fn run(ctx: &Context<'_>) -> Result<Section, ExperimentError> {
         } else {
             ""
         };
-        let three_x = if 3.0 * seqp100 > single {
+        let four_x = if PAPER_GAIN * seqp100 > single {
             format!(
-                ", and 3x `seqp` ({:.1} MiB/s) is above even one stream's rate at the outer edge",
-                3.0 * seqp100
+                ", and the paper's 4x `seqp` ({:.1} MiB/s) is above even one stream's rate at the outer edge",
+                PAPER_GAIN * seqp100
             )
         } else {
             String::new()
@@ -230,7 +230,7 @@ pub fn run(ctx: &Context<'_>) -> Result<Section, ExperimentError> {
         md.push_str(&format!(
             "One stream reads the outer zone; the hundred read every zone. The drive's sequential rate averaged over \
              their places (the same bytes from each, nothing spent moving between them; measured on the drive alone) \
-             is {c:.1} MiB/s, {:.0}% of one stream's{below_80}{three_x}. Against that average `streams` reaches {:.0}%; the rest \
+             is {c:.1} MiB/s, {:.0}% of one stream's{below_80}{four_x}. Against that average `streams` reaches {:.0}%; the rest \
              is the seek and rotation that start each turn and, in short runs, each stream's first request, which \
              goes to the disk alone before the classifier knows the stream. `seqp`'s 128 KiB windows reach the disk \
              merged in pairs: the read that touches a window's mark finds that window still queued, so the next one \
@@ -472,11 +472,11 @@ pub fn run(ctx: &Context<'_>) -> Result<Section, ExperimentError> {
         })
         .fold(0.0, f64::max);
     let best = best_fifo.max(s100 / seqp100);
-    let three_x = if best < 3.0 {
-        format!("Neither testbed reaches 3x (at most {best:.2}x)")
-    } else {
-        format!("A testbed reaches {best:.2}x")
-    };
+    let gain = paper_gain_sentence(
+        best,
+        fifo_at_100[0],
+        ceiling.map(|c| c * MIB_PER_S_IN_MB_PER_S),
+    );
     // What 1,000 streams change on the FIFO testbed, stated only as far as the runs carry it.
     let last = fifo_counts[fifo_counts.len() - 1];
     let seqp_gains = fifo_at(fifo_variants[0].0, last).is_some_and(|v| v > fifo_at_100[0]);
@@ -504,9 +504,8 @@ pub fn run(ctx: &Context<'_>) -> Result<Section, ExperimentError> {
         "\nHere `seqp` falls to {:.1} MB/s and 256 KiB reads with all streams dispatched to {:.1} (paper: about 14); \
          `streams` with R = 8 MiB delivers {:.2}x `seqp` in the paper's round-robin order and {:.2}x when the \
          waiting streams take their turns in disk order (`policy.turn_order = \"position\"`, which section 4.2 \
-         names as a possible policy).{at_last} {three_x}: \
-         the ratio depends on how the testbed orders small reads, which the paper does not state, and the \
-         headline above keeps the sorting host.\n\n",
+         names as a possible policy).{at_last} {gain}. The ratio depends on how the testbed orders small \
+         reads, which the paper does not state, and the headline above keeps the sorting host.\n\n",
         fifo_at_100[0],
         fifo_at_100[1],
         fifo_at_100[2] / fifo_at_100[0],
@@ -899,9 +898,52 @@ fn sweep_json<'a>(
     serde_json::Value::Object(map)
 }
 
+/// The paper's headline gain of the stream scheduler over Linux at 100 streams (abstract and
+/// section 1: "up to a factor of 4").
+const PAPER_GAIN: f64 = 4.0;
+/// MB/s (decimal, the paper's unit) in one MiB/s.
+const MIB_PER_S_IN_MB_PER_S: f64 = 1.048_576;
+
+/// The sentence that sets the best `streams` / `seqp` ratio of either testbed against the paper's
+/// 4x, and, where the figures carry it, why it falls short: 4x the FIFO testbed's `seqp` (MB/s)
+/// against what the drive delivers averaged over the hundred streams' places (MB/s).
+fn paper_gain_sentence(best: f64, fifo_seqp_mb_s: f64, zone_average_mb_s: Option<f64>) -> String {
+    if best >= PAPER_GAIN {
+        return format!("A testbed reaches the paper's 4x ({best:.2}x)");
+    }
+    let mut out = format!("Neither testbed reaches the paper's 4x (at most {best:.2}x)");
+    if let Some(avg) = zone_average_mb_s {
+        let needed = PAPER_GAIN * fifo_seqp_mb_s;
+        if needed > avg {
+            out.push_str(&format!(
+                ": 4x `seqp` on the FIFO testbed would be {needed:.1} MB/s, above the {avg:.1} MB/s the \
+                 drive delivers averaged over the hundred streams' places"
+            ));
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The gain is set against the paper's 4x (the report once measured it against a 3x the
+    /// paper never states), and the shortfall's reason is given only when the figures carry it.
+    #[test]
+    fn the_gain_is_judged_against_the_papers_4x() {
+        let s = paper_gain_sentence(2.92, 14.3, Some(45.0));
+        assert!(s.contains("paper's 4x (at most 2.92x)"), "{s}");
+        assert!(s.contains("57.2 MB/s, above the 45.0 MB/s"), "{s}");
+        let s = paper_gain_sentence(3.5, 10.0, Some(45.0));
+        assert!(
+            s.starts_with("Neither testbed reaches the paper's 4x"),
+            "{s}"
+        );
+        assert!(!s.contains("above the"), "{s}");
+        let s = paper_gain_sentence(4.1, 10.0, None);
+        assert!(s.contains("reaches the paper's 4x (4.10x)"), "{s}");
+    }
 
     fn report(mib_s: f64, latency_ms: f64) -> Report {
         Report {
