@@ -130,7 +130,9 @@ pub fn run(ctx: &Context<'_>) -> Result<Section, ExperimentError> {
     if split > 0 && split < cheaper.len() && cheaper[split..].iter().all(|c| !c) {
         md.push_str(&format!(
             "reading a gap at the outer media rate takes less time than skipping it (the time per read \
-             after it) up to {} KiB, and more from {} KiB on.\n\n",
+             after it) up to {} KiB, and more from {} KiB on (paper, section III: up to about 2.7 MB on \
+             its disk; `wd800jd` is a 2005 drive whose tracks hold about 0.5 MB, so passing over a gap \
+             costs a seek sooner).\n\n",
             fig1_dist[split - 1],
             fig1_dist[split]
         ));
@@ -241,10 +243,16 @@ pub fn run(ctx: &Context<'_>) -> Result<Section, ExperimentError> {
             csv.push_str(&format!("{dev},{i},{:.4},{none_s:.4}\n", sweep[k]));
         }
         let at = |v: u64| sweep[INFILL_KIB.iter().position(|&x| x == v).expect("listed")];
+        // Kept in results.json as it was: no infill up to 32 KiB slower than none.
         let small_ok = INFILL_KIB
             .iter()
             .filter(|&&v| v <= 32)
             .all(|&v| at(v) <= none_s * 1.0001);
+        let small: Vec<f64> = INFILL_KIB
+            .iter()
+            .filter(|&&v| v > 0 && v <= 32)
+            .map(|&v| at(v))
+            .collect();
         let mid: Vec<f64> = INFILL_KIB
             .iter()
             .filter(|&&v| (32..=2048).contains(&v))
@@ -255,16 +263,12 @@ pub fn run(ctx: &Context<'_>) -> Result<Section, ExperimentError> {
         let far = at(32768);
         md.push_str(&format!(
             "Infill sweep on `{dev}` (exponential gaps, mean {gap} KiB, {file}): none {none_s:.2} s; \
-             infill up to 32 KiB {small}; 32 KiB-2 MiB spread {:.1}% \
+             infill up to 32 KiB {}; 32 KiB-2 MiB spread {:.1}% \
              ({mid_min:.2}-{mid_max:.2} s{flat}); 32 MiB {far:.2} s ({:+.0}% against the best from 32 KiB \
              to 2 MiB).\n\n",
+            small_infill_phrase(&small, none_s),
             100.0 * (mid_max / mid_min - 1.0),
             100.0 * (far / mid_min - 1.0),
-            small = if small_ok {
-                "never slower than none"
-            } else {
-                "slower than none at some value"
-            },
             // The paper finds infill from 32 KiB to 2 MiB has no further effect.
             flat = if mid_max / mid_min - 1.0 < 0.05 {
                 ", flat like the paper's"
@@ -419,7 +423,7 @@ pub fn run(ctx: &Context<'_>) -> Result<Section, ExperimentError> {
     let reps = run_all("directed", &cfgs, ctx)?;
     md.push_str(&format!(
         "Table scan and tiles (8 KiB reads, table {table}, host.memory {mem}), runtime in s:\n\n\
-         | device | workload | none | seqp | directed | directed speedup over none |\n|---|---|---|---|---|---|\n"
+         | device | workload | none | seqp | directed | directed speedup over none | paper's largest speedup |\n|---|---|---|---|---|---|---|\n"
     ));
     let mut speed_rows = vec![];
     let mut bounds = vec![];
@@ -433,8 +437,9 @@ pub fn run(ctx: &Context<'_>) -> Result<Section, ExperimentError> {
                 reps[k + 2].elapsed_s,
             );
             md.push_str(&format!(
-                "| {dev} | {kind} | {n:.2} | {s:.2} | {d:.2} | {:.1}x |\n",
-                n / d
+                "| {dev} | {kind} | {n:.2} | {s:.2} | {d:.2} | {:.1}x | {} |\n",
+                n / d,
+                paper_speedup(kind)
             ));
             let mut row = json!({"device": dev, "workload": kind, "none_s": n, "seqp_s": s, "directed_s": d, "speedup": n / d});
             if kind == "scan" {
@@ -460,6 +465,7 @@ pub fn run(ctx: &Context<'_>) -> Result<Section, ExperimentError> {
          {}.\n",
         bounds.join("; ")
     ));
+    md.push_str(&paper_speedup_note(&speed_rows));
     md.push_str(&format!(
         "\nConcurrent scans on atlas-10k (each a {mem_mib} MiB table, window {} MiB, host.memory {mem}): \
          total MiB/s, and against one scan alone\n\n| scans | with controller | without | with / alone | without / alone |\n|---|---|---|---|---|\n",
@@ -504,9 +510,112 @@ pub fn run(ctx: &Context<'_>) -> Result<Section, ExperimentError> {
     })
 }
 
+/// The paper's largest speedup of each workload (section V: image processing 4.9x, a SQLite
+/// table scan twice the size of memory 20x), as the scan-and-tiles table prints it.
+fn paper_speedup(kind: &str) -> &'static str {
+    match kind {
+        "scan" => "20x (SQLite table scan)",
+        "tiles" => "4.9x (image processing)",
+        _ => "not given",
+    }
+}
+
+/// The paragraph that sets each speedup of the scan-and-tiles table against the paper's largest:
+/// where two passes over the table cap a scan below the paper's 20x it says so, and a speedup
+/// that differs from the paper's for no reason the report shows is said to be unexplained.
+fn paper_speedup_note(rows: &[serde_json::Value]) -> String {
+    let mut parts = vec![];
+    for (kind, paper) in [("scan", 20.0), ("tiles", 4.9)] {
+        let ours: Vec<String> = rows
+            .iter()
+            .filter(|r| r["workload"] == kind)
+            .map(|r| {
+                let dev = r["device"].as_str().unwrap_or("?");
+                let speedup = r["speedup"].as_f64().unwrap_or(f64::NAN);
+                let why = match r["two_pass_bound"].as_f64() {
+                    Some(b) if b < paper => format!(" (two passes allow at most {b:.1}x)"),
+                    Some(b) => format!(
+                        " ({:.0}% of the {b:.1}x two passes allow)",
+                        100.0 * speedup / b
+                    ),
+                    _ if (speedup / paper - 1.0).abs() <= 0.1 => String::new(),
+                    _ => " (not taken apart here)".to_string(),
+                };
+                format!("{speedup:.1}x on `{dev}`{why}")
+            })
+            .collect();
+        parts.push(format!(
+            "{kind} {} against the paper's {paper}x",
+            ours.join(", ")
+        ));
+    }
+    format!(
+        "\nThe paper's speedups (section V: \"as much as 4.9x and 20x\" for image processing and \
+         table scans) are its largest, on its own drives and data. Ours: {}.\n",
+        parts.join("; ")
+    )
+}
+
+/// What infill of 4 to 32 KiB did to the runtime against `none`, beside the paper's finding that
+/// it reduces runtime (section IV, Fig. 2). Within 0.5% counts as unchanged.
+fn small_infill_phrase(small_s: &[f64], none_s: f64) -> String {
+    let best = small_s.iter().copied().fold(f64::INFINITY, f64::min);
+    let worst = small_s.iter().copied().fold(0.0, f64::max);
+    if best < none_s * 0.995 {
+        format!(
+            "cuts the runtime by up to {:.1}% (paper: reduces it)",
+            100.0 * (1.0 - best / none_s)
+        )
+    } else if worst <= none_s * 1.005 {
+        "leaves the runtime unchanged (the paper's reduces it; here passing over gaps this short \
+         costs what reading them does)"
+            .to_string()
+    } else {
+        format!(
+            "is up to {:.1}% slower than none (paper: reduces the runtime)",
+            100.0 * (worst / none_s - 1.0)
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Infill that leaves the runtime as it was is not presented as agreeing with the paper, which
+    /// found that it reduces it (the report once said only "never slower than none").
+    #[test]
+    fn small_infill_is_set_against_the_papers_reduction() {
+        let same = small_infill_phrase(&[3.3819, 3.3819], 3.3819);
+        assert!(same.contains("unchanged (the paper's reduces it"), "{same}");
+        let cut = small_infill_phrase(&[3.0, 3.3], 3.3819);
+        assert!(cut.contains("cuts the runtime by up to 11.3%"), "{cut}");
+        let slower = small_infill_phrase(&[3.3819, 3.6], 3.3819);
+        assert!(slower.contains("6.4% slower"), "{slower}");
+        assert_eq!(paper_speedup("tiles"), "4.9x (image processing)");
+        assert_eq!(paper_speedup("scan"), "20x (SQLite table scan)");
+    }
+
+    /// Each speedup is set against the paper's, with the two-pass bound where it is the reason
+    /// and an honest "not taken apart" where the report shows none.
+    #[test]
+    fn speedups_are_set_against_the_papers_with_their_reason() {
+        let rows = vec![
+            json!({"device": "atlas-10k", "workload": "scan", "speedup": 4.7, "two_pass_bound": 6.9}),
+            json!({"device": "atlas-10k", "workload": "tiles", "speedup": 13.3}),
+            json!({"device": "wd800jd", "workload": "scan", "speedup": 15.5, "two_pass_bound": 23.2}),
+            json!({"device": "wd800jd", "workload": "tiles", "speedup": 5.0}),
+        ];
+        let md = paper_speedup_note(&rows);
+        assert!(
+            md.contains("scan 4.7x on `atlas-10k` (two passes allow at most 6.9x), 15.5x on `wd800jd` (67% of the 23.2x two passes allow) against the paper's 20x"),
+            "{md}"
+        );
+        assert!(
+            md.contains("tiles 13.3x on `atlas-10k` (not taken apart here), 5.0x on `wd800jd` against the paper's 4.9x"),
+            "{md}"
+        );
+    }
 
     /// The best fixed infill names every value that ties for the best time, not just the first.
     #[test]
