@@ -878,10 +878,17 @@ fn sweep_figure(
         }
         lines.push(series(name, xs, rows.iter().map(&y)));
     }
+    // Lines drawn on top of one another leave only the last visible, which reads as series
+    // missing from the chart; the title says they coincide.
+    let title = if all_lines_coincide(&lines) {
+        format!("{title} (all {} lines coincide)", lines.len())
+    } else {
+        title.to_string()
+    };
     Figure {
         stem: stem.into(),
         chart: LineChart {
-            title: title.into(),
+            title,
             x_label: "concurrent streams".into(),
             y_label: y_label.into(),
             x_log2: false,
@@ -890,6 +897,20 @@ fn sweep_figure(
         },
         csv,
     }
+}
+
+/// Whether two or more lines take the same values, to 0.5%, at every point.
+fn all_lines_coincide(lines: &[Series]) -> bool {
+    let Some(first) = lines.first() else {
+        return false;
+    };
+    lines.len() > 1
+        && lines.iter().all(|l| {
+            l.points.len() == first.points.len()
+                && l.points.iter().zip(&first.points).all(|(a, b)| {
+                    a.0 == b.0 && (a.1 - b.1).abs() <= 0.005 * a.1.abs().max(b.1.abs())
+                })
+        })
 }
 
 fn sweep_json<'a>(
@@ -970,6 +991,41 @@ fn controller_drop_note(points: &[(u32, f64)], one_stream_mib_s: f64) -> String 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A chart whose lines all coincide (Figs. 11 and 15 here) says so in its title, since only
+    /// the last line drawn shows; one whose lines differ does not.
+    #[test]
+    fn coinciding_lines_are_named_in_the_title() {
+        let same = [report(55.0, 1.0), report(40.0, 15.0)];
+        let both: Vec<Report> = same.iter().chain(&same).cloned().collect();
+        let names = vec!["M = 8MiB".to_string(), "M = 16MiB".to_string()];
+        let f = sweep_figure(
+            "s",
+            "Fig. 11",
+            &[1, 10],
+            names.clone(),
+            &both,
+            |r| r.throughput_mib_s,
+            "MiB/s",
+        );
+        assert_eq!(f.chart.title, "Fig. 11 (all 2 lines coincide)");
+        let differ = [
+            report(55.0, 1.0),
+            report(40.0, 15.0),
+            report(55.0, 1.0),
+            report(44.0, 9.0),
+        ];
+        let f = sweep_figure(
+            "s",
+            "Fig. 11",
+            &[1, 10],
+            names,
+            &differ,
+            |r| r.throughput_mib_s,
+            "MiB/s",
+        );
+        assert_eq!(f.chart.title, "Fig. 11");
+    }
 
     /// Fig. 8's collapse at 60 and 100 streams and Fig. 6's 2 MiB point are set against the
     /// paper's, where the report once quoted only the points that agree.
