@@ -216,7 +216,7 @@ fn mode_note(quick: bool, chosen: &[&Experiment]) -> String {
     );
     for e in chosen {
         let what = if e.quick.is_empty() {
-            "not reduced: the same as the full run"
+            "not reduced (the same as the full run)"
         } else {
             e.quick
         };

@@ -735,7 +735,7 @@ pub fn run(ctx: &Context<'_>) -> Result<Section, ExperimentError> {
         "![fig13](streams_fig13.png)\n\nEight `{DEVICE}` behind one 450 MB/s controller, {jbod_duration} simulated per point: with 800 streams, a dispatch set \
          of 16 (R = 8 MiB) delivers {:.1} MiB/s, {:.0}% of the controller (paper Fig. 13: about 80%); seqp delivers {:.1} MiB/s. \
          {fig12}; the paper attributes Fig. 12's loss to buffer management on the host's CPU, which the simulator does \
-         not model.\n",
+         not model.\n\n",
         best_800,
         100.0 * best_800 / controller_mib_s,
         j[k - 1].throughput_mib_s
