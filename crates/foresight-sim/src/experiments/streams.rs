@@ -701,7 +701,12 @@ pub fn run(ctx: &Context<'_>) -> Result<Section, ExperimentError> {
     let j = run_all("streams fig12/13", &configs, ctx)?;
     let k = jbod_counts.len();
     let controller_mib_s = 450e6 / 1_048_576.0;
-    figures.push(sweep_figure(
+    let best_800 = j[2 * k + k - 1].throughput_mib_s;
+    // Every stream dispatched (Fig. 12) against a dispatch set of 16 (Fig. 13), at each count.
+    let d_all_vs_16 = (0..k)
+        .map(|i| rel_gap(j[k + i].throughput_mib_s, j[2 * k + i].throughput_mib_s))
+        .fold(0.0, f64::max);
+    let mut fig13 = sweep_figure(
         "streams_fig13",
         "Figs. 12-13: 8 disks behind one 450 MB/s controller",
         jbod_counts,
@@ -713,12 +718,13 @@ pub fn run(ctx: &Context<'_>) -> Result<Section, ExperimentError> {
         &j,
         |r| r.throughput_mib_s,
         "aggregate MiB/s",
-    ));
-    let best_800 = j[2 * k + k - 1].throughput_mib_s;
-    // Every stream dispatched (Fig. 12) against a dispatch set of 16 (Fig. 13), at each count.
-    let d_all_vs_16 = (0..k)
-        .map(|i| rel_gap(j[k + i].throughput_mib_s, j[2 * k + i].throughput_mib_s))
-        .fold(0.0, f64::max);
+    );
+    // The Fig. 12 line is drawn first and hidden under Fig. 13's when they coincide; its legend
+    // entry (not the CSV's series name) says where it went.
+    if d_all_vs_16 < 0.005 {
+        fig13.chart.series[1].name = "streams D=S (Fig 12) = D=16".into();
+    }
+    figures.push(fig13);
     let fig12 = if d_all_vs_16 < 0.01 {
         format!(
             "Dispatching every stream (Fig. 12) gives the same throughput here (within {:.1}% at every \
