@@ -224,6 +224,9 @@ config file's directory, or from the current one when given by --set.
   file_size = \"128MiB\"           per-client file (random: one shared file, 0 = whole volume,
                                  its default; webserver: mean file size)
   files = 1000                   webserver: files in the set
+  pick = \"random\"                webserver: how a thread picks its next file: random |
+                                 rotor (one cursor, shared by the threads, walks the set in
+                                 file order: FileBench 1.x's openfile)
   request = \"64KiB\"              bytes per read
   think = \"0s\"                   pause between a completion and the next read (at most
                                  3600s)

@@ -169,8 +169,8 @@ pub enum WorkloadKind {
     Random,
     /// Replay of a block trace.
     Trace,
-    /// FileBench's web server: threads each read whole files picked at random from a set whose
-    /// sizes have mean `file_size`.
+    /// FileBench's web server: threads each read whole files from a set whose sizes have mean
+    /// `file_size`, picked as `pick` says.
     Webserver,
     /// A table scan through an index (paper 003): each client reads its own table of `file_size`
     /// in pages of `request` bytes, in a random-permutation order disclosed up front as a hint.
@@ -191,6 +191,19 @@ pub enum GapDist {
     Fixed,
     /// Gaps are exponential with mean `workload.gap` (sorted random reads in a region).
     Exponential,
+}
+
+/// How a `webserver` thread picks its next file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FilePick {
+    /// Each thread draws every file uniformly at random from the set.
+    Random,
+    /// One cursor shared by all threads walks the set in file order, and each open takes the file
+    /// under it: FileBench 1.x's `openfile` (without `rotatefd`), which paper 000's FileBench 1.1.0
+    /// ran. FileBench creates the files in that same order, so with `contiguous` placement the
+    /// threads read neighbouring files.
+    Rotor,
 }
 
 pub use foresight_policy::layout::Placement;
@@ -216,6 +229,8 @@ pub struct WorkloadConfig {
     pub placement: Placement,
     /// Files in the set (`webserver`).
     pub files: u32,
+    /// How a thread picks its next file (`webserver`).
+    pub pick: FilePick,
     /// Whether files carry ext3-like indirect blocks among their data (paper 000, Fig. 6).
     pub metadata: bool,
     /// Trace file (`trace`).
@@ -789,7 +804,9 @@ fn workload_reads(kind: WorkloadKind, key: &str) -> bool {
         WorkloadKind::Streams | WorkloadKind::Scan => placed || key == "request",
         // One contiguous file, shared by the clients.
         WorkloadKind::Random => client || matches!(key, "request" | "requests"),
-        WorkloadKind::Webserver => placed || matches!(key, "request" | "requests" | "files"),
+        WorkloadKind::Webserver => {
+            placed || matches!(key, "request" | "requests" | "files" | "pick")
+        }
         // A tile row segment is the read: `tile` takes the place of `request`.
         WorkloadKind::Tiles => placed || matches!(key, "tile" | "tiles_across"),
         WorkloadKind::Gaps => placed || matches!(key, "request" | "gap" | "gap_dist"),
@@ -887,6 +904,7 @@ const HOST_KEYS: [(&str, &[&str]); 2] = [
             "extent",
             "metadata",
             "files",
+            "pick",
             "format",
             "trace_records_max",
             "closed",
@@ -1350,6 +1368,11 @@ impl SimConfig {
                 }
             },
             files: w.int("files", 1000, 1, MAX_FILES)? as u32,
+            pick: w.choice(
+                "pick",
+                FilePick::Random,
+                &[("random", FilePick::Random), ("rotor", FilePick::Rotor)],
+            )?,
             metadata: w.boolean("metadata", false)?,
             trace: w
                 .raw("trace")
@@ -1885,6 +1908,20 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(e.contains("workload.file_size"), "{e}");
+        let web = ["workload.kind=webserver", "workload.duration=1s"];
+        let e = cfg("", &[&web[..], &["workload.pick=sequential"]].concat())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("workload.pick") && e.contains("rotor"), "{e}");
+        let pick = |sets: &[&str]| cfg("", &[&web[..], sets].concat()).unwrap().workload.pick;
+        assert_eq!(pick(&[]), FilePick::Random);
+        assert_eq!(pick(&["workload.pick=rotor"]), FilePick::Rotor);
+        // Only a webserver opens files one after another.
+        let e = cfg("", &["workload.pick=rotor"]).unwrap_err().to_string();
+        assert!(
+            e.contains("workload.pick") && e.contains("webserver"),
+            "{e}"
+        );
         let e = cfg("", &["device.queue_policy=elevator"])
             .unwrap_err()
             .to_string();
