@@ -34,12 +34,19 @@
 //! measured (the kernel reads the real disk, not the modelled one). `--scheduler` picks the
 //! modelled disk's host queue scheduler (`deadline` by default, `noop`, or `anticipatory`, which
 //! holds the disk after a reader's read for that reader's next one for `--antic-expire`); both
-//! are refused without `--emulate`, since the real disk's scheduler is the kernel's.
+//! are refused without `--emulate`, since the real disk's scheduler is the kernel's. `--disks N`
+//! (with `--strip`, 128 KiB by default) makes the emulated device a RAID-0 of N such drives, the
+//! one device on which the engine runs `msp+seqp` and `msp+saseqp` (MSP in the RAID driver's
+//! cache beneath the engine's buffers, `--raid-cache` of its own, 512 MiB by default); elsewhere
+//! those are refused, naming the flags.
 //!
 //! Progress goes to stderr; the table, or with `--json` one JSON array of objects, one per
 //! (N, method), with keys `streams, method, policy, mib_s, ratio_to_limit, memory_peak_bytes,
-//! cpu_s, scheduler, antic_expire_ns` (the last two the emulated disk's scheduler and, under
-//! `anticipatory`, its wait; `null` on the real disk), goes to stdout. `mib_s` is the median over the rounds; `ratio_to_limit` is the median
+//! cpu_s, scheduler, antic_expire_ns, raid_fetches, raid_prefetched_bytes, raid_wasted_bytes,
+//! raid_cache_peak_bytes` (`scheduler` and `antic_expire_ns` the emulated disk's scheduler and,
+//! under `anticipatory`, its wait, `null` on the real disk; the `raid_*` keys the RAID driver's
+//! cache under `msp+...`, as `sim --json` names them, from the first round, `null` for other
+//! policies), goes to stdout. `mib_s` is the median over the rounds; `ratio_to_limit` is the median
 //! of the per-round ratios, each method against the limit measured in the same round.
 
 use std::io::{Read, Write};
@@ -54,7 +61,8 @@ use foresight_engine::measure::{
     sequential_read_files,
 };
 use foresight_engine::{
-    check_policy, Backend, EmulatedConfig, Engine, EngineError, NoopBackend, Scheduler,
+    check_policy, check_policy_on, ArrayStats, Backend, EmulatedConfig, Engine, EngineError,
+    NoopBackend, Scheduler,
 };
 use foresight_policy::PolicyConfig;
 use serde_json::json;
@@ -99,6 +107,7 @@ pub struct BenchArgs {
     #[arg(long)]
     json: bool,
     /// Engine policies, comma-separated [default: those of seqp,streams the engine can run].
+    /// `msp+seqp` and `msp+saseqp` run only with --emulate PRESET --disks N.
     /// On the real disk `streams` runs with R = 8 MiB, N = 4, M = 128 MiB (D = 4); under
     /// --emulate with paper 001's R = 8 MiB, N = 1, M = 16 MiB.
     #[arg(long, value_delimiter = ',', value_name = "NAME,...")]
@@ -115,6 +124,20 @@ pub struct BenchArgs {
     /// Run the engine on the emulated backend with this device preset (see `foresight devices`).
     #[arg(long, value_name = "PRESET")]
     emulate: Option<String>,
+    /// Emulate a RAID-0 of this many --emulate drives instead of one (the simulator's
+    /// `device.kind=raid0`, `device.disks`); files are spread over the striped volume. Only with
+    /// --emulate. The policies `msp+seqp` and `msp+saseqp` need it: MSP runs in the RAID
+    /// driver's cache, which the engine has on an emulated RAID-0 only.
+    #[arg(long, value_name = "N")]
+    disks: Option<u32>,
+    /// The emulated RAID-0's strip size (the simulator's `device.strip`) [default: 128KiB]. Only
+    /// with --disks.
+    #[arg(long, allow_hyphen_values = true, value_name = "SIZE")]
+    strip: Option<String>,
+    /// The RAID driver's cache under `msp+...` (the simulator's `host.raid_cache`), its own
+    /// budget besides --memory [default: 512MiB]. Only with --disks.
+    #[arg(long, allow_hyphen_values = true, value_name = "SIZE")]
+    raid_cache: Option<String>,
     /// The emulated disk's host block queue scheduler: noop, deadline or anticipatory (the
     /// simulator's `host.scheduler`) [default: deadline]. Only with --emulate: on the real disk
     /// the kernel's scheduler runs.
@@ -200,6 +223,8 @@ struct Plan {
     dir: PathBuf,
     policies: Vec<String>,
     emulate: Option<EmulatedConfig>,
+    /// The RAID driver's cache under `msp+...`.
+    raid_cache: ByteLen,
     request: u64,
     readahead_max: ByteLen,
     /// The engine's budget for each N.
@@ -222,6 +247,8 @@ struct Row {
     memory_peak_bytes: Option<u64>,
     cpu_s: f64,
     note: String,
+    /// The RAID driver's cache under `msp+...`.
+    array: Option<ArrayStats>,
 }
 
 fn size(flag: &str, text: &str) -> anyhow::Result<u64> {
@@ -252,6 +279,37 @@ fn plan(a: &BenchArgs) -> anyhow::Result<Plan> {
         )?),
     };
     let emulated = emulate.is_some();
+    for (flag, given) in [
+        ("--strip", a.strip.is_some()),
+        ("--raid-cache", a.raid_cache.is_some()),
+    ] {
+        if given && a.disks.is_none() {
+            return Err(input(format!(
+                "{flag}: only an emulated RAID-0 has strips and a RAID driver's cache; add \
+                 --emulate PRESET --disks N or drop {flag}"
+            )));
+        }
+    }
+    let emulate = match (emulate, a.disks) {
+        (None, Some(_)) => {
+            return Err(input(
+                "--disks: only the emulated backend models an array; add --emulate PRESET or \
+                 drop --disks",
+            ))
+        }
+        (Some(e), Some(disks)) => {
+            let strip = size("strip", a.strip.as_deref().unwrap_or("128KiB"))?;
+            let e = e.raid0(disks, strip);
+            e.validate()
+                .map_err(|err| input(format!("--disks/--strip: {err}")))?;
+            Some(e)
+        }
+        (e, None) => e,
+    };
+    let raid_cache = ByteLen(size(
+        "raid-cache",
+        a.raid_cache.as_deref().unwrap_or("512MiB"),
+    )?);
     // The real disk's scheduler is the kernel's: these would be ignored.
     for (flag, given) in [
         ("--scheduler", a.scheduler.is_some()),
@@ -399,22 +457,31 @@ fn plan(a: &BenchArgs) -> anyhow::Result<Plan> {
             .cloned()
             .collect()
     };
+    let engine_backend = match &emulate {
+        Some(e) => Backend::Emulated(e.clone()),
+        None => Backend::Auto,
+    };
     for p in &names {
-        check_policy(&policy_config(p, readahead_max)).map_err(|e| {
+        check_policy_on(&policy_config(p, readahead_max), &engine_backend).map_err(|e| {
             // The library's own words for this one are advice to a programmer (build_stack).
             let why = match e {
                 foresight_engine::EngineError::Policy(
                     foresight_policy::PolicyError::NeedsStack(_),
-                ) => "it prefetches into a second cache below the page cache (a RAID \
-                      driver's, or a storage tier's), which the engine does not have"
+                ) => "it prefetches into a second cache below the page cache (a storage \
+                      tier's), which the engine does not have"
                     .to_string(),
+                foresight_engine::EngineError::Setting { message, .. } => {
+                    format!("{message} (here: --emulate PRESET --disks N)")
+                }
                 other => other.to_string(),
             };
             input(format!(
                 "--policy: `{p}` cannot run in the engine: {why}. The engine runs: {}",
                 foresight_policy::POLICY_NAMES
                     .iter()
-                    .filter(|n| check_policy(&policy_config(n, readahead_max)).is_ok())
+                    .filter(|n| {
+                        check_policy_on(&policy_config(n, readahead_max), &engine_backend).is_ok()
+                    })
                     .copied()
                     .collect::<Vec<_>>()
                     .join(", ")
@@ -451,6 +518,7 @@ fn plan(a: &BenchArgs) -> anyhow::Result<Plan> {
         dir: a.dir.clone(),
         policies: names,
         emulate,
+        raid_cache,
         request,
         readahead_max,
         memory,
@@ -676,6 +744,8 @@ fn medians(samples: Vec<(u32, Row)>) -> Vec<Summary> {
                     memory_peak_bytes: of.iter().filter_map(|(_, r)| r.memory_peak_bytes).max(),
                     cpu_s: median(of.iter().map(|(_, r)| r.cpu_s).collect()),
                     note,
+                    // The first round's: the array policy's decisions vary little between rounds.
+                    array: of[0].1.array,
                 },
             }
         })
@@ -702,6 +772,10 @@ fn print_rows(p: &Plan, rows: &[Summary], as_json: bool) -> anyhow::Result<()> {
                     "antic_expire_ns": p.emulate.as_ref()
                         .filter(|e| e.scheduler == Scheduler::Anticipatory)
                         .map(|e| e.antic_expire.0),
+                    "raid_fetches": r.array.map(|a| a.fetches),
+                    "raid_prefetched_bytes": r.array.map(|a| a.prefetched_bytes),
+                    "raid_wasted_bytes": r.array.map(|a| a.wasted_bytes),
+                    "raid_cache_peak_bytes": r.array.map(|a| a.peak_bytes),
                 })
             })
             .collect();
@@ -907,6 +981,7 @@ fn measure_limit(p: &Plan, files: &[PathBuf], bytes: u64, n: u32) -> anyhow::Res
             r.backend,
             if r.direct { "O_DIRECT" } else { "buffered" }
         ),
+        array: None,
     })
 }
 
@@ -973,6 +1048,7 @@ fn run_fio(p: &Plan, files: &[PathBuf], n: u32) -> anyhow::Result<Row> {
         } else {
             "4 KiB-page buffers (no free huge pages; see --fio)".to_string()
         },
+        array: None,
     })
 }
 
@@ -1164,6 +1240,7 @@ fn measure_kernel(p: &Plan, files: &[PathBuf], bytes: u64, n: u32) -> anyhow::Re
         memory_peak_bytes: None,
         cpu_s: t.cpu_s,
         note: t.tail_note(),
+        array: None,
     })
 }
 
@@ -1197,6 +1274,7 @@ fn measure_engine(
         .policy_config(cfg)
         .max_io(p.max_io)
         .queue_depth(p.queue_depth)
+        .raid_cache(p.raid_cache)
         .backend(backend)
         .build()
         .map_err(|e| input(format!("engine: {e}")))?;
@@ -1254,6 +1332,7 @@ fn measure_engine(
         memory_peak_bytes: Some(s.buffers_peak_bytes),
         cpu_s: t.cpu_s,
         note,
+        array: s.array,
     })
 }
 
@@ -1329,6 +1408,7 @@ mod tests {
             memory_peak_bytes: None,
             cpu_s: 0.0,
             note: String::new(),
+            array: None,
         };
         (round, row)
     }

@@ -430,3 +430,74 @@ fn a_sparse_file_of_the_right_size_is_written_again() {
     assert_eq!(m.len(), 4 << 20);
     assert!(m.blocks() * 512 >= m.len(), "still sparse: {m:?}\n{err}");
 }
+
+/// `msp+...` runs on an emulated RAID-0 (`--emulate PRESET --disks N`), where MSP has the RAID
+/// driver's cache to prefetch stripes into; the JSON rows carry that cache's figures, as
+/// `sim --json` does, and `null` for a policy without it. `--disks`, `--strip` and
+/// `--raid-cache` without what they qualify are refused, naming the flag, before anything is
+/// written.
+#[test]
+fn msp_runs_on_an_emulated_raid0_and_reports_the_raid_cache() {
+    let d = dir("msp");
+    let (code, out, err) = foresight(&[
+        "bench",
+        "--emulate",
+        "cheetah-15k4",
+        "--disks",
+        "5",
+        "--strip",
+        "128KiB",
+        "--policy",
+        "msp+saseqp,saseqp",
+        "--streams",
+        "1",
+        "--file-size",
+        "16MiB",
+        "--total-size",
+        "16MiB",
+        "--dir",
+        &d,
+        "--repeat",
+        "1",
+        "--json",
+        "--memory",
+        "64MiB",
+    ]);
+    let _ = std::fs::remove_dir_all(&d);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(out.trim()).expect("one JSON array");
+    let rows = v.as_array().unwrap();
+    let msp = rows
+        .iter()
+        .find(|r| r["policy"] == "msp+saseqp")
+        .expect("an msp row");
+    assert!(msp["raid_fetches"].as_u64().unwrap() > 0, "{msp}");
+    assert!(msp["raid_prefetched_bytes"].as_u64().unwrap() > 0, "{msp}");
+    let peak = msp["raid_cache_peak_bytes"].as_u64().unwrap();
+    assert!(peak > 0 && peak <= 512 << 20, "{msp}");
+    let alone = rows
+        .iter()
+        .find(|r| r["policy"] == "saseqp")
+        .expect("a saseqp row");
+    assert!(alone["raid_fetches"].is_null(), "{alone}");
+    for (args, flag) in [
+        (vec!["--disks", "5"], "--disks"),
+        (vec!["--emulate", "wd800jd", "--strip", "64KiB"], "--strip"),
+        (
+            vec!["--emulate", "wd800jd", "--raid-cache", "8MiB"],
+            "--raid-cache",
+        ),
+        (vec!["--emulate", "wd800jd", "--disks", "0"], "--disks"),
+    ] {
+        let d = dir("msp-bad");
+        let mut all = vec!["bench", "--dir", d.as_str()];
+        all.extend(args);
+        let (code, _, err) = foresight(&all);
+        assert_eq!(code, 2, "{flag}: {err}");
+        assert!(err.contains(flag), "{flag}: {err}");
+        assert!(
+            !std::path::Path::new(&d).exists(),
+            "{flag}: {d} was created"
+        );
+    }
+}

@@ -63,6 +63,8 @@ pub struct EngineBuilder {
     direct_io: bool,
     prefault: bool,
     wrapper: Option<PolicyWrapper>,
+    raid_cache: ByteLen,
+    array_wrapper: Option<PolicyWrapper>,
 }
 
 impl std::fmt::Debug for EngineBuilder {
@@ -75,6 +77,7 @@ impl std::fmt::Debug for EngineBuilder {
             .field("max_io", &self.max_io)
             .field("direct_io", &self.direct_io)
             .field("prefault", &self.prefault)
+            .field("raid_cache", &self.raid_cache)
             .finish()
     }
 }
@@ -94,6 +97,8 @@ impl Default for EngineBuilder {
             direct_io: true,
             prefault: false,
             wrapper: None,
+            raid_cache: ByteLen::mib(512),
+            array_wrapper: None,
         }
     }
 }
@@ -172,6 +177,21 @@ impl EngineBuilder {
         self
     }
 
+    /// The RAID driver's cache under `msp+...` (default 512 MiB, the simulator's and paper 000's
+    /// `host.raid_cache`): its own hard budget, besides [`EngineBuilder::memory`]
+    /// (`backend::array`).
+    pub fn raid_cache(mut self, bytes: ByteLen) -> Self {
+        self.raid_cache = bytes;
+        self
+    }
+
+    /// Wraps the array-level policy of `msp+...` when the engine is built (as
+    /// [`EngineBuilder::wrap_policy`] wraps the file-level one).
+    pub fn wrap_array_policy(mut self, wrapper: PolicyWrapper) -> Self {
+        self.array_wrapper = Some(wrapper);
+        self
+    }
+
     fn validate(&self) -> Result<(), EngineError> {
         let bad = |setting, message: String| Err(EngineError::Setting { setting, message });
         if !(1..=4096).contains(&self.queue_depth) {
@@ -204,7 +224,13 @@ impl EngineBuilder {
         if self.memory.0 > 1 << 50 {
             return bad("memory", format!("{} is more than 1 PiB", self.memory));
         }
-        Ok(())
+        if self.raid_cache.0 < PAGE_BYTES || self.raid_cache.0 > 1 << 50 {
+            return bad(
+                "raid_cache",
+                format!("must be between 4KiB and 1PiB, got {}", self.raid_cache),
+            );
+        }
+        check_policy_on(&self.policy, &self.backend)
     }
 
     /// Starts the engine: the backend (falling back from io_uring to threads under
@@ -218,7 +244,43 @@ impl EngineBuilder {
             with_device_figures(&mut policy_cfg, &e.device);
         }
         let port = CompletionPort::new();
-        let (backend, fallback) = start_backend(self.backend, qd, port.clone(), try_uring)?;
+        let array = policy_cfg.name.starts_with("msp+");
+        let (backend, fallback) = if array {
+            // The emulated RAID-0 beneath the RAID driver's cache (checked in `validate`).
+            let Backend::Emulated(e) = self.backend else {
+                unreachable!("validate admits msp+ on the emulated backend only")
+            };
+            let inner_port = CompletionPort::new();
+            // Room for every request of the driver and for the array policy's reads besides.
+            let inner: Arc<dyn IoBackend> = Arc::new(
+                EmulatedBackend::start(e, qd + ARRAY_READS_EXTRA, inner_port.clone())
+                    .map_err(EngineError::Spawn)?,
+            );
+            let v = inner
+                .volume()
+                .expect("the emulated backend models a volume");
+            let stack = foresight_policy::build_stack(
+                &policy_cfg,
+                Arc::new(Layout::new(v.volume_bytes, v.striping)),
+            )?;
+            let mut array_policy = stack.array.expect("msp+ has an array policy");
+            if let Some(w) = self.array_wrapper {
+                array_policy = w(array_policy);
+            }
+            let cache = crate::backend::array::ArrayCacheBackend::start(
+                inner,
+                &inner_port,
+                array_policy,
+                self.raid_cache.0,
+                qd,
+                port.clone(),
+            )
+            .map_err(EngineError::Spawn)?;
+            policy_cfg.name = policy_cfg.name["msp+".len()..].to_string();
+            (Arc::new(cache) as Arc<dyn IoBackend>, None)
+        } else {
+            start_backend(self.backend, qd, port.clone(), try_uring)?
+        };
         let initial = match backend.volume() {
             None => Layout::unplaced(&[]),
             Some(v) => Layout::new(v.volume_bytes, v.striping),
@@ -284,12 +346,47 @@ fn with_device_figures(cfg: &mut PolicyConfig, device: &EmulatedDevice) {
     cfg.directed.media_bytes_per_s = media;
 }
 
-/// Whether the engine can run the policy `cfg` names: the name is known and the policy works at
-/// the file level. `streams` runs as the scheduler over files; `msp+...` needs an array-level
-/// cache, which the engine does not have.
+/// Reads the emulated RAID-0 beneath an array cache has room for besides the driver's own: the
+/// array policy's fetches (MSP keeps at most 32 stripes in flight).
+const ARRAY_READS_EXTRA: usize = 64;
+
+/// Whether the engine can run the policy `cfg` names on some backend: the name is known and the
+/// policy works at the file level, or it is `msp+X` with `X` one that does (`msp+...` then needs
+/// the emulated RAID-0, see [`check_policy_on`]). `streams` runs as the scheduler over files.
 pub fn check_policy(cfg: &PolicyConfig) -> Result<(), EngineError> {
-    foresight_policy::build(cfg, Arc::new(Layout::unplaced(&[]))).map(|_| ())?;
+    let mut file_level = cfg.clone();
+    if let Some(x) = cfg.name.strip_prefix("msp+") {
+        file_level.name = x.to_string();
+    }
+    cfg.validate()?;
+    foresight_policy::build(&file_level, Arc::new(Layout::unplaced(&[]))).map(|_| ())?;
     Ok(())
+}
+
+/// Whether the engine can run the policy `cfg` names on `backend`: as [`check_policy`], and
+/// `msp+...`, whose MSP runs in the RAID driver's cache (`backend::array`), only on the emulated
+/// backend with a RAID-0 device, the one backend whose files lie on a striped volume.
+pub fn check_policy_on(cfg: &PolicyConfig, backend: &Backend) -> Result<(), EngineError> {
+    check_policy(cfg)?;
+    if !cfg.name.starts_with("msp+") {
+        return Ok(());
+    }
+    match backend {
+        Backend::Emulated(EmulatedConfig {
+            device: EmulatedDevice::Raid0 { .. },
+            ..
+        }) => Ok(()),
+        _ => Err(EngineError::Setting {
+            setting: "policy",
+            message: format!(
+                "`{}` runs MSP in the RAID driver's cache, which the engine has only on the \
+                 emulated backend with a RAID-0 device (files placed on a striped volume); \
+                 emulate a RAID-0, or choose `{}` alone",
+                cfg.name,
+                &cfg.name["msp+".len()..]
+            ),
+        }),
+    }
 }
 
 #[cfg(target_os = "linux")]
@@ -561,7 +658,14 @@ impl Engine {
 
     /// A snapshot of the counters.
     pub fn stats(&self) -> Stats {
-        self.owner.shared.lock().stats()
+        let mut s = self.owner.shared.lock().stats();
+        if let Some(a) = self.owner.shared.backend.array_stats() {
+            // The driver's reads end at the array cache; the device's are the cache's.
+            s.device_reads = a.device_reads;
+            s.device_bytes = a.device_bytes;
+            s.array = Some(a);
+        }
+        s
     }
 
     /// The backend running.
@@ -1000,5 +1104,60 @@ mod tests {
         assert!(e.to_string().contains("memory"), "{e}");
         let e = Engine::builder().policy("psychic").build().unwrap_err();
         assert!(e.to_string().contains("psychic"), "{e}");
+        let e = Engine::builder()
+            .raid_cache(ByteLen(100))
+            .build()
+            .unwrap_err();
+        assert!(e.to_string().contains("raid_cache"), "{e}");
+    }
+
+    /// MSP runs in the RAID driver's cache, which the engine has over an emulated RAID-0 only:
+    /// elsewhere `msp+...` is refused, saying what to change; there it runs, with the cache's
+    /// figures in the stats and the file's bytes read.
+    #[test]
+    fn msp_runs_on_an_emulated_raid0_only() {
+        let one_drive = EmulatedConfig::preset("cheetah-15k4").unwrap();
+        for backend in [
+            Backend::Noop(NoopBackend::new()),
+            Backend::Threads,
+            Backend::Emulated(one_drive.clone()),
+        ] {
+            let e = Engine::builder()
+                .policy("msp+saseqp")
+                .backend(backend)
+                .build()
+                .unwrap_err();
+            let text = e.to_string();
+            assert!(
+                text.contains("msp+saseqp") && text.contains("RAID-0"),
+                "{text}"
+            );
+            assert!(text.contains("choose `saseqp` alone"), "{text}");
+        }
+        let dir = std::env::temp_dir().join(format!("foresight-msp-engine-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("f");
+        let bytes: Vec<u8> = (0..(12u32 << 20))
+            .map(|i| (i / 4096 * 31 + i) as u8)
+            .collect();
+        std::fs::write(&path, &bytes).unwrap();
+        let engine = Engine::builder()
+            .policy("msp+saseqp")
+            .readahead_max(ByteLen::kib(128))
+            .backend(Backend::Emulated(one_drive.raid0(5, 128 << 10)))
+            .raid_cache(ByteLen::mib(64))
+            .build()
+            .unwrap();
+        let mut r = engine.open(&path).unwrap();
+        let mut got = Vec::new();
+        r.read_to_end(&mut got).unwrap();
+        assert!(got == bytes, "the file's bytes");
+        let s = engine.stats();
+        let a = s.array.expect("the array cache's figures");
+        assert!(a.fetches > 0 && a.prefetched_bytes > 0, "{a:?}");
+        assert!(a.peak_bytes <= ByteLen::mib(64).0, "{a:?}");
+        assert_eq!(s.device_bytes, a.device_bytes);
+        drop(r);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

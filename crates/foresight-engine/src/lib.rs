@@ -57,13 +57,14 @@ mod pool;
 pub mod stats;
 mod sys;
 
+pub use backend::array::ArrayStats;
 pub use backend::emulated::{EmulatedConfig, EmulatedDevice, EmulatedPlacement, Scheduler};
 pub use backend::noop::{Fault, FaultKind, NoopBackend};
 pub use backend::{BackendKind, IoBackend};
 pub use beneath::{Resolver, RootDir};
 pub use engine::{
-    check_policy, Backend, Engine, EngineBuilder, FileIdentity, PolicyWrapper, Reader,
-    StreamHandle, MAX_HINT_RANGES,
+    check_policy, check_policy_on, Backend, Engine, EngineBuilder, FileIdentity, PolicyWrapper,
+    Reader, StreamHandle, MAX_HINT_RANGES,
 };
 pub use error::EngineError;
 pub use stats::Stats;

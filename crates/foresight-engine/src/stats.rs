@@ -59,4 +59,8 @@ pub struct Stats {
     pub files_direct: u64,
     /// Files opened buffered (the file system refused `O_DIRECT`, or it was not asked for).
     pub files_buffered: u64,
+    /// Under `msp+...`, the RAID driver's cache beneath the driver (`backend::array`); then
+    /// `device_reads` and `device_bytes` are the reads that cache sent the device, the driver's
+    /// reads served from it included in none of them.
+    pub array: Option<crate::backend::array::ArrayStats>,
 }

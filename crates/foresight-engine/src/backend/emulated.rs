@@ -12,7 +12,8 @@
 //!
 //! Files are placed on the modelled volume when opened (spread over `slots` equal slots as in
 //! paper 001's experiments, or back to back), and the engine shows policies that placement through
-//! their layout, as the simulator does. The volume is built as the simulator builds it: a read is
+//! their layout, as the simulator does. On a RAID-0, `msp+...` puts the RAID driver's cache
+//! ([`super::array`]) between the engine and this backend. The volume is built as the simulator builds it: a read is
 //! split into member parts first (on a RAID-0 at strip boundaries, each member's share one
 //! contiguous part, as Linux's md splits bios), and each member disk has its own host block queue,
 //! the simulator's own (`foresight_device::blockq`), which merges adjacent parts up to

@@ -13,7 +13,9 @@
 //! - [`noop`]: files held in memory, with injectable faults (EIO, short reads, delays), for tests;
 //! - [`emulated`]: reads the real bytes but completes each read when a `foresight-device` model
 //!   says the modelled device would have, so the engine can be measured against hardware this
-//!   machine does not have.
+//!   machine does not have;
+//! - [`array`]: not a way of reading but a layer over [`emulated`] on a RAID-0: the RAID driver's
+//!   cache, driven by the array-level policy of `msp+...`.
 //!
 //! The contract every backend keeps: `submit` never blocks (the driver never has more than
 //! [`IoBackend::capacity`] requests outstanding, and a backend asserts it); every request completes
@@ -22,6 +24,7 @@
 //! read ends the file); completions are delivered without holding any backend lock, so the driver
 //! may submit from inside its completion handler.
 
+pub mod array;
 pub mod emulated;
 pub mod noop;
 pub mod threads;
@@ -256,6 +259,10 @@ pub trait IoBackend: Send + Sync {
     }
     /// The modelled volume, if the backend models one.
     fn volume(&self) -> Option<ModelledVolume> {
+        None
+    }
+    /// What the array-level cache did, if the backend is one ([`array`]).
+    fn array_stats(&self) -> Option<array::ArrayStats> {
         None
     }
     /// Stops the backend's threads once outstanding requests finish. Idempotent.

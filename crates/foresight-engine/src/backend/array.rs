@@ -1,0 +1,1145 @@
+//! The array-level cache: the RAID driver's own cache, beneath the engine's file-level chunks.
+//!
+//! Paper 000_a596543dd26dac72.txt (sections 4 and 5.1) runs MSP in the RAID driver's cache, below
+//! the page cache; the simulator runs it in a block-level `CacheLayer`. In the engine the same
+//! place is between the driver and the emulated RAID-0 backend, so this cache is a backend that
+//! wraps that one: every read the driver hands the backend is a block request that reaches the
+//! array. It is mapped to volume bytes through the file's placement, shown to the array policy as
+//! `Input::Read` of [`VOLUME_FILE`] (the whole request, cut at the file's size, whole sectors, with
+//! the first volume byte no cached or in-flight page covers as the miss, as the simulator shows
+//! it), and the policy's `Output::Fetch`es are executed at once. The request is then served from
+//! the cache's pages: pages held are copied, pages in flight are waited for, and missing pages are
+//! read on demand into the cache first, so later fetches skip them (the policy leaves the skip of
+//! cached and in-flight blocks to the driver, as the paper's listing does). A fetch reads the
+//! pages of its volume range that are neither held nor in flight; a volume range maps back to the
+//! files placed on it, each piece a read of that file, and a piece where no file lies reads
+//! nothing (the engine has no volume bytes outside its files). When every piece of a fetch has
+//! arrived the policy hears `Input::Fetched`. Nothing here decides what to read ahead.
+//!
+//! Memory: the cache has its own hard budget of `capacity_bytes` (the simulator's
+//! `host.raid_cache`), separate from the driver's [`crate::pool::BufferPool`]: the RAID driver's
+//! memory is not the page cache's. Every page the cache holds or has in flight counts, from the
+//! moment its read is issued; bytes are kept in the buffer they were read into, one buffer per
+//! read, and a buffer is evicted whole, least recently used first, so the count is exactly the
+//! bytes held and never exceeds the budget (asserted wherever it grows). A prefetch that does not
+//! fit once everything evictable is gone is cut short and the policy hears
+//! `Input::MemoryPressure`; a request whose missing pages do not fit, or whose pages the cache
+//! holds for another file (two placements overlap on the volume), is read straight into the
+//! driver's buffer, past the cache, so demand never waits for the array cache's memory.
+//!
+//! Bounds: reads to the emulated backend are at most its capacity; the rest wait in one FIFO
+//! whose length is bounded by the pages the budget holds plus one read per request the driver may
+//! have outstanding (asserted). A request served wholly from the cache completes on a delivery
+//! thread (through a channel with room for every request the driver may have outstanding),
+//! since the driver may submit under its own lock and a completion takes that lock.
+//!
+//! The array policy the engine runs is MSP (`msp+...`), which sets no timer and never defers;
+//! the cache polls no timer and reads a deferred request on demand.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::io;
+use std::path::Path;
+use std::sync::mpsc::{sync_channel, SyncSender};
+use std::sync::{Arc, Mutex, Weak};
+
+use foresight_core::SECTOR_BYTES;
+use foresight_core::{ByteLen, ByteOffset, ByteRange, FetchId, FileId, Instant, StreamId};
+use foresight_policy::layout::VOLUME_FILE;
+use foresight_policy::{Input, Output, Policy, PAGE_BYTES};
+
+use super::{
+    BackendKind, CompletionPort, CompletionSink, FileHandle, IoBackend, IoCompletion, IoRequest,
+    ModelledVolume,
+};
+use crate::beneath::RootDir;
+use crate::buffer::AlignedBuf;
+
+/// What the array cache did, for [`crate::Stats`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ArrayStats {
+    /// The cache's budget.
+    pub capacity_bytes: u64,
+    /// Fetches the array policy asked for.
+    pub fetches: u64,
+    /// Bytes the array policy's fetches read ahead of the requests that reach the array (pages
+    /// of the request that prompted a fetch count as that request's, not as read ahead).
+    pub prefetched_bytes: u64,
+    /// Of those, the bytes of pages evicted or still held without any request having read them.
+    pub wasted_bytes: u64,
+    /// The most bytes held or in flight at once; never above `capacity_bytes`.
+    pub peak_bytes: u64,
+    /// Requests from the driver served from the cache without waiting for the device.
+    pub hits: u64,
+    /// Requests read past the cache (no room for their missing pages, or pages held for another
+    /// file).
+    pub bypassed: u64,
+    /// Reads the cache sent the device.
+    pub device_reads: u64,
+    /// Bytes those reads returned.
+    pub device_bytes: u64,
+}
+
+/// A file placed on the volume, for mapping fetches back to files.
+struct Placed {
+    end_bytes: u64,
+    handle: Arc<FileHandle>,
+    /// The reader that last read it: a fetch issued outside a request (on a completion) is its
+    /// I/O, as the simulator charges it.
+    last_reader: Option<StreamId>,
+}
+
+enum BufState {
+    InFlight,
+    Ready {
+        data: AlignedBuf,
+        valid_bytes: u64,
+    },
+    /// The read failed: its pages are no longer the cache's; the slot stays until no request
+    /// pins it.
+    Failed,
+}
+
+/// One read's pages: `pages` volume pages from `first_page`, of one file.
+struct Buf {
+    file: FileId,
+    file_volume_bytes: u64,
+    first_page: u64,
+    pages: u64,
+    state: BufState,
+    /// Requests that will copy from it.
+    pins: u32,
+    waiters: Vec<u32>,
+    fetch: Option<FetchId>,
+    /// Per page, whether it was read ahead and no request has read it yet.
+    unread: Vec<bool>,
+    tick: u64,
+}
+
+/// A request from the driver being served from the cache.
+struct Req {
+    req: IoRequest,
+    vol_bytes: u64,
+    /// The buffer of each page the request covers.
+    bufs: Vec<u32>,
+    /// Each of those once: the buffers it pins.
+    pinned: Vec<u32>,
+    waits: u32,
+    failed: Option<io::Error>,
+}
+
+enum InnerOp {
+    Fill(u32),
+    Bypass(u64),
+}
+
+struct State {
+    policy: Box<dyn Policy>,
+    epoch: std::time::Instant,
+    capacity_pages: u64,
+    held_pages: u64,
+    peak_pages: u64,
+    pages: HashMap<u64, u32>,
+    bufs: Vec<Option<Buf>>,
+    free_bufs: Vec<u32>,
+    /// Ready buffers by last use.
+    lru: BTreeMap<u64, u32>,
+    tick: u64,
+    reqs: Vec<Option<Req>>,
+    free_reqs: Vec<u32>,
+    fetch_parts: HashMap<FetchId, (u32, bool)>,
+    files: BTreeMap<u64, Placed>,
+    inner_ops: HashMap<u64, InnerOp>,
+    next_inner_token: u64,
+    waiting: VecDeque<IoRequest>,
+    inner_out: usize,
+    inner_capacity: usize,
+    waiting_bound: usize,
+    /// Requests finished, to be delivered once the lock is let go.
+    done: Vec<IoCompletion>,
+    stats: ArrayStats,
+    evicted_unread_pages: u64,
+    refused_pages: u64,
+    pressure_seen: u64,
+}
+
+/// The array cache over an inner backend. See the module documentation.
+pub struct ArrayCacheBackend {
+    inner: Arc<dyn IoBackend>,
+    shared: Arc<Shared>,
+    capacity: usize,
+}
+
+struct Shared {
+    state: Mutex<State>,
+    inner: Arc<dyn IoBackend>,
+    port: Arc<CompletionPort>,
+    hits: Mutex<Option<SyncSender<IoCompletion>>>,
+}
+
+impl ArrayCacheBackend {
+    /// Wraps `inner` (started with room for `inner_capacity` reads, its completions going to
+    /// `inner_port`) in a cache of `capacity_bytes` driven by `policy`, taking up to `capacity`
+    /// requests from the driver, whose completions go to `port`.
+    pub fn start(
+        inner: Arc<dyn IoBackend>,
+        inner_port: &CompletionPort,
+        policy: Box<dyn Policy>,
+        capacity_bytes: u64,
+        capacity: usize,
+        port: Arc<CompletionPort>,
+    ) -> io::Result<ArrayCacheBackend> {
+        let capacity_pages = capacity_bytes / PAGE_BYTES;
+        if capacity_pages == 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("an array cache of {capacity_bytes} bytes holds no 4 KiB page"),
+            ));
+        }
+        let inner_capacity = inner.capacity();
+        assert!(inner_capacity > 0, "an inner backend with no room");
+        let (tx, rx) = sync_channel::<IoCompletion>(capacity);
+        let deliver = port.clone();
+        std::thread::Builder::new()
+            .name("foresight-array-hits".into())
+            .spawn(move || {
+                while let Ok(c) = rx.recv() {
+                    deliver.deliver(c);
+                }
+            })?;
+        let state = State {
+            policy,
+            epoch: std::time::Instant::now(),
+            capacity_pages,
+            held_pages: 0,
+            peak_pages: 0,
+            pages: HashMap::new(),
+            bufs: Vec::new(),
+            free_bufs: Vec::new(),
+            lru: BTreeMap::new(),
+            tick: 0,
+            reqs: Vec::new(),
+            free_reqs: Vec::new(),
+            fetch_parts: HashMap::new(),
+            files: BTreeMap::new(),
+            inner_ops: HashMap::new(),
+            next_inner_token: 0,
+            waiting: VecDeque::new(),
+            inner_out: 0,
+            inner_capacity,
+            // Every waiting read is a buffer of at least one page the budget counts, or one
+            // request the driver has outstanding read past the cache.
+            waiting_bound: capacity_pages as usize + capacity,
+            done: Vec::new(),
+            stats: ArrayStats {
+                capacity_bytes: capacity_pages * PAGE_BYTES,
+                ..ArrayStats::default()
+            },
+            evicted_unread_pages: 0,
+            refused_pages: 0,
+            pressure_seen: 0,
+        };
+        let shared = Arc::new(Shared {
+            state: Mutex::new(state),
+            inner: inner.clone(),
+            port,
+            hits: Mutex::new(Some(tx)),
+        });
+        let sink: Arc<dyn CompletionSink> = shared.clone();
+        let weak: Weak<dyn CompletionSink> = Arc::downgrade(&sink);
+        inner_port.connect(weak);
+        Ok(ArrayCacheBackend {
+            inner,
+            shared,
+            capacity,
+        })
+    }
+
+    /// What the cache has done so far.
+    pub fn stats(&self) -> ArrayStats {
+        self.shared.lock().snapshot()
+    }
+
+    fn record(&self, h: &FileHandle) -> io::Result<()> {
+        let Some(start) = h.volume_offset_bytes else {
+            return Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "the array cache needs files placed on a modelled volume",
+            ));
+        };
+        if h.size_bytes == 0 {
+            return Ok(());
+        }
+        let copy = FileHandle {
+            id: h.id,
+            path: h.path.clone(),
+            file: h.file.as_ref().map(|f| f.try_clone()).transpose()?,
+            direct: h.direct,
+            size_bytes: h.size_bytes,
+            identity: h.identity,
+            modified: h.modified,
+            volume_offset_bytes: h.volume_offset_bytes,
+        };
+        let end = start + h.size_bytes;
+        let mut st = self.shared.lock();
+        // The latest placement owns its volume bytes: older files it overlaps are no longer
+        // where a fetch of those bytes reads, so the table holds disjoint extents.
+        let overlapping: Vec<u64> = st
+            .files
+            .range(..end)
+            .filter(|(_, p)| p.end_bytes > start)
+            .map(|(&s, _)| s)
+            .collect();
+        for s in overlapping {
+            st.files.remove(&s);
+        }
+        st.files.insert(
+            start,
+            Placed {
+                end_bytes: end,
+                handle: Arc::new(copy),
+                last_reader: None,
+            },
+        );
+        Ok(())
+    }
+}
+
+impl Shared {
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().expect("array cache poisoned")
+    }
+
+    /// Sends what the state queued for the inner backend, and delivers finished requests, with
+    /// the lock let go.
+    fn flush(&self, mut st: std::sync::MutexGuard<'_, State>, from_submit: bool) {
+        let mut batch = Vec::new();
+        while st.inner_out < st.inner_capacity {
+            let Some(r) = st.waiting.pop_front() else {
+                break;
+            };
+            st.inner_out += 1;
+            batch.push(r);
+        }
+        let mut done = std::mem::take(&mut st.done);
+        drop(st);
+        if !batch.is_empty() {
+            self.inner.submit(&mut batch);
+        }
+        if done.is_empty() {
+            return;
+        }
+        if from_submit {
+            // The driver may hold its lock while it submits; its completion handler takes it.
+            let tx = self.hits.lock().expect("array hits poisoned").clone();
+            if let Some(tx) = tx {
+                for c in done {
+                    // The channel has room for every request the driver may have outstanding.
+                    let _ = tx.send(c);
+                }
+            }
+        } else {
+            self.port.deliver_all(&mut done);
+        }
+    }
+}
+
+impl CompletionSink for Shared {
+    fn complete(&self, c: IoCompletion) {
+        let mut st = self.lock();
+        st.inner_out -= 1;
+        st.inner_done(c);
+        self.flush(st, false);
+    }
+}
+
+fn pages_of(vol: u64, len: u64) -> (u64, u64) {
+    (vol / PAGE_BYTES, (vol + len).div_ceil(PAGE_BYTES))
+}
+
+impl State {
+    fn now(&self) -> Instant {
+        Instant(self.epoch.elapsed().as_nanos() as u64)
+    }
+
+    fn snapshot(&self) -> ArrayStats {
+        let unread: u64 = self
+            .bufs
+            .iter()
+            .flatten()
+            .filter(|b| matches!(b.state, BufState::Ready { .. }))
+            .map(|b| b.unread.iter().filter(|&&u| u).count() as u64)
+            .sum();
+        ArrayStats {
+            wasted_bytes: (self.evicted_unread_pages + unread) * PAGE_BYTES,
+            peak_bytes: self.peak_pages * PAGE_BYTES,
+            ..self.stats
+        }
+    }
+
+    fn inner_token(&mut self, op: InnerOp) -> u64 {
+        let t = self.next_inner_token;
+        self.next_inner_token += 1;
+        self.inner_ops.insert(t, op);
+        t
+    }
+
+    fn queue_inner(&mut self, r: IoRequest) {
+        self.waiting.push_back(r);
+        assert!(
+            self.waiting.len() <= self.waiting_bound,
+            "{} reads wait for the device, more than the bound {}",
+            self.waiting.len(),
+            self.waiting_bound
+        );
+    }
+
+    /// Pages that could be made free by evicting every buffer nobody pins.
+    fn admissible_pages(&self) -> u64 {
+        let evictable: u64 = self
+            .lru
+            .values()
+            .filter_map(|&b| self.bufs[b as usize].as_ref())
+            .filter(|b| b.pins == 0)
+            .map(|b| b.pages)
+            .sum();
+        self.capacity_pages - self.held_pages + evictable
+    }
+
+    /// Makes room for `pages` more pages by evicting least recently used buffers nobody pins;
+    /// returns how many of them fit.
+    fn make_room(&mut self, pages: u64) -> u64 {
+        let mut cursor = 0u64;
+        while self.held_pages + pages > self.capacity_pages {
+            let Some((&tick, &b)) = self.lru.range(cursor..).next() else {
+                break;
+            };
+            cursor = tick + 1;
+            if self.bufs[b as usize].as_ref().is_some_and(|x| x.pins == 0) {
+                self.evict(b);
+            }
+        }
+        pages.min(self.capacity_pages - self.held_pages)
+    }
+
+    fn evict(&mut self, b: u32) {
+        let buf = self.bufs[b as usize].take().expect("live buffer");
+        self.free_bufs.push(b);
+        self.lru.remove(&buf.tick);
+        self.evicted_unread_pages += buf.unread.iter().filter(|&&u| u).count() as u64;
+        self.unmap(&buf, b);
+        self.held_pages -= buf.pages;
+    }
+
+    fn unmap(&mut self, buf: &Buf, b: u32) {
+        for p in buf.first_page..buf.first_page + buf.pages {
+            if self.pages.get(&p) == Some(&b) {
+                self.pages.remove(&p);
+            }
+        }
+    }
+
+    /// Starts a read of `pages` pages of `file` from volume page `first_page` into the cache;
+    /// the caller made room.
+    fn start_fill(
+        &mut self,
+        file: &Arc<FileHandle>,
+        first_page: u64,
+        pages: u64,
+        fetch: Option<FetchId>,
+        prefetched: impl Fn(u64) -> bool,
+        reader: Option<StreamId>,
+    ) -> Option<u32> {
+        let base = file.volume_offset_bytes.expect("placed file");
+        let data = AlignedBuf::new((pages * PAGE_BYTES) as usize)?;
+        self.held_pages += pages;
+        assert!(
+            self.held_pages <= self.capacity_pages,
+            "the array cache holds {} pages, over its budget of {}",
+            self.held_pages,
+            self.capacity_pages
+        );
+        self.peak_pages = self.peak_pages.max(self.held_pages);
+        let unread: Vec<bool> = (first_page..first_page + pages)
+            .map(|p| fetch.is_some() && prefetched(p))
+            .collect();
+        self.stats.prefetched_bytes += unread.iter().filter(|&&u| u).count() as u64 * PAGE_BYTES;
+        let buf = Buf {
+            file: file.id,
+            file_volume_bytes: base,
+            first_page,
+            pages,
+            state: BufState::InFlight,
+            pins: 0,
+            waiters: Vec::new(),
+            fetch,
+            unread,
+            tick: 0,
+        };
+        let b = foresight_core::take_slot(&mut self.bufs, &mut self.free_bufs, Some(buf));
+        for p in first_page..first_page + pages {
+            self.pages.insert(p, b);
+        }
+        let token = self.inner_token(InnerOp::Fill(b));
+        let len = (pages * PAGE_BYTES) as usize;
+        self.queue_inner(IoRequest {
+            token,
+            file: file.clone(),
+            offset_bytes: first_page * PAGE_BYTES - base,
+            buf: data,
+            buf_offset: 0,
+            len_bytes: len,
+            reader,
+        });
+        Some(b)
+    }
+
+    /// Executes an array fetch of volume `range`: reads the pages no buffer holds or reads,
+    /// piece by piece of the files placed there. Returns the reads issued and whether memory
+    /// cut the fetch short.
+    fn fetch(
+        &mut self,
+        id: FetchId,
+        range: ByteRange,
+        trigger: (u64, u64),
+        context: Option<StreamId>,
+    ) -> (u32, bool) {
+        let (first, end) = pages_of(range.start.0, range.len.0);
+        let mut reads = 0;
+        let mut p = first;
+        while p < end {
+            if self.pages.contains_key(&p) {
+                p += 1;
+                continue;
+            }
+            let run_start = p;
+            while p < end && !self.pages.contains_key(&p) {
+                p += 1;
+            }
+            // The files placed on the run, in volume order; bytes outside them read nothing.
+            let pieces: Vec<(u64, u64, Arc<FileHandle>, Option<StreamId>)> = self
+                .files
+                .range(..p * PAGE_BYTES)
+                .filter(|(_, f)| f.end_bytes > run_start * PAGE_BYTES)
+                .map(|(&s, f)| {
+                    let a = (s / PAGE_BYTES).max(run_start);
+                    let b = f.end_bytes.div_ceil(PAGE_BYTES).min(p);
+                    (a, b, f.handle.clone(), f.last_reader)
+                })
+                .collect();
+            for (a, b, handle, last) in pieces {
+                let fit = self.make_room(b - a);
+                if fit == 0 {
+                    self.refused_pages += b - a;
+                    return (reads, true);
+                }
+                let ok = self
+                    .start_fill(
+                        &handle,
+                        a,
+                        fit,
+                        Some(id),
+                        |q| q < trigger.0 || q >= trigger.1,
+                        context.or(last),
+                    )
+                    .is_some();
+                if !ok {
+                    return (reads, true);
+                }
+                reads += 1;
+                if fit < b - a {
+                    self.refused_pages += b - a - fit;
+                    return (reads, true);
+                }
+            }
+        }
+        (reads, false)
+    }
+
+    /// Executes what the policy asked for. `trigger` is the request's pages and reader.
+    fn drain(&mut self, now: Instant, trigger: Option<(u64, u64, Option<StreamId>)>) {
+        let mut done_now: Vec<(FetchId, bool)> = Vec::new();
+        while let Some(out) = self.policy.poll_output() {
+            match out {
+                Output::Fetch {
+                    id, file, range, ..
+                } if file == VOLUME_FILE => {
+                    self.stats.fetches += 1;
+                    let (a, b, who) = trigger.unwrap_or((0, 0, None));
+                    let (reads, short) = self.fetch(id, range, (a, b), who);
+                    if reads == 0 {
+                        done_now.push((id, !short));
+                    } else {
+                        self.fetch_parts.insert(id, (reads, short));
+                    }
+                }
+                // A fetch of anything but the volume has nothing to read at this level.
+                Output::Fetch { id, .. } => done_now.push((id, false)),
+                Output::Release { range, .. } if !range.is_empty() => {
+                    let (first, end) = pages_of(range.start.0, range.len.0);
+                    let inside: Vec<u32> = (first..end)
+                        .filter_map(|p| self.pages.get(&p).copied())
+                        .filter(|&b| {
+                            self.bufs[b as usize].as_ref().is_some_and(|x| {
+                                x.pins == 0
+                                    && matches!(x.state, BufState::Ready { .. })
+                                    && x.first_page >= first
+                                    && x.first_page + x.pages <= end
+                            })
+                        })
+                        .collect();
+                    for b in inside {
+                        if self.bufs[b as usize].is_some() {
+                            self.evict(b);
+                        }
+                    }
+                }
+                // No storage tiers, no timer-driven deferral here (see the module docs).
+                Output::Release { .. }
+                | Output::Cancel { .. }
+                | Output::Evict { .. }
+                | Output::Defer { .. } => {}
+            }
+        }
+        for (id, ok) in done_now {
+            self.policy.handle(now, Input::Fetched { id, ok });
+            self.drain(now, None);
+        }
+        let pressure = self.evicted_unread_pages + self.refused_pages;
+        if pressure > self.pressure_seen {
+            self.pressure_seen = pressure;
+            let free = (self.capacity_pages - self.held_pages) * PAGE_BYTES;
+            self.policy.handle(
+                now,
+                Input::MemoryPressure {
+                    available: ByteLen(free),
+                },
+            );
+            self.drain(now, None);
+        }
+    }
+
+    /// A request from the driver.
+    fn submit(&mut self, req: IoRequest) {
+        req.assert_valid();
+        let Some(base) = req.file.volume_offset_bytes else {
+            self.bypass(req);
+            return;
+        };
+        let now = self.now();
+        let vol = base + req.offset_bytes;
+        // The block request the array sees: the file's bytes asked for, in whole sectors.
+        let want = (req.len_bytes as u64).min(req.file.size_bytes.saturating_sub(req.offset_bytes));
+        if want == 0 {
+            self.bypass(req);
+            return;
+        }
+        if let Some(p) = self.files.get_mut(&base) {
+            p.last_reader = req.reader.or(p.last_reader);
+        }
+        let lba = vol / SECTOR_BYTES;
+        let sectors = (vol + want).div_ceil(SECTOR_BYTES) - lba;
+        let (first, end) = pages_of(vol, req.len_bytes as u64);
+        let (bfirst, bend) = pages_of(lba * SECTOR_BYTES, sectors * SECTOR_BYTES);
+        let miss = (bfirst..bend)
+            .find(|p| !self.pages.contains_key(p))
+            .map(|p| ByteOffset((p * PAGE_BYTES).max(lba * SECTOR_BYTES)));
+        // The RAID driver's policy sees block requests, not processes: one anonymous stream.
+        self.policy.handle(
+            now,
+            Input::Read {
+                stream: StreamId(0),
+                file: VOLUME_FILE,
+                range: ByteRange::new(lba * SECTOR_BYTES, sectors * SECTOR_BYTES),
+                miss,
+            },
+        );
+        self.drain(now, Some((first, end, req.reader)));
+        // Serve from the cache: every page a buffer of this file holds or reads, and the missing
+        // ones read into the cache on demand if they fit. The buffers it will copy from are
+        // pinned first, so making room for its missing pages cannot evict them.
+        let mut pinned: Vec<u32> = Vec::new();
+        let mut foreign = false;
+        let mut missing = 0u64;
+        for p in first..end {
+            match self.pages.get(&p) {
+                Some(&b) => {
+                    let x = self.bufs[b as usize].as_mut().expect("mapped buffer");
+                    foreign |= x.file != req.file.id || x.file_volume_bytes != base;
+                    if !pinned.contains(&b) {
+                        x.pins += 1;
+                        pinned.push(b);
+                    }
+                }
+                None => missing += 1,
+            }
+        }
+        if foreign || missing > self.admissible_pages() {
+            for &b in &pinned {
+                self.bufs[b as usize].as_mut().expect("pinned buffer").pins -= 1;
+            }
+            self.bypass(req);
+            return;
+        }
+        let mut p = first;
+        while p < end {
+            if self.pages.contains_key(&p) {
+                p += 1;
+                continue;
+            }
+            let a = p;
+            while p < end && !self.pages.contains_key(&p) {
+                p += 1;
+            }
+            let fit = self.make_room(p - a);
+            assert_eq!(
+                fit,
+                p - a,
+                "room for the request's missing pages was checked"
+            );
+            match self.start_fill(&req.file, a, p - a, None, |_| false, req.reader) {
+                Some(b) => {
+                    self.bufs[b as usize].as_mut().expect("new buffer").pins += 1;
+                    pinned.push(b);
+                }
+                None => {
+                    // The allocator refused: read the request past the cache. Reads already
+                    // started for it fill the cache for whoever reads those pages next.
+                    for &b in &pinned {
+                        self.bufs[b as usize].as_mut().expect("pinned buffer").pins -= 1;
+                    }
+                    self.bypass(req);
+                    return;
+                }
+            }
+        }
+        let bufs: Vec<u32> = (first..end).map(|p| self.pages[&p]).collect();
+        let slot = foresight_core::take_slot(&mut self.reqs, &mut self.free_reqs, None);
+        let mut waits = 0;
+        for &b in &pinned {
+            let x = self.bufs[b as usize].as_mut().expect("pinned buffer");
+            if matches!(x.state, BufState::InFlight) {
+                x.waiters.push(slot);
+                waits += 1;
+            }
+        }
+        self.reqs[slot as usize] = Some(Req {
+            req,
+            vol_bytes: vol,
+            bufs,
+            pinned,
+            waits,
+            failed: None,
+        });
+        if waits == 0 {
+            self.stats.hits += 1;
+            self.finish(slot);
+        }
+    }
+
+    fn bypass(&mut self, mut req: IoRequest) {
+        self.stats.bypassed += 1;
+        let token = self.inner_token(InnerOp::Bypass(req.token));
+        req.token = token;
+        self.queue_inner(req);
+    }
+
+    /// Copies a request's bytes out of its buffers and completes it.
+    fn finish(&mut self, slot: u32) {
+        let Req {
+            mut req,
+            vol_bytes,
+            bufs,
+            pinned,
+            failed,
+            ..
+        } = self.reqs[slot as usize].take().expect("live request");
+        self.free_reqs.push(slot);
+        let len = req.len_bytes as u64;
+        let mut copied = 0u64;
+        let mut short = failed.is_some();
+        for (k, &b) in bufs.iter().enumerate() {
+            if short {
+                break;
+            }
+            let x = self.bufs[b as usize].as_mut().expect("pinned buffer");
+            let page = vol_bytes / PAGE_BYTES + k as u64;
+            let from = (page * PAGE_BYTES).max(vol_bytes);
+            let to = ((page + 1) * PAGE_BYTES).min(vol_bytes + len);
+            let BufState::Ready { data, valid_bytes } = &x.state else {
+                short = true;
+                continue;
+            };
+            let in_buf = from - x.first_page * PAGE_BYTES;
+            let have = valid_bytes.saturating_sub(in_buf).min(to - from);
+            let dst = req.buf_offset + (from - vol_bytes) as usize;
+            req.buf.as_mut_slice()[dst..dst + have as usize]
+                .copy_from_slice(&data.as_slice()[in_buf as usize..(in_buf + have) as usize]);
+            copied += have;
+            x.unread[(page - x.first_page) as usize] = false;
+            if have < to - from {
+                short = true;
+            }
+        }
+        for b in pinned {
+            let x = self.bufs[b as usize].as_mut().expect("pinned buffer");
+            x.pins -= 1;
+            // A failed read's slot goes once nobody pins it.
+            if x.pins == 0 && matches!(x.state, BufState::Failed) {
+                self.bufs[b as usize] = None;
+                self.free_bufs.push(b);
+            }
+        }
+        let result = match failed {
+            Some(e) if copied == 0 => Err(e),
+            _ => Ok(copied as usize),
+        };
+        self.done.push(IoCompletion {
+            token: req.token,
+            buf: req.buf,
+            result,
+        });
+    }
+
+    fn inner_done(&mut self, c: IoCompletion) {
+        let op = self
+            .inner_ops
+            .remove(&c.token)
+            .expect("a read the cache issued");
+        if let Ok(n) = c.result {
+            self.stats.device_reads += 1;
+            self.stats.device_bytes += n as u64;
+        }
+        let b = match op {
+            InnerOp::Bypass(token) => {
+                self.done.push(IoCompletion { token, ..c });
+                return;
+            }
+            InnerOp::Fill(b) => b,
+        };
+        let now = self.now();
+        self.tick += 1;
+        let tick = self.tick;
+        let (waiters, fetch, error) = {
+            let x = self.bufs[b as usize].as_mut().expect("buffer in flight");
+            let waiters = std::mem::take(&mut x.waiters);
+            match c.result {
+                Ok(n) => {
+                    x.state = BufState::Ready {
+                        data: c.buf,
+                        valid_bytes: n as u64,
+                    };
+                    x.tick = tick;
+                    (waiters, x.fetch, None)
+                }
+                Err(e) => {
+                    x.state = BufState::Failed;
+                    (waiters, x.fetch, Some(e))
+                }
+            }
+        };
+        match &error {
+            None => {
+                self.lru.insert(tick, b);
+            }
+            Some(_) => {
+                let x = self.bufs[b as usize].take().expect("buffer");
+                self.unmap(&x, b);
+                self.held_pages -= x.pages;
+                let keep = x.pins > 0;
+                self.bufs[b as usize] = Some(Buf {
+                    unread: Vec::new(),
+                    ..x
+                });
+                if !keep {
+                    self.bufs[b as usize] = None;
+                    self.free_bufs.push(b);
+                }
+            }
+        }
+        for w in waiters {
+            let r = self.reqs[w as usize].as_mut().expect("waiting request");
+            r.waits -= 1;
+            if let Some(e) = &error {
+                r.failed = Some(io::Error::new(e.kind(), e.to_string()));
+            }
+            if r.waits == 0 {
+                self.finish(w);
+            }
+        }
+        if let Some(id) = fetch {
+            let (left, short) = self.fetch_parts.get_mut(&id).expect("fetch in flight");
+            *left -= 1;
+            if *left == 0 {
+                let ok = !*short && error.is_none();
+                self.fetch_parts.remove(&id);
+                self.policy.handle(now, Input::Fetched { id, ok });
+                self.drain(now, None);
+            }
+        }
+    }
+}
+
+impl IoBackend for ArrayCacheBackend {
+    fn kind(&self) -> BackendKind {
+        self.inner.kind()
+    }
+
+    fn open(&self, path: &Path, id: FileId, direct: bool) -> io::Result<FileHandle> {
+        let h = self.inner.open(path, id, direct)?;
+        self.record(&h)?;
+        Ok(h)
+    }
+
+    fn open_beneath(
+        &self,
+        root: &RootDir,
+        rel: &Path,
+        id: FileId,
+        direct: bool,
+    ) -> io::Result<FileHandle> {
+        let h = self.inner.open_beneath(root, rel, id, direct)?;
+        self.record(&h)?;
+        Ok(h)
+    }
+
+    fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    fn submit(&self, batch: &mut Vec<IoRequest>) {
+        let mut st = self.shared.lock();
+        for r in batch.drain(..) {
+            st.submit(r);
+        }
+        self.shared.flush(st, true);
+    }
+
+    fn reader_closed(&self, reader: StreamId) {
+        self.inner.reader_closed(reader);
+    }
+
+    fn volume(&self) -> Option<ModelledVolume> {
+        self.inner.volume()
+    }
+
+    fn array_stats(&self) -> Option<ArrayStats> {
+        Some(self.stats())
+    }
+
+    fn shutdown(&self) {
+        self.inner.shutdown();
+        // Ends the delivery thread once it has delivered what it holds.
+        self.shared.hits.lock().expect("array hits poisoned").take();
+    }
+}
+
+impl Drop for ArrayCacheBackend {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+    use std::sync::Condvar;
+
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::backend::emulated::{EmulatedBackend, EmulatedConfig};
+
+    const STRIP_BYTES: u64 = 128 << 10;
+
+    /// Collects the completions the cache delivers.
+    #[derive(Default)]
+    struct Collector {
+        got: Mutex<Vec<IoCompletion>>,
+        arrived: Condvar,
+    }
+
+    impl CompletionSink for Collector {
+        fn complete(&self, c: IoCompletion) {
+            self.got.lock().unwrap().push(c);
+            self.arrived.notify_all();
+        }
+    }
+
+    impl Collector {
+        /// Waits until `n` completions have arrived and takes them.
+        fn take(&self, n: usize) -> Vec<IoCompletion> {
+            let mut got = self.got.lock().unwrap();
+            while got.len() < n {
+                got = self.arrived.wait(got).unwrap();
+            }
+            std::mem::take(&mut *got)
+        }
+    }
+
+    /// An array cache of `cache_bytes` over an emulated RAID-0 of five `member` drives with
+    /// 128 KiB strips, MSP with the given thresholds, and where its completions go.
+    fn cache(
+        member: &str,
+        cache_bytes: u64,
+        sc: (u32, u32),
+    ) -> (ArrayCacheBackend, Arc<Collector>) {
+        let inner_port = CompletionPort::new();
+        let cfg = EmulatedConfig::preset(member)
+            .unwrap()
+            .raid0(5, STRIP_BYTES);
+        let inner: Arc<dyn IoBackend> =
+            Arc::new(EmulatedBackend::start(cfg, 16, inner_port.clone()).unwrap());
+        let v = inner.volume().unwrap();
+        let layout = foresight_policy::Layout::new(v.volume_bytes, v.striping);
+        let policy = foresight_policy::readahead::Msp::new(
+            foresight_policy::readahead::MspSettings {
+                sc_max: sc.0,
+                sc_thresh: sc.1,
+                sps_max_stripes: 8,
+            },
+            &layout,
+        )
+        .unwrap();
+        let port = CompletionPort::new();
+        let collector = Arc::new(Collector::default());
+        let sink: Arc<dyn CompletionSink> = collector.clone();
+        port.connect(Arc::downgrade(&sink));
+        // The collector is kept alive by the caller through the returned Arc.
+        let c =
+            ArrayCacheBackend::start(inner, &inner_port, Box::new(policy), cache_bytes, 8, port)
+                .unwrap();
+        (c, collector)
+    }
+
+    fn file_bytes(len: usize, salt: u64) -> Vec<u8> {
+        (0..len)
+            .map(|i| ((i as u64 / 8).wrapping_mul(2654435761) ^ salt) as u8)
+            .collect()
+    }
+
+    fn temp_file(name: &str, bytes: &[u8]) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("foresight-array-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join(name);
+        std::fs::write(&p, bytes).unwrap();
+        p
+    }
+
+    fn request(token: u64, file: &Arc<FileHandle>, offset: u64, len: usize) -> IoRequest {
+        let cap = len.div_ceil(PAGE_BYTES as usize) * PAGE_BYTES as usize;
+        IoRequest {
+            token,
+            file: file.clone(),
+            offset_bytes: offset,
+            buf: AlignedBuf::new(cap).unwrap(),
+            buf_offset: 0,
+            len_bytes: len,
+            reader: Some(StreamId(0)),
+        }
+    }
+
+    /// Once MSP has fetched a stripe, a request for bytes of it is copied from the array cache:
+    /// the device reads nothing more. MSP here turns on at once (`SC_thresh` 1), so reading
+    /// strips 0, 1 and 2 makes it fetch the rest of stripe 0 (strips 3 and 4) as one read.
+    #[test]
+    fn a_miss_served_from_the_array_cache_does_no_device_read() {
+        let bytes = file_bytes(8 * STRIP_BYTES as usize, 1);
+        let path = temp_file("hit", &bytes);
+        let (c, got) = cache("cheetah-15k4", 64 << 20, (1, 1));
+        let f = Arc::new(c.open(&path, FileId(0), false).unwrap());
+        for (k, strip) in [0u64, 1, 2].into_iter().enumerate() {
+            let len = STRIP_BYTES as usize;
+            c.submit(&mut vec![request(k as u64, &f, strip * STRIP_BYTES, len)]);
+            let done = got.take(1);
+            assert_eq!(done[0].result.as_ref().unwrap(), &len);
+        }
+        // MSP's fetch came while strip 2 was missing, so it read strips 2 to 4 at once, and the
+        // third request waited for it: it has landed.
+        let before = c.stats();
+        assert_eq!(before.device_reads, 3, "{before:?}");
+        assert_eq!(before.fetches, 1, "{before:?}");
+        assert_eq!(before.prefetched_bytes, 2 * STRIP_BYTES, "{before:?}");
+        c.submit(&mut vec![request(9, &f, 3 * STRIP_BYTES, 64 << 10)]);
+        let done = got.take(1);
+        assert_eq!(done[0].token, 9);
+        assert_eq!(done[0].result.as_ref().unwrap(), &(64 << 10));
+        let at = 3 * STRIP_BYTES as usize;
+        assert_eq!(
+            &done[0].buf.as_slice()[..64 << 10],
+            &bytes[at..at + (64 << 10)]
+        );
+        let after = c.stats();
+        assert_eq!(after.device_reads, before.device_reads, "{after:?}");
+        assert_eq!(after.device_bytes, before.device_bytes, "{after:?}");
+        assert_eq!(after.hits, before.hits + 1, "{after:?}");
+        c.shutdown();
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(8))]
+
+        /// Two files read at random places, several requests outstanding at once, some of them
+        /// not page-aligned, some past the end of the file, with an array cache smaller than a
+        /// stripe or a few stripes: every request gets exactly the file's bytes up to its end,
+        /// and the cache never holds more than its budget (asserted where it grows, too).
+        #[test]
+        fn bytes_are_the_files_and_the_budget_holds(
+            seed in any::<u64>(),
+            cache_pages in prop_oneof![Just(16u64), Just(160u64), Just(1024u64)],
+        ) {
+            println!("seed {seed}, cache of {cache_pages} pages");
+            let mut rng = foresight_core::Rng::new(seed);
+            let sizes = [3 * STRIP_BYTES as usize + 5000, 2 * STRIP_BYTES as usize];
+            let files: Vec<Vec<u8>> =
+                sizes.iter().enumerate().map(|(i, &n)| file_bytes(n, i as u64 + 7)).collect();
+            // SC thresholds of 2 make MSP fetch after a few sequential strips.
+            let (c, got) = cache("ssd-850evo", cache_pages * PAGE_BYTES, (4, 2));
+            let handles: Vec<Arc<FileHandle>> = files
+                .iter()
+                .enumerate()
+                .map(|(i, b)| {
+                    let p = temp_file(&format!("p{seed}-{i}"), b);
+                    Arc::new(c.open(&p, FileId(i as u32), false).unwrap())
+                })
+                .collect();
+            let mut token = 0;
+            let mut cursor = [0u64; 2];
+            for _round in 0..24 {
+                let mut batch = Vec::new();
+                let mut want = Vec::new();
+                for _ in 0..1 + rng.below(4) {
+                    let f = rng.below(2) as usize;
+                    let size = files[f].len() as u64;
+                    // Mostly sequential (so MSP turns on), sometimes anywhere.
+                    let at = if rng.below(3) == 0 {
+                        rng.below(size + 8192)
+                    } else {
+                        cursor[f]
+                    };
+                    let len = 1 + rng.below(96 << 10) as usize;
+                    cursor[f] = (at + len as u64) % size;
+                    token += 1;
+                    batch.push(request(token, &handles[f], at, len));
+                    want.push((token, f, at, len));
+                }
+                let n = batch.len();
+                c.submit(&mut batch);
+                for done in got.take(n) {
+                    let &(_, f, at, len) = want.iter().find(|w| w.0 == done.token).unwrap();
+                    let size = files[f].len() as u64;
+                    let expect = (len as u64).min(size.saturating_sub(at)) as usize;
+                    let n = *done.result.as_ref().unwrap();
+                    prop_assert_eq!(n, expect, "seed {}", seed);
+                    let from = (at as usize).min(files[f].len());
+                    prop_assert!(
+                        done.buf.as_slice()[..n] == files[f][from..from + n],
+                        "seed {}: wrong bytes", seed
+                    );
+                }
+                let s = c.stats();
+                prop_assert!(s.peak_bytes <= s.capacity_bytes, "seed {}: {:?}", seed, s);
+            }
+            c.shutdown();
+        }
+    }
+}
