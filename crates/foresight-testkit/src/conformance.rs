@@ -112,6 +112,9 @@ pub struct Scenario {
     /// page cache lets prefetches use all of it, so a scenario whose memory binds gives the engine
     /// that much more for the same room to prefetch.
     pub engine_memory: Option<ByteLen>,
+    /// The RAID driver's cache under `msp+...` (the simulator's `host.raid_cache`, the engine's
+    /// `EngineBuilder::raid_cache`); zero for none.
+    pub raid_cache: ByteLen,
     /// Further `policy.KEY=VALUE` settings, in the simulator's `--set` syntax; the engine gets
     /// the policy settings the simulator's config parsed from them.
     pub policy_sets: Vec<String>,
@@ -144,6 +147,7 @@ impl Scenario {
             readahead_max: ByteLen::kib(128),
             memory: ByteLen::mib(256),
             engine_memory: None,
+            raid_cache: ByteLen(0),
             policy_sets: Vec::new(),
             scheduler: "deadline".into(),
             antic_expire: None,
@@ -200,6 +204,8 @@ pub struct WorldRun {
     pub elapsed_s: f64,
     /// Bytes the (modelled) device read.
     pub device_bytes: u64,
+    /// Under `msp+...`, the volume ranges the array policy (MSP) fetched, in the order it asked.
+    pub array_fetches: Vec<ByteRange>,
     /// Application throughput over that time, MiB/s.
     pub throughput_mib_s: f64,
 }
@@ -320,6 +326,9 @@ pub fn sim_config(s: &Scenario) -> Result<SimConfig, String> {
     if let Some(d) = s.antic_expire {
         sets.push(format!("host.antic_expire={}ns", d.0));
     }
+    if s.raid_cache.0 > 0 {
+        sets.push(format!("host.raid_cache={}", s.raid_cache.0));
+    }
     if s.think > Duration::ZERO {
         sets.push(format!("workload.think={}ns", s.think.0));
     }
@@ -387,6 +396,8 @@ pub fn plans(s: &Scenario) -> Result<Vec<Vec<(u64, u64)>>, String> {
 pub fn run_sim(s: &Scenario, files: &[Vec<u8>]) -> Result<WorldRun, String> {
     let cfg = sim_config(s)?;
     let log = DecisionLog::new();
+    let array_log = DecisionLog::new();
+    let msp = s.policy.starts_with("msp+");
     // The simulator runs the stream scheduler at the block level, below a page cache that reads
     // on demand (paper 001's server): that is the policy the engine runs over files. Every other
     // policy here is the page cache's.
@@ -403,6 +414,9 @@ pub fn run_sim(s: &Scenario, files: &[Vec<u8>]) -> Result<WorldRun, String> {
             layer += 1;
             if layer - 1 == recorded_layer {
                 log.wrap(p)
+            } else if msp && layer == 2 {
+                // MSP, in the RAID driver's cache below the page cache.
+                array_log.wrap(p)
             } else {
                 p
             }
@@ -429,6 +443,7 @@ pub fn run_sim(s: &Scenario, files: &[Vec<u8>]) -> Result<WorldRun, String> {
         files: Vec::new(),
         elapsed_s: out.report.elapsed_s,
         device_bytes: out.report.device_bytes,
+        array_fetches: all_fetches(&array_log.decisions()),
         throughput_mib_s: out.report.throughput_mib_s,
     })
 }
@@ -467,14 +482,19 @@ pub fn run_engine(s: &Scenario, paths: &[PathBuf]) -> Result<WorldRun, String> {
     let hinted = !matches!(s.workload, Workload::Sequential | Workload::Random { .. });
     let log = DecisionLog::new();
     let recorder = log.clone();
-    let engine = Engine::builder()
+    let array_log = DecisionLog::new();
+    let array_recorder = array_log.clone();
+    let mut builder = Engine::builder()
         .backend(Backend::Emulated(emulated))
         .policy_config(engine_policy(s)?)
         .memory(s.engine_memory.unwrap_or(s.memory))
         .queue_depth(32)
         .wrap_policy(Box::new(move |p| recorder.wrap(p)))
-        .build()
-        .map_err(|e| e.to_string())?;
+        .wrap_array_policy(Box::new(move |p| array_recorder.wrap(p)));
+    if s.raid_cache.0 > 0 {
+        builder = builder.raid_cache(s.raid_cache);
+    }
+    let engine = builder.build().map_err(|e| e.to_string())?;
     // Open in client order, so stream i reads file i (or the shared file), as in the simulator.
     let readers = (0..s.streams as usize)
         .map(|i| {
@@ -559,8 +579,17 @@ pub fn run_engine(s: &Scenario, paths: &[PathBuf]) -> Result<WorldRun, String> {
         files: log.files(),
         elapsed_s,
         device_bytes,
+        array_fetches: all_fetches(&array_log.decisions()),
         throughput_mib_s: total as f64 / (1u64 << 20) as f64 / elapsed_s.max(1e-9),
     })
+}
+
+/// Every range fetched in `decisions`, in order.
+fn all_fetches(decisions: &[Decision]) -> Vec<ByteRange> {
+    decisions
+        .iter()
+        .flat_map(|d| fetch_ranges(&d.outputs))
+        .collect()
 }
 
 /// The file and file range of a volume range, clipped to the extent it starts in; `None` outside
