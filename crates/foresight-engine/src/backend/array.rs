@@ -673,7 +673,8 @@ impl State {
                 None => missing += 1,
             }
         }
-        if foreign || missing > self.admissible_pages() {
+        let free_pages = self.capacity_pages - self.held_pages;
+        if foreign || (missing > free_pages && missing > self.admissible_pages()) {
             for &b in &pinned {
                 self.bufs[b as usize].as_mut().expect("pinned buffer").pins -= 1;
             }
@@ -757,6 +758,8 @@ impl State {
         let len = req.len_bytes as u64;
         let mut copied = 0u64;
         let mut short = failed.is_some();
+        self.tick += 1;
+        let tick = self.tick;
         for (k, &b) in bufs.iter().enumerate() {
             if short {
                 break;
@@ -776,6 +779,12 @@ impl State {
                 .copy_from_slice(&data.as_slice()[in_buf as usize..(in_buf + have) as usize]);
             copied += have;
             x.unread[(page - x.first_page) as usize] = false;
+            if x.tick != tick {
+                // Used now: last in the line for eviction.
+                self.lru.remove(&x.tick);
+                x.tick = tick;
+                self.lru.insert(tick, b);
+            }
             if have < to - from {
                 short = true;
             }
@@ -1072,6 +1081,40 @@ mod tests {
         assert_eq!(after.device_reads, before.device_reads, "{after:?}");
         assert_eq!(after.device_bytes, before.device_bytes, "{after:?}");
         assert_eq!(after.hits, before.hits + 1, "{after:?}");
+        c.shutdown();
+    }
+
+    /// Eviction takes the buffer least recently used, not the one read longest ago: with room
+    /// for two strips, reading strips 0 and 2, then 0 again, then 4 evicts strip 2, and strip 0
+    /// is still a hit. (MSP keeps to its paper thresholds here and never fetches.)
+    #[test]
+    fn eviction_takes_the_least_recently_used_buffer() {
+        let bytes = file_bytes(8 * STRIP_BYTES as usize, 3);
+        let path = temp_file("lru", &bytes);
+        let (c, got) = cache("ssd-850evo", 2 * STRIP_BYTES, (42, 38));
+        let f = Arc::new(c.open(&path, FileId(0), false).unwrap());
+        let read = |token: u64, strip: u64| {
+            let len = STRIP_BYTES as usize;
+            c.submit(&mut vec![request(token, &f, strip * STRIP_BYTES, len)]);
+            let done = got.take(1);
+            assert_eq!(done[0].result.as_ref().unwrap(), &len);
+            let at = (strip * STRIP_BYTES) as usize;
+            assert!(done[0].buf.as_slice()[..len] == bytes[at..at + len]);
+            c.stats()
+        };
+        read(1, 0);
+        read(2, 2);
+        let again = read(3, 0);
+        assert_eq!((again.device_reads, again.hits), (2, 1), "{again:?}");
+        let third = read(4, 4);
+        assert_eq!(third.device_reads, 3, "{third:?}");
+        let last = read(5, 0);
+        assert_eq!(
+            (last.device_reads, last.hits),
+            (3, 2),
+            "strip 0 was evicted: {last:?}"
+        );
+        assert_eq!(last.peak_bytes, 2 * STRIP_BYTES, "{last:?}");
         c.shutdown();
     }
 
