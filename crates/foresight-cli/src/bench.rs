@@ -310,6 +310,12 @@ fn plan(a: &BenchArgs) -> anyhow::Result<Plan> {
         "raid-cache",
         a.raid_cache.as_deref().unwrap_or("512MiB"),
     )?);
+    if raid_cache.0 < foresight_policy::PAGE_BYTES {
+        return Err(input(format!(
+            "--raid-cache: {raid_cache} holds no 4 KiB page; give at least 4KiB (the simulator's \
+             and paper 000's is 512MiB)"
+        )));
+    }
     // The real disk's scheduler is the kernel's: these would be ignored.
     for (flag, given) in [
         ("--scheduler", a.scheduler.is_some()),

@@ -488,6 +488,17 @@ fn msp_runs_on_an_emulated_raid0_and_reports_the_raid_cache() {
             "--raid-cache",
         ),
         (vec!["--emulate", "wd800jd", "--disks", "0"], "--disks"),
+        (
+            vec![
+                "--emulate",
+                "wd800jd",
+                "--disks",
+                "2",
+                "--raid-cache",
+                "100",
+            ],
+            "--raid-cache",
+        ),
     ] {
         let d = dir("msp-bad");
         let mut all = vec!["bench", "--dir", d.as_str()];
