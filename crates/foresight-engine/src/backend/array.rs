@@ -177,9 +177,10 @@ struct Shared {
 }
 
 impl ArrayCacheBackend {
-    /// Wraps `inner` (started with room for `inner_capacity` reads, its completions going to
-    /// `inner_port`) in a cache of `capacity_bytes` driven by `policy`, taking up to `capacity`
-    /// requests from the driver, whose completions go to `port`.
+    /// Wraps `inner` (whose completions go to `inner_port`, which this connects) in a cache of
+    /// `capacity_bytes` driven by `policy`, taking up to `capacity` requests from the driver,
+    /// whose completions go to `port`. Reads beyond the inner backend's own capacity wait in the
+    /// cache's queue.
     pub fn start(
         inner: Arc<dyn IoBackend>,
         inner_port: &CompletionPort,
