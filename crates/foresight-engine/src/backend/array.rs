@@ -1027,12 +1027,18 @@ mod tests {
             .collect()
     }
 
+    /// Writes `bytes` to a file in a directory of its own, which [`remove`] takes away.
     fn temp_file(name: &str, bytes: &[u8]) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!("foresight-array-{}", std::process::id()));
+        let dir =
+            std::env::temp_dir().join(format!("foresight-array-{}-{name}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        let p = dir.join(name);
+        let p = dir.join("file");
         std::fs::write(&p, bytes).unwrap();
         p
+    }
+
+    fn remove(file: &std::path::Path) {
+        std::fs::remove_dir_all(file.parent().unwrap()).unwrap();
     }
 
     fn request(token: u64, file: &Arc<FileHandle>, offset: u64, len: usize) -> IoRequest {
@@ -1083,6 +1089,7 @@ mod tests {
         assert_eq!(after.device_bytes, before.device_bytes, "{after:?}");
         assert_eq!(after.hits, before.hits + 1, "{after:?}");
         c.shutdown();
+        remove(&path);
     }
 
     /// Eviction takes the buffer least recently used, not the one read longest ago: with room
@@ -1117,6 +1124,7 @@ mod tests {
         );
         assert_eq!(last.peak_bytes, 2 * STRIP_BYTES, "{last:?}");
         c.shutdown();
+        remove(&path);
     }
 
     proptest! {
@@ -1138,14 +1146,20 @@ mod tests {
                 sizes.iter().enumerate().map(|(i, &n)| file_bytes(n, i as u64 + 7)).collect();
             // SC thresholds of 2 make MSP fetch after a few sequential strips.
             let (c, got) = cache("ssd-850evo", cache_pages * PAGE_BYTES, (4, 2));
-            let handles: Vec<Arc<FileHandle>> = files
+            let paths: Vec<PathBuf> = files
                 .iter()
                 .enumerate()
-                .map(|(i, b)| {
-                    let p = temp_file(&format!("p{seed}-{i}"), b);
-                    Arc::new(c.open(&p, FileId(i as u32), false).unwrap())
-                })
+                .map(|(i, b)| temp_file(&format!("p{seed}-{i}"), b))
                 .collect();
+            let handles: Vec<Arc<FileHandle>> = paths
+                .iter()
+                .enumerate()
+                .map(|(i, p)| Arc::new(c.open(p, FileId(i as u32), false).unwrap()))
+                .collect();
+            // The handles keep the files open; the names can go now.
+            for p in &paths {
+                remove(p);
+            }
             let mut token = 0;
             let mut cursor = [0u64; 2];
             for _round in 0..24 {
