@@ -605,6 +605,8 @@ pub fn run(a: &BenchArgs) -> anyhow::Result<()> {
         log(started, "kernel: not measured under --emulate (the kernel reads the real disk, not the modelled one)");
     }
     let mut rows: Vec<Summary> = Vec::new();
+    // Progress lines align their rates whichever policy's name is longest.
+    let policy_w = p.policies.iter().map(String::len).max().unwrap_or(0).max(5);
     for (k, &n) in p.streams.iter().enumerate() {
         let bytes = p.per_stream[k];
         let memory = p.memory[k];
@@ -624,7 +626,7 @@ pub fn run(a: &BenchArgs) -> anyhow::Result<()> {
                 log(
                     started,
                     &format!(
-                        "  round {} {:<7} {:<5} {:>9.1} MiB/s  cpu {:.2} s  {}",
+                        "  round {} {:<7} {:<policy_w$} {:>9.1} MiB/s  cpu {:.2} s  {}",
                         round + 1,
                         r.method,
                         r.policy.as_deref().unwrap_or(""),
@@ -671,7 +673,7 @@ pub fn run(a: &BenchArgs) -> anyhow::Result<()> {
         }
         rows.extend(medians(samples));
     }
-    print_rows(&p, &rows, a.json)
+    print_rows(&p, &rows, a.json, &mut std::io::stdout().lock())
 }
 
 /// One (method, policy) over all rounds of one N.
@@ -758,9 +760,13 @@ fn medians(samples: Vec<(u32, Row)>) -> Vec<Summary> {
         .collect()
 }
 
-fn print_rows(p: &Plan, rows: &[Summary], as_json: bool) -> anyhow::Result<()> {
+fn print_rows(
+    p: &Plan,
+    rows: &[Summary],
+    as_json: bool,
+    out: &mut impl std::io::Write,
+) -> anyhow::Result<()> {
     let ratio = |s: &Summary| s.ratio_to_limit.unwrap_or(0.0);
-    let mut out = std::io::stdout().lock();
     if as_json {
         let v: Vec<_> = rows
             .iter()
@@ -788,6 +794,16 @@ fn print_rows(p: &Plan, rows: &[Summary], as_json: bool) -> anyhow::Result<()> {
         writeln!(out, "{}", serde_json::to_string(&v)?)?;
         return Ok(());
     }
+    // The policy column is as wide as its longest name (`msp+saseqp` is longer than the
+    // header), so the columns after it stay aligned.
+    let policy_w = rows
+        .iter()
+        .filter_map(|s| s.row.policy.as_deref())
+        .map(str::len)
+        .chain(["policy".len()])
+        .max()
+        .unwrap_or(0)
+        .max(8);
     let device = match &p.emulate {
         Some(e) => format!("emulated device ({})", scheduler_label(e)),
         None => format!("the disk under {}", p.dir.display()),
@@ -806,14 +822,14 @@ fn print_rows(p: &Plan, rows: &[Summary], as_json: bool) -> anyhow::Result<()> {
     )?;
     writeln!(
         out,
-        "{:>7}  {:<7} {:<8} {:>10} {:>9} {:>14} {:>7}  MiB/s range",
+        "{:>7}  {:<7} {:<policy_w$} {:>10} {:>9} {:>14} {:>7}  MiB/s range",
         "streams", "method", "policy", "MiB/s", "x limit", "memory peak", "cpu s"
     )?;
     for s in rows {
         let r = &s.row;
         writeln!(
             out,
-            "{:>7}  {:<7} {:<8} {:>10.1} {:>9.3} {:>14} {:>7.2}  {}",
+            "{:>7}  {:<7} {:<policy_w$} {:>10.1} {:>9.3} {:>14} {:>7.2}  {}",
             r.streams,
             r.method,
             r.policy.as_deref().unwrap_or("-"),
@@ -1373,6 +1389,56 @@ mod tests {
         assert!(!says(t(31.0, 30.0)));
         assert!(!says(t(1.5, 1.0)));
         assert!(!says(t(12.0, 30.0)));
+    }
+
+    /// Every column after the policy starts at the same place on every line, with a policy name
+    /// longer than the header (`msp+saseqp` used to push its row's figures two places right).
+    #[test]
+    fn the_table_stays_aligned_with_long_policy_names() {
+        let p = plan_of(&[
+            "--emulate",
+            "cheetah-15k4",
+            "--disks",
+            "5",
+            "--streams",
+            "1",
+        ]);
+        let row = |method: &'static str, policy: Option<&str>| super::Summary {
+            row: super::Row {
+                streams: 1,
+                method,
+                policy: policy.map(str::to_string),
+                mib_s: 377.5,
+                memory_peak_bytes: Some(256 << 10),
+                cpu_s: 0.07,
+                note: String::new(),
+                array: None,
+            },
+            ratio_to_limit: Some(0.893),
+        };
+        let rows = [
+            row("limit", None),
+            row("engine", Some("seqp")),
+            row("engine", Some("msp+saseqp")),
+        ];
+        let mut out = Vec::new();
+        super::print_rows(&p, &rows, false, &mut out).expect("written to memory");
+        let text = String::from_utf8(out).expect("utf-8");
+        let table: Vec<&str> = text
+            .lines()
+            .skip_while(|l| !l.trim_start().starts_with("streams"))
+            .take(1 + rows.len())
+            .collect();
+        assert_eq!(table.len(), 1 + rows.len(), "{text}");
+        // The rate column's right edge is where the header's "MiB/s" ends.
+        let edge = table[0].find("MiB/s").expect("header") + "MiB/s".len();
+        for line in &table[1..] {
+            assert_eq!(
+                line.get(edge - "377.5".len()..edge),
+                Some("377.5"),
+                "misaligned row:\n{text}"
+            );
+        }
     }
 
     #[test]
