@@ -1,7 +1,8 @@
 //! The few operating-system calls the engine makes outside the standard library, each a thin safe
 //! wrapper over `libc` calls: page-cache eviction (`posix_fadvise(DONTNEED)`), process CPU time
 //! (`getrusage`), free disk space (`statvfs`), clearing a descriptor's `O_NONBLOCK` (`fcntl`) and
-//! the `eventfd` the io_uring backend uses to wake its ring thread, and the calls that open a file
+//! the `eventfd` the io_uring backend uses to wake its ring thread, the calling thread's timer
+//! slack (`prctl(PR_SET_TIMERSLACK)`, for the emulated backend's clock), and the calls that open a file
 //! relative to a directory descriptor (`openat`, `openat2`, `readlinkat`) for
 //! [`crate::beneath`]. Opening a file by path with `O_DIRECT` needs no wrapper: it is a flag of
 //! `std::fs::OpenOptions`.
@@ -61,6 +62,27 @@ pub fn all_resident(bytes: &[u8]) -> io::Result<bool> {
         return Err(io::Error::last_os_error());
     }
     Ok(pages.iter().all(|p| p & 1 == 1))
+}
+
+/// Sets the calling thread's timer slack to `slack_ns` (`prctl(PR_SET_TIMERSLACK)`): how late
+/// the kernel may end the thread's timed sleeps so as to batch wake-ups. A thread starts with its
+/// creator's slack, 50 us by default; 0 would restore that default, so the least is 1 ns.
+pub fn set_thread_timer_slack(slack_ns: u64) -> io::Result<()> {
+    assert!(slack_ns > 0, "a timer slack of 0 restores the default");
+    // SAFETY: PR_SET_TIMERSLACK reads its integer argument and touches no memory of ours.
+    let rc = unsafe {
+        libc::prctl(
+            libc::PR_SET_TIMERSLACK,
+            slack_ns as libc::c_ulong,
+            0 as libc::c_ulong,
+            0 as libc::c_ulong,
+            0 as libc::c_ulong,
+        )
+    };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 /// Bytes free for an unprivileged user on the file system holding `path` (`statvfs`).
