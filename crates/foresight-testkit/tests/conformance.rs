@@ -122,9 +122,22 @@ fn same_costs_within(name: &str, s: &Scenario, sim: &WorldRun, engine: &WorldRun
 /// The time bound of [`same_costs_within`] alone: within `-(1 - lowest)` and +30% of the
 /// simulator's, the fastest of up to three engine runs.
 fn similar_time_on_raid0(name: &str, s: &Scenario, sim: &WorldRun, engine: &WorldRun, lowest: f64) {
+    similar_time_between(name, s, sim, engine, lowest, 1.3);
+}
+
+/// The engine's time within `lowest` and `highest` times the simulator's, the fastest of up to
+/// three engine runs.
+fn similar_time_between(
+    name: &str,
+    s: &Scenario,
+    sim: &WorldRun,
+    engine: &WorldRun,
+    lowest: f64,
+    highest: f64,
+) {
     let mut best_s = engine.elapsed_s;
     for _ in 1..3 {
-        if best_s / sim.elapsed_s < 1.3 {
+        if best_s / sim.elapsed_s < highest {
             break;
         }
         let (_, again, _) = run_both(name, s);
@@ -132,7 +145,7 @@ fn similar_time_on_raid0(name: &str, s: &Scenario, sim: &WorldRun, engine: &Worl
     }
     let ratio = best_s / sim.elapsed_s;
     assert!(
-        (lowest..1.3).contains(&ratio),
+        (lowest..highest).contains(&ratio),
         "engine/sim time ratio {ratio:.2} ({best_s:.3} s, the fastest of up to three runs, vs {:.3} s)",
         sim.elapsed_s
     );
@@ -742,6 +755,33 @@ fn one_stream_under_msp_saseqp_on_raid0_fetches_the_same_stripes_in_both_worlds(
         "MSP's stripe fetches"
     );
     msp_costs("msp-1", &s, &sim, &engine);
+}
+
+/// One reader under plain SASEQP on the array MSP runs on: two 128 KiB windows in flight, each a
+/// strip of its own member, and each member's next strip asked for four windows later. The drives'
+/// read-ahead serves most windows from their caches; a window asked for after its drive has
+/// stopped reading ahead waits about a revolution (4 ms). The simulator's host answers a
+/// completion in no time; the engine's takes a thread's wake-up and a pass through the driver
+/// (about 30 us from the model's completion to its delivery, and 25 to 35 us more to the next
+/// window's submission, in release builds), enough to make more windows miss the read-ahead. The
+/// simulator's client thinking 15 us between reads costs it 3% of its throughput, 30 us 20%. So
+/// the decisions and device bytes are equal, and the time is allowed +50% (debug builds, sixteen
+/// runs alone and in the suite: 1.32 to 1.41 times the simulator's 0.084 s). See ARCHITECTURE.md,
+/// "One fast stream on a fast array".
+#[test]
+fn one_stream_under_saseqp_on_cheetah_raid0_decides_the_same_and_pays_the_hosts_latency() {
+    let s = Scenario {
+        policy: "saseqp".into(),
+        raid_cache: ByteLen(0),
+        ..msp_on_cheetah_raid0(1)
+    };
+    let (sim, engine, c) = run_both("saseqp-1-cheetah", &s);
+    same_decisions(&c);
+    assert_eq!(
+        sim.device_bytes, engine.device_bytes,
+        "device bytes, sim against engine"
+    );
+    similar_time_between("saseqp-1-cheetah", &s, &sim, &engine, 0.8, 1.5);
 }
 
 /// Four readers, each file in its own quarter of the volume: MSP's one detector sees their
