@@ -17,7 +17,7 @@
 //! arrived the policy hears `Input::Fetched`. Nothing here decides what to read ahead.
 //!
 //! Memory: the cache has its own hard budget of `capacity_bytes` (the simulator's
-//! `host.raid_cache`), separate from the driver's [`crate::pool::BufferPool`]: the RAID driver's
+//! `host.raid_cache`), separate from the driver's `BufferPool`: the RAID driver's
 //! memory is not the page cache's. Every page the cache holds or has in flight counts, from the
 //! moment its read is issued; bytes are kept in the buffer they were read into, one buffer per
 //! read, and a buffer is evicted whole, least recently used first, so the count is exactly the

@@ -14,7 +14,7 @@
 //! - [`emulated`]: reads the real bytes but completes each read when a `foresight-device` model
 //!   says the modelled device would have, so the engine can be measured against hardware this
 //!   machine does not have;
-//! - [`array`]: not a way of reading but a layer over [`emulated`] on a RAID-0: the RAID driver's
+//! - [`array`](mod@array): not a way of reading but a layer over [`emulated`] on a RAID-0: the RAID driver's
 //!   cache, driven by the array-level policy of `msp+...`.
 //!
 //! The contract every backend keeps: `submit` never blocks (the driver never has more than
@@ -261,7 +261,7 @@ pub trait IoBackend: Send + Sync {
     fn volume(&self) -> Option<ModelledVolume> {
         None
     }
-    /// What the array-level cache did, if the backend is one ([`array`]).
+    /// What the array-level cache did, if the backend is one ([`array`](mod@array)).
     fn array_stats(&self) -> Option<array::ArrayStats> {
         None
     }
