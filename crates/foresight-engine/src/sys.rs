@@ -2,7 +2,7 @@
 //! wrapper over `libc` calls: page-cache eviction (`posix_fadvise(DONTNEED)`), process CPU time
 //! (`getrusage`), free disk space (`statvfs`), clearing a descriptor's `O_NONBLOCK` (`fcntl`) and
 //! the `eventfd` the io_uring backend uses to wake its ring thread, the calling thread's timer
-//! slack (`prctl(PR_SET_TIMERSLACK)`, for the emulated backend's clock), and the calls that open a file
+//! slack (`prctl(PR_SET_TIMERSLACK)`, `PR_GET_TIMERSLACK`, for the emulated backend's clock), and the calls that open a file
 //! relative to a directory descriptor (`openat`, `openat2`, `readlinkat`) for
 //! [`crate::beneath`]. Opening a file by path with `O_DIRECT` needs no wrapper: it is a flag of
 //! `std::fs::OpenOptions`.
@@ -83,6 +83,26 @@ pub fn set_thread_timer_slack(slack_ns: u64) -> io::Result<()> {
         return Err(io::Error::last_os_error());
     }
     Ok(())
+}
+
+/// The calling thread's timer slack, ns (`prctl(PR_GET_TIMERSLACK)`). A thread may read its own
+/// slack without privilege, whereas another thread's `/proc/TID/timerslack_ns` needs
+/// `CAP_SYS_NICE`.
+pub fn thread_timer_slack_ns() -> io::Result<u64> {
+    // SAFETY: PR_GET_TIMERSLACK takes no argument and touches no memory of ours.
+    let rc = unsafe {
+        libc::prctl(
+            libc::PR_GET_TIMERSLACK,
+            0 as libc::c_ulong,
+            0 as libc::c_ulong,
+            0 as libc::c_ulong,
+            0 as libc::c_ulong,
+        )
+    };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(rc as u64)
 }
 
 /// Bytes free for an unprivileged user on the file system holding `path` (`statvfs`).
