@@ -379,6 +379,7 @@ pub fn run(ctx: &Context<'_>) -> Result<Section, ExperimentError> {
             base_mib,
             by_size: sizes_mib.iter().copied().zip(by_size.chunks(4)).collect(),
             by_variant: VARIANTS.iter().copied().zip(by_variant.chunks(4)).collect(),
+            fig8d: at(2, 1, 64).throughput_mib_s / at(2, 0, 64).throughput_mib_s,
         },
         &mut results,
     );
@@ -568,11 +569,29 @@ fn fig8c_md(ras_kib: &[u64], streams: &[u32], thr: &[Vec<f64>], strip_kib: u64) 
             row[j + 1]
         ));
     }
-    let verdict = if peaks.is_empty() {
+    // "Gains with the window" only where every count's rate rises through the strip's size: a
+    // rate that falls from the smaller window to the strip's is no peak, but no gain either.
+    let rising = thr
+        .iter()
+        .all(|row| row[j - 1] < row[j] && row[j] < row[j + 1]);
+    let verdict = if peaks.is_empty() && rising {
         format!(
             "here {strip_kib} KiB is a peak at no stream count: SEQP gains with the window. A \
              window the size of a strip is almost never aligned with one, so it costs two disk \
              accesses, as a larger window does, for fewer bytes"
+        )
+    } else if peaks.is_empty() {
+        let flat: Vec<String> = streams
+            .iter()
+            .zip(thr)
+            .filter(|(_, row)| row[j] <= row[j - 1])
+            .map(|(n, _)| n.to_string())
+            .collect();
+        format!(
+            "here {strip_kib} KiB is a peak at no stream count, and it is no faster than {} KiB \
+             at {} stream(s)",
+            ras_kib[j - 1],
+            flat.join(", ")
         )
     } else {
         format!(
@@ -685,6 +704,32 @@ struct Fig8bRuns<'a> {
     by_size: Vec<(u64, &'a [Report])>,
     /// The same four per (placement, drive queue policy), at the point's file size.
     by_variant: Vec<((&'static str, &'static str), &'a [Report])>,
+    /// Our SASEQP / SEQP at Fig. 8d's 64-stream point, set against the paper's count there.
+    fig8d: f64,
+}
+
+/// What the paper's count allows at Fig. 8d (128 KiB windows on 256 KiB strips), against the
+/// paper's 2.08x and ours: the testbed's excess is put down to disk time this model lacks only
+/// while this model stays within the count itself.
+fn fig8d_count_note(ours: f64) -> String {
+    // With no transfer time, the most the count allows whatever the disk.
+    let bound = paper_count_bound(128.0, 256.0, 1.0, 0.0);
+    let allows = format!(
+        "By the same count Fig. 8d (128 KiB windows on 256 KiB strips: three requests per 256 KiB \
+         against two) allows {bound:.1}x where the paper measured 2.08x"
+    );
+    if ours > bound {
+        format!(
+            "{allows}, and here it is {ours:.2}x, above the count too (not taken apart here). At \
+             Fig. 8b the paper's testbed lost disk time under SEQP in some way its mechanism does \
+             not describe and this model does not have;"
+        )
+    } else {
+        format!(
+            "{allows}; here it is {ours:.2}x. The paper's testbed lost disk time under SEQP in \
+             some way its mechanism does not describe and this model does not have;"
+        )
+    }
 }
 
 /// The Fig. 8b 64-stream point taken apart: what the member disks did under SEQP512, under SEQP512
@@ -747,6 +792,7 @@ fn explain_fig8b(
     } else {
         ""
     };
+    let fig8d = fig8d_count_note(runs.fig8d);
     md.push_str(&format!(
         "\n{busy_note}A \
          SASEQP fetch is one strip and a stream's next strip is on the next disk, so every fetch is a disk \
@@ -759,11 +805,9 @@ fn explain_fig8b(
          Without merging or back-to-back service, the paper's own accounting (each piece of a split window is \
          one more disk access, Figs. 2 and 3) still caps the gain: per 512 KiB an unaligned SEQP window costs \
          five positionings and SASEQP four, so with the {p:.2} ms positioning and {t:.2} ms strip transfer \
-         SASEQP pays here it could be at most {bound:.2}x faster, and no disk allows more than 1.25x. By the \
-         same count Fig. 8d (128 KiB windows on 256 KiB strips: three requests per 256 KiB against two) allows \
-         1.5x where the paper measured 2.08x. The paper's testbed lost disk time under SEQP in some way its \
-         mechanism does not describe and this model does not have; Linux's anticipatory scheduler, which \
-         idles a disk after a read to wait for the same process, is tried below.\n",
+         SASEQP pays here it could be at most {bound:.2}x faster, and no disk allows more than 1.25x. {fig8d} \
+         Linux's anticipatory scheduler, which idles a disk after a read to wait for the same process, is \
+         tried below.\n",
         ms.mean_kib,
         capped.device_sequential_requests.unwrap_or(0),
         capped.device_requests,
@@ -1475,9 +1519,40 @@ mod tests {
             128,
         );
         assert!(one.contains("a peak at 64 stream(s) of 2"), "{one}");
+        // The quick run's 8 streams: 128 KiB a hair below 64 KiB is no peak, and no gain either.
+        let dip = fig8c_md(
+            &ras,
+            &[1, 8],
+            &[
+                vec![115.9, 184.3, 251.5, 446.9],
+                vec![133.5, 133.3, 195.9, 300.0],
+            ],
+            128,
+        );
+        assert!(dip.contains("a peak at no stream count"), "{dip}");
+        assert!(!dip.contains("gains with the window"), "{dip}");
+        assert!(
+            dip.contains("no faster than 64 KiB at 8 stream(s)"),
+            "{dip}"
+        );
         assert!(!one.contains("no stream count"), "{one}");
         // A strip the sweep does not reach into on both sides gives nothing to compare.
         assert_eq!(fig8c_md(&ras, &[1], &[vec![1.0, 2.0, 3.0, 4.0]], 64), "");
+    }
+
+    /// The count allows 1.5x at Fig. 8d; the paper's 2.08x beyond it is put down to disk time this
+    /// model lacks only while ours stays within it (the full run's 2.02x does not).
+    #[test]
+    fn fig8d_count_note_names_our_ratio_against_the_bound() {
+        let within = fig8d_count_note(1.18);
+        assert!(within.contains("allows 1.5x where the paper measured 2.08x; here it is 1.18x"));
+        assert!(within.contains("this model does not have"), "{within}");
+        let above = fig8d_count_note(2.02);
+        assert!(
+            above.contains("here it is 2.02x, above the count too"),
+            "{above}"
+        );
+        assert!(above.contains("At Fig. 8b the paper's testbed"), "{above}");
     }
 
     #[test]
