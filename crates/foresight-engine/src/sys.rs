@@ -2,9 +2,9 @@
 //! wrapper over `libc` calls: page-cache eviction (`posix_fadvise(DONTNEED)`), process CPU time
 //! (`getrusage`), free disk space (`statvfs`), clearing a descriptor's `O_NONBLOCK` (`fcntl`) and
 //! the `eventfd` the io_uring backend uses to wake its ring thread, the calling thread's timer
-//! slack (`prctl(PR_SET_TIMERSLACK)`, `PR_GET_TIMERSLACK`, for the emulated backend's clock), and the calls that open a file
-//! relative to a directory descriptor (`openat`, `openat2`, `readlinkat`) for
-//! [`crate::beneath`]. Opening a file by path with `O_DIRECT` needs no wrapper: it is a flag of
+//! slack (`prctl(PR_SET_TIMERSLACK)` and `PR_GET_TIMERSLACK`, for the emulated backend's clock),
+//! and the calls that open a file relative to a directory descriptor (`openat`, `openat2`,
+//! `readlinkat`) for [`crate::beneath`]. Opening a file by path with `O_DIRECT` needs no wrapper: it is a flag of
 //! `std::fs::OpenOptions`.
 
 #![allow(unsafe_code)]
