@@ -7,7 +7,10 @@
 //! driver must re-issue), `Delay` completes it later (the worker keeps a time-ordered heap of
 //! delayed completions, so one slow read does not hold up the others). A fault fires a given number
 //! of times or forever. [`NoopBackend::truncate`] shrinks a file while it is being read, the way
-//! another process would. Nothing touches a disk, so tests of the driver's logic are fast and exact.
+//! another process would. [`NoopBackend::place`] gives a file a place on a volume (its handles
+//! then carry `volume_offset_bytes`), so a layer that works in volume bytes, the array cache,
+//! can be tested over these faults. Nothing touches a disk, so tests of the driver's logic are
+//! fast and exact.
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, VecDeque};
@@ -61,6 +64,7 @@ struct Work {
 
 struct Shared {
     files: Mutex<BTreeMap<PathBuf, (u64, Data)>>,
+    placements: Mutex<BTreeMap<PathBuf, u64>>,
     faults: Mutex<Vec<Fault>>,
     work: Mutex<Work>,
     ready: Condvar,
@@ -94,6 +98,7 @@ impl NoopBackend {
         NoopBackend {
             shared: Arc::new(Shared {
                 files: Mutex::new(BTreeMap::new()),
+                placements: Mutex::new(BTreeMap::new()),
                 faults: Mutex::new(Vec::new()),
                 work: Mutex::new(Work {
                     requests: VecDeque::new(),
@@ -130,6 +135,16 @@ impl NoopBackend {
                 .expect("noop file poisoned")
                 .truncate(len as usize);
         }
+    }
+
+    /// Places the file at `path` at `volume_offset_bytes` of a volume: handles opened from now on
+    /// say so. The backend models no volume and reads no differently; placements may overlap.
+    pub fn place(&self, path: impl AsRef<Path>, volume_offset_bytes: u64) {
+        self.shared
+            .placements
+            .lock()
+            .expect("noop placements poisoned")
+            .insert(path.as_ref().to_path_buf(), volume_offset_bytes);
     }
 
     /// Adds a fault.
@@ -285,6 +300,13 @@ impl IoBackend for NoopBackend {
             .get(path)
             .ok_or_else(|| io::Error::from_raw_os_error(libc::ENOENT))?;
         let size_bytes = data.read().expect("noop file poisoned").len() as u64;
+        let volume_offset_bytes = self
+            .shared
+            .placements
+            .lock()
+            .expect("noop placements poisoned")
+            .get(path)
+            .copied();
         Ok(FileHandle {
             id,
             path: path.to_path_buf(),
@@ -293,7 +315,7 @@ impl IoBackend for NoopBackend {
             size_bytes,
             identity: (u64::MAX, *ino),
             modified: None,
-            volume_offset_bytes: None,
+            volume_offset_bytes,
         })
     }
 
