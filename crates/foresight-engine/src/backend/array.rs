@@ -16,6 +16,14 @@
 //! nothing (the engine has no volume bytes outside its files). When every piece of a fetch has
 //! arrived the policy hears `Input::Fetched`. Nothing here decides what to read ahead.
 //!
+//! Faults: a read into the cache that fails, or returns short before the file's end (a transient
+//! short read the backend contract allows), leaves the cache when it completes: its pages leave
+//! the budget and the page table, so a later request reads them again rather than taking a hole
+//! for the file's end. The requests that waited for it get the error (with the OS's code) or the
+//! bytes it did read; one that would get none of its bytes is read past the cache instead, since
+//! zero bytes tells the driver the file ended. Its fetch, if it was one, is reported
+//! `Fetched { ok: false }`, as the simulator reports a fetch not all of whose bytes arrived.
+//!
 //! Memory: the cache has its own hard budget of `capacity_bytes` (the simulator's
 //! `host.raid_cache`), separate from the driver's `BufferPool`: the RAID driver's
 //! memory is not the page cache's. Every page the cache holds or has in flight counts, from the
@@ -68,6 +76,8 @@ pub struct ArrayStats {
     pub wasted_bytes: u64,
     /// The most bytes held or in flight at once; never above `capacity_bytes`.
     pub peak_bytes: u64,
+    /// Bytes held or in flight when the figures were taken.
+    pub held_bytes: u64,
     /// Requests from the driver served from the cache without waiting for the device.
     pub hits: u64,
     /// Requests read past the cache (no room for their missing pages, or pages held for another
@@ -105,6 +115,12 @@ struct Buf {
     file_volume_bytes: u64,
     first_page: u64,
     pages: u64,
+    /// Bytes the read must return unless it fails or is cut short: up to the file's end.
+    expect_bytes: u64,
+    /// The read returned fewer bytes than `expect_bytes` before the file's end (a transient
+    /// short read): its pages are no longer the cache's, and the requests that waited for it
+    /// take what it did read; the slot stays until no request pins it.
+    detached: bool,
     state: BufState,
     /// Requests that will copy from it.
     pins: u32,
@@ -158,6 +174,8 @@ struct State {
     done: Vec<IoCompletion>,
     stats: ArrayStats,
     evicted_unread_pages: u64,
+    /// Read-ahead pages nobody read that left with a short read (waste, not memory pressure).
+    dropped_unread_pages: u64,
     refused_pages: u64,
     pressure_seen: u64,
 }
@@ -236,6 +254,7 @@ impl ArrayCacheBackend {
                 ..ArrayStats::default()
             },
             evicted_unread_pages: 0,
+            dropped_unread_pages: 0,
             refused_pages: 0,
             pressure_seen: 0,
         };
@@ -353,6 +372,15 @@ impl CompletionSink for Shared {
     }
 }
 
+/// The same error for another request: the OS's code where there is one (the reader may act on
+/// `EIO` and the like), else the kind and the message.
+fn copy_error(e: &io::Error) -> io::Error {
+    match e.raw_os_error() {
+        Some(code) => io::Error::from_raw_os_error(code),
+        None => io::Error::new(e.kind(), e.to_string()),
+    }
+}
+
 fn pages_of(vol: u64, len: u64) -> (u64, u64) {
     (vol / PAGE_BYTES, (vol + len).div_ceil(PAGE_BYTES))
 }
@@ -371,8 +399,10 @@ impl State {
             .map(|b| b.unread.iter().filter(|&&u| u).count() as u64)
             .sum();
         ArrayStats {
-            wasted_bytes: (self.evicted_unread_pages + unread) * PAGE_BYTES,
+            wasted_bytes: (self.evicted_unread_pages + self.dropped_unread_pages + unread)
+                * PAGE_BYTES,
             peak_bytes: self.peak_pages * PAGE_BYTES,
+            held_bytes: self.held_pages * PAGE_BYTES,
             ..self.stats
         }
     }
@@ -464,11 +494,15 @@ impl State {
             .map(|p| fetch.is_some() && prefetched(p))
             .collect();
         self.stats.prefetched_bytes += unread.iter().filter(|&&u| u).count() as u64 * PAGE_BYTES;
+        let offset_bytes = first_page * PAGE_BYTES - base;
+        let len = (pages * PAGE_BYTES) as usize;
         let buf = Buf {
             file: file.id,
             file_volume_bytes: base,
             first_page,
             pages,
+            expect_bytes: (len as u64).min(file.size_bytes.saturating_sub(offset_bytes)),
+            detached: false,
             state: BufState::InFlight,
             pins: 0,
             waiters: Vec::new(),
@@ -481,11 +515,10 @@ impl State {
             self.pages.insert(p, b);
         }
         let token = self.inner_token(InnerOp::Fill(b));
-        let len = (pages * PAGE_BYTES) as usize;
         self.queue_inner(IoRequest {
             token,
             file: file.clone(),
-            offset_bytes: first_page * PAGE_BYTES - base,
+            offset_bytes,
             buf: data,
             buf_offset: 0,
             len_bytes: len,
@@ -780,7 +813,7 @@ impl State {
                 .copy_from_slice(&data.as_slice()[in_buf as usize..(in_buf + have) as usize]);
             copied += have;
             x.unread[(page - x.first_page) as usize] = false;
-            if x.tick != tick {
+            if x.tick != tick && !x.detached {
                 // Used now: last in the line for eviction.
                 self.lru.remove(&x.tick);
                 x.tick = tick;
@@ -793,14 +826,21 @@ impl State {
         for b in pinned {
             let x = self.bufs[b as usize].as_mut().expect("pinned buffer");
             x.pins -= 1;
-            // A failed read's slot goes once nobody pins it.
-            if x.pins == 0 && matches!(x.state, BufState::Failed) {
+            // A failed or short read's slot goes once nobody pins it.
+            if x.pins == 0 && (x.detached || matches!(x.state, BufState::Failed)) {
                 self.bufs[b as usize] = None;
                 self.free_bufs.push(b);
             }
         }
         let result = match failed {
             Some(e) if copied == 0 => Err(e),
+            None if copied == 0 => {
+                // The request asks for bytes of the file and the cache has none of them (a
+                // short read it waited for stopped before them): zero bytes would tell the
+                // driver the file ended, so the device is asked.
+                self.bypass(req);
+                return;
+            }
             _ => Ok(copied as usize),
         };
         self.done.push(IoCompletion {
@@ -829,7 +869,7 @@ impl State {
         let now = self.now();
         self.tick += 1;
         let tick = self.tick;
-        let (waiters, fetch, error) = {
+        let (waiters, fetch, error, complete) = {
             let x = self.bufs[b as usize].as_mut().expect("buffer in flight");
             let waiters = std::mem::take(&mut x.waiters);
             match c.result {
@@ -839,38 +879,40 @@ impl State {
                         valid_bytes: n as u64,
                     };
                     x.tick = tick;
-                    (waiters, x.fetch, None)
+                    (waiters, x.fetch, None, n as u64 >= x.expect_bytes)
                 }
                 Err(e) => {
                     x.state = BufState::Failed;
-                    (waiters, x.fetch, Some(e))
+                    (waiters, x.fetch, Some(e), false)
                 }
             }
         };
-        match &error {
-            None => {
-                self.lru.insert(tick, b);
-            }
-            Some(_) => {
-                let x = self.bufs[b as usize].take().expect("buffer");
-                self.unmap(&x, b);
-                self.held_pages -= x.pages;
-                let keep = x.pins > 0;
-                self.bufs[b as usize] = Some(Buf {
-                    unread: Vec::new(),
-                    ..x
-                });
-                if !keep {
-                    self.bufs[b as usize] = None;
-                    self.free_bufs.push(b);
-                }
+        if complete {
+            self.lru.insert(tick, b);
+        } else {
+            // A failed read, or one cut short before the file's end: a later request for those
+            // pages would find them missing or, worse, empty, and take that for the file's end.
+            // The pages leave the cache (and its budget) now; whoever waited takes what came.
+            let x = self.bufs[b as usize].as_mut().expect("buffer");
+            let unread = x.unread.iter().filter(|&&u| u).count() as u64;
+            x.unread.iter_mut().for_each(|u| *u = false);
+            x.detached = true;
+            let (pins, pages) = (x.pins, x.pages);
+            self.dropped_unread_pages += unread;
+            let x = self.bufs[b as usize].take().expect("buffer");
+            self.unmap(&x, b);
+            self.bufs[b as usize] = Some(x);
+            self.held_pages -= pages;
+            if pins == 0 {
+                self.bufs[b as usize] = None;
+                self.free_bufs.push(b);
             }
         }
         for w in waiters {
             let r = self.reqs[w as usize].as_mut().expect("waiting request");
             r.waits -= 1;
             if let Some(e) = &error {
-                r.failed = Some(io::Error::new(e.kind(), e.to_string()));
+                r.failed = Some(copy_error(e));
             }
             if r.waits == 0 {
                 self.finish(w);
@@ -879,8 +921,10 @@ impl State {
         if let Some(id) = fetch {
             let (left, short) = self.fetch_parts.get_mut(&id).expect("fetch in flight");
             *left -= 1;
+            // Not all of the fetch's bytes arrived: the policy hears `ok: false`.
+            *short |= !complete;
             if *left == 0 {
-                let ok = !*short && error.is_none();
+                let ok = !*short;
                 self.fetch_parts.remove(&id);
                 self.policy.handle(now, Input::Fetched { id, ok });
                 self.drain(now, None);
@@ -958,6 +1002,7 @@ mod tests {
 
     use super::*;
     use crate::backend::emulated::{EmulatedBackend, EmulatedConfig};
+    use crate::backend::noop::{Fault, FaultKind, NoopBackend};
 
     const STRIP_BYTES: u64 = 128 << 10;
 
@@ -986,6 +1031,38 @@ mod tests {
         }
     }
 
+    /// MSP with thresholds `sc` over `layout`.
+    fn msp(layout: &foresight_policy::Layout, sc: (u32, u32)) -> Box<dyn Policy> {
+        Box::new(
+            foresight_policy::readahead::Msp::new(
+                foresight_policy::readahead::MspSettings {
+                    sc_max: sc.0,
+                    sc_thresh: sc.1,
+                    sps_max_stripes: 8,
+                },
+                layout,
+            )
+            .unwrap(),
+        )
+    }
+
+    /// An array cache of `cache_bytes` over `inner` (whose completions go to `inner_port`) run
+    /// by `policy`, and where its completions go.
+    fn wrap(
+        inner: Arc<dyn IoBackend>,
+        inner_port: &CompletionPort,
+        policy: Box<dyn Policy>,
+        cache_bytes: u64,
+    ) -> (ArrayCacheBackend, Arc<Collector>) {
+        let port = CompletionPort::new();
+        let collector = Arc::new(Collector::default());
+        let sink: Arc<dyn CompletionSink> = collector.clone();
+        port.connect(Arc::downgrade(&sink));
+        // The collector is kept alive by the caller through the returned Arc.
+        let c = ArrayCacheBackend::start(inner, inner_port, policy, cache_bytes, 8, port).unwrap();
+        (c, collector)
+    }
+
     /// An array cache of `cache_bytes` over an emulated RAID-0 of five `member` drives with
     /// 128 KiB strips, MSP with the given thresholds, and where its completions go.
     fn cache(
@@ -1001,24 +1078,188 @@ mod tests {
             Arc::new(EmulatedBackend::start(cfg, 16, inner_port.clone()).unwrap());
         let v = inner.volume().unwrap();
         let layout = foresight_policy::Layout::new(v.volume_bytes, v.striping);
-        let policy = foresight_policy::readahead::Msp::new(
-            foresight_policy::readahead::MspSettings {
-                sc_max: sc.0,
-                sc_thresh: sc.1,
-                sps_max_stripes: 8,
-            },
-            &layout,
-        )
-        .unwrap();
-        let port = CompletionPort::new();
-        let collector = Arc::new(Collector::default());
-        let sink: Arc<dyn CompletionSink> = collector.clone();
-        port.connect(Arc::downgrade(&sink));
-        // The collector is kept alive by the caller through the returned Arc.
-        let c =
-            ArrayCacheBackend::start(inner, &inner_port, Box::new(policy), cache_bytes, 8, port)
-                .unwrap();
-        (c, collector)
+        wrap(inner, &inner_port, msp(&layout, sc), cache_bytes)
+    }
+
+    /// What the array policy heard of its fetches and of memory, besides passing everything on
+    /// to the policy it wraps.
+    struct Heard {
+        policy: Box<dyn Policy>,
+        heard: Arc<Mutex<Vec<Input>>>,
+    }
+
+    impl Policy for Heard {
+        fn name(&self) -> &str {
+            self.policy.name()
+        }
+        fn handle(&mut self, now: Instant, input: Input) {
+            if matches!(input, Input::Fetched { .. } | Input::MemoryPressure { .. }) {
+                self.heard.lock().unwrap().push(input.clone());
+            }
+            self.policy.handle(now, input);
+        }
+        fn poll_output(&mut self) -> Option<Output> {
+            self.policy.poll_output()
+        }
+    }
+
+    /// An array cache of `cache_bytes` over in-memory files, each `(name, bytes, volume offset)`,
+    /// on a modelled RAID-0 of five disks with 128 KiB strips, MSP with thresholds `sc`: the
+    /// cache, where its completions go, the backend (to inject faults), the open files, and what
+    /// MSP heard of its fetches.
+    #[allow(clippy::type_complexity)]
+    fn noop_cache(
+        files: &[(&str, Vec<u8>, u64)],
+        cache_bytes: u64,
+        sc: (u32, u32),
+    ) -> (
+        ArrayCacheBackend,
+        Arc<Collector>,
+        NoopBackend,
+        Vec<Arc<FileHandle>>,
+        Arc<Mutex<Vec<Input>>>,
+    ) {
+        let noop = NoopBackend::new();
+        for (name, bytes, at) in files {
+            noop.insert(name, bytes.clone());
+            noop.place(name, *at);
+        }
+        let inner_port = CompletionPort::new();
+        noop.start(16, inner_port.clone()).unwrap();
+        let striping = foresight_policy::layout::Striping {
+            disks: 5,
+            strip_bytes: STRIP_BYTES,
+        };
+        let layout = foresight_policy::Layout::new(ByteLen(1 << 30), Some(striping));
+        let heard = Arc::new(Mutex::new(Vec::new()));
+        let policy = Box::new(Heard {
+            policy: msp(&layout, sc),
+            heard: heard.clone(),
+        });
+        let inner: Arc<dyn IoBackend> = Arc::new(noop.clone());
+        let (c, got) = wrap(inner, &inner_port, policy, cache_bytes);
+        let handles = files
+            .iter()
+            .enumerate()
+            .map(|(i, (name, _, _))| {
+                Arc::new(c.open(Path::new(name), FileId(i as u32), false).unwrap())
+            })
+            .collect();
+        (c, got, noop, handles, heard)
+    }
+
+    /// Reads `len` bytes at `offset` of `f` through the cache and checks them against `bytes`.
+    fn read_checked(
+        c: &ArrayCacheBackend,
+        got: &Collector,
+        f: &Arc<FileHandle>,
+        bytes: &[u8],
+        (token, offset, len): (u64, u64, usize),
+    ) -> io::Result<usize> {
+        c.submit(&mut vec![request(token, f, offset, len)]);
+        let done = got.take(1).pop().unwrap();
+        assert_eq!(done.token, token);
+        if let Ok(n) = done.result {
+            let at = offset as usize;
+            assert!(
+                done.buf.as_slice()[..n] == bytes[at..at + n],
+                "wrong bytes at {offset}"
+            );
+        }
+        done.result
+    }
+
+    /// A failed device read for a fill (here MSP's fetch of strips 2 to 4, which the request
+    /// for strip 2 waits on) gives the waiting request the error, not a hang or bytes; the
+    /// pages it counted leave the budget, MSP hears `Fetched { ok: false }`, and the next read
+    /// of those bytes goes to the device again and gets them.
+    #[test]
+    fn a_failed_fill_fails_its_waiter_frees_its_pages_and_tells_the_policy() {
+        let bytes = file_bytes(8 * STRIP_BYTES as usize, 5);
+        let files = [("/f", bytes.clone(), 0)];
+        let (c, got, noop, f, heard) = noop_cache(&files, 64 << 20, (1, 1));
+        let len = STRIP_BYTES as usize;
+        for strip in [0u64, 1] {
+            read_checked(&c, &got, &f[0], &bytes, (strip, strip * STRIP_BYTES, len)).unwrap();
+        }
+        let before = c.stats();
+        assert_eq!(before.held_bytes, 2 * STRIP_BYTES, "{before:?}");
+        noop.inject(Fault {
+            path: PathBuf::from("/f"),
+            range: 2 * STRIP_BYTES..2 * STRIP_BYTES + 1,
+            kind: FaultKind::Eio,
+            times: Some(1),
+        });
+        let e = read_checked(&c, &got, &f[0], &bytes, (2, 2 * STRIP_BYTES, len)).unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::EIO), "{e}");
+        let after = c.stats();
+        assert_eq!(after.fetches, 1, "{after:?}");
+        assert_eq!(after.held_bytes, before.held_bytes, "{after:?}");
+        assert!(
+            heard
+                .lock()
+                .unwrap()
+                .iter()
+                .any(|i| matches!(i, Input::Fetched { ok: false, .. })),
+            "{:?}",
+            heard.lock().unwrap()
+        );
+        assert_eq!(
+            read_checked(&c, &got, &f[0], &bytes, (3, 2 * STRIP_BYTES, len)).unwrap(),
+            len
+        );
+        assert_eq!(c.stats().held_bytes, 3 * STRIP_BYTES, "{:?}", c.stats());
+        c.shutdown();
+    }
+
+    /// A fill that comes back short before the file's end (a transient short read, which the
+    /// backend contract allows) is not kept: the pages it did not read are not taken for the
+    /// file's end. Here MSP's fetch of strips 2 to 4 returns 5000 bytes; the request for strip
+    /// 2 gets those, the re-read of its remainder and a request for strip 3 that waited on the
+    /// same fetch get the file's bytes (they got 0 bytes, "end of file", before), and MSP hears
+    /// the fetch was cut short.
+    #[test]
+    fn a_short_fill_is_not_taken_for_the_end_of_the_file() {
+        let bytes = file_bytes(8 * STRIP_BYTES as usize, 6);
+        let files = [("/f", bytes.clone(), 0)];
+        let (c, got, noop, f, heard) = noop_cache(&files, 64 << 20, (1, 1));
+        let len = STRIP_BYTES as usize;
+        for strip in [0u64, 1] {
+            read_checked(&c, &got, &f[0], &bytes, (strip, strip * STRIP_BYTES, len)).unwrap();
+        }
+        noop.inject(Fault {
+            path: PathBuf::from("/f"),
+            range: 2 * STRIP_BYTES..2 * STRIP_BYTES + 1,
+            kind: FaultKind::Short { max_bytes: 5000 },
+            times: Some(1),
+        });
+        // Strip 3's request comes while the fetch is in flight, so it waits on it too.
+        c.submit(&mut vec![
+            request(2, &f[0], 2 * STRIP_BYTES, len),
+            request(3, &f[0], 3 * STRIP_BYTES, len),
+        ]);
+        for done in got.take(2) {
+            let at = if done.token == 2 { 2 } else { 3 } * STRIP_BYTES as usize;
+            let n = *done.result.as_ref().unwrap();
+            let want = if done.token == 2 { 5000 } else { len };
+            assert_eq!(n, want, "request {}", done.token);
+            assert!(done.buf.as_slice()[..n] == bytes[at..at + n]);
+        }
+        let rest = 2 * STRIP_BYTES + 5000;
+        let n = read_checked(&c, &got, &f[0], &bytes, (4, rest, len - 5000)).unwrap();
+        assert_eq!(n, len - 5000);
+        assert!(
+            heard
+                .lock()
+                .unwrap()
+                .iter()
+                .any(|i| matches!(i, Input::Fetched { ok: false, .. })),
+            "{:?}",
+            heard.lock().unwrap()
+        );
+        let s = c.stats();
+        assert!(s.held_bytes <= s.capacity_bytes, "{s:?}");
+        c.shutdown();
     }
 
     fn file_bytes(len: usize, salt: u64) -> Vec<u8> {
