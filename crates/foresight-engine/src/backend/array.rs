@@ -8,7 +8,8 @@
 //! `Input::Read` of [`VOLUME_FILE`] (the whole request, cut at the file's size, whole sectors, with
 //! the first volume byte no cached or in-flight page covers as the miss, as the simulator shows
 //! it), and the policy's `Output::Fetch`es are executed at once. The request is then served from
-//! the cache's pages: pages held are copied, pages in flight are waited for, and missing pages are
+//! the cache's pages, those of the file's bytes it asks for (the pages past a file's end may be
+//! the next file's, which would then be held for the wrong file): pages held are copied, pages in flight are waited for, and missing pages are
 //! read on demand into the cache first, so later fetches skip them (the policy leaves the skip of
 //! cached and in-flight blocks to the driver, as the paper's listing does). A fetch reads the
 //! pages of its volume range that are neither held nor in flight; a volume range maps back to the
@@ -672,7 +673,8 @@ impl State {
         }
         let lba = vol / SECTOR_BYTES;
         let sectors = (vol + want).div_ceil(SECTOR_BYTES) - lba;
-        let (first, end) = pages_of(vol, req.len_bytes as u64);
+        // Only the pages of the file's bytes: pages past its end may be another file's.
+        let (first, end) = pages_of(vol, want);
         let (bfirst, bend) = pages_of(lba * SECTOR_BYTES, sectors * SECTOR_BYTES);
         let miss = (bfirst..bend)
             .find(|p| !self.pages.contains_key(p))
@@ -1259,6 +1261,34 @@ mod tests {
         );
         let s = c.stats();
         assert!(s.held_bytes <= s.capacity_bytes, "{s:?}");
+        c.shutdown();
+    }
+
+    /// A request that runs past its file's end takes only the pages of the file's bytes: the
+    /// pages beyond it are the next file's (placed right after it here), and held for the first
+    /// file they made every read of the second one go past the cache.
+    #[test]
+    fn a_read_past_the_end_of_a_file_holds_no_page_of_the_next_file() {
+        let a = file_bytes(3 * PAGE_BYTES as usize, 7);
+        let b = file_bytes(8 * PAGE_BYTES as usize, 8);
+        let files = [("/a", a.clone(), 0), ("/b", b.clone(), 3 * PAGE_BYTES)];
+        // MSP with its paper's thresholds fetches nothing here.
+        let (c, got, _noop, f, _) = noop_cache(&files, 64 << 20, (42, 38));
+        let n = read_checked(
+            &c,
+            &got,
+            &f[0],
+            &a,
+            (1, 2 * PAGE_BYTES, 4 * PAGE_BYTES as usize),
+        );
+        assert_eq!(n.unwrap(), PAGE_BYTES as usize);
+        for token in [2, 3] {
+            let n = read_checked(&c, &got, &f[1], &b, (token, 0, 2 * PAGE_BYTES as usize));
+            assert_eq!(n.unwrap(), 2 * PAGE_BYTES as usize);
+        }
+        let s = c.stats();
+        assert_eq!((s.bypassed, s.hits, s.device_reads), (0, 1, 2), "{s:?}");
+        assert_eq!(s.held_bytes, 3 * PAGE_BYTES, "{s:?}");
         c.shutdown();
     }
 
