@@ -17,6 +17,12 @@
 //! nothing (the engine has no volume bytes outside its files). When every piece of a fetch has
 //! arrived the policy hears `Input::Fetched`. Nothing here decides what to read ahead.
 //!
+//! Placements: a file opened takes its place in that table only where no file lies, since the
+//! driver may drop the placement (it gives a file it already knows its first id and place). A
+//! request is the authority: the first one of a file at a place that holds another (a file the
+//! driver forgot, whose id and place a new file was given) takes that place, and every page held
+//! or in flight there leaves the cache, so no file is served another's bytes.
+//!
 //! Faults: a read into the cache that fails, or returns short before the file's end (a transient
 //! short read the backend contract allows), leaves the cache when it completes: its pages leave
 //! the budget and the page table, so a later request reads them again rather than taking a hole
@@ -302,16 +308,11 @@ impl ArrayCacheBackend {
         };
         let end = start + h.size_bytes;
         let mut st = self.shared.lock();
-        // The latest placement owns its volume bytes: older files it overlaps are no longer
-        // where a fetch of those bytes reads, so the table holds disjoint extents.
-        let overlapping: Vec<u64> = st
-            .files
-            .range(..end)
-            .filter(|(_, p)| p.end_bytes > start)
-            .map(|(&s, _)| s)
-            .collect();
-        for s in overlapping {
-            st.files.remove(&s);
+        // The driver may not keep this placement (it gives a file it already knows its first
+        // id and place), so it takes only volume bytes no file holds; a file read where another
+        // was is put there by its first request (`State::place`).
+        if st.files.range(..end).any(|(_, p)| p.end_bytes > start) {
+            return Ok(());
         }
         st.files.insert(
             start,
@@ -451,6 +452,85 @@ impl State {
             }
         }
         pages.min(self.capacity_pages - self.held_pages)
+    }
+
+    /// Makes `file`, read at volume byte `base`, the owner of its volume bytes if it is not yet:
+    /// the files it overlaps leave the table and every page held or in flight there leaves the
+    /// cache, since those are another file's bytes (a forgotten file whose id and place a new
+    /// file was given would otherwise have its bytes served as the new file's).
+    fn place(&mut self, file: &Arc<FileHandle>, base: u64) {
+        let same = |h: &FileHandle| {
+            (h.id, h.identity, h.size_bytes, h.modified)
+                == (file.id, file.identity, file.size_bytes, file.modified)
+        };
+        let end = base + file.size_bytes;
+        if self
+            .files
+            .get(&base)
+            .is_some_and(|p| p.end_bytes == end && same(&p.handle))
+        {
+            return;
+        }
+        let overlapping: Vec<u64> = self
+            .files
+            .range(..end)
+            .filter(|(_, p)| p.end_bytes > base)
+            .map(|(&s, _)| s)
+            .collect();
+        for s in overlapping {
+            self.files.remove(&s);
+        }
+        self.files.insert(
+            base,
+            Placed {
+                end_bytes: end,
+                handle: file.clone(),
+                last_reader: None,
+            },
+        );
+        let (first, last) = pages_of(base, file.size_bytes);
+        let stale: Vec<u32> = self
+            .bufs
+            .iter()
+            .enumerate()
+            .filter_map(|(b, x)| x.as_ref().map(|x| (b as u32, x)))
+            .filter(|(_, x)| !x.detached && x.first_page < last && x.first_page + x.pages > first)
+            .map(|(b, _)| b)
+            .collect();
+        for b in stale {
+            self.drop_buffer(b);
+        }
+    }
+
+    /// Takes buffer `b` out of the cache for good: evicted if nobody uses it, else detached
+    /// (out of the page table; its pages leave the budget once no read is filling it, and its
+    /// slot once nobody pins it).
+    fn drop_buffer(&mut self, b: u32) {
+        let x = self.bufs[b as usize].as_mut().expect("live buffer");
+        let ready = matches!(x.state, BufState::Ready { .. });
+        if ready && x.pins == 0 {
+            let unread = x.unread.iter().filter(|&&u| u).count() as u64;
+            let buf = self.bufs[b as usize].take().expect("live buffer");
+            self.free_bufs.push(b);
+            self.lru.remove(&buf.tick);
+            self.dropped_unread_pages += unread;
+            self.unmap(&buf, b);
+            self.held_pages -= buf.pages;
+            return;
+        }
+        x.detached = true;
+        let (tick, pages) = (x.tick, x.pages);
+        if ready {
+            let unread = x.unread.iter().filter(|&&u| u).count() as u64;
+            x.unread.iter_mut().for_each(|u| *u = false);
+            self.dropped_unread_pages += unread;
+            self.lru.remove(&tick);
+            self.held_pages -= pages;
+        }
+        // A read in flight keeps its pages counted until it lands (`inner_done`).
+        let x = self.bufs[b as usize].take().expect("live buffer");
+        self.unmap(&x, b);
+        self.bufs[b as usize] = Some(x);
     }
 
     fn evict(&mut self, b: u32) {
@@ -668,6 +748,7 @@ impl State {
             self.bypass(req);
             return;
         }
+        self.place(&req.file, base);
         if let Some(p) = self.files.get_mut(&base) {
             p.last_reader = req.reader.or(p.last_reader);
         }
@@ -881,7 +962,12 @@ impl State {
                         valid_bytes: n as u64,
                     };
                     x.tick = tick;
-                    (waiters, x.fetch, None, n as u64 >= x.expect_bytes)
+                    (
+                        waiters,
+                        x.fetch,
+                        None,
+                        n as u64 >= x.expect_bytes && !x.detached,
+                    )
                 }
                 Err(e) => {
                     x.state = BufState::Failed;
@@ -892,9 +978,10 @@ impl State {
         if complete {
             self.lru.insert(tick, b);
         } else {
-            // A failed read, or one cut short before the file's end: a later request for those
-            // pages would find them missing or, worse, empty, and take that for the file's end.
-            // The pages leave the cache (and its budget) now; whoever waited takes what came.
+            // A failed read, or one cut short before the file's end (a later request for those
+            // pages would find them missing or, worse, empty, and take that for the file's end),
+            // or one taken out of the cache while in flight: the pages leave the cache (and its
+            // budget) now; whoever waited takes what came.
             let x = self.bufs[b as usize].as_mut().expect("buffer");
             let unread = x.unread.iter().filter(|&&u| u).count() as u64;
             x.unread.iter_mut().for_each(|u| *u = false);
@@ -1289,6 +1376,52 @@ mod tests {
         let s = c.stats();
         assert_eq!((s.bypassed, s.hits, s.device_reads), (0, 1, 2), "{s:?}");
         assert_eq!(s.held_bytes, 3 * PAGE_BYTES, "{s:?}");
+        c.shutdown();
+    }
+
+    /// The engine forgets a file nobody reads and gives its id to the next new file, which the
+    /// emulated backend's spread placement puts in the same place: that file's reads get its own
+    /// bytes, not the pages the cache still held of the forgotten one (they did before).
+    #[test]
+    fn a_new_file_in_a_forgotten_files_place_reads_its_own_bytes() {
+        let x = file_bytes(2 * STRIP_BYTES as usize, 9);
+        let y = file_bytes(2 * STRIP_BYTES as usize, 10);
+        let (c, got, noop, f, _) = noop_cache(&[("/x", x.clone(), 0)], 64 << 20, (42, 38));
+        let len = STRIP_BYTES as usize;
+        assert_eq!(read_checked(&c, &got, &f[0], &x, (1, 0, len)).unwrap(), len);
+        noop.insert("/y", y.clone());
+        noop.place("/y", 0);
+        let g = Arc::new(c.open(Path::new("/y"), FileId(0), false).unwrap());
+        assert_eq!(read_checked(&c, &got, &g, &y, (2, 0, len)).unwrap(), len);
+        let s = c.stats();
+        assert_eq!((s.hits, s.held_bytes), (0, STRIP_BYTES), "{s:?}");
+        c.shutdown();
+    }
+
+    /// Opening a file the driver already knows places it anew in the backend, and the driver
+    /// keeps the first place: that throw-away placement, here over another file, must not take
+    /// the other file's volume bytes. Before, it did, so MSP's fetch of strips 3 and 4 of the
+    /// file read them as the unread file's, and the file's own read of strip 3 went past the
+    /// cache to the device.
+    #[test]
+    fn a_placement_nobody_reads_takes_no_files_place() {
+        let x = file_bytes(8 * STRIP_BYTES as usize, 11);
+        let z = file_bytes(8 * STRIP_BYTES as usize, 12);
+        let files = [("/x", x.clone(), 0), ("/z", z, 0)];
+        let (c, got, _noop, f, _) = noop_cache(&files, 64 << 20, (1, 1));
+        let len = STRIP_BYTES as usize;
+        for strip in [0u64, 1, 2] {
+            read_checked(&c, &got, &f[0], &x, (strip, strip * STRIP_BYTES, len)).unwrap();
+        }
+        let before = c.stats();
+        assert_eq!(before.prefetched_bytes, 2 * STRIP_BYTES, "{before:?}");
+        assert_eq!(
+            read_checked(&c, &got, &f[0], &x, (3, 3 * STRIP_BYTES, len)).unwrap(),
+            len
+        );
+        let after = c.stats();
+        assert_eq!(after.hits, before.hits + 1, "{after:?}");
+        assert_eq!(after.bypassed, 0, "{after:?}");
         c.shutdown();
     }
 
