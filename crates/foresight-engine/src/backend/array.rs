@@ -689,7 +689,9 @@ impl State {
                 }
                 // A fetch of anything but the volume has nothing to read at this level.
                 Output::Fetch { id, .. } => done_now.push((id, false)),
-                Output::Release { range, .. } if !range.is_empty() => {
+                // Only the volume's pages are here. A release is the policy's choice, not memory
+                // pressure: its unread pages are waste (`drop_buffer`), as in the simulator.
+                Output::Release { file, range } if file == VOLUME_FILE && !range.is_empty() => {
                     let (first, end) = pages_of(range.start.0, range.len.0);
                     let inside: Vec<u32> = (first..end)
                         .filter_map(|p| self.pages.get(&p).copied())
@@ -704,7 +706,7 @@ impl State {
                         .collect();
                     for b in inside {
                         if self.bufs[b as usize].is_some() {
-                            self.evict(b);
+                            self.drop_buffer(b);
                         }
                     }
                 }
@@ -1423,6 +1425,97 @@ mod tests {
         assert_eq!(after.hits, before.hits + 1, "{after:?}");
         assert_eq!(after.bypassed, 0, "{after:?}");
         c.shutdown();
+    }
+
+    /// MSP, releasing each of its fetches once it has arrived, as the fetch's range of the file
+    /// `release_as` (the volume, or a file id the array level does not hold).
+    struct Releasing {
+        heard: Heard,
+        release_as: FileId,
+        fetching: HashMap<FetchId, ByteRange>,
+        out: VecDeque<Output>,
+    }
+
+    impl Policy for Releasing {
+        fn name(&self) -> &str {
+            "releasing-msp"
+        }
+        fn handle(&mut self, now: Instant, input: Input) {
+            if let Input::Fetched { id, .. } = input {
+                if let Some(range) = self.fetching.remove(&id) {
+                    let file = self.release_as;
+                    self.out.push_back(Output::Release { file, range });
+                }
+            }
+            self.heard.handle(now, input);
+        }
+        fn poll_output(&mut self) -> Option<Output> {
+            if let Some(o) = self.out.pop_front() {
+                return Some(o);
+            }
+            let o = self.heard.poll_output()?;
+            if let Output::Fetch { id, range, .. } = o {
+                self.fetching.insert(id, range);
+            }
+            Some(o)
+        }
+    }
+
+    /// An array policy's release of a fetch it no longer wants drops those pages, as waste, and
+    /// is not memory pressure (before, the cache told the policy memory was short, which the
+    /// simulator does not); a release of a file id other than the volume drops nothing here
+    /// (before, it dropped the volume's pages at those offsets).
+    #[test]
+    fn a_release_drops_only_volume_pages_and_is_no_memory_pressure() {
+        for release_as in [VOLUME_FILE, FileId(0)] {
+            let bytes = file_bytes(8 * STRIP_BYTES as usize, 13);
+            let noop = NoopBackend::new();
+            noop.insert("/f", bytes.clone());
+            noop.place("/f", 0);
+            let inner_port = CompletionPort::new();
+            noop.start(16, inner_port.clone()).unwrap();
+            let striping = foresight_policy::layout::Striping {
+                disks: 5,
+                strip_bytes: STRIP_BYTES,
+            };
+            let layout = foresight_policy::Layout::new(ByteLen(1 << 30), Some(striping));
+            let heard = Arc::new(Mutex::new(Vec::new()));
+            let policy = Box::new(Releasing {
+                heard: Heard {
+                    policy: msp(&layout, (1, 1)),
+                    heard: heard.clone(),
+                },
+                release_as,
+                fetching: HashMap::new(),
+                out: VecDeque::new(),
+            });
+            let inner: Arc<dyn IoBackend> = Arc::new(noop.clone());
+            let (c, got) = wrap(inner, &inner_port, policy, 64 << 20);
+            let f = Arc::new(c.open(Path::new("/f"), FileId(0), false).unwrap());
+            let len = STRIP_BYTES as usize;
+            for strip in [0u64, 1, 2] {
+                read_checked(&c, &got, &f, &bytes, (strip, strip * STRIP_BYTES, len)).unwrap();
+            }
+            // MSP fetched strips 2 to 4 as one read, which the read of strip 2 waited for.
+            let s = c.stats();
+            assert_eq!(s.fetches, 1, "{s:?}");
+            let heard = heard.lock().unwrap();
+            assert!(
+                !heard
+                    .iter()
+                    .any(|i| matches!(i, Input::MemoryPressure { .. })),
+                "released as {release_as:?}: {heard:?}"
+            );
+            // The fetch's range is stripe 0, strips 0 to 4: released, every buffer there goes.
+            if release_as == VOLUME_FILE {
+                assert_eq!(s.held_bytes, 0, "{s:?}");
+                assert_eq!(s.wasted_bytes, 2 * STRIP_BYTES, "{s:?}");
+            } else {
+                assert_eq!(s.held_bytes, 5 * STRIP_BYTES, "{s:?}");
+                assert_eq!(s.wasted_bytes, 2 * STRIP_BYTES, "{s:?}");
+            }
+            c.shutdown();
+        }
     }
 
     fn file_bytes(len: usize, salt: u64) -> Vec<u8> {
