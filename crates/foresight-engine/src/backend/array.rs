@@ -286,6 +286,45 @@ impl ArrayCacheBackend {
         self.shared.lock().snapshot()
     }
 
+    /// Checks that every page is counted once: the budget's count is the pages of the buffers
+    /// the cache holds or reads (a detached one while its read is in flight), the page table
+    /// maps exactly the pages of the buffers it holds, and the eviction line holds exactly the
+    /// buffers that have landed.
+    #[cfg(test)]
+    fn audit(&self) {
+        let st = self.shared.lock();
+        let mut held = 0;
+        let mut mapped = 0;
+        let mut landed = 0;
+        for (b, x) in st.bufs.iter().enumerate() {
+            let Some(x) = x else { continue };
+            let in_flight = matches!(x.state, BufState::InFlight);
+            if !x.detached || in_flight {
+                held += x.pages;
+            }
+            if !x.detached {
+                for p in x.first_page..x.first_page + x.pages {
+                    assert_eq!(
+                        st.pages.get(&p),
+                        Some(&(b as u32)),
+                        "page {p} of buffer {b}"
+                    );
+                }
+                mapped += x.pages;
+                if !in_flight {
+                    assert_eq!(st.lru.get(&x.tick), Some(&(b as u32)), "buffer {b}");
+                    landed += 1;
+                }
+            } else {
+                assert!(in_flight || x.pins > 0, "a detached buffer {b} nobody uses");
+            }
+        }
+        assert_eq!(st.held_pages, held, "pages counted");
+        assert_eq!(st.pages.len() as u64, mapped, "pages mapped");
+        assert_eq!(st.lru.len(), landed, "buffers in the eviction line");
+        assert!(st.held_pages <= st.capacity_pages);
+    }
+
     fn record(&self, h: &FileHandle) -> io::Result<()> {
         let Some(start) = h.volume_offset_bytes else {
             return Err(io::Error::new(
@@ -877,8 +916,7 @@ impl State {
         let len = req.len_bytes as u64;
         let mut copied = 0u64;
         let mut short = failed.is_some();
-        self.tick += 1;
-        let tick = self.tick;
+        let mut last_used = None;
         for (k, &b) in bufs.iter().enumerate() {
             if short {
                 break;
@@ -898,11 +936,14 @@ impl State {
                 .copy_from_slice(&data.as_slice()[in_buf as usize..(in_buf + have) as usize]);
             copied += have;
             x.unread[(page - x.first_page) as usize] = false;
-            if x.tick != tick && !x.detached {
-                // Used now: last in the line for eviction.
+            if last_used != Some(b) && !x.detached {
+                // Used now: last in the line for eviction. Each buffer gets a tick of its own
+                // (the line is keyed by tick), and a buffer's pages are consecutive here.
+                last_used = Some(b);
+                self.tick += 1;
                 self.lru.remove(&x.tick);
-                x.tick = tick;
-                self.lru.insert(tick, b);
+                x.tick = self.tick;
+                self.lru.insert(self.tick, b);
             }
             if have < to - from {
                 short = true;
@@ -1518,6 +1559,28 @@ mod tests {
         }
     }
 
+    /// A request served from two buffers keeps both in the line for eviction. Before, both got
+    /// the same tick, the line (keyed by tick) kept only the second, and the first could never
+    /// be evicted: its pages stayed counted for good, and here the next read, which needs the
+    /// room of both, went past the cache.
+    #[test]
+    fn a_hit_on_two_buffers_keeps_both_evictable() {
+        let bytes = file_bytes(16 * PAGE_BYTES as usize, 14);
+        let (c, got, _noop, f, _) =
+            noop_cache(&[("/f", bytes.clone(), 0)], 4 * PAGE_BYTES, (42, 38));
+        let page = PAGE_BYTES as usize;
+        read_checked(&c, &got, &f[0], &bytes, (1, 0, 2 * page)).unwrap();
+        read_checked(&c, &got, &f[0], &bytes, (2, 2 * PAGE_BYTES, 2 * page)).unwrap();
+        read_checked(&c, &got, &f[0], &bytes, (3, 0, 4 * page)).unwrap();
+        c.audit();
+        read_checked(&c, &got, &f[0], &bytes, (4, 8 * PAGE_BYTES, 4 * page)).unwrap();
+        let s = c.stats();
+        assert_eq!((s.hits, s.bypassed), (1, 0), "{s:?}");
+        assert_eq!(s.held_bytes, 4 * PAGE_BYTES, "{s:?}");
+        c.audit();
+        c.shutdown();
+    }
+
     fn file_bytes(len: usize, salt: u64) -> Vec<u8> {
         (0..len)
             .map(|i| ((i as u64 / 8).wrapping_mul(2654435761) ^ salt) as u8)
@@ -1693,6 +1756,7 @@ mod tests {
                 }
                 let s = c.stats();
                 prop_assert!(s.peak_bytes <= s.capacity_bytes, "seed {}: {:?}", seed, s);
+                c.audit();
             }
             c.shutdown();
         }
