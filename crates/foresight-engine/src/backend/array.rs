@@ -1760,5 +1760,87 @@ mod tests {
             }
             c.shutdown();
         }
+
+        /// Two files placed back to back on the volume (so stripe fetches span both), read at
+        /// random with several requests outstanding, over reads that fail (EIO) or come back
+        /// short at random places: a request gets EIO only where reads fail, never zero bytes
+        /// before the file's end, never fewer bytes than asked where no read comes back short,
+        /// and always the file's bytes; every page is counted once after every round.
+        #[test]
+        fn faults_give_errors_or_the_files_bytes_and_every_page_is_counted_once(
+            seed in any::<u64>(),
+            cache_pages in prop_oneof![Just(16u64), Just(160u64), Just(1024u64)],
+        ) {
+            println!("seed {seed}, cache of {cache_pages} pages");
+            let mut rng = foresight_core::Rng::new(seed);
+            let a = file_bytes(3 * STRIP_BYTES as usize + 5000, 21);
+            let b = file_bytes(2 * STRIP_BYTES as usize + 300, 22);
+            let b_at = (a.len() as u64).div_ceil(PAGE_BYTES) * PAGE_BYTES;
+            let files = [("/a", a.clone(), 0), ("/b", b.clone(), b_at)];
+            let bytes = [a, b];
+            let (c, got, noop, handles, _) = noop_cache(&files, cache_pages * PAGE_BYTES, (4, 2));
+            let mut eio = [false; 2];
+            let mut short = [false; 2];
+            for f in 0..2 {
+                for _ in 0..rng.below(3) {
+                    let at = rng.below(bytes[f].len() as u64);
+                    let kind = if rng.below(2) == 0 {
+                        eio[f] = true;
+                        FaultKind::Eio
+                    } else {
+                        short[f] = true;
+                        FaultKind::Short { max_bytes: 1 + rng.below(20000) as usize }
+                    };
+                    noop.inject(Fault {
+                        path: PathBuf::from(files[f].0),
+                        range: at..at + 1 + rng.below(64 << 10),
+                        kind,
+                        times: Some(1 + rng.below(3) as u32),
+                    });
+                }
+            }
+            let mut token = 0;
+            let mut cursor = [0u64; 2];
+            for _round in 0..24 {
+                let mut batch = Vec::new();
+                let mut want = Vec::new();
+                for _ in 0..1 + rng.below(4) {
+                    let f = rng.below(2) as usize;
+                    let size = bytes[f].len() as u64;
+                    let at = if rng.below(3) == 0 { rng.below(size + 8192) } else { cursor[f] };
+                    let len = 1 + rng.below(96 << 10) as usize;
+                    cursor[f] = (at + len as u64) % size;
+                    token += 1;
+                    batch.push(request(token, &handles[f], at, len));
+                    want.push((token, f, at, len));
+                }
+                let n = batch.len();
+                c.submit(&mut batch);
+                for done in got.take(n) {
+                    let &(_, f, at, len) = want.iter().find(|w| w.0 == done.token).unwrap();
+                    let size = bytes[f].len() as u64;
+                    let expect = (len as u64).min(size.saturating_sub(at)) as usize;
+                    match &done.result {
+                        Err(e) => {
+                            prop_assert!(eio[f], "seed {}: {}", seed, e);
+                            prop_assert_eq!(e.raw_os_error(), Some(libc::EIO), "seed {}", seed);
+                        }
+                        Ok(n) => {
+                            let n = *n;
+                            prop_assert!(n <= expect, "seed {}", seed);
+                            prop_assert!(n > 0 || expect == 0, "seed {}: a false end", seed);
+                            prop_assert!(n == expect || short[f], "seed {}: short", seed);
+                            let from = (at as usize).min(bytes[f].len());
+                            prop_assert!(
+                                done.buf.as_slice()[..n] == bytes[f][from..from + n],
+                                "seed {}: wrong bytes", seed
+                            );
+                        }
+                    }
+                }
+                c.audit();
+            }
+            c.shutdown();
+        }
     }
 }
