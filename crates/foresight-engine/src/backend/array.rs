@@ -38,9 +38,11 @@
 //! read, and a buffer is evicted whole, least recently used first, so the count is exactly the
 //! bytes held and never exceeds the budget (asserted wherever it grows). A prefetch that does not
 //! fit once everything evictable is gone is cut short and the policy hears
-//! `Input::MemoryPressure`; a request whose missing pages do not fit, or whose pages the cache
-//! holds for another file (two placements overlap on the volume), is read straight into the
-//! driver's buffer, past the cache, so demand never waits for the array cache's memory.
+//! `Input::MemoryPressure`; a request whose missing pages do not fit is read straight into the
+//! driver's buffer, past the cache, so demand never waits for the array cache's memory (as is
+//! one whose pages the cache holds for another file, which taking its file's place first, see
+//! Placements, leaves only as a safety net). Where two files read at once have overlapping
+//! placements, each request takes the overlap for its file and drops the other's pages there.
 //!
 //! Bounds: reads to the emulated backend are at most its capacity; the rest wait in one FIFO
 //! whose length is bounded by the pages the budget holds plus one read per request the driver may
