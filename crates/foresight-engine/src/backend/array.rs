@@ -1617,7 +1617,7 @@ mod tests {
     }
 
     /// Once MSP has fetched a stripe, a request for bytes of it is copied from the array cache:
-    /// the device reads nothing more. MSP here turns on at once (`SC_thresh` 1), so reading
+    /// the device reads nothing for it. MSP here turns on at once (`SC_thresh` 1), so reading
     /// strips 0, 1 and 2 makes it fetch the rest of stripe 0 (strips 3 and 4) as one read.
     #[test]
     fn a_miss_served_from_the_array_cache_does_no_device_read() {
@@ -1647,9 +1647,16 @@ mod tests {
             &bytes[at..at + (64 << 10)]
         );
         let after = c.stats();
-        assert_eq!(after.device_reads, before.device_reads, "{after:?}");
-        assert_eq!(after.device_bytes, before.device_bytes, "{after:?}");
         assert_eq!(after.hits, before.hits + 1, "{after:?}");
+        // Reading strip 3 is MSP's next sequential step, and it fetches stripe 1 (strips 5 to
+        // 7 of this file, one read). Whether that read has landed when the figures are taken
+        // depends on the machine's load, so only it may have been added.
+        assert_eq!(after.fetches, 2, "{after:?}");
+        assert!(after.device_reads <= before.device_reads + 1, "{after:?}");
+        assert!(
+            after.device_bytes <= before.device_bytes + 3 * STRIP_BYTES,
+            "{after:?}"
+        );
         c.shutdown();
         remove(&path);
     }
