@@ -1603,6 +1603,38 @@ mod tests {
         std::fs::remove_dir_all(file.parent().unwrap()).unwrap();
     }
 
+    /// A request of [`random_batch`]: its token, file, offset and length.
+    type Wanted = (u64, usize, u64, usize);
+
+    /// One to four requests over two files, for the random tests: mostly where each file's last
+    /// request ended (so MSP turns on), sometimes anywhere up to 8 KiB past the end, up to 96 KiB
+    /// long. Returns the requests and, per request, its token, file, offset and length.
+    fn random_batch(
+        rng: &mut foresight_core::Rng,
+        sizes: &[usize; 2],
+        cursor: &mut [u64; 2],
+        token: &mut u64,
+        handles: &[Arc<FileHandle>],
+    ) -> (Vec<IoRequest>, Vec<Wanted>) {
+        let mut batch = Vec::new();
+        let mut want = Vec::new();
+        for _ in 0..1 + rng.below(4) {
+            let f = rng.below(2) as usize;
+            let size = sizes[f] as u64;
+            let at = if rng.below(3) == 0 {
+                rng.below(size + 8192)
+            } else {
+                cursor[f]
+            };
+            let len = 1 + rng.below(96 << 10) as usize;
+            cursor[f] = (at + len as u64) % size;
+            *token += 1;
+            batch.push(request(*token, &handles[f], at, len));
+            want.push((*token, f, at, len));
+        }
+        (batch, want)
+    }
+
     fn request(token: u64, file: &Arc<FileHandle>, offset: u64, len: usize) -> IoRequest {
         let cap = len.div_ceil(PAGE_BYTES as usize) * PAGE_BYTES as usize;
         IoRequest {
@@ -1732,23 +1764,8 @@ mod tests {
             let mut token = 0;
             let mut cursor = [0u64; 2];
             for _round in 0..24 {
-                let mut batch = Vec::new();
-                let mut want = Vec::new();
-                for _ in 0..1 + rng.below(4) {
-                    let f = rng.below(2) as usize;
-                    let size = files[f].len() as u64;
-                    // Mostly sequential (so MSP turns on), sometimes anywhere.
-                    let at = if rng.below(3) == 0 {
-                        rng.below(size + 8192)
-                    } else {
-                        cursor[f]
-                    };
-                    let len = 1 + rng.below(96 << 10) as usize;
-                    cursor[f] = (at + len as u64) % size;
-                    token += 1;
-                    batch.push(request(token, &handles[f], at, len));
-                    want.push((token, f, at, len));
-                }
+                let (mut batch, want) =
+                    random_batch(&mut rng, &[files[0].len(), files[1].len()], &mut cursor, &mut token, &handles);
                 let n = batch.len();
                 c.submit(&mut batch);
                 for done in got.take(n) {
@@ -1811,18 +1828,8 @@ mod tests {
             let mut token = 0;
             let mut cursor = [0u64; 2];
             for _round in 0..24 {
-                let mut batch = Vec::new();
-                let mut want = Vec::new();
-                for _ in 0..1 + rng.below(4) {
-                    let f = rng.below(2) as usize;
-                    let size = bytes[f].len() as u64;
-                    let at = if rng.below(3) == 0 { rng.below(size + 8192) } else { cursor[f] };
-                    let len = 1 + rng.below(96 << 10) as usize;
-                    cursor[f] = (at + len as u64) % size;
-                    token += 1;
-                    batch.push(request(token, &handles[f], at, len));
-                    want.push((token, f, at, len));
-                }
+                let (mut batch, want) =
+                    random_batch(&mut rng, &[bytes[0].len(), bytes[1].len()], &mut cursor, &mut token, &handles);
                 let n = batch.len();
                 c.submit(&mut batch);
                 for done in got.take(n) {
