@@ -5,6 +5,7 @@
 //! clock, spawns a thread or touches a file, so the pure policy crate can depend on it. The only source
 //! of randomness is [`rng::Rng`], which must be seeded explicitly.
 
+pub mod fetch_parts;
 pub mod ids;
 pub mod parse;
 pub mod rng;
@@ -12,6 +13,7 @@ pub mod slots;
 pub mod time;
 pub mod units;
 
+pub use fetch_parts::FetchParts;
 pub use ids::{FetchId, FileId, StreamId};
 pub use parse::{parse_duration, parse_rate, parse_size, ParseError};
 pub use rng::Rng;

@@ -59,8 +59,8 @@ use std::path::Path;
 use std::sync::mpsc::{sync_channel, SyncSender};
 use std::sync::{Arc, Mutex, Weak};
 
-use foresight_core::SECTOR_BYTES;
 use foresight_core::{ByteLen, ByteOffset, ByteRange, FetchId, FileId, Instant, StreamId};
+use foresight_core::{FetchParts, SECTOR_BYTES};
 use foresight_policy::layout::VOLUME_FILE;
 use foresight_policy::{Input, Output, Policy, PAGE_BYTES};
 
@@ -171,7 +171,7 @@ struct State {
     tick: u64,
     reqs: Vec<Option<Req>>,
     free_reqs: Vec<u32>,
-    fetch_parts: HashMap<FetchId, (u32, bool)>,
+    fetch_parts: FetchParts,
     files: BTreeMap<u64, Placed>,
     inner_ops: HashMap<u64, InnerOp>,
     next_inner_token: u64,
@@ -247,7 +247,7 @@ impl ArrayCacheBackend {
             tick: 0,
             reqs: Vec::new(),
             free_reqs: Vec::new(),
-            fetch_parts: HashMap::new(),
+            fetch_parts: FetchParts::new(),
             files: BTreeMap::new(),
             inner_ops: HashMap::new(),
             next_inner_token: 0,
@@ -725,7 +725,7 @@ impl State {
                     if reads == 0 {
                         done_now.push((id, !short));
                     } else {
-                        self.fetch_parts.insert(id, (reads, short));
+                        self.fetch_parts.started(id, reads, short);
                     }
                 }
                 // A fetch of anything but the volume has nothing to read at this level.
@@ -1053,13 +1053,8 @@ impl State {
             }
         }
         if let Some(id) = fetch {
-            let (left, short) = self.fetch_parts.get_mut(&id).expect("fetch in flight");
-            *left -= 1;
             // Not all of the fetch's bytes arrived: the policy hears `ok: false`.
-            *short |= !complete;
-            if *left == 0 {
-                let ok = !*short;
-                self.fetch_parts.remove(&id);
+            if let Some(ok) = self.fetch_parts.part_done(id, complete) {
                 self.policy.handle(now, Input::Fetched { id, ok });
                 self.drain(now, None);
             }

@@ -23,7 +23,9 @@
 
 use std::collections::VecDeque;
 
-use foresight_core::{ByteLen, ByteOffset, ByteRange, FetchId, FileId, Instant, StreamId};
+use foresight_core::{
+    ByteLen, ByteOffset, ByteRange, FetchId, FetchParts, FileId, Instant, StreamId,
+};
 use foresight_policy::layout::{Layout, VOLUME_FILE};
 use foresight_policy::{Input, Output, Policy, PAGE_BYTES};
 use rustc_hash::FxHashMap;
@@ -92,7 +94,7 @@ pub struct CacheLayer {
     ios: Vec<Option<Io>>,
     free_ios: Vec<u32>,
     /// Parts still in flight of each fetch, and whether memory cut the fetch short.
-    fetch_parts: FxHashMap<FetchId, (u32, bool)>,
+    fetch_parts: FetchParts,
     reqs: Vec<Option<Req>>,
     free_reqs: Vec<u32>,
     blocked: VecDeque<u32>,
@@ -149,7 +151,7 @@ impl CacheLayer {
             wake: None,
             ios: Vec::new(),
             free_ios: Vec::new(),
-            fetch_parts: FxHashMap::default(),
+            fetch_parts: FetchParts::new(),
             reqs: Vec::new(),
             free_reqs: Vec::new(),
             blocked: VecDeque::new(),
@@ -402,7 +404,7 @@ impl CacheLayer {
                     if ios == 0 {
                         done_now.push((id, !short));
                     } else {
-                        self.fetch_parts.insert(id, (ios, short));
+                        self.fetch_parts.started(id, ios, short);
                     }
                 }
                 Output::Release { file, range } if !range.is_empty() => {
@@ -620,12 +622,8 @@ impl CacheLayer {
             }
         }
         if let Some(id) = fetch {
-            let (left, short) = self.fetch_parts.get_mut(&id).expect("fetch in flight");
-            *left -= 1;
-            if *left == 0 {
-                let ok = !*short;
-                self.fetch_parts.remove(&id);
-                // A fetch cut short reports `ok: false`: not all of its bytes arrived.
+            // A fetch cut short reports `ok: false`: not all of its bytes arrived.
+            if let Some(ok) = self.fetch_parts.part_done(id, true) {
                 self.policy.handle(now, Input::Fetched { id, ok });
                 self.drain_policy(now, None);
             }
