@@ -522,6 +522,10 @@ impl Core {
         );
         let file = match self.identities.get(&key) {
             Some(&f) => {
+                // The file is known: the handle's id and place are not kept, and a backend that
+                // placed the file there (the array cache) forgets that placement.
+                self.backend
+                    .file_forgotten(handle.id, handle.volume_offset_bytes);
                 let st = &mut self.files[f.0 as usize];
                 if st.handle.is_none() {
                     // The file was closed by all its readers and is open again: the new
@@ -1345,6 +1349,9 @@ impl Core {
             // After the `Fetched` of the file's last fetches, which settle as its last chunks go.
             if let Some(file) = self.forgotten.pop() {
                 self.policy.handle(now, Input::FileClosed { file });
+                // So does a backend that keeps state per placed file, before the id is free.
+                let at = self.files[file.0 as usize].volume_offset_bytes;
+                self.backend.file_forgotten(file, at);
                 self.free_files.push_back(file.0);
                 trigger = None;
                 continue;

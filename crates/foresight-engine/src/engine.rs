@@ -1160,4 +1160,100 @@ mod tests {
         drop(r);
         std::fs::remove_dir_all(&dir).unwrap();
     }
+
+    /// An engine running MSP in the array cache over an emulated RAID-0 of five Cheetah 15K.4s
+    /// (128 KiB strips), `placement` on its volume, with a 64 MiB array cache.
+    fn msp_engine(placement: crate::backend::emulated::EmulatedPlacement) -> Engine {
+        let mut cfg = EmulatedConfig::preset("cheetah-15k4")
+            .unwrap()
+            .raid0(5, 128 << 10);
+        cfg.placement = placement;
+        Engine::builder()
+            .policy("msp+saseqp")
+            .readahead_max(ByteLen::kib(128))
+            .backend(Backend::Emulated(cfg))
+            .raid_cache(ByteLen::mib(64))
+            .build()
+            .unwrap()
+    }
+
+    /// Waits (at most a minute) until the engine has forgotten every file and the array cache
+    /// every placement and page, and returns the array cache's figures then.
+    fn settled(engine: &Engine) -> crate::backend::array::ArrayStats {
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        loop {
+            let a = engine.stats().array.expect("the array cache's figures");
+            let idle = engine.files_remembered() == 0 && a.placed_files == 0 && a.held_bytes == 0;
+            if idle || std::time::Instant::now() >= until {
+                return a;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+    }
+
+    /// Under contiguous placement every open of a file the engine does not know takes new
+    /// volume space. Opened, read and closed two hundred times, the files leave the array cache
+    /// as the engine forgets them: its table of placements and its pages go back to nothing.
+    /// Before, it kept a placement (and a descriptor) per open and the pages of the last ones.
+    #[test]
+    fn an_array_cache_forgets_what_the_engine_forgets() {
+        let dir = std::env::temp_dir().join(format!("foresight-msp-forget-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let paths: Vec<PathBuf> = (0..2).map(|i| dir.join(format!("f{i}"))).collect();
+        for (i, p) in paths.iter().enumerate() {
+            std::fs::write(p, vec![i as u8 + 1; 512 << 10]).unwrap();
+        }
+        let engine = msp_engine(crate::backend::emulated::EmulatedPlacement::Contiguous);
+        let mut buf = vec![0u8; 192 << 10];
+        for round in 0..200 {
+            let k = round % 2;
+            let mut r = engine.open(&paths[k]).unwrap();
+            // Every other round a second reader of the same file: its open's placement is not
+            // kept.
+            let second = (round % 4 == 0).then(|| engine.open(&paths[k]).unwrap());
+            r.read_exact(&mut buf).unwrap();
+            assert!(buf.iter().all(|&b| b == k as u8 + 1), "round {round}");
+            drop(second);
+        }
+        let a = settled(&engine);
+        assert_eq!((a.placed_files, a.held_bytes), (0, 0), "{a:?}");
+        assert!(a.fetches > 0, "{a:?}");
+        drop(engine);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A file the engine forgot, rewritten in place with the same size and modification time
+    /// (a rewrite within the file system's clock tick), opened again: under spread placement it
+    /// gets the same id and place, and nothing tells it from the forgotten one but that the
+    /// engine forgot that. Its reads get its new bytes; before, the array cache served the old
+    /// ones it still held.
+    #[test]
+    fn a_file_rewritten_in_place_after_it_was_forgotten_reads_its_new_bytes() {
+        let dir =
+            std::env::temp_dir().join(format!("foresight-msp-rewrite-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("f");
+        let old: Vec<u8> = (0..(2u32 << 20)).map(|i| (i / 4096) as u8).collect();
+        let new: Vec<u8> = old.iter().map(|b| b ^ 0x5a).collect();
+        std::fs::write(&path, &old).unwrap();
+        let modified = std::fs::metadata(&path).unwrap().modified().unwrap();
+        let engine = msp_engine(crate::backend::emulated::EmulatedPlacement::Spread { slots: 4 });
+        let mut got = Vec::new();
+        engine.open(&path).unwrap().read_to_end(&mut got).unwrap();
+        assert!(got == old);
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while engine.files_remembered() > 0 && std::time::Instant::now() < until {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert_eq!(engine.files_remembered(), 0);
+        let f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+        std::io::Write::write_all(&mut &f, &new).unwrap();
+        f.set_modified(modified).unwrap();
+        drop(f);
+        let mut got = Vec::new();
+        engine.open(&path).unwrap().read_to_end(&mut got).unwrap();
+        assert!(got == new, "the forgotten file's bytes");
+        drop(engine);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }

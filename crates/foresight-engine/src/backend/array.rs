@@ -21,7 +21,14 @@
 //! driver may drop the placement (it gives a file it already knows its first id and place). A
 //! request is the authority: the first one of a file at a place that holds another (a file the
 //! driver forgot, whose id and place a new file was given) takes that place, and every page held
-//! or in flight there leaves the cache, so no file is served another's bytes.
+//! or in flight there leaves the cache, so no file is served another's bytes. When the driver is
+//! done with a placement ([`IoBackend::file_forgotten`]: it forgot the file, or did not keep the
+//! handle an open returned) the placement leaves the table, with its descriptor, and every page
+//! held for the file there leaves the cache (a read in flight lands into nothing): the table
+//! holds the files the driver knows, not one entry per open (under `contiguous` placement every
+//! open takes new volume space), and a later file given the forgotten one's id and place is not
+//! served its bytes even where no request can tell the two apart (a file rewritten in place
+//! within the file system's clock tick keeps its inode, size and modification time).
 //!
 //! Faults: a read into the cache that fails, or returns short before the file's end (a transient
 //! short read the backend contract allows), leaves the cache when it completes: its pages leave
@@ -96,6 +103,9 @@ pub struct ArrayStats {
     pub device_reads: u64,
     /// Bytes those reads returned.
     pub device_bytes: u64,
+    /// Files the cache knows the place of on the volume, when the figures were taken: those the
+    /// engine has open or reads, and none it has forgotten.
+    pub placed_files: u64,
 }
 
 /// A file placed on the volume, for mapping fetches back to files.
@@ -446,6 +456,7 @@ impl State {
                 * PAGE_BYTES,
             peak_bytes: self.peak_pages * PAGE_BYTES,
             held_bytes: self.held_pages * PAGE_BYTES,
+            placed_files: self.files.len() as u64,
             ..self.stats
         }
     }
@@ -539,6 +550,28 @@ impl State {
             .map(|(b, _)| b)
             .collect();
         for b in stale {
+            self.drop_buffer(b);
+        }
+    }
+
+    /// The engine is done with `file` placed at volume byte `base`: its placement leaves the
+    /// table and every page held or in flight for it there leaves the cache (a read in flight
+    /// lands into nothing, `inner_done`), so the table does not grow with the opens and the next
+    /// file given that id and place, which a request could not tell from this one (a file
+    /// rewritten in place within the file system's clock tick), is not served this one's bytes.
+    fn forget(&mut self, file: FileId, base: u64) {
+        if self.files.get(&base).is_some_and(|p| p.handle.id == file) {
+            self.files.remove(&base);
+        }
+        let held: Vec<u32> = self
+            .bufs
+            .iter()
+            .enumerate()
+            .filter_map(|(b, x)| x.as_ref().map(|x| (b as u32, x)))
+            .filter(|(_, x)| !x.detached && x.file == file && x.file_volume_bytes == base)
+            .map(|(b, _)| b)
+            .collect();
+        for b in held {
             self.drop_buffer(b);
         }
     }
@@ -1101,6 +1134,13 @@ impl IoBackend for ArrayCacheBackend {
         self.inner.reader_closed(reader);
     }
 
+    fn file_forgotten(&self, file: FileId, volume_offset_bytes: Option<u64>) {
+        if let Some(base) = volume_offset_bytes {
+            self.shared.lock().forget(file, base);
+        }
+        self.inner.file_forgotten(file, volume_offset_bytes);
+    }
+
     fn volume(&self) -> Option<ModelledVolume> {
         self.inner.volume()
     }
@@ -1574,6 +1614,61 @@ mod tests {
         let s = c.stats();
         assert_eq!((s.hits, s.bypassed), (1, 0), "{s:?}");
         assert_eq!(s.held_bytes, 4 * PAGE_BYTES, "{s:?}");
+        c.audit();
+        c.shutdown();
+    }
+
+    /// The engine forgets a file and gives its id and place to the next file, which no request
+    /// can tell from the forgotten one (here a handle with the old identity: a file rewritten in
+    /// place within the file system's clock tick looks so). Its reads get its own bytes: the
+    /// pages held for the forgotten file left with it, and so did the read MSP had in flight for
+    /// it (strips 5 to 7, delayed here), which lands into nothing. Before, both were served as
+    /// the new file's. The placement left the table too, and the pages their budget.
+    #[test]
+    fn a_forgotten_files_pages_are_never_served_to_the_next_file_in_its_place() {
+        let x = file_bytes(8 * STRIP_BYTES as usize, 15);
+        let y = file_bytes(8 * STRIP_BYTES as usize, 16);
+        let (c, got, noop, f, _) = noop_cache(&[("/x", x.clone(), 0)], 64 << 20, (1, 1));
+        let len = STRIP_BYTES as usize;
+        for strip in [0u64, 1, 2] {
+            read_checked(&c, &got, &f[0], &x, (strip, strip * STRIP_BYTES, len)).unwrap();
+        }
+        // Strip 3 is held (MSP read strips 2 to 4); reading it makes MSP fetch strips 5 to 7,
+        // which the device holds back.
+        noop.inject(Fault {
+            path: PathBuf::from("/x"),
+            range: 5 * STRIP_BYTES..8 * STRIP_BYTES,
+            kind: FaultKind::Delay(std::time::Duration::from_millis(400)),
+            times: Some(1),
+        });
+        read_checked(&c, &got, &f[0], &x, (3, 3 * STRIP_BYTES, len)).unwrap();
+        let before = c.stats();
+        assert_eq!(before.held_bytes, 8 * STRIP_BYTES, "{before:?}");
+        c.file_forgotten(f[0].id, f[0].volume_offset_bytes);
+        c.audit();
+        assert_eq!(c.stats().placed_files, 0, "{:?}", c.stats());
+        noop.insert("/x", y.clone());
+        let g = c.open(Path::new("/x"), FileId(0), false).unwrap();
+        let g = Arc::new(FileHandle {
+            identity: f[0].identity,
+            ..g
+        });
+        for (token, strip) in [(10u64, 0u64), (11, 5), (12, 6)] {
+            let n = read_checked(&c, &got, &g, &y, (token, strip * STRIP_BYTES, len));
+            assert_eq!(n.unwrap(), len, "strip {strip}");
+            c.audit();
+        }
+        // Once the held-back read has landed, only the new file's pages count.
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while c.stats().held_bytes != 3 * STRIP_BYTES && std::time::Instant::now() < until {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        let s = c.stats();
+        assert_eq!(
+            (s.held_bytes, s.placed_files),
+            (3 * STRIP_BYTES, 1),
+            "{s:?}"
+        );
         c.audit();
         c.shutdown();
     }

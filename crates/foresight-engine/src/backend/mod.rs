@@ -257,6 +257,16 @@ pub trait IoBackend: Send + Sync {
     fn reader_closed(&self, reader: StreamId) {
         let _ = reader;
     }
+    /// The engine is done with file `file`, placed at `volume_offset_bytes` (as the handle an
+    /// [`IoBackend::open`] returned said): it forgot the file, and its id may name a later file
+    /// (at the same place, under the emulated backend's spread placement), or it did not keep the
+    /// handle an open returned (the file was open already, and is read through its first
+    /// handle). A backend that keeps state per placed file (the array cache) drops it, so that
+    /// state does not grow with the opens and no later file is served the forgotten one's bytes.
+    /// Requests already submitted for it are still its.
+    fn file_forgotten(&self, file: FileId, volume_offset_bytes: Option<u64>) {
+        let _ = (file, volume_offset_bytes);
+    }
     /// The modelled volume, if the backend models one.
     fn volume(&self) -> Option<ModelledVolume> {
         None
