@@ -1256,4 +1256,23 @@ mod tests {
         drop(engine);
         std::fs::remove_dir_all(&dir).unwrap();
     }
+
+    /// An engine with an array cache dropped while the device and the array cache have reads in
+    /// flight returns (the cache joins its delivery thread, which must not wait for the engine).
+    #[test]
+    fn an_engine_with_an_array_cache_drops_with_reads_in_flight() {
+        let dir = std::env::temp_dir().join(format!("foresight-msp-drop-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("f");
+        std::fs::write(&path, vec![3u8; 8 << 20]).unwrap();
+        for _ in 0..4 {
+            let engine = msp_engine(crate::backend::emulated::EmulatedPlacement::Contiguous);
+            let mut r = engine.open(&path).unwrap();
+            let mut buf = vec![0u8; 640 << 10];
+            r.read_exact(&mut buf).unwrap();
+            drop(engine);
+            drop(r);
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }

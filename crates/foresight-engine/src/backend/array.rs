@@ -57,6 +57,12 @@
 //! thread (through a channel with room for every request the driver may have outstanding),
 //! since the driver may submit under its own lock and a completion takes that lock.
 //!
+//! Shutdown: the cache takes no request after it (each completes with an error, through the
+//! delivery thread) and sends the device nothing more; reads still waiting for the device fail
+//! then (the device below shuts down too, and a read sent to it after would never come back),
+//! and reads already sent complete as they come. Dropping the cache joins the delivery thread
+//! once it has delivered what it holds.
+//!
 //! The array policy the engine runs is MSP (`msp+...`), which sets no timer and never defers;
 //! the cache polls no timer and reads a deferred request on demand.
 
@@ -197,6 +203,8 @@ struct State {
     dropped_unread_pages: u64,
     refused_pages: u64,
     pressure_seen: u64,
+    /// Shut down: no request is taken, and no read is sent to the device any more.
+    shut: bool,
 }
 
 /// The array cache over an inner backend. See the module documentation.
@@ -204,6 +212,8 @@ pub struct ArrayCacheBackend {
     inner: Arc<dyn IoBackend>,
     shared: Arc<Shared>,
     capacity: usize,
+    /// The delivery thread, joined when the cache is dropped.
+    delivery: Option<std::thread::JoinHandle<()>>,
 }
 
 struct Shared {
@@ -237,7 +247,7 @@ impl ArrayCacheBackend {
         assert!(inner_capacity > 0, "an inner backend with no room");
         let (tx, rx) = sync_channel::<IoCompletion>(capacity);
         let deliver = port.clone();
-        std::thread::Builder::new()
+        let delivery = std::thread::Builder::new()
             .name("foresight-array-hits".into())
             .spawn(move || {
                 while let Ok(c) = rx.recv() {
@@ -276,6 +286,7 @@ impl ArrayCacheBackend {
             dropped_unread_pages: 0,
             refused_pages: 0,
             pressure_seen: 0,
+            shut: false,
         };
         let shared = Arc::new(Shared {
             state: Mutex::new(state),
@@ -290,6 +301,7 @@ impl ArrayCacheBackend {
             inner,
             shared,
             capacity,
+            delivery: Some(delivery),
         })
     }
 
@@ -386,6 +398,9 @@ impl Shared {
     /// the lock let go.
     fn flush(&self, mut st: std::sync::MutexGuard<'_, State>, from_submit: bool) {
         let mut batch = Vec::new();
+        if st.shut {
+            st.fail_waiting();
+        }
         while st.inner_out < st.inner_capacity {
             let Some(r) = st.waiting.pop_front() else {
                 break;
@@ -432,6 +447,11 @@ fn copy_error(e: &io::Error) -> io::Error {
         Some(code) => io::Error::from_raw_os_error(code),
         None => io::Error::new(e.kind(), e.to_string()),
     }
+}
+
+/// What a read gets that the cache did not send the device because it was shut down.
+fn shut_down() -> io::Error {
+    io::Error::other("the array cache was shut down: it takes and sends no more reads")
 }
 
 fn pages_of(vol: u64, len: u64) -> (u64, u64) {
@@ -809,9 +829,32 @@ impl State {
         }
     }
 
+    /// Fails every read waiting for the device, as a read the device failed: the cache is shut
+    /// down, and the device (shut down too) may not serve them. Their requests get the error,
+    /// or the bytes they have already; a request read past the cache for want of any goes
+    /// through here again.
+    fn fail_waiting(&mut self) {
+        while let Some(r) = self.waiting.pop_front() {
+            self.inner_done(IoCompletion {
+                token: r.token,
+                buf: r.buf,
+                result: Err(shut_down()),
+            });
+        }
+    }
+
     /// A request from the driver.
     fn submit(&mut self, req: IoRequest) {
         req.assert_valid();
+        if self.shut {
+            // Every request completes, with an error here: nothing reads any more.
+            self.done.push(IoCompletion {
+                token: req.token,
+                buf: req.buf,
+                result: Err(shut_down()),
+            });
+            return;
+        }
         let Some(base) = req.file.volume_offset_bytes else {
             self.bypass(req);
             return;
@@ -1085,8 +1128,9 @@ impl State {
                 self.finish(w);
             }
         }
-        if let Some(id) = fetch {
-            // Not all of the fetch's bytes arrived: the policy hears `ok: false`.
+        if let Some(id) = fetch.filter(|_| !self.shut) {
+            // Not all of the fetch's bytes arrived: the policy hears `ok: false`. (Once shut
+            // down, the policy hears nothing, so it asks for nothing more.)
             if let Some(ok) = self.fetch_parts.part_done(id, complete) {
                 self.policy.handle(now, Input::Fetched { id, ok });
                 self.drain(now, None);
@@ -1150,15 +1194,28 @@ impl IoBackend for ArrayCacheBackend {
     }
 
     fn shutdown(&self) {
+        let mut st = self.shared.lock();
+        st.shut = true;
+        // The reads not yet sent fail now (`flush`), before the device below stops.
+        self.shared.flush(st, true);
         self.inner.shutdown();
-        // Ends the delivery thread once it has delivered what it holds.
-        self.shared.hits.lock().expect("array hits poisoned").take();
     }
 }
 
 impl Drop for ArrayCacheBackend {
     fn drop(&mut self) {
         self.shutdown();
+        // The delivery thread ends once it has delivered what it holds: its channel closes with
+        // the last sender.
+        self.shared.hits.lock().expect("array hits poisoned").take();
+        if let Some(t) = self.delivery.take() {
+            // Dropped on the delivery thread itself (it held the engine's last reference while it
+            // delivered), it ends once this returns; joining it there would wait for itself.
+            if t.thread().id() != std::thread::current().id() {
+                // A panic there (in the sink) was reported on that thread already.
+                let _ = t.join();
+            }
+        }
     }
 }
 
@@ -1195,6 +1252,21 @@ mod tests {
             let mut got = self.got.lock().unwrap();
             while got.len() < n {
                 got = self.arrived.wait(got).unwrap();
+            }
+            std::mem::take(&mut *got)
+        }
+
+        /// Waits until `n` completions have arrived or `patience` has passed, and takes what
+        /// arrived (a test of something that used to hang fails on it rather than hanging).
+        fn take_within(&self, n: usize, patience: std::time::Duration) -> Vec<IoCompletion> {
+            let until = std::time::Instant::now() + patience;
+            let mut got = self.got.lock().unwrap();
+            while got.len() < n {
+                let now = std::time::Instant::now();
+                if now >= until {
+                    break;
+                }
+                got = self.arrived.wait_timeout(got, until - now).unwrap().0;
             }
             std::mem::take(&mut *got)
         }
@@ -1671,6 +1743,120 @@ mod tests {
         );
         c.audit();
         c.shutdown();
+    }
+
+    /// A request submitted after shutdown completes with an error the driver sees: the one the
+    /// cache would have served (it holds its page) and the one it would have read. Before, the
+    /// first was dropped (the delivery thread had gone) and the second never came back.
+    #[test]
+    fn a_request_after_shutdown_gets_an_error() {
+        let bytes = file_bytes(4 * PAGE_BYTES as usize, 17);
+        let (c, got, _noop, f, _) = noop_cache(&[("/f", bytes.clone(), 0)], 64 << 20, (42, 38));
+        let page = PAGE_BYTES as usize;
+        read_checked(&c, &got, &f[0], &bytes, (1, 0, page)).unwrap();
+        c.shutdown();
+        c.submit(&mut vec![
+            request(2, &f[0], 0, page),
+            request(3, &f[0], 2 * PAGE_BYTES, page),
+        ]);
+        let done = got.take_within(2, std::time::Duration::from_secs(10));
+        let mut tokens: Vec<u64> = done.iter().map(|d| d.token).collect();
+        tokens.sort_unstable();
+        assert_eq!(tokens, vec![2, 3]);
+        for d in &done {
+            let e = d.result.as_ref().unwrap_err();
+            assert!(e.to_string().contains("shut down"), "{e}");
+        }
+    }
+
+    /// Reads still waiting for the device at shutdown complete (with the bytes, or with an error
+    /// if the device never got them), since the device below shuts down too: here an emulated
+    /// RAID-0 with room for one read, two requests for different places, and shutdown at once.
+    /// Before, the second was sent to the device after it had shut down and never came back.
+    #[test]
+    fn reads_waiting_for_the_device_at_shutdown_complete() {
+        let bytes = file_bytes(64 * STRIP_BYTES as usize, 18);
+        let path = temp_file("shut", &bytes);
+        let inner_port = CompletionPort::new();
+        let cfg = EmulatedConfig::preset("cheetah-15k4")
+            .unwrap()
+            .raid0(5, STRIP_BYTES);
+        let inner: Arc<dyn IoBackend> =
+            Arc::new(EmulatedBackend::start(cfg, 1, inner_port.clone()).unwrap());
+        let v = inner.volume().unwrap();
+        let layout = foresight_policy::Layout::new(v.volume_bytes, v.striping);
+        let (c, got) = wrap(inner, &inner_port, msp(&layout, (42, 38)), 64 << 20);
+        let f = Arc::new(c.open(&path, FileId(0), false).unwrap());
+        let len = STRIP_BYTES as usize;
+        c.submit(&mut vec![
+            request(1, &f, 0, len),
+            request(2, &f, 40 * STRIP_BYTES, len),
+        ]);
+        c.shutdown();
+        let done = got.take_within(2, std::time::Duration::from_secs(30));
+        assert_eq!(done.len(), 2, "a read never came back");
+        for d in &done {
+            match &d.result {
+                Ok(n) => {
+                    let at = if d.token == 1 { 0 } else { 40 * len };
+                    assert_eq!(*n, len);
+                    assert!(d.buf.as_slice()[..len] == bytes[at..at + len]);
+                }
+                Err(e) => assert!(e.to_string().contains("shut down"), "{e}"),
+            }
+        }
+        drop(c);
+        remove(&path);
+    }
+
+    /// Takes its time over each completion, then keeps its token.
+    #[derive(Default)]
+    struct Slow {
+        got: Mutex<Vec<u64>>,
+    }
+
+    impl CompletionSink for Slow {
+        fn complete(&self, c: IoCompletion) {
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            self.got.lock().unwrap().push(c.token);
+        }
+    }
+
+    /// Dropping the cache joins its delivery thread, so what that thread held is delivered by
+    /// the time the drop returns (here a hit the sink takes its time over). Before, the thread
+    /// was left to run on, and the drop returned first.
+    #[test]
+    fn dropping_the_cache_joins_its_delivery_thread() {
+        let bytes = file_bytes(4 * PAGE_BYTES as usize, 19);
+        let noop = NoopBackend::new();
+        noop.insert("/f", bytes);
+        noop.place("/f", 0);
+        let inner_port = CompletionPort::new();
+        noop.start(16, inner_port.clone()).unwrap();
+        let striping = foresight_policy::layout::Striping {
+            disks: 5,
+            strip_bytes: STRIP_BYTES,
+        };
+        let layout = foresight_policy::Layout::new(ByteLen(1 << 30), Some(striping));
+        let port = CompletionPort::new();
+        let slow = Arc::new(Slow::default());
+        let sink: Arc<dyn CompletionSink> = slow.clone();
+        port.connect(Arc::downgrade(&sink));
+        let inner: Arc<dyn IoBackend> = Arc::new(noop.clone());
+        let c =
+            ArrayCacheBackend::start(inner, &inner_port, msp(&layout, (42, 38)), 1 << 20, 8, port)
+                .unwrap();
+        let f = Arc::new(c.open(Path::new("/f"), FileId(0), false).unwrap());
+        let page = PAGE_BYTES as usize;
+        // A miss, delivered on the device's thread; then a hit, on the delivery thread.
+        c.submit(&mut vec![request(1, &f, 0, page)]);
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while slow.got.lock().unwrap().is_empty() && std::time::Instant::now() < until {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        c.submit(&mut vec![request(2, &f, 0, page)]);
+        drop(c);
+        assert_eq!(*slow.got.lock().unwrap(), vec![1, 2]);
     }
 
     fn file_bytes(len: usize, salt: u64) -> Vec<u8> {
