@@ -118,8 +118,8 @@ pub struct ArrayStats {
 struct Placed {
     end_bytes: u64,
     handle: Arc<FileHandle>,
-    /// The reader that last read it: a fetch issued outside a request (on a completion) is its
-    /// I/O, as the simulator charges it.
+    /// The reader that last read it, while that reader is open: a fetch made by a request with
+    /// no reader is its I/O, as the simulator charges it.
     last_reader: Option<StreamId>,
 }
 
@@ -1181,6 +1181,16 @@ impl IoBackend for ArrayCacheBackend {
     }
 
     fn reader_closed(&self, reader: StreamId) {
+        {
+            // A fetch the cache issues from now on is not that reader's: its id may name the
+            // next reader, of another file (the driver forgets a closed reader of its files so).
+            let mut st = self.shared.lock();
+            for p in st.files.values_mut() {
+                if p.last_reader == Some(reader) {
+                    p.last_reader = None;
+                }
+            }
+        }
         self.inner.reader_closed(reader);
     }
 
@@ -1871,6 +1881,79 @@ mod tests {
         c.submit(&mut vec![request(2, &f, 0, page)]);
         drop(c);
         assert_eq!(*slow.got.lock().unwrap(), vec![1, 2]);
+    }
+
+    /// The in-memory backend, recording the reader of every read it is given.
+    struct Recording {
+        noop: NoopBackend,
+        readers: Mutex<Vec<(u64, Option<StreamId>)>>,
+    }
+
+    impl IoBackend for Recording {
+        fn kind(&self) -> BackendKind {
+            self.noop.kind()
+        }
+        fn open(&self, path: &Path, id: FileId, direct: bool) -> io::Result<FileHandle> {
+            self.noop.open(path, id, direct)
+        }
+        fn capacity(&self) -> usize {
+            self.noop.capacity()
+        }
+        fn submit(&self, batch: &mut Vec<IoRequest>) {
+            let mut readers = self.readers.lock().unwrap();
+            readers.extend(batch.iter().map(|r| (r.offset_bytes, r.reader)));
+            drop(readers);
+            self.noop.submit(batch);
+        }
+        fn shutdown(&self) {
+            self.noop.shutdown();
+        }
+    }
+
+    /// A fetch a request with no reader makes (the driver's read of a stream closed while it
+    /// waited) is charged to no reader once the file's last reader has closed: that id may
+    /// name the next reader, of another file. Before, MSP's fetch of strips 2 to 4 here went to
+    /// the device as the closed reader's.
+    #[test]
+    fn a_fetch_is_not_charged_to_a_closed_reader() {
+        let bytes = file_bytes(8 * STRIP_BYTES as usize, 20);
+        let noop = NoopBackend::new();
+        noop.insert("/f", bytes.clone());
+        noop.place("/f", 0);
+        let inner_port = CompletionPort::new();
+        noop.start(16, inner_port.clone()).unwrap();
+        let striping = foresight_policy::layout::Striping {
+            disks: 5,
+            strip_bytes: STRIP_BYTES,
+        };
+        let layout = foresight_policy::Layout::new(ByteLen(1 << 30), Some(striping));
+        let rec = Arc::new(Recording {
+            noop,
+            readers: Mutex::new(Vec::new()),
+        });
+        let inner: Arc<dyn IoBackend> = rec.clone();
+        let (c, got) = wrap(inner, &inner_port, msp(&layout, (1, 1)), 64 << 20);
+        let f = Arc::new(c.open(Path::new("/f"), FileId(0), false).unwrap());
+        let len = STRIP_BYTES as usize;
+        for strip in [0u64, 1] {
+            read_checked(&c, &got, &f, &bytes, (strip, strip * STRIP_BYTES, len)).unwrap();
+        }
+        c.reader_closed(StreamId(0));
+        let mut orphan = request(2, &f, 2 * STRIP_BYTES, len);
+        orphan.reader = None;
+        c.submit(&mut vec![orphan]);
+        assert_eq!(got.take(1)[0].result.as_ref().unwrap(), &len);
+        assert_eq!(c.stats().fetches, 1, "{:?}", c.stats());
+        let readers = rec.readers.lock().unwrap().clone();
+        assert_eq!(
+            readers,
+            vec![
+                (0, Some(StreamId(0))),
+                (STRIP_BYTES, Some(StreamId(0))),
+                (2 * STRIP_BYTES, None)
+            ]
+        );
+        c.shutdown();
     }
 
     fn file_bytes(len: usize, salt: u64) -> Vec<u8> {
