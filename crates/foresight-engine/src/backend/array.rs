@@ -17,11 +17,13 @@
 //! nothing (the engine has no volume bytes outside its files). When every piece of a fetch has
 //! arrived the policy hears `Input::Fetched`. Nothing here decides what to read ahead.
 //!
-//! Placements: a file opened takes its place in that table only where no file lies, since the
-//! driver may drop the placement (it gives a file it already knows its first id and place). A
-//! request is the authority: the first one of a file at a place that holds another (a file the
-//! driver forgot, whose id and place a new file was given) takes that place, and every page held
-//! or in flight there leaves the cache, so no file is served another's bytes. When the driver is
+//! Placements: a file must start at a whole page of the volume (the cache reads whole pages;
+//! an open elsewhere is refused, and the emulated backend places files at whole MiB). A file
+//! opened takes its place in that table only where no file lies, since the driver may drop the
+//! placement (it gives a file it already knows its first id and place). A request is the
+//! authority: the first one of a file at a place that holds another (a file the driver forgot,
+//! whose id and place a new file was given) takes that place, and every page held or in flight
+//! there leaves the cache, so no file is served another's bytes. When the driver is
 //! done with a placement ([`IoBackend::file_forgotten`]: it forgot the file, or did not keep the
 //! handle an open returned) the placement leaves the table, with its descriptor, and every page
 //! held for the file there leaves the cache (a read in flight lands into nothing): the table
@@ -358,6 +360,18 @@ impl ArrayCacheBackend {
         };
         if h.size_bytes == 0 {
             return Ok(());
+        }
+        if !start.is_multiple_of(PAGE_BYTES) {
+            // The cache reads whole pages: the file's first page starts before the file (its
+            // file offset would be negative) and is the previous file's last.
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "the array cache needs files placed at whole 4 KiB pages; {} is at volume \
+                     byte {start}",
+                    h.path.display()
+                ),
+            ));
         }
         let copy = FileHandle {
             id: h.id,
@@ -1953,6 +1967,37 @@ mod tests {
                 (2 * STRIP_BYTES, None)
             ]
         );
+        c.shutdown();
+    }
+
+    /// The cache reads whole pages, so a file placed part way into a page has a first page that
+    /// starts before it: before, the first read of it computed a negative file offset (a panic
+    /// under the lock, poisoning the cache, in a debug build; a read at a wrapped offset in a
+    /// release one). Such a placement is refused at the open, naming the file and where it is.
+    /// (The emulated backend places files at whole MiB.)
+    #[test]
+    fn a_file_placed_part_way_into_a_page_is_refused() {
+        let a = file_bytes(5000, 23);
+        let b = file_bytes(8 * STRIP_BYTES as usize, 24);
+        let noop = NoopBackend::new();
+        noop.insert("/a", a);
+        noop.place("/a", 0);
+        noop.insert("/b", b);
+        noop.place("/b", 5000);
+        let inner_port = CompletionPort::new();
+        noop.start(16, inner_port.clone()).unwrap();
+        let striping = foresight_policy::layout::Striping {
+            disks: 5,
+            strip_bytes: STRIP_BYTES,
+        };
+        let layout = foresight_policy::Layout::new(ByteLen(1 << 30), Some(striping));
+        let inner: Arc<dyn IoBackend> = Arc::new(noop);
+        let (c, _got) = wrap(inner, &inner_port, msp(&layout, (1, 1)), 64 << 20);
+        c.open(Path::new("/a"), FileId(0), false).unwrap();
+        let e = c.open(Path::new("/b"), FileId(1), false).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::InvalidInput);
+        assert!(e.to_string().contains("/b is at volume byte 5000"), "{e}");
+        c.audit();
         c.shutdown();
     }
 
