@@ -580,13 +580,20 @@ impl<'r> Sim<'r> {
             Some(policy) => {
                 Some(CacheLayer::new(array_bytes / PAGE_BYTES, policy).charging_by_file(&layout))
             }
-            None if cfg.device.controller_cache.0 > 0 => Some(CacheLayer::new(
-                cfg.device.controller_cache.0 / PAGE_BYTES,
-                Box::new(foresight_policy::readahead::FixedReadahead::new(
-                    cfg.device.controller_readahead.0,
-                    volume_bytes.0,
-                )),
-            )),
+            // The controller reads ahead a fixed amount and never less: a read-ahead without room
+            // waits for it (paper 001 section 3, Fig. 8). Each waiting read-ahead holds the read
+            // that caused it, a piece of a host I/O (each holds a page of host memory) or a trace
+            // request (one per request queued below).
+            None if cfg.device.controller_cache.0 > 0 => Some(
+                CacheLayer::new(
+                    cfg.device.controller_cache.0 / PAGE_BYTES,
+                    Box::new(foresight_policy::readahead::FixedReadahead::new(
+                        cfg.device.controller_readahead.0,
+                        volume_bytes.0,
+                    )),
+                )
+                .with_whole_fetches((cfg.host.memory.0 / PAGE_BYTES) as usize + queue_limit),
+            ),
             None => (array_bytes > 0)
                 .then(|| CacheLayer::new(array_bytes / PAGE_BYTES, Box::new(NoPrefetch::new()))),
         };
@@ -1452,6 +1459,40 @@ mod tests {
         let with_raid = run(&["host.raid_cache=8MiB"]);
         assert!(with_raid.raid_cache_peak_bytes.unwrap() > 0);
         assert!(with_raid.memory_peak_bytes > 1 << 20);
+    }
+
+    /// The controller keeps its read-ahead whole (paper 001 section 3, Fig. 8): with more streams
+    /// than its cache holds read-aheads of (64 KiB + 1 MiB), a read-ahead waiting for room takes the
+    /// one a completion just brought in before its stream comes back, so every request reads its
+    /// read-ahead again and the drive moves many times the bytes delivered. Eight streams fit in
+    /// 16 MiB and read each byte once. The controller used to cut each read-ahead to the room left,
+    /// so sixteen streams read each byte once too (at 16 streams, 1.0x the bytes delivered).
+    #[test]
+    fn a_controller_cache_too_small_for_every_read_ahead_thrashes() {
+        let run = |streams: &str| {
+            report_of([
+                "device.preset=wd800jd",
+                "workload.kind=streams",
+                streams,
+                "workload.request=64KiB",
+                "workload.file_size=1024MiB",
+                "workload.duration=4s",
+                "policy.name=none",
+                "device.controller_cache=16MiB",
+                "device.controller_readahead=1MiB",
+            ])
+        };
+        let moved = |r: &crate::metrics::Report| r.device_bytes as f64 / r.app_bytes as f64;
+        let fits = run("workload.streams=8");
+        assert!(moved(&fits) < 1.1, "{fits:?}");
+        let thrashes = run("workload.streams=16");
+        assert!(moved(&thrashes) > 5.0, "{thrashes:?}");
+        assert!(
+            thrashes.throughput_mib_s < 0.2 * fits.throughput_mib_s,
+            "{} against {}",
+            thrashes.throughput_mib_s,
+            fits.throughput_mib_s
+        );
     }
 
     /// `prefetched_bytes`, `wasted_bytes`, `fetches` and `split_fetches` sum every prefetching

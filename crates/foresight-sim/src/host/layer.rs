@@ -16,6 +16,14 @@
 //! yet, memory is over-committed, and the policy hears `Input::MemoryPressure` with the bytes still
 //! free.
 //!
+//! A layer may instead keep every fetch whole ([`CacheLayer::with_whole_fetches`]), as a disk
+//! controller does with its read-ahead (paper 001_9c47c4c84914efc3.txt, section 3, Fig. 8): a fetch
+//! that does not fit beside the reads in flight is not cut short but waits, in arrival order, until
+//! completions leave room for all of it, and the read that caused it waits with it. Room is made by
+//! evicting the least recently used data, so when more read-aheads are wanted at once than the cache
+//! holds, the waiting fetch takes the data a completion just brought in, before the stream it was
+//! read for comes back: that stream misses again and reads it again.
+//!
 //! Each read down names the stream it is for, for a block scheduler that tells streams apart: the
 //! reader being served, or for a fetch the policy issues outside a read (on a completion or a
 //! timer) the file's last reader. A block-level layer reads volume bytes, not files, so it is told
@@ -77,6 +85,16 @@ struct Req {
     owner: Option<StreamId>,
 }
 
+/// A fetch of a layer that keeps fetches whole, waiting for room for all of it.
+#[derive(Clone, Copy, Debug)]
+struct WaitingFetch {
+    id: FetchId,
+    file: FileId,
+    range: ByteRange,
+    trigger: Option<(FileId, u64, u64)>,
+    owner: Option<StreamId>,
+}
+
 /// A finished read from above.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Done {
@@ -127,6 +145,11 @@ pub struct CacheLayer {
     /// so that a fetch outside a read is charged to the last reader of the file it reads, as the
     /// engine charges it, not to whichever stream last read anything on the volume.
     volume_files: Vec<(u64, u64, FileId)>,
+    /// Fetches are never cut short: one without room waits in `waiting` (see the module docs).
+    whole_fetches: bool,
+    /// Fetches waiting for room, oldest first; at most `waiting_max`.
+    waiting: VecDeque<WaitingFetch>,
+    waiting_max: usize,
 }
 
 impl CacheLayer {
@@ -167,6 +190,70 @@ impl CacheLayer {
             context: None,
             last_reader: FxHashMap::default(),
             volume_files: Vec::new(),
+            whole_fetches: false,
+            waiting: VecDeque::new(),
+            waiting_max: 0,
+        }
+    }
+
+    /// The same layer, keeping every fetch whole as a disk controller keeps its read-ahead: a
+    /// fetch without room waits for it instead of being cut short (see the module documentation).
+    /// At most `waiting_max` fetches wait at once: one per read the layer can hold, since each
+    /// waiting fetch holds the read that caused it.
+    pub fn with_whole_fetches(mut self, waiting_max: usize) -> Self {
+        assert!(
+            waiting_max >= 1,
+            "a whole-fetch layer lets at least one fetch wait"
+        );
+        self.whole_fetches = true;
+        self.waiting_max = waiting_max;
+        self
+    }
+
+    /// Whether all of `range` of `file` that is missing can be claimed now: the pages not in
+    /// flight can all be evicted in a plain LRU cache. With nothing in flight a fetch always
+    /// starts (cut at the capacity if larger), so no fetch waits for ever.
+    fn fits_whole(&self, file: FileId, range: ByteRange) -> bool {
+        let in_flight = self.cache.in_flight_pages();
+        if in_flight == 0 {
+            return true;
+        }
+        let first = range.start.0 / PAGE_BYTES;
+        let last = (range.end().0 - 1) / PAGE_BYTES;
+        let missing = (first..=last)
+            .filter(|&p| self.cache.state(page_key(file.0, p)).is_none())
+            .count() as u64;
+        missing <= self.cache.capacity_pages() - in_flight
+    }
+
+    /// Starts the waiting fetches, oldest first, while each fits whole; reads parked for them
+    /// look again.
+    fn start_waiting_fetches(&mut self, now: Instant) {
+        let mut started = false;
+        while let Some(&w) = self.waiting.front() {
+            if !self.fits_whole(w.file, w.range) {
+                break;
+            }
+            self.waiting.pop_front();
+            started = true;
+            let (ios, short) = self.fetch_pages(w.file, w.range, Some(w.id), w.trigger, w.owner);
+            if ios == 0 {
+                self.policy.handle(
+                    now,
+                    Input::Fetched {
+                        id: w.id,
+                        ok: !short,
+                    },
+                );
+                self.drain_policy(now, None);
+            } else {
+                self.fetch_parts.started(w.id, ios, short);
+            }
+        }
+        if started {
+            for id in std::mem::take(&mut self.parked) {
+                self.demand(id);
+            }
         }
     }
 
@@ -225,9 +312,10 @@ impl CacheLayer {
             .wake
             .map_or_else(|| "none".to_string(), |t| t.to_string());
         format!(
-            "{} reads parked for the policy's fetches, {} waiting for memory, {} reads in flight \
-             below, policy {} timer next at {wake}",
+            "{} reads parked for the policy's fetches, {} fetches waiting for room, {} waiting for \
+             memory, {} reads in flight below, policy {} timer next at {wake}",
             self.parked.len(),
+            self.waiting.len(),
             self.blocked.len(),
             self.ios.len() - self.free_ios.len(),
             self.policy.name(),
@@ -400,6 +488,27 @@ impl CacheLayer {
                         let key = self.charge_key(file, range.start.0).unwrap_or(file);
                         self.last_reader.get(&key).copied()
                     });
+                    if self.whole_fetches
+                        && !range.is_empty()
+                        && (!self.waiting.is_empty() || !self.fits_whole(file, range))
+                    {
+                        // Behind the fetches already waiting, so room goes in arrival order; the
+                        // read that caused it waits for it as for a deferred fetch.
+                        assert!(
+                            self.waiting.len() < self.waiting_max,
+                            "more than {} fetches waiting for room",
+                            self.waiting_max
+                        );
+                        self.waiting.push_back(WaitingFetch {
+                            id,
+                            file,
+                            range,
+                            trigger,
+                            owner,
+                        });
+                        self.defer_seen = true;
+                        continue;
+                    }
                     let (ios, short) = self.fetch_pages(file, range, Some(id), trigger, owner);
                     if ios == 0 {
                         done_now.push((id, !short));
@@ -628,6 +737,8 @@ impl CacheLayer {
                 self.drain_policy(now, None);
             }
         }
+        // Room freed: fetches waiting for all of theirs go first, in arrival order.
+        self.start_waiting_fetches(now);
         // Memory freed up for eviction: reads that found it full of in-flight pages go on.
         for _ in 0..self.blocked.len() {
             let Some(b) = self.blocked.pop_front() else {

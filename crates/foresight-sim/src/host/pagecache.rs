@@ -174,6 +174,8 @@ pub struct PageCache {
     /// A prefetch never evicts an unread prefetched page; only a demand read may.
     keep_unread_from_prefetch: bool,
     used_pages: u64,
+    /// Pages held whose read has not completed: they cannot be evicted.
+    in_flight_pages: u64,
     peak_pages: u64,
     stats: CacheStats,
 }
@@ -194,6 +196,7 @@ impl PageCache {
             protect_unread: false,
             keep_unread_from_prefetch: false,
             used_pages: 0,
+            in_flight_pages: 0,
             peak_pages: 0,
             stats: CacheStats::default(),
         }
@@ -228,6 +231,11 @@ impl PageCache {
     /// Pages held (cached and in flight).
     pub fn used_pages(&self) -> u64 {
         self.used_pages
+    }
+
+    /// Pages held whose read is still under way (none of them can be evicted).
+    pub fn in_flight_pages(&self) -> u64 {
+        self.in_flight_pages
     }
 
     /// The most pages ever held at once.
@@ -352,6 +360,7 @@ impl PageCache {
         };
         self.map.insert(key, s);
         self.used_pages += 1;
+        self.in_flight_pages += 1;
         self.unused_prefetched += prefetched as u64;
         self.peak_pages = self.peak_pages.max(self.used_pages);
         assert!(
@@ -375,6 +384,7 @@ impl PageCache {
             PageState::InFlight { .. }
         ));
         self.slots[s as usize].state = PageState::Cached;
+        self.in_flight_pages -= 1;
         self.push_front(s);
     }
 
@@ -390,6 +400,7 @@ impl PageCache {
             }
             self.free.push(s);
             self.used_pages -= 1;
+            self.in_flight_pages -= 1;
         }
     }
 
@@ -532,6 +543,7 @@ mod tests {
                 let (held, unused) = c.held_by_walk();
                 prop_assert_eq!(held, c.used_pages());
                 prop_assert_eq!(unused, c.unused_prefetched_pages());
+                prop_assert_eq!(in_flight.len() as u64, c.in_flight_pages());
             }
         }
     }
