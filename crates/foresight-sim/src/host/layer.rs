@@ -836,4 +836,46 @@ mod tests {
             "the turn's second fetch, issued on the first one's completion"
         );
     }
+
+    /// A controller's read-ahead is kept whole: with room for two read-aheads, a third waits with
+    /// its read instead of being cut short, and when the first completes it takes that one's room,
+    /// evicting the read-ahead its stream has not read yet; that stream's next read misses and its
+    /// read-ahead waits in turn.
+    #[test]
+    fn a_whole_read_ahead_waits_and_then_takes_the_one_just_read_in() {
+        let page = PAGE_BYTES;
+        let fixed = foresight_policy::readahead::FixedReadahead::new(3 * page, 1 << 30);
+        // Room for two reads of one page with three pages of read-ahead each.
+        let mut layer = CacheLayer::new(8, Box::new(fixed)).with_whole_fetches(4);
+        let now = Instant::ZERO;
+        let (a, b, c) = (StreamId(0), StreamId(1), StreamId(2));
+        let read = |layer: &mut CacheLayer, s: StreamId, at: u64, token: u64| {
+            layer.read_for(now, s, Some(s), VOLUME_FILE, at, page, token);
+            take_down(layer)
+        };
+        let a_io = read(&mut layer, a, 0, 1);
+        assert_eq!(a_io.len(), 1);
+        assert_eq!(read(&mut layer, b, 1 << 20, 2).len(), 1);
+        // No room for c's four pages: nothing goes down, not even the page c asked for.
+        assert!(read(&mut layer, c, 2 << 20, 3).is_empty());
+        layer.part_done(now, a_io[0].0);
+        assert_eq!(
+            std::mem::take(&mut layer.done)
+                .iter()
+                .map(|d| d.token)
+                .collect::<Vec<_>>(),
+            [1]
+        );
+        // a's read-ahead made room for c's, whole, before a came back.
+        let c_io = take_down(&mut layer);
+        assert_eq!(
+            c_io.iter().map(|&(_, at, o)| (at, o)).collect::<Vec<_>>(),
+            [(2 << 20, Some(c))]
+        );
+        assert!(layer.cache().state(page_key(VOLUME_FILE.0, 1)).is_none());
+        // a's next page is gone: its read misses, and its read-ahead waits for room.
+        assert!(read(&mut layer, a, page, 4).is_empty());
+        assert!(layer.done.is_empty());
+        assert_eq!(layer.cache().in_flight_pages(), 8);
+    }
 }
