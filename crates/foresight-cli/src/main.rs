@@ -266,7 +266,8 @@ config file's directory, or from the current one when given by --set.
   link = \"lan-10g\"               lan-10g | lan-10g-w30m | lan-1g | metro-10g | wan-10g | wan-1g
   delay = \"50us\"                 one-way delay (overrides the preset's)
   bandwidth = \"10Gbit\"           wire rate each way
-  window = \"6MB\"                 TCP window: bytes in flight per connection
+  window = \"6MB\"                 TCP buffer per connection (tcp_rmem); Linux advertises
+                                 half of it, the most bytes in flight
 
 Tier stacks (paper 002's informed prefetching) take their own keys; a config is one when
 device.kind is tiered or constant, workload.kind is hinted, or the policy is an informed one:

@@ -2,12 +2,16 @@
 //!
 //! Each direction is one serializer: a message occupies the wire for `bytes / bandwidth` after
 //! whatever was booked before it (first come, first served), then flies for the one-way delay. On
-//! top of that, every connection may have at most `window` bytes unacknowledged: a message is cut
-//! into chunks, and a chunk leaves only once enough earlier chunks of its connection have been
-//! acknowledged, an acknowledgement reaching the sender one delay after the chunk arrived. So a
-//! single connection can never do better than `window / rtt`, which is what limits a lone stream at
-//! long delays in paper 004_80004320b985afc3.txt (section 7.2.4, Fig. 12: 6 MB against 30 MB
-//! windows).
+//! top of that, every connection may have at most its advertised window unacknowledged: a message
+//! is cut into chunks, and a chunk leaves only once enough earlier chunks of its connection have
+//! been acknowledged, an acknowledgement reaching the sender one delay after the chunk arrived.
+//! The `window` figure is the receiver's TCP buffer, the size Linux's `tcp_rmem` sets and paper
+//! 004_80004320b985afc3.txt calls the "window size of the TCP" (section 7.2.4: 6 MB, the default of
+//! its Linux 3.10 machines). Linux keeps part of that buffer for the overhead of the socket buffers
+//! and advertises the rest: with `tcp_adv_win_scale = 1` (the default since Linux 3.4, which also
+//! made 6 MB the default `tcp_rmem` maximum) half of it. So a single connection can never do better
+//! than `window / 2 / rtt`, which is what limits a lone stream at long delays in paper 004 (Fig. 12:
+//! a 6 MB buffer binds from 8 ms one way, a 30 MB one does not).
 //!
 //! The model is passive like the devices: the caller asks when a message sent at `now` arrives, and
 //! the link books wire time for it at once. Calls must come with non-decreasing `now`. Bookings are
@@ -35,7 +39,8 @@ pub struct LinkParams {
     pub delay: Duration,
     /// Wire rate in each direction.
     pub bandwidth: Bandwidth,
-    /// Most bytes one connection may have sent and not yet seen acknowledged (the TCP window).
+    /// The receiver's TCP buffer of one connection (Linux's `tcp_rmem`); the connection may have
+    /// [`LinkParams::advertised_window`] of it sent and not yet acknowledged.
     pub window: ByteLen,
 }
 
@@ -53,11 +58,12 @@ impl LinkParams {
                 fix: "give the link a finite rate of at least 1 byte/s (for example `10Gbit`)",
             });
         }
-        if self.window.0 < 4096 {
+        if self.advertised_window().0 < 4096 {
             return Err(DeviceError::BadValue {
                 field: "window",
                 value: format!("{}", self.window.0),
-                fix: "a TCP window holds at least one 4 KiB page; use for example `6MB`",
+                fix: "a TCP buffer advertises half of itself, which must hold at least one 4 KiB \
+                      page (a buffer of at least 8 KiB); use for example `6MB`",
             });
         }
         if self.delay > DELAY_MAX {
@@ -70,17 +76,23 @@ impl LinkParams {
         Ok(())
     }
 
+    /// The bytes of the buffer the receiver advertises as its window: Linux's `tcp_adv_win_scale =
+    /// 1` keeps half the buffer for the overhead of the packets that fill it.
+    pub fn advertised_window(&self) -> ByteLen {
+        ByteLen(self.window.0 - self.window.0 / 2)
+    }
+
     /// Round-trip time of an empty message: twice the one-way delay.
     pub fn rtt(&self) -> Duration {
         self.delay + self.delay
     }
 
-    /// The most one connection can carry, in bytes per second: the wire rate, or one window per
-    /// round trip if that is less.
+    /// The most one connection can carry, in bytes per second: the wire rate, or one advertised
+    /// window per round trip if that is less.
     pub fn connection_limit(&self) -> Bandwidth {
         let rtt_s = self.rtt().as_secs_f64();
         let window_rate = if rtt_s > 0.0 {
-            self.window.0 as f64 / rtt_s
+            self.advertised_window().0 as f64 / rtt_s
         } else {
             f64::INFINITY
         };
@@ -115,8 +127,8 @@ pub fn link_presets() -> Vec<LinkPreset> {
                 bandwidth: gbit(10.0),
                 window: ByteLen(6 * MB),
             },
-            source: "paper 004 section 7.1: one 10 GbE switch, 6 MB default TCP window \
-                     (section 7.2.4); the 50 us one-way delay is assumed",
+            source: "paper 004 section 7.1: one 10 GbE switch, 6 MB default TCP buffer \
+                     (section 7.2.4), half of it advertised; the 50 us one-way delay is assumed",
         },
         LinkPreset {
             name: "lan-10g-w30m",
@@ -236,7 +248,7 @@ impl Link {
         self.last_now = now;
         let d = dir as usize;
         self.bytes[d] += bytes;
-        let window = self.params.window.0;
+        let window = self.params.advertised_window().0;
         let chunk_max = CHUNK_BYTES_MAX.min(window);
         let delay = self.params.delay;
         let bw = self.params.bandwidth;
@@ -322,10 +334,14 @@ mod tests {
         assert_eq!(c, Instant(1_000_000));
     }
 
+    /// The buffer is not the window: Linux advertises half of it, so a 2 MB buffer lets 1 MB be in
+    /// flight (the link once let the whole buffer fly, and a 6 MB buffer bound a lone stream only
+    /// from 16 ms one way, where paper 004 measured it binding from 8 ms).
     #[test]
-    fn window_caps_one_connection_at_window_per_rtt() {
-        // 10 ms one way, 1 MB window, 10 Gbit/s: at most 1 MB per 20 ms = 50 MB/s.
-        let p = params(10_000, 10.0, MB);
+    fn window_caps_one_connection_at_half_the_buffer_per_rtt() {
+        // 10 ms one way, a 2 MB buffer, 10 Gbit/s: at most 1 MB per 20 ms = 50 MB/s.
+        let p = params(10_000, 10.0, 2 * MB);
+        assert_eq!(p.advertised_window(), ByteLen(MB));
         let mut l = Link::new(p, 1);
         let total = 100 * MB;
         let at = l.send(Instant(0), Direction::Down, 0, total);
@@ -366,7 +382,7 @@ mod tests {
         fn arrivals_respect_delay_rate_and_window(
             sends in proptest::collection::vec((0u64..2_000_000, 0usize..3, 0u64..5_000_000, any::<bool>()), 1..40),
             delay_us in 0u64..20_000,
-            window_kib in 4u64..8192,
+            window_kib in 8u64..8192,
         ) {
             let p = params(delay_us, 1.0, window_kib * 1024);
             let mut l = Link::new(p, 3);

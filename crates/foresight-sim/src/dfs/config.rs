@@ -14,7 +14,7 @@
 //! link = "lan-10g"      # a preset (`foresight sim --help` lists them)
 //! delay = "4ms"         # one way; overrides the preset
 //! bandwidth = "10Gbit"
-//! window = "30MB"       # TCP window: bytes in flight per connection
+//! window = "30MB"       # TCP buffer per connection; half of it is advertised (in flight)
 //! ```
 
 use foresight_core::{parse_rate, Bandwidth, ByteLen, Duration};

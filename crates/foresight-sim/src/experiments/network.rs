@@ -922,12 +922,14 @@ pub fn run(ctx: &Context<'_>) -> Result<Section, ExperimentError> {
         .map(|(d, _)| *d);
     let window_note = match binds {
         Some(d) => format!(
-            "which is why the testbed's 6 MB window binds earlier (8 ms) than the model's ({d} ms, where \
-             APS first loses more than 5% against the 30 MB window)"
+            "the 6 MB window binds APS from {d} ms (where it first loses more than 5% against the \
+             30 MB window; the testbed's from 8 ms)"
         ),
-        None => "and the model's 6 MB window costs APS less than 5% at every delay here, where the \
-                 testbed's binds from 8 ms"
-            .to_string(),
+        None => {
+            "yet the 6 MB window costs APS less than 5% at every delay here, where the testbed's \
+                 binds from 8 ms"
+                .to_string()
+        }
     };
     // Gluster with one worker fewer and one more than the streams, beside the figure's point.
     let (hdd, g_at) = gluster_hdd_at_workers.expect("the hdd sweep ran");
@@ -989,8 +991,9 @@ pub fn run(ctx: &Context<'_>) -> Result<Section, ExperimentError> {
         "Where the model departs from the paper: the model's CFQ hands the disk from one worker to \
          another that continues the same region at once (Linux's close cooperator), which keeps \
          Lustre's deep pipelines of 1 MiB RPCs nearly sequential, so Lustre holds up better than on \
-         the testbed{aps_note}. The window in Fig. 12 is bytes in flight per connection; Linux \
-         advertises only part of its socket buffer, {window_note}.{gluster_note}\n",
+         the testbed{aps_note}. The window in Fig. 12 is the TCP buffer of a connection, of which \
+         Linux advertises half (`tcp_adv_win_scale = 1`) as the bytes that may be in flight, so \
+         {window_note}.{gluster_note}\n",
     ));
     Ok(Section {
         markdown: md,
