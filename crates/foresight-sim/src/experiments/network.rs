@@ -89,7 +89,7 @@ struct Grid<'a> {
     aps_alpha: u32,
     /// The share of device reads the drive's cache served, in the shape of `tp` (delay figures
     /// only; empty otherwise).
-    cache_hits: Vec<Vec<f64>>,
+    cache_hit_shares: Vec<Vec<f64>>,
 }
 
 impl Grid<'_> {
@@ -156,7 +156,7 @@ impl Grid<'_> {
             self.xs.iter().position(|v| *v == x),
         ) {
             (Some(i), Some(j)) => self
-                .cache_hits
+                .cache_hit_shares
                 .get(i)
                 .and_then(|row| row.get(j))
                 .copied()
@@ -1105,7 +1105,7 @@ pub fn run(ctx: &Context<'_>) -> Result<Section, ExperimentError> {
             local_one_mib_s: f64::NAN,
             run_s: f64::NAN,
             aps_alpha: 0,
-            cache_hits: vec![],
+            cache_hit_shares: vec![],
         };
         md.push(' ');
         md.push_str(&claims_note(&format!("{fig}a"), &grid));
@@ -1224,7 +1224,7 @@ pub fn run(ctx: &Context<'_>) -> Result<Section, ExperimentError> {
             )
             .figures
             .alpha,
-            cache_hits: vec![],
+            cache_hit_shares: vec![],
         };
         md.push(' ');
         md.push_str(&claims_note(&format!("{fig}c"), &grid));
@@ -1352,7 +1352,7 @@ pub fn run(ctx: &Context<'_>) -> Result<Section, ExperimentError> {
             local_one_mib_s: local_one.report.throughput_mib_s,
             run_s: delay_s,
             aps_alpha: 0,
-            cache_hits: (0..delay_variants.len())
+            cache_hit_shares: (0..delay_variants.len())
                 .map(|vi| {
                     (0..DELAYS_MS.len())
                         .map(|di| {
@@ -1507,7 +1507,7 @@ mod tests {
             local_one_mib_s: f64::NAN,
             run_s: f64::NAN,
             aps_alpha: 0,
-            cache_hits: vec![],
+            cache_hit_shares: vec![],
         };
         let note = claims_note("9a", &grid);
         let (held, failed) = note.split_once("Not borne out").expect("both parts");
@@ -1554,7 +1554,7 @@ mod tests {
             local_one_mib_s: f64::NAN,
             run_s: f64::NAN,
             aps_alpha: 1,
-            cache_hits: vec![],
+            cache_hit_shares: vec![],
         }
     }
 
@@ -1705,7 +1705,7 @@ mod tests {
             run_s: 8.0,
             aps_alpha: 0,
             // Gluster's device reads: none hit the drive's cache up to 0.1 ms, 79% at 0.2 ms.
-            cache_hits: (0..labels.len())
+            cache_hit_shares: (0..labels.len())
                 .map(|i| {
                     if labels[i] == "gluster" {
                         vec![0.0, 0.0, 0.79, 0.88, 0.9, 0.9, 0.9, 0.9]
