@@ -306,7 +306,8 @@ fn claims(fig: &str) -> Vec<Claim> {
                 |g| {
                     format!(
                         "APS keeps {:.0}% and {:.0}% of EXT4 at 48 and 64 streams, where streams \
-                         outnumber its {WORKERS} workers and share them, as on the disk (below)",
+                         outnumber its {WORKERS} workers and share them (see where the model \
+                         departs, below, for APS with one worker per stream)",
                         100.0 * g.ratio("aps", "local", 48.0),
                         100.0 * g.ratio("aps", "local", 64.0)
                     )
@@ -839,6 +840,39 @@ fn claims_note(fig: &str, grid: &Grid) -> String {
     )
 }
 
+/// APS at the most streams on one device, with one worker per stream and with [`WORKERS`].
+struct SharingRow<'a> {
+    device: &'a str,
+    own_mib_s: f64,
+    shared_mib_s: f64,
+    local_mib_s: f64,
+}
+
+/// What one worker per stream does for APS at `streams` streams, and whether it brings APS back to
+/// within 10% of the local file system on every device (then its fall is the sharing of workers).
+fn sharing_note(streams: u32, rows: &[SharingRow]) -> String {
+    let each: Vec<String> = rows
+        .iter()
+        .map(|r| {
+            format!(
+                "on the {} {:.1} MiB/s against {:.1} with {WORKERS} workers (the local file system: \
+                 {:.1})",
+                r.device, r.own_mib_s, r.shared_mib_s, r.local_mib_s
+            )
+        })
+        .collect();
+    let restored = rows.iter().all(|r| r.own_mib_s >= 0.9 * r.local_mib_s);
+    format!(
+        " With one worker per stream APS gives, at {streams} streams, {}{}.",
+        each.join(", and "),
+        if restored {
+            ", so its fall beyond its workers is the sharing of workers"
+        } else {
+            ""
+        }
+    )
+}
+
 /// "N%" rounded down, so that "at least N%" holds for `fraction` (0.996 is "at least 99%", not
 /// "at least 100%").
 fn at_least_percent(fraction: f64) -> String {
@@ -983,6 +1017,9 @@ pub fn run(ctx: &Context<'_>) -> Result<Section, ExperimentError> {
     let mut gluster_hdd_at_workers = None;
     // APS against the local file system on the disk, at the worst count above the worker count.
     let mut aps_hdd_beyond_workers: Option<f64> = None;
+    // APS and the local file system at the most streams, on the disk and the array: the device
+    // and the two rates.
+    let mut aps_at_most_streams: Vec<(&str, DfsDevice, f64, f64)> = vec![];
     // APS's rate against the delay, per TCP window of Fig. 12.
     let mut aps_by_window = vec![];
 
@@ -1024,6 +1061,16 @@ pub fn run(ctx: &Context<'_>) -> Result<Section, ExperimentError> {
                     at(aps, si).report.throughput_mib_s / at(local, si).report.throughput_mib_s
                 })
                 .reduce(f64::min);
+        }
+        if dev_name != "ssd" {
+            let pos = |name: &str| VARIANTS.iter().position(|v| v.0 == name).expect("variant");
+            let last = STREAMS.len() - 1;
+            aps_at_most_streams.push((
+                dev_name,
+                dev.clone(),
+                at(pos("aps"), last).report.throughput_mib_s,
+                at(pos("local"), last).report.throughput_mib_s,
+            ));
         }
         let mut csv =
             String::from("streams,system,throughput_mib_s,alpha,device_mib,seek_s,cfq_switches\n");
@@ -1443,6 +1490,44 @@ pub fn run(ctx: &Context<'_>) -> Result<Section, ExperimentError> {
         .filter(|&&n| n > WORKERS)
         .map(|n| n.to_string())
         .collect();
+    // APS with one worker per stream at the most streams: whether its fall beyond its workers is
+    // the sharing of workers.
+    let most = *STREAMS.last().expect("stream counts");
+    let one_each: Vec<DfsParams> = aps_at_most_streams
+        .iter()
+        .map(|(_, dev, _, _)| DfsParams {
+            system: DfsSystem::Aps,
+            device: dev.clone(),
+            streams: most,
+            workers: most,
+            duration: Duration::from_secs_f64(seq_s),
+            ..base.clone()
+        })
+        .collect();
+    let one_each = run_all("aps one worker per stream", &one_each, ctx)?;
+    let rows: Vec<SharingRow> = aps_at_most_streams
+        .iter()
+        .zip(&one_each)
+        .map(|((name, _, shared, local), own)| SharingRow {
+            device: name,
+            own_mib_s: own.report.throughput_mib_s,
+            shared_mib_s: *shared,
+            local_mib_s: *local,
+        })
+        .collect();
+    let mut one_each_json = serde_json::Map::new();
+    for r in &rows {
+        one_each_json.insert(
+            r.device.into(),
+            json!({"streams": most, "workers": most, "aps_mib_s": r.own_mib_s,
+                   "aps_workers_default_mib_s": r.shared_mib_s, "local_mib_s": r.local_mib_s}),
+        );
+    }
+    results.insert(
+        "aps_one_worker_per_stream".into(),
+        Value::Object(one_each_json),
+    );
+    let sharing_note = sharing_note(most, &rows);
     let aps_note = match aps_hdd_beyond_workers {
         Some(worst) if worst < 0.9 => format!(
             "; and with more streams than workers, a worker alternating between two streams becomes \
@@ -1459,7 +1544,7 @@ pub fn run(ctx: &Context<'_>) -> Result<Section, ExperimentError> {
          Lustre's deep pipelines of 1 MiB RPCs nearly sequential, so Lustre holds up better than on \
          the testbed{aps_note}. The window in Fig. 12 is the TCP buffer of a connection, of which \
          Linux advertises half (`tcp_adv_win_scale = 1`) as the bytes that may be in flight, so \
-         {window_note}.{gluster_note}\n",
+         {window_note}.{gluster_note}{sharing_note}\n",
     ));
     Ok(Section {
         markdown: md,
@@ -1749,6 +1834,38 @@ mod tests {
                 && note.contains("a round trip (50 ms) after its first read"),
             "{note}"
         );
+    }
+
+    /// The note on one worker per stream says the fall is the sharing of workers only when one
+    /// worker per stream brings APS within 10% of the local file system on every device.
+    #[test]
+    fn sharing_note_follows_the_data() {
+        let row = |device, own_mib_s, shared_mib_s, local_mib_s| SharingRow {
+            device,
+            own_mib_s,
+            shared_mib_s,
+            local_mib_s,
+        };
+        let note = sharing_note(
+            64,
+            &[
+                row("hdd", 150.0, 59.0, 161.2),
+                row("raid0", 579.8, 230.5, 591.2),
+            ],
+        );
+        assert!(
+            note.contains("on the raid0 579.8 MiB/s against 230.5 with 32 workers (the local file system: 591.2)")
+                && note.contains("is the sharing of workers"),
+            "{note}"
+        );
+        let note = sharing_note(
+            64,
+            &[
+                row("hdd", 100.0, 59.0, 161.2),
+                row("raid0", 579.8, 230.5, 591.2),
+            ],
+        );
+        assert!(!note.contains("sharing of workers"), "{note}");
     }
 
     /// "At least" is never rounded up past the data.
