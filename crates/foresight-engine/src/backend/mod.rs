@@ -26,6 +26,7 @@
 
 pub mod array;
 pub mod emulated;
+mod lifecycle;
 pub mod noop;
 pub mod threads;
 #[cfg(target_os = "linux")]

@@ -6,6 +6,10 @@
 //! completion with no lock held. With `capacity` workers, every submitted request is being served,
 //! so the device sees up to `capacity` reads in flight, like io_uring at that queue depth. Files are
 //! opened with `O_DIRECT` when asked, and buffered where the file system refuses it.
+//!
+//! Shutdown and drop keep the lifecycle every backend keeps (`lifecycle.rs`): after shutdown a worker fails each
+//! request it takes instead of reading it (requests still queued then, and any submitted later), and
+//! the workers end only when the backend is dropped, which joins them once the queue is empty.
 
 use std::collections::VecDeque;
 use std::io;
@@ -14,6 +18,7 @@ use std::sync::{Arc, Condvar, Mutex};
 
 use foresight_core::FileId;
 
+use super::lifecycle::{refuse, Joined, Phase};
 use super::{
     perform_blocking, real_handle, real_handle_beneath, BackendKind, CompletionPort, FileHandle,
     IoBackend, IoRequest,
@@ -22,7 +27,7 @@ use crate::beneath::RootDir;
 
 struct Queue {
     requests: VecDeque<IoRequest>,
-    shutdown: bool,
+    phase: Phase,
 }
 
 struct Shared {
@@ -35,6 +40,8 @@ struct Shared {
 /// `pread` on a pool of threads. See the module documentation.
 pub struct ThreadsBackend {
     shared: Arc<Shared>,
+    /// The workers, joined when the backend is dropped.
+    threads: Joined,
 }
 
 impl ThreadsBackend {
@@ -49,37 +56,61 @@ impl ThreadsBackend {
         let shared = Arc::new(Shared {
             queue: Mutex::new(Queue {
                 requests: VecDeque::with_capacity(capacity),
-                shutdown: false,
+                phase: Phase::Running,
             }),
             ready: Condvar::new(),
             capacity,
             port,
         });
+        let backend = ThreadsBackend {
+            shared,
+            threads: Joined::default(),
+        };
         for i in 0..workers.clamp(1, capacity) {
-            let s = shared.clone();
-            std::thread::Builder::new()
+            let s = backend.shared.clone();
+            // On an error the backend is dropped, which ends and joins the workers started.
+            let t = std::thread::Builder::new()
                 .name(format!("foresight-io-{i}"))
                 .spawn(move || worker(&s))?;
+            backend.threads.push(t);
         }
-        Ok(ThreadsBackend { shared })
+        Ok(backend)
+    }
+
+    /// Shuts the backend down and joins its workers once they have delivered every request
+    /// queued (see `lifecycle.rs`). Idempotent; the drop calls it.
+    pub(crate) fn end(&self) {
+        self.shared
+            .queue
+            .lock()
+            .expect("threads backend queue poisoned")
+            .phase
+            .advance(Phase::Ending);
+        self.shared.ready.notify_all();
+        self.threads.join();
     }
 }
 
 fn worker(s: &Shared) {
     loop {
-        let req = {
+        let (req, running) = {
             let mut q = s.queue.lock().expect("threads backend queue poisoned");
             loop {
                 if let Some(r) = q.requests.pop_front() {
-                    break r;
+                    break (r, q.phase.running());
                 }
-                if q.shutdown {
+                if q.phase == Phase::Ending {
                     return;
                 }
                 q = s.ready.wait(q).expect("threads backend queue poisoned");
             }
         };
-        s.port.deliver(perform_blocking(req));
+        let c = if running {
+            perform_blocking(req)
+        } else {
+            refuse(req, BackendKind::Threads)
+        };
+        s.port.deliver(c);
     }
 }
 
@@ -139,13 +170,88 @@ impl IoBackend for ThreadsBackend {
             .queue
             .lock()
             .expect("threads backend queue poisoned")
-            .shutdown = true;
+            .phase
+            .advance(Phase::Shut);
         self.shared.ready.notify_all();
     }
 }
 
 impl Drop for ThreadsBackend {
     fn drop(&mut self) {
-        self.shutdown();
+        self.end();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::lifecycle::testing::{
+        assert_read, page_read, refused, temp_file, Collect, FILE,
+    };
+    use super::*;
+    use std::time::Duration;
+
+    const PATIENCE: Duration = Duration::from_secs(30);
+
+    /// A request submitted after shutdown completes with an error the driver sees. Before, it
+    /// was read as if nothing had happened while a worker was still up, and never completed
+    /// once they had all gone.
+    #[test]
+    fn a_request_after_shutdown_gets_an_error() {
+        let (path, dir) = temp_file("threads-after", 4 * 4096);
+        let (got, port) = Collect::port(Duration::ZERO);
+        let b = ThreadsBackend::start(2, 4, port).unwrap();
+        let f = Arc::new(b.open(&path, FILE, false).unwrap());
+        b.submit(&mut vec![page_read(1, &f, 0)]);
+        assert_read(&got.take_within(1, PATIENCE)[0], 0);
+        b.shutdown();
+        b.submit(&mut vec![page_read(2, &f, 1)]);
+        let done = got.take_within(1, PATIENCE);
+        assert_eq!(done.len(), 1, "the request never completed");
+        assert!(refused(&done[0]), "{:?}", done[0].result);
+        drop(b);
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    /// Requests still queued at shutdown complete, with an error: the backend starts no read
+    /// after it. Here one worker is held up delivering the first read while two more wait.
+    /// Before, the queued ones were read after the shutdown.
+    #[test]
+    fn requests_queued_at_shutdown_complete_with_an_error() {
+        let (path, dir) = temp_file("threads-queued", 4 * 4096);
+        let (got, port) = Collect::port(Duration::from_millis(300));
+        let b = ThreadsBackend::start(1, 3, port).unwrap();
+        let f = Arc::new(b.open(&path, FILE, false).unwrap());
+        b.submit(&mut vec![page_read(1, &f, 0)]);
+        // The worker has taken read 1 once the queue is empty; reads 2 and 3 then wait.
+        while !b.shared.queue.lock().unwrap().requests.is_empty() {
+            std::thread::yield_now();
+        }
+        b.submit(&mut vec![page_read(2, &f, 1), page_read(3, &f, 2)]);
+        b.shutdown();
+        let mut done = got.take_within(3, PATIENCE);
+        done.sort_by_key(|c| c.token);
+        assert_eq!(done.len(), 3, "a request never completed");
+        assert_read(&done[0], 0);
+        assert!(refused(&done[1]) && refused(&done[2]));
+        drop(b);
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    /// Dropping the backend joins its workers, so what they held is delivered (and its buffer
+    /// and descriptor let go) by the time the drop returns; here a sink that takes its time.
+    /// Before, the workers were left to run on, and the drop returned first.
+    #[test]
+    fn dropping_the_backend_joins_its_workers() {
+        let (path, dir) = temp_file("threads-join", 4 * 4096);
+        let (got, port) = Collect::port(Duration::from_millis(300));
+        let b = ThreadsBackend::start(2, 4, port).unwrap();
+        let f = Arc::new(b.open(&path, FILE, false).unwrap());
+        b.submit(&mut vec![page_read(1, &f, 0), page_read(2, &f, 1)]);
+        drop(b);
+        let mut tokens = got.tokens();
+        tokens.sort_unstable();
+        assert_eq!(tokens, vec![1, 2]);
+        assert_eq!(Arc::strong_count(&f), 1, "a request outlived the backend");
+        std::fs::remove_dir_all(dir).unwrap();
     }
 }

@@ -1,0 +1,240 @@
+//! How a backend stops: shut down first, then its threads joined when it is dropped.
+//!
+//! Every backend but the array cache's layer does its I/O on threads of its own, and all of them
+//! keep one lifecycle, in the [`Phase`]s here. [`IoBackend::shutdown`](super::IoBackend::shutdown)
+//! moves a backend to [`Phase::Shut`]: a request it has not started by then (queued behind its
+//! bound, or submitted later) completes with the error [`shut_down`] makes, and reads already
+//! started (in the kernel, in a `pread`, in a modelled device) complete as they come. The error
+//! is delivered by the backend's own thread, never on the submitter's: the driver submits under
+//! its lock, and its completion handler takes that lock. So the threads outlive the shutdown,
+//! and end only when the backend is dropped ([`Phase::Ending`]), once they have delivered what
+//! they hold; the drop then joins them ([`Joined`]), so no thread of a dropped backend runs on,
+//! and no buffer or descriptor of a request it held outlives it. The one thread a drop cannot
+//! join is the one it runs on: a backend thread delivering a completion can hold the engine's
+//! last reference, and so drop the engine and its backend; that thread ends once the drop returns.
+
+use std::io;
+use std::sync::Mutex;
+use std::thread::JoinHandle;
+
+use super::{BackendKind, IoCompletion, IoRequest};
+
+/// Where a backend is in its life; it only moves forward.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Phase {
+    /// Taking and performing requests.
+    Running,
+    /// Shut down: requests not started fail; started ones complete as they come.
+    Shut,
+    /// Dropped: shut down, and the threads end once they hold nothing more to deliver.
+    Ending,
+}
+
+impl Phase {
+    /// Moves forward to `to` (never back); says whether it moved.
+    pub(crate) fn advance(&mut self, to: Phase) -> bool {
+        let moved = to > *self;
+        *self = (*self).max(to);
+        moved
+    }
+
+    /// Whether a request may still be started.
+    pub(crate) fn running(self) -> bool {
+        self == Phase::Running
+    }
+}
+
+/// The error a request gets that a shut-down backend did not perform.
+pub(crate) fn shut_down(kind: BackendKind) -> io::Error {
+    io::Error::other(format!(
+        "the {kind} backend was shut down: it starts no more reads"
+    ))
+}
+
+/// `req`, refused by a shut-down backend of kind `kind`: its buffer goes back with the error.
+pub(crate) fn refuse(req: IoRequest, kind: BackendKind) -> IoCompletion {
+    IoCompletion {
+        token: req.token,
+        buf: req.buf,
+        result: Err(shut_down(kind)),
+    }
+}
+
+/// The threads a backend started, joined by [`Joined::join`] (the backend's drop).
+#[derive(Default)]
+pub(crate) struct Joined {
+    handles: Mutex<Vec<JoinHandle<()>>>,
+}
+
+impl Joined {
+    /// Keeps `h` to join.
+    pub(crate) fn push(&self, h: JoinHandle<()>) {
+        self.handles.lock().expect("thread list poisoned").push(h);
+    }
+
+    /// Joins every thread kept but the calling one (a drop that runs on a backend thread; that
+    /// thread ends once the drop returns). The list is let go before joining, so a thread that
+    /// ends by dropping the backend does not wait for it. Idempotent.
+    pub(crate) fn join(&self) {
+        let handles = std::mem::take(&mut *self.handles.lock().expect("thread list poisoned"));
+        let me = std::thread::current().id();
+        for h in handles {
+            if h.thread().id() != me {
+                // A panic there was reported on that thread already.
+                let _ = h.join();
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_phase_never_moves_back() {
+        let mut p = Phase::Running;
+        assert!(p.running());
+        assert!(p.advance(Phase::Ending));
+        assert!(!p.advance(Phase::Shut));
+        assert_eq!(p, Phase::Ending);
+        assert!(!p.running());
+    }
+
+    /// A drop that runs on a backend thread joins the others but not itself (joining itself
+    /// would panic or wait forever).
+    #[test]
+    fn join_skips_the_calling_thread() {
+        use std::sync::{mpsc, Arc};
+        let joined = Arc::new(Joined::default());
+        let (go_tx, go_rx) = mpsc::channel::<()>();
+        let (done_tx, done_rx) = mpsc::channel::<()>();
+        let j = joined.clone();
+        joined.push(std::thread::spawn(move || {
+            go_rx.recv().unwrap();
+            // Its own handle is in the list: the join skips it and returns.
+            j.join();
+            done_tx.send(()).unwrap();
+        }));
+        go_tx.send(()).unwrap();
+        done_rx
+            .recv_timeout(std::time::Duration::from_secs(30))
+            .expect("the thread's join returned");
+    }
+}
+
+/// What the lifecycle tests of every backend share: a sink that collects completions, with an
+/// optional pause in each, and a request over a temporary file.
+#[cfg(test)]
+pub(crate) mod testing {
+    use std::path::PathBuf;
+    use std::sync::{Arc, Condvar, Mutex};
+    use std::time::Duration;
+
+    use foresight_core::FileId;
+
+    use super::super::{CompletionPort, CompletionSink, FileHandle, IoCompletion, IoRequest};
+    use crate::buffer::{AlignedBuf, ALIGN_BYTES};
+
+    /// Collects completions; pauses `pause` in each before keeping it, so that a drop that does
+    /// not join the delivering thread returns before the completion is kept.
+    #[derive(Default)]
+    pub(crate) struct Collect {
+        pub(crate) pause: Duration,
+        got: Mutex<Vec<IoCompletion>>,
+        arrived: Condvar,
+    }
+
+    impl CompletionSink for Collect {
+        fn complete(&self, c: IoCompletion) {
+            std::thread::sleep(self.pause);
+            self.got.lock().unwrap().push(c);
+            self.arrived.notify_all();
+        }
+    }
+
+    impl Collect {
+        /// A collector pausing `pause` per completion, and a port connected to it.
+        pub(crate) fn port(pause: Duration) -> (Arc<Collect>, Arc<CompletionPort>) {
+            let c = Arc::new(Collect {
+                pause,
+                ..Collect::default()
+            });
+            let port = CompletionPort::new();
+            let sink: Arc<dyn CompletionSink> = c.clone();
+            port.connect(Arc::downgrade(&sink));
+            // The port holds the sink weakly: the caller keeps `c`.
+            (c, port)
+        }
+
+        /// Takes what arrived once `n` completions have, or `patience` has passed (a test of
+        /// something that used to hang fails rather than hanging).
+        pub(crate) fn take_within(&self, n: usize, patience: Duration) -> Vec<IoCompletion> {
+            let until = std::time::Instant::now() + patience;
+            let mut got = self.got.lock().unwrap();
+            while got.len() < n {
+                let now = std::time::Instant::now();
+                if now >= until {
+                    break;
+                }
+                got = self.arrived.wait_timeout(got, until - now).unwrap().0;
+            }
+            std::mem::take(&mut *got)
+        }
+
+        /// The tokens of what arrived so far, left in place.
+        pub(crate) fn tokens(&self) -> Vec<u64> {
+            self.got.lock().unwrap().iter().map(|c| c.token).collect()
+        }
+    }
+
+    /// A file of `len` bytes (byte `i` is `i % 251`) in its own temporary directory, and the
+    /// directory (remove it when done).
+    pub(crate) fn temp_file(name: &str, len: usize) -> (PathBuf, PathBuf) {
+        let dir = std::env::temp_dir().join(format!(
+            "foresight-lifecycle-{}-{name}",
+            std::process::id()
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("f");
+        let bytes: Vec<u8> = (0..len).map(|i| (i % 251) as u8).collect();
+        std::fs::write(&path, bytes).unwrap();
+        (path, dir)
+    }
+
+    /// A read of one page at page `page` of `file`.
+    pub(crate) fn page_read(token: u64, file: &Arc<FileHandle>, page: u64) -> IoRequest {
+        IoRequest {
+            token,
+            file: file.clone(),
+            offset_bytes: page * ALIGN_BYTES as u64,
+            buf: AlignedBuf::new(ALIGN_BYTES).unwrap(),
+            buf_offset: 0,
+            len_bytes: ALIGN_BYTES,
+            reader: None,
+        }
+    }
+
+    /// Whether `c` failed because its backend was shut down.
+    pub(crate) fn refused(c: &IoCompletion) -> bool {
+        matches!(&c.result, Err(e) if e.to_string().contains("shut down"))
+    }
+
+    /// Asserts `c` read page `page` of a [`temp_file`] whole.
+    pub(crate) fn assert_read(c: &IoCompletion, page: u64) {
+        assert_eq!(
+            c.result.as_ref().ok(),
+            Some(&ALIGN_BYTES),
+            "read {}",
+            c.token
+        );
+        let at = page as usize * ALIGN_BYTES;
+        assert!(c.buf.as_slice()[..ALIGN_BYTES]
+            .iter()
+            .enumerate()
+            .all(|(i, &b)| b == ((at + i) % 251) as u8));
+    }
+
+    /// A file id for tests.
+    pub(crate) const FILE: FileId = FileId(0);
+}
