@@ -191,10 +191,8 @@ pub(crate) mod testing {
     /// A file of `len` bytes (byte `i` is `i % 251`) in its own temporary directory, and the
     /// directory (remove it when done).
     pub(crate) fn temp_file(name: &str, len: usize) -> (PathBuf, PathBuf) {
-        let dir = std::env::temp_dir().join(format!(
-            "foresight-lifecycle-{}-{name}",
-            std::process::id()
-        ));
+        let dir =
+            std::env::temp_dir().join(format!("foresight-lifecycle-{}-{name}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("f");
         let bytes: Vec<u8> = (0..len).map(|i| (i % 251) as u8).collect();
