@@ -13,9 +13,12 @@
 //! a 1,024-stream run (in-flight count sampled from `/proc/diskstats`); one burst cut that to 2%.
 //!
 //! A request's buffer and file stay owned by the ring thread's in-flight table from submission to
-//! completion, so the kernel writes into memory nobody else can reach or free. At shutdown the
-//! thread stops accepting work, waits for every outstanding read (including its own eventfd read)
-//! to complete, and only then drops the ring and the buffers.
+//! completion, so the kernel writes into memory nobody else can reach or free. Shutdown and drop
+//! keep the lifecycle every backend keeps (`lifecycle.rs`): after shutdown the thread starts no
+//! read (a request it takes then, queued or submitted later, completes with an error it
+//! delivers), while the reads in the kernel complete as they come; dropping the backend tells
+//! the thread to end, and it waits for every outstanding read (including its own eventfd read)
+//! to complete, and only then drops the ring and the buffers and ends; the drop joins it.
 //!
 //! [`UringBackend::start`] creates the ring and pushes a no-op through it before returning, so a
 //! kernel or sandbox that refuses io_uring (ENOSYS, EPERM, a seccomp filter) is detected when the
@@ -33,6 +36,7 @@ use std::sync::{Arc, Mutex};
 use foresight_core::FileId;
 use io_uring::{opcode, types, IoUring};
 
+use super::lifecycle::{refuse, Joined, Phase};
 use super::{
     real_handle, real_handle_beneath, BackendKind, CompletionPort, FileHandle, IoBackend,
     IoCompletion, IoRequest,
@@ -47,7 +51,7 @@ const PROBE_TOKEN: u64 = u64::MAX - 1;
 
 struct Queue {
     requests: VecDeque<IoRequest>,
-    shutdown: bool,
+    phase: Phase,
 }
 
 struct Shared {
@@ -59,6 +63,8 @@ struct Shared {
 /// io_uring with `O_DIRECT`. See the module documentation.
 pub struct UringBackend {
     shared: Arc<Shared>,
+    /// The ring thread, joined when the backend is dropped.
+    threads: Joined,
 }
 
 impl UringBackend {
@@ -73,16 +79,29 @@ impl UringBackend {
         let shared = Arc::new(Shared {
             queue: Mutex::new(Queue {
                 requests: VecDeque::with_capacity(capacity),
-                shutdown: false,
+                phase: Phase::Running,
             }),
             wake: sys::eventfd()?,
             capacity,
         });
         let s = shared.clone();
-        std::thread::Builder::new()
+        let ring_thread = std::thread::Builder::new()
             .name("foresight-uring".into())
             .spawn(move || RingThread::new(ring, s, port, capacity).run())?;
-        Ok(UringBackend { shared })
+        let threads = Joined::default();
+        threads.push(ring_thread);
+        Ok(UringBackend { shared, threads })
+    }
+
+    /// Moves the backend to `phase` and wakes the ring thread if that moved it.
+    fn enter(&self, phase: Phase) {
+        let moved = {
+            let mut q = self.shared.queue.lock().expect("uring queue poisoned");
+            q.phase.advance(phase)
+        };
+        if moved {
+            self.wake();
+        }
     }
 
     fn wake(&self) {
@@ -177,22 +196,32 @@ impl RingThread {
 
     fn run(mut self) {
         loop {
-            let shutdown = {
+            let phase = {
                 let mut q = self.shared.queue.lock().expect("uring queue poisoned");
                 self.local.extend(q.requests.drain(..));
-                q.shutdown
+                q.phase
             };
-            // Re-arm the wake-up read unless shutting down. `shutdown()` sets the flag before it
-            // writes the eventfd, so a read armed after a stale look at the flag still completes.
-            if !self.wake_armed && !shutdown {
+            // Re-arm the wake-up read unless ending. The drop moves the phase before it writes
+            // the eventfd, so a read armed after a stale look at the phase still completes.
+            if !self.wake_armed && phase != Phase::Ending {
                 self.arm_wake();
             }
             let mut batch = std::mem::take(&mut self.local);
             for req in batch.drain(..) {
-                self.start_read(req);
+                if phase.running() {
+                    self.start_read(req);
+                } else {
+                    self.done.push(refuse(req, BackendKind::Uring));
+                }
             }
             self.local = batch;
-            if shutdown && self.in_kernel == 0 && !self.wake_armed {
+            if !self.done.is_empty() {
+                // Refused requests: delivered now, not after the next completion, which may be
+                // long in coming. What was pushed is submitted next turn.
+                self.port.deliver_all(&mut self.done);
+                continue;
+            }
+            if phase == Phase::Ending && self.in_kernel == 0 && !self.wake_armed {
                 // Nothing of ours is left in the kernel: the ring and the buffers may go.
                 return;
             }
@@ -322,25 +351,90 @@ impl IoBackend for UringBackend {
     }
 
     fn shutdown(&self) {
-        let first = {
-            let mut q = self.shared.queue.lock().expect("uring queue poisoned");
-            !std::mem::replace(&mut q.shutdown, true)
-        };
-        if first {
-            self.wake();
-        }
+        self.enter(Phase::Shut);
     }
 }
 
 impl Drop for UringBackend {
     fn drop(&mut self) {
-        self.shutdown();
+        self.enter(Phase::Ending);
+        self.threads.join();
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use super::super::lifecycle::testing::{
+        assert_read, page_read, refused, temp_file, Collect, FILE,
+    };
     use super::*;
+    use std::time::Duration;
+
+    const PATIENCE: Duration = Duration::from_secs(30);
+
+    /// A ring for `capacity` reads delivering to `port`, or `None` (and why, on stderr) where
+    /// io_uring is refused.
+    fn ring_or_skip(
+        test: &str,
+        capacity: usize,
+        port: Arc<CompletionPort>,
+    ) -> Option<UringBackend> {
+        match UringBackend::start(capacity, port) {
+            Ok(b) => Some(b),
+            Err(e) => {
+                eprintln!("{test}: skipped: io_uring is refused here ({e})");
+                None
+            }
+        }
+    }
+
+    /// A request submitted after shutdown completes with an error the driver sees. Before, the
+    /// ring thread ended at shutdown once nothing was in the kernel, and it never completed.
+    #[test]
+    fn a_request_after_shutdown_gets_an_error() {
+        let (got, port) = Collect::port(Duration::ZERO);
+        let Some(b) = ring_or_skip("a_request_after_shutdown_gets_an_error", 4, port) else {
+            return;
+        };
+        let (path, dir) = temp_file("uring-after", 4 * 4096);
+        let f = Arc::new(b.open(&path, FILE, false).unwrap());
+        b.submit(&mut vec![page_read(1, &f, 0)]);
+        assert_read(&got.take_within(1, PATIENCE)[0], 0);
+        b.shutdown();
+        // Give a ring thread that would end at shutdown (nothing is in the kernel) the time to,
+        // so the request meets the backend as it is then: up to a second, never waited for in
+        // full when it does end.
+        let until = std::time::Instant::now() + Duration::from_secs(1);
+        while Arc::strong_count(&b.shared) > 1 && std::time::Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        b.submit(&mut vec![page_read(2, &f, 1)]);
+        let done = got.take_within(1, PATIENCE);
+        assert_eq!(done.len(), 1, "the request never completed");
+        assert!(refused(&done[0]), "{:?}", done[0].result);
+        drop(b);
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    /// Dropping the backend joins the ring thread, so what it held is delivered (its buffer and
+    /// descriptor let go) by the time the drop returns; here a sink that takes its time. Before,
+    /// the thread was left to run on, and the drop returned first.
+    #[test]
+    fn dropping_the_backend_joins_the_ring_thread() {
+        let (got, port) = Collect::port(Duration::from_millis(300));
+        let Some(b) = ring_or_skip("dropping_the_backend_joins_the_ring_thread", 4, port) else {
+            return;
+        };
+        let (path, dir) = temp_file("uring-join", 4 * 4096);
+        let f = Arc::new(b.open(&path, FILE, false).unwrap());
+        b.submit(&mut vec![page_read(1, &f, 0), page_read(2, &f, 1)]);
+        drop(b);
+        let mut tokens = got.tokens();
+        tokens.sort_unstable();
+        assert_eq!(tokens, vec![1, 2]);
+        assert_eq!(Arc::strong_count(&f), 1, "a request outlived the backend");
+        std::fs::remove_dir_all(dir).unwrap();
+    }
 
     #[test]
     fn short_kernel_memory_and_interruptions_are_retried_and_bad_arguments_are_not() {
