@@ -11,6 +11,11 @@
 //! then carry `volume_offset_bytes`), so a layer that works in volume bytes, the array cache,
 //! can be tested over these faults. Nothing touches a disk, so tests of the driver's logic are
 //! fast and exact.
+//!
+//! Shutdown and drop keep the lifecycle every backend keeps (`lifecycle.rs`): after shutdown the
+//! worker fails each request it takes (queued then, or submitted later) and delivers the delayed
+//! completions at once (the reads were done; only the fault held them); the worker ends when the
+//! last clone of the handle is dropped, which joins it.
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, VecDeque};
@@ -23,6 +28,7 @@ use std::time::{Duration, Instant};
 
 use foresight_core::FileId;
 
+use super::lifecycle::{refuse, Joined, Phase};
 use super::{BackendKind, CompletionPort, FileHandle, IoBackend, IoCompletion, IoRequest};
 
 /// What an injected fault does to a request that overlaps its range.
@@ -59,7 +65,7 @@ struct Work {
     delayed: BinaryHeap<Reverse<(Instant, u64)>>,
     delayed_done: BTreeMap<u64, IoCompletion>,
     next_delay_id: u64,
-    shutdown: bool,
+    phase: Phase,
 }
 
 struct Shared {
@@ -72,12 +78,33 @@ struct Shared {
     capacity: OnceLock<usize>,
     reads: Mutex<u64>,
     next_ino: AtomicU64,
+    /// The worker, joined when the last handle goes.
+    threads: Joined,
 }
 
 /// In-memory files with injectable faults. See the module documentation.
 #[derive(Clone)]
 pub struct NoopBackend {
     shared: Arc<Shared>,
+    /// Shared by every clone: the last one dropped ends and joins the worker.
+    _last: Arc<LastHandle>,
+}
+
+/// Ends the worker when the last [`NoopBackend`] handle goes (the worker holds `Shared`, not a
+/// handle, so this is the handles' own count).
+struct LastHandle(Arc<Shared>);
+
+impl Drop for LastHandle {
+    fn drop(&mut self) {
+        self.0
+            .work
+            .lock()
+            .expect("noop work poisoned")
+            .phase
+            .advance(Phase::Ending);
+        self.0.ready.notify_all();
+        self.0.threads.join();
+    }
 }
 
 impl Default for NoopBackend {
@@ -95,24 +122,27 @@ impl std::fmt::Debug for NoopBackend {
 impl NoopBackend {
     /// A backend with no files and no faults. It starts serving when an engine is built on it.
     pub fn new() -> NoopBackend {
-        NoopBackend {
-            shared: Arc::new(Shared {
-                files: Mutex::new(BTreeMap::new()),
-                placements: Mutex::new(BTreeMap::new()),
-                faults: Mutex::new(Vec::new()),
-                work: Mutex::new(Work {
-                    requests: VecDeque::new(),
-                    delayed: BinaryHeap::new(),
-                    delayed_done: BTreeMap::new(),
-                    next_delay_id: 0,
-                    shutdown: false,
-                }),
-                ready: Condvar::new(),
-                port: OnceLock::new(),
-                capacity: OnceLock::new(),
-                reads: Mutex::new(0),
-                next_ino: AtomicU64::new(0),
+        let shared = Arc::new(Shared {
+            files: Mutex::new(BTreeMap::new()),
+            placements: Mutex::new(BTreeMap::new()),
+            faults: Mutex::new(Vec::new()),
+            work: Mutex::new(Work {
+                requests: VecDeque::new(),
+                delayed: BinaryHeap::new(),
+                delayed_done: BTreeMap::new(),
+                next_delay_id: 0,
+                phase: Phase::Running,
             }),
+            ready: Condvar::new(),
+            port: OnceLock::new(),
+            capacity: OnceLock::new(),
+            reads: Mutex::new(0),
+            next_ino: AtomicU64::new(0),
+            threads: Joined::default(),
+        });
+        NoopBackend {
+            _last: Arc::new(LastHandle(shared.clone())),
+            shared,
         }
     }
 
@@ -184,9 +214,10 @@ impl NoopBackend {
         }
         let _ = self.shared.capacity.set(capacity);
         let s = self.shared.clone();
-        std::thread::Builder::new()
+        let t = std::thread::Builder::new()
             .name("foresight-noop".into())
             .spawn(move || worker(&s))?;
+        self.shared.threads.push(t);
         Ok(())
     }
 }
@@ -245,18 +276,25 @@ fn worker(s: &Shared) {
             let mut w = s.work.lock().expect("noop work poisoned");
             loop {
                 let now = Instant::now();
+                let running = w.phase.running();
                 while let Some(Reverse((due, id))) = w.delayed.peek().copied() {
-                    if due > now {
+                    // Shut down, a delayed read is delivered at once: it was done, and only
+                    // the fault held it.
+                    if due > now && running {
                         break;
                     }
                     w.delayed.pop();
                     ready.push(w.delayed_done.remove(&id).expect("delayed completion kept"));
                 }
-                todo.extend(w.requests.drain(..));
+                if running {
+                    todo.extend(w.requests.drain(..));
+                } else {
+                    ready.extend(w.requests.drain(..).map(|r| refuse(r, BackendKind::Noop)));
+                }
                 if !ready.is_empty() || !todo.is_empty() {
                     break;
                 }
-                if w.shutdown && w.delayed.is_empty() {
+                if w.phase == Phase::Ending && w.delayed.is_empty() {
                     return;
                 }
                 w = match w.delayed.peek() {
@@ -347,7 +385,88 @@ impl IoBackend for NoopBackend {
             .work
             .lock()
             .expect("noop work poisoned")
-            .shutdown = true;
+            .phase
+            .advance(Phase::Shut);
         self.shared.ready.notify_all();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::lifecycle::testing::{page_read, refused, Collect, FILE};
+    use super::*;
+    use crate::buffer::ALIGN_BYTES;
+
+    const PATIENCE: Duration = Duration::from_secs(30);
+
+    /// A started backend over one file of four pages at `/f`, delivering to `port`, and its
+    /// handle.
+    fn started(port: Arc<CompletionPort>) -> (NoopBackend, Arc<FileHandle>) {
+        let noop = NoopBackend::new();
+        noop.insert("/f", vec![5u8; 4 * ALIGN_BYTES]);
+        noop.start(4, port).unwrap();
+        let f = Arc::new(noop.open(Path::new("/f"), FILE, false).unwrap());
+        (noop, f)
+    }
+
+    /// A request submitted after shutdown completes with an error the driver sees. Before, the
+    /// worker ended at shutdown once it held no delayed read, and it never completed.
+    #[test]
+    fn a_request_after_shutdown_gets_an_error() {
+        let (got, port) = Collect::port(Duration::ZERO);
+        let (noop, f) = started(port);
+        noop.shutdown();
+        // Give a worker that would end at shutdown the time to, so the request meets the
+        // backend as it is then: up to a second, never waited for in full when it does end.
+        let until = Instant::now() + Duration::from_secs(1);
+        while Arc::strong_count(&noop.shared) > 1 && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        noop.submit(&mut vec![page_read(1, &f, 0)]);
+        let done = got.take_within(1, PATIENCE);
+        assert_eq!(done.len(), 1, "the request never completed");
+        assert!(refused(&done[0]), "{:?}", done[0].result);
+    }
+
+    /// A read an injected delay holds (here an hour) is delivered at shutdown, with its bytes:
+    /// dropping the backend waits for its reads. Before, the worker held it for the hour.
+    #[test]
+    fn a_delayed_read_is_delivered_at_shutdown() {
+        let (got, port) = Collect::port(Duration::ZERO);
+        let (noop, f) = started(port);
+        noop.inject(Fault {
+            path: "/f".into(),
+            range: 0..1,
+            kind: FaultKind::Delay(Duration::from_secs(3600)),
+            times: None,
+        });
+        noop.submit(&mut vec![page_read(1, &f, 0)]);
+        // The worker has taken it once the queue is empty (then it reads and holds it).
+        while !noop.shared.work.lock().unwrap().requests.is_empty() {
+            std::thread::yield_now();
+        }
+        noop.shutdown();
+        let done = got.take_within(1, PATIENCE);
+        assert_eq!(done.len(), 1, "the delayed read was not delivered");
+        assert_eq!(done[0].result.as_ref().ok(), Some(&ALIGN_BYTES));
+    }
+
+    /// Dropping the last handle joins the worker, so what it held is delivered (its buffer and
+    /// handle let go) by the time the drop returns; here a sink that takes its time. Before, the
+    /// worker was left to run on, and the drop returned first.
+    #[test]
+    fn dropping_the_last_handle_joins_the_worker() {
+        let (got, port) = Collect::port(Duration::from_millis(300));
+        let (noop, f) = started(port);
+        let other = noop.clone();
+        noop.submit(&mut vec![page_read(1, &f, 0), page_read(2, &f, 1)]);
+        drop(noop);
+        // Another handle still serves.
+        other.submit(&mut vec![page_read(3, &f, 2)]);
+        drop(other);
+        let mut tokens = got.tokens();
+        tokens.sort_unstable();
+        assert_eq!(tokens, vec![1, 2, 3]);
+        assert_eq!(Arc::strong_count(&f), 1, "a request outlived the backend");
     }
 }
