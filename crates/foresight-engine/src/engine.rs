@@ -316,12 +316,18 @@ impl EngineBuilder {
         let timer_thread = std::thread::Builder::new()
             .name("foresight-timer".into())
             .spawn(move || run_timer(&s));
-        if let Err(e) = timer_thread {
-            shared.backend.shutdown();
-            return Err(EngineError::Spawn(e));
-        }
+        let timer_thread = match timer_thread {
+            Ok(t) => t,
+            Err(e) => {
+                shared.backend.shutdown();
+                return Err(EngineError::Spawn(e));
+            }
+        };
         Ok(Engine {
-            owner: Arc::new(Owner { shared }),
+            owner: Arc::new(Owner {
+                shared,
+                timer_thread: Some(timer_thread),
+            }),
         })
     }
 }
@@ -505,16 +511,27 @@ fn run_timer(shared: &Shared) {
     }
 }
 
-/// Stops the engine when the last engine handle or reader goes.
+/// Stops the engine when the last engine handle or reader goes: shuts the backend down (reads
+/// it has not started fail, see `backend/lifecycle.rs`) and joins the timer thread. The backend's
+/// own threads are joined when the backend is dropped, with the last reference to `shared`: here,
+/// or on a backend thread that delivers a completion after this (the backend does not join that
+/// one, which ends once the drop returns).
 struct Owner {
     shared: Arc<Shared>,
+    /// The thread that runs the policy's timers, joined here.
+    timer_thread: Option<std::thread::JoinHandle<()>>,
 }
 
 impl Drop for Owner {
     fn drop(&mut self) {
+        // The lock is let go before the join: the timer thread takes it to see the shutdown.
         self.shared.lock().shutdown = true;
         self.shared.timer.notify_all();
         self.shared.backend.shutdown();
+        if let Some(t) = self.timer_thread.take() {
+            // A panic there (in a policy's timer) was reported on that thread already.
+            let _ = t.join();
+        }
     }
 }
 
@@ -1163,6 +1180,76 @@ mod tests {
 
     /// An engine running MSP in the array cache over an emulated RAID-0 of five Cheetah 15K.4s
     /// (128 KiB strips), `placement` on its volume, with a 64 MiB array cache.
+    /// Dropping the engine joins its timer thread, which holds the engine's state: once the drop
+    /// returns (nothing was read, so no backend thread holds the state either), the state is
+    /// gone (its buffers, its backend). Before, the timer thread was left to notice the shutdown
+    /// on its own and let go later.
+    #[test]
+    fn dropping_the_engine_joins_its_timer_thread() {
+        for _ in 0..20 {
+            let noop = NoopBackend::new();
+            let engine = Engine::builder()
+                .backend(Backend::Noop(noop))
+                .build()
+                .unwrap();
+            let state = Arc::downgrade(&engine.owner.shared);
+            drop(engine);
+            assert!(state.upgrade().is_none(), "the engine's state outlived it");
+        }
+    }
+
+    /// An engine dropped while a fetch is held in the device (here an injected hour-long delay)
+    /// returns, and lets everything go: the backend delivers the held read at shutdown, and the
+    /// last handle's drop joins its worker. Before, the worker held the read (its buffer, its
+    /// file) for the hour.
+    #[test]
+    fn an_engine_dropped_with_a_fetch_held_in_the_device_lets_everything_go() {
+        let noop = NoopBackend::new();
+        let len = 256 << 10;
+        noop.insert("/f", vec![2u8; len]);
+        noop.inject(crate::Fault {
+            path: "/f".into(),
+            range: (len as u64 / 2)..len as u64,
+            kind: crate::FaultKind::Delay(std::time::Duration::from_secs(3600)),
+            times: None,
+        });
+        let engine = Engine::builder()
+            .backend(Backend::Noop(noop.clone()))
+            .memory(ByteLen::mib(4))
+            .policy("tip")
+            .build()
+            .unwrap();
+        let state = Arc::downgrade(&engine.owner.shared);
+        let device = noop.state_for_tests();
+        let mut r = engine.open("/f").unwrap();
+        // The second half is hinted, so `tip` fetches it ahead.
+        let half = len as u64 / 2;
+        r.hint(&[
+            foresight_core::ByteRange::new(0, 4096),
+            foresight_core::ByteRange::new(half, half),
+        ])
+        .unwrap();
+        let mut buf = vec![0u8; 4096];
+        r.read_exact(&mut buf).unwrap();
+        // Wait until the device holds a fetch of the delayed half.
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while noop.delayed_for_tests() == 0 {
+            assert!(
+                std::time::Instant::now() < until,
+                "no fetch reached the delayed half"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        drop(r);
+        drop(engine);
+        drop(noop);
+        assert!(state.upgrade().is_none(), "the engine's state outlived it");
+        assert!(
+            device.upgrade().is_none(),
+            "the device's worker outlived it"
+        );
+    }
+
     fn msp_engine(placement: crate::backend::emulated::EmulatedPlacement) -> Engine {
         let mut cfg = EmulatedConfig::preset("cheetah-15k4")
             .unwrap()

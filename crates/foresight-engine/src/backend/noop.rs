@@ -203,6 +203,25 @@ impl NoopBackend {
         *self.shared.reads.lock().expect("noop counter poisoned")
     }
 
+    /// The backend's state, as the worker holds it: gone once the worker has ended and every
+    /// handle is dropped.
+    #[cfg(test)]
+    pub(crate) fn state_for_tests(&self) -> std::sync::Weak<dyn std::any::Any + Send + Sync> {
+        let state: Arc<dyn std::any::Any + Send + Sync> = self.shared.clone();
+        Arc::downgrade(&state)
+    }
+
+    /// Reads an injected delay holds now.
+    #[cfg(test)]
+    pub(crate) fn delayed_for_tests(&self) -> usize {
+        self.shared
+            .work
+            .lock()
+            .expect("noop work poisoned")
+            .delayed
+            .len()
+    }
+
     /// Starts the worker thread; called once by the engine builder.
     pub(crate) fn start(&self, capacity: usize, port: Arc<CompletionPort>) -> io::Result<()> {
         assert!(capacity >= 1, "a backend needs room for one request");
