@@ -303,6 +303,7 @@ impl EngineBuilder {
         );
         let shared = Arc::new(Shared {
             core: Mutex::new(core),
+            port: port.clone(),
             backend,
             timer,
             epoch: std::time::Instant::now(),
@@ -454,6 +455,8 @@ fn start_backend(
 
 pub(crate) struct Shared {
     core: Mutex<Core>,
+    /// Where the backend delivers to this state; closed when the engine drops.
+    port: Arc<CompletionPort>,
     backend: Arc<dyn IoBackend>,
     timer: Arc<Condvar>,
     epoch: std::time::Instant,
@@ -512,10 +515,10 @@ fn run_timer(shared: &Shared) {
 }
 
 /// Stops the engine when the last engine handle or reader goes: shuts the backend down (reads
-/// it has not started fail, see `backend/lifecycle.rs`) and joins the timer thread. The backend's
-/// own threads are joined when the backend is dropped, with the last reference to `shared`: here,
-/// or on a backend thread that delivers a completion after this (the backend does not join that
-/// one, which ends once the drop returns).
+/// it has not started fail, see `backend/lifecycle.rs`), joins the timer thread, and closes the
+/// completion port, which waits for the deliveries under way and drops later completions, so
+/// that its reference to `shared` is the last: the state (the pool, every buffer) and the
+/// backend, whose drop joins its threads, go here, before the drop returns.
 struct Owner {
     shared: Arc<Shared>,
     /// The thread that runs the policy's timers, joined here.
@@ -532,6 +535,7 @@ impl Drop for Owner {
             // A panic there (in a policy's timer) was reported on that thread already.
             let _ = t.join();
         }
+        self.shared.port.close();
     }
 }
 
@@ -1204,6 +1208,12 @@ mod tests {
     /// file) for the hour.
     #[test]
     fn an_engine_dropped_with_a_fetch_held_in_the_device_lets_everything_go() {
+        for _ in 0..10 {
+            engine_dropped_with_a_fetch_held_in_the_device();
+        }
+    }
+
+    fn engine_dropped_with_a_fetch_held_in_the_device() {
         let noop = NoopBackend::new();
         let len = 256 << 10;
         noop.insert("/f", vec![2u8; len]);
@@ -1241,9 +1251,14 @@ mod tests {
             std::thread::sleep(std::time::Duration::from_millis(1));
         }
         drop(r);
+        // The shutdown hands the held read over at once, on the device's worker, which then
+        // holds the engine's state while it delivers: the drop waits for that delivery (it
+        // closes the engine's completion port) and drops the state itself. Before, the worker
+        // could hold the state past the drop, and drop it (with the engine's backend, which
+        // cannot join the thread it runs on) itself.
         drop(engine);
-        drop(noop);
         assert!(state.upgrade().is_none(), "the engine's state outlived it");
+        drop(noop);
         assert!(
             device.upgrade().is_none(),
             "the device's worker outlived it"

@@ -36,7 +36,7 @@ use std::fs::File;
 use std::io;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, OnceLock, Weak};
+use std::sync::{Arc, Condvar, Mutex, OnceLock, Weak};
 
 use foresight_core::{ByteLen, FileId, StreamId};
 use foresight_policy::layout::Striping;
@@ -166,9 +166,67 @@ pub trait CompletionSink: Send + Sync {
 /// Where a backend delivers completions. It is connected to its sink after the backend starts
 /// (the sink, the engine, owns the backend), and holds the sink weakly so the two do not keep each
 /// other alive: once the engine is gone, completions are dropped with their buffers.
+///
+/// A delivery holds the sink for as long as the sink takes, so a backend thread delivering as the
+/// engine is dropped can hold the engine's last reference, and drop the engine (and the backend,
+/// which cannot join the thread it runs on) after the application's drop returned.
+/// [`CompletionPort::close`] ends that: the engine closes its port as it drops, which waits for
+/// the deliveries under way and drops every later completion, so its own reference is the last.
 #[derive(Default)]
 pub struct CompletionPort {
     target: OnceLock<Weak<dyn CompletionSink>>,
+    /// Deliveries under way, and whether the port is closed.
+    deliveries: Mutex<Deliveries>,
+    /// Signalled when the last delivery under way ends on a closed port.
+    idle: Condvar,
+}
+
+#[derive(Default)]
+struct Deliveries {
+    under_way: usize,
+    closed: bool,
+}
+
+thread_local! {
+    /// The ports with a delivery under way on this thread, by address (a sink may deliver to
+    /// another port, or close one).
+    static DELIVERING_HERE: std::cell::RefCell<Vec<usize>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// A delivery under way: holds the sink, and ends the delivery when dropped, also when the sink
+/// panics, so that [`CompletionPort::close`] does not wait for it forever.
+struct Delivery<'a> {
+    port: &'a CompletionPort,
+    sink: Option<Arc<dyn CompletionSink>>,
+}
+
+impl Delivery<'_> {
+    fn sink(&self) -> &dyn CompletionSink {
+        self.sink.as_deref().expect("held until the drop")
+    }
+}
+
+impl Drop for Delivery<'_> {
+    fn drop(&mut self) {
+        // The sink goes first: once the count falls, a closer may drop what owns it.
+        drop(self.sink.take());
+        let me = self.port.address();
+        DELIVERING_HERE.with(|d| {
+            let mut d = d.borrow_mut();
+            if let Some(i) = d.iter().rposition(|&p| p == me) {
+                d.remove(i);
+            }
+        });
+        let mut d = self
+            .port
+            .deliveries
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        d.under_way -= 1;
+        if d.closed {
+            self.port.idle.notify_all();
+        }
+    }
 }
 
 impl CompletionPort {
@@ -185,21 +243,55 @@ impl CompletionPort {
         );
     }
 
-    /// Hands a completion to the sink, if it still exists.
+    fn address(&self) -> usize {
+        self as *const CompletionPort as usize
+    }
+
+    /// A delivery to the sink, or `None` if the port is closed or the sink gone.
+    fn enter(&self) -> Option<Delivery<'_>> {
+        let mut d = self.deliveries.lock().expect("completion port poisoned");
+        if d.closed {
+            return None;
+        }
+        let sink = self.target.get().and_then(Weak::upgrade)?;
+        d.under_way += 1;
+        DELIVERING_HERE.with(|d| d.borrow_mut().push(self.address()));
+        Some(Delivery {
+            port: self,
+            sink: Some(sink),
+        })
+    }
+
+    /// Hands a completion to the sink, if it still exists and the port is open.
     pub fn deliver(&self, c: IoCompletion) {
-        if let Some(sink) = self.target.get().and_then(Weak::upgrade) {
-            sink.complete(c);
+        if let Some(d) = self.enter() {
+            d.sink().complete(c);
         }
     }
 
-    /// Hands a burst of completions to the sink, in order, if it still exists; `cs` is left empty
-    /// either way (without a sink the buffers are dropped, as in [`CompletionPort::deliver`]).
+    /// Hands a burst of completions to the sink, in order, if it still exists and the port is
+    /// open; `cs` is left empty either way (otherwise the buffers are dropped, as in
+    /// [`CompletionPort::deliver`]).
     pub fn deliver_all(&self, cs: &mut Vec<IoCompletion>) {
-        match self.target.get().and_then(Weak::upgrade) {
-            Some(sink) => sink.complete_all(cs),
+        match self.enter() {
+            Some(d) => d.sink().complete_all(cs),
             None => cs.clear(),
         }
         debug_assert!(cs.is_empty(), "a sink left completions undelivered");
+    }
+
+    /// Closes the port: every later completion is dropped with its buffer, and this returns once
+    /// the deliveries under way have ended (on other threads: one under way on the calling
+    /// thread, which closes from inside a sink, cannot end first), so that no backend thread
+    /// holds the sink any more. Idempotent.
+    pub fn close(&self) {
+        let me = self.address();
+        let here = DELIVERING_HERE.with(|d| d.borrow().iter().filter(|&&p| p == me).count());
+        let mut d = self.deliveries.lock().expect("completion port poisoned");
+        d.closed = true;
+        while d.under_way > here {
+            d = self.idle.wait(d).expect("completion port poisoned");
+        }
     }
 }
 
@@ -463,6 +555,84 @@ mod tests {
             assert!(e.to_string().contains("not a regular file"), "{e}");
         }
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Lets a test see a delivery begin, then holds it a while before keeping the token.
+    #[derive(Default)]
+    struct Held {
+        entered: Mutex<bool>,
+        entering: std::sync::Condvar,
+        tokens: Mutex<Vec<u64>>,
+    }
+
+    impl CompletionSink for Held {
+        fn complete(&self, c: IoCompletion) {
+            *self.entered.lock().unwrap() = true;
+            self.entering.notify_all();
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            self.tokens.lock().unwrap().push(c.token);
+        }
+    }
+
+    /// Closing a port waits for the delivery under way on another thread (so that thread no
+    /// longer holds the sink), and drops every later completion.
+    #[test]
+    fn closing_a_port_waits_for_the_delivery_under_way_and_drops_later_ones() {
+        let port = CompletionPort::new();
+        let held = Arc::new(Held::default());
+        let sink: Arc<dyn CompletionSink> = held.clone();
+        port.connect(Arc::downgrade(&sink));
+        drop(sink);
+        let p = port.clone();
+        let t = std::thread::spawn(move || p.deliver_all(&mut burst(&[1])));
+        let mut entered = held.entered.lock().unwrap();
+        while !*entered {
+            entered = held.entering.wait(entered).unwrap();
+        }
+        drop(entered);
+        port.close();
+        assert_eq!(
+            *held.tokens.lock().unwrap(),
+            vec![1],
+            "close returned first"
+        );
+        assert_eq!(
+            Arc::strong_count(&held),
+            1,
+            "a delivery still holds the sink"
+        );
+        port.deliver_all(&mut burst(&[2]));
+        assert_eq!(*held.tokens.lock().unwrap(), vec![1]);
+        t.join().unwrap();
+    }
+
+    /// Closes its own port from inside a delivery.
+    struct Closer(Arc<CompletionPort>, Mutex<u32>);
+
+    impl CompletionSink for Closer {
+        fn complete(&self, _: IoCompletion) {
+            self.0.close();
+            *self.1.lock().unwrap() += 1;
+        }
+    }
+
+    /// A port closed from inside one of its own deliveries does not wait for that delivery
+    /// (it would wait for itself).
+    #[test]
+    fn a_port_closed_from_inside_its_delivery_does_not_wait_for_itself() {
+        let port = CompletionPort::new();
+        let closer = Arc::new(Closer(port.clone(), Mutex::new(0)));
+        let sink: Arc<dyn CompletionSink> = closer.clone();
+        port.connect(Arc::downgrade(&sink));
+        let p = port.clone();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            p.deliver_all(&mut burst(&[1]));
+            tx.send(()).unwrap();
+        });
+        rx.recv_timeout(std::time::Duration::from_secs(30))
+            .expect("the close inside the delivery returned");
+        assert_eq!(*closer.1.lock().unwrap(), 1);
     }
 
     #[test]
