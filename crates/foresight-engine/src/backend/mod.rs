@@ -23,6 +23,12 @@
 //! file ended (or a transient short read; the driver re-reads the remainder and only a zero-length
 //! read ends the file); completions are delivered without holding any backend lock, so the driver
 //! may submit from inside its completion handler.
+//!
+//! Shutdown and drop (`lifecycle.rs`, the one state machine every backend keeps): after
+//! [`IoBackend::shutdown`] a backend starts no read, and a request it has not started (queued,
+//! or submitted later) completes with an error, delivered by the backend's own thread; reads
+//! already started complete as they come. Dropping the backend joins every thread it started
+//! (but the one the drop runs on, if it is one of them), once they have delivered what they hold.
 
 pub mod array;
 pub mod emulated;
@@ -368,7 +374,9 @@ pub trait IoBackend: Send + Sync {
     fn array_stats(&self) -> Option<array::ArrayStats> {
         None
     }
-    /// Stops the backend's threads once outstanding requests finish. Idempotent.
+    /// Stops the backend starting reads: from now on a request not yet started (queued, or
+    /// submitted later) completes with an error, and reads started complete as they come. The
+    /// backend's threads end, and are joined, when it is dropped. Idempotent.
     fn shutdown(&self);
 }
 
