@@ -488,29 +488,37 @@ impl CompletionSink for Shared {
     }
 }
 
+/// Runs the policy's timers until the engine shuts down. A lock an earlier panic poisoned ends
+/// the thread quietly: the engine is broken, its readers hear so, and its drop joins this thread.
 fn run_timer(shared: &Shared) {
-    let mut core = shared.lock();
+    let Ok(mut core) = shared.core.lock() else {
+        return;
+    };
     loop {
         if core.shutdown {
             return;
         }
-        core = match core.policy_wake() {
-            None => shared.timer.wait(core).expect("engine state poisoned"),
+        let next = match core.policy_wake() {
+            None => shared.timer.wait(core).map_err(drop),
             Some(t) => {
                 let now = shared.now();
                 if now >= t {
                     core.timeout(now);
-                    core
+                    Ok(core)
                 } else {
                     let wait = std::time::Duration::from_nanos(t.0 - now.0);
                     shared
                         .timer
                         .wait_timeout(core, wait)
-                        .expect("engine state poisoned")
-                        .0
+                        .map(|(c, _)| c)
+                        .map_err(drop)
                 }
             }
         };
+        match next {
+            Ok(c) => core = c,
+            Err(_) => return,
+        }
     }
 }
 
@@ -528,7 +536,13 @@ struct Owner {
 impl Drop for Owner {
     fn drop(&mut self) {
         // The lock is let go before the join: the timer thread takes it to see the shutdown.
-        self.shared.lock().shutdown = true;
+        // A lock an earlier panic poisoned (in a policy, under it) still shuts the engine down:
+        // panicking here again would skip the rest, and abort a drop during unwinding.
+        self.shared
+            .core
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .shutdown = true;
         self.shared.timer.notify_all();
         self.shared.backend.shutdown();
         if let Some(t) = self.timer_thread.take() {
@@ -1200,6 +1214,51 @@ mod tests {
             drop(engine);
             assert!(state.upgrade().is_none(), "the engine's state outlived it");
         }
+    }
+
+    /// Panics on the first read it is shown, under the engine's lock, which it poisons.
+    struct PanicOnRead;
+
+    impl foresight_policy::Policy for PanicOnRead {
+        fn name(&self) -> &str {
+            "panic-on-read"
+        }
+        fn handle(&mut self, _now: Instant, input: foresight_policy::Input) {
+            if let foresight_policy::Input::Read { .. } = input {
+                panic!("a policy bug, on purpose");
+            }
+        }
+        fn poll_output(&mut self) -> Option<foresight_policy::Output> {
+            None
+        }
+    }
+
+    /// An engine whose state an earlier panic poisoned still drops without panicking, and
+    /// shuts its backend down and joins its threads. Before, the drop panicked again on the
+    /// poisoned lock, before it shut anything down.
+    #[test]
+    fn an_engine_poisoned_by_a_policy_panic_drops_quietly() {
+        let noop = NoopBackend::new();
+        noop.insert("/f", vec![3u8; 1 << 16]);
+        let engine = Engine::builder()
+            .backend(Backend::Noop(noop.clone()))
+            .wrap_policy(Box::new(|_| Box::new(PanicOnRead)))
+            .build()
+            .unwrap();
+        let state = Arc::downgrade(&engine.owner.shared);
+        let r = engine.open("/f").unwrap();
+        let read = std::thread::spawn(move || {
+            let mut r = r;
+            let mut buf = vec![0u8; 4096];
+            let _ = r.read(&mut buf);
+        });
+        assert!(
+            read.join().is_err(),
+            "the policy's panic reached the reader"
+        );
+        let dropped = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(engine)));
+        assert!(dropped.is_ok(), "dropping the poisoned engine panicked");
+        assert!(state.upgrade().is_none(), "the engine's state outlived it");
     }
 
     /// An engine dropped while a fetch is held in the device (here an injected hour-long delay)
