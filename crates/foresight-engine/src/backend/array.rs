@@ -62,8 +62,10 @@
 //! Shutdown: the cache takes no request after it (each completes with an error, through the
 //! delivery thread) and sends the device nothing more; reads still waiting for the device fail
 //! then (the device below shuts down too, and a read sent to it after would never come back),
-//! and reads already sent complete as they come. Dropping the cache joins the delivery thread
-//! once it has delivered what it holds.
+//! and reads already sent complete as they come. Dropping the cache waits for those, then closes
+//! the device's port to it (so that no thread of the device still delivers into the cache, and
+//! holds it, and with it the device, past the drop) and joins the delivery thread once it has
+//! delivered what it holds: the device is then dropped here, and joins its own threads.
 //!
 //! The array policy the engine runs is MSP (`msp+...`), which sets no timer and never defers;
 //! the cache polls no timer and reads a deferred request on demand.
@@ -216,6 +218,8 @@ pub struct ArrayCacheBackend {
     capacity: usize,
     /// The delivery thread, joined when the cache is dropped.
     delivery: Option<std::thread::JoinHandle<()>>,
+    /// Where the device below delivers to the cache; closed when the cache is dropped.
+    inner_port: Arc<CompletionPort>,
 }
 
 struct Shared {
@@ -223,6 +227,8 @@ struct Shared {
     inner: Arc<dyn IoBackend>,
     port: Arc<CompletionPort>,
     hits: Mutex<Option<SyncSender<IoCompletion>>>,
+    /// Signalled when the last read sent to the device comes back after shutdown.
+    inner_idle: std::sync::Condvar,
 }
 
 impl ArrayCacheBackend {
@@ -232,7 +238,7 @@ impl ArrayCacheBackend {
     /// cache's queue.
     pub fn start(
         inner: Arc<dyn IoBackend>,
-        inner_port: &CompletionPort,
+        inner_port: &Arc<CompletionPort>,
         policy: Box<dyn Policy>,
         capacity_bytes: u64,
         capacity: usize,
@@ -295,6 +301,7 @@ impl ArrayCacheBackend {
             inner: inner.clone(),
             port,
             hits: Mutex::new(Some(tx)),
+            inner_idle: std::sync::Condvar::new(),
         });
         let sink: Arc<dyn CompletionSink> = shared.clone();
         let weak: Weak<dyn CompletionSink> = Arc::downgrade(&sink);
@@ -304,6 +311,7 @@ impl ArrayCacheBackend {
             shared,
             capacity,
             delivery: Some(delivery),
+            inner_port: inner_port.clone(),
         })
     }
 
@@ -450,6 +458,9 @@ impl CompletionSink for Shared {
         let mut st = self.lock();
         st.inner_out -= 1;
         st.inner_done(c);
+        if st.shut && st.inner_out == 0 {
+            self.inner_idle.notify_all();
+        }
         self.flush(st, false);
     }
 }
@@ -1235,6 +1246,21 @@ impl IoBackend for ArrayCacheBackend {
 impl Drop for ArrayCacheBackend {
     fn drop(&mut self) {
         self.shutdown();
+        // The reads sent to the device come back first (none is sent after the shutdown), unless
+        // this runs inside one of the device's deliveries, which cannot end before it.
+        if !self.inner_port.delivering_here() {
+            let mut st = self.shared.lock();
+            while st.inner_out > 0 {
+                st = self
+                    .shared
+                    .inner_idle
+                    .wait(st)
+                    .expect("array cache poisoned");
+            }
+        }
+        // Then no device thread may still be inside the cache: one that were would hold it, and
+        // the device with it, past this drop, and drop the device on its own thread.
+        self.inner_port.close();
         // The delivery thread ends once it has delivered what it holds: its channel closes with
         // the last sender.
         self.shared.hits.lock().expect("array hits poisoned").take();
@@ -1321,7 +1347,7 @@ mod tests {
     /// by `policy`, and where its completions go.
     fn wrap(
         inner: Arc<dyn IoBackend>,
-        inner_port: &CompletionPort,
+        inner_port: &Arc<CompletionPort>,
         policy: Box<dyn Policy>,
         cache_bytes: u64,
     ) -> (ArrayCacheBackend, Arc<Collector>) {
@@ -1999,6 +2025,66 @@ mod tests {
         assert!(e.to_string().contains("/b is at volume byte 5000"), "{e}");
         c.audit();
         c.shutdown();
+    }
+
+    /// Lets a test see a delivery begin, then holds it a while before keeping the token.
+    #[derive(Default)]
+    struct Held {
+        entered: Mutex<bool>,
+        entering: std::sync::Condvar,
+        got: Mutex<Vec<u64>>,
+    }
+
+    impl CompletionSink for Held {
+        fn complete(&self, c: IoCompletion) {
+            *self.entered.lock().unwrap() = true;
+            self.entering.notify_all();
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            self.got.lock().unwrap().push(c.token);
+        }
+    }
+
+    /// Dropping the cache while the device's thread delivers into it (a miss, handed on to a
+    /// sink that takes its time) drops the device with it, before the drop returns, so that
+    /// the device joins its threads. Before, the device's thread held the cache, and the
+    /// device, past the drop, and dropped the device itself: on its own thread, which the
+    /// device cannot join.
+    #[test]
+    fn dropping_the_cache_drops_the_device_below_there() {
+        let bytes = file_bytes(4 * PAGE_BYTES as usize, 20);
+        let noop = NoopBackend::new();
+        noop.insert("/f", bytes);
+        noop.place("/f", 0);
+        let inner_port = CompletionPort::new();
+        noop.start(16, inner_port.clone()).unwrap();
+        let striping = foresight_policy::layout::Striping {
+            disks: 5,
+            strip_bytes: STRIP_BYTES,
+        };
+        let layout = foresight_policy::Layout::new(ByteLen(1 << 30), Some(striping));
+        let port = CompletionPort::new();
+        let held = Arc::new(Held::default());
+        let sink: Arc<dyn CompletionSink> = held.clone();
+        port.connect(Arc::downgrade(&sink));
+        let inner: Arc<dyn IoBackend> = Arc::new(noop.clone());
+        let device = Arc::downgrade(&inner);
+        let c =
+            ArrayCacheBackend::start(inner, &inner_port, msp(&layout, (42, 38)), 1 << 20, 8, port)
+                .unwrap();
+        let f = Arc::new(c.open(Path::new("/f"), FileId(0), false).unwrap());
+        // A miss: the device's worker delivers it into the cache, which hands it on at once.
+        c.submit(&mut vec![request(1, &f, 0, PAGE_BYTES as usize)]);
+        let mut entered = held.entered.lock().unwrap();
+        while !*entered {
+            entered = held.entering.wait(entered).unwrap();
+        }
+        drop(entered);
+        drop(c);
+        assert!(
+            device.upgrade().is_none(),
+            "the device outlived the cache's drop"
+        );
+        assert_eq!(*held.got.lock().unwrap(), vec![1]);
     }
 
     fn file_bytes(len: usize, salt: u64) -> Vec<u8> {

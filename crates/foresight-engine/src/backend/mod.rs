@@ -286,6 +286,13 @@ impl CompletionPort {
         debug_assert!(cs.is_empty(), "a sink left completions undelivered");
     }
 
+    /// Whether the calling thread is delivering through this port (a sink that drops what it
+    /// delivers to, or closes the port, must not wait for its own delivery).
+    pub(crate) fn delivering_here(&self) -> bool {
+        let me = self.address();
+        DELIVERING_HERE.with(|d| d.borrow().contains(&me))
+    }
+
     /// Closes the port: every later completion is dropped with its buffer, and this returns once
     /// the deliveries under way have ended (on other threads: one under way on the calling
     /// thread, which closes from inside a sink, cannot end first), so that no backend thread
