@@ -17,8 +17,10 @@
 //! keep the lifecycle every backend keeps (`lifecycle.rs`): after shutdown the thread starts no
 //! read (a request it takes then, queued or submitted later, completes with an error it
 //! delivers), while the reads in the kernel complete as they come; dropping the backend tells
-//! the thread to end, and it waits for every outstanding read (including its own eventfd read)
-//! to complete, and only then drops the ring and the buffers and ends; the drop joins it.
+//! the thread to end: it asks the kernel to cancel the reads it holds (so a read that waits for
+//! its file, on a pipe or a hung network mount, does not hold the drop), waits for every one
+//! (including its own eventfd read) to complete, and only then drops the ring and the buffers
+//! and ends; the drop joins it.
 //!
 //! [`UringBackend::start`] creates the ring and pushes a no-op through it before returning, so a
 //! kernel or sandbox that refuses io_uring (ENOSYS, EPERM, a seccomp filter) is detected when the
@@ -48,6 +50,8 @@ use crate::sys;
 const WAKE_TOKEN: u64 = u64::MAX;
 /// User data of the start-up probe.
 const PROBE_TOKEN: u64 = u64::MAX - 1;
+/// User data of the cancellations sent when the backend is dropped.
+const CANCEL_TOKEN: u64 = u64::MAX - 2;
 
 struct Queue {
     requests: VecDeque<IoRequest>,
@@ -144,6 +148,8 @@ struct RingThread {
     local: Vec<IoRequest>,
     done: Vec<IoCompletion>,
     cqes: Vec<(u64, i32)>,
+    /// Whether the reads in the kernel have been asked to stop (once, when the backend ends).
+    cancelled: bool,
 }
 
 impl RingThread {
@@ -160,6 +166,7 @@ impl RingThread {
             local: Vec::with_capacity(capacity),
             done: Vec::with_capacity(capacity),
             cqes: Vec::with_capacity(2 * capacity + 2),
+            cancelled: false,
         }
     }
 
@@ -225,6 +232,9 @@ impl RingThread {
                 // Nothing of ours is left in the kernel: the ring and the buffers may go.
                 return;
             }
+            if phase == Phase::Ending && !self.cancelled {
+                self.cancel_reads();
+            }
             if let Err(e) = self.ring.submit_and_wait(1) {
                 let pause = retry_pause(&e).unwrap_or_else(|| panic!("io_uring_enter failed: {e}"));
                 std::thread::sleep(pause);
@@ -233,6 +243,25 @@ impl RingThread {
             // One delivery per burst: the driver takes its lock once for all of them and hands
             // the reads they free up back in one batch, which the next turn submits.
             self.port.deliver_all(&mut self.done);
+        }
+    }
+
+    /// Asks the kernel to stop every read of ours it holds: the backend is being dropped, and
+    /// the drop waits for them. A read that waits for its file (a pipe, a hung network mount)
+    /// would otherwise hold the drop for as long; one already under way on a disk completes as
+    /// it would have. Each completes once either way, cancelled (`ECANCELED`) or not.
+    fn cancel_reads(&mut self) {
+        self.cancelled = true;
+        let held: Vec<u64> = (0..self.slots.len())
+            .filter(|&i| self.slots[i].is_some())
+            .map(|i| i as u64)
+            .collect();
+        for slot in held {
+            let e = opcode::AsyncCancel::new(slot)
+                .build()
+                .user_data(CANCEL_TOKEN);
+            // A cancellation references no memory.
+            self.push(&e);
         }
     }
 
@@ -267,6 +296,10 @@ impl RingThread {
         let mut cqes = std::mem::take(&mut self.cqes);
         cqes.extend(self.ring.completion().map(|c| (c.user_data(), c.result())));
         for (token, res) in cqes.drain(..) {
+            if token == CANCEL_TOKEN {
+                // The read it names completes on its own (cancelled, or done already).
+                continue;
+            }
             if token == WAKE_TOKEN {
                 self.wake_armed = false;
                 continue;
@@ -434,6 +467,49 @@ mod tests {
         assert_eq!(tokens, vec![1, 2]);
         assert_eq!(Arc::strong_count(&f), 1, "a request outlived the backend");
         std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    /// Dropping the backend with a read the kernel holds until its file has data (here the read
+    /// end of a pipe nobody writes to) returns: the read is cancelled, and completes with an
+    /// error. Before, the drop waited for the read forever.
+    #[test]
+    fn dropping_the_backend_cancels_a_read_that_waits_for_its_file() {
+        let (got, port) = Collect::port(Duration::ZERO);
+        let test = "dropping_the_backend_cancels_a_read_that_waits_for_its_file";
+        let Some(b) = ring_or_skip(test, 4, port) else {
+            return;
+        };
+        let (reader, writer) = std::io::pipe().unwrap();
+        let f = Arc::new(FileHandle {
+            id: FILE,
+            path: "pipe".into(),
+            file: Some(File::from(std::os::fd::OwnedFd::from(reader))),
+            direct: false,
+            size_bytes: 4096,
+            identity: (0, 0),
+            modified: None,
+            volume_offset_bytes: None,
+        });
+        let mut req = page_read(1, &f, 0);
+        // A pipe has no offsets: read at the current position.
+        req.offset_bytes = u64::MAX;
+        b.submit(&mut vec![req]);
+        // Once the ring thread has taken it, running, the read is in the kernel.
+        while !b.shared.queue.lock().unwrap().requests.is_empty() {
+            std::thread::yield_now();
+        }
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            drop(b);
+            let _ = tx.send(());
+        });
+        rx.recv_timeout(PATIENCE)
+            .expect("the drop waited for a read that never comes");
+        let done = got.take_within(1, PATIENCE);
+        assert_eq!(done.len(), 1, "the read never completed");
+        let e = done[0].result.as_ref().unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::ECANCELED), "{e}");
+        drop(writer);
     }
 
     #[test]
