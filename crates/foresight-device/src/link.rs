@@ -58,7 +58,9 @@ impl LinkParams {
                 fix: "give the link a finite rate of at least 1 byte/s (for example `10Gbit`)",
             });
         }
-        if self.advertised_window().0 < 4096 {
+        // The buffer itself is checked, not its advertised half rounded up, so that the bound is
+        // the 8 KiB the message names.
+        if self.window.0 < 2 * 4096 {
             return Err(DeviceError::BadValue {
                 field: "window",
                 value: format!("{}", self.window.0),
@@ -370,6 +372,18 @@ mod tests {
         let mut p = params(50, 10.0, 6 * MB);
         p.bandwidth = Bandwidth::from_bytes_per_s(0.0);
         assert!(p.validate().unwrap_err().to_string().contains("bandwidth"));
+    }
+
+    /// The refusal says a buffer of at least 8 KiB, and that is the bound: one byte less is
+    /// refused (its advertised half, rounded up, used to make 8191 bytes pass), 8 KiB is not.
+    #[test]
+    fn a_buffer_below_8_kib_is_refused_and_8_kib_is_not() {
+        let mut p = params(50, 10.0, 8191);
+        let e = p.validate().unwrap_err().to_string();
+        assert!(e.contains("window") && e.contains("8 KiB"), "{e}");
+        p.window = ByteLen(8192);
+        p.validate().unwrap();
+        assert_eq!(p.advertised_window(), ByteLen(4096));
     }
 
     use proptest::prelude::*;
