@@ -1480,13 +1480,45 @@ impl SimConfig {
                 "needs a device.controller_cache to read ahead into",
             ));
         }
-        if device.controller_readahead > device.controller_cache {
+        // The controller reads the request that missed and its read-ahead as one piece, never
+        // shortened (see `CacheLayer::with_whole_fetches`): both must fit in its cache, or every
+        // read-ahead would be cut at the cache's size, and read one at a time.
+        let missed_bytes = match workload.kind {
+            // A trace's requests come from the file; a page is the least one reads.
+            WorkloadKind::Trace => foresight_policy::PAGE_BYTES,
+            _ => {
+                workload
+                    .read_bytes()
+                    .0
+                    .div_ceil(foresight_policy::PAGE_BYTES)
+                    .max(1)
+                    * foresight_policy::PAGE_BYTES
+            }
+        };
+        if device.controller_cache.0 > 0 && missed_bytes > device.controller_cache.0 {
+            return Err(key_err(
+                "device.controller_cache",
+                format!(
+                    "{} is less than one {} request, which the controller reads whole; give at \
+                     least that",
+                    device.controller_cache,
+                    ByteLen(missed_bytes),
+                ),
+            ));
+        }
+        if device.controller_cache.0 > 0
+            && device.controller_readahead.0 + missed_bytes > device.controller_cache.0
+        {
             return Err(key_err(
                 "device.controller_readahead",
                 format!(
-                    "{} is more than the controller's cache ({}), which could not hold what it \
-                     reads ahead; give at most that or a larger device.controller_cache",
-                    device.controller_readahead, device.controller_cache
+                    "{} of read-ahead beyond a {} request is more than the controller's cache ({}) \
+                     holds, and the controller never shortens a read-ahead; give at most {} or a \
+                     larger device.controller_cache",
+                    device.controller_readahead,
+                    ByteLen(missed_bytes),
+                    device.controller_cache,
+                    ByteLen(device.controller_cache.0 - missed_bytes),
                 ),
             ));
         }
@@ -1819,6 +1851,38 @@ mod tests {
         assert!(e.contains("unknown key"), "{e}");
     }
 
+    /// A controller reads the request that missed and its read-ahead after it as one piece, which
+    /// it never shortens (`CacheLayer::with_whole_fetches`): a read-ahead of the whole cache left
+    /// no room for the request, so every read-ahead was cut at the cache's size, one at a time,
+    /// while the config was accepted. A read-ahead that fits beside the request is taken.
+    #[test]
+    fn a_controller_read_ahead_must_fit_its_cache_beside_the_request() {
+        let sets = |cache: &str, ra: &str, request: &str| {
+            cfg(
+                "",
+                &[
+                    &format!("device.controller_cache={cache}"),
+                    &format!("device.controller_readahead={ra}"),
+                    &format!("workload.request={request}"),
+                ],
+            )
+        };
+        let e = sets("4MiB", "4MiB", "64KiB").unwrap_err().to_string();
+        assert!(
+            e.contains("device.controller_readahead") && e.contains("64KiB") && e.contains("4MiB"),
+            "{e}"
+        );
+        let e = sets("4MiB", "3MiB", "2MiB").unwrap_err().to_string();
+        assert!(e.contains("device.controller_readahead"), "{e}");
+        sets("4MiB", "3MiB", "1MiB").unwrap();
+        let e = sets("1MiB", "0", "2MiB").unwrap_err().to_string();
+        assert!(
+            e.contains("device.controller_cache") && e.contains("2MiB"),
+            "{e}"
+        );
+        sets("4MiB", "4032KiB", "64KiB").unwrap();
+    }
+
     #[test]
     fn errors_name_the_key() {
         let e = cfg("", &["workload.streams=0"]).unwrap_err().to_string();
@@ -1838,7 +1902,7 @@ mod tests {
             "",
             &[
                 "device.controller_cache=4MiB",
-                "device.controller_readahead=4MiB",
+                "device.controller_readahead=3MiB",
             ],
         )
         .unwrap();
