@@ -583,7 +583,7 @@ impl<'r> Sim<'r> {
             // The controller reads ahead a fixed amount and never less: a read-ahead without room
             // waits for it (paper 001 section 3, Fig. 8). Each waiting read-ahead holds the read
             // that caused it, a piece of a host I/O (each holds a page of host memory) or a trace
-            // request (one per request queued below).
+            // request (the trace's submitter blocks while the layer has no room for one more).
             None if cfg.device.controller_cache.0 > 0 => Some(
                 CacheLayer::new(
                     cfg.device.controller_cache.0 / PAGE_BYTES,
@@ -867,7 +867,7 @@ impl<'r> Sim<'r> {
             self.volume.dispatch(self.now);
         }
         if let Some(i) = self.trace_blocked {
-            if self.array_io_held.is_empty() && self.volume.has_room(self.trace_pieces(i)) {
+            if self.array_io_held.is_empty() && self.trace_has_room(i) {
                 self.trace_blocked = None;
                 self.schedule(self.now, Ev::TraceArrival(i));
             }
@@ -1086,6 +1086,19 @@ impl<'r> Sim<'r> {
         crate::validate::demerit_ms(&simulated, &measured)
     }
 
+    /// Whether trace record `i` can be submitted: the block queues have room for its pieces and,
+    /// for a read, the block-level cache for it. A controller that keeps its read-ahead whole
+    /// holds a read that misses, with its read-ahead, until there is room in its cache, not in the
+    /// block queues, so a burst of reads would otherwise pile up there without bound.
+    fn trace_has_room(&self, i: u32) -> bool {
+        self.volume.has_room(self.trace_pieces(i))
+            && (self.trace[i as usize].op != Op::Read
+                || self
+                    .raid_cache
+                    .as_ref()
+                    .is_none_or(CacheLayer::has_room_for_a_read))
+    }
+
     fn trace_pieces(&self, i: u32) -> usize {
         let max = self.cfg.host.max_request.0 / SECTOR_BYTES;
         (self.trace[i as usize].sectors as u64).div_ceil(max) as usize
@@ -1093,7 +1106,7 @@ impl<'r> Sim<'r> {
 
     fn trace_arrival(&mut self, i: u32) {
         let r = self.trace[i as usize];
-        if !self.volume.has_room(self.trace_pieces(i)) {
+        if !self.trace_has_room(i) {
             // A queue is full: the submitter blocks until the disks take some requests; its
             // latency still counts from the trace's arrival time.
             self.trace_blocked = Some(i);

@@ -196,3 +196,31 @@ fn the_record_limit_is_a_key_and_its_refusal_names_it() {
     let e = replay("limit0", lines, &["workload.trace_records_max=0"]).unwrap_err();
     assert!(e.contains("workload.trace_records_max"), "{e}");
 }
+
+/// A controller keeps its read-ahead whole, so a read that misses waits in the controller with
+/// its read-ahead until there is room, not in the block queues: a burst of trace reads used to
+/// pile up there past the controller's bound on waiting read-aheads and panic ("more than 1564
+/// fetches waiting for room"). The trace submitter now blocks while the controller has no room
+/// for another, as it does for full block queues, and every read is served.
+#[test]
+fn a_burst_of_trace_reads_waits_for_the_controllers_room() {
+    let mut lines = String::new();
+    let mut rng = foresight_core::Rng::new(7);
+    for i in 0..2000u64 {
+        let lba = rng.below(100_000_000) / 8 * 8;
+        lines.push_str(&format!("{i} 0 {lba} 8 1\n"));
+    }
+    let r = replay(
+        "controller-burst",
+        &lines,
+        &[
+            "device.preset=wd800jd",
+            "host.memory=1MiB",
+            "device.controller_cache=1MiB",
+            "device.controller_readahead=512KiB",
+        ],
+    )
+    .unwrap();
+    assert_eq!(r.app_requests, 2000, "{r:?}");
+    assert_eq!(r.app_bytes, 2000 * 4096, "{r:?}");
+}

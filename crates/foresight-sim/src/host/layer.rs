@@ -210,6 +210,14 @@ impl CacheLayer {
         self
     }
 
+    /// Whether a read from above can be taken now without its fetch overflowing the fetches
+    /// waiting for room: always in a layer that cuts fetches short, else while fewer than
+    /// `waiting_max` wait (a read causes at most one fetch here). A caller whose reads are not
+    /// otherwise bounded (a trace's submitter) holds them back until this is true again.
+    pub fn has_room_for_a_read(&self) -> bool {
+        !self.whole_fetches || self.waiting.len() < self.waiting_max
+    }
+
     /// Whether all of `range` of `file` that is missing can be claimed now: the pages not in
     /// flight can all be evicted in a plain LRU cache. With nothing in flight a fetch always
     /// starts (cut at the capacity if larger), so no fetch waits for ever.
