@@ -164,9 +164,10 @@ pub fn link_presets() -> Vec<LinkPreset> {
             params: LinkParams {
                 delay: Duration::from_millis(12),
                 bandwidth: gbit(10.0),
-                window: ByteLen(30 * MB),
+                window: ByteLen(60 * MB),
             },
-            source: "assumed: 10 Gbit/s across a country (12 ms one way), 30 MB window",
+            source: "assumed: 10 Gbit/s across a country (12 ms one way), a 60 MB buffer whose \
+                     advertised 30 MB covers the 24 ms round trip at the wire rate",
         },
         LinkPreset {
             name: "wan-1g",
@@ -313,6 +314,22 @@ mod tests {
         }
         assert_eq!(link_preset("lan-10g").unwrap().window, ByteLen(6 * MB));
         assert!(link_preset("nope").is_none());
+    }
+
+    /// `wan-10g`'s window was sized to its bandwidth-delay product (10 Gbit/s over a 24 ms round
+    /// trip is 30 MB in flight), so one connection filled its wire; once the figure became a buffer
+    /// of which half is advertised, the preset's 30 MB let one connection carry only half its
+    /// rate. Its buffer is now twice that product.
+    #[test]
+    fn wan_10g_lets_one_connection_fill_its_wire() {
+        let p = link_preset("wan-10g").unwrap();
+        let bdp_bytes = p.bandwidth.bytes_per_s * p.rtt().as_secs_f64();
+        assert!(p.advertised_window().0 as f64 >= bdp_bytes, "{p:?}");
+        assert_eq!(
+            p.connection_limit().bytes_per_s,
+            p.bandwidth.bytes_per_s,
+            "{p:?}"
+        );
     }
 
     #[test]
