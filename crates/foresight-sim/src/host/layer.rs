@@ -886,4 +886,60 @@ mod tests {
         assert!(layer.done.is_empty());
         assert_eq!(layer.cache().in_flight_pages(), 8);
     }
+
+    /// When the data a read waits for arrives through another stream's fetch while the read's own
+    /// read-ahead still waits for room, the read is served by that data, and its read-ahead, when
+    /// room comes, reads only the page still missing: nothing is read twice and no read waits for
+    /// ever.
+    #[test]
+    fn a_read_whose_data_another_fetch_brings_is_served_while_its_read_ahead_waits() {
+        let page = PAGE_BYTES;
+        let fixed = foresight_policy::readahead::FixedReadahead::new(3 * page, 1 << 30);
+        let mut layer = CacheLayer::new(8, Box::new(fixed)).with_whole_fetches(4);
+        let now = Instant::ZERO;
+        let read = |layer: &mut CacheLayer, s: u32, at: u64, token: u64| {
+            layer.read_for(
+                now,
+                StreamId(s),
+                Some(StreamId(s)),
+                VOLUME_FILE,
+                at,
+                page,
+                token,
+            );
+            take_down(layer)
+        };
+        let served = |layer: &mut CacheLayer| {
+            std::mem::take(&mut layer.done)
+                .iter()
+                .map(|x| x.token)
+                .collect::<Vec<_>>()
+        };
+        let offsets = |ios: &[(u32, u64, Option<StreamId>)]| {
+            ios.iter().map(|&(_, at, _)| at / page).collect::<Vec<_>>()
+        };
+        // Pages 0-3 and 16-19 in flight: the cache is full of reads under way.
+        let a = read(&mut layer, 0, 0, 1);
+        let b = read(&mut layer, 1, 16 * page, 2);
+        // c reads page 5 and d page 6: both read-aheads wait (pages 5-8, then 6-9), c's first.
+        assert!(read(&mut layer, 2, 5 * page, 3).is_empty());
+        assert!(read(&mut layer, 3, 6 * page, 4).is_empty());
+        // a's pages land: c's read-ahead takes their room, and brings d's page 6 with it; d's
+        // read-ahead, now missing page 9 alone, still has no room.
+        layer.part_done(now, a[0].0);
+        assert_eq!(served(&mut layer), [1]);
+        let c = take_down(&mut layer);
+        assert_eq!(offsets(&c), [5]);
+        // c's pages land: d's read is served by them, and its read-ahead, now with room, goes
+        // down for page 9 alone.
+        layer.part_done(now, c[0].0);
+        assert_eq!(served(&mut layer), [3, 4]);
+        let d = take_down(&mut layer);
+        assert_eq!(offsets(&d), [9]);
+        layer.part_done(now, b[0].0);
+        layer.part_done(now, d[0].0);
+        assert_eq!(served(&mut layer), [2]);
+        assert_eq!(layer.cache().in_flight_pages(), 0);
+        assert!(layer.waiting.is_empty());
+    }
 }
