@@ -14,6 +14,17 @@
 //! instant is computed from the layout and the rotation by the drive, which owns those
 //! (`Hdd::stream_reach`). At most one read-ahead runs at a time because there is one head.
 //!
+//! A read served from a segment while its read-ahead still runs moves the read-ahead's stop to where
+//! a media read of the same sectors would have put it, so a stream the drive serves from the buffer
+//! keeps being read ahead of until the read-ahead is a whole budget ahead of it. That is what
+//! DiskSim 4.0's controller does: a read hit in the segment being prefetched takes the head over
+//! from the read-ahead without stopping it (`disk_buffer_stopable_access`,
+//! `disk_buffer_attempt_access_swap`) and raises the segment's read-ahead goal to the hit's end plus
+//! the budget (`disk_check_hda_pending`, `disk_buffer_get_max_readahead`). A read served after the
+//! read-ahead has stopped does not start it again, as DiskSim with `Read-ahead on idle hit = 0` (the
+//! value in every shipped drive file): the stream's next read past the segment goes to the media and
+//! waits for the platter.
+//!
 //! Segments are replaced least-recently-used. With more interleaved sequential streams than segments,
 //! each stream's segment is reclaimed before the stream comes back to it, which is the collapse that
 //! paper 001 (section 3, Figure 7) describes; it falls out of LRU without special handling.
@@ -225,6 +236,30 @@ impl SegmentCache {
         })
     }
 
+    /// Replaces the running read-ahead of segment `index` by `readahead`, the same stream going on
+    /// to a further limit, and drops other segments holding any of the sectors it now reaches, so no
+    /// sector is held twice. Panics if `index` is not the segment being filled.
+    pub fn carry_readahead_on(&mut self, index: usize, readahead: ReadAhead) {
+        assert_eq!(
+            self.streaming,
+            Some(index),
+            "only the running read-ahead can go on"
+        );
+        let first_lba = match self.segments[index].as_mut() {
+            Some(s) => {
+                s.readahead = Some(readahead);
+                s.first_lba
+            }
+            None => panic!("the streaming segment holds its run"),
+        };
+        let limit = readahead.limit_lba;
+        for (i, s) in self.segments.iter_mut().enumerate() {
+            if i != index && s.is_some_and(|seg| seg.first_lba < limit && first_lba < seg.end_lba) {
+                *s = None;
+            }
+        }
+    }
+
     /// Freezes the running read-ahead at `reached` (its next unread sector): the head is needed
     /// elsewhere.
     pub fn stop_streaming(&mut self, reached: u64) {
@@ -419,6 +454,44 @@ mod tests {
         assert_eq!(c.choose_for_miss(45, 0.0), Some(0));
         c.invalidate(10, 11);
         assert!(c.segment(0).is_none());
+    }
+
+    #[test]
+    fn a_carried_on_read_ahead_takes_over_the_sectors_it_now_reaches() {
+        let mut c = SegmentCache::new(4, 100, 60, true);
+        c.fill(1, 90, 95, None);
+        let ra = ReadAhead {
+            origin_ns: 0.0,
+            origin_lba: 20,
+            limit_lba: 80,
+            floor_lba: 20,
+        };
+        c.fill(0, 0, 20, Some(ra));
+        assert!(c.segment(1).is_some(), "beyond the first limit");
+        let further = ReadAhead {
+            limit_lba: 100,
+            ..ra
+        };
+        c.carry_readahead_on(0, further);
+        assert_eq!(c.streaming(), Some((0, further)));
+        assert!(c.segment(1).is_none(), "no sector is held twice");
+        assert_eq!(c.find_full_hit(80, 100, Some(100), 0.0), Some(0));
+    }
+
+    #[test]
+    #[should_panic(expected = "only the running read-ahead can go on")]
+    fn only_the_running_read_ahead_can_be_carried_on() {
+        let mut c = SegmentCache::new(2, 100, 60, true);
+        c.fill(0, 0, 20, None);
+        c.carry_readahead_on(
+            0,
+            ReadAhead {
+                origin_ns: 0.0,
+                origin_lba: 20,
+                limit_lba: 80,
+                floor_lba: 20,
+            },
+        );
     }
 
     #[test]

@@ -7,7 +7,9 @@
 //!
 //! 1. **Full hit**: every sector is in a cache segment, counting what the running read-ahead has
 //!    fetched by now. Cost: the read-hit overhead plus the bus transfer; no seek, no rotation. The
-//!    head is not needed, so the read-ahead keeps going.
+//!    head is not needed, so the read-ahead keeps going, and a hit in the segment it fills moves its
+//!    stop to where a miss of the same sectors would put it (DiskSim's read hit during a prefetch;
+//!    see [`cache`]). A read-ahead that has already stopped is not started again by a hit.
 //! 2. **Continuation**: the read starts inside the zone a running read-ahead is filling (the head is
 //!    already streaming those sectors). There is no seek and no rotational wait; the read completes
 //!    when the stream passes its last sector (plus that sector's bus time). This is what lets one
@@ -678,6 +680,39 @@ impl Hdd {
         })
     }
 
+    /// A read of `lba..end` served from segment `seg` while that segment's read-ahead `ra` runs
+    /// (it has got to `reach`, short of its limit) moves the read-ahead's stop (and its minimum) to
+    /// where a media read of the same sectors would put them, if that is further: the drive keeps
+    /// reading ahead of a stream it is serving from the buffer, as DiskSim's controller does when a
+    /// read hit takes the head over from the read-ahead in its segment
+    /// (`disk_buffer_attempt_access_swap`, `disk_check_hda_pending` raise the segment's
+    /// `maxreadaheadblkno`). The stream keeps its origin, where C-LOOK's sweep counts it from.
+    fn carry_readahead_on(&mut self, seg: usize, ra: ReadAhead, reach: u64, lba: u64, end: u64) {
+        debug_assert!(
+            reach < ra.limit_lba,
+            "a stopped read-ahead is not restarted by a hit"
+        );
+        let held_first = {
+            let s = self.cache.segment(seg).expect("streaming segment exists");
+            self.cache.held(s, Some(reach)).0
+        };
+        let limit_lba = self.readahead_limit(lba, end, held_first).max(ra.limit_lba);
+        let floor_lba = (end + u64::from(self.params.readahead_min_sectors))
+            .min(limit_lba)
+            .max(ra.floor_lba);
+        if limit_lba == ra.limit_lba && floor_lba == ra.floor_lba {
+            return;
+        }
+        self.cache.carry_readahead_on(
+            seg,
+            ReadAhead {
+                limit_lba,
+                floor_lba,
+                ..ra
+            },
+        );
+    }
+
     /// Moves the head from where it is to the leading edge of `target` after `t1`: seek (plus write
     /// settle) or head switch, then rotational wait. Returns `(seek_ns, rotate_ns, arrival,
     /// on_track)`, the last being when the head is on the target track, before the rotational wait.
@@ -756,6 +791,11 @@ impl Hdd {
         if self.cache.enabled() {
             if let Some(i) = self.cache.find_full_hit(lba, end, reach, t0) {
                 self.cache.touch(i);
+                if let (Some((s, ra)), Some(r)) = (stream, reach) {
+                    if s == i && r < ra.limit_lba {
+                        self.carry_readahead_on(i, ra, r, lba, end);
+                    }
+                }
                 let overhead_ns = self
                     .params
                     .overhead

@@ -905,3 +905,77 @@ fn a_moved_block_costs_a_seek_there_and_back() {
         b.breakdown.seek
     );
 }
+
+/// A sequential stream slower than the media, 64 sectors a request with 0.5 ms between them: after
+/// the first read (a miss) every read is served from the segment the read-ahead fills. DiskSim
+/// moves the read-ahead's stop to `Maximum read-ahead` past each read served from the segment
+/// while the read-ahead still runs (`disk_buffer_attempt_access_swap` and `disk_check_hda_pending`
+/// raise the segment's `maxreadaheadblkno`), so the read-ahead stays ahead of the stream until it
+/// is a whole budget ahead; a read-ahead whose stop was fixed by the first read alone would stop
+/// 1,200 sectors past it and the read that crosses that point would wait for the platter.
+#[test]
+fn reads_served_during_the_read_ahead_carry_it_on() {
+    let mut d = Hdd::new(cheetah_15k5());
+    let reqs: Vec<(Op, u64, u32)> = (0..28u64).map(|i| (Op::Read, i * 64, 64)).collect();
+    let res = drive_serial_think(&mut d, &reqs, Duration::from_micros(500));
+    for (i, (_, c)) in res.iter().enumerate() {
+        eprintln!(
+            "read {i:2} at {:5}: hit {} rotate {:?} seek {:?}",
+            i * 64,
+            c.cache_hit,
+            c.breakdown.rotate,
+            c.breakdown.seek
+        );
+    }
+    assert!(!res[0].1.cache_hit);
+    let waits: Vec<usize> = (1..res.len()).filter(|&i| !res[i].1.cache_hit).collect();
+    // Reads 19 and 20 cross sector 1,264, where a read-ahead set by the first read alone stops.
+    assert!(
+        waits.iter().all(|&i| i > 20),
+        "reads {waits:?} (sectors from {:?}) went to the media",
+        waits.iter().map(|i| i * 64).collect::<Vec<_>>()
+    );
+    // It still stops once it is a whole budget ahead of the reads it serves (hits on a stopped
+    // read-ahead do not restart it), so a later read goes to the media and waits for the platter.
+    let next = waits.first().expect("the read-ahead stops somewhere");
+    assert!(res[*next].1.breakdown.rotate > Duration::ZERO);
+}
+
+/// A read served from a segment whose read-ahead has already stopped does not start it again
+/// (DiskSim's `Read-ahead on idle hit = 0`, the value of every shipped drive), so once the host has
+/// read up to where the read-ahead stopped, its next read goes to the media and waits for the
+/// platter.
+#[test]
+fn reads_served_after_the_read_ahead_stopped_do_not_restart_it() {
+    let mut d = Hdd::new(cheetah_15k5());
+    let res = drive_serial(&mut d, &[(Op::Read, 0, 64)]);
+    // 10 ms after the first read its read-ahead (to sector 64 + 1,200) is long over.
+    let mut now = res[0].1.at + Duration::from_millis(10);
+    let mut out = Vec::new();
+    let mut hits = Vec::new();
+    for i in 1..20u64 {
+        let lba = i * 64;
+        d.submit(
+            now,
+            DevRequest {
+                id: i,
+                op: Op::Read,
+                lba: Lba(lba),
+                sectors: 64,
+            },
+        );
+        while out.is_empty() {
+            let t = d.next_event().expect("a submitted request completes");
+            d.advance(t, &mut out);
+        }
+        let c = out.pop().expect("one completion");
+        hits.push((lba, c.cache_hit, c.breakdown.rotate));
+        now = c.at + Duration::from_micros(500);
+    }
+    let first_miss = hits
+        .iter()
+        .position(|h| !h.1)
+        .expect("a read past the read-ahead");
+    assert_eq!(hits[first_miss].0, 1_216, "{hits:?}");
+    assert!(hits[first_miss].2 > Duration::ZERO, "{hits:?}");
+}
