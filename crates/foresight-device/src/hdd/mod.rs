@@ -386,6 +386,9 @@ pub struct Hdd {
     destage_ends: VecDeque<f64>,
     /// One past the last sector of the newest write-back write (for [`WriteCache::Limited`]).
     last_write_end: u64,
+    /// One past the last sector of the last command served, hit or not: where a C-LOOK sweep goes
+    /// on from while a read-ahead runs.
+    last_end_lba: u64,
 }
 
 impl Hdd {
@@ -437,6 +440,7 @@ impl Hdd {
             head_free_ns: 0.0,
             destage_ends,
             last_write_end: u64::MAX,
+            last_end_lba: 0,
             params,
         })
     }
@@ -686,7 +690,7 @@ impl Hdd {
     /// reading ahead of a stream it is serving from the buffer, as DiskSim's controller does when a
     /// read hit takes the head over from the read-ahead in its segment
     /// (`disk_buffer_attempt_access_swap`, `disk_check_hda_pending` raise the segment's
-    /// `maxreadaheadblkno`). The stream keeps its origin, where C-LOOK's sweep counts it from.
+    /// `maxreadaheadblkno`).
     fn carry_readahead_on(&mut self, seg: usize, ra: ReadAhead, reach: u64, lba: u64, end: u64) {
         debug_assert!(
             reach < ra.limit_lba,
@@ -781,6 +785,7 @@ impl Hdd {
             Op::Write => self.serve_write(t0, lba, end),
         };
         self.last_op = req.op;
+        self.last_end_lba = end;
         s
     }
 
@@ -1125,8 +1130,10 @@ impl Hdd {
                 // The sweep goes on from where the last command's data ended, not from how far a
                 // read-ahead has run since: a command that starts inside the running read-ahead
                 // is served from it without positioning, so it belongs to this sweep, not the next.
+                // The last command may be a hit that carried the read-ahead on, far past the read
+                // that started it.
                 let head = match self.cache.streaming() {
-                    Some((_, ra)) => ra.origin_lba.min(self.stream_reach(&ra, t)),
+                    Some((_, ra)) => self.last_end_lba.min(self.stream_reach(&ra, t)),
                     None => self.head_lba,
                 };
                 let mut ahead: Option<(u64, usize)> = None;

@@ -979,3 +979,63 @@ fn reads_served_after_the_read_ahead_stopped_do_not_restart_it() {
     assert_eq!(hits[first_miss].0, 1_216, "{hits:?}");
     assert!(hits[first_miss].2 > Duration::ZERO, "{hits:?}");
 }
+
+/// A C-LOOK sweep goes on from the last command a running read-ahead served, including hits that
+/// carried it on, not from the read that started it: with the stream carried far past its start,
+/// a queued read behind the stream's last hit belongs to the next sweep, one inside the stream to
+/// this one.
+#[test]
+fn c_look_sweeps_on_from_the_last_hit_that_carried_the_read_ahead_on() {
+    let mut p = cheetah_15k5();
+    p.queue_depth = 8;
+    p.queue_policy = QueuePolicy::CLook;
+    let mut d = Hdd::new(p);
+    let mut out = Vec::new();
+    let mut now = Instant::ZERO;
+    let mut serve = |d: &mut Hdd, now: &mut Instant, id: u64, lba: u64| {
+        d.submit(
+            *now,
+            DevRequest {
+                id,
+                op: Op::Read,
+                lba: Lba(lba),
+                sectors: 64,
+            },
+        );
+        while out.is_empty() {
+            let t = d.next_event().expect("a submitted request completes");
+            d.advance(t, &mut out);
+        }
+        let c = out.pop().expect("one completion");
+        *now = c.at + Duration::from_micros(500);
+        c
+    };
+    assert!(!serve(&mut d, &mut now, 0, 0).cache_hit);
+    for i in 1..16u64 {
+        assert!(serve(&mut d, &mut now, i, i * 64).cache_hit, "read {i}");
+    }
+    // The stream served up to sector 1,024 and runs on; sector 200 has left the segment's ring.
+    let (_, ra) = d.cache().streaming().expect("the read-ahead runs");
+    assert!(d.head_lba_at(now).0 > 1_300, "{:?}", d.head_lba_at(now));
+    assert_eq!(ra.origin_lba, 64);
+    let behind = 200;
+    let inside = 1_024 + 64;
+    // A hit keeps the drive busy while the two arrive, so C-LOOK picks between them.
+    for (id, lba) in [(99, 960), (100, behind), (101, inside)] {
+        d.submit(
+            now,
+            DevRequest {
+                id,
+                op: Op::Read,
+                lba: Lba(lba),
+                sectors: 8,
+            },
+        );
+    }
+    let mut done = Vec::new();
+    while let Some(t) = d.next_event() {
+        d.advance(t, &mut done);
+    }
+    let order: Vec<u64> = done.iter().map(|c| c.id).collect();
+    assert_eq!(order, vec![99, 101, 100]);
+}
