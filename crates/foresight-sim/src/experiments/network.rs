@@ -614,9 +614,10 @@ fn claims(fig: &str) -> Vec<Claim> {
                          ahead of its 128 KiB requests: at {before} ms {:.0}% of its device reads \
                          hit the drive's cache (the rest arrive while the drive is still reading \
                          them, and it streams on), and at {x} ms {:.0}% do, the request arriving \
-                         after the drive has read it; the model's drive reads ahead a fixed budget \
-                         past its last media read and cache hits do not renew it, so the next miss \
-                         waits for the platter",
+                         after the drive has read it; the model's drive, as DiskSim's, carries its \
+                         read-ahead on while hits arrive but stops it a budget ahead of them, and a \
+                         hit on a stopped read-ahead does not restart it (`Read-ahead on idle hit = \
+                         0`), so the next miss waits for the platter",
                         hits(before),
                         hits(x)
                     )
@@ -1921,6 +1922,13 @@ mod tests {
         assert!(
             note.contains("at 0.1 ms 0% of its device reads hit the drive's cache")
                 && note.contains("and at 0.2 ms 79% do"),
+            "{note}"
+        );
+        // The drive model carries a running read-ahead on with each hit (as DiskSim does); only a
+        // stopped one stays stopped.
+        assert!(
+            note.contains("carries its read-ahead on while hits arrive")
+                && !note.contains("cache hits do not renew it"),
             "{note}"
         );
         // 128 KiB at 209.1 MiB/s is 0.60 ms; less half its 0.105 ms on the wire: 0.55 ms.
