@@ -1284,6 +1284,7 @@ mod tests {
 
     use super::*;
     use crate::backend::emulated::{EmulatedBackend, EmulatedConfig};
+    use crate::backend::lifecycle::testing::race_submits_with_shutdown;
     use crate::backend::noop::{Fault, FaultKind, NoopBackend};
 
     const STRIP_BYTES: u64 = 128 << 10;
@@ -2363,5 +2364,63 @@ mod tests {
             prop_assert_eq!(MSP_RELEASES.load(std::sync::atomic::Ordering::Relaxed), 0);
             c.shutdown();
         }
+    }
+
+    /// Reads submitted on one thread while another shuts the cache down each come back once,
+    /// read or refused, by the time the drop returns, however the two interleave: over
+    /// in-memory files, and over an emulated RAID-0 (a device with room for fewer reads than
+    /// the cache takes, so some wait in the cache at shutdown).
+    #[test]
+    fn reads_racing_a_shutdown_each_complete_once() {
+        let bytes: Vec<u8> = (0..16 * PAGE_BYTES as usize)
+            .map(|i| (i % 251) as u8)
+            .collect();
+        race_submits_with_shutdown("array over noop", 200, 16, &|port| {
+            let noop = NoopBackend::new();
+            noop.insert("/f", bytes.clone());
+            noop.place("/f", 0);
+            let inner_port = CompletionPort::new();
+            noop.start(16, inner_port.clone()).unwrap();
+            let striping = foresight_policy::layout::Striping {
+                disks: 5,
+                strip_bytes: STRIP_BYTES,
+            };
+            let layout = foresight_policy::Layout::new(ByteLen(1 << 30), Some(striping));
+            let inner: Arc<dyn IoBackend> = Arc::new(noop);
+            let c = ArrayCacheBackend::start(
+                inner,
+                &inner_port,
+                msp(&layout, (42, 38)),
+                1 << 20,
+                16,
+                port,
+            )
+            .unwrap();
+            let f = Arc::new(c.open(Path::new("/f"), FileId(0), false).unwrap());
+            (Box::new(c), f)
+        });
+        let path = temp_file("race", &bytes);
+        race_submits_with_shutdown("array over emulated", 50, 16, &|port| {
+            let inner_port = CompletionPort::new();
+            let cfg = EmulatedConfig::preset("ssd-850evo")
+                .unwrap()
+                .raid0(5, STRIP_BYTES);
+            let inner: Arc<dyn IoBackend> =
+                Arc::new(EmulatedBackend::start(cfg, 2, inner_port.clone()).unwrap());
+            let v = inner.volume().unwrap();
+            let layout = foresight_policy::Layout::new(v.volume_bytes, v.striping);
+            let c = ArrayCacheBackend::start(
+                inner,
+                &inner_port,
+                msp(&layout, (42, 38)),
+                1 << 20,
+                16,
+                port,
+            )
+            .unwrap();
+            let f = Arc::new(c.open(&path, FileId(0), false).unwrap());
+            (Box::new(c), f)
+        });
+        remove(&path);
     }
 }

@@ -1396,7 +1396,7 @@ mod tests {
 #[cfg(test)]
 mod lifecycle_tests {
     use super::super::lifecycle::testing::{
-        assert_read, page_read, refused, temp_file, Collect, FILE,
+        assert_read, page_read, race_submits_with_shutdown, refused, temp_file, Collect, FILE,
     };
     use super::*;
     use std::time::Duration as StdDuration;
@@ -1484,6 +1484,20 @@ mod lifecycle_tests {
         tokens.sort_unstable();
         assert_eq!(tokens, vec![1, 2]);
         assert_eq!(Arc::strong_count(&f), 1, "a request outlived the backend");
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    /// Reads submitted on one thread while another shuts the emulation down each come back
+    /// once, read or refused, by the time the drop returns, however the two interleave.
+    #[test]
+    fn reads_racing_a_shutdown_each_complete_once() {
+        let (path, dir) = temp_file("emulated-race", 16 * 4096);
+        race_submits_with_shutdown("emulated", 100, 16, &|port| {
+            let cfg = EmulatedConfig::preset("ssd-850evo").unwrap();
+            let b = EmulatedBackend::start(cfg, 16, port).unwrap();
+            let f = Arc::new(b.open(&path, FILE, false).unwrap());
+            (Box::new(b), f)
+        });
         std::fs::remove_dir_all(dir).unwrap();
     }
 }

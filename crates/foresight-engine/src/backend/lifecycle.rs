@@ -235,4 +235,97 @@ pub(crate) mod testing {
 
     /// A file id for tests.
     pub(crate) const FILE: FileId = FileId(0);
+
+    /// A seed for a randomized test: `FORESIGHT_SEED` if set (to replay a failure), else one
+    /// from the clock. The test prints it.
+    pub(crate) fn seed() -> u64 {
+        std::env::var("FORESIGHT_SEED")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| {
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(1, |d| d.as_nanos() as u64)
+            })
+    }
+
+    /// Spins a random while (up to a few tens of microseconds), so two threads meet at a
+    /// different point each round.
+    fn stagger(rng: &mut foresight_core::Rng) {
+        for _ in 0..rng.below(20_000) {
+            std::hint::spin_loop();
+        }
+        if rng.below(4) == 0 {
+            std::thread::yield_now();
+        }
+    }
+
+    /// Races a submitter against a shutdown `rounds` times, each over a fresh backend from
+    /// `start` (a backend with room for `reads` requests, delivering to the port it is given,
+    /// and a file of at least `reads` pages in the [`temp_file`] pattern it reads): one thread
+    /// submits `reads` one-page reads in random batches while another shuts the backend down
+    /// after a random pause, then the backend is dropped. By then every read must have come
+    /// back exactly once, with its bytes or with the shut-down error, and no request may hold
+    /// the file any more (the drop joins the threads that held them). Prints the seed.
+    pub(crate) fn race_submits_with_shutdown(
+        test: &str,
+        rounds: u32,
+        reads: u64,
+        start: &dyn Fn(Arc<CompletionPort>) -> (Box<dyn super::super::IoBackend>, Arc<FileHandle>),
+    ) {
+        let seed = seed();
+        println!("{test}: seed {seed} (FORESIGHT_SEED={seed} replays it)");
+        let rng = foresight_core::Rng::new(seed);
+        let (mut read, mut refusals) = (0, 0);
+        for round in 0..rounds {
+            let (got, port) = Collect::port(Duration::ZERO);
+            let (b, file) = start(port);
+            let mut sub_rng = rng.fork(2 * round as u64);
+            let mut shut_rng = rng.fork(2 * round as u64 + 1);
+            let go = std::sync::Barrier::new(2);
+            std::thread::scope(|s| {
+                s.spawn(|| {
+                    go.wait();
+                    let mut next = 0;
+                    while next < reads {
+                        let n = (1 + sub_rng.below(4)).min(reads - next);
+                        let mut batch: Vec<IoRequest> =
+                            (next..next + n).map(|t| page_read(t, &file, t)).collect();
+                        next += n;
+                        b.submit(&mut batch);
+                        stagger(&mut sub_rng);
+                    }
+                });
+                s.spawn(|| {
+                    go.wait();
+                    stagger(&mut shut_rng);
+                    b.shutdown();
+                });
+            });
+            drop(b);
+            let mut done = got.take_within(0, Duration::ZERO);
+            done.sort_by_key(|c| c.token);
+            let tokens: Vec<u64> = done.iter().map(|c| c.token).collect();
+            assert_eq!(
+                tokens,
+                (0..reads).collect::<Vec<_>>(),
+                "{test}: seed {seed}, round {round}: each read must come back once by the drop"
+            );
+            for c in &done {
+                if refused(c) {
+                    refusals += 1;
+                } else {
+                    assert_read(c, c.token);
+                    read += 1;
+                }
+            }
+            assert_eq!(
+                Arc::strong_count(&file),
+                1,
+                "{test}: seed {seed}, round {round}: a request outlived the backend"
+            );
+        }
+        // How the races fell (not asserted: a busy machine may tilt them all one way).
+        println!("{test}: {read} reads done, {refusals} refused");
+    }
 }

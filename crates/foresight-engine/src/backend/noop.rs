@@ -412,7 +412,9 @@ impl IoBackend for NoopBackend {
 
 #[cfg(test)]
 mod tests {
-    use super::super::lifecycle::testing::{page_read, refused, Collect, FILE};
+    use super::super::lifecycle::testing::{
+        page_read, race_submits_with_shutdown, refused, Collect, FILE,
+    };
     use super::*;
     use crate::buffer::ALIGN_BYTES;
 
@@ -487,5 +489,22 @@ mod tests {
         tokens.sort_unstable();
         assert_eq!(tokens, vec![1, 2, 3]);
         assert_eq!(Arc::strong_count(&f), 1, "a request outlived the backend");
+    }
+
+    /// Reads submitted on one thread while another shuts the backend down each come back
+    /// once, read or refused, by the time the last handle's drop returns, however the two
+    /// interleave.
+    #[test]
+    fn reads_racing_a_shutdown_each_complete_once() {
+        race_submits_with_shutdown("noop", 300, 16, &|port| {
+            let noop = NoopBackend::new();
+            noop.insert(
+                "/f",
+                (0..16 * ALIGN_BYTES).map(|i| (i % 251) as u8).collect(),
+            );
+            noop.start(16, port).unwrap();
+            let f = Arc::new(noop.open(Path::new("/f"), FILE, false).unwrap());
+            (Box::new(noop), f)
+        });
     }
 }

@@ -185,7 +185,7 @@ impl Drop for ThreadsBackend {
 #[cfg(test)]
 mod tests {
     use super::super::lifecycle::testing::{
-        assert_read, page_read, refused, temp_file, Collect, FILE,
+        assert_read, page_read, race_submits_with_shutdown, refused, temp_file, Collect, FILE,
     };
     use super::*;
     use std::time::Duration;
@@ -252,6 +252,19 @@ mod tests {
         tokens.sort_unstable();
         assert_eq!(tokens, vec![1, 2]);
         assert_eq!(Arc::strong_count(&f), 1, "a request outlived the backend");
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    /// Reads submitted on one thread while another shuts the backend down each come back
+    /// once, read or refused, by the time the drop returns, however the two interleave.
+    #[test]
+    fn reads_racing_a_shutdown_each_complete_once() {
+        let (path, dir) = temp_file("threads-race", 16 * 4096);
+        race_submits_with_shutdown("threads", 300, 16, &|port| {
+            let b = ThreadsBackend::start(4, 16, port).unwrap();
+            let f = Arc::new(b.open(&path, FILE, false).unwrap());
+            (Box::new(b), f)
+        });
         std::fs::remove_dir_all(dir).unwrap();
     }
 }

@@ -398,7 +398,7 @@ impl Drop for UringBackend {
 #[cfg(test)]
 mod tests {
     use super::super::lifecycle::testing::{
-        assert_read, page_read, refused, temp_file, Collect, FILE,
+        assert_read, page_read, race_submits_with_shutdown, refused, temp_file, Collect, FILE,
     };
     use super::*;
     use std::time::Duration;
@@ -525,5 +525,22 @@ mod tests {
         for code in [libc::EBADF, libc::EFAULT, libc::EINVAL] {
             assert_eq!(retry_pause(&err(code)), None);
         }
+    }
+
+    /// Reads submitted on one thread while another shuts the ring down each come back once,
+    /// read or refused, by the time the drop returns, however the two interleave.
+    #[test]
+    fn reads_racing_a_shutdown_each_complete_once() {
+        let test = "reads_racing_a_shutdown_each_complete_once";
+        if ring_or_skip(test, 1, CompletionPort::new()).is_none() {
+            return;
+        }
+        let (path, dir) = temp_file("uring-race", 16 * 4096);
+        race_submits_with_shutdown("uring", 300, 16, &|port| {
+            let b = UringBackend::start(16, port).unwrap();
+            let f = Arc::new(b.open(&path, FILE, false).unwrap());
+            (Box::new(b), f)
+        });
+        std::fs::remove_dir_all(dir).unwrap();
     }
 }
