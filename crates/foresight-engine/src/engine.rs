@@ -476,15 +476,24 @@ impl Shared {
     }
 }
 
+/// A completion for a state an earlier panic poisoned is dropped with its buffer: the engine is
+/// broken (its readers hear so), and a panic here would unwind the backend thread that delivers,
+/// and a thread that unwinds holding reads (the ring's, the kernel writing into their buffers)
+/// cannot end them.
 impl CompletionSink for Shared {
     fn complete(&self, c: IoCompletion) {
         let now = self.now();
-        self.lock().complete(now, c);
+        if let Ok(mut core) = self.core.lock() {
+            core.complete(now, c);
+        }
     }
 
     fn complete_all(&self, cs: &mut Vec<IoCompletion>) {
         let now = self.now();
-        self.lock().complete_all(now, cs);
+        match self.core.lock() {
+            Ok(mut core) => core.complete_all(now, cs),
+            Err(_) => cs.clear(),
+        }
     }
 }
 
@@ -1259,6 +1268,47 @@ mod tests {
         let dropped = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(engine)));
         assert!(dropped.is_ok(), "dropping the poisoned engine panicked");
         assert!(state.upgrade().is_none(), "the engine's state outlived it");
+    }
+
+    /// A backend thread delivering a completion into an engine an earlier panic poisoned
+    /// drops it, and goes on: the engine is broken, but the thread still holds reads to end
+    /// (the ring's, in the kernel). Before, the delivery panicked on the poisoned lock, and the
+    /// backend's thread unwound.
+    #[test]
+    fn a_completion_for_a_poisoned_engine_is_dropped_without_a_panic() {
+        let noop = NoopBackend::new();
+        noop.insert("/f", vec![3u8; 1 << 16]);
+        let engine = Engine::builder()
+            .backend(Backend::Noop(noop.clone()))
+            .wrap_policy(Box::new(|_| Box::new(PanicOnRead)))
+            .build()
+            .unwrap();
+        let r = engine.open("/f").unwrap();
+        let read = std::thread::spawn(move || {
+            let mut r = r;
+            let mut buf = vec![0u8; 4096];
+            let _ = r.read(&mut buf);
+        });
+        assert!(read.join().is_err(), "the policy did not panic");
+        let shared = engine.owner.shared.clone();
+        let completion = |token| IoCompletion {
+            token,
+            buf: crate::buffer::AlignedBuf::new(4096).unwrap(),
+            result: Ok(4096),
+        };
+        let delivered = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            shared.complete(completion(1 << 40));
+            let mut burst = vec![completion(1 << 41), completion(1 << 42)];
+            shared.complete_all(&mut burst);
+            burst.len()
+        }));
+        assert_eq!(
+            delivered.ok(),
+            Some(0),
+            "a delivery into the poisoned engine panicked, or kept its burst"
+        );
+        drop(shared);
+        drop(engine);
     }
 
     /// An engine dropped while a fetch is held in the device (here an injected hour-long delay)
