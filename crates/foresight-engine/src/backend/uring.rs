@@ -20,7 +20,8 @@
 //! the thread to end: it asks the kernel to cancel the reads it holds (so a read that waits for
 //! its file, on a pipe or a hung network mount, does not hold the drop), waits for every one
 //! (including its own eventfd read) to complete, and only then drops the ring and the buffers
-//! and ends; the drop joins it.
+//! and ends; the drop joins it. A ring thread that unwinds instead (a panic) leaks the buffers
+//! of the reads the kernel still holds rather than free them under it.
 //!
 //! [`UringBackend::start`] creates the ring and pushes a no-op through it before returning, so a
 //! kernel or sandbox that refuses io_uring (ENOSYS, EPERM, a seccomp filter) is detected when the
@@ -325,6 +326,19 @@ impl RingThread {
     }
 }
 
+impl Drop for RingThread {
+    /// `run` returns only once nothing of ours is in the kernel; a thread that unwinds (a panic
+    /// in the sink it delivered to, or in the ring's own checks) drops this with reads, and the
+    /// eventfd read, still there. Closing the ring does not wait for them, and the kernel may
+    /// still write into their buffers: those are leaked, not freed under it.
+    fn drop(&mut self) {
+        if self.in_kernel > 0 || self.wake_armed {
+            std::mem::forget(std::mem::take(&mut self.slots));
+            std::mem::forget(std::mem::replace(&mut self.wake_buf, Box::new([0; 8])));
+        }
+    }
+}
+
 /// How long to wait before entering the ring again after `io_uring_enter` failed with `e`, or
 /// `None` when the failure is not one a retry can cure (a bad descriptor or argument: a bug here).
 ///
@@ -510,6 +524,62 @@ mod tests {
         let e = done[0].result.as_ref().unwrap_err();
         assert_eq!(e.raw_os_error(), Some(libc::ECANCELED), "{e}");
         drop(writer);
+    }
+
+    /// A ring thread that unwinds (here dropped as a panic would drop it) while the kernel
+    /// holds one of its reads (on a pipe nobody has written to yet) and its eventfd read does
+    /// not free their buffers: the kernel may still write into them once the ring is closed.
+    /// Before, the request (its buffer, its file) was freed with the thread's table.
+    #[test]
+    fn a_ring_thread_that_unwinds_frees_no_buffer_the_kernel_holds() {
+        let mut ring = match IoUring::new(4) {
+            Ok(r) => r,
+            Err(e) => {
+                eprintln!("skipped: io_uring is refused here ({e})");
+                return;
+            }
+        };
+        if let Err(e) = probe(&mut ring) {
+            eprintln!("skipped: io_uring is refused here ({e})");
+            return;
+        }
+        let shared = Arc::new(Shared {
+            queue: Mutex::new(Queue {
+                requests: VecDeque::new(),
+                phase: Phase::Running,
+            }),
+            wake: sys::eventfd().unwrap(),
+            capacity: 4,
+        });
+        let mut t = RingThread::new(ring, shared, CompletionPort::new(), 4);
+        let (reader, mut writer) = std::io::pipe().unwrap();
+        let f = Arc::new(FileHandle {
+            id: FILE,
+            path: "pipe".into(),
+            file: Some(File::from(std::os::fd::OwnedFd::from(reader))),
+            direct: false,
+            size_bytes: 4096,
+            identity: (0, 0),
+            modified: None,
+            volume_offset_bytes: None,
+        });
+        let mut req = page_read(1, &f, 0);
+        req.offset_bytes = u64::MAX;
+        t.arm_wake();
+        t.start_read(req);
+        t.ring.submit().unwrap();
+        let unwound = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || {
+            let _held = t;
+            panic!("a sink bug, on purpose");
+        }));
+        assert!(unwound.is_err());
+        assert_eq!(
+            Arc::strong_count(&f),
+            2,
+            "the read the kernel held was freed with the thread"
+        );
+        // The kernel may complete it now, into memory nobody else was given.
+        let _ = writer.write_all(&[9u8; 4096]);
     }
 
     #[test]
