@@ -1311,6 +1311,39 @@ mod tests {
         drop(engine);
     }
 
+    /// An engine running MSP in an array cache whose policy panicked (under the engine's lock
+    /// and the cache's, poisoning both) still drops without panicking, and lets its state go.
+    /// Before, the drop's shutdown of the cache panicked on the cache's poisoned lock.
+    #[test]
+    fn an_engine_whose_array_cache_a_policy_panic_poisoned_drops_quietly() {
+        let dir = std::env::temp_dir().join(format!("foresight-msp-poison-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("f");
+        std::fs::write(&path, vec![3u8; 1 << 20]).unwrap();
+        let cfg = EmulatedConfig::preset("cheetah-15k4")
+            .unwrap()
+            .raid0(5, 128 << 10);
+        let engine = Engine::builder()
+            .policy("msp+seqp")
+            .backend(Backend::Emulated(cfg))
+            .raid_cache(ByteLen::mib(8))
+            .wrap_array_policy(Box::new(|_| Box::new(PanicOnRead)))
+            .build()
+            .unwrap();
+        let state = Arc::downgrade(&engine.owner.shared);
+        let r = engine.open(&path).unwrap();
+        let read = std::thread::spawn(move || {
+            let mut r = r;
+            let mut buf = vec![0u8; 4096];
+            let _ = r.read(&mut buf);
+        });
+        assert!(read.join().is_err(), "the array policy did not panic");
+        let dropped = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(engine)));
+        assert!(dropped.is_ok(), "dropping the poisoned engine panicked");
+        assert!(state.upgrade().is_none(), "the engine's state outlived it");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
     /// An engine dropped while a fetch is held in the device (here an injected hour-long delay)
     /// returns, and lets everything go: the backend delivers the held read at shutdown, and the
     /// last handle's drop joins its worker. Before, the worker held the read (its buffer, its

@@ -65,7 +65,10 @@
 //! and reads already sent complete as they come. Dropping the cache waits for those, then closes
 //! the device's port to it (so that no thread of the device still delivers into the cache, and
 //! holds it, and with it the device, past the drop) and joins the delivery thread once it has
-//! delivered what it holds: the device is then dropped here, and joins its own threads.
+//! delivered what it holds: the device is then dropped here, and joins its own threads. A cache
+//! an array policy's panic poisoned still shuts down and drops without a second panic: it sends
+//! and delivers nothing more, drops what the device hands back, and does not wait for the
+//! device (the thread that panicked may have been the device's).
 //!
 //! The array policy the engine runs is MSP (`msp+...`), which sets no timer and never defers;
 //! the cache polls no timer and reads a deferred request on demand.
@@ -416,6 +419,18 @@ impl Shared {
         self.state.lock().expect("array cache poisoned")
     }
 
+    /// The state, and whether a panic under the lock (the array policy's) poisoned it, for
+    /// the paths that must go on then: shutdown, drop, and the device's completions. A
+    /// poisoned state may be half-updated, so they touch only the shutdown flag and the count
+    /// of reads out at the device; anything else of a poisoned cache panics (a request, which
+    /// so reaches the driver, and poisons it, and its readers hear so).
+    fn lock_even_poisoned(&self) -> (std::sync::MutexGuard<'_, State>, bool) {
+        match self.state.lock() {
+            Ok(st) => (st, false),
+            Err(poisoned) => (poisoned.into_inner(), true),
+        }
+    }
+
     /// Sends what the state queued for the inner backend, and delivers finished requests, with
     /// the lock let go.
     fn flush(&self, mut st: std::sync::MutexGuard<'_, State>, from_submit: bool) {
@@ -455,8 +470,16 @@ impl Shared {
 
 impl CompletionSink for Shared {
     fn complete(&self, c: IoCompletion) {
-        let mut st = self.lock();
+        let (mut st, poisoned) = self.lock_even_poisoned();
         st.inner_out -= 1;
+        if poisoned {
+            // Dropped with its buffer, not a panic on the device's thread, which would then
+            // deliver nothing more (and the drop waits for what it holds).
+            if st.shut && st.inner_out == 0 {
+                self.inner_idle.notify_all();
+            }
+            return;
+        }
         st.inner_done(c);
         if st.shut && st.inner_out == 0 {
             self.inner_idle.notify_all();
@@ -1206,10 +1229,11 @@ impl IoBackend for ArrayCacheBackend {
     }
 
     fn reader_closed(&self, reader: StreamId) {
-        {
+        // A poisoned cache issues no fetch, for that reader or any; the driver's reader closes
+        // in its drop, which must not panic.
+        if let (mut st, false) = self.shared.lock_even_poisoned() {
             // A fetch the cache issues from now on is not that reader's: its id may name the
             // next reader, of another file (the driver forgets a closed reader of its files so).
-            let mut st = self.shared.lock();
             for p in st.files.values_mut() {
                 if p.last_reader == Some(reader) {
                     p.last_reader = None;
@@ -1221,7 +1245,10 @@ impl IoBackend for ArrayCacheBackend {
 
     fn file_forgotten(&self, file: FileId, volume_offset_bytes: Option<u64>) {
         if let Some(base) = volume_offset_bytes {
-            self.shared.lock().forget(file, base);
+            // A poisoned cache serves nothing more, so it has nothing to forget.
+            if let (mut st, false) = self.shared.lock_even_poisoned() {
+                st.forget(file, base);
+            }
         }
         self.inner.file_forgotten(file, volume_offset_bytes);
     }
@@ -1235,10 +1262,16 @@ impl IoBackend for ArrayCacheBackend {
     }
 
     fn shutdown(&self) {
-        let mut st = self.shared.lock();
+        let (mut st, poisoned) = self.shared.lock_even_poisoned();
         st.shut = true;
-        // The reads not yet sent fail now (`flush`), before the device below stops.
-        self.shared.flush(st, true);
+        if poisoned {
+            // The state may be half-updated: nothing of it is failed or delivered (the driver
+            // is broken too, or hears so from its next request).
+            drop(st);
+        } else {
+            // The reads not yet sent fail now (`flush`), before the device below stops.
+            self.shared.flush(st, true);
+        }
         self.inner.shutdown();
     }
 }
@@ -1248,14 +1281,18 @@ impl Drop for ArrayCacheBackend {
         self.shutdown();
         // The reads sent to the device come back first (none is sent after the shutdown), unless
         // this runs inside one of the device's deliveries, which cannot end before it.
+        // Not either once a panic poisoned the cache: the device thread it ran on (the array
+        // policy hears of its fetches there) has ended, with what it held.
         if !self.inner_port.delivering_here() {
-            let mut st = self.shared.lock();
-            while st.inner_out > 0 {
-                st = self
-                    .shared
-                    .inner_idle
-                    .wait(st)
-                    .expect("array cache poisoned");
+            let (mut st, mut poisoned) = self.shared.lock_even_poisoned();
+            while st.inner_out > 0 && !poisoned {
+                st = match self.shared.inner_idle.wait(st) {
+                    Ok(st) => st,
+                    Err(p) => {
+                        poisoned = true;
+                        p.into_inner()
+                    }
+                };
             }
         }
         // Then no device thread may still be inside the cache: one that were would hold it, and
@@ -1263,7 +1300,11 @@ impl Drop for ArrayCacheBackend {
         self.inner_port.close();
         // The delivery thread ends once it has delivered what it holds: its channel closes with
         // the last sender.
-        self.shared.hits.lock().expect("array hits poisoned").take();
+        self.shared
+            .hits
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
         if let Some(t) = self.delivery.take() {
             // Dropped on the delivery thread itself (it held the engine's last reference while it
             // delivered), it ends once this returns; joining it there would wait for itself.
