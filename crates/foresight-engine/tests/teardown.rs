@@ -5,7 +5,8 @@
 //! its drop would leak with every one. This binary counts the heap bytes in use (its own global
 //! allocator adds up every allocation less every free), builds and drops engines along each way
 //! an engine ends (read to the end and closed; dropped with a fetch held in the device; poisoned
-//! by a policy's panic; the array cache over an emulated RAID-0 dropped with reads in flight),
+//! by a policy's panic; the array cache over an emulated RAID-0 dropped with reads in flight, or
+//! poisoned by its policy's panic),
 //! and compares the heap after one of each, which fills whatever the process sets up once, with
 //! the heap after ten more. Every engine buffer is at least a 4 KiB page, so one kept per engine
 //! would show as 40 KiB.
@@ -160,20 +161,45 @@ fn drop_poisoned() {
     );
 }
 
-/// Drops an engine running MSP in the array cache over an emulated RAID-0 while the cache and
-/// the device have reads in flight.
-fn drop_array_cache_with_reads_in_flight(path: &std::path::Path) {
+/// An engine running MSP in the array cache over an emulated RAID-0 of five drives; with
+/// `poisoning`, an array policy that panics on the first read it is shown.
+fn array_engine(poisoning: bool) -> Engine {
     let cfg = EmulatedConfig::preset("cheetah-15k4")
         .unwrap()
         .raid0(5, 128 << 10);
-    let engine = Engine::builder()
+    let builder = Engine::builder()
         .policy("msp+saseqp")
         .readahead_max(ByteLen::kib(128))
         .memory(ByteLen::mib(4))
         .backend(Backend::Emulated(cfg))
-        .raid_cache(ByteLen::mib(4))
-        .build()
-        .unwrap();
+        .raid_cache(ByteLen::mib(4));
+    let builder = if poisoning {
+        builder.wrap_array_policy(Box::new(|_| Box::new(PanicOnRead)))
+    } else {
+        builder
+    };
+    builder.build().unwrap()
+}
+
+/// Drops an engine whose array cache a policy's panic poisoned.
+fn drop_array_cache_poisoned(path: &std::path::Path) {
+    let engine = array_engine(true);
+    let r = engine.open(path).unwrap();
+    let read = std::thread::spawn(move || {
+        let mut r = r;
+        let mut buf = vec![0u8; 4096];
+        let _ = r.read(&mut buf);
+    });
+    assert!(
+        read.join().is_err(),
+        "the array policy's panic reached the reader"
+    );
+}
+
+/// Drops an engine running MSP in the array cache over an emulated RAID-0 while the cache and
+/// the device have reads in flight.
+fn drop_array_cache_with_reads_in_flight(path: &std::path::Path) {
+    let engine = array_engine(false);
     let mut r = engine.open(path).unwrap();
     let mut buf = vec![0u8; 320 << 10];
     r.read_exact(&mut buf).unwrap();
@@ -191,13 +217,14 @@ fn a_dropped_engine_leaves_no_heap_behind() {
     // The policy's panic is on purpose: keep it off the output.
     let hook = std::panic::take_hook();
     std::panic::set_hook(Box::new(|_| {}));
-    let ways: [(&str, &dyn Fn()); 4] = [
+    let ways: [(&str, &dyn Fn()); 5] = [
         ("read whole and closed", &read_whole_and_close),
         ("dropped with a fetch held", &drop_with_a_fetch_held),
         ("poisoned", &drop_poisoned),
         ("array cache, reads in flight", &|| {
             drop_array_cache_with_reads_in_flight(&path)
         }),
+        ("array cache poisoned", &|| drop_array_cache_poisoned(&path)),
     ];
     let mut grew = Vec::new();
     for (name, way) in ways {
