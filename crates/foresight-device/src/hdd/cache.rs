@@ -20,10 +20,17 @@
 //! DiskSim 4.0's controller does: a read hit in the segment being prefetched takes the head over
 //! from the read-ahead without stopping it (`disk_buffer_stopable_access`,
 //! `disk_buffer_attempt_access_swap`) and raises the segment's read-ahead goal to the hit's end plus
-//! the budget (`disk_check_hda_pending`, `disk_buffer_get_max_readahead`). A read served after the
-//! read-ahead has stopped does not start it again, as DiskSim with `Read-ahead on idle hit = 0` (the
-//! value in every shipped drive file): the stream's next read past the segment goes to the media and
-//! waits for the platter.
+//! the budget (`disk_check_hda_pending`, `disk_buffer_get_max_readahead`). Every other command
+//! stops the read-ahead where it has got to, once it has read its minimum: a miss, a write, and also
+//! a read served wholly from another segment, which needs no media access but, in DiskSim, is
+//! activated like any read and stops a prefetch whose segment is not its own
+//! (`disk_activate_read` calls `disk_buffer_stop_access`; with `Preseeking level = 0` once the read
+//! that started the prefetch has completed, and with `Stop prefetch in sector = 0` at once, inside
+//! a sector). With a minimum read-ahead DiskSim does not let such a command stop the prefetch
+//! before the minimum (`disk_buffer_stopable_access`), so that command, the hit included, waits
+//! for it. A read served after the read-ahead has stopped does not start it again, as DiskSim with
+//! `Read-ahead on idle hit = 0` (the value in every shipped drive file): the stream's next read past
+//! the segment goes to the media and waits for the platter.
 //!
 //! Segments are replaced least-recently-used. With more interleaved sequential streams than segments,
 //! each stream's segment is reclaimed before the stream comes back to it, which is the collapse that

@@ -6,10 +6,11 @@
 //! in service. A read is served one of three ways:
 //!
 //! 1. **Full hit**: every sector is in a cache segment, counting what the running read-ahead has
-//!    fetched by now. Cost: the read-hit overhead plus the bus transfer; no seek, no rotation. The
-//!    head is not needed, so the read-ahead keeps going, and a hit in the segment it fills moves its
-//!    stop to where a miss of the same sectors would put it (DiskSim's read hit during a prefetch;
-//!    see [`cache`]). A read-ahead that has already stopped is not started again by a hit.
+//!    fetched by now. Cost: the read-hit overhead plus the bus transfer; no seek, no rotation. A hit
+//!    in the segment the read-ahead fills keeps it going and moves its stop to where a miss of the
+//!    same sectors would put it; a hit in another segment stops it, as a miss does, once it has
+//!    read its minimum (the hit waits until then, as for the arm). Both are DiskSim's controller
+//!    (see [`cache`]). A read-ahead that has already stopped is not started again by a hit.
 //! 2. **Continuation**: the read starts inside the zone a running read-ahead is filling (the head is
 //!    already streaming those sectors). There is no seek and no rotational wait; the read completes
 //!    when the stream passes its last sector (plus that sector's bus time). This is what lets one
@@ -795,12 +796,24 @@ impl Hdd {
         let reach = stream.map(|(_, ra)| self.stream_reach(&ra, t0));
         if self.cache.enabled() {
             if let Some(i) = self.cache.find_full_hit(lba, end, reach, t0) {
-                self.cache.touch(i);
+                // A hit in the segment the read-ahead fills carries it on; a hit in another segment
+                // stops it as a miss would, after its minimum (DiskSim's `disk_activate_read`
+                // stops a prefetch for any read whose segment is not the prefetch's), and until
+                // then the hit waits as for the arm.
+                let mut t_start = t0;
                 if let (Some((s, ra)), Some(r)) = (stream, reach) {
-                    if s == i && r < ra.limit_lba {
-                        self.carry_readahead_on(i, ra, r, lba, end);
+                    if r < ra.limit_lba {
+                        if s == i {
+                            self.carry_readahead_on(i, ra, r, lba, end);
+                        } else {
+                            let (t_free, stop) = self.settle_readahead(&ra, t0);
+                            t_start = t_free;
+                            self.head_lba = self.last_read_by(&ra, stop);
+                            self.cache.stop_streaming(stop);
+                        }
                     }
                 }
+                self.cache.touch(i);
                 let overhead_ns = self
                     .params
                     .overhead
@@ -808,9 +821,9 @@ impl Hdd {
                     .as_nanos() as f64;
                 return Service {
                     overhead_ns,
-                    seek_ns: 0.0,
+                    seek_ns: t_start - t0,
                     rotate_ns: 0.0,
-                    end_ns: t0 + overhead_ns + n * self.bus_sector_ns,
+                    end_ns: t_start + overhead_ns + n * self.bus_sector_ns,
                     cache_hit: true,
                 };
             }

@@ -1039,3 +1039,104 @@ fn c_look_sweeps_on_from_the_last_hit_that_carried_the_read_ahead_on() {
     let order: Vec<u64> = done.iter().map(|c| c.id).collect();
     assert_eq!(order, vec![99, 101, 100]);
 }
+
+/// Submits one command at `now` on an otherwise idle drive and returns its completion.
+fn serve_one(d: &mut Hdd, now: Instant, id: u64, op: Op, lba: u64, sectors: u32) -> Completion {
+    d.submit(
+        now,
+        DevRequest {
+            id,
+            op,
+            lba: Lba(lba),
+            sectors,
+        },
+    );
+    let mut out = Vec::new();
+    while out.is_empty() {
+        let t = d.next_event().expect("a submitted command completes");
+        d.advance(t, &mut out);
+    }
+    out.pop().expect("one completion")
+}
+
+/// The Cheetah 15K.5 (32 segments of 1,200 sectors) with a segment that holds sectors 10,000,064 to
+/// 10,001,264 (a read whose read-ahead has ended) and a read-ahead running after a read of sectors 0
+/// to 64 into another segment. Returns the drive and an instant 0.2 ms after that read completed,
+/// when its read-ahead has fetched a few dozen sectors of its 1,200.
+fn read_ahead_running_beside_a_filled_segment(min_sectors: u32) -> (Hdd, Instant) {
+    let mut p = cheetah_15k5();
+    p.readahead_min_sectors = min_sectors;
+    let mut d = Hdd::new(p);
+    serve_one(&mut d, Instant::ZERO, 0, Op::Read, 10_000_000, 64);
+    let c = serve_one(&mut d, Instant(20_000_000), 1, Op::Read, 0, 64);
+    let now = c.at + Duration::from_micros(200);
+    let (_, ra) = d.cache().streaming().expect("the read-ahead runs");
+    let reach = d.stream_reach(&ra, now.as_nanos() as f64);
+    assert!(reach > 64 && reach < 400, "reach {reach}");
+    assert_eq!(ra.limit_lba, 1_264);
+    (d, now)
+}
+
+/// Which commands stop a running read-ahead, as DiskSim 4.0's controller decides with the shipped
+/// drives' settings (`Preseeking level = 0`, `Minimum read-ahead = 0`, `Stop prefetch in sector =
+/// 0`): every read that is activated while the prefetch runs asks `disk_buffer_stopable_access`,
+/// which lets a read hit in the prefetching segment take the head over and carry the prefetch on
+/// (`disk_buffer_attempt_access_swap`), while any other read, a full hit in another segment as
+/// much as a miss, makes `disk_activate_read` stop it (`disk_buffer_stop_access`), and so does a
+/// write (`disk_activate_write`). The drive model stopped it for misses and writes but let a hit
+/// in another segment leave it running.
+#[test]
+fn only_a_hit_in_its_own_segment_leaves_a_read_ahead_running() {
+    let cases = [
+        ("a hit in the prefetching segment", Op::Read, 0, true),
+        ("a hit in another segment", Op::Read, 10_000_064, false),
+        ("a miss", Op::Read, 50_000_000, false),
+        ("a write", Op::Write, 50_000_000, false),
+    ];
+    for (what, op, lba, runs_on) in cases {
+        let (mut d, now) = read_ahead_running_beside_a_filled_segment(0);
+        let c = serve_one(&mut d, now, 2, op, lba, 64);
+        if op == Op::Read && lba != 50_000_000 {
+            assert!(c.cache_hit, "{what}: {c:?}");
+        }
+        // A miss starts a read-ahead of its own; the question is whether stream 0's goes on.
+        assert_eq!(
+            d.cache()
+                .streaming()
+                .is_some_and(|(_, ra)| ra.origin_lba == 64),
+            runs_on,
+            "{what}: read-ahead {:?}",
+            d.cache().streaming()
+        );
+    }
+    // Stopped by the hit in the other segment, the read-ahead holds only what it had fetched by
+    // then, so stream 0's next read, 5 ms later, goes to the media; left running it would have
+    // been a hit.
+    let (mut d, now) = read_ahead_running_beside_a_filled_segment(0);
+    serve_one(&mut d, now, 2, Op::Read, 10_000_064, 64);
+    let next = serve_one(&mut d, now + Duration::from_millis(5), 3, Op::Read, 64, 256);
+    assert!(!next.cache_hit, "{next:?}");
+}
+
+/// With a minimum read-ahead, DiskSim's controller does not stop the prefetch before it has read
+/// its minimum (`disk_buffer_stopable_access` is false and cuts the prefetch to the minimum), so a
+/// read hit in another segment waits for the head like a miss does, and is then served from the
+/// buffer; a hit in the prefetching segment is served at once.
+#[test]
+fn a_hit_in_another_segment_waits_for_the_minimum_read_ahead() {
+    let (mut d, now) = read_ahead_running_beside_a_filled_segment(1_136);
+    let rev_ns = d.params().rotation_period().as_nanos();
+    let c = serve_one(&mut d, now, 2, Op::Read, 10_000_064, 64);
+    assert!(c.cache_hit, "{c:?}");
+    // About a revolution of the 1,136 sectors is still to come: waited for as for the arm.
+    assert!(c.breakdown.seek.as_nanos() > rev_ns / 2, "{c:?}");
+    let seg = (0..d.cache().len())
+        .filter_map(|i| d.cache().segment(i))
+        .find(|s| s.first_lba == 0)
+        .expect("the read-ahead's segment");
+    assert_eq!((seg.end_lba, seg.readahead), (1_200, None));
+    let (mut d, now) = read_ahead_running_beside_a_filled_segment(1_136);
+    let c = serve_one(&mut d, now, 2, Op::Read, 0, 64);
+    assert!(c.cache_hit && c.breakdown.seek == Duration::ZERO, "{c:?}");
+    assert!(d.cache().streaming().is_some());
+}
