@@ -98,15 +98,24 @@ struct Grid<'a> {
 }
 
 impl Grid<'_> {
-    /// System `system` at point `x` (NaN when the figure has neither).
-    fn at(&self, system: &str, x: f64) -> f64 {
-        match (
-            self.labels.iter().position(|l| *l == system),
-            self.xs.iter().position(|v| *v == x),
-        ) {
-            (Some(i), Some(j)) => self.tp[i][j],
+    /// System `system` at point `x` of `table`, one row per label and one column per point (NaN
+    /// when the figure has neither, or the table no such cell).
+    fn cell(&self, table: &[Vec<f64>], system: &str, x: f64) -> f64 {
+        let i = self.labels.iter().position(|l| *l == system);
+        let j = self.xs.iter().position(|v| *v == x);
+        match (i, j) {
+            (Some(i), Some(j)) => table
+                .get(i)
+                .and_then(|row| row.get(j))
+                .copied()
+                .unwrap_or(f64::NAN),
             _ => f64::NAN,
         }
+    }
+
+    /// System `system`'s throughput at point `x` (NaN when the figure has neither).
+    fn at(&self, system: &str, x: f64) -> f64 {
+        self.cell(&self.tp, system, x)
     }
 
     /// Points of the figure in `lo..=hi`.
@@ -139,35 +148,13 @@ impl Grid<'_> {
 
     /// Useless device bytes per byte asked of `system` at `x` (NaN where the figure has none).
     fn useless_at(&self, system: &str, x: f64) -> f64 {
-        match (
-            self.labels.iter().position(|l| *l == system),
-            self.xs.iter().position(|v| *v == x),
-        ) {
-            (Some(i), Some(j)) => self
-                .useless
-                .get(i)
-                .and_then(|row| row.get(j))
-                .copied()
-                .unwrap_or(f64::NAN),
-            _ => f64::NAN,
-        }
+        self.cell(&self.useless, system, x)
     }
 
     /// The share of `system`'s device reads at `x` that the drive's cache served (NaN where the
     /// figure has none).
     fn cache_hit_share(&self, system: &str, x: f64) -> f64 {
-        match (
-            self.labels.iter().position(|l| *l == system),
-            self.xs.iter().position(|v| *v == x),
-        ) {
-            (Some(i), Some(j)) => self
-                .cache_hit_shares
-                .get(i)
-                .and_then(|row| row.get(j))
-                .copied()
-                .unwrap_or(f64::NAN),
-            _ => f64::NAN,
-        }
+        self.cell(&self.cache_hit_shares, system, x)
     }
 
     /// The systems of `among` above `system` at `x`, highest first, as "lustre 454.5".
