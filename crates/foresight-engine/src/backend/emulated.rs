@@ -1396,12 +1396,11 @@ mod tests {
 #[cfg(test)]
 mod lifecycle_tests {
     use super::super::lifecycle::testing::{
-        assert_read, page_read, race_submits_with_shutdown, refused, temp_file, Collect, FILE,
+        assert_drop_delivers_what_it_held, assert_read, assert_refused_after_shutdown, page_read,
+        race_submits_with_shutdown, refused, temp_file, Collect, FILE, PATIENCE,
     };
     use super::*;
     use std::time::Duration as StdDuration;
-
-    const PATIENCE: StdDuration = StdDuration::from_secs(30);
 
     /// An SSD whose every read takes an hour in the model.
     fn hour_long_ssd() -> EmulatedConfig {
@@ -1426,18 +1425,8 @@ mod lifecycle_tests {
         let f = Arc::new(b.open(&path, FILE, false).unwrap());
         b.submit(&mut vec![page_read(1, &f, 0)]);
         assert_read(&got.take_within(1, PATIENCE)[0], 0);
-        b.shutdown();
-        // Give a clock thread that would end at shutdown (it has no read) the time to, so the
-        // request meets the backend as it is then: up to a second, never waited for in full
-        // when it does end.
-        let until = std::time::Instant::now() + StdDuration::from_secs(1);
-        while Arc::strong_count(&b.shared) > 1 && std::time::Instant::now() < until {
-            std::thread::sleep(StdDuration::from_millis(5));
-        }
-        b.submit(&mut vec![page_read(2, &f, 1)]);
-        let done = got.take_within(1, PATIENCE);
-        assert_eq!(done.len(), 1, "the request never completed");
-        assert!(refused(&done[0]), "{:?}", done[0].result);
+        // A clock thread that would end at shutdown (it has no read) holds the shared state.
+        assert_refused_after_shutdown(&b, &got, &f, 1, |b| Arc::strong_count(&b.shared) > 1);
         drop(b);
         std::fs::remove_dir_all(dir).unwrap();
     }
@@ -1478,12 +1467,7 @@ mod lifecycle_tests {
         let b =
             EmulatedBackend::start(EmulatedConfig::preset("ssd-850evo").unwrap(), 4, port).unwrap();
         let f = Arc::new(b.open(&path, FILE, false).unwrap());
-        b.submit(&mut vec![page_read(1, &f, 0), page_read(2, &f, 1)]);
-        drop(b);
-        let mut tokens = got.tokens();
-        tokens.sort_unstable();
-        assert_eq!(tokens, vec![1, 2]);
-        assert_eq!(Arc::strong_count(&f), 1, "a request outlived the backend");
+        assert_drop_delivers_what_it_held(b, &got, &f);
         std::fs::remove_dir_all(dir).unwrap();
     }
 

@@ -233,6 +233,54 @@ pub(crate) mod testing {
             .all(|(i, &b)| b == ((at + i) % 251) as u8));
     }
 
+    /// How long a lifecycle test waits for a completion before it calls it lost.
+    pub(crate) const PATIENCE: Duration = Duration::from_secs(30);
+
+    /// Shuts `b` down, then checks that a read of page `page` of `file` submitted after it
+    /// completes, on `got`, with the shut-down error. A backend whose threads would end at
+    /// shutdown had they nothing to deliver must be given the time to first, so that the read
+    /// meets it as it is then: `lingering(b)` says whether one may still be running (it is
+    /// polled for up to a second, never waited for in full when they do end); a backend whose
+    /// threads stay up until its drop says `false` at once.
+    pub(crate) fn assert_refused_after_shutdown<B: super::super::IoBackend>(
+        b: &B,
+        got: &Collect,
+        file: &Arc<FileHandle>,
+        page: u64,
+        lingering: impl Fn(&B) -> bool,
+    ) {
+        b.shutdown();
+        let until = std::time::Instant::now() + Duration::from_secs(1);
+        while lingering(b) && std::time::Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        b.submit(&mut vec![page_read(page + 1, file, page)]);
+        let done = got.take_within(1, PATIENCE);
+        assert_eq!(done.len(), 1, "the request never completed");
+        assert!(refused(&done[0]), "{:?}", done[0].result);
+    }
+
+    /// Submits reads of pages 0 and 1 of `file` (tokens 1 and 2) to `b`, drops it, and checks
+    /// that both were delivered to `got` by the time the drop returned, and that no request
+    /// holds `file` any more. `got` must take its time over each completion (a pause), so that
+    /// a drop that does not join the delivering threads returns first.
+    pub(crate) fn assert_drop_delivers_what_it_held(
+        b: impl super::super::IoBackend,
+        got: &Collect,
+        file: &Arc<FileHandle>,
+    ) {
+        assert!(
+            !got.pause.is_zero(),
+            "a sink that pauses shows a drop that does not join"
+        );
+        b.submit(&mut vec![page_read(1, file, 0), page_read(2, file, 1)]);
+        drop(b);
+        let mut tokens = got.tokens();
+        tokens.sort_unstable();
+        assert_eq!(tokens, vec![1, 2]);
+        assert_eq!(Arc::strong_count(file), 1, "a request outlived the backend");
+    }
+
     /// A file id for tests.
     pub(crate) const FILE: FileId = FileId(0);
 

@@ -413,12 +413,11 @@ impl IoBackend for NoopBackend {
 #[cfg(test)]
 mod tests {
     use super::super::lifecycle::testing::{
-        page_read, race_submits_with_shutdown, refused, Collect, FILE,
+        assert_refused_after_shutdown, page_read, race_submits_with_shutdown, Collect, FILE,
+        PATIENCE,
     };
     use super::*;
     use crate::buffer::ALIGN_BYTES;
-
-    const PATIENCE: Duration = Duration::from_secs(30);
 
     /// A started backend over one file of four pages at `/f`, delivering to `port`, and its
     /// handle.
@@ -436,17 +435,8 @@ mod tests {
     fn a_request_after_shutdown_gets_an_error() {
         let (got, port) = Collect::port(Duration::ZERO);
         let (noop, f) = started(port);
-        noop.shutdown();
-        // Give a worker that would end at shutdown the time to, so the request meets the
-        // backend as it is then: up to a second, never waited for in full when it does end.
-        let until = Instant::now() + Duration::from_secs(1);
-        while Arc::strong_count(&noop.shared) > 1 && Instant::now() < until {
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        noop.submit(&mut vec![page_read(1, &f, 0)]);
-        let done = got.take_within(1, PATIENCE);
-        assert_eq!(done.len(), 1, "the request never completed");
-        assert!(refused(&done[0]), "{:?}", done[0].result);
+        // A worker that would end at shutdown (it holds no delayed read) holds the shared state.
+        assert_refused_after_shutdown(&noop, &got, &f, 0, |b| Arc::strong_count(&b.shared) > 1);
     }
 
     /// A read an injected delay holds (here an hour) is delivered at shutdown, with its bytes:

@@ -185,12 +185,11 @@ impl Drop for ThreadsBackend {
 #[cfg(test)]
 mod tests {
     use super::super::lifecycle::testing::{
-        assert_read, page_read, race_submits_with_shutdown, refused, temp_file, Collect, FILE,
+        assert_drop_delivers_what_it_held, assert_read, assert_refused_after_shutdown, page_read,
+        race_submits_with_shutdown, refused, temp_file, Collect, FILE, PATIENCE,
     };
     use super::*;
     use std::time::Duration;
-
-    const PATIENCE: Duration = Duration::from_secs(30);
 
     /// A request submitted after shutdown completes with an error the driver sees. Before, it
     /// was read as if nothing had happened while a worker was still up, and never completed
@@ -203,11 +202,8 @@ mod tests {
         let f = Arc::new(b.open(&path, FILE, false).unwrap());
         b.submit(&mut vec![page_read(1, &f, 0)]);
         assert_read(&got.take_within(1, PATIENCE)[0], 0);
-        b.shutdown();
-        b.submit(&mut vec![page_read(2, &f, 1)]);
-        let done = got.take_within(1, PATIENCE);
-        assert_eq!(done.len(), 1, "the request never completed");
-        assert!(refused(&done[0]), "{:?}", done[0].result);
+        // The workers stay up until the drop: none ends at shutdown.
+        assert_refused_after_shutdown(&b, &got, &f, 1, |_| false);
         drop(b);
         std::fs::remove_dir_all(dir).unwrap();
     }
@@ -246,12 +242,7 @@ mod tests {
         let (got, port) = Collect::port(Duration::from_millis(300));
         let b = ThreadsBackend::start(2, 4, port).unwrap();
         let f = Arc::new(b.open(&path, FILE, false).unwrap());
-        b.submit(&mut vec![page_read(1, &f, 0), page_read(2, &f, 1)]);
-        drop(b);
-        let mut tokens = got.tokens();
-        tokens.sort_unstable();
-        assert_eq!(tokens, vec![1, 2]);
-        assert_eq!(Arc::strong_count(&f), 1, "a request outlived the backend");
+        assert_drop_delivers_what_it_held(b, &got, &f);
         std::fs::remove_dir_all(dir).unwrap();
     }
 

@@ -412,12 +412,11 @@ impl Drop for UringBackend {
 #[cfg(test)]
 mod tests {
     use super::super::lifecycle::testing::{
-        assert_read, page_read, race_submits_with_shutdown, refused, temp_file, Collect, FILE,
+        assert_drop_delivers_what_it_held, assert_read, assert_refused_after_shutdown, page_read,
+        race_submits_with_shutdown, temp_file, Collect, FILE, PATIENCE,
     };
     use super::*;
     use std::time::Duration;
-
-    const PATIENCE: Duration = Duration::from_secs(30);
 
     /// A ring for `capacity` reads delivering to `port`, or `None` (and why, on stderr) where
     /// io_uring is refused.
@@ -447,18 +446,9 @@ mod tests {
         let f = Arc::new(b.open(&path, FILE, false).unwrap());
         b.submit(&mut vec![page_read(1, &f, 0)]);
         assert_read(&got.take_within(1, PATIENCE)[0], 0);
-        b.shutdown();
-        // Give a ring thread that would end at shutdown (nothing is in the kernel) the time to,
-        // so the request meets the backend as it is then: up to a second, never waited for in
-        // full when it does end.
-        let until = std::time::Instant::now() + Duration::from_secs(1);
-        while Arc::strong_count(&b.shared) > 1 && std::time::Instant::now() < until {
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        b.submit(&mut vec![page_read(2, &f, 1)]);
-        let done = got.take_within(1, PATIENCE);
-        assert_eq!(done.len(), 1, "the request never completed");
-        assert!(refused(&done[0]), "{:?}", done[0].result);
+        // A ring thread that would end at shutdown (nothing is in the kernel) holds the shared
+        // state.
+        assert_refused_after_shutdown(&b, &got, &f, 1, |b| Arc::strong_count(&b.shared) > 1);
         drop(b);
         std::fs::remove_dir_all(dir).unwrap();
     }
@@ -474,12 +464,7 @@ mod tests {
         };
         let (path, dir) = temp_file("uring-join", 4 * 4096);
         let f = Arc::new(b.open(&path, FILE, false).unwrap());
-        b.submit(&mut vec![page_read(1, &f, 0), page_read(2, &f, 1)]);
-        drop(b);
-        let mut tokens = got.tokens();
-        tokens.sort_unstable();
-        assert_eq!(tokens, vec![1, 2]);
-        assert_eq!(Arc::strong_count(&f), 1, "a request outlived the backend");
+        assert_drop_delivers_what_it_held(b, &got, &f);
         std::fs::remove_dir_all(dir).unwrap();
     }
 
