@@ -8,53 +8,14 @@
 //! (`seqp`) heap bytes behind: the engine's file table and identity map, the policy's layout
 //! entry and readahead marks, and the spare capacity of the tables growing to hold them.
 
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::io::Read;
-use std::sync::atomic::{AtomicIsize, Ordering};
 use std::time::{Duration, Instant};
 
 use foresight_core::ByteLen;
 use foresight_engine::{Backend, Engine, NoopBackend};
 
-/// The system allocator, counting the bytes it has lent and not had back.
-struct Counting;
-
-static LIVE_BYTES: AtomicIsize = AtomicIsize::new(0);
-
-// SAFETY: every call is passed to the system allocator unchanged, so its contract is the system
-// allocator's; the count is bookkeeping beside it.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        // SAFETY: the caller's `layout` goes to the system allocator as given.
-        let p = unsafe { System.alloc(layout) };
-        if !p.is_null() {
-            LIVE_BYTES.fetch_add(layout.size() as isize, Ordering::Relaxed);
-        }
-        p
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: `ptr` came from `alloc` or `realloc` above, that is from the system allocator,
-        // with this `layout`.
-        unsafe { System.dealloc(ptr, layout) };
-        LIVE_BYTES.fetch_sub(layout.size() as isize, Ordering::Relaxed);
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        // SAFETY: as for `dealloc`; `new_size` is the caller's, checked by the caller's contract.
-        let p = unsafe { System.realloc(ptr, layout, new_size) };
-        if !p.is_null() {
-            LIVE_BYTES.fetch_add(
-                new_size as isize - layout.size() as isize,
-                Ordering::Relaxed,
-            );
-        }
-        p
-    }
-}
-
-#[global_allocator]
-static ALLOCATOR: Counting = Counting;
+#[path = "common/counting_alloc.rs"]
+mod counting_alloc;
 
 /// Opens, reads 16 KiB of and closes `n` distinct files (the in-memory backend's one path,
 /// replaced each time, which makes a new inode), then waits until the engine remembers none.
@@ -85,9 +46,9 @@ fn closed_files_leave_nothing_behind() {
             .expect("an engine on the in-memory backend");
         let mut buf = vec![0u8; 16 << 10];
         serve(&engine, &noop, FIRST, &mut buf);
-        let before = LIVE_BYTES.load(Ordering::Relaxed);
+        let before = counting_alloc::live_bytes();
         serve(&engine, &noop, MORE, &mut buf);
-        let after = LIVE_BYTES.load(Ordering::Relaxed);
+        let after = counting_alloc::live_bytes();
         let per_file = (after - before) as f64 / MORE as f64;
         println!(
             "{policy}: heap {before} bytes after {FIRST} distinct files, {after} after {MORE} \

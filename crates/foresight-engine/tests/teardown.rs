@@ -11,62 +11,14 @@
 //! the heap after ten more. Every engine buffer is at least a 4 KiB page, so one kept per engine
 //! would show as 40 KiB.
 
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::io::Read;
-use std::sync::atomic::{AtomicIsize, Ordering};
 use std::time::{Duration, Instant};
 
 use foresight_core::{ByteLen, ByteRange};
 use foresight_engine::{Backend, EmulatedConfig, Engine, Fault, FaultKind, NoopBackend};
 
-/// The system allocator, counting the bytes it has lent and not had back.
-struct Counting;
-
-static LIVE_BYTES: AtomicIsize = AtomicIsize::new(0);
-
-// SAFETY: every call is passed to the system allocator unchanged, so its contract is the system
-// allocator's; the count is bookkeeping beside it.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        // SAFETY: the caller's `layout` goes to the system allocator as given.
-        let p = unsafe { System.alloc(layout) };
-        if !p.is_null() {
-            LIVE_BYTES.fetch_add(layout.size() as isize, Ordering::Relaxed);
-        }
-        p
-    }
-
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        // SAFETY: as for `alloc`.
-        let p = unsafe { System.alloc_zeroed(layout) };
-        if !p.is_null() {
-            LIVE_BYTES.fetch_add(layout.size() as isize, Ordering::Relaxed);
-        }
-        p
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: `ptr` came from this allocator, that is from the system allocator, with this
-        // `layout`.
-        unsafe { System.dealloc(ptr, layout) };
-        LIVE_BYTES.fetch_sub(layout.size() as isize, Ordering::Relaxed);
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        // SAFETY: as for `dealloc`; `new_size` is the caller's, checked by the caller's contract.
-        let p = unsafe { System.realloc(ptr, layout, new_size) };
-        if !p.is_null() {
-            LIVE_BYTES.fetch_add(
-                new_size as isize - layout.size() as isize,
-                Ordering::Relaxed,
-            );
-        }
-        p
-    }
-}
-
-#[global_allocator]
-static ALLOCATOR: Counting = Counting;
+#[path = "common/counting_alloc.rs"]
+mod counting_alloc;
 
 const FILE_BYTES: usize = 256 << 10;
 
@@ -229,11 +181,11 @@ fn a_dropped_engine_leaves_no_heap_behind() {
     let mut grew = Vec::new();
     for (name, way) in ways {
         way();
-        let before = LIVE_BYTES.load(Ordering::Relaxed);
+        let before = counting_alloc::live_bytes();
         for _ in 0..MORE {
             way();
         }
-        let after = LIVE_BYTES.load(Ordering::Relaxed);
+        let after = counting_alloc::live_bytes();
         grew.push((name, (after - before) / MORE));
     }
     std::panic::set_hook(hook);
