@@ -1242,11 +1242,10 @@ mod tests {
         }
     }
 
-    /// An engine whose state an earlier panic poisoned still drops without panicking, and
-    /// shuts its backend down and joins its threads. Before, the drop panicked again on the
-    /// poisoned lock, before it shut anything down.
-    #[test]
-    fn an_engine_poisoned_by_a_policy_panic_drops_quietly() {
+    /// An engine on the in-memory backend over a 64 KiB file at `/f`, run by [`PanicOnRead`]
+    /// and poisoned by a read already, and its backend (a handle the caller keeps, so that the
+    /// engine's drop is not the backend's last).
+    fn poisoned_noop_engine() -> (Engine, NoopBackend) {
         let noop = NoopBackend::new();
         noop.insert("/f", vec![3u8; 1 << 16]);
         let engine = Engine::builder()
@@ -1254,17 +1253,28 @@ mod tests {
             .wrap_policy(Box::new(|_| Box::new(PanicOnRead)))
             .build()
             .unwrap();
-        let state = Arc::downgrade(&engine.owner.shared);
-        let r = engine.open("/f").unwrap();
+        assert_a_read_panics(engine.open("/f").unwrap(), "the policy");
+        (engine, noop)
+    }
+
+    /// Reads from `r` on a thread of its own, which the panic of `policy` (a [`PanicOnRead`])
+    /// must end: the panic poisons the engine's lock, and the test's thread goes on.
+    fn assert_a_read_panics(r: Reader, policy: &str) {
         let read = std::thread::spawn(move || {
             let mut r = r;
             let mut buf = vec![0u8; 4096];
             let _ = r.read(&mut buf);
         });
-        assert!(
-            read.join().is_err(),
-            "the policy's panic reached the reader"
-        );
+        assert!(read.join().is_err(), "{policy} did not panic in the read");
+    }
+
+    /// An engine whose state an earlier panic poisoned still drops without panicking, and
+    /// shuts its backend down and joins its threads. Before, the drop panicked again on the
+    /// poisoned lock, before it shut anything down.
+    #[test]
+    fn an_engine_poisoned_by_a_policy_panic_drops_quietly() {
+        let (engine, _noop) = poisoned_noop_engine();
+        let state = Arc::downgrade(&engine.owner.shared);
         let dropped = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(engine)));
         assert!(dropped.is_ok(), "dropping the poisoned engine panicked");
         assert!(state.upgrade().is_none(), "the engine's state outlived it");
@@ -1276,20 +1286,7 @@ mod tests {
     /// backend's thread unwound.
     #[test]
     fn a_completion_for_a_poisoned_engine_is_dropped_without_a_panic() {
-        let noop = NoopBackend::new();
-        noop.insert("/f", vec![3u8; 1 << 16]);
-        let engine = Engine::builder()
-            .backend(Backend::Noop(noop.clone()))
-            .wrap_policy(Box::new(|_| Box::new(PanicOnRead)))
-            .build()
-            .unwrap();
-        let r = engine.open("/f").unwrap();
-        let read = std::thread::spawn(move || {
-            let mut r = r;
-            let mut buf = vec![0u8; 4096];
-            let _ = r.read(&mut buf);
-        });
-        assert!(read.join().is_err(), "the policy did not panic");
+        let (engine, _noop) = poisoned_noop_engine();
         let shared = engine.owner.shared.clone();
         let completion = |token| IoCompletion {
             token,
@@ -1331,13 +1328,7 @@ mod tests {
             .build()
             .unwrap();
         let state = Arc::downgrade(&engine.owner.shared);
-        let r = engine.open(&path).unwrap();
-        let read = std::thread::spawn(move || {
-            let mut r = r;
-            let mut buf = vec![0u8; 4096];
-            let _ = r.read(&mut buf);
-        });
-        assert!(read.join().is_err(), "the array policy did not panic");
+        assert_a_read_panics(engine.open(&path).unwrap(), "the array policy");
         let dropped = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(engine)));
         assert!(dropped.is_ok(), "dropping the poisoned engine panicked");
         assert!(state.upgrade().is_none(), "the engine's state outlived it");

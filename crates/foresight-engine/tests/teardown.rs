@@ -101,16 +101,18 @@ fn drop_poisoned() {
         .wrap_policy(Box::new(|_| Box::new(PanicOnRead)))
         .build()
         .unwrap();
-    let r = engine.open("/f").unwrap();
+    assert_a_read_panics(engine.open("/f").unwrap(), "the policy");
+}
+
+/// Reads from `r` on a thread of its own, which the panic of `policy` (a [`PanicOnRead`]) must
+/// end: the panic poisons the engine's lock, and the test's thread goes on to drop the engine.
+fn assert_a_read_panics(r: foresight_engine::Reader, policy: &str) {
     let read = std::thread::spawn(move || {
         let mut r = r;
         let mut buf = vec![0u8; 4096];
         let _ = r.read(&mut buf);
     });
-    assert!(
-        read.join().is_err(),
-        "the policy's panic reached the reader"
-    );
+    assert!(read.join().is_err(), "{policy} did not panic in the read");
 }
 
 /// An engine running MSP in the array cache over an emulated RAID-0 of five drives; with
@@ -136,16 +138,7 @@ fn array_engine(poisoning: bool) -> Engine {
 /// Drops an engine whose array cache a policy's panic poisoned.
 fn drop_array_cache_poisoned(path: &std::path::Path) {
     let engine = array_engine(true);
-    let r = engine.open(path).unwrap();
-    let read = std::thread::spawn(move || {
-        let mut r = r;
-        let mut buf = vec![0u8; 4096];
-        let _ = r.read(&mut buf);
-    });
-    assert!(
-        read.join().is_err(),
-        "the array policy's panic reached the reader"
-    );
+    assert_a_read_panics(engine.open(path).unwrap(), "the array policy");
 }
 
 /// Drops an engine running MSP in the array cache over an emulated RAID-0 while the cache and
