@@ -1402,6 +1402,19 @@ mod lifecycle_tests {
     use super::*;
     use std::time::Duration as StdDuration;
 
+    /// An emulation of `cfg` with room for `capacity` reads, delivering to `port`, and the file
+    /// at `path` opened on it.
+    fn started(
+        cfg: EmulatedConfig,
+        capacity: usize,
+        port: Arc<CompletionPort>,
+        path: &Path,
+    ) -> (EmulatedBackend, Arc<FileHandle>) {
+        let b = EmulatedBackend::start(cfg, capacity, port).unwrap();
+        let f = Arc::new(b.open(path, FILE, false).unwrap());
+        (b, f)
+    }
+
     /// An SSD whose every read takes an hour in the model.
     fn hour_long_ssd() -> EmulatedConfig {
         let mut cfg = EmulatedConfig::preset("ssd-850evo").unwrap();
@@ -1418,17 +1431,12 @@ mod lifecycle_tests {
     /// clock thread and the pool had ended (nothing was outstanding), and it never completed.
     #[test]
     fn a_request_after_shutdown_gets_an_error() {
-        let (path, dir) = temp_file("emulated-after", 4 * 4096);
-        let (got, port) = Collect::port(StdDuration::ZERO);
-        let b =
-            EmulatedBackend::start(EmulatedConfig::preset("ssd-850evo").unwrap(), 4, port).unwrap();
-        let f = Arc::new(b.open(&path, FILE, false).unwrap());
-        b.submit(&mut vec![page_read(1, &f, 0)]);
-        assert_read(&got.take_within(1, PATIENCE)[0], 0);
+        let ssd = EmulatedConfig::preset("ssd-850evo").unwrap();
+        let start = |port, path: &Path| Some(started(ssd, 4, port, path));
         // A clock thread that would end at shutdown (it has no read) holds the shared state.
-        assert_refused_after_shutdown(&b, &got, &f, 1, |b| Arc::strong_count(&b.shared) > 1);
-        drop(b);
-        std::fs::remove_dir_all(dir).unwrap();
+        assert_refused_after_shutdown("emulated-after", start, |b| {
+            Arc::strong_count(&b.shared) > 1
+        });
     }
 
     /// A read the model has not finished at shutdown completes with its bytes as soon as they
@@ -1462,13 +1470,9 @@ mod lifecycle_tests {
     /// first.
     #[test]
     fn dropping_the_backend_joins_its_threads() {
-        let (path, dir) = temp_file("emulated-join", 4 * 4096);
-        let (got, port) = Collect::port(StdDuration::from_millis(300));
-        let b =
-            EmulatedBackend::start(EmulatedConfig::preset("ssd-850evo").unwrap(), 4, port).unwrap();
-        let f = Arc::new(b.open(&path, FILE, false).unwrap());
-        assert_drop_delivers_what_it_held(b, &got, &f);
-        std::fs::remove_dir_all(dir).unwrap();
+        let ssd = EmulatedConfig::preset("ssd-850evo").unwrap();
+        let start = |port, path: &Path| Some(started(ssd, 4, port, path));
+        assert_drop_delivers_what_it_held("emulated-join", start);
     }
 
     /// Reads submitted on one thread while another shuts the emulation down each come back
@@ -1477,9 +1481,8 @@ mod lifecycle_tests {
     fn reads_racing_a_shutdown_each_complete_once() {
         let (path, dir) = temp_file("emulated-race", 16 * 4096);
         race_submits_with_shutdown("emulated", 100, 16, &|port| {
-            let cfg = EmulatedConfig::preset("ssd-850evo").unwrap();
-            let b = EmulatedBackend::start(cfg, 16, port).unwrap();
-            let f = Arc::new(b.open(&path, FILE, false).unwrap());
+            let ssd = EmulatedConfig::preset("ssd-850evo").unwrap();
+            let (b, f) = started(ssd, 16, port, &path);
             (Box::new(b), f)
         });
         std::fs::remove_dir_all(dir).unwrap();

@@ -127,13 +127,15 @@ mod tests {
 /// optional pause in each, and a request over a temporary file.
 #[cfg(test)]
 pub(crate) mod testing {
-    use std::path::PathBuf;
+    use std::path::{Path, PathBuf};
     use std::sync::{Arc, Condvar, Mutex};
     use std::time::Duration;
 
     use foresight_core::FileId;
 
-    use super::super::{CompletionPort, CompletionSink, FileHandle, IoCompletion, IoRequest};
+    use super::super::{
+        CompletionPort, CompletionSink, FileHandle, IoBackend, IoCompletion, IoRequest,
+    };
     use crate::buffer::{AlignedBuf, ALIGN_BYTES};
 
     /// Collects completions; pauses `pause` in each before keeping it, so that a drop that does
@@ -236,49 +238,66 @@ pub(crate) mod testing {
     /// How long a lifecycle test waits for a completion before it calls it lost.
     pub(crate) const PATIENCE: Duration = Duration::from_secs(30);
 
-    /// Shuts `b` down, then checks that a read of page `page` of `file` submitted after it
-    /// completes, on `got`, with the shut-down error. A backend whose threads would end at
-    /// shutdown had they nothing to deliver must be given the time to first, so that the read
-    /// meets it as it is then: `lingering(b)` says whether one may still be running (it is
-    /// polled for up to a second, never waited for in full when they do end); a backend whose
-    /// threads stay up until its drop says `false` at once.
-    pub(crate) fn assert_refused_after_shutdown<B: super::super::IoBackend>(
-        b: &B,
-        got: &Collect,
-        file: &Arc<FileHandle>,
-        page: u64,
-        lingering: impl Fn(&B) -> bool,
+    /// Starts a backend with `start` (delivering to the port it is given, reading the path of
+    /// a [`temp_file`] of four pages named `name`) and hands it, the [`Collect`] behind its port
+    /// (pausing `pause` per completion) and its file to `check`; removes the file after. Where
+    /// `start` gives `None` (the backend is refused on this machine) the test is skipped.
+    fn with_started<B>(
+        name: &str,
+        pause: Duration,
+        start: impl FnOnce(Arc<CompletionPort>, &Path) -> Option<(B, Arc<FileHandle>)>,
+        check: impl FnOnce(B, &Collect, &Arc<FileHandle>),
     ) {
-        b.shutdown();
-        let until = std::time::Instant::now() + Duration::from_secs(1);
-        while lingering(b) && std::time::Instant::now() < until {
-            std::thread::sleep(Duration::from_millis(5));
+        let (path, dir) = temp_file(name, 4 * ALIGN_BYTES);
+        let (got, port) = Collect::port(pause);
+        if let Some((b, file)) = start(port, &path) {
+            check(b, &got, &file);
         }
-        b.submit(&mut vec![page_read(page + 1, file, page)]);
-        let done = got.take_within(1, PATIENCE);
-        assert_eq!(done.len(), 1, "the request never completed");
-        assert!(refused(&done[0]), "{:?}", done[0].result);
+        std::fs::remove_dir_all(dir).unwrap();
     }
 
-    /// Submits reads of pages 0 and 1 of `file` (tokens 1 and 2) to `b`, drops it, and checks
-    /// that both were delivered to `got` by the time the drop returned, and that no request
-    /// holds `file` any more. `got` must take its time over each completion (a pause), so that
-    /// a drop that does not join the delivering threads returns first.
-    pub(crate) fn assert_drop_delivers_what_it_held(
-        b: impl super::super::IoBackend,
-        got: &Collect,
-        file: &Arc<FileHandle>,
+    /// A request submitted after shutdown completes with the shut-down error, on a backend
+    /// from `start` (as [`with_started`] takes it) that has served a read before. A backend
+    /// whose threads would end at shutdown, had they nothing to deliver, is given the time to
+    /// first, so that the request meets it as it is then: `lingering(b)` says whether one may
+    /// still be running (polled for up to a second, never waited for in full when they do
+    /// end); a backend whose threads stay up until its drop says `false` at once.
+    pub(crate) fn assert_refused_after_shutdown<B: IoBackend>(
+        name: &str,
+        start: impl FnOnce(Arc<CompletionPort>, &Path) -> Option<(B, Arc<FileHandle>)>,
+        lingering: impl Fn(&B) -> bool,
     ) {
-        assert!(
-            !got.pause.is_zero(),
-            "a sink that pauses shows a drop that does not join"
-        );
-        b.submit(&mut vec![page_read(1, file, 0), page_read(2, file, 1)]);
-        drop(b);
-        let mut tokens = got.tokens();
-        tokens.sort_unstable();
-        assert_eq!(tokens, vec![1, 2]);
-        assert_eq!(Arc::strong_count(file), 1, "a request outlived the backend");
+        with_started(name, Duration::ZERO, start, |b, got, file| {
+            b.submit(&mut vec![page_read(1, file, 0)]);
+            assert_read(&got.take_within(1, PATIENCE)[0], 0);
+            b.shutdown();
+            let until = std::time::Instant::now() + Duration::from_secs(1);
+            while lingering(&b) && std::time::Instant::now() < until {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            b.submit(&mut vec![page_read(2, file, 1)]);
+            let done = got.take_within(1, PATIENCE);
+            assert_eq!(done.len(), 1, "the request never completed");
+            assert!(refused(&done[0]), "{:?}", done[0].result);
+        });
+    }
+
+    /// Dropping a backend from `start` (as [`with_started`] takes it) delivers the reads it
+    /// held (pages 0 and 1, tokens 1 and 2) by the time the drop returns, and lets their
+    /// buffers and file go. The sink takes its time over each completion, so a drop that does
+    /// not join the delivering threads returns first.
+    pub(crate) fn assert_drop_delivers_what_it_held<B: IoBackend>(
+        name: &str,
+        start: impl FnOnce(Arc<CompletionPort>, &Path) -> Option<(B, Arc<FileHandle>)>,
+    ) {
+        with_started(name, Duration::from_millis(300), start, |b, got, file| {
+            b.submit(&mut vec![page_read(1, file, 0), page_read(2, file, 1)]);
+            drop(b);
+            let mut tokens = got.tokens();
+            tokens.sort_unstable();
+            assert_eq!(tokens, vec![1, 2]);
+            assert_eq!(Arc::strong_count(file), 1, "a request outlived the backend");
+        });
     }
 
     /// A file id for tests.
@@ -319,7 +338,7 @@ pub(crate) mod testing {
         test: &str,
         rounds: u32,
         reads: u64,
-        start: &dyn Fn(Arc<CompletionPort>) -> (Box<dyn super::super::IoBackend>, Arc<FileHandle>),
+        start: &dyn Fn(Arc<CompletionPort>) -> (Box<dyn IoBackend>, Arc<FileHandle>),
     ) {
         let seed = seed();
         println!("{test}: seed {seed} (FORESIGHT_SEED={seed} replays it)");

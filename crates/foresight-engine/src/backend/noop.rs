@@ -419,11 +419,15 @@ mod tests {
     use super::*;
     use crate::buffer::ALIGN_BYTES;
 
-    /// A started backend over one file of four pages at `/f`, delivering to `port`, and its
-    /// handle.
+    /// A started backend over one file of four pages at `/f` (byte `i` is `i % 251`, as in a
+    /// [`temp_file`](super::super::lifecycle::testing::temp_file)), delivering to `port`, and
+    /// its handle.
     fn started(port: Arc<CompletionPort>) -> (NoopBackend, Arc<FileHandle>) {
         let noop = NoopBackend::new();
-        noop.insert("/f", vec![5u8; 4 * ALIGN_BYTES]);
+        noop.insert(
+            "/f",
+            (0..4 * ALIGN_BYTES).map(|i| (i % 251) as u8).collect(),
+        );
         noop.start(4, port).unwrap();
         let f = Arc::new(noop.open(Path::new("/f"), FILE, false).unwrap());
         (noop, f)
@@ -433,10 +437,10 @@ mod tests {
     /// worker ended at shutdown once it held no delayed read, and it never completed.
     #[test]
     fn a_request_after_shutdown_gets_an_error() {
-        let (got, port) = Collect::port(Duration::ZERO);
-        let (noop, f) = started(port);
+        // The file on disk goes unread: the backend serves its own, in memory.
+        let start = |port, _: &Path| Some(started(port));
         // A worker that would end at shutdown (it holds no delayed read) holds the shared state.
-        assert_refused_after_shutdown(&noop, &got, &f, 0, |b| Arc::strong_count(&b.shared) > 1);
+        assert_refused_after_shutdown("noop-after", start, |b| Arc::strong_count(&b.shared) > 1);
     }
 
     /// A read an injected delay holds (here an hour) is delivered at shutdown, with its bytes:

@@ -191,21 +191,27 @@ mod tests {
     use super::*;
     use std::time::Duration;
 
+    /// A backend of `workers` workers with room for `capacity` reads, delivering to `port`,
+    /// and the file at `path` opened on it.
+    fn started(
+        workers: usize,
+        capacity: usize,
+        port: Arc<CompletionPort>,
+        path: &Path,
+    ) -> (ThreadsBackend, Arc<FileHandle>) {
+        let b = ThreadsBackend::start(workers, capacity, port).unwrap();
+        let f = Arc::new(b.open(path, FILE, false).unwrap());
+        (b, f)
+    }
+
     /// A request submitted after shutdown completes with an error the driver sees. Before, it
     /// was read as if nothing had happened while a worker was still up, and never completed
     /// once they had all gone.
     #[test]
     fn a_request_after_shutdown_gets_an_error() {
-        let (path, dir) = temp_file("threads-after", 4 * 4096);
-        let (got, port) = Collect::port(Duration::ZERO);
-        let b = ThreadsBackend::start(2, 4, port).unwrap();
-        let f = Arc::new(b.open(&path, FILE, false).unwrap());
-        b.submit(&mut vec![page_read(1, &f, 0)]);
-        assert_read(&got.take_within(1, PATIENCE)[0], 0);
         // The workers stay up until the drop: none ends at shutdown.
-        assert_refused_after_shutdown(&b, &got, &f, 1, |_| false);
-        drop(b);
-        std::fs::remove_dir_all(dir).unwrap();
+        let start = |port, path: &Path| Some(started(2, 4, port, path));
+        assert_refused_after_shutdown("threads-after", start, |_| false);
     }
 
     /// Requests still queued at shutdown complete, with an error: the backend starts no read
@@ -238,12 +244,8 @@ mod tests {
     /// Before, the workers were left to run on, and the drop returned first.
     #[test]
     fn dropping_the_backend_joins_its_workers() {
-        let (path, dir) = temp_file("threads-join", 4 * 4096);
-        let (got, port) = Collect::port(Duration::from_millis(300));
-        let b = ThreadsBackend::start(2, 4, port).unwrap();
-        let f = Arc::new(b.open(&path, FILE, false).unwrap());
-        assert_drop_delivers_what_it_held(b, &got, &f);
-        std::fs::remove_dir_all(dir).unwrap();
+        let start = |port, path: &Path| Some(started(2, 4, port, path));
+        assert_drop_delivers_what_it_held("threads-join", start);
     }
 
     /// Reads submitted on one thread while another shuts the backend down each come back
@@ -252,8 +254,7 @@ mod tests {
     fn reads_racing_a_shutdown_each_complete_once() {
         let (path, dir) = temp_file("threads-race", 16 * 4096);
         race_submits_with_shutdown("threads", 300, 16, &|port| {
-            let b = ThreadsBackend::start(4, 16, port).unwrap();
-            let f = Arc::new(b.open(&path, FILE, false).unwrap());
+            let (b, f) = started(4, 16, port, &path);
             (Box::new(b), f)
         });
         std::fs::remove_dir_all(dir).unwrap();

@@ -412,7 +412,7 @@ impl Drop for UringBackend {
 #[cfg(test)]
 mod tests {
     use super::super::lifecycle::testing::{
-        assert_drop_delivers_what_it_held, assert_read, assert_refused_after_shutdown, page_read,
+        assert_drop_delivers_what_it_held, assert_refused_after_shutdown, page_read,
         race_submits_with_shutdown, temp_file, Collect, FILE, PATIENCE,
     };
     use super::*;
@@ -434,23 +434,28 @@ mod tests {
         }
     }
 
+    /// A ring for `capacity` reads delivering to `port`, and the file at `path` opened on it, or
+    /// `None` where io_uring is refused (as [`ring_or_skip`]).
+    fn started(
+        test: &str,
+        capacity: usize,
+        port: Arc<CompletionPort>,
+        path: &Path,
+    ) -> Option<(UringBackend, Arc<FileHandle>)> {
+        let b = ring_or_skip(test, capacity, port)?;
+        let f = Arc::new(b.open(path, FILE, false).unwrap());
+        Some((b, f))
+    }
+
     /// A request submitted after shutdown completes with an error the driver sees. Before, the
     /// ring thread ended at shutdown once nothing was in the kernel, and it never completed.
     #[test]
     fn a_request_after_shutdown_gets_an_error() {
-        let (got, port) = Collect::port(Duration::ZERO);
-        let Some(b) = ring_or_skip("a_request_after_shutdown_gets_an_error", 4, port) else {
-            return;
-        };
-        let (path, dir) = temp_file("uring-after", 4 * 4096);
-        let f = Arc::new(b.open(&path, FILE, false).unwrap());
-        b.submit(&mut vec![page_read(1, &f, 0)]);
-        assert_read(&got.take_within(1, PATIENCE)[0], 0);
+        let test = "a_request_after_shutdown_gets_an_error";
+        let start = |port, path: &Path| started(test, 4, port, path);
         // A ring thread that would end at shutdown (nothing is in the kernel) holds the shared
         // state.
-        assert_refused_after_shutdown(&b, &got, &f, 1, |b| Arc::strong_count(&b.shared) > 1);
-        drop(b);
-        std::fs::remove_dir_all(dir).unwrap();
+        assert_refused_after_shutdown("uring-after", start, |b| Arc::strong_count(&b.shared) > 1);
     }
 
     /// Dropping the backend joins the ring thread, so what it held is delivered (its buffer and
@@ -458,26 +463,14 @@ mod tests {
     /// the thread was left to run on, and the drop returned first.
     #[test]
     fn dropping_the_backend_joins_the_ring_thread() {
-        let (got, port) = Collect::port(Duration::from_millis(300));
-        let Some(b) = ring_or_skip("dropping_the_backend_joins_the_ring_thread", 4, port) else {
-            return;
-        };
-        let (path, dir) = temp_file("uring-join", 4 * 4096);
-        let f = Arc::new(b.open(&path, FILE, false).unwrap());
-        assert_drop_delivers_what_it_held(b, &got, &f);
-        std::fs::remove_dir_all(dir).unwrap();
+        let test = "dropping_the_backend_joins_the_ring_thread";
+        let start = |port, path: &Path| started(test, 4, port, path);
+        assert_drop_delivers_what_it_held("uring-join", start);
     }
 
-    /// Dropping the backend with a read the kernel holds until its file has data (here the read
-    /// end of a pipe nobody writes to) returns: the read is cancelled, and completes with an
-    /// error. Before, the drop waited for the read forever.
-    #[test]
-    fn dropping_the_backend_cancels_a_read_that_waits_for_its_file() {
-        let (got, port) = Collect::port(Duration::ZERO);
-        let test = "dropping_the_backend_cancels_a_read_that_waits_for_its_file";
-        let Some(b) = ring_or_skip(test, 4, port) else {
-            return;
-        };
+    /// A read of one page (token 1) from the read end of a new pipe, its file, and the pipe's
+    /// write end: the kernel holds the read until something is written there.
+    fn pipe_read() -> (IoRequest, Arc<FileHandle>, std::io::PipeWriter) {
         let (reader, writer) = std::io::pipe().unwrap();
         let f = Arc::new(FileHandle {
             id: FILE,
@@ -492,6 +485,20 @@ mod tests {
         let mut req = page_read(1, &f, 0);
         // A pipe has no offsets: read at the current position.
         req.offset_bytes = u64::MAX;
+        (req, f, writer)
+    }
+
+    /// Dropping the backend with a read the kernel holds until its file has data (here the read
+    /// end of a pipe nobody writes to) returns: the read is cancelled, and completes with an
+    /// error. Before, the drop waited for the read forever.
+    #[test]
+    fn dropping_the_backend_cancels_a_read_that_waits_for_its_file() {
+        let (got, port) = Collect::port(Duration::ZERO);
+        let test = "dropping_the_backend_cancels_a_read_that_waits_for_its_file";
+        let Some(b) = ring_or_skip(test, 4, port) else {
+            return;
+        };
+        let (req, _f, writer) = pipe_read();
         b.submit(&mut vec![req]);
         // Once the ring thread has taken it, running, the read is in the kernel.
         while !b.shared.queue.lock().unwrap().requests.is_empty() {
@@ -537,19 +544,7 @@ mod tests {
             capacity: 4,
         });
         let mut t = RingThread::new(ring, shared, CompletionPort::new(), 4);
-        let (reader, mut writer) = std::io::pipe().unwrap();
-        let f = Arc::new(FileHandle {
-            id: FILE,
-            path: "pipe".into(),
-            file: Some(File::from(std::os::fd::OwnedFd::from(reader))),
-            direct: false,
-            size_bytes: 4096,
-            identity: (0, 0),
-            modified: None,
-            volume_offset_bytes: None,
-        });
-        let mut req = page_read(1, &f, 0);
-        req.offset_bytes = u64::MAX;
+        let (req, f, mut writer) = pipe_read();
         t.arm_wake();
         t.start_read(req);
         t.ring.submit().unwrap();
