@@ -1319,56 +1319,15 @@ impl Drop for ArrayCacheBackend {
 #[cfg(test)]
 mod tests {
     use std::path::PathBuf;
-    use std::sync::Condvar;
 
     use proptest::prelude::*;
 
     use super::*;
     use crate::backend::emulated::{EmulatedBackend, EmulatedConfig};
-    use crate::backend::lifecycle::testing::race_submits_with_shutdown;
+    use crate::backend::lifecycle::testing::{race_submits_with_shutdown, Collect};
     use crate::backend::noop::{Fault, FaultKind, NoopBackend};
 
     const STRIP_BYTES: u64 = 128 << 10;
-
-    /// Collects the completions the cache delivers.
-    #[derive(Default)]
-    struct Collector {
-        got: Mutex<Vec<IoCompletion>>,
-        arrived: Condvar,
-    }
-
-    impl CompletionSink for Collector {
-        fn complete(&self, c: IoCompletion) {
-            self.got.lock().unwrap().push(c);
-            self.arrived.notify_all();
-        }
-    }
-
-    impl Collector {
-        /// Waits until `n` completions have arrived and takes them.
-        fn take(&self, n: usize) -> Vec<IoCompletion> {
-            let mut got = self.got.lock().unwrap();
-            while got.len() < n {
-                got = self.arrived.wait(got).unwrap();
-            }
-            std::mem::take(&mut *got)
-        }
-
-        /// Waits until `n` completions have arrived or `patience` has passed, and takes what
-        /// arrived (a test of something that used to hang fails on it rather than hanging).
-        fn take_within(&self, n: usize, patience: std::time::Duration) -> Vec<IoCompletion> {
-            let until = std::time::Instant::now() + patience;
-            let mut got = self.got.lock().unwrap();
-            while got.len() < n {
-                let now = std::time::Instant::now();
-                if now >= until {
-                    break;
-                }
-                got = self.arrived.wait_timeout(got, until - now).unwrap().0;
-            }
-            std::mem::take(&mut *got)
-        }
-    }
 
     /// MSP with thresholds `sc` over `layout`.
     fn msp(layout: &foresight_policy::Layout, sc: (u32, u32)) -> Box<dyn Policy> {
@@ -1392,31 +1351,78 @@ mod tests {
         inner_port: &Arc<CompletionPort>,
         policy: Box<dyn Policy>,
         cache_bytes: u64,
-    ) -> (ArrayCacheBackend, Arc<Collector>) {
-        let port = CompletionPort::new();
-        let collector = Arc::new(Collector::default());
-        let sink: Arc<dyn CompletionSink> = collector.clone();
-        port.connect(Arc::downgrade(&sink));
-        // The collector is kept alive by the caller through the returned Arc.
-        let c = ArrayCacheBackend::start(inner, inner_port, policy, cache_bytes, 8, port).unwrap();
-        (c, collector)
+    ) -> (ArrayCacheBackend, Arc<Collect>) {
+        wrap_paused(
+            inner,
+            inner_port,
+            policy,
+            cache_bytes,
+            std::time::Duration::ZERO,
+        )
     }
 
-    /// An array cache of `cache_bytes` over an emulated RAID-0 of five `member` drives with
-    /// 128 KiB strips, MSP with the given thresholds, and where its completions go.
-    fn cache(
-        member: &str,
+    /// As [`wrap`], with a sink that pauses `pause` over each completion before it keeps it.
+    fn wrap_paused(
+        inner: Arc<dyn IoBackend>,
+        inner_port: &Arc<CompletionPort>,
+        policy: Box<dyn Policy>,
         cache_bytes: u64,
-        sc: (u32, u32),
-    ) -> (ArrayCacheBackend, Arc<Collector>) {
+        pause: std::time::Duration,
+    ) -> (ArrayCacheBackend, Arc<Collect>) {
+        // The port holds the sink weakly: the caller keeps it through the returned Arc.
+        let (got, port) = Collect::port(pause);
+        let c = ArrayCacheBackend::start(inner, inner_port, policy, cache_bytes, 8, port).unwrap();
+        (c, got)
+    }
+
+    /// The in-memory backend over `files`, each `(name, bytes, volume offset)`, started with
+    /// room for 16 reads, and the port its completions go to (for the cache above it).
+    fn noop_below(files: &[(&str, Vec<u8>, u64)]) -> (NoopBackend, Arc<CompletionPort>) {
+        let noop = NoopBackend::new();
+        for (name, bytes, at) in files {
+            noop.insert(name, bytes.clone());
+            noop.place(name, *at);
+        }
+        let inner_port = CompletionPort::new();
+        noop.start(16, inner_port.clone()).unwrap();
+        (noop, inner_port)
+    }
+
+    /// The volume MSP is told [`noop_below`] is: 1 GiB on a RAID-0 of five disks with 128 KiB
+    /// strips.
+    fn noop_layout() -> foresight_policy::Layout {
+        let striping = foresight_policy::layout::Striping {
+            disks: 5,
+            strip_bytes: STRIP_BYTES,
+        };
+        foresight_policy::Layout::new(ByteLen(1 << 30), Some(striping))
+    }
+
+    /// An emulated RAID-0 of five `member` drives with 128 KiB strips and room for `capacity`
+    /// reads, the port its completions go to (for the cache above it), and its volume.
+    fn emulated_below(
+        member: &str,
+        capacity: usize,
+    ) -> (
+        Arc<dyn IoBackend>,
+        Arc<CompletionPort>,
+        foresight_policy::Layout,
+    ) {
         let inner_port = CompletionPort::new();
         let cfg = EmulatedConfig::preset(member)
             .unwrap()
             .raid0(5, STRIP_BYTES);
         let inner: Arc<dyn IoBackend> =
-            Arc::new(EmulatedBackend::start(cfg, 16, inner_port.clone()).unwrap());
+            Arc::new(EmulatedBackend::start(cfg, capacity, inner_port.clone()).unwrap());
         let v = inner.volume().unwrap();
         let layout = foresight_policy::Layout::new(v.volume_bytes, v.striping);
+        (inner, inner_port, layout)
+    }
+
+    /// An array cache of `cache_bytes` over an emulated RAID-0 of five `member` drives with
+    /// 128 KiB strips, MSP with the given thresholds, and where its completions go.
+    fn cache(member: &str, cache_bytes: u64, sc: (u32, u32)) -> (ArrayCacheBackend, Arc<Collect>) {
+        let (inner, inner_port, layout) = emulated_below(member, 16);
         wrap(inner, &inner_port, msp(&layout, sc), cache_bytes)
     }
 
@@ -1461,23 +1467,13 @@ mod tests {
         sc: (u32, u32),
     ) -> (
         ArrayCacheBackend,
-        Arc<Collector>,
+        Arc<Collect>,
         NoopBackend,
         Vec<Arc<FileHandle>>,
         Arc<Mutex<Vec<Input>>>,
     ) {
-        let noop = NoopBackend::new();
-        for (name, bytes, at) in files {
-            noop.insert(name, bytes.clone());
-            noop.place(name, *at);
-        }
-        let inner_port = CompletionPort::new();
-        noop.start(16, inner_port.clone()).unwrap();
-        let striping = foresight_policy::layout::Striping {
-            disks: 5,
-            strip_bytes: STRIP_BYTES,
-        };
-        let layout = foresight_policy::Layout::new(ByteLen(1 << 30), Some(striping));
+        let (noop, inner_port) = noop_below(files);
+        let layout = noop_layout();
         let heard = Arc::new(Mutex::new(Vec::new()));
         let policy = Box::new(Heard {
             policy: msp(&layout, sc),
@@ -1498,7 +1494,7 @@ mod tests {
     /// Reads `len` bytes at `offset` of `f` through the cache and checks them against `bytes`.
     fn read_checked(
         c: &ArrayCacheBackend,
-        got: &Collector,
+        got: &Collect,
         f: &Arc<FileHandle>,
         bytes: &[u8],
         (token, offset, len): (u64, u64, usize),
@@ -1725,16 +1721,8 @@ mod tests {
     fn a_release_drops_only_volume_pages_and_is_no_memory_pressure() {
         for release_as in [VOLUME_FILE, FileId(0)] {
             let bytes = file_bytes(8 * STRIP_BYTES as usize, 13);
-            let noop = NoopBackend::new();
-            noop.insert("/f", bytes.clone());
-            noop.place("/f", 0);
-            let inner_port = CompletionPort::new();
-            noop.start(16, inner_port.clone()).unwrap();
-            let striping = foresight_policy::layout::Striping {
-                disks: 5,
-                strip_bytes: STRIP_BYTES,
-            };
-            let layout = foresight_policy::Layout::new(ByteLen(1 << 30), Some(striping));
+            let (noop, inner_port) = noop_below(&[("/f", bytes.clone(), 0)]);
+            let layout = noop_layout();
             let heard = Arc::new(Mutex::new(Vec::new()));
             let policy = Box::new(Releasing {
                 heard: Heard {
@@ -1883,14 +1871,7 @@ mod tests {
     fn reads_waiting_for_the_device_at_shutdown_complete() {
         let bytes = file_bytes(64 * STRIP_BYTES as usize, 18);
         let path = temp_file("shut", &bytes);
-        let inner_port = CompletionPort::new();
-        let cfg = EmulatedConfig::preset("cheetah-15k4")
-            .unwrap()
-            .raid0(5, STRIP_BYTES);
-        let inner: Arc<dyn IoBackend> =
-            Arc::new(EmulatedBackend::start(cfg, 1, inner_port.clone()).unwrap());
-        let v = inner.volume().unwrap();
-        let layout = foresight_policy::Layout::new(v.volume_bytes, v.striping);
+        let (inner, inner_port, layout) = emulated_below("cheetah-15k4", 1);
         let (c, got) = wrap(inner, &inner_port, msp(&layout, (42, 38)), 64 << 20);
         let f = Arc::new(c.open(&path, FileId(0), false).unwrap());
         let len = STRIP_BYTES as usize;
@@ -1915,54 +1896,29 @@ mod tests {
         remove(&path);
     }
 
-    /// Takes its time over each completion, then keeps its token.
-    #[derive(Default)]
-    struct Slow {
-        got: Mutex<Vec<u64>>,
-    }
-
-    impl CompletionSink for Slow {
-        fn complete(&self, c: IoCompletion) {
-            std::thread::sleep(std::time::Duration::from_millis(300));
-            self.got.lock().unwrap().push(c.token);
-        }
-    }
-
     /// Dropping the cache joins its delivery thread, so what that thread held is delivered by
     /// the time the drop returns (here a hit the sink takes its time over). Before, the thread
     /// was left to run on, and the drop returned first.
     #[test]
     fn dropping_the_cache_joins_its_delivery_thread() {
         let bytes = file_bytes(4 * PAGE_BYTES as usize, 19);
-        let noop = NoopBackend::new();
-        noop.insert("/f", bytes);
-        noop.place("/f", 0);
-        let inner_port = CompletionPort::new();
-        noop.start(16, inner_port.clone()).unwrap();
-        let striping = foresight_policy::layout::Striping {
-            disks: 5,
-            strip_bytes: STRIP_BYTES,
-        };
-        let layout = foresight_policy::Layout::new(ByteLen(1 << 30), Some(striping));
-        let port = CompletionPort::new();
-        let slow = Arc::new(Slow::default());
-        let sink: Arc<dyn CompletionSink> = slow.clone();
-        port.connect(Arc::downgrade(&sink));
+        let (noop, inner_port) = noop_below(&[("/f", bytes, 0)]);
+        let policy = msp(&noop_layout(), (42, 38));
         let inner: Arc<dyn IoBackend> = Arc::new(noop.clone());
-        let c =
-            ArrayCacheBackend::start(inner, &inner_port, msp(&layout, (42, 38)), 1 << 20, 8, port)
-                .unwrap();
+        // A sink that takes its time over each completion, then keeps it.
+        let slow = std::time::Duration::from_millis(300);
+        let (c, got) = wrap_paused(inner, &inner_port, policy, 1 << 20, slow);
         let f = Arc::new(c.open(Path::new("/f"), FileId(0), false).unwrap());
         let page = PAGE_BYTES as usize;
         // A miss, delivered on the device's thread; then a hit, on the delivery thread.
         c.submit(&mut vec![request(1, &f, 0, page)]);
         let until = std::time::Instant::now() + std::time::Duration::from_secs(30);
-        while slow.got.lock().unwrap().is_empty() && std::time::Instant::now() < until {
+        while got.tokens().is_empty() && std::time::Instant::now() < until {
             std::thread::sleep(std::time::Duration::from_millis(5));
         }
         c.submit(&mut vec![request(2, &f, 0, page)]);
         drop(c);
-        assert_eq!(*slow.got.lock().unwrap(), vec![1, 2]);
+        assert_eq!(got.tokens(), vec![1, 2]);
     }
 
     /// The in-memory backend, recording the reader of every read it is given.
@@ -1999,22 +1955,13 @@ mod tests {
     #[test]
     fn a_fetch_is_not_charged_to_a_closed_reader() {
         let bytes = file_bytes(8 * STRIP_BYTES as usize, 20);
-        let noop = NoopBackend::new();
-        noop.insert("/f", bytes.clone());
-        noop.place("/f", 0);
-        let inner_port = CompletionPort::new();
-        noop.start(16, inner_port.clone()).unwrap();
-        let striping = foresight_policy::layout::Striping {
-            disks: 5,
-            strip_bytes: STRIP_BYTES,
-        };
-        let layout = foresight_policy::Layout::new(ByteLen(1 << 30), Some(striping));
+        let (noop, inner_port) = noop_below(&[("/f", bytes.clone(), 0)]);
         let rec = Arc::new(Recording {
             noop,
             readers: Mutex::new(Vec::new()),
         });
         let inner: Arc<dyn IoBackend> = rec.clone();
-        let (c, got) = wrap(inner, &inner_port, msp(&layout, (1, 1)), 64 << 20);
+        let (c, got) = wrap(inner, &inner_port, msp(&noop_layout(), (1, 1)), 64 << 20);
         let f = Arc::new(c.open(Path::new("/f"), FileId(0), false).unwrap());
         let len = STRIP_BYTES as usize;
         for strip in [0u64, 1] {
@@ -2047,20 +1994,9 @@ mod tests {
     fn a_file_placed_part_way_into_a_page_is_refused() {
         let a = file_bytes(5000, 23);
         let b = file_bytes(8 * STRIP_BYTES as usize, 24);
-        let noop = NoopBackend::new();
-        noop.insert("/a", a);
-        noop.place("/a", 0);
-        noop.insert("/b", b);
-        noop.place("/b", 5000);
-        let inner_port = CompletionPort::new();
-        noop.start(16, inner_port.clone()).unwrap();
-        let striping = foresight_policy::layout::Striping {
-            disks: 5,
-            strip_bytes: STRIP_BYTES,
-        };
-        let layout = foresight_policy::Layout::new(ByteLen(1 << 30), Some(striping));
+        let (noop, inner_port) = noop_below(&[("/a", a, 0), ("/b", b, 5000)]);
         let inner: Arc<dyn IoBackend> = Arc::new(noop);
-        let (c, _got) = wrap(inner, &inner_port, msp(&layout, (1, 1)), 64 << 20);
+        let (c, _got) = wrap(inner, &inner_port, msp(&noop_layout(), (1, 1)), 64 << 20);
         c.open(Path::new("/a"), FileId(0), false).unwrap();
         let e = c.open(Path::new("/b"), FileId(1), false).unwrap_err();
         assert_eq!(e.kind(), io::ErrorKind::InvalidInput);
@@ -2094,16 +2030,8 @@ mod tests {
     #[test]
     fn dropping_the_cache_drops_the_device_below_there() {
         let bytes = file_bytes(4 * PAGE_BYTES as usize, 20);
-        let noop = NoopBackend::new();
-        noop.insert("/f", bytes);
-        noop.place("/f", 0);
-        let inner_port = CompletionPort::new();
-        noop.start(16, inner_port.clone()).unwrap();
-        let striping = foresight_policy::layout::Striping {
-            disks: 5,
-            strip_bytes: STRIP_BYTES,
-        };
-        let layout = foresight_policy::Layout::new(ByteLen(1 << 30), Some(striping));
+        let (noop, inner_port) = noop_below(&[("/f", bytes, 0)]);
+        let layout = noop_layout();
         let port = CompletionPort::new();
         let held = Arc::new(Held::default());
         let sink: Arc<dyn CompletionSink> = held.clone();
@@ -2417,16 +2345,8 @@ mod tests {
             .map(|i| (i % 251) as u8)
             .collect();
         race_submits_with_shutdown("array over noop", 200, 16, &|port| {
-            let noop = NoopBackend::new();
-            noop.insert("/f", bytes.clone());
-            noop.place("/f", 0);
-            let inner_port = CompletionPort::new();
-            noop.start(16, inner_port.clone()).unwrap();
-            let striping = foresight_policy::layout::Striping {
-                disks: 5,
-                strip_bytes: STRIP_BYTES,
-            };
-            let layout = foresight_policy::Layout::new(ByteLen(1 << 30), Some(striping));
+            let (noop, inner_port) = noop_below(&[("/f", bytes.clone(), 0)]);
+            let layout = noop_layout();
             let inner: Arc<dyn IoBackend> = Arc::new(noop);
             let c = ArrayCacheBackend::start(
                 inner,
@@ -2442,14 +2362,7 @@ mod tests {
         });
         let path = temp_file("race", &bytes);
         race_submits_with_shutdown("array over emulated", 50, 16, &|port| {
-            let inner_port = CompletionPort::new();
-            let cfg = EmulatedConfig::preset("ssd-850evo")
-                .unwrap()
-                .raid0(5, STRIP_BYTES);
-            let inner: Arc<dyn IoBackend> =
-                Arc::new(EmulatedBackend::start(cfg, 2, inner_port.clone()).unwrap());
-            let v = inner.volume().unwrap();
-            let layout = foresight_policy::Layout::new(v.volume_bytes, v.striping);
+            let (inner, inner_port, layout) = emulated_below("ssd-850evo", 2);
             let c = ArrayCacheBackend::start(
                 inner,
                 &inner_port,

@@ -169,6 +169,15 @@ pub(crate) mod testing {
             (c, port)
         }
 
+        /// Takes what arrived once `n` completions have, however long that takes.
+        pub(crate) fn take(&self, n: usize) -> Vec<IoCompletion> {
+            let mut got = self.got.lock().unwrap();
+            while got.len() < n {
+                got = self.arrived.wait(got).unwrap();
+            }
+            std::mem::take(&mut *got)
+        }
+
         /// Takes what arrived once `n` completions have, or `patience` has passed (a test of
         /// something that used to hang fails rather than hanging).
         pub(crate) fn take_within(&self, n: usize, patience: Duration) -> Vec<IoCompletion> {
