@@ -2344,36 +2344,35 @@ mod tests {
         let bytes: Vec<u8> = (0..16 * PAGE_BYTES as usize)
             .map(|i| (i % 251) as u8)
             .collect();
+        /// A cache of 1 MiB with room for 16 requests over `inner` (whose completions go to
+        /// `inner_port`), run by MSP over `layout`, delivering to `port`, and `path` opened on it.
+        fn cache_over(
+            (inner, inner_port, layout): (
+                Arc<dyn IoBackend>,
+                Arc<CompletionPort>,
+                foresight_policy::Layout,
+            ),
+            port: Arc<CompletionPort>,
+            path: &Path,
+        ) -> (Box<dyn IoBackend>, Arc<FileHandle>) {
+            let policy = msp(&layout, (42, 38));
+            let c =
+                ArrayCacheBackend::start(inner, &inner_port, policy, 1 << 20, 16, port).unwrap();
+            let f = Arc::new(c.open(path, FileId(0), false).unwrap());
+            (Box::new(c), f)
+        }
         race_submits_with_shutdown("array over noop", 200, 16, &|port| {
             let (noop, inner_port) = noop_below(&[("/f", bytes.clone(), 0)]);
-            let layout = noop_layout();
-            let inner: Arc<dyn IoBackend> = Arc::new(noop);
-            let c = ArrayCacheBackend::start(
-                inner,
-                &inner_port,
-                msp(&layout, (42, 38)),
-                1 << 20,
-                16,
-                port,
-            )
-            .unwrap();
-            let f = Arc::new(c.open(Path::new("/f"), FileId(0), false).unwrap());
-            (Box::new(c), f)
+            let below = (
+                Arc::new(noop) as Arc<dyn IoBackend>,
+                inner_port,
+                noop_layout(),
+            );
+            cache_over(below, port, Path::new("/f"))
         });
         let path = temp_file("race", &bytes);
         race_submits_with_shutdown("array over emulated", 50, 16, &|port| {
-            let (inner, inner_port, layout) = emulated_below("ssd-850evo", 2);
-            let c = ArrayCacheBackend::start(
-                inner,
-                &inner_port,
-                msp(&layout, (42, 38)),
-                1 << 20,
-                16,
-                port,
-            )
-            .unwrap();
-            let f = Arc::new(c.open(&path, FileId(0), false).unwrap());
-            (Box::new(c), f)
+            cache_over(emulated_below("ssd-850evo", 2), port, &path)
         });
         remove(&path);
     }
