@@ -423,12 +423,17 @@ mod tests {
     /// [`temp_file`](super::super::lifecycle::testing::temp_file)), delivering to `port`, and
     /// its handle.
     fn started(port: Arc<CompletionPort>) -> (NoopBackend, Arc<FileHandle>) {
+        started_with(4, port)
+    }
+
+    /// As [`started`], with a file of `pages` pages and room for as many requests.
+    fn started_with(pages: usize, port: Arc<CompletionPort>) -> (NoopBackend, Arc<FileHandle>) {
         let noop = NoopBackend::new();
         noop.insert(
             "/f",
-            (0..4 * ALIGN_BYTES).map(|i| (i % 251) as u8).collect(),
+            (0..pages * ALIGN_BYTES).map(|i| (i % 251) as u8).collect(),
         );
-        noop.start(4, port).unwrap();
+        noop.start(pages, port).unwrap();
         let f = Arc::new(noop.open(Path::new("/f"), FILE, false).unwrap());
         (noop, f)
     }
@@ -491,13 +496,7 @@ mod tests {
     #[test]
     fn reads_racing_a_shutdown_each_complete_once() {
         race_submits_with_shutdown("noop", 300, 16, &|port| {
-            let noop = NoopBackend::new();
-            noop.insert(
-                "/f",
-                (0..16 * ALIGN_BYTES).map(|i| (i % 251) as u8).collect(),
-            );
-            noop.start(16, port).unwrap();
-            let f = Arc::new(noop.open(Path::new("/f"), FILE, false).unwrap());
+            let (noop, f) = started_with(16, port);
             (Box::new(noop), f)
         });
     }
