@@ -1324,7 +1324,7 @@ mod tests {
 
     use super::*;
     use crate::backend::emulated::{EmulatedBackend, EmulatedConfig};
-    use crate::backend::lifecycle::testing::{race_submits_with_shutdown, Collect};
+    use crate::backend::lifecycle::testing::{race_submits_with_shutdown, Collect, Held};
     use crate::backend::noop::{Fault, FaultKind, NoopBackend};
 
     const STRIP_BYTES: u64 = 128 << 10;
@@ -2005,23 +2005,6 @@ mod tests {
         c.shutdown();
     }
 
-    /// Lets a test see a delivery begin, then holds it a while before keeping the token.
-    #[derive(Default)]
-    struct Held {
-        entered: Mutex<bool>,
-        entering: std::sync::Condvar,
-        got: Mutex<Vec<u64>>,
-    }
-
-    impl CompletionSink for Held {
-        fn complete(&self, c: IoCompletion) {
-            *self.entered.lock().unwrap() = true;
-            self.entering.notify_all();
-            std::thread::sleep(std::time::Duration::from_millis(300));
-            self.got.lock().unwrap().push(c.token);
-        }
-    }
-
     /// Dropping the cache while the device's thread delivers into it (a miss, handed on to a
     /// sink that takes its time) drops the device with it, before the drop returns, so that
     /// the device joins its threads. Before, the device's thread held the cache, and the
@@ -2032,10 +2015,7 @@ mod tests {
         let bytes = file_bytes(4 * PAGE_BYTES as usize, 20);
         let (noop, inner_port) = noop_below(&[("/f", bytes, 0)]);
         let layout = noop_layout();
-        let port = CompletionPort::new();
-        let held = Arc::new(Held::default());
-        let sink: Arc<dyn CompletionSink> = held.clone();
-        port.connect(Arc::downgrade(&sink));
+        let (held, port) = Held::port();
         let inner: Arc<dyn IoBackend> = Arc::new(noop.clone());
         let device = Arc::downgrade(&inner);
         let c =
@@ -2044,17 +2024,13 @@ mod tests {
         let f = Arc::new(c.open(Path::new("/f"), FileId(0), false).unwrap());
         // A miss: the device's worker delivers it into the cache, which hands it on at once.
         c.submit(&mut vec![request(1, &f, 0, PAGE_BYTES as usize)]);
-        let mut entered = held.entered.lock().unwrap();
-        while !*entered {
-            entered = held.entering.wait(entered).unwrap();
-        }
-        drop(entered);
+        held.wait_entered();
         drop(c);
         assert!(
             device.upgrade().is_none(),
             "the device outlived the cache's drop"
         );
-        assert_eq!(*held.got.lock().unwrap(), vec![1]);
+        assert_eq!(held.tokens(), vec![1]);
     }
 
     fn file_bytes(len: usize, salt: u64) -> Vec<u8> {

@@ -199,6 +199,48 @@ pub(crate) mod testing {
         }
     }
 
+    /// Lets a test see a delivery begin, then holds it 300 ms before keeping the token: a test
+    /// can act while a delivery is under way on another thread.
+    #[derive(Default)]
+    pub(crate) struct Held {
+        entered: Mutex<bool>,
+        entering: Condvar,
+        tokens: Mutex<Vec<u64>>,
+    }
+
+    impl CompletionSink for Held {
+        fn complete(&self, c: IoCompletion) {
+            *self.entered.lock().unwrap() = true;
+            self.entering.notify_all();
+            std::thread::sleep(Duration::from_millis(300));
+            self.tokens.lock().unwrap().push(c.token);
+        }
+    }
+
+    impl Held {
+        /// A sink and a port connected to it; the port holds it weakly, the caller keeps it.
+        pub(crate) fn port() -> (Arc<Held>, Arc<CompletionPort>) {
+            let held = Arc::new(Held::default());
+            let port = CompletionPort::new();
+            let sink: Arc<dyn CompletionSink> = held.clone();
+            port.connect(Arc::downgrade(&sink));
+            (held, port)
+        }
+
+        /// Waits until a delivery has begun.
+        pub(crate) fn wait_entered(&self) {
+            let mut entered = self.entered.lock().unwrap();
+            while !*entered {
+                entered = self.entering.wait(entered).unwrap();
+            }
+        }
+
+        /// The tokens of the deliveries that have ended, in the order they ended.
+        pub(crate) fn tokens(&self) -> Vec<u64> {
+            self.tokens.lock().unwrap().clone()
+        }
+    }
+
     /// A file of `len` bytes (byte `i` is `i % 251`) in its own temporary directory, and the
     /// directory (remove it when done).
     pub(crate) fn temp_file(name: &str, len: usize) -> (PathBuf, PathBuf) {

@@ -507,6 +507,7 @@ pub fn perform_blocking(mut req: IoRequest) -> IoCompletion {
 
 #[cfg(test)]
 mod tests {
+    use super::lifecycle::testing::Held;
     use super::*;
     use std::sync::Mutex;
 
@@ -572,52 +573,23 @@ mod tests {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
-    /// Lets a test see a delivery begin, then holds it a while before keeping the token.
-    #[derive(Default)]
-    struct Held {
-        entered: Mutex<bool>,
-        entering: std::sync::Condvar,
-        tokens: Mutex<Vec<u64>>,
-    }
-
-    impl CompletionSink for Held {
-        fn complete(&self, c: IoCompletion) {
-            *self.entered.lock().unwrap() = true;
-            self.entering.notify_all();
-            std::thread::sleep(std::time::Duration::from_millis(300));
-            self.tokens.lock().unwrap().push(c.token);
-        }
-    }
-
     /// Closing a port waits for the delivery under way on another thread (so that thread no
     /// longer holds the sink), and drops every later completion.
     #[test]
     fn closing_a_port_waits_for_the_delivery_under_way_and_drops_later_ones() {
-        let port = CompletionPort::new();
-        let held = Arc::new(Held::default());
-        let sink: Arc<dyn CompletionSink> = held.clone();
-        port.connect(Arc::downgrade(&sink));
-        drop(sink);
+        let (held, port) = Held::port();
         let p = port.clone();
         let t = std::thread::spawn(move || p.deliver_all(&mut burst(&[1])));
-        let mut entered = held.entered.lock().unwrap();
-        while !*entered {
-            entered = held.entering.wait(entered).unwrap();
-        }
-        drop(entered);
+        held.wait_entered();
         port.close();
-        assert_eq!(
-            *held.tokens.lock().unwrap(),
-            vec![1],
-            "close returned first"
-        );
+        assert_eq!(held.tokens(), vec![1], "close returned first");
         assert_eq!(
             Arc::strong_count(&held),
             1,
             "a delivery still holds the sink"
         );
         port.deliver_all(&mut burst(&[2]));
-        assert_eq!(*held.tokens.lock().unwrap(), vec![1]);
+        assert_eq!(held.tokens(), vec![1]);
         t.join().unwrap();
     }
 
