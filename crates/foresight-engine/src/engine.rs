@@ -1178,13 +1178,10 @@ mod tests {
             );
             assert!(text.contains("choose `saseqp` alone"), "{text}");
         }
-        let dir = std::env::temp_dir().join(format!("foresight-msp-engine-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("f");
         let bytes: Vec<u8> = (0..(12u32 << 20))
             .map(|i| (i / 4096 * 31 + i) as u8)
             .collect();
-        std::fs::write(&path, &bytes).unwrap();
+        let (dir, path) = temp_file("msp-engine", &bytes);
         let engine = Engine::builder()
             .policy("msp+saseqp")
             .readahead_max(ByteLen::kib(128))
@@ -1223,6 +1220,16 @@ mod tests {
             drop(engine);
             assert!(state.upgrade().is_none(), "the engine's state outlived it");
         }
+    }
+
+    /// Writes `bytes` to a file in a temporary directory of its own, named after `name`: the
+    /// directory (remove it when done) and the file.
+    fn temp_file(name: &str, bytes: &[u8]) -> (PathBuf, PathBuf) {
+        let dir = std::env::temp_dir().join(format!("foresight-{name}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("f");
+        std::fs::write(&path, bytes).unwrap();
+        (dir, path)
     }
 
     /// Panics on the first read it is shown, under the engine's lock, which it poisons.
@@ -1313,10 +1320,7 @@ mod tests {
     /// Before, the drop's shutdown of the cache panicked on the cache's poisoned lock.
     #[test]
     fn an_engine_whose_array_cache_a_policy_panic_poisoned_drops_quietly() {
-        let dir = std::env::temp_dir().join(format!("foresight-msp-poison-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("f");
-        std::fs::write(&path, vec![3u8; 1 << 20]).unwrap();
+        let (dir, path) = temp_file("msp-poison", &vec![3u8; 1 << 20]);
         let cfg = EmulatedConfig::preset("cheetah-15k4")
             .unwrap()
             .raid0(5, 128 << 10);
@@ -1464,13 +1468,9 @@ mod tests {
     /// ones it still held.
     #[test]
     fn a_file_rewritten_in_place_after_it_was_forgotten_reads_its_new_bytes() {
-        let dir =
-            std::env::temp_dir().join(format!("foresight-msp-rewrite-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("f");
         let old: Vec<u8> = (0..(2u32 << 20)).map(|i| (i / 4096) as u8).collect();
         let new: Vec<u8> = old.iter().map(|b| b ^ 0x5a).collect();
-        std::fs::write(&path, &old).unwrap();
+        let (dir, path) = temp_file("msp-rewrite", &old);
         let modified = std::fs::metadata(&path).unwrap().modified().unwrap();
         let engine = msp_engine(crate::backend::emulated::EmulatedPlacement::Spread { slots: 4 });
         let mut got = Vec::new();
@@ -1496,10 +1496,7 @@ mod tests {
     /// flight returns (the cache joins its delivery thread, which must not wait for the engine).
     #[test]
     fn an_engine_with_an_array_cache_drops_with_reads_in_flight() {
-        let dir = std::env::temp_dir().join(format!("foresight-msp-drop-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("f");
-        std::fs::write(&path, vec![3u8; 8 << 20]).unwrap();
+        let (dir, path) = temp_file("msp-drop", &vec![3u8; 8 << 20]);
         for _ in 0..4 {
             let engine = msp_engine(crate::backend::emulated::EmulatedPlacement::Contiguous);
             let mut r = engine.open(&path).unwrap();
