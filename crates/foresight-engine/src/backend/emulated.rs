@@ -326,6 +326,16 @@ impl Shared {
         })
     }
 
+    /// Moves the emulation forward to `to`, and wakes the clock thread to see it.
+    fn enter(&self, to: Phase) {
+        self.inbox
+            .lock()
+            .expect("emulation inbox poisoned")
+            .phase
+            .advance(to);
+        self.wake.notify_one();
+    }
+
     fn now_ns(&self) -> u64 {
         self.epoch.elapsed().as_nanos() as u64
     }
@@ -489,13 +499,7 @@ impl IoBackend for EmulatedBackend {
 
     fn shutdown(&self) {
         self.inner.shutdown();
-        self.shared
-            .inbox
-            .lock()
-            .expect("emulation inbox poisoned")
-            .phase
-            .advance(Phase::Shut);
-        self.shared.wake.notify_one();
+        self.shared.enter(Phase::Shut);
     }
 }
 
@@ -505,13 +509,7 @@ impl Drop for EmulatedBackend {
         // The pool's workers first: once they are joined, every read's bytes or error is in the
         // clock's inbox, so the clock, told to end, delivers them all before it does.
         self.inner.end();
-        self.shared
-            .inbox
-            .lock()
-            .expect("emulation inbox poisoned")
-            .phase
-            .advance(Phase::Ending);
-        self.shared.wake.notify_one();
+        self.shared.enter(Phase::Ending);
         self.threads.join();
     }
 }

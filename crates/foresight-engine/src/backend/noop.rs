@@ -82,6 +82,18 @@ struct Shared {
     threads: Joined,
 }
 
+impl Shared {
+    /// Moves the backend forward to `to`, and wakes the worker to see it.
+    fn enter(&self, to: Phase) {
+        self.work
+            .lock()
+            .expect("noop work poisoned")
+            .phase
+            .advance(to);
+        self.ready.notify_all();
+    }
+}
+
 /// In-memory files with injectable faults. See the module documentation.
 #[derive(Clone)]
 pub struct NoopBackend {
@@ -96,13 +108,7 @@ struct LastHandle(Arc<Shared>);
 
 impl Drop for LastHandle {
     fn drop(&mut self) {
-        self.0
-            .work
-            .lock()
-            .expect("noop work poisoned")
-            .phase
-            .advance(Phase::Ending);
-        self.0.ready.notify_all();
+        self.0.enter(Phase::Ending);
         self.0.threads.join();
     }
 }
@@ -400,13 +406,7 @@ impl IoBackend for NoopBackend {
     }
 
     fn shutdown(&self) {
-        self.shared
-            .work
-            .lock()
-            .expect("noop work poisoned")
-            .phase
-            .advance(Phase::Shut);
-        self.shared.ready.notify_all();
+        self.shared.enter(Phase::Shut);
     }
 }
 

@@ -37,6 +37,18 @@ struct Shared {
     port: Arc<CompletionPort>,
 }
 
+impl Shared {
+    /// Moves the backend forward to `to`, and wakes the workers to see it.
+    fn enter(&self, to: Phase) {
+        self.queue
+            .lock()
+            .expect("threads backend queue poisoned")
+            .phase
+            .advance(to);
+        self.ready.notify_all();
+    }
+}
+
 /// `pread` on a pool of threads. See the module documentation.
 pub struct ThreadsBackend {
     shared: Arc<Shared>,
@@ -80,13 +92,7 @@ impl ThreadsBackend {
     /// Shuts the backend down and joins its workers once they have delivered every request
     /// queued (see `lifecycle.rs`). Idempotent; the drop calls it.
     pub(crate) fn end(&self) {
-        self.shared
-            .queue
-            .lock()
-            .expect("threads backend queue poisoned")
-            .phase
-            .advance(Phase::Ending);
-        self.shared.ready.notify_all();
+        self.shared.enter(Phase::Ending);
         self.threads.join();
     }
 }
@@ -166,13 +172,7 @@ impl IoBackend for ThreadsBackend {
     }
 
     fn shutdown(&self) {
-        self.shared
-            .queue
-            .lock()
-            .expect("threads backend queue poisoned")
-            .phase
-            .advance(Phase::Shut);
-        self.shared.ready.notify_all();
+        self.shared.enter(Phase::Shut);
     }
 }
 
