@@ -1394,24 +1394,11 @@ mod tests {
 #[cfg(test)]
 mod lifecycle_tests {
     use super::super::lifecycle::testing::{
-        assert_drop_delivers_what_it_held, assert_read, assert_refused_after_shutdown, page_read,
-        race_submits_with_shutdown, refused, temp_file, Collect, FILE, PATIENCE,
+        assert_drop_delivers_what_it_held, assert_read, assert_refused_after_shutdown, opened,
+        page_read, race_submits_with_shutdown, refused, temp_file, Collect, PATIENCE,
     };
     use super::*;
     use std::time::Duration as StdDuration;
-
-    /// An emulation of `cfg` with room for `capacity` reads, delivering to `port`, and the file
-    /// at `path` opened on it.
-    fn started(
-        cfg: EmulatedConfig,
-        capacity: usize,
-        port: Arc<CompletionPort>,
-        path: &Path,
-    ) -> (EmulatedBackend, Arc<FileHandle>) {
-        let b = EmulatedBackend::start(cfg, capacity, port).unwrap();
-        let f = Arc::new(b.open(path, FILE, false).unwrap());
-        (b, f)
-    }
 
     /// An SSD whose every read takes an hour in the model.
     fn hour_long_ssd() -> EmulatedConfig {
@@ -1430,7 +1417,8 @@ mod lifecycle_tests {
     #[test]
     fn a_request_after_shutdown_gets_an_error() {
         let ssd = EmulatedConfig::preset("ssd-850evo").unwrap();
-        let start = |port, path: &Path| Some(started(ssd, 4, port, path));
+        let start =
+            |port, path: &Path| Some(opened(EmulatedBackend::start(ssd, 4, port).unwrap(), path));
         // A clock thread that would end at shutdown (it has no read) holds the shared state.
         assert_refused_after_shutdown("emulated-after", start, |b| {
             Arc::strong_count(&b.shared) > 1
@@ -1445,8 +1433,10 @@ mod lifecycle_tests {
     fn a_read_the_model_holds_completes_at_shutdown() {
         let (path, dir) = temp_file("emulated-held", 4 * 4096);
         let (got, port) = Collect::port(StdDuration::ZERO);
-        let b = EmulatedBackend::start(hour_long_ssd(), 4, port).unwrap();
-        let f = Arc::new(b.open(&path, FILE, false).unwrap());
+        let (b, f) = opened(
+            EmulatedBackend::start(hour_long_ssd(), 4, port).unwrap(),
+            &path,
+        );
         b.submit(&mut vec![page_read(1, &f, 0), page_read(2, &f, 1)]);
         b.shutdown();
         let mut done = got.take_within(2, PATIENCE);
@@ -1469,7 +1459,8 @@ mod lifecycle_tests {
     #[test]
     fn dropping_the_backend_joins_its_threads() {
         let ssd = EmulatedConfig::preset("ssd-850evo").unwrap();
-        let start = |port, path: &Path| Some(started(ssd, 4, port, path));
+        let start =
+            |port, path: &Path| Some(opened(EmulatedBackend::start(ssd, 4, port).unwrap(), path));
         assert_drop_delivers_what_it_held("emulated-join", start);
     }
 
@@ -1480,7 +1471,7 @@ mod lifecycle_tests {
         let (path, dir) = temp_file("emulated-race", 16 * 4096);
         race_submits_with_shutdown("emulated", 100, 16, &|port| {
             let ssd = EmulatedConfig::preset("ssd-850evo").unwrap();
-            let (b, f) = started(ssd, 16, port, &path);
+            let (b, f) = opened(EmulatedBackend::start(ssd, 16, port).unwrap(), &path);
             (Box::new(b), f)
         });
         std::fs::remove_dir_all(dir).unwrap();

@@ -253,6 +253,12 @@ pub(crate) mod testing {
         (path, dir)
     }
 
+    /// `b`, and the file at `path` opened on it as [`FILE`].
+    pub(crate) fn opened<B: IoBackend>(b: B, path: &Path) -> (B, Arc<FileHandle>) {
+        let f = Arc::new(b.open(path, FILE, false).unwrap());
+        (b, f)
+    }
+
     /// A read of one page at page `page` of `file`.
     pub(crate) fn page_read(token: u64, file: &Arc<FileHandle>, page: u64) -> IoRequest {
         IoRequest {

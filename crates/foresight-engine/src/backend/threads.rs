@@ -185,24 +185,11 @@ impl Drop for ThreadsBackend {
 #[cfg(test)]
 mod tests {
     use super::super::lifecycle::testing::{
-        assert_drop_delivers_what_it_held, assert_read, assert_refused_after_shutdown, page_read,
-        race_submits_with_shutdown, refused, temp_file, Collect, FILE, PATIENCE,
+        assert_drop_delivers_what_it_held, assert_read, assert_refused_after_shutdown, opened,
+        page_read, race_submits_with_shutdown, refused, temp_file, Collect, PATIENCE,
     };
     use super::*;
     use std::time::Duration;
-
-    /// A backend of `workers` workers with room for `capacity` reads, delivering to `port`,
-    /// and the file at `path` opened on it.
-    fn started(
-        workers: usize,
-        capacity: usize,
-        port: Arc<CompletionPort>,
-        path: &Path,
-    ) -> (ThreadsBackend, Arc<FileHandle>) {
-        let b = ThreadsBackend::start(workers, capacity, port).unwrap();
-        let f = Arc::new(b.open(path, FILE, false).unwrap());
-        (b, f)
-    }
 
     /// A request submitted after shutdown completes with an error the driver sees. Before, it
     /// was read as if nothing had happened while a worker was still up, and never completed
@@ -210,7 +197,8 @@ mod tests {
     #[test]
     fn a_request_after_shutdown_gets_an_error() {
         // The workers stay up until the drop: none ends at shutdown.
-        let start = |port, path: &Path| Some(started(2, 4, port, path));
+        let start =
+            |port, path: &Path| Some(opened(ThreadsBackend::start(2, 4, port).unwrap(), path));
         assert_refused_after_shutdown("threads-after", start, |_| false);
     }
 
@@ -221,8 +209,7 @@ mod tests {
     fn requests_queued_at_shutdown_complete_with_an_error() {
         let (path, dir) = temp_file("threads-queued", 4 * 4096);
         let (got, port) = Collect::port(Duration::from_millis(300));
-        let b = ThreadsBackend::start(1, 3, port).unwrap();
-        let f = Arc::new(b.open(&path, FILE, false).unwrap());
+        let (b, f) = opened(ThreadsBackend::start(1, 3, port).unwrap(), &path);
         b.submit(&mut vec![page_read(1, &f, 0)]);
         // The worker has taken read 1 once the queue is empty; reads 2 and 3 then wait.
         while !b.shared.queue.lock().unwrap().requests.is_empty() {
@@ -244,7 +231,8 @@ mod tests {
     /// Before, the workers were left to run on, and the drop returned first.
     #[test]
     fn dropping_the_backend_joins_its_workers() {
-        let start = |port, path: &Path| Some(started(2, 4, port, path));
+        let start =
+            |port, path: &Path| Some(opened(ThreadsBackend::start(2, 4, port).unwrap(), path));
         assert_drop_delivers_what_it_held("threads-join", start);
     }
 
@@ -254,7 +242,7 @@ mod tests {
     fn reads_racing_a_shutdown_each_complete_once() {
         let (path, dir) = temp_file("threads-race", 16 * 4096);
         race_submits_with_shutdown("threads", 300, 16, &|port| {
-            let (b, f) = started(4, 16, port, &path);
+            let (b, f) = opened(ThreadsBackend::start(4, 16, port).unwrap(), &path);
             (Box::new(b), f)
         });
         std::fs::remove_dir_all(dir).unwrap();

@@ -412,7 +412,7 @@ impl Drop for UringBackend {
 #[cfg(test)]
 mod tests {
     use super::super::lifecycle::testing::{
-        assert_drop_delivers_what_it_held, assert_refused_after_shutdown, page_read,
+        assert_drop_delivers_what_it_held, assert_refused_after_shutdown, opened, page_read,
         race_submits_with_shutdown, temp_file, Collect, FILE, PATIENCE,
     };
     use super::*;
@@ -434,25 +434,12 @@ mod tests {
         }
     }
 
-    /// A ring for `capacity` reads delivering to `port`, and the file at `path` opened on it, or
-    /// `None` where io_uring is refused (as [`ring_or_skip`]).
-    fn started(
-        test: &str,
-        capacity: usize,
-        port: Arc<CompletionPort>,
-        path: &Path,
-    ) -> Option<(UringBackend, Arc<FileHandle>)> {
-        let b = ring_or_skip(test, capacity, port)?;
-        let f = Arc::new(b.open(path, FILE, false).unwrap());
-        Some((b, f))
-    }
-
     /// A request submitted after shutdown completes with an error the driver sees. Before, the
     /// ring thread ended at shutdown once nothing was in the kernel, and it never completed.
     #[test]
     fn a_request_after_shutdown_gets_an_error() {
         let test = "a_request_after_shutdown_gets_an_error";
-        let start = |port, path: &Path| started(test, 4, port, path);
+        let start = |port, path: &Path| Some(opened(ring_or_skip(test, 4, port)?, path));
         // A ring thread that would end at shutdown (nothing is in the kernel) holds the shared
         // state.
         assert_refused_after_shutdown("uring-after", start, |b| Arc::strong_count(&b.shared) > 1);
@@ -464,7 +451,7 @@ mod tests {
     #[test]
     fn dropping_the_backend_joins_the_ring_thread() {
         let test = "dropping_the_backend_joins_the_ring_thread";
-        let start = |port, path: &Path| started(test, 4, port, path);
+        let start = |port, path: &Path| Some(opened(ring_or_skip(test, 4, port)?, path));
         assert_drop_delivers_what_it_held("uring-join", start);
     }
 
@@ -587,8 +574,7 @@ mod tests {
         }
         let (path, dir) = temp_file("uring-race", 16 * 4096);
         race_submits_with_shutdown("uring", 300, 16, &|port| {
-            let b = UringBackend::start(16, port).unwrap();
-            let f = Arc::new(b.open(&path, FILE, false).unwrap());
+            let (b, f) = opened(UringBackend::start(16, port).unwrap(), &path);
             (Box::new(b), f)
         });
         std::fs::remove_dir_all(dir).unwrap();
