@@ -97,6 +97,13 @@ struct Grid<'a> {
     reads: u64,
 }
 
+/// A grid's table: `f(variant, point)` for every variant (row) and point (column).
+fn per_cell(variants: usize, points: usize, f: impl Fn(usize, usize) -> f64) -> Vec<Vec<f64>> {
+    (0..variants)
+        .map(|vi| (0..points).map(|pi| f(vi, pi)).collect())
+        .collect()
+}
+
 impl Grid<'_> {
     /// System `system` at point `x` of `table`, one row per label and one column per point (NaN
     /// when the figure has neither, or the table no such cell).
@@ -1172,13 +1179,9 @@ pub fn run(ctx: &Context<'_>) -> Result<Section, ExperimentError> {
         let grid = Grid {
             labels: &labels,
             xs: &xs_n,
-            tp: (0..VARIANTS.len())
-                .map(|vi| {
-                    (0..STREAMS.len())
-                        .map(|si| at(vi, si).report.throughput_mib_s)
-                        .collect()
-                })
-                .collect(),
+            tp: per_cell(VARIANTS.len(), STREAMS.len(), |vi, si| {
+                at(vi, si).report.throughput_mib_s
+            }),
             useless: vec![],
             link: base.link,
             local_one_mib_s: f64::NAN,
@@ -1316,20 +1319,12 @@ pub fn run(ctx: &Context<'_>) -> Result<Section, ExperimentError> {
         let grid = Grid {
             labels: &rlabels,
             xs: &xs_mib,
-            tp: (0..random_variants.len())
-                .map(|vi| {
-                    (0..RANDOM_MIB.len())
-                        .map(|si| at(vi, si).report.throughput_mib_s)
-                        .collect()
-                })
-                .collect(),
-            useless: (0..random_variants.len())
-                .map(|vi| {
-                    (0..RANDOM_MIB.len())
-                        .map(|si| at(vi, si).figures.useless_ratio)
-                        .collect()
-                })
-                .collect(),
+            tp: per_cell(random_variants.len(), RANDOM_MIB.len(), |vi, si| {
+                at(vi, si).report.throughput_mib_s
+            }),
+            useless: per_cell(random_variants.len(), RANDOM_MIB.len(), |vi, si| {
+                at(vi, si).figures.useless_ratio
+            }),
             link: base.link,
             local_one_mib_s: f64::NAN,
             run_s: f64::NAN,
@@ -1457,13 +1452,9 @@ pub fn run(ctx: &Context<'_>) -> Result<Section, ExperimentError> {
         let grid = Grid {
             labels: &dlabels,
             xs: &DELAYS_MS,
-            tp: (0..delay_variants.len())
-                .map(|vi| {
-                    (0..DELAYS_MS.len())
-                        .map(|di| at(vi, di).report.throughput_mib_s)
-                        .collect()
-                })
-                .collect(),
+            tp: per_cell(delay_variants.len(), DELAYS_MS.len(), |vi, di| {
+                at(vi, di).report.throughput_mib_s
+            }),
             useless: vec![],
             link: LinkParams {
                 window: ByteLen(window_mb * 1_000_000),
@@ -1472,16 +1463,10 @@ pub fn run(ctx: &Context<'_>) -> Result<Section, ExperimentError> {
             local_one_mib_s: local_one.report.throughput_mib_s,
             run_s: delay_s,
             aps_alpha: 0,
-            cache_hit_shares: (0..delay_variants.len())
-                .map(|vi| {
-                    (0..DELAYS_MS.len())
-                        .map(|di| {
-                            let r = &at(vi, di).report;
-                            r.device_cache_hits as f64 / r.device_requests.max(1) as f64
-                        })
-                        .collect()
-                })
-                .collect(),
+            cache_hit_shares: per_cell(delay_variants.len(), DELAYS_MS.len(), |vi, di| {
+                let r = &at(vi, di).report;
+                r.device_cache_hits as f64 / r.device_requests.max(1) as f64
+            }),
             without_idle: vec![],
             reads: 0,
         };
