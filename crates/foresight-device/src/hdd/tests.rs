@@ -1140,3 +1140,42 @@ fn a_hit_in_another_segment_waits_for_the_minimum_read_ahead() {
     assert!(c.cache_hit && c.breakdown.seek == Duration::ZERO, "{c:?}");
     assert!(d.cache().streaming().is_some());
 }
+
+/// A stream whose reads reach the drive out of order (a DFS server's concurrent workers, each
+/// serving one of a client's RPCs) stops its own read-ahead the same way: the read of sectors the
+/// stream's earlier read-ahead left in an older segment is a hit in another segment, not in the one
+/// being prefetched, so DiskSim's controller stops the prefetch at the stream's front, and the
+/// stream's next read there goes to the media.
+#[test]
+fn a_late_read_of_the_same_stream_in_an_older_segment_stops_its_read_ahead() {
+    let mut d = Hdd::new(cheetah_15k5());
+    // The stream's first read, whose read-ahead ends (at 1,264) long before the next command.
+    serve_one(&mut d, Instant::ZERO, 0, Op::Read, 0, 64);
+    // A read further on in the same file arrives first: a miss with a read-ahead of its own.
+    let c = serve_one(&mut d, Instant(20_000_000), 1, Op::Read, 5_000, 64);
+    assert!(!c.cache_hit, "{c:?}");
+    let now = c.at + Duration::from_micros(200);
+    let (front, _) = d
+        .cache()
+        .streaming()
+        .expect("the read-ahead at the front runs");
+    // The late read of sectors 64 to 128, held by the first read's segment.
+    let late = serve_one(&mut d, now, 2, Op::Read, 64, 64);
+    assert!(late.cache_hit, "{late:?}");
+    assert!(
+        d.cache().streaming().is_none(),
+        "{:?}",
+        d.cache().streaming()
+    );
+    let seg = d.cache().segment(front).expect("the front's segment");
+    assert!(seg.end_lba < 5_064 + 200, "{seg:?}");
+    let next = serve_one(
+        &mut d,
+        now + Duration::from_millis(5),
+        3,
+        Op::Read,
+        5_064 + 200,
+        64,
+    );
+    assert!(!next.cache_hit, "{next:?}");
+}
