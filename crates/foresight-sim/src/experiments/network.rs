@@ -175,6 +175,27 @@ impl Grid<'_> {
         v.iter().map(|(o, t)| format!("{o} {t:.1}")).collect()
     }
 
+    /// At each point of `xs` where `system` is not the highest of `among`, who is above it, as
+    /// "at 4 streams lustre 454.5 against NFS's 300.2" (`unit` names the axis, `name` the system).
+    fn above_where_not_highest(
+        &self,
+        system: &str,
+        name: &str,
+        among: &[&str],
+        xs: impl Iterator<Item = f64>,
+        unit: &str,
+    ) -> Vec<String> {
+        xs.filter(|&x| !self.highest(system, among, x))
+            .map(|x| {
+                format!(
+                    "at {x} {unit} {} against {name}'s {:.1}",
+                    self.above(system, among, x).join(", "),
+                    self.at(system, x)
+                )
+            })
+            .collect()
+    }
+
     /// The first point from `from` on where `system` is below 90% of its rate at the first point.
     fn first_fall(&self, system: &str, from: f64) -> Option<f64> {
         let base = self.at(system, self.xs[0]);
@@ -325,17 +346,13 @@ fn claims(fig: &str) -> Vec<Claim> {
                 "NFS is the highest existing DFS from 2 streams",
                 |g| g.xs_in(2.0, 64.0).all(|x| g.highest("nfs", &DFSS, x)),
                 |g| {
-                    let v: Vec<String> = g
-                        .xs_in(2.0, 64.0)
-                        .filter(|&x| !g.highest("nfs", &DFSS, x))
-                        .map(|x| {
-                            format!(
-                                "at {x} streams {} against NFS's {:.1}",
-                                g.above("nfs", &DFSS, x).join(", "),
-                                g.at("nfs", x)
-                            )
-                        })
-                        .collect();
+                    let v = g.above_where_not_highest(
+                        "nfs",
+                        "NFS",
+                        &DFSS,
+                        g.xs_in(2.0, 64.0),
+                        "streams",
+                    );
                     format!("above NFS: {}", listed(&v))
                 },
             ),
@@ -499,17 +516,13 @@ fn claims(fig: &str) -> Vec<Claim> {
                         .all(|x| g.highest("lustre", &ALL_DFSS, x))
                 },
                 |g| {
-                    let v: Vec<String> = g
-                        .xs_in(1.0, 16.0)
-                        .filter(|&x| !g.highest("lustre", &ALL_DFSS, x))
-                        .map(|x| {
-                            format!(
-                                "at {x} MiB {} against Lustre's {:.1}",
-                                g.above("lustre", &ALL_DFSS, x).join(", "),
-                                g.at("lustre", x)
-                            )
-                        })
-                        .collect();
+                    let v = g.above_where_not_highest(
+                        "lustre",
+                        "Lustre",
+                        &ALL_DFSS,
+                        g.xs_in(1.0, 16.0),
+                        "MiB",
+                    );
                     format!(
                         "above Lustre: {}{}",
                         listed(&v),
@@ -560,17 +573,13 @@ fn claims(fig: &str) -> Vec<Claim> {
                 "APS is the highest DFS at every size",
                 |g| g.xs.iter().all(|&x| g.highest("aps", &ALL_DFSS, x)),
                 |g| {
-                    let v: Vec<String> =
-                        g.xs.iter()
-                            .filter(|&&x| !g.highest("aps", &ALL_DFSS, x))
-                            .map(|&x| {
-                                format!(
-                                    "at {x} MiB {} against APS's {:.1}",
-                                    g.above("aps", &ALL_DFSS, x).join(", "),
-                                    g.at("aps", x)
-                                )
-                            })
-                            .collect();
+                    let v = g.above_where_not_highest(
+                        "aps",
+                        "APS",
+                        &ALL_DFSS,
+                        g.xs.iter().copied(),
+                        "MiB",
+                    );
                     let x = g.last_x();
                     let alone = if g.aps_alpha == 1 {
                         format!(
