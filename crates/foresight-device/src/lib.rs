@@ -21,7 +21,7 @@ mod testutil;
 pub use error::DeviceError;
 pub use hdd::geometry::{Chs, Geometry, Zone, ZoneProgression};
 pub use hdd::mechanics::{CommandOverheads, Rotation, SeekCurve};
-pub use hdd::{Hdd, HddParams, QueuePolicy, ReadAheadMode, WriteCache};
+pub use hdd::{AlmostReadHits, Hdd, HddParams, QueuePolicy, ReadAheadMode, WriteCache};
 pub use link::{link_preset, link_presets, Direction, Link, LinkParams, LinkPreset};
 pub use presets::{
     build, preset, preset_infos, preset_names, preset_source, try_build, DeviceSpec, PresetInfo,

@@ -13,7 +13,10 @@
 //! interpolation as [`SeekCurve::Points`]). The cache behaviour follows the `.diskspecs` files:
 //! read-ahead scheme (`Buffer continuous read`), write-back level (`Fast write level`), write
 //! segments, read hits on written data, `Read any free blocks`, `Read-ahead over requested` and
-//! `Combine seq writes`.
+//! `Combine seq writes`. `Allow almost read hits` (0 in all four files) is not followed: every
+//! preset lets a read that its running read-ahead will reach join it ([`AlmostReadHits::Ahead`]),
+//! so that one sequential stream runs at the media rate, as the imports do by default (see
+//! [`crate::disksim`]).
 //!
 //! These presets are the compact form, so that the binary needs no data files; [`crate::disksim`]
 //! imports the files themselves (`device.disksim`). A test (`disksim/tests.rs`,
@@ -35,7 +38,7 @@ use foresight_core::{ByteLen, Duration};
 use crate::error::DeviceError;
 use crate::hdd::geometry::{LayoutRules, ZoneProgression};
 use crate::hdd::mechanics::{CommandOverheads, SeekCurve};
-use crate::hdd::{Hdd, HddParams, QueuePolicy, ReadAheadMode, WriteCache};
+use crate::hdd::{AlmostReadHits, Hdd, HddParams, QueuePolicy, ReadAheadMode, WriteCache};
 use crate::ssd::{Ssd, SsdParams};
 use crate::Device;
 
@@ -340,6 +343,7 @@ pub fn cheetah_15k5() -> HddParams {
         combine_sequential_writes: true,
         read_free_blocks: false,
         readahead_over_request: true,
+        almost_read_hits: AlmostReadHits::Ahead,
         bus_bytes_per_s: 400e6,
         queue_depth: 8,
         queue_policy: QueuePolicy::CLook,
@@ -441,6 +445,7 @@ pub fn atlas_10k() -> HddParams {
         combine_sequential_writes: true,
         read_free_blocks: true,
         readahead_over_request: true,
+        almost_read_hits: AlmostReadHits::Ahead,
         bus_bytes_per_s: 80e6,
         queue_depth: 1,
         queue_policy: QueuePolicy::Fcfs,
@@ -491,6 +496,7 @@ pub fn ibm_18es() -> HddParams {
         combine_sequential_writes: true,
         read_free_blocks: true,
         readahead_over_request: true,
+        almost_read_hits: AlmostReadHits::Ahead,
         bus_bytes_per_s: 80e6,
         queue_depth: 1,
         queue_policy: QueuePolicy::Fcfs,
@@ -541,6 +547,7 @@ pub fn cheetah_4lp() -> HddParams {
         combine_sequential_writes: true,
         read_free_blocks: false,
         readahead_over_request: true,
+        almost_read_hits: AlmostReadHits::Ahead,
         bus_bytes_per_s: 40e6,
         queue_depth: 1,
         queue_policy: QueuePolicy::Fcfs,
@@ -593,6 +600,7 @@ pub fn wd800jd() -> HddParams {
         combine_sequential_writes: true,
         read_free_blocks: false,
         readahead_over_request: true,
+        almost_read_hits: AlmostReadHits::Ahead,
         bus_bytes_per_s: 150e6,
         queue_depth: 1,
         queue_policy: QueuePolicy::Fcfs,
@@ -645,6 +653,7 @@ pub fn st6000nm0024() -> HddParams {
         combine_sequential_writes: true,
         read_free_blocks: false,
         readahead_over_request: true,
+        almost_read_hits: AlmostReadHits::Ahead,
         bus_bytes_per_s: 600e6,
         queue_depth: 32,
         queue_policy: QueuePolicy::CLook,

@@ -97,6 +97,9 @@ fn spec(cfg: &DeviceConfig) -> Result<DeviceSpec, ConfigError> {
         if let Some(b) = cfg.drive_readahead_min {
             p.readahead_min_sectors = (b.0 / 512) as u32;
         }
+        if let Some(almost) = cfg.almost_read_hits {
+            p.almost_read_hits = almost;
+        }
         check_drive_cache(cfg, p)?;
         p.validate().map_err(|e| ConfigError::Key {
             key: "device".into(),
@@ -279,6 +282,41 @@ mod tests {
             ])
             .as_deref(),
             Some("device.drive_readahead")
+        );
+    }
+
+    #[test]
+    fn almost_read_hits_default_to_ahead_and_can_be_set() {
+        use foresight_device::AlmostReadHits;
+        for preset in ["cheetah-15k5", "wd800jd"] {
+            let p = hdd(&[&format!("device.preset={preset}")]);
+            assert_eq!(p.almost_read_hits, AlmostReadHits::Ahead, "{preset}");
+            for (v, want) in [
+                ("none", AlmostReadHits::None),
+                ("head", AlmostReadHits::Head),
+                ("ahead", AlmostReadHits::Ahead),
+            ] {
+                let set = format!("device.almost_read_hits={v}");
+                let p = hdd(&[&format!("device.preset={preset}"), &set]);
+                assert_eq!(p.almost_read_hits, want, "{preset} {v}");
+            }
+        }
+        assert_eq!(
+            refused_key(&["device.almost_read_hits=false"]).as_deref(),
+            Some("device.almost_read_hits")
+        );
+        assert_eq!(
+            refused_key(&["device.almost_read_hits=sometimes"]).as_deref(),
+            Some("device.almost_read_hits")
+        );
+        assert_eq!(
+            refused_key(&[
+                "device.kind=ssd",
+                "device.preset=ssd-850evo",
+                "device.almost_read_hits=none"
+            ])
+            .as_deref(),
+            Some("device.almost_read_hits")
         );
     }
 

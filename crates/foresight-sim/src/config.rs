@@ -10,7 +10,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use foresight_core::{parse_duration, parse_size, ByteLen, Duration};
-use foresight_device::QueuePolicy;
+use foresight_device::{AlmostReadHits, QueuePolicy};
 use foresight_policy::readahead::WindowRule;
 use foresight_policy::PolicyConfig;
 use thiserror::Error;
@@ -129,6 +129,10 @@ pub struct DeviceConfig {
     pub drive_readahead: Option<ByteLen>,
     /// How far the drive reads ahead before it serves the next command (minimum read-ahead).
     pub drive_readahead_min: Option<ByteLen>,
+    /// Which reads arriving during the drive's read-ahead, ahead of what it has read, join it
+    /// (`none` and `head` are DiskSim's `Allow almost read hits` 0 and 1; `ahead`, every preset's
+    /// and import's, lets any read the read-ahead will reach join it).
+    pub almost_read_hits: Option<AlmostReadHits>,
     /// The controller's cache (0 = none): a block-level cache below the host (paper 001, Fig. 8).
     pub controller_cache: ByteLen,
     /// The controller's read-ahead beyond every missing read.
@@ -887,6 +891,7 @@ const HOST_KEYS: [(&str, &[&str]); 2] = [
             "segment_size",
             "drive_readahead",
             "drive_readahead_min",
+            "almost_read_hits",
             "controller_cache",
             "controller_readahead",
         ],
@@ -1117,6 +1122,19 @@ impl SimConfig {
                 }
                 other => other,
             },
+            almost_read_hits: if d.has("almost_read_hits") {
+                Some(d.choice(
+                    "almost_read_hits",
+                    AlmostReadHits::Ahead,
+                    &[
+                        ("none", AlmostReadHits::None),
+                        ("head", AlmostReadHits::Head),
+                        ("ahead", AlmostReadHits::Ahead),
+                    ],
+                )?)
+            } else {
+                None
+            },
             drive_readahead: match d.opt_size("drive_readahead", ByteLen(0), MAX_DRIVE_CACHE)? {
                 Some(b) if !b.0.is_multiple_of(512) => {
                     return Err(key_err(
@@ -1136,6 +1154,7 @@ impl SimConfig {
                     "device.drive_readahead_min",
                     device.drive_readahead_min.is_some(),
                 ),
+                ("device.almost_read_hits", device.almost_read_hits.is_some()),
             ];
             if let Some((key, _)) = hdd_only.iter().find(|(_, set)| *set) {
                 return Err(key_err(

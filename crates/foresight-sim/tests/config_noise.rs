@@ -48,6 +48,7 @@ const KEYS: &[(&str, &[&str])] = &[
     ("device.segment_size", &["\"64KiB\"", "\"512KiB\""]),
     ("device.drive_readahead", &["0", "\"512KiB\""]),
     ("device.drive_readahead_min", &["0", "\"64KiB\""]),
+    ("device.almost_read_hits", &["none", "head", "ahead"]),
     ("device.controller_mib_s", &["100", "450"]),
     ("device.controller_cache", &["0", "\"4KiB\"", "\"64MiB\""]),
     ("device.controller_readahead", &["0", "\"1MiB\""]),

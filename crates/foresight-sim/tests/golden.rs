@@ -21,23 +21,33 @@ fn info(name: &str) -> foresight_device::presets::PresetInfo {
         .expect("preset")
 }
 
-/// One stream of 1 MiB reads on cheetah-15k5 runs at 90-100% of the outer-zone media rate.
+/// One stream of 1 MiB reads on cheetah-15k5 runs at 90-100% of the outer-zone media rate (the
+/// preset as it comes). Under DiskSim's rule for its file (`device.almost_read_hits = "none"`)
+/// each read, arriving over the fast interface before the read-ahead has finished the sector
+/// after the last, waits for it to come round again, and the stream runs below 60% of that rate.
 #[test]
 fn one_stream_reads_near_the_outer_media_rate() {
-    let r = sim(&[
-        "device.preset=cheetah-15k5",
-        "workload.request=1MiB",
-        "workload.file_size=1GiB",
-        "workload.placement=contiguous",
-    ]);
     let outer = info("cheetah-15k5").media_mib_s_max;
-    let ratio = r.throughput_mib_s / outer;
-    assert!(
-        (0.90..=1.0).contains(&ratio),
-        "{:.1} MiB/s is {:.3} of {outer:.1}",
-        r.throughput_mib_s,
-        ratio
-    );
+    for (extra, lo, hi) in [
+        (None, 0.90, 1.0),
+        (Some("device.almost_read_hits=none"), 0.0, 0.6),
+    ] {
+        let mut sets = vec![
+            "device.preset=cheetah-15k5",
+            "workload.request=1MiB",
+            "workload.file_size=1GiB",
+            "workload.placement=contiguous",
+        ];
+        sets.extend(extra);
+        let r = sim(&sets);
+        let ratio = r.throughput_mib_s / outer;
+        assert!(
+            (lo..=hi).contains(&ratio),
+            "{extra:?}: {:.1} MiB/s is {:.3} of {outer:.1}",
+            r.throughput_mib_s,
+            ratio
+        );
+    }
 }
 
 /// Random 4 KiB reads over the whole cheetah-15k5 average within 10% of

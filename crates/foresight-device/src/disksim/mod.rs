@@ -43,7 +43,9 @@
 //!   number of write segments`, `Use separate write segment`, `Allow read hits on write data`,
 //!   `Combine seq writes`, `Read any free blocks` (keep the sectors passing under the head before a read's first sector),
 //!   `Read-ahead over requested` (whether read-ahead may push the data just read out; as in DiskSim
-//!   this bounds the read-ahead only when `Maximum read-ahead` is 0).
+//!   this bounds the read-ahead only when `Maximum read-ahead` is 0). `Allow almost read hits` is
+//!   checked (0 or 1) but not followed, with a warning: the drive lets any read its running
+//!   read-ahead will reach join it ([`crate::AlmostReadHits::Ahead`]).
 //! - **Overheads**: the eight `Read|Write hit|miss over. after read|write` times, scaled by `Time
 //!   scale for overheads` after adding `Per-request overhead time`.
 //! - **Bus**: `Bulk sector transfer time` (ms per 512-byte sector, at most 1,000) is the
@@ -73,7 +75,9 @@ use foresight_core::Duration;
 
 use crate::hdd::geometry::{LayoutRules, SurfaceOrder, Zone, ZoneSpares, ZoneStart};
 use crate::hdd::mechanics::{CommandOverheads, SeekCurve};
-use crate::hdd::{HddParams, QueuePolicy, ReadAheadMode, WriteCache, QUEUE_DEPTH_MAX};
+use crate::hdd::{
+    AlmostReadHits, HddParams, QueuePolicy, ReadAheadMode, WriteCache, QUEUE_DEPTH_MAX,
+};
 use syntax::{Block, Entry, Item, Value};
 
 /// Most files one import may read (the `.diskspecs`, `.model`, `.seek` and a layout).
@@ -643,6 +647,23 @@ impl Importer<'_> {
         let over_requested = r.int_or("Read-ahead over requested", 0, 1, 0)? == 1;
         let readahead_over_request = over_requested || max_ra > 0;
         let read_free_blocks = r.int_or("Read any free blocks", 0, 1, 0)? == 1;
+        // Checked, but not followed (see `AlmostReadHits::Ahead`): with 0 every back-to-back
+        // sequential read over a fast interface would wait a revolution, which the validation
+        // traces cannot tell from streaming (their demerits agree to the fourth digit).
+        if let Some(e) = r.take("Allow almost read hits") {
+            let allowed = r.int_of(e, 0, 1)?;
+            self.warn(
+                file,
+                e.line,
+                "Allow almost read hits",
+                format!(
+                    "`Allow almost read hits` = {allowed} is not followed: a read that the \
+                     running read-ahead will reach joins it (the simulator's \
+                     `device.almost_read_hits = \"{}\"` follows the file)",
+                    if allowed == 1 { "head" } else { "none" }
+                ),
+            );
+        }
         let combine_sequential_writes = r.int_or("Combine seq writes", 0, 1, 0)? == 1;
         let readahead_max_sectors = if max_ra == 0 {
             segment_sectors
@@ -714,6 +735,7 @@ impl Importer<'_> {
             combine_sequential_writes,
             read_free_blocks,
             readahead_over_request,
+            almost_read_hits: AlmostReadHits::Ahead,
             bus_bytes_per_s,
             queue_depth,
             queue_policy,

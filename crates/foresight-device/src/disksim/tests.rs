@@ -248,6 +248,7 @@ fn presets_agree_with_the_imports() {
         assert_eq!(p.readahead_mode, i.readahead_mode, "{name}");
         assert_eq!(p.write_cache, i.write_cache, "{name}");
         assert_eq!(p.read_free_blocks, i.read_free_blocks, "{name}");
+        assert_eq!(p.almost_read_hits, i.almost_read_hits, "{name}");
         if name != "cheetah-15k5" {
             // The 15K.5 preset lets read-ahead run past a request as large as its segment, so
             // that streams of large requests keep streaming (paper 000's workloads); the import
@@ -300,6 +301,41 @@ fn import_map(root: &str, files: &BTreeMap<String, String>) -> Result<DiskSimDri
             .ok_or_else(|| "cannot read: no such file".to_string())
     };
     import_with(root, &mut load)
+}
+
+/// `Allow almost read hits` is checked, 0 (every shipped file) or 1, and not followed: the drive
+/// keeps the model's default, with one warning naming the line and the simulator's key that
+/// follows the file; anything else is an error naming the line.
+#[test]
+fn allow_almost_read_hits_is_checked_and_not_followed() {
+    let base = shared_files();
+    let with = |value: &str| {
+        let mut m = base.clone();
+        let t = m.get_mut("atlas10k.diskspecs").unwrap();
+        let from = "Allow almost read hits = 0,";
+        assert!(t.contains(from));
+        *t = t.replacen(from, &format!("Allow almost read hits = {value},"), 1);
+        import_map("atlas10k.diskspecs", &m)
+    };
+    for (value, key) in [("0", "\"none\""), ("1", "\"head\"")] {
+        let d = with(value).unwrap();
+        assert_eq!(
+            d.params.almost_read_hits,
+            crate::AlmostReadHits::Ahead,
+            "{value}"
+        );
+        let warned: Vec<_> = d
+            .warnings
+            .iter()
+            .filter(|w| w.message.contains("Allow almost read hits"))
+            .collect();
+        assert_eq!(warned.len(), 1, "{:?}", d.warnings);
+        assert_eq!(warned[0].line, 8, "{}", warned[0]);
+        assert!(warned[0].message.contains(key), "{}", warned[0]);
+    }
+    let e = with("2").unwrap_err();
+    assert_eq!((e.file.as_str(), e.line), ("atlas10k.diskspecs", 8), "{e}");
+    assert!(e.to_string().contains("Allow almost read hits"), "{e}");
 }
 
 #[test]

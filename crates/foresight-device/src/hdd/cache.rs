@@ -35,6 +35,11 @@
 //! shipped drive file): the stream's next read past the segment goes to the media and waits for the
 //! platter.
 //!
+//! A read that starts in what the read-ahead has brought into its segment and ends past it joins
+//! the read-ahead as well (DiskSim's partial hit on a segment being read): the read-ahead carries
+//! on and serves it as it reads. Which reads starting further on join it is the drive's
+//! [`super::AlmostReadHits`]; any other stops the read-ahead and is a miss.
+//!
 //! Segments are replaced least-recently-used. With more interleaved sequential streams than segments,
 //! each stream's segment is reclaimed before the stream comes back to it, which is the collapse that
 //! paper 001 (section 3, Figure 7) describes; it falls out of LRU without special handling.

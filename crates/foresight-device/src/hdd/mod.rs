@@ -11,10 +11,17 @@
 //!    same sectors would put it; a hit in another segment stops it, as a miss does, once it has
 //!    read its minimum (the hit waits until then, as for the arm). Both are DiskSim's controller
 //!    (see [`cache`]). A read-ahead that has already stopped is not started again by a hit.
-//! 2. **Continuation**: the read starts inside the zone a running read-ahead is filling (the head is
-//!    already streaming those sectors). There is no seek and no rotational wait; the read completes
-//!    when the stream passes its last sector (plus that sector's bus time). This is what lets one
-//!    sequential stream run at media speed on a drive that takes one command at a time.
+//! 2. **Continuation**: the read starts in what a running read-ahead has already brought into its
+//!    segment and ends past it (DiskSim's partial hit on a segment being read), or starts ahead of
+//!    that where [`HddParams::almost_read_hits`] lets it join: by default anywhere before the
+//!    read-ahead's limit. There is no seek and no rotational wait; the read completes when the
+//!    stream passes its last sector (plus that sector's bus time). This is what lets one sequential
+//!    stream run at media speed on a drive that takes one command at a time. DiskSim 4.0 is
+//!    stricter: a read starting past the sector being read is a miss whatever its `Allow almost
+//!    read hits`, and with that at 0 (every shipped file) so is a read of the sector being read;
+//!    the read-ahead stops and, after the miss overhead, the head waits for the sector to come
+//!    round again. Its two rules are [`AlmostReadHits::None`] and [`AlmostReadHits::Head`]; the
+//!    default departs from them (ARCHITECTURE.md gives the reasons).
 //! 3. **Miss**: overhead, seek to the cylinder (or a head switch on the same cylinder), wait for the
 //!    first sector's angle (the platter's angle is a function of absolute time: see
 //!    [`mechanics`]), then read across tracks. A cached prefix of the request (a "partial hit") is
@@ -104,6 +111,25 @@ pub enum ReadAheadMode {
     TrackAhead,
 }
 
+/// Which reads arriving while the drive reads ahead join that read-ahead instead of stopping it,
+/// besides those whose first sector is already in its segment, which always do. DiskSim 4.0 has
+/// the first two (its `Allow almost read hits`); the third is this model's default.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Serialize)]
+pub enum AlmostReadHits {
+    /// None (DiskSim's `Allow almost read hits = 0`): a read starting at the sector being read
+    /// now, or anywhere further on, is a miss that stops the read-ahead and positions the head.
+    None,
+    /// A read starting at the sector being read now (DiskSim's `= 1`); further on is a miss.
+    Head,
+    /// Any read starting before the read-ahead's limit: it waits for the head to reach it. A
+    /// drive that a host reads sequentially at one command at a time streams at its media rate
+    /// only so, whatever the host's latency: with `None`, back-to-back 1 MiB reads over a fast
+    /// interface arrive while the read-ahead is still on the sector after the last and each loses
+    /// most of a revolution (46% of the Cheetah 15K.5's outer media rate, against 96%).
+    #[default]
+    Ahead,
+}
+
 /// When the drive reports a write complete (DiskSim's `Fast write level`, 0 to 2).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Serialize)]
 pub enum WriteCache {
@@ -170,6 +196,9 @@ pub struct HddParams {
     /// Whether read-ahead may push the data just read out of its segment (DiskSim's `Read-ahead over
     /// requested`); when false the read-ahead stops once the segment is full from the request on.
     pub readahead_over_request: bool,
+    /// Which reads arriving during a read-ahead, ahead of what it has read, join it (see
+    /// [`AlmostReadHits`]); any other stops it and is a miss.
+    pub almost_read_hits: AlmostReadHits,
     /// Interface transfer rate, bytes per second.
     pub bus_bytes_per_s: f64,
     /// Commands the drive accepts at once, including the one in service (1 = no queueing).
@@ -830,7 +859,11 @@ impl Hdd {
             if let (Some((i, ra)), Some(r)) = (stream, reach) {
                 let seg = self.cache.segment(i).expect("streaming segment exists");
                 let (held_first, _) = self.cache.held(seg, Some(r));
-                if r < ra.limit_lba && held_first <= lba && lba <= ra.limit_lba && end > r {
+                if r < ra.limit_lba
+                    && held_first <= lba
+                    && end > r
+                    && self.joins_stream(lba, r, ra.limit_lba)
+                {
                     return self.serve_continuation(t0, lba, end, i, ra, r, held_first);
                 }
             }
@@ -1141,8 +1174,9 @@ impl Hdd {
             QueuePolicy::Fcfs => 0,
             QueuePolicy::CLook => {
                 // The sweep goes on from where the last command's data ended, not from how far a
-                // read-ahead has run since: a command that starts inside the running read-ahead
-                // is served from it without positioning, so it belongs to this sweep, not the next.
+                // read-ahead has run since: a command that starts in what the running read-ahead
+                // has read is served from it without positioning, so it belongs to this sweep, not
+                // the next.
                 // The last command may be a hit that carried the read-ahead on, far past the read
                 // that started it.
                 let head = match self.cache.streaming() {
@@ -1192,21 +1226,45 @@ impl Hdd {
             if let (Some((i, ra)), Some(r)) = (stream, reach) {
                 let seg = self.cache.segment(i).expect("streaming segment exists");
                 let (held_first, _) = self.cache.held(seg, Some(r));
-                if r < ra.limit_lba && held_first <= lba && lba <= ra.limit_lba {
-                    return t;
+                if r < ra.limit_lba {
+                    if held_first <= lba && self.joins_stream(lba, r, ra.limit_lba) {
+                        return t;
+                    }
+                    // Any other read stops the running read-ahead and positions the head, the
+                    // sector under it included.
+                    return self
+                        .position_from(head, t + self.miss_overhead_ns(req.op), lba, false)
+                        .2;
                 }
             }
         }
         if lba == head + 1 {
             return t;
         }
-        let overhead_ns = self
-            .params
-            .overhead
-            .get(req.op, false, self.last_op)
-            .as_nanos() as f64;
-        self.position_from(head, t + overhead_ns, lba, req.op == Op::Write)
-            .2
+        self.position_from(
+            head,
+            t + self.miss_overhead_ns(req.op),
+            lba,
+            req.op == Op::Write,
+        )
+        .2
+    }
+
+    fn miss_overhead_ns(&self, op: Op) -> f64 {
+        self.params.overhead.get(op, false, self.last_op).as_nanos() as f64
+    }
+
+    /// Whether a read starting at `lba`, inside the segment a read-ahead fills and ending past its
+    /// next unread sector `reach`, is served by that read-ahead, whose limit is `limit`: always when
+    /// its first sector is already in the segment (DiskSim's partial hit on a segment being read),
+    /// and otherwise as [`HddParams::almost_read_hits`] says. DiskSim counts a read starting past
+    /// `reach` as a miss whatever its setting (`disk_buffer_select_read_segment`).
+    fn joins_stream(&self, lba: u64, reach: u64, limit: u64) -> bool {
+        match self.params.almost_read_hits {
+            AlmostReadHits::None => lba < reach,
+            AlmostReadHits::Head => lba <= reach,
+            AlmostReadHits::Ahead => lba <= limit,
+        }
     }
 
     fn start_next(&mut self, t: Instant) {

@@ -9,28 +9,55 @@ fn mib_s(bytes_per_s: f64) -> f64 {
     bytes_per_s / (1u64 << 20) as f64
 }
 
+/// Back-to-back 1 MiB reads: each arrives as its predecessor's last sector crosses the bus, before
+/// the read-ahead has finished reading the sector after it. When such a read may join the
+/// read-ahead (`Head`, DiskSim's almost read hits, or the default `Ahead`) every read after the
+/// first does and the stream runs near the media rate; under `None` (the Cheetah 15K.5 file's
+/// setting) each is a miss that waits most of a revolution for that sector.
 #[test]
-fn sequential_1mib_reads_run_near_the_outer_media_rate() {
-    let p = cheetah_15k5();
-    let mut d = Hdd::new(p.clone());
-    let n = 200u64;
-    let reqs: Vec<(Op, u64, u32)> = (0..n).map(|i| (Op::Read, i * 2048, 2048)).collect();
-    let res = drive_serial(&mut d, &reqs);
-    let elapsed = res.last().unwrap().1.at.as_secs_f64();
-    let rate = (n * (1 << 20)) as f64 / elapsed;
-    let media = p.media_rate_max().bytes_per_s;
-    let frac = rate / media;
-    eprintln!(
-        "cheetah-15k5 sequential 1 MiB QD1: {:.1} MiB/s = {:.1}% of the outer media rate {:.1} MiB/s",
-        mib_s(rate),
-        100.0 * frac,
-        mib_s(media)
-    );
-    assert!((0.90..=1.0).contains(&frac), "{frac}");
-    // After the first request every read continues the read-ahead stream: no seek.
-    assert!(res[1..]
-        .iter()
-        .all(|(_, c)| c.breakdown.seek.as_nanos() < 1_000_000));
+fn sequential_1mib_reads_run_near_the_outer_media_rate_unless_almost_read_hits_are_refused() {
+    for almost in [
+        AlmostReadHits::Ahead,
+        AlmostReadHits::Head,
+        AlmostReadHits::None,
+    ] {
+        let mut p = cheetah_15k5();
+        p.almost_read_hits = almost;
+        let mut d = Hdd::new(p.clone());
+        let n = 200u64;
+        let reqs: Vec<(Op, u64, u32)> = (0..n).map(|i| (Op::Read, i * 2048, 2048)).collect();
+        let res = drive_serial(&mut d, &reqs);
+        let elapsed = res.last().unwrap().1.at.as_secs_f64();
+        let rate = (n * (1 << 20)) as f64 / elapsed;
+        let media = p.media_rate_max().bytes_per_s;
+        let frac = rate / media;
+        eprintln!(
+            "cheetah-15k5 sequential 1 MiB QD1, almost_read_hits = {almost:?}: {:.1} MiB/s = \
+             {:.1}% of the outer media rate {:.1} MiB/s",
+            mib_s(rate),
+            100.0 * frac,
+            mib_s(media)
+        );
+        let half_rev = Duration(p.rotation_period().0 / 2);
+        if almost != AlmostReadHits::None {
+            assert!((0.90..=1.0).contains(&frac), "{frac}");
+            // After the first request every read continues the read-ahead stream: no seek.
+            assert!(res[1..]
+                .iter()
+                .all(|(_, c)| c.breakdown.seek.as_nanos() < 1_000_000));
+            assert!(res[1..].iter().all(|(_, c)| c.breakdown.rotate < half_rev));
+        } else {
+            assert!(frac < 0.8, "{frac}");
+            // Those that follow a read ending at a track's end find the next track's first sector
+            // still to come after the skew.
+            let lost = res[1..]
+                .iter()
+                .filter(|(_, c)| c.breakdown.rotate > half_rev)
+                .count();
+            eprintln!("{lost} of {} reads lost over half a revolution", n - 1);
+            assert!(lost as u64 > (n - 1) / 2, "{lost}");
+        }
+    }
 }
 
 #[test]
@@ -516,16 +543,87 @@ fn a_read_past_the_cached_run_sends_the_prefix_and_reads_the_rest() {
     );
 }
 
+/// A Cheetah 4LP (0.61 ms read-miss overhead after a read, 195 sectors per outer track) with
+/// `almost_read_hits` as given, that has served a read of sectors [100,000, 100,064) from idle and
+/// reads ahead after it. Returns the drive, the read-ahead's next unread sector 0.3 ms after that
+/// read completed, and the instant half-way through reading that sector.
+fn read_ahead_half_a_sector_into(almost_read_hits: AlmostReadHits) -> (Hdd, u64, Instant) {
+    let mut p = crate::presets::cheetah_4lp();
+    p.almost_read_hits = almost_read_hits;
+    let mut d = Hdd::new(p);
+    let first = serve_one(&mut d, Instant::ZERO, 0, Op::Read, 100_000, 64);
+    let (_, ra) = d
+        .cache
+        .streaming()
+        .expect("the drive reads ahead after a miss");
+    let probe = (first.at + Duration::from_micros(300)).as_nanos() as f64;
+    let reach = d.stream_reach(&ra, probe);
+    assert!(
+        reach > ra.origin_lba && reach < ra.limit_lba,
+        "{reach} {ra:?}"
+    );
+    let zone = d.geo.zone_index(Lba(reach));
+    let half_way = d.stream_time_to(&ra, reach) + d.sector_ns[zone] / 2.0;
+    assert_eq!(
+        d.stream_reach(&ra, half_way),
+        reach,
+        "still reading that sector"
+    );
+    (d, reach, Instant(half_way.ceil() as u64))
+}
+
+/// DiskSim's `Allow almost read hits`: a read whose first sector is the one the read-ahead is
+/// reading now is a partial hit that joins the read-ahead when allowed (`Head`, and the default
+/// `Ahead`: served as the stream passes, no seek, no rotational wait), and otherwise a miss: after
+/// the miss overhead the sector has passed and the read waits most of a revolution for it.
 #[test]
-fn a_read_just_ahead_of_the_read_ahead_continues_the_stream() {
-    let mut d = Hdd::new(cheetah_15k5());
-    // Back to back: the second read skips 100 sectors but lies in the read-ahead zone.
-    let res = drive_serial(&mut d, &[(Op::Read, 10_000, 8), (Op::Read, 10_108, 8)]);
-    let c = res[1].1;
-    assert_eq!(c.breakdown.seek, Duration::ZERO);
-    // No rotational wait beyond track switches: done within the time to stream 116 sectors.
-    let st_ns = cheetah_15k5().rotation_period().as_nanos() / 1_200;
-    assert!(c.at - res[1].0 < Duration(130 * st_ns + 200_000), "{c:?}");
+fn a_read_at_the_sector_being_read_ahead_joins_it_unless_almost_read_hits_are_refused() {
+    for almost in [
+        AlmostReadHits::Ahead,
+        AlmostReadHits::Head,
+        AlmostReadHits::None,
+    ] {
+        let (mut d, reach, at) = read_ahead_half_a_sector_into(almost);
+        let rev = d.params.rotation_period();
+        let c = serve_one(&mut d, at, 1, Op::Read, reach, 16);
+        eprintln!("almost_read_hits = {almost:?}: {c:?}");
+        assert_eq!(c.breakdown.seek, Duration::ZERO, "{c:?}");
+        if almost != AlmostReadHits::None {
+            // The hit overhead, then 16 sectors as the stream passes them (about 31 us each).
+            assert!(c.breakdown.rotate < Duration::from_micros(20), "{c:?}");
+            assert!(c.at - at < Duration::from_micros(700), "{c:?}");
+        } else {
+            assert!(!c.cache_hit);
+            assert!(c.breakdown.rotate > Duration(rev.0 / 2), "{c:?}");
+        }
+    }
+}
+
+/// A read starting past the sector the read-ahead is reading is a miss under both of DiskSim's
+/// settings: the read-ahead stops, and here the target (7 sectors on, 0.2 ms) passes during the
+/// 0.61 ms miss overhead, so the read waits most of a revolution. Under the default `Ahead` it
+/// joins the read-ahead and is served as the head reaches it, in well under a millisecond.
+#[test]
+fn a_read_just_past_the_sector_being_read_ahead_joins_it_only_by_default() {
+    let (mut d, reach, at) = read_ahead_half_a_sector_into(AlmostReadHits::Ahead);
+    let c = serve_one(&mut d, at, 1, Op::Read, reach + 8, 16);
+    eprintln!("almost_read_hits = Ahead: {c:?}");
+    assert_eq!(c.breakdown.seek, Duration::ZERO, "{c:?}");
+    assert!(c.at - at < Duration::from_micros(900), "{c:?}");
+    // The sectors it skipped were read on the way: they are in the segment.
+    let again = serve_one(&mut d, c.at, 2, Op::Read, reach, 8);
+    assert!(again.cache_hit, "{again:?}");
+    for almost in [AlmostReadHits::Head, AlmostReadHits::None] {
+        let (mut d, reach, at) = read_ahead_half_a_sector_into(almost);
+        let rev = d.params.rotation_period();
+        let c = serve_one(&mut d, at, 1, Op::Read, reach + 8, 16);
+        eprintln!("almost_read_hits = {almost:?}: {c:?}");
+        assert!(!c.cache_hit);
+        assert!(c.breakdown.rotate > Duration(rev.0 / 2), "{c:?}");
+        // The sectors skipped were never read: reading them again is a miss.
+        let again = serve_one(&mut d, c.at, 2, Op::Read, reach, 8);
+        assert!(!again.cache_hit, "{again:?}");
+    }
 }
 
 fn write_back(p: &mut HddParams, mode: WriteCache) {
