@@ -1005,6 +1005,18 @@ impl Core {
         v.splice(i..j, [(lo, hi)]);
     }
 
+    /// Wakes every waiting reader, whatever it waits for: the engine broke, and each returns
+    /// the error.
+    pub(crate) fn wake_every_waiter(&self) {
+        let chunk_waiters = self.chunks.iter().flatten().flat_map(|c| c.waiters.iter());
+        for (_, cv) in chunk_waiters.chain(self.defer_waiters.iter()) {
+            cv.notify_all();
+        }
+        for (_, cv, _) in &self.memory_waiters {
+            cv.notify_all();
+        }
+    }
+
     /// Wakes every reader whose deferred read waits for the policy's fetches: a fetch started or
     /// ended, so each looks again.
     fn wake_defer_waiters(&mut self) {

@@ -8,9 +8,17 @@
 //! its own condition variable, which the completion that fills the chunk it needs (or the release
 //! of memory it needs) notifies: no thundering herd with a thousand readers. Readers and engine
 //! handles keep the engine alive; when the last of them is dropped, the backend and the timer stop.
+//!
+//! A panic anywhere in the engine (a policy's, under the lock; or one that ends a backend
+//! thread, with the reads it held) breaks it: the thread that panicked marks the state broken
+//! and wakes every waiting reader as it unwinds (a [`Breaker`], or the backend's
+//! `PanicAlarm`), and from then on every read, open and hint returns
+//! [`EngineError::Broken`] (reads as an `io::Error` carrying it) instead of waiting for
+//! completions that may never come.
 
 use std::io::{self, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
 
 use foresight_core::{ByteLen, ByteRange, FileId, Instant, StreamId};
@@ -309,6 +317,7 @@ impl EngineBuilder {
             epoch: std::time::Instant::now(),
             fallback,
             direct: self.direct_io,
+            broken: AtomicBool::new(false),
         });
         let sink: Arc<dyn CompletionSink> = shared.clone();
         let weak: Weak<dyn CompletionSink> = Arc::downgrade(&sink);
@@ -462,6 +471,8 @@ pub(crate) struct Shared {
     epoch: std::time::Instant,
     fallback: Option<String>,
     direct: bool,
+    /// Set when a panic broke the engine (see the module documentation); never cleared.
+    broken: AtomicBool,
 }
 
 impl Shared {
@@ -474,6 +485,61 @@ impl Shared {
             .lock()
             .expect("engine state poisoned by an earlier panic")
     }
+
+    /// The state, unless a panic broke the engine.
+    fn lock_live(&self) -> Result<MutexGuard<'_, Core>, EngineError> {
+        match self.core.lock() {
+            Ok(core) if !self.is_broken() => Ok(core),
+            _ => Err(EngineError::Broken),
+        }
+    }
+
+    fn is_broken(&self) -> bool {
+        self.broken.load(Ordering::Acquire)
+    }
+
+    /// Marks the engine broken and wakes every reader waiting in it, each of which then sees
+    /// the mark. The mark is set before the lock is taken, and a reader looks at it under the
+    /// lock before it waits, so none waits on past this. Runs on an unwinding thread: it must
+    /// not panic, so a lock the panic poisoned is taken all the same (only waiters are read).
+    fn break_engine(&self) {
+        self.broken.store(true, Ordering::Release);
+        let core = self.core.lock().unwrap_or_else(|p| p.into_inner());
+        core.wake_every_waiter();
+        drop(core);
+        self.timer.notify_all();
+    }
+}
+
+/// Breaks the engine if the thread holding it unwinds (see [`Shared::break_engine`]): held
+/// wherever a policy runs on an application's or the engine's own thread, so a panic there
+/// leaves no other reader waiting forever on a state no one will change. One made while the
+/// thread already unwinds (a reader dropped by an application's panic) breaks nothing.
+struct Breaker<'a> {
+    shared: &'a Shared,
+    armed: bool,
+}
+
+impl Breaker<'_> {
+    fn new(shared: &Shared) -> Breaker<'_> {
+        Breaker {
+            shared,
+            armed: !std::thread::panicking(),
+        }
+    }
+}
+
+impl Drop for Breaker<'_> {
+    fn drop(&mut self) {
+        if self.armed && std::thread::panicking() {
+            self.shared.break_engine();
+        }
+    }
+}
+
+/// What a read gets from a broken engine.
+fn broken_read() -> io::Error {
+    io::Error::other(EngineError::Broken)
 }
 
 /// A completion for a state an earlier panic poisoned is dropped with its buffer: the engine is
@@ -495,11 +561,20 @@ impl CompletionSink for Shared {
             Err(_) => cs.clear(),
         }
     }
+
+    /// A backend thread ended in a panic with reads the driver waits for: they will never
+    /// complete, so the engine breaks rather than leave their readers waiting. Before, a panic
+    /// of the array policy on the emulated device's thread left the reader of that fetch
+    /// waiting forever.
+    fn backend_panicked(&self) {
+        self.break_engine();
+    }
 }
 
 /// Runs the policy's timers until the engine shuts down. A lock an earlier panic poisoned ends
 /// the thread quietly: the engine is broken, its readers hear so, and its drop joins this thread.
 fn run_timer(shared: &Shared) {
+    let _breaker = Breaker::new(shared);
     let Ok(mut core) = shared.core.lock() else {
         return;
     };
@@ -630,7 +705,8 @@ impl Engine {
         open: impl FnOnce(&dyn IoBackend, FileId, bool) -> io::Result<FileHandle>,
     ) -> Result<Reader, EngineError> {
         let shared = &self.owner.shared;
-        let mut core = shared.lock();
+        let _breaker = Breaker::new(shared);
+        let mut core = shared.lock_live()?;
         let id = core.next_file_id();
         let handle = open(shared.backend.as_ref(), id, shared.direct).map_err(|source| {
             EngineError::Open {
@@ -683,7 +759,8 @@ impl Engine {
             .map(|r| (r.start.0, r.start.0.saturating_add(r.len.0)))
             .collect();
         let shared = &self.owner.shared;
-        let mut core = shared.lock();
+        let _breaker = Breaker::new(shared);
+        let mut core = shared.lock_live()?;
         if !core.stream_reads(at.stream, at.file, at.open_seq) {
             return Err(EngineError::UnknownStream(at.stream));
         }
@@ -851,11 +928,11 @@ impl Reader {
     }
 
     /// Waits on the reader's condition variable until notified or the deadline passes; returns
-    /// the lock and whether the deadline has passed.
+    /// the lock and whether the deadline has passed, or the error of a broken engine.
     fn wait<'a>(
         &self,
         core: std::sync::MutexGuard<'a, Core>,
-    ) -> (std::sync::MutexGuard<'a, Core>, bool) {
+    ) -> io::Result<(std::sync::MutexGuard<'a, Core>, bool)> {
         self.wait_at_most(core, None)
     }
 
@@ -864,30 +941,33 @@ impl Reader {
         &self,
         core: std::sync::MutexGuard<'a, Core>,
         most: Option<std::time::Duration>,
-    ) -> (std::sync::MutexGuard<'a, Core>, bool) {
+    ) -> io::Result<(std::sync::MutexGuard<'a, Core>, bool)> {
         let left = self
             .deadline
             .map(|at| at.saturating_duration_since(std::time::Instant::now()));
         if left.is_some_and(|l| l.is_zero()) {
-            return (core, true);
+            return Ok((core, true));
         }
         let limit = match (left, most) {
             (Some(l), Some(m)) => Some(l.min(m)),
             (l, m) => l.or(m),
         };
         let core = match limit {
-            None => self.cv.wait(core).expect("engine state poisoned"),
+            None => self.cv.wait(core).map_err(|_| broken_read())?,
             Some(limit) => {
                 self.cv
                     .wait_timeout(core, limit)
-                    .expect("engine state poisoned")
+                    .map_err(|_| broken_read())?
                     .0
             }
         };
+        if self.owner.shared.is_broken() {
+            return Err(broken_read());
+        }
         let timed_out = self
             .deadline
             .is_some_and(|at| std::time::Instant::now() >= at);
-        (core, timed_out)
+        Ok((core, timed_out))
     }
 
     /// Shorthand for [`Engine::hint`] on this reader's stream.
@@ -910,7 +990,8 @@ impl Read for Reader {
         let shared = &self.owner.shared;
         let start = self.pos;
         let end = self.size_bytes.min(start.saturating_add(out.len() as u64));
-        let mut core = shared.lock();
+        let _breaker = Breaker::new(shared);
+        let mut core = shared.lock_live().map_err(io::Error::other)?;
         core.begin_read(shared.now(), self.stream, self.file, start, end);
         let mut cursor = start;
         let mut stall = std::time::Duration::ZERO;
@@ -935,14 +1016,14 @@ impl Read for Reader {
                     out[to..to + n].copy_from_slice(&buf.as_slice()[from..from + n]);
                     // Drop our reference before unpinning, so a free finds the buffer unshared.
                     drop(buf);
-                    core = shared.lock();
+                    core = shared.lock_live().map_err(io::Error::other)?;
                     core.unpin(self.stream, chunk, cursor, cursor + n as u64);
                     cursor += n as u64;
                 }
                 Found::InFlight { chunk } => {
                     core.wait_for_chunk(chunk, self.stream, &self.cv);
                     let t = std::time::Instant::now();
-                    (core, timed_out) = self.wait(core);
+                    (core, timed_out) = self.wait(core)?;
                     if !timed_out {
                         // A timed-out reader stays noted as waiting until `stop_waiting`
                         // takes it off the chunk's list.
@@ -968,14 +1049,14 @@ impl Read for Reader {
                     };
                     if let Some(most) = most {
                         let t = std::time::Instant::now();
-                        (core, timed_out) = self.wait_at_most(core, most);
+                        (core, timed_out) = self.wait_at_most(core, most)?;
                         stall += t.elapsed();
                         continue;
                     }
                     if !core.demand(self.stream, self.file, cursor, end) {
                         core.wait_for_memory(self.stream, &self.cv, cursor, end);
                         let t = std::time::Instant::now();
-                        (core, timed_out) = self.wait(core);
+                        (core, timed_out) = self.wait(core)?;
                         stall += t.elapsed();
                     }
                 }
@@ -1030,6 +1111,7 @@ impl Drop for Reader {
     fn drop(&mut self) {
         let shared = &self.owner.shared;
         let now = shared.now();
+        let _breaker = Breaker::new(shared);
         if let Ok(mut core) = shared.core.lock() {
             core.close(now, self.stream);
         }
@@ -1337,6 +1419,234 @@ mod tests {
         assert!(dropped.is_ok(), "dropping the poisoned engine panicked");
         assert!(state.upgrade().is_none(), "the engine's state outlived it");
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Runs the policy it wraps, and panics when it hears that a fetch finished: on whatever
+    /// thread the driver (or the array cache) handles that completion, a backend's.
+    struct PanicOnFetched(Box<dyn Policy>);
+
+    impl foresight_policy::Policy for PanicOnFetched {
+        fn name(&self) -> &str {
+            "panic-on-fetched"
+        }
+        fn handle(&mut self, now: Instant, input: foresight_policy::Input) {
+            if let foresight_policy::Input::Fetched { .. } = input {
+                panic!("a policy bug on a finished fetch, on purpose");
+            }
+            self.0.handle(now, input);
+        }
+        fn poll_output(&mut self) -> Option<foresight_policy::Output> {
+            self.0.poll_output()
+        }
+        fn poll_timeout(&self) -> Option<Instant> {
+            self.0.poll_timeout()
+        }
+        fn handle_timeout(&mut self, now: Instant) {
+            self.0.handle_timeout(now)
+        }
+        fn add_file(&mut self, id: FileId, file: foresight_policy::layout::FileLayout) {
+            self.0.add_file(id, file)
+        }
+    }
+
+    /// How long a test waits for a read that used to hang before it calls it hung.
+    const PATIENCE: std::time::Duration = std::time::Duration::from_secs(60);
+
+    /// Reads `path` to its end through `engine` on a thread of its own, and returns what the
+    /// read returned, or `None` if it neither returned within [`PATIENCE`] (a hang) nor
+    /// returned at all (the thread panicked).
+    fn read_to_end_within(engine: &Engine, path: &Path) -> Option<io::Result<usize>> {
+        let mut r = engine.open(path).unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut got = Vec::new();
+            let _ = tx.send(r.read_to_end(&mut got));
+        });
+        rx.recv_timeout(PATIENCE).ok()
+    }
+
+    /// Asserts that `engine` is broken: reading `path` through it ends with
+    /// [`EngineError::Broken`] (it neither hangs nor panics), and so do a later open and a read
+    /// of a reader opened before; then that it drops without a panic. `what` names the case.
+    fn assert_broken_by_a_panic(engine: Engine, path: &Path, what: &str) {
+        let early = engine.open(path).unwrap();
+        let result = read_to_end_within(&engine, path);
+        let Some(Err(e)) = result else {
+            panic!("{what}: the read did not end with an error: {result:?} (None: it hung or panicked)");
+        };
+        assert!(
+            e.to_string().contains("the engine is broken"),
+            "{what}: the read's error: {e}"
+        );
+        assert!(
+            matches!(engine.open(path), Err(EngineError::Broken)),
+            "{what}: an open after the panic was not refused"
+        );
+        let mut early = early;
+        let mut buf = vec![0u8; 4096];
+        let later = early.read(&mut buf);
+        assert!(
+            later.is_err(),
+            "{what}: a read after the panic did not fail: {later:?}"
+        );
+        drop(early);
+        let dropped = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(engine)));
+        assert!(
+            dropped.is_ok(),
+            "{what}: dropping the broken engine panicked"
+        );
+    }
+
+    /// A panic of the array policy as it hears of a finished fetch, on the emulated device's
+    /// thread (which delivers the fetch's pages into the array cache), breaks the engine: the
+    /// reader waiting for those pages, and every later call, gets an error. Before, the panic
+    /// ended the device's thread and poisoned only the array cache; the engine never heard, and
+    /// the reader waited forever.
+    #[test]
+    fn a_panic_of_the_array_policy_on_a_finished_fetch_breaks_the_engine() {
+        // As in `msp_runs_on_an_emulated_raid0_only`, where MSP fetches stripes ahead.
+        let (dir, path) = temp_file("msp-fetched-panic", &vec![5u8; 12 << 20]);
+        let cfg = EmulatedConfig::preset("cheetah-15k4")
+            .unwrap()
+            .raid0(5, 128 << 10);
+        let engine = Engine::builder()
+            .policy("msp+saseqp")
+            .backend(Backend::Emulated(cfg))
+            .raid_cache(ByteLen::mib(64))
+            .wrap_array_policy(Box::new(|msp| Box::new(PanicOnFetched(msp))))
+            .build()
+            .unwrap();
+        assert_broken_by_a_panic(engine, &path, "the array policy");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A panic of the engine's policy as it hears of a finished fetch, on the backend thread
+    /// that delivers the fetch, breaks the engine on every backend: the readers waiting, and
+    /// every later call, get an error. Before, the reader woken by the fetch's completion
+    /// (the driver wakes a chunk's readers before the policy hears) panicked on the lock the
+    /// panic poisoned, and so did every later call.
+    #[test]
+    fn a_panic_of_the_policy_on_a_finished_fetch_breaks_the_engine_on_every_backend() {
+        let bytes = vec![6u8; 4 << 20];
+        let (dir, path) = temp_file("fetched-panic", &bytes);
+        let noop = NoopBackend::new();
+        noop.insert(&path, bytes.clone());
+        let raid = EmulatedConfig::preset("cheetah-15k4")
+            .unwrap()
+            .raid0(5, 128 << 10);
+        let cases = [
+            ("threads", "seqp", Backend::Threads),
+            ("uring", "seqp", Backend::Uring),
+            ("noop", "seqp", Backend::Noop(noop)),
+            (
+                "emulated",
+                "seqp",
+                Backend::Emulated(EmulatedConfig::preset("ssd-850evo").unwrap()),
+            ),
+            ("array cache", "msp+seqp", Backend::Emulated(raid)),
+        ];
+        for (what, policy, backend) in cases {
+            let built = Engine::builder()
+                .policy(policy)
+                .backend(backend)
+                .raid_cache(ByteLen::mib(16))
+                .wrap_policy(Box::new(|p| Box::new(PanicOnFetched(p))))
+                .build();
+            let engine = match built {
+                Ok(e) => e,
+                Err(EngineError::BackendUnavailable { reason, .. }) => {
+                    eprintln!("{what}: not available here ({reason}); skipped");
+                    continue;
+                }
+                Err(e) => panic!("{what}: {e}"),
+            };
+            assert_broken_by_a_panic(engine, &path, what);
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A backend's own thread that ends in a panic (here the in-memory backend's worker, by an
+    /// injected fault) breaks the engine: the reader waiting for the read it held, and every
+    /// later call, gets an error. Before, the reader waited forever.
+    #[test]
+    fn a_backend_thread_that_panics_breaks_the_engine() {
+        let noop = NoopBackend::new();
+        noop.insert("/f", vec![7u8; 1 << 20]);
+        noop.inject(crate::Fault {
+            path: "/f".into(),
+            range: (512 << 10)..(1 << 20),
+            kind: crate::FaultKind::Panic,
+            times: None,
+        });
+        let engine = Engine::builder()
+            .backend(Backend::Noop(noop))
+            .build()
+            .unwrap();
+        assert_broken_by_a_panic(engine, Path::new("/f"), "the noop worker");
+    }
+
+    /// A reader whose read a policy panic ends (under the engine's lock, on the application's
+    /// thread) breaks the engine for the other readers: one waiting for a chunk is woken and
+    /// gets an error. Before, the panic poisoned the lock but woke no one, and that reader
+    /// waited forever.
+    #[test]
+    fn a_policy_panic_in_one_reader_wakes_the_others_with_an_error() {
+        /// Panics on the second read it is shown (the first reader's first read issues the
+        /// fetch the second waits for), and holds that fetch: it is never completed, so the
+        /// waiting reader can only be woken by the panic.
+        struct PanicOnSecondRead(u32);
+        impl foresight_policy::Policy for PanicOnSecondRead {
+            fn name(&self) -> &str {
+                "panic-on-second-read"
+            }
+            fn handle(&mut self, _now: Instant, input: foresight_policy::Input) {
+                if let foresight_policy::Input::Read { .. } = input {
+                    self.0 += 1;
+                    if self.0 == 2 {
+                        panic!("a policy bug, on purpose");
+                    }
+                }
+            }
+            fn poll_output(&mut self) -> Option<foresight_policy::Output> {
+                None
+            }
+        }
+        let noop = NoopBackend::new();
+        noop.insert("/f", vec![8u8; 1 << 16]);
+        noop.insert("/g", vec![9u8; 1 << 16]);
+        // The first reader's read is held in the device for an hour.
+        noop.inject(crate::Fault {
+            path: "/f".into(),
+            range: 0..(1 << 16),
+            kind: crate::FaultKind::Delay(std::time::Duration::from_secs(3600)),
+            times: None,
+        });
+        let engine = Engine::builder()
+            .backend(Backend::Noop(noop.clone()))
+            .wrap_policy(Box::new(|_| Box::new(PanicOnSecondRead(0))))
+            .build()
+            .unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let mut first = engine.open("/f").unwrap();
+        std::thread::spawn(move || {
+            let mut buf = vec![0u8; 4096];
+            let _ = tx.send(first.read(&mut buf).map_err(|e| e.to_string()));
+        });
+        let until = std::time::Instant::now() + PATIENCE;
+        while noop.delayed_for_tests() == 0 {
+            assert!(
+                std::time::Instant::now() < until,
+                "the first read never reached the device"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        assert_a_read_panics(engine.open("/g").unwrap(), "the policy");
+        let got = rx.recv_timeout(PATIENCE);
+        assert!(
+            matches!(&got, Ok(Err(e)) if e.contains("the engine is broken")),
+            "the waiting reader: {got:?} (a timeout: it hung)"
+        );
+        drop(engine);
     }
 
     /// An engine dropped while a fetch is held in the device (here an injected hour-long delay)

@@ -65,4 +65,12 @@ pub enum EngineError {
     /// The stream is not open in this engine.
     #[error("{0} is not open in this engine")]
     UnknownStream(StreamId),
+    /// A panic (a policy's, or one that ended a backend thread) broke the engine: reads it
+    /// started may never complete, so it serves nothing more. Reads get it as an
+    /// `io::Error` of kind `Other`.
+    #[error(
+        "the engine is broken: a panic (in a policy, or on one of its backend's threads) \
+         left reads it will never complete; build a new engine"
+    )]
+    Broken,
 }

@@ -68,7 +68,9 @@
 //! delivered what it holds: the device is then dropped here, and joins its own threads. A cache
 //! an array policy's panic poisoned still shuts down and drops without a second panic: it sends
 //! and delivers nothing more, drops what the device hands back, and does not wait for the
-//! device (the thread that panicked may have been the device's).
+//! device (the thread that panicked may have been the device's). Nor does it wait for the device
+//! once one of the device's threads ended in a panic: the reads that thread held never come
+//! back; the cache passes the news on to the engine above, which breaks.
 //!
 //! The array policy the engine runs is MSP (`msp+...`), which sets no timer and never defers;
 //! the cache polls no timer and reads a deferred request on demand.
@@ -230,8 +232,12 @@ struct Shared {
     inner: Arc<dyn IoBackend>,
     port: Arc<CompletionPort>,
     hits: Mutex<Option<SyncSender<IoCompletion>>>,
-    /// Signalled when the last read sent to the device comes back after shutdown.
+    /// Signalled when the last read sent to the device comes back after shutdown, or when a
+    /// device thread ends in a panic.
     inner_idle: std::sync::Condvar,
+    /// Set when a thread of the device below ended in a panic: the reads it held never come
+    /// back, so the drop does not wait for them.
+    device_broken: std::sync::atomic::AtomicBool,
 }
 
 impl ArrayCacheBackend {
@@ -261,6 +267,7 @@ impl ArrayCacheBackend {
         let delivery = std::thread::Builder::new()
             .name("foresight-array-hits".into())
             .spawn(move || {
+                let _alarm = super::lifecycle::PanicAlarm(deliver.clone());
                 while let Ok(c) = rx.recv() {
                     deliver.deliver(c);
                 }
@@ -305,6 +312,7 @@ impl ArrayCacheBackend {
             port,
             hits: Mutex::new(Some(tx)),
             inner_idle: std::sync::Condvar::new(),
+            device_broken: std::sync::atomic::AtomicBool::new(false),
         });
         let sink: Arc<dyn CompletionSink> = shared.clone();
         let weak: Weak<dyn CompletionSink> = Arc::downgrade(&sink);
@@ -485,6 +493,20 @@ impl CompletionSink for Shared {
             self.inner_idle.notify_all();
         }
         self.flush(st, false);
+    }
+
+    /// A thread of the device below ended in a panic (the array policy's, hearing of a fetch
+    /// on it, or the device's own): the reads it held never come back. The drop stops waiting
+    /// for them, and the driver above hears so and breaks. Before, a panic of the array
+    /// policy there left the driver's reader of that read waiting forever.
+    fn backend_panicked(&self) {
+        self.device_broken
+            .store(true, std::sync::atomic::Ordering::Release);
+        // Under the lock, so that a drop that saw the flag unset is already waiting.
+        let st = self.lock_even_poisoned();
+        self.inner_idle.notify_all();
+        drop(st);
+        self.port.backend_panicked();
     }
 }
 
@@ -1285,7 +1307,12 @@ impl Drop for ArrayCacheBackend {
         // policy hears of its fetches there) has ended, with what it held.
         if !self.inner_port.delivering_here() {
             let (mut st, mut poisoned) = self.shared.lock_even_poisoned();
-            while st.inner_out > 0 && !poisoned {
+            let broken = || {
+                self.shared
+                    .device_broken
+                    .load(std::sync::atomic::Ordering::Acquire)
+            };
+            while st.inner_out > 0 && !poisoned && !broken() {
                 st = match self.shared.inner_idle.wait(st) {
                     Ok(st) => st,
                     Err(p) => {
@@ -1510,6 +1537,44 @@ mod tests {
             );
         }
         done.result
+    }
+
+    /// A device thread that ends in a panic with a read of the cache's (here the in-memory
+    /// device's worker, by an injected fault) is heard above (the cache passes it on to its
+    /// sink, and the engine there breaks), and the cache's drop does not wait for that read,
+    /// which never comes back. Before, the driver never heard, and the drop waited forever.
+    #[test]
+    fn a_device_thread_that_panics_is_heard_above_and_does_not_hold_the_drop() {
+        let patience = std::time::Duration::from_secs(60);
+        let bytes = file_bytes(2 * STRIP_BYTES as usize, 5);
+        let files = [("/f", bytes, 0)];
+        let (c, got, noop, f, _) = noop_cache(&files, 64 << 20, (1, 1));
+        noop.inject(Fault {
+            path: PathBuf::from("/f"),
+            range: 0..1,
+            kind: FaultKind::Panic,
+            times: Some(1),
+        });
+        c.submit(&mut vec![request(0, &f[0], 0, PAGE_BYTES as usize)]);
+        // On a thread of its own, so that a drop that waits forever fails the test rather
+        // than hang it.
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let heard = got.heard_a_panic_within(patience);
+            drop(c);
+            let _ = tx.send(heard);
+        });
+        let heard = rx.recv_timeout(2 * patience);
+        assert!(
+            heard.is_ok(),
+            "the cache's drop waited for a read the device will never return"
+        );
+        assert_eq!(
+            heard,
+            Ok(true),
+            "the device thread's panic was not passed on"
+        );
+        drop(noop);
     }
 
     /// A failed device read for a fill (here MSP's fetch of strips 2 to 4, which the request

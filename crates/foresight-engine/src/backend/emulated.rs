@@ -61,7 +61,7 @@ use foresight_device::raid0::Raid0Layout;
 use foresight_device::{Completion, DevRequest, Device, Op};
 use foresight_policy::layout::Striping;
 
-use super::lifecycle::{Joined, Phase};
+use super::lifecycle::{Joined, PanicAlarm, Phase};
 use super::threads::ThreadsBackend;
 use super::{
     real_handle, real_handle_beneath, BackendKind, CompletionPort, CompletionSink, FileHandle,
@@ -312,6 +312,14 @@ struct Shared {
 }
 
 impl Shared {
+    /// The inbox. Its lock is held only to push or take messages and move the phase, so it
+    /// is whole whenever let go, even after a panic of the clock thread's model under it; a
+    /// second panic here (in the drop, or on a worker of the pool) would leave the backend's
+    /// threads unjoined or abort.
+    fn inbox(&self) -> std::sync::MutexGuard<'_, Inbox> {
+        self.inbox.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
     /// An empty inbox whose clock starts now.
     fn new(port: Arc<CompletionPort>) -> Arc<Shared> {
         Arc::new(Shared {
@@ -328,11 +336,7 @@ impl Shared {
 
     /// Moves the emulation forward to `to`, and wakes the clock thread to see it.
     fn enter(&self, to: Phase) {
-        self.inbox
-            .lock()
-            .expect("emulation inbox poisoned")
-            .phase
-            .advance(to);
+        self.inbox().phase.advance(to);
         self.wake.notify_one();
     }
 
@@ -341,11 +345,7 @@ impl Shared {
     }
 
     fn send(&self, msg: Msg) {
-        self.inbox
-            .lock()
-            .expect("emulation inbox poisoned")
-            .msgs
-            .push_back(msg);
+        self.inbox().msgs.push_back(msg);
         self.wake.notify_one();
     }
 }
@@ -353,6 +353,12 @@ impl Shared {
 impl CompletionSink for Shared {
     fn complete(&self, c: IoCompletion) {
         self.send(Msg::Data(c));
+    }
+
+    /// A worker of the pool ended in a panic (it takes no lock that a panic can poison, so
+    /// this is a bug of its own): the engine above hears so.
+    fn backend_panicked(&self) {
+        self.port.backend_panicked();
     }
 }
 
@@ -389,6 +395,7 @@ impl EmulatedBackend {
         let clock = std::thread::Builder::new()
             .name("foresight-emulated-clock".into())
             .spawn(move || {
+                let _alarm = PanicAlarm(s.port.clone());
                 // Linux may end a timed sleep up to the thread's timer slack late (50 us by
                 // default), and every late wake-up delays a completion, and so the engine's next
                 // read, past the instant the model gave it: on a fast array that moved the next
@@ -477,7 +484,7 @@ impl IoBackend for EmulatedBackend {
     fn submit(&self, batch: &mut Vec<IoRequest>) {
         let at_ns = self.shared.now_ns();
         {
-            let mut inbox = self.shared.inbox.lock().expect("emulation inbox poisoned");
+            let mut inbox = self.shared.inbox();
             inbox
                 .msgs
                 .extend(batch.iter().map(|r| Msg::submission(r, at_ns)));
@@ -683,7 +690,7 @@ impl Clock {
     fn run(mut self) {
         loop {
             let (msgs, phase): (Vec<Msg>, Phase) = {
-                let mut inbox = self.shared.inbox.lock().expect("emulation inbox poisoned");
+                let mut inbox = self.shared.inbox();
                 loop {
                     if !inbox.msgs.is_empty() || (!inbox.phase.running() && !self.shut) {
                         break (inbox.msgs.drain(..).collect(), inbox.phase);

@@ -14,10 +14,10 @@
 //! last reference, and so drop the engine and its backend; that thread ends once the drop returns.
 
 use std::io;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
-use super::{BackendKind, IoCompletion, IoRequest};
+use super::{BackendKind, CompletionPort, IoCompletion, IoRequest};
 
 /// Where a backend is in its life; it only moves forward.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -57,6 +57,21 @@ pub(crate) fn refuse(req: IoRequest, kind: BackendKind) -> IoCompletion {
         token: req.token,
         buf: req.buf,
         result: Err(shut_down(kind)),
+    }
+}
+
+/// Held at the top of every backend thread: if the thread unwinds (a panic in the sink it
+/// delivered to, or in the backend's own code), the port hears so
+/// ([`CompletionPort::backend_panicked`]) as the thread ends. The reads the thread held then
+/// never complete, and a reader waiting for one would wait forever; the engine breaks instead,
+/// and every reader gets an error.
+pub(crate) struct PanicAlarm(pub(crate) Arc<CompletionPort>);
+
+impl Drop for PanicAlarm {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.0.backend_panicked();
+        }
     }
 }
 
@@ -145,12 +160,19 @@ pub(crate) mod testing {
         pub(crate) pause: Duration,
         got: Mutex<Vec<IoCompletion>>,
         arrived: Condvar,
+        /// Backend threads that told the sink they ended in a panic.
+        panics: Mutex<usize>,
     }
 
     impl CompletionSink for Collect {
         fn complete(&self, c: IoCompletion) {
             std::thread::sleep(self.pause);
             self.got.lock().unwrap().push(c);
+            self.arrived.notify_all();
+        }
+
+        fn backend_panicked(&self) {
+            *self.panics.lock().unwrap_or_else(|p| p.into_inner()) += 1;
             self.arrived.notify_all();
         }
     }
@@ -191,6 +213,21 @@ pub(crate) mod testing {
                 got = self.arrived.wait_timeout(got, until - now).unwrap().0;
             }
             std::mem::take(&mut *got)
+        }
+
+        /// Whether a backend thread told the sink it ended in a panic, waiting for that at most
+        /// `patience`.
+        pub(crate) fn heard_a_panic_within(&self, patience: Duration) -> bool {
+            let until = std::time::Instant::now() + patience;
+            let mut n = self.panics.lock().unwrap();
+            while *n == 0 {
+                let now = std::time::Instant::now();
+                if now >= until {
+                    return false;
+                }
+                n = self.arrived.wait_timeout(n, until - now).unwrap().0;
+            }
+            true
         }
 
         /// The tokens of what arrived so far, left in place.

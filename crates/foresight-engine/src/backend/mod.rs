@@ -29,6 +29,10 @@
 //! or submitted later) completes with an error, delivered by the backend's own thread; reads
 //! already started complete as they come. Dropping the backend joins every thread it started
 //! (but the one the drop runs on, if it is one of them), once they have delivered what they hold.
+//!
+//! A backend thread that ends in a panic (in the sink it delivers to, or a bug of its own) tells
+//! its port so as it unwinds ([`CompletionPort::backend_panicked`]): the reads it held never
+//! complete, and the engine above breaks rather than leave their readers waiting.
 
 pub mod array;
 pub mod emulated;
@@ -167,6 +171,15 @@ pub trait CompletionSink: Send + Sync {
             self.complete(c);
         }
     }
+
+    /// A thread of the backend delivering here ended in a panic (a policy's, in this sink or
+    /// one it delivers to, or a bug of the backend's own), so reads it held, and with some
+    /// backends every later read, will never complete. A sink that waits for completions must
+    /// stop waiting: the engine breaks, so that its readers get an error rather than wait
+    /// forever, and a backend layered over another passes it on. Called on the unwinding
+    /// thread, so it must not panic. The default, for a sink that waits for nothing, does
+    /// nothing.
+    fn backend_panicked(&self) {}
 }
 
 /// Where a backend delivers completions. It is connected to its sink after the backend starts
@@ -255,7 +268,9 @@ impl CompletionPort {
 
     /// A delivery to the sink, or `None` if the port is closed or the sink gone.
     fn enter(&self) -> Option<Delivery<'_>> {
-        let mut d = self.deliveries.lock().expect("completion port poisoned");
+        // Called while unwinding too (`backend_panicked`), where a second panic aborts; the
+        // counts under this lock are whole whenever it is let go.
+        let mut d = self.deliveries.lock().unwrap_or_else(|e| e.into_inner());
         if d.closed {
             return None;
         }
@@ -284,6 +299,15 @@ impl CompletionPort {
             None => cs.clear(),
         }
         debug_assert!(cs.is_empty(), "a sink left completions undelivered");
+    }
+
+    /// Tells the sink, if it still exists and the port is open, that a thread of the backend
+    /// ended in a panic (see [`CompletionSink::backend_panicked`]). A backend's threads call
+    /// it through a `PanicAlarm` (`lifecycle.rs`) as they unwind.
+    pub fn backend_panicked(&self) {
+        if let Some(d) = self.enter() {
+            d.sink().backend_panicked();
+        }
     }
 
     /// Whether the calling thread is delivering through this port (a sink that drops what it

@@ -5,7 +5,8 @@
 //! arrival order; a request that overlaps a fault's byte range suffers it: `Eio` fails it with
 //! `EIO`, `Short` returns at most a given number of bytes (a transient short read, which the
 //! driver must re-issue), `Delay` completes it later (the worker keeps a time-ordered heap of
-//! delayed completions, so one slow read does not hold up the others). A fault fires a given number
+//! delayed completions, so one slow read does not hold up the others), `Panic` ends the worker
+//! in a panic, as a backend bug would. A fault fires a given number
 //! of times or forever. [`NoopBackend::truncate`] shrinks a file while it is being read, the way
 //! another process would. [`NoopBackend::place`] gives a file a place on a volume (its handles
 //! then carry `volume_offset_bytes`), so a layer that works in volume bytes, the array cache,
@@ -28,7 +29,7 @@ use std::time::{Duration, Instant};
 
 use foresight_core::FileId;
 
-use super::lifecycle::{refuse, Joined, Phase};
+use super::lifecycle::{refuse, Joined, PanicAlarm, Phase};
 use super::{BackendKind, CompletionPort, FileHandle, IoBackend, IoCompletion, IoRequest};
 
 /// What an injected fault does to a request that overlaps its range.
@@ -43,6 +44,10 @@ pub enum FaultKind {
     },
     /// The read completes this much later.
     Delay(Duration),
+    /// The backend's worker thread panics as it takes the read, and ends with every read it
+    /// held: a backend bug, for tests that the engine breaks (every reader gets an error)
+    /// rather than leave readers waiting.
+    Panic,
 }
 
 /// A fault on a byte range of one file.
@@ -231,6 +236,7 @@ impl NoopBackend {
     /// Starts the worker thread; called once by the engine builder.
     pub(crate) fn start(&self, capacity: usize, port: Arc<CompletionPort>) -> io::Result<()> {
         assert!(capacity >= 1, "a backend needs room for one request");
+        let alarm = PanicAlarm(port.clone());
         if self.shared.port.set(port).is_err() {
             return Err(io::Error::new(
                 io::ErrorKind::AlreadyExists,
@@ -241,7 +247,10 @@ impl NoopBackend {
         let s = self.shared.clone();
         let t = std::thread::Builder::new()
             .name("foresight-noop".into())
-            .spawn(move || worker(&s))?;
+            .spawn(move || {
+                let _alarm = alarm;
+                worker(&s)
+            })?;
         self.shared.threads.push(t);
         Ok(())
     }
@@ -334,6 +343,9 @@ fn worker(s: &Shared) {
         for req in todo {
             let range = req.offset_bytes..req.offset_bytes + req.len_bytes as u64;
             let fault = take_fault(s, &req.file.path, range);
+            if fault == Some(FaultKind::Panic) {
+                panic!("an injected panic of the noop backend's worker, on purpose");
+            }
             let c = perform(s, req, fault);
             match fault {
                 Some(FaultKind::Delay(d)) => {

@@ -18,7 +18,7 @@ use std::sync::{Arc, Condvar, Mutex};
 
 use foresight_core::FileId;
 
-use super::lifecycle::{refuse, Joined, Phase};
+use super::lifecycle::{refuse, Joined, PanicAlarm, Phase};
 use super::{
     perform_blocking, real_handle, real_handle_beneath, BackendKind, CompletionPort, FileHandle,
     IoBackend, IoRequest,
@@ -83,7 +83,10 @@ impl ThreadsBackend {
             // On an error the backend is dropped, which ends and joins the workers started.
             let t = std::thread::Builder::new()
                 .name(format!("foresight-io-{i}"))
-                .spawn(move || worker(&s))?;
+                .spawn(move || {
+                    let _alarm = PanicAlarm(s.port.clone());
+                    worker(&s)
+                })?;
             backend.threads.push(t);
         }
         Ok(backend)

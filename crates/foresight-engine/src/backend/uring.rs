@@ -39,7 +39,7 @@ use std::sync::{Arc, Mutex};
 use foresight_core::FileId;
 use io_uring::{opcode, types, IoUring};
 
-use super::lifecycle::{refuse, Joined, Phase};
+use super::lifecycle::{refuse, Joined, PanicAlarm, Phase};
 use super::{
     real_handle, real_handle_beneath, BackendKind, CompletionPort, FileHandle, IoBackend,
     IoCompletion, IoRequest,
@@ -92,7 +92,11 @@ impl UringBackend {
         let s = shared.clone();
         let ring_thread = std::thread::Builder::new()
             .name("foresight-uring".into())
-            .spawn(move || RingThread::new(ring, s, port, capacity).run())?;
+            .spawn(move || {
+                // Dropped after the ring thread's state, which leaks what the kernel holds.
+                let _alarm = PanicAlarm(port.clone());
+                RingThread::new(ring, s, port, capacity).run()
+            })?;
         let threads = Joined::default();
         threads.push(ring_thread);
         Ok(UringBackend { shared, threads })
