@@ -15,11 +15,17 @@ fn foresight(args: &[&str]) -> (i32, String, String) {
     )
 }
 
-fn dir(tag: &str) -> String {
-    std::env::temp_dir()
-        .join(format!("foresight-bench-test-{tag}-{}", std::process::id()))
-        .display()
-        .to_string()
+/// Where a bench run of the test writes: `bench` under a new directory of the test's own in the
+/// system's temporary directory (not made yet, so a refusal can be seen to write nothing), and
+/// the guard that removes that directory with everything in it when dropped, also when the
+/// test fails.
+fn dir(tag: &str) -> (tempfile::TempDir, String) {
+    let guard = tempfile::Builder::new()
+        .prefix(&format!("foresight-bench-test-{tag}-"))
+        .tempdir()
+        .expect("making a temporary directory");
+    let d = guard.path().join("bench").display().to_string();
+    (guard, d)
 }
 
 #[test]
@@ -80,7 +86,7 @@ fn bad_bench_input_exits_2_naming_the_flag() {
             "--scheduler anticipatory",
         ),
     ] {
-        let d = dir("bad");
+        let (_guard, d) = dir("bad");
         // Small sizes, so that if checking ever moved after file creation this test would write
         // megabytes, not the default's gigabytes.
         let mut all = vec!["bench", "--dir", d.as_str(), "--total-size", "64MiB"];
@@ -91,7 +97,6 @@ fn bad_bench_input_exits_2_naming_the_flag() {
         let (code, _, err) = foresight(&all);
         // Refused before anything is written.
         let wrote = std::path::Path::new(&d).exists();
-        let _ = std::fs::remove_dir_all(&d);
         assert!(!wrote, "{all:?} created {d} before refusing");
         assert_eq!(code, 2, "{all:?} should exit 2: {err}");
         assert!(
@@ -107,7 +112,7 @@ fn bad_bench_input_exits_2_naming_the_flag() {
 #[test]
 fn a_policy_the_engine_cannot_run_is_refused_in_the_users_terms() {
     for p in ["msp+seqp", "msp+saseqp", "ipipe", "ipo", "ipods"] {
-        let d = dir("two-layer");
+        let (_guard, d) = dir("two-layer");
         let (code, _, err) = foresight(&["bench", "--dir", &d, "--policy", p]);
         assert_eq!(code, 2, "{p}: {err}");
         assert!(err.contains(&format!("`{p}`")), "{p}: {err}");
@@ -126,12 +131,11 @@ fn a_scheduler_without_emulate_is_refused() {
         vec!["--scheduler", "anticipatory"],
         vec!["--antic-expire", "10ms"],
     ] {
-        let d = dir("sched");
+        let (_guard, d) = dir("sched");
         let mut all = vec!["bench", "--dir", d.as_str(), "--file-size", "1MiB"];
         all.extend(args.iter().copied());
         let (code, _, err) = foresight(&all);
         let wrote = std::path::Path::new(&d).exists();
-        let _ = std::fs::remove_dir_all(&d);
         assert!(!wrote, "{all:?} created {d} before refusing");
         assert_eq!(code, 2, "{all:?} should exit 2: {err}");
         assert!(
@@ -148,7 +152,7 @@ fn a_scheduler_without_emulate_is_refused() {
 /// free space (the file's file system's), which sent the user to look for disk space.
 #[test]
 fn a_dir_that_is_a_file_is_refused_as_one() {
-    let d = dir("file");
+    let (_guard, d) = dir("file");
     std::fs::write(&d, b"not a directory").unwrap();
     for target in [d.clone(), format!("{d}/sub")] {
         let (code, _, err) = foresight(&[
@@ -168,12 +172,11 @@ fn a_dir_that_is_a_file_is_refused_as_one() {
             "{target}: {err}"
         );
     }
-    let _ = std::fs::remove_file(&d);
 }
 
 #[test]
 fn files_beyond_the_free_space_are_refused_before_anything_is_created() {
-    let d = dir("full");
+    let (_guard, d) = dir("full");
     let (code, _, err) = foresight(&[
         "bench",
         "--dir",
@@ -186,7 +189,6 @@ fn files_beyond_the_free_space_are_refused_before_anything_is_created() {
         "1",
     ]);
     let made = std::path::Path::new(&d).exists();
-    let _ = std::fs::remove_dir_all(&d);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("--dir") && err.contains("free"), "{err}");
     assert!(!made, "the refused run created {d}");
@@ -194,7 +196,7 @@ fn files_beyond_the_free_space_are_refused_before_anything_is_created() {
 
 #[test]
 fn a_small_bench_prints_the_json_contract() {
-    let d = dir("small");
+    let (_guard, d) = dir("small");
     let (code, out, err) = foresight(&[
         "bench",
         "--streams",
@@ -213,7 +215,6 @@ fn a_small_bench_prints_the_json_contract() {
         "--memory",
         "64MiB",
     ]);
-    let _ = std::fs::remove_dir_all(&d);
     assert_eq!(code, 0, "{err}");
     let v: serde_json::Value = serde_json::from_str(out.trim()).expect("one JSON array");
     let rows = v.as_array().expect("an array");
@@ -250,7 +251,7 @@ fn a_small_bench_prints_the_json_contract() {
 
 #[test]
 fn an_emulated_bench_runs_on_the_model() {
-    let d = dir("emu");
+    let (_guard, d) = dir("emu");
     let (code, out, err) = foresight(&[
         "bench",
         "--emulate",
@@ -271,7 +272,6 @@ fn an_emulated_bench_runs_on_the_model() {
         "--memory",
         "64MiB",
     ]);
-    let _ = std::fs::remove_dir_all(&d);
     assert_eq!(code, 0, "{err}");
     let v: serde_json::Value = serde_json::from_str(out.trim()).expect("one JSON array");
     let rows = v.as_array().unwrap();
@@ -290,7 +290,7 @@ fn an_emulated_bench_runs_on_the_model() {
 /// with the `--antic-expire` given, and the JSON rows and the table's head say so.
 #[test]
 fn an_emulated_bench_runs_the_scheduler_asked_for() {
-    let d = dir("antic");
+    let (_guard, d) = dir("antic");
     let common = [
         "bench",
         "--emulate",
@@ -327,7 +327,6 @@ fn an_emulated_bench_runs_the_scheduler_asked_for() {
         assert!(r["mib_s"].as_f64().unwrap() > 0.0, "{r}");
     }
     let (code, out, err) = foresight(&common);
-    let _ = std::fs::remove_dir_all(&d);
     assert_eq!(code, 0, "{err}");
     assert!(
         out.contains("anticipatory scheduler, antic_expire 10.000ms"),
@@ -359,7 +358,7 @@ fn the_fio_row_counts_fios_own_cpu_time() {
         eprintln!("fio is not installed; only its refusal was checked");
         return;
     }
-    let d = dir("fio");
+    let (_guard, d) = dir("fio");
     let (code, out, err) = foresight(&[
         "bench",
         "--streams",
@@ -379,7 +378,6 @@ fn the_fio_row_counts_fios_own_cpu_time() {
         "seqp",
         "--fio",
     ]);
-    let _ = std::fs::remove_dir_all(&d);
     assert_eq!(code, 0, "{err}");
     let v: serde_json::Value = serde_json::from_str(out.trim()).expect("one JSON array");
     let fio = v
@@ -396,7 +394,7 @@ fn the_fio_row_counts_fios_own_cpu_time() {
 #[test]
 fn a_sparse_file_of_the_right_size_is_written_again() {
     use std::os::unix::fs::MetadataExt as _;
-    let d = dir("sparse");
+    let (_guard, d) = dir("sparse");
     let file = std::path::Path::new(&d).join("n1/stream-0000.dat");
     std::fs::create_dir_all(file.parent().unwrap()).unwrap();
     std::fs::File::create(&file)
@@ -424,7 +422,6 @@ fn a_sparse_file_of_the_right_size_is_written_again() {
         "5s",
     ]);
     let m = std::fs::metadata(&file);
-    let _ = std::fs::remove_dir_all(&d);
     assert_eq!(code, 0, "{err}");
     let m = m.unwrap();
     assert_eq!(m.len(), 4 << 20);
@@ -438,7 +435,7 @@ fn a_sparse_file_of_the_right_size_is_written_again() {
 /// written.
 #[test]
 fn msp_runs_on_an_emulated_raid0_and_reports_the_raid_cache() {
-    let d = dir("msp");
+    let (_guard, d) = dir("msp");
     let (code, out, err) = foresight(&[
         "bench",
         "--emulate",
@@ -463,7 +460,6 @@ fn msp_runs_on_an_emulated_raid0_and_reports_the_raid_cache() {
         "--memory",
         "64MiB",
     ]);
-    let _ = std::fs::remove_dir_all(&d);
     assert_eq!(code, 0, "{err}");
     let v: serde_json::Value = serde_json::from_str(out.trim()).expect("one JSON array");
     let rows = v.as_array().unwrap();
@@ -500,7 +496,7 @@ fn msp_runs_on_an_emulated_raid0_and_reports_the_raid_cache() {
             "--raid-cache",
         ),
     ] {
-        let d = dir("msp-bad");
+        let (_guard, d) = dir("msp-bad");
         let mut all = vec!["bench", "--dir", d.as_str()];
         all.extend(args);
         let (code, _, err) = foresight(&all);

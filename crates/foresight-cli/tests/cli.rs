@@ -24,6 +24,16 @@ fn expect_input_error(args: &[&str], must_name: &str) {
     assert!(!err.contains("panicked"), "{args:?} panicked: {err}");
 }
 
+/// A new directory of the test's own under the system's temporary directory (`foresight-NAME-`
+/// and a random suffix), removed with everything in it when the guard is dropped, also when the
+/// test fails; a test's files and the outputs it asks for go inside it.
+fn temp_dir(name: &str) -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix(&format!("foresight-{name}-"))
+        .tempdir()
+        .expect("making a temporary directory")
+}
+
 #[test]
 fn bad_input_exits_2_naming_the_problem() {
     expect_input_error(&["sim", "--set", "workload.bogus=1"], "workload.bogus");
@@ -75,14 +85,14 @@ fn bad_input_exits_2_naming_the_problem() {
     expect_input_error(&["sim", "--set", "novalue"], "KEY=VALUE");
     // An --out that is a file was refused with the operating system's "File exists", which
     // reads as though the directory were fine.
-    let file = std::env::temp_dir().join(format!("foresight-out-file-{}", std::process::id()));
+    let file_guard = temp_dir("out-file");
+    let file = file_guard.path().join("file");
     std::fs::write(&file, b"a file").unwrap();
     let shown = file.display().to_string();
     expect_input_error(
         &["reproduce", "collapse", "--quick", "--out", &shown],
         "is not a directory",
     );
-    std::fs::remove_file(&file).unwrap();
 }
 
 #[test]
@@ -107,7 +117,8 @@ fn a_requests_file_that_cannot_be_written_is_named() {
 
 #[test]
 fn reproduce_runs_an_experiment_named_twice_once_and_list_takes_no_names() {
-    let out = std::env::temp_dir().join(format!("foresight-cli-twice-{}", std::process::id()));
+    let out_guard = temp_dir("cli-twice");
+    let out = out_guard.path().join("out");
     let out_s = out.to_str().unwrap();
     let (code, _, err) = foresight(&[
         "reproduce",
@@ -119,7 +130,6 @@ fn reproduce_runs_an_experiment_named_twice_once_and_list_takes_no_names() {
     ]);
     assert_eq!(code, 0, "{err}");
     let report = std::fs::read_to_string(out.join("report.md")).unwrap();
-    let _ = std::fs::remove_dir_all(&out);
     assert_eq!(report.matches("\n## collapse").count(), 1, "{report}");
     // `--list` would list everything and ignore the names (a mistyped one included).
     let (code, _, err) = foresight(&["reproduce", "--list", "colapse"]);
@@ -151,7 +161,8 @@ fn reproduce_help_names_every_experiment_and_the_quick_setup() {
 
 #[test]
 fn a_path_given_with_set_is_taken_from_the_current_directory() {
-    let dir = std::env::temp_dir().join(format!("foresight-cli-setpath-{}", std::process::id()));
+    let dir_guard = temp_dir("cli-setpath");
+    let dir = dir_guard.path().join("dir");
     std::fs::create_dir_all(dir.join("cfg")).unwrap();
     std::fs::write(dir.join("cfg/c.toml"), "seed = 3\n").unwrap();
     std::fs::write(
@@ -173,7 +184,6 @@ fn a_path_given_with_set_is_taken_from_the_current_directory() {
         ])
         .output()
         .unwrap();
-    let _ = std::fs::remove_dir_all(&dir);
     let err = String::from_utf8_lossy(&out.stderr);
     // It used to look for cfg/t.trace, beside the config file.
     assert_eq!(out.status.code(), Some(0), "{err}");
@@ -182,7 +192,8 @@ fn a_path_given_with_set_is_taken_from_the_current_directory() {
 
 #[test]
 fn malformed_files_name_file_and_line() {
-    let dir = std::env::temp_dir().join(format!("foresight-cli-test-{}", std::process::id()));
+    let dir_guard = temp_dir("cli-test");
+    let dir = dir_guard.path().join("dir");
     std::fs::create_dir_all(&dir).unwrap();
     let cfg = dir.join("bad.toml");
     std::fs::write(&cfg, "seed = 1\n[workload\nstreams = 2\n").unwrap();
@@ -199,7 +210,6 @@ fn malformed_files_name_file_and_line() {
         ],
         "bad.trace:2",
     );
-    std::fs::remove_dir_all(&dir).ok();
 }
 
 #[test]
@@ -291,7 +301,8 @@ fn the_devices_table_puts_each_figure_under_its_heading() {
 
 #[test]
 fn requests_out_writes_one_line_per_request() {
-    let path = std::env::temp_dir().join(format!("foresight-req-{}.csv", std::process::id()));
+    let path_guard = temp_dir("req");
+    let path = path_guard.path().join("path.csv");
     let (code, _, err) = foresight(&[
         "sim",
         "--set",
@@ -309,7 +320,6 @@ fn requests_out_writes_one_line_per_request() {
         Some("id,stream,submit_s,complete_s,latency_ms,offset,bytes,op")
     );
     assert_eq!(lines.count(), 2 * 16);
-    std::fs::remove_file(&path).ok();
 }
 
 /// `--requests-out` used to keep every record in memory until the run ended: 48 bytes a request,
@@ -318,7 +328,8 @@ fn requests_out_writes_one_line_per_request() {
 /// 64 MiB, which it fits in without the records (about 30 MiB here), and must fit in with them.
 #[test]
 fn requests_out_does_not_keep_the_records_in_memory() {
-    let path = std::env::temp_dir().join(format!("foresight-req-mem-{}.csv", std::process::id()));
+    let path_guard = temp_dir("req-mem");
+    let path = path_guard.path().join("path.csv");
     let limited = |requests_out: bool| {
         let mut args = vec![
             "-c",
@@ -351,7 +362,6 @@ fn requests_out_does_not_keep_the_records_in_memory() {
     );
     let (status, err) = limited(true);
     let lines = std::fs::read_to_string(&path).map_or(0, |t| t.lines().count());
-    std::fs::remove_file(&path).ok();
     assert!(status.success(), "with --requests-out: {status} {err}");
     assert_eq!(lines, 1 + 4 * 524_288);
 }
@@ -414,7 +424,8 @@ fn a_closed_standard_error_neither_panics_nor_stops_the_work() {
     };
     let bad = run(&["sim", "--set", "workload.streams=0"]);
     assert_eq!(bad.code(), Some(2), "a bad key with standard error closed");
-    let out = std::env::temp_dir().join(format!("foresight-closed-stderr-{}", std::process::id()));
+    let out_guard = temp_dir("closed-stderr");
+    let out = out_guard.path().join("out");
     let status = run(&[
         "reproduce",
         "--quick",
@@ -423,7 +434,6 @@ fn a_closed_standard_error_neither_panics_nor_stops_the_work() {
         out.to_str().unwrap(),
     ]);
     let report = out.join("report.md").exists();
-    std::fs::remove_dir_all(&out).ok();
     assert!(
         status.success() && report,
         "{status:?}, report written: {report}"
@@ -565,7 +575,8 @@ fn dfs_and_tier_runs_leave_out_the_keys_of_parts_they_do_not_have() {
 /// overwritten by the CSV.
 #[test]
 fn requests_out_refuses_to_overwrite_an_input_of_the_run() {
-    let dir = std::env::temp_dir().join(format!("foresight-requests-in-{}", std::process::id()));
+    let dir_guard = temp_dir("requests-in");
+    let dir = dir_guard.path().join("dir");
     std::fs::create_dir_all(&dir).unwrap();
     let trace = dir.join("t.trace");
     let trace_text = "R Hit 100 8 1.0 1.0\nR Hit 200 8 1.0 1.0\n";
@@ -598,7 +609,6 @@ fn requests_out_refuses_to_overwrite_an_input_of_the_run() {
     let csv = dir.join("r.csv").display().to_string();
     let (code, _, err) = foresight(&["sim", "--config", &config_s, "--requests-out", &csv]);
     assert_eq!(code, 0, "{err}");
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// `--unset` lets a run over a config file switch to a policy the file's keys do not fit, and
@@ -661,8 +671,8 @@ fn unset_and_indexed_set_change_a_config_files_run() {
 /// used to take all its experiments and then fail writing it.
 #[test]
 fn an_output_file_in_the_way_is_refused_before_the_experiments() {
-    let out = std::env::temp_dir().join(format!("foresight-out-in-way-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&out);
+    let out_guard = temp_dir("out-in-way");
+    let out = out_guard.path().join("out");
     std::fs::create_dir_all(out.join("report.md")).unwrap();
     let start = std::time::Instant::now();
     let (code, _, err) = foresight(&[
@@ -678,8 +688,8 @@ fn an_output_file_in_the_way_is_refused_before_the_experiments() {
         "{err}"
     );
     // A dangling symlink is not in the way: writing it creates its target.
-    let dangling = std::env::temp_dir().join(format!("foresight-out-link-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dangling);
+    let dangling_guard = temp_dir("out-link");
+    let dangling = dangling_guard.path().join("dangling");
     std::fs::create_dir_all(&dangling).unwrap();
     std::os::unix::fs::symlink("nowhere.md", dangling.join("report.md")).unwrap();
     let (code, _, err) = foresight(&[
@@ -691,7 +701,6 @@ fn an_output_file_in_the_way_is_refused_before_the_experiments() {
     ]);
     assert_eq!(code, 0, "{err}");
     assert!(dangling.join("nowhere.md").exists());
-    let _ = std::fs::remove_dir_all(&dangling);
     assert!(
         !std::fs::read_dir(&out).unwrap().any(|e| e
             .unwrap()
@@ -701,7 +710,6 @@ fn an_output_file_in_the_way_is_refused_before_the_experiments() {
         "an experiment ran before the refusal ({:?})",
         start.elapsed()
     );
-    let _ = std::fs::remove_dir_all(&out);
 }
 
 /// A child process that is killed if the test fails before it ends.
@@ -728,7 +736,8 @@ fn interrupt(child: &std::process::Child) {
 /// removed, as a download's partial file is, and the exit status is the signal's (128 + 2).
 #[test]
 fn an_interrupted_run_removes_its_requests_file() {
-    let dir = std::env::temp_dir().join(format!("foresight-req-int-{}", std::process::id()));
+    let dir_guard = temp_dir("req-int");
+    let dir = dir_guard.path().join("dir");
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("requests.csv");
     // Minutes of host time: it is interrupted long before it ends.
@@ -762,7 +771,6 @@ fn an_interrupted_run_removes_its_requests_file() {
     interrupt(&child.0);
     let status = child.0.wait().unwrap();
     let left = path.exists();
-    std::fs::remove_dir_all(&dir).ok();
     assert!(!left, "the cut-short requests file was left behind");
     assert_eq!(status.code(), Some(130), "{status}");
 }
@@ -774,8 +782,8 @@ fn an_interrupted_run_removes_its_requests_file() {
 /// says that the run has not finished.
 #[test]
 fn an_interrupted_reproduce_leaves_no_stale_report_beside_new_figures() {
-    let out = std::env::temp_dir().join(format!("foresight-repro-int-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&out);
+    let out_guard = temp_dir("repro-int");
+    let out = out_guard.path().join("out");
     std::fs::create_dir_all(&out).unwrap();
     std::fs::write(out.join("report.md"), "# stale report\n").unwrap();
     std::fs::write(out.join("results.json"), "{\"stale\": 1}\n").unwrap();
@@ -802,7 +810,6 @@ fn an_interrupted_reproduce_leaves_no_stale_report_beside_new_figures() {
     let status = child.0.wait().unwrap();
     let report = std::fs::read_to_string(out.join("report.md")).unwrap_or_default();
     let results = std::fs::read_to_string(out.join("results.json")).unwrap_or_default();
-    std::fs::remove_dir_all(&out).ok();
     assert!(
         !report.contains("stale"),
         "{status}: the old report was left: {report}"
@@ -869,7 +876,8 @@ fn a_run_without_a_breakdown_does_not_print_shares_of_nothing() {
 /// that was not is not left behind.
 #[test]
 fn a_refused_run_leaves_the_requests_file_as_it_found_it() {
-    let dir = std::env::temp_dir().join(format!("foresight-req-refused-{}", std::process::id()));
+    let dir_guard = temp_dir("req-refused");
+    let dir = dir_guard.path().join("dir");
     std::fs::create_dir_all(&dir).unwrap();
     let existing = dir.join("existing.csv");
     std::fs::write(&existing, "kept\n").unwrap();
@@ -887,7 +895,6 @@ fn a_refused_run_leaves_the_requests_file_as_it_found_it() {
     }
     let kept = std::fs::read_to_string(&existing).unwrap_or_default();
     let fresh_left = fresh.exists();
-    std::fs::remove_dir_all(&dir).ok();
     assert_eq!(kept, "kept\n", "the existing file was overwritten");
     assert!(!fresh_left, "a requests file was left by a refused run");
 }

@@ -376,9 +376,7 @@ fn a_proxy_says_when_its_upstream_does_not_answer() {
 
 #[test]
 fn serve_get_and_sigterm_through_the_binary() {
-    let dir = std::env::temp_dir().join(format!("foresight-cli-net-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let (_guard, dir) = scratch("net");
     let data: Vec<u8> = (0..3_000_017u32)
         .map(|i| (i.wrapping_mul(2654435761) >> 11) as u8)
         .collect();
@@ -524,7 +522,6 @@ fn serve_get_and_sigterm_through_the_binary() {
     let _ = std::io::Read::read_to_string(&mut err, &mut rest);
     assert!(status.success(), "{status}: {rest}");
     assert!(rest.contains("stopped"), "{rest}");
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// A server that accepts every connection and closes it unanswered, so that any download from it
@@ -551,17 +548,21 @@ fn get_json(args: &[&str]) -> serde_json::Value {
     serde_json::from_slice(&st.stdout).unwrap()
 }
 
-fn scratch(label: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("foresight-cli-{label}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+/// A new directory of the test's own under the system's temporary directory, and the guard
+/// that removes it with everything in it when dropped, also when the test fails.
+fn scratch(label: &str) -> (tempfile::TempDir, std::path::PathBuf) {
+    let guard = tempfile::Builder::new()
+        .prefix(&format!("foresight-cli-{label}-"))
+        .tempdir()
+        .expect("making a temporary directory");
+    let dir = guard.path().to_path_buf();
+    (guard, dir)
 }
 
 #[test]
 fn a_failed_get_keeps_the_file_already_at_out() {
     let addr = closing_server();
-    let dir = scratch("get-keep");
+    let (_guard, dir) = scratch("get-keep");
     let out = dir.join("keep.bin");
     std::fs::write(&out, b"precious bytes").unwrap();
     let st = bin()
@@ -590,12 +591,11 @@ fn a_failed_get_keeps_the_file_already_at_out() {
         .map(|e| e.unwrap().file_name())
         .collect();
     assert_eq!(names, vec![std::ffi::OsString::from("keep.bin")]);
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
 fn urls_that_would_share_a_file_are_refused_up_front() {
-    let dir = scratch("get-clash");
+    let (_guard, dir) = scratch("get-clash");
     let into = dir.join("into");
     let a = "http://127.0.0.1:1/a/x.bin";
     let b = "http://127.0.0.1:1/b/x.bin";
@@ -610,7 +610,6 @@ fn urls_that_would_share_a_file_are_refused_up_front() {
         assert!(err.contains(needle), "should name {needle}: {err}");
     }
     assert!(!into.exists(), "the refused download created its directory");
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// `net-soak` at its smallest: two clients for 100 ms over one 64 KiB file and two workers.
@@ -735,7 +734,7 @@ fn wait_for(what: &str, ready: impl Fn() -> bool) {
 #[test]
 fn a_get_stopped_by_sigterm_leaves_no_temporary_file() {
     let addr = stalling_server();
-    let dir = scratch("get-sigterm");
+    let (_guard, dir) = scratch("get-sigterm");
     let out = dir.join("slow.bin");
     let mut get = KillOnDrop(
         bin()
@@ -762,7 +761,6 @@ fn a_get_stopped_by_sigterm_leaves_no_temporary_file() {
     let status = terminate(&mut get);
     assert!(!status.success(), "{status}");
     assert_eq!(names(), Vec::<String>::new(), "left behind");
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
@@ -836,7 +834,7 @@ fn a_get_names_the_output_it_cannot_write_and_ends_quietly_when_its_reader_leave
 #[test]
 fn an_out_path_ending_in_a_slash_that_names_no_directory_is_refused_up_front() {
     let addr = closing_server();
-    let dir = scratch("get-slash");
+    let (_guard, dir) = scratch("get-slash");
     for out in ["missing/", "missing/."] {
         let st = bin()
             .args(["get", &format!("http://{addr}/f.bin"), "--out"])
@@ -849,7 +847,6 @@ fn an_out_path_ending_in_a_slash_that_names_no_directory_is_refused_up_front() {
         let left: Vec<_> = std::fs::read_dir(&dir).unwrap().collect();
         assert!(left.is_empty(), "{out}: {left:?}");
     }
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// Several URLs go into a directory; an `--out` that is a file is refused saying so, and the file
@@ -858,7 +855,7 @@ fn an_out_path_ending_in_a_slash_that_names_no_directory_is_refused_up_front() {
 #[test]
 fn several_urls_into_an_out_that_is_a_file_are_refused_saying_so() {
     let addr = closing_server();
-    let dir = scratch("get-out-file");
+    let (_guard, dir) = scratch("get-out-file");
     let file = dir.join("a-file");
     std::fs::write(&file, b"kept").unwrap();
     let st = bin()
@@ -878,7 +875,6 @@ fn several_urls_into_an_out_that_is_a_file_are_refused_saying_so() {
         "{err}"
     );
     assert_eq!(std::fs::read(&file).unwrap(), b"kept");
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// An idle timeout under a second is refused by its flag: with `0s` the server closed every
@@ -913,7 +909,7 @@ fn serve_refuses_an_idle_timeout_under_a_second() {
 #[test]
 fn get_fetches_every_url_and_fails_at_the_end_naming_each_failure() {
     use foresight_net::server::{spawn, DeviceSource, ServerConfig};
-    let dir = scratch("get-several");
+    let (_guard, dir) = scratch("get-several");
     let root = dir.join("root");
     std::fs::create_dir_all(&root).unwrap();
     let a: Vec<u8> = (0..100_003u32).map(|i| (i % 251) as u8).collect();
@@ -994,7 +990,6 @@ fn get_fetches_every_url_and_fails_at_the_end_naming_each_failure() {
     );
     assert_eq!(reports[0]["bytes"], a.len() as u64);
     server.shutdown().unwrap();
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// A URL that does not parse is refused (exit 2) before any of the others is fetched.

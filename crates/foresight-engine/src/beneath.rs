@@ -271,15 +271,16 @@ mod tests {
 
     /// A tree with the symlinks every rule is about, beside a secret outside the root.
     struct Tree {
+        /// Removes the tree when the test ends, also when it fails.
+        _guard: tempfile::TempDir,
         dir: PathBuf,
         root: PathBuf,
     }
 
     impl Tree {
         fn new(label: &str) -> Tree {
-            let dir = std::env::temp_dir()
-                .join(format!("foresight-beneath-{label}-{}", std::process::id()));
-            let _ = std::fs::remove_dir_all(&dir);
+            let guard = crate::testutil::temp_dir(&format!("beneath-{label}"));
+            let dir = guard.path().to_path_buf();
             let root = dir.join("root");
             std::fs::create_dir_all(root.join("sub/deeper")).unwrap();
             std::fs::write(root.join("sub/f.bin"), b"inside").unwrap();
@@ -302,13 +303,11 @@ mod tests {
             link("deeper/../../in_rel", "sub/chain");
             link("../root/sub/f.bin", "around");
             link("/proc/self/root", "magic");
-            Tree { dir, root }
-        }
-    }
-
-    impl Drop for Tree {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_dir_all(&self.dir);
+            Tree {
+                _guard: guard,
+                dir,
+                root,
+            }
         }
     }
 

@@ -1121,6 +1121,7 @@ impl Drop for Reader {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testutil::{temp_dir, temp_file};
 
     fn refused(_: usize, _: Arc<CompletionPort>) -> io::Result<Arc<dyn IoBackend>> {
         Err(io::Error::from_raw_os_error(libc::ENOSYS))
@@ -1179,10 +1180,8 @@ mod tests {
         // Twenty 8 KiB reads 16 KiB apart, disclosed up front: the wd800jd's break-even is far
         // above 16 KiB, so auto infill reads the gaps too (one sweep of 480 KiB), where without
         // the drive's figures it read only the 160 KiB asked for.
-        let dir =
-            std::env::temp_dir().join(format!("foresight-auto-infill-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("gaps");
+        let dir = temp_dir("auto-infill");
+        let path = dir.path().join("gaps");
         std::fs::write(&path, vec![7u8; 1 << 20]).unwrap();
         let engine = Engine::builder()
             .backend(Backend::Emulated(
@@ -1207,7 +1206,6 @@ mod tests {
         let s = engine.stats();
         drop(r);
         drop(engine);
-        let _ = std::fs::remove_dir_all(&dir);
         assert!(
             s.device_bytes >= 19 * (24 << 10) + (8 << 10),
             "read {} device bytes for {} asked",
@@ -1263,7 +1261,7 @@ mod tests {
         let bytes: Vec<u8> = (0..(12u32 << 20))
             .map(|i| (i / 4096 * 31 + i) as u8)
             .collect();
-        let (dir, path) = temp_file("msp-engine", &bytes);
+        let (_dir, path) = temp_file("msp-engine", &bytes);
         let engine = Engine::builder()
             .policy("msp+saseqp")
             .readahead_max(ByteLen::kib(128))
@@ -1281,7 +1279,6 @@ mod tests {
         assert!(a.peak_bytes <= ByteLen::mib(64).0, "{a:?}");
         assert_eq!(s.device_bytes, a.device_bytes);
         drop(r);
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     /// An engine running MSP in the array cache over an emulated RAID-0 of five Cheetah 15K.4s
@@ -1302,16 +1299,6 @@ mod tests {
             drop(engine);
             assert!(state.upgrade().is_none(), "the engine's state outlived it");
         }
-    }
-
-    /// Writes `bytes` to a file in a temporary directory of its own, named after `name`: the
-    /// directory (remove it when done) and the file.
-    fn temp_file(name: &str, bytes: &[u8]) -> (PathBuf, PathBuf) {
-        let dir = std::env::temp_dir().join(format!("foresight-{name}-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("f");
-        std::fs::write(&path, bytes).unwrap();
-        (dir, path)
     }
 
     /// Panics on the first read it is shown, under the engine's lock, which it poisons.
@@ -1402,7 +1389,7 @@ mod tests {
     /// Before, the drop's shutdown of the cache panicked on the cache's poisoned lock.
     #[test]
     fn an_engine_whose_array_cache_a_policy_panic_poisoned_drops_quietly() {
-        let (dir, path) = temp_file("msp-poison", &vec![3u8; 1 << 20]);
+        let (_dir, path) = temp_file("msp-poison", &vec![3u8; 1 << 20]);
         let cfg = EmulatedConfig::preset("cheetah-15k4")
             .unwrap()
             .raid0(5, 128 << 10);
@@ -1418,7 +1405,6 @@ mod tests {
         let dropped = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(engine)));
         assert!(dropped.is_ok(), "dropping the poisoned engine panicked");
         assert!(state.upgrade().is_none(), "the engine's state outlived it");
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     /// Runs the policy it wraps, and panics when it hears that a fetch finished: on whatever
@@ -1505,7 +1491,7 @@ mod tests {
     #[test]
     fn a_panic_of_the_array_policy_on_a_finished_fetch_breaks_the_engine() {
         // As in `msp_runs_on_an_emulated_raid0_only`, where MSP fetches stripes ahead.
-        let (dir, path) = temp_file("msp-fetched-panic", &vec![5u8; 12 << 20]);
+        let (_dir, path) = temp_file("msp-fetched-panic", &vec![5u8; 12 << 20]);
         let cfg = EmulatedConfig::preset("cheetah-15k4")
             .unwrap()
             .raid0(5, 128 << 10);
@@ -1517,7 +1503,6 @@ mod tests {
             .build()
             .unwrap();
         assert_broken_by_a_panic(engine, &path, "the array policy");
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     /// A panic of the engine's policy as it hears of a finished fetch, on the backend thread
@@ -1528,7 +1513,7 @@ mod tests {
     #[test]
     fn a_panic_of_the_policy_on_a_finished_fetch_breaks_the_engine_on_every_backend() {
         let bytes = vec![6u8; 4 << 20];
-        let (dir, path) = temp_file("fetched-panic", &bytes);
+        let (_dir, path) = temp_file("fetched-panic", &bytes);
         let noop = NoopBackend::new();
         noop.insert(&path, bytes.clone());
         let raid = EmulatedConfig::preset("cheetah-15k4")
@@ -1562,7 +1547,6 @@ mod tests {
             };
             assert_broken_by_a_panic(engine, &path, what);
         }
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     /// A backend's own thread that ends in a panic (here the in-memory backend's worker, by an
@@ -1746,9 +1730,8 @@ mod tests {
     /// Before, it kept a placement (and a descriptor) per open and the pages of the last ones.
     #[test]
     fn an_array_cache_forgets_what_the_engine_forgets() {
-        let dir = std::env::temp_dir().join(format!("foresight-msp-forget-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let paths: Vec<PathBuf> = (0..2).map(|i| dir.join(format!("f{i}"))).collect();
+        let dir = temp_dir("msp-forget");
+        let paths: Vec<PathBuf> = (0..2).map(|i| dir.path().join(format!("f{i}"))).collect();
         for (i, p) in paths.iter().enumerate() {
             std::fs::write(p, vec![i as u8 + 1; 512 << 10]).unwrap();
         }
@@ -1768,7 +1751,6 @@ mod tests {
         assert_eq!((a.placed_files, a.held_bytes), (0, 0), "{a:?}");
         assert!(a.fetches > 0, "{a:?}");
         drop(engine);
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     /// A file the engine forgot, rewritten in place with the same size and modification time
@@ -1780,7 +1762,7 @@ mod tests {
     fn a_file_rewritten_in_place_after_it_was_forgotten_reads_its_new_bytes() {
         let old: Vec<u8> = (0..(2u32 << 20)).map(|i| (i / 4096) as u8).collect();
         let new: Vec<u8> = old.iter().map(|b| b ^ 0x5a).collect();
-        let (dir, path) = temp_file("msp-rewrite", &old);
+        let (_dir, path) = temp_file("msp-rewrite", &old);
         let modified = std::fs::metadata(&path).unwrap().modified().unwrap();
         let engine = msp_engine(crate::backend::emulated::EmulatedPlacement::Spread { slots: 4 });
         let mut got = Vec::new();
@@ -1799,14 +1781,13 @@ mod tests {
         engine.open(&path).unwrap().read_to_end(&mut got).unwrap();
         assert!(got == new, "the forgotten file's bytes");
         drop(engine);
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     /// An engine with an array cache dropped while the device and the array cache have reads in
     /// flight returns (the cache joins its delivery thread, which must not wait for the engine).
     #[test]
     fn an_engine_with_an_array_cache_drops_with_reads_in_flight() {
-        let (dir, path) = temp_file("msp-drop", &vec![3u8; 8 << 20]);
+        let (_dir, path) = temp_file("msp-drop", &vec![3u8; 8 << 20]);
         for _ in 0..4 {
             let engine = msp_engine(crate::backend::emulated::EmulatedPlacement::Contiguous);
             let mut r = engine.open(&path).unwrap();
@@ -1815,6 +1796,5 @@ mod tests {
             drop(engine);
             drop(r);
         }
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -18,7 +18,9 @@
 //! use foresight_engine::{Backend, Engine};
 //!
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! let path = std::env::temp_dir().join(format!("foresight-doc-{}", std::process::id()));
+//! // Removed, with the file, when `dir` is dropped.
+//! let dir = tempfile::Builder::new().prefix("foresight-doc-").tempdir()?;
+//! let path = dir.path().join("f");
 //! std::fs::File::create(&path)?.write_all(&vec![7u8; 1 << 20])?;
 //!
 //! let engine = Engine::builder()
@@ -38,8 +40,6 @@
 //! assert_eq!(stats.app_bytes, 1 << 20);
 //! assert!(stats.memory_peak_bytes <= 64 << 20);
 //! println!("{} fetches on {}, {} bytes ahead", stats.fetches, stats.backend, stats.prefetched_bytes);
-//! # drop(reader);
-//! # std::fs::remove_file(&path)?;
 //! # Ok(())
 //! # }
 //! ```
@@ -56,6 +56,8 @@ pub mod measure;
 mod pool;
 pub mod stats;
 mod sys;
+#[cfg(test)]
+mod testutil;
 
 pub use backend::array::ArrayStats;
 pub use backend::emulated::{EmulatedConfig, EmulatedDevice, EmulatedPlacement, Scheduler};

@@ -511,10 +511,8 @@ mod tests {
     /// measurement waited for good for completions that never came.
     #[test]
     fn the_limit_of_an_emulated_device_is_measured_with_several_reads_in_flight() {
-        let dir =
-            std::env::temp_dir().join(format!("foresight-measure-emu-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let paths: Vec<PathBuf> = (0..2).map(|i| dir.join(format!("f{i}"))).collect();
+        let dir = crate::testutil::temp_dir("measure-emu");
+        let paths: Vec<PathBuf> = (0..2).map(|i| dir.path().join(format!("f{i}"))).collect();
         for p in &paths {
             std::fs::write(p, vec![7u8; 1 << 20]).unwrap();
         }
@@ -533,7 +531,6 @@ mod tests {
             ));
         });
         let r = rx.recv_timeout(Duration::from_secs(30));
-        let _ = std::fs::remove_dir_all(&dir);
         let r = r.expect("the measurement never ended").unwrap();
         assert_eq!(r.bytes, 2 << 20);
     }

@@ -155,9 +155,12 @@ fn drop_array_cache_with_reads_in_flight(path: &std::path::Path) {
 #[test]
 fn a_dropped_engine_leaves_no_heap_behind() {
     const MORE: isize = 10;
-    let dir = std::env::temp_dir().join(format!("foresight-teardown-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("f");
+    // Removed with the file when the test ends, also when it fails.
+    let dir = tempfile::Builder::new()
+        .prefix("foresight-teardown-")
+        .tempdir()
+        .unwrap();
+    let path = dir.path().join("f");
     std::fs::write(&path, vec![5u8; 4 << 20]).unwrap();
     // The policy's panic is on purpose: keep it off the output.
     let hook = std::panic::take_hook();
@@ -182,7 +185,6 @@ fn a_dropped_engine_leaves_no_heap_behind() {
         grew.push((name, (after - before) / MORE));
     }
     std::panic::set_hook(hook);
-    std::fs::remove_dir_all(&dir).unwrap();
     for &(name, per_engine) in &grew {
         println!("{name}: the heap grew {per_engine} bytes an engine");
     }

@@ -16,14 +16,15 @@ fn run_both(name: &str, s: &Scenario) -> (WorldRun, WorldRun, Comparison) {
     let files: Vec<Vec<u8>> = (0..s.workload.files(s.streams) as u64)
         .map(|i| file_bytes(s.file_bytes, i))
         .collect();
-    let dir = std::env::temp_dir().join(format!(
-        "foresight-conformance-{name}-{}",
-        std::process::id()
-    ));
-    let paths = write_files(&dir, &files).unwrap();
+    // Removed with the files once both runs are done, also when one fails.
+    let dir = tempfile::Builder::new()
+        .prefix(&format!("foresight-conformance-{name}-"))
+        .tempdir()
+        .unwrap();
+    let paths = write_files(dir.path(), &files).unwrap();
     let sim = run_sim(s, &files).unwrap();
     let engine = run_engine(s, &paths);
-    let _ = std::fs::remove_dir_all(&dir);
+    drop(dir);
     let engine = engine.unwrap();
     // The simulator runs the stream scheduler at the block level, where it sees volume bytes:
     // its decisions are restated in the files the engine placed at the same volume offsets.

@@ -1353,6 +1353,7 @@ mod tests {
     use crate::backend::emulated::{EmulatedBackend, EmulatedConfig};
     use crate::backend::lifecycle::testing::{race_submits_with_shutdown, Collect, Held};
     use crate::backend::noop::{Fault, FaultKind, NoopBackend};
+    use crate::testutil::temp_file;
 
     const STRIP_BYTES: u64 = 128 << 10;
 
@@ -1935,7 +1936,7 @@ mod tests {
     #[test]
     fn reads_waiting_for_the_device_at_shutdown_complete() {
         let bytes = file_bytes(64 * STRIP_BYTES as usize, 18);
-        let path = temp_file("shut", &bytes);
+        let (_dir, path) = temp_file("array-shut", &bytes);
         let (inner, inner_port, layout) = emulated_below("cheetah-15k4", 1);
         let (c, got) = wrap(inner, &inner_port, msp(&layout, (42, 38)), 64 << 20);
         let f = Arc::new(c.open(&path, FileId(0), false).unwrap());
@@ -1958,7 +1959,6 @@ mod tests {
             }
         }
         drop(c);
-        remove(&path);
     }
 
     /// Dropping the cache joins its delivery thread, so what that thread held is delivered by
@@ -2104,20 +2104,6 @@ mod tests {
             .collect()
     }
 
-    /// Writes `bytes` to a file in a directory of its own, which [`remove`] takes away.
-    fn temp_file(name: &str, bytes: &[u8]) -> PathBuf {
-        let dir =
-            std::env::temp_dir().join(format!("foresight-array-{}-{name}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let p = dir.join("file");
-        std::fs::write(&p, bytes).unwrap();
-        p
-    }
-
-    fn remove(file: &std::path::Path) {
-        std::fs::remove_dir_all(file.parent().unwrap()).unwrap();
-    }
-
     /// A request of [`random_batch`]: its token, file, offset and length.
     type Wanted = (u64, usize, u64, usize);
 
@@ -2169,7 +2155,7 @@ mod tests {
     #[test]
     fn a_miss_served_from_the_array_cache_does_no_device_read() {
         let bytes = file_bytes(8 * STRIP_BYTES as usize, 1);
-        let path = temp_file("hit", &bytes);
+        let (_dir, path) = temp_file("array-hit", &bytes);
         let (c, got) = cache("cheetah-15k4", 64 << 20, (1, 1));
         let f = Arc::new(c.open(&path, FileId(0), false).unwrap());
         for (k, strip) in [0u64, 1, 2].into_iter().enumerate() {
@@ -2205,7 +2191,6 @@ mod tests {
             "{after:?}"
         );
         c.shutdown();
-        remove(&path);
     }
 
     /// Eviction takes the buffer least recently used, not the one read longest ago: with room
@@ -2214,7 +2199,7 @@ mod tests {
     #[test]
     fn eviction_takes_the_least_recently_used_buffer() {
         let bytes = file_bytes(8 * STRIP_BYTES as usize, 3);
-        let path = temp_file("lru", &bytes);
+        let (_dir, path) = temp_file("array-lru", &bytes);
         let (c, got) = cache("ssd-850evo", 2 * STRIP_BYTES, (42, 38));
         let f = Arc::new(c.open(&path, FileId(0), false).unwrap());
         let read = |token: u64, strip: u64| {
@@ -2240,7 +2225,6 @@ mod tests {
         );
         assert_eq!(last.peak_bytes, 2 * STRIP_BYTES, "{last:?}");
         c.shutdown();
-        remove(&path);
     }
 
     proptest! {
@@ -2262,20 +2246,18 @@ mod tests {
                 sizes.iter().enumerate().map(|(i, &n)| file_bytes(n, i as u64 + 7)).collect();
             // SC thresholds of 2 make MSP fetch after a few sequential strips.
             let (c, got) = cache("ssd-850evo", cache_pages * PAGE_BYTES, (4, 2));
-            let paths: Vec<PathBuf> = files
+            let temps: Vec<_> = files
                 .iter()
                 .enumerate()
-                .map(|(i, b)| temp_file(&format!("p{seed}-{i}"), b))
+                .map(|(i, b)| temp_file(&format!("array-p{seed}-{i}"), b))
                 .collect();
-            let handles: Vec<Arc<FileHandle>> = paths
+            let handles: Vec<Arc<FileHandle>> = temps
                 .iter()
                 .enumerate()
-                .map(|(i, p)| Arc::new(c.open(p, FileId(i as u32), false).unwrap()))
+                .map(|(i, (_, p))| Arc::new(c.open(p, FileId(i as u32), false).unwrap()))
                 .collect();
             // The handles keep the files open; the names can go now.
-            for p in &paths {
-                remove(p);
-            }
+            drop(temps);
             let mut token = 0;
             let mut cursor = [0u64; 2];
             for _round in 0..24 {
@@ -2411,10 +2393,9 @@ mod tests {
             );
             cache_over(below, port, Path::new("/f"))
         });
-        let path = temp_file("race", &bytes);
+        let (_dir, path) = temp_file("array-race", &bytes);
         race_submits_with_shutdown("array over emulated", 50, 16, &|port| {
             cache_over(emulated_below("ssd-850evo", 2), port, &path)
         });
-        remove(&path);
     }
 }

@@ -1402,7 +1402,7 @@ mod tests {
 mod lifecycle_tests {
     use super::super::lifecycle::testing::{
         assert_drop_delivers_what_it_held, assert_read, assert_refused_after_shutdown, opened,
-        page_read, race_submits_with_shutdown, refused, temp_file, Collect, PATIENCE,
+        page_read, pattern_file, race_submits_with_shutdown, refused, Collect, PATIENCE,
     };
     use super::*;
     use std::time::Duration as StdDuration;
@@ -1438,7 +1438,7 @@ mod lifecycle_tests {
     /// for the modelled hour.
     #[test]
     fn a_read_the_model_holds_completes_at_shutdown() {
-        let (path, dir) = temp_file("emulated-held", 4 * 4096);
+        let (_dir, path) = pattern_file("emulated-held", 4 * 4096);
         let (got, port) = Collect::port(StdDuration::ZERO);
         let (b, f) = opened(
             EmulatedBackend::start(hour_long_ssd(), 4, port).unwrap(),
@@ -1456,7 +1456,6 @@ mod lifecycle_tests {
             }
         }
         drop(b);
-        std::fs::remove_dir_all(dir).unwrap();
     }
 
     /// Dropping the backend joins the pool's workers and the clock thread, so every read it
@@ -1475,12 +1474,11 @@ mod lifecycle_tests {
     /// once, read or refused, by the time the drop returns, however the two interleave.
     #[test]
     fn reads_racing_a_shutdown_each_complete_once() {
-        let (path, dir) = temp_file("emulated-race", 16 * 4096);
+        let (_dir, path) = pattern_file("emulated-race", 16 * 4096);
         race_submits_with_shutdown("emulated", 100, 16, &|port| {
             let ssd = EmulatedConfig::preset("ssd-850evo").unwrap();
             let (b, f) = opened(EmulatedBackend::start(ssd, 16, port).unwrap(), &path);
             (Box::new(b), f)
         });
-        std::fs::remove_dir_all(dir).unwrap();
     }
 }

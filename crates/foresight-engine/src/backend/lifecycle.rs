@@ -278,16 +278,11 @@ pub(crate) mod testing {
         }
     }
 
-    /// A file of `len` bytes (byte `i` is `i % 251`) in its own temporary directory, and the
-    /// directory (remove it when done).
-    pub(crate) fn temp_file(name: &str, len: usize) -> (PathBuf, PathBuf) {
-        let dir =
-            std::env::temp_dir().join(format!("foresight-lifecycle-{}-{name}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("f");
+    /// A file of `len` bytes (byte `i` is `i % 251`) in a temporary directory of its own (see
+    /// [`crate::testutil::temp_file`]): the directory's guard and the file's path.
+    pub(crate) fn pattern_file(name: &str, len: usize) -> (tempfile::TempDir, PathBuf) {
         let bytes: Vec<u8> = (0..len).map(|i| (i % 251) as u8).collect();
-        std::fs::write(&path, bytes).unwrap();
-        (path, dir)
+        crate::testutil::temp_file(&format!("lifecycle-{name}"), &bytes)
     }
 
     /// `b`, and the file at `path` opened on it as [`FILE`].
@@ -314,7 +309,7 @@ pub(crate) mod testing {
         matches!(&c.result, Err(e) if e.to_string().contains("shut down"))
     }
 
-    /// Asserts `c` read page `page` of a [`temp_file`] whole.
+    /// Asserts `c` read page `page` of a [`pattern_file`] whole.
     pub(crate) fn assert_read(c: &IoCompletion, page: u64) {
         assert_eq!(
             c.result.as_ref().ok(),
@@ -333,7 +328,7 @@ pub(crate) mod testing {
     pub(crate) const PATIENCE: Duration = Duration::from_secs(30);
 
     /// Starts a backend with `start` (delivering to the port it is given, reading the path of
-    /// a [`temp_file`] of four pages named `name`) and hands it, the [`Collect`] behind its port
+    /// a [`pattern_file`] of four pages named `name`) and hands it, the [`Collect`] behind its port
     /// (pausing `pause` per completion) and its file to `check`; removes the file after. Where
     /// `start` gives `None` (the backend is refused on this machine) the test is skipped.
     fn with_started<B>(
@@ -342,12 +337,11 @@ pub(crate) mod testing {
         start: impl FnOnce(Arc<CompletionPort>, &Path) -> Option<(B, Arc<FileHandle>)>,
         check: impl FnOnce(B, &Collect, &Arc<FileHandle>),
     ) {
-        let (path, dir) = temp_file(name, 4 * ALIGN_BYTES);
+        let (_dir, path) = pattern_file(name, 4 * ALIGN_BYTES);
         let (got, port) = Collect::port(pause);
         if let Some((b, file)) = start(port, &path) {
             check(b, &got, &file);
         }
-        std::fs::remove_dir_all(dir).unwrap();
     }
 
     /// A request submitted after shutdown completes with the shut-down error, on a backend
@@ -423,7 +417,7 @@ pub(crate) mod testing {
 
     /// Races a submitter against a shutdown `rounds` times, each over a fresh backend from
     /// `start` (a backend with room for `reads` requests, delivering to the port it is given,
-    /// and a file of at least `reads` pages in the [`temp_file`] pattern it reads): one thread
+    /// and a file of at least `reads` pages in the [`pattern_file`] pattern it reads): one thread
     /// submits `reads` one-page reads in random batches while another shuts the backend down
     /// after a random pause, then the backend is dropped. By then every read must have come
     /// back exactly once, with its bytes or with the shut-down error, and no request may hold

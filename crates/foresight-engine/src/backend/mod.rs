@@ -579,22 +579,18 @@ mod tests {
     /// a FIFO is refused without blocking.
     #[test]
     fn a_real_file_is_handed_over_blocking_and_a_fifo_is_refused() {
-        let dir = std::env::temp_dir().join(format!("foresight-open-real-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let file = dir.join("f");
-        std::fs::write(&file, vec![7u8; 8192]).unwrap();
+        let (dir, file) = crate::testutil::temp_file("open-real", &[7u8; 8192]);
         for direct in [false, true] {
             let (f, _) = open_real(&file, direct).unwrap();
             let flags = crate::sys::status_flags(&f).unwrap();
             assert_eq!(flags & libc::O_NONBLOCK, 0, "direct {direct}");
         }
-        let fifo = dir.join("p");
+        let fifo = dir.path().join("p");
         let made = std::process::Command::new("mkfifo").arg(&fifo).status();
         if made.is_ok_and(|s| s.success()) {
             let e = open_real(&fifo, true).unwrap_err();
             assert!(e.to_string().contains("not a regular file"), "{e}");
         }
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     /// Closing a port waits for the delivery under way on another thread (so that thread no

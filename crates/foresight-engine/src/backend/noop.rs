@@ -432,7 +432,7 @@ mod tests {
     use crate::buffer::ALIGN_BYTES;
 
     /// A started backend over one file of four pages at `/f` (byte `i` is `i % 251`, as in a
-    /// [`temp_file`](super::super::lifecycle::testing::temp_file)), delivering to `port`, and
+    /// [`pattern_file`](super::super::lifecycle::testing::pattern_file)), delivering to `port`, and
     /// its handle.
     fn started(port: Arc<CompletionPort>) -> (NoopBackend, Arc<FileHandle>) {
         started_with(4, port)

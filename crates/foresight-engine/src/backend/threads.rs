@@ -189,7 +189,7 @@ impl Drop for ThreadsBackend {
 mod tests {
     use super::super::lifecycle::testing::{
         assert_drop_delivers_what_it_held, assert_read, assert_refused_after_shutdown, opened,
-        page_read, race_submits_with_shutdown, refused, temp_file, Collect, PATIENCE,
+        page_read, pattern_file, race_submits_with_shutdown, refused, Collect, PATIENCE,
     };
     use super::*;
     use std::time::Duration;
@@ -210,7 +210,7 @@ mod tests {
     /// Before, the queued ones were read after the shutdown.
     #[test]
     fn requests_queued_at_shutdown_complete_with_an_error() {
-        let (path, dir) = temp_file("threads-queued", 4 * 4096);
+        let (_dir, path) = pattern_file("threads-queued", 4 * 4096);
         let (got, port) = Collect::port(Duration::from_millis(300));
         let (b, f) = opened(ThreadsBackend::start(1, 3, port).unwrap(), &path);
         b.submit(&mut vec![page_read(1, &f, 0)]);
@@ -226,7 +226,6 @@ mod tests {
         assert_read(&done[0], 0);
         assert!(refused(&done[1]) && refused(&done[2]));
         drop(b);
-        std::fs::remove_dir_all(dir).unwrap();
     }
 
     /// Dropping the backend joins its workers, so what they held is delivered (and its buffer
@@ -243,11 +242,10 @@ mod tests {
     /// once, read or refused, by the time the drop returns, however the two interleave.
     #[test]
     fn reads_racing_a_shutdown_each_complete_once() {
-        let (path, dir) = temp_file("threads-race", 16 * 4096);
+        let (_dir, path) = pattern_file("threads-race", 16 * 4096);
         race_submits_with_shutdown("threads", 300, 16, &|port| {
             let (b, f) = opened(ThreadsBackend::start(4, 16, port).unwrap(), &path);
             (Box::new(b), f)
         });
-        std::fs::remove_dir_all(dir).unwrap();
     }
 }

@@ -417,7 +417,7 @@ impl Drop for UringBackend {
 mod tests {
     use super::super::lifecycle::testing::{
         assert_drop_delivers_what_it_held, assert_refused_after_shutdown, opened, page_read,
-        race_submits_with_shutdown, temp_file, Collect, FILE, PATIENCE,
+        pattern_file, race_submits_with_shutdown, Collect, FILE, PATIENCE,
     };
     use super::*;
     use std::time::Duration;
@@ -576,11 +576,10 @@ mod tests {
         if ring_or_skip(test, 1, CompletionPort::new()).is_none() {
             return;
         }
-        let (path, dir) = temp_file("uring-race", 16 * 4096);
+        let (_dir, path) = pattern_file("uring-race", 16 * 4096);
         race_submits_with_shutdown("uring", 300, 16, &|port| {
             let (b, f) = opened(UringBackend::start(16, port).unwrap(), &path);
             (Box::new(b), f)
         });
-        std::fs::remove_dir_all(dir).unwrap();
     }
 }

@@ -29,33 +29,27 @@ pub fn hash(bytes: &[u8]) -> u64 {
     h.finish()
 }
 
-/// A fresh directory under the system's temporary directory, removed on drop.
-pub struct TempDir(pub PathBuf);
+/// A fresh directory under the system's temporary directory, removed with its files when
+/// dropped, also when the test fails (`tempfile`'s guard, the one every test of the workspace
+/// uses), with a way to write files in it.
+pub struct TempDir(tempfile::TempDir);
 
 impl TempDir {
     pub fn new(tag: &str) -> TempDir {
-        let p = std::env::temp_dir().join(format!(
-            "foresight-engine-{tag}-{}-{:?}",
-            std::process::id(),
-            std::thread::current().id()
-        ));
-        let _ = std::fs::remove_dir_all(&p);
-        std::fs::create_dir_all(&p).unwrap();
-        TempDir(p)
+        TempDir(
+            tempfile::Builder::new()
+                .prefix(&format!("foresight-engine-{tag}-"))
+                .tempdir()
+                .unwrap(),
+        )
     }
 
     pub fn file(&self, name: &str, bytes: &[u8]) -> PathBuf {
-        let p = self.0.join(name);
+        let p = self.0.path().join(name);
         let mut f = std::fs::File::create(&p).unwrap();
         f.write_all(bytes).unwrap();
         f.sync_all().unwrap();
         p
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
     }
 }
 
