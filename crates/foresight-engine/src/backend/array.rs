@@ -62,7 +62,8 @@
 //! Shutdown: the cache takes no request after it (each completes with an error, through the
 //! delivery thread) and sends the device nothing more; reads still waiting for the device fail
 //! then (the device below shuts down too, and a read sent to it after would never come back),
-//! and reads already sent complete as they come. Dropping the cache waits for those, then closes
+//! and reads already sent complete as they come. Dropping the cache waits for those (at most a
+//! grace, past which a read stuck in the device's `pread` is left to land in nothing), then closes
 //! the device's port to it (so that no thread of the device still delivers into the cache, and
 //! holds it, and with it the device, past the drop) and joins the delivery thread once it has
 //! delivered what it holds: the device is then dropped here, and joins its own threads. A cache
@@ -1312,12 +1313,20 @@ impl Drop for ArrayCacheBackend {
                     .device_broken
                     .load(std::sync::atomic::Ordering::Acquire)
             };
+            // Nor for longer than a read may take: one stuck in the device's `pread` (a hung
+            // mount) may never come back. It owns its buffer and file; the port closed below
+            // drops it when it does.
+            let until = std::time::Instant::now() + super::lifecycle::STUCK_READ_GRACE;
             while st.inner_out > 0 && !poisoned && !broken() {
-                st = match self.shared.inner_idle.wait(st) {
-                    Ok(st) => st,
+                let left = until.saturating_duration_since(std::time::Instant::now());
+                if left.is_zero() {
+                    break;
+                }
+                st = match self.shared.inner_idle.wait_timeout(st, left) {
+                    Ok((st, _)) => st,
                     Err(p) => {
                         poisoned = true;
-                        p.into_inner()
+                        p.into_inner().0
                     }
                 };
             }
@@ -1538,6 +1547,28 @@ mod tests {
             );
         }
         done.result
+    }
+
+    /// Dropping the cache while the device below holds a read of it stuck in a `pread` (see
+    /// `stuck_file`) returns once the grace has passed, and so does the device's drop: the
+    /// read, which owns its buffer and file, lands in nothing when it returns. Before, the
+    /// cache's drop waited for it forever.
+    #[test]
+    fn dropping_the_cache_leaves_a_stuck_device_read_behind() {
+        let test = "dropping_the_cache_leaves_a_stuck_device_read_behind";
+        let Some(f) = crate::backend::lifecycle::testing::stuck_file(test) else {
+            return;
+        };
+        let (c, got) = cache("ssd-850evo", 8 << 20, (42, 38));
+        c.submit(&mut vec![request(1, &f, 0, PAGE_BYTES as usize)]);
+        assert!(
+            crate::backend::lifecycle::testing::drop_returns(c),
+            "the cache's drop waited for a stuck read"
+        );
+        assert!(
+            Arc::strong_count(&f) >= 2 || got.tokens() == [1],
+            "the stuck read's file was let go while the read was under way"
+        );
     }
 
     /// A device thread that ends in a panic with a read of the cache's (here the in-memory

@@ -44,7 +44,9 @@
 //! has not started, and the clock stops modelling: every read outstanding completes as soon as
 //! its bytes (or its error) are in, without waiting for the model, which no one measures any
 //! more; a read submitted later fails in the pool and completes the same way. Dropping the
-//! backend joins the pool's workers, then the clock thread once it has delivered every read.
+//! backend joins the pool's workers, then the clock thread once it has delivered every read;
+//! a worker stuck in a `pread` past the pool's grace is left detached, and the clock then ends
+//! without the bytes of the reads still out.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::io;
@@ -297,6 +299,10 @@ impl Msg {
 struct Inbox {
     msgs: VecDeque<Msg>,
     phase: Phase,
+    /// Set by the drop when a worker of the pool was left stuck in a `pread`: the clock ends
+    /// without the bytes of the reads still out, which it holds nothing of (the worker owns
+    /// each read's buffer and file).
+    abandon_unread: bool,
 }
 
 struct Shared {
@@ -326,6 +332,7 @@ impl Shared {
             inbox: Mutex::new(Inbox {
                 msgs: VecDeque::new(),
                 phase: Phase::Running,
+                abandon_unread: false,
             }),
             wake: Condvar::new(),
             epoch: WallInstant::now(),
@@ -514,8 +521,12 @@ impl Drop for EmulatedBackend {
     fn drop(&mut self) {
         self.shutdown();
         // The pool's workers first: once they are joined, every read's bytes or error is in the
-        // clock's inbox, so the clock, told to end, delivers them all before it does.
-        self.inner.end();
+        // clock's inbox, so the clock, told to end, delivers them all before it does. A worker
+        // stuck in a `pread` past the grace is left detached, owning its request: the clock
+        // then does not wait for that read's bytes, which may never come.
+        if self.inner.end() {
+            self.shared.inbox().abandon_unread = true;
+        }
         self.shared.enter(Phase::Ending);
         self.threads.join();
     }
@@ -695,7 +706,9 @@ impl Clock {
                     if !inbox.msgs.is_empty() || (!inbox.phase.running() && !self.shut) {
                         break (inbox.msgs.drain(..).collect(), inbox.phase);
                     }
-                    if inbox.phase == Phase::Ending && self.reads.is_empty() {
+                    if inbox.phase == Phase::Ending
+                        && (self.reads.is_empty() || inbox.abandon_unread)
+                    {
                         return;
                     }
                     let now = self.shared.now_ns();
@@ -1404,8 +1417,35 @@ mod lifecycle_tests {
         assert_drop_delivers_what_it_held, assert_read, assert_refused_after_shutdown, opened,
         page_read, pattern_file, race_submits_with_shutdown, refused, Collect, PATIENCE,
     };
+    use super::super::lifecycle::testing::{drop_returns, stuck_file};
     use super::*;
     use std::time::Duration as StdDuration;
+
+    /// Dropping the backend while a worker of its pool is stuck in a `pread` (see
+    /// `stuck_file`) returns once the grace has passed: the worker is left detached, owning
+    /// its request and the file's descriptor, and the clock ends without that read's bytes.
+    /// Before, the drop waited for the worker, and the clock for the bytes, forever.
+    #[test]
+    fn dropping_the_backend_leaves_a_stuck_read_to_its_worker() {
+        let Some(f) =
+            stuck_file("emulated: dropping_the_backend_leaves_a_stuck_read_to_its_worker")
+        else {
+            return;
+        };
+        let (got, port) = Collect::port(StdDuration::ZERO);
+        let ssd = EmulatedConfig::preset("ssd-850evo").unwrap();
+        let b = EmulatedBackend::start(ssd, 2, port).unwrap();
+        b.submit(&mut vec![page_read(1, &f, 0)]);
+        // Once a worker of the pool has taken it, the read is under way.
+        while !b.inner.queue_is_empty() {
+            std::thread::yield_now();
+        }
+        assert!(drop_returns(b), "the drop waited for a stuck read");
+        assert!(
+            Arc::strong_count(&f) == 2 || got.tokens() == [1],
+            "the stuck read's file was let go while the read was under way"
+        );
+    }
 
     /// An SSD whose every read takes an hour in the model.
     fn hour_long_ssd() -> EmulatedConfig {

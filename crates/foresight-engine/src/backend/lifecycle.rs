@@ -12,6 +12,8 @@
 //! and no buffer or descriptor of a request it held outlives it. The one thread a drop cannot
 //! join is the one it runs on: a backend thread delivering a completion can hold the engine's
 //! last reference, and so drop the engine and its backend; that thread ends once the drop returns.
+//! Nor does a drop wait without end for a thread stuck in a blocking read, which nothing can
+//! cancel: past [`STUCK_READ_GRACE`] it leaves the thread detached, owning its request.
 
 use std::io;
 use std::sync::{Arc, Mutex};
@@ -75,6 +77,13 @@ impl Drop for PanicAlarm {
     }
 }
 
+/// How long a dropped backend whose threads perform blocking reads (the thread pool, the
+/// emulated backend's pool) waits for them to end. A `pread` stuck in the kernel (a file on a
+/// hung network mount) cannot be cancelled, and used to hold the drop, and so the engine's, for
+/// as long; past this the thread is left to end on its own (see [`Joined::join_within`]). A
+/// read this slow is not one anyone waits for any more.
+pub(crate) const STUCK_READ_GRACE: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// The threads a backend started, joined by [`Joined::join`] (the backend's drop).
 #[derive(Default)]
 pub(crate) struct Joined {
@@ -85,6 +94,33 @@ impl Joined {
     /// Keeps `h` to join.
     pub(crate) fn push(&self, h: JoinHandle<()>) {
         self.handles.lock().expect("thread list poisoned").push(h);
+    }
+
+    /// As [`Joined::join`], but waits at most `grace` for the threads to end (polling, since
+    /// std has no join with a timeout): one still running then is left detached, to end on its
+    /// own, and counted in the return. Only for threads that own everything they touch (the
+    /// request they perform: its buffer, and its file, whose descriptor stays open, so its
+    /// number cannot be given to another file, until the thread lets the request go).
+    pub(crate) fn join_within(&self, grace: std::time::Duration) -> usize {
+        let handles = std::mem::take(&mut *self.handles.lock().expect("thread list poisoned"));
+        let me = std::thread::current().id();
+        let until = std::time::Instant::now() + grace;
+        let mut detached = 0;
+        for h in handles {
+            if h.thread().id() == me {
+                continue;
+            }
+            while !h.is_finished() && std::time::Instant::now() < until {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+            if h.is_finished() {
+                // A panic there was reported on that thread already.
+                let _ = h.join();
+            } else {
+                detached += 1;
+            }
+        }
+        detached
     }
 
     /// Joins every thread kept but the calling one (a drop that runs on a backend thread; that
@@ -302,6 +338,47 @@ pub(crate) mod testing {
             len_bytes: ALIGN_BYTES,
             reader: None,
         }
+    }
+
+    /// A file whose reads wait in the kernel until something else happens, as a `pread` on a
+    /// hung network mount does: `/dev/kmsg` read past its last record, which a read waits on
+    /// until the kernel logs its next message (the offset a read asks for is ignored). `None`
+    /// (and why, on stderr) where it cannot be opened (reading the kernel's log takes a
+    /// privilege many systems keep to the administrator): the test that asked is skipped.
+    pub(crate) fn stuck_file(test: &str) -> Option<Arc<FileHandle>> {
+        use std::io::Seek;
+        let opened = std::fs::File::open("/dev/kmsg")
+            .and_then(|mut f| f.seek(std::io::SeekFrom::End(0)).map(|_| f));
+        let f = match opened {
+            Ok(f) => f,
+            Err(e) => {
+                eprintln!("{test}: skipped: /dev/kmsg cannot be read here ({e})");
+                return None;
+            }
+        };
+        Some(Arc::new(FileHandle {
+            id: FILE,
+            path: PathBuf::from("/dev/kmsg"),
+            file: Some(f),
+            direct: false,
+            size_bytes: 1 << 30,
+            identity: (0, 0),
+            modified: None,
+            volume_offset_bytes: Some(0),
+        }))
+    }
+
+    /// Drops `b` on a thread of its own and says whether the drop returned within
+    /// [`PATIENCE`] past two graces (a backend over another may wait for each; a drop that
+    /// waits forever fails the test rather than hang it).
+    pub(crate) fn drop_returns<B: Send + 'static>(b: B) -> bool {
+        let patience = PATIENCE + 2 * super::STUCK_READ_GRACE;
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            drop(b);
+            let _ = tx.send(());
+        });
+        rx.recv_timeout(patience).is_ok()
     }
 
     /// Whether `c` failed because its backend was shut down.

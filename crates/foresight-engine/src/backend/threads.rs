@@ -9,7 +9,9 @@
 //!
 //! Shutdown and drop keep the lifecycle every backend keeps (`lifecycle.rs`): after shutdown a worker fails each
 //! request it takes instead of reading it (requests still queued then, and any submitted later), and
-//! the workers end only when the backend is dropped, which joins them once the queue is empty.
+//! the workers end only when the backend is dropped, which joins them once the queue is empty,
+//! waiting at most a grace (`lifecycle.rs`) for one stuck in a `pread`, which is then left
+//! detached with the request it owns.
 
 use std::collections::VecDeque;
 use std::io;
@@ -18,7 +20,7 @@ use std::sync::{Arc, Condvar, Mutex};
 
 use foresight_core::FileId;
 
-use super::lifecycle::{refuse, Joined, PanicAlarm, Phase};
+use super::lifecycle::{refuse, Joined, PanicAlarm, Phase, STUCK_READ_GRACE};
 use super::{
     perform_blocking, real_handle, real_handle_beneath, BackendKind, CompletionPort, FileHandle,
     IoBackend, IoRequest,
@@ -92,11 +94,26 @@ impl ThreadsBackend {
         Ok(backend)
     }
 
+    /// Whether no request waits in the queue (each was taken by a worker).
+    #[cfg(test)]
+    pub(crate) fn queue_is_empty(&self) -> bool {
+        self.shared
+            .queue
+            .lock()
+            .expect("threads backend queue poisoned")
+            .requests
+            .is_empty()
+    }
+
     /// Shuts the backend down and joins its workers once they have delivered every request
-    /// queued (see `lifecycle.rs`). Idempotent; the drop calls it.
-    pub(crate) fn end(&self) {
+    /// queued (see `lifecycle.rs`), waiting at most [`STUCK_READ_GRACE`] for them: a worker
+    /// whose `pread` is stuck in the kernel is left detached, owning its request (the buffer,
+    /// and the file's descriptor, kept open until the read returns), and delivers it, if
+    /// anyone still listens, when it returns. Returns whether one was left so. Idempotent;
+    /// the drop calls it.
+    pub(crate) fn end(&self) -> bool {
         self.shared.enter(Phase::Ending);
-        self.threads.join();
+        self.threads.join_within(STUCK_READ_GRACE) > 0
     }
 }
 
@@ -191,6 +208,7 @@ mod tests {
         assert_drop_delivers_what_it_held, assert_read, assert_refused_after_shutdown, opened,
         page_read, pattern_file, race_submits_with_shutdown, refused, Collect, PATIENCE,
     };
+    use super::super::lifecycle::testing::{drop_returns, stuck_file};
     use super::*;
     use std::time::Duration;
 
@@ -236,6 +254,31 @@ mod tests {
         let start =
             |port, path: &Path| Some(opened(ThreadsBackend::start(2, 4, port).unwrap(), path));
         assert_drop_delivers_what_it_held("threads-join", start);
+    }
+
+    /// Dropping the backend while a worker's `pread` is stuck in the kernel (see
+    /// `stuck_file`) returns once the grace has passed, leaving the worker detached: it still
+    /// owns its request, the file's descriptor with it, so no file opened later is given that
+    /// number while the read may still land. Before, the drop waited for the read forever.
+    #[test]
+    fn dropping_the_backend_leaves_a_stuck_read_to_its_worker() {
+        let Some(f) = stuck_file("dropping_the_backend_leaves_a_stuck_read_to_its_worker") else {
+            return;
+        };
+        let (got, port) = Collect::port(Duration::ZERO);
+        let b = ThreadsBackend::start(1, 2, port).unwrap();
+        b.submit(&mut vec![page_read(1, &f, 0)]);
+        // Once the worker has taken it, the read is under way.
+        while !b.shared.queue.lock().unwrap().requests.is_empty() {
+            std::thread::yield_now();
+        }
+        assert!(drop_returns(b), "the drop waited for a stuck read");
+        // Unless the kernel logged enough meanwhile to end the read (it is then delivered),
+        // the detached worker still holds the request and its file.
+        assert!(
+            Arc::strong_count(&f) == 2 || got.tokens() == [1],
+            "the stuck read's file was let go while the read was under way"
+        );
     }
 
     /// Reads submitted on one thread while another shuts the backend down each come back
