@@ -95,6 +95,71 @@ fn bad_input_exits_2_naming_the_problem() {
     );
 }
 
+/// The controller holds the host's read that missed and its read-ahead whole. The check used to
+/// set the read-ahead against `workload.request` alone, so a host read as large as seqp's window
+/// or a directed piece went down with more read-ahead than the cache holds, and was accepted.
+#[test]
+fn a_controller_read_ahead_must_fit_beside_the_hosts_largest_read() {
+    let controller = ["--set", "device.controller_cache=4MiB", "--set"];
+    let (code, _, err) = foresight(
+        &[
+            &["sim"][..],
+            &controller,
+            &[
+                "device.controller_readahead=2MiB",
+                "--set",
+                "policy.readahead_max=4MiB",
+                "--set",
+                "workload.duration=1s",
+            ],
+        ]
+        .concat(),
+    );
+    assert_eq!(code, 2, "{err}");
+    for part in [
+        "device.controller_readahead",
+        "2MiB",
+        "device.controller_cache = 4MiB",
+        "policy.readahead_max = 4MiB",
+        "workload.request = 64KiB",
+    ] {
+        assert!(err.contains(part), "should name `{part}`: {err}");
+    }
+    // A directed piece is 1 MiB, whatever the request.
+    let (code, _, err) = foresight(&[
+        "sim",
+        "--set",
+        "policy.name=directed",
+        "--set",
+        "workload.kind=scan",
+        "--set",
+        "device.controller_cache=1536KiB",
+        "--set",
+        "device.controller_readahead=1MiB",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("device.controller_readahead") && err.contains("`directed`"),
+        "{err}"
+    );
+    // Read-ahead and the largest window together fill the cache: that runs.
+    let (code, _, err) = foresight(
+        &[
+            &["sim"][..],
+            &controller,
+            &[
+                "device.controller_readahead=2MiB",
+                "--set",
+                "policy.readahead_max=2MiB",
+                "--set",
+                "workload.duration=1s",
+            ],
+        ]
+        .concat(),
+    );
+    assert_eq!(code, 0, "{err}");
+}
+
 #[test]
 fn a_requests_file_that_cannot_be_written_is_named() {
     // /dev/full opens, so the failure comes from a write after the run, not from the create.

@@ -237,6 +237,32 @@ impl PolicyConfig {
         self.msp_settings().validate()?;
         self.directed.validate()
     }
+
+    /// The most bytes one read that the named policy's layers send towards the device may span,
+    /// when the application reads at most `app_read_bytes` at a time and, on a RAID-0, a stripe
+    /// (one strip of every member) is `stripe_bytes`. A device that must hold each read whole
+    /// beside its own read-ahead (a disk controller's cache) checks its room against this.
+    ///
+    /// The driver's demand reads and a readahead policy's fetch of a random read are at most the
+    /// application's read, in whole pages; on top of that come the policy's own fetches: a
+    /// `seqp`/`saseqp` window of at most `readahead_max`, a `directed` piece
+    /// ([`directed::PIECE_BYTES`]), the stream scheduler's `R`, and under `msp+...` one stripe.
+    /// The informed policies fetch hinted blocks, which are the application's reads.
+    pub fn largest_read_bytes(&self, app_read_bytes: u64, stripe_bytes: Option<u64>) -> u64 {
+        let pages = |bytes: u64| bytes.div_ceil(PAGE_BYTES) * PAGE_BYTES;
+        let app = pages(app_read_bytes).max(PAGE_BYTES);
+        let file_level = |name: &str| match name {
+            "seqp" | "saseqp" => pages(self.readahead_max.0),
+            "directed" => directed::PIECE_BYTES,
+            "streams" => pages(self.streams.readahead_bytes),
+            _ => 0,
+        };
+        let own = match self.name.strip_prefix("msp+") {
+            Some(file_name) => file_level(file_name).max(stripe_bytes.unwrap_or(0)),
+            None => file_level(&self.name),
+        };
+        app.max(own)
+    }
 }
 
 /// The policies this build knows, by name. `msp+X` runs MSP in the array cache beside `X` in the
@@ -492,5 +518,82 @@ mod tests {
         assert!(build_stack(&cfg("saseqp"), single).is_ok());
         let d = PolicyConfig::default();
         assert_eq!((d.sc_max, d.sc_thresh, d.sps_max_stripes), (42, 38, 8));
+    }
+
+    #[test]
+    fn no_seqp_fetch_is_larger_than_its_largest_read_and_the_window_reaches_it() {
+        // One reader of 64 KiB sequential reads, then one read elsewhere: the windows grow to
+        // `readahead_max`, and no fetch, the random read's included, is larger than the bound.
+        let layout =
+            Arc::new(Layout::aligned(ByteLen::gib(1), None, 1, ByteLen::mib(512)).unwrap());
+        for (max_kib, app_kib) in [(128u64, 64u64), (4096, 64), (1024, 3072)] {
+            let c = PolicyConfig {
+                readahead_max: ByteLen::kib(max_kib),
+                ..cfg("seqp")
+            };
+            let mut p = build(&c, layout.clone()).unwrap();
+            let mut largest = 0;
+            // The pages fetched so far, so that a read misses only where nothing was fetched, as
+            // in a page cache that keeps everything.
+            let mut fetched = std::collections::BTreeSet::new();
+            let mut read = |p: &mut Box<dyn Policy>, off: u64, len: u64| {
+                let miss = (off / PAGE_BYTES..(off + len).div_ceil(PAGE_BYTES))
+                    .find(|page| !fetched.contains(page))
+                    .map(|page| ByteOffset((page * PAGE_BYTES).max(off)));
+                p.handle(
+                    Instant::ZERO,
+                    Input::Read {
+                        stream: StreamId(0),
+                        file: FileId(0),
+                        range: ByteRange::new(off, len),
+                        miss,
+                    },
+                );
+                while let Some(o) = p.poll_output() {
+                    if let Output::Fetch { range, .. } = o {
+                        largest = largest.max(range.len.0);
+                        fetched
+                            .extend(range.start.0 / PAGE_BYTES..range.end().0.div_ceil(PAGE_BYTES));
+                    }
+                }
+            };
+            for i in 0..256 {
+                read(&mut p, i * (64 << 10), 64 << 10);
+            }
+            read(&mut p, 100 << 20, app_kib << 10);
+            let bound = c.largest_read_bytes(app_kib << 10, None);
+            assert!(
+                largest <= bound,
+                "readahead_max {max_kib} KiB, reads of {app_kib} KiB: a fetch of {largest} bytes"
+            );
+            assert_eq!(largest, max_kib << 10, "the windows reach readahead_max");
+        }
+    }
+
+    #[test]
+    fn the_largest_read_is_each_policys_own_fetch_or_the_applications_read() {
+        let stripe = Some(5 * (128 << 10));
+        let with = |name: &str| PolicyConfig {
+            readahead_max: ByteLen::mib(2),
+            ..cfg(name)
+        };
+        assert_eq!(with("none").largest_read_bytes(64 << 10, stripe), 64 << 10);
+        assert_eq!(with("none").largest_read_bytes(1, None), PAGE_BYTES);
+        assert_eq!(with("seqp").largest_read_bytes(64 << 10, None), 2 << 20);
+        assert_eq!(with("saseqp").largest_read_bytes(8 << 20, None), 8 << 20);
+        assert_eq!(
+            with("directed").largest_read_bytes(4096, None),
+            directed::PIECE_BYTES
+        );
+        assert_eq!(with("streams").largest_read_bytes(64 << 10, None), 8 << 20);
+        assert_eq!(
+            cfg("msp+seqp").largest_read_bytes(64 << 10, stripe),
+            5 * (128 << 10)
+        );
+        assert_eq!(
+            with("msp+saseqp").largest_read_bytes(64 << 10, stripe),
+            2 << 20
+        );
+        assert_eq!(with("tip").largest_read_bytes(10 << 20, None), 10 << 20);
     }
 }

@@ -1499,45 +1499,61 @@ impl SimConfig {
                 "needs a device.controller_cache to read ahead into",
             ));
         }
-        // The controller reads the request that missed and its read-ahead as one piece, never
+        // The controller reads the host's read that missed and its read-ahead as one piece, never
         // shortened (see `CacheLayer::with_whole_fetches`): both must fit in its cache, or every
-        // read-ahead would be cut at the cache's size, and read one at a time.
-        let missed_bytes = match workload.kind {
-            // A trace's requests come from the file; a page is the least one reads.
-            WorkloadKind::Trace => foresight_policy::PAGE_BYTES,
+        // read-ahead would be cut at the cache's size, and read one at a time. The host's largest
+        // read is the policy's to say (its largest window or piece, or the application's read).
+        let (host_read_bytes, host_read) = match workload.kind {
+            // A trace's requests come from the file and bypass the page cache; a page is the
+            // least one reads.
+            WorkloadKind::Trace => (foresight_policy::PAGE_BYTES, "one page".to_string()),
             _ => {
-                workload
-                    .read_bytes()
-                    .0
-                    .div_ceil(foresight_policy::PAGE_BYTES)
-                    .max(1)
-                    * foresight_policy::PAGE_BYTES
+                let stripe_bytes = (device.kind == DeviceKind::Raid0)
+                    .then(|| u64::from(device.disks) * device.strip.0);
+                let app = workload.read_bytes();
+                let bytes = policy.largest_read_bytes(app.0, stripe_bytes);
+                let request_key = match workload.kind {
+                    WorkloadKind::Tiles => "workload.tile",
+                    _ => "workload.request",
+                };
+                let mut why = format!(
+                    "the largest read policy `{}` sends down with {request_key} = {app}",
+                    policy.name
+                );
+                if policy_reads_key(&policy.name, "readahead_max") {
+                    why += &format!(" and policy.readahead_max = {}", policy.readahead_max);
+                }
+                (bytes, format!("{} ({why})", ByteLen(bytes)))
             }
         };
-        if device.controller_cache.0 > 0 && missed_bytes > device.controller_cache.0 {
+        if device.controller_cache.0 > 0 && host_read_bytes > device.controller_cache.0 {
             return Err(key_err(
                 "device.controller_cache",
                 format!(
-                    "{} is less than one {} request, which the controller reads whole; give at \
-                     least that",
+                    "{} is less than the host's largest read, {host_read}, which the controller \
+                     reads whole; give at least {}",
                     device.controller_cache,
-                    ByteLen(missed_bytes),
+                    ByteLen(host_read_bytes),
                 ),
             ));
         }
         if device.controller_cache.0 > 0
-            && device.controller_readahead.0 + missed_bytes > device.controller_cache.0
+            && device
+                .controller_readahead
+                .0
+                .saturating_add(host_read_bytes)
+                > device.controller_cache.0
         {
             return Err(key_err(
                 "device.controller_readahead",
                 format!(
-                    "{} of read-ahead beyond a {} request is more than the controller's cache ({}) \
-                     holds, and the controller never shortens a read-ahead; give at most {} or a \
-                     larger device.controller_cache",
+                    "{} of read-ahead beyond the host's largest read, {host_read}, is more than \
+                     device.controller_cache = {} holds, and the controller never shortens a \
+                     read-ahead; give device.controller_readahead at most {}, a larger \
+                     device.controller_cache or smaller host reads",
                     device.controller_readahead,
-                    ByteLen(missed_bytes),
                     device.controller_cache,
-                    ByteLen(device.controller_cache.0 - missed_bytes),
+                    ByteLen(device.controller_cache.0 - host_read_bytes),
                 ),
             ));
         }
@@ -1899,7 +1915,15 @@ mod tests {
             e.contains("device.controller_cache") && e.contains("2MiB"),
             "{e}"
         );
-        sets("4MiB", "4032KiB", "64KiB").unwrap();
+        // Beside seqp's 128 KiB windows (the default readahead_max), not just the request.
+        sets("4MiB", "3968KiB", "64KiB").unwrap();
+        let e = sets("4MiB", "4032KiB", "64KiB").unwrap_err().to_string();
+        assert!(
+            e.contains("device.controller_readahead")
+                && e.contains("policy.readahead_max = 128KiB")
+                && e.contains("device.controller_cache = 4MiB"),
+            "{e}"
+        );
     }
 
     #[test]
