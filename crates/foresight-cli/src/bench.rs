@@ -74,6 +74,8 @@ use crate::input;
 const DEFAULT_POLICIES: &[&str] = &["seqp", "streams"];
 /// Bytes per write when creating files.
 const WRITE_CHUNK_BYTES: usize = 8 << 20;
+/// The most drives `--disks` emulates, as the simulator's `device.disks` allows.
+const DISKS_MAX: u32 = 256;
 
 /// `foresight bench` arguments.
 #[derive(clap::Args, Debug)]
@@ -124,7 +126,7 @@ pub struct BenchArgs {
     /// Run the engine on the emulated backend with this device preset (see `foresight devices`).
     #[arg(long, value_name = "PRESET")]
     emulate: Option<String>,
-    /// Emulate a RAID-0 of this many --emulate drives instead of one (the simulator's
+    /// Emulate a RAID-0 of this many --emulate drives instead of one, 1 to 256 (the simulator's
     /// `device.kind=raid0`, `device.disks`); files are spread over the striped volume. Only with
     /// --emulate. The policies `msp+seqp` and `msp+saseqp` need it: MSP runs in the RAID
     /// driver's cache, which the engine has on an emulated RAID-0 only.
@@ -298,6 +300,14 @@ fn plan(a: &BenchArgs) -> anyhow::Result<Plan> {
             ))
         }
         (Some(e), Some(disks)) => {
+            // The simulator's bound on `device.disks`: each member is a whole modelled drive with
+            // its own queue, so a count past any real array's only costs memory and time.
+            if !(1..=DISKS_MAX).contains(&disks) {
+                return Err(input(format!(
+                    "--disks: give 1 to {DISKS_MAX} drives (the simulator's device.disks), got \
+                     {disks}"
+                )));
+            }
             let strip = size("strip", a.strip.as_deref().unwrap_or("128KiB"))?;
             let e = e.raid0(disks, strip);
             e.validate()

@@ -80,6 +80,24 @@ fn bad_bench_input_exits_2_naming_the_flag() {
             ],
             "--antic-expire",
         ),
+        // An array past the simulator's 256 drives used to be built and measured. Short runs, so
+        // that a bench that is not refused ends soon.
+        (
+            vec![
+                "--emulate",
+                "wd800jd",
+                "--disks",
+                "257",
+                "--streams",
+                "1",
+                "--repeat",
+                "1",
+                "--duration",
+                "10ms",
+            ],
+            "--disks",
+        ),
+        (vec!["--emulate", "wd800jd", "--disks", "0"], "--disks"),
         // Only the anticipatory scheduler waits: under deadline the wait would change nothing.
         (
             vec!["--emulate", "wd800jd", "--antic-expire", "10ms"],
