@@ -47,6 +47,11 @@ pub(crate) fn take_seed(root: &mut Table) -> Result<u64, ConfigError> {
     match root.remove("seed") {
         None => Ok(1),
         Some(Value::Integer(i)) if i >= 0 => Ok(i as u64),
+        // A quoted number is read as the number, as every other whole-number key reads it.
+        Some(Value::String(s)) if s.trim().parse::<i64>().is_ok_and(|i| i >= 0) => Ok(s
+            .trim()
+            .parse::<u64>()
+            .expect("a non-negative i64 is a u64")),
         // Digits beyond TOML's 64-bit signed integers arrive from --set as text.
         Some(Value::String(s)) if !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) => {
             Err(key_err(
@@ -1631,6 +1636,31 @@ mod tests {
             apply_set(&mut t, s)?;
         }
         SimConfig::from_table(t, None)
+    }
+
+    /// `seed = "7"` was refused as "must be at most 9223372036854775807 (TOML's largest
+    /// integer), got 7", which 7 is; every other whole-number key reads a quoted number. The seed
+    /// now does too, and quoted text that is no number is refused as such.
+    #[test]
+    fn a_quoted_seed_is_read_as_the_number_it_holds() {
+        assert_eq!(cfg("seed = \"7\"\n", &[]).unwrap().seed, 7);
+        assert_eq!(
+            cfg("[workload]\nstreams = \"7\"\n", &[])
+                .unwrap()
+                .workload
+                .streams,
+            7
+        );
+        let e = cfg("seed = \"seven\"\n", &[]).unwrap_err().to_string();
+        assert!(
+            e.contains("seed") && e.contains("non-negative whole number"),
+            "{e}"
+        );
+        let e = cfg("seed = \"-7\"\n", &[]).unwrap_err().to_string();
+        assert!(
+            e.contains("seed") && e.contains("non-negative whole number"),
+            "{e}"
+        );
     }
 
     /// A whole number too large for TOML's 64-bit signed integers reaches a key as text; it was
