@@ -65,7 +65,7 @@ enum Command {
         #[arg(
             long,
             value_name = "FILE.toml",
-            help = "TOML config file (`seed` and sections [device], [host], [policy], [workload], [dfs], [network])"
+            help = "TOML config file of at least one key (`seed` and sections [device], [host], [policy], [workload], [dfs], [network])"
         )]
         config: Option<PathBuf>,
         /// Override one key by its dotted path, e.g. --set workload.streams=64, or a key of a

@@ -70,6 +70,11 @@ fn bad_input_exits_2_naming_the_problem() {
         ],
         "/nonexistent/t.trace",
     );
+    // Empty: valid TOML, but it ran the defaults under the file's name with exit 0.
+    expect_input_error(
+        &["sim", "--config", "/dev/null"],
+        "/dev/null: holds no keys",
+    );
     expect_input_error(&["reproduce", "nonesuch"], "nonesuch");
     // Refused before the simulation runs, like `reproduce --out`.
     expect_input_error(

@@ -333,7 +333,17 @@ pub fn read_config_file(path: &Path) -> Result<Table, ConfigError> {
             message: "not UTF-8 text; save the config as UTF-8".into(),
         }
     })?;
-    parse_config_text(&text, &path.display().to_string())
+    let table = parse_config_text(&text, &path.display().to_string())?;
+    // An empty file is valid TOML, but one given by name is a mistake (a file cut short, the
+    // wrong path): running the defaults under its name would report a run nobody asked for.
+    if table.is_empty() {
+        return Err(file_err(
+            "holds no keys (it is empty, or only blank lines and comments); put the keys to \
+             change in it, or leave out --config to run the defaults"
+                .into(),
+        ));
+    }
+    Ok(table)
 }
 
 /// Parses config text into a TOML table; syntax errors name the file and line.
@@ -1636,6 +1646,25 @@ mod tests {
             apply_set(&mut t, s)?;
         }
         SimConfig::from_table(t, None)
+    }
+
+    /// A config file with no keys ran the defaults with exit 0, as though the file had been read
+    /// as meant.
+    #[test]
+    fn a_config_file_with_no_keys_is_refused_by_name() {
+        let dir =
+            std::env::temp_dir().join(format!("foresight-empty-config-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        for (name, text) in [("empty.toml", ""), ("comments.toml", "# nothing yet\n\n")] {
+            let path = dir.join(name);
+            std::fs::write(&path, text).unwrap();
+            let e = read_config_file(&path).unwrap_err().to_string();
+            assert!(e.contains(name) && e.contains("holds no keys"), "{e}");
+        }
+        let path = dir.join("one.toml");
+        std::fs::write(&path, "seed = 3\n").unwrap();
+        assert!(read_config_file(&path).is_ok());
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     /// `seed = "7"` was refused as "must be at most 9223372036854775807 (TOML's largest
