@@ -70,6 +70,19 @@ fn bad_input_exits_2_naming_the_problem() {
         ],
         "/nonexistent/t.trace",
     );
+    // A link of 1e29 bytes/s ran (exit 0) as though it were one.
+    expect_input_error(
+        &[
+            "sim",
+            "--set",
+            "dfs.system=aps",
+            "--set",
+            "network.bandwidth=99999999999999999999999MB/s",
+            "--set",
+            "workload.duration=1s",
+        ],
+        "network.bandwidth",
+    );
     // Empty: valid TOML, but it ran the defaults under the file's name with exit 0.
     expect_input_error(
         &["sim", "--config", "/dev/null"],

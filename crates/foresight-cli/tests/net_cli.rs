@@ -280,6 +280,19 @@ fn bad_network_arguments_exit_2_and_name_the_argument() {
         (vec!["serve", "--root", ".", "--workers", "-3"], "--workers"),
         (vec!["net-soak", "--workers", "0"], "--workers"),
         (vec!["net-soak", "--file-size", "100GiB"], "--file-size"),
+        // 1e29 B/s was accepted, and published at /.well-known/foresight as the device's rate.
+        (
+            vec![
+                "serve",
+                "--root",
+                ".",
+                "--addr",
+                "127.0.0.1:0",
+                "--device-bandwidth",
+                "99999999999999999999999MB/s",
+            ],
+            "below 4 EiB/s",
+        ),
     ] {
         let out = bin().args(&args).output().unwrap();
         let err = String::from_utf8_lossy(&out.stderr);

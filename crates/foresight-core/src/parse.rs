@@ -203,6 +203,14 @@ pub fn parse_rate(text: &str) -> Result<Bandwidth, ParseError> {
             "a rate must be positive",
         ));
     }
+    // The bound sizes have, per second: no link or device comes near it, and a figure past it
+    // (a slip of digits) would otherwise be published or planned with as though it were real.
+    if bytes_per_s >= (1u64 << 62) as f64 {
+        return Err(ParseError::OutOfRange(
+            text.to_string(),
+            "rates must be below 4 EiB/s",
+        ));
+    }
     Ok(Bandwidth::from_bytes_per_s(bytes_per_s))
 }
 
@@ -238,6 +246,11 @@ mod tests {
             parse_rate("-1Gbit"),
             Err(ParseError::OutOfRange(..))
         ));
+        // Digits past any real rate used to be taken (and `foresight serve` published them).
+        let huge = parse_rate("99999999999999999999999MB/s").unwrap_err();
+        assert!(huge.to_string().contains("below 4 EiB/s"), "{huge}");
+        assert!(parse_rate("4000000000000GB/s").is_err());
+        assert!(parse_rate("4000000000GB/s").is_ok());
         assert!(matches!(
             parse_size("--json"),
             Err(ParseError::NoNumber(..))
