@@ -300,7 +300,8 @@ pub struct GetArgs {
     /// URLs to download (http:// only).
     #[arg(required = true, value_name = "URL", value_parser = url_arg)]
     urls: Vec<Url>,
-    /// Where the data goes: a file for one URL, a directory for several.
+    /// Where the data goes: a file for one URL, a directory for several (left out: standard
+    /// output; `-` is refused rather than taken as a file name).
     #[arg(long, value_name = "PATH")]
     out: Option<PathBuf>,
     /// Readahead units in flight: `auto` (condition 20) or a whole number from 1 to 1024.
@@ -405,6 +406,13 @@ pub fn run_get(a: &GetArgs) -> anyhow::Result<()> {
     })
     .map_err(net)?
     .with_notes(Notes::new(|text| note!("{text}")));
+    if a.out.as_deref() == Some(std::path::Path::new("-")) {
+        // Elsewhere `-` means standard output; here it would be a file named `-`.
+        return Err(input(
+            "--out -: the data goes to standard output when --out is left out; drop --out (or \
+             write ./- for a file of that name)",
+        ));
+    }
     let several = a.urls.len() > 1;
     // Several URLs, or an existing directory: each file under its URL's name.
     let into_dir = a.out.as_ref().is_some_and(|out| several || out.is_dir());

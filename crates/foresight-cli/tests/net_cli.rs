@@ -280,6 +280,9 @@ fn bad_network_arguments_exit_2_and_name_the_argument() {
         (vec!["serve", "--root", ".", "--workers", "-3"], "--workers"),
         (vec!["net-soak", "--workers", "0"], "--workers"),
         (vec!["net-soak", "--file-size", "100GiB"], "--file-size"),
+        // Saved as a file named `-` in the current directory, where `-` means standard output
+        // to other tools. Refused before the URL is asked for.
+        (vec!["get", "http://127.0.0.1:1/x", "--out", "-"], "--out -"),
         // 1e29 B/s was accepted, and published at /.well-known/foresight as the device's rate.
         (
             vec![
