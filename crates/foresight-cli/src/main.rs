@@ -81,7 +81,7 @@ enum Command {
         #[arg(long)]
         json: bool,
         /// Write one CSV line per application request to FILE, as each completes (not one of the
-        /// run's own input files); a run stopped by Ctrl-C removes it.
+        /// run's own input files, nor `-`); a run stopped by Ctrl-C removes it.
         #[arg(long, value_name = "FILE.csv")]
         requests_out: Option<PathBuf>,
     },
@@ -482,6 +482,14 @@ fn cmd_sim(
 ) -> anyhow::Result<()> {
     let cfg = load_config(config, unsets, sets)?;
     if let Some(out) = requests_out {
+        if out == Path::new("-") {
+            // `-` means standard output to most tools, where the summary goes; here it would be
+            // a file named `-`.
+            return Err(input(
+                "--requests-out -: the records go to a file, not to standard output (which has \
+                 the run's summary); give a file name (./- for a file of that name)",
+            ));
+        }
         refuse_overwriting_an_input(out, config, &cfg)?;
     }
     // Opened before the run, so that a path that cannot be written is refused at once, not after

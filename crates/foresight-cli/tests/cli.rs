@@ -101,6 +101,22 @@ fn bad_input_exits_2_naming_the_problem() {
         "--requests-out",
     );
     expect_input_error(&["sim", "--set", "novalue"], "KEY=VALUE");
+    // Written as a file named `-` in the current directory (exit 0), where `-` means standard
+    // output to other tools.
+    expect_input_error(
+        &[
+            "sim",
+            "--set",
+            "workload.duration=1s",
+            "--requests-out",
+            "-",
+        ],
+        "--requests-out -",
+    );
+    assert!(
+        !std::path::Path::new("-").exists(),
+        "a file named - was written"
+    );
     // An --out that is a file was refused with the operating system's "File exists", which
     // reads as though the directory were fine.
     let file_guard = temp_dir("out-file");
