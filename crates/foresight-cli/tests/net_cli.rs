@@ -919,6 +919,69 @@ fn serve_refuses_an_idle_timeout_under_a_second() {
     }
 }
 
+/// A root the server's user may not search passed the existence check and then failed with the
+/// system's bare "Permission denied" and exit 1, naming neither --root nor the path. The root is
+/// made mode 000; a privileged user searches it anyway, so as root the server runs as `nobody`
+/// through `setpriv` (skipped, with a note, where neither way is open).
+#[test]
+fn a_root_that_cannot_be_searched_is_refused_by_its_flag() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = scratch("unsearchable-root");
+    let root = dir.join("root");
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::write(root.join("a.bin"), b"data").unwrap();
+    // The scratch directory must let `nobody` reach the root's name.
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(&root, std::fs::Permissions::from_mode(0o000)).unwrap();
+    let privileged = std::fs::read_dir(&root).is_ok();
+    let mut cmd = if privileged {
+        let setpriv = std::process::Command::new("setpriv")
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success());
+        if !setpriv {
+            std::fs::set_permissions(&root, std::fs::Permissions::from_mode(0o755)).unwrap();
+            std::fs::remove_dir_all(&dir).unwrap();
+            eprintln!("note: running as a privileged user without setpriv; skipped");
+            return;
+        }
+        let mut c = Command::new("setpriv");
+        c.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(env!("CARGO_BIN_EXE_foresight"));
+        c
+    } else {
+        bin()
+    };
+    let child = cmd
+        .args([
+            "serve",
+            "--addr",
+            "127.0.0.1:0",
+            "--device-bandwidth",
+            "400MB/s",
+        ])
+        .arg("--root")
+        .arg(&root)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut server = KillOnDrop(child);
+    let status = wait_exit(
+        &mut server,
+        30,
+        "the server runs on a root it cannot search",
+    );
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut server.0.stderr.take().unwrap(), &mut err).unwrap();
+    std::fs::set_permissions(&root, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("--root") && err.contains(&root.display().to_string()),
+        "{err}"
+    );
+}
+
 /// `get` with several URLs fetches each of them whatever became of the ones before: every failure
 /// is named on standard error with its cause, the others are saved and summarized, and the
 /// command exits with 1 at the end, naming the URLs that failed.

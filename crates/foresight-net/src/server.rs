@@ -412,8 +412,18 @@ pub fn serve_until_signal(cfg: ServerConfig) -> Result<ServerHandle, NetError> {
 
 fn start(mut cfg: ServerConfig, on_signal: bool) -> Result<ServerHandle, NetError> {
     cfg.validate()?;
-    cfg.root = cfg.root.canonicalize()?;
-    let root = RootDir::open(&cfg.root)?;
+    // A root this user may not search (mode 000, or r-- without x) passes `is_dir` and fails
+    // here; the system's bare "Permission denied" would name neither the flag nor the path.
+    let unopenable = |e: io::Error| NetError::Setting {
+        key: "--root",
+        message: format!(
+            "cannot open {}: {e}; give a directory this user can read and search",
+            cfg.root.display()
+        ),
+    };
+    let canonical = cfg.root.canonicalize().map_err(unopenable)?;
+    let root = RootDir::open(&canonical).map_err(unopenable)?;
+    cfg.root = canonical;
     let figures = measure_figures(&cfg, &root);
     let engine = Engine::builder()
         .memory(cfg.engine_memory)
