@@ -930,7 +930,8 @@ pub fn run_proxy(a: &ProxyArgs) -> anyhow::Result<()> {
 pub const SOAK_HELP: &str = "Run many concurrent clients against one in-process server and \
 check every byte they receive.
 
-Generated files are served from a temporary directory (TMPDIR, /tmp without it), removed when \
+Generated files are served from a directory of their own in the temporary one (TMPDIR, which \
+must be an existing directory, or /tmp without it), removed when \
 the soak ends (also by SIGINT, SIGTERM or SIGHUP); files that would not fit in its free space, a \
 tenth of it kept spare, are refused before any is written. Even-numbered clients read their file \
 sequentially in 128 KiB ranges, odd-numbered ones read random ranges of up to --max-read. The \

@@ -647,6 +647,25 @@ fn small_soak() -> Command {
     c
 }
 
+/// A TMPDIR that did not exist was created (parents and all) for the soak's files, and left
+/// behind when the soak removed its own directory; one that is a file failed with exit 1.
+#[test]
+fn net_soak_refuses_a_tmpdir_that_is_no_directory() {
+    let base = scratch("soak-tmpdir");
+    let missing = base.join("missing").join("tmp");
+    let file = base.join("file");
+    std::fs::write(&file, b"not a directory").unwrap();
+    for (tmpdir, what) in [(&missing, "does not exist"), (&file, "is not a directory")] {
+        let st = small_soak().env("TMPDIR", tmpdir).output().unwrap();
+        let err = String::from_utf8_lossy(&st.stderr);
+        assert_eq!(st.status.code(), Some(2), "{err}");
+        assert!(err.contains("TMPDIR") && err.contains(what), "{err}");
+    }
+    let made = base.join("missing").exists();
+    std::fs::remove_dir_all(&base).unwrap();
+    assert!(!made, "the soak created the missing TMPDIR");
+}
+
 #[test]
 fn net_soak_reports_a_stdout_it_cannot_write_as_an_error() {
     let st = small_soak()

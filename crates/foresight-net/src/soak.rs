@@ -249,6 +249,23 @@ fn server_config(cfg: &SoakConfig) -> ServerConfig {
 pub fn check(cfg: &SoakConfig) -> Result<(), NetError> {
     validate(cfg)?;
     server_config(cfg).validate_settings()?;
+    // The files go in a directory of their own beneath the temporary one, which is removed at the
+    // end; a TMPDIR that is not there would be created, and left behind, on the way.
+    let tmp = std::env::temp_dir();
+    if !tmp.is_dir() {
+        return Err(NetError::Setting {
+            key: "TMPDIR",
+            message: format!(
+                "{} {}; point TMPDIR at an existing directory, or unset it for /tmp",
+                tmp.display(),
+                if tmp.exists() {
+                    "is not a directory"
+                } else {
+                    "does not exist"
+                }
+            ),
+        });
+    }
     // Measured on the nearest part of the files' directory that exists; when the file system
     // cannot say, a write that fails still names its file.
     let dir = files_dir();
