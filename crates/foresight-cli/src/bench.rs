@@ -137,7 +137,8 @@ pub struct BenchArgs {
     #[arg(long, allow_hyphen_values = true, value_name = "SIZE")]
     strip: Option<String>,
     /// The RAID driver's cache under `msp+...` (the simulator's `host.raid_cache`), its own
-    /// budget besides --memory [default: 512MiB]. Only with --disks.
+    /// budget besides --memory, at most this machine's memory [default: 512MiB]. Only with
+    /// --disks.
     #[arg(long, allow_hyphen_values = true, value_name = "SIZE")]
     raid_cache: Option<String>,
     /// The emulated disk's host block queue scheduler: noop, deadline or anticipatory (the
@@ -167,7 +168,7 @@ pub struct BenchArgs {
     /// round, on this machine: within the noise). On the real disk each engine
     /// is built with its whole budget mapped and faulted in (`prefault`), so a larger budget costs
     /// build time (the "built in" figure of the progress lines, up to a second or two per GiB on a
-    /// virtual machine), not reading time.
+    /// virtual machine), not reading time. At most this machine's memory.
     #[arg(long, allow_hyphen_values = true, value_name = "SIZE")]
     memory: Option<String>,
     /// The engine's queue depth (reads in flight at the device).
@@ -191,7 +192,8 @@ pub struct BenchArgs {
         value_name = "DURATION"
     )]
     duration: String,
-    /// The limit reader's read size.
+    /// The limit reader's read size, whole 4KiB pages from 4KiB to 64MiB (its reads in flight
+    /// together at most this machine's memory).
     #[arg(
         long,
         allow_hyphen_values = true,
@@ -369,14 +371,40 @@ fn plan(a: &BenchArgs) -> anyhow::Result<Plan> {
         .transpose()?;
     let max_io = ByteLen(size("max-io", &a.max_io)?);
     let limit_io = size("limit-io", &a.limit_io)?;
-    if limit_io == 0 || !limit_io.is_multiple_of(4096) {
-        return Err(input("--limit-io: give whole 4KiB pages, e.g. 4MiB"));
+    // The engine's bound on one read (--max-io): a larger buffer was refused by the allocator
+    // only once files had been written, with exit 1.
+    if !(4096..=64 << 20).contains(&limit_io) || !limit_io.is_multiple_of(4096) {
+        return Err(input(format!(
+            "--limit-io: give whole 4KiB pages from 4KiB to 64MiB, e.g. 4MiB; got {}",
+            ByteLen(limit_io)
+        )));
     }
     if !(1..=100).contains(&a.repeat) {
         return Err(input("--repeat: give 1 to 100"));
     }
     if !(1..=1024).contains(&a.limit_depth) {
         return Err(input("--limit-depth: give 1 to 1024"));
+    }
+    // Budgets are taken as buffers are needed (or mapped and faulted in), so one beyond the
+    // machine would only show as the process killed, or as a figure nobody could have had.
+    if let Some(machine) = machine_memory_bytes() {
+        let in_flight = limit_io * a.limit_depth as u64;
+        for (flag, bytes) in [
+            ("--memory", memory.map_or(0, |m| m.0)),
+            (
+                "--raid-cache",
+                a.raid_cache.as_ref().map_or(0, |_| raid_cache.0),
+            ),
+            ("--limit-io x --limit-depth", in_flight),
+        ] {
+            if bytes > machine {
+                return Err(input(format!(
+                    "{flag}: {} is more than this machine's memory ({}); give less",
+                    ByteLen(bytes),
+                    ByteLen(machine).rounded()
+                )));
+            }
+        }
     }
     let duration = parse_duration(&a.duration).map_err(|e| input(format!("--duration: {e}")))?;
     if duration.0 < 1_000_000 {

@@ -98,6 +98,45 @@ fn bad_bench_input_exits_2_naming_the_flag() {
             "--disks",
         ),
         (vec!["--emulate", "wd800jd", "--disks", "0"], "--disks"),
+        // The allocator refused a 1 TiB buffer once the files were written (exit 1); budgets past
+        // the machine's memory were taken at their word (exit 0). Short runs, so that a bench
+        // that is not refused ends soon.
+        (
+            vec!["--limit-io", "1TiB", "--streams", "1", "--repeat", "1"],
+            "--limit-io",
+        ),
+        (
+            vec![
+                "--memory",
+                "1000TiB",
+                "--streams",
+                "1",
+                "--repeat",
+                "1",
+                "--duration",
+                "10ms",
+            ],
+            "more than this machine's memory",
+        ),
+        (
+            vec![
+                "--emulate",
+                "wd800jd",
+                "--disks",
+                "2",
+                "--policy",
+                "msp+seqp",
+                "--raid-cache",
+                "1000TiB",
+                "--streams",
+                "1",
+                "--repeat",
+                "1",
+                "--duration",
+                "10ms",
+            ],
+            "--raid-cache",
+        ),
         // Only the anticipatory scheduler waits: under deadline the wait would change nothing.
         (
             vec!["--emulate", "wd800jd", "--antic-expire", "10ms"],
