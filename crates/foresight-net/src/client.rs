@@ -93,8 +93,11 @@ impl FromStr for Url {
     type Err = String;
 
     fn from_str(text: &str) -> Result<Url, String> {
+        // A scheme is case-insensitive (RFC 3986, section 3.1): `HTTP://` is `http://`.
         let rest = text
-            .strip_prefix("http://")
+            .get(.."http://".len())
+            .filter(|scheme| scheme.eq_ignore_ascii_case("http://"))
+            .map(|_| &text["http://".len()..])
             .ok_or_else(|| format!("`{text}`: only http:// URLs are supported"))?;
         // The fragment is the client's own (RFC 3986, section 3.5): never sent, and not part of
         // the name a download is saved under.
@@ -1827,6 +1830,9 @@ mod tests {
             ("http://h/d/f.bin#part-2", "h", "/d/f.bin"),
             ("http://h/f?q=1#frag", "h", "/f?q=1"),
             ("http://[::1]?x", "::1", "/?x"),
+            // The scheme in any case (section 3.1); it was refused as "only http://".
+            ("HTTP://h/x", "h", "/x"),
+            ("Http://h", "h", "/"),
         ] {
             let u: Url = text.parse().unwrap();
             assert_eq!((u.host.as_str(), u.path.as_str()), (host, path), "{text}");
