@@ -383,6 +383,15 @@ pub fn parse(mut root: Table, base_dir: Option<&Path>) -> Result<SimConfig, Conf
             "workload.trace reads one block per line of the trace; drop workload.reads",
         ));
     }
+    if w.has("trace") && w.has("order") {
+        // Left to the unread-key check, it was refused as a key "only a tier stack reads", in
+        // a config that is one.
+        return Err(key_err(
+            "workload.order",
+            "workload.trace gives the order of the reads (one block per line, read in that \
+             order); drop workload.order",
+        ));
+    }
     let reads = w.int("reads", 1000, 1, super::hinted::MAX_READS as u64)?;
     let consume = positive(
         w.duration("consume", Duration::from_micros(1_920))?,
