@@ -289,7 +289,7 @@ device.kind is tiered or constant, workload.kind is hinted, or the policy is an 
                                  first: the whole copy one level up, its write included),
                                  capacity on every tier but the last, disks = 1
   link = {delay = \"200us\", bandwidth = \"110MiB/s\"}   optional network to the tiers
-  [policy]
+  [policy]                       (a key below that the policy does not read is refused)
   name = \"tip\"                   tip | ipipe | ipo | ipods
   x_cache = \"auto\"               TIP's prefetch buffers, a count (1 to 1048576) or auto (cost-benefit)
   max_bw = 15                    ipo/ipods: most reads in flight (TIP's and the copies')

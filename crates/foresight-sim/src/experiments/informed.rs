@@ -184,14 +184,18 @@ fn analytic(t: &Table, policy: &str, reads: u64, x: Option<u32>) -> crate::SimCo
             Some(x) => format!("policy.x_cache={x}"),
             None => "policy.x_cache=auto".into(),
         },
-        "policy.max_bw=15".into(),
         "workload.kind=hinted".into(),
         format!("workload.reads={reads}"),
         format!("workload.block={}", t.block),
         format!("workload.consume={}", t.consume),
     ];
-    if let Some(g) = t.pnext_groups {
-        sets.push(format!("policy.pnext_groups={g}"));
+    // Only IPO and IPODS cap their reads and lead with Pnext; the config refuses both keys
+    // under the other policies, which would not read them.
+    if matches!(policy, "ipo" | "ipods") {
+        sets.push("policy.max_bw=15".into());
+        if let Some(g) = t.pnext_groups {
+            sets.push(format!("policy.pnext_groups={g}"));
+        }
     }
     config(&sets)
 }
@@ -205,7 +209,7 @@ fn full_device(
     x: Option<u32>,
     (ssds, hdds): (u32, u32),
 ) -> crate::SimConfig {
-    config(&[
+    let mut sets = vec![
         "device.kind=tiered".into(),
         format!(
             "device.tiers=[{{preset = \"ssd-850evo\", capacity = \"4GiB\", disks = {ssds}}}, \
@@ -216,12 +220,15 @@ fn full_device(
             Some(x) => format!("policy.x_cache={x}"),
             None => "policy.x_cache=auto".into(),
         },
-        "policy.max_bw=15".into(),
         "workload.kind=hinted".into(),
         format!("workload.reads={reads}"),
         format!("workload.block={FULL_BLOCK_BYTES}"),
         "workload.consume=1.92ms".into(),
-    ])
+    ];
+    if matches!(policy, "ipo" | "ipods") {
+        sets.push("policy.max_bw=15".into());
+    }
+    config(&sets)
 }
 
 /// `x_cache = auto` beside the best of the fixed counts a workload was run with.

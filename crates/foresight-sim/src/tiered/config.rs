@@ -449,6 +449,7 @@ pub fn parse(mut root: Table, base_dir: Option<&Path>) -> Result<SimConfig, Conf
     };
     let max_bw = p.opt_int("max_bw", 1, 1 << 20)?.map(|v| v as u32);
     let pnext_groups = p.opt_int("pnext_groups", 1, 1 << 20)?.map(|v| v as u32);
+    let lru_given = p.has("lru_hit_gain");
     let lru_hit_gain_ppm = match p.raw("lru_hit_gain") {
         None => 0,
         Some(Value::Float(f)) if (0.0..=1.0).contains(&f) => (f * 1e6).round() as u32,
@@ -464,6 +465,31 @@ pub fn parse(mut root: Table, base_dir: Option<&Path>) -> Result<SimConfig, Conf
         }
     };
     p.finish()?;
+    // As the host refuses a [policy] key only other policies read: these would change nothing
+    // and say nothing (TIP and iPipe never cap their reads, and only IPO's and IPODS's Pnext
+    // leads; a fixed X_cache weighs no LRU gain).
+    let chain = matches!(name.as_str(), "ipo" | "ipods");
+    for (key, given) in [
+        ("max_bw", max_bw.is_some()),
+        ("pnext_groups", pnext_groups.is_some()),
+    ] {
+        if given && !chain {
+            return Err(key_err(
+                &format!("policy.{key}"),
+                format!(
+                    "the `{name}` policy does not read this key (it applies to: ipo, ipods); \
+                     drop it (from a config file: --unset policy.{key})"
+                ),
+            ));
+        }
+    }
+    if lru_given && !matches!(x_cache, XCache::Auto) {
+        return Err(key_err(
+            "policy.lru_hit_gain",
+            "only policy.x_cache = \"auto\" weighs it (TIP's cost-benefit choice of X_cache); \
+             drop it, or set policy.x_cache = \"auto\"",
+        ));
+    }
     if let Some(k) = root.keys().next() {
         return Err(key_err(
             &shown_key(k),

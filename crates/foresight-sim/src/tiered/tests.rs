@@ -10,19 +10,29 @@ fn cfg(sets: &[&str]) -> SimConfig {
 }
 
 fn constant_10mb(policy: &str, x: u32, reads: u64) -> SimConfig {
-    cfg(&[
+    let sets = [
         "device.kind=constant",
         "device.t_upper=52ms",
         "device.t_lower=120ms",
         "device.t_lower_to_upper=122ms",
         &format!("policy.name={policy}"),
         &format!("policy.x_cache={x}"),
-        "policy.max_bw=15",
         "workload.kind=hinted",
         &format!("workload.reads={reads}"),
         "workload.block=10MiB",
         "workload.consume=1.92ms",
-    ])
+    ]
+    .map(String::from);
+    config(&with_max_bw(policy, 15, sets.to_vec()))
+}
+
+/// `sets` with `policy.max_bw` added under the policies that read it (`ipo`, `ipods`); the
+/// config refuses it under the others.
+fn with_max_bw(policy: &str, max_bw: u32, mut sets: Vec<String>) -> Vec<String> {
+    if matches!(policy, "ipo" | "ipods") {
+        sets.push(format!("policy.max_bw={max_bw}"));
+    }
+    sets
 }
 
 fn elapsed(c: &SimConfig) -> f64 {
@@ -191,20 +201,21 @@ proptest! {
                  {{t_read = \"120ms\", t_copy_up = \"122ms\"}}]"
             )
         };
-        let c = cfg(&[
+        let sets = [
             "device.kind=tiered",
             &tiers,
             &format!("device.memory={memory_blocks}MiB"),
             &format!("policy.name={policy}"),
             &format!("policy.x_cache={x}"),
-            &format!("policy.max_bw={max_bw}"),
             "workload.kind=hinted",
             &format!("workload.reads={reads}"),
             "workload.block=1MiB",
             "workload.consume=2ms",
             &format!("workload.order={}", if random { "random" } else { "sequential" }),
             &format!("seed={seed}"),
-        ]);
+        ]
+        .map(String::from);
+        let c = config(&with_max_bw(policy, max_bw, sets.to_vec()));
         let (_, tr) = run_traced(&c, c.tiered.as_ref().unwrap(), None).unwrap();
         prop_assert_eq!(&tr.delivered, &tr.hinted);
         let mut sorted = tr.delivered.clone();
@@ -231,7 +242,6 @@ fn constant_200mb(
         format!("device.t_lower_to_upper={}", device[2]),
         format!("policy.name={policy}"),
         format!("policy.x_cache={x}"),
-        "policy.max_bw=15".into(),
         "workload.kind=hinted".into(),
         "workload.reads=11686".into(),
         "workload.block=200MiB".into(),
@@ -240,7 +250,7 @@ fn constant_200mb(
     if let Some(g) = lead {
         sets.push(format!("policy.pnext_groups={g}"));
     }
-    config(&sets)
+    config(&with_max_bw(policy, 15, sets))
 }
 
 #[test]
@@ -422,8 +432,60 @@ fn a_run_that_would_outlast_the_clock_is_refused_not_a_panic() {
 
 #[test]
 fn an_lru_hit_gain_of_1_is_taken_as_written() {
-    let c = constant_tip(10, "policy.lru_hit_gain=1");
+    let mut t = small_constant_stack(&["policy.x_cache=auto", "policy.lru_hit_gain=1"]);
+    let c = SimConfig::from_table(std::mem::take(&mut t), None).unwrap();
+    assert_eq!(c.policy.informed.lru_hit_gain_ppm, 1_000_000);
     assert!(crate::sim::run(&c, crate::sim::RunOptions::default()).is_ok());
+}
+
+/// `policy.max_bw` and `policy.pnext_groups` under `tip` or `ipipe`, which never read them, and
+/// `policy.lru_hit_gain` beside a fixed `x_cache`, which weighs no gain, ran without a word (the
+/// experiments set max_bw for every policy); each is refused by its key, as the host refuses a
+/// policy key only other policies read.
+#[test]
+fn informed_keys_only_other_policies_read_are_refused_by_their_key() {
+    for (sets, key) in [
+        (
+            &["policy.name=tip", "policy.max_bw=15"][..],
+            "policy.max_bw",
+        ),
+        (
+            &["policy.name=ipipe", "policy.max_bw=15"][..],
+            "policy.max_bw",
+        ),
+        (
+            &["policy.name=tip", "policy.pnext_groups=7"][..],
+            "policy.pnext_groups",
+        ),
+        (
+            &[
+                "policy.name=tip",
+                "policy.x_cache=3",
+                "policy.lru_hit_gain=0.5",
+            ][..],
+            "policy.lru_hit_gain",
+        ),
+    ] {
+        let e = SimConfig::from_table(small_constant_stack(sets), None)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(key), "{sets:?}: {e}");
+    }
+    for sets in [
+        &[
+            "policy.name=ipo",
+            "policy.max_bw=15",
+            "policy.pnext_groups=7",
+        ][..],
+        &[
+            "policy.name=tip",
+            "policy.x_cache=auto",
+            "policy.lru_hit_gain=0.5",
+        ][..],
+    ] {
+        SimConfig::from_table(small_constant_stack(sets), None)
+            .unwrap_or_else(|e| panic!("{sets:?}: {e}"));
+    }
 }
 
 /// A stack of device models reports where its devices' time went, as the host stack does: it
@@ -452,6 +514,11 @@ fn preset_levels_report_a_breakdown_and_constant_levels_none() {
 
 /// A three-level stack of device models: an SSD over a disk over two disks.
 fn three_presets(policy: &str, reads: u64, upper_blocks: u64, seed: u64) -> SimConfig {
+    let bw = if matches!(policy, "ipo" | "ipods") {
+        "policy.max_bw=15"
+    } else {
+        "policy.x_cache=auto"
+    };
     cfg(&[
         "device.kind=tiered",
         &format!(
@@ -462,7 +529,7 @@ fn three_presets(policy: &str, reads: u64, upper_blocks: u64, seed: u64) -> SimC
         ),
         "device.memory=10MiB",
         &format!("policy.name={policy}"),
-        "policy.max_bw=15",
+        bw,
         "workload.kind=hinted",
         &format!("workload.reads={reads}"),
         "workload.block=1MiB",
