@@ -1177,6 +1177,15 @@ impl SimConfig {
                     "drive cache settings apply to hard disks only; drop it for an ssd",
                 ));
             }
+            // The SSD model serves its queue in order over its channels: a disk's pick by
+            // position would be ignored without a word.
+            if device.queue_policy.is_some() {
+                return Err(key_err(
+                    "device.queue_policy",
+                    "an ssd has no heads to position, so it has no pick by position (fcfs, \
+                     clook or sptf are disks' queue policies); drop it for an ssd",
+                ));
+            }
         }
         if !device.strip.0.is_multiple_of(512) {
             return Err(key_err(
@@ -1665,6 +1674,21 @@ mod tests {
         std::fs::write(&path, "seed = 3\n").unwrap();
         assert!(read_config_file(&path).is_ok());
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// `device.queue_policy` on an ssd was taken and then ignored (the SSD model has no pick by
+    /// position), as the drive cache keys, which are refused there, would have been.
+    #[test]
+    fn a_disk_queue_policy_on_an_ssd_is_refused_by_name() {
+        let e = cfg("", &["device.kind=ssd", "device.queue_policy=sptf"])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("device.queue_policy") && e.contains("ssd"),
+            "{e}"
+        );
+        let c = cfg("", &["device.kind=hdd", "device.queue_policy=sptf"]).unwrap();
+        assert_eq!(c.device.queue_policy, Some(QueuePolicy::Sptf));
     }
 
     /// `seed = "7"` was refused as "must be at most 9223372036854775807 (TOML's largest
