@@ -262,8 +262,8 @@ config file's directory, or from the current one when given by --set.
                                  kind, streams, file_size, request, requests, duration;
                                  other keys are refused
   system = \"aps\"                 local | lustre | nfs | hdfs | gluster | dedicated | aps
-  queue = \"dedicated\"            shared | dedicated (default: the system's)
-  workers = 32                   server I/O workers
+  queue = \"dedicated\"            shared | dedicated (default: the system's; not with local)
+  workers = 32                   server I/O workers (not with local)
   alpha = \"auto\"                 aps: readahead units in flight, auto (condition 20) or N
   max_alpha = 256                aps: the cap on alpha = \"auto\"
   slice = \"100ms\"                CFQ time slice

@@ -168,6 +168,15 @@ pub fn take(root: &mut Table) -> Result<Option<DfsSettings>, ConfigError> {
                 ));
             }
         }
+        // Nor does it go through the DFS server's workers or their queue: both keys would
+        // change nothing.
+        if let Some(key) = ["workers", "queue"].into_iter().find(|k| d.has(k)) {
+            return Err(key_err(
+                &format!("dfs.{key}"),
+                "a `local` run has no DFS server workers or request queue (its streams are \
+                 processes on the server itself); drop it, or choose a dfs.system that has them",
+            ));
+        }
     }
     let queue = match text(&mut d, "queue", "dfs.queue")? {
         None => None,
@@ -412,9 +421,10 @@ mod tests {
         SimConfig::from_table(t, None)
     }
 
-    /// `local` runs its streams on the server itself: a [network] key was read and then unused.
+    /// `local` runs its streams on the server itself: a [network] key, or the server's workers or
+    /// queue, was read and then unused.
     #[test]
-    fn a_local_run_refuses_network_keys() {
+    fn a_local_run_refuses_network_and_server_keys() {
         for set in [
             "network.delay=4ms",
             "network.link=wan-1g",
@@ -428,6 +438,16 @@ mod tests {
             );
         }
         assert!(cfg(&["dfs.system=local"]).is_ok());
+        // Nor server workers or their queue: both were taken and changed nothing (the same
+        // figures with 1 and 32 workers, shared or dedicated, at 64 streams).
+        for set in ["dfs.workers=4", "dfs.queue=shared"] {
+            let e = cfg(&["dfs.system=local", set]).expect_err(set).to_string();
+            let key = set.split('=').next().unwrap();
+            assert!(
+                e.contains(key) && e.contains("local") && e.contains("drop it"),
+                "{set}: {e}"
+            );
+        }
         assert!(cfg(&["dfs.system=nfs", "network.delay=4ms"]).is_ok());
     }
 
