@@ -1581,6 +1581,15 @@ impl SimConfig {
                 ),
             ));
         }
+        if host.raid_cache.0 > 0 && policy.name == "streams" {
+            // The scheduler's block-level cache is its own M; the RAID driver's size was taken
+            // and then never read.
+            return Err(key_err(
+                "host.raid_cache",
+                "the stream scheduler keeps its buffers in its own memory, policy.memory (M), \
+                 not in the RAID driver's cache, which it does not read; drop it",
+            ));
+        }
         if host.raid_cache.0 == 0 && policy.name.starts_with("msp+") {
             return Err(key_err(
                 "host.raid_cache",
@@ -1674,6 +1683,21 @@ mod tests {
         std::fs::write(&path, "seed = 3\n").unwrap();
         assert!(read_config_file(&path).is_ok());
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Under `streams`, `host.raid_cache` was taken and never read (the same figures with 0, 4 MiB
+    /// or 512 MiB): the scheduler's cache is its own M.
+    #[test]
+    fn a_raid_cache_beside_the_stream_scheduler_is_refused_by_name() {
+        let e = cfg("", &["policy.name=streams", "host.raid_cache=64MiB"])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("host.raid_cache") && e.contains("policy.memory"),
+            "{e}"
+        );
+        cfg("", &["policy.name=streams", "host.raid_cache=0"]).unwrap();
+        cfg("", &["policy.name=seqp", "host.raid_cache=64MiB"]).unwrap();
     }
 
     /// `device.queue_policy` on an ssd was taken and then ignored (the SSD model has no pick by

@@ -263,7 +263,8 @@ fn host_case(
     }
     // The block-level caches: the RAID driver's (which the `msp+` policies need), or the
     // controller's (which neither the RAID cache nor the stream scheduler combines with).
-    let raid_cache = policy.starts_with("msp+") || cache == 1;
+    // (The stream scheduler's own M is its block-level cache: it refuses host.raid_cache.)
+    let raid_cache = policy.starts_with("msp+") || (cache == 1 && policy != "streams");
     if raid_cache {
         sets.push("host.raid_cache=4MiB".into());
     } else if cache == 2 && policy != "streams" {
