@@ -110,6 +110,15 @@ pub fn refuse_unread_keys(root: &Table) -> Result<(), ConfigError> {
                 ));
             }
         }
+        // A stream reads its file until the run's duration; only random clients count reads.
+        let random = matches!(w.get("kind"), Some(Value::String(k)) if k == "random");
+        if !random && w.contains_key("requests") {
+            return Err(key_err(
+                "workload.requests",
+                "a `streams` workload does not read this key (it applies to: random); drop it \
+                 (from a config file: --unset workload.requests)",
+            ));
+        }
     }
     for section in ["device", "host", "policy", "workload"] {
         let Some(Value::Table(t)) = root.get(section) else {
@@ -464,6 +473,26 @@ mod tests {
                 "{kind}: {e}"
             );
         }
+    }
+
+    /// A [dfs] streams run took workload.requests and read each stream's file until the duration
+    /// regardless (the host refuses the key on streams).
+    #[test]
+    fn a_streams_run_over_a_dfs_refuses_workload_requests() {
+        let e = cfg(&["dfs.system=aps", "workload.requests=5"])
+            .expect_err("requests on streams")
+            .to_string();
+        assert!(
+            e.contains("workload.requests") && e.contains("random"),
+            "{e}"
+        );
+        assert!(cfg(&[
+            "dfs.system=aps",
+            "workload.kind=random",
+            "workload.requests=5",
+            "workload.file_size=1GiB",
+        ])
+        .is_ok());
     }
 
     #[test]
