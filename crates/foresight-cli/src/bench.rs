@@ -138,7 +138,7 @@ pub struct BenchArgs {
     strip: Option<String>,
     /// The RAID driver's cache under `msp+...` (the simulator's `host.raid_cache`), its own
     /// budget besides --memory, at most this machine's memory [default: 512MiB]. Only with
-    /// --disks.
+    /// --disks and an `msp+...` policy.
     #[arg(long, allow_hyphen_values = true, value_name = "SIZE")]
     raid_cache: Option<String>,
     /// The emulated disk's host block queue scheduler: noop, deadline or anticipatory (the
@@ -501,6 +501,15 @@ fn plan(a: &BenchArgs) -> anyhow::Result<Plan> {
             .cloned()
             .collect()
     };
+    // Only MSP runs in the RAID driver's cache: without an `msp+...` policy a size for it would
+    // be taken and never used.
+    if a.raid_cache.is_some() && !names.iter().any(|n| n.starts_with("msp+")) {
+        return Err(input(format!(
+            "--raid-cache: only `msp+seqp` and `msp+saseqp` use the RAID driver's cache, and \
+             --policy runs {}; add one of them or drop --raid-cache",
+            names.join(", ")
+        )));
+    }
     let engine_backend = match &emulate {
         Some(e) => Backend::Emulated(e.clone()),
         None => Backend::Auto,

@@ -137,6 +137,26 @@ fn bad_bench_input_exits_2_naming_the_flag() {
             ],
             "--raid-cache",
         ),
+        // A RAID cache size with no `msp+...` policy to use it was taken and ignored (exit 0).
+        (
+            vec![
+                "--emulate",
+                "wd800jd",
+                "--disks",
+                "2",
+                "--raid-cache",
+                "8MiB",
+                "--policy",
+                "seqp",
+                "--streams",
+                "1",
+                "--repeat",
+                "1",
+                "--duration",
+                "10ms",
+            ],
+            "--raid-cache",
+        ),
         // Only the anticipatory scheduler waits: under deadline the wait would change nothing.
         (
             vec!["--emulate", "wd800jd", "--antic-expire", "10ms"],
