@@ -480,10 +480,12 @@ impl Shared {
         Instant(self.epoch.elapsed().as_nanos() as u64)
     }
 
-    fn lock(&self) -> MutexGuard<'_, Core> {
-        self.core
-            .lock()
-            .expect("engine state poisoned by an earlier panic")
+    /// The state for the accessors that cannot fail (counters, the summary, table sizes), even
+    /// if a panic under the lock poisoned it: they only read it, and a server asking a broken
+    /// engine for its counters must not panic too. What they read may be half-updated by the
+    /// panic (a counter short by the read it ended), which a report can live with.
+    fn lock_for_report(&self) -> MutexGuard<'_, Core> {
+        self.core.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// The state, unless a panic broke the engine.
@@ -779,7 +781,7 @@ impl Engine {
 
     /// A snapshot of the counters.
     pub fn stats(&self) -> Stats {
-        let mut s = self.owner.shared.lock().stats();
+        let mut s = self.owner.shared.lock_for_report().stats();
         if let Some(a) = self.owner.shared.backend.array_stats() {
             // The driver's reads end at the array cache; the device's are the cache's.
             s.device_reads = a.device_reads;
@@ -802,32 +804,38 @@ impl Engine {
     /// A one-line summary of the driver's state (for diagnosing a stuck test).
     #[doc(hidden)]
     pub fn describe(&self) -> String {
-        self.owner.shared.lock().describe()
+        self.owner.shared.lock_for_report().describe()
     }
 
     /// Slots in the stream table: the most readers ever open at once (tests; a closed reader's
     /// slot is reused).
     #[doc(hidden)]
     pub fn stream_slots(&self) -> usize {
-        self.owner.shared.lock().stream_slots()
+        self.owner.shared.lock_for_report().stream_slots()
     }
 
     /// Slots in the file table: the most files ever remembered at once (tests).
     #[doc(hidden)]
     pub fn file_slots(&self) -> usize {
-        self.owner.shared.lock().file_slots()
+        self.owner.shared.lock_for_report().file_slots()
     }
 
     /// Files remembered now: open, or with reads in flight (tests).
     #[doc(hidden)]
     pub fn files_remembered(&self) -> usize {
-        self.owner.shared.lock().files_remembered()
+        self.owner.shared.lock_for_report().files_remembered()
     }
 
     /// Checks the engine's accounting invariants; panics if one is broken (tests).
     #[doc(hidden)]
     pub fn check_invariants(&self) {
-        self.owner.shared.lock().check();
+        // A state a panic left half-updated has no invariants to check.
+        self.owner
+            .shared
+            .core
+            .lock()
+            .expect("engine state poisoned by an earlier panic")
+            .check();
     }
 }
 
@@ -1405,6 +1413,46 @@ mod tests {
         let dropped = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(engine)));
         assert!(dropped.is_ok(), "dropping the poisoned engine panicked");
         assert!(state.upgrade().is_none(), "the engine's state outlived it");
+    }
+
+    /// The accessors that cannot fail (counters, the summary, the table sizes) answer on an
+    /// engine a policy panic poisoned, its own lock and its array cache's: a server reporting
+    /// its counters, or a test describing a stuck engine, must not panic too. Before, each
+    /// panicked on the poisoned lock.
+    #[test]
+    fn the_infallible_accessors_answer_on_a_poisoned_engine() {
+        fn answers(engine: &Engine, what: &str) {
+            let asked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                let s = engine.stats();
+                let _ = engine.describe();
+                let _ = engine.stream_slots();
+                let _ = engine.file_slots();
+                let _ = engine.files_remembered();
+                s
+            }));
+            let Ok(stats) = asked else {
+                panic!("{what}: an accessor panicked on the poisoned engine");
+            };
+            assert_eq!(stats.backend, engine.backend(), "{what}");
+        }
+        let (engine, _noop) = poisoned_noop_engine();
+        answers(&engine, "the engine's policy");
+        drop(engine);
+
+        let (_dir, path) = temp_file("msp-poison-stats", &vec![3u8; 1 << 20]);
+        let cfg = EmulatedConfig::preset("cheetah-15k4")
+            .unwrap()
+            .raid0(5, 128 << 10);
+        let engine = Engine::builder()
+            .policy("msp+seqp")
+            .backend(Backend::Emulated(cfg))
+            .raid_cache(ByteLen::mib(8))
+            .wrap_array_policy(Box::new(|_| Box::new(PanicOnRead)))
+            .build()
+            .unwrap();
+        assert_a_read_panics(engine.open(&path).unwrap(), "the array policy");
+        answers(&engine, "the array policy");
+        assert!(engine.stats().array.is_some(), "the array cache's counters");
     }
 
     /// Runs the policy it wraps, and panics when it hears that a fetch finished: on whatever

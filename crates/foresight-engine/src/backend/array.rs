@@ -329,7 +329,9 @@ impl ArrayCacheBackend {
 
     /// What the cache has done so far.
     pub fn stats(&self) -> ArrayStats {
-        self.shared.lock().snapshot()
+        // Counters only: a report of a cache an array policy's panic poisoned (the engine above
+        // is broken too) reads them as they were left rather than panic.
+        self.shared.lock_even_poisoned().0.snapshot()
     }
 
     /// Checks that every page is counted once: the budget's count is the pages of the buffers
@@ -429,9 +431,10 @@ impl Shared {
     }
 
     /// The state, and whether a panic under the lock (the array policy's) poisoned it, for
-    /// the paths that must go on then: shutdown, drop, and the device's completions. A
-    /// poisoned state may be half-updated, so they touch only the shutdown flag and the count
-    /// of reads out at the device; anything else of a poisoned cache panics (a request, which
+    /// the paths that must go on then: shutdown, drop, the device's completions, and the
+    /// counters' snapshot. A poisoned state may be half-updated, so they touch only the
+    /// shutdown flag and the count of reads out at the device, or read counters; anything else
+    /// of a poisoned cache panics (a request, which
     /// so reaches the driver, and poisons it, and its readers hear so).
     fn lock_even_poisoned(&self) -> (std::sync::MutexGuard<'_, State>, bool) {
         match self.state.lock() {
