@@ -800,8 +800,12 @@ fn a_get_stopped_by_sigterm_leaves_no_temporary_file() {
 
 #[test]
 fn a_net_soak_stopped_by_sigterm_removes_its_files() {
+    // The soak writes under its TMPDIR; one of the test's own is removed, with anything the
+    // soak left in it, also when the test fails.
+    let (_guard, tmp) = scratch("soak-tmpdir");
     let mut soak = KillOnDrop(
         bin()
+            .env("TMPDIR", &tmp)
             .args([
                 "net-soak",
                 "--clients",
@@ -820,13 +824,11 @@ fn a_net_soak_stopped_by_sigterm_removes_its_files() {
             .spawn()
             .unwrap(),
     );
-    let files = std::env::temp_dir().join(format!("foresight-soak-{}", soak.0.id()));
+    let files = tmp.join(format!("foresight-soak-{}", soak.0.id()));
     wait_for("the soak's files", || files.join("f1.bin").exists());
     let status = terminate(&mut soak);
     assert!(!status.success(), "{status}");
-    let left = files.exists();
-    let _ = std::fs::remove_dir_all(&files);
-    assert!(!left, "{} was left behind", files.display());
+    assert!(!files.exists(), "{} was left behind", files.display());
 }
 
 #[test]

@@ -123,16 +123,18 @@ mod tests {
 
     #[test]
     fn escapes_from_the_root_are_refused() {
-        let dir = std::env::temp_dir().join(format!("foresight-path-{}", std::process::id()));
+        // Removed, with everything in it, when the guard drops, also if an assertion fails.
+        let guard = tempfile::Builder::new()
+            .prefix("foresight-path-")
+            .tempdir()
+            .unwrap();
+        let dir = guard.path();
         let root = dir.join("root");
         std::fs::create_dir_all(root.join("sub")).unwrap();
         std::fs::write(root.join("sub/f.bin"), b"x").unwrap();
         std::fs::write(dir.join("secret"), b"s").unwrap();
-        let _ = std::fs::remove_file(root.join("link"));
         std::os::unix::fs::symlink(dir.join("secret"), root.join("link")).unwrap();
-        let _ = std::fs::remove_file(root.join("rel-inside"));
         std::os::unix::fs::symlink("sub/f.bin", root.join("rel-inside")).unwrap();
-        let _ = std::fs::remove_file(root.join("abs-inside"));
         std::os::unix::fs::symlink(root.join("sub/f.bin"), root.join("abs-inside")).unwrap();
         let root = RootDir::open(&root.canonicalize().unwrap()).unwrap();
         let root = &root;
@@ -180,7 +182,6 @@ mod tests {
             resolve(root, "sub/f.bin"),
             Err(PathError::BadRequest(_))
         ));
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
@@ -218,7 +219,11 @@ mod tests {
                 0..10,
             )
         ) {
-            let dir = std::env::temp_dir().join(format!("foresight-path-prop-{}", std::process::id()));
+            let guard = tempfile::Builder::new()
+                .prefix("foresight-path-prop-")
+                .tempdir()
+                .unwrap();
+            let dir = guard.path();
             let root = dir.join("root");
             std::fs::create_dir_all(root.join("sub")).unwrap();
             std::fs::write(root.join("sub/f.bin"), b"x").unwrap();
@@ -235,7 +240,7 @@ mod tests {
                     && named.is_file()
                     && std::fs::metadata(&named).is_ok_and(|m| m.ino() == f.metadata.ino())
             });
-            std::fs::remove_dir_all(&dir).unwrap();
+            drop(guard);
             proptest::prop_assert!(inside, "{path} -> {got:?}");
         }
     }

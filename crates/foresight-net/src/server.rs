@@ -1873,8 +1873,8 @@ mod tests {
     /// large file elsewhere (another device, or a file the server must not touch) is not read.
     #[test]
     fn the_device_measurement_follows_no_symlink_out_of_the_root() {
-        let dir = std::env::temp_dir().join(format!("foresight-measure-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
+        let tmp = temp_dir("measure");
+        let dir = tmp.path().to_path_buf();
         let root = dir.join("root");
         std::fs::create_dir_all(root.join("sub")).unwrap();
         std::fs::create_dir_all(dir.join("outside")).unwrap();
@@ -1895,7 +1895,6 @@ mod tests {
         std::fs::remove_file(root.join("big.bin")).unwrap();
         std::fs::copy(dir.join("outside/big.bin"), root.join("big.bin")).unwrap();
         assert!(measure_device(&cfg, &rd).is_some_and(|r| r > 0.0));
-        let _ = std::fs::remove_dir_all(&dir);
     }
 
     /// A sparse file's holes are read as zeros the file system makes up, without the device: a
@@ -1904,7 +1903,8 @@ mod tests {
     #[test]
     fn the_device_measurement_does_not_time_a_sparse_file() {
         use std::os::unix::fs::MetadataExt;
-        let root = empty_dir("net-measure-sparse");
+        let tmp = temp_dir("net-measure-sparse");
+        let root = tmp.path().to_path_buf();
         let sparse = std::fs::File::create(root.join("sparse.bin")).unwrap();
         sparse.set_len(64 << 20).unwrap();
         let meta = sparse.metadata().unwrap();
@@ -1922,7 +1922,6 @@ mod tests {
             (8 << 20, root.join("dense.bin").as_path()),
             "the sparse file was chosen"
         );
-        let _ = std::fs::remove_dir_all(&root);
     }
 
     /// The file the measurement chose is opened beneath the root: a directory on its path
@@ -1930,9 +1929,8 @@ mod tests {
     /// measure, where opening the chosen path by name would time the outside file.
     #[test]
     fn a_directory_swapped_after_the_measurement_chose_its_file_is_not_read() {
-        let dir =
-            std::env::temp_dir().join(format!("foresight-measure-swap-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
+        let tmp = temp_dir("measure-swap");
+        let dir = tmp.path().to_path_buf();
         let root = dir.join("root");
         std::fs::create_dir_all(root.join("sub")).unwrap();
         std::fs::create_dir_all(dir.join("outside")).unwrap();
@@ -1955,7 +1953,6 @@ mod tests {
         std::fs::remove_file(root.join("sub")).unwrap();
         std::fs::rename(dir.join("moved"), root.join("sub")).unwrap();
         assert!(measure_file(&cfg, &rd, rel, len_bytes).is_some_and(|r| r > 0.0));
-        let _ = std::fs::remove_dir_all(&dir);
     }
 
     /// A file modified less than a second before the answer gets a weak tag, since a rewrite
@@ -1965,7 +1962,8 @@ mod tests {
     #[test]
     fn a_tag_is_weak_until_a_second_after_the_files_modification() {
         use std::time::SystemTime;
-        let dir = empty_dir("net-weak");
+        let tmp = temp_dir("net-weak");
+        let dir = tmp.path().to_path_buf();
         let path = dir.join("f");
         std::fs::write(&path, b"tagged").unwrap();
         let file = std::fs::File::options().write(true).open(&path).unwrap();
@@ -1993,7 +1991,6 @@ mod tests {
         let old = set(now - Duration::from_secs(3600)).validators(now);
         assert!(!old.weak);
         assert!(old.etag_value().starts_with('"'), "{}", old.etag_value());
-        let _ = std::fs::remove_dir_all(&dir);
     }
 
     /// The check a worker makes before sending a byte: a reader serves a request only if it reads
@@ -2002,10 +1999,8 @@ mod tests {
     /// renames a file into place while the request waits in its worker's queue.
     #[test]
     fn a_reader_serves_only_the_file_version_the_headers_announced() {
-        let dir =
-            std::env::temp_dir().join(format!("foresight-net-version-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
+        let tmp = temp_dir("net-version");
+        let dir = tmp.path().to_path_buf();
         let path = dir.join("f");
         std::fs::write(&path, vec![1u8; 10_000]).unwrap();
         let engine = Engine::builder().backend(Backend::Threads).build().unwrap();
@@ -2030,7 +2025,6 @@ mod tests {
         let grown = FileVersion::of(&std::fs::metadata(&path).unwrap());
         assert!(!grown.read_by(&second), "opened at the old size");
         assert!(grown.read_by(&engine.open(&path).unwrap()));
-        let _ = std::fs::remove_dir_all(&dir);
     }
 
     /// The race a check by name leaves open: a request's path passes the check, then a directory
@@ -2040,8 +2034,8 @@ mod tests {
     /// is real.)
     #[test]
     fn a_directory_swapped_for_a_symlink_after_the_check_is_not_served() {
-        let dir = std::env::temp_dir().join(format!("foresight-swap-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
+        let tmp = temp_dir("swap");
+        let dir = tmp.path().to_path_buf();
         let root = dir.join("root");
         std::fs::create_dir_all(root.join("sub")).unwrap();
         std::fs::create_dir_all(dir.join("outside")).unwrap();
@@ -2121,7 +2115,6 @@ mod tests {
             std::fs::rename(root.join("sub-was"), root.join("sub")).unwrap();
         }
         stop_workers(&state, workers);
-        let _ = std::fs::remove_dir_all(&dir);
     }
 
     /// A server state with no worker threads: the test plays the worker.
@@ -2181,7 +2174,8 @@ mod tests {
     /// the superseded reader is the least recently used, which is what was closed before.
     #[test]
     fn at_the_reader_bound_a_superseded_reader_in_use_is_closed_last() {
-        let dir = empty_dir("net-bound");
+        let tmp = temp_dir("net-bound");
+        let dir = tmp.path().to_path_buf();
         std::fs::write(dir.join("a"), b"old").unwrap();
         std::fs::write(dir.join("b"), b"other").unwrap();
         let state = worker_state(&dir);
@@ -2234,7 +2228,6 @@ mod tests {
         release(&mut readers, &on_old);
         assert!(!readers.contains_key(&old_key));
         release(&mut readers, &on_old);
-        let _ = std::fs::remove_dir_all(&dir);
     }
 
     /// The idle sweep closes a reader no response uses once it has been idle for `stream_idle`,
@@ -2243,7 +2236,8 @@ mod tests {
     /// and one begun on a file since replaced was cut short.
     #[test]
     fn the_idle_sweep_keeps_readers_a_response_still_uses() {
-        let dir = empty_dir("net-sweep");
+        let tmp = temp_dir("net-sweep");
+        let dir = tmp.path().to_path_buf();
         std::fs::write(dir.join("a"), b"old").unwrap();
         let state = worker_state(&dir);
         let (mut readers, mut next_reader) = (Readers::new(), 0u64);
@@ -2295,7 +2289,6 @@ mod tests {
             !readers.contains_key(&key(&on_new)),
             "an idle reader was kept"
         );
-        let _ = std::fs::remove_dir_all(&dir);
     }
 
     /// A file truncated and rewritten in place (`>` in a shell: same inode, shorter) after a
@@ -2306,7 +2299,8 @@ mod tests {
     #[test]
     fn a_file_truncated_in_place_before_its_first_chunk_is_told_changed() {
         use std::os::unix::fs::MetadataExt;
-        let dir = empty_dir("net-truncated");
+        let tmp = temp_dir("net-truncated");
+        let dir = tmp.path().to_path_buf();
         std::fs::write(dir.join("f"), b"the old contents").unwrap();
         let state = worker_state(&dir);
         let (mut readers, mut next_reader) = (Readers::new(), 0u64);
@@ -2333,15 +2327,16 @@ mod tests {
             e.get_ref().is_some_and(|inner| inner.is::<FileChanged>()),
             "{e:?}"
         );
-        let _ = std::fs::remove_dir_all(&dir);
     }
 
     /// An empty scratch directory of this process, named after `label`.
-    fn empty_dir(label: &str) -> PathBuf {
-        let dir = crate::soak::scratch_dir(label);
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        dir
+    /// A new, empty directory of the test's own (`foresight-LABEL-` and a random suffix), removed
+    /// with everything in it when the guard drops, also when the test fails and unwinds.
+    fn temp_dir(label: &str) -> tempfile::TempDir {
+        tempfile::Builder::new()
+            .prefix(&format!("foresight-{label}-"))
+            .tempdir()
+            .unwrap()
     }
 
     /// A server's state over `dir`, for calling a worker's functions directly.

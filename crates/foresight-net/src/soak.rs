@@ -476,11 +476,6 @@ pub fn files_dir() -> PathBuf {
     std::env::temp_dir().join(format!("foresight-soak-{}", std::process::id()))
 }
 
-/// A directory for generated files that tests and soaks share.
-pub fn scratch_dir(label: &str) -> PathBuf {
-    std::env::temp_dir().join(format!("foresight-{label}-{}", std::process::id()))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -490,12 +485,13 @@ mod tests {
     /// left on device (os error 28)`, naming nothing.
     #[test]
     fn a_pattern_file_that_cannot_be_written_is_named() {
-        let dir = scratch_dir("soak-full");
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
+        let tmp = tempfile::Builder::new()
+            .prefix("foresight-soak-full-")
+            .tempdir()
+            .unwrap();
+        let dir = tmp.path();
         std::os::unix::fs::symlink("/dev/full", dir.join("f0.bin")).unwrap();
-        let e = write_pattern_files(&dir, 1, 4096).unwrap_err();
-        let _ = std::fs::remove_dir_all(&dir);
+        let e = write_pattern_files(dir, 1, 4096).unwrap_err();
         assert_eq!(e.kind(), std::io::ErrorKind::StorageFull, "{e}");
         assert!(e.to_string().contains("f0.bin"), "{e}");
     }
@@ -527,7 +523,8 @@ mod tests {
     /// Bad settings are refused before a byte is written, and nothing is left behind.
     #[test]
     fn bad_settings_are_refused_before_any_file_is_written() {
-        let dir = std::env::temp_dir().join(format!("foresight-soak-{}", std::process::id()));
+        // Where `run` would write its files: the check follows that choice, not a copy of it.
+        let dir = files_dir();
         for (cfg, key) in [
             (
                 SoakConfig {

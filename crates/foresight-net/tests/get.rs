@@ -114,13 +114,15 @@ fn the_proxy_adds_its_delay_and_keeps_the_bytes() {
 struct Nginx {
     child: Child,
     dir: std::path::PathBuf,
+    /// Removes `dir` once nginx is stopped (fields drop after `Drop::drop`), also when the
+    /// test fails and unwinds.
+    _tmp: tempfile::TempDir,
 }
 
 impl Drop for Nginx {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
 
@@ -146,8 +148,11 @@ fn get_is_byte_identical_from_nginx() {
         println!("nginx is not installed: the nginx check is skipped (set FORESIGHT_REQUIRE_NGINX=1 to fail instead)");
         return;
     };
-    let dir = std::env::temp_dir().join(format!("foresight-nginx-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+    let tmp = tempfile::Builder::new()
+        .prefix("foresight-nginx-")
+        .tempdir()
+        .unwrap();
+    let dir = tmp.path().to_path_buf();
     let root = dir.join("root");
     std::fs::create_dir_all(&root).unwrap();
     std::fs::create_dir_all(dir.join("logs")).unwrap();
@@ -179,7 +184,11 @@ events {{ worker_connections 256; }}\nhttp {{\n access_log off;\n client_body_te
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut ng = Nginx { child, dir };
+    let mut ng = Nginx {
+        child,
+        dir,
+        _tmp: tmp,
+    };
     let addr = format!("127.0.0.1:{port}");
     let mut up = false;
     for _ in 0..200 {

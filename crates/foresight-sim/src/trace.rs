@@ -950,16 +950,19 @@ pub(crate) mod tests {
         assert_eq!(parser.finish().unwrap().len(), 3);
     }
 
-    /// A pipe that gives `line(0)`, `line(1)`, ... for ever, at a fresh path of the temporary
-    /// directory (`name` tells tests apart), and the thread that writes it; the thread ends once
-    /// the reader closes the pipe.
+    /// A pipe that gives `line(0)`, `line(1)`, ... for ever, in a new directory of its own
+    /// (`name` starts its name), whose guard removes both when dropped, also when the test
+    /// fails; its path; and the thread that writes it, which ends once the reader closes the pipe.
     #[cfg(target_os = "linux")]
     pub(crate) fn endless_pipe(
         name: &str,
         line: fn(u64) -> String,
-    ) -> (PathBuf, std::thread::JoinHandle<()>) {
-        let path = std::env::temp_dir().join(format!("foresight-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_file(&path);
+    ) -> (tempfile::TempDir, PathBuf, std::thread::JoinHandle<()>) {
+        let dir = tempfile::Builder::new()
+            .prefix(&format!("foresight-{name}-"))
+            .tempdir()
+            .expect("making a temporary directory");
+        let path = dir.path().join("pipe");
         let made = std::process::Command::new("mkfifo")
             .arg(&path)
             .status()
@@ -976,7 +979,7 @@ pub(crate) mod tests {
                 }
             }
         });
-        (path, writer)
+        (dir, path, writer)
     }
 
     /// A trace fed from a pipe of valid lines that never ends used to be read whole before it
@@ -985,10 +988,9 @@ pub(crate) mod tests {
     #[cfg(target_os = "linux")]
     #[test]
     fn an_endless_pipe_of_records_is_refused_past_the_record_limit() {
-        let (path, writer) = endless_pipe("endless-trace", |_| "0 0 8 8 1\n".into());
+        let (_dir, path, writer) = endless_pipe("endless-trace", |_| "0 0 8 8 1\n".into());
         let err = read_trace_at_most(&path, TraceFormat::Mqsim, 1_000).unwrap_err();
         writer.join().expect("the writer ends");
-        std::fs::remove_file(&path).unwrap();
         assert_eq!((err.file, err.line), (path.display().to_string(), 1_001));
         assert!(
             err.message.contains("more than 1000 records"),

@@ -345,27 +345,22 @@ fn assert_helpful(e: &foresight_sim::config::ConfigError, file: &str) -> Result<
 
 /// A directory of its own under the system's temporary directory, removed with everything in it
 /// when dropped, so that a test leaves nothing behind, also when it fails (a panic unwinds through
-/// the drop). Each is new: the process id and a count tell apart the ones tests make at once.
-struct ScratchDir(std::path::PathBuf);
+/// the drop): the workspace's one guard for this, [`tempfile::TempDir`], whose random suffix
+/// tells apart the ones tests make at once.
+struct ScratchDir(tempfile::TempDir);
 
 impl ScratchDir {
     fn new(tag: &str) -> ScratchDir {
-        static MADE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-        let n = MADE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let dir = std::env::temp_dir().join(format!("foresight-{tag}-{}-{n}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        ScratchDir(dir)
+        ScratchDir(
+            tempfile::Builder::new()
+                .prefix(&format!("foresight-{tag}-"))
+                .tempdir()
+                .unwrap(),
+        )
     }
 
     fn path(&self) -> &std::path::Path {
-        &self.0
-    }
-}
-
-impl Drop for ScratchDir {
-    fn drop(&mut self) {
-        // A failure to remove it must not turn a passing test into a panic while unwinding.
-        let _ = std::fs::remove_dir_all(&self.0);
+        self.0.path()
     }
 }
 

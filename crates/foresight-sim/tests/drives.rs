@@ -56,8 +56,11 @@ fn every_validation_trace_is_within_twice_disksims_demerit() {
 #[test]
 fn a_broken_drive_file_is_a_config_error_naming_file_and_line() {
     let src = disksim_dir("atlas10k.diskspecs");
-    let tmp = std::env::temp_dir().join(format!("foresight-disksim-{}", std::process::id()));
-    std::fs::create_dir_all(&tmp).unwrap();
+    let guard = tempfile::Builder::new()
+        .prefix("foresight-disksim-")
+        .tempdir()
+        .unwrap();
+    let tmp = guard.path();
     for f in ["atlas10k.diskspecs", "atlas10k.model", "atlas10k.seek"] {
         std::fs::copy(src.join(f), tmp.join(f)).unwrap();
     }
@@ -87,7 +90,6 @@ fn a_broken_drive_file_is_a_config_error_naming_file_and_line() {
     let msg = e.to_string();
     assert!(msg.contains("atlas10k.model:3:"), "{msg}");
     assert!(msg.contains("Number of cylinders"), "{msg}");
-    let _ = std::fs::remove_dir_all(&tmp);
 }
 
 #[test]

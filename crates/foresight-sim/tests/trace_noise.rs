@@ -65,9 +65,11 @@ proptest! {
         ]),
         closed in any::<bool>(),
     ) {
-        let dir = std::env::temp_dir().join(format!("foresight-trace-noise-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("t.mqsim");
+        let dir = tempfile::Builder::new()
+            .prefix("foresight-trace-noise-")
+            .tempdir()
+            .unwrap();
+        let path = dir.path().join("t.mqsim");
         std::fs::write(&path, lines(&records)).unwrap();
         let mut t = toml::Table::new();
         for s in [
@@ -86,15 +88,16 @@ proptest! {
         if let Ok(cfg) = SimConfig::from_table(t, None) {
             let _ = run(&cfg, RunOptions::default());
         }
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
 
 /// Runs `lines` (MQSim) on `sets`.
 fn replay(tag: &str, lines: &str, sets: &[&str]) -> Result<foresight_sim::Report, String> {
-    let dir = std::env::temp_dir().join(format!("foresight-trace-{tag}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("t.mqsim");
+    let dir = tempfile::Builder::new()
+        .prefix(&format!("foresight-trace-{tag}-"))
+        .tempdir()
+        .unwrap();
+    let path = dir.path().join("t.mqsim");
     std::fs::write(&path, lines).unwrap();
     let mut t = toml::Table::new();
     let trace = format!("workload.trace=\"{}\"", path.display());
@@ -108,7 +111,6 @@ fn replay(tag: &str, lines: &str, sets: &[&str]) -> Result<foresight_sim::Report
     let out = SimConfig::from_table(t, None)
         .map_err(|e| e.to_string())
         .and_then(|cfg| run(&cfg, RunOptions::default()).map_err(|e| e.to_string()));
-    std::fs::remove_dir_all(&dir).unwrap();
     out.map(|o| o.report)
 }
 

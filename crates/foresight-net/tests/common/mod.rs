@@ -22,6 +22,9 @@ pub fn content(len: usize, salt: u8) -> Vec<u8> {
 
 pub struct Served {
     pub dir: PathBuf,
+    /// Removes `dir`, with everything in it, once the server has stopped (fields drop after
+    /// `Drop::drop`), also when a test fails and unwinds.
+    _tmp: tempfile::TempDir,
     pub root: PathBuf,
     pub big: Vec<u8>,
     pub server: Option<ServerHandle>,
@@ -38,7 +41,6 @@ impl Drop for Served {
         if let Some(s) = self.server.take() {
             s.shutdown().unwrap();
         }
-        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
 
@@ -50,8 +52,11 @@ pub fn serve(label: &str) -> Served {
 
 /// Like [`serve`], with the server's settings adjusted by `tweak` first.
 pub fn serve_with(label: &str, tweak: impl FnOnce(&mut ServerConfig)) -> Served {
-    let dir = std::env::temp_dir().join(format!("foresight-net-{label}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+    let tmp = tempfile::Builder::new()
+        .prefix(&format!("foresight-net-{label}-"))
+        .tempdir()
+        .unwrap();
+    let dir = tmp.path().to_path_buf();
     let root = dir.join("root");
     std::fs::create_dir_all(root.join("sub")).unwrap();
     let big = content(BIG_BYTES, 7);
@@ -70,6 +75,7 @@ pub fn serve_with(label: &str, tweak: impl FnOnce(&mut ServerConfig)) -> Served 
     let server = spawn(cfg).unwrap();
     Served {
         dir,
+        _tmp: tmp,
         root,
         big,
         server: Some(server),

@@ -184,10 +184,11 @@ mod tests {
 
     #[test]
     fn a_trace_that_is_not_utf8_is_refused_at_its_line() {
-        let dir =
-            std::env::temp_dir().join(format!("foresight-hinted-utf8-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("latin1.hints");
+        let dir = tempfile::Builder::new()
+            .prefix("foresight-hinted-utf8-")
+            .tempdir()
+            .unwrap();
+        let path = dir.path().join("latin1.hints");
         std::fs::write(&path, b"1\n2 # caf\xe9\n3\n").unwrap();
         let w = HintedWorkload {
             reads: 1,
@@ -196,7 +197,6 @@ mod tests {
             order: AccessOrder::Trace(path),
         };
         let e = access_list(&w, 1).unwrap_err();
-        std::fs::remove_dir_all(&dir).unwrap();
         assert_eq!(e.line, 2, "{e}");
         assert!(e.message.contains("UTF-8"), "{e}");
     }
@@ -207,14 +207,13 @@ mod tests {
     #[cfg(target_os = "linux")]
     #[test]
     fn an_endless_pipe_of_blocks_is_refused_past_the_read_limit() {
-        let (path, writer) =
+        let (_dir, path, writer) =
             crate::trace::tests::endless_pipe("endless-hints", |i| format!("{i}\n"));
         let name = path.display().to_string();
         let mut parser = Parser::new(&name);
         parser.reads_max = 1_000;
         let result = for_each_line(&path, |line, text| parser.line(line, text));
         writer.join().expect("the writer ends");
-        std::fs::remove_file(&path).unwrap();
         let Err(LineError::Parse(e)) = result else {
             panic!("the pipe was not refused at the limit");
         };

@@ -674,13 +674,16 @@ fn small_constant_stack(extra: &[&str]) -> toml::Table {
 fn reads_beside_a_trace_are_refused_by_their_key() {
     // The trace sets the count; workload.reads beside it was dropped without a word, while
     // workload.order beside it was already refused.
-    let path = std::env::temp_dir().join(format!("foresight-reads-{}.txt", std::process::id()));
+    let dir = tempfile::Builder::new()
+        .prefix("foresight-reads-")
+        .tempdir()
+        .unwrap();
+    let path = dir.path().join("reads.txt");
     std::fs::write(&path, "3\n1\n2\n").unwrap();
     let mut t = small_constant_stack(&["workload.reads=50"]);
     let workload = t.get_mut("workload").unwrap().as_table_mut().unwrap();
     workload.insert("trace".into(), path.display().to_string().into());
     let e = SimConfig::from_table(t, None).unwrap_err().to_string();
-    std::fs::remove_file(&path).unwrap();
     assert!(e.contains("workload.reads"), "{e}");
 }
 
