@@ -8,6 +8,13 @@
 //! its own condition variable, which the completion that fills the chunk it needs (or the release
 //! of memory it needs) notifies: no thundering herd with a thousand readers. Readers and engine
 //! handles keep the engine alive; when the last of them is dropped, the backend and the timer stop.
+//! That drop waits for the reads under way to end. A `pread` stuck in the kernel (a hung network
+//! mount) cannot be cancelled: the thread pool is waited for at most 10 s (`STUCK_READ_GRACE`),
+//! then the stuck worker is left detached, owning its request; an emulated array behind an array
+//! cache waits that long twice (the cache for its device, then the device for its pool). The
+//! io_uring backend asks the kernel to cancel its reads and waits for them: a read the kernel
+//! cannot cancel (one asleep uninterruptibly on a hard-mounted network file system) still holds
+//! that drop.
 //!
 //! A panic anywhere in the engine (a policy's, under the lock; or one that ends a backend
 //! thread, with the reads it held) breaks it: the thread that panicked marks the state broken

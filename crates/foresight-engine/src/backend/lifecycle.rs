@@ -344,9 +344,12 @@ pub(crate) mod testing {
     /// hung network mount does: `/dev/kmsg` read past its last record, which a read waits on
     /// until the kernel logs its next message (the offset a read asks for is ignored). `None`
     /// (and why, on stderr) where it cannot be opened (reading the kernel's log takes a
-    /// privilege many systems keep to the administrator): the test that asked is skipped.
+    /// privilege many systems keep to the administrator), or is not the kernel's log device
+    /// (character device 1:11): a container may put `/dev/null` there, whose reads end at once,
+    /// and the test would pass without a read ever being stuck. The test that asked is skipped.
     pub(crate) fn stuck_file(test: &str) -> Option<Arc<FileHandle>> {
         use std::io::Seek;
+        use std::os::unix::fs::{FileTypeExt, MetadataExt};
         let opened = std::fs::File::open("/dev/kmsg")
             .and_then(|mut f| f.seek(std::io::SeekFrom::End(0)).map(|_| f));
         let f = match opened {
@@ -356,6 +359,13 @@ pub(crate) mod testing {
                 return None;
             }
         };
+        let kmsg = f
+            .metadata()
+            .is_ok_and(|m| m.file_type().is_char_device() && m.rdev() == kmsg_device_number());
+        if !kmsg {
+            eprintln!("{test}: skipped: /dev/kmsg here is not the kernel's log device (1:11)");
+            return None;
+        }
         Some(Arc::new(FileHandle {
             id: FILE,
             path: PathBuf::from("/dev/kmsg"),
@@ -366,6 +376,12 @@ pub(crate) mod testing {
             modified: None,
             volume_offset_bytes: Some(0),
         }))
+    }
+
+    /// The device number of the kernel's log device, character device 1:11 (Linux's memory
+    /// devices, `kmsg`).
+    fn kmsg_device_number() -> u64 {
+        libc::makedev(1, 11)
     }
 
     /// Drops `b` on a thread of its own and says whether the drop returned within

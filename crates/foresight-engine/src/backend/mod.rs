@@ -28,7 +28,9 @@
 //! [`IoBackend::shutdown`] a backend starts no read, and a request it has not started (queued,
 //! or submitted later) completes with an error, delivered by the backend's own thread; reads
 //! already started complete as they come. Dropping the backend joins every thread it started
-//! (but the one the drop runs on, if it is one of them), once they have delivered what they hold.
+//! (but the one the drop runs on, if it is one of them), once they have delivered what they hold;
+//! a thread of a blocking backend stuck in a `pread` past `lifecycle::STUCK_READ_GRACE` is left
+//! detached instead, owning its request (see `lifecycle.rs`).
 //!
 //! A backend thread that ends in a panic (in the sink it delivers to, or a bug of its own) tells
 //! its port so as it unwinds ([`CompletionPort::backend_panicked`]): the reads it held never
