@@ -175,10 +175,11 @@ config file's directory, or from the current one when given by --set.
                                  preset's read-ahead to fit it)
   drive_readahead = \"512KiB\"     drive read-ahead after a miss, at most segment_size
   drive_readahead_min = \"0\"      drive reads ahead at least this far before the next command
-  almost_read_hits = \"ahead\"     reads arriving during the drive's read-ahead that join it:
-                                 \"ahead\" any it will reach (default), \"head\" only one at
-                                 the sector it is reading, \"none\" neither (DiskSim's `Allow
-                                 almost read hits` 1 and 0; the others wait for the platter)
+  almost_read_hits = \"ahead\"     which reads starting past what the drive's read-ahead has
+                                 read join it: \"ahead\" any it will reach (default), \"head\"
+                                 one at the sector it is reading, \"none\" none (DiskSim's
+                                 `Allow almost read hits` 1 and 0); the others stop it and
+                                 wait for the platter
   controller_mib_s = 429         one controller's aggregate bandwidth in front of every member
   controller_cache = \"0\"         controller cache (block level, below the host)
   controller_readahead = \"0\"     controller read-ahead beyond each miss, never cut
