@@ -1670,9 +1670,8 @@ mod tests {
     /// as meant.
     #[test]
     fn a_config_file_with_no_keys_is_refused_by_name() {
-        let dir =
-            std::env::temp_dir().join(format!("foresight-empty-config-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
         for (name, text) in [("empty.toml", ""), ("comments.toml", "# nothing yet\n\n")] {
             let path = dir.join(name);
             std::fs::write(&path, text).unwrap();
@@ -1682,7 +1681,6 @@ mod tests {
         let path = dir.join("one.toml");
         std::fs::write(&path, "seed = 3\n").unwrap();
         assert!(read_config_file(&path).is_ok());
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     /// Under `streams`, `host.raid_cache` was taken and never read (the same figures with 0, 4 MiB

@@ -691,14 +691,14 @@ fn reads_beside_a_trace_are_refused_by_their_key() {
 fn an_order_beside_a_trace_is_refused_for_what_it_is() {
     // Refused as a key "only a tier stack reads: set device.kind = tiered or constant", in a
     // config whose device.kind was constant.
-    let path = std::env::temp_dir().join(format!("foresight-order-{}.txt", std::process::id()));
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("order.txt");
     std::fs::write(&path, "3\n1\n2\n").unwrap();
     let mut t = small_constant_stack(&["workload.order=random"]);
     let workload = t.get_mut("workload").unwrap().as_table_mut().unwrap();
     workload.remove("reads");
     workload.insert("trace".into(), path.display().to_string().into());
     let e = SimConfig::from_table(t, None).unwrap_err().to_string();
-    std::fs::remove_file(&path).unwrap();
     assert!(
         e.contains("workload.order") && e.contains("workload.trace gives the order"),
         "{e}"
