@@ -651,7 +651,7 @@ fn small_soak() -> Command {
 /// behind when the soak removed its own directory; one that is a file failed with exit 1.
 #[test]
 fn net_soak_refuses_a_tmpdir_that_is_no_directory() {
-    let base = scratch("soak-tmpdir");
+    let (_guard, base) = scratch("soak-tmpdir");
     let missing = base.join("missing").join("tmp");
     let file = base.join("file");
     std::fs::write(&file, b"not a directory").unwrap();
@@ -662,7 +662,6 @@ fn net_soak_refuses_a_tmpdir_that_is_no_directory() {
         assert!(err.contains("TMPDIR") && err.contains(what), "{err}");
     }
     let made = base.join("missing").exists();
-    std::fs::remove_dir_all(&base).unwrap();
     assert!(!made, "the soak created the missing TMPDIR");
 }
 
@@ -947,7 +946,7 @@ fn serve_refuses_an_idle_timeout_under_a_second() {
 #[test]
 fn a_root_that_cannot_be_searched_is_refused_by_its_flag() {
     use std::os::unix::fs::PermissionsExt;
-    let dir = scratch("unsearchable-root");
+    let (_guard, dir) = scratch("unsearchable-root");
     let root = dir.join("root");
     std::fs::create_dir_all(&root).unwrap();
     std::fs::write(root.join("a.bin"), b"data").unwrap();
@@ -962,7 +961,6 @@ fn a_root_that_cannot_be_searched_is_refused_by_its_flag() {
             .is_ok_and(|o| o.status.success());
         if !setpriv {
             std::fs::set_permissions(&root, std::fs::Permissions::from_mode(0o755)).unwrap();
-            std::fs::remove_dir_all(&dir).unwrap();
             eprintln!("note: running as a privileged user without setpriv; skipped");
             return;
         }
@@ -994,8 +992,8 @@ fn a_root_that_cannot_be_searched_is_refused_by_its_flag() {
     );
     let mut err = String::new();
     std::io::Read::read_to_string(&mut server.0.stderr.take().unwrap(), &mut err).unwrap();
+    // Searchable again, so that the guard can remove it.
     std::fs::set_permissions(&root, std::fs::Permissions::from_mode(0o755)).unwrap();
-    std::fs::remove_dir_all(&dir).unwrap();
     assert_eq!(status.code(), Some(2), "{err}");
     assert!(
         err.contains("--root") && err.contains(&root.display().to_string()),
