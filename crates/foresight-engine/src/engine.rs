@@ -21,7 +21,9 @@
 //! and wakes every waiting reader as it unwinds (a [`Breaker`], or the backend's
 //! `PanicAlarm`), and from then on every read, open and hint returns
 //! [`EngineError::Broken`] (reads as an `io::Error` carrying it) instead of waiting for
-//! completions that may never come.
+//! completions that may never come. The panic's message and place are kept
+//! ([`Engine::broken_reason`], noted by a panic hook, `panic_note.rs`), so that a program that
+//! runs on the engine can say why it stopped.
 
 use std::io::{self, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
@@ -251,6 +253,7 @@ impl EngineBuilder {
     /// Starts the engine: the backend (falling back from io_uring to threads under
     /// [`Backend::Auto`]), the policy and the timer.
     pub fn build(self) -> Result<Engine, EngineError> {
+        crate::panic_note::keep_panic_messages();
         self.validate()?;
         let qd = self.queue_depth as usize;
         let max_io_bytes = self.max_io_bytes();
@@ -325,6 +328,7 @@ impl EngineBuilder {
             fallback,
             direct: self.direct_io,
             broken: AtomicBool::new(false),
+            broken_by: std::sync::OnceLock::new(),
         });
         let sink: Arc<dyn CompletionSink> = shared.clone();
         let weak: Weak<dyn CompletionSink> = Arc::downgrade(&sink);
@@ -480,6 +484,9 @@ pub(crate) struct Shared {
     direct: bool,
     /// Set when a panic broke the engine (see the module documentation); never cleared.
     broken: AtomicBool,
+    /// The first breaking panic's message and place, as the panic hook noted them
+    /// (`panic_note.rs`); set before `broken`, so that whoever sees the mark finds the reason.
+    broken_by: std::sync::OnceLock<String>,
 }
 
 impl Shared {
@@ -512,6 +519,9 @@ impl Shared {
     /// lock before it waits, so none waits on past this. Runs on an unwinding thread: it must
     /// not panic, so a lock the panic poisoned is taken all the same (only waiters are read).
     fn break_engine(&self) {
+        let why = crate::panic_note::take_last_panic()
+            .unwrap_or_else(|| "a panic whose message was not kept".to_string());
+        let _ = self.broken_by.set(why);
         self.broken.store(true, Ordering::Release);
         let core = self.core.lock().unwrap_or_else(|p| p.into_inner());
         core.wake_every_waiter();
@@ -801,6 +811,18 @@ impl Engine {
     /// The backend running.
     pub fn backend(&self) -> BackendKind {
         self.owner.shared.backend.kind()
+    }
+
+    /// Why the engine is broken, if a panic broke it (see the module documentation): the
+    /// panic's message and where it was raised, e.g. for a server to log before it exits. `None`
+    /// while the engine works, and for the moment between a panic and the end of the unwinding
+    /// that marks the engine broken (a backend thread marks it last), though calls already fail.
+    pub fn broken_reason(&self) -> Option<String> {
+        let shared = &self.owner.shared;
+        if !shared.is_broken() {
+            return None;
+        }
+        shared.broken_by.get().cloned()
     }
 
     /// Why [`Backend::Auto`] fell back to the thread pool, if it did.
@@ -1523,6 +1545,20 @@ mod tests {
             matches!(engine.open(path), Err(EngineError::Broken)),
             "{what}: an open after the panic was not refused"
         );
+        // Each of these tests' panics says "on purpose"; a server logs this before it exits.
+        // The mark (and its reason) may come after the read failed: a ring thread ends the
+        // kernel's reads before its alarm breaks the engine, while the poisoned lock already
+        // refuses everything.
+        let until = std::time::Instant::now() + PATIENCE;
+        let mut why = engine.broken_reason();
+        while why.is_none() && std::time::Instant::now() < until {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+            why = engine.broken_reason();
+        }
+        assert!(
+            why.as_deref().is_some_and(|w| w.contains("on purpose")),
+            "{what}: the broken engine does not say which panic broke it: {why:?}"
+        );
         let mut early = early;
         let mut buf = vec![0u8; 4096];
         let later = early.read(&mut buf);
@@ -1609,6 +1645,12 @@ mod tests {
     /// later call, gets an error. Before, the reader waited forever.
     #[test]
     fn a_backend_thread_that_panics_breaks_the_engine() {
+        // A working engine has no reason to give.
+        let fine = Engine::builder()
+            .backend(Backend::Noop(NoopBackend::new()))
+            .build()
+            .unwrap();
+        assert_eq!(fine.broken_reason(), None);
         let noop = NoopBackend::new();
         noop.insert("/f", vec![7u8; 1 << 20]);
         noop.inject(crate::Fault {

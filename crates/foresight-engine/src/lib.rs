@@ -53,6 +53,7 @@ mod core;
 mod engine;
 pub mod error;
 pub mod measure;
+mod panic_note;
 mod pool;
 pub mod stats;
 mod sys;
