@@ -2,8 +2,9 @@
 //!
 //! Subcommands map one to one onto the library: `sim` runs one simulation from a TOML config with
 //! `--set` overrides, `devices` lists the device presets, `reproduce` runs the experiment catalogue.
-//! Bad input (a config key, a value, a file) exits with code 2 and a message naming it; any other
-//! failure exits with code 1.
+//! Bad input (a config key, a value, a file) exits with code 2 and a message naming it; a
+//! `foresight serve` whose engine broke exits with 3 (`net::SERVE_BROKEN_EXIT`), for a supervisor
+//! to restart it; any other failure exits with code 1.
 
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -388,14 +389,24 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(e) => {
-            let code = if e.downcast_ref::<InputError>().is_some() {
-                2
-            } else {
-                1
-            };
             note!("error: {}", describe(&e));
-            ExitCode::from(code)
+            ExitCode::from(exit_code(&e))
         }
+    }
+}
+
+/// The exit code of a failed command: 2 for bad input, 3 for a server that stopped because its
+/// engine broke, 1 for anything else.
+fn exit_code(e: &anyhow::Error) -> u8 {
+    if e.downcast_ref::<InputError>().is_some() {
+        2
+    } else if e
+        .downcast_ref::<foresight_net::NetError>()
+        .is_some_and(|n| matches!(n, foresight_net::NetError::Broken { .. }))
+    {
+        net::SERVE_BROKEN_EXIT
+    } else {
+        1
     }
 }
 
@@ -831,6 +842,34 @@ fn check_writable_dir(dir: &Path) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A server that stopped because its engine broke exits with the code `serve --help`
+    /// documents, distinct from bad input's, and its one line says what broke and that the
+    /// server stopped. Before, there was no such error: the server never stopped.
+    #[test]
+    fn a_broken_server_exits_with_the_documented_code() {
+        let e = net::net(foresight_net::NetError::Broken {
+            why: "the engine broke, by a panic: a policy bug".into(),
+        });
+        assert_eq!(exit_code(&e), net::SERVE_BROKEN_EXIT);
+        assert_ne!(net::SERVE_BROKEN_EXIT, 2);
+        assert_ne!(net::SERVE_BROKEN_EXIT, 1);
+        let line = describe(&e);
+        assert!(!line.contains('\n'), "{line}");
+        assert!(
+            line.contains("the engine broke, by a panic: a policy bug")
+                && line.contains("the server stopped accepting connections")
+                && line.contains("supervisor"),
+            "{line}"
+        );
+        let documented = format!("exits with code {}", net::SERVE_BROKEN_EXIT);
+        assert!(
+            net::SERVE_HELP.replace('\n', " ").contains(&documented),
+            "serve --help does not document the exit code"
+        );
+        assert_eq!(exit_code(&input("bad")), 2);
+        assert_eq!(exit_code(&anyhow::anyhow!("other")), 1);
+    }
 
     #[test]
     fn describe_names_each_cause_once() {

@@ -48,9 +48,14 @@ fn url_arg(s: &str) -> Result<Url, String> {
     s.parse()
 }
 
+/// The exit code of `foresight serve` when it stopped because its engine broke or a worker
+/// thread panicked (`NetError::Broken`): the process must be restarted, which is not bad input
+/// (2) and not a failure to start (1).
+pub const SERVE_BROKEN_EXIT: u8 = 3;
+
 /// A setting error from the library is the user's to fix: exit code 2. An I/O error is passed on
 /// as itself, so that a reader that went away (a broken pipe) is recognised and ends quietly.
-fn net(e: NetError) -> anyhow::Error {
+pub(crate) fn net(e: NetError) -> anyhow::Error {
     match e {
         NetError::Setting { .. } | NetError::Bind { .. } => input(e),
         NetError::Io(io) => anyhow::Error::new(io),
@@ -129,6 +134,14 @@ max_readahead_bytes (--readahead), avg_bandwidth_bytes_per_s (RB: measured at st
 the largest regular file in the root or one level below, symlinks and sparse files not chosen, with direct I/O, or --device-bandwidth; `bandwidth_source` says \
 which) and peak_ratio (p, --peak-ratio, default 1.2 as in paper 004). GET /metrics is Prometheus \
 text. SIGTERM or SIGINT stops accepting and lets open requests finish (up to 10 s).
+
+A server that can serve nothing more stops by itself: when its engine breaks (a panic in the \
+readahead policy or on one of the engine's I/O threads, after which every read fails) or one of \
+its worker threads panics. It stops accepting connections, answers requests that reach a worker \
+meanwhile with 503 and Retry-After: 1, lets responses under way end (they fail: the client sees \
+them cut short), writes one line to standard error saying what broke, with the panic's message, \
+and exits with code 3, so that a supervisor (systemd's Restart=on-failure, a container's restart \
+policy) starts it again. Bad input exits with code 2, any other failure with 1.
 
 Examples:
   foresight serve --root ./data --addr 127.0.0.1:8080

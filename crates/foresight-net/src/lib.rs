@@ -78,6 +78,17 @@ pub enum NetError {
         /// Bytes of the old version already handed on (written, or read by random reads).
         written_bytes: u64,
     },
+    /// The server stopped because it could serve nothing more: its engine broke (a panic in
+    /// the readahead policy or on one of the engine's threads), or one of its worker threads
+    /// panicked. `why` names which, with the panic's message.
+    #[error(
+        "{why}; the server stopped accepting connections and shut down, for a supervisor to \
+         restart it"
+    )]
+    Broken {
+        /// What broke, and the panic's message.
+        why: String,
+    },
     /// The engine refused to start.
     #[error(transparent)]
     Engine(#[from] foresight_engine::EngineError),

@@ -38,6 +38,16 @@
 //! (`queue_per_worker`; more get 503), streams remembered (`max_streams`, least recently used
 //! forgotten first, idle ones after `stream_idle`). SIGTERM (or [`ServerHandle::shutdown`]) stops
 //! accepting, lets open requests finish for up to `grace`, then stops the workers.
+//!
+//! A server that can serve nothing more stops by itself: once its engine is broken (a panic in
+//! the readahead policy or on one of the engine's threads; every read then fails) or a worker
+//! thread panics (the streams pinned to it would wait for good), the accept loop, woken by the
+//! worker that saw it or by its own look at the engine every [`FAILURE_POLL`], stops accepting
+//! and shuts down as on SIGTERM, and [`ServerHandle::wait`] returns [`NetError::Broken`] with the
+//! panic's message, for the command to log and exit on so that a supervisor restarts it. Until
+//! then, a request that reaches a worker gets 503 with `Retry-After` rather than 500, and a
+//! response under way fails as its next chunk does. Before, the server stayed up answering every
+//! request with an error for good, or left the streams of a dead worker waiting.
 
 use std::collections::{BTreeMap, HashMap};
 use std::convert::Infallible;
@@ -52,7 +62,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use foresight_core::{Bandwidth, ByteLen, ByteRange, StreamId};
-use foresight_engine::{Backend, Engine, RootDir};
+use foresight_engine::{Backend, Engine, EngineBuilder, RootDir};
 use foresight_policy::adaptive::{StreamGroupedQueue, WorkerChoice, WorkerId, DEFAULT_PEAK_RATIO};
 use http_body_util::{BodyExt, Empty, Full};
 use hyper::body::{Body, Frame, Incoming};
@@ -365,8 +375,9 @@ impl ServerHandle {
         self.stop_and_join()
     }
 
-    /// Waits until the server stops by itself (on SIGTERM or SIGINT when started with
-    /// [`serve_until_signal`]).
+    /// Waits until the server stops by itself: on SIGTERM or SIGINT when started with
+    /// [`serve_until_signal`] (`Ok`), or because its engine broke or a worker thread panicked
+    /// ([`NetError::Broken`], see the module documentation).
     pub fn wait(mut self) -> Result<(), NetError> {
         match self.thread.take() {
             Some(t) => t
@@ -410,7 +421,17 @@ pub fn serve_until_signal(cfg: ServerConfig) -> Result<ServerHandle, NetError> {
     start(cfg, true)
 }
 
-fn start(mut cfg: ServerConfig, on_signal: bool) -> Result<ServerHandle, NetError> {
+fn start(cfg: ServerConfig, on_signal: bool) -> Result<ServerHandle, NetError> {
+    start_with(cfg, on_signal, |engine| engine)
+}
+
+/// [`start`], with the engine's settings passed through `engine_settings` last (tests make
+/// the policy panic this way; nothing outside this module can).
+fn start_with(
+    mut cfg: ServerConfig,
+    on_signal: bool,
+    engine_settings: impl FnOnce(EngineBuilder) -> EngineBuilder,
+) -> Result<ServerHandle, NetError> {
     cfg.validate()?;
     // A root this user may not search (mode 000, or r-- without x) passes `is_dir` and fails
     // here; the system's bare "Permission denied" would name neither the flag nor the path.
@@ -425,13 +446,15 @@ fn start(mut cfg: ServerConfig, on_signal: bool) -> Result<ServerHandle, NetErro
     let root = RootDir::open(&canonical).map_err(unopenable)?;
     cfg.root = canonical;
     let figures = measure_figures(&cfg, &root);
-    let engine = Engine::builder()
-        .memory(cfg.engine_memory)
-        .policy("seqp")
-        .readahead_max(cfg.readahead)
-        .max_io(cfg.readahead)
-        .backend(cfg.backend.clone())
-        .build()?;
+    let engine = engine_settings(
+        Engine::builder()
+            .memory(cfg.engine_memory)
+            .policy("seqp")
+            .readahead_max(cfg.readahead)
+            .max_io(cfg.readahead)
+            .backend(cfg.backend.clone()),
+    )
+    .build()?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("foresight-net")
@@ -669,6 +692,8 @@ struct WorkerJobs {
     parked: BTreeMap<u64, (Job, Instant)>,
     /// Requests admitted beside those parked and the one in service: `queue_per_worker`.
     admit: usize,
+    /// The worker ended in a panic: nothing is admitted, since no one would serve it.
+    dead: bool,
 }
 
 impl WorkerJobs {
@@ -677,6 +702,7 @@ impl WorkerJobs {
             queue: StreamGroupedQueue::new(queue_per_worker.saturating_add(1), None),
             parked: BTreeMap::new(),
             admit: queue_per_worker,
+            dead: false,
         }
     }
 
@@ -687,7 +713,7 @@ impl WorkerJobs {
 
     /// Queues a new request, or gives it back when the worker holds its share already.
     fn admit(&mut self, job: Job) -> Result<(), Job> {
-        if self.len() >= self.admit {
+        if self.dead || self.len() >= self.admit {
             return Err(job);
         }
         self.queue.push(job.stream, job)
@@ -754,6 +780,10 @@ struct State {
     streams: Mutex<StreamTable>,
     counters: Counters,
     shutting_down: AtomicBool,
+    /// Why the server must stop (see the module documentation); set once.
+    failed: std::sync::OnceLock<String>,
+    /// Wakes the accept loop when `failed` is set (a stored permit if it is not waiting).
+    failed_wake: tokio::sync::Notify,
 }
 
 impl State {
@@ -777,6 +807,46 @@ impl State {
             )),
             counters: Counters::default(),
             shutting_down: AtomicBool::new(false),
+            failed: std::sync::OnceLock::new(),
+            failed_wake: tokio::sync::Notify::new(),
+        }
+    }
+
+    /// Records why the server must stop (the first reason only, on one line for the log) and
+    /// wakes the accept loop.
+    fn fail(&self, why: String) {
+        let line = why.replace(['\n', '\r'], " ");
+        if self.failed.set(line).is_ok() {
+            self.failed_wake.notify_one();
+        }
+    }
+
+    /// Why the server must stop, if it must: a recorded failure, or a broken engine (recorded
+    /// as it is found).
+    fn failure(&self) -> Option<String> {
+        if self.failed.get().is_none() {
+            let why = self.engine.broken_reason()?;
+            self.fail(format!("the engine broke, by a panic: {why}"));
+        }
+        self.failed.get().cloned()
+    }
+
+    /// Worker `me` ended in a panic with `message`. The jobs left in its queue, or parked, are
+    /// dropped, which ends their responses (503 for those not begun), and it admits no more;
+    /// the server stops.
+    fn worker_died(&self, me: WorkerId, message: &str) {
+        let why = match self.engine.broken_reason() {
+            // A policy's panic in the worker's read: the engine says where.
+            Some(engine) => format!("the engine broke, by a panic: {engine}"),
+            None => format!("I/O worker {} panicked: {message}", me.0),
+        };
+        self.fail(why);
+        if let Some(slot) = self.workers.get(me.0 as usize) {
+            // The panic may have struck under this lock; the queue is only emptied here.
+            let mut jobs = slot.jobs.lock().unwrap_or_else(|p| p.into_inner());
+            jobs.dead = true;
+            while jobs.queue.pop().is_some() {}
+            jobs.parked.clear();
         }
     }
 
@@ -844,8 +914,15 @@ fn start_workers(state: &Arc<State>) -> io::Result<Vec<std::thread::JoinHandle<(
         let st = state.clone();
         match std::thread::Builder::new()
             .name(format!("foresight-w{i}"))
-            .spawn(move || worker_loop(&st, WorkerId(i as u32)))
-        {
+            .spawn(move || {
+                let me = WorkerId(i as u32);
+                // Caught to stop the server, not to go on: the thread ends either way.
+                let ran =
+                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| worker_loop(&st, me)));
+                if let Err(payload) = ran {
+                    st.worker_died(me, &panic_text(payload.as_ref()));
+                }
+            }) {
             Ok(h) => started.push(h),
             Err(e) => {
                 stop_workers(state, started);
@@ -857,6 +934,17 @@ fn start_workers(state: &Arc<State>) -> io::Result<Vec<std::thread::JoinHandle<(
         }
     }
     Ok(started)
+}
+
+/// A panic's payload as text: `panic!` makes a `&str` or a `String`.
+fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "a panic whose payload is not text".to_string()
+    }
 }
 
 /// Tells the workers to stop once their queues are empty, and waits for them.
@@ -1012,6 +1100,8 @@ fn worker_loop(state: &State, me: WorkerId) {
             Served::Done(job) => {
                 release(&mut readers, &job);
                 done();
+                // A read that failed because the engine broke wakes the accept loop now.
+                let _ = state.failure();
             }
             Served::Blocked(job) => {
                 let mut jobs = slot.jobs.lock().expect("worker queue poisoned");
@@ -1221,10 +1311,17 @@ async fn accept_loop(
         }
     };
     tokio::pin!(signals);
+    let mut failure_poll = tokio::time::interval(FAILURE_POLL);
     loop {
         tokio::select! {
             _ = &mut stop => break,
             _ = &mut signals => break,
+            _ = state.failed_wake.notified() => break,
+            _ = failure_poll.tick() => {
+                if state.failure().is_some() {
+                    break;
+                }
+            }
             accepted = listener.accept() => {
                 let (tcp, peer) = match accepted {
                     Ok(x) => x,
@@ -1261,7 +1358,26 @@ async fn accept_loop(
     }
     drop(listener);
     let _ = tokio::time::timeout(state.cfg.grace, graceful.shutdown()).await;
-    Ok(())
+    match state.failure() {
+        Some(why) => Err(NetError::Broken { why }),
+        None => Ok(()),
+    }
+}
+
+/// How often the accept loop looks whether the engine broke with no worker reading to see it
+/// (a panic of the policy's timer). A worker that sees a read fail wakes it at once.
+const FAILURE_POLL: Duration = Duration::from_millis(200);
+
+/// The answer to a request for a file once the server must stop: 503 and a retry, by which time
+/// a supervisor will have restarted it. The panic is the log's, not the client's.
+fn stopping() -> Response<ResBody> {
+    let mut r = plain(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "the server is stopping after an internal failure; retry",
+    );
+    r.headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+    r
 }
 
 /// A connection's socket whose writes fail once they have made no progress for `timeout`.
@@ -1655,6 +1771,9 @@ async fn serve_file(
     if head || range.len.0 == 0 {
         return build(empty(), None);
     }
+    if state.failure().is_some() {
+        return stopping();
+    }
     let (stream, worker) = state.stream_for(client, &file.rel);
     // What a slow client can pin: RESPONSE_CHUNKS chunks of at most MAX_CHUNK_BYTES (validated).
     assert!(state.cfg.chunk_bytes <= MAX_CHUNK_BYTES);
@@ -1670,6 +1789,9 @@ async fn serve_file(
         begun_on: None,
     };
     if state.enqueue(worker, job).is_err() {
+        if state.failure().is_some() {
+            return stopping();
+        }
         state
             .counters
             .busy_rejections
@@ -1701,11 +1823,15 @@ async fn serve_file(
                 .insert(header::RETRY_AFTER, HeaderValue::from_static("0"));
             r
         }
+        // The read failed because the server must stop (its engine broke).
+        Some(Err(_)) if state.failure().is_some() => stopping(),
         Some(Err(e)) => plain(
             StatusCode::INTERNAL_SERVER_ERROR,
             &format!("read failed: {e}"),
         ),
-        None => plain(StatusCode::INTERNAL_SERVER_ERROR, "worker stopped"),
+        // The job was dropped unserved: the server is stopping (a shutdown whose grace ran out,
+        // or a worker that panicked, whose failure may not be recorded yet as its jobs go).
+        None => stopping(),
     }
 }
 
@@ -2327,6 +2453,116 @@ mod tests {
             e.get_ref().is_some_and(|inner| inner.is::<FileChanged>()),
             "{e:?}"
         );
+    }
+
+    /// Runs seqp, but panics on its first read (on the worker's thread, which the panic ends,
+    /// and under the engine's lock, which breaks the engine) or on its first finished fetch (on
+    /// the engine's I/O thread: the engine breaks under a worker waiting for that fetch, and the
+    /// worker lives on).
+    struct PanicAt {
+        inner: Box<dyn foresight_policy::Policy>,
+        on_read: bool,
+    }
+
+    impl foresight_policy::Policy for PanicAt {
+        fn name(&self) -> &str {
+            "panic-at"
+        }
+        fn handle(&mut self, now: foresight_core::Instant, input: foresight_policy::Input) {
+            match input {
+                foresight_policy::Input::Read { .. } if self.on_read => {
+                    panic!("a policy bug on a read, on purpose")
+                }
+                foresight_policy::Input::Fetched { .. } if !self.on_read => {
+                    panic!("a policy bug on a finished fetch, on purpose")
+                }
+                _ => self.inner.handle(now, input),
+            }
+        }
+        fn poll_output(&mut self) -> Option<foresight_policy::Output> {
+            self.inner.poll_output()
+        }
+        fn poll_timeout(&self) -> Option<foresight_core::Instant> {
+            self.inner.poll_timeout()
+        }
+        fn handle_timeout(&mut self, now: foresight_core::Instant) {
+            self.inner.handle_timeout(now)
+        }
+        fn add_file(
+            &mut self,
+            id: foresight_core::FileId,
+            file: foresight_policy::layout::FileLayout,
+        ) {
+            self.inner.add_file(id, file)
+        }
+    }
+
+    /// A server whose engine breaks (a policy panic on a worker's read, or on the engine's I/O
+    /// thread under a waiting worker) stops by itself: the request in flight gets 503 with
+    /// Retry-After, or its response is cut short, and neither hangs; `wait` returns
+    /// `NetError::Broken` naming the panic; the port no longer accepts. Before, the server kept
+    /// answering every request with 500 and never stopped. Every wait is bounded.
+    #[test]
+    fn a_server_whose_engine_breaks_stops_and_says_why() {
+        use std::io::Read as _;
+        const PATIENCE: Duration = Duration::from_secs(60);
+        for (on_read, what) in [(true, "on a read"), (false, "on a finished fetch")] {
+            let tmp = temp_dir("net-broken");
+            std::fs::write(tmp.path().join("f"), vec![1u8; 4 << 20]).unwrap();
+            let mut cfg =
+                ServerConfig::new(tmp.path().to_path_buf(), "127.0.0.1:0".parse().unwrap());
+            cfg.backend = Backend::Threads;
+            cfg.device = DeviceSource::Configured(Bandwidth::from_mib_s(100.0));
+            cfg.workers = 2;
+            let handle = start_with(cfg, false, move |b| {
+                b.wrap_policy(Box::new(move |inner| Box::new(PanicAt { inner, on_read })))
+            })
+            .unwrap();
+            let addr = handle.local_addr();
+            let mut c = std::net::TcpStream::connect(addr).unwrap();
+            c.set_read_timeout(Some(PATIENCE)).unwrap();
+            c.write_all(b"GET /f HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+                .unwrap();
+            let mut got = Vec::new();
+            let read = c.read_to_end(&mut got);
+            if let Err(e) = &read {
+                // A reset ends a cut response too; only a timeout is a hang.
+                assert!(
+                    !matches!(
+                        e.kind(),
+                        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                    ),
+                    "{what}: the request hung: {e}"
+                );
+            }
+            let text = String::from_utf8_lossy(&got).to_ascii_lowercase();
+            let head = text.split("\r\n\r\n").next().unwrap_or("").to_string();
+            eprintln!("{what}: {}", head.lines().next().unwrap_or("(no answer)"));
+            if head.starts_with("http/1.1 503") {
+                assert!(head.contains("retry-after: 1"), "{what}: {head}");
+            } else {
+                assert!(
+                    head.starts_with("http/1.1 200") && got.len() < (4 << 20),
+                    "{what}: neither 503 nor a response cut short: {head}"
+                );
+            }
+            let (tx, rx) = std::sync::mpsc::channel();
+            std::thread::spawn(move || {
+                let _ = tx.send(handle.wait());
+            });
+            match rx.recv_timeout(PATIENCE) {
+                Ok(Err(NetError::Broken { why })) => assert!(
+                    why.contains("the engine broke") && why.contains("on purpose"),
+                    "{what}: {why}"
+                ),
+                Ok(other) => panic!("{what}: the server ended with {other:?}"),
+                Err(_) => panic!("{what}: the server did not stop within {PATIENCE:?}"),
+            }
+            assert!(
+                std::net::TcpStream::connect(addr).is_err(),
+                "{what}: the stopped server still accepts"
+            );
+        }
     }
 
     /// An empty scratch directory of this process, named after `label`.
