@@ -886,7 +886,13 @@ impl State {
             )
         };
         choice(WorkerChoice::request_queued);
-        let pushed = slot.jobs.lock().expect("worker queue poisoned").admit(job);
+        // A queue its worker's panic poisoned is marked dead (`worker_died`) and refuses the job;
+        // panicking here would end the connection's task without an answer.
+        let pushed = slot
+            .jobs
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .admit(job);
         match pushed {
             Ok(()) => slot.ready.notify_one(),
             Err(_) => choice(WorkerChoice::request_done),
@@ -900,7 +906,13 @@ impl State {
         let Some(slot) = self.workers.get(worker.0 as usize) else {
             return;
         };
-        if slot.jobs.lock().expect("worker queue poisoned").resume(id) {
+        // Called from a response body's drop: a queue a dead worker poisoned must not panic it.
+        if slot
+            .jobs
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .resume(id)
+        {
             slot.ready.notify_one();
         }
     }
@@ -2292,6 +2304,47 @@ mod tests {
         assert!(state.workers[0].jobs.lock().unwrap().queue.pop().is_some());
         state.streams.lock().unwrap().choice.request_done(worker);
         assert_eq!(state.streams.lock().unwrap().choice.queued(worker), 0);
+    }
+
+    /// A worker thread that panics on its own (here on its queue's lock, which another thread's
+    /// panic poisoned; not in the engine, which still works) records the failure that stops the
+    /// server, naming the worker and the panic, drops the job it held queued (its response ends:
+    /// the receiver sees the channel closed) and admits no more. Before, the thread ended
+    /// silently and every stream pinned to it waited for good. Every wait is bounded.
+    #[test]
+    fn a_worker_that_panics_stops_the_server() {
+        let tmp = temp_dir("net-worker-panic");
+        let state = Arc::new(state_over(tmp.path(), Backend::Threads));
+        let (job, mut rx) = one_byte_job(3);
+        assert!(state.workers[0].jobs.lock().unwrap().admit(job).is_ok());
+        let st = state.clone();
+        let poisoner = std::thread::spawn(move || {
+            let _held = st.workers[0].jobs.lock().unwrap();
+            panic!("poisoning worker 0's queue, on purpose");
+        });
+        assert!(poisoner.join().is_err());
+        let workers = start_workers(&state).unwrap();
+        state.workers[0].ready.notify_all();
+        let until = Instant::now() + Duration::from_secs(60);
+        while state.failed.get().is_none() && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let why = state.failure();
+        assert!(
+            why.as_deref()
+                .is_some_and(|w| w.contains("I/O worker 0 panicked") && w.contains("poisoned")),
+            "the worker's panic was not recorded: {why:?}"
+        );
+        assert!(
+            matches!(rx.try_recv(), Err(mpsc::error::TryRecvError::Disconnected)),
+            "the dead worker's queued job was kept"
+        );
+        let (late, _late_rx) = one_byte_job(4);
+        assert!(
+            state.enqueue(WorkerId(0), late).is_err(),
+            "the dead worker still admits jobs"
+        );
+        stop_workers(&state, workers);
     }
 
     /// At the bound of [`READERS_PER_WORKER`] with every reader in use, the reader closed for room
