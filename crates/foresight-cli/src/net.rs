@@ -139,8 +139,8 @@ A server that can serve nothing more stops by itself: when its engine breaks (a 
 readahead policy or on one of the engine's I/O threads, after which every read fails) or one of \
 its worker threads panics. It stops accepting connections, answers requests that reach a worker \
 meanwhile with 503 and Retry-After: 1, lets responses under way end (they fail: the client sees \
-them cut short), writes one line to standard error saying what broke, with the panic's message, \
-and exits with code 3, so that a supervisor (systemd's Restart=on-failure, a container's restart \
+them cut short), writes one line to standard error (after the panic's own report) saying what \
+broke, with the panic's message, and exits with code 3, so that a supervisor (systemd's Restart=on-failure, a container's restart \
 policy) starts it again. Bad input exits with code 2, any other failure with 1.
 
 Examples:

@@ -42,9 +42,10 @@
 //! A server that can serve nothing more stops by itself: once its engine is broken (a panic in
 //! the readahead policy or on one of the engine's threads; every read then fails) or a worker
 //! thread panics (the streams pinned to it would wait for good), the accept loop, woken by the
-//! worker that saw it or by its own look at the engine every [`FAILURE_POLL`], stops accepting
-//! and shuts down as on SIGTERM, and [`ServerHandle::wait`] returns [`NetError::Broken`] with the
-//! panic's message, for the command to log and exit on so that a supervisor restarts it. Until
+//! worker that saw it or by its own look at the engine every `FAILURE_POLL` (200 ms), stops
+//! accepting and shuts down as on SIGTERM, and [`ServerHandle::wait`] returns
+//! [`NetError::Broken`] with the panic's message, for the command to log and exit on so that a
+//! supervisor restarts it. Until
 //! then, a request that reaches a worker gets 503 with `Retry-After` rather than 500, and a
 //! response under way fails as its next chunk does. Before, the server stayed up answering every
 //! request with an error for good, or left the streams of a dead worker waiting.
