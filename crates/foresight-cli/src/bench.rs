@@ -76,11 +76,16 @@ const DEFAULT_POLICIES: &[&str] = &["seqp", "streams"];
 const WRITE_CHUNK_BYTES: usize = 8 << 20;
 /// The most drives `--disks` emulates, as the simulator's `device.disks` allows.
 const DISKS_MAX: u32 = 256;
+/// The most streams one N may have: each is a thread of its own reading a file of its own, and
+/// 4,096 is the most this bench has been run with (emulated, see the module docs); many more would
+/// start as many threads and write as many files before measuring anything.
+const STREAMS_MAX: u32 = 4096;
 
 /// `foresight bench` arguments.
 #[derive(clap::Args, Debug)]
 pub struct BenchArgs {
-    /// Numbers of concurrent streams to measure, comma-separated.
+    /// Numbers of concurrent streams to measure, comma-separated, each 1 to 4096 (one thread and
+    /// one file per stream).
     #[arg(long, value_delimiter = ',', default_value = "1,16,256,1024")]
     streams: Vec<u32>,
     /// The largest file a stream reads (whole); with many streams, --total-size / N is smaller.
@@ -268,8 +273,11 @@ fn plan(a: &BenchArgs) -> anyhow::Result<Plan> {
             "--streams: give positive numbers, e.g. --streams 1,16,256",
         ));
     }
-    if let Some(&n) = streams.iter().find(|&&n| n > 4096) {
-        return Err(input(format!("--streams: {n} is more than 4096 threads")));
+    if let Some(&n) = streams.iter().find(|&&n| n > STREAMS_MAX) {
+        return Err(input(format!(
+            "--streams: {n} streams would start {n} threads and write {n} files; give at most \
+             {STREAMS_MAX}"
+        )));
     }
     // A count given twice is measured once, in the place it was first given.
     let mut seen = std::collections::HashSet::new();

@@ -585,3 +585,21 @@ fn msp_runs_on_an_emulated_raid0_and_reports_the_raid_cache() {
         );
     }
 }
+
+/// `--streams` is one thread and one file per stream; past the documented 4,096 the bench would
+/// start that many threads and write that many files before measuring anything. The refusal says
+/// the bound, `--help` states it, and nothing is written.
+#[test]
+fn streams_beyond_the_documented_bound_are_refused_saying_it() {
+    let (_guard, d) = dir("streams-max");
+    let (code, _, err) = foresight(&["bench", "--dir", &d, "--streams", "1,100000"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("--streams") && err.contains("give at most 4096"),
+        "{err}"
+    );
+    assert!(!std::path::Path::new(&d).exists(), "{d} was created");
+    let (code, help, _) = foresight(&["bench", "--help"]);
+    assert_eq!(code, 0);
+    assert!(help.contains("1 to 4096"), "{help}");
+}
