@@ -928,6 +928,22 @@ fn space_refusal(dir: &std::path::Path, need: u64, free: u64) -> Option<String> 
     })
 }
 
+/// The refusal of a `--dir` (`dir`) in which `path` could not be made. The system's message alone
+/// ("Permission denied") names neither the flag nor the way out.
+fn dir_refusal(dir: &Path, path: &Path, e: &std::io::Error) -> anyhow::Error {
+    let advice = match e.kind() {
+        std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::ReadOnlyFilesystem => {
+            "; give a --dir this user may write in (it is created if missing)"
+        }
+        _ => "; give a --dir where files can be made",
+    };
+    input(format!(
+        "--dir {}: creating {}: {e}{advice}",
+        dir.display(),
+        path.display()
+    ))
+}
+
 /// Creates (or reuses) the files; returns their paths.
 fn prepare_files(p: &Plan, started: Instant) -> anyhow::Result<Vec<PathBuf>> {
     let paths: Vec<PathBuf> = p.files.iter().map(|(name, _)| p.dir.join(name)).collect();
@@ -976,15 +992,14 @@ fn prepare_files(p: &Plan, started: Instant) -> anyhow::Result<Vec<PathBuf>> {
         }
     }
     for dir in paths.iter().filter_map(|f| f.parent()) {
-        std::fs::create_dir_all(dir).map_err(|e| input(format!("--dir {}: {e}", dir.display())))?;
+        std::fs::create_dir_all(dir).map_err(|e| dir_refusal(&p.dir, dir, &e))?;
     }
     let mut chunk = vec![0u8; WRITE_CHUNK_BYTES];
     let mut written = 0u64;
     let mut last_note = Instant::now();
     for &i in &missing {
         let path = &paths[i];
-        let mut f = std::fs::File::create(path)
-            .map_err(|e| input(format!("--dir: creating {}: {e}", path.display())))?;
+        let mut f = std::fs::File::create(path).map_err(|e| dir_refusal(&p.dir, path, &e))?;
         let mut left = size_of(i);
         let mut state = 0x9E37_79B9_7F4A_7C15u64 ^ (i as u64).wrapping_mul(0xBF58_476D_1CE4_E5B9);
         while left > 0 {
