@@ -972,9 +972,10 @@ pub struct SoakArgs {
     /// directory's free space).
     #[arg(allow_hyphen_values = true, long, value_name = "SIZE", default_value = "8MiB", value_parser = size_arg)]
     file_size: ByteLen,
-    /// Largest random read.
-    #[arg(allow_hyphen_values = true, long, value_name = "SIZE", default_value = "256KiB", value_parser = size_arg)]
-    max_read: ByteLen,
+    /// Largest random read, at most --file-size (a read stays within one file) [default: 256KiB,
+    /// or --file-size if that is smaller].
+    #[arg(allow_hyphen_values = true, long, value_name = "SIZE", value_parser = size_arg)]
+    max_read: Option<ByteLen>,
     /// Server workers.
     #[arg(long, default_value_t = 32)]
     workers: u32,
@@ -991,7 +992,9 @@ pub fn run_soak(a: &SoakArgs) -> anyhow::Result<()> {
         duration: a.duration,
         files: a.files,
         file_size: a.file_size,
-        max_read: a.max_read,
+        max_read: a
+            .max_read
+            .unwrap_or(ByteLen(SoakConfig::default().max_read.0.min(a.file_size.0))),
         workers: a.workers,
         seed: 1,
     };

@@ -280,6 +280,12 @@ fn bad_network_arguments_exit_2_and_name_the_argument() {
         (vec!["serve", "--root", ".", "--workers", "-3"], "--workers"),
         (vec!["net-soak", "--workers", "0"], "--workers"),
         (vec!["net-soak", "--file-size", "100GiB"], "--file-size"),
+        // A random read stays within its file: a larger --max-read was cut to the file's size
+        // without a word.
+        (
+            vec!["net-soak", "--file-size", "64KiB", "--max-read", "128KiB"],
+            "--max-read: 128KiB is more than --file-size 64KiB",
+        ),
         // Saved as a file named `-` in the current directory, where `-` means standard output
         // to other tools. Refused before the URL is asked for.
         (vec!["get", "http://127.0.0.1:1/x", "--out", "-"], "--out -"),

@@ -204,6 +204,18 @@ fn validate(cfg: &SoakConfig) -> Result<(), NetError> {
     if cfg.max_read.0 == 0 {
         return bad("--max-read", "must be at least one byte".into());
     }
+    // A random read stays within its file, so a larger bound would be cut to the file's size
+    // while the report let it stand for what was asked.
+    if cfg.max_read > cfg.file_size {
+        return bad(
+            "--max-read",
+            format!(
+                "{} is more than --file-size {}, and a read stays within one file; give at most \
+                 {}",
+                cfg.max_read, cfg.file_size, cfg.file_size
+            ),
+        );
+    }
     // Shorter, the clients stop before their first request and the soak passes having checked
     // nothing.
     if cfg.duration < Duration::from_millis(1) {
