@@ -246,7 +246,9 @@ config file's directory, or from the current one when given by --set.
   placement = \"spread\"           spread | shuffled (spread's places, dealt in a seeded
                                  random order) | contiguous | aligned | fragmented
                                  (webserver: contiguous by default)
-  extent = \"1MiB\"                fragmented: mean extent size
+  extent = \"1MiB\"                fragmented: mean extent size (accepted with any placement,
+                                 so that one config can sweep the placements with --set
+                                 workload.placement=NAME)
   metadata = false               ext3-like indirect blocks among file data
   trace = \"PATH\"                 trace: the file (held in memory, 56 to 72 bytes a record)
   format = \"disksim\"             trace: disksim | msr | mqsim

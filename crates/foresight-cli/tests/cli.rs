@@ -997,3 +997,17 @@ fn a_refused_run_leaves_the_requests_file_as_it_found_it() {
     assert_eq!(kept, "kept\n", "the existing file was overwritten");
     assert!(!fresh_left, "a requests file was left by a refused run");
 }
+
+/// `workload.extent` is read only by the `fragmented` placement but accepted with every one (the
+/// sim config tests take it beside `aligned`), unlike the keys only some workload kinds read;
+/// `sim --help` says why, so the exception is not taken for an oversight.
+#[test]
+fn sim_help_says_why_workload_extent_passes_with_any_placement() {
+    let (code, help, err) = foresight(&["sim", "--help"]);
+    assert_eq!(code, 0, "{err}");
+    let flat = help.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        flat.contains("fragmented: mean extent size (accepted with any placement, so that one config can sweep the placements"),
+        "{help}"
+    );
+}
