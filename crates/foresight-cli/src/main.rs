@@ -186,7 +186,8 @@ config file's directory, or from the current one when given by --set.
   controller_readahead = \"0\"     controller read-ahead beyond each miss, never cut
                                  short: one without room in the cache waits for it; with
                                  the host's largest read (workload.request, or the policy's
-                                 largest window or piece) it must fit in controller_cache
+                                 largest window or piece, one page more when reads start off
+                                 page boundaries) it must fit in controller_cache
   [host]                         (a key below that only other schedulers read is refused)
   memory = \"1GiB\"                page cache: the memory budget
   scheduler = \"deadline\"         noop | deadline | anticipatory (one queue per member disk;

@@ -239,21 +239,39 @@ impl PolicyConfig {
     }
 
     /// The most bytes one read that the named policy's layers send towards the device may span,
-    /// when the application reads at most `app_read_bytes` at a time and, on a RAID-0, a stripe
-    /// (one strip of every member) is `stripe_bytes`. A device that must hold each read whole
-    /// beside its own read-ahead (a disk controller's cache) checks its room against this.
+    /// when the application reads at most `app_read_bytes` at a time (at offsets that are all
+    /// whole pages when `app_reads_page_aligned`) and, on a RAID-0, a stripe (one strip of every
+    /// member) is `stripe_bytes`. A device that must hold each read whole beside its own
+    /// read-ahead (a disk controller's cache) checks its room against this.
     ///
     /// The driver's demand reads and a readahead policy's fetch of a random read are at most the
     /// application's read, in whole pages; on top of that come the policy's own fetches: a
     /// `seqp`/`saseqp` window of at most `readahead_max`, a `directed` piece
     /// ([`directed::PIECE_BYTES`]), the stream scheduler's `R`, and under `msp+...` one stripe.
-    /// The informed policies fetch hinted blocks, which are the application's reads.
-    pub fn largest_read_bytes(&self, app_read_bytes: u64, stripe_bytes: Option<u64>) -> u64 {
+    /// The informed policies fetch hinted blocks, which are the application's reads. An
+    /// application read and a `directed` piece start where the read does, so unless the reads are
+    /// page-aligned each is counted as the pages it can straddle: one more than its length fills
+    /// when it starts just before a page's end (a 1 MiB piece from byte 5 KiB spans 257 pages).
+    pub fn largest_read_bytes(
+        &self,
+        app_read_bytes: u64,
+        app_reads_page_aligned: bool,
+        stripe_bytes: Option<u64>,
+    ) -> u64 {
         let pages = |bytes: u64| bytes.div_ceil(PAGE_BYTES) * PAGE_BYTES;
-        let app = pages(app_read_bytes).max(PAGE_BYTES);
+        // The most pages `bytes` starting where an application read may start touch: its first
+        // byte's page, and as many as the other `bytes - 1` reach past it.
+        let straddled = |bytes: u64| {
+            if app_reads_page_aligned {
+                pages(bytes).max(PAGE_BYTES)
+            } else {
+                ((bytes.max(1) - 1).div_ceil(PAGE_BYTES) + 1) * PAGE_BYTES
+            }
+        };
+        let app = straddled(app_read_bytes);
         let file_level = |name: &str| match name {
             "seqp" | "saseqp" => pages(self.readahead_max.0),
-            "directed" => directed::PIECE_BYTES,
+            "directed" => straddled(directed::PIECE_BYTES),
             "streams" => pages(self.streams.readahead_bytes),
             _ => 0,
         };
@@ -561,7 +579,7 @@ mod tests {
                 read(&mut p, i * (64 << 10), 64 << 10);
             }
             read(&mut p, 100 << 20, app_kib << 10);
-            let bound = c.largest_read_bytes(app_kib << 10, None);
+            let bound = c.largest_read_bytes(app_kib << 10, true, None);
             assert!(
                 largest <= bound,
                 "readahead_max {max_kib} KiB, reads of {app_kib} KiB: a fetch of {largest} bytes"
@@ -577,23 +595,30 @@ mod tests {
             readahead_max: ByteLen::mib(2),
             ..cfg(name)
         };
-        assert_eq!(with("none").largest_read_bytes(64 << 10, stripe), 64 << 10);
-        assert_eq!(with("none").largest_read_bytes(1, None), PAGE_BYTES);
-        assert_eq!(with("seqp").largest_read_bytes(64 << 10, None), 2 << 20);
-        assert_eq!(with("saseqp").largest_read_bytes(8 << 20, None), 8 << 20);
+        // Page-aligned reads: each read is its own length in pages.
+        let at = |name: &str, app: u64, stripe| with(name).largest_read_bytes(app, true, stripe);
+        assert_eq!(at("none", 64 << 10, stripe), 64 << 10);
+        assert_eq!(at("none", 1, None), PAGE_BYTES);
+        assert_eq!(at("seqp", 64 << 10, None), 2 << 20);
+        assert_eq!(at("saseqp", 8 << 20, None), 8 << 20);
+        assert_eq!(at("directed", 4096, None), directed::PIECE_BYTES);
+        assert_eq!(at("streams", 64 << 10, None), 8 << 20);
         assert_eq!(
-            with("directed").largest_read_bytes(4096, None),
-            directed::PIECE_BYTES
-        );
-        assert_eq!(with("streams").largest_read_bytes(64 << 10, None), 8 << 20);
-        assert_eq!(
-            cfg("msp+seqp").largest_read_bytes(64 << 10, stripe),
+            cfg("msp+seqp").largest_read_bytes(64 << 10, true, stripe),
             5 * (128 << 10)
         );
-        assert_eq!(
-            with("msp+saseqp").largest_read_bytes(64 << 10, stripe),
-            2 << 20
-        );
-        assert_eq!(with("tip").largest_read_bytes(10 << 20, None), 10 << 20);
+        assert_eq!(at("msp+saseqp", 64 << 10, stripe), 2 << 20);
+        assert_eq!(at("tip", 10 << 20, None), 10 << 20);
+        // Reads at any byte offset (a 5 KiB request, a 1 KiB gap): a read, and a directed piece
+        // that starts where one does, may straddle one page more than its length fills.
+        let anywhere = |name: &str, app: u64| with(name).largest_read_bytes(app, false, None);
+        let page = PAGE_BYTES;
+        assert_eq!(anywhere("none", 64 << 10), (64 << 10) + page);
+        assert_eq!(anywhere("none", 1), page);
+        assert_eq!(anywhere("none", 5 << 10), 3 * page);
+        assert_eq!(anywhere("seqp", 64 << 10), 2 << 20);
+        assert_eq!(anywhere("saseqp", 8 << 20), (8 << 20) + page);
+        assert_eq!(anywhere("directed", 4096), directed::PIECE_BYTES + page);
+        assert_eq!(anywhere("tip", 10 << 20), (10 << 20) + page);
     }
 }

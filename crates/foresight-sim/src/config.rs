@@ -272,6 +272,22 @@ impl WorkloadConfig {
             _ => self.request,
         }
     }
+
+    /// Whether every application read starts on a page: the reads are placed at multiples of
+    /// [`WorkloadConfig::read_bytes`], plus, in a `gaps` workload, the gaps, which an exponential
+    /// draw leaves at any byte. A trace's offsets are its own.
+    pub fn reads_page_aligned(&self) -> bool {
+        let page = foresight_policy::PAGE_BYTES;
+        match self.kind {
+            WorkloadKind::Trace => false,
+            WorkloadKind::Gaps => {
+                self.request.0.is_multiple_of(page)
+                    && self.gap.0.is_multiple_of(page)
+                    && self.gap_dist == GapDist::Fixed
+            }
+            _ => self.read_bytes().0.is_multiple_of(page),
+        }
+    }
 }
 
 /// A whole simulation config.
@@ -1535,7 +1551,8 @@ impl SimConfig {
                 let stripe_bytes = (device.kind == DeviceKind::Raid0)
                     .then(|| u64::from(device.disks) * device.strip.0);
                 let app = workload.read_bytes();
-                let bytes = policy.largest_read_bytes(app.0, stripe_bytes);
+                let bytes =
+                    policy.largest_read_bytes(app.0, workload.reads_page_aligned(), stripe_bytes);
                 let request_key = match workload.kind {
                     WorkloadKind::Tiles => "workload.tile",
                     _ => "workload.request",
@@ -1546,6 +1563,9 @@ impl SimConfig {
                 );
                 if policy_reads_key(&policy.name, "readahead_max") {
                     why += &format!(" and policy.readahead_max = {}", policy.readahead_max);
+                }
+                if !workload.reads_page_aligned() {
+                    why += ", its reads starting off page boundaries";
                 }
                 (bytes, format!("{} ({why})", ByteLen(bytes)))
             }
@@ -2018,6 +2038,26 @@ mod tests {
         let e = sets("1MiB", "0", "2MiB").unwrap_err().to_string();
         assert!(
             e.contains("device.controller_cache") && e.contains("2MiB"),
+            "{e}"
+        );
+        // A 7 KiB read at a multiple of 7 KiB may straddle three pages: 12 KiB beside the
+        // read-ahead, not 8 KiB.
+        let unaligned = |ra: &str| {
+            cfg(
+                "",
+                &[
+                    "policy.name=none",
+                    "workload.kind=random",
+                    "workload.request=7KiB",
+                    "device.controller_cache=4MiB",
+                    &format!("device.controller_readahead={ra}"),
+                ],
+            )
+        };
+        unaligned("4084KiB").unwrap();
+        let e = unaligned("4088KiB").unwrap_err().to_string();
+        assert!(
+            e.contains("device.controller_readahead") && e.contains("off page boundaries"),
             "{e}"
         );
         // Beside seqp's 128 KiB windows (the default readahead_max), not just the request.

@@ -1968,4 +1968,125 @@ mod tests {
         ]);
         assert_eq!(report.app_bytes, 32 << 20);
     }
+
+    /// A disk controller holds each read from the host whole beside its read-ahead, and the config
+    /// check sizes its cache against `PolicyConfig::largest_read_bytes`; a bound below some read
+    /// a policy really sends would pass configs whose reads are then cut at the cache's size.
+    /// Random small configs (policy, workload kind, request, readahead_max, RAID-0 or not, the
+    /// placement) run with a controller cache, and no read reaching it may exceed the bound. The
+    /// seed is printed; set FORESIGHT_SEED to replay one.
+    #[test]
+    fn no_read_reaching_a_controller_exceeds_the_policys_largest_read() {
+        let seed = std::env::var("FORESIGHT_SEED")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(1);
+        println!("seed {seed} (FORESIGHT_SEED={seed} replays it)");
+        let mut rng = foresight_core::Rng::new(seed);
+        let mut pick = |xs: &[&'static str]| xs[rng.below(xs.len() as u64) as usize];
+        let (mut ran, mut refused) = (0, 0);
+        for case in 0..120 {
+            // The stream scheduler and the informed policies cannot run over a controller cache
+            // (the config refuses them), so they are not drawn.
+            let policy = pick(&["none", "seqp", "saseqp", "directed"]);
+            let kind = pick(&["streams", "random", "webserver", "scan", "gaps", "tiles"]);
+            let request = pick(&["4KiB", "5KiB", "7KiB", "64KiB", "130KiB", "1MiB", "1030KiB"]);
+            let ra_max = pick(&["64KiB", "128KiB", "520KiB", "2MiB"]);
+            let raid = pick(&["no", "no", "yes"]);
+            let placement = pick(&["spread", "contiguous", "fragmented"]);
+            let gap = pick(&["1KiB", "3KiB", "64KiB", "1MiB"]);
+            let gap_dist = pick(&["fixed", "exponential"]);
+            let ctl_ra = pick(&["0B", "64KiB", "256KiB"]);
+            let cache = pick(&["12MiB", "32MiB"]);
+            let mut sets = vec![
+                format!("policy.name={policy}"),
+                format!("workload.kind={kind}"),
+                "workload.streams=2".to_string(),
+                "workload.file_size=6MiB".to_string(),
+                "workload.duration=2s".to_string(),
+                format!("device.controller_cache={cache}"),
+                format!("device.controller_readahead={ctl_ra}"),
+            ];
+            match kind {
+                // One file shared by the clients: no placement.
+                "random" => sets.push("workload.requests=200".to_string()),
+                "webserver" => sets.extend(
+                    [
+                        "workload.requests=20",
+                        "workload.files=16",
+                        "workload.file_size=256KiB",
+                    ]
+                    .map(String::from),
+                ),
+                "gaps" => sets.extend([
+                    format!("workload.gap={gap}"),
+                    format!("workload.gap_dist={gap_dist}"),
+                ]),
+                "tiles" => sets.push("workload.tiles_across=4".to_string()),
+                _ => {}
+            }
+            if kind != "random" {
+                sets.push(format!("workload.placement={placement}"));
+                if placement == "fragmented" {
+                    sets.push("workload.extent=300KiB".to_string());
+                }
+            }
+            if kind == "tiles" {
+                sets.push(format!("workload.tile={request}"));
+            } else {
+                sets.push(format!("workload.request={request}"));
+            }
+            if matches!(policy, "seqp" | "saseqp") {
+                sets.push(format!("policy.readahead_max={ra_max}"));
+            }
+            if raid == "yes" {
+                sets.extend(
+                    ["device.kind=raid0", "device.disks=3", "device.strip=64KiB"].map(String::from),
+                );
+            }
+            let mut t = toml::Table::new();
+            for set in &sets {
+                crate::config::apply_set(&mut t, set).unwrap();
+            }
+            let cfg = match SimConfig::from_table(t, None) {
+                Ok(c) => c,
+                Err(e) => {
+                    println!("case {case}: {sets:?} refused: {e}");
+                    refused += 1;
+                    continue;
+                }
+            };
+            let stripe = (cfg.device.kind == crate::config::DeviceKind::Raid0)
+                .then(|| u64::from(cfg.device.disks) * cfg.device.strip.0);
+            let bound = cfg.policy.largest_read_bytes(
+                cfg.workload.read_bytes().0,
+                cfg.workload.reads_page_aligned(),
+                stripe,
+            );
+            let mut sim = match Sim::new(&cfg, RequestLog::default()) {
+                Ok(s) => s,
+                Err(_) => {
+                    refused += 1;
+                    continue;
+                }
+            };
+            sim.run(None);
+            let largest = sim
+                .raid_cache
+                .as_ref()
+                .expect("a controller cache is a layer")
+                .largest_read_bytes();
+            assert!(
+                largest <= bound,
+                "seed {seed}, case {case}: a read of {largest} bytes reached the controller, \
+                 above the bound of {bound}: {sets:?}"
+            );
+            ran += 1;
+        }
+        println!("seed {seed}: {ran} configs ran, {refused} refused");
+        assert!(
+            ran >= 20,
+            "seed {seed}: only {ran} configs ran ({refused} refused)"
+        );
+    }
 }

@@ -150,6 +150,9 @@ pub struct CacheLayer {
     /// Fetches waiting for room, oldest first; at most `waiting_max`.
     waiting: VecDeque<WaitingFetch>,
     waiting_max: usize,
+    /// The largest read taken from above, bytes: what a controller's cache must hold whole beside
+    /// its read-ahead, which the config check bounds in advance.
+    largest_read_bytes: u64,
 }
 
 impl CacheLayer {
@@ -193,7 +196,13 @@ impl CacheLayer {
             whole_fetches: false,
             waiting: VecDeque::new(),
             waiting_max: 0,
+            largest_read_bytes: 0,
         }
+    }
+
+    /// The largest read taken from the layer above so far, bytes.
+    pub fn largest_read_bytes(&self) -> u64 {
+        self.largest_read_bytes
     }
 
     /// The same layer, keeping every fetch whole as a disk controller keeps its read-ahead: a
@@ -395,6 +404,7 @@ impl CacheLayer {
         token: u64,
     ) {
         assert!(bytes > 0, "empty read");
+        self.largest_read_bytes = self.largest_read_bytes.max(bytes);
         if let Some(o) = owner {
             self.last_reader.insert(file, o);
             if let Some(key) = self.charge_key(file, offset).filter(|&k| k != file) {
