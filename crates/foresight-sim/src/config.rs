@@ -1601,13 +1601,14 @@ impl SimConfig {
                 ),
             ));
         }
-        if host.raid_cache.0 > 0 && policy.name == "streams" {
-            // The scheduler's block-level cache is its own M; the RAID driver's size was taken
-            // and then never read.
+        // The scheduler's block-level cache is its own M; the RAID driver's size, even "0", is
+        // never read. Refused when given at all, as the other keys only some runs read are.
+        if host_keys.iter().any(|k| k == "raid_cache") && policy.name == "streams" {
             return Err(key_err(
                 "host.raid_cache",
                 "the stream scheduler keeps its buffers in its own memory, policy.memory (M), \
-                 not in the RAID driver's cache, which it does not read; drop it",
+                 not in the RAID driver's cache, which it does not read; drop it (from a config \
+                 file: --unset host.raid_cache)",
             ));
         }
         if host.raid_cache.0 == 0 && policy.name.starts_with("msp+") {
@@ -1714,7 +1715,16 @@ mod tests {
             e.contains("host.raid_cache") && e.contains("policy.memory"),
             "{e}"
         );
-        cfg("", &["policy.name=streams", "host.raid_cache=0"]).unwrap();
+        // Given at all, even at its default, it is a setting that changes nothing, refused as
+        // a workload key only other kinds read is refused at any value.
+        let e = cfg("", &["policy.name=streams", "host.raid_cache=0"])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("host.raid_cache") && e.contains("--unset host.raid_cache"),
+            "{e}"
+        );
+        cfg("", &["policy.name=streams"]).unwrap();
         cfg("", &["policy.name=seqp", "host.raid_cache=64MiB"]).unwrap();
     }
 
