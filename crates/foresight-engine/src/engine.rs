@@ -1421,22 +1421,28 @@ mod tests {
         drop(engine);
     }
 
+    /// An `msp+seqp` engine over five emulated `cheetah-15k4` whose array policy panics on
+    /// its first read.
+    fn array_engine_whose_policy_panics_on_a_read() -> Engine {
+        let cfg = EmulatedConfig::preset("cheetah-15k4")
+            .unwrap()
+            .raid0(5, 128 << 10);
+        Engine::builder()
+            .policy("msp+seqp")
+            .backend(Backend::Emulated(cfg))
+            .raid_cache(ByteLen::mib(8))
+            .wrap_array_policy(Box::new(|_| Box::new(PanicOnRead)))
+            .build()
+            .unwrap()
+    }
+
     /// An engine running MSP in an array cache whose policy panicked (under the engine's lock
     /// and the cache's, poisoning both) still drops without panicking, and lets its state go.
     /// Before, the drop's shutdown of the cache panicked on the cache's poisoned lock.
     #[test]
     fn an_engine_whose_array_cache_a_policy_panic_poisoned_drops_quietly() {
         let (_dir, path) = temp_file("msp-poison", &vec![3u8; 1 << 20]);
-        let cfg = EmulatedConfig::preset("cheetah-15k4")
-            .unwrap()
-            .raid0(5, 128 << 10);
-        let engine = Engine::builder()
-            .policy("msp+seqp")
-            .backend(Backend::Emulated(cfg))
-            .raid_cache(ByteLen::mib(8))
-            .wrap_array_policy(Box::new(|_| Box::new(PanicOnRead)))
-            .build()
-            .unwrap();
+        let engine = array_engine_whose_policy_panics_on_a_read();
         let state = Arc::downgrade(&engine.owner.shared);
         assert_a_read_panics(engine.open(&path).unwrap(), "the array policy");
         let dropped = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(engine)));
@@ -1469,16 +1475,7 @@ mod tests {
         drop(engine);
 
         let (_dir, path) = temp_file("msp-poison-stats", &vec![3u8; 1 << 20]);
-        let cfg = EmulatedConfig::preset("cheetah-15k4")
-            .unwrap()
-            .raid0(5, 128 << 10);
-        let engine = Engine::builder()
-            .policy("msp+seqp")
-            .backend(Backend::Emulated(cfg))
-            .raid_cache(ByteLen::mib(8))
-            .wrap_array_policy(Box::new(|_| Box::new(PanicOnRead)))
-            .build()
-            .unwrap();
+        let engine = array_engine_whose_policy_panics_on_a_read();
         assert_a_read_panics(engine.open(&path).unwrap(), "the array policy");
         answers(&engine, "the array policy");
         assert!(engine.stats().array.is_some(), "the array cache's counters");

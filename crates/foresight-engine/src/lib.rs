@@ -70,4 +70,5 @@ pub use engine::{
     Reader, StreamHandle, MAX_HINT_RANGES,
 };
 pub use error::EngineError;
+pub use panic_note::payload_text as panic_payload_text;
 pub use stats::Stats;

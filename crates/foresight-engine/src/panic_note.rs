@@ -53,7 +53,8 @@ pub(crate) fn take_last_panic() -> Option<String> {
 }
 
 /// A panic payload as text: `panic!` makes a `&str` or a `String`; anything else is named only.
-fn payload_text(payload: &(dyn std::any::Any + Send)) -> String {
+/// Also for code that catches a panic itself (a server's worker thread) and reports it.
+pub fn payload_text(payload: &(dyn std::any::Any + Send)) -> String {
     if let Some(s) = payload.downcast_ref::<&str>() {
         (*s).to_string()
     } else if let Some(s) = payload.downcast_ref::<String>() {

@@ -933,7 +933,7 @@ fn start_workers(state: &Arc<State>) -> io::Result<Vec<std::thread::JoinHandle<(
                 let ran =
                     std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| worker_loop(&st, me)));
                 if let Err(payload) = ran {
-                    st.worker_died(me, &panic_text(payload.as_ref()));
+                    st.worker_died(me, &foresight_engine::panic_payload_text(payload.as_ref()));
                 }
             }) {
             Ok(h) => started.push(h),
@@ -947,17 +947,6 @@ fn start_workers(state: &Arc<State>) -> io::Result<Vec<std::thread::JoinHandle<(
         }
     }
     Ok(started)
-}
-
-/// A panic's payload as text: `panic!` makes a `&str` or a `String`.
-fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
-    if let Some(s) = payload.downcast_ref::<&str>() {
-        (*s).to_string()
-    } else if let Some(s) = payload.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "a panic whose payload is not text".to_string()
-    }
 }
 
 /// Tells the workers to stop once their queues are empty, and waits for them.
