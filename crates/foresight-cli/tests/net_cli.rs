@@ -671,6 +671,46 @@ fn net_soak_refuses_a_tmpdir_that_is_no_directory() {
     assert!(!made, "the soak created the missing TMPDIR");
 }
 
+/// A TMPDIR this user may not write in failed at the soak's first file, with exit 1. Made mode
+/// 555; a privileged user writes there anyway, so as root the soak runs as `nobody`.
+#[test]
+fn net_soak_refuses_a_tmpdir_it_cannot_write_in() {
+    use std::os::unix::fs::PermissionsExt;
+    let (_guard, base) = scratch("soak-readonly-tmpdir");
+    let tmpdir = base.join("ro");
+    std::fs::create_dir_all(&tmpdir).unwrap();
+    std::fs::set_permissions(&base, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(&tmpdir, std::fs::Permissions::from_mode(0o555)).unwrap();
+    let privileged = std::fs::write(tmpdir.join("probe"), b"").is_ok();
+    let _ = std::fs::remove_file(tmpdir.join("probe"));
+    let Some(mut cmd) = unprivileged(privileged) else {
+        return;
+    };
+    let st = cmd
+        .args([
+            "net-soak",
+            "--clients",
+            "2",
+            "--duration",
+            "100ms",
+            "--files",
+            "1",
+            "--file-size",
+            "64KiB",
+            "--workers",
+            "2",
+        ])
+        .env("TMPDIR", &tmpdir)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&st.stderr);
+    assert_eq!(st.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("TMPDIR") && err.contains("cannot be written"),
+        "{err}"
+    );
+}
+
 #[test]
 fn net_soak_reports_a_stdout_it_cannot_write_as_an_error() {
     let st = small_soak()
@@ -945,6 +985,27 @@ fn serve_refuses_an_idle_timeout_under_a_second() {
     }
 }
 
+/// The binary as a user that file permissions bind: as it is when `privileged` is false (the
+/// test could not get past a permission), else as `nobody` through `setpriv`, or `None` (with a
+/// note: the test is skipped) where `setpriv` is not there.
+fn unprivileged(privileged: bool) -> Option<Command> {
+    if !privileged {
+        return Some(bin());
+    }
+    let setpriv = Command::new("setpriv")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !setpriv {
+        eprintln!("note: running as a privileged user without setpriv; skipped");
+        return None;
+    }
+    let mut c = Command::new("setpriv");
+    c.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(env!("CARGO_BIN_EXE_foresight"));
+    Some(c)
+}
+
 /// A root the server's user may not search passed the existence check and then failed with the
 /// system's bare "Permission denied" and exit 1, naming neither --root nor the path. The root is
 /// made mode 000; a privileged user searches it anyway, so as root the server runs as `nobody`
@@ -959,23 +1020,9 @@ fn a_root_that_cannot_be_searched_is_refused_by_its_flag() {
     // The scratch directory must let `nobody` reach the root's name.
     std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
     std::fs::set_permissions(&root, std::fs::Permissions::from_mode(0o000)).unwrap();
-    let privileged = std::fs::read_dir(&root).is_ok();
-    let mut cmd = if privileged {
-        let setpriv = std::process::Command::new("setpriv")
-            .arg("--version")
-            .output()
-            .is_ok_and(|o| o.status.success());
-        if !setpriv {
-            std::fs::set_permissions(&root, std::fs::Permissions::from_mode(0o755)).unwrap();
-            eprintln!("note: running as a privileged user without setpriv; skipped");
-            return;
-        }
-        let mut c = Command::new("setpriv");
-        c.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
-            .arg(env!("CARGO_BIN_EXE_foresight"));
-        c
-    } else {
-        bin()
+    let Some(mut cmd) = unprivileged(std::fs::read_dir(&root).is_ok()) else {
+        std::fs::set_permissions(&root, std::fs::Permissions::from_mode(0o755)).unwrap();
+        return;
     };
     let child = cmd
         .args([

@@ -50,6 +50,12 @@ pub fn free_disk_bytes(path: &Path) -> std::io::Result<u64> {
     crate::sys::free_bytes(path)
 }
 
+/// Whether this user may create files in the directory `dir` (as the kernel's permission check
+/// for the real user decides it, a read-only mount included).
+pub fn may_create_in(dir: &Path) -> bool {
+    crate::sys::may_create_in(dir)
+}
+
 /// User plus system CPU seconds this process has used.
 pub fn process_cpu_seconds() -> f64 {
     crate::sys::process_cpu_seconds()

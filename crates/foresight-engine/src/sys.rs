@@ -120,6 +120,17 @@ pub fn free_bytes(path: &std::path::Path) -> io::Result<u64> {
     Ok(st.f_bavail as u64 * st.f_frsize as u64)
 }
 
+/// Whether this process's real user may create entries in the directory `dir` (`access` with
+/// write and search permission: a read-only mount says no too).
+pub fn may_create_in(dir: &std::path::Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(c) = std::ffi::CString::new(dir.as_os_str().as_bytes()) else {
+        return false;
+    };
+    // SAFETY: `c` is a valid NUL-terminated string that outlives the call; access only reads it.
+    unsafe { libc::access(c.as_ptr(), libc::W_OK | libc::X_OK) == 0 }
+}
+
 /// An `eventfd` (blocking, close-on-exec) as a `File`: writing 8 bytes wakes whoever reads it.
 pub fn eventfd() -> io::Result<File> {
     // SAFETY: eventfd takes no pointers; a negative return is an error reported through errno.

@@ -278,6 +278,17 @@ pub fn check(cfg: &SoakConfig) -> Result<(), NetError> {
             ),
         });
     }
+    // One this user may not write in used to fail at the first file, with exit 1.
+    if !foresight_engine::measure::may_create_in(&tmp) {
+        return Err(NetError::Setting {
+            key: "TMPDIR",
+            message: format!(
+                "{} cannot be written by this user; point TMPDIR at a directory you may write \
+                 in, or unset it for /tmp",
+                tmp.display()
+            ),
+        });
+    }
     // Measured on the nearest part of the files' directory that exists; when the file system
     // cannot say, a write that fails still names its file.
     let dir = files_dir();
