@@ -3,6 +3,9 @@
 
 use std::process::Command;
 
+mod common;
+use common::unprivileged;
+
 fn foresight(args: &[&str]) -> (i32, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_foresight"))
         .args(args)
@@ -619,24 +622,12 @@ fn a_dir_that_cannot_be_written_is_refused_saying_what_to_do() {
     let privileged = std::fs::File::create(ro.join("probe")).is_ok();
     if privileged {
         std::fs::remove_file(ro.join("probe")).unwrap();
-        let setpriv = Command::new("setpriv")
-            .arg("--version")
-            .output()
-            .is_ok_and(|o| o.status.success());
-        if !setpriv {
-            eprintln!("note: running as a privileged user without setpriv; skipped");
-            return;
-        }
+    }
+    if unprivileged(privileged).is_none() {
+        return;
     }
     let bench = || {
-        let mut c = if privileged {
-            let mut c = Command::new("setpriv");
-            c.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
-                .arg(env!("CARGO_BIN_EXE_foresight"));
-            c
-        } else {
-            Command::new(env!("CARGO_BIN_EXE_foresight"))
-        };
+        let mut c = unprivileged(privileged).expect("setpriv was found above");
         c.args(["bench", "--streams", "1", "--file-size", "1MiB"])
             .args(["--total-size", "1MiB", "--policy", "seqp", "--dir"]);
         c

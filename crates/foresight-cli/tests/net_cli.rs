@@ -5,6 +5,9 @@
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 
+mod common;
+use common::unprivileged;
+
 fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_foresight"))
 }
@@ -636,7 +639,11 @@ fn urls_that_would_share_a_file_are_refused_up_front() {
 
 /// `net-soak` at its smallest: two clients for 100 ms over one 64 KiB file and two workers.
 fn small_soak() -> Command {
-    let mut c = bin();
+    small_soak_as(bin())
+}
+
+/// [`small_soak`] run through `c` (the binary, or a wrapper that runs it).
+fn small_soak_as(mut c: Command) -> Command {
     c.args([
         "net-soak",
         "--clients",
@@ -683,26 +690,10 @@ fn net_soak_refuses_a_tmpdir_it_cannot_write_in() {
     std::fs::set_permissions(&tmpdir, std::fs::Permissions::from_mode(0o555)).unwrap();
     let privileged = std::fs::write(tmpdir.join("probe"), b"").is_ok();
     let _ = std::fs::remove_file(tmpdir.join("probe"));
-    let Some(mut cmd) = unprivileged(privileged) else {
+    let Some(cmd) = unprivileged(privileged) else {
         return;
     };
-    let st = cmd
-        .args([
-            "net-soak",
-            "--clients",
-            "2",
-            "--duration",
-            "100ms",
-            "--files",
-            "1",
-            "--file-size",
-            "64KiB",
-            "--workers",
-            "2",
-        ])
-        .env("TMPDIR", &tmpdir)
-        .output()
-        .unwrap();
+    let st = small_soak_as(cmd).env("TMPDIR", &tmpdir).output().unwrap();
     let err = String::from_utf8_lossy(&st.stderr);
     assert_eq!(st.status.code(), Some(2), "{err}");
     assert!(
@@ -983,27 +974,6 @@ fn serve_refuses_an_idle_timeout_under_a_second() {
         assert_eq!(status.code(), Some(2), "{value}: {err}");
         assert!(err.contains("--idle-timeout"), "{value}: {err}");
     }
-}
-
-/// The binary as a user that file permissions bind: as it is when `privileged` is false (the
-/// test could not get past a permission), else as `nobody` through `setpriv`, or `None` (with a
-/// note: the test is skipped) where `setpriv` is not there.
-fn unprivileged(privileged: bool) -> Option<Command> {
-    if !privileged {
-        return Some(bin());
-    }
-    let setpriv = Command::new("setpriv")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !setpriv {
-        eprintln!("note: running as a privileged user without setpriv; skipped");
-        return None;
-    }
-    let mut c = Command::new("setpriv");
-    c.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
-        .arg(env!("CARGO_BIN_EXE_foresight"));
-    Some(c)
 }
 
 /// A root the server's user may not search passed the existence check and then failed with the
