@@ -1011,3 +1011,69 @@ fn sim_help_says_why_workload_extent_passes_with_any_placement() {
         "{help}"
     );
 }
+
+/// Exits 2 with a message that names `key` and contains `fix` (what to do about it).
+fn expect_refusal_saying(args: &[&str], key: &str, fix: &str) {
+    expect_input_error(args, key);
+    let (_, _, err) = foresight(args);
+    assert!(
+        err.contains(fix),
+        "{args:?}: message should say `{fix}`: {err}"
+    );
+}
+
+/// A preset tier takes its times from its device model. A fixed time given beside the preset was
+/// refused as an "unknown key", although `--help` lists it and the tier beside it reads it, and
+/// the message did not say that the preset and the time conflict.
+#[test]
+fn a_preset_tier_with_a_fixed_time_is_refused_as_a_conflict() {
+    let examples = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
+    let tiered = examples.join("informed-tiered.toml");
+    let tiered = tiered.to_str().expect("a UTF-8 path");
+    for (key, value) in [
+        ("device.tiers[0].t_read", "1ms"),
+        ("device.tiers[1].t_read", "5ms"),
+        ("device.tiers[1].t_copy_up", "5ms"),
+    ] {
+        let set = format!("{key}={value}");
+        expect_refusal_saying(
+            &["sim", "--config", tiered, "--set", &set],
+            key,
+            "takes its times from the device model",
+        );
+    }
+}
+
+/// A block number of a hinted trace past what a `u64` holds was reported as "expected a whole
+/// number" (it is one), and one past 2^40 did not say what to give instead.
+#[test]
+fn a_hinted_trace_block_too_large_is_named_with_its_limit() {
+    let dir = temp_dir("hint-big");
+    let tiers = "device.tiers=[{t_read = \"1ms\", capacity = \"2MiB\"}, \
+                 {t_read = \"2ms\", t_copy_up = \"1ms\"}]";
+    for (name, big) in [
+        ("u64.trace", "99999999999999999999999"),
+        ("2p40.trace", "1099511627776"),
+    ] {
+        let trace = dir.path().join(name);
+        std::fs::write(&trace, format!("0\n{big}\n")).unwrap();
+        let set = format!("workload.trace={}", trace.to_str().unwrap());
+        expect_refusal_saying(
+            &[
+                "sim",
+                "--set",
+                "device.kind=tiered",
+                "--set",
+                tiers,
+                "--set",
+                "workload.kind=hinted",
+                "--set",
+                "workload.block=1MiB",
+                "--set",
+                &set,
+            ],
+            &format!("{name}:2"),
+            "give block numbers below 2^40 (1099511627776)",
+        );
+    }
+}

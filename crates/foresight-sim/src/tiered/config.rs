@@ -156,6 +156,17 @@ fn tier_from(i: usize, last: bool, v: Value) -> Result<TierSpec, ConfigError> {
                 ),
             ));
         }
+        // Left to the unread-key check, a fixed time beside a preset was refused as an unknown
+        // key, which it is not: the tier beside it reads it.
+        if let Some(k) = ["t_read", "t_copy_up"].into_iter().find(|k| s.has(k)) {
+            return Err(key_err(
+                &format!("{prefix}.{k}"),
+                format!(
+                    "a preset tier takes its times from the device model `{name}`: drop {k}, \
+                     or drop preset for a tier of fixed times"
+                ),
+            ));
+        }
         TierModel::Preset(name)
     } else {
         if s.has("disks") {

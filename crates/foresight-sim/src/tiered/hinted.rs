@@ -68,15 +68,30 @@ impl<'a> Parser<'a> {
         if body.is_empty() {
             return Ok(());
         }
-        let block: u64 = body.parse().map_err(|_| {
+        let too_large = || {
             err(
                 file,
                 line,
-                format!("expected one block number (a whole number), got `{body}`"),
+                format!(
+                    "block {body} is too large: give block numbers below 2^40 ({})",
+                    1u64 << 40
+                ),
             )
+        };
+        let block: u64 = body.parse().map_err(|e: std::num::ParseIntError| {
+            // A whole number past u64 is too large, not malformed.
+            if *e.kind() == std::num::IntErrorKind::PosOverflow {
+                too_large()
+            } else {
+                err(
+                    file,
+                    line,
+                    format!("expected one block number (a whole number), got `{body}`"),
+                )
+            }
         })?;
         if block >= 1 << 40 {
-            return Err(err(file, line, format!("block {block} is beyond 2^40")));
+            return Err(too_large());
         }
         if self.blocks.len() == self.reads_max {
             return Err(err(
