@@ -224,7 +224,7 @@ config file's directory, or from the current one when given by --set.
   directed_memory = \"896MiB\"     directed: most hinted bytes one stream's window holds
                                  (default 7/8 of host.memory; with the contention controller
                                  the window also stays within the free memory less one 4 MiB
-                                 run in flight)
+                                 run in flight, or half that memory when it is below 8 MiB)
   infill_max = \"auto\"            directed: largest gap read through, a size or auto (from
                                  the drive's seek curve and media rate; 0 on an SSD)
   contention = true              directed: shrink the window when prefetches are evicted

@@ -1956,6 +1956,34 @@ mod tests {
         assert!(bytes > 0);
     }
 
+    /// One directed stream alone, so nothing contends for its memory. Under memory pressure the
+    /// contention controller used to reserve a whole 4 MiB run in flight out of the pool, which
+    /// in a 4 MiB page cache left the window at its 256 KiB minimum: a 4 MiB scan took 2.17 s
+    /// against 0.155 s without the controller (14x). Half the pool at most is reserved now.
+    #[test]
+    fn a_lone_directed_stream_in_small_memory_is_not_slowed_much_by_its_controller() {
+        for (memory, file) in [("2MiB", "4MiB"), ("4MiB", "4MiB"), ("4MiB", "16MiB")] {
+            let elapsed = |contention: bool| {
+                let sets = [
+                    "device.preset=wd800jd".to_string(),
+                    "policy.name=directed".into(),
+                    "policy.infill_max=0".into(),
+                    format!("policy.contention={contention}"),
+                    "workload.kind=scan".into(),
+                    "workload.request=4KiB".into(),
+                    format!("workload.file_size={file}"),
+                    format!("host.memory={memory}"),
+                ];
+                report_of(sets.iter().map(String::as_str)).elapsed_s
+            };
+            let (on, off) = (elapsed(true), elapsed(false));
+            assert!(
+                on <= 2.0 * off,
+                "{file} in {memory}: {on} s with the controller, {off} s without"
+            );
+        }
+    }
+
     /// Files cut into one-block extents turn each read and readahead window into one volume piece
     /// per block, which the block queues' bound must hold.
     #[test]

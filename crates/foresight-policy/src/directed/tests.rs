@@ -310,7 +310,8 @@ fn pressure_caps_the_window_at_its_share_and_sheds_unfetched_reads_until_room_re
     let (mut p, mut d) = hinted(&ranges);
     assert_eq!(p.window_bytes(StreamId(0)).unwrap().0, 8 << 20);
     // Nothing has arrived: the stream holds only its fetches in flight (IN_FLIGHT_BYTES_MAX).
-    // With 2 MiB free, its share is 4 + 2 MiB less room for one run in flight: 2 MiB.
+    // With 2 MiB free, its share is 4 + 2 MiB less room for one run in flight (4 MiB, but at
+    // most half the pool): 3 MiB.
     p.handle(
         Instant::ZERO,
         Input::MemoryPressure {
@@ -318,7 +319,7 @@ fn pressure_caps_the_window_at_its_share_and_sheds_unfetched_reads_until_room_re
         },
     );
     let (held, limit) = p.window_bytes(StreamId(0)).unwrap();
-    assert_eq!(limit, 2 << 20);
+    assert_eq!(limit, 3 << 20);
     assert_eq!(
         held, IN_FLIGHT_BYTES_MAX,
         "reads in flight stay, the rest is shed"
