@@ -1,20 +1,40 @@
-//! A CFQ-like block queue: one queue per issuing thread, served in time slices.
+//! A CFQ-like block queue: one queue per issuing thread, served in time slices, with the queues of
+//! threads that read one region together merged into one.
 //!
-//! Linux's CFQ (the scheduler paper 004_80004320b985afc3.txt section 3.2.1 runs every server on)
-//! gives each thread that submits I/O its own queue and lets one queue at a time dispatch for a time
-//! slice (`slice_sync`, 100 ms in Linux). When the active queue runs dry, CFQ idles for
-//! `slice_idle` (8 ms) in case the same thread submits again: a thread reading one file
+//! Linux's CFQ (the scheduler paper 004_80004320b985afc3.txt section 3.2.1 runs every server on,
+//! Linux 3.10) gives each thread that submits I/O its own queue and lets one queue at a time
+//! dispatch for a time slice (`slice_sync`, 100 ms in Linux). When the active queue runs dry, CFQ
+//! idles for `slice_idle` (8 ms) in case the same thread submits again: a thread reading one file
 //! sequentially keeps the disk to itself and the head stays put. When the slice ends, or the idle
-//! wait expires with nothing new, the next queue with requests gets the disk, round robin by owner.
-//! This is exactly what makes a shared request queue slow (Fig. 5 of the paper): a server worker that
-//! picks a different stream's request each time still owns the slice, and every request seeks.
+//! wait expires with nothing new, the next queue with requests gets the disk, round robin. This is
+//! exactly what makes a shared request queue slow (Fig. 5 of the paper): a server worker that picks
+//! a different stream's request each time still owns the slice, and every request seeks.
 //!
 //! Two refinements of Linux's CFQ matter here. A queue whose recent requests were mostly seeks
 //! (`CFQQ_SEEKY`) gets no idle wait, since waiting for it saves nothing. And when the active queue
 //! runs dry and another non-seeky queue has a request right where the head is (a "close
-//! cooperator", several threads reading one file), that queue gets the disk at once for the rest of
-//! the slice. Owners' queues live for the whole run (one per thread, so their number is bounded by
-//! the threads), as a thread's CFQ queue keeps its seek history.
+//! cooperator", several threads reading one file), that queue gets the disk at once, with a slice of
+//! its own as Linux gives it.
+//!
+//! Cooperating queues are also merged, as Linux does for NFS servers' threads. Finding a close
+//! cooperator schedules a merge of the expiring queue and the cooperator (the one with fewer threads
+//! is to move into the other, following a chain of scheduled merges to its end and never closing a
+//! loop). The merge takes effect thread by thread: the next time a thread of the moving queue
+//! submits, its requests go to the other queue from then on, which is marked as shared. A shared
+//! queue is one sort tree, one slice and one seek history for all its threads, so their contiguous
+//! requests merge with each other and go in sector order. When a shared queue's slice ends while its
+//! seek history says seeky, it is marked to split; each of its threads then gets a queue of its own
+//! again at its next request, the last one keeping the shared queue. Requests already waiting stay
+//! in the queue they were put in. What the model leaves out: Linux's reference counts (a queue here
+//! counts the threads routed to it, and merges need threads on both sides), the priority tree of
+//! positions (the cooperator is searched among all queues), priorities and cgroups, and the
+//! `CFQQ_COOP_TOUT` grace that some older kernels gave a shared queue before splitting it.
+//!
+//! A thread's first queue is keyed by the thread, so without merges queues are served in thread
+//! order; a queue a thread splits off into takes the thread's key when it is free and a key above
+//! every thread otherwise. A queue that no thread uses any more is dropped once its requests are
+//! done, so there are at most as many queues as threads plus requests waiting or in flight (plus
+//! the active one).
 //!
 //! Within a queue, requests merge with a contiguous neighbour up to `max_sectors` and are served
 //! in ascending sector order from where the queue last left the head, as CFQ's per-queue sort tree
@@ -32,34 +52,62 @@ pub const CLOSE_SECTORS: u64 = 8192;
 /// A dispatch further than this (in sectors) from the queue's previous one counts as a seek
 /// (Linux `CFQQ_SEEK_THR`, 800 sectors).
 pub const SEEK_SECTORS: u64 = 800;
+/// The first key of a queue a thread splits off into when its own key is still taken: above every
+/// thread's key, so such queues come after the threads' own in the round robin.
+const SPLIT_KEY_BASE: u64 = 1 << 32;
 
 /// One request, possibly several merged.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CfqReq {
-    /// The thread that submitted it.
+    /// The thread that submitted its first part.
     pub owner: u32,
+    /// The queue it was dispatched from; [`Cfq::complete`] takes it back.
+    pub queue: u64,
     /// First sector.
     pub lba: u64,
     /// Sectors.
     pub sectors: u32,
     /// The driver's tokens for the parts merged into it.
     pub tokens: SmallVec<[u32; 4]>,
+    /// The thread that submitted each part, in the order of `tokens` (threads sharing a merged
+    /// queue merge each other's requests).
+    pub owners: SmallVec<[u32; 4]>,
 }
 
 #[derive(Debug, Default)]
-struct OwnerQueue {
+struct CfqQueue {
     pending: VecDeque<CfqReq>,
     in_flight: u32,
     next_lba: u64,
     /// One bit per recent dispatch, 1 when it landed far from the previous one (CFQ's
     /// `seek_history`).
     seek_history: u32,
+    /// Threads whose requests go here.
+    members: u32,
+    /// The queue this one's threads move to at their next request (CFQ's `new_cfqq`).
+    merge_into: Option<u64>,
+    /// Threads were merged into it (CFQ's `coop` flag).
+    shared: bool,
+    /// Shared and found seeky when a slice ended: its threads leave at their next request (CFQ's
+    /// `split_coop` flag).
+    split: bool,
 }
 
-impl OwnerQueue {
+impl CfqQueue {
+    fn with_member() -> CfqQueue {
+        CfqQueue {
+            members: 1,
+            ..CfqQueue::default()
+        }
+    }
+
     /// CFQ's `CFQQ_SEEKY`: more than 4 of the last 32 dispatches were seeks.
     fn seeky(&self) -> bool {
         self.seek_history.count_ones() > 4
+    }
+
+    fn idle(&self) -> bool {
+        self.members == 0 && self.pending.is_empty() && self.in_flight == 0
     }
 }
 
@@ -79,13 +127,19 @@ pub struct Cfq {
     max_sectors: u32,
     limit: usize,
     len: usize,
-    queues: BTreeMap<u32, OwnerQueue>,
-    active: Option<u32>,
-    last_served: Option<u32>,
+    in_flight: usize,
+    queues: BTreeMap<u64, CfqQueue>,
+    /// Each thread's queue.
+    route: BTreeMap<u32, u64>,
+    next_split_key: u64,
+    active: Option<u64>,
+    last_served: Option<u64>,
     slice_end: Instant,
     idle_until: Option<Instant>,
     switches: u64,
     merges: u64,
+    queue_merges: u64,
+    queue_splits: u64,
 }
 
 impl Cfq {
@@ -98,13 +152,18 @@ impl Cfq {
             max_sectors,
             limit,
             len: 0,
+            in_flight: 0,
             queues: BTreeMap::new(),
+            route: BTreeMap::new(),
+            next_split_key: SPLIT_KEY_BASE,
             active: None,
             last_served: None,
             slice_end: Instant(0),
             idle_until: None,
             switches: 0,
             merges: 0,
+            queue_merges: 0,
+            queue_splits: 0,
         }
     }
 
@@ -123,14 +182,29 @@ impl Cfq {
         self.len >= self.limit
     }
 
-    /// Times the disk went from one owner to another.
+    /// Times the disk went from one queue to another.
     pub fn switches(&self) -> u64 {
         self.switches
     }
 
-    /// Merges performed.
+    /// Request merges performed.
     pub fn merges(&self) -> u64 {
         self.merges
+    }
+
+    /// Times a thread moved into another thread's queue.
+    pub fn queue_merges(&self) -> u64 {
+        self.queue_merges
+    }
+
+    /// Times a thread left a shared queue that had turned seeky for a queue of its own.
+    pub fn queue_splits(&self) -> u64 {
+        self.queue_splits
+    }
+
+    /// The key of the queue `owner`'s requests go to now, if it submitted any.
+    pub fn queue_of(&self, owner: u32) -> Option<u64> {
+        self.route.get(&owner).copied()
     }
 
     /// The largest request in sectors.
@@ -138,13 +212,14 @@ impl Cfq {
         self.max_sectors
     }
 
-    /// Adds a request from `owner`, merging it with a contiguous one of the same owner if it fits.
+    /// Adds a request from `owner`, merging it with a contiguous one in the same queue if it fits.
     pub fn push(&mut self, owner: u32, lba: u64, sectors: u32, token: u32) {
         assert!(
             sectors >= 1 && sectors <= self.max_sectors,
             "request of {sectors} sectors"
         );
-        let q = self.queues.entry(owner).or_default();
+        let key = self.route_request(owner);
+        let q = self.queues.get_mut(&key).expect("routed queue exists");
         for r in q.pending.iter_mut() {
             if r.sectors + sectors > self.max_sectors {
                 continue;
@@ -152,6 +227,7 @@ impl Cfq {
             if r.lba + r.sectors as u64 == lba {
                 r.sectors += sectors;
                 r.tokens.push(token);
+                r.owners.push(owner);
                 self.merges += 1;
                 return;
             }
@@ -159,6 +235,7 @@ impl Cfq {
                 r.lba = lba;
                 r.sectors += sectors;
                 r.tokens.push(token);
+                r.owners.push(owner);
                 self.merges += 1;
                 return;
             }
@@ -170,15 +247,127 @@ impl Cfq {
         );
         q.pending.push_back(CfqReq {
             owner,
+            queue: key,
             lba,
             sectors,
             tokens: SmallVec::from_elem(token, 1),
+            owners: SmallVec::from_elem(owner, 1),
         });
         self.len += 1;
-        if self.active == Some(owner) {
-            // The thread we idled for came back.
+        if self.active == Some(key) {
+            // The queue we idled for got a request.
             self.idle_until = None;
         }
+    }
+
+    /// The queue `owner`'s new request goes to: its first one, a queue of its own again if its
+    /// shared queue is to split, or the queue its queue is scheduled to merge into.
+    fn route_request(&mut self, owner: u32) -> u64 {
+        let Some(&(mut key)) = self.route.get(&owner) else {
+            let key = self.fresh_key(owner);
+            self.route.insert(owner, key);
+            self.add_queue(key);
+            return key;
+        };
+        let q = self.queues.get_mut(&key).expect("a thread's queue exists");
+        if q.shared && q.split {
+            if q.members == 1 {
+                // The last thread keeps the queue, as a queue of its own.
+                q.shared = false;
+                q.split = false;
+            } else {
+                q.members -= 1;
+                let own = self.fresh_key(owner);
+                self.route.insert(owner, own);
+                self.add_queue(own);
+                self.queue_splits += 1;
+                return own;
+            }
+        }
+        if let Some(to) = self.queues[&key].merge_into {
+            self.queues.get_mut(&key).expect("queue").members -= 1;
+            let t = self.queues.get_mut(&to).expect("a merge target lives");
+            t.members += 1;
+            t.shared = true;
+            self.route.insert(owner, to);
+            self.queue_merges += 1;
+            self.reap(key);
+            key = to;
+        }
+        key
+    }
+
+    /// The thread's own key if no queue holds it, else a key above every thread's.
+    fn fresh_key(&mut self, owner: u32) -> u64 {
+        let own = u64::from(owner);
+        if !self.queues.contains_key(&own) {
+            return own;
+        }
+        let k = self.next_split_key;
+        self.next_split_key += 1;
+        k
+    }
+
+    fn add_queue(&mut self, key: u64) {
+        let old = self.queues.insert(key, CfqQueue::with_member());
+        assert!(old.is_none(), "queue {key} made twice");
+        // Every queue has a thread or a request, but for the active one.
+        assert!(
+            self.queues.len() <= self.route.len() + self.len + self.in_flight + 1,
+            "{} CFQ queues for {} threads and {} requests",
+            self.queues.len(),
+            self.route.len(),
+            self.len + self.in_flight
+        );
+    }
+
+    /// Drops queue `key` if no thread uses it and it holds no request, forgetting merges into it.
+    fn reap(&mut self, key: u64) {
+        if self.active == Some(key) || !self.queues.get(&key).is_some_and(CfqQueue::idle) {
+            return;
+        }
+        self.queues.remove(&key);
+        for q in self.queues.values_mut() {
+            if q.merge_into == Some(key) {
+                q.merge_into = None;
+            }
+        }
+    }
+
+    /// Schedules the merge of the active queue `cur` with its close cooperator `coop`: the queue
+    /// with fewer threads is to move into the other.
+    fn setup_merge(&mut self, cur: u64, coop: u64) {
+        if self.queues[&cur].merge_into.is_some() {
+            return;
+        }
+        let mut to = coop;
+        let mut hops = 0;
+        while let Some(next) = self.queues[&to].merge_into {
+            if next == cur {
+                return;
+            }
+            to = next;
+            hops += 1;
+            assert!(hops <= self.queues.len(), "a loop of CFQ merges");
+        }
+        let (cur_members, to_members) = (self.queues[&cur].members, self.queues[&to].members);
+        if cur_members == 0 || to_members == 0 {
+            return;
+        }
+        if to_members >= cur_members {
+            self.queues.get_mut(&cur).expect("queue").merge_into = Some(to);
+        } else {
+            self.queues.get_mut(&to).expect("queue").merge_into = Some(cur);
+        }
+    }
+
+    /// The active queue `a` loses the disk: a shared queue that turned seeky is marked to split.
+    fn end_slice(&mut self, a: u64) {
+        let q = self.queues.get_mut(&a).expect("active queue exists");
+        if q.shared && q.seeky() {
+            q.split = true;
+        }
+        self.last_served = Some(a);
     }
 
     /// The next request for the device at `now`, if the scheduler lets one go.
@@ -194,21 +383,25 @@ impl Cfq {
                 let coop = self
                     .queues
                     .iter()
-                    .find(|(&o, c)| {
-                        o != a
+                    .find(|(&k, c)| {
+                        k != a
                             && !c.seeky()
                             && c.pending
                                 .iter()
                                 .any(|r| r.lba.abs_diff(head) <= CLOSE_SECTORS)
                     })
-                    .map(|(&o, _)| o);
+                    .map(|(&k, _)| k);
                 if let Some(o) = coop {
-                    self.last_served = Some(a);
-                    // The cooperator inherits what is left of the slice, so a stream that
-                    // hops between threads still yields the disk when the slice ends.
+                    self.setup_merge(a, o);
+                    self.end_slice(a);
+                    // A slice of its own, as Linux's CFQ starts one for the queue it makes
+                    // active: when the cooperator inherited the rest of the old slice, its
+                    // requests waited behind the other queues whenever little was left of it.
                     self.active = Some(o);
+                    self.slice_end = now + self.times.slice;
                     self.idle_until = None;
                     self.switches += 1;
+                    self.reap(a);
                 }
             }
         }
@@ -216,29 +409,30 @@ impl Cfq {
             let q = &self.queues[&a];
             let dry = q.pending.is_empty();
             let expired = now >= self.slice_end;
-            // A seeky thread gets no idle window: waiting for it saves no seek.
+            // A seeky queue gets no idle window: waiting for it saves no seek.
             let no_idle = self.times.idle.0 == 0 || q.seeky();
             let idle_over = no_idle || self.idle_until.is_some_and(|t| now >= t);
             let others_wait = self.len > q.pending.len();
             // Without idling (an SSD) a dry queue gives the disk up at once, even with requests
             // in flight, as CFQ does on non-rotational devices that queue commands.
             if (expired && others_wait) || (dry && (q.in_flight == 0 || no_idle) && idle_over) {
-                self.last_served = Some(a);
+                self.end_slice(a);
                 self.active = None;
                 self.idle_until = None;
+                self.reap(a);
             } else if expired {
                 // Nobody else wants the disk: the slice is renewed.
                 self.slice_end = now + self.times.slice;
             }
         }
         if self.active.is_none() {
-            let from = self.last_owner_after();
+            let from = self.last_served.map_or(0, |k| k.wrapping_add(1));
             let next = self
                 .queues
                 .range(from..)
                 .chain(self.queues.range(..from))
                 .find(|(_, q)| !q.pending.is_empty())
-                .map(|(&o, _)| o)?;
+                .map(|(&k, _)| k)?;
             self.active = Some(next);
             self.slice_end = now + self.times.slice;
             self.idle_until = None;
@@ -264,29 +458,27 @@ impl Cfq {
         q.seek_history = (q.seek_history << 1) | u32::from(seek);
         q.next_lba = r.lba + r.sectors as u64;
         q.in_flight += 1;
+        self.in_flight += 1;
         self.len -= 1;
         Some(r)
     }
 
-    /// Round robin: the search for the next queue starts after the owner that had the disk last.
-    fn last_owner_after(&self) -> u32 {
-        self.last_served.map_or(0, |o| o.wrapping_add(1))
-    }
-
-    /// A request of `owner` finished at `now`.
-    pub fn complete(&mut self, now: Instant, owner: u32) {
+    /// A request dispatched from queue `queue` (its [`CfqReq::queue`]) finished at `now`.
+    pub fn complete(&mut self, now: Instant, queue: u64) {
         let q = self
             .queues
-            .get_mut(&owner)
-            .expect("completion of a known owner");
+            .get_mut(&queue)
+            .expect("completion of a known queue");
         assert!(
             q.in_flight > 0,
-            "owner {owner} completed more than it dispatched"
+            "queue {queue} completed more than it dispatched"
         );
         q.in_flight -= 1;
-        if self.active == Some(owner) && q.in_flight == 0 && q.pending.is_empty() {
+        self.in_flight -= 1;
+        if self.active == Some(queue) && q.in_flight == 0 && q.pending.is_empty() {
             self.idle_until = Some(now + self.times.idle);
         }
+        self.reap(queue);
     }
 
     /// When the driver should call `pop` again even if nothing else happens: the end of an idle
@@ -401,6 +593,113 @@ mod cooperator_tests {
 }
 
 #[cfg(test)]
+mod merge_tests {
+    use super::*;
+
+    fn cfq() -> Cfq {
+        Cfq::new(
+            CfqTimes {
+                slice: Duration::from_millis(100),
+                idle: Duration::from_millis(8),
+            },
+            1024,
+            64,
+        )
+    }
+
+    /// Owner 1 reads a region, owner 2 the region right after it: when owner 1's queue runs dry,
+    /// owner 2's queue is its close cooperator and the two are set to merge.
+    fn cooperate(q: &mut Cfq) {
+        q.push(1, 0, 64, 0);
+        q.push(2, 64, 64, 1);
+        let r = q.pop(Instant(0)).unwrap();
+        assert_eq!(r.owner, 1);
+        q.complete(Instant(1_000), r.queue);
+        let r = q.pop(Instant(2_000)).unwrap();
+        assert_eq!(r.owner, 2, "the close cooperator takes the disk");
+        q.complete(Instant(3_000), r.queue);
+    }
+
+    #[test]
+    fn cooperating_owners_share_a_queue_and_their_requests_merge() {
+        let mut q = cfq();
+        cooperate(&mut q);
+        assert_eq!(q.queue_merges(), 0, "the merge waits for the next request");
+        // Owner 1's next request goes to owner 2's queue, and owner 2's contiguous request joins
+        // it: one request of both owners.
+        q.push(1, 128, 64, 2);
+        q.push(2, 192, 64, 3);
+        assert_eq!(q.queue_merges(), 1);
+        assert_eq!(q.queue_of(1), q.queue_of(2));
+        assert_eq!(q.len(), 1);
+        let r = q.pop(Instant(4_000)).unwrap();
+        assert_eq!((r.lba, r.sectors), (128, 128));
+        assert_eq!(r.tokens.as_slice(), &[2, 3]);
+        assert_eq!(r.owners.as_slice(), &[1, 2]);
+        q.complete(Instant(5_000), r.queue);
+    }
+
+    #[test]
+    fn a_shared_queue_that_turns_seeky_splits_back() {
+        let mut q = cfq();
+        cooperate(&mut q);
+        q.push(1, 128, 64, 2);
+        let shared = q.queue_of(1).unwrap();
+        assert_eq!(q.queue_of(2), Some(shared));
+        // The two owners now read far apart: every dispatch of the shared queue seeks.
+        let mut now = Instant(10_000);
+        let mut token = 3;
+        for i in 0..8u64 {
+            let owner = 1 + (i % 2) as u32;
+            q.push(owner, (i + 1) * 1_000_000, 8, token);
+            token += 1;
+        }
+        while let Some(r) = q.pop(now) {
+            now += Duration::from_micros(100);
+            q.complete(now, r.queue);
+        }
+        // Seeky, the drained queue got no idle wait: its slice ended and it is marked to split.
+        assert_eq!(q.queue_splits(), 0, "the split waits for the next request");
+        // Each owner gets a queue of its own again at its next request; the last keeps the
+        // shared one.
+        q.push(1, 90_000_000, 8, token);
+        q.push(2, 95_000_000, 8, token + 1);
+        assert_eq!(q.queue_splits(), 1);
+        assert_ne!(q.queue_of(1), q.queue_of(2));
+        assert_eq!(q.queue_of(2), Some(shared));
+        assert_eq!(q.len(), 2, "far apart requests do not merge");
+    }
+
+    #[test]
+    fn unrelated_owners_are_never_merged() {
+        let mut q = cfq();
+        let mut now = Instant(0);
+        let mut token = 0;
+        // Four owners, each reading its own region sequentially, far from the others.
+        for round in 0..50u64 {
+            for owner in 0..4u32 {
+                q.push(
+                    owner,
+                    u64::from(owner) * 100_000_000 + round * 64,
+                    64,
+                    token,
+                );
+                token += 1;
+            }
+            while let Some(r) = q.pop(now) {
+                now += Duration::from_micros(500);
+                q.complete(now, r.queue);
+            }
+            now += Duration::from_millis(20);
+        }
+        assert_eq!(q.queue_merges(), 0);
+        for owner in 0..4u32 {
+            assert_eq!(q.queue_of(owner), Some(u64::from(owner)));
+        }
+    }
+}
+
+#[cfg(test)]
 mod prop {
     use super::*;
     use proptest::prelude::*;
@@ -434,7 +733,7 @@ mod prop {
                             seen[*t as usize] += 1;
                         }
                         now += Duration::from_micros(100);
-                        q.complete(now, r.owner);
+                        q.complete(now, r.queue);
                     }
                     None => {
                         let t = q.next_timer();

@@ -711,12 +711,14 @@ impl Sim<'_> {
         if c.cache_hit {
             self.cache_hits += 1;
         }
-        self.cfq.complete(self.now, r.owner);
-        for t in r.tokens {
+        self.cfq.complete(self.now, r.queue);
+        // Threads sharing a merged CFQ queue merge each other's requests: each part's follow-up
+        // I/O is its own thread's.
+        for (t, owner) in r.tokens.into_iter().zip(r.owners) {
             let io = self.parts[t as usize];
             self.free_parts.push(t);
             self.server.part_done(self.now, io);
-            self.after_server(r.owner);
+            self.after_server(owner);
         }
     }
 
