@@ -1718,6 +1718,17 @@ impl Core {
 
     // ---- chunks and memory ----------------------------------------------------------------
 
+    /// The pages of the chunks a reader has pinned to copy from, in bytes.
+    #[cfg(test)]
+    pub(crate) fn pinned_bytes(&self) -> u64 {
+        self.chunks
+            .iter()
+            .flatten()
+            .filter(|c| c.pins > 0)
+            .map(|c| (c.end_page - c.first_page) * PAGE_BYTES)
+            .sum()
+    }
+
     fn chunk(&self, id: u32) -> &Chunk {
         self.chunks[id as usize].as_ref().expect("a live chunk")
     }

@@ -556,6 +556,53 @@ impl Drop for Breaker<'_> {
     }
 }
 
+/// A chunk a reader pinned to copy out of it without the lock: [`Pinned::unpin`] under the lock
+/// once the copy is done, or, on every other way out of the read (the engine found broken as
+/// the reader takes the lock back, an unwinding thread), the drop unpins it under a lock of its
+/// own. Before, a read cut off by a broken engine left the chunk pinned: a pinned chunk is
+/// never freed, so its bytes stayed lent after every reader was closed.
+struct Pinned<'a> {
+    shared: &'a Shared,
+    stream: StreamId,
+    chunk: u32,
+    /// The bytes of the file the reader copies out of the chunk, `[from, to)`.
+    from: u64,
+    to: u64,
+    /// The chunk's buffer; `None` once unpinned.
+    buf: Option<Arc<crate::buffer::AlignedBuf>>,
+}
+
+impl Pinned<'_> {
+    fn bytes(&self) -> &[u8] {
+        self.buf
+            .as_ref()
+            .expect("a pinned chunk has its buffer")
+            .as_slice()
+    }
+
+    /// Unpins under the lock the reader holds.
+    fn unpin(mut self, core: &mut Core) {
+        // Our reference goes before the unpin, so a free finds the buffer unshared.
+        if self.buf.take().is_some() {
+            core.unpin(self.stream, self.chunk, self.from, self.to);
+        }
+    }
+}
+
+impl Drop for Pinned<'_> {
+    fn drop(&mut self) {
+        if self.buf.take().is_none() {
+            return;
+        }
+        // A lock a policy's panic poisoned guards a state that panic may have left half
+        // updated, and unpinning frees and wakes: the chunk stays pinned, as everything in that
+        // state stays where it is (readers' drops leave it too), until the engine is dropped.
+        if let Ok(mut core) = self.shared.core.lock() {
+            core.unpin(self.stream, self.chunk, self.from, self.to);
+        }
+    }
+}
+
 /// What a read gets from a broken engine.
 fn broken_read() -> io::Error {
     io::Error::other(EngineError::Broken)
@@ -1046,15 +1093,21 @@ impl Read for Reader {
                         break;
                     }
                     let n = (valid_end.min(end) - cursor) as usize;
-                    let buf = core.pin(chunk);
+                    let pinned = Pinned {
+                        shared,
+                        stream: self.stream,
+                        chunk,
+                        from: cursor,
+                        to: cursor + n as u64,
+                        buf: Some(core.pin(chunk)),
+                    };
                     drop(core);
                     let from = (cursor - chunk_start) as usize;
                     let to = (cursor - start) as usize;
-                    out[to..to + n].copy_from_slice(&buf.as_slice()[from..from + n]);
-                    // Drop our reference before unpinning, so a free finds the buffer unshared.
-                    drop(buf);
+                    out[to..to + n].copy_from_slice(&pinned.bytes()[from..from + n]);
+                    // A broken engine ends the read here; `pinned` unpins as it drops.
                     core = shared.lock_live().map_err(io::Error::other)?;
-                    core.unpin(self.stream, chunk, cursor, cursor + n as u64);
+                    pinned.unpin(&mut core);
                     cursor += n as u64;
                 }
                 Found::InFlight { chunk } => {
@@ -1661,6 +1714,69 @@ mod tests {
             .build()
             .unwrap();
         assert_broken_by_a_panic(engine, Path::new("/f"), "the noop worker");
+    }
+
+    /// A read cut off by a broken engine after it copied out of a chunk unpins that chunk: once
+    /// the reader is closed, nothing is pinned and no buffer stays lent. Before, the read
+    /// returned its error with the chunk still pinned, and the closed file's chunk was never
+    /// freed. The engine breaks while the reader copies: this thread takes the lock while a
+    /// chunk is pinned (the reader is copying, or waits for the lock to unpin), and a thread
+    /// holding a backend's `PanicAlarm` panics, which marks the engine broken before it waits
+    /// for that lock.
+    #[test]
+    fn a_read_cut_off_by_a_broken_engine_unpins_what_it_copied_from() {
+        let noop = NoopBackend::new();
+        noop.insert("/f", vec![5u8; 1 << 20]);
+        let engine = Engine::builder()
+            .backend(Backend::Noop(noop))
+            .build()
+            .unwrap();
+        let shared = engine.owner.shared.clone();
+        let mut reader = engine.open(Path::new("/f")).unwrap();
+        let copier = std::thread::spawn(move || {
+            let mut out = vec![0u8; 1 << 20];
+            loop {
+                if let Err(e) = reader.read(&mut out) {
+                    drop(reader);
+                    return e;
+                }
+                reader.seek(SeekFrom::Start(0)).unwrap();
+            }
+        });
+        let mut tries = 0u64;
+        loop {
+            tries += 1;
+            let core = shared.core.lock().unwrap();
+            if core.pinned_bytes() == 0 {
+                drop(core);
+                std::thread::yield_now();
+                continue;
+            }
+            let port = shared.port.clone();
+            let alarm = std::thread::spawn(move || {
+                let _alarm = crate::backend::lifecycle::PanicAlarm(port);
+                panic!("a backend thread's bug, on purpose");
+            });
+            while !shared.is_broken() {
+                std::thread::yield_now();
+            }
+            drop(core);
+            assert!(alarm.join().is_err());
+            break;
+        }
+        println!("caught the reader copying after {tries} tries");
+        let e = copier.join().unwrap();
+        assert!(e.to_string().contains("the engine is broken"), "{e}");
+        assert_eq!(
+            shared.lock_for_report().pinned_bytes(),
+            0,
+            "the broken read left its chunk pinned"
+        );
+        assert_eq!(
+            engine.stats().memory_lent_bytes,
+            0,
+            "the closed reader's chunk is still lent"
+        );
     }
 
     /// A reader whose read a policy panic ends (under the engine's lock, on the application's

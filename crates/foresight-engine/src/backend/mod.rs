@@ -38,7 +38,7 @@
 
 pub mod array;
 pub mod emulated;
-mod lifecycle;
+pub(crate) mod lifecycle;
 pub mod noop;
 pub mod threads;
 #[cfg(target_os = "linux")]
