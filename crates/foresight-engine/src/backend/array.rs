@@ -1558,20 +1558,33 @@ mod tests {
     /// cache's drop waited for it forever.
     #[test]
     fn dropping_the_cache_leaves_a_stuck_device_read_behind() {
+        use crate::backend::lifecycle::testing::{drop_returns, on_a_stuck_read, StuckRun};
         let test = "dropping_the_cache_leaves_a_stuck_device_read_behind";
-        let Some(f) = crate::backend::lifecycle::testing::stuck_file(test) else {
-            return;
-        };
-        let (c, got) = cache("ssd-850evo", 8 << 20, (42, 38));
-        c.submit(&mut vec![request(1, &f, 0, PAGE_BYTES as usize)]);
-        assert!(
-            crate::backend::lifecycle::testing::drop_returns(c),
-            "the cache's drop waited for a stuck read"
-        );
-        assert!(
-            Arc::strong_count(&f) >= 2 || got.tokens() == [1],
-            "the stuck read's file was let go while the read was under way"
-        );
+        on_a_stuck_read(test, |f| {
+            // As `cache`, with the device at hand, to see its pool take the read.
+            let inner_port = CompletionPort::new();
+            let cfg = EmulatedConfig::preset("ssd-850evo")
+                .unwrap()
+                .raid0(5, STRIP_BYTES);
+            let device = Arc::new(EmulatedBackend::start(cfg, 16, inner_port.clone()).unwrap());
+            let v = device.volume().unwrap();
+            let layout = foresight_policy::Layout::new(v.volume_bytes, v.striping);
+            let inner: Arc<dyn IoBackend> = device.clone();
+            let (c, got) = wrap(inner, &inner_port, msp(&layout, (42, 38)), 8 << 20);
+            c.submit(&mut vec![request(1, f, 0, PAGE_BYTES as usize)]);
+            // The cache sends its read to the device as it is submitted; once a worker of the
+            // device's pool has taken it, the read is under way. Before, the cache could be
+            // dropped first, and the read was refused rather than stuck.
+            while !device.pool_queue_is_empty() {
+                std::thread::yield_now();
+            }
+            drop(device);
+            let drop_returned = drop_returns(c);
+            StuckRun {
+                drop_returned,
+                read_held: Arc::strong_count(f) >= 2 && got.tokens().is_empty(),
+            }
+        });
     }
 
     /// A device thread that ends in a panic with a read of the cache's (here the in-memory

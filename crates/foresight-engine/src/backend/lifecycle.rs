@@ -347,13 +347,26 @@ pub(crate) mod testing {
     /// privilege many systems keep to the administrator), or is not the kernel's log device
     /// (character device 1:11): a container may put `/dev/null` there, whose reads end at once,
     /// and the test would pass without a read ever being stuck. The test that asked is skipped.
-    pub(crate) fn stuck_file(test: &str) -> Option<Arc<FileHandle>> {
+    ///
+    /// What the kernel logs while the test runs (any process's messages, another test's, the
+    /// kernel's own) can end the read: the test would then pass without a read that stayed
+    /// stuck. So the file comes with a watch on the log opened just before it
+    /// ([`StuckFile::logged_since`]), and [`on_a_stuck_read`] accepts a test's run only if too
+    /// little was logged during it to end the read.
+    pub(crate) fn stuck_file(test: &str) -> Option<StuckFile> {
         use std::io::Seek;
-        use std::os::unix::fs::{FileTypeExt, MetadataExt};
-        let opened = std::fs::File::open("/dev/kmsg")
-            .and_then(|mut f| f.seek(std::io::SeekFrom::End(0)).map(|_| f));
-        let f = match opened {
-            Ok(f) => f,
+        use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
+        let at_end = |nonblocking: bool| {
+            std::fs::OpenOptions::new()
+                .read(true)
+                .custom_flags(if nonblocking { libc::O_NONBLOCK } else { 0 })
+                .open("/dev/kmsg")
+                .and_then(|mut f| f.seek(std::io::SeekFrom::End(0)).map(|_| f))
+        };
+        // The watch first: whatever is logged once the stuck file is open, it sees too.
+        let opened = at_end(true).and_then(|watch| at_end(false).map(|f| (watch, f)));
+        let (watch, f) = match opened {
+            Ok(both) => both,
             Err(e) => {
                 eprintln!("{test}: skipped: /dev/kmsg cannot be read here ({e})");
                 return None;
@@ -366,7 +379,7 @@ pub(crate) mod testing {
             eprintln!("{test}: skipped: /dev/kmsg here is not the kernel's log device (1:11)");
             return None;
         }
-        Some(Arc::new(FileHandle {
+        let file = Arc::new(FileHandle {
             id: FILE,
             path: PathBuf::from("/dev/kmsg"),
             file: Some(f),
@@ -375,7 +388,106 @@ pub(crate) mod testing {
             identity: (0, 0),
             modified: None,
             volume_offset_bytes: Some(0),
-        }))
+        });
+        Some(StuckFile { file, watch })
+    }
+
+    /// A [`stuck_file`] and a non-blocking reader of the kernel's log opened at its end just
+    /// before it.
+    pub(crate) struct StuckFile {
+        pub(crate) file: Arc<FileHandle>,
+        watch: std::fs::File,
+    }
+
+    impl StuckFile {
+        /// What the kernel logged since the file was opened: the bytes of its records, as a
+        /// reader of the log gets them, and the first record. A log that could not be read to
+        /// its end (records overwritten before the watch read them) counts as a full page.
+        pub(crate) fn logged_since(&self) -> Logged {
+            use std::io::Read;
+            let mut logged = Logged::default();
+            let mut record = vec![0u8; 8192];
+            loop {
+                match (&self.watch).read(&mut record) {
+                    Ok(0) => return logged,
+                    Ok(n) => {
+                        logged.bytes += n;
+                        logged.first.get_or_insert_with(|| {
+                            let text = String::from_utf8_lossy(&record[..n]);
+                            text.trim_end().chars().take(120).collect()
+                        });
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return logged,
+                    Err(e) => {
+                        logged.bytes += ALIGN_BYTES;
+                        logged
+                            .first
+                            .get_or_insert(format!("(the log could not be read: {e})"));
+                        return logged;
+                    }
+                }
+            }
+        }
+    }
+
+    /// What [`StuckFile::logged_since`] found.
+    #[derive(Default)]
+    pub(crate) struct Logged {
+        pub(crate) bytes: usize,
+        pub(crate) first: Option<String>,
+    }
+
+    /// What one run of a stuck-read test saw, right after the drop it tests returned.
+    pub(crate) struct StuckRun {
+        /// The drop returned (within [`drop_returns`]'s patience).
+        pub(crate) drop_returned: bool,
+        /// The read was still under way: its request (and so its file) was still held, and it
+        /// had not been delivered.
+        pub(crate) read_held: bool,
+    }
+
+    /// How many times [`on_a_stuck_read`] runs a test whose runs the kernel's log spoils before
+    /// it skips the test.
+    const STUCK_RUNS: usize = 3;
+
+    /// Runs `run` on a fresh [`stuck_file`] until a run cannot have seen its read ended by the
+    /// kernel's log, at most [`STUCK_RUNS`] times. Each stuck read is a page or more, and
+    /// `pread_full` reads record after record into it until it is full or a record does not
+    /// fit: the read can have ended only if the records logged meanwhile add up to a page. A
+    /// drop that did not return fails the test whatever was logged (a record would only have
+    /// ended the read sooner). A run with less than a page logged must have left the read
+    /// stuck, held by its detached thread: it passes only then. A run with more proves nothing
+    /// (the records may have ended the read before the drop), and is run again; if each is,
+    /// the test is skipped, saying so.
+    pub(crate) fn on_a_stuck_read(test: &str, mut run: impl FnMut(&Arc<FileHandle>) -> StuckRun) {
+        let mut last = Logged::default();
+        for _ in 0..STUCK_RUNS {
+            let Some(stuck) = stuck_file(test) else {
+                return;
+            };
+            let seen = run(&stuck.file);
+            assert!(
+                seen.drop_returned,
+                "{test}: the drop waited for a stuck read"
+            );
+            let logged = stuck.logged_since();
+            if logged.bytes < ALIGN_BYTES {
+                assert!(
+                    seen.read_held,
+                    "{test}: {} bytes were logged, too few to end the read, yet the drop let it \
+                     go (its file released, or its completion delivered)",
+                    logged.bytes
+                );
+                return;
+            }
+            last = logged;
+        }
+        eprintln!(
+            "{test}: skipped: the kernel logged a page or more during each of {STUCK_RUNS} runs \
+             ({} bytes in the last, from {:?}), which can end the read meant to stay stuck",
+            last.bytes,
+            last.first.unwrap_or_default()
+        );
     }
 
     /// The device number of the kernel's log device, character device 1:11 (Linux's memory
