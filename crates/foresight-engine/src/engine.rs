@@ -17,13 +17,14 @@
 //! that drop.
 //!
 //! A panic anywhere in the engine (a policy's, under the lock; or one that ends a backend
-//! thread, with the reads it held) breaks it: the thread that panicked marks the state broken
-//! and wakes every waiting reader as it unwinds (a [`Breaker`], or the backend's
-//! `PanicAlarm`), and from then on every read, open and hint returns
-//! [`EngineError::Broken`] (reads as an `io::Error` carrying it) instead of waiting for
-//! completions that may never come. The panic's message and place are kept
-//! ([`Engine::broken_reason`], noted by a panic hook, `panic_note.rs`), so that a program that
-//! runs on the engine can say why it stopped.
+//! thread, with the reads it held) breaks it: the thread that panicked catches the panic, marks
+//! the state broken and wakes every waiting reader ([`Shared::breaking_on_panic`], or the
+//! backend's `PanicAlarm`), then goes on unwinding, and from then on every read, open and hint
+//! returns [`EngineError::Broken`] (reads as an `io::Error` carrying it) instead of waiting for
+//! completions that may never come. The panic's message is kept, from the payload caught, with
+//! where it was raised when the engine's panic hook saw that ([`Engine::broken_reason`],
+//! `panic_note.rs`), so that a program that runs on the engine can say why it stopped, whatever
+//! panic hook it sets.
 
 use std::io::{self, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
@@ -253,7 +254,7 @@ impl EngineBuilder {
     /// Starts the engine: the backend (falling back from io_uring to threads under
     /// [`Backend::Auto`]), the policy and the timer.
     pub fn build(self) -> Result<Engine, EngineError> {
-        crate::panic_note::keep_panic_messages();
+        crate::panic_note::keep_panic_places();
         self.validate()?;
         let qd = self.queue_depth as usize;
         let max_io_bytes = self.max_io_bytes();
@@ -484,8 +485,8 @@ pub(crate) struct Shared {
     direct: bool,
     /// Set when a panic broke the engine (see the module documentation); never cleared.
     broken: AtomicBool,
-    /// The first breaking panic's message and place, as the panic hook noted them
-    /// (`panic_note.rs`); set before `broken`, so that whoever sees the mark finds the reason.
+    /// The first breaking panic's message (and place, where known: `panic_note.rs`); set
+    /// before `broken`, so that whoever sees the mark finds the reason.
     broken_by: std::sync::OnceLock<String>,
 }
 
@@ -514,13 +515,12 @@ impl Shared {
         self.broken.load(Ordering::Acquire)
     }
 
-    /// Marks the engine broken and wakes every reader waiting in it, each of which then sees
-    /// the mark. The mark is set before the lock is taken, and a reader looks at it under the
-    /// lock before it waits, so none waits on past this. Runs on an unwinding thread: it must
-    /// not panic, so a lock the panic poisoned is taken all the same (only waiters are read).
-    fn break_engine(&self) {
-        let why = crate::panic_note::take_last_panic()
-            .unwrap_or_else(|| "a panic whose message was not kept".to_string());
+    /// Marks the engine broken by the panic `why` says and wakes every reader waiting in it,
+    /// each of which then sees the mark. The mark is set before the lock is taken, and a reader
+    /// looks at it under the lock before it waits, so none waits on past this. Runs on the
+    /// thread that panicked, the panic caught: it must not panic, so a lock the panic poisoned
+    /// is taken all the same (only waiters are read).
+    fn break_engine(&self, why: String) {
         let _ = self.broken_by.set(why);
         self.broken.store(true, Ordering::Release);
         let core = self.core.lock().unwrap_or_else(|p| p.into_inner());
@@ -530,28 +530,23 @@ impl Shared {
     }
 }
 
-/// Breaks the engine if the thread holding it unwinds (see [`Shared::break_engine`]): held
-/// wherever a policy runs on an application's or the engine's own thread, so a panic there
-/// leaves no other reader waiting forever on a state no one will change. One made while the
-/// thread already unwinds (a reader dropped by an application's panic) breaks nothing.
-struct Breaker<'a> {
-    shared: &'a Shared,
-    armed: bool,
-}
-
-impl Breaker<'_> {
-    fn new(shared: &Shared) -> Breaker<'_> {
-        Breaker {
-            shared,
-            armed: !std::thread::panicking(),
+impl Shared {
+    /// Runs `work`, in which a policy runs on an application's thread or the engine's own: a
+    /// panic out of it breaks the engine (see [`Shared::break_engine`]) with the panic's
+    /// message, taken from the payload caught (`panic_note.rs`), and goes on unwinding, so the
+    /// caller sees its panic as before. So a panic there leaves no other reader waiting forever
+    /// on a state no one will change. Work run while the thread already unwinds (a reader
+    /// dropped by an application's panic) breaks nothing: a panic there aborts the process.
+    fn breaking_on_panic<R>(&self, work: impl FnOnce() -> R) -> R {
+        if std::thread::panicking() {
+            return work();
         }
-    }
-}
-
-impl Drop for Breaker<'_> {
-    fn drop(&mut self) {
-        if self.armed && std::thread::panicking() {
-            self.shared.break_engine();
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(work)) {
+            Ok(r) => r,
+            Err(payload) => {
+                self.break_engine(crate::panic_note::note(payload.as_ref()));
+                std::panic::resume_unwind(payload)
+            }
         }
     }
 }
@@ -632,15 +627,18 @@ impl CompletionSink for Shared {
     /// complete, so the engine breaks rather than leave their readers waiting. Before, a panic
     /// of the array policy on the emulated device's thread left the reader of that fetch
     /// waiting forever.
-    fn backend_panicked(&self) {
-        self.break_engine();
+    fn backend_panicked(&self, why: &str) {
+        self.break_engine(why.to_string());
     }
 }
 
 /// Runs the policy's timers until the engine shuts down. A lock an earlier panic poisoned ends
 /// the thread quietly: the engine is broken, its readers hear so, and its drop joins this thread.
 fn run_timer(shared: &Shared) {
-    let _breaker = Breaker::new(shared);
+    shared.breaking_on_panic(|| run_timer_unguarded(shared))
+}
+
+fn run_timer_unguarded(shared: &Shared) {
     let Ok(mut core) = shared.core.lock() else {
         return;
     };
@@ -771,7 +769,15 @@ impl Engine {
         open: impl FnOnce(&dyn IoBackend, FileId, bool) -> io::Result<FileHandle>,
     ) -> Result<Reader, EngineError> {
         let shared = &self.owner.shared;
-        let _breaker = Breaker::new(shared);
+        shared.breaking_on_panic(|| self.open_unguarded(path, open))
+    }
+
+    fn open_unguarded(
+        &self,
+        path: &Path,
+        open: impl FnOnce(&dyn IoBackend, FileId, bool) -> io::Result<FileHandle>,
+    ) -> Result<Reader, EngineError> {
+        let shared = &self.owner.shared;
         let mut core = shared.lock_live()?;
         let id = core.next_file_id();
         let handle = open(shared.backend.as_ref(), id, shared.direct).map_err(|source| {
@@ -825,22 +831,23 @@ impl Engine {
             .map(|r| (r.start.0, r.start.0.saturating_add(r.len.0)))
             .collect();
         let shared = &self.owner.shared;
-        let _breaker = Breaker::new(shared);
-        let mut core = shared.lock_live()?;
-        if !core.stream_reads(at.stream, at.file, at.open_seq) {
-            return Err(EngineError::UnknownStream(at.stream));
-        }
-        let size = core.file_size(at.file);
-        let clipped: Vec<ByteRange> = spans
-            .iter()
-            .filter_map(|&(start, end)| {
-                let end = end.min(size);
-                (start < end).then(|| ByteRange::new(start, end - start))
-            })
-            .collect();
-        let now = shared.now();
-        core.hint(now, at.stream, at.file, clipped);
-        Ok(())
+        shared.breaking_on_panic(|| {
+            let mut core = shared.lock_live()?;
+            if !core.stream_reads(at.stream, at.file, at.open_seq) {
+                return Err(EngineError::UnknownStream(at.stream));
+            }
+            let size = core.file_size(at.file);
+            let clipped: Vec<ByteRange> = spans
+                .iter()
+                .filter_map(|&(start, end)| {
+                    let end = end.min(size);
+                    (start < end).then(|| ByteRange::new(start, end - start))
+                })
+                .collect();
+            let now = shared.now();
+            core.hint(now, at.stream, at.file, clipped);
+            Ok(())
+        })
     }
 
     /// A snapshot of the counters.
@@ -1071,10 +1078,17 @@ impl Read for Reader {
         if out.is_empty() || self.pos >= self.size_bytes {
             return Ok(0);
         }
+        let owner = self.owner.clone();
+        owner.shared.breaking_on_panic(|| self.read_unguarded(out))
+    }
+}
+
+impl Reader {
+    /// [`Read::read`] of at least one byte, on a thread that breaks the engine if it panics.
+    fn read_unguarded(&mut self, out: &mut [u8]) -> io::Result<usize> {
         let shared = &self.owner.shared;
         let start = self.pos;
         let end = self.size_bytes.min(start.saturating_add(out.len() as u64));
-        let _breaker = Breaker::new(shared);
         let mut core = shared.lock_live().map_err(io::Error::other)?;
         core.begin_read(shared.now(), self.stream, self.file, start, end);
         let mut cursor = start;
@@ -1201,10 +1215,11 @@ impl Drop for Reader {
     fn drop(&mut self) {
         let shared = &self.owner.shared;
         let now = shared.now();
-        let _breaker = Breaker::new(shared);
-        if let Ok(mut core) = shared.core.lock() {
-            core.close(now, self.stream);
-        }
+        shared.breaking_on_panic(|| {
+            if let Ok(mut core) = shared.core.lock() {
+                core.close(now, self.stream);
+            }
+        })
     }
 }
 
@@ -1754,8 +1769,8 @@ mod tests {
             }
             let port = shared.port.clone();
             let alarm = std::thread::spawn(move || {
-                let _alarm = crate::backend::lifecycle::PanicAlarm(port);
-                panic!("a backend thread's bug, on purpose");
+                crate::backend::lifecycle::PanicAlarm(port)
+                    .watch(|| panic!("a backend thread's bug, on purpose"))
             });
             while !shared.is_broken() {
                 std::thread::yield_now();

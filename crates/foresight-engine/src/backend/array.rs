@@ -268,10 +268,11 @@ impl ArrayCacheBackend {
         let delivery = std::thread::Builder::new()
             .name("foresight-array-hits".into())
             .spawn(move || {
-                let _alarm = super::lifecycle::PanicAlarm(deliver.clone());
-                while let Ok(c) = rx.recv() {
-                    deliver.deliver(c);
-                }
+                super::lifecycle::PanicAlarm(deliver.clone()).watch(|| {
+                    while let Ok(c) = rx.recv() {
+                        deliver.deliver(c);
+                    }
+                })
             })?;
         let state = State {
             policy,
@@ -503,14 +504,14 @@ impl CompletionSink for Shared {
     /// on it, or the device's own): the reads it held never come back. The drop stops waiting
     /// for them, and the driver above hears so and breaks. Before, a panic of the array
     /// policy there left the driver's reader of that read waiting forever.
-    fn backend_panicked(&self) {
+    fn backend_panicked(&self, why: &str) {
         self.device_broken
             .store(true, std::sync::atomic::Ordering::Release);
         // Under the lock, so that a drop that saw the flag unset is already waiting.
         let st = self.lock_even_poisoned();
         self.inner_idle.notify_all();
         drop(st);
-        self.port.backend_panicked();
+        self.port.backend_panicked(why);
     }
 }
 

@@ -364,8 +364,8 @@ impl CompletionSink for Shared {
 
     /// A worker of the pool ended in a panic (it takes no lock that a panic can poison, so
     /// this is a bug of its own): the engine above hears so.
-    fn backend_panicked(&self) {
-        self.port.backend_panicked();
+    fn backend_panicked(&self, why: &str) {
+        self.port.backend_panicked(why);
     }
 }
 
@@ -409,7 +409,7 @@ impl EmulatedBackend {
         let clock = std::thread::Builder::new()
             .name("foresight-emulated-clock".into())
             .spawn(move || {
-                let _alarm = PanicAlarm(s.port.clone());
+                let alarm = PanicAlarm(s.port.clone());
                 // Linux may end a timed sleep up to the thread's timer slack late (50 us by
                 // default), and every late wake-up delays a completion, and so the engine's next
                 // read, past the instant the model gave it: on a fast array that moved the next
@@ -419,7 +419,7 @@ impl EmulatedBackend {
                 let _ = crate::sys::set_thread_timer_slack(CLOCK_TIMER_SLACK_NS);
                 let slack_ns = crate::sys::thread_timer_slack_ns().unwrap_or(u64::MAX);
                 s.clock_timer_slack_ns.store(slack_ns, Ordering::Release);
-                Clock::new(&c, s, capacity).run()
+                alarm.watch(|| Clock::new(&c, s, capacity).run())
             })?;
         let threads = Joined::default();
         threads.push(clock);

@@ -62,17 +62,25 @@ pub(crate) fn refuse(req: IoRequest, kind: BackendKind) -> IoCompletion {
     }
 }
 
-/// Held at the top of every backend thread: if the thread unwinds (a panic in the sink it
-/// delivered to, or in the backend's own code), the port hears so
-/// ([`CompletionPort::backend_panicked`]) as the thread ends. The reads the thread held then
-/// never complete, and a reader waiting for one would wait forever; the engine breaks instead,
-/// and every reader gets an error.
+/// Watches the whole life of every backend thread ([`PanicAlarm::watch`]): if the thread
+/// unwinds (a panic in the sink it delivered to, or in the backend's own code), the port hears
+/// so, with the panic's message ([`CompletionPort::backend_panicked`]), as the thread ends. The
+/// reads the thread held then never complete, and a reader waiting for one would wait forever;
+/// the engine breaks instead, and every reader gets an error.
 pub(crate) struct PanicAlarm(pub(crate) Arc<CompletionPort>);
 
-impl Drop for PanicAlarm {
-    fn drop(&mut self) {
-        if std::thread::panicking() {
-            self.0.backend_panicked();
+impl PanicAlarm {
+    /// Runs `work`, the thread's whole life. A panic out of it is caught, told to the port with
+    /// its message (`panic_note.rs`: the payload gives it, whatever panic hook the process has),
+    /// and goes on unwinding, so the thread ends as it would have.
+    pub(crate) fn watch<R>(self, work: impl FnOnce() -> R) -> R {
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(work)) {
+            Ok(r) => r,
+            Err(payload) => {
+                self.0
+                    .backend_panicked(&crate::panic_note::note(payload.as_ref()));
+                std::panic::resume_unwind(payload)
+            }
         }
     }
 }
@@ -207,7 +215,7 @@ pub(crate) mod testing {
             self.arrived.notify_all();
         }
 
-        fn backend_panicked(&self) {
+        fn backend_panicked(&self, _why: &str) {
             *self.panics.lock().unwrap_or_else(|p| p.into_inner()) += 1;
             self.arrived.notify_all();
         }

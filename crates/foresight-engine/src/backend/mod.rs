@@ -33,8 +33,9 @@
 //! detached instead, owning its request (see `lifecycle.rs`).
 //!
 //! A backend thread that ends in a panic (in the sink it delivers to, or a bug of its own) tells
-//! its port so as it unwinds ([`CompletionPort::backend_panicked`]): the reads it held never
-//! complete, and the engine above breaks rather than leave their readers waiting.
+//! its port so, with the panic's message, as it ends ([`CompletionPort::backend_panicked`]): the
+//! reads it held never complete, and the engine above breaks rather than leave their readers
+//! waiting.
 
 pub mod array;
 pub mod emulated;
@@ -178,10 +179,11 @@ pub trait CompletionSink: Send + Sync {
     /// one it delivers to, or a bug of the backend's own), so reads it held, and with some
     /// backends every later read, will never complete. A sink that waits for completions must
     /// stop waiting: the engine breaks, so that its readers get an error rather than wait
-    /// forever, and a backend layered over another passes it on. Called on the unwinding
-    /// thread, so it must not panic. The default, for a sink that waits for nothing, does
-    /// nothing.
-    fn backend_panicked(&self) {}
+    /// forever, and a backend layered over another passes it on. `why` is the panic's message
+    /// (and where it was raised, when known). Called on the thread that panicked, with the
+    /// panic caught, so it must not panic. The default, for a sink that waits for nothing,
+    /// does nothing.
+    fn backend_panicked(&self, _why: &str) {}
 }
 
 /// Where a backend delivers completions. It is connected to its sink after the backend starts
@@ -270,8 +272,8 @@ impl CompletionPort {
 
     /// A delivery to the sink, or `None` if the port is closed or the sink gone.
     fn enter(&self) -> Option<Delivery<'_>> {
-        // Called while unwinding too (`backend_panicked`), where a second panic aborts; the
-        // counts under this lock are whole whenever it is let go.
+        // Called after a panic too (`backend_panicked`), which may have poisoned this lock; the
+        // counts under it are whole whenever it is let go.
         let mut d = self.deliveries.lock().unwrap_or_else(|e| e.into_inner());
         if d.closed {
             return None;
@@ -305,10 +307,11 @@ impl CompletionPort {
 
     /// Tells the sink, if it still exists and the port is open, that a thread of the backend
     /// ended in a panic (see [`CompletionSink::backend_panicked`]). A backend's threads call
-    /// it through a `PanicAlarm` (`lifecycle.rs`) as they unwind.
-    pub fn backend_panicked(&self) {
+    /// it through a `PanicAlarm` (`lifecycle.rs`), which catches the panic and gives its
+    /// message as `why`.
+    pub fn backend_panicked(&self, why: &str) {
         if let Some(d) = self.enter() {
-            d.sink().backend_panicked();
+            d.sink().backend_panicked(why);
         }
     }
 

@@ -247,10 +247,7 @@ impl NoopBackend {
         let s = self.shared.clone();
         let t = std::thread::Builder::new()
             .name("foresight-noop".into())
-            .spawn(move || {
-                let _alarm = alarm;
-                worker(&s)
-            })?;
+            .spawn(move || alarm.watch(|| worker(&s)))?;
         self.shared.threads.push(t);
         Ok(())
     }

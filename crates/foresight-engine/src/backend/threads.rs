@@ -85,10 +85,7 @@ impl ThreadsBackend {
             // On an error the backend is dropped, which ends and joins the workers started.
             let t = std::thread::Builder::new()
                 .name(format!("foresight-io-{i}"))
-                .spawn(move || {
-                    let _alarm = PanicAlarm(s.port.clone());
-                    worker(&s)
-                })?;
+                .spawn(move || PanicAlarm(s.port.clone()).watch(|| worker(&s)))?;
             backend.threads.push(t);
         }
         Ok(backend)

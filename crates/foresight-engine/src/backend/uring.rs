@@ -93,9 +93,9 @@ impl UringBackend {
         let ring_thread = std::thread::Builder::new()
             .name("foresight-uring".into())
             .spawn(move || {
-                // Dropped after the ring thread's state, which leaks what the kernel holds.
-                let _alarm = PanicAlarm(port.clone());
-                RingThread::new(ring, s, port, capacity).run()
+                // Sounds after the ring thread's state is dropped, which leaks what the kernel
+                // holds.
+                PanicAlarm(port.clone()).watch(|| RingThread::new(ring, s, port, capacity).run())
             })?;
         let threads = Joined::default();
         threads.push(ring_thread);
