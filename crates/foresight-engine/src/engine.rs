@@ -1758,9 +1758,16 @@ mod tests {
                 reader.seek(SeekFrom::Start(0)).unwrap();
             }
         });
+        // A guard against a hang, not a timing check: catching the reader mid-copy takes tens
+        // of tries, so a minute without one means the test no longer arranges what it tests.
+        let started = std::time::Instant::now();
         let mut tries = 0u64;
         loop {
             tries += 1;
+            assert!(
+                started.elapsed() < std::time::Duration::from_secs(60),
+                "never caught the reader with a chunk pinned in 60 s ({tries} tries)"
+            );
             let core = shared.core.lock().unwrap();
             if core.pinned_bytes() == 0 {
                 drop(core);
