@@ -11,10 +11,13 @@
 //! a different stream's request each time still owns the slice, and every request seeks.
 //!
 //! Two refinements of Linux's CFQ matter here. A queue whose recent requests were mostly seeks
-//! (`CFQQ_SEEKY`) gets no idle wait, since waiting for it saves nothing. And when the active queue
-//! runs dry and another non-seeky queue has a request right where the head is (a "close
-//! cooperator", several threads reading one file), that queue gets the disk at once, with a slice of
-//! its own as Linux gives it.
+//! (`CFQQ_SEEKY`) gets no idle wait, since waiting for it saves nothing. And when a non-seeky active
+//! queue runs dry, CFQ looks for a "close cooperator" (several threads reading one file): Linux
+//! keeps the queues with requests in a tree by the position of the request each would serve next,
+//! and the queue whose next request is nearest where the head is gets the disk at once, with a slice
+//! of its own, if that request is within `CLOSE_SECTORS` and the queue is not seeky (Linux looks no
+//! further than the nearest). Only running dry consults it: a queue whose slice ends hands the disk
+//! to the next in turn.
 //!
 //! Cooperating queues are also merged, as Linux does for NFS servers' threads. Finding a close
 //! cooperator schedules a merge of the expiring queue and the cooperator (the one with fewer threads
@@ -25,10 +28,21 @@
 //! requests merge with each other and go in sector order. When a shared queue's slice ends while its
 //! seek history says seeky, it is marked to split; each of its threads then gets a queue of its own
 //! again at its next request, the last one keeping the shared queue. Requests already waiting stay
-//! in the queue they were put in. What the model leaves out: Linux's reference counts (a queue here
-//! counts the threads routed to it, and merges need threads on both sides), the priority tree of
-//! positions (the cooperator is searched among all queues), priorities and cgroups, and the
-//! `CFQQ_COOP_TOUT` grace that some older kernels gave a shared queue before splitting it.
+//! in the queue they were put in. So one stream spread over many threads can settle in several
+//! shared queues rather than one: a shared queue whose slice ends before it runs dry hands over
+//! without a merge, one that runs dry finds the nearest other queue's next request too far or
+//! seeky, and a thread whose requests wait in a queue that is not being served cannot move.
+//!
+//! Where the model departs from Linux 3.10: a queue's seek history is taken at dispatch, in the
+//! queue's sorted order, where Linux takes it as requests arrive, from each one's distance to the
+//! queue's previous arrival; Linux's reference counts (a queue here counts the threads routed to
+//! it, where Linux credits a scheduled merge's threads to the target at once, which can turn the
+//! direction of a later merge; merges need threads on both sides in both); the position tree itself
+//! (the nearest next request of all queues here, where Linux's tree holds one queue per position);
+//! the order of turns (by key here, by when a queue got busy in Linux), slices scaled to the
+//! number of busy queues (`low_latency`), preemption, the separate turn of seeky queues, priorities
+//! and cgroups, and the `CFQQ_COOP_TOUT` grace that some older kernels gave a shared queue before
+//! splitting it.
 //!
 //! A thread's first queue is keyed by the thread, so without merges queues are served in thread
 //! order; a queue a thread splits off into takes the thread's key when it is free and a key above
@@ -104,6 +118,17 @@ impl CfqQueue {
     /// CFQ's `CFQQ_SEEKY`: more than 4 of the last 32 dispatches were seeks.
     fn seeky(&self) -> bool {
         self.seek_history.count_ones() > 4
+    }
+
+    /// Where the request this queue would dispatch next starts: the lowest at or above where it
+    /// left the head, else its lowest (see [`Cfq::pop`]). The queue has requests waiting.
+    fn next_request_lba(&self) -> u64 {
+        let lbas = || self.pending.iter().map(|r| r.lba);
+        lbas()
+            .filter(|&lba| lba >= self.next_lba)
+            .min()
+            .or_else(|| lbas().min())
+            .expect("a queue with requests waiting")
     }
 
     fn idle(&self) -> bool {
@@ -376,21 +401,19 @@ impl Cfq {
             let q = &self.queues[&a];
             let no_idle = self.times.idle.0 == 0;
             if q.pending.is_empty() && !no_idle && !q.seeky() {
-                // CFQ's close cooperator: a queue with a request right where this one left the
-                // head gets the disk at once instead of the idle wait (threads sharing one
-                // sequential file).
+                // CFQ's close cooperator: the queue whose next request is nearest where this one
+                // left the head gets the disk at once instead of the idle wait (threads sharing
+                // one sequential file), if it is near enough and not seeky itself; Linux looks
+                // no further than the nearest, so a seeky nearest queue means no cooperator.
                 let head = q.next_lba;
                 let coop = self
                     .queues
                     .iter()
-                    .find(|(&k, c)| {
-                        k != a
-                            && !c.seeky()
-                            && c.pending
-                                .iter()
-                                .any(|r| r.lba.abs_diff(head) <= CLOSE_SECTORS)
-                    })
-                    .map(|(&k, _)| k);
+                    .filter(|(&k, c)| k != a && !c.pending.is_empty())
+                    .map(|(&k, c)| (c.next_request_lba().abs_diff(head), k))
+                    .min()
+                    .filter(|&(dist, k)| dist <= CLOSE_SECTORS && !self.queues[&k].seeky())
+                    .map(|(_, k)| k);
                 if let Some(o) = coop {
                     self.setup_merge(a, o);
                     self.end_slice(a);
@@ -589,6 +612,29 @@ mod cooperator_tests {
         q.complete(Instant(5), 1);
         // Owner 2 continues where owner 1 left the head; owner 3 is far away and waits.
         assert_eq!(q.pop(Instant(6)).unwrap().owner, 2);
+    }
+
+    /// Linux keeps the queues with requests in a tree by the position of the request each would
+    /// serve next and looks up where the head is: the queue whose next request is nearest gets
+    /// the disk, not the first queue with some request within the distance.
+    #[test]
+    fn the_queue_whose_next_request_is_nearest_the_head_cooperates() {
+        let mut q = Cfq::new(
+            CfqTimes {
+                slice: Duration::from_millis(100),
+                idle: Duration::from_millis(8),
+            },
+            1024,
+            64,
+        );
+        q.push(1, 0, 1024, 0);
+        // Owner 2's request is within the close distance but 6000 sectors on; owner 3's starts
+        // right where owner 1's ends.
+        q.push(2, 7024, 8, 1);
+        q.push(3, 1024, 8, 2);
+        assert_eq!(q.pop(Instant(0)).unwrap().owner, 1);
+        q.complete(Instant(5), 1);
+        assert_eq!(q.pop(Instant(6)).unwrap().owner, 3);
     }
 }
 
