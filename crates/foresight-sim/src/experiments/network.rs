@@ -278,10 +278,12 @@ fn claims(fig: &str) -> Vec<Claim> {
                 |g| {
                     format!(
                         "the model has no ldiskfs, which the paper credits; and Lustre's 40 MiB in \
-                         flight per stream go to the 32 shared workers, whose CFQ queues merge, as \
-                         Linux's do, into several shared queues that each read their share of the \
-                         stream in a slice of their own, skipping the others' parts, so the disk \
-                         seeks inside the stream: Lustre {:.1} MiB/s at 2 streams, EXT4 {:.1}",
+                         flight per stream go to the {WORKERS} shared workers, whose CFQ queues merge \
+                         only when the active one runs dry next to another's next request, a worker \
+                         moving only at its next request (Linux 3.10's rules), so they end up in \
+                         several shared queues that take turns by slice, each reading its share of \
+                         the stream and skipping the others', and the disk seeks inside the stream: \
+                         Lustre {:.1} MiB/s at 2 streams, EXT4 {:.1}",
                         g.at("lustre", 2.0),
                         g.at("local", 2.0)
                     )
@@ -931,6 +933,70 @@ fn sharing_note(streams: u32, rows: &[SharingRow]) -> String {
     )
 }
 
+/// Lustre and the local file system on the disk at one stream count.
+struct LustreRow {
+    streams: u32,
+    lustre_mib_s: f64,
+    local_mib_s: f64,
+}
+
+/// What the model's CFQ does to Lustre's pipeline of 1 MiB RPCs over the shared workers on the disk
+/// (`rows` in [`STREAMS`] order, `slice` CFQ's), stating the figures as they came out.
+fn lustre_note(rows: &[LustreRow], slice: Duration) -> String {
+    let at = |n: u32| rows.iter().find(|r| r.streams == n);
+    let (Some(one), Some(two)) = (at(1), at(2)) else {
+        return "Lustre on the disk was not run".into();
+    };
+    let close_mib = dfs::cfq::CLOSE_SECTORS as f64 * 512.0 / MIB;
+    let mechanism = format!(
+        "Lustre's 40 MiB in flight per stream reach the disk through the {WORKERS} shared workers, \
+         whose CFQ queues merge only when the active queue runs dry with another's next request \
+         within {close_mib:.0} MiB of the head (Linux's close cooperator) and a worker moves only at \
+         its next request, so they end up in several shared queues that take turns in {:.0} ms \
+         slices",
+        slice.as_secs_f64() * 1e3
+    );
+    let low = |r: &LustreRow| r.lustre_mib_s < 0.9 * r.local_mib_s;
+    let start = if low(one) || low(two) {
+        format!(
+            "{mechanism}, each reading its share of the stream and skipping the others': the disk \
+             seeks inside the stream, and on the disk Lustre reads {:.1} MiB/s for one stream and {:.1} \
+             for two, against EXT4's {:.1} and {:.1}",
+            one.lustre_mib_s, two.lustre_mib_s, one.local_mib_s, two.local_mib_s
+        )
+    } else {
+        format!(
+            "{mechanism}, and still read one or two streams nearly as fast as EXT4 on the disk \
+             ({:.1} and {:.1} MiB/s against {:.1} and {:.1})",
+            one.lustre_mib_s, two.lustre_mib_s, one.local_mib_s, two.local_mib_s
+        )
+    };
+    // The paper has Lustre far below EXT4 from 4 streams; say where the model keeps it within 10%
+    // (the bound of the claim "every existing DFS is lower than EXT4 from 4 streams").
+    let close: Vec<&LustreRow> = rows
+        .iter()
+        .filter(|r| r.streams >= 4 && r.lustre_mib_s >= 0.9 * r.local_mib_s)
+        .collect();
+    if close.is_empty() {
+        return start;
+    }
+    let each: Vec<String> = close
+        .iter()
+        .map(|r| {
+            format!(
+                "{:.0}% at {} streams",
+                100.0 * r.lustre_mib_s / r.local_mib_s,
+                r.streams
+            )
+        })
+        .collect();
+    format!(
+        "{start}; with more streams EXT4 itself interleaves them, and Lustre holds up better than on \
+         the testbed (Lustre/EXT4: {})",
+        listed(&each)
+    )
+}
+
 /// "N%" rounded down, so that "at least N%" holds for `fraction` (0.996 is "at least 99%", not
 /// "at least 100%").
 fn at_least_percent(fraction: f64) -> String {
@@ -1075,6 +1141,8 @@ pub fn run(ctx: &Context<'_>) -> Result<Section, ExperimentError> {
     let mut gluster_hdd_at_workers = None;
     // APS against the local file system on the disk, at the worst count above the worker count.
     let mut aps_hdd_beyond_workers: Option<f64> = None;
+    // Lustre and the local file system on the disk at every stream count.
+    let mut lustre_hdd: Vec<LustreRow> = vec![];
     // APS and the local file system at the most streams, on the disk and the array: the device
     // and the two rates.
     let mut aps_at_most_streams: Vec<(&str, DfsDevice, f64, f64)> = vec![];
@@ -1111,6 +1179,15 @@ pub fn run(ctx: &Context<'_>) -> Result<Section, ExperimentError> {
             gluster_hdd_at_workers = Some((dev.clone(), at(g, s).report.throughput_mib_s));
             let pos = |name: &str| VARIANTS.iter().position(|v| v.0 == name).expect("variant");
             let (aps, local) = (pos("aps"), pos("local"));
+            lustre_hdd = STREAMS
+                .iter()
+                .enumerate()
+                .map(|(si, &n)| LustreRow {
+                    streams: n,
+                    lustre_mib_s: at(pos("lustre"), si).report.throughput_mib_s,
+                    local_mib_s: at(local, si).report.throughput_mib_s,
+                })
+                .collect();
             aps_hdd_beyond_workers = STREAMS
                 .iter()
                 .enumerate()
@@ -1617,11 +1694,9 @@ pub fn run(ctx: &Context<'_>) -> Result<Section, ExperimentError> {
         ),
         _ => String::new(),
     };
+    let lustre_note = lustre_note(&lustre_hdd, dfs::default_cfq(&base.device).slice);
     md.push_str(&format!(
-        "Where the model departs from the paper: the model's CFQ hands the disk from one worker to \
-         another that continues the same region at once (Linux's close cooperator), which keeps \
-         Lustre's deep pipelines of 1 MiB RPCs nearly sequential, so Lustre holds up better than on \
-         the testbed{aps_note}. The window in Fig. 12 is the TCP buffer of a connection, of which \
+        "Where the model departs from the paper: {lustre_note}{aps_note}. The window in Fig. 12 is the TCP buffer of a connection, of which \
          Linux advertises half (`tcp_adv_win_scale = 1`) as the bytes that may be in flight, so \
          {window_note}.{gluster_note}{sharing_note}\n",
     ));
@@ -1975,6 +2050,54 @@ mod tests {
             ],
         );
         assert!(!note.contains("sharing of workers"), "{note}");
+    }
+
+    /// The note on Lustre gives the figures of the run and says the disk seeks inside the stream
+    /// only when Lustre's one or two streams fall short of EXT4, and that Lustre holds up better
+    /// than on the testbed only at the counts where it keeps 90% of EXT4.
+    #[test]
+    fn lustre_note_follows_the_data() {
+        let rows = |v: &[(u32, f64, f64)]| -> Vec<LustreRow> {
+            v.iter()
+                .map(|&(streams, lustre_mib_s, local_mib_s)| LustreRow {
+                    streams,
+                    lustre_mib_s,
+                    local_mib_s,
+                })
+                .collect()
+        };
+        let slice = Duration::from_millis(100);
+        let note = lustre_note(
+            &rows(&[
+                (1, 165.8, 209.1),
+                (2, 127.7, 158.3),
+                (4, 107.4, 155.0),
+                (8, 130.8, 151.9),
+                (16, 139.2, 150.1),
+            ]),
+            slice,
+        );
+        assert!(
+            note.contains("within 4 MiB of the head")
+                && note.contains("100 ms slices")
+                && note.contains("seeks inside the stream")
+                && note.contains(
+                    "165.8 MiB/s for one stream and 127.7 for two, against EXT4's 209.1 and 158.3"
+                )
+                && note.contains("(Lustre/EXT4: 93% at 16 streams)")
+                && !note.contains("at 8 streams"),
+            "{note}"
+        );
+        let note = lustre_note(
+            &rows(&[(1, 202.3, 209.1), (2, 171.7, 158.3), (4, 100.0, 155.0)]),
+            slice,
+        );
+        assert!(
+            !note.contains("seeks inside")
+                && note.contains("nearly as fast as EXT4")
+                && !note.contains("holds up better"),
+            "{note}"
+        );
     }
 
     /// "At least" is never rounded up past the data.
