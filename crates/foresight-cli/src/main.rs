@@ -221,8 +221,9 @@ config file's directory, or from the current one when given by --set.
   turn_order = \"arrival\"         streams: which waiting stream goes next: arrival (the
                                  paper's round-robin) | position (round-robin by disk
                                  position, one sweep over the waiting streams)
-  directed_memory = \"896MiB\"     directed: most hinted bytes one stream's window holds
-                                 (default 7/8 of host.memory; with the contention controller
+  directed_memory = \"896MiB\"     directed: most bytes one stream's window holds, hinted
+                                 data plus infill gaps in flight (default 7/8 of
+                                 host.memory; with the contention controller
                                  the window also stays within the free memory less one 4 MiB
                                  run in flight, or half that memory when it is below 8 MiB)
   infill_max = \"auto\"            directed: largest gap read through, a size or auto (from

@@ -13,6 +13,12 @@
 //! `(distance_bytes, ns)` (the driver builds it from the seek curve plus the mean rotational wait;
 //! the policy never sees the device). A device with no positioning cost (an SSD: an empty curve)
 //! gives a threshold of zero.
+//!
+//! Gap bytes take memory from their fetch until it completes and they are released, so a stream's
+//! gaps in flight count against its window's limit beside the hinted bytes it holds: a run reads
+//! a gap only if that room is left. A window that fills memory thus reads no gaps, and infill never
+//! pushes a fetch past memory that infill 0 would not (a refused fetch is swept again, gaps and
+//! all, so uncharged gaps made a small page cache read its file over and over).
 
 /// How much gap between two wanted reads may be read and dropped (`policy.infill_max`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
