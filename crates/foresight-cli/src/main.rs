@@ -260,7 +260,9 @@ config file's directory, or from the current one when given by --set.
                                  (disksim: the line's gap after it, as DiskSim does)
   tile = \"8KiB\"                  tiles: bytes of one tile row segment (one read)
   tiles_across = 64              tiles: image width in tiles (read column by column)
-  gap = \"64KiB\"                  gaps: bytes between reads (scan, tiles, gaps disclose
+  gap = \"64KiB\"                  gaps: bytes between reads, rounded down to whole 4 KiB
+                                 pages (reads stay page-aligned); one that leaves room for
+                                 a single read is refused (scan, tiles, gaps disclose
                                  their whole order to the policy before the first read)
   gap_dist = \"fixed\"             gaps: fixed | exponential (gaps drawn with mean `gap`)
   [dfs]                          run streams/random through a DFS model (paper 004):

@@ -1077,3 +1077,39 @@ fn a_hinted_trace_block_too_large_is_named_with_its_limit() {
         );
     }
 }
+
+/// A `gaps` workload whose gap leaves room for one read ends after that read and measures
+/// nothing; it used to exit 0 so. It is refused naming the gap, the file size and the largest gap
+/// that fits. A file that holds one read whatever the gap still runs.
+#[test]
+fn a_gap_that_leaves_room_for_one_read_is_refused() {
+    for dist in ["fixed", "exponential"] {
+        let dist_set = format!("workload.gap_dist={dist}");
+        let (code, _, err) = foresight(&[
+            "sim",
+            "--set",
+            "workload.kind=gaps",
+            "--set",
+            "workload.gap=60GiB",
+            "--set",
+            &dist_set,
+        ]);
+        assert_eq!(code, 2, "{dist}: {err}");
+        for must in ["workload.gap", "workload.file_size = 128MiB", "at most"] {
+            assert!(err.contains(must), "{dist}: should name `{must}`: {err}");
+        }
+        assert!(!err.contains("panicked"), "{err}");
+    }
+    let (code, _, err) = foresight(&[
+        "sim",
+        "--set",
+        "workload.kind=gaps",
+        "--set",
+        "workload.request=64KiB",
+        "--set",
+        "workload.file_size=100KiB",
+        "--set",
+        "workload.gap=60GiB",
+    ]);
+    assert_eq!(code, 0, "{err}");
+}

@@ -274,18 +274,16 @@ impl WorkloadConfig {
     }
 
     /// Whether every application read starts on a page: the reads are placed at multiples of
-    /// [`WorkloadConfig::read_bytes`], plus, in a `gaps` workload, the gaps, which an exponential
-    /// draw leaves at any byte. A trace's offsets are its own.
+    /// [`WorkloadConfig::read_bytes`], plus, in a `gaps` workload, the gaps, which the plan rounds
+    /// down to whole pages (a fixed gap and every exponential draw alike), so there the request
+    /// alone decides. A trace's offsets are its own.
     pub fn reads_page_aligned(&self) -> bool {
-        let page = foresight_policy::PAGE_BYTES;
         match self.kind {
             WorkloadKind::Trace => false,
-            WorkloadKind::Gaps => {
-                self.request.0.is_multiple_of(page)
-                    && self.gap.0.is_multiple_of(page)
-                    && self.gap_dist == GapDist::Fixed
-            }
-            _ => self.read_bytes().0.is_multiple_of(page),
+            _ => self
+                .read_bytes()
+                .0
+                .is_multiple_of(foresight_policy::PAGE_BYTES),
         }
     }
 }
@@ -1481,6 +1479,35 @@ impl SimConfig {
                 "workload.file_size",
                 "must hold at least one request of `workload.request` bytes",
             ));
+        }
+        if workload.kind == WorkloadKind::Gaps {
+            // Reads start every `request + gap` bytes, the gap rounded down to whole pages. A gap
+            // that leaves room for one read where the file holds two without it studies nothing:
+            // the run ends after that read. A file under two requests holds one whatever the gap.
+            let page = foresight_policy::PAGE_BYTES;
+            let (request, size) = (workload.request.0, workload.file_size.0);
+            let gap = workload.gap.0 / page * page;
+            if size >= 2 * request && size - 2 * request < gap {
+                let mean = if workload.gap_dist == GapDist::Exponential {
+                    "a mean gap of "
+                } else {
+                    ""
+                };
+                return Err(key_err(
+                    "workload.gap",
+                    format!(
+                        "{mean}{} (in whole 4 KiB pages: {}) leaves room for only one read of \
+                         workload.request = {} in workload.file_size = {} (reads start every \
+                         request + gap bytes); give a gap of at most {} or a file of at least {}",
+                        workload.gap,
+                        ByteLen(gap),
+                        workload.request,
+                        workload.file_size,
+                        ByteLen((size - 2 * request) / page * page),
+                        ByteLen(2 * request + gap),
+                    ),
+                ));
+            }
         }
         if workload.kind == WorkloadKind::Tiles
             && workload.file_size.0 < workload.tile.0 * workload.tiles_across

@@ -8,13 +8,18 @@
 //!   column of tiles, top to bottom: for column `c`, row `r` reads `tile` bytes at
 //!   `(r * tiles_across + c) * tile`;
 //! - `gaps`: reads of `request` bytes in increasing order, each `gap` bytes (or an exponential
-//!   draw with that mean) after the end of the previous one, as many as the file holds.
+//!   draw with that mean) after the end of the previous one, as many as the file holds. Each gap
+//!   is rounded down to whole pages, so reads stay page-aligned, as a database's pages are (a
+//!   fixed gap of 10,000 bytes puts reads 8 KiB apart); the config refuses a gap that leaves room
+//!   for only one read.
 //!
 //! A plan is held whole in memory and handed to the policy as one hint, so the clients of one run
 //! disclose at most [`MAX_DISCLOSED_READS`] reads in all; a longer plan is refused before it is
 //! built rather than allocated until the process aborts.
 
 use foresight_core::Rng;
+
+use foresight_policy::PAGE_BYTES;
 
 use crate::config::{GapDist, WorkloadConfig, WorkloadKind};
 
@@ -73,7 +78,7 @@ pub fn plan(w: &WorkloadConfig, rng: &mut Rng, max_reads: u64) -> Option<Vec<(u6
                     GapDist::Exponential => rng.exponential(w.gap.0 as f64) as u64,
                 };
                 // Reads stay page-aligned, as a database's pages are.
-                off += req + gap / 4096 * 4096;
+                off += req + gap / PAGE_BYTES * PAGE_BYTES;
             }
             v
         }
@@ -191,6 +196,31 @@ mod tests {
                     offset + len <= size_bytes,
                     "read {offset}+{len} runs past the end of a {size_bytes}-byte file"
                 );
+            }
+        }
+    }
+
+    /// Gaps are rounded down to whole pages, exponential draws and fixed gaps alike, so a `gaps`
+    /// workload of whole-page requests reads at page boundaries only, as
+    /// `WorkloadConfig::reads_page_aligned` tells the controller-cache check. It used to say
+    /// otherwise for exponential gaps and fixed gaps off a page boundary.
+    #[test]
+    fn gaps_reads_start_on_pages_whenever_the_request_is_whole_pages() {
+        for dist in [GapDist::Fixed, GapDist::Exponential] {
+            for gap_bytes in [0u64, 3000, 10_000, 65_536] {
+                let mut g = w(WorkloadKind::Gaps);
+                g.file_size = ByteLen::mib(4);
+                g.gap = ByteLen(gap_bytes);
+                g.gap_dist = dist;
+                assert!(g.reads_page_aligned(), "{dist:?} gap {gap_bytes}");
+                let p = plan(&g, &mut Rng::new(7), 1 << 16).unwrap();
+                assert!(p.len() > 1);
+                assert!(
+                    p.iter().all(|&(o, _)| o % PAGE_BYTES == 0),
+                    "{dist:?} {gap_bytes}"
+                );
+                g.request = ByteLen(6000);
+                assert!(!g.reads_page_aligned());
             }
         }
     }

@@ -334,7 +334,11 @@ fn host_case(
         "gaps" => {
             // Fixed gaps, so that the read count is known: reads start every `request + gap`
             // bytes (the gap rounded down to whole pages) while a whole read still fits.
-            let gap = [0u64, 4096, 10_000, 65_536][shape as usize % 4];
+            // A gap that leaves room for one read where the file holds two is refused.
+            let room = file_bytes
+                .checked_sub(2 * request_bytes)
+                .map_or(u64::MAX, |r| r / 4096 * 4096);
+            let gap = [0u64, 4096, 10_000, 65_536][shape as usize % 4].min(room);
             sets.push(format!("workload.request={request_bytes}"));
             sets.push(format!("workload.gap={gap}"));
             let stride = request_bytes + gap / 4096 * 4096;
