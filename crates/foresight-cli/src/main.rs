@@ -318,7 +318,10 @@ split_fetches sum every prefetching cache of the host, each counting what it fet
 reads that reach it: the page cache, plus the block-level cache below it when there is one (the
 RAID driver's under msp+..., the stream scheduler's buffers under streams); raid_prefetched_bytes,
 raid_wasted_bytes, raid_fetches and raid_split_fetches are the block-level part. A controller
-cache is the device's and counts in neither. split_fetches are fetches that spanned more than one
+cache is the device's and counts in neither. A page counts as prefetched once the device has
+read it, and as wasted when it is then evicted, released or left at the end unread; a prefetch
+still in flight at the end is in neither, as its read is not in device_bytes. split_fetches are
+fetches that spanned more than one
 RAID-0 strip. A [dfs] run sums its server's and clients' caches the same way (split_fetches: the
 server's fetches); its JSON has no antic_waits, device_sequential_requests, raid_* or
 trace_lba_wrapped, because the model has no such part (see ARCHITECTURE.md), and neither has a

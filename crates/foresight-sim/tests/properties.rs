@@ -657,7 +657,9 @@ proptest! {
     /// order up front) reads from the device at most what `none` reads on demand plus what it
     /// counts as wasted: with whole-page reads each page is asked for once, so `none` reads each
     /// page once, and `directed` reads a page beyond that only as an infill gap or again after a
-    /// prefetched copy left the cache unread, both of which count as wasted. With one stream and
+    /// prefetched copy left the cache unread, both of which count as wasted. Conversely a wasted
+    /// page is one the device read and nobody used, so the waste is at most what `directed` read
+    /// beyond `none`. With one stream and
     /// no infill nothing is wasted, because its window stays within the free memory and the page
     /// cache keeps a prefetched page until it is read: the hinted run reads exactly the bytes the
     /// run without hints reads. (Reads of part of a page are left out: `none` then reads a page
@@ -701,6 +703,14 @@ proptest! {
         prop_assert_eq!(d.app_bytes, n.app_bytes, "{:?}", directed);
         prop_assert!(
             d.device_bytes <= n.device_bytes + d.wasted_bytes,
+            "{:?}: directed read {} bytes, none {}, directed wasted {}",
+            directed, d.device_bytes, n.device_bytes, d.wasted_bytes
+        );
+        // And the waste is no more than what it read beyond `none`: a page counts as wasted only
+        // once the device has read it. A prefetch still in flight when the last read completed
+        // used to count, though `device_bytes` leaves out reads not done by then.
+        prop_assert!(
+            d.wasted_bytes <= d.device_bytes.saturating_sub(n.device_bytes),
             "{:?}: directed read {} bytes, none {}, directed wasted {}",
             directed, d.device_bytes, n.device_bytes, d.wasted_bytes
         );

@@ -258,6 +258,23 @@ impl PageCache {
         self.unused_prefetched
     }
 
+    /// Prefetched pages whose read is still under way, so not yet read from the device. A run's
+    /// report ends when the application's last read completes and counts only the device reads
+    /// done by then; it leaves these out of the prefetched and wasted pages the same way. Walks
+    /// every page held: for the end of a run only.
+    pub fn in_flight_prefetched_pages(&self) -> u64 {
+        self.map
+            .chunks
+            .values()
+            .flat_map(|chunk| chunk.slots.iter())
+            .filter(|&&s| {
+                s != NIL
+                    && self.slots[s as usize].prefetched_unused
+                    && matches!(self.slots[s as usize].state, PageState::InFlight { .. })
+            })
+            .count() as u64
+    }
+
     fn list_of(&self, s: u32) -> usize {
         self.slots[s as usize].prefetched_unused as usize
     }
