@@ -24,7 +24,8 @@
 //! completions that may never come. The panic's message is kept, from the payload caught, with
 //! where it was raised when the engine's panic hook saw that ([`Engine::broken_reason`],
 //! `panic_note.rs`), so that a program that runs on the engine can say why it stopped, whatever
-//! panic hook it sets.
+//! panic hook it sets; the error each refused call returns carries it too
+//! ([`Shared::broken_error`]).
 
 use std::io::{self, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
@@ -330,6 +331,8 @@ impl EngineBuilder {
             direct: self.direct_io,
             broken: AtomicBool::new(false),
             broken_by: std::sync::OnceLock::new(),
+            reason_lock: Mutex::new(()),
+            reason_set: Condvar::new(),
         });
         let sink: Arc<dyn CompletionSink> = shared.clone();
         let weak: Weak<dyn CompletionSink> = Arc::downgrade(&sink);
@@ -488,7 +491,16 @@ pub(crate) struct Shared {
     /// The first breaking panic's message (and place, where known: `panic_note.rs`); set
     /// before `broken`, so that whoever sees the mark finds the reason.
     broken_by: std::sync::OnceLock<String>,
+    /// Held by a call that waits for `broken_by` (a lock a panic poisoned refuses calls before
+    /// that panic's thread sets it, see [`Shared::broken_error`]), and told when it is set.
+    reason_lock: Mutex<()>,
+    reason_set: Condvar,
 }
+
+/// How long a call refused by a poisoned lock waits for the panic's message: its thread records
+/// it as soon as it has caught the panic, so this only keeps the call from waiting for good
+/// should no thread ever record one.
+const REASON_PATIENCE: std::time::Duration = std::time::Duration::from_secs(5);
 
 impl Shared {
     fn now(&self) -> Instant {
@@ -505,10 +517,55 @@ impl Shared {
 
     /// The state, unless a panic broke the engine.
     fn lock_live(&self) -> Result<MutexGuard<'_, Core>, EngineError> {
-        match self.core.lock() {
-            Ok(core) if !self.is_broken() => Ok(core),
-            _ => Err(EngineError::Broken),
+        if let Ok(core) = self.core.lock() {
+            if !self.is_broken() {
+                return Ok(core);
+            }
         }
+        // The lock (poisoned or not) is let go here: the error may wait for the thread that
+        // panicked, which takes it to wake the readers.
+        Err(self.broken_error())
+    }
+
+    /// What a call refused by a broken engine returns: [`EngineError::Broken`] with the
+    /// breaking panic's message, so that the caller need not ask [`Engine::broken_reason`]. A
+    /// policy's panic poisons the lock as it unwinds, a moment before its thread catches it
+    /// and records the message: a call refused by the poisoned lock in that moment waits for
+    /// the message, at most [`REASON_PATIENCE`]. Must be called without the engine's lock.
+    fn broken_error(&self) -> EngineError {
+        let reason = self.wait_for_reason().unwrap_or_else(|| {
+            format!(
+                "a panic whose message its thread did not record within {} s \
+                 (Engine::broken_reason gives it once it has)",
+                REASON_PATIENCE.as_secs()
+            )
+        });
+        EngineError::Broken { reason }
+    }
+
+    /// The breaking panic's message, waited for while no thread has recorded it (see
+    /// [`Shared::break_engine`], which wakes this wait).
+    fn wait_for_reason(&self) -> Option<String> {
+        let until = std::time::Instant::now() + REASON_PATIENCE;
+        let mut waiting = self.reason_lock.lock().unwrap_or_else(|p| p.into_inner());
+        loop {
+            if let Some(why) = self.broken_by.get() {
+                return Some(why.clone());
+            }
+            let left = until.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                return None;
+            }
+            waiting = match self.reason_set.wait_timeout(waiting, left) {
+                Ok((w, _)) => w,
+                Err(p) => p.into_inner().0,
+            };
+        }
+    }
+
+    /// What a read gets from a broken engine: [`Shared::broken_error`] as an `io::Error`.
+    fn broken_read(&self) -> io::Error {
+        io::Error::other(self.broken_error())
     }
 
     fn is_broken(&self) -> bool {
@@ -523,6 +580,10 @@ impl Shared {
     fn break_engine(&self, why: String) {
         let _ = self.broken_by.set(why);
         self.broken.store(true, Ordering::Release);
+        // Taken after the message is set, so a call waiting for it either saw it or is
+        // waiting already, and hears this.
+        drop(self.reason_lock.lock().unwrap_or_else(|p| p.into_inner()));
+        self.reason_set.notify_all();
         let core = self.core.lock().unwrap_or_else(|p| p.into_inner());
         core.wake_every_waiter();
         drop(core);
@@ -596,11 +657,6 @@ impl Drop for Pinned<'_> {
             core.unpin(self.stream, self.chunk, self.from, self.to);
         }
     }
-}
-
-/// What a read gets from a broken engine.
-fn broken_read() -> io::Error {
-    io::Error::other(EngineError::Broken)
 }
 
 /// A completion for a state an earlier panic poisoned is dropped with its buffer: the engine is
@@ -871,6 +927,7 @@ impl Engine {
     /// panic's message and where it was raised, e.g. for a server to log before it exits. `None`
     /// while the engine works, and for the moment between a panic and the end of the unwinding
     /// that marks the engine broken (a backend thread marks it last), though calls already fail.
+    /// The error of each refused call, [`EngineError::Broken`], carries the same text.
     pub fn broken_reason(&self) -> Option<String> {
         let shared = &self.owner.shared;
         if !shared.is_broken() {
@@ -1043,17 +1100,22 @@ impl Reader {
             (Some(l), Some(m)) => Some(l.min(m)),
             (l, m) => l.or(m),
         };
-        let core = match limit {
-            None => self.cv.wait(core).map_err(|_| broken_read())?,
-            Some(limit) => {
-                self.cv
-                    .wait_timeout(core, limit)
-                    .map_err(|_| broken_read())?
-                    .0
-            }
+        // A poisoned lock is let go before the error is made, which may wait for the panic's
+        // message from the thread that poisoned it, and so needs this lock let go.
+        let waited = match limit {
+            None => self.cv.wait(core).map_err(drop),
+            Some(limit) => self
+                .cv
+                .wait_timeout(core, limit)
+                .map(|(c, _)| c)
+                .map_err(drop),
+        };
+        let Ok(core) = waited else {
+            return Err(self.owner.shared.broken_read());
         };
         if self.owner.shared.is_broken() {
-            return Err(broken_read());
+            drop(core);
+            return Err(self.owner.shared.broken_read());
         }
         let timed_out = self
             .deadline
@@ -1606,9 +1668,22 @@ mod tests {
             e.to_string().contains("the engine is broken"),
             "{what}: the read's error: {e}"
         );
+        // The error carries the panic's message (each of these tests' panics says "on
+        // purpose"), even when the read found the lock the panic poisoned before the panicking
+        // thread recorded it. Before, it said only that the engine was broken.
         assert!(
-            matches!(engine.open(path), Err(EngineError::Broken)),
-            "{what}: an open after the panic was not refused"
+            e.to_string().contains("on purpose"),
+            "{what}: the read's error does not say which panic broke the engine: {e}"
+        );
+        let inner = e.get_ref().and_then(|i| i.downcast_ref::<EngineError>());
+        assert!(
+            matches!(inner, Some(EngineError::Broken { reason }) if reason.contains("on purpose")),
+            "{what}: the read's error does not carry EngineError::Broken with its reason: {e:?}"
+        );
+        let refused = engine.open(path);
+        assert!(
+            matches!(&refused, Err(EngineError::Broken { reason }) if reason.contains("on purpose")),
+            "{what}: an open after the panic was not refused with the panic's message: {refused:?}"
         );
         // Each of these tests' panics says "on purpose"; a server logs this before it exits.
         // The mark (and its reason) may come after the read failed: a ring thread ends the
@@ -1788,7 +1863,10 @@ mod tests {
         }
         println!("caught the reader copying after {tries} tries");
         let e = copier.join().unwrap();
-        assert!(e.to_string().contains("the engine is broken"), "{e}");
+        assert!(
+            e.to_string().contains("a backend thread's bug, on purpose"),
+            "{e}"
+        );
         assert_eq!(
             shared.lock_for_report().pinned_bytes(),
             0,
@@ -1861,6 +1939,11 @@ mod tests {
         assert!(
             matches!(&got, Ok(Err(e)) if e.contains("the engine is broken")),
             "the waiting reader: {got:?} (a timeout: it hung)"
+        );
+        // The waiting reader's error names the panic, with no second call to the engine.
+        assert!(
+            matches!(&got, Ok(Err(e)) if e.contains("a policy bug, on purpose")),
+            "the waiting reader's error does not name the panic: {got:?}"
         );
         drop(engine);
     }

@@ -67,10 +67,15 @@ pub enum EngineError {
     UnknownStream(StreamId),
     /// A panic (a policy's, or one that ended a backend thread) broke the engine: reads it
     /// started may never complete, so it serves nothing more. Reads get it as an
-    /// `io::Error` of kind `Other`.
+    /// `io::Error` of kind `Other`, whose inner error is this one.
     #[error(
-        "the engine is broken: a panic (in a policy, or on one of its backend's threads) \
-         left reads it will never complete; build a new engine"
+        "the engine is broken by a panic (in a policy, or on one of its backend's threads): \
+         {reason}; it left reads it will never complete, so build a new engine"
     )]
-    Broken,
+    Broken {
+        /// The panic's message and, where known, where it was raised: what
+        /// `Engine::broken_reason` gives, so that whoever logs the error says why without
+        /// asking the engine again.
+        reason: String,
+    },
 }

@@ -80,7 +80,9 @@ fn a_broken_engine_names_its_panic_under_an_applications_own_hook() {
     assert!(
         failed
             .as_ref()
-            .is_err_and(|e| e.to_string().contains("the engine is broken")),
+            .is_err_and(|e| e.to_string().contains("the engine is broken")
+                && e.to_string()
+                    .contains("an injected panic of the noop backend's worker")),
         "the read held by the panicking backend thread: {failed:?}"
     );
     let why = reason(&by_backend);
