@@ -1854,7 +1854,14 @@ mod tests {
                 crate::backend::lifecycle::PanicAlarm(port)
                     .watch(|| panic!("a backend thread's bug, on purpose"))
             });
+            // Bounded too: should the alarm never break the engine, the test fails rather than
+            // spin for good holding the lock the reader waits for.
+            let breaking = std::time::Instant::now();
             while !shared.is_broken() {
+                if breaking.elapsed() >= PATIENCE {
+                    drop(core);
+                    panic!("the backend thread's panic never broke the engine");
+                }
                 std::thread::yield_now();
             }
             drop(core);
