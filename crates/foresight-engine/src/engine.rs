@@ -615,8 +615,9 @@ impl Shared {
 /// A chunk a reader pinned to copy out of it without the lock: [`Pinned::unpin`] under the lock
 /// once the copy is done, or, on every other way out of the read (the engine found broken as
 /// the reader takes the lock back, an unwinding thread), the drop unpins it under a lock of its
-/// own. Before, a read cut off by a broken engine left the chunk pinned: a pinned chunk is
-/// never freed, so its bytes stayed lent after every reader was closed.
+/// own, unless a policy's panic poisoned that lock (see the drop). Before, a read cut off by a
+/// broken engine left the chunk pinned: a pinned chunk is never freed, so its bytes stayed lent
+/// after every reader was closed.
 struct Pinned<'a> {
     shared: &'a Shared,
     stream: StreamId,
