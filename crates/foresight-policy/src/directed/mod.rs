@@ -718,7 +718,8 @@ impl Directed {
     /// window is dense or sparse (the arm passes over the same table either way), so even shares
     /// would make every sweep sparse and the disk would deliver less per pass. Instead one stream,
     /// the leader, gets the pool less what the others hold (at least [`FOLLOWER_WINDOW_BYTES`]
-    /// each) and room for one run in flight; it sweeps its window once, from the lowest position
+    /// each) and room for one run in flight (at most half of what is left to it, so that a pool
+    /// under two runs does not leave the leader at its minimum window); it sweeps its window once, from the lowest position
     /// to the highest, and the lead passes round-robin. The others keep the reads they admitted
     /// (unfetched reads take no memory) but admit no more than the small window and send nothing:
     /// their reads wait for their turn instead of pulling the arm away from the leader's sweep.
