@@ -42,7 +42,9 @@
 //! A server that can serve nothing more stops by itself: once its engine is broken (a panic in
 //! the readahead policy or on one of the engine's threads; every read then fails) or a worker
 //! thread panics (the streams pinned to it would wait for good), the accept loop, woken by the
-//! worker that saw it or by its own look at the engine every `FAILURE_POLL` (200 ms), stops
+//! worker that saw it, by a request whose read the broken engine refused (the engine's error
+//! carries the panic's message, so the failure is recorded from it even before the engine
+//! marks itself broken), or by its own look at the engine every `FAILURE_POLL` (200 ms), stops
 //! accepting and shuts down as on SIGTERM, and [`ServerHandle::wait`] returns
 //! [`NetError::Broken`] with the panic's message, for the command to log and exit on so that a
 //! supervisor restarts it. Until
@@ -1171,7 +1173,8 @@ fn reader_for<'r>(
                     },
                 );
             }
-            Err(e) => return Err(io::Error::other(e.to_string())),
+            // The engine's error itself, so that a refusal by a broken engine is still one.
+            Err(e) => return Err(io::Error::other(e)),
         }
     }
     let kept = readers
@@ -1819,22 +1822,38 @@ async fn serve_file(
             };
             build(body.boxed(), Some(arrived.elapsed().as_nanos()))
         }
-        Some(Err(e)) if e.get_ref().is_some_and(|inner| inner.is::<FileChanged>()) => {
-            let mut r = plain(StatusCode::SERVICE_UNAVAILABLE, &e.to_string());
-            r.headers_mut()
-                .insert(header::RETRY_AFTER, HeaderValue::from_static("0"));
-            r
-        }
-        // The read failed because the server must stop (its engine broke).
-        Some(Err(_)) if state.failure().is_some() => stopping(),
-        Some(Err(e)) => plain(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            &format!("read failed: {e}"),
-        ),
+        Some(Err(e)) => first_chunk_failed(state, e),
         // The job was dropped unserved: the server is stopping (a shutdown whose grace ran out,
         // or a worker that panicked, whose failure may not be recorded yet as its jobs go).
         None => stopping(),
     }
+}
+
+/// The answer to a request whose first chunk could not be read, with `e`.
+fn first_chunk_failed(state: &State, e: io::Error) -> Response<ResBody> {
+    if e.get_ref().is_some_and(|inner| inner.is::<FileChanged>()) {
+        let mut r = plain(StatusCode::SERVICE_UNAVAILABLE, &e.to_string());
+        r.headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from_static("0"));
+        return r;
+    }
+    // A read refused by a broken engine says why, before the engine may have marked itself
+    // broken for `failure` to see (a panic's poisoned lock refuses reads a moment earlier): the
+    // server stops on it at once, and the panic goes to the log, not to the client.
+    if let Some(foresight_engine::EngineError::Broken { reason }) = e
+        .get_ref()
+        .and_then(|inner| inner.downcast_ref::<foresight_engine::EngineError>())
+    {
+        state.fail(format!("the engine broke, by a panic: {reason}"));
+    }
+    // The read failed because the server must stop (its engine broke).
+    if state.failure().is_some() {
+        return stopping();
+    }
+    plain(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        &format!("read failed: {e}"),
+    )
 }
 
 /// RFC 9112, section 3.2: a server MUST answer 400 to an HTTP/1.1 request without a `Host`, and to
@@ -2294,6 +2313,35 @@ mod tests {
         assert!(state.workers[0].jobs.lock().unwrap().queue.pop().is_some());
         state.streams.lock().unwrap().choice.request_done(worker);
         assert_eq!(state.streams.lock().unwrap().choice.queued(worker), 0);
+    }
+
+    /// A read refused by a broken engine carries the panic's message
+    /// (`EngineError::Broken { reason }`). The answer is the 503 of a server that stops, and the
+    /// failure that stops it is recorded from the error at once, naming the panic for the log,
+    /// not for the client. The engine here still works: it is how the server sees one whose
+    /// lock a panic poisoned before the engine marked itself broken. Before, such a read got
+    /// 500 with the error's text, which names the panic, and the server served on until its
+    /// next look at the engine.
+    #[test]
+    fn a_read_refused_by_a_broken_engine_stops_the_server_and_names_the_panic_in_the_log_only() {
+        let tmp = temp_dir("net-broken-read");
+        let state = state_over(tmp.path(), Backend::Threads);
+        let refused = io::Error::other(foresight_engine::EngineError::Broken {
+            reason: "a policy bug, on purpose (at policy.rs:1:1)".into(),
+        });
+        let r = first_chunk_failed(&state, refused);
+        assert_eq!(
+            r.status(),
+            StatusCode::SERVICE_UNAVAILABLE,
+            "the client was told the panic"
+        );
+        let why = state.failure();
+        assert!(
+            why.as_deref().is_some_and(
+                |w| w.contains("the engine broke, by a panic: a policy bug, on purpose")
+            ),
+            "the failure was not recorded from the read's error: {why:?}"
+        );
     }
 
     /// A worker thread that panics on its own (here on its queue's lock, which another thread's
