@@ -1700,6 +1700,12 @@ mod tests {
             why.as_deref().is_some_and(|w| w.contains("on purpose")),
             "{what}: the broken engine does not say which panic broke it: {why:?}"
         );
+        // And where it was raised: this binary keeps the engine's panic hook, which notes it.
+        assert!(
+            why.as_deref()
+                .is_some_and(|w| w.contains(" (at crates/foresight-engine/src/")),
+            "{what}: the broken engine does not say where its panic was raised: {why:?}"
+        );
         let mut early = early;
         let mut buf = vec![0u8; 4096];
         let later = early.read(&mut buf);
