@@ -14,7 +14,9 @@ fn foresight(args: &[&str]) -> (i32, String, String) {
     )
 }
 
-fn expect_input_error(args: &[&str], must_name: &str) {
+/// Runs `foresight args`, which must exit 2 naming `must_name` without a panic; returns its
+/// standard error, for a caller that checks more of the message.
+fn expect_input_error(args: &[&str], must_name: &str) -> String {
     let (code, _, err) = foresight(args);
     assert_eq!(code, 2, "{args:?} should exit 2; stderr: {err}");
     assert!(
@@ -22,6 +24,7 @@ fn expect_input_error(args: &[&str], must_name: &str) {
         "{args:?}: message should name `{must_name}`: {err}"
     );
     assert!(!err.contains("panicked"), "{args:?} panicked: {err}");
+    err
 }
 
 /// A new directory of the test's own under the system's temporary directory (`foresight-NAME-`
@@ -1014,8 +1017,7 @@ fn sim_help_says_why_workload_extent_passes_with_any_placement() {
 
 /// Exits 2 with a message that names `key` and contains `fix` (what to do about it).
 fn expect_refusal_saying(args: &[&str], key: &str, fix: &str) {
-    expect_input_error(args, key);
-    let (_, _, err) = foresight(args);
+    let err = expect_input_error(args, key);
     assert!(
         err.contains(fix),
         "{args:?}: message should say `{fix}`: {err}"
