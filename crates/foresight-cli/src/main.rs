@@ -311,7 +311,7 @@ device.kind is tiered or constant, workload.kind is hinted, or the policy is an 
   consume = \"1.92ms\"             application time per block (T_cpu + T_hit + T_driver)
   order = \"sequential\"           sequential | random (seeded permutation)
   trace = \"PATH\"                 one block number per line instead (# comments), at
-                                 most 4,194,304
+                                 most 4,194,304, each below 2^40 and given once
 
 JSON keys (--json) beside DESIGN.md's: prefetched_bytes, wasted_bytes, fetches and
 split_fetches sum every prefetching cache of the host, each counting what it fetched ahead of the

@@ -1115,3 +1115,17 @@ fn a_gap_that_leaves_room_for_one_read_is_refused() {
     ]);
     assert_eq!(code, 0, "{err}");
 }
+
+/// `sim --help` gives a hinted trace's limits on its block numbers, which the parser enforces
+/// (a block past 2^40, or one given twice, is refused naming its line). Before, the help said
+/// only "one block number per line", and a user met the limits as errors first.
+#[test]
+fn sim_help_gives_the_limits_of_a_hinted_traces_block_numbers() {
+    let (code, help, err) = foresight(&["sim", "--help"]);
+    assert_eq!(code, 0, "{err}");
+    let flat = help.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        flat.contains("at most 4,194,304, each below 2^40 and given once"),
+        "{help}"
+    );
+}
