@@ -926,8 +926,8 @@ impl Engine {
 
     /// Why the engine is broken, if a panic broke it (see the module documentation): the
     /// panic's message and where it was raised, e.g. for a server to log before it exits. `None`
-    /// while the engine works, and for the moment between a panic and the end of the unwinding
-    /// that marks the engine broken (a backend thread marks it last), though calls already fail.
+    /// while the engine works, and for the moment between a panic and its catch, which marks
+    /// the engine broken (a backend thread marks it last), though calls may already fail.
     /// The error of each refused call, [`EngineError::Broken`], carries the same text.
     pub fn broken_reason(&self) -> Option<String> {
         let shared = &self.owner.shared;
