@@ -1552,6 +1552,30 @@ mod tests {
         drop(engine);
     }
 
+    /// A call refused by a lock that a panic poisoned waits for that panic's message only so
+    /// long: here the panic is this test's own, outside any engine call, so no thread ever
+    /// records one, and the open returns after `REASON_PATIENCE` saying so rather than wait for
+    /// good.
+    #[test]
+    fn a_refused_call_waits_for_the_panics_message_only_so_long() {
+        let engine = Engine::builder()
+            .backend(Backend::Noop(NoopBackend::new()))
+            .build()
+            .unwrap();
+        let shared = engine.owner.shared.clone();
+        let poisoner = std::thread::spawn(move || {
+            let _core = shared.core.lock().unwrap();
+            panic!("poisoning the engine's lock outside any engine call, on purpose");
+        });
+        assert!(poisoner.join().is_err());
+        let refused = engine.open("/f");
+        assert!(
+            matches!(&refused, Err(EngineError::Broken { reason })
+                if reason.contains("did not record within")),
+            "{refused:?}"
+        );
+    }
+
     /// An `msp+seqp` engine over five emulated `cheetah-15k4` whose array policy panics on
     /// its first read.
     fn array_engine_whose_policy_panics_on_a_read() -> Engine {
