@@ -289,19 +289,27 @@ impl SegmentCache {
         }
     }
 
-    /// The segment a media read starting at `lba` should fill at `now_ns`: one whose run contains or
-    /// ends at `lba` (so a stream keeps its segment), else an empty one, else the least recently
-    /// used. Dirty segments and the dedicated write segment are never chosen, so this is `None` when
-    /// every read segment holds data not yet destaged (the read then bypasses the cache).
-    pub fn choose_for_miss(&self, lba: u64, now_ns: f64) -> Option<usize> {
+    /// The segment a media read starting at `lba` should fill at `now_ns`. With `keep_run`, one
+    /// whose run contains or ends at `lba` (so a stream keeps its segment), else an empty one, else
+    /// the least recently used. Without it, only an empty one or the least recently used, as
+    /// DiskSim 4.0 picks for a read that matches no segment (`disk_buffer_select_read_segment`
+    /// ranks an empty segment first and a clean one with no pending request next, the earliest in
+    /// its list, which it keeps least recently used first; a segment whose run merely ends at the
+    /// read's first sector is such a clean one). Dirty segments and the dedicated write segment are
+    /// never chosen, so this is `None` when every read segment holds data not yet destaged (the
+    /// read then bypasses the cache).
+    pub fn choose_for_miss(&self, lba: u64, now_ns: f64, keep_run: bool) -> Option<usize> {
         assert!(self.enabled && !self.segments.is_empty());
         let reads = |i: &usize| self.write_segment != Some(*i);
-        let continuing = (0..self.segments.len()).filter(reads).find(|&i| {
-            self.live_at(i, now_ns).is_some_and(|s| {
-                let (first, end) = self.held(s, None);
-                s.readahead.is_none() && !s.dirty(now_ns) && first <= lba && lba <= end
-            })
-        });
+        let continuing = (0..self.segments.len())
+            .filter(reads)
+            .filter(|_| keep_run)
+            .find(|&i| {
+                self.live_at(i, now_ns).is_some_and(|s| {
+                    let (first, end) = self.held(s, None);
+                    s.readahead.is_none() && !s.dirty(now_ns) && first <= lba && lba <= end
+                })
+            });
         continuing.or_else(|| self.replaceable(now_ns, reads))
     }
 
@@ -430,15 +438,15 @@ mod tests {
     #[test]
     fn lru_replacement_and_ring_window() {
         let mut c = SegmentCache::new(2, 100, 50, true);
-        let a = c.choose_for_miss(0, 0.0).unwrap();
+        let a = c.choose_for_miss(0, 0.0, true).unwrap();
         c.fill(a, 0, 10, None);
-        let b = c.choose_for_miss(1000, 0.0).unwrap();
+        let b = c.choose_for_miss(1000, 0.0, true).unwrap();
         assert_ne!(a, b);
         c.fill(b, 1000, 1010, None);
         assert_eq!(c.find_full_hit(2, 8, None, 0.0), Some(a));
         c.touch(a);
         // A third stream evicts the least recently used (b).
-        let v = c.choose_for_miss(5000, 0.0).unwrap();
+        let v = c.choose_for_miss(5000, 0.0, true).unwrap();
         assert_eq!(v, b);
         c.fill(v, 5000, 5300, None);
         // Only the newest 100 sectors are kept.
@@ -466,7 +474,9 @@ mod tests {
         assert_eq!(c.held(c.segment(0).unwrap(), None), (0, 45));
         assert_eq!(c.find_prefix(40, 60, 0.0), Some((0, 45)));
         // A new read at the end of the run reuses the segment.
-        assert_eq!(c.choose_for_miss(45, 0.0), Some(0));
+        assert_eq!(c.choose_for_miss(45, 0.0, true), Some(0));
+        // Without keeping runs, an empty segment comes first.
+        assert_eq!(c.choose_for_miss(45, 0.0, false), Some(1));
         c.invalidate(10, 11);
         assert!(c.segment(0).is_none());
     }
@@ -523,7 +533,7 @@ mod tests {
         c.fill_write(w, 500, 508, 10.0, f64::INFINITY);
         assert_eq!(c.find_full_hit(500, 508, None, 5.0), Some(w));
         // The dirty segment is not reclaimed by reads or another write before its destage.
-        assert_ne!(c.choose_for_miss(0, 5.0), Some(w));
+        assert_ne!(c.choose_for_miss(0, 5.0, true), Some(w));
         let other = c.choose_for_write(5.0).unwrap();
         assert_ne!(other, w);
         c.fill_write(other, 900, 904, 20.0, 20.0);
@@ -542,7 +552,7 @@ mod tests {
     fn a_dedicated_write_segment_leaves_read_segments_alone() {
         let mut c = SegmentCache::with_write_segment(1, 100, 100, true, true);
         assert_eq!(c.len(), 2);
-        let r = c.choose_for_miss(0, 0.0).unwrap();
+        let r = c.choose_for_miss(0, 0.0, true).unwrap();
         c.fill(r, 0, 50, None);
         let w = c.choose_for_write(1.0).unwrap();
         assert_ne!(w, r);
@@ -550,7 +560,7 @@ mod tests {
         assert_eq!(c.find_full_hit(0, 50, None, 2.0), Some(r));
         assert_eq!(c.choose_for_write(2.0), None, "the write segment is dirty");
         assert_eq!(
-            c.choose_for_miss(5000, 2.0),
+            c.choose_for_miss(5000, 2.0, true),
             Some(r),
             "reads never take the write segment"
         );

@@ -918,10 +918,15 @@ impl Hdd {
                     } else {
                         lba
                     };
-                    // A segment whose run ends exactly at `lba` keeps its run (the stream grows on).
-                    self.cache.choose_for_miss(lba, t0).map(|i| {
+                    // By default a segment whose run ends exactly at `lba` keeps its run (the
+                    // stream grows on). Under DiskSim's own rules a miss matches no segment, so it
+                    // takes an empty or the least recently used one and starts it afresh at the
+                    // request (`disk_buffer_attempt_seg_ownership` resets a segment taken with no
+                    // hit to the request's first sector).
+                    let keep_run = self.params.almost_read_hits == AlmostReadHits::Ahead;
+                    self.cache.choose_for_miss(lba, t0, keep_run).map(|i| {
                         let first = match self.cache.segment(i).filter(|s| s.live(t0)) {
-                            Some(s) => {
+                            Some(s) if keep_run => {
                                 let (f, e) = self.cache.held(s, None);
                                 if f <= lba && lba <= e {
                                     f.min(free)
@@ -929,7 +934,7 @@ impl Hdd {
                                     free
                                 }
                             }
-                            None => free,
+                            _ => free,
                         };
                         (i, first)
                     })

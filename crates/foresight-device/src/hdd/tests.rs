@@ -1277,3 +1277,39 @@ fn a_late_read_of_the_same_stream_in_an_older_segment_stops_its_read_ahead() {
     );
     assert!(!next.cache_hit, "{next:?}");
 }
+
+/// A read that misses just past where a segment's read-ahead stopped: under DiskSim's own rules
+/// (`None`, `Head`) it matches no segment, so `disk_buffer_select_read_segment` gives it an empty
+/// (or the least recently used) segment and the segment it follows keeps its data; the default
+/// (`Ahead`) grows the run it continues, whose oldest sectors the new read-ahead pushes out. The
+/// model kept the run under every rule.
+#[test]
+fn a_miss_just_past_a_read_ahead_takes_a_fresh_segment_under_disksims_rules() {
+    for almost in [
+        AlmostReadHits::Ahead,
+        AlmostReadHits::Head,
+        AlmostReadHits::None,
+    ] {
+        let mut p = cheetah_15k5();
+        p.almost_read_hits = almost;
+        let mut d = Hdd::new(p);
+        serve_one(&mut d, Instant::ZERO, 0, Op::Read, 0, 64);
+        let (_, ra) = d.cache().streaming().expect("the drive reads ahead");
+        let limit = ra.limit_lba;
+        // Long after the read-ahead has run to its limit, the next read starts there.
+        let next = serve_one(&mut d, Instant(20_000_000), 1, Op::Read, limit, 64);
+        assert!(!next.cache_hit, "{almost:?}: {next:?}");
+        let holds_start = (0..d.cache().len())
+            .filter_map(|i| d.cache().segment(i))
+            .any(|s| s.first_lba < 128 && s.end_lba == limit);
+        // The segment keeps the newest 1,200 sectors of [0, limit): the first 64 are gone.
+        let again = serve_one(&mut d, Instant(40_000_000), 2, Op::Read, 64, 64);
+        eprintln!(
+            "almost_read_hits = {almost:?}: first segment kept {holds_start}, re-read hit {}",
+            again.cache_hit
+        );
+        let fresh = almost != AlmostReadHits::Ahead;
+        assert_eq!(holds_start, fresh, "{almost:?}");
+        assert_eq!(again.cache_hit, fresh, "{almost:?}: {again:?}");
+    }
+}
