@@ -28,7 +28,8 @@
 //! that started the prefetch has completed, and with `Stop prefetch in sector = 0` at once, inside
 //! a sector). With a minimum read-ahead DiskSim does not let such a command stop the prefetch
 //! before the minimum (`disk_buffer_stopable_access`), so that command, the hit included, waits
-//! for it. Segments are told apart by what they hold, not by whose data it is: a stream whose reads
+//! for it, and a read whose sectors the read-ahead has brought in by then is served from its
+//! segment or joins it (`disk_check_prefetch_swap` looks for the waiting read's segment again). Segments are told apart by what they hold, not by whose data it is: a stream whose reads
 //! arrive out of order (a DFS server's concurrent workers) stops its own read-ahead when a late read
 //! hits what an earlier read-ahead left in an older segment. A read served after the read-ahead has
 //! stopped does not start it again, as DiskSim with `Read-ahead on idle hit = 0` (the value in every

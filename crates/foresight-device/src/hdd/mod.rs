@@ -868,6 +868,25 @@ impl Hdd {
                 }
             }
         }
+        // With a minimum read-ahead still to read, the read waits for the head until the minimum
+        // is in. DiskSim then looks for the waiting read's segment afresh
+        // (`disk_check_prefetch_swap` once the prefetch reaches `minreadaheadblkno`), so a read the
+        // read-ahead has reached by then is a hit in its segment, or joins it, rather than a miss
+        // of sectors the buffer holds.
+        if let (Some((i, ra)), Some(r)) = (stream, reach) {
+            if r < ra.floor_lba {
+                let seg = self.cache.segment(i).expect("streaming segment exists");
+                let (held_first, _) = self.cache.held(seg, Some(ra.floor_lba));
+                if held_first <= lba && self.joins_stream(lba, ra.floor_lba, ra.limit_lba) {
+                    let t_floor = self.stream_time_to(&ra, ra.floor_lba).max(t0);
+                    if t_floor > t0 {
+                        let mut s = self.serve_read(t_floor, lba, end);
+                        s.seek_ns += t_floor - t0;
+                        return s;
+                    }
+                }
+            }
+        }
         // The head is needed: stop the read-ahead where it got to, or where its minimum is.
         let arrived = t0;
         let mut t0 = t0;

@@ -1313,3 +1313,51 @@ fn a_miss_just_past_a_read_ahead_takes_a_fresh_segment_under_disksims_rules() {
         assert_eq!(again.cache_hit, fresh, "{almost:?}: {again:?}");
     }
 }
+
+/// A read that arrives while a minimum read-ahead is still to be read, ahead of where the
+/// read-ahead has got but inside its minimum, waits for the head; once the minimum is in, DiskSim
+/// looks for its segment again (`disk_check_prefetch_swap`), finds the sectors in the prefetching
+/// segment and serves them from the buffer. One that starts inside the minimum and ends past it
+/// joins the read-ahead. The model kept both misses: after the wait it positioned the head for
+/// sectors the buffer held. A synthetic drive: the Cheetah 4LP with a 150-sector minimum and
+/// DiskSim's own `Allow almost read hits = 0`.
+#[test]
+fn a_read_inside_the_minimum_read_ahead_is_a_hit_once_the_minimum_is_in() {
+    let synthetic = || {
+        let mut p = crate::presets::cheetah_4lp();
+        p.almost_read_hits = AlmostReadHits::None;
+        p.readahead_min_sectors = 150;
+        p
+    };
+    for (what, offset, sectors) in [("inside", 100u64, 16u32), ("across", 140, 40)] {
+        let mut d = Hdd::new(synthetic());
+        let rev = d.params().rotation_period();
+        let first = serve_one(&mut d, Instant::ZERO, 0, Op::Read, 100_000, 64);
+        let (_, ra) = d.cache().streaming().expect("the drive reads ahead");
+        assert_eq!(ra.floor_lba, 100_064 + 150);
+        let at = first.at + Duration::from_micros(300);
+        let reach = d.stream_reach(&ra, at.as_nanos() as f64);
+        assert!(reach < 100_064 + offset, "{reach}");
+        let t_floor = Instant(d.stream_time_to(&ra, ra.floor_lba).ceil() as u64);
+        let c = serve_one(&mut d, at, 1, Op::Read, 100_064 + offset, sectors);
+        eprintln!("{what} the minimum: {c:?}, minimum in at {t_floor:?}");
+        assert!(
+            c.at >= t_floor,
+            "{what}: served before the minimum was in: {c:?}"
+        );
+        assert!(
+            c.at - t_floor < Duration(rev.0 / 2),
+            "{what}: positioned the head again: {c:?}"
+        );
+        assert_eq!(c.cache_hit, what == "inside", "{what}: {c:?}");
+        // Served by the running read-ahead, which goes on (a hit carries it on; a read that
+        // joins it reads on past its end).
+        let (_, now_ra) = d.cache().streaming().expect("the read-ahead goes on");
+        let origin = if what == "inside" {
+            ra.origin_lba
+        } else {
+            100_064 + offset + u64::from(sectors)
+        };
+        assert_eq!(now_ra.origin_lba, origin, "{what}");
+    }
+}
