@@ -343,6 +343,7 @@ pub fn cheetah_15k5() -> HddParams {
         combine_sequential_writes: true,
         read_free_blocks: false,
         readahead_over_request: true,
+        immediate_read: false,
         almost_read_hits: AlmostReadHits::Ahead,
         bus_bytes_per_s: 400e6,
         queue_depth: 8,
@@ -412,7 +413,8 @@ fn cheetah_15k5_family(cylinders: u32) -> HddParams {
 /// the inner zones keep about the same fractions), head switch 0.176 ms, write settle 0.487 ms. Shape
 /// exponent 2.01 matches the 17,938,986-block capacity. Seek (`atlas10k.seek`): 1.245 ms single
 /// cylinder, 5.599 ms mean over random pairs, 10.828 ms full strobe. Cache (`atlas10k.diskspecs`):
-/// 10 segments of 374 sectors, read-ahead up to 354 sectors, overheads as listed, no queue.
+/// 10 segments of 374 sectors, read-ahead up to 354 sectors, zero-latency reads (`Immediate buffer
+/// read = 1`), overheads as listed, no queue.
 pub fn atlas_10k() -> HddParams {
     let cylinders = 10_042;
     HddParams {
@@ -445,6 +447,7 @@ pub fn atlas_10k() -> HddParams {
         combine_sequential_writes: true,
         read_free_blocks: true,
         readahead_over_request: true,
+        immediate_read: true,
         almost_read_hits: AlmostReadHits::Ahead,
         bus_bytes_per_s: 80e6,
         queue_depth: 1,
@@ -496,6 +499,7 @@ pub fn ibm_18es() -> HddParams {
         combine_sequential_writes: true,
         read_free_blocks: true,
         readahead_over_request: true,
+        immediate_read: false,
         almost_read_hits: AlmostReadHits::Ahead,
         bus_bytes_per_s: 80e6,
         queue_depth: 1,
@@ -547,6 +551,7 @@ pub fn cheetah_4lp() -> HddParams {
         combine_sequential_writes: true,
         read_free_blocks: false,
         readahead_over_request: true,
+        immediate_read: false,
         almost_read_hits: AlmostReadHits::Ahead,
         bus_bytes_per_s: 40e6,
         queue_depth: 1,
@@ -600,6 +605,7 @@ pub fn wd800jd() -> HddParams {
         combine_sequential_writes: true,
         read_free_blocks: false,
         readahead_over_request: true,
+        immediate_read: false,
         almost_read_hits: AlmostReadHits::Ahead,
         bus_bytes_per_s: 150e6,
         queue_depth: 1,
@@ -653,6 +659,7 @@ pub fn st6000nm0024() -> HddParams {
         combine_sequential_writes: true,
         read_free_blocks: false,
         readahead_over_request: true,
+        immediate_read: false,
         almost_read_hits: AlmostReadHits::Ahead,
         bus_bytes_per_s: 600e6,
         queue_depth: 32,

@@ -647,6 +647,29 @@ impl Importer<'_> {
         let over_requested = r.int_or("Read-ahead over requested", 0, 1, 0)? == 1;
         let readahead_over_request = over_requested || max_ra > 0;
         let read_free_blocks = r.int_or("Read any free blocks", 0, 1, 0)? == 1;
+        // DiskSim reads it as 0 to 2 and uses it as a flag (`currdisk->immed`): any non-zero value
+        // makes the drive's media reads zero-latency. The model follows it for the reads the
+        // drive serves, not for a read-ahead that moves to the next track, which reads in order.
+        let immediate_read = match r.take("Immediate buffer read") {
+            Some(e) => {
+                let v = r.int_of(e, 0, 2)?;
+                if v != 0 {
+                    self.warn(
+                        file,
+                        e.line,
+                        "Immediate buffer read",
+                        format!(
+                            "`Immediate buffer read` = {v} is followed for reads (zero-latency: \
+                             a read that lands inside its sectors on a track reads on from the \
+                             head) but not for the read-ahead, which reads each track from its \
+                             first sector"
+                        ),
+                    );
+                }
+                v != 0
+            }
+            None => false,
+        };
         // Checked, but not followed (see `AlmostReadHits::Ahead`): with 0 every back-to-back
         // sequential read over a fast interface would wait a revolution, which the validation
         // traces cannot tell from streaming (their demerits agree to the fourth digit).
@@ -735,6 +758,7 @@ impl Importer<'_> {
             combine_sequential_writes,
             read_free_blocks,
             readahead_over_request,
+            immediate_read,
             almost_read_hits: AlmostReadHits::Ahead,
             bus_bytes_per_s,
             queue_depth,

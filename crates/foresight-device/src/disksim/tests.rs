@@ -135,6 +135,11 @@ fn atlas_numbers_come_from_the_files() {
     );
     assert_eq!(p.queue_depth, 1);
     assert!(p.read_free_blocks);
+    // `Immediate buffer read = 1` is imported; the warning says what is not followed.
+    assert!(p.immediate_read);
+    assert!(d.warnings.iter().any(|w| w.line == 50
+        && w.message.contains("Immediate buffer read")
+        && w.message.contains("not for the read-ahead")));
     // `Read-ahead over requested = 0` with a non-zero maximum read-ahead: DiskSim reads 354 past
     // the request regardless.
     assert!(p.readahead_over_request);
@@ -248,6 +253,7 @@ fn presets_agree_with_the_imports() {
         assert_eq!(p.readahead_mode, i.readahead_mode, "{name}");
         assert_eq!(p.write_cache, i.write_cache, "{name}");
         assert_eq!(p.read_free_blocks, i.read_free_blocks, "{name}");
+        assert_eq!(p.immediate_read, i.immediate_read, "{name}");
         assert_eq!(p.almost_read_hits, i.almost_read_hits, "{name}");
         if name != "cheetah-15k5" {
             // The 15K.5 preset lets read-ahead run past a request as large as its segment, so

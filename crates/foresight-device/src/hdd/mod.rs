@@ -26,6 +26,9 @@
 //!    first sector's angle (the platter's angle is a function of absolute time: see
 //!    [`mechanics`]), then read across tracks. A cached prefix of the request (a "partial hit") is
 //!    sent first and only the rest is read. After the read the drive reads ahead into the segment.
+//!    A drive with [`HddParams::immediate_read`] (DiskSim's `Immediate buffer read`) that lands on
+//!    a track inside the sectors it wants there, past the first, reads on from the head and takes
+//!    the ones before on the next turn; the host still receives them in order.
 //!
 //! A read that crosses a track boundary pays what the real drive pays: a head switch (or a
 //! one-cylinder seek) and then the rotational wait until the next track's skewed first sector comes
@@ -193,6 +196,12 @@ pub struct HddParams {
     /// Whether the drive keeps the sectors of the target track that pass under the head during the
     /// rotational wait of a read miss (DiskSim's `Read any free blocks`).
     pub read_free_blocks: bool,
+    /// Whether a read that reaches a track with the head already past its first wanted sector there
+    /// but before its last reads on from the head and takes the sectors it passed on the next turn
+    /// (a zero-latency read; DiskSim's `Immediate buffer read`): the track's part of the read is
+    /// done one revolution after the head lands instead of after the wait for the first sector
+    /// plus the transfer.
+    pub immediate_read: bool,
     /// Whether read-ahead may push the data just read out of its segment (DiskSim's `Read-ahead over
     /// requested`); when false the read-ahead stops once the segment is full from the request on.
     pub readahead_over_request: bool,
@@ -594,6 +603,98 @@ impl Hdd {
         }
     }
 
+    /// A read of `[from, to)` with [`HddParams::immediate_read`]: the head is on the track of `from`
+    /// at `ready` (before any rotational wait), and `arrive` is when the leading edge of `from`
+    /// comes round. On each track, when the head lands (at the next sector boundary) inside the
+    /// track's wanted sectors, past the first, the drive reads on from there and takes the ones
+    /// before on the next turn, so that track is done a revolution after the landing, with the
+    /// head back at the landing sector, as DiskSim 4.0 does (`disk_buffer_seekdone` asks
+    /// `dm_latency` for the wait to the next sector inside the access, and
+    /// `disk_buffer_sector_done` keeps the sectors read ahead of the wanted one as the `immedstart`
+    /// to `immedend` run, which it joins when the wanted sector reaches it). A landing elsewhere,
+    /// or a track whose wanted sectors are not one run, waits for the first as [`Hdd::media_pass`]
+    /// does. Returns when the read is done and, if the last track was read from a landing inside
+    /// it, that landing sector (the head is there, not past `to - 1`). Rotational waits, and track
+    /// switches after `count_from`, go into `gaps`.
+    fn media_pass_immediate(
+        &self,
+        ready: f64,
+        arrive: f64,
+        from: u64,
+        to: u64,
+        count_from: f64,
+        gaps: &mut Gaps,
+    ) -> (f64, Option<u64>) {
+        let period_ns = self.rotation.period_ns();
+        let mut ready = ready;
+        let mut arrive = arrive;
+        let mut lba = from;
+        let mut loc = self.geo.locate(Lba(lba));
+        loop {
+            let run = (to - lba).min(self.geo.run_sectors(Lba(lba), loc));
+            let run_end = lba + run;
+            let same_track =
+                |a: Chs, b: Chs| a.zone == b.zone && a.cylinder == b.cylinder && a.head == b.head;
+            let one_run = run_end >= to || !same_track(self.geo.locate(Lba(run_end)), loc);
+            let transfer_ns = run as f64 * self.sector_ns[loc.zone];
+            let mut landed = None;
+            let mut done = arrive + transfer_ns;
+            if one_run && run > 1 {
+                let spt = u64::from(self.geo.zones()[loc.zone].sectors_per_track);
+                let base = self.geo.track_start_angle(loc.zone, loc.cylinder, loc.head);
+                let under = geometry::frac(self.rotation.angle_at(ready) - base) * spt as f64;
+                let k = ((under - 1e-6).ceil().max(0.0) as u64) % spt;
+                let first = u64::from(loc.sector);
+                if k > first && k < first + run {
+                    let at = Chs {
+                        sector: k as u32,
+                        ..loc
+                    };
+                    let t_k = ready + self.rotation.wait_ns(ready, self.geo.chs_angle(at));
+                    done = t_k + period_ns;
+                    landed = Some(lba + (k - first));
+                }
+            }
+            gaps.rotate_ns += (done - transfer_ns - ready.max(count_from)).max(0.0);
+            lba = run_end;
+            if lba >= to {
+                return (done, landed);
+            }
+            let next = self.geo.locate(Lba(lba));
+            if same_track(next, loc) {
+                // Set-aside sectors inside the track: the run after them is a new access from
+                // where the head is.
+                ready = done;
+                arrive = done + self.rotation.wait_ns(done, self.geo.chs_angle(next));
+            } else {
+                let mut switch = Gaps::default();
+                let passed = Chs {
+                    sector: loc.sector + run as u32,
+                    ..loc
+                };
+                arrive = self.switch_track(done, passed, next, count_from, &mut switch);
+                // The switch itself (seek or head switch); the wait after it is counted above.
+                let is_seek = next.cylinder != loc.cylinder;
+                let switch_ns = if is_seek {
+                    self.params
+                        .seek
+                        .seek_ms(next.cylinder.abs_diff(loc.cylinder))
+                        * 1e6
+                } else {
+                    self.head_switch_ns
+                };
+                ready = done + switch_ns;
+                let counted = (ready - done.max(count_from)).max(0.0);
+                if is_seek {
+                    gaps.seek_ns += counted;
+                } else {
+                    gaps.rotate_ns += counted;
+                }
+            }
+            loc = next;
+        }
+    }
+
     /// When the read-ahead `ra` has read every sector before `target` (at most its limit): the
     /// same media pass a read takes, started where and when the read-ahead started.
     fn stream_time_to(&self, ra: &ReadAhead, target: u64) -> f64 {
@@ -689,7 +790,16 @@ impl Hdd {
     /// A read-ahead that continues right after a media read of `lba..end` finished at `t_end`, into
     /// a segment whose run starts at `seg_first`, or `None` if the drive does not read ahead or the
     /// disk ends there.
-    fn readahead_after(&self, lba: u64, end: u64, t_end: f64, seg_first: u64) -> Option<ReadAhead> {
+    /// `landed` is the sector the head is at when an immediate read's last track ended where it
+    /// landed rather than past `end - 1` (see [`Hdd::media_pass_immediate`]).
+    fn readahead_after(
+        &self,
+        lba: u64,
+        end: u64,
+        t_end: f64,
+        seg_first: u64,
+        landed: Option<u64>,
+    ) -> Option<ReadAhead> {
         let cap = self.geo.capacity_sectors();
         if !self.cache.enabled() || end >= cap {
             return None;
@@ -704,7 +814,12 @@ impl Hdd {
             sector: prev.sector + 1,
             ..prev
         };
-        let origin_ns = self.move_to(t_end, passed, next, f64::INFINITY, &mut Gaps::default());
+        let same_track =
+            next.zone == prev.zone && next.cylinder == prev.cylinder && next.head == prev.head;
+        let origin_ns = match landed {
+            Some(_) if same_track => t_end + self.rotation.wait_ns(t_end, self.geo.chs_angle(next)),
+            _ => self.move_to(t_end, passed, next, f64::INFINITY, &mut Gaps::default()),
+        };
         let floor_lba = (end + u64::from(self.params.readahead_min_sectors)).min(limit_lba);
         Some(ReadAhead {
             origin_ns,
@@ -914,10 +1029,16 @@ impl Hdd {
         };
         let media_from = prefix.map_or(lba, |p| p.1);
         let cached = (media_from - lba) as f64;
-        let (seek_ns, rotate_ns, t3, on_track) =
+        let (seek_ns, mut rotate_ns, t3, on_track) =
             self.position(t1 + head_wait_ns, media_from, false);
         let mut gaps = Gaps::default();
-        let t4 = self.media_pass(t3, media_from, end, t3, &mut gaps);
+        let (t4, landed) = if self.params.immediate_read {
+            // The rotational waits, the first included, are the pass's own.
+            rotate_ns -= t3 - on_track;
+            self.media_pass_immediate(on_track, t3, media_from, end, on_track, &mut gaps)
+        } else {
+            (self.media_pass(t3, media_from, end, t3, &mut gaps), None)
+        };
         let first_zone = self.geo.zone_index(Lba(media_from));
         // Two-stage pipeline (media, then bus): the cached prefix can leave from t1; media sectors
         // leave as they are read; the last one cannot leave before it is read.
@@ -960,7 +1081,7 @@ impl Hdd {
                 }
             };
             if let Some((seg, mut first)) = target {
-                let ra = self.readahead_after(lba, end, t4, first);
+                let ra = self.readahead_after(lba, end, t4, first, landed);
                 if first < lba {
                     // The segment is laid out for the request and its read-ahead: sectors before
                     // the request stay only where that leaves room.
@@ -1015,7 +1136,7 @@ impl Hdd {
         let end_ns = (t_end + self.bus_sector_ns)
             .max(bus_media_start + (n - cached) * self.bus_sector_ns)
             .max(t1 + n * self.bus_sector_ns);
-        let next_ra = self.readahead_after(lba, end, t_end, held_first);
+        let next_ra = self.readahead_after(lba, end, t_end, held_first, None);
         if next_ra.is_none() {
             self.head_lba = end - 1;
         }

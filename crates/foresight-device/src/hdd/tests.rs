@@ -1361,3 +1361,57 @@ fn a_read_inside_the_minimum_read_ahead_is_a_hit_once_the_minimum_is_in() {
         assert_eq!(now_ra.origin_lba, origin, "{what}");
     }
 }
+
+/// DiskSim's `Immediate buffer read` (the Atlas 10K file sets it): a read that lands on its track
+/// past its first sector reads on from the head and takes the sectors before on the next turn,
+/// so a whole-track read is done a revolution after the head lands, where without it the head
+/// waits for the track's first sector and then reads a revolution. The model ignored the setting.
+/// The sectors still go to the host in order, so the bus starts with the first sector. A read
+/// of one sector cannot land inside itself and is timed as before.
+#[test]
+fn an_immediate_read_is_done_a_revolution_after_the_head_lands() {
+    let drive = |immediate_read: bool| {
+        let mut p = atlas_10k();
+        p.read_free_blocks = false;
+        p.immediate_read = immediate_read;
+        Hdd::new(p)
+    };
+    let probe = drive(false);
+    let (first, end) = probe.geometry().track_bounds(Lba(5_000_000));
+    let sectors = (end - first) as u32;
+    let rev = probe.params().rotation_period();
+    let zone = probe.geo.zone_index(Lba(first));
+    let sector = Duration(probe.sector_ns[zone].ceil() as u64);
+    let bus = Duration(probe.bus_sector_ns.ceil() as u64);
+    let mut faster = 0;
+    for k in 0..12u64 {
+        let at = Instant(20_000_000 + k * 537_123);
+        let run = |immediate_read: bool, lba: u64, n: u32| {
+            let mut d = drive(immediate_read);
+            serve_one(&mut d, Instant::ZERO, 0, Op::Read, 0, 8);
+            serve_one(&mut d, at, 1, Op::Read, lba, n)
+        };
+        let (plain, immediate) = (run(false, first, sectors), run(true, first, sectors));
+        let positioned = at + plain.breakdown.overhead + plain.breakdown.seek;
+        eprintln!(
+            "arrival {k}: plain {:?}, immediate {:?} after positioning",
+            plain.at - positioned,
+            immediate.at - positioned
+        );
+        assert!(immediate.at <= plain.at, "{immediate:?} {plain:?}");
+        assert!(plain.at - positioned >= rev, "{plain:?}");
+        assert!(
+            immediate.at - positioned <= rev + sector + Duration(bus.0 * u64::from(sectors + 1)),
+            "{immediate:?}"
+        );
+        if plain.at - immediate.at > Duration(rev.0 / 4) {
+            faster += 1;
+        }
+        let one = |immediate_read| run(immediate_read, first + 100, 1);
+        assert_eq!(one(true).at, one(false).at);
+    }
+    assert!(
+        faster >= 6,
+        "{faster} of 12 arrivals saved a quarter revolution"
+    );
+}
