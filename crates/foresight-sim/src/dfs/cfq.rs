@@ -31,7 +31,9 @@
 //! in the queue they were put in. So one stream spread over many threads can settle in several
 //! shared queues rather than one: a shared queue whose slice ends before it runs dry hands over
 //! without a merge, one that runs dry finds the nearest other queue's next request too far or
-//! seeky, and a thread whose requests wait in a queue that is not being served cannot move.
+//! seeky, and a thread whose requests wait in a queue that is not being served cannot move. A
+//! queue whose threads have all moved out gets no idle wait once its requests in flight are done,
+//! as Linux ends the active queue's slice when its last reference goes: nobody can submit to it.
 //!
 //! Where the model departs from Linux 3.10: a queue's seek history is taken at dispatch, in the
 //! queue's sorted order, where Linux takes it as requests arrive, from each one's distance to the
@@ -434,7 +436,10 @@ impl Cfq {
             let expired = now >= self.slice_end;
             // A seeky queue gets no idle window: waiting for it saves no seek.
             let no_idle = self.times.idle.0 == 0 || q.seeky();
-            let idle_over = no_idle || self.idle_until.is_some_and(|t| now >= t);
+            // Nor does a queue whose threads all moved to another: nobody can submit to it.
+            // Linux ends the active queue's slice when its last reference goes.
+            let abandoned = q.members == 0;
+            let idle_over = no_idle || abandoned || self.idle_until.is_some_and(|t| now >= t);
             let others_wait = self.len > q.pending.len();
             // Without idling (an SSD) a dry queue gives the disk up at once, even with requests
             // in flight, as CFQ does on non-rotational devices that queue commands.
@@ -770,6 +775,37 @@ mod merge_tests {
         assert_ne!(q.queue_of(1), q.queue_of(2));
         assert_eq!(q.queue_of(2), Some(shared));
         assert_eq!(q.len(), 2, "far apart requests do not merge");
+    }
+
+    /// A queue whose threads all moved out can get no new request: once what it dispatched is
+    /// done, it gives the disk up at once rather than idling for a thread that now submits
+    /// elsewhere. (Linux frees a queue at its last reference and, if it is the active one, ends
+    /// its slice then; the model idled `slice_idle` for nothing while the thread's new request
+    /// waited in the queue it moved to.)
+    #[test]
+    fn a_queue_no_thread_uses_does_not_idle() {
+        let mut q = cfq();
+        cooperate(&mut q);
+        // Owner 1 moves into owner 2's queue: a queue of two threads.
+        q.push(1, 128, 64, 2);
+        let shared = q.queue_of(2).unwrap();
+        assert_eq!(q.queue_of(1), Some(shared));
+        // Owner 3 reads on right after it.
+        q.push(3, 192, 64, 3);
+        let r = q.pop(Instant(4_000)).unwrap();
+        assert_eq!(r.queue, shared);
+        q.complete(Instant(5_000), r.queue);
+        // The shared queue runs dry next to owner 3's request: owner 3's queue, with fewer
+        // threads, is to merge into it, and takes the disk.
+        let r = q.pop(Instant(6_000)).unwrap();
+        assert_eq!(r.owner, 3);
+        // Owner 3's next request, far away, goes to the shared queue; its own queue has no
+        // thread left.
+        q.push(3, 100_000_000, 8, 4);
+        assert_eq!(q.queue_of(3), Some(shared));
+        q.complete(Instant(7_000), r.queue);
+        let r = q.pop(Instant(8_000));
+        assert_eq!(r.map(|r| r.tokens.to_vec()), Some(vec![4]));
     }
 
     #[test]
