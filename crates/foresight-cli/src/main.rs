@@ -321,9 +321,9 @@ raid_wasted_bytes, raid_fetches and raid_split_fetches are the block-level part.
 cache is the device's and counts in neither. A page counts as prefetched once the device has
 read it, and as wasted when it is then evicted, released or left at the end unread; a prefetch
 still in flight at the end is in neither, as its read is not in device_bytes. split_fetches are
-fetches that spanned more than one
-RAID-0 strip. A [dfs] run sums its server's and clients' caches the same way (split_fetches: the
-server's fetches); its JSON has no antic_waits, device_sequential_requests, raid_* or
+fetches that spanned more than one RAID-0 strip. A [dfs] run sums its server's and clients' caches
+the same way, a client's page counting once the server's reply brought it (split_fetches: the
+server's fetches; its device_bytes counts a read when it goes to the disk); its JSON has no antic_waits, device_sequential_requests, raid_* or
 trace_lba_wrapped, because the model has no such part (see ARCHITECTURE.md), and neither has a
 tier stack's. A tier stack's
 breakdown sums its preset levels' devices; a constant level's fixed time has no parts and is in

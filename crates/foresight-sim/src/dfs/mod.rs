@@ -1022,8 +1022,12 @@ impl Sim<'_> {
         for l in &layers {
             fetches += l.fetches();
             let st = l.cache().stats();
-            prefetched += st.prefetched_pages * PAGE_BYTES;
-            wasted += (st.wasted_pages + l.cache().unused_prefetched_pages()) * PAGE_BYTES;
+            // A prefetch still in flight at the end has not been read yet: neither prefetched
+            // nor wasted, as in a host run.
+            let in_flight = l.cache().in_flight_prefetched_pages();
+            prefetched += (st.prefetched_pages - in_flight) * PAGE_BYTES;
+            wasted +=
+                (st.wasted_pages + l.cache().unused_prefetched_pages() - in_flight) * PAGE_BYTES;
         }
         for s in &self.streams {
             if let Some(c) = &s.client {
