@@ -323,15 +323,15 @@ read it, and as wasted when it is then evicted, released or left at the end unre
 still in flight at the end is in neither, as its read is not in device_bytes. split_fetches are
 fetches that spanned more than one RAID-0 strip. A [dfs] run sums its server's and clients' caches
 the same way, a client's page counting once the server's reply brought it (split_fetches: the
-server's fetches; its device_bytes counts a read when it goes to the disk); its JSON has no antic_waits, device_sequential_requests, raid_* or
-trace_lba_wrapped, because the model has no such part (see ARCHITECTURE.md), and neither has a
-tier stack's. A tier stack's
-breakdown sums its preset levels' devices; a constant level's fixed time has no parts and is in
-none of them. Its device_requests, device_bytes and breakdown count the requests that completed
-by elapsed_s (when the application consumed its last block); those of copies still climbing then
-are under after_end (device_requests, device_bytes, breakdown, last_completion_s), a key only a
-tier stack's JSON has. Its prefetched_bytes counts blocks fetched into memory and copies into
-levels, its wasted_bytes the copies dropped or left at the end unread.
+server's fetches; its device_bytes counts a read when it goes to the disk); its JSON has no
+antic_waits, device_sequential_requests, raid_* or trace_lba_wrapped, because the model has no
+such part (see ARCHITECTURE.md), and neither has a tier stack's. A tier stack's breakdown sums
+its preset levels' devices; a constant level's fixed time has no parts and is in none of them.
+Its device_requests, device_bytes and breakdown count the requests that completed by elapsed_s
+(when the application consumed its last block); those of copies still climbing then are under
+after_end (device_requests, device_bytes, breakdown, last_completion_s), a key only a tier stack's
+JSON has. Its prefetched_bytes counts blocks fetched into memory and copies into levels, its
+wasted_bytes the copies dropped or left at the end unread.
 
 Examples:
   foresight sim --set device.preset=cheetah-15k5 --set workload.streams=64 --json
