@@ -268,6 +268,21 @@ fn two_scans_under_directed_on_raid0_decide_the_same_in_both_worlds() {
 /// bytes and the time. (While the engine did not report a fetch that memory refused whole as
 /// memory pressure, its `directed` made 529 fetches against the simulator's 255, in 12.3 s
 /// against 3.3 s.)
+///
+/// How much the fetches vary with timing depends on how large the runs are. While the leader
+/// reserved a whole 4 MiB run in flight, the window stayed at its minimum: 255 fetches in the
+/// simulator, 262 to 281 in the engine (15 runs). When it reserved at most half its pool, and
+/// infill gaps did not count against the window's memory, fewer, longer runs did the scan: 111
+/// fetches in the simulator, and in the engine 84 in 8 runs of 15 and 79 to 123 in the rest, on a
+/// shared two-core machine (0.71 to 1.11; this comparison failed in 9 of those 15 runs). With the
+/// gaps counted, runs are short and many: 802 fetches in the simulator and 751 to 841 in the engine
+/// (0.94 to 1.05), 0.93 to 1.11 times the device bytes and 0.89 to 1.13 times the time, over 94
+/// runs (45 alone, 30 beside two busy loops on two cores, 19 in the whole suite, 8 of those beside
+/// the busy loops). The fetches are bounded within -15% and +12%, which an engine given 1 MiB less
+/// or more memory than the simulator misses in every attempt (1.14 to 1.18 in 12 attempts, 0.72 to
+/// 0.82 in 11); the device bytes within -20% and +25%, and the time as [`similar_time`] does. An
+/// attempt outside a bound is run again, and one of up to three must meet them all: a different
+/// memory moves every attempt alike, so a retry cannot hide it.
 #[test]
 fn three_scans_under_directed_contending_for_memory_cost_the_same_in_both_worlds() {
     let s = Scenario {
@@ -280,22 +295,44 @@ fn three_scans_under_directed_contending_for_memory_cost_the_same_in_both_worlds
         engine_memory: Some(ByteLen::mib(5)),
         ..Scenario::four_streams_seqp_wd800jd()
     };
-    let (sim, engine, c) = run_both("directed-contention", &s);
-    let fetches = c.fetches.1 as f64 / c.fetches.0 as f64;
-    assert!(
-        (0.8..1.25).contains(&fetches),
-        "fetches, engine/sim {fetches:.2} ({} vs {})",
-        c.fetches.1,
-        c.fetches.0
+    let name = "directed-contention";
+    let mut failures = Vec::new();
+    for attempt in 1..=3 {
+        let (sim, engine, c) = run_both(name, &s);
+        let checks = [
+            (
+                "fetches",
+                c.fetches.1 as f64 / c.fetches.0 as f64,
+                0.85..1.12,
+                format!("{} vs {}", c.fetches.1, c.fetches.0),
+            ),
+            (
+                "device bytes",
+                engine.device_bytes as f64 / sim.device_bytes as f64,
+                0.8..1.25,
+                format!("{} vs {}", engine.device_bytes, sim.device_bytes),
+            ),
+            (
+                "time",
+                engine.elapsed_s / sim.elapsed_s,
+                0.5..3.0,
+                format!("{:.3} s vs {:.3} s", engine.elapsed_s, sim.elapsed_s),
+            ),
+        ];
+        let missed: Vec<String> = checks
+            .iter()
+            .filter(|(_, ratio, bounds, _)| !bounds.contains(ratio))
+            .map(|(what, ratio, _, figures)| format!("{what}, engine/sim {ratio:.2} ({figures})"))
+            .collect();
+        if missed.is_empty() {
+            return;
+        }
+        failures.push(format!("attempt {attempt}: {}", missed.join("; ")));
+    }
+    panic!(
+        "{name}: no attempt of three cost the same:\n{}",
+        failures.join("\n")
     );
-    let bytes = engine.device_bytes as f64 / sim.device_bytes as f64;
-    assert!(
-        (0.8..1.25).contains(&bytes),
-        "device bytes, engine/sim {bytes:.2} ({} vs {})",
-        engine.device_bytes,
-        sim.device_bytes
-    );
-    similar_time(&sim, &engine);
 }
 
 /// The contention scenario at half size: three hinted 2 MiB scans in 3 MiB of page cache (a
