@@ -613,9 +613,12 @@ impl Hdd {
     /// `disk_buffer_sector_done` keeps the sectors read ahead of the wanted one as the `immedstart`
     /// to `immedend` run, which it joins when the wanted sector reaches it). A landing elsewhere,
     /// or a track whose wanted sectors are not one run, waits for the first as [`Hdd::media_pass`]
-    /// does. Returns when the read is done and, if the last track was read from a landing inside
-    /// it, that landing sector (the head is there, not past `to - 1`). Rotational waits, and track
-    /// switches after `count_from`, go into `gaps`.
+    /// does. Returns when the read is done, if the last track was read from a landing inside
+    /// it, that landing sector (the head is there, not past `to - 1`), and the earliest the host
+    /// can have sector `to - 1`: the host takes the sectors in order, so on a track read from a
+    /// landing the sector before the landing, read last, holds back every sector after it, which
+    /// then cross the bus one by one (`f64::NEG_INFINITY` when no track was). Rotational waits,
+    /// and track switches after `count_from`, go into `gaps`.
     fn media_pass_immediate(
         &self,
         ready: f64,
@@ -624,7 +627,8 @@ impl Hdd {
         to: u64,
         count_from: f64,
         gaps: &mut Gaps,
-    ) -> (f64, Option<u64>) {
+    ) -> (f64, Option<u64>, f64) {
+        let mut host_floor_ns = f64::NEG_INFINITY;
         let period_ns = self.rotation.period_ns();
         let mut ready = ready;
         let mut arrive = arrive;
@@ -652,13 +656,17 @@ impl Hdd {
                     };
                     let t_k = ready + self.rotation.wait_ns(ready, self.geo.chs_angle(at));
                     done = t_k + period_ns;
-                    landed = Some(lba + (k - first));
+                    let landing = lba + (k - first);
+                    landed = Some(landing);
+                    // Sector `landing - 1` is read at `done`; it and all after it go in order.
+                    host_floor_ns =
+                        host_floor_ns.max(done + (to - (landing - 1)) as f64 * self.bus_sector_ns);
                 }
             }
             gaps.rotate_ns += (done - transfer_ns - ready.max(count_from)).max(0.0);
             lba = run_end;
             if lba >= to {
-                return (done, landed);
+                return (done, landed, host_floor_ns);
             }
             let next = self.geo.locate(Lba(lba));
             if same_track(next, loc) {
@@ -1032,20 +1040,23 @@ impl Hdd {
         let (seek_ns, mut rotate_ns, t3, on_track) =
             self.position(t1 + head_wait_ns, media_from, false);
         let mut gaps = Gaps::default();
-        let (t4, landed) = if self.params.immediate_read {
+        let (t4, landed, host_floor_ns) = if self.params.immediate_read {
             // The rotational waits, the first included, are the pass's own.
             rotate_ns -= t3 - on_track;
             self.media_pass_immediate(on_track, t3, media_from, end, on_track, &mut gaps)
         } else {
-            (self.media_pass(t3, media_from, end, t3, &mut gaps), None)
+            let t4 = self.media_pass(t3, media_from, end, t3, &mut gaps);
+            (t4, None, f64::NEG_INFINITY)
         };
         let first_zone = self.geo.zone_index(Lba(media_from));
         // Two-stage pipeline (media, then bus): the cached prefix can leave from t1; media sectors
-        // leave as they are read; the last one cannot leave before it is read.
+        // leave as they are read; the last one cannot leave before it is read. A track read out of
+        // order from a landing holds back what follows its last-read sector (`host_floor_ns`).
         let bus_media_start =
             (t1 + cached * self.bus_sector_ns).max(t3 + self.sector_ns[first_zone]);
-        let end_ns =
-            (t4 + self.bus_sector_ns).max(bus_media_start + (n - cached) * self.bus_sector_ns);
+        let end_ns = (t4 + self.bus_sector_ns)
+            .max(bus_media_start + (n - cached) * self.bus_sector_ns)
+            .max(host_floor_ns);
         if self.cache.enabled() {
             let target = match prefix {
                 Some((i, _)) => {

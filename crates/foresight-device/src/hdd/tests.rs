@@ -1415,3 +1415,60 @@ fn an_immediate_read_is_done_a_revolution_after_the_head_lands() {
         "{faster} of 12 arrivals saved a quarter revolution"
     );
 }
+
+/// A zero-latency read's sectors still go to the host in order, so the sector just before the
+/// landing, read last (a revolution after the landing), holds back every sector after it, which
+/// then cross the bus one by one. The Atlas 10K preset's bus is faster than its media, and the
+/// model let the read end a bus sector after its media pass, as if the sectors after the landing
+/// could leave before the one before it had been read.
+#[test]
+fn an_immediate_read_keeps_the_host_in_sector_order() {
+    let drive = |immediate_read: bool| {
+        let mut p = atlas_10k();
+        p.read_free_blocks = false;
+        p.immediate_read = immediate_read;
+        Hdd::new(p)
+    };
+    let probe = drive(false);
+    let (first, end) = probe.geometry().track_bounds(Lba(5_000_000));
+    let sectors = end - first;
+    let rev_ns = probe.params().rotation_period().as_nanos() as f64;
+    let sector_ns = probe.sector_ns[probe.geo.zone_index(Lba(first))];
+    let bus_ns = probe.bus_sector_ns;
+    assert!(
+        bus_ns < sector_ns,
+        "the case needs a bus faster than the media"
+    );
+    let mut held_back = 0;
+    for k in 0..12u64 {
+        let at = Instant(20_000_000 + k * 537_123);
+        let run = |immediate_read: bool| {
+            let mut d = drive(immediate_read);
+            serve_one(&mut d, Instant::ZERO, 0, Op::Read, 0, 8);
+            serve_one(&mut d, at, 1, Op::Read, first, sectors as u32)
+        };
+        let (plain, immediate) = (run(false), run(true));
+        let positioned = at + plain.breakdown.overhead + plain.breakdown.seek;
+        // Without immediate reads the head waits `after` sectors (less than one more) for the
+        // track's first sector and reads the track; the bus ends a sector after the media.
+        let waited_ns = (plain.at - positioned).as_nanos() as f64 - rev_ns - bus_ns;
+        let after = (waited_ns / sector_ns).floor().max(0.0) as u64;
+        if after == 0 || after >= sectors {
+            continue;
+        }
+        // With them the head lands `after` sectors before the track's end and reads those first;
+        // the sector before the landing is read a revolution later, and it and the `after`
+        // sectors behind it then go to the host.
+        let floor_ns = rev_ns + after as f64 * bus_ns;
+        let took_ns = (immediate.at - positioned).as_nanos() as f64;
+        eprintln!("arrival {k}: {after} sectors after the landing, immediate took {took_ns} ns, at least {floor_ns} ns");
+        assert!(took_ns + 1.0 >= floor_ns, "arrival {k}: {immediate:?}");
+        if after > 1 {
+            held_back += 1;
+        }
+    }
+    assert!(
+        held_back >= 4,
+        "only {held_back} arrivals landed inside the track"
+    );
+}
