@@ -25,7 +25,9 @@
 //! where it was raised when the engine's panic hook saw that ([`Engine::broken_reason`],
 //! `panic_note.rs`), so that a program that runs on the engine can say why it stopped, whatever
 //! panic hook it sets; the error each refused call returns carries it too
-//! ([`Shared::broken_error`]).
+//! ([`Shared::broken_error`]). A policy's panic is also caught, and its message recorded, at the
+//! call into the policy, under the lock (`core/guard.rs`): the unwind poisons the lock only
+//! after that, so a call refused by the poisoned lock never waits for the message.
 
 use std::io::{self, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
@@ -321,6 +323,7 @@ impl EngineBuilder {
             },
             timer.clone(),
         );
+        let broken_by = core.policy_panic_reason();
         let shared = Arc::new(Shared {
             core: Mutex::new(core),
             port: port.clone(),
@@ -330,7 +333,7 @@ impl EngineBuilder {
             fallback,
             direct: self.direct_io,
             broken: AtomicBool::new(false),
-            broken_by: std::sync::OnceLock::new(),
+            broken_by,
             reason_lock: Mutex::new(()),
             reason_set: Condvar::new(),
         });
@@ -489,17 +492,22 @@ pub(crate) struct Shared {
     /// Set when a panic broke the engine (see the module documentation); never cleared.
     broken: AtomicBool,
     /// The first breaking panic's message (and place, where known: `panic_note.rs`); set
-    /// before `broken`, so that whoever sees the mark finds the reason.
-    broken_by: std::sync::OnceLock<String>,
-    /// Held by a call that waits for `broken_by` (a lock a panic poisoned refuses calls before
-    /// that panic's thread sets it, see [`Shared::broken_error`]), and told when it is set.
+    /// before `broken`, so that whoever sees the mark finds the reason. Shared with the core's
+    /// policy, whose panic sets it before it poisons the lock (`core/guard.rs`), so that whoever
+    /// finds the lock poisoned by a policy finds the reason too.
+    broken_by: Arc<std::sync::OnceLock<String>>,
+    /// Held by a call that waits for `broken_by` (a lock poisoned by a panic other than the
+    /// policy's refuses calls before that panic's thread sets it, see
+    /// [`Shared::broken_error`]), and told when it is set.
     reason_lock: Mutex<()>,
     reason_set: Condvar,
 }
 
-/// How long a call refused by a poisoned lock waits for the panic's message: its thread records
-/// it as soon as it has caught the panic, so this only keeps the call from waiting for good
-/// should no thread ever record one.
+/// How long a call refused by a poisoned lock waits for the panic's message. A policy's panic
+/// records it before the lock is poisoned (`core/guard.rs`), so such a call never waits. The
+/// wait is a fallback for a panic of the engine's own code under the lock (a broken invariant),
+/// whose thread records the message only once it has caught the panic, just after the lock is
+/// poisoned, and for a lock poisoned outside any engine call, where no thread ever records one.
 const REASON_PATIENCE: std::time::Duration = std::time::Duration::from_secs(5);
 
 impl Shared {
@@ -529,9 +537,10 @@ impl Shared {
 
     /// What a call refused by a broken engine returns: [`EngineError::Broken`] with the
     /// breaking panic's message, so that the caller need not ask [`Engine::broken_reason`]. A
-    /// policy's panic poisons the lock as it unwinds, a moment before its thread catches it
-    /// and records the message: a call refused by the poisoned lock in that moment waits for
-    /// the message, at most [`REASON_PATIENCE`]. Must be called without the engine's lock.
+    /// policy's panic records its message before it poisons the lock. Any other panic under
+    /// the lock poisons it a moment before its thread catches it and records the message: a
+    /// call refused by the poisoned lock in that moment waits for the message, at most
+    /// [`REASON_PATIENCE`]. Must be called without the engine's lock.
     fn broken_error(&self) -> EngineError {
         let reason = self.wait_for_reason().unwrap_or_else(|| {
             format!(
@@ -1572,6 +1581,48 @@ mod tests {
         assert!(
             matches!(&refused, Err(EngineError::Broken { reason })
                 if reason.contains("did not record within")),
+            "{refused:?}"
+        );
+    }
+
+    /// A policy's panic records its message before it poisons the engine's lock, so a call
+    /// the poisoned lock refuses finds the message at once. Here the policy panics under the
+    /// lock on a thread of this test's own, outside any engine call, so nothing but the guard
+    /// around the policy can record it. Before, only the engine call that ran the policy
+    /// recorded the message, after the unwind had let the lock go: a call on another thread in
+    /// that moment waited for it (here, where no engine call catches the panic, for
+    /// `REASON_PATIENCE`, and then said no message was recorded).
+    #[test]
+    fn a_policy_panic_records_its_message_before_it_poisons_the_lock() {
+        /// Panics when its timer is run.
+        struct PanicOnTimeout;
+        impl foresight_policy::Policy for PanicOnTimeout {
+            fn name(&self) -> &str {
+                "panic-on-timeout"
+            }
+            fn handle(&mut self, _now: Instant, _input: foresight_policy::Input) {}
+            fn poll_output(&mut self) -> Option<foresight_policy::Output> {
+                None
+            }
+            fn handle_timeout(&mut self, _now: Instant) {
+                panic!("a policy's timer bug, on purpose");
+            }
+        }
+        let engine = Engine::builder()
+            .backend(Backend::Noop(NoopBackend::new()))
+            .wrap_policy(Box::new(|_| Box::new(PanicOnTimeout)))
+            .build()
+            .unwrap();
+        let shared = engine.owner.shared.clone();
+        let poisoner = std::thread::spawn(move || {
+            let mut core = shared.core.lock().unwrap();
+            core.timeout(Instant(1));
+        });
+        assert!(poisoner.join().is_err());
+        let refused = engine.open("/f");
+        assert!(
+            matches!(&refused, Err(EngineError::Broken { reason })
+                if reason.contains("a policy's timer bug, on purpose")),
             "{refused:?}"
         );
     }

@@ -2,7 +2,9 @@
 //!
 //! Wherever a panic can break an engine, the work runs under `catch_unwind`: a backend thread's
 //! whole life (`PanicAlarm::watch`) and every call that runs a policy, on an application's
-//! thread or the engine's own (`Shared::breaking_on_panic`). The payload caught gives the
+//! thread or the engine's own (`Shared::breaking_on_panic`), and, inside such a call, each call
+//! into the policy itself (`core/guard.rs`), which keeps the message first, before the unwind
+//! poisons the engine's lock (the later catches keep the first message). The payload caught gives the
 //! message, whatever panic hook the process has; the engine breaks with it, and the panic then
 //! goes on unwinding (`resume_unwind`, which runs no hook again). Where the panic was raised is
 //! not in the payload, only in what a hook is shown: the first engine built installs, once per

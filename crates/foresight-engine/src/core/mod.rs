@@ -71,9 +71,12 @@ use crate::buffer::{AlignedBuf, ALIGN_BYTES};
 use crate::pool::BufferPool;
 use crate::stats::Stats;
 
+use guard::GuardedPolicy;
+
 mod complete;
 mod defer;
 mod files;
+mod guard;
 mod memory;
 mod policy;
 mod read;
@@ -388,7 +391,7 @@ type FileKey = (u64, u64, u64, Option<std::time::SystemTime>);
 
 /// The driver state. See the module documentation.
 pub(crate) struct Core {
-    policy: Box<dyn Policy>,
+    policy: GuardedPolicy,
     backend: Arc<dyn IoBackend>,
     cfg: CoreConfig,
     /// Indexed by `FileId`. A file no reader holds, with no chunk cached, queued or in flight, is
@@ -471,7 +474,7 @@ impl Core {
             ..Stats::default()
         };
         Core {
-            policy,
+            policy: GuardedPolicy::new(policy),
             backend,
             cfg,
             files: Vec::new(),
