@@ -1576,9 +1576,9 @@ mod tests {
             // The cache sends its read to the device as it is submitted; once a worker of the
             // device's pool has taken it, the read is under way. Before, the cache could be
             // dropped first, and the read was refused rather than stuck.
-            while !device.pool_queue_is_empty() {
-                std::thread::yield_now();
-            }
+            crate::testutil::wait_until("a worker of the device's pool to take the read", || {
+                device.pool_queue_is_empty()
+            });
             drop(device);
             let drop_returned = drop_returns(c);
             StuckRun {

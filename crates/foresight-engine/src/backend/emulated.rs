@@ -1441,9 +1441,9 @@ mod lifecycle_tests {
             let b = EmulatedBackend::start(ssd, 2, port).unwrap();
             b.submit(&mut vec![page_read(1, f, 0)]);
             // Once a worker of the pool has taken it, the read is under way.
-            while !b.inner.queue_is_empty() {
-                std::thread::yield_now();
-            }
+            crate::testutil::wait_until("a worker of the pool to take the read", || {
+                b.inner.queue_is_empty()
+            });
             let drop_returned = drop_returns(b);
             StuckRun {
                 drop_returned,

@@ -308,12 +308,20 @@ pub(crate) mod testing {
             (held, port)
         }
 
-        /// Waits until a delivery has begun.
+        /// Waits until a delivery has begun; panics if none has within
+        /// [`crate::testutil::HANG_GUARD`], so a delivery that never comes fails the test
+        /// instead of hanging it.
         pub(crate) fn wait_entered(&self) {
-            let mut entered = self.entered.lock().unwrap();
-            while !*entered {
-                entered = self.entering.wait(entered).unwrap();
-            }
+            let guard = crate::testutil::HANG_GUARD;
+            let (entered, _) = self
+                .entering
+                .wait_timeout_while(self.entered.lock().unwrap(), guard, |e| !*e)
+                .unwrap();
+            assert!(
+                *entered,
+                "gave up after {} s waiting for a delivery to begin: the test hangs",
+                guard.as_secs()
+            );
         }
 
         /// The tokens of the deliveries that have ended, in the order they ended.

@@ -471,9 +471,9 @@ mod tests {
         });
         noop.submit(&mut vec![page_read(1, &f, 0)]);
         // The worker has taken it once the queue is empty (then it reads and holds it).
-        while !noop.shared.work.lock().unwrap().requests.is_empty() {
-            std::thread::yield_now();
-        }
+        crate::testutil::wait_until("the worker to take the read", || {
+            noop.shared.work.lock().unwrap().requests.is_empty()
+        });
         noop.shutdown();
         let done = got.take_within(1, PATIENCE);
         assert_eq!(done.len(), 1, "the delayed read was not delivered");

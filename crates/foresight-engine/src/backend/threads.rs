@@ -230,9 +230,9 @@ mod tests {
         let (b, f) = opened(ThreadsBackend::start(1, 3, port).unwrap(), &path);
         b.submit(&mut vec![page_read(1, &f, 0)]);
         // The worker has taken read 1 once the queue is empty; reads 2 and 3 then wait.
-        while !b.shared.queue.lock().unwrap().requests.is_empty() {
-            std::thread::yield_now();
-        }
+        crate::testutil::wait_until("the worker to take the read", || {
+            b.shared.queue.lock().unwrap().requests.is_empty()
+        });
         b.submit(&mut vec![page_read(2, &f, 1), page_read(3, &f, 2)]);
         b.shutdown();
         let mut done = got.take_within(3, PATIENCE);
@@ -265,9 +265,9 @@ mod tests {
             let b = ThreadsBackend::start(1, 2, port).unwrap();
             b.submit(&mut vec![page_read(1, f, 0)]);
             // Once the worker has taken it, the read is under way.
-            while !b.shared.queue.lock().unwrap().requests.is_empty() {
-                std::thread::yield_now();
-            }
+            crate::testutil::wait_until("the worker to take the read", || {
+                b.shared.queue.lock().unwrap().requests.is_empty()
+            });
             let drop_returned = drop_returns(b);
             // The detached worker still holds the request, and its file.
             StuckRun {

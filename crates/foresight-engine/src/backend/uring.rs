@@ -492,9 +492,9 @@ mod tests {
         let (req, _f, writer) = pipe_read();
         b.submit(&mut vec![req]);
         // Once the ring thread has taken it, running, the read is in the kernel.
-        while !b.shared.queue.lock().unwrap().requests.is_empty() {
-            std::thread::yield_now();
-        }
+        crate::testutil::wait_until("the ring thread to take the read", || {
+            b.shared.queue.lock().unwrap().requests.is_empty()
+        });
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
             drop(b);
