@@ -130,6 +130,9 @@ struct Slot {
     key: PageKey,
     state: PageState,
     prefetched_unused: bool,
+    /// Entered as a prefetch (read or not since), so that a failed read can take it back out of
+    /// the prefetched pages.
+    prefetch: bool,
     prev: u32,
     next: u32,
     stamp: u64,
@@ -361,6 +364,7 @@ impl PageCache {
             key,
             state: PageState::InFlight { io },
             prefetched_unused: prefetched,
+            prefetch: prefetched,
             prev: NIL,
             next: NIL,
             stamp: 0,
@@ -405,15 +409,22 @@ impl PageCache {
         self.push_front(s);
     }
 
-    /// Drops an in-flight page whose read failed.
+    /// Drops an in-flight page whose read failed. A prefetch counts as prefetched once the device
+    /// has read it (README, `sim --help`); this one never was, so it leaves the prefetched pages
+    /// (and the used ones, had a read already waited on it) rather than count as prefetched and
+    /// never wasted. Before, it stayed among the prefetched pages, neither used nor wasted.
     pub fn abandon(&mut self, key: PageKey) {
         if let Some(s) = self.map.remove(key) {
-            debug_assert!(matches!(
-                self.slots[s as usize].state,
-                PageState::InFlight { .. }
-            ));
-            if self.slots[s as usize].prefetched_unused {
+            let slot = self.slots[s as usize];
+            debug_assert!(matches!(slot.state, PageState::InFlight { .. }));
+            if slot.prefetched_unused {
                 self.unused_prefetched -= 1;
+            }
+            if slot.prefetch {
+                self.stats.prefetched_pages -= 1;
+                if !slot.prefetched_unused {
+                    self.stats.used_prefetched_pages -= 1;
+                }
             }
             self.free.push(s);
             self.used_pages -= 1;
@@ -498,6 +509,28 @@ mod tests {
         assert_eq!(c.used_pages(), 2);
     }
 
+    /// A prefetch whose read failed was never read from the device, so it counts as neither
+    /// prefetched nor wasted, nor as used if a read already waited on it; a demand read's
+    /// failure changes none of these. Before, each failed prefetch stayed among the prefetched
+    /// pages, so prefetched exceeded used plus wasted.
+    #[test]
+    fn a_failed_prefetch_counts_as_neither_prefetched_nor_wasted() {
+        let mut c = PageCache::new(8);
+        for page in 0..4 {
+            assert!(c.try_insert_in_flight(page_key(0, page), 1, page != 3));
+        }
+        c.touch(page_key(0, 1));
+        for page in 0..4 {
+            c.abandon(page_key(0, page));
+        }
+        let s = c.stats();
+        assert_eq!(
+            (s.prefetched_pages, s.used_prefetched_pages, s.wasted_pages),
+            (0, 0, 0)
+        );
+        assert_eq!((c.used_pages(), c.unused_prefetched_pages()), (0, 0));
+    }
+
     #[test]
     fn protecting_unread_evicts_read_pages_first() {
         let mut c = PageCache::protecting_unread(2);
@@ -558,6 +591,12 @@ mod tests {
                     prop_assert!(in_flight_now, "page {:#x} should be in flight", k);
                 }
                 let (held, unused) = c.held_by_walk();
+                let st = c.stats();
+                prop_assert_eq!(
+                    st.prefetched_pages,
+                    st.used_prefetched_pages + st.wasted_pages + c.unused_prefetched_pages(),
+                    "every prefetched page is used, wasted or still held unread"
+                );
                 prop_assert_eq!(held, c.used_pages());
                 prop_assert_eq!(unused, c.unused_prefetched_pages());
                 prop_assert_eq!(in_flight.len() as u64, c.in_flight_pages());
