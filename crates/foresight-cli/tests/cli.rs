@@ -1080,6 +1080,124 @@ fn a_hinted_trace_block_too_large_is_named_with_its_limit() {
     }
 }
 
+/// An input error quotes at most the first 80 characters of the offending text, however long
+/// the line: a hinted trace's block, a block trace's column, a config file's value or key, a
+/// `--set`. Before, a hinted trace's 60 kB line, a config value of a megabyte and the like came
+/// back whole in the message (a trace line over 64 KiB is refused for its length).
+#[test]
+fn an_error_quotes_a_long_line_cut_short() {
+    let dir = temp_dir("long-line");
+    let mb = 1 << 20;
+    // Linux takes no argument longer than 128 KiB.
+    let arg = 100_000;
+    let write = |name: &str, text: String| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        path.to_str().expect("a UTF-8 path").to_string()
+    };
+    let tiers = "device.tiers=[{t_read = \"1ms\", capacity = \"2MiB\"}, \
+                 {t_read = \"2ms\", t_copy_up = \"1ms\"}]";
+    let hinted = |trace: &str| {
+        vec![
+            "sim".to_string(),
+            "--set".into(),
+            "device.kind=tiered".into(),
+            "--set".into(),
+            tiers.into(),
+            "--set".into(),
+            "workload.kind=hinted".into(),
+            "--set".into(),
+            "workload.block=1MiB".into(),
+            "--set".into(),
+            format!("workload.trace={trace}"),
+        ]
+    };
+    // A trace line of more than 64 KiB is refused for its length; one just under is parsed.
+    let words = write("words.trace", format!("0\n{}\n", "x".repeat(60_000)));
+    let digits = write("digits.trace", format!("0\n{}\n", "9".repeat(60_000)));
+    let huge = write("huge.trace", format!("0\n{}\n", "x".repeat(mb)));
+    let msr = write(
+        "msr.trace",
+        format!("1,h,0,{},0,4096,10\n", "Q".repeat(60_000)),
+    );
+    let value = write(
+        "value.toml",
+        format!("[workload]\nkind = \"{}\"\n", "y".repeat(mb)),
+    );
+    let key = write("key.toml", format!("[workload]\n{} = 1\n", "k".repeat(mb)));
+    let list = write(
+        "list.toml",
+        format!("[workload]\nkind = [{}]\n", "1,".repeat(mb / 2)),
+    );
+    let cases: Vec<(Vec<String>, String)> = vec![
+        (hinted(&words), format!("{words}:2")),
+        (hinted(&digits), format!("{digits}:2")),
+        (hinted(&huge), format!("{huge}:2")),
+        (
+            [
+                "sim",
+                "--set",
+                "workload.kind=trace",
+                "--set",
+                "workload.format=msr",
+            ]
+            .map(String::from)
+            .into_iter()
+            .chain(
+                [format!("workload.trace={msr}")]
+                    .into_iter()
+                    .flat_map(|t| ["--set".into(), t]),
+            )
+            .collect(),
+            format!("{msr}:1"),
+        ),
+        (
+            vec!["sim".into(), "--config".into(), value],
+            "workload.kind".into(),
+        ),
+        (
+            vec!["sim".into(), "--config".into(), key],
+            "workload.kkk".into(),
+        ),
+        (
+            vec!["sim".into(), "--config".into(), list],
+            "workload.kind".into(),
+        ),
+        (
+            vec![
+                "sim".into(),
+                "--set".into(),
+                format!("workload.streams={}", "9".repeat(arg)),
+            ],
+            "workload.streams".into(),
+        ),
+        (
+            vec![
+                "sim".into(),
+                "--set".into(),
+                format!("host.memory={}x", "9".repeat(arg)),
+            ],
+            "host.memory".into(),
+        ),
+        (
+            vec!["sim".into(), "--set".into(), "z".repeat(arg)],
+            "--set".into(),
+        ),
+    ];
+    for (args, names) in cases {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let err = expect_input_error(&args, &names);
+        let shown = |a: &str| a.chars().take(100).collect::<String>();
+        let shown_args: Vec<String> = args.iter().map(|a| shown(a)).collect();
+        assert!(
+            err.len() < 1_000,
+            "{shown_args:?}: the message should quote the long text cut short, but is {} bytes: {}",
+            err.len(),
+            shown(&err)
+        );
+    }
+}
+
 /// A `gaps` workload whose gap leaves room for one read ends after that read and measures
 /// nothing; it used to exit 0 so. It is refused naming the gap, the file size and the largest gap
 /// that fits. A file that holds one read whatever the gap still runs.

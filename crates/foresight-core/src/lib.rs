@@ -5,6 +5,7 @@
 //! clock, spawns a thread or touches a file, so the pure policy crate can depend on it. The only source
 //! of randomness is [`rng::Rng`], which must be seeded explicitly.
 
+pub mod excerpt;
 pub mod fetch_parts;
 pub mod ids;
 pub mod parse;
@@ -13,6 +14,7 @@ pub mod slots;
 pub mod time;
 pub mod units;
 
+pub use excerpt::excerpt;
 pub use fetch_parts::FetchParts;
 pub use ids::{FetchId, FileId, StreamId};
 pub use parse::{parse_duration, parse_rate, parse_size, ParseError};

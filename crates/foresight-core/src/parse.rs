@@ -8,6 +8,8 @@
 
 use thiserror::Error;
 
+use crate::excerpt::excerpt;
+
 use crate::time::Duration;
 use crate::units::{Bandwidth, ByteLen};
 
@@ -15,16 +17,25 @@ use crate::units::{Bandwidth, ByteLen};
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
 pub enum ParseError {
     /// The text had no number in front.
-    #[error("`{0}` has no number; write e.g. {1}")]
+    #[error("`{text}` has no number; write e.g. {eg}", text = excerpt(.0), eg = .1)]
     NoNumber(String, &'static str),
     /// The unit is not one we know.
-    #[error("`{0}` has unknown unit `{1}`; write e.g. {2}")]
+    #[error(
+        "`{text}` has unknown unit `{unit}`; write e.g. {eg}",
+        text = excerpt(.0),
+        unit = excerpt(.1),
+        eg = .2
+    )]
     BadUnit(String, String, &'static str),
     /// Negative, not finite, too large, or not a whole number of the base unit.
-    #[error("`{0}` is out of range: {1}")]
+    #[error("`{text}` is out of range: {why}", text = excerpt(.0), why = .1)]
     OutOfRange(String, &'static str),
     /// The number is written with an exponent (`1e6`), which these units do not take.
-    #[error("`{0}` uses an exponent, which is not read; write e.g. {1}")]
+    #[error(
+        "`{text}` uses an exponent, which is not read; write e.g. {eg}",
+        text = excerpt(.0),
+        eg = .1
+    )]
     Exponent(String, &'static str),
 }
 

@@ -9,7 +9,7 @@
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use foresight_core::{parse_duration, parse_size, ByteLen, Duration};
+use foresight_core::{excerpt, parse_duration, parse_size, ByteLen, Duration};
 use foresight_device::{AlmostReadHits, QueuePolicy};
 use foresight_policy::readahead::WindowRule;
 use foresight_policy::PolicyConfig;
@@ -22,7 +22,7 @@ use crate::trace::TraceFormat;
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
 pub enum ConfigError {
     /// A key has a bad value or is unknown.
-    #[error("config key `{key}`: {message}")]
+    #[error("config key `{shown}`: {message}", shown = excerpt(key))]
     Key {
         /// Dotted path of the key.
         key: String,
@@ -38,7 +38,10 @@ pub enum ConfigError {
         message: String,
     },
     /// A `--set` argument is not `KEY=VALUE`.
-    #[error("--set `{0}`: expected KEY=VALUE, e.g. --set workload.streams=64")]
+    #[error(
+        "--set `{shown}`: expected KEY=VALUE, e.g. --set workload.streams=64",
+        shown = excerpt(.0)
+    )]
     SetSyntax(String),
 }
 
@@ -64,7 +67,10 @@ pub(crate) fn take_seed(root: &mut Table) -> Result<u64, ConfigError> {
         }
         Some(v) => Err(key_err(
             "seed",
-            format!("expected a non-negative whole number, got {v}"),
+            format!(
+                "expected a non-negative whole number, got {shown}",
+                shown = excerpt(&v.to_string())
+            ),
         )),
     }
 }
@@ -604,7 +610,10 @@ impl Section {
             Some(Value::String(s)) => Ok(s),
             Some(v) => Err(key_err(
                 &self.path(key),
-                format!("expected a string, got {v}"),
+                format!(
+                    "expected a string, got {shown}",
+                    shown = excerpt(&v.to_string())
+                ),
             )),
         }
     }
@@ -626,12 +635,15 @@ impl Section {
                     let names: Vec<&str> = options.iter().map(|(n, _)| *n).collect();
                     key_err(
                         &self.path(key),
-                        format!("`{s}` is not one of: {}", names.join(", ")),
+                        format!("`{}` is not one of: {}", excerpt(&s), names.join(", ")),
                     )
                 }),
             Some(v) => Err(key_err(
                 &self.path(key),
-                format!("expected a string, got {v}"),
+                format!(
+                    "expected a string, got {shown}",
+                    shown = excerpt(&v.to_string())
+                ),
             )),
         }
     }
@@ -646,23 +658,29 @@ impl Section {
                 // range.
                 let digits = s.trim().strip_prefix('-').unwrap_or(s.trim());
                 let message = if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
-                    format!("must be between {min} and {max}, got {}", s.trim())
+                    format!("must be between {min} and {max}, got {}", excerpt(s.trim()))
                 } else {
-                    format!("expected a whole number, got `{s}`")
+                    format!("expected a whole number, got `{}`", excerpt(&s))
                 };
                 key_err(&self.path(key), message)
             })?,
             Some(v) => {
                 return Err(key_err(
                     &self.path(key),
-                    format!("expected a whole number, got {v}"),
+                    format!(
+                        "expected a whole number, got {shown}",
+                        shown = excerpt(&v.to_string())
+                    ),
                 ))
             }
         };
         if v < min as i64 || (v as u64) > max {
             return Err(key_err(
                 &self.path(key),
-                format!("must be between {min} and {max}, got {v}"),
+                format!(
+                    "must be between {min} and {max}, got {shown}",
+                    shown = excerpt(&v.to_string())
+                ),
             ));
         }
         Ok(v as u64)
@@ -693,14 +711,20 @@ impl Section {
             Some(v) => {
                 return Err(key_err(
                     &self.path(key),
-                    format!("expected a size such as \"128KiB\" or 4096, got {v}"),
+                    format!(
+                        "expected a size such as \"128KiB\" or 4096, got {shown}",
+                        shown = excerpt(&v.to_string())
+                    ),
                 ))
             }
         };
         if v < min || v > max {
             return Err(key_err(
                 &self.path(key),
-                format!("must be between {min} and {max}, got {v}"),
+                format!(
+                    "must be between {min} and {max}, got {shown}",
+                    shown = excerpt(&v.to_string())
+                ),
             ));
         }
         Ok(v)
@@ -753,7 +777,10 @@ impl Section {
                 .map_err(|e| key_err(&self.path(key), e.to_string())),
             Some(v) => Err(key_err(
                 &self.path(key),
-                format!("expected a duration such as \"250us\" or \"60s\", got {v}"),
+                format!(
+                    "expected a duration such as \"250us\" or \"60s\", got {shown}",
+                    shown = excerpt(&v.to_string())
+                ),
             )),
         }
     }
@@ -765,7 +792,10 @@ impl Section {
             Some(Value::Boolean(b)) => Ok(b),
             Some(v) => Err(key_err(
                 &self.path(key),
-                format!("expected true or false, got {v}"),
+                format!(
+                    "expected true or false, got {shown}",
+                    shown = excerpt(&v.to_string())
+                ),
             )),
         }
     }
@@ -1042,7 +1072,10 @@ impl SimConfig {
             Some(v) => {
                 return Err(key_err(
                     "device.disksim",
-                    format!("expected the path of a DiskSim .diskspecs file, got {v}"),
+                    format!(
+                        "expected the path of a DiskSim .diskspecs file, got {shown}",
+                        shown = excerpt(&v.to_string())
+                    ),
                 ))
             }
         };
@@ -1117,7 +1150,10 @@ impl SimConfig {
                 Some(v) => {
                     return Err(key_err(
                         "device.controller_mib_s",
-                        format!("expected a number of MiB/s from 1 to below 1e9, got {v}"),
+                        format!(
+                            "expected a number of MiB/s from 1 to below 1e9, got {shown}",
+                            shown = excerpt(&v.to_string())
+                        ),
                     ))
                 }
             },
@@ -1350,7 +1386,10 @@ impl SimConfig {
                     Some(v) => {
                         return Err(key_err(
                             "policy.infill_max",
-                            format!("expected a size such as \"1MiB\" or \"auto\", got {v}"),
+                            format!(
+                                "expected a size such as \"1MiB\" or \"auto\", got {shown}",
+                                shown = excerpt(&v.to_string())
+                            ),
                         ))
                     }
                 },
@@ -1364,7 +1403,7 @@ impl SimConfig {
                 "policy.name",
                 format!(
                     "`{}` is not a policy; choose one of: {}",
-                    policy.name,
+                    excerpt(&policy.name),
                     foresight_policy::POLICY_NAMES.join(", ")
                 ),
             ));
@@ -1419,7 +1458,11 @@ impl SimConfig {
                     other => {
                         return Err(key_err(
                             "workload.placement",
-                            format!("`{other}` is not one of: {}", Placement::NAMES.join(", ")),
+                            format!(
+                                "`{}` is not one of: {}",
+                                excerpt(other),
+                                Placement::NAMES.join(", ")
+                            ),
                         ))
                     }
                 }
@@ -1443,7 +1486,10 @@ impl SimConfig {
                     }
                     v => Err(key_err(
                         "workload.trace",
-                        format!("expected a file path string, got {v}"),
+                        format!(
+                            "expected a file path string, got {shown}",
+                            shown = excerpt(&v.to_string())
+                        ),
                     )),
                 })
                 .transpose()?,

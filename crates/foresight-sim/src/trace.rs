@@ -26,7 +26,7 @@ use std::fmt;
 use std::path::Path;
 use std::str::FromStr;
 
-use foresight_core::{Duration, Instant, Lba, SECTOR_BYTES};
+use foresight_core::{excerpt, Duration, Instant, Lba, SECTOR_BYTES};
 use foresight_device::Op;
 
 /// Nanoseconds in one Windows FILETIME tick (MSR timestamps and response times).
@@ -464,7 +464,8 @@ fn disksim_line(cols: &[&str], arrival_ns: u64) -> Result<(TraceRecord, u64), St
         "W" | "w" => Op::Write,
         other => {
             return Err(format!(
-                "column 1 should be `R` or `W` (read or write), found `{other}`"
+                "column 1 should be `R` or `W` (read or write), found `{}`",
+                excerpt(other)
             ))
         }
     };
@@ -473,7 +474,8 @@ fn disksim_line(cols: &[&str], arrival_ns: u64) -> Result<(TraceRecord, u64), St
         "Miss" | "miss" | "MISS" => false,
         other => {
             return Err(format!(
-                "column 2 should be `Hit` or `Miss` (what the drive's cache did), found `{other}`"
+                "column 2 should be `Hit` or `Miss` (what the drive's cache did), found `{}`",
+                excerpt(other)
             ))
         }
     };
@@ -515,7 +517,7 @@ fn msr_line(cols: &[&str], arrival: Instant) -> Result<TraceRecord, String> {
     } else {
         return Err(format!(
             "column 4 should be `Read` or `Write`, found `{}`",
-            cols[3]
+            excerpt(cols[3])
         ));
     };
     let offset = unsigned(cols[4], 5, "offset_bytes, the byte offset on the disk")?;
@@ -566,7 +568,8 @@ fn mqsim_line(cols: &[&str], arrival: Instant) -> Result<TraceRecord, String> {
         "0" => Op::Write,
         other => {
             return Err(format!(
-                "column 5 should be the type, 1 (read) or 0 (write), found `{other}`"
+                "column 5 should be the type, 1 (read) or 0 (write), found `{}`",
+                excerpt(other)
             ))
         }
     };
@@ -586,13 +589,13 @@ fn unsigned(text: &str, column: usize, what: &str) -> Result<u64, String> {
     if !text.bytes().all(|b| b.is_ascii_digit()) || text.is_empty() {
         return Err(format!(
             "column {column} should be {what} (a non-negative integer), found `{}`",
-            shorten(text)
+            excerpt(text)
         ));
     }
     text.parse::<u64>().map_err(|_| {
         format!(
             "column {column} should be {what}, but `{}` does not fit in 64 bits",
-            shorten(text)
+            excerpt(text)
         )
     })
 }
@@ -647,7 +650,7 @@ fn micros_to_nanos(text: &str, column: usize, what: &str) -> Result<u64, String>
     let Some(us) = value else {
         return Err(format!(
             "column {column} should be {what} (a non-negative decimal number), found `{}`",
-            shorten(text)
+            excerpt(text)
         ));
     };
     let ns = (us * NANOS_PER_MICRO).round();
@@ -655,20 +658,10 @@ fn micros_to_nanos(text: &str, column: usize, what: &str) -> Result<u64, String>
     if !(0.0..1.8e19).contains(&ns) {
         return Err(format!(
             "column {column} should be {what}, but {} us is out of range",
-            shorten(text)
+            excerpt(text)
         ));
     }
     Ok(ns as u64)
-}
-
-/// The text, cut to 40 characters for an error message.
-fn shorten(text: &str) -> String {
-    if text.chars().count() <= 40 {
-        text.to_string()
-    } else {
-        let head: String = text.chars().take(37).collect();
-        format!("{head}...")
-    }
 }
 
 #[cfg(test)]

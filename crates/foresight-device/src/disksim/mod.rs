@@ -71,7 +71,7 @@ use std::fmt;
 use std::io::Read;
 use std::path::Path;
 
-use foresight_core::Duration;
+use foresight_core::{excerpt, Duration};
 
 use crate::hdd::geometry::{LayoutRules, SurfaceOrder, Zone, ZoneSpares, ZoneStart};
 use crate::hdd::mechanics::{CommandOverheads, SeekCurve};
@@ -295,11 +295,7 @@ impl<'b> Reader<'b> {
             err(
                 &self.file,
                 e.line,
-                format!(
-                    "`{}` should be a number, found `{}`",
-                    e.key,
-                    syntax::shorten(w)
-                ),
+                format!("`{}` should be a number, found `{}`", e.key, excerpt(w)),
             )
         })
     }
@@ -444,7 +440,7 @@ impl Importer<'_> {
             };
             if !quiet {
                 let shown = match &e.value {
-                    Value::Word { text, .. } => format!(" = {}", syntax::shorten(text)),
+                    Value::Word { text, .. } => format!(" = {}", excerpt(text)),
                     v => format!(" = {}", v.shape()),
                 };
                 self.warn(
@@ -872,7 +868,7 @@ impl Importer<'_> {
                     format!(
                         "`Seek type` = {} is not supported; use `extracted` (a seek-curve file) or \
                          `hpl` (six HPL values)",
-                        syntax::shorten(other)
+                        excerpt(other)
                     ),
                 ))
             }
@@ -1214,7 +1210,7 @@ pub fn parse_seek_file(text: &str) -> Result<Vec<(u32, f64)>, (u32, String)> {
                     line_no,
                     format!(
                         "expected a count after `Seek distances measured:`, found `{}`",
-                        syntax::shorten(rest.trim())
+                        excerpt(rest.trim())
                     ),
                 )
             })?;
@@ -1228,10 +1224,7 @@ pub fn parse_seek_file(text: &str) -> Result<Vec<(u32, f64)>, (u32, String)> {
         if cols.len() < 2 {
             return Err((
                 line_no,
-                format!(
-                    "expected `distance, time_ms`, found `{}`",
-                    syntax::shorten(line)
-                ),
+                format!("expected `distance, time_ms`, found `{}`", excerpt(line)),
             ));
         }
         let d = parse_number(cols[0])
@@ -1241,7 +1234,7 @@ pub fn parse_seek_file(text: &str) -> Result<Vec<(u32, f64)>, (u32, String)> {
                     line_no,
                     format!(
                         "the distance should be a whole number of cylinders, at least 1; found `{}`",
-                        syntax::shorten(cols[0])
+                        excerpt(cols[0])
                     ),
                 )
             })? as u32;
@@ -1252,7 +1245,7 @@ pub fn parse_seek_file(text: &str) -> Result<Vec<(u32, f64)>, (u32, String)> {
                     line_no,
                     format!(
                         "the seek time should be a non-negative number of ms, found `{}`",
-                        syntax::shorten(cols[1])
+                        excerpt(cols[1])
                     ),
                 )
             })?;

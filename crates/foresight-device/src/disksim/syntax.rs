@@ -15,6 +15,8 @@
 
 use std::fmt;
 
+use foresight_core::excerpt;
+
 /// Deepest nesting of blocks and lists accepted (the shipped files nest at most 4 deep).
 pub const NESTING_MAX: usize = 32;
 
@@ -75,9 +77,9 @@ impl Value {
     /// A short description of the value's shape, for error messages.
     pub fn shape(&self) -> String {
         match self {
-            Value::Word { text, .. } => format!("`{}`", shorten(text)),
-            Value::Source { file, .. } => format!("`source {}`", shorten(file)),
-            Value::Block(b) => format!("a `{}` block", shorten(&b.kind)),
+            Value::Word { text, .. } => format!("`{}`", excerpt(text)),
+            Value::Source { file, .. } => format!("`source {}`", excerpt(file)),
+            Value::Block(b) => format!("a `{}` block", excerpt(&b.kind)),
             Value::List { .. } => "a list".to_string(),
         }
     }
@@ -142,23 +144,13 @@ enum Tok {
 fn describe(t: Option<&(Tok, u32)>) -> String {
     match t {
         None => "the end of the file".to_string(),
-        Some((Tok::Word(w), _)) => format!("`{}`", shorten(w)),
+        Some((Tok::Word(w), _)) => format!("`{}`", excerpt(w)),
         Some((Tok::LBrace, _)) => "`{`".to_string(),
         Some((Tok::RBrace, _)) => "`}`".to_string(),
         Some((Tok::LBracket, _)) => "`[`".to_string(),
         Some((Tok::RBracket, _)) => "`]`".to_string(),
         Some((Tok::Eq, _)) => "`=`".to_string(),
         Some((Tok::Comma, _)) => "`,`".to_string(),
-    }
-}
-
-/// The text, cut to 40 characters for an error message.
-pub(crate) fn shorten(text: &str) -> String {
-    if text.chars().count() <= 40 {
-        text.to_string()
-    } else {
-        let head: String = text.chars().take(37).collect();
-        format!("{head}...")
     }
 }
 
@@ -294,7 +286,7 @@ impl Parser {
                                     message: format!(
                                         "expected `{{` to open the `{}` block, found {}; a file \
                                          holds blocks such as `disksim_disk NAME {{ ... }}`",
-                                        shorten(&kind),
+                                        excerpt(&kind),
                                         describe(other)
                                     ),
                                 })
@@ -333,7 +325,7 @@ impl Parser {
         if !self.eat(&Tok::LBrace) {
             return self.err(format!(
                 "expected `{{` after `{}`, found {}",
-                shorten(&kind),
+                excerpt(&kind),
                 describe(self.peek())
             ));
         }
@@ -345,7 +337,7 @@ impl Parser {
                         line,
                         message: format!(
                             "the `{}` block opened here is never closed with `}}`",
-                            shorten(&kind)
+                            excerpt(&kind)
                         ),
                     })
                 }
@@ -367,7 +359,7 @@ impl Parser {
                             line: key_line,
                             message: format!(
                                 "expected `=` after the key `{}`, found {}",
-                                shorten(&words.join(" ")),
+                                excerpt(&words.join(" ")),
                                 describe(self.peek())
                             ),
                         });
@@ -382,7 +374,7 @@ impl Parser {
                 Some(_) => {
                     return self.err(format!(
                         "expected a `key = value` entry or `}}` in the `{}` block, found {}",
-                        shorten(&kind),
+                        excerpt(&kind),
                         describe(self.peek())
                     ))
                 }

@@ -17,7 +17,7 @@
 //! window = "30MB"       # TCP buffer per connection; half of it is advertised (in flight)
 //! ```
 
-use foresight_core::{parse_rate, Bandwidth, ByteLen, Duration};
+use foresight_core::{excerpt, parse_rate, Bandwidth, ByteLen, Duration};
 use foresight_device::{link_preset, link_presets, presets, DeviceError, LinkParams};
 use foresight_policy::adaptive::dfs::{DfsSystem, QueueKind};
 use foresight_policy::adaptive::AlphaMode;
@@ -106,7 +106,10 @@ pub fn refuse_unread_keys(root: &Table) -> Result<(), ConfigError> {
             if kind != "streams" && kind != "random" {
                 return Err(key_err(
                     "workload.kind",
-                    format!("a [dfs] run takes `streams` or `random`, not `{kind}`"),
+                    format!(
+                        "a [dfs] run takes `streams` or `random`, not `{}`",
+                        excerpt(kind)
+                    ),
                 ));
             }
         }
@@ -209,7 +212,10 @@ pub fn take(root: &mut Table) -> Result<Option<DfsSettings>, ConfigError> {
         Some(v) => {
             return Err(key_err(
                 "dfs.alpha",
-                format!("must be `auto` or a whole number 1..=1024, got {v}"),
+                format!(
+                    "must be `auto` or a whole number 1..=1024, got {shown}",
+                    shown = excerpt(&v.to_string())
+                ),
             ))
         }
     };
@@ -253,7 +259,8 @@ pub fn take(root: &mut Table) -> Result<Option<DfsSettings>, ConfigError> {
         return Err(key_err(
             "network.link",
             format!(
-                "`{link}` is not a link preset; choose one of: {}",
+                "`{}` is not a link preset; choose one of: {}",
+                excerpt(&link),
                 names.join(", ")
             ),
         ));
@@ -270,7 +277,10 @@ pub fn take(root: &mut Table) -> Result<Option<DfsSettings>, ConfigError> {
             if r.bytes_per_s < 1.0 {
                 return Err(key_err(
                     "network.bandwidth",
-                    format!("`{s}` is below 1 byte/s; give a rate such as \"10Gbit\" or \"1GB/s\""),
+                    format!(
+                        "`{}` is below 1 byte/s; give a rate such as \"10Gbit\" or \"1GB/s\"",
+                        excerpt(&s)
+                    ),
                 ));
             }
             Some(r.bytes_per_s.round() as u64)
@@ -278,7 +288,10 @@ pub fn take(root: &mut Table) -> Result<Option<DfsSettings>, ConfigError> {
         Some(v) => {
             return Err(key_err(
                 "network.bandwidth",
-                format!("expected a rate with its unit, such as \"10Gbit\" or \"1GB/s\", got {v}"),
+                format!(
+                    "expected a rate with its unit, such as \"10Gbit\" or \"1GB/s\", got {shown}",
+                    shown = excerpt(&v.to_string())
+                ),
             ))
         }
     };
@@ -360,7 +373,7 @@ impl DfsSettings {
                 "device.preset",
                 format!(
                     "`{}` is not a preset; choose one of: {}",
-                    cfg.device.preset,
+                    excerpt(&cfg.device.preset),
                     presets::preset_names().join(", ")
                 ),
             )

@@ -29,7 +29,7 @@
 
 use std::path::{Path, PathBuf};
 
-use foresight_core::{parse_rate, ByteLen, Duration};
+use foresight_core::{excerpt, parse_rate, ByteLen, Duration};
 use foresight_policy::informed::{InformedConfig, LevelTiming, XCache};
 use foresight_policy::PolicyConfig;
 use toml::{Table, Value};
@@ -151,7 +151,8 @@ fn tier_from(i: usize, last: bool, v: Value) -> Result<TierSpec, ConfigError> {
             return Err(key_err(
                 &format!("{prefix}.preset"),
                 format!(
-                    "`{name}` is not a device preset; choose one of: {}",
+                    "`{}` is not a device preset; choose one of: {}",
+                    excerpt(&name),
                     foresight_device::preset_names().join(", ")
                 ),
             ));
@@ -419,7 +420,10 @@ pub fn parse(mut root: Table, base_dir: Option<&Path>) -> Result<SimConfig, Conf
         Some(v) => {
             return Err(key_err(
                 "workload.trace",
-                format!("expected a file path string, got {v}"),
+                format!(
+                    "expected a file path string, got {shown}",
+                    shown = excerpt(&v.to_string())
+                ),
             ))
         }
         None => match w.choice("order", false, &[("sequential", false), ("random", true)])? {
@@ -435,7 +439,8 @@ pub fn parse(mut root: Table, base_dir: Option<&Path>) -> Result<SimConfig, Conf
         return Err(key_err(
             "policy.name",
             format!(
-                "`{name}` does not run over tiers; choose one of: {}",
+                "`{}` does not run over tiers; choose one of: {}",
+                excerpt(&name),
                 foresight_policy::informed::NAMES.join(", ")
             ),
         ));
@@ -454,7 +459,7 @@ pub fn parse(mut root: Table, base_dir: Option<&Path>) -> Result<SimConfig, Conf
         Some(Value::Integer(i)) if x_cache_ok(i) => XCache::Fixed(i as u32),
         Some(Value::String(s)) => match s.trim().parse::<i64>() {
             Ok(i) if x_cache_ok(i) => XCache::Fixed(i as u32),
-            _ => return Err(x_cache_err(format!("`{s}`"))),
+            _ => return Err(x_cache_err(format!("`{}`", excerpt(&s)))),
         },
         Some(v) => return Err(x_cache_err(v.to_string())),
     };
@@ -470,7 +475,8 @@ pub fn parse(mut root: Table, base_dir: Option<&Path>) -> Result<SimConfig, Conf
             return Err(key_err(
                 "policy.lru_hit_gain",
                 format!(
-                    "expected the LRU cache's hit ratio gained per buffer, 0.0 to 1.0, got {v}"
+                    "expected the LRU cache's hit ratio gained per buffer, 0.0 to 1.0, got {}",
+                    excerpt(&v.to_string())
                 ),
             ))
         }

@@ -8,7 +8,7 @@
 //! parsed as it is read, a line at a time, so that one longer than [`MAX_READS`] block numbers (a
 //! pipe that never ends) is refused at the first line past it rather than read whole first.
 
-use foresight_core::Rng;
+use foresight_core::{excerpt, Rng};
 
 use super::config::{AccessOrder, HintedWorkload};
 use crate::trace::{for_each_line, LineError, TraceError};
@@ -73,7 +73,8 @@ impl<'a> Parser<'a> {
                 file,
                 line,
                 format!(
-                    "block {body} is too large: give block numbers below 2^40 ({})",
+                    "block {} is too large: give block numbers below 2^40 ({})",
+                    excerpt(body),
                     1u64 << 40
                 ),
             )
@@ -86,7 +87,10 @@ impl<'a> Parser<'a> {
                 err(
                     file,
                     line,
-                    format!("expected one block number (a whole number), got `{body}`"),
+                    format!(
+                        "expected one block number (a whole number), got `{}`",
+                        excerpt(body)
+                    ),
                 )
             }
         })?;
