@@ -261,10 +261,13 @@ config file's directory, or from the current one when given by --set.
   tile = \"8KiB\"                  tiles: bytes of one tile row segment (one read)
   tiles_across = 64              tiles: image width in tiles (read column by column)
   gap = \"64KiB\"                  gaps: bytes between reads, rounded down to whole 4 KiB
-                                 pages (reads stay page-aligned); one that leaves room for
-                                 a single read is refused (scan, tiles, gaps disclose
-                                 their whole order to the policy before the first read)
-  gap_dist = \"fixed\"             gaps: fixed | exponential (gaps drawn with mean `gap`)
+                                 pages (reads stay page-aligned); a fixed one that leaves
+                                 room for a single read is refused (scan, tiles, gaps
+                                 disclose their whole order to the policy before the first
+                                 read)
+  gap_dist = \"fixed\"             gaps: fixed | exponential (gaps drawn with mean `gap`;
+                                 the count of reads is then a draw, and a client whose
+                                 draws leave it one read is warned of, not refused)
   [dfs]                          run streams/random through a DFS model (paper 004):
                                  clients, link, server workers, CFQ-like queue, [device]
                                  (kind, preset, disks, strip), host.memory and workload
@@ -331,7 +334,9 @@ Its device_requests, device_bytes and breakdown count the requests that complete
 (when the application consumed its last block); those of copies still climbing then are under
 after_end (device_requests, device_bytes, breakdown, last_completion_s), a key only a tier stack's
 JSON has. Its prefetched_bytes counts blocks fetched into memory and copies into levels, its
-wasted_bytes the copies dropped or left at the end unread.
+wasted_bytes the copies dropped or left at the end unread. gaps_single_read_clients, present
+only when not 0, counts the clients of a gaps workload whose exponential gaps left them one read
+(a warning on standard error says so too).
 
 Examples:
   foresight sim --set device.preset=cheetah-15k5 --set workload.streams=64 --json
@@ -596,6 +601,14 @@ fn cmd_sim(
             "warning: {} client(s) stopped with reads left: their next read would have been issued \
              more than 500 simulated years in; lower workload.think, or give each client fewer reads",
             r.clients_stopped_at_horizon
+        );
+    }
+    if r.gaps_single_read_clients > 0 {
+        note!(
+            "warning: {} client(s) measured one read: their exponential gaps (mean workload.gap) \
+             drew one past the room left after the first read of workload.file_size; lower \
+             workload.gap or enlarge the file",
+            r.gaps_single_read_clients
         );
     }
     if json {

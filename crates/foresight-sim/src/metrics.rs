@@ -155,6 +155,10 @@ pub struct Report {
     /// 500 simulated years in (long think times over very many reads); absent when none was.
     #[serde(skip_serializing_if = "is_zero")]
     pub clients_stopped_at_horizon: u32,
+    /// A `gaps` workload with exponential gaps: clients whose drawn gaps left room for only one
+    /// read in a file that holds two, so they measured one read; absent when none did.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub gaps_single_read_clients: u32,
     /// Ruemmler and Wilkes' demerit figure, ms: the RMS horizontal distance between the simulated
     /// and the measured service-time distributions (see [`crate::validate`]). Only for a trace whose
     /// every record carries a measured service time (a DiskSim validation trace); `null` otherwise.

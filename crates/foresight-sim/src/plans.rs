@@ -10,8 +10,8 @@
 //! - `gaps`: reads of `request` bytes in increasing order, each `gap` bytes (or an exponential
 //!   draw with that mean) after the end of the previous one, as many as the file holds. Each gap
 //!   is rounded down to whole pages, so reads stay page-aligned, as a database's pages are (a
-//!   fixed gap of 10,000 bytes puts reads 8 KiB apart); the config refuses a gap that leaves room
-//!   for only one read.
+//!   fixed gap of 10,000 bytes puts reads 8 KiB apart); the config refuses a fixed gap that
+//!   leaves room for only one read, and the run reports clients whose exponential draws did.
 //!
 //! A plan is held whole in memory and handed to the policy as one hint, so the clients of one run
 //! disclose at most [`MAX_DISCLOSED_READS`] reads in all; a longer plan is refused before it is

@@ -39,7 +39,7 @@ use foresight_policy::{Layout, PAGE_BYTES};
 use thiserror::Error;
 
 use crate::build::build_members;
-use crate::config::{ConfigError, FilePick, SimConfig, WorkloadKind};
+use crate::config::{ConfigError, FilePick, GapDist, SimConfig, WorkloadKind};
 use crate::host::blockq::BlockQueue;
 use crate::host::layer::{CacheLayer, Down};
 use crate::host::volume::{Mapping, Volume};
@@ -123,6 +123,17 @@ struct StreamState {
 enum Ev {
     Issue(u32),
     TraceArrival(u32),
+}
+
+/// In a `gaps` workload with exponential gaps, the clients whose drawn gaps left room for only one
+/// read in a file that holds two: the config cannot refuse these as it refuses a fixed gap that
+/// does so, since the count is a draw (see `SimConfig`'s check), so the run reports them.
+fn single_read_clients(w: &crate::config::WorkloadConfig, streams: &[StreamState]) -> u32 {
+    let holds_two = w.file_size.0 >= 2 * w.request.0;
+    if w.kind != WorkloadKind::Gaps || w.gap_dist != GapDist::Exponential || !holds_two {
+        return 0;
+    }
+    streams.iter().filter(|s| s.plan.len() == 1).count() as u32
 }
 
 /// Places files round-robin over the members of a JBOD (file `i` on member `i % members`), and
@@ -235,6 +246,9 @@ struct Sim<'r> {
     /// Clients that still had reads to issue when their next one would have fallen past
     /// `LAST_ISSUE`.
     stopped_at_horizon: u32,
+    /// `gaps` with exponential gaps: clients whose drawn gaps left room for one read in a file
+    /// that holds two.
+    single_read_clients: u32,
     /// The last instant a client may issue a read: `LAST_ISSUE`, lowered only by tests.
     last_issue: Instant,
     trace: Vec<TraceRecord>,
@@ -623,6 +637,7 @@ impl<'r> Sim<'r> {
             streams_left: streams.len() as u32,
             next_file: w.streams % w.files.max(1),
             stopped_at_horizon: 0,
+            single_read_clients: single_read_clients(w, &streams),
             last_issue: LAST_ISSUE,
             streams,
             trace_left: trace.len(),
@@ -1345,6 +1360,7 @@ impl<'r> Sim<'r> {
             events: self.events,
             trace_lba_wrapped: Some(self.trace_wrapped),
             clients_stopped_at_horizon: self.stopped_at_horizon,
+            gaps_single_read_clients: self.single_read_clients,
             demerit_ms: self.demerit_ms(),
             members: self
                 .volume
