@@ -581,7 +581,9 @@ impl Cfq {
 mod tests {
     use super::*;
 
-    fn cfq(idle_ms: u64) -> Cfq {
+    /// A disk's CFQ: 100 ms slices, `idle_ms` of idle wait, merges up to 1024 sectors, 64
+    /// requests at most.
+    pub(super) fn cfq(idle_ms: u64) -> Cfq {
         Cfq::new(
             CfqTimes {
                 slice: Duration::from_millis(100),
@@ -658,14 +660,7 @@ mod cooperator_tests {
 
     #[test]
     fn a_close_request_of_another_owner_skips_the_idle_wait() {
-        let mut q = Cfq::new(
-            CfqTimes {
-                slice: Duration::from_millis(100),
-                idle: Duration::from_millis(8),
-            },
-            1024,
-            64,
-        );
+        let mut q = super::tests::cfq(8);
         q.push(1, 0, 1024, 0);
         q.push(2, 1024, 1024, 1);
         q.push(3, 10_000_000, 8, 2);
@@ -680,14 +675,7 @@ mod cooperator_tests {
     /// the disk, not the first queue with some request within the distance.
     #[test]
     fn the_queue_whose_next_request_is_nearest_the_head_cooperates() {
-        let mut q = Cfq::new(
-            CfqTimes {
-                slice: Duration::from_millis(100),
-                idle: Duration::from_millis(8),
-            },
-            1024,
-            64,
-        );
+        let mut q = super::tests::cfq(8);
         q.push(1, 0, 1024, 0);
         // Owner 2's request is within the close distance but 6000 sectors on; owner 3's starts
         // right where owner 1's ends.
@@ -704,14 +692,7 @@ mod merge_tests {
     use super::*;
 
     fn cfq() -> Cfq {
-        Cfq::new(
-            CfqTimes {
-                slice: Duration::from_millis(100),
-                idle: Duration::from_millis(8),
-            },
-            1024,
-            64,
-        )
+        super::tests::cfq(8)
     }
 
     /// Owner 1 reads a region, owner 2 the region right after it: when owner 1's queue runs dry,
