@@ -1362,6 +1362,15 @@ fn a_read_inside_the_minimum_read_ahead_is_a_hit_once_the_minimum_is_in() {
     }
 }
 
+/// The Atlas 10K preset with zero-latency reads on or off, and no free-block reads, so that a
+/// read's time is its own media pass.
+fn atlas_10k_reading_immediately(immediate_read: bool) -> Hdd {
+    let mut p = atlas_10k();
+    p.read_free_blocks = false;
+    p.immediate_read = immediate_read;
+    Hdd::new(p)
+}
+
 /// DiskSim's `Immediate buffer read` (the Atlas 10K file sets it): a read that lands on its track
 /// past its first sector reads on from the head and takes the sectors before on the next turn,
 /// so a whole-track read is done a revolution after the head lands, where without it the head
@@ -1370,12 +1379,7 @@ fn a_read_inside_the_minimum_read_ahead_is_a_hit_once_the_minimum_is_in() {
 /// of one sector cannot land inside itself and is timed as before.
 #[test]
 fn an_immediate_read_is_done_a_revolution_after_the_head_lands() {
-    let drive = |immediate_read: bool| {
-        let mut p = atlas_10k();
-        p.read_free_blocks = false;
-        p.immediate_read = immediate_read;
-        Hdd::new(p)
-    };
+    let drive = atlas_10k_reading_immediately;
     let probe = drive(false);
     let (first, end) = probe.geometry().track_bounds(Lba(5_000_000));
     let sectors = (end - first) as u32;
@@ -1423,12 +1427,7 @@ fn an_immediate_read_is_done_a_revolution_after_the_head_lands() {
 /// could leave before the one before it had been read.
 #[test]
 fn an_immediate_read_keeps_the_host_in_sector_order() {
-    let drive = |immediate_read: bool| {
-        let mut p = atlas_10k();
-        p.read_free_blocks = false;
-        p.immediate_read = immediate_read;
-        Hdd::new(p)
-    };
+    let drive = atlas_10k_reading_immediately;
     let probe = drive(false);
     let (first, end) = probe.geometry().track_bounds(Lba(5_000_000));
     let sectors = end - first;
