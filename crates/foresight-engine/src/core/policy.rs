@@ -16,7 +16,10 @@ use crate::pool::Purpose;
 use super::{Chunk, ChunkSpec, Core, FetchState};
 
 impl Core {
-    /// Passes disclosed future reads to the policy.
+    /// Passes disclosed future reads to the policy, then tells it how much memory is free, as the
+    /// simulator does after every hint: a policy sizing a window for the reads just disclosed
+    /// (`directed`'s contention controller) shares memory from the start instead of only once a
+    /// fetch is cut short.
     pub(crate) fn hint(
         &mut self,
         now: Instant,
@@ -32,6 +35,13 @@ impl Core {
                 stream,
                 file,
                 ranges,
+            },
+        );
+        self.run_policy(now, None);
+        self.policy.handle(
+            now,
+            Input::MemoryPressure {
+                available: ByteLen(self.pool.prefetch_available_bytes()),
             },
         );
         self.run_policy(now, None);

@@ -945,3 +945,54 @@ fn a_stream_that_hints_and_stops_reading_costs_the_patience_once_not_per_deferre
     );
     core.check();
 }
+
+/// Keeps the kind of every input it hears, and the memory a `MemoryPressure` says is available.
+struct Listener {
+    heard: Arc<Mutex<Vec<(&'static str, Option<u64>)>>>,
+}
+
+impl Policy for Listener {
+    fn name(&self) -> &str {
+        "listener"
+    }
+    fn handle(&mut self, _now: Instant, input: Input) {
+        let heard = match input {
+            Input::Hint { .. } => ("hint", None),
+            Input::MemoryPressure { available } => ("memory", Some(available.0)),
+            _ => ("other", None),
+        };
+        self.heard.lock().unwrap().push(heard);
+    }
+    fn poll_output(&mut self) -> Option<Output> {
+        None
+    }
+}
+
+/// A hint is followed by the free memory, as the simulator's cache layer tells it after every
+/// hint: a policy sizing windows for the reads just disclosed (`directed`'s contention
+/// controller) shares memory from the start, not only once memory cuts a fetch short.
+#[test]
+fn a_hint_is_followed_by_the_memory_available() {
+    let heard = Arc::new(Mutex::new(Vec::new()));
+    let policy = Box::new(Listener {
+        heard: heard.clone(),
+    });
+    let (mut core, _backend, file, stream) =
+        core_over_holding_with(policy, 4 << 20, 64 << 10, false);
+    core.hint(
+        Instant(0),
+        stream,
+        file,
+        vec![
+            ByteRange::new(0, 8 << 10),
+            ByteRange::new(64 << 10, 8 << 10),
+        ],
+    );
+    let available = core.pool.prefetch_available_bytes();
+    assert!(available > 0);
+    assert_eq!(
+        *heard.lock().unwrap(),
+        vec![("hint", None), ("memory", Some(available))]
+    );
+    core.check();
+}
