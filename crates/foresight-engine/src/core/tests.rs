@@ -946,9 +946,12 @@ fn a_stream_that_hints_and_stops_reading_costs_the_patience_once_not_per_deferre
     core.check();
 }
 
-/// Keeps the kind of every input it hears, and the memory a `MemoryPressure` says is available.
+/// An input's kind, and the memory a `MemoryPressure` says is available.
+type Heard = (&'static str, Option<u64>);
+
+/// Keeps every input it hears as [`Heard`].
 struct Listener {
-    heard: Arc<Mutex<Vec<(&'static str, Option<u64>)>>>,
+    heard: Arc<Mutex<Vec<Heard>>>,
 }
 
 impl Policy for Listener {
