@@ -193,17 +193,9 @@ impl Core {
         }
         let first = range.start.0 / PAGE_BYTES;
         let last = (end - 1) / PAGE_BYTES;
-        let max_pages = self.cfg.max_io_bytes / PAGE_BYTES;
         let mut parts = 0;
         let mut p = first;
-        while let Some(start) = self.first_uncovered(file, p, last) {
-            let next = self.files[file.0 as usize]
-                .chunks
-                .range(start..)
-                .next()
-                .map(|(&k, _)| k)
-                .unwrap_or(u64::MAX);
-            let mut run_end = (last + 1).min(next).min(start + max_pages);
+        while let Some((start, mut run_end)) = self.next_uncovered_run(file, p, last) {
             // Split at the end of the triggering read, so each chunk is wholly the application's
             // or wholly ahead of it.
             let inside = match trigger {

@@ -36,6 +36,26 @@ impl Core {
         None
     }
 
+    /// The next run of pages in `[from, last]` that no chunk covers, as `(start, end)` pages: from
+    /// the first uncovered page up to the next chunk, `last`, or one backend read
+    /// (`max_io_bytes`), whichever comes first.
+    pub(super) fn next_uncovered_run(
+        &self,
+        file: FileId,
+        from: u64,
+        last: u64,
+    ) -> Option<(u64, u64)> {
+        let start = self.first_uncovered(file, from, last)?;
+        let next = self.files[file.0 as usize]
+            .chunks
+            .range(start..)
+            .next()
+            .map(|(&k, _)| k)
+            .unwrap_or(u64::MAX);
+        let max_pages = self.cfg.max_io_bytes / PAGE_BYTES;
+        Some((start, (last + 1).min(next).min(start + max_pages)))
+    }
+
     /// The start of a read `[pos, end)` by `stream`: tells the policy, executes its fetches, and
     /// issues demand reads for what is still uncovered (as far as memory allows).
     pub(crate) fn begin_read(
@@ -121,15 +141,7 @@ impl Core {
         let last = (end - 1) / PAGE_BYTES;
         let cursor_page = pos / PAGE_BYTES;
         let mut p = cursor_page;
-        let max_pages = self.cfg.max_io_bytes / PAGE_BYTES;
-        while let Some(start) = self.first_uncovered(file, p, last) {
-            let next = self.files[file.0 as usize]
-                .chunks
-                .range(start..)
-                .next()
-                .map(|(&k, _)| k)
-                .unwrap_or(u64::MAX);
-            let run_end = (last + 1).min(next).min(start + max_pages);
+        while let Some((start, run_end)) = self.next_uncovered_run(file, p, last) {
             let spec = ChunkSpec {
                 fetch: None,
                 prefetched: false,
