@@ -252,10 +252,10 @@ config file's directory, or from the current one when given by --set.
                                  so that one config can sweep the placements with --set
                                  workload.placement=NAME)
   metadata = false               ext3-like indirect blocks among file data
-  trace = \"PATH\"                 trace: the file (held in memory, 56 to 72 bytes a record)
+  trace = \"PATH\"                 trace: the file, read as the replay goes (any length; out
+                                 of order by at most 65536 records, else sort it first)
   format = \"disksim\"             trace: disksim | msr | mqsim
-  trace_records_max = 25000000   trace: most records replayed (about 2 GB); a longer trace
-                                 or an endless pipe is refused at the first record past it
+  trace_records_max = 0          trace: replay only the first N records; 0 = all of them
   closed = false                 trace: issue each request when the previous completes
                                  (disksim: the line's gap after it, as DiskSim does)
   tile = \"8KiB\"                  tiles: bytes of one tile row segment (one read)

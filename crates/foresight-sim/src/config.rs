@@ -252,8 +252,9 @@ pub struct WorkloadConfig {
     pub trace: Option<PathBuf>,
     /// Trace format (`trace`).
     pub format: TraceFormat,
-    /// Most records a trace may hold (`trace`): the replay keeps them in memory, 56 to 72 bytes
-    /// each, so the default bounds it to about 2 GB.
+    /// Most records of the trace replayed (`trace`): its first ones, as `head` cuts a file; 0 (the
+    /// default) replays it whole. A replay reads its trace as it goes, so memory does not limit
+    /// its length.
     pub trace_records_max: u64,
     /// Replay the trace closed-loop (next request when the previous completes; for a DiskSim trace,
     /// its line's interarrival gap after, as DiskSim replays it) instead of at the trace's own
@@ -1498,12 +1499,9 @@ impl SimConfig {
                 f.parse::<TraceFormat>()
                     .map_err(|e| key_err("workload.format", e.to_string()))?
             },
-            trace_records_max: w.int(
-                "trace_records_max",
-                crate::trace::TRACE_RECORDS_MAX as u64,
-                1,
-                1 << 32,
-            )?,
+            // Was the most records a trace loaded whole into memory could hold; a replay now
+            // streams, so a config that set it still reads, as a cap.
+            trace_records_max: w.int("trace_records_max", 0, 0, i64::MAX as u64)?,
             closed: w.boolean("closed", false)?,
             tile: w.size("tile", ByteLen::kib(8), ByteLen(512), ByteLen::mib(64))?,
             tiles_across: w.int("tiles_across", 64, 1, 1 << 20)?,

@@ -46,7 +46,7 @@ use crate::host::volume::{Mapping, Volume};
 use crate::metrics::{
     BreakdownReport, MemberReport, Report, RequestLog, RequestRecord, RequestSink,
 };
-use crate::trace::{read_trace_at_most, TraceError, TraceFormat, TraceRecord};
+use crate::trace::{TraceError, TraceFormat, TraceReader, TraceRecord, TRACE_REORDER_RECORDS};
 
 /// The last instant a client may issue a read: 500 years in, which leaves the rest of the clock's
 /// range (about 84 years) for that read to be served. The tier and DFS drivers end their runs
@@ -60,6 +60,11 @@ pub(crate) const LAST_ISSUE: Instant = Instant(500 * 365 * 86_400 * 1_000_000_00
 /// gap is a scheduled event, so however long it is, the timers that fire meanwhile do not count.
 /// Generous, since reaching it costs only that many empty wake-ups.
 const IDLE_TIMERS_MAX: u32 = 10_000;
+
+/// Records of a DiskSim trace whose measured and simulated service times are kept for the demerit
+/// figure, 16 bytes each (16 MiB in all); a longer trace replays without the figure. DiskSim's
+/// validation traces hold about 10,000.
+const DEMERIT_SAMPLES_MAX: usize = 1 << 20;
 
 /// Why a run could not start.
 #[derive(Debug, Error)]
@@ -122,7 +127,8 @@ struct StreamState {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Ev {
     Issue(u32),
-    TraceArrival(u32),
+    /// The trace's next record (`Sim::trace_next`) arrives: at most one is scheduled at a time.
+    TraceArrival,
 }
 
 /// In a `gaps` workload with exponential gaps, the clients whose drawn gaps left room for only one
@@ -215,6 +221,9 @@ pub fn run_wrapped(
         rc.wrap_policy(wrap);
     }
     sim.run(opts.progress.take());
+    if let Some(e) = sim.trace_error.take() {
+        return Err(e);
+    }
     if let Some(e) = sim.requests.take_error() {
         return Err(SimError::Requests(e));
     }
@@ -251,17 +260,37 @@ struct Sim<'r> {
     single_read_clients: u32,
     /// The last instant a client may issue a read: `LAST_ISSUE`, lowered only by tests.
     last_issue: Instant,
-    trace: Vec<TraceRecord>,
-    trace_next_closed: usize,
-    trace_blocked: Option<u32>,
+    /// `DEMERIT_SAMPLES_MAX`, lowered only by tests.
+    demerit_samples_max: usize,
+    /// The trace being replayed, read as the replay reaches its records.
+    trace: Option<TraceReader>,
+    /// The record the trace's submitter sends next, with its line: read when the previous one is
+    /// sent (open loop) or completes (closed loop).
+    trace_next: Option<(usize, TraceRecord)>,
+    /// Whether the trace has no record left to read.
+    trace_read_all: bool,
+    /// Arrivals of the two records read last, the older first (a DiskSim gap, closed loop).
+    trace_arrivals: [Instant; 2],
+    /// Whether the submitter waits for room for `trace_next`.
+    trace_blocked: bool,
+    /// Trace requests sent and not yet completed.
+    trace_in_flight: u64,
+    /// The most block-queue pieces a trace request may take: what an empty queue holds.
+    trace_pieces_max: u64,
+    /// A record refused during the run; the run ends with this error instead of a report.
+    trace_error: Option<SimError>,
     /// The RAID cache's reads waiting for room in the member block queues, oldest first (a trace
     /// submitter can fill the queues while a read it sent through the cache is still being
     /// fetched in parts). Bounded by the cache's pages: each holds at least one.
     array_io_held: std::collections::VecDeque<Down>,
-    trace_left: usize,
-    /// Physical access time of each completed trace request, ns, in completion order (sized once to
-    /// the trace), for the demerit figure.
+    /// A DiskSim trace's measured service time of each record read, ms, for the demerit figure;
+    /// at most `DEMERIT_SAMPLES_MAX`, emptied (with `trace_demerit_lost` set) past that.
+    trace_measured_ms: Vec<f64>,
+    /// A DiskSim trace's physical access time of each completed request, ns, in completion order,
+    /// bounded as `trace_measured_ms`.
     trace_service_ns: Vec<u64>,
+    /// Whether the trace had more records than the demerit figure keeps.
+    trace_demerit_lost: bool,
     /// When the previous trace request completed.
     trace_prev_done: Instant,
     done_tokens: Vec<u64>,
@@ -405,7 +434,7 @@ impl<'r> Sim<'r> {
                         plan: Vec::new(),
                     })
                     .collect();
-                (layout, streams, vec![])
+                (layout, streams, None)
             }
             WorkloadKind::Random => {
                 let size = if w.file_size.0 == 0 {
@@ -435,7 +464,7 @@ impl<'r> Sim<'r> {
                         plan: Vec::new(),
                     })
                     .collect();
-                (layout, streams, vec![])
+                (layout, streams, None)
             }
             WorkloadKind::Webserver => {
                 // FileBench's web server draws file sizes from a gamma distribution around the mean
@@ -471,7 +500,7 @@ impl<'r> Sim<'r> {
                         }
                     })
                     .collect();
-                (layout, streams, vec![])
+                (layout, streams, None)
             }
             WorkloadKind::Scan | WorkloadKind::Tiles | WorkloadKind::Gaps => {
                 // Paper 003's workloads: each client reads its own file in a disclosed order.
@@ -509,38 +538,16 @@ impl<'r> Sim<'r> {
                         plan,
                     });
                 }
-                (layout, streams, vec![])
+                (layout, streams, None)
             }
             WorkloadKind::Trace => {
                 let path = w
                     .trace
                     .as_ref()
                     .expect("validated: trace workloads have a path");
-                let trace = read_trace_at_most(path, w.format, w.trace_records_max as usize)?;
-                // The submitter waits for room for a whole request (`trace_arrival`), so a
-                // request the block queue cannot hold even empty would wait for ever.
-                let too_long = trace.iter().find(|r| {
-                    u64::from(r.sectors).div_ceil(u64::from(max_sectors)) > queue_limit as u64
-                });
-                if let Some(r) = too_long {
-                    return Err(ConfigError::Key {
-                        key: "workload.trace".into(),
-                        message: format!(
-                            "{}: the request of {} sectors at LBA {} (arriving at {:.6} s) is \
-                             larger than the block queue takes at once, {} requests of \
-                             host.max_request = {} ({}); raise host.max_request or split it",
-                            path.display(),
-                            r.sectors,
-                            r.lba.0,
-                            r.arrival.as_secs_f64(),
-                            queue_limit,
-                            cfg.host.max_request,
-                            ByteLen(queue_limit as u64 * cfg.host.max_request.0),
-                        ),
-                    }
-                    .into());
-                }
-                (Layout::new(volume_bytes, striping), vec![], trace)
+                let reader =
+                    TraceReader::open(path, w.format, w.trace_records_max, TRACE_REORDER_RECORDS)?;
+                (Layout::new(volume_bytes, striping), vec![], Some(reader))
             }
         };
         let layout = Arc::new(layout);
@@ -616,7 +623,8 @@ impl<'r> Sim<'r> {
             WorkloadKind::Random | WorkloadKind::Webserver => {
                 (w.requests as f64) * w.streams as f64
             }
-            WorkloadKind::Trace => trace.len() as f64,
+            // Progress is the share of the trace file read (`Sim::progress`).
+            WorkloadKind::Trace => 1.0,
             WorkloadKind::Scan | WorkloadKind::Tiles | WorkloadKind::Gaps => {
                 streams.iter().map(|s| s.plan.len() as f64).sum()
             }
@@ -639,13 +647,20 @@ impl<'r> Sim<'r> {
             stopped_at_horizon: 0,
             single_read_clients: single_read_clients(w, &streams),
             last_issue: LAST_ISSUE,
+            demerit_samples_max: DEMERIT_SAMPLES_MAX,
             streams,
-            trace_left: trace.len(),
-            trace_service_ns: Vec::with_capacity(trace.len()),
+            trace_measured_ms: Vec::new(),
+            trace_service_ns: Vec::new(),
+            trace_demerit_lost: false,
             trace_prev_done: Instant::ZERO,
             trace,
-            trace_next_closed: 0,
-            trace_blocked: None,
+            trace_next: None,
+            trace_read_all: false,
+            trace_arrivals: [Instant::ZERO; 2],
+            trace_blocked: false,
+            trace_in_flight: 0,
+            trace_pieces_max: queue_limit as u64,
+            trace_error: None,
             array_io_held: std::collections::VecDeque::new(),
             done_tokens: Vec::with_capacity(64),
             map_blocks_read: rustc_hash::FxHashSet::default(),
@@ -673,7 +688,9 @@ impl<'r> Sim<'r> {
 
     fn finished(&self) -> bool {
         match self.cfg.workload.kind {
-            WorkloadKind::Trace => self.trace_left == 0,
+            WorkloadKind::Trace => {
+                self.trace_read_all && self.trace_next.is_none() && self.trace_in_flight == 0
+            }
             _ => self.streams_left == 0,
         }
     }
@@ -688,19 +705,19 @@ impl<'r> Sim<'r> {
         for s in 0..self.streams.len() as u32 {
             self.schedule(Instant::ZERO, Ev::Issue(s));
         }
-        if !self.trace.is_empty() {
+        if let Some(first) = self.read_trace_record() {
             if self.cfg.workload.closed {
-                self.trace_next_closed = 1;
-                self.schedule(Instant::ZERO, Ev::TraceArrival(0));
+                self.schedule(Instant::ZERO, Ev::TraceArrival);
             } else {
                 // Open loop: arrivals are scheduled one ahead, which keeps the heap small.
-                self.schedule(self.trace[0].arrival, Ev::TraceArrival(0));
+                self.schedule(first.arrival, Ev::TraceArrival);
             }
         }
         let limit = self.cfg.workload.duration.map(|d| Instant::ZERO + d);
         let mut idle_timers = 0u32;
         // A sink that failed ends the run: its caller reports the error, not the figures.
-        while !self.finished() && !self.requests.failed() {
+        // A bad trace record ends it too: its caller reports the error, not the figures.
+        while !self.finished() && !self.requests.failed() && self.trace_error.is_none() {
             let t_dev = self.volume.next_event();
             let t_pol = self.policy_wake();
             let t_ev = self.heap.peek().map(|Reverse((t, _, _))| *t);
@@ -748,7 +765,7 @@ impl<'r> Sim<'r> {
                 let Reverse((_, _, ev)) = self.heap.pop().expect("peeked");
                 match ev {
                     Ev::Issue(s) => self.issue(s),
-                    Ev::TraceArrival(i) => self.trace_arrival(i),
+                    Ev::TraceArrival => self.trace_arrival(),
                 }
             }
             self.pump();
@@ -767,16 +784,20 @@ impl<'r> Sim<'r> {
             }
             if self.events.is_multiple_of(8192) {
                 if let Some(p) = progress.as_mut() {
-                    let frac = match limit {
-                        Some(l) => self.now.as_secs_f64() / l.as_secs_f64(),
-                        None => self.done_work / self.total_work,
+                    let frac = match (limit, &self.trace) {
+                        (Some(l), _) => self.now.as_secs_f64() / l.as_secs_f64(),
+                        (None, Some(trace)) => trace.progress(),
+                        (None, None) => self.done_work / self.total_work,
                     };
                     p(frac.clamp(0.0, 1.0));
                 }
             }
         }
         assert!(
-            self.finished() || limit.is_some_and(|l| self.now >= l) || self.requests.failed(),
+            self.finished()
+                || limit.is_some_and(|l| self.now >= l)
+                || self.requests.failed()
+                || self.trace_error.is_some(),
             "{}",
             self.stall_report("no event is left")
         );
@@ -791,7 +812,7 @@ impl<'r> Sim<'r> {
         self.heap.is_empty()
             && self.volume.next_event().is_none()
             && self.array_io_held.is_empty()
-            && self.trace_blocked.is_none()
+            && !self.trace_blocked
     }
 
     /// The report of a run that stopped making progress with work left, and why it is stuck.
@@ -801,18 +822,18 @@ impl<'r> Sim<'r> {
             .as_ref()
             .map_or_else(|| "none".to_string(), CacheLayer::describe_waits);
         format!(
-            "simulation stalled at {} with {} streams and {} trace requests left: {why}; {} \
+            "simulation stalled at {} with {} streams and {} trace requests in flight: {why}; {} \
              application requests outstanding; page cache: {}; block-level cache: {block}; {} \
              reads of the block-level cache waiting for the block queues; trace submitter {}",
             self.now,
             self.streams_left,
-            self.trace_left,
+            self.trace_in_flight,
             self.apps.len() - self.free_apps.len(),
             self.page_cache.describe_waits(),
             self.array_io_held.len(),
-            match self.trace_blocked {
-                Some(i) => format!("blocked on record {i}"),
-                None => "not blocked".to_string(),
+            match (self.trace_blocked, self.trace_next) {
+                (true, Some((line, _))) => format!("blocked on the record of line {line}"),
+                _ => "not blocked".to_string(),
             },
         )
     }
@@ -881,10 +902,13 @@ impl<'r> Sim<'r> {
             self.submit_held_array_io();
             self.volume.dispatch(self.now);
         }
-        if let Some(i) = self.trace_blocked {
-            if self.array_io_held.is_empty() && self.trace_has_room(i) {
-                self.trace_blocked = None;
-                self.schedule(self.now, Ev::TraceArrival(i));
+        if self.trace_blocked && self.array_io_held.is_empty() {
+            let (_, r) = self
+                .trace_next
+                .expect("a blocked submitter holds its record");
+            if self.trace_has_room(&r) {
+                self.trace_blocked = false;
+                self.schedule(self.now, Ev::TraceArrival);
             }
         }
     }
@@ -1079,17 +1103,16 @@ impl<'r> Sim<'r> {
 
     /// Ruemmler and Wilkes' demerit figure of the replay, ms, when every record of a fully replayed
     /// DiskSim trace carries a measured service time. Other formats' times (MSR's) are response
-    /// times, queueing included, which the figure does not compare.
+    /// times, queueing included, which the figure does not compare. A trace longer than
+    /// `DEMERIT_SAMPLES_MAX` records gets none: the figure compares whole distributions.
     fn demerit_ms(&self) -> Option<f64> {
-        if self.cfg.workload.format != TraceFormat::Disksim {
+        if self.cfg.workload.format != TraceFormat::Disksim
+            || self.trace_demerit_lost
+            || !self.finished()
+        {
             return None;
         }
-        let measured: Option<Vec<f64>> = self
-            .trace
-            .iter()
-            .map(|r| r.measured_service.map(|d| d.as_millis_f64()))
-            .collect();
-        let measured = measured?;
+        let measured = &self.trace_measured_ms;
         if measured.is_empty() || self.trace_service_ns.len() != measured.len() {
             return None;
         }
@@ -1098,38 +1121,100 @@ impl<'r> Sim<'r> {
             .iter()
             .map(|&ns| ns as f64 / 1e6)
             .collect();
-        crate::validate::demerit_ms(&simulated, &measured)
+        crate::validate::demerit_ms(&simulated, measured)
     }
 
-    /// Whether trace record `i` can be submitted: the block queues have room for its pieces and,
+    /// Reads the trace's next record into `trace_next` and returns it; `None` at the trace's end,
+    /// or when the record is refused (the run then ends with `trace_error`).
+    fn read_trace_record(&mut self) -> Option<TraceRecord> {
+        debug_assert!(self.trace_next.is_none(), "one record read ahead at most");
+        let (line, r) = match self.trace.as_mut()?.next_record() {
+            Ok(Some(next)) => next,
+            Ok(None) => {
+                self.trace_read_all = true;
+                return None;
+            }
+            Err(e) => {
+                self.trace_error = Some(e.into());
+                return None;
+            }
+        };
+        // The submitter waits for room for a whole request (`trace_arrival`), so a request the
+        // block queue cannot hold even empty would wait for ever.
+        if self.trace_pieces(&r) as u64 > self.trace_pieces_max {
+            let max_request = self.cfg.host.max_request;
+            self.trace_error = Some(
+                ConfigError::Key {
+                    key: "workload.trace".into(),
+                    message: format!(
+                        "{}:{line}: the request of {} sectors at LBA {} (arriving at {:.6} s) is \
+                         larger than the block queue takes at once, {} requests of \
+                         host.max_request = {} ({}); raise host.max_request or split it",
+                        self.trace.as_ref().map_or("", |t| t.name()),
+                        r.sectors,
+                        r.lba.0,
+                        r.arrival.as_secs_f64(),
+                        self.trace_pieces_max,
+                        max_request,
+                        ByteLen(self.trace_pieces_max * max_request.0),
+                    ),
+                }
+                .into(),
+            );
+            return None;
+        }
+        if self.cfg.workload.format == TraceFormat::Disksim && !self.trace_demerit_lost {
+            match r.measured_service {
+                Some(d) if self.trace_measured_ms.len() < self.demerit_samples_max => {
+                    self.trace_measured_ms.push(d.as_millis_f64());
+                }
+                // Past the bound (or without a measured time) there is no figure: free both.
+                _ => {
+                    self.trace_demerit_lost = true;
+                    self.trace_measured_ms = Vec::new();
+                    self.trace_service_ns = Vec::new();
+                }
+            }
+        }
+        self.trace_arrivals = [self.trace_arrivals[1], r.arrival];
+        self.trace_next = Some((line, r));
+        Some(r)
+    }
+
+    /// Whether trace record `r` can be submitted: the block queues have room for its pieces and,
     /// for a read, the block-level cache for it. A controller that keeps its read-ahead whole
     /// holds a read that misses, with its read-ahead, until there is room in its cache, not in the
     /// block queues, so a burst of reads would otherwise pile up there without bound.
-    fn trace_has_room(&self, i: u32) -> bool {
-        self.volume.has_room(self.trace_pieces(i))
-            && (self.trace[i as usize].op != Op::Read
+    fn trace_has_room(&self, r: &TraceRecord) -> bool {
+        self.volume.has_room(self.trace_pieces(r))
+            && (r.op != Op::Read
                 || self
                     .raid_cache
                     .as_ref()
                     .is_none_or(CacheLayer::has_room_for_a_read))
     }
 
-    fn trace_pieces(&self, i: u32) -> usize {
+    fn trace_pieces(&self, r: &TraceRecord) -> usize {
         let max = self.cfg.host.max_request.0 / SECTOR_BYTES;
-        (self.trace[i as usize].sectors as u64).div_ceil(max) as usize
+        (r.sectors as u64).div_ceil(max) as usize
     }
 
-    fn trace_arrival(&mut self, i: u32) {
-        let r = self.trace[i as usize];
-        if !self.trace_has_room(i) {
+    /// The record in `trace_next` arrives.
+    fn trace_arrival(&mut self) {
+        let (_, r) = self.trace_next.expect("an arrival has its record read");
+        if !self.trace_has_room(&r) {
             // A queue is full: the submitter blocks until the disks take some requests; its
             // latency still counts from the trace's arrival time.
-            self.trace_blocked = Some(i);
+            self.trace_blocked = true;
             return;
         }
-        if !self.cfg.workload.closed && (i as usize + 1) < self.trace.len() {
-            let next = self.trace[i as usize + 1].arrival.max(self.now);
-            self.schedule(next, Ev::TraceArrival(i + 1));
+        self.trace_next = None;
+        self.trace_in_flight += 1;
+        if !self.cfg.workload.closed {
+            if let Some(next) = self.read_trace_record() {
+                let at = next.arrival.max(self.now);
+                self.schedule(at, Ev::TraceArrival);
+            }
         }
         let capacity = self.volume.capacity_sectors();
         let sectors = (r.sectors as u64).min(capacity);
@@ -1193,7 +1278,7 @@ impl<'r> Sim<'r> {
         match self.cfg.workload.kind {
             WorkloadKind::Trace => {
                 self.done_work += 1.0;
-                self.trace_left -= 1;
+                self.trace_in_flight -= 1;
                 // The service time a drive measures is its physical access time, from starting
                 // the request to completing it, without queueing (DiskSim's validation compares
                 // that, see `validate`). One drive serving one request at a time in arrival order
@@ -1201,24 +1286,24 @@ impl<'r> Sim<'r> {
                 // arrives or when the previous one completes, whichever is later.
                 let start = a.submit.max(self.trace_prev_done);
                 self.trace_prev_done = self.now;
-                assert!(
-                    self.trace_service_ns.len() < self.trace_service_ns.capacity(),
-                    "one service time per trace record"
-                );
-                self.trace_service_ns.push((self.now - start).as_nanos());
-                if self.cfg.workload.closed && self.trace_next_closed < self.trace.len() {
-                    let i = self.trace_next_closed;
-                    self.trace_next_closed += 1;
+                if self.cfg.workload.format == TraceFormat::Disksim && !self.trace_demerit_lost {
+                    assert!(
+                        self.trace_service_ns.len() < self.trace_measured_ms.len(),
+                        "one service time per trace record read"
+                    );
+                    self.trace_service_ns.push((self.now - start).as_nanos());
+                }
+                if self.cfg.workload.closed && self.read_trace_record().is_some() {
                     // A DiskSim validation line's gap is the idle time the measuring host left
                     // between one request's completion and the next one's issue, which is how
                     // DiskSim replays it; other formats' stamps are arrivals, with no such gap.
                     let gap = match self.cfg.workload.format {
-                        TraceFormat::Disksim => self.trace[i]
-                            .arrival
-                            .saturating_since(self.trace[i - 1].arrival),
+                        TraceFormat::Disksim => {
+                            self.trace_arrivals[1].saturating_since(self.trace_arrivals[0])
+                        }
                         _ => Duration::ZERO,
                     };
-                    self.schedule(self.now.saturating_add(gap), Ev::TraceArrival(i as u32));
+                    self.schedule(self.now.saturating_add(gap), Ev::TraceArrival);
                 }
             }
             kind => {
@@ -1414,6 +1499,47 @@ mod tests {
         let whole = run("40KiB");
         assert_eq!(whole.clients_stopped_at_horizon, 0);
         assert_eq!(whole.app_requests, 20);
+    }
+
+    /// A DiskSim trace gets its demerit figure while its service times fit the bound kept for
+    /// it, and none past it (the bound used to be the whole trace, held in memory): here the
+    /// atlas10k validation trace's 10,000 records against bounds of 10,000 and 9,999.
+    #[test]
+    fn the_demerit_figure_needs_every_service_time_within_its_bound() {
+        let data = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .ancestors()
+            .map(|a| a.join("shared/data/disksim"))
+            .find(|d| d.is_dir())
+            .expect("shared/data/disksim beside the crate or an ancestor");
+        let mut t = toml::Table::new();
+        for set in [
+            "workload.kind=trace".to_string(),
+            "workload.format=disksim".to_string(),
+            "workload.closed=true".to_string(),
+            "host.scheduler=noop".to_string(),
+            format!(
+                "workload.trace=\"{}\"",
+                data.join("atlas10k.trace").display()
+            ),
+            format!(
+                "device.disksim=\"{}\"",
+                data.join("atlas10k.diskspecs").display()
+            ),
+        ] {
+            crate::config::apply_set(&mut t, &set).unwrap();
+        }
+        let cfg = SimConfig::from_table(t, None).unwrap();
+        let demerit = |bound: usize| {
+            let mut sim = Sim::new(&cfg, RequestLog::default()).unwrap();
+            sim.demerit_samples_max = bound;
+            sim.run(None);
+            assert!(sim.trace_error.is_none());
+            let report = sim.finish().report;
+            assert_eq!(report.app_requests, 10_000);
+            report.demerit_ms
+        };
+        assert!(demerit(10_000).is_some_and(|d| d > 0.0));
+        assert_eq!(demerit(9_999), None);
     }
 
     /// `members` has one entry per disk, and shows what no total does: with four SASEQP streams

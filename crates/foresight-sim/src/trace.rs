@@ -16,11 +16,14 @@
 //! `sectors = ceil((offset + size) / 512) - lba`. All arithmetic is checked, so absurd values give an
 //! error instead of wrapping, and no input makes the parser panic.
 //!
-//! A file is parsed as it is read, one line at a time, and never held whole. The records are: the
-//! simulator keeps a trace in memory (to put it in arrival order and to compare service times),
-//! so a trace may hold at most [`TRACE_RECORDS_MAX`] records, and one that goes on past that (a
-//! pipe of valid lines that never ends) is refused at the first line beyond, as a line longer than
-//! `LINE_BYTES_MAX` is.
+//! A file is parsed as it is read, one line at a time, and never held whole; a line longer than
+//! `LINE_BYTES_MAX` is refused. The simulator streams the records too ([`TraceReader`]): it holds
+//! a window of [`TRACE_REORDER_RECORDS`] records read ahead and hands out the earliest, so a trace
+//! whose records step back by fewer than that many comes out in the stable sort's order, and one
+//! that steps back further is refused at the line that does; a trace of any length then takes the
+//! same memory. [`read_trace`] keeps a whole trace in memory instead, at most
+//! [`TRACE_RECORDS_MAX`] records (a pipe of valid lines that never ends is refused at the first
+//! line beyond), for the tools that compare a trace's measured times.
 
 use std::fmt;
 use std::path::Path;
@@ -184,17 +187,16 @@ impl fmt::Display for TraceError {
 
 impl std::error::Error for TraceError {}
 
-/// The most records a block trace may hold. The simulator keeps a trace in memory: a record takes
-/// 48 bytes, and the replay 8 more for its service time. Measured as the peak resident size of
-/// `foresight sim` replaying MQSim traces of 2, 4 and 8 million records against one of 200,000,
-/// a record cost 55 to 56 bytes, and 72 in a trace out of arrival order (the stable sort's
-/// buffer). So a replay at the limit holds 1.4 to 1.8 GB.
+/// The most records [`read_trace`] keeps in memory: 48 bytes each (72 in a trace out of arrival
+/// order, the stable sort's buffer), so 1.2 to 1.8 GB at the limit. A replay streams its trace
+/// ([`TraceReader`]) and has no such limit.
 pub const TRACE_RECORDS_MAX: usize = 25_000_000;
 
-/// Reads the trace at `path` in `format`, line by line. A missing or unreadable file, one that is
-/// not UTF-8 text, one with a line longer than `LINE_BYTES_MAX`, or one with more than
+/// Reads the trace at `path` in `format`, line by line, into memory. A missing or unreadable file,
+/// one that is not UTF-8 text, one with a line longer than `LINE_BYTES_MAX`, or one with more than
 /// [`TRACE_RECORDS_MAX`] records, is a [`TraceError`] naming the path and the line; the rest is as
-/// in [`parse_trace`].
+/// in [`parse_trace`]. The simulator streams a trace instead ([`TraceReader`]); this is for the
+/// tools that compare a whole trace's measured times.
 pub fn read_trace(path: &Path, format: TraceFormat) -> Result<Vec<TraceRecord>, TraceError> {
     read_trace_at_most(path, format, TRACE_RECORDS_MAX)
 }
@@ -206,19 +208,26 @@ pub fn read_trace_at_most(
     records_max: usize,
 ) -> Result<Vec<TraceRecord>, TraceError> {
     let name = path.display().to_string();
-    let mut parser = Parser::new(format, &name, records_max);
-    for_each_line(path, |line_no, line| parser.line(line_no, line)).map_err(|e| match e {
-        LineError::Read { line, message } => TraceError::new(
-            &name,
-            line,
-            format!("cannot read {format} trace: {message}"),
-        ),
-        LineError::NotUtf8 { line } => {
-            TraceError::new(&name, line, "not UTF-8 text; expected a plain-text trace")
+    let mut parser = Parser::new(format);
+    let mut records = Vec::new();
+    for_each_line(path, |line_no, line| {
+        if let Some(r) = parser.line(&name, line_no, line)? {
+            if records.len() == records_max {
+                return Err(TraceError::new(
+                    &name,
+                    line_no,
+                    format!(
+                        "the trace holds more than {records_max} records, the most this reader \
+                         keeps in memory; read it in parts of at most {records_max} records"
+                    ),
+                ));
+            }
+            records.push(r);
         }
-        LineError::Parse(e) => e,
-    })?;
-    parser.finish()
+        Ok(())
+    })
+    .map_err(|e| e.into_trace_error(&name, format))?;
+    finish(&name, format, records)
 }
 
 /// The longest line a trace may have: a record is a few dozen bytes, a comment a few hundred.
@@ -243,41 +252,81 @@ pub(crate) enum LineError {
     Parse(TraceError),
 }
 
-/// Hands each line of the text file at `path` to `each` with its 1-based number, without its line
-/// end, as it is read: only one line is held at a time, so that a parser can stop a file that
-/// never ends (a pipe) at its limit. A line longer than `LINE_BYTES_MAX` stops the read too: a
-/// device or pipe without line ends (`/dev/zero`) would otherwise be read until memory ran out.
-pub(crate) fn for_each_line(
-    path: &Path,
-    mut each: impl FnMut(usize, &str) -> Result<(), TraceError>,
-) -> Result<(), LineError> {
-    use std::io::{BufRead, Read};
-    let file = std::fs::File::open(path).map_err(|e| LineError::Read {
-        line: 0,
-        message: e.to_string(),
-    })?;
-    // A directory opens on Linux and fails at its first read, which would name line 1.
-    if file.metadata().is_ok_and(|m| m.is_dir()) {
-        return Err(LineError::Read {
-            line: 0,
-            message: "is a directory; give the path of a trace file".into(),
-        });
+impl LineError {
+    /// As a block trace's error: the file `name` in `format`.
+    fn into_trace_error(self, name: &str, format: TraceFormat) -> TraceError {
+        match self {
+            LineError::Read { line, message } => {
+                TraceError::new(name, line, format!("cannot read {format} trace: {message}"))
+            }
+            LineError::NotUtf8 { line } => {
+                TraceError::new(name, line, "not UTF-8 text; expected a plain-text trace")
+            }
+            LineError::Parse(e) => e,
+        }
     }
-    let mut reader = std::io::BufReader::new(file);
-    let mut bytes = Vec::new();
-    for line in 1.. {
-        bytes.clear();
-        let n = (&mut reader)
+}
+
+/// The lines of a text file, one at a time, each read only when asked for: one line is held at a
+/// time, so that a reader can stop a file that never ends (a pipe) at its limit. A line longer
+/// than `LINE_BYTES_MAX` is an error: a device or pipe without line ends (`/dev/zero`) would
+/// otherwise be read until memory ran out.
+pub(crate) struct Lines {
+    reader: std::io::BufReader<std::fs::File>,
+    /// The last line's bytes, line end included; at most `LINE_BYTES_MAX + 1` of them.
+    bytes: Vec<u8>,
+    /// The number of the last line read (0 before the first).
+    line: usize,
+    /// Bytes read so far, line ends included.
+    bytes_read: u64,
+    /// The file's length when opened (0 for a pipe or device).
+    file_bytes: u64,
+}
+
+impl Lines {
+    /// Opens the text file at `path`.
+    pub(crate) fn open(path: &Path) -> Result<Lines, LineError> {
+        let file = std::fs::File::open(path).map_err(|e| LineError::Read {
+            line: 0,
+            message: e.to_string(),
+        })?;
+        let meta = file.metadata().ok();
+        // A directory opens on Linux and fails at its first read, which would name line 1.
+        if meta.as_ref().is_some_and(|m| m.is_dir()) {
+            return Err(LineError::Read {
+                line: 0,
+                message: "is a directory; give the path of a trace file".into(),
+            });
+        }
+        Ok(Lines {
+            reader: std::io::BufReader::new(file),
+            bytes: Vec::new(),
+            line: 0,
+            bytes_read: 0,
+            file_bytes: meta.filter(|m| m.is_file()).map_or(0, |m| m.len()),
+        })
+    }
+
+    /// The next line with its 1-based number, without its line end (`\n` or `\r\n`, as
+    /// `str::lines`); `None` at the end of the file.
+    pub(crate) fn next_line(&mut self) -> Result<Option<(usize, &str)>, LineError> {
+        use std::io::{BufRead, Read};
+        self.line += 1;
+        let line = self.line;
+        self.bytes.clear();
+        let n = (&mut self.reader)
             .take(LINE_BYTES_MAX + 1)
-            .read_until(b'\n', &mut bytes)
+            .read_until(b'\n', &mut self.bytes)
             .map_err(|e| LineError::Read {
                 line,
                 message: e.to_string(),
             })?;
         if n == 0 {
-            break;
+            self.line -= 1;
+            return Ok(None);
         }
-        if n as u64 > LINE_BYTES_MAX && bytes.last() != Some(&b'\n') {
+        self.bytes_read += n as u64;
+        if n as u64 > LINE_BYTES_MAX && self.bytes.last() != Some(&b'\n') {
             return Err(LineError::Read {
                 line,
                 message: format!(
@@ -285,10 +334,21 @@ pub(crate) fn for_each_line(
                 ),
             });
         }
-        let text = std::str::from_utf8(&bytes).map_err(|_| LineError::NotUtf8 { line })?;
-        // As `str::lines`: the line end is `\n` or `\r\n`.
+        let text = std::str::from_utf8(&self.bytes).map_err(|_| LineError::NotUtf8 { line })?;
         let text = text.strip_suffix('\n').unwrap_or(text);
         let text = text.strip_suffix('\r').unwrap_or(text);
+        Ok(Some((line, text)))
+    }
+}
+
+/// Hands each line of the text file at `path` to `each` with its 1-based number, without its line
+/// end, as it is read (see [`Lines`]).
+pub(crate) fn for_each_line(
+    path: &Path,
+    mut each: impl FnMut(usize, &str) -> Result<(), TraceError>,
+) -> Result<(), LineError> {
+    let mut lines = Lines::open(path)?;
+    while let Some((line, text)) = lines.next_line()? {
         each(line, text).map_err(LineError::Parse)?;
     }
     Ok(())
@@ -302,19 +362,255 @@ pub fn parse_trace(
     format: TraceFormat,
     file_name: &str,
 ) -> Result<Vec<TraceRecord>, TraceError> {
-    let mut parser = Parser::new(format, file_name, TRACE_RECORDS_MAX);
+    let mut parser = Parser::new(format);
+    let mut records = Vec::new();
     for (index, line) in text.lines().enumerate() {
-        parser.line(index + 1, line)?;
+        if let Some(r) = parser.line(file_name, index + 1, line)? {
+            if records.len() == TRACE_RECORDS_MAX {
+                return Err(TraceError::new(
+                    file_name,
+                    index + 1,
+                    format!("the trace holds more than {TRACE_RECORDS_MAX} records"),
+                ));
+            }
+            records.push(r);
+        }
     }
-    parser.finish()
+    finish(file_name, format, records)
 }
 
-/// A trace's records as its lines come in.
-struct Parser<'a> {
+/// The error for a trace without records.
+fn no_records(file_name: &str, format: TraceFormat) -> TraceError {
+    TraceError::new(
+        file_name,
+        0,
+        format!(
+            "no records: the {format} trace is empty or holds only blank and `#` comment lines; \
+             expected lines of {}",
+            format.line_layout()
+        ),
+    )
+}
+
+/// A whole trace's records in arrival order.
+fn finish(
+    file_name: &str,
     format: TraceFormat,
-    file_name: &'a str,
-    records_max: usize,
-    records: Vec<TraceRecord>,
+    mut records: Vec<TraceRecord>,
+) -> Result<Vec<TraceRecord>, TraceError> {
+    if records.is_empty() {
+        return Err(no_records(file_name, format));
+    }
+    if records.windows(2).any(|w| w[1].arrival < w[0].arrival) {
+        // `sort_by_key` is stable: records with equal arrivals keep their order in the file.
+        records.sort_by_key(|r| r.arrival);
+    }
+    Ok(records)
+}
+
+/// Records a [`TraceReader`] holds to put a trace in arrival order: a record may come up to this
+/// many records later in the file than one that arrives after it. 72 bytes each, so 4.5 MiB.
+pub const TRACE_REORDER_RECORDS: usize = 1 << 16;
+
+/// One record waiting in a [`TraceReader`]'s window, ordered by arrival, then by place in the file
+/// (the order of a stable sort).
+#[derive(Clone, Copy, Debug)]
+struct Held {
+    record: TraceRecord,
+    /// Records before it in the file.
+    seq: u64,
+    /// Its line.
+    line: usize,
+    /// Bytes of the file up to the end of its line.
+    end_bytes: u64,
+}
+
+impl PartialEq for Held {
+    fn eq(&self, other: &Held) -> bool {
+        (self.record.arrival, self.seq) == (other.record.arrival, other.seq)
+    }
+}
+
+impl Eq for Held {}
+
+impl PartialOrd for Held {
+    fn partial_cmp(&self, other: &Held) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Held {
+    fn cmp(&self, other: &Held) -> std::cmp::Ordering {
+        (self.record.arrival, self.seq).cmp(&(other.record.arrival, other.seq))
+    }
+}
+
+/// A trace read as it is replayed: [`TraceReader::next_record`] hands out its records in arrival
+/// order, reading the file only as far as it must, so a trace of any length takes the same memory.
+///
+/// It keeps a window of at most `window_records` records read ahead, and hands out the earliest
+/// of them (equal arrivals in file order), so records that step back in time within the window
+/// come out as the whole-file sort ([`read_trace`]) puts them. A record that arrives before one
+/// already handed out is an error naming its line: the stream cannot take back what the replay
+/// has sent. A bad line is found when the window reaches it, up to `window_records` records
+/// before the replay does; lines past where a caller stops asking are never read.
+pub struct TraceReader {
+    name: String,
+    format: TraceFormat,
+    lines: Lines,
+    parser: Parser,
+    /// Records read ahead, earliest first.
+    window: std::collections::BinaryHeap<std::cmp::Reverse<Held>>,
+    window_records: usize,
+    /// Records read after which the file is not read further (`u64::MAX`: no cap).
+    records_max: u64,
+    /// Whether the file has no more records to give (its end, or `records_max` reached).
+    read_all: bool,
+    /// The last record handed out: its arrival and line.
+    last_out: Option<(Instant, usize)>,
+    /// The largest `end_bytes` of the records handed out.
+    done_bytes: u64,
+}
+
+impl TraceReader {
+    /// Opens the trace at `path` in `format` and reads its first `window_records` records, so
+    /// that a file without records, or with a bad line among its first ones, is refused before
+    /// a replay starts. `records_max` caps the records read (the file's first ones, as `head`
+    /// would cut them); 0 means no cap.
+    pub fn open(
+        path: &Path,
+        format: TraceFormat,
+        records_max: u64,
+        window_records: usize,
+    ) -> Result<TraceReader, TraceError> {
+        assert!(
+            (1..=TRACE_REORDER_RECORDS).contains(&window_records),
+            "a trace window of {window_records} records; expected 1 to {TRACE_REORDER_RECORDS}"
+        );
+        let name = path.display().to_string();
+        let lines = Lines::open(path).map_err(|e| e.into_trace_error(&name, format))?;
+        let mut reader = TraceReader {
+            format,
+            lines,
+            parser: Parser::new(format),
+            // Grown as records come, so a short trace takes little; doubling from a power of two,
+            // the capacity stays within the bound too.
+            window: std::collections::BinaryHeap::new(),
+            window_records,
+            records_max: if records_max == 0 {
+                u64::MAX
+            } else {
+                records_max
+            },
+            read_all: false,
+            last_out: None,
+            done_bytes: 0,
+            name,
+        };
+        reader.fill()?;
+        if reader.window.is_empty() {
+            return Err(no_records(&reader.name, format));
+        }
+        Ok(reader)
+    }
+
+    /// The file's name, as errors give it.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Reads records until the window is full or the file has no more.
+    fn fill(&mut self) -> Result<(), TraceError> {
+        while !self.read_all && self.window.len() < self.window_records {
+            if self.parser.records == self.records_max {
+                self.read_all = true;
+                break;
+            }
+            let line = self
+                .lines
+                .next_line()
+                .map_err(|e| e.into_trace_error(&self.name, self.format))?;
+            let Some((line_no, text)) = line else {
+                self.read_all = true;
+                break;
+            };
+            let seq = self.parser.records;
+            let Some(record) = self.parser.line(&self.name, line_no, text)? else {
+                continue;
+            };
+            if let Some((out, out_line)) = self.last_out.filter(|&(t, _)| record.arrival < t) {
+                return Err(TraceError::new(
+                    &self.name,
+                    line_no,
+                    format!(
+                        "the record arrives at {:.9} s, before the record of line {out_line} \
+                         ({:.9} s), which the replay has already sent: a trace is replayed as it \
+                         is read and put in arrival order only within {} records; sort the \
+                         trace by its time stamps first (`sort -s -n{} -k1,1`)",
+                        record.arrival.as_secs_f64(),
+                        out.as_secs_f64(),
+                        self.window_records,
+                        if self.format == TraceFormat::Msr {
+                            " -t,"
+                        } else {
+                            ""
+                        },
+                    ),
+                ));
+            }
+            self.window.push(std::cmp::Reverse(Held {
+                record,
+                seq,
+                line: line_no,
+                end_bytes: self.lines.bytes_read,
+            }));
+        }
+        assert!(
+            self.window.len() <= self.window_records,
+            "the trace window holds {} records, past its bound of {}",
+            self.window.len(),
+            self.window_records
+        );
+        Ok(())
+    }
+
+    /// The next record in arrival order with its line, or `None` once every record is out.
+    pub fn next_record(&mut self) -> Result<Option<(usize, TraceRecord)>, TraceError> {
+        self.fill()?;
+        let Some(std::cmp::Reverse(held)) = self.window.pop() else {
+            return Ok(None);
+        };
+        self.last_out = Some((held.record.arrival, held.line));
+        self.done_bytes = self.done_bytes.max(held.end_bytes);
+        Ok(Some((held.line, held.record)))
+    }
+
+    /// The fraction of the file handed out so far, from 0 to 1; 0 for a pipe until its end.
+    pub fn progress(&self) -> f64 {
+        if self.read_all && self.window.is_empty() {
+            1.0
+        } else if self.lines.file_bytes == 0 {
+            0.0
+        } else {
+            (self.done_bytes as f64 / self.lines.file_bytes as f64).min(1.0)
+        }
+    }
+
+    /// The bytes the reader holds on the heap: its window, its line buffer and its file buffer.
+    /// They do not grow with the trace's length.
+    pub fn held_bytes(&self) -> usize {
+        self.window.capacity() * std::mem::size_of::<Held>()
+            + self.lines.bytes.capacity()
+            + self.lines.reader.capacity()
+    }
+}
+
+/// A trace's records as its lines come in, each on its own: what a record's arrival depends on
+/// (the first record's stamp, DiskSim's running sum of gaps) is all it keeps.
+struct Parser {
+    format: TraceFormat,
+    /// Records parsed so far.
+    records: u64,
     /// DiskSim: running sum of gaps (the next record's arrival).
     next_arrival_ns: u64,
     /// MSR, MQSim: the first record's absolute stamp.
@@ -324,36 +620,31 @@ struct Parser<'a> {
     guess_format: bool,
 }
 
-impl<'a> Parser<'a> {
-    fn new(format: TraceFormat, file_name: &'a str, records_max: usize) -> Parser<'a> {
+impl Parser {
+    fn new(format: TraceFormat) -> Parser {
         Parser {
             format,
-            file_name,
-            records_max,
-            records: Vec::new(),
+            records: 0,
             next_arrival_ns: 0,
             first_stamp: None,
             guess_format: true,
         }
     }
 
-    /// Line `line_no` of the trace, without its line end.
-    fn line(&mut self, line_no: usize, raw_line: &str) -> Result<(), TraceError> {
-        let (format, file_name) = (self.format, self.file_name);
+    /// Line `line_no` of the trace `file_name`, without its line end: its record, or `None` for
+    /// a blank or comment line.
+    fn line(
+        &mut self,
+        file_name: &str,
+        line_no: usize,
+        raw_line: &str,
+    ) -> Result<Option<TraceRecord>, TraceError> {
+        let format = self.format;
         let line = raw_line.trim();
         if line.is_empty() || line.starts_with('#') {
-            return Ok(());
+            return Ok(None);
         }
         let err = |message: String| TraceError::new(file_name, line_no, message);
-        if self.records.len() == self.records_max {
-            return Err(err(format!(
-                "the trace holds more than {max} records, the most this replay takes: it keeps \
-                 a trace in memory, 56 to 72 bytes a record; raise `workload.trace_records_max` \
-                 if the memory is there, or replay it in parts of at most {max} records each \
-                 (`split -l {max}` cuts a trace without comment lines so)",
-                max = self.records_max
-            )));
-        }
         let cols: Vec<&str> = match format {
             TraceFormat::Msr => line.split(',').map(str::trim).collect(),
             _ => line.split_whitespace().collect(),
@@ -363,12 +654,12 @@ impl<'a> Parser<'a> {
             // line that reads completely in another one names it.
             let reads_as = TraceFormat::ALL
                 .into_iter()
-                .filter(|_| self.guess_format && self.records.is_empty())
+                .filter(|_| self.guess_format && self.records == 0)
                 .filter(|&other| other != format)
                 .find(|&other| {
-                    let mut p = Parser::new(other, file_name, 1);
+                    let mut p = Parser::new(other);
                     p.guess_format = false;
-                    p.line(line_no, raw_line).is_ok()
+                    p.line(file_name, line_no, raw_line).is_ok()
                 });
             return Err(err(format!(
                 "expected {}, found {} column{}{}",
@@ -413,29 +704,8 @@ impl<'a> Parser<'a> {
                 mqsim_line(&cols, arrival).map_err(err)?
             }
         };
-        self.records.push(record);
-        Ok(())
-    }
-
-    /// The records in arrival order, once every line is in.
-    fn finish(self) -> Result<Vec<TraceRecord>, TraceError> {
-        let (format, mut records) = (self.format, self.records);
-        if records.is_empty() {
-            return Err(TraceError::new(
-                self.file_name,
-                0,
-                format!(
-                    "no records: the {format} trace is empty or holds only blank and `#` comment \
-                     lines; expected lines of {}",
-                    format.line_layout()
-                ),
-            ));
-        }
-        if records.windows(2).any(|w| w[1].arrival < w[0].arrival) {
-            // `sort_by_key` is stable: records with equal arrivals keep their order in the file.
-            records.sort_by_key(|r| r.arrival);
-        }
-        Ok(records)
+        self.records += 1;
+        Ok(Some(record))
     }
 }
 
@@ -926,21 +1196,152 @@ pub(crate) mod tests {
     /// lines do not count.
     #[test]
     fn a_trace_past_the_record_limit_is_refused_at_the_first_record_beyond() {
-        let mut parser = Parser::new(TraceFormat::Mqsim, "t", 3);
         let text = "# header\n0 0 0 8 1\n\n5 0 8 8 1\n# more\n9 0 16 8 1\n12 0 24 8 1\n";
-        let err = text
-            .lines()
-            .enumerate()
-            .try_for_each(|(i, line)| parser.line(i + 1, line))
-            .unwrap_err();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t");
+        std::fs::write(&path, text).unwrap();
+        let err = read_trace_at_most(&path, TraceFormat::Mqsim, 3).unwrap_err();
         assert_eq!(err.line, 7, "{err}");
         assert!(err.message.contains("more than 3 records"), "{err}");
         assert!(err.message.contains("parts of at most 3"), "{err}");
-        let mut parser = Parser::new(TraceFormat::Mqsim, "t", 3);
-        for (i, line) in text.lines().take(6).enumerate() {
-            parser.line(i + 1, line).unwrap();
+        let head: String = text.lines().take(6).map(|l| format!("{l}\n")).collect();
+        std::fs::write(&path, head).unwrap();
+        assert_eq!(
+            read_trace_at_most(&path, TraceFormat::Mqsim, 3)
+                .unwrap()
+                .len(),
+            3
+        );
+    }
+
+    /// Every record of the trace at `path` as a [`TraceReader`] with a window of `window` records
+    /// hands them out.
+    fn stream(
+        path: &Path,
+        format: TraceFormat,
+        window: usize,
+    ) -> Result<Vec<TraceRecord>, TraceError> {
+        let mut reader = TraceReader::open(path, format, 0, window)?;
+        let mut records = Vec::new();
+        let mut progress = 0.0;
+        while let Some((_, r)) = reader.next_record()? {
+            records.push(r);
+            assert!(reader.progress() >= progress, "progress went backwards");
+            progress = reader.progress();
         }
-        assert_eq!(parser.finish().unwrap().len(), 3);
+        assert_eq!(reader.progress(), 1.0);
+        Ok(records)
+    }
+
+    /// What the streaming reader promises against the whole-file one, for the bytes of one file:
+    /// with a window as long as the file, the same records or the same error; with any window,
+    /// the same records, or the same error, or an earlier one refusing a record that steps back
+    /// past the window.
+    fn check_stream_matches_whole(bytes: &[u8], format: TraceFormat, window: usize) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("fuzz");
+        std::fs::write(&path, bytes).unwrap();
+        let whole = read_trace(&path, format);
+        let lines = bytes.split(|&b| b == b'\n').count();
+        assert_eq!(
+            stream(&path, format, lines.clamp(1, TRACE_REORDER_RECORDS)),
+            whole,
+            "{format}, a window of {lines} records"
+        );
+        match (stream(&path, format, window), &whole) {
+            (Ok(streamed), Ok(whole)) => assert_eq!(&streamed, whole, "{format}, window {window}"),
+            (Err(e), Ok(_)) => assert!(
+                e.message.contains("which the replay has already sent"),
+                "{format}, window {window}: {e}"
+            ),
+            (Err(e), Err(w)) => assert!(
+                e == *w || (e.line <= w.line && e.message.contains("already sent")),
+                "{format}, window {window}: {e} against {w}"
+            ),
+            (Ok(_), Err(w)) => panic!("{format}, window {window}: streamed, but whole: {w}"),
+        }
+    }
+
+    /// Records that step back in time, but not past the window, come out in the order of the
+    /// whole-file sort; one that steps back past it is refused at its line, naming the line of
+    /// the record already sent and the fix.
+    #[test]
+    fn the_stream_sorts_within_its_window_and_refuses_past_it() {
+        let text = "100 0 1 1 1\n300 0 2 1 1\n200 0 3 1 1\n300 0 4 1 0\n200 0 5 1 0\n";
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("q.trace");
+        std::fs::write(&path, text).unwrap();
+        let whole = read_trace(&path, TraceFormat::Mqsim).unwrap();
+        assert_eq!(stream(&path, TraceFormat::Mqsim, 3).unwrap(), whole);
+        // With two records held, line 2's (at 200 ns) is sent before line 5's (at 100 ns) is read.
+        let err = stream(&path, TraceFormat::Mqsim, 2).unwrap_err();
+        assert_eq!((err.line, err.file.as_str()), (5, path.to_str().unwrap()));
+        assert!(err.message.contains("before the record of line 2"), "{err}");
+        assert!(err.message.contains("sort -s -n -k1,1"), "{err}");
+    }
+
+    /// `records_max` replays a trace's first records, as `head` cuts it, and 0 replays it whole.
+    #[test]
+    fn the_stream_stops_at_its_record_cap() {
+        let text = "# c\n0 0 1 1 1\n\n10 0 2 1 1\n5 0 3 1 1\nbad line\n";
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t");
+        std::fs::write(&path, text).unwrap();
+        for (cap, lbas) in [(1, vec![1]), (2, vec![1, 2]), (3, vec![1, 3, 2])] {
+            let mut reader = TraceReader::open(&path, TraceFormat::Mqsim, cap, 4).unwrap();
+            let mut got = Vec::new();
+            while let Some((_, r)) = reader.next_record().unwrap() {
+                got.push(r.lba.0);
+            }
+            assert_eq!(got, lbas, "cap {cap}");
+        }
+        let err = stream(&path, TraceFormat::Mqsim, 4).unwrap_err();
+        assert_eq!(err.line, 6, "{err}");
+    }
+
+    /// The reader's memory stays within its window's bound however long the trace: here 2 million
+    /// MSR records whose stamps step back within the window, read through. (It used to be read
+    /// whole, 56 to 72 bytes a record.) The records are drawn from a seeded generator; the seed is
+    /// printed.
+    #[test]
+    fn a_long_trace_streams_in_bounded_memory() {
+        use std::io::Write;
+        const RECORDS: u64 = 2_000_000;
+        let seed = 0x7472_6163;
+        println!("seed {seed:#x}");
+        let mut rng = foresight_core::Rng::new(seed);
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("long.csv");
+        let mut out = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
+        for i in 0..RECORDS {
+            // Stamps jitter by up to 1,000 records' worth, never to the first's or before it.
+            let jitter = if i == 0 { 0 } else { 1 + rng.below(100_000) };
+            let stamp = 1_000_000 + i * 100 + jitter;
+            let offset = rng.below(1 << 30) * 512;
+            writeln!(out, "{stamp},h,0,Read,{offset},4096,10").unwrap();
+        }
+        out.flush().unwrap();
+        drop(out);
+        let bound = TRACE_REORDER_RECORDS * std::mem::size_of::<Held>()
+            + 2 * (LINE_BYTES_MAX as usize + 1)
+            + (64 << 10);
+        let mut reader =
+            TraceReader::open(&path, TraceFormat::Msr, 0, TRACE_REORDER_RECORDS).unwrap();
+        let (mut count, mut last, mut held_max) = (0u64, Instant::ZERO, 0);
+        while let Some((_, r)) = reader.next_record().unwrap() {
+            assert!(
+                r.arrival >= last,
+                "seed {seed:#x}: out of order at record {count}"
+            );
+            last = r.arrival;
+            count += 1;
+            held_max = held_max.max(reader.held_bytes());
+        }
+        assert_eq!(count, RECORDS, "seed {seed:#x}");
+        assert!(
+            held_max <= bound,
+            "seed {seed:#x}: the reader held {held_max} bytes, past its bound of {bound}"
+        );
     }
 
     /// A pipe that gives `line(0)`, `line(1)`, ... for ever, in a new directory of its own
@@ -1318,6 +1719,30 @@ pub(crate) mod tests {
             for format in TraceFormat::ALL {
                 check_outcome(&text, format);
             }
+        }
+
+        /// The streaming reader on any bytes: no panic, and what the whole-file reader gives.
+        #[test]
+        fn streamed_random_bytes_read_as_the_whole_file(
+            bytes in proptest::collection::vec(any::<u8>(), 0..400),
+            window in 1usize..6,
+        ) {
+            for format in TraceFormat::ALL {
+                check_stream_matches_whole(&bytes, format, window);
+            }
+        }
+
+        /// Valid lines with mutations (swapped and duplicated lines step back in time): the
+        /// streaming reader gives the whole-file reader's records.
+        #[test]
+        fn streamed_mutated_lines_read_as_the_whole_file(
+            which in 0..VALID_LINES.len(),
+            mutations in proptest::collection::vec(mutation(), 0..6),
+            window in 1usize..6,
+        ) {
+            let (format, text) = VALID_LINES[which];
+            let mutated = apply(text, format, &mutations);
+            check_stream_matches_whole(mutated.as_bytes(), format, window);
         }
 
         #[test]
