@@ -5,7 +5,9 @@
 //! do not fit the volume, a bad trace line), and bad input must leave a file that was there as it
 //! was and take away one it created. The file is emptied and given its header at the first record,
 //! or at the end of a run that had none. From the moment the file is this run's (created, or
-//! emptied), a signal removes it rather than leave it cut short mid-line.
+//! emptied), a signal removes it rather than leave it cut short mid-line, and so does bad input
+//! met during the run (a trace is read as it is replayed): the records of part of a run are not
+//! its output.
 
 use std::fs::File;
 use std::io;
@@ -79,10 +81,11 @@ impl RequestsOut {
         Ok(())
     }
 
-    /// The run was refused before its first record: a file it created is removed, and one that
-    /// was there has not been touched.
+    /// The run was refused: a file it created is removed, and so is one it had emptied for its
+    /// records (bad input met during the run); one that was there and not yet emptied is left as
+    /// it was.
     pub fn abandon(self) {
-        if self.created && self.regular && self.csv.is_none() {
+        if self.regular && (self.created || self.csv.is_some()) {
             let _ = std::fs::remove_file(&self.path);
         }
     }

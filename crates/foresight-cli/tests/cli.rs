@@ -1046,6 +1046,56 @@ fn a_preset_tier_with_a_fixed_time_is_refused_as_a_conflict() {
     }
 }
 
+/// A block trace is read as it is replayed, so a bad line past the reader's first 65,536 records
+/// is met once the run is under way, here after a thousand requests have completed: the run exits
+/// with code 2 naming the file and line, prints no figures, and takes away the `--requests-out`
+/// file it had begun, which would hold the records of part of a run (the old cleanup removed only
+/// a file the run had not yet written to, and left this one behind).
+#[test]
+fn a_bad_trace_line_met_during_the_run_exits_2_and_leaves_no_records() {
+    let dir = temp_dir("trace-midrun");
+    let good = 65_536 + 1_000;
+    let mut text: String = (0..good)
+        .map(|i| format!("{} 0 {} 8 1\n", i * 1000, i * 8))
+        .collect();
+    text.push_str("1 0 8\n");
+    let trace = dir.path().join("t.mqsim");
+    std::fs::write(&trace, text).unwrap();
+    let set = format!("workload.trace={}", trace.to_str().unwrap());
+    for existed in [false, true] {
+        let out = dir.path().join("req.csv");
+        if existed {
+            std::fs::write(&out, "old\n").unwrap();
+        }
+        let (code, stdout, err) = foresight(&[
+            "sim",
+            "--set",
+            "workload.kind=trace",
+            "--set",
+            "workload.format=mqsim",
+            "--set",
+            &set,
+            "--set",
+            "device.kind=ssd",
+            "--set",
+            "device.preset=ssd-850evo",
+            "--json",
+            "--requests-out",
+            out.to_str().unwrap(),
+        ]);
+        assert_eq!(code, 2, "existed {existed}: {err}");
+        assert!(
+            err.contains(&format!("t.mqsim:{}:", good + 1)) && !err.contains("panicked"),
+            "{err}"
+        );
+        assert!(stdout.trim().is_empty(), "figures printed: {stdout}");
+        assert!(
+            !out.exists(),
+            "existed {existed}: the partial --requests-out file is left"
+        );
+    }
+}
+
 /// A block number of a hinted trace past what a `u64` holds was reported as "expected a whole
 /// number" (it is one), and one past 2^40 did not say what to give instead.
 #[test]
