@@ -1501,6 +1501,41 @@ mod tests {
         assert_eq!(whole.app_requests, 20);
     }
 
+    /// A trace that never ends (a pipe of valid lines) replays in the memory of any other until
+    /// `workload.duration`: it used to be read whole first, and was refused past 25,000,000
+    /// records.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn an_endless_trace_replays_until_the_duration() {
+        let (_dir, path, writer) = crate::trace::tests::endless_pipe("endless-replay", |i| {
+            format!("{} 0 {} 8 1\n", i * 1_000_000, i * 8)
+        });
+        let mut t = toml::Table::new();
+        for set in [
+            "workload.kind=trace".to_string(),
+            "workload.format=mqsim".to_string(),
+            "workload.duration=\"1s\"".to_string(),
+            "device.kind=ssd".to_string(),
+            "device.preset=ssd-850evo".to_string(),
+            format!("workload.trace=\"{}\"", path.display()),
+        ] {
+            crate::config::apply_set(&mut t, &set).unwrap();
+        }
+        let report = run(
+            &SimConfig::from_table(t, None).unwrap(),
+            RunOptions::default(),
+        )
+        .unwrap()
+        .report;
+        writer.join().expect("the writer ends");
+        // One request a millisecond, each done well within it.
+        assert!(
+            (999..=1_001).contains(&report.app_requests),
+            "{} requests",
+            report.app_requests
+        );
+    }
+
     /// A DiskSim trace gets its demerit figure while its service times fit the bound kept for
     /// it, and none past it (the bound used to be the whole trace, held in memory): here the
     /// atlas10k validation trace's 10,000 records against bounds of 10,000 and 9,999.
