@@ -66,13 +66,15 @@ const IDLE_TIMERS_MAX: u32 = 10_000;
 /// validation traces hold about 10,000.
 const DEMERIT_SAMPLES_MAX: usize = 1 << 20;
 
-/// Why a run could not start.
+/// Why a run could not start, or stopped before its end without a report.
 #[derive(Debug, Error)]
 pub enum SimError {
-    /// The config is inconsistent with the device or the policy.
+    /// The config is inconsistent with the device or the policy, or (`workload.trace`) a trace
+    /// request is longer than the block queue takes, found when the replay reads it.
     #[error(transparent)]
     Config(#[from] ConfigError),
-    /// The trace could not be read.
+    /// The trace could not be read: before the run, or during it once the reader reached a bad
+    /// line.
     #[error(transparent)]
     Trace(#[from] TraceError),
     /// The sink of per-request records failed; the run stopped there.
@@ -182,7 +184,8 @@ fn jbod_layout(
     Ok(layout)
 }
 
-/// Runs one simulation.
+/// Runs one simulation. A trace is read as the run goes, so a bad record can end it with an
+/// error after it has started; the part replayed gives no report.
 pub fn run(cfg: &SimConfig, opts: RunOptions<'_>) -> Result<RunOutput, SimError> {
     run_wrapped(cfg, opts, &mut |p| p)
 }
