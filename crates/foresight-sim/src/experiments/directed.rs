@@ -269,12 +269,7 @@ pub fn run(ctx: &Context<'_>) -> Result<Section, ExperimentError> {
             small_infill_phrase(&small, none_s),
             100.0 * (mid_max / mid_min - 1.0),
             100.0 * (far / mid_min - 1.0),
-            // The paper finds infill from 32 KiB to 2 MiB has no further effect.
-            flat = if mid_max / mid_min - 1.0 < 0.05 {
-                ", flat like the paper's"
-            } else {
-                ", where the paper's is flat"
-            },
+            flat = mid_spread_phrase(mid_max / mid_min - 1.0),
         ));
         shapes.push(json!({
             "device": dev, "gap_mean_kib": gap, "none_s": none_s, "sweep_s": sweep,
@@ -579,20 +574,42 @@ fn paper_speedup_note(rows: &[serde_json::Value]) -> String {
     )
 }
 
+/// Runtimes within this share of `none`'s count as unchanged.
+const UNCHANGED: f64 = 0.005;
+/// Runtimes of infill from 32 KiB to 2 MiB that spread by less than this count as flat, as the
+/// paper finds them (section IV, Fig. 2: "no additional effect").
+const FLAT_SPREAD: f64 = 0.05;
+
+/// The spread of the runtimes with infill from 32 KiB to 2 MiB (max over min, less 1) beside the
+/// paper's flat middle, with the threshold that makes it flat.
+fn mid_spread_phrase(spread: f64) -> String {
+    let verdict = if spread < FLAT_SPREAD {
+        "flat like the paper's"
+    } else {
+        "where the paper's is flat"
+    };
+    format!(
+        ", {verdict}: a spread under {:.0}% counts as flat",
+        100.0 * FLAT_SPREAD
+    )
+}
+
 /// What infill of 4 to 32 KiB did to the runtime against `none`, beside the paper's finding that
-/// it reduces runtime (section IV, Fig. 2). Within 0.5% counts as unchanged.
+/// it reduces runtime (section IV, Fig. 2). Within [`UNCHANGED`] counts as unchanged.
 fn small_infill_phrase(small_s: &[f64], none_s: f64) -> String {
     let best = small_s.iter().copied().fold(f64::INFINITY, f64::min);
     let worst = small_s.iter().copied().fold(0.0, f64::max);
-    if best < none_s * 0.995 {
+    if best < none_s * (1.0 - UNCHANGED) {
         format!(
             "cuts the runtime by up to {:.1}% (paper: reduces it)",
             100.0 * (1.0 - best / none_s)
         )
-    } else if worst <= none_s * 1.005 {
-        "leaves the runtime unchanged (the paper's reduces it; here passing over gaps this short \
-         costs what reading them does)"
-            .to_string()
+    } else if worst <= none_s * (1.0 + UNCHANGED) {
+        format!(
+            "leaves the runtime unchanged, within {:.1}% of none (the paper's reduces it; here \
+             passing over gaps this short costs what reading them does)",
+            100.0 * UNCHANGED
+        )
     } else {
         format!(
             "is up to {:.1}% slower than none (paper: reduces the runtime)",
@@ -610,13 +627,34 @@ mod tests {
     #[test]
     fn small_infill_is_set_against_the_papers_reduction() {
         let same = small_infill_phrase(&[3.3819, 3.3819], 3.3819);
-        assert!(same.contains("unchanged (the paper's reduces it"), "{same}");
+        assert!(
+            same.contains("unchanged, within 0.5% of none (the paper's reduces it"),
+            "{same}"
+        );
         let cut = small_infill_phrase(&[3.0, 3.3], 3.3819);
         assert!(cut.contains("cuts the runtime by up to 11.3%"), "{cut}");
         let slower = small_infill_phrase(&[3.3819, 3.6], 3.3819);
         assert!(slower.contains("6.4% slower"), "{slower}");
         assert_eq!(paper_speedup("tiles"), "4.9x (image processing)");
         assert_eq!(paper_speedup("scan"), "20x (SQLite table scan)");
+    }
+
+    /// The infill sweep's "flat" states its threshold and flips at it: 4.9% is flat, 5% is not.
+    #[test]
+    fn the_mid_spread_states_what_counts_as_flat() {
+        assert_eq!(
+            mid_spread_phrase(0.049),
+            ", flat like the paper's: a spread under 5% counts as flat"
+        );
+        assert_eq!(
+            mid_spread_phrase(0.05),
+            ", where the paper's is flat: a spread under 5% counts as flat"
+        );
+        // 0.5% either side of none is unchanged; 0.6% is not.
+        assert!(small_infill_phrase(&[1.005], 1.0).contains("unchanged"));
+        assert!(small_infill_phrase(&[0.995], 1.0).contains("unchanged"));
+        assert!(small_infill_phrase(&[1.006], 1.0).contains("0.6% slower"));
+        assert!(small_infill_phrase(&[0.994], 1.0).contains("cuts the runtime by up to 0.6%"));
     }
 
     /// Each speedup is set against the paper's, with the two-pass bound where it is the reason, a
