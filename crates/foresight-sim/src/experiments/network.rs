@@ -467,13 +467,19 @@ fn claims(fig: &str) -> Vec<Claim> {
                 |g| {
                     let (left_ms, right_ms) = condition_12_ms(g, g.at("local", 1.0));
                     format!(
-                        "they keep {:.0}% and {:.0}% of APS: their {} MiB window (2 x P x S) meets \
+                        "they keep {:.0}% and {:.0}% of APS: their {} MiB window (2 x P x S) {} \
                          condition 12 on the model's link, where half of sending it and asking for \
-                         the next takes {left_ms:.2} ms, less than the {right_ms:.2} ms a member disk \
+                         the next takes {left_ms:.2} ms, {} the {right_ms:.2} ms a member disk \
                          takes for its share at a quarter of EXT4's {:.1} MiB/s",
                         100.0 * g.ratio("dedicated", "aps", 1.0),
                         100.0 * g.ratio("dedicated", "aps", 2.0),
                         2 * RAID_DISKS as u64 * RAID_STRIP_KIB / 1024,
+                        meets(left_ms < right_ms),
+                        if left_ms < right_ms {
+                            "less than"
+                        } else {
+                            "no less than"
+                        },
                         g.at("local", 1.0)
                     )
                 },
@@ -513,12 +519,17 @@ fn claims(fig: &str) -> Vec<Claim> {
                         "at 1 and 2 streams HDFS keeps at least {} and dedicated workers alone \
                          {} of EXT4: sending a 128 KiB unit and asking for the next takes \
                          {send_us:.0} us on the model's link, {} the {read_us:.0} us the SSD takes to \
-                         read one at EXT4's {:.1} MiB/s, so one unit ahead meets the PNR condition \
-                         (the model has no per-request cost at the server or the client)",
+                         read one at EXT4's {:.1} MiB/s, so one unit ahead {}",
                         worst("hdfs"),
                         worst("dedicated"),
                         if send_us <= read_us { "within" } else { "beyond" },
-                        g.at("local", 1.0)
+                        g.at("local", 1.0),
+                        if send_us <= read_us {
+                            "meets the PNR condition (the model has no per-request cost at the \
+                             server or the client)"
+                        } else {
+                            "does not meet the PNR condition (not taken apart here)"
+                        }
                     )
                 },
             ),
@@ -646,12 +657,13 @@ fn claims(fig: &str) -> Vec<Claim> {
                     format!(
                         "above APS ({:.1} MiB/s, {:.2} useless bytes per byte asked) at {x} MiB: {}; \
                          dedicated workers alone read {:.2} useless bytes per byte asked, and their \
-                         window meets condition 12 on the model's link ({left_ms:.2} ms against \
+                         window {} condition 12 on the model's link ({left_ms:.2} ms against \
                          {right_ms:.2} ms at EXT4's rate here, as in Fig. 10a)",
                         g.at("aps", x),
                         g.useless_at("aps", x),
                         listed(&g.above("aps", &ALL_DFSS, x)),
-                        g.useless_at("dedicated", x)
+                        g.useless_at("dedicated", x),
+                        meets(left_ms < right_ms)
                     )
                 },
             ),
@@ -806,17 +818,27 @@ fn claims(fig: &str) -> Vec<Claim> {
                             .copied()
                             .min_by(|a, b| g.at("aps", *a).total_cmp(&g.at("aps", *b)))
                             .expect("a figure has points");
+                    let bound = window_bound_mib_s(&g.link, x);
+                    let why = if bound >= g.at("aps", g.xs[0]) {
+                        format!(
+                            "above its {:.1} MiB/s at 0.05 ms, so the window does not bind: each \
+                             point starts with nothing in flight, and its first bytes arrive a \
+                             round trip ({:.0} ms) after its first read, a cost that weighs more \
+                             the shorter the point",
+                            g.at("aps", g.xs[0]),
+                            2.0 * x
+                        )
+                    } else {
+                        format!(
+                            "below its {:.1} MiB/s at 0.05 ms, so the window binds there",
+                            g.at("aps", g.xs[0])
+                        )
+                    };
                     format!(
                         "it keeps {:.0}% at {x} ms, in points of {} s; half the buffer per round \
-                         trip carries {:.1} MiB/s there, above its {:.1} MiB/s at 0.05 ms, so the \
-                         window does not bind: each point starts with nothing in flight, and its \
-                         first bytes arrive a round trip ({:.0} ms) after its first read, a cost \
-                         that weighs more the shorter the point",
+                         trip carries {bound:.1} MiB/s there, {why}",
                         g.kept_percent("aps", x),
                         g.run_s,
-                        window_bound_mib_s(&g.link, x),
-                        g.at("aps", g.xs[0]),
-                        2.0 * x
                     )
                 },
             ),
@@ -876,6 +898,15 @@ fn idle_wait_note(g: &Grid, system: &str) -> String {
         "; {fresh}: with CFQ's idle wait off it gives {}",
         off.join(", ")
     )
+}
+
+/// "meets" or "does not meet", as a condition holds.
+fn meets(holds: bool) -> &'static str {
+    if holds {
+        "meets"
+    } else {
+        "does not meet"
+    }
 }
 
 /// Condition 12 of paper 004 for the dedicated workers' client readahead of `2 * P * S` on the
@@ -2069,6 +2100,75 @@ mod tests {
         assert!(
             note.contains("HDFS keeps at least 99% and dedicated workers alone 100% of EXT4")
                 && note.contains("takes 205 us on the model's link, within the 243 us"),
+            "{note}"
+        );
+    }
+
+    /// The conditions a reason cites are computed on each side: a window that does not meet
+    /// condition 12, a unit that does not meet the PNR condition, a TCP window that binds (each
+    /// was once stated as met whatever the figures).
+    #[test]
+    fn reasons_state_each_side_of_their_conditions() {
+        let xs = [1.0, 2.0, 48.0, 64.0];
+        // A local rate so high that a member disk reads its 1 MiB share of the 4 MiB window in
+        // 1.00 ms, less than the 1.73 ms the link takes.
+        let raid = vec![
+            vec![4000.0, 4000.0, 4000.0, 4000.0],
+            vec![737.9, 387.7, 256.8, 254.4],
+            vec![434.2, 423.0, 244.5, 231.7],
+            vec![835.1, 513.5, 355.2, 348.8],
+            vec![122.7, 84.4, 49.4, 44.2],
+            vec![3990.0, 3990.0, 550.0, 526.4],
+            vec![4000.0, 4000.0, 384.3, 230.5],
+        ];
+        let note = claims_note("10a", &grid(&xs, raid, vec![]));
+        assert!(
+            note.contains("window (2 x P x S) does not meet condition 12 on the model's link, where half of sending it and asking for the next takes 1.73 ms, no less than the 1.00 ms"),
+            "{note}"
+        );
+        // An SSD read of 128 KiB in 12 us at 10000 MiB/s, well within the 205 us on the wire.
+        let ssd = vec![
+            vec![10000.0, 10000.0, 10000.0, 10000.0],
+            vec![9900.0, 9900.0, 9900.0, 9900.0],
+            vec![9900.0, 9900.0, 9900.0, 9900.0],
+            vec![9900.0, 9900.0, 9900.0, 9900.0],
+            vec![9900.0, 9900.0, 9900.0, 9900.0],
+            vec![9900.0, 9900.0, 9900.0, 9900.0],
+            vec![9900.0, 9900.0, 9900.0, 9900.0],
+        ];
+        let note = claims_note("11a", &grid(&xs, ssd, vec![]));
+        assert!(
+            note.contains("takes 205 us on the model's link, beyond the 12 us the SSD takes to read one at EXT4's 10000.0 MiB/s, so one unit ahead does not meet the PNR condition (not taken apart here)"),
+            "{note}"
+        );
+        // Fig. 12b with a 6 MB buffer: 3 MB per 50 ms is 57.2 MiB/s at 25 ms, below APS's 208.
+        let delays = [0.05, 8.0, 25.0];
+        let labels = ["lustre", "nfs", "hdfs", "gluster", "dedicated", "aps"];
+        let mut link = foresight_device::link_preset("lan-10g").unwrap();
+        link.window = ByteLen(6_000_000);
+        let g = Grid {
+            labels: &labels,
+            xs: &delays,
+            tp: vec![
+                vec![145.7, 145.7, 60.0],
+                vec![200.0, 200.0, 60.0],
+                vec![202.0, 202.0, 60.0],
+                vec![124.0, 7.0, 2.0],
+                vec![208.0, 15.0, 5.0],
+                vec![208.0, 177.0, 56.0],
+            ],
+            useless: vec![],
+            link,
+            local_one_mib_s: 208.0,
+            run_s: 8.0,
+            aps_alpha: 0,
+            cache_hit_shares: vec![vec![0.0; 3]; 6],
+            without_idle: vec![],
+            reads: 0,
+        };
+        let note = claims_note("12b", &g);
+        assert!(
+            note.contains("APS holds at every delay (it keeps 27% at 25 ms, in points of 8 s; half the buffer per round trip carries 57.2 MiB/s there, below its 208.0 MiB/s at 0.05 ms, so the window binds there)"),
             "{note}"
         );
     }
