@@ -344,6 +344,41 @@ fn a_proxy_whose_upstream_is_itself_is_refused() {
     }
 }
 
+/// A rate given without its unit (bits? bytes? mebibytes?) was refused as "`10` has unknown unit
+/// ``", naming an empty unit; the message now says the unit is missing and shows rates that parse.
+#[test]
+fn a_rate_without_its_unit_is_refused_as_missing_its_unit() {
+    for args in [
+        vec![
+            "proxy",
+            "--listen",
+            "127.0.0.1:0",
+            "--upstream",
+            "127.0.0.1:8080",
+            "--bandwidth",
+            "10",
+        ],
+        vec![
+            "serve",
+            "--root",
+            ".",
+            "--addr",
+            "127.0.0.1:0",
+            "--device-bandwidth",
+            "450",
+        ],
+    ] {
+        let out = bin().args(&args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains("has no unit; write e.g.") && err.contains("450MB/s"),
+            "{args:?}: {err}"
+        );
+        assert!(!err.contains("``"), "{args:?}: {err}");
+    }
+}
+
 /// A child process that is killed if the test fails before it stops it.
 struct KillOnDrop(std::process::Child);
 

@@ -27,6 +27,10 @@ pub enum ParseError {
         eg = .2
     )]
     BadUnit(String, String, &'static str),
+    /// A number with no unit where one is needed (a duration or a rate: a bare `450` could be
+    /// bits, bytes or mebibytes per second).
+    #[error("`{text}` has no unit; write e.g. {eg}", text = excerpt(.0), eg = .1)]
+    NoUnit(String, &'static str),
     /// Negative, not finite, too large, or not a whole number of the base unit.
     #[error("`{text}` is out of range: {why}", text = excerpt(.0), why = .1)]
     OutOfRange(String, &'static str),
@@ -160,13 +164,7 @@ pub fn parse_duration(text: &str) -> Result<Duration, ParseError> {
         "ms" => 1_000_000,
         "s" => 1_000_000_000,
         "min" => 60_000_000_000,
-        "" => {
-            return Err(ParseError::BadUnit(
-                text.to_string(),
-                "(none)".into(),
-                DURATION_EXAMPLES,
-            ))
-        }
+        "" => return Err(ParseError::NoUnit(text.to_string(), DURATION_EXAMPLES)),
         _ => {
             return Err(ParseError::BadUnit(
                 text.to_string(),
@@ -206,6 +204,7 @@ pub fn parse_rate(text: &str) -> Result<Bandwidth, ParseError> {
         "KiB" => value * 1024.0,
         "MiB" => value * 1_048_576.0,
         "GiB" => value * 1_073_741_824.0,
+        "" => return Err(ParseError::NoUnit(text.to_string(), RATE_EXAMPLES)),
         _ => return Err(ParseError::BadUnit(text.to_string(), unit, RATE_EXAMPLES)),
     };
     if !(bytes_per_s.is_finite() && bytes_per_s > 0.0) {
@@ -325,6 +324,27 @@ mod tests {
         assert_eq!(parse_rate("1MiB/s").unwrap().bytes_per_s, 1_048_576.0);
         assert!(parse_rate("0Gbit").is_err());
         assert!(parse_rate("fast").is_err());
+    }
+
+    #[test]
+    fn a_number_without_its_unit_is_refused_as_such() {
+        // `--bandwidth 10` was refused as "`10` has unknown unit ``", naming an empty unit.
+        for (text, e) in [
+            ("10", parse_rate("10").err()),
+            (" 450 ", parse_rate(" 450 ").err()),
+            ("1.5/s", parse_rate("1.5/s").err()),
+            ("60", parse_duration("60").err()),
+        ] {
+            let e = e.unwrap_or_else(|| panic!("{text:?} parsed"));
+            assert!(matches!(e, ParseError::NoUnit(..)), "{text:?}: {e}");
+            let message = e.to_string();
+            assert!(message.contains("has no unit; write e.g."), "{message}");
+            assert!(
+                !message.contains("``") && !message.contains("(none)"),
+                "{message}"
+            );
+        }
+        assert_eq!(parse_size("10").unwrap(), ByteLen(10));
     }
 
     /// Texts every parser of this module accepts or refuses, seeds for [`edited`].
