@@ -272,7 +272,9 @@ config file's directory, or from the current one when given by --set.
                                  clients, link, server workers, CFQ-like queue, [device]
                                  (kind, preset, disks, strip), host.memory and workload
                                  kind, streams, file_size, request, requests, duration;
-                                 other keys are refused
+                                 other keys are refused. Every stream reads a file of its
+                                 own; random's default file_size is the volume's share per
+                                 stream, at most 40GiB
   system = \"aps\"                 local | lustre | nfs | hdfs | gluster | dedicated | aps
   queue = \"dedicated\"            shared | dedicated (default: the system's; not with local)
   workers = 32                   server I/O workers (not with local)

@@ -403,7 +403,16 @@ impl DfsSettings {
             }
         };
         let file_size = if w.file_size.0 == 0 {
-            ByteLen::gib(40)
+            // Unset (`random`'s default): each stream reads a file of its own, not one shared
+            // file as on a host, so the volume is shared out among the streams, in whole MiB
+            // (the places `Layout::spread` gives them), up to paper 004's 40 GiB.
+            let volume_bytes = device
+                .build()
+                .map_err(|e| key_err("device", e.to_string()))?
+                .capacity()
+                .0;
+            let share_bytes = (volume_bytes / u64::from(w.streams.max(1))) >> 20 << 20;
+            ByteLen(share_bytes.min(ByteLen::gib(40).0))
         } else {
             w.file_size
         };
@@ -506,6 +515,58 @@ mod tests {
             "workload.file_size=1GiB",
         ])
         .is_ok());
+    }
+
+    /// A [dfs] `random` stream reads a file of its own, not one shared file as on a host. With
+    /// no workload.file_size each was 40 GiB, so two streams on the default `wd800jd` (74.5 GiB)
+    /// were refused for "2 files of 40GiB", a size nobody had given.
+    #[test]
+    fn random_streams_default_to_their_share_of_the_volume_at_most_40_gib() {
+        let params = |sets: &[&str]| {
+            let c = cfg(sets).unwrap();
+            c.dfs.as_ref().unwrap().params(&c).unwrap()
+        };
+        let mib = 1u64 << 20;
+        for (sets, disks) in [
+            (&["workload.streams=2"][..], 1),
+            (
+                &["workload.streams=3", "device.kind=raid0", "device.disks=5"][..],
+                5,
+            ),
+        ] {
+            let mut all = vec!["dfs.system=aps", "workload.kind=random"];
+            all.extend_from_slice(sets);
+            let p = params(&all);
+            let streams = u64::from(p.streams);
+            let volume = super::super::DfsDevice::build(&p.device)
+                .unwrap()
+                .capacity()
+                .0;
+            assert!(volume >= disks * (70 << 30), "{sets:?}: {volume}");
+            let share = volume / streams / mib * mib;
+            assert_eq!(p.file_size.0, share.min(40 << 30), "{sets:?}");
+            let short = DfsParams {
+                duration: Duration::from_millis(100),
+                requests: 4,
+                ..p
+            };
+            super::super::run(&short).unwrap_or_else(|e| panic!("{sets:?}: {e}"));
+        }
+        // Where the volume holds 40 GiB per stream, the paper's 40 GiB files, as before.
+        let big = params(&[
+            "dfs.system=aps",
+            "workload.kind=random",
+            "device.preset=st6000nm0024",
+            "workload.streams=16",
+        ]);
+        assert_eq!(big.file_size, ByteLen::gib(40));
+        let given = params(&[
+            "dfs.system=aps",
+            "workload.kind=random",
+            "workload.file_size=1GiB",
+            "workload.streams=2",
+        ]);
+        assert_eq!(given.file_size, ByteLen::gib(1));
     }
 
     #[test]
