@@ -926,6 +926,54 @@ fn an_interrupted_reproduce_leaves_no_stale_report_beside_new_figures() {
     }
 }
 
+/// An interrupted run's report said "The figures beside this file are from it", while the
+/// directory still held an earlier run's figures of experiments this one had not reached (or
+/// not chosen). It names the experiments whose figures it wrote and says that others may be
+/// from an earlier run.
+#[test]
+fn an_interrupted_reproduce_does_not_claim_an_earlier_runs_figures() {
+    let out_guard = temp_dir("repro-claim");
+    let out = out_guard.path().join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    std::fs::write(out.join("streams_fig4.csv"), "an earlier run's figure\n").unwrap();
+    let child = Command::new(env!("CARGO_BIN_EXE_foresight"))
+        .args([
+            "reproduce",
+            "collapse",
+            "drives",
+            "striping",
+            "--quick",
+            "--out",
+        ])
+        .arg(&out)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("the binary runs");
+    let mut child = KillOnDrop(child);
+    // Stopped while `striping` runs (seconds, even quick): `collapse` and `drives` are done.
+    while !out.join("drives_atlas10k.csv").exists() && child.0.try_wait().unwrap().is_none() {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    interrupt(&child.0);
+    let status = child.0.wait().unwrap();
+    let report = std::fs::read_to_string(out.join("report.md")).unwrap();
+    if status.success() {
+        // Finished before the signal: the final report, which describes its own figures.
+        assert!(!report.contains("not finished"), "{report}");
+        return;
+    }
+    assert!(report.contains("not finished"), "{report}");
+    assert!(
+        !report.contains("figures beside this file are from it"),
+        "the report claims every figure beside it: {report}"
+    );
+    assert!(
+        report.contains("in full: collapse") && report.contains("from an earlier run"),
+        "{report}"
+    );
+}
+
 /// A run whose devices report no service-time breakdown (a stack of constant tier levels)
 /// printed "seek 0.0%, rotate 0.0%, transfer 0.0%, overhead 0.0%": shares of nothing, which add
 /// up to none. A tier stack of device models has a breakdown (its levels' devices' own), and

@@ -229,10 +229,24 @@ fn mode_note(quick: bool, chosen: &[&Experiment]) -> String {
     note
 }
 
-/// What `report.md` holds from a run's first figure until its report is written.
-const UNFINISHED_REPORT: &str = "# Foresight: reproduced results\n\n\
-    This run has not finished: it is still running, or it was stopped. The figures beside this \
-    file are from it, and `results.json` is written with this report when the run ends.\n";
+/// What `report.md` holds from a run's first figure until its report is written, `done` being
+/// the experiments whose figures are all written. An output directory may hold an earlier run's
+/// figures of other experiments (or of ones this run has not reached), so the note names the
+/// experiments whose figures are this run's rather than claim every file beside it.
+fn unfinished_report(done: &[&str]) -> String {
+    let done = if done.is_empty() {
+        "none yet".to_string()
+    } else {
+        done.join(", ")
+    };
+    format!(
+        "# Foresight: reproduced results\n\n\
+         This run has not finished: it is still running, or it was stopped. Experiments whose \
+         figures it has written in full: {done}. Other figures beside this file are being \
+         written by it or are from an earlier run. `results.json` is written with this report \
+         when the run ends.\n"
+    )
+}
 
 /// Runs the named experiments (all when `names` is empty) and writes `report.md`, `results.json`
 /// and each figure's PNG and CSV into `out`. From the first figure written until the end,
@@ -268,6 +282,7 @@ pub fn reproduce(
     let md = out.join("report.md");
     let js = out.join("results.json");
     let mut marked_unfinished = false;
+    let mut done: Vec<&str> = Vec::new();
     for e in chosen {
         log(&format!("{}: {}", e.name, e.about));
         let started = std::time::Instant::now();
@@ -276,7 +291,7 @@ pub fn reproduce(
             // From the first figure on, a previous run's report and results would describe
             // figures this run replaces; a run stopped before its end (Ctrl-C, a write that
             // fails) would leave them looking current. The report says so until it is written.
-            std::fs::write(&md, UNFINISHED_REPORT).map_err(io(&md))?;
+            std::fs::write(&md, unfinished_report(&done)).map_err(io(&md))?;
             match std::fs::remove_file(&js) {
                 Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(io(&js)(e)),
                 _ => {}
@@ -288,6 +303,10 @@ pub fn reproduce(
             f.chart.write_png(&png).map_err(io(&png))?;
             let csv = out.join(format!("{}.csv", f.stem));
             std::fs::write(&csv, &f.csv).map_err(io(&csv))?;
+        }
+        if marked_unfinished && !section.figures.is_empty() {
+            done.push(e.name);
+            std::fs::write(&md, unfinished_report(&done)).map_err(io(&md))?;
         }
         report.push_str(&section.markdown);
         report.push('\n');
