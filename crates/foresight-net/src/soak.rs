@@ -84,7 +84,9 @@ pub struct SoakReport {
     pub rss_max_sampled_bytes: Option<u64>,
     /// Resident memory at the end.
     pub rss_end_bytes: Option<u64>,
-    /// The process's peak resident memory (`VmHWM`).
+    /// The process's peak resident memory: `VmHWM`, or the most resident memory read during the
+    /// run where that is more (the kernel brings `VmHWM` up to date only now and then, so it can
+    /// lag a `VmRSS` read before it).
     pub peak_rss_bytes: Option<u64>,
 }
 
@@ -379,7 +381,10 @@ pub fn run(cfg: &SoakConfig) -> Result<SoakReport, NetError> {
         rss_start_bytes: rss_start,
         rss_max_sampled_bytes: rss_max,
         rss_end_bytes: rss_end,
-        peak_rss_bytes: peak_rss_bytes(),
+        peak_rss_bytes: [peak_rss_bytes(), rss_max, rss_end]
+            .into_iter()
+            .flatten()
+            .max(),
     })
 }
 
