@@ -159,8 +159,8 @@ pub struct BenchArgs {
     /// Bytes per application read [default: 1MiB; 64KiB with --emulate].
     #[arg(long, allow_hyphen_values = true, value_name = "SIZE")]
     request: Option<String>,
-    /// The policy's largest readahead window [default: 32MiB; 128KiB with --emulate]. A single
-    /// sequential stream keeps about one window in flight, and the limit reader keeps 64MiB in
+    /// The policy's largest readahead window, whole 4KiB pages, at most the engine's memory
+    /// budget (--memory) [default: 32MiB; 128KiB with --emulate]. A single sequential stream keeps about one window in flight, and the limit reader keeps 64MiB in
     /// flight (one `seqp` stream on this machine, 3 rounds each: 0.89 of the limit with 8MiB,
     /// 0.97 with 16MiB, 0.86 with 32MiB; the rounds spread wider than these differ).
     #[arg(long, allow_hyphen_values = true, value_name = "SIZE")]
@@ -482,6 +482,19 @@ fn plan(a: &BenchArgs) -> anyhow::Result<Plan> {
             None => auto_memory(n, bytes, readahead_max, max_io, machine_bytes),
         })
         .collect();
+    // No fetch can be larger than the engine's whole budget (the policy halves a refused window
+    // until it fits), so such a window would name a setting no read used; the simulator refuses
+    // policy.readahead_max above host.memory alike.
+    if let Some((n, m)) = streams
+        .iter()
+        .zip(&memory)
+        .find(|(_, m)| readahead_max > **m)
+    {
+        return Err(input(format!(
+            "--readahead-max: {readahead_max} is more than the engine's memory budget ({m} for \
+             {n} stream(s)), which every window must fit in; give at most {m}, or raise --memory"
+        )));
+    }
     // Each N gets its own files, exactly as large as its streams read (see the module docs); an N
     // listed twice reuses its set.
     let mut files: Vec<(String, u64)> = Vec::new();

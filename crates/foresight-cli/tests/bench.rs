@@ -160,6 +160,39 @@ fn bad_bench_input_exits_2_naming_the_flag() {
             ],
             "--raid-cache",
         ),
+        // A window larger than the engine's whole budget was taken and printed as the run's
+        // readahead_max (exit 0), though no fetch could be that large; the simulator refuses
+        // policy.readahead_max above host.memory.
+        (
+            vec![
+                "--readahead-max",
+                "100GiB",
+                "--streams",
+                "1",
+                "--repeat",
+                "1",
+                "--duration",
+                "10ms",
+            ],
+            "--readahead-max",
+        ),
+        (
+            vec![
+                "--emulate",
+                "wd800jd",
+                "--memory",
+                "64MiB",
+                "--readahead-max",
+                "128MiB",
+                "--streams",
+                "1",
+                "--repeat",
+                "1",
+                "--duration",
+                "10ms",
+            ],
+            "raise --memory",
+        ),
         // Only the anticipatory scheduler waits: under deadline the wait would change nothing.
         (
             vec!["--emulate", "wd800jd", "--antic-expire", "10ms"],
