@@ -82,7 +82,8 @@ enum Command {
         #[arg(long)]
         json: bool,
         /// Write one CSV line per application request to FILE, as each completes (not one of the
-        /// run's own input files, nor `-`); a run stopped by Ctrl-C removes it.
+        /// run's own input files, nor `-`); a run stopped by Ctrl-C or by a write that fails (a
+        /// full disk) removes it.
         #[arg(long, value_name = "FILE.csv")]
         requests_out: Option<PathBuf>,
     },
@@ -592,7 +593,12 @@ fn cmd_sim(
             }
             input(e)
         }
-        SimError::Requests(e) => anyhow::Error::new(e).context(requests_context()),
+        SimError::Requests(e) => {
+            if let Some(csv) = requests_csv.take() {
+                csv.failed();
+            }
+            anyhow::Error::new(e).context(requests_context())
+        }
     })?;
     if let Some(csv) = requests_csv {
         csv.finish().with_context(requests_context)?;

@@ -5,9 +5,9 @@
 //! do not fit the volume, a bad trace line), and bad input must leave a file that was there as it
 //! was and take away one it created. The file is emptied and given its header at the first record,
 //! or at the end of a run that had none. From the moment the file is this run's (created, or
-//! emptied), a signal removes it rather than leave it cut short mid-line, and so does bad input
-//! met during the run (a trace is read as it is replayed): the records of part of a run are not
-//! its output.
+//! emptied), a signal, a write that fails (a full disk) or bad input met during the run (a trace is
+//! read as it is replayed) removes it rather than leave it cut short mid-line: the records of part
+//! of a run are not its output.
 
 use std::fs::File;
 use std::io;
@@ -24,8 +24,8 @@ pub struct RequestsOut {
     file: Option<File>,
     /// The CSV from the first record on.
     csv: Option<CsvRequests<File>>,
-    /// Whether this run created the file (it was not there before).
-    created: bool,
+    /// Whether the file is this run's: created by it, or emptied for its records.
+    ours: bool,
     /// Whether the path is a regular file, which is emptied and may be removed; `/dev/null`, a
     /// FIFO or a terminal is written as it is and never removed.
     regular: bool,
@@ -50,7 +50,7 @@ impl RequestsOut {
             path: path.to_path_buf(),
             file: Some(file),
             csv: None,
-            created,
+            ours: created,
             regular: before.is_none_or(|m| m.is_file()),
             on_signal,
         })
@@ -68,6 +68,7 @@ impl RequestsOut {
                     self.on_signal = Some(cleanup::remove_on_signal(self.path.clone()));
                 }
                 file.set_len(0)?;
+                self.ours = true;
             }
             self.csv = Some(CsvRequests::new(file)?);
         }
@@ -75,19 +76,31 @@ impl RequestsOut {
     }
 
     /// The run finished: writes out what is buffered (the header alone if there was no request).
+    /// A write that fails removes the file, as [`RequestsOut::failed`] does.
     pub fn finish(mut self) -> io::Result<()> {
-        self.started()?;
-        self.csv.take().expect("started above").finish()?;
-        Ok(())
+        let written = self
+            .started()
+            .map(drop)
+            .and_then(|()| self.csv.take().expect("started above").finish().map(drop));
+        if written.is_err() {
+            self.failed();
+        }
+        written
+    }
+
+    /// A write failed and stopped the run: the file, cut short, is removed if it is this run's
+    /// (created by it, or emptied for its records); one it has not touched is left as it was.
+    pub fn failed(self) {
+        if self.regular && self.ours {
+            let _ = std::fs::remove_file(&self.path);
+        }
     }
 
     /// The run was refused: a file it created is removed, and so is one it had emptied for its
     /// records (bad input met during the run); one that was there and not yet emptied is left as
     /// it was.
     pub fn abandon(self) {
-        if self.regular && (self.created || self.csv.is_some()) {
-            let _ = std::fs::remove_file(&self.path);
-        }
+        self.failed();
     }
 }
 

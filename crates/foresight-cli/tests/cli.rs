@@ -877,6 +877,41 @@ fn an_interrupted_run_removes_its_requests_file() {
     assert_eq!(status.code(), Some(130), "{status}");
 }
 
+/// A `--requests-out` write that failed (a full disk; here the file size limit, `ulimit -f`)
+/// stopped the run with exit 1 naming the file, but left the file cut short in the middle of a
+/// line, as a signal no longer does. The file is removed.
+#[test]
+fn a_run_whose_requests_file_write_fails_removes_it() {
+    let dir_guard = temp_dir("req-full");
+    let path = dir_guard.path().join("requests.csv");
+    // SIGXFSZ ignored (the disposition survives exec), so the write past the limit fails with
+    // EFBIG, as one on a full disk fails with ENOSPC, instead of killing the process.
+    let out = Command::new("bash")
+        .arg("-c")
+        .arg("trap '' XFSZ; ulimit -f 64; exec \"$@\"")
+        .arg("bash")
+        .arg(env!("CARGO_BIN_EXE_foresight"))
+        .args([
+            "sim",
+            "--set",
+            "workload.streams=8",
+            "--set",
+            "workload.duration=20s",
+            "--requests-out",
+        ])
+        .arg(&path)
+        .output()
+        .expect("bash runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "a write error exits 1: {err}");
+    assert!(
+        err.contains(&format!("--requests-out {}", path.display())),
+        "the message should name the file: {err}"
+    );
+    let left = std::fs::metadata(&path).map(|m| m.len());
+    assert!(left.is_err(), "the cut-short file was left: {left:?}");
+}
+
 /// `reproduce` writes each experiment's figures as it finishes and `report.md` and `results.json`
 /// at the end. Stopped in between (Ctrl-C, or a figure that cannot be written), it left the
 /// previous run's report and results beside figures they no longer describe, with nothing to
