@@ -737,6 +737,62 @@ fn net_soak_refuses_a_tmpdir_it_cannot_write_in() {
     );
 }
 
+/// Both ends of every soak connection are in the one process, so its clients need twice their
+/// number of open files. Past the process's limit (`ulimit -n`), a soak ran and failed its
+/// connects in a loop: `--clients 200` under a limit of 256 reported 197,635 errors (exit 1), as
+/// though the server were at fault. A soft limit below what the soak needs is raised up to the
+/// hard one; past the hard one the soak is refused before it starts, naming --clients and the
+/// limit.
+#[test]
+fn net_soak_fits_its_clients_within_the_open_files_limit() {
+    let under_limit = |limit: &str| {
+        let mut c = Command::new("bash");
+        c.arg("-c")
+            .arg(format!("ulimit {limit}; exec \"$@\""))
+            .arg("bash")
+            .arg(env!("CARGO_BIN_EXE_foresight"))
+            .args([
+                "net-soak",
+                "--clients",
+                "200",
+                "--duration",
+                "300ms",
+                "--files",
+                "1",
+                "--file-size",
+                "64KiB",
+                "--workers",
+                "2",
+            ]);
+        c.output().unwrap()
+    };
+    // Soft and hard limit 256: refused up front.
+    let st = under_limit("-n 256");
+    let err = String::from_utf8_lossy(&st.stderr);
+    assert_eq!(st.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("--clients") && err.contains("ulimit -n") && !err.contains("errors"),
+        "{err}"
+    );
+    // A soft limit of 256 under a hard one with room: raised, and every exchange succeeds.
+    let hard_room = Command::new("bash")
+        .args(["-c", "ulimit -Hn"])
+        .output()
+        .ok()
+        .and_then(|o| {
+            String::from_utf8_lossy(&o.stdout)
+                .trim()
+                .parse::<u64>()
+                .ok()
+        })
+        .is_none_or(|hard| hard >= 1024);
+    if hard_room {
+        let st = under_limit("-Sn 256");
+        let err = String::from_utf8_lossy(&st.stderr);
+        assert_eq!(st.status.code(), Some(0), "{err}");
+    }
+}
+
 #[test]
 fn net_soak_reports_a_stdout_it_cannot_write_as_an_error() {
     let st = small_soak()

@@ -56,6 +56,16 @@ pub fn may_create_in(dir: &Path) -> bool {
     crate::sys::may_create_in(dir)
 }
 
+/// This process's limit on open files, `(soft, hard)` (`ulimit -Sn`, `ulimit -Hn`).
+pub fn open_files_limit() -> std::io::Result<(u64, u64)> {
+    crate::sys::open_files_limit()
+}
+
+/// Sets this process's soft limit on open files, at most the hard one.
+pub fn set_open_files_soft_limit(soft: u64) -> std::io::Result<()> {
+    crate::sys::set_open_files_soft_limit(soft)
+}
+
 /// User plus system CPU seconds this process has used.
 pub fn process_cpu_seconds() -> f64 {
     crate::sys::process_cpu_seconds()

@@ -1,6 +1,7 @@
 //! The few operating-system calls the engine makes outside the standard library, each a thin safe
 //! wrapper over `libc` calls: page-cache eviction (`posix_fadvise(DONTNEED)`), process CPU time
-//! (`getrusage`), free disk space (`statvfs`), clearing a descriptor's `O_NONBLOCK` (`fcntl`) and
+//! (`getrusage`), free disk space (`statvfs`), the open-files limit (`getrlimit`, `setrlimit`),
+//! clearing a descriptor's `O_NONBLOCK` (`fcntl`) and
 //! the `eventfd` the io_uring backend uses to wake its ring thread, the calling thread's timer
 //! slack (`prctl(PR_SET_TIMERSLACK)` and `PR_GET_TIMERSLACK`, for the emulated backend's clock),
 //! and the calls that open a file relative to a directory descriptor (`openat`, `openat2`,
@@ -118,6 +119,33 @@ pub fn free_bytes(path: &std::path::Path) -> io::Result<u64> {
         return Err(io::Error::last_os_error());
     }
     Ok(st.f_bavail as u64 * st.f_frsize as u64)
+}
+
+/// This process's limit on open files (`RLIMIT_NOFILE`): `(soft, hard)`.
+pub fn open_files_limit() -> io::Result<(u64, u64)> {
+    let mut l = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: `l` is a valid, writable `rlimit`, the one struct getrlimit writes.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut l) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok((l.rlim_cur, l.rlim_max))
+}
+
+/// Sets this process's soft limit on open files to `soft`, keeping the hard one.
+pub fn set_open_files_soft_limit(soft: u64) -> io::Result<()> {
+    let (_, hard) = open_files_limit()?;
+    let l = libc::rlimit {
+        rlim_cur: soft as libc::rlim_t,
+        rlim_max: hard as libc::rlim_t,
+    };
+    // SAFETY: `l` is a valid `rlimit`, which setrlimit only reads.
+    if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &l) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 /// Whether this process's real user may create entries in the directory `dir` (`access` with

@@ -10,7 +10,9 @@
 //! which holds both the server and the clients.
 //!
 //! Every setting is checked before any file is written, the files are written a chunk at a time,
-//! and their temporary directory is removed however the soak ends.
+//! and their temporary directory is removed however the soak ends. Both ends of every connection
+//! are in this process, so a soak needs two open files per client: a soft limit (`ulimit -n`)
+//! below that is raised toward the hard one, and a soak the hard one cannot hold is refused.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -19,6 +21,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use foresight_core::{Bandwidth, ByteLen, ByteRange, Rng};
+use foresight_engine::measure::{open_files_limit, set_open_files_soft_limit};
 use http_body_util::{BodyExt, Empty};
 use hyper::header;
 use hyper::{Request, StatusCode};
@@ -263,6 +266,12 @@ fn server_config(cfg: &SoakConfig) -> ServerConfig {
 pub fn check(cfg: &SoakConfig) -> Result<(), NetError> {
     validate(cfg)?;
     server_config(cfg).validate_settings()?;
+    if let Some(e) = open_files_limit()
+        .ok()
+        .and_then(|(_, hard)| open_files_refusal(cfg, hard))
+    {
+        return Err(e);
+    }
     // The files go in a directory of their own beneath the temporary one, which is removed at the
     // end; a TMPDIR that is not there would be created, and left behind, on the way.
     let tmp = std::env::temp_dir();
@@ -324,10 +333,54 @@ fn space_refusal(dir: &std::path::Path, need_bytes: u64, free_bytes: u64) -> Opt
     })
 }
 
+/// Open files a soak of `cfg` needs at once: both ends of each client's connection, the served
+/// files, and room for the engine, the runtimes and the standard streams (100 clients over 16
+/// files ran with 240, and failed connects with 220).
+fn open_files_needed(cfg: &SoakConfig) -> u64 {
+    2 * cfg.clients as u64 + cfg.files as u64 + 64
+}
+
+/// A soak its open-files limit cannot hold: past it every connect fails in a loop, and the
+/// report's errors would blame the server.
+fn open_files_refusal(cfg: &SoakConfig, hard: u64) -> Option<NetError> {
+    let need = open_files_needed(cfg);
+    (need > hard).then(|| NetError::Setting {
+        key: "--clients",
+        message: format!(
+            "{} clients need about {need} open files (both ends of every connection are in \
+             this process), but it may open at most {hard} (ulimit -n); give at most {} \
+             clients, or raise the limit",
+            cfg.clients,
+            hard.saturating_sub(cfg.files as u64 + 64) / 2
+        ),
+    })
+}
+
+/// Raises the soft open-files limit to what `cfg` needs (within the hard one, which [`check`]
+/// has compared with it).
+fn raise_open_files_limit(cfg: &SoakConfig) -> Result<(), NetError> {
+    let Ok((soft, hard)) = open_files_limit() else {
+        return Ok(());
+    };
+    let need = open_files_needed(cfg);
+    if soft >= need {
+        return Ok(());
+    }
+    set_open_files_soft_limit(need.min(hard)).map_err(|e| NetError::Setting {
+        key: "--clients",
+        message: format!(
+            "{} clients need about {need} open files, and the limit of {soft} (ulimit -n) could \
+             not be raised: {e}; give fewer clients, or raise the limit",
+            cfg.clients
+        ),
+    })
+}
+
 /// Runs a soak.
 pub fn run(cfg: &SoakConfig) -> Result<SoakReport, NetError> {
     // Every setting is checked before the files are written: a refused soak writes nothing.
     check(cfg)?;
+    raise_open_files_limit(cfg)?;
     let dir = files_dir();
     let scfg = server_config(cfg);
     let scratch = ScratchDir(dir);
