@@ -174,7 +174,8 @@ pub struct ServeArgs {
     /// machine's memory.
     #[arg(allow_hyphen_values = true, long, value_name = "SIZE", default_value = "256MiB", value_parser = size_arg)]
     memory: ByteLen,
-    /// Most open connections (at most 1048576); more are closed at once.
+    /// Most open connections (at most 1048576); more are closed at once. The soft open-files
+    /// limit (ulimit -n) is raised toward two per connection, and a hard one below that is warned of.
     #[arg(long, default_value_t = 4096)]
     max_connections: usize,
     /// Longest request head (request line and headers) in bytes, 8192 to 1048576.
@@ -221,6 +222,9 @@ pub fn run_serve(a: &ServeArgs) -> anyhow::Result<()> {
         cfg.device = DeviceSource::Configured(b);
     }
     let handle = server::serve_until_signal(cfg).map_err(net)?;
+    // After the settings were checked and the server started, before it takes connections in
+    // numbers: a refused start needs no limit, and warns of none.
+    raise_open_files_limit(a);
     let f = handle.figures();
     note!(
         "foresight serve: http://{} (root {}, {} workers, RB {:.1} MiB/s {}, p {}, max readahead {})",
@@ -235,6 +239,35 @@ pub fn run_serve(a: &ServeArgs) -> anyhow::Result<()> {
     handle.wait().map_err(net)?;
     note!("foresight serve: stopped");
     Ok(())
+}
+
+/// Raises the soft open-files limit (`ulimit -n`) toward what `serve` may hold at once: a socket
+/// per connection and its stream's file, plus the listener, the engine and the runtime. Past the
+/// limit, opening a file fails (the request gets 500) and connections wait to be accepted, with
+/// nothing logged; a hard limit that holds less is said on standard error.
+fn raise_open_files_limit(a: &ServeArgs) {
+    use foresight_engine::measure::{open_files_limit, set_open_files_soft_limit};
+    let need = 2 * a.max_connections as u64 + u64::from(a.workers) + 64;
+    let Ok((soft, hard)) = open_files_limit() else {
+        return;
+    };
+    if soft >= need {
+        return;
+    }
+    let limit = if set_open_files_soft_limit(need.min(hard)).is_ok() {
+        need.min(hard)
+    } else {
+        soft
+    };
+    if limit < need {
+        note!(
+            "warning: --max-connections {} may need about {need} open files (a socket and a file \
+             per connection), but this process may open at most {limit} (ulimit -n); past that, \
+             requests are answered 500 or wait to be accepted: lower --max-connections or raise \
+             the limit",
+            a.max_connections
+        );
+    }
 }
 
 pub const GET_HELP: &str = "Download files with range requests, keeping alpha readahead requests \

@@ -793,6 +793,71 @@ fn net_soak_fits_its_clients_within_the_open_files_limit() {
     }
 }
 
+/// `serve` holds up to --max-connections connections, each with its stream's file open, but kept
+/// the soft open-files limit it was started with: under `ulimit -n 128` its connections past
+/// about a hundred were answered 500 (opening the file failed) or never accepted, and nothing
+/// was logged. It raises the soft limit toward what --max-connections needs, and says so when
+/// the hard limit holds less.
+#[test]
+fn serve_raises_its_open_files_limit_for_its_connections() {
+    let (_guard, dir) = scratch("serve-nofile");
+    let hard = Command::new("bash")
+        .args(["-c", "ulimit -Hn"])
+        .output()
+        .ok()
+        .and_then(|o| {
+            String::from_utf8_lossy(&o.stdout)
+                .trim()
+                .parse::<u64>()
+                .ok()
+        });
+    for (limit, warned) in [("-Sn 256", false), ("-n 256", true)] {
+        if !warned && hard.is_some_and(|h| h < 4096) {
+            continue;
+        }
+        let server = Command::new("bash")
+            .arg("-c")
+            .arg(format!("ulimit {limit}; exec \"$@\""))
+            .arg("bash")
+            .arg(env!("CARGO_BIN_EXE_foresight"))
+            .args(["serve", "--root"])
+            .arg(&dir)
+            .args(["--addr", "127.0.0.1:0", "--workers", "2"])
+            .args(["--device-bandwidth", "400MB/s", "--max-connections", "1000"])
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut server = KillOnDrop(server);
+        let mut err = BufReader::new(server.0.stderr.take().unwrap());
+        let mut said = String::new();
+        while !said.contains("http://") {
+            let mut line = String::new();
+            if err.read_line(&mut line).unwrap() == 0 {
+                panic!("{limit}: the server ended: {said}");
+            }
+            said.push_str(&line);
+        }
+        let limits = std::fs::read_to_string(format!("/proc/{}/limits", server.0.id())).unwrap();
+        let soft: u64 = limits
+            .lines()
+            .find(|l| l.starts_with("Max open files"))
+            .and_then(|l| l.split_whitespace().nth(3))
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| panic!("no open-files limit in {limits}"));
+        if warned {
+            assert_eq!(soft, 256, "{limit}: {limits}");
+            assert!(
+                said.contains("--max-connections 1000") && said.contains("ulimit -n"),
+                "{limit}: {said}"
+            );
+        } else {
+            assert!(soft >= 2000, "{limit}: soft limit {soft}: {said}");
+            assert!(!said.contains("ulimit"), "{limit}: {said}");
+        }
+        terminate(&mut server);
+    }
+}
+
 #[test]
 fn net_soak_reports_a_stdout_it_cannot_write_as_an_error() {
     let st = small_soak()
