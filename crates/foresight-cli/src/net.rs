@@ -224,7 +224,11 @@ pub fn run_serve(a: &ServeArgs) -> anyhow::Result<()> {
     let handle = server::serve_until_signal(cfg).map_err(net)?;
     // After the settings were checked and the server started, before it takes connections in
     // numbers: a refused start needs no limit, and warns of none.
-    raise_open_files_limit(a);
+    raise_open_files_limit(
+        2 * a.max_connections as u64 + u64::from(a.workers) + 64,
+        a.max_connections,
+        "a socket and a file",
+    );
     let f = handle.figures();
     note!(
         "foresight serve: http://{} (root {}, {} workers, RB {:.1} MiB/s {}, p {}, max readahead {})",
@@ -241,13 +245,13 @@ pub fn run_serve(a: &ServeArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Raises the soft open-files limit (`ulimit -n`) toward what `serve` may hold at once: a socket
-/// per connection and its stream's file, plus the listener, the engine and the runtime. Past the
-/// limit, opening a file fails (the request gets 500) and connections wait to be accepted, with
-/// nothing logged; a hard limit that holds less is said on standard error.
-fn raise_open_files_limit(a: &ServeArgs) {
+/// Raises the soft open-files limit (`ulimit -n`) toward `need`, what a command holding
+/// `--max-connections {max_connections}` may have open at once (two per connection, the
+/// listener, the engine and the runtime). Past the limit, opening a file or a socket fails with
+/// nothing logged (`serve` answers 500, connections wait to be accepted), so a hard limit that
+/// holds less is said on standard error.
+fn raise_open_files_limit(need: u64, max_connections: usize, each: &str) {
     use foresight_engine::measure::{open_files_limit, set_open_files_soft_limit};
-    let need = 2 * a.max_connections as u64 + u64::from(a.workers) + 64;
     let Ok((soft, hard)) = open_files_limit() else {
         return;
     };
@@ -261,11 +265,10 @@ fn raise_open_files_limit(a: &ServeArgs) {
     };
     if limit < need {
         note!(
-            "warning: --max-connections {} may need about {need} open files (a socket and a file \
-             per connection), but this process may open at most {limit} (ulimit -n); past that, \
-             requests are answered 500 or wait to be accepted: lower --max-connections or raise \
-             the limit",
-            a.max_connections
+            "warning: --max-connections {max_connections} may need about {need} open files \
+             ({each} per connection), but this process may open at most {limit} (ulimit -n); \
+             past that, connections fail or wait to be accepted: lower --max-connections or \
+             raise the limit"
         );
     }
 }
@@ -876,7 +879,8 @@ pub struct ProxyArgs {
     #[arg(allow_hyphen_values = true, long, value_name = "RATE", value_parser = rate_arg)]
     bandwidth: Option<Bandwidth>,
     /// Most connections relayed at once (at most 10000: each takes four threads); more are
-    /// closed at once.
+    /// closed at once. The soft open-files limit (ulimit -n) is raised toward two per
+    /// connection, and a hard one below that is warned of.
     #[arg(long, default_value_t = 1024)]
     max_connections: usize,
     /// How long a connection may carry no byte either way before it is closed; at least 1s.
@@ -933,6 +937,11 @@ pub fn run_proxy(a: &ProxyArgs) -> anyhow::Result<()> {
         idle_timeout: a.idle_timeout,
     })
     .map_err(net)?;
+    raise_open_files_limit(
+        2 * a.max_connections as u64 + 64,
+        a.max_connections,
+        "a socket to the client and one to the upstream",
+    );
     note!(
         "foresight proxy: {} -> {} (delay {:?} each way, {})",
         handle.local_addr(),

@@ -796,11 +796,12 @@ fn net_soak_fits_its_clients_within_the_open_files_limit() {
 /// `serve` holds up to --max-connections connections, each with its stream's file open, but kept
 /// the soft open-files limit it was started with: under `ulimit -n 128` its connections past
 /// about a hundred were answered 500 (opening the file failed) or never accepted, and nothing
-/// was logged. It raises the soft limit toward what --max-connections needs, and says so when
-/// the hard limit holds less.
+/// was logged. `proxy` holds two sockets per connection alike. Each raises the soft limit toward
+/// what --max-connections needs, and says so when the hard limit holds less.
 #[test]
-fn serve_raises_its_open_files_limit_for_its_connections() {
+fn serve_and_proxy_raise_their_open_files_limit_for_their_connections() {
     let (_guard, dir) = scratch("serve-nofile");
+    let root = dir.display().to_string();
     let hard = Command::new("bash")
         .args(["-c", "ulimit -Hn"])
         .output()
@@ -811,50 +812,72 @@ fn serve_raises_its_open_files_limit_for_its_connections() {
                 .parse::<u64>()
                 .ok()
         });
-    for (limit, warned) in [("-Sn 256", false), ("-n 256", true)] {
-        if !warned && hard.is_some_and(|h| h < 4096) {
-            continue;
-        }
-        let server = Command::new("bash")
-            .arg("-c")
-            .arg(format!("ulimit {limit}; exec \"$@\""))
-            .arg("bash")
-            .arg(env!("CARGO_BIN_EXE_foresight"))
-            .args(["serve", "--root"])
-            .arg(&dir)
-            .args(["--addr", "127.0.0.1:0", "--workers", "2"])
-            .args(["--device-bandwidth", "400MB/s", "--max-connections", "1000"])
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut server = KillOnDrop(server);
-        let mut err = BufReader::new(server.0.stderr.take().unwrap());
-        let mut said = String::new();
-        while !said.contains("http://") {
-            let mut line = String::new();
-            if err.read_line(&mut line).unwrap() == 0 {
-                panic!("{limit}: the server ended: {said}");
+    let serve = [
+        "serve",
+        "--root",
+        root.as_str(),
+        "--addr",
+        "127.0.0.1:0",
+        "--workers",
+        "2",
+        "--device-bandwidth",
+        "400MB/s",
+        "--max-connections",
+        "1000",
+    ];
+    let proxy = [
+        "proxy",
+        "--listen",
+        "127.0.0.1:0",
+        "--upstream",
+        "127.0.0.1:9",
+        "--max-connections",
+        "1000",
+    ];
+    for args in [&serve[..], &proxy[..]] {
+        for (limit, warned) in [("-Sn 256", false), ("-n 256", true)] {
+            if !warned && hard.is_some_and(|h| h < 4096) {
+                continue;
             }
-            said.push_str(&line);
+            let child = Command::new("bash")
+                .arg("-c")
+                .arg(format!("ulimit {limit}; exec \"$@\""))
+                .arg("bash")
+                .arg(env!("CARGO_BIN_EXE_foresight"))
+                .args(args)
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            let mut child = KillOnDrop(child);
+            let mut err = BufReader::new(child.0.stderr.take().unwrap());
+            let mut said = String::new();
+            // The line that says it is up, with its address.
+            while !said.contains(&format!("foresight {}: ", args[0])) {
+                let mut line = String::new();
+                if err.read_line(&mut line).unwrap() == 0 {
+                    panic!("{args:?} {limit}: it ended: {said}");
+                }
+                said.push_str(&line);
+            }
+            let limits = std::fs::read_to_string(format!("/proc/{}/limits", child.0.id())).unwrap();
+            let soft: u64 = limits
+                .lines()
+                .find(|l| l.starts_with("Max open files"))
+                .and_then(|l| l.split_whitespace().nth(3))
+                .and_then(|s| s.parse().ok())
+                .unwrap_or_else(|| panic!("no open-files limit in {limits}"));
+            if warned {
+                assert_eq!(soft, 256, "{args:?} {limit}: {limits}");
+                assert!(
+                    said.contains("--max-connections 1000") && said.contains("ulimit -n"),
+                    "{args:?} {limit}: {said}"
+                );
+            } else {
+                assert!(soft >= 2000, "{args:?} {limit}: soft limit {soft}: {said}");
+                assert!(!said.contains("ulimit"), "{args:?} {limit}: {said}");
+            }
+            terminate(&mut child);
         }
-        let limits = std::fs::read_to_string(format!("/proc/{}/limits", server.0.id())).unwrap();
-        let soft: u64 = limits
-            .lines()
-            .find(|l| l.starts_with("Max open files"))
-            .and_then(|l| l.split_whitespace().nth(3))
-            .and_then(|s| s.parse().ok())
-            .unwrap_or_else(|| panic!("no open-files limit in {limits}"));
-        if warned {
-            assert_eq!(soft, 256, "{limit}: {limits}");
-            assert!(
-                said.contains("--max-connections 1000") && said.contains("ulimit -n"),
-                "{limit}: {said}"
-            );
-        } else {
-            assert!(soft >= 2000, "{limit}: soft limit {soft}: {said}");
-            assert!(!said.contains("ulimit"), "{limit}: {said}");
-        }
-        terminate(&mut server);
     }
 }
 
