@@ -85,7 +85,8 @@ const STREAMS_MAX: u32 = 4096;
 #[derive(clap::Args, Debug)]
 pub struct BenchArgs {
     /// Numbers of concurrent streams to measure, comma-separated, each 1 to 4096 (one thread and
-    /// one file per stream).
+    /// one open file per stream: a soft open-files limit, ulimit -n, below the largest N and 64
+    /// is raised up to the hard one, and an N past the hard one is refused).
     #[arg(long, value_delimiter = ',', default_value = "1,16,256,1024")]
     streams: Vec<u32>,
     /// The largest file a stream reads (whole); with many streams, --total-size / N is smaller.
@@ -266,6 +267,15 @@ fn size(flag: &str, text: &str) -> anyhow::Result<u64> {
         .map_err(|e| input(format!("--{flag}: {e}")))
 }
 
+/// Open files a bench needs besides its streams' files: the limit reader's, the engine's ring
+/// and files, the standard streams (300 streams ran with 315 open files, and failed with 305).
+const OPEN_FILES_BESIDES_STREAMS: u64 = 64;
+
+/// Open files a bench of `n` streams needs at once: every stream holds its own file open.
+fn open_files_needed(n: u32) -> u64 {
+    u64::from(n) + OPEN_FILES_BESIDES_STREAMS
+}
+
 fn plan(a: &BenchArgs) -> anyhow::Result<Plan> {
     let mut streams = a.streams.clone();
     if streams.is_empty() || streams.contains(&0) {
@@ -278,6 +288,20 @@ fn plan(a: &BenchArgs) -> anyhow::Result<Plan> {
             "--streams: {n} streams would start {n} threads and write {n} files; give at most \
              {STREAMS_MAX}"
         )));
+    }
+    // Past the open-files limit a bench would write its files and fail at the first it could
+    // not open; the soft limit is raised toward this in `run`, the hard one cannot be.
+    if let Ok((_, hard)) = foresight_engine::measure::open_files_limit() {
+        let n = streams.iter().copied().max().unwrap_or(1);
+        let need = open_files_needed(n);
+        if need > hard {
+            return Err(input(format!(
+                "--streams: {n} streams need about {need} open files (each reads its own file), \
+                 but this process may open at most {hard} (ulimit -n); give at most {} streams, \
+                 or raise the limit",
+                hard.saturating_sub(OPEN_FILES_BESIDES_STREAMS)
+            )));
+        }
     }
     // A count given twice is measured once, in the place it was first given.
     let mut seen = std::collections::HashSet::new();
@@ -667,6 +691,16 @@ fn log(started: Instant, line: &str) {
 /// Runs `foresight bench`.
 pub fn run(a: &BenchArgs) -> anyhow::Result<()> {
     let p = plan(a)?;
+    // `plan` compared the hard limit with what the largest N needs; the soft one may be lower.
+    if let Ok((soft, hard)) = foresight_engine::measure::open_files_limit() {
+        let n = p.streams.iter().copied().max().unwrap_or(1);
+        let need = open_files_needed(n).min(hard);
+        if soft < need {
+            foresight_engine::measure::set_open_files_soft_limit(need).with_context(|| {
+                format!("raising the open-files limit (ulimit -n) from {soft} to {need}")
+            })?;
+        }
+    }
     let started = Instant::now();
     let paths = prepare_files(&p, started)?;
     if p.emulate.is_some() {

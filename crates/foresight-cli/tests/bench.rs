@@ -678,3 +678,57 @@ fn a_dir_that_cannot_be_written_is_refused_saying_what_to_do() {
         );
     }
 }
+
+/// Every stream reads its own file, open for the whole measurement, so N streams need N open
+/// files. Past the process's limit a bench wrote its files and then failed at the first file it
+/// could not open (`ulimit -n 256` with --streams 300: "Too many open files", exit 1). A soft
+/// limit below what the largest N needs is raised up to the hard one, and past the hard one
+/// the bench is refused before it writes anything, naming --streams and the limit.
+#[test]
+fn streams_beyond_the_open_files_limit_are_refused_before_any_file_is_written() {
+    let bench_under = |limit: &str, d: &str| {
+        Command::new("bash")
+            .arg("-c")
+            .arg(format!("ulimit {limit}; exec \"$@\""))
+            .arg("bash")
+            .arg(env!("CARGO_BIN_EXE_foresight"))
+            .args([
+                "bench",
+                "--dir",
+                d,
+                "--streams",
+                "300",
+                "--file-size",
+                "64KiB",
+            ])
+            .args(["--total-size", "64MiB", "--repeat", "1", "--policy", "seqp"])
+            .output()
+            .expect("bash runs")
+    };
+    let (_guard, d) = dir("nofile");
+    let out = bench_under("-n 256", &d);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("--streams") && err.contains("ulimit -n"),
+        "{err}"
+    );
+    let wrote = std::path::Path::new(&d).exists();
+    assert!(!wrote, "{d} was created before the refusal");
+    let hard_room = Command::new("bash")
+        .args(["-c", "ulimit -Hn"])
+        .output()
+        .ok()
+        .and_then(|o| {
+            String::from_utf8_lossy(&o.stdout)
+                .trim()
+                .parse::<u64>()
+                .ok()
+        })
+        .is_none_or(|hard| hard >= 1024);
+    if hard_room {
+        let out = bench_under("-Sn 256", &d);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{err}");
+    }
+}
