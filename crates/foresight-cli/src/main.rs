@@ -371,7 +371,10 @@ fn input(e: impl std::fmt::Display) -> anyhow::Error {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return parse_stop(&e),
+    };
     let result = match cli.command {
         Command::Sim {
             config,
@@ -408,6 +411,25 @@ fn main() -> ExitCode {
         Err(e) => {
             note!("error: {}", describe(&e));
             ExitCode::from(exit_code(&e))
+        }
+    }
+}
+
+/// Where the argument parser stopped: help or the version (standard output, exit 0), or a usage
+/// error (standard error, exit 2). clap's own exit drops a write that fails, so `--help` into a
+/// full disk exited 0 having written nothing; here it fails as the commands' output does, and a
+/// reader that left early (`foresight sim --help | head -1`) ends it quietly.
+fn parse_stop(e: &clap::Error) -> ExitCode {
+    if e.use_stderr() {
+        let _ = e.print();
+        return ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2));
+    }
+    match e.print().and_then(|()| std::io::stdout().flush()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(io) if io.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(io) => {
+            note!("error: writing to standard output: {io}");
+            ExitCode::from(1)
         }
     }
 }

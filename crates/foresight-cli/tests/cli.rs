@@ -508,6 +508,61 @@ fn a_full_standard_output_is_an_error_and_a_closed_one_ends_quietly() {
     assert!(status.success() && err.is_empty(), "{status:?}: {err}");
 }
 
+/// `--help` and `--version` are printed by the argument parser, which ignored a write that
+/// failed: `foresight sim --help > /dev/full` exited 0 having written nothing. They fail as the
+/// commands' own output does (exit 1, saying standard output), and a reader that leaves early
+/// (`foresight sim --help | head -1`) still ends them quietly.
+#[test]
+fn help_and_version_that_cannot_be_written_are_errors() {
+    use std::io::Read;
+    use std::process::Stdio;
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .expect("/dev/full: a Linux device that is always full");
+    for args in [
+        &["--help"][..],
+        &["sim", "--help"],
+        &["--version"],
+        &["help"],
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_foresight"))
+            .args(args)
+            .stdout(full.try_clone().unwrap())
+            .output()
+            .expect("the binary runs");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert!(err.contains("standard output"), "{args:?}: {err}");
+        let ok = foresight(args);
+        assert_eq!(ok.0, 0, "{args:?}: {}", ok.2);
+        assert!(
+            ok.1.contains("foresight") || ok.1.contains("Usage"),
+            "{args:?}"
+        );
+    }
+    // Usage errors still go to standard error with exit 2.
+    let (code, _, err) = foresight(&["sim", "--bogus"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--bogus"), "{err}");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_foresight"))
+        .args(["sim", "--help"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the binary runs");
+    drop(child.stdout.take());
+    let status = child.wait().unwrap();
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    assert!(status.success() && err.is_empty(), "{status:?}: {err}");
+}
+
 /// Standard error closed by its reader (`foresight reproduce 2>&1 | head`) made every note a
 /// panic: a bad key exited with 101 instead of 2, and a run stopped at its first progress line
 /// without writing its report. Notes that cannot be written are dropped; the work goes on.
