@@ -109,7 +109,7 @@ enum Command {
         #[arg(long, value_name = "DIR", default_value = "out")]
         out: PathBuf,
         /// List the experiments and exit.
-        #[arg(long, conflicts_with_all = ["experiments", "quick"])]
+        #[arg(long, conflicts_with_all = ["experiments", "quick", "out"])]
         list: bool,
     },
     /// Measure the real engine on this machine's disk against the kernel and the device's limit.

@@ -237,6 +237,10 @@ fn reproduce_runs_an_experiment_named_twice_once_and_list_takes_no_names() {
     let (code, _, err) = foresight(&["reproduce", "--list", "colapse"]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("--list"), "{err}");
+    // Nor a directory, which it ignored (exit 0, nothing written there).
+    let (code, _, err) = foresight(&["reproduce", "--list", "--out", out_s]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--list") && err.contains("--out"), "{err}");
 }
 
 /// `reproduce --help` names every experiment of the catalogue, so that it cannot fall behind
