@@ -331,7 +331,9 @@ fetches that spanned more than one RAID-0 strip. A [dfs] run sums its server's a
 the same way, a client's page counting once the server's reply brought it (split_fetches: the
 server's fetches; its device_bytes counts a read when it goes to the disk); its JSON has no
 antic_waits, device_sequential_requests, raid_* or trace_lba_wrapped, because the model has no
-such part (see ARCHITECTURE.md), and neither has a tier stack's. A tier stack's breakdown sums
+such part (see ARCHITECTURE.md), and neither has a tier stack's; a [dfs] run's queue_s is the
+wait in the device's own command queues only (the wait in its CFQ-like queue before them is in
+the requests' latency, not in queue_s). A tier stack's breakdown sums
 its preset levels' devices; a constant level's fixed time has no parts and is in none of them.
 Its device_requests, device_bytes and breakdown count the requests that completed by elapsed_s
 (when the application consumed its last block); those of copies still climbing then are under

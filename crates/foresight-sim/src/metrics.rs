@@ -21,7 +21,8 @@ pub struct BreakdownReport {
     pub rotate_s: f64,
     /// Media and bus transfer.
     pub transfer_s: f64,
-    /// Waiting in the host block queue and the device's command queue.
+    /// Waiting in the host block queue and the device's command queue (in a `[dfs]` run, the
+    /// device's command queues only: its CFQ-like queue is the model's, outside the host stack).
     pub queue_s: f64,
     /// Controller command overhead.
     pub overhead_s: f64,
