@@ -138,3 +138,54 @@ impl Core {
         self.run_policy(now, None);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::testutil::*;
+    use super::super::*;
+
+    /// A core over `Holding` with queue depth 2 and no readahead, with one 1 MiB file open and a
+    /// demand read of its first 256 KiB: four 64 KiB reads, two in flight and two queued.
+    fn core_with_four_reads() -> (Core, Arc<Holding>) {
+        let (mut core, backend, file, stream) = core_over_holding(1 << 20, 64 << 10);
+        core.begin_read(Instant(0), stream, file, 0, 256 << 10);
+        assert!(core.demand(stream, file, 0, 256 << 10));
+        assert_eq!(core.in_flight, 2);
+        assert_eq!(
+            core.urgent.len() + core.ahead.len(),
+            2,
+            "two reads wait for a slot"
+        );
+        (core, backend)
+    }
+
+    #[test]
+    fn a_burst_of_completions_refills_the_queue_in_one_submission() {
+        let (mut core, backend) = core_with_four_reads();
+        backend.batches.lock().unwrap().clear();
+        let mut burst = completions(&backend);
+        assert_eq!(burst.len(), 2);
+        core.complete_all(Instant(1), &mut burst);
+        assert!(burst.is_empty());
+        assert_eq!(
+            *backend.batches.lock().unwrap(),
+            vec![2],
+            "one batch of both waiting reads"
+        );
+        assert_eq!(core.in_flight, 2);
+        assert_eq!(core.stats().device_reads, 2);
+        core.check();
+    }
+
+    #[test]
+    fn completions_one_at_a_time_refill_one_read_each() {
+        let (mut core, backend) = core_with_four_reads();
+        backend.batches.lock().unwrap().clear();
+        for c in completions(&backend) {
+            core.complete(Instant(1), c);
+        }
+        assert_eq!(*backend.batches.lock().unwrap(), vec![1, 1]);
+        assert_eq!(core.in_flight, 2);
+        core.check();
+    }
+}

@@ -209,3 +209,335 @@ impl Core {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::testutil::*;
+    use super::super::*;
+    use foresight_core::ByteRange;
+    use foresight_policy::{Input, Output};
+
+    /// A core whose policy defers every read of its first file (`FileId(0)`, 4 MiB of memory,
+    /// 64 KiB reads), with a reader of that file and one of [`other_file`], whose reads go on
+    /// demand: the setting of the deferral tests.
+    fn two_streams_deferring_the_first(
+    ) -> (Core, Arc<Holding>, (FileId, StreamId), (FileId, StreamId)) {
+        let policy = Box::new(DeferAll {
+            file: Some(FileId(0)),
+            out: VecDeque::new(),
+        });
+        let (mut core, backend, a, sa) = core_over_holding_with(policy, 4 << 20, 64 << 10, false);
+        assert_eq!(a, FileId(0), "the deferred file is the first");
+        let handle = other_file(&mut core);
+        let (b, sb, _, _) = core.open(handle);
+        (core, backend, (a, sa), (b, sb))
+    }
+
+    /// Defers every read of `file` (of any file, if `None`) that misses, and fetches nothing;
+    /// other reads it leaves to demand reads.
+    struct DeferAll {
+        file: Option<FileId>,
+        out: VecDeque<Output>,
+    }
+
+    impl Policy for DeferAll {
+        fn name(&self) -> &str {
+            "defer-all"
+        }
+        fn handle(&mut self, _now: Instant, input: Input) {
+            if let Input::Read {
+                file,
+                range,
+                miss: Some(_),
+                ..
+            } = input
+            {
+                if self.file.is_none_or(|f| f == file) {
+                    self.out.push_back(Output::Defer { file, range });
+                }
+            }
+        }
+        fn poll_output(&mut self) -> Option<Output> {
+            self.out.pop_front()
+        }
+    }
+
+    /// A deferred read waits while anything is in flight, another stream's demand reads
+    /// included, and gives up on the policy only once the engine has stayed idle, with no read
+    /// handed to the backend, for `DEFER_GRACE_NS`; a read issued meanwhile starts the grace
+    /// period again.
+    #[test]
+    fn a_deferred_read_waits_while_anything_is_in_flight_and_for_a_grace_period_after() {
+        let (mut core, backend, (a, sa), (b, sb)) = two_streams_deferring_the_first();
+        let cv = Arc::new(Condvar::new());
+        // The other stream reads on demand; this one's read is deferred.
+        core.begin_read(Instant(0), sb, b, 0, 64 << 10);
+        assert_eq!(core.in_flight, 1);
+        core.begin_read(Instant(0), sa, a, 0, 64 << 10);
+        assert_eq!(core.in_flight, 1, "the deferred read issued nothing");
+        // The policy has no fetch under way, but the other stream's read is in flight.
+        assert_eq!(
+            core.defer_wait(Instant(1_000), sa, 0, &cv),
+            DeferWait::Woken
+        );
+        // It completes: the engine is idle, and the waiting reader is woken to time its wait.
+        core.complete_all(Instant(2_000), &mut completions(&backend));
+        assert!(
+            core.defer_waiters.is_empty(),
+            "woken when the engine fell idle"
+        );
+        assert_eq!(
+            core.defer_wait(Instant(3_000), sa, 0, &cv),
+            DeferWait::AtMost(DEFER_GRACE_NS)
+        );
+        // The other stream reads again within the grace period: it starts again.
+        core.begin_read(Instant(4_000), sb, b, 64 << 10, 128 << 10);
+        assert_eq!(
+            core.defer_wait(Instant(5_000), sa, 0, &cv),
+            DeferWait::Woken
+        );
+        core.complete_all(Instant(6_000), &mut completions(&backend));
+        assert_eq!(
+            core.defer_wait(Instant(7_000), sa, 0, &cv),
+            DeferWait::AtMost(DEFER_GRACE_NS)
+        );
+        assert_eq!(
+            core.defer_wait(Instant(7_000 + DEFER_GRACE_NS - 1), sa, 0, &cv),
+            DeferWait::AtMost(1)
+        );
+        // Idle for the whole grace period: the read falls back to demand reads.
+        assert_eq!(
+            core.defer_wait(Instant(7_000 + DEFER_GRACE_NS), sa, 0, &cv),
+            DeferWait::Demand
+        );
+        assert!(!core.streams[sa.0 as usize].deferred);
+        core.check();
+    }
+
+    /// A deferred read waits past the grace period while another stream, neither deferred nor
+    /// waiting for memory, has disclosed reads it has not made: that reader will read on, as the
+    /// simulator's clients read on at once. It counts as reading on when its chunk has completed
+    /// and woken it but its thread has not run yet (a loaded host). Once it has made its disclosed
+    /// reads the short grace period applies again.
+    #[test]
+    fn a_deferred_read_outwaits_the_grace_period_while_another_stream_has_hinted_reads_left() {
+        let (mut core, backend, (a, sa), (b, sb)) = two_streams_deferring_the_first();
+        let (cv, other_cv) = (Arc::new(Condvar::new()), Arc::new(Condvar::new()));
+        let kib64 = 64 << 10;
+        core.hint(
+            Instant(0),
+            sb,
+            b,
+            vec![ByteRange::new(0, kib64), ByteRange::new(0, kib64)],
+        );
+        core.begin_read(Instant(0), sb, b, 0, kib64);
+        core.begin_read(Instant(0), sa, a, 0, kib64);
+        assert!(core.streams[sa.0 as usize].deferred);
+        // The other stream waits for its chunk, which completes and wakes it; it has not run.
+        let id = core.covering(b, 0).expect("the demand read's chunk");
+        core.wait_for_chunk(id, sb, &other_cv);
+        core.complete_all(Instant(2_000), &mut completions(&backend));
+        assert_eq!(
+            core.defer_wait(Instant(3_000), sa, 0, &cv),
+            DeferWait::AtMost(DEFER_GRACE_NS)
+        );
+        // Idle past the grace period: still waiting, looking again a grace period later.
+        let late = Instant(3_000 + DEFER_GRACE_NS + 1);
+        assert_eq!(
+            core.defer_wait(late, sa, 0, &cv),
+            DeferWait::AtMost(DEFER_GRACE_NS)
+        );
+        // The other stream runs and makes its last disclosed read, of the cached chunk: nothing
+        // is read, the engine stays idle, and nobody has promised to read on.
+        core.woke(sb);
+        core.begin_read(late, sb, b, 0, kib64);
+        assert_eq!(core.in_flight, 0);
+        assert_eq!(core.defer_wait(late, sa, 0, &cv), DeferWait::Demand);
+        // Patience is bounded even while a promise stands: a stream that hints and then stops.
+        core.hint(late, sb, b, vec![ByteRange::new(kib64, kib64)]);
+        core.begin_read(late, sa, a, 0, kib64);
+        assert!(core.streams[sa.0 as usize].deferred);
+        // Idle since the first look (nothing has been handed to the backend since).
+        assert_eq!(
+            core.defer_wait(Instant(3_000 + DEFER_PATIENCE_NS - 1), sa, 0, &cv),
+            DeferWait::AtMost(1)
+        );
+        assert_eq!(
+            core.defer_wait(Instant(3_000 + DEFER_PATIENCE_NS), sa, 0, &cv),
+            DeferWait::Demand
+        );
+        core.check();
+    }
+
+    /// Stream `b` hints eight reads and makes `gaps_ns.len() + 1` of them, the gaps between them
+    /// (from a read's end to the next read) as given; then `a` begins a read, which is deferred.
+    /// Returns the core, `a`'s stream and file, and the instant of `a`'s read.
+    fn deferred_after_hinted_reads_with_gaps(
+        gaps_ns: &[u64],
+    ) -> (Core, (FileId, StreamId), Instant) {
+        let (mut core, backend, (a, sa), (b, sb)) = two_streams_deferring_the_first();
+        let kib64 = 64 << 10;
+        core.hint(Instant(0), sb, b, vec![ByteRange::new(0, kib64); 8]);
+        let mut t = 1_000;
+        for k in 0..=gaps_ns.len() {
+            core.begin_read(Instant(t), sb, b, 0, kib64);
+            core.complete_all(Instant(t + 1_000), &mut completions(&backend));
+            core.end_read(Instant(t + 2_000), sb, kib64, 0, false);
+            t += 2_000 + gaps_ns.get(k).copied().unwrap_or(0);
+        }
+        core.begin_read(Instant(t), sa, a, 0, kib64);
+        assert!(core.streams[sa.0 as usize].deferred);
+        assert!(!core.busy());
+        (core, (a, sa), Instant(t))
+    }
+
+    /// The simulator lets a parked read go to the disk once nothing is in flight while the
+    /// client it waits for thinks, and the engine follows where it can tell: a stream whose last
+    /// `THINK_SAMPLES` gaps between reads (one is enough at first) each lasted at least the grace
+    /// period thinks between reads, and a deferred read that no other stream may serve by reading
+    /// at once ends as soon as the engine is idle, even while the thinking stream has hinted
+    /// reads left. One long gap among short ones (a thread descheduled on a loaded host) is not
+    /// thinking, and the long patience applies. (Before, any stream with hinted reads left kept
+    /// the deferred read waiting up to 20 ms.)
+    #[test]
+    fn a_deferred_read_does_not_wait_for_a_stream_that_thinks_between_reads() {
+        let cv = Arc::new(Condvar::new());
+        let thinking = [1_000_000];
+        let (mut core, (_, sa), t) = deferred_after_hinted_reads_with_gaps(&thinking);
+        assert_eq!(
+            core.defer_wait(t, sa, 0, &cv),
+            DeferWait::Demand,
+            "a stream that thinks 1 ms between reads is not waited for"
+        );
+        core.check();
+        let descheduled = [20_000, 20_000, 5_000_000, 20_000];
+        let (mut core, (_, sa), t) = deferred_after_hinted_reads_with_gaps(&descheduled);
+        assert_eq!(
+            core.defer_wait(t, sa, 0, &cv),
+            DeferWait::AtMost(DEFER_GRACE_NS)
+        );
+        assert_eq!(
+            core.defer_wait(Instant(t.0 + DEFER_GRACE_NS), sa, 0, &cv),
+            DeferWait::AtMost(DEFER_GRACE_NS),
+            "a stream that reads on at once, descheduled once, is waited for"
+        );
+        core.check();
+    }
+
+    /// When the idle engine ends a deferral, it ends every deferral, as the simulator sends all
+    /// its parked reads to the disk at the end of an idle instant. (Before, only the reader that
+    /// looked first read on demand; the others, woken when the engine fell idle, found it busy
+    /// with that read and waited for the next idle moment: with five thinking clients under
+    /// `directed`, the one stream that read on demand got 48 device reads in 1.4 s against 14 to
+    /// 20 for each deferred one, where the simulator gave each 27.)
+    #[test]
+    fn an_idle_engine_ends_every_deferral_at_once_not_only_the_first() {
+        let policy = Box::new(DeferAll {
+            file: None,
+            out: VecDeque::new(),
+        });
+        let (mut core, _backend, a, sa) = core_over_holding_with(policy, 4 << 20, 64 << 10, false);
+        let handle = other_file(&mut core);
+        let (b, sb, _, _) = core.open(handle);
+        let cv = Arc::new(Condvar::new());
+        let kib64 = 64 << 10;
+        core.begin_read(Instant(0), sa, a, 0, kib64);
+        core.begin_read(Instant(0), sb, b, 0, kib64);
+        assert!(core.streams[sa.0 as usize].deferred && core.streams[sb.0 as usize].deferred);
+        assert!(!core.busy());
+        // No other stream may read at once (the other is deferred too): the deferral ends.
+        assert_eq!(
+            core.defer_wait(Instant(1_000), sa, 0, &cv),
+            DeferWait::Demand
+        );
+        assert!(core.demand(sa, a, 0, kib64));
+        assert!(core.busy());
+        // The other read's deferral ended with it, though the engine is busy now.
+        assert!(!core.streams[sb.0 as usize].deferred);
+        assert_eq!(
+            core.defer_wait(Instant(2_000), sb, 0, &cv),
+            DeferWait::Demand
+        );
+        core.check();
+    }
+
+    /// A stream that hints reads and then makes none, while it stays open, costs other streams'
+    /// deferred reads the long patience once, not on every deferred read: once a deferred read
+    /// has waited it out, the stream's promise counts for nothing until it reads again.
+    #[test]
+    fn a_stream_that_hints_and_stops_reading_costs_the_patience_once_not_per_deferred_read() {
+        let (mut core, backend, (a, sa), (b, sb)) = two_streams_deferring_the_first();
+        let cv = Arc::new(Condvar::new());
+        let kib64 = 64 << 10;
+        // Three reads promised; none is made for a long while.
+        core.hint(Instant(0), sb, b, vec![ByteRange::new(0, kib64); 3]);
+        core.begin_read(Instant(0), sa, a, 0, kib64);
+        assert!(core.streams[sa.0 as usize].deferred);
+        assert_eq!(
+            core.defer_wait(Instant(1_000), sa, 0, &cv),
+            DeferWait::AtMost(DEFER_GRACE_NS)
+        );
+        assert_eq!(
+            core.defer_wait(Instant(1_000 + DEFER_GRACE_NS), sa, 0, &cv),
+            DeferWait::AtMost(DEFER_GRACE_NS),
+            "the first deferral waits for the promise"
+        );
+        let t = 1_000 + DEFER_PATIENCE_NS;
+        assert_eq!(core.defer_wait(Instant(t), sa, 0, &cv), DeferWait::Demand);
+        assert!(core.demand(sa, a, 0, kib64));
+        core.complete_all(Instant(t), &mut completions(&backend));
+        core.end_read(Instant(t), sa, kib64, DEFER_PATIENCE_NS, false);
+        // The next deferred read: the promise has lapsed, so the short grace period applies.
+        core.begin_read(Instant(t + 1), sa, a, kib64, 2 * kib64);
+        assert!(core.streams[sa.0 as usize].deferred);
+        assert_eq!(
+            core.defer_wait(Instant(t + 2), sa, kib64, &cv),
+            DeferWait::AtMost(DEFER_GRACE_NS)
+        );
+        assert_eq!(
+            core.defer_wait(Instant(t + 2 + DEFER_GRACE_NS), sa, kib64, &cv),
+            DeferWait::Demand,
+            "a stream that broke its promise keeps no one waiting again"
+        );
+        // A read renews the promise (two hinted reads are left).
+        assert!(core.demand(sa, a, kib64, 2 * kib64));
+        core.complete_all(Instant(t + 3 + DEFER_GRACE_NS), &mut completions(&backend));
+        core.end_read(Instant(t + 3 + DEFER_GRACE_NS), sa, kib64, 0, false);
+        let u = t + 10 * DEFER_GRACE_NS;
+        core.begin_read(Instant(u), sb, b, 0, kib64);
+        core.complete_all(Instant(u), &mut completions(&backend));
+        core.begin_read(Instant(u + 1), sa, a, 2 * kib64, 3 * kib64);
+        assert_eq!(
+            core.defer_wait(Instant(u + 2), sa, 2 * kib64, &cv),
+            DeferWait::AtMost(DEFER_GRACE_NS)
+        );
+        assert_eq!(
+            core.defer_wait(Instant(u + 2 + DEFER_GRACE_NS), sa, 2 * kib64, &cv),
+            DeferWait::AtMost(DEFER_GRACE_NS),
+            "waiting for the stream that read again"
+        );
+        // It reads again while the engine stays idle (its data is there: nothing is submitted),
+        // so when the patience runs out it has kept its promise and does not lapse.
+        core.begin_read(Instant(u + 3 + DEFER_GRACE_NS), sb, b, 0, kib64);
+        assert_eq!(core.in_flight, 0);
+        let v = u + 2 + DEFER_PATIENCE_NS;
+        assert_eq!(
+            core.defer_wait(Instant(v), sa, 2 * kib64, &cv),
+            DeferWait::Demand
+        );
+        assert!(core.demand(sa, a, 2 * kib64, 3 * kib64));
+        core.complete_all(Instant(v), &mut completions(&backend));
+        core.end_read(Instant(v), sa, kib64, 0, false);
+        core.begin_read(Instant(v + 1), sa, a, 3 * kib64, 4 * kib64);
+        assert_eq!(
+            core.defer_wait(Instant(v + 2), sa, 3 * kib64, &cv),
+            DeferWait::AtMost(DEFER_GRACE_NS)
+        );
+        assert_eq!(
+            core.defer_wait(Instant(v + 2 + DEFER_GRACE_NS), sa, 3 * kib64, &cv),
+            DeferWait::AtMost(DEFER_GRACE_NS),
+            "a stream that read in the idle spell still promises to read on"
+        );
+        core.check();
+    }
+}

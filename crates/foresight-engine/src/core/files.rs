@@ -248,3 +248,60 @@ impl Core {
         self.files[file.0 as usize].size_bytes
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::testutil::*;
+    use super::super::*;
+
+    /// A reader's close reaches the backend before its id can go to another reader, so that a
+    /// backend keeping figures per reader (the emulated anticipatory scheduler) starts the next
+    /// one afresh; the reader's reads already submitted keep its id.
+    #[test]
+    fn a_closed_reader_is_told_to_the_backend_before_its_id_is_reused() {
+        let (mut core, backend, _, s) = core_over_holding(4 << 20, 64 << 10);
+        core.begin_read(Instant(0), s, FileId(0), 0, 64 << 10);
+        assert_eq!(backend.held.lock().unwrap()[0].reader, Some(s));
+        core.close(Instant(1), s);
+        assert_eq!(*backend.closed.lock().unwrap(), vec![s]);
+        let handle = other_file(&mut core);
+        let (_, again, _, _) = core.open(handle);
+        assert_eq!(again, s, "the id goes to the next reader");
+        assert_eq!(backend.held.lock().unwrap()[0].reader, Some(s));
+        core.complete_all(Instant(2), &mut completions(&backend));
+        core.check();
+    }
+
+    /// A reader's reads still waiting for a submission slot when it closes, while another reader
+    /// keeps the file open, are read for the file all the same, but no longer for that reader: its
+    /// id may already name a reader of another file, which the anticipatory scheduler must not
+    /// charge with them (a read charged to a reader it did not make ends that reader's
+    /// anticipation at once and skews its think-time and seek statistics).
+    #[test]
+    fn reads_queued_for_a_closed_reader_are_not_charged_to_the_next_reader_in_its_slot() {
+        let (mut core, backend, file, sa) = core_over_holding(1 << 20, 64 << 10);
+        let again = mem_file(&mut core, "mem", (1, 1));
+        let (same, _sb, _, _) = core.open(again);
+        assert_eq!(same, file, "one file, two readers");
+        core.begin_read(Instant(0), sa, file, 0, 256 << 10);
+        assert_eq!(
+            (core.in_flight, core.urgent.len()),
+            (2, 2),
+            "two reads queued"
+        );
+        core.close(Instant(1), sa);
+        let other = other_file(&mut core);
+        let (_, sc, _, _) = core.open(other);
+        assert_eq!(sc, sa, "the closed reader's slot is reused");
+        core.complete_all(Instant(2), &mut completions(&backend));
+        let readers: Vec<(u64, Option<StreamId>)> = backend
+            .held
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|r| (r.offset_bytes, r.reader))
+            .collect();
+        assert_eq!(readers, vec![(128 << 10, None), (192 << 10, None)]);
+        core.check();
+    }
+}

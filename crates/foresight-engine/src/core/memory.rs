@@ -282,3 +282,97 @@ impl Core {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::testutil::*;
+    use super::super::*;
+    use crate::pool::Purpose;
+    use foresight_core::ByteRange;
+
+    /// With one 256 KiB chunk prefetched at the file's start (of the 768 KiB prefetches may use
+    /// under `core_over_holding(1 MiB, 256 KiB)`), two more prefetches fill the rest; returns
+    /// what a third, which needs room the first chunk holds, is granted.
+    fn third_prefetch(core: &mut Core, backend: &Holding, file: FileId) -> (u32, bool) {
+        let chunk_bytes = 256u64 << 10;
+        assert_eq!(
+            core.fetch(
+                FetchId(1),
+                file,
+                ByteRange::new(chunk_bytes, 2 * chunk_bytes),
+                None,
+                None
+            ),
+            (2, false)
+        );
+        fill_and_complete(core, backend);
+        core.fetch(
+            FetchId(2),
+            file,
+            ByteRange::new(3 * chunk_bytes, chunk_bytes),
+            None,
+            None,
+        )
+    }
+
+    /// A prefetched chunk the application has read a little of still holds read-ahead it has
+    /// not read, and a prefetch must not take that, as it may not take a prefetched chunk nobody
+    /// has read: the prefetch is refused, the chunk stays whole, and a demand read may still take
+    /// it. Before, one read moved the whole chunk among the used data a prefetch may take: with
+    /// five `directed` clients thinking 2 ms in 3 MiB, the sweeps of the others took the 1 MiB
+    /// the second client's hint had fetched, 8 KiB read at a time, and that client then read on
+    /// demand what the policy still held for it (28 or 29 reads in the probe's last second,
+    /// against the simulator's 7, whose page cache never lets a prefetch take an unread page).
+    #[test]
+    fn a_prefetch_does_not_take_a_prefetched_chunk_read_only_in_part() {
+        // 1 MiB of budget, 256 KiB of it kept for demand reads: 768 KiB for prefetches.
+        let (mut core, backend, file, stream) = one_prefetched_chunk(1 << 20, 256 << 10);
+        let chunk_bytes = 256u64 << 10;
+        // The application reads 8 KiB from the middle of it, as `directed`'s scattered reads do.
+        read_through(&mut core, file, stream, 64 << 10, 72 << 10);
+        // Two more prefetches fill what prefetches may use; a third finds nothing it may take.
+        assert_eq!(
+            third_prefetch(&mut core, &backend, file),
+            (0, true),
+            "a prefetch took read-ahead nobody has read"
+        );
+        for pos in [0, 72 << 10, chunk_bytes - 1] {
+            assert!(
+                matches!(core.find(file, pos), Found::Ready { .. }),
+                "byte {pos} of the read-ahead was dropped"
+            );
+        }
+        // A demand read, which must make progress, may take it.
+        assert!(core.evict_one(Purpose::Demand, Some(stream)));
+        assert!(matches!(core.find(file, 0), Found::Missing));
+        core.check();
+    }
+
+    /// A prefetched chunk whose every page the application has read, back half first, is not
+    /// freed (it was not read front to end) but holds no read-ahead left to keep: a prefetch may
+    /// take it, as it may take any data the application has used. Before, any prefetched chunk
+    /// not read to its end stayed among the unread read-ahead a prefetch may not take, so memory
+    /// full of data read out of order refused every prefetch until a demand read came.
+    #[test]
+    fn a_prefetch_may_take_a_prefetched_chunk_read_in_full_out_of_order() {
+        // 1 MiB of budget, 256 KiB of it kept for demand reads: 768 KiB for prefetches.
+        let (mut core, backend, file, stream) = one_prefetched_chunk(1 << 20, 256 << 10);
+        let chunk_bytes = 256u64 << 10;
+        for (from, to) in [(chunk_bytes / 2, chunk_bytes), (0, chunk_bytes / 2)] {
+            read_through(&mut core, file, stream, from, to);
+        }
+        assert!(
+            matches!(core.find(file, 0), Found::Ready { .. }),
+            "kept: it was not read front to end"
+        );
+        assert_eq!(core.stats.prefetch_used_bytes, chunk_bytes);
+        assert_eq!(
+            third_prefetch(&mut core, &backend, file),
+            (1, false),
+            "a prefetch could not take data the application had read whole"
+        );
+        assert!(matches!(core.find(file, 0), Found::Missing));
+        assert_eq!(core.stats.wasted_bytes, 0, "nothing of it went unread");
+        core.check();
+    }
+}

@@ -57,6 +57,9 @@
 //!   backend, freeing, and the readers waiting for memory.
 //! - `complete`: completions: filling a chunk, re-issuing a short read's remainder, failures.
 //! - `report`: counters, the diagnostic description, and the invariant check.
+//!
+//! Each part's unit tests sit beside it; the fixtures they share (a backend that holds its
+//! reads until the test completes them, and cores built over it) are in `testutil`.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::io;
@@ -547,4 +550,4 @@ struct ChunkSpec {
 }
 
 #[cfg(test)]
-mod tests;
+mod testutil;

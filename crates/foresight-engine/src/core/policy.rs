@@ -271,3 +271,149 @@ impl Core {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::testutil::*;
+    use super::super::*;
+    use foresight_core::ByteRange;
+    use foresight_policy::{Input, Output};
+    use std::sync::Mutex;
+
+    /// Fetches the 64 KiB after each read it hears of, and `on_timer` when its timer fires.
+    struct AheadAndTimer {
+        next_id: u64,
+        on_timer: Option<(FileId, ByteRange)>,
+        out: VecDeque<Output>,
+    }
+
+    impl AheadAndTimer {
+        fn fetch(&mut self, file: FileId, range: ByteRange) {
+            self.next_id += 1;
+            self.out.push_back(Output::Fetch {
+                id: FetchId(self.next_id),
+                file,
+                range,
+                into: foresight_policy::Tier::Memory,
+            });
+        }
+    }
+
+    impl Policy for AheadAndTimer {
+        fn name(&self) -> &str {
+            "ahead-and-timer"
+        }
+        fn handle(&mut self, _now: Instant, input: Input) {
+            if let Input::Read { file, range, .. } = input {
+                self.fetch(file, ByteRange::new(range.end().0, 64 << 10));
+            }
+        }
+        fn poll_output(&mut self) -> Option<Output> {
+            self.out.pop_front()
+        }
+        fn poll_timeout(&self) -> Option<Instant> {
+            self.on_timer.map(|_| Instant(10))
+        }
+        fn handle_timeout(&mut self, _now: Instant) {
+            if let Some((file, range)) = self.on_timer.take() {
+                self.fetch(file, range);
+            }
+        }
+    }
+
+    /// Every read the core hands a backend names the reader it is for: a demand read its
+    /// stream's, a fetch the policy made on a stream's read that stream's, and one made outside
+    /// any read (on a timer) the file's last reader's. Two readers of one file are two readers,
+    /// not one file, which the emulated backend's anticipatory scheduler waits for apart.
+    #[test]
+    fn each_read_names_its_reader_and_a_fetch_outside_a_read_the_files_last_reader() {
+        let policy = Box::new(AheadAndTimer {
+            next_id: 0,
+            on_timer: Some((FileId(0), ByteRange::new(768 << 10, 64 << 10))),
+            out: VecDeque::new(),
+        });
+        let (mut core, backend, file, sa) =
+            core_over_holding_with(policy, 4 << 20, 64 << 10, false);
+        let again = mem_file(&mut core, "mem", (1, 1));
+        let (same, sb, _, _) = core.open(again);
+        assert_eq!((same, sa != sb), (file, true), "one file, two readers");
+        core.begin_read(Instant(0), sa, file, 0, 64 << 10);
+        core.begin_read(Instant(1), sb, file, 512 << 10, 576 << 10);
+        core.timeout(Instant(10));
+        let mut readers: Vec<(u64, Option<StreamId>)> = backend
+            .held
+            .lock()
+            .unwrap()
+            .iter()
+            .chain(core.urgent.iter())
+            .chain(core.ahead.iter())
+            .map(|r| (r.offset_bytes, r.reader))
+            .collect();
+        readers.sort_unstable();
+        assert_eq!(
+            readers,
+            vec![
+                (0, Some(sa)),
+                (64 << 10, Some(sa)),
+                (512 << 10, Some(sb)),
+                (576 << 10, Some(sb)),
+                (768 << 10, Some(sb)),
+            ]
+        );
+        core.check();
+    }
+
+    /// An input's kind, and the memory a `MemoryPressure` says is available.
+    type Heard = (&'static str, Option<u64>);
+
+    /// Keeps every input it hears as [`Heard`].
+    struct Listener {
+        heard: Arc<Mutex<Vec<Heard>>>,
+    }
+
+    impl Policy for Listener {
+        fn name(&self) -> &str {
+            "listener"
+        }
+        fn handle(&mut self, _now: Instant, input: Input) {
+            let heard = match input {
+                Input::Hint { .. } => ("hint", None),
+                Input::MemoryPressure { available } => ("memory", Some(available.0)),
+                _ => ("other", None),
+            };
+            self.heard.lock().unwrap().push(heard);
+        }
+        fn poll_output(&mut self) -> Option<Output> {
+            None
+        }
+    }
+
+    /// A hint is followed by the free memory, as the simulator's cache layer tells it after every
+    /// hint: a policy sizing windows for the reads just disclosed (`directed`'s contention
+    /// controller) shares memory from the start, not only once memory cuts a fetch short.
+    #[test]
+    fn a_hint_is_followed_by_the_memory_available() {
+        let heard = Arc::new(Mutex::new(Vec::new()));
+        let policy = Box::new(Listener {
+            heard: heard.clone(),
+        });
+        let (mut core, _backend, file, stream) =
+            core_over_holding_with(policy, 4 << 20, 64 << 10, false);
+        core.hint(
+            Instant(0),
+            stream,
+            file,
+            vec![
+                ByteRange::new(0, 8 << 10),
+                ByteRange::new(64 << 10, 8 << 10),
+            ],
+        );
+        let available = core.pool.prefetch_available_bytes();
+        assert!(available > 0);
+        assert_eq!(
+            *heard.lock().unwrap(),
+            vec![("hint", None), ("memory", Some(available))]
+        );
+        core.check();
+    }
+}

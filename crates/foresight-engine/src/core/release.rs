@@ -232,3 +232,225 @@ impl Core {
         kept
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::testutil::*;
+    use super::super::*;
+    use crate::pool::Purpose;
+    use foresight_core::ByteRange;
+    use foresight_policy::PolicyConfig;
+
+    /// A release that covers part of a filled chunk frees the released pages and keeps the rest,
+    /// byte for byte: the pages then read as missing (a later fetch reads them again, as the
+    /// simulator's page cache does), and the memory they held is free. Before, only chunks wholly
+    /// inside the range were freed, so a fetch through gaps kept the gaps for as long as the
+    /// chunk lived.
+    #[test]
+    fn a_release_inside_a_chunk_frees_those_pages_and_keeps_the_rest() {
+        let (mut core, _backend, file, _) = one_prefetched_chunk(4 << 20, 1 << 20);
+        let chunk_bytes = 256u64 << 10;
+        let lent_before = core.pool.lent_bytes();
+        // Release [64 KiB, 128 KiB) and an unaligned range that covers page 50 whole.
+        core.release(file, ByteRange::new(64 << 10, 64 << 10));
+        core.release(file, ByteRange::new(50 * PAGE_BYTES - 1, PAGE_BYTES + 2));
+        assert!(matches!(core.find(file, 64 << 10), Found::Missing));
+        assert!(matches!(core.find(file, (128 << 10) - 1), Found::Missing));
+        assert!(matches!(core.find(file, 50 * PAGE_BYTES), Found::Missing));
+        for (pos, kept_end) in [
+            (0, 64 << 10),
+            (128 << 10, 49 * PAGE_BYTES),
+            (49 * PAGE_BYTES, 50 * PAGE_BYTES),
+            (51 * PAGE_BYTES, chunk_bytes),
+            (chunk_bytes - 1, chunk_bytes),
+        ] {
+            let Found::Ready {
+                chunk,
+                chunk_start,
+                valid_end,
+            } = core.find(file, pos)
+            else {
+                panic!("byte {pos} was not kept")
+            };
+            assert!(
+                valid_end >= kept_end && valid_end <= chunk_bytes,
+                "byte {pos}"
+            );
+            let buf = core.pin(chunk);
+            let at = (pos - chunk_start) as usize;
+            assert_eq!(buf.as_slice()[at], (pos % 251) as u8, "byte {pos}");
+            drop(buf);
+            core.chunk_mut(chunk).pins -= 1;
+        }
+        let freed = (64 << 10) + PAGE_BYTES;
+        assert!(
+            core.pool.lent_bytes() <= lent_before - freed,
+            "lent {} of {lent_before}",
+            core.pool.lent_bytes()
+        );
+        core.check();
+    }
+
+    /// A release that cuts out the only pages of a prefetched chunk nobody has read leaves a
+    /// piece read on every page: used data a prefetch may take, not read-ahead to keep.
+    #[test]
+    fn a_piece_left_with_only_read_pages_is_used_data() {
+        let kib = 1u64 << 10;
+        let (mut core, _backend, file, stream) = one_prefetched_chunk(1 << 20, 256 * kib);
+        // Every page but the first two, back half first: not read from the chunk's start.
+        for (from, to) in [(128 * kib, 256 * kib), (8 * kib, 128 * kib)] {
+            let Found::Ready { chunk, .. } = core.find(file, from) else {
+                panic!("byte {from} is in")
+            };
+            drop(core.pin(chunk));
+            core.unpin(stream, chunk, from, to);
+        }
+        core.release(file, ByteRange::new(0, 8 * kib));
+        assert_eq!(core.stats.wasted_bytes, 8 * kib);
+        let Found::Ready { chunk, .. } = core.find(file, 8 * kib) else {
+            panic!("the read piece is kept")
+        };
+        assert_eq!(
+            core.chunk(chunk).lru.map(|(class, _)| class),
+            Some(Lru::Used),
+            "nothing of the piece is left unread"
+        );
+        core.check();
+    }
+
+    /// A prefetched chunk read in part and then dropped read ahead in vain the pages nobody read:
+    /// they count as wasted, and only the pages read as used, whether the chunk goes whole or a
+    /// release cuts it first. Before, the first read counted the whole chunk as used, so 8 KiB
+    /// read of 256 KiB reported 256 KiB used and nothing wasted, where the simulator's page cache
+    /// counts the 248 KiB never read as wasted.
+    #[test]
+    fn a_chunk_read_in_part_wastes_the_pages_nobody_read() {
+        let kib = 1u64 << 10;
+        let (mut core, _backend, file, stream) = one_prefetched_chunk(1 << 20, 256 * kib);
+        let read = |core: &mut Core, from: u64, to: u64| read_through(core, file, stream, from, to);
+        // 8 KiB from the middle, then 4 KiB of the same pages again and one page beside them.
+        read(&mut core, 64 * kib, 72 * kib);
+        read(&mut core, 66 * kib, 70 * kib);
+        read(&mut core, 72 * kib, 76 * kib);
+        assert_eq!(
+            core.stats.prefetch_used_bytes,
+            12 * kib,
+            "each page counts once"
+        );
+        // A release cuts out 16 KiB, the 12 KiB read and the page before them, unread.
+        core.release(file, ByteRange::new(60 * kib, 16 * kib));
+        assert!(matches!(core.find(file, 64 * kib), Found::Missing));
+        assert_eq!(core.stats.wasted_bytes, 4 * kib);
+        // The pieces go (a demand read may take them): nothing of them was read.
+        while core.evict_one(Purpose::Demand, Some(stream)) {}
+        assert!(matches!(core.find(file, 0), Found::Missing));
+        assert_eq!(core.stats.prefetched_bytes, 256 * kib);
+        assert_eq!(core.stats.wasted_bytes, 256 * kib - 12 * kib);
+        assert_eq!(
+            core.stats.prefetch_used_bytes + core.stats.wasted_bytes,
+            core.stats.prefetched_bytes
+        );
+        core.check();
+    }
+
+    /// Where a chunk's buffer is a piece of a mapping, a release inside the chunk cuts the buffer
+    /// rather than copying the pages it keeps: the kept chunks' buffers are the old buffer's own
+    /// pages at their old addresses, and only the released pages go back to the pool. Nothing is
+    /// allocated, so the pages are freed even when memory could not hold copies (the copy path
+    /// keeps the chunk whole then). A kept piece the reader has read to its end goes as well.
+    #[test]
+    fn a_release_inside_a_mapped_chunk_cuts_its_buffer_in_place() {
+        let kib = 1u64 << 10;
+        let mib = 1u64 << 20;
+        let cfg = PolicyConfig {
+            name: "none".into(),
+            ..PolicyConfig::default()
+        };
+        let policy =
+            foresight_policy::build(&cfg, Arc::new(foresight_policy::Layout::unplaced(&[])))
+                .unwrap();
+        let (mut core, backend, file, stream) = core_over_holding_with(policy, 4 * mib, mib, true);
+        assert_eq!(
+            core.fetch(FetchId(0), file, ByteRange::new(0, mib), None, None),
+            (1, false)
+        );
+        fill_and_complete(&mut core, &backend);
+        // The chunk holding file byte `pos`: its id, first byte, and its buffer's address and
+        // capacity.
+        let at = |core: &Core, pos: u64| {
+            let Found::Ready {
+                chunk, chunk_start, ..
+            } = core.find(file, pos)
+            else {
+                panic!("byte {pos} is not cached")
+            };
+            let State::Ready { buf, .. } = &core.chunk(chunk).state else {
+                unreachable!("found ready")
+            };
+            assert!(
+                buf.is_mapped(),
+                "a prefaulted pool lends pieces of its mapping"
+            );
+            for p in [pos, chunk_start] {
+                let i = (p - chunk_start) as usize;
+                assert_eq!(buf.as_slice()[i], (p % 251) as u8, "byte {p}");
+            }
+            (chunk, chunk_start, buf.addr() as u64, buf.capacity() as u64)
+        };
+        let (_, _, addr, cap) = at(&core, 0);
+        assert_eq!(cap, mib);
+        // Lend most of the rest, so that copies of the kept pages (1 MiB less 8 KiB, beside the
+        // old buffer) would not fit.
+        let filler = core.pool.alloc(5 * mib / 2, Purpose::Demand).unwrap();
+        let (lent, held) = (core.pool.lent_bytes(), core.pool.held_bytes());
+        assert_eq!((lent, held), (7 * mib / 2, 4 * mib));
+
+        core.release(file, ByteRange::new(512 * kib, 8 * kib));
+        assert!(matches!(core.find(file, 512 * kib), Found::Missing));
+        assert!(matches!(core.find(file, 520 * kib - 1), Found::Missing));
+        let (front, front_start, front_addr, front_cap) = at(&core, 511 * kib);
+        assert_eq!((front_start, front_addr, front_cap), (0, addr, 512 * kib));
+        let (_, back_start, back_addr, back_cap) = at(&core, 700 * kib);
+        assert_eq!(
+            (back_start, back_addr, back_cap),
+            (520 * kib, addr + 520 * kib, mib - 520 * kib),
+            "the pages after the cut stay where they were"
+        );
+        assert_eq!(
+            (core.pool.lent_bytes(), core.pool.held_bytes()),
+            (lent - 8 * kib, held),
+            "the cut pages are free and kept in the pool"
+        );
+        core.check();
+
+        // The reader has read the first 256 KiB; a release just after them leaves nothing of
+        // that piece to keep before the cut.
+        drop(core.pin(front));
+        core.unpin(stream, front, 0, 256 * kib);
+        core.release(file, ByteRange::new(256 * kib, 8 * kib));
+        assert!(matches!(core.find(file, 0), Found::Missing));
+        let (rest, rest_start, rest_addr, rest_cap) = at(&core, 300 * kib);
+        assert_eq!(
+            (rest_start, rest_addr, rest_cap),
+            (264 * kib, addr + 264 * kib, 248 * kib)
+        );
+        assert_eq!(core.chunk(rest).consumed_bytes, 0);
+        assert_eq!(core.pool.lent_bytes(), lent - 8 * kib - 264 * kib);
+        core.pool.free(filler);
+        let reserve = mib;
+        assert_eq!(
+            core.pool.prefetch_available_bytes(),
+            4 * mib - reserve - (mib - 8 * kib - 264 * kib),
+            "the policy is told the freed bytes are available"
+        );
+        core.check();
+        // Released whole, the pieces go back and join the rest of the mapping.
+        core.release(file, ByteRange::new(0, mib));
+        assert_eq!(core.pool.lent_bytes(), 0);
+        assert_eq!(core.pool.held_bytes(), 4 * mib);
+        let whole = core.pool.alloc(4 * mib, Purpose::Demand).unwrap();
+        assert_eq!(whole.addr() as u64, addr);
+        core.pool.free(whole);
+        core.check();
+    }
+}
