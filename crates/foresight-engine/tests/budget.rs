@@ -191,11 +191,9 @@ proptest! {
             pos += n;
         }
         r.hint(&[ByteRange::new(0, size as u64)]).unwrap();
-        let deadline = std::time::Instant::now() + Duration::from_secs(10);
-        while !released.load(Ordering::Acquire) {
-            prop_assert!(std::time::Instant::now() < deadline, "the fetch never completed: {}", engine.describe());
-            std::thread::sleep(Duration::from_micros(200));
-        }
+        common::wait_for_engine(&engine, "the fetch to complete and be released", || {
+            released.load(Ordering::Acquire)
+        });
         engine.check_invariants();
         for len in reads.iter().cycle() {
             let n = r.read(&mut buf[..*len]).unwrap();

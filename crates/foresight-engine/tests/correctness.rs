@@ -9,9 +9,22 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::{content, hash, real_backends, TempDir};
+use common::{content, hash, join_within, real_backends, recv_within, wait_for_engine, TempDir};
 use foresight_core::{ByteLen, ByteRange, FileId, Rng};
 use foresight_engine::{Backend, Engine, Fault, FaultKind, NoopBackend};
+
+/// The wait every test here goes through gives up, naming what it waited for, when the state
+/// does not come within its guard: a hang fails the test rather than the run.
+#[test]
+#[should_panic(expected = "waiting for a state that never comes")]
+fn a_wait_gives_up_after_its_guard() {
+    common::wait_within(
+        Duration::ZERO,
+        "a state that never comes",
+        || false,
+        String::new,
+    );
+}
 
 /// Reads a whole reader with request sizes drawn from `rng` (1 byte to `max_req`).
 fn read_all_varied(r: &mut foresight_engine::Reader, rng: &mut Rng, max_req: u64) -> Vec<u8> {
@@ -53,17 +66,11 @@ fn run_concurrent_readers(
                 .expect("spawn")
         })
         .collect();
-    // A watchdog: a reader stuck for a minute is a bug, reported with the driver's state.
-    let deadline = Instant::now() + Duration::from_secs(60);
-    for h in handles {
-        while !h.is_finished() {
-            assert!(
-                Instant::now() < deadline,
-                "{name}: readers stuck: {}",
-                engine.describe()
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
+    // A reader stuck is a bug, reported with the driver's state.
+    for (i, h) in handles.into_iter().enumerate() {
+        wait_for_engine(&engine, &format!("{name}: reader {i} to finish"), || {
+            h.is_finished()
+        });
         h.join().expect("a reader failed");
     }
     let s = engine.stats();
@@ -169,8 +176,8 @@ fn random_seeks_read_the_right_bytes() {
                 })
             })
             .collect();
-        for t in threads {
-            t.join().unwrap();
+        for (i, t) in threads.into_iter().enumerate() {
+            join_within(t, &format!("{name}: seeking reader {i} to finish")).unwrap();
         }
         engine.check_invariants();
         let s = engine.stats();
@@ -229,7 +236,7 @@ fn eio_goes_to_the_reader_that_hit_it_and_nobody_else() {
         .collect();
     let mut failed = None;
     for h in handles {
-        match h.join().unwrap() {
+        match join_within(h, "a reader of the faulty engine to finish").unwrap() {
             Ok((i, got)) => {
                 assert_ne!(i, 3, "the faulty file read clean");
                 assert_eq!(hash(&got), hash(&files[i]), "reader {i} disturbed");
@@ -294,7 +301,7 @@ fn short_reads_are_completed_and_delays_do_not_reorder_bytes() {
         }));
     }
     for h in handles {
-        h.join().unwrap();
+        join_within(h, "a reader of short reads to finish").unwrap();
     }
     let s = engine.stats();
     assert!(s.short_reads > 100, "{s:?}");
@@ -310,6 +317,7 @@ fn truncated_while_read(
     shrink: impl FnOnce() + Send + 'static,
 ) {
     let (tx, rx) = mpsc::channel();
+    let watched = engine.clone();
     let reader = std::thread::spawn(move || {
         let mut r = engine.open(&path).unwrap();
         let mut got = Vec::new();
@@ -331,9 +339,7 @@ fn truncated_while_read(
         }
         tx.send(got).unwrap();
     });
-    let got = rx
-        .recv_timeout(Duration::from_secs(20))
-        .expect("the reader of a truncated file hung");
+    let got = recv_within(&rx, &watched, "the reader of a truncated file to end");
     reader.join().unwrap();
     assert!(
         got.len() < data.len(),
@@ -604,11 +610,9 @@ fn distinct_files_read_and_closed_are_forgotten() {
         );
     }
     // The last readahead completes in the backend's own time.
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while engine.files_remembered() > 0 && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(1));
-    }
-    assert_eq!(engine.files_remembered(), 0, "files still remembered");
+    wait_for_engine(&engine, "every closed file to be forgotten", || {
+        engine.files_remembered() == 0
+    });
     let p = seqp.lock().unwrap();
     assert_eq!(
         (p.marked_files(), p.window_count()),
@@ -714,11 +718,9 @@ fn a_release_up_to_the_end_of_a_file_frees_its_last_partial_page() {
     let engine = fetch_then_release_engine(noop);
     let r = engine.open("/mem/tail").unwrap();
     r.hint(&[ByteRange::new(0, len as u64)]).unwrap();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while engine.stats().device_reads == 0 {
-        assert!(Instant::now() < deadline, "the fetch never completed");
-        std::thread::sleep(Duration::from_millis(1));
-    }
+    wait_for_engine(&engine, "the fetch to complete", || {
+        engine.stats().device_reads > 0
+    });
     let s = engine.stats();
     assert_eq!(
         s.wasted_bytes,
@@ -817,9 +819,11 @@ fn a_deferred_read_whose_fetches_are_cancelled_reads_on_demand() {
         let n = r.read(&mut buf).unwrap();
         tx.send((n, buf)).unwrap();
     });
-    let (n, buf) = rx
-        .recv_timeout(Duration::from_secs(5))
-        .expect("the deferred read hung after its fetch was cancelled");
+    let (n, buf) = recv_within(
+        &rx,
+        &engine,
+        "the deferred read to end after its fetch was cancelled",
+    );
     assert_eq!(n, 8192);
     assert_eq!(buf[..], data[..8192]);
 }
@@ -1036,15 +1040,11 @@ fn a_failed_prefetch_counts_no_bytes_read_ahead() {
     let engine = fetch_then_release_engine(noop);
     let r = engine.open("/mem/bad").unwrap();
     let settled = |reads: u64| {
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
+        wait_for_engine(&engine, &format!("{reads} fetches to complete"), || {
             let s = engine.stats();
-            if s.io_errors + s.device_reads >= reads {
-                return s;
-            }
-            assert!(Instant::now() < deadline, "the fetch never completed");
-            std::thread::sleep(Duration::from_millis(1));
-        }
+            s.io_errors + s.device_reads >= reads
+        });
+        engine.stats()
     };
     r.hint(&[ByteRange::new(0, len as u64)]).unwrap();
     let s = settled(1);

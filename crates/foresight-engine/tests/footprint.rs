@@ -8,12 +8,11 @@
 //! (`seqp`) heap bytes behind: the engine's file table and identity map, the policy's layout
 //! entry and readahead marks, and the spare capacity of the tables growing to hold them.
 
-use std::io::Read;
-use std::time::{Duration, Instant};
-
 use foresight_core::ByteLen;
 use foresight_engine::{Backend, Engine, NoopBackend};
+use std::io::Read;
 
+mod common;
 #[path = "common/counting_alloc.rs"]
 mod counting_alloc;
 
@@ -25,11 +24,9 @@ fn serve(engine: &Engine, noop: &NoopBackend, n: u64, buf: &mut [u8]) {
         let mut r = engine.open("/mem/f").expect("an inserted file");
         r.read_exact(buf).expect("an in-memory read");
     }
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while engine.files_remembered() > 0 && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(1));
-    }
-    assert_eq!(engine.files_remembered(), 0, "files still remembered");
+    common::wait_for_engine(engine, "every closed file to be forgotten", || {
+        engine.files_remembered() == 0
+    });
 }
 
 #[test]

@@ -7,26 +7,20 @@
 
 use std::io::Read;
 use std::path::Path;
-use std::time::{Duration, Instant as WallClock};
 
 use foresight_core::Instant;
 use foresight_engine::{Backend, Engine, Fault, FaultKind, NoopBackend};
 use foresight_policy::{Input, Output, Policy};
 
-/// How long the test waits for the engine's reason, which a backend thread sets as it ends
-/// (after the reads it held already fail), before it calls it lost.
-const PATIENCE: Duration = Duration::from_secs(60);
+mod common;
 
-/// The engine's reason for being broken, waited for.
+/// The engine's reason for being broken, waited for (a backend thread sets it as it ends, after
+/// the reads it held already fail).
 fn reason(engine: &Engine) -> Option<String> {
-    let until = WallClock::now() + PATIENCE;
-    loop {
-        let why = engine.broken_reason();
-        if why.is_some() || WallClock::now() >= until {
-            return why;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    common::wait_for_engine(engine, "the engine's reason for being broken", || {
+        engine.broken_reason().is_some()
+    });
+    engine.broken_reason()
 }
 
 /// Panics on every read it is shown, on the reader's own thread, under the engine's lock.

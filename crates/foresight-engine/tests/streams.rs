@@ -9,7 +9,7 @@ use std::io::Read;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{content, hash};
+use common::{content, hash, join_within, recv_within, wait_for_engine};
 use foresight_core::{ByteLen, Duration as SimDuration};
 use foresight_engine::{Backend, Engine, Fault, FaultKind, NoopBackend};
 use foresight_policy::streams::StreamsConfig;
@@ -72,8 +72,8 @@ fn sequential_readers_are_served_by_the_scheduler_and_every_byte_is_right() {
             })
         })
         .collect();
-    for h in handles {
-        h.join().unwrap();
+    for (i, h) in handles.into_iter().enumerate() {
+        join_within(h, &format!("reader {i} to finish")).unwrap();
     }
     let s = engine.stats();
     eprintln!(
@@ -149,14 +149,9 @@ fn a_deferred_read_whose_fetch_failed_does_not_wait_for_other_streams() {
             }
         }
     });
-    let t0 = std::time::Instant::now();
-    while engine.stats().fetches == 0 {
-        assert!(
-            t0.elapsed() < Duration::from_secs(20),
-            "no fetch for the slow stream"
-        );
-        std::thread::sleep(Duration::from_millis(1));
-    }
+    wait_for_engine(&engine, "a fetch for the slow stream", || {
+        engine.stats().fetches > 0
+    });
     let (tx, rx) = std::sync::mpsc::channel();
     let e = engine.clone();
     std::thread::spawn(move || {
@@ -168,14 +163,11 @@ fn a_deferred_read_whose_fetch_failed_does_not_wait_for_other_streams() {
         }
         tx.send(got).unwrap();
     });
-    let got = rx
-        .recv_timeout(Duration::from_secs(15))
-        .unwrap_or_else(|_| {
-            panic!(
-                "the deferred read waited for another stream's fetch: {}",
-                engine.describe()
-            )
-        });
+    let got = recv_within(
+        &rx,
+        &engine,
+        "the deferred read, which must not wait for another stream's fetch",
+    );
     assert_eq!(hash(&got), hash(&failing[..got.len()]));
     assert!(engine.stats().io_errors >= 1, "the fault fired");
 }

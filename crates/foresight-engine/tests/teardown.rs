@@ -12,11 +12,12 @@
 //! would show as 40 KiB.
 
 use std::io::Read;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use foresight_core::{ByteLen, ByteRange};
 use foresight_engine::{Backend, EmulatedConfig, Engine, Fault, FaultKind, NoopBackend};
 
+mod common;
 #[path = "common/counting_alloc.rs"]
 mod counting_alloc;
 
@@ -42,14 +43,10 @@ fn read_whole_and_close() {
     let mut got = Vec::new();
     engine.open("/f").unwrap().read_to_end(&mut got).unwrap();
     assert_eq!(got.len(), FILE_BYTES);
-    let until = Instant::now() + Duration::from_secs(30);
-    while engine.stats().memory_lent_bytes > 0 && Instant::now() < until {
-        std::thread::sleep(Duration::from_millis(1));
-    }
-    assert_eq!(
-        engine.stats().memory_lent_bytes,
-        0,
-        "buffers lent after the close"
+    common::wait_for_engine(
+        &engine,
+        "every buffer to be lent back after the close",
+        || engine.stats().memory_lent_bytes == 0,
     );
 }
 
@@ -112,7 +109,10 @@ fn assert_a_read_panics(r: foresight_engine::Reader, policy: &str) {
         let mut buf = vec![0u8; 4096];
         let _ = r.read(&mut buf);
     });
-    assert!(read.join().is_err(), "{policy} did not panic in the read");
+    assert!(
+        common::join_within(read, "the read to end in the policy's panic").is_err(),
+        "{policy} did not panic in the read"
+    );
 }
 
 /// An engine running MSP in the array cache over an emulated RAID-0 of five drives; with
