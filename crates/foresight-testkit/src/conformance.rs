@@ -463,9 +463,27 @@ pub fn engine_policy(s: &Scenario) -> Result<foresight_policy::PolicyConfig, Str
     Ok(policy)
 }
 
+/// How long [`run_engine`] waits for its clients to end before it calls the engine hung: far
+/// beyond what any scenario takes on a loaded machine (seconds), so it guards against hangs and
+/// times nothing.
+pub const CLIENTS_HANG_GUARD: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Tells [`run_engine`] that client `.0` has ended, however it ended (its read failed, it
+/// panicked), when dropped at the end of the client's thread.
+struct Finished(usize, std::sync::mpsc::Sender<usize>);
+
+impl Drop for Finished {
+    fn drop(&mut self) {
+        // The receiver is gone only once `run_engine` has given up on the clients.
+        let _ = self.1.send(self.0);
+    }
+}
+
 /// Runs the scenario through the real engine on the emulated backend; `paths[i]` is client `i`'s
 /// file. A client that discloses its reads does so, as the simulator's does, just before its
 /// first read, and after the clients before it have disclosed theirs.
+/// Clients that have not all ended within [`CLIENTS_HANG_GUARD`] make the run an error that
+/// names them, with the engine's state.
 pub fn run_engine(s: &Scenario, paths: &[PathBuf]) -> Result<WorldRun, String> {
     let mut emulated = EmulatedConfig::preset(&s.device)
         .and_then(|e| e.scheduler(&s.scheduler))
@@ -514,6 +532,7 @@ pub fn run_engine(s: &Scenario, paths: &[PathBuf]) -> Result<WorldRun, String> {
     // fetches memory refuses (the contention scenarios), so each client hints only once the
     // client before it has: the policy hears the hints in the simulator's order.
     let hints_given = Arc::new((Mutex::new(0usize), Condvar::new()));
+    let (finished_tx, finished) = std::sync::mpsc::channel();
     let started = std::time::Instant::now();
     let handles: Vec<_> = readers
         .into_iter()
@@ -521,7 +540,9 @@ pub fn run_engine(s: &Scenario, paths: &[PathBuf]) -> Result<WorldRun, String> {
         .enumerate()
         .map(|(client, (mut r, plan))| {
             let hints_given = hints_given.clone();
+            let finished = Finished(client, finished_tx.clone());
             std::thread::spawn(move || -> std::io::Result<(u64, u64)> {
+                let _finished = finished;
                 let mut h = hasher();
                 let mut buf = Vec::new();
                 let mut total = 0u64;
@@ -555,6 +576,27 @@ pub fn run_engine(s: &Scenario, paths: &[PathBuf]) -> Result<WorldRun, String> {
             })
         })
         .collect();
+    // Every client is waited for at most `CLIENTS_HANG_GUARD`: an engine that never ends a read
+    // fails the run, naming the clients and the engine's state, instead of hanging it.
+    drop(finished_tx);
+    let mut running: std::collections::BTreeSet<usize> = (0..handles.len()).collect();
+    let until = started + CLIENTS_HANG_GUARD;
+    while !running.is_empty() {
+        let left = until.saturating_duration_since(std::time::Instant::now());
+        match finished.recv_timeout(left) {
+            Ok(client) => {
+                running.remove(&client);
+            }
+            Err(_) => {
+                return Err(format!(
+                    "clients {running:?} had not ended {} s after the run began: the engine \
+                     hangs; {}",
+                    CLIENTS_HANG_GUARD.as_secs(),
+                    engine.describe()
+                ))
+            }
+        }
+    }
     let mut got = Vec::new();
     for h in handles {
         got.push(
