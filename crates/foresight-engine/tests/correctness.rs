@@ -392,12 +392,20 @@ fn a_file_truncated_while_read_ends_early_without_hanging() {
     }
 }
 
+/// Hints go to the policy, clipped to the file (a range wholly past its end is dropped), and
+/// hints the engine refuses (too many ranges, a closed stream's) reach nothing. Before, the test
+/// checked only the refusals: a hint the engine accepted and then lost passed it.
 #[test]
 fn hints_are_checked_and_passed_on() {
     let noop = NoopBackend::new();
     noop.insert("/mem/h", content(1 << 20, 3));
+    let hints = Arc::new(Mutex::new(Vec::new()));
+    let log = hints.clone();
     let engine = Engine::builder()
         .backend(Backend::Noop(noop))
+        .wrap_policy(Box::new(move |inner| {
+            Box::new(HintLog { inner, hints: log })
+        }))
         .build()
         .unwrap();
     let r = engine.open("/mem/h").unwrap();
@@ -415,6 +423,14 @@ fn hints_are_checked_and_passed_on() {
     assert!(
         engine.hint(h, &[ByteRange::new(0, 1)]).is_err(),
         "closed stream"
+    );
+    assert_eq!(
+        *hints.lock().unwrap(),
+        vec![
+            vec![ByteRange::new(0, 4096)],
+            vec![ByteRange::new(4096, 4096)]
+        ],
+        "the policy heard the accepted hints, clipped, and nothing of the refused ones"
     );
 }
 
