@@ -58,6 +58,13 @@ fn run_both(name: &str, s: &Scenario) -> (WorldRun, WorldRun, Comparison) {
     assert!(c.bytes_equal, "{:?}", c.first_difference);
     let plans = plans(s).unwrap();
     for world in [&sim, &engine] {
+        // Checked first: the zip below would check only the streams both have.
+        assert_eq!(
+            world.streams.len(),
+            plans.len(),
+            "{}: a stream trace per client",
+            world.world
+        );
         for (t, plan) in world.streams.iter().zip(&plans) {
             let planned: u64 = plan.iter().map(|&(_, l)| l).sum();
             assert_eq!(t.bytes, planned, "{}: a client missed bytes", world.world);
