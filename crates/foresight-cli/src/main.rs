@@ -256,6 +256,8 @@ config file's directory, or from the current one when given by --set.
   trace = \"PATH\"                 trace: the file, read as the replay goes (any length; out
                                  of order by at most 65536 records, else sort it first)
   format = \"disksim\"             trace: disksim | msr | mqsim
+                                 (every record goes to the one simulated volume; its
+                                 disk or device number is the stream the policy sees)
   trace_records_max = 0          trace: replay only the first N records; 0 = all of them
   closed = false                 trace: issue each request when the previous completes
                                  (disksim: the line's gap after it, as DiskSim does)
