@@ -520,6 +520,8 @@ pub struct TraceReader {
     last_out: Option<(Instant, usize)>,
     /// The largest `end_bytes` of the records handed out.
     done_bytes: u64,
+    /// Records handed out.
+    records_out: u64,
 }
 
 impl TraceReader {
@@ -555,6 +557,7 @@ impl TraceReader {
             read_all: false,
             last_out: None,
             done_bytes: 0,
+            records_out: 0,
             name,
         };
         reader.fill()?;
@@ -632,18 +635,28 @@ impl TraceReader {
         };
         self.last_out = Some((held.record.arrival, held.line));
         self.done_bytes = self.done_bytes.max(held.end_bytes);
+        self.records_out += 1;
         Ok(Some((held.line, held.record)))
     }
 
-    /// The fraction of the file handed out so far, from 0 to 1; 0 for a pipe until its end.
+    /// The fraction of the replay handed out so far, from 0 to 1: of the file's bytes, or of
+    /// `records_max` when that is the larger (a cap ends the replay before the file does, and
+    /// gives a pipe its length); 0 for a pipe without a cap until its end.
     pub fn progress(&self) -> f64 {
         if self.read_all && self.window.len() == 0 {
-            1.0
-        } else if self.lines.file_bytes == 0 {
+            return 1.0;
+        }
+        let of_file = if self.lines.file_bytes == 0 {
             0.0
         } else {
-            (self.done_bytes as f64 / self.lines.file_bytes as f64).min(1.0)
-        }
+            self.done_bytes as f64 / self.lines.file_bytes as f64
+        };
+        let of_cap = if self.records_max == u64::MAX {
+            0.0
+        } else {
+            self.records_out as f64 / self.records_max as f64
+        };
+        of_file.max(of_cap).min(1.0)
     }
 
     /// The bytes the reader holds on the heap: its window, its line buffer and its file buffer.

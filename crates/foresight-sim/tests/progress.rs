@@ -99,3 +99,43 @@ fn a_tier_stack_run_reports_progress() {
         ]),
     );
 }
+
+/// An MQSim trace of `records` reads, one every microsecond, in a new directory.
+fn mqsim_trace(records: u64, last_line: Option<&str>) -> (tempfile::TempDir, String) {
+    use std::io::Write;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.trace");
+    let mut out = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
+    for i in 0..records {
+        writeln!(out, "{} 0 {} 8 1", i * 1_000, i * 8).unwrap();
+    }
+    if let Some(line) = last_line {
+        writeln!(out, "{line}").unwrap();
+    }
+    out.flush().unwrap();
+    let set = format!(
+        "workload.trace={}",
+        toml::Value::String(path.display().to_string())
+    );
+    (dir, set)
+}
+
+/// A trace replayed up to `workload.trace_records_max` reports the share of those records done,
+/// not of the file: a cap of a quarter of the file used to read at most 25% until the end.
+#[test]
+fn a_capped_trace_reports_the_share_of_its_cap() {
+    let (_dir, trace) = mqsim_trace(200_000, None);
+    let seen = fractions(&[
+        "workload.kind=trace",
+        "workload.format=mqsim",
+        "device.kind=ssd",
+        "device.preset=ssd-850evo",
+        "workload.trace_records_max=50000",
+        trace.as_str(),
+    ]);
+    check("capped trace", &seen);
+    assert!(
+        seen.iter().any(|&f| f > 0.5 && f < 1.0),
+        "stuck below the cap's share of the file until the end: {seen:?}"
+    );
+}
