@@ -804,8 +804,11 @@ impl<'r> Sim<'r> {
             "{}",
             self.stall_report("no event is left")
         );
-        if let Some(p) = progress.as_mut() {
-            p(1.0);
+        // A run stopped by an error is not done: its caller reports the error, not 100%.
+        if self.trace_error.is_none() && !self.requests.failed() {
+            if let Some(p) = progress.as_mut() {
+                p(1.0);
+            }
         }
     }
 

@@ -139,3 +139,34 @@ fn a_capped_trace_reports_the_share_of_its_cap() {
         "stuck below the cap's share of the file until the end: {seen:?}"
     );
 }
+
+/// A run that a trace stops with an error (here a request longer than the block queue takes,
+/// met after 20,000 requests) does not report itself done: `foresight sim` would note 100%
+/// just before the error.
+#[test]
+fn a_trace_run_stopped_by_an_error_does_not_report_100_percent() {
+    let (_dir, trace) = mqsim_trace(20_000, Some("20000000 0 0 100000000 1"));
+    let cfg = config(&[
+        "workload.kind=trace".to_string(),
+        "workload.format=mqsim".to_string(),
+        "device.kind=ssd".to_string(),
+        "device.preset=ssd-850evo".to_string(),
+        trace,
+    ]);
+    let mut seen = Vec::new();
+    let mut record = |f: f64| seen.push(f);
+    let e = run(
+        &cfg,
+        RunOptions {
+            progress: Some(&mut record),
+            ..RunOptions::default()
+        },
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("100000000 sectors"), "{e}");
+    assert!(!seen.is_empty(), "no progress during the run");
+    assert!(
+        seen.iter().all(|&f| f < 1.0),
+        "a failed run reported 100%: {seen:?}"
+    );
+}
