@@ -254,7 +254,7 @@ config file's directory, or from the current one when given by --set.
                                  workload.placement=NAME)
   metadata = false               ext3-like indirect blocks among file data
   trace = \"PATH\"                 trace: the file, read as the replay goes (any length; out
-                                 of order by at most 65536 records, else sort it first)
+                                 of order by fewer than 65536 records, else sort it first)
   format = \"disksim\"             trace: disksim | msr | mqsim
                                  (every record goes to the one simulated volume; its
                                  disk or device number is the stream the policy sees)

@@ -412,9 +412,10 @@ fn finish(
     Ok(records)
 }
 
-/// Records a [`TraceReader`] holds to put a trace in arrival order: a record may come up to this
-/// many records later in the file than one that arrives after it. 72 bytes each, so 4.5 MiB (and
-/// at most twice that allocated, in the window's two parts).
+/// Records a [`TraceReader`] holds to put a trace in arrival order: a record may come fewer than
+/// this many records later in the file than one that arrives after it (65,535 later is put in
+/// order, 65,536 is refused: the record it must precede was handed out as it was read). 72 bytes
+/// each, so 4.5 MiB (and at most twice that allocated, in the window's two parts).
 pub const TRACE_REORDER_RECORDS: usize = 1 << 16;
 
 /// One record waiting in a [`TraceReader`]'s window, ordered by arrival, then by place in the file
