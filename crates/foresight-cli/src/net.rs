@@ -993,8 +993,9 @@ sequentially in 128 KiB ranges, odd-numbered ones read random ranges of up to --
 report counts requests, errors and mismatches and gives the process's resident memory (server and \
 clients together) at the start, the most sampled each second, at the end, and its peak. Exits 1 \
 if any error or mismatch was seen. What it runs is said on standard error at the start, and the \
-time every 5 s. Both ends of every connection are in this one process, so it needs about two open \
-files per client (2 x --clients + --files + 64): a soft limit (ulimit -n) below that is raised up \
+time every 5 s. Both ends of every connection are in this one process, and each client's stream holds \
+its file open, so it needs about three open files per client (2 x --clients + the fewer of \
+--clients and --files + 64): a soft limit (ulimit -n) below that is raised up \
 to the hard one, and clients past the hard one are refused (exit 2) before anything is written.
 
 Example:
