@@ -692,15 +692,9 @@ fn log(started: Instant, line: &str) {
 pub fn run(a: &BenchArgs) -> anyhow::Result<()> {
     let p = plan(a)?;
     // `plan` compared the hard limit with what the largest N needs; the soft one may be lower.
-    if let Ok((soft, hard)) = foresight_engine::measure::open_files_limit() {
-        let n = p.streams.iter().copied().max().unwrap_or(1);
-        let need = open_files_needed(n).min(hard);
-        if soft < need {
-            foresight_engine::measure::set_open_files_soft_limit(need).with_context(|| {
-                format!("raising the open-files limit (ulimit -n) from {soft} to {need}")
-            })?;
-        }
-    }
+    let need = open_files_needed(p.streams.iter().copied().max().unwrap_or(1));
+    foresight_engine::measure::raise_open_files_limit(need)
+        .with_context(|| format!("raising the open-files limit (ulimit -n) toward {need}"))?;
     let started = Instant::now();
     let paths = prepare_files(&p, started)?;
     if p.emulate.is_some() {

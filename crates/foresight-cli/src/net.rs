@@ -224,7 +224,7 @@ pub fn run_serve(a: &ServeArgs) -> anyhow::Result<()> {
     let handle = server::serve_until_signal(cfg).map_err(net)?;
     // After the settings were checked and the server started, before it takes connections in
     // numbers: a refused start needs no limit, and warns of none.
-    raise_open_files_limit(
+    fit_open_files_limit(
         2 * a.max_connections as u64 + u64::from(a.workers) + 64,
         a.max_connections,
         "a socket and a file",
@@ -250,18 +250,11 @@ pub fn run_serve(a: &ServeArgs) -> anyhow::Result<()> {
 /// listener, the engine and the runtime). Past the limit, opening a file or a socket fails with
 /// nothing logged (`serve` answers 500, connections wait to be accepted), so a hard limit that
 /// holds less is said on standard error.
-fn raise_open_files_limit(need: u64, max_connections: usize, each: &str) {
-    use foresight_engine::measure::{open_files_limit, set_open_files_soft_limit};
-    let Ok((soft, hard)) = open_files_limit() else {
+fn fit_open_files_limit(need: u64, max_connections: usize, each: &str) {
+    use foresight_engine::measure::{open_files_limit, raise_open_files_limit};
+    let Ok(limit) = raise_open_files_limit(need).or_else(|_| open_files_limit().map(|l| l.0))
+    else {
         return;
-    };
-    if soft >= need {
-        return;
-    }
-    let limit = if set_open_files_soft_limit(need.min(hard)).is_ok() {
-        need.min(hard)
-    } else {
-        soft
     };
     if limit < need {
         note!(
@@ -937,7 +930,7 @@ pub fn run_proxy(a: &ProxyArgs) -> anyhow::Result<()> {
         idle_timeout: a.idle_timeout,
     })
     .map_err(net)?;
-    raise_open_files_limit(
+    fit_open_files_limit(
         2 * a.max_connections as u64 + 64,
         a.max_connections,
         "a socket to the client and one to the upstream",

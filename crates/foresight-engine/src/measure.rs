@@ -61,9 +61,10 @@ pub fn open_files_limit() -> std::io::Result<(u64, u64)> {
     crate::sys::open_files_limit()
 }
 
-/// Sets this process's soft limit on open files, at most the hard one.
-pub fn set_open_files_soft_limit(soft: u64) -> std::io::Result<()> {
-    crate::sys::set_open_files_soft_limit(soft)
+/// Raises this process's soft limit on open files toward `need_files` within the hard one, never
+/// lowering it; returns the soft limit in force afterwards.
+pub fn raise_open_files_limit(need_files: u64) -> std::io::Result<u64> {
+    crate::sys::raise_open_files_limit(need_files)
 }
 
 /// User plus system CPU seconds this process has used.

@@ -134,18 +134,25 @@ pub fn open_files_limit() -> io::Result<(u64, u64)> {
     Ok((l.rlim_cur, l.rlim_max))
 }
 
-/// Sets this process's soft limit on open files to `soft`, keeping the hard one.
-pub fn set_open_files_soft_limit(soft: u64) -> io::Result<()> {
-    let (_, hard) = open_files_limit()?;
+/// Raises this process's soft limit on open files toward `need_files`, up to the hard one, and
+/// never lowers it; returns the soft limit in force afterwards. One place for the rule, which
+/// `serve`, `proxy`, `bench` and `net-soak` each repeated.
+pub fn raise_open_files_limit(need_files: u64) -> io::Result<u64> {
+    let (soft, hard) = open_files_limit()?;
+    if soft >= need_files {
+        return Ok(soft);
+    }
+    // `hard` may be RLIM_INFINITY (u64::MAX), which `min` leaves as it is.
+    let raised = need_files.min(hard);
     let l = libc::rlimit {
-        rlim_cur: soft as libc::rlim_t,
+        rlim_cur: raised as libc::rlim_t,
         rlim_max: hard as libc::rlim_t,
     };
     // SAFETY: `l` is a valid `rlimit`, which setrlimit only reads.
     if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &l) } != 0 {
         return Err(io::Error::last_os_error());
     }
-    Ok(())
+    Ok(raised)
 }
 
 /// Whether this process's real user may create entries in the directory `dir` (`access` with
@@ -266,6 +273,21 @@ pub fn status_flags(file: &File) -> io::Result<libc::c_int> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The soft limit is raised within the hard one and never lowered: a need below the soft
+    /// limit leaves it as it was (the setter this replaced set whatever it was given).
+    #[test]
+    fn the_open_files_limit_is_raised_within_the_hard_one_and_never_lowered() {
+        let (soft, hard) = open_files_limit().unwrap();
+        assert_eq!(
+            raise_open_files_limit(soft.saturating_sub(1)).unwrap(),
+            soft
+        );
+        assert_eq!(raise_open_files_limit(0).unwrap(), soft);
+        assert_eq!(open_files_limit().unwrap(), (soft, hard));
+        assert_eq!(raise_open_files_limit(u64::MAX).unwrap(), hard);
+        assert_eq!(open_files_limit().unwrap(), (hard, hard));
+    }
     use std::io::{Read, Write};
 
     #[test]

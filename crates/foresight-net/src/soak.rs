@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use foresight_core::{Bandwidth, ByteLen, ByteRange, Rng};
-use foresight_engine::measure::{open_files_limit, set_open_files_soft_limit};
+use foresight_engine::measure::open_files_limit;
 use http_body_util::{BodyExt, Empty};
 use hyper::header;
 use hyper::{Request, StatusCode};
@@ -386,21 +386,17 @@ fn open_files_refusal(cfg: &SoakConfig, hard: u64) -> Option<NetError> {
 /// Raises the soft open-files limit to what `cfg` needs (within the hard one, which [`check`]
 /// has compared with it).
 fn raise_open_files_limit(cfg: &SoakConfig) -> Result<(), NetError> {
-    let Ok((soft, hard)) = open_files_limit() else {
-        return Ok(());
-    };
     let need = open_files_needed(cfg.clients, cfg.files);
-    if soft >= need {
-        return Ok(());
-    }
-    set_open_files_soft_limit(need.min(hard)).map_err(|e| NetError::Setting {
-        key: "--clients",
-        message: format!(
-            "{} clients need about {need} open files, and the limit of {soft} (ulimit -n) could \
-             not be raised: {e}; give fewer clients, or raise the limit",
-            cfg.clients
-        ),
-    })
+    foresight_engine::measure::raise_open_files_limit(need)
+        .map(drop)
+        .map_err(|e| NetError::Setting {
+            key: "--clients",
+            message: format!(
+                "{} clients need about {need} open files, and the limit (ulimit -n) could not be \
+                 raised: {e}; give fewer clients, or raise the limit",
+                cfg.clients
+            ),
+        })
 }
 
 /// Runs a soak.
