@@ -687,11 +687,7 @@ fn a_dir_that_cannot_be_written_is_refused_saying_what_to_do() {
 #[test]
 fn streams_beyond_the_open_files_limit_are_refused_before_any_file_is_written() {
     let bench_under = |limit: &str, d: &str| {
-        Command::new("bash")
-            .arg("-c")
-            .arg(format!("ulimit {limit}; exec \"$@\""))
-            .arg("bash")
-            .arg(env!("CARGO_BIN_EXE_foresight"))
+        common::under_ulimit(limit)
             .args([
                 "bench",
                 "--dir",
@@ -715,17 +711,7 @@ fn streams_beyond_the_open_files_limit_are_refused_before_any_file_is_written() 
     );
     let wrote = std::path::Path::new(&d).exists();
     assert!(!wrote, "{d} was created before the refusal");
-    let hard_room = Command::new("bash")
-        .args(["-c", "ulimit -Hn"])
-        .output()
-        .ok()
-        .and_then(|o| {
-            String::from_utf8_lossy(&o.stdout)
-                .trim()
-                .parse::<u64>()
-                .ok()
-        })
-        .is_none_or(|hard| hard >= 1024);
+    let hard_room = common::hard_open_files_limit().is_none_or(|hard| hard >= 1024);
     if hard_room {
         let out = bench_under("-Sn 256", &d);
         let err = String::from_utf8_lossy(&out.stderr);

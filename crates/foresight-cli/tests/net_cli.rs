@@ -746,24 +746,20 @@ fn net_soak_refuses_a_tmpdir_it_cannot_write_in() {
 #[test]
 fn net_soak_fits_its_clients_within_the_open_files_limit() {
     let under_limit = |limit: &str| {
-        let mut c = Command::new("bash");
-        c.arg("-c")
-            .arg(format!("ulimit {limit}; exec \"$@\""))
-            .arg("bash")
-            .arg(env!("CARGO_BIN_EXE_foresight"))
-            .args([
-                "net-soak",
-                "--clients",
-                "200",
-                "--duration",
-                "300ms",
-                "--files",
-                "1",
-                "--file-size",
-                "64KiB",
-                "--workers",
-                "2",
-            ]);
+        let mut c = common::under_ulimit(limit);
+        c.args([
+            "net-soak",
+            "--clients",
+            "200",
+            "--duration",
+            "300ms",
+            "--files",
+            "1",
+            "--file-size",
+            "64KiB",
+            "--workers",
+            "2",
+        ]);
         c.output().unwrap()
     };
     // Soft and hard limit 256: refused up front.
@@ -775,17 +771,7 @@ fn net_soak_fits_its_clients_within_the_open_files_limit() {
         "{err}"
     );
     // A soft limit of 256 under a hard one with room: raised, and every exchange succeeds.
-    let hard_room = Command::new("bash")
-        .args(["-c", "ulimit -Hn"])
-        .output()
-        .ok()
-        .and_then(|o| {
-            String::from_utf8_lossy(&o.stdout)
-                .trim()
-                .parse::<u64>()
-                .ok()
-        })
-        .is_none_or(|hard| hard >= 1024);
+    let hard_room = common::hard_open_files_limit().is_none_or(|hard| hard >= 1024);
     if hard_room {
         let st = under_limit("-Sn 256");
         let err = String::from_utf8_lossy(&st.stderr);
@@ -802,16 +788,7 @@ fn net_soak_fits_its_clients_within_the_open_files_limit() {
 fn serve_and_proxy_raise_their_open_files_limit_for_their_connections() {
     let (_guard, dir) = scratch("serve-nofile");
     let root = dir.display().to_string();
-    let hard = Command::new("bash")
-        .args(["-c", "ulimit -Hn"])
-        .output()
-        .ok()
-        .and_then(|o| {
-            String::from_utf8_lossy(&o.stdout)
-                .trim()
-                .parse::<u64>()
-                .ok()
-        });
+    let hard = common::hard_open_files_limit();
     let serve = [
         "serve",
         "--root",
@@ -839,11 +816,7 @@ fn serve_and_proxy_raise_their_open_files_limit_for_their_connections() {
             if !warned && hard.is_some_and(|h| h < 4096) {
                 continue;
             }
-            let child = Command::new("bash")
-                .arg("-c")
-                .arg(format!("ulimit {limit}; exec \"$@\""))
-                .arg("bash")
-                .arg(env!("CARGO_BIN_EXE_foresight"))
+            let child = common::under_ulimit(limit)
                 .args(args)
                 .stderr(Stdio::piped())
                 .spawn()

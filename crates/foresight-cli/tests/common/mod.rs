@@ -26,3 +26,24 @@ pub fn unprivileged(privileged: bool) -> Option<Command> {
         .arg(env!("CARGO_BIN_EXE_foresight"));
     Some(c)
 }
+
+/// The binary run by bash after `ulimit {limit}` (bash's words, e.g. `-n 256`, `-Sn 256`); a
+/// limit bash may not set (a hard one above the one it has) leaves the limit it has.
+pub fn under_ulimit(limit: &str) -> Command {
+    let mut c = Command::new("bash");
+    c.arg("-c")
+        .arg(format!("ulimit {limit}; exec \"$@\""))
+        .arg("bash")
+        .arg(env!("CARGO_BIN_EXE_foresight"));
+    c
+}
+
+/// The hard limit on open files the tests run under (`ulimit -Hn`); `None` when it is
+/// `unlimited` or cannot be read.
+pub fn hard_open_files_limit() -> Option<u64> {
+    let out = Command::new("bash")
+        .args(["-c", "ulimit -Hn"])
+        .output()
+        .ok()?;
+    String::from_utf8_lossy(&out.stdout).trim().parse().ok()
+}
