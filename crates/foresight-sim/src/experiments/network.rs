@@ -218,6 +218,14 @@ impl Grid<'_> {
     fn kept_percent(&self, system: &str, x: f64) -> f64 {
         (100.0 * self.at(system, x) / self.at(system, self.xs[0])).round()
     }
+
+    /// [`Grid::kept_percent`] at a point where `system` has fallen below [`LOWER`] of its rate at
+    /// the first point, kept below `LOWER`'s whole percent: 89.6% rounds to the 90% a fall is
+    /// below, and "falls ... (to 90%)" would read as no fall.
+    fn fell_percent(&self, system: &str, x: f64) -> f64 {
+        self.kept_percent(system, x)
+            .min((100.0 * LOWER).ceil() - 1.0)
+    }
 }
 
 const MIB: f64 = (1u64 << 20) as f64;
@@ -966,14 +974,14 @@ fn first_fall_note(g: &Grid, system: &str, paper_ms: f64) -> String {
     if let Some(x) = g.first_fall(system, g.xs[0]).filter(|&x| x < paper_ms) {
         return format!(
             "it falls already at {x} ms (to {:.0}%), before the paper's {paper_ms} ms",
-            g.kept_percent(system, x)
+            g.fell_percent(system, x)
         );
     }
     match g.first_fall(system, paper_ms) {
         Some(x) => format!(
             "it keeps {:.0}% at {paper_ms} ms and first falls at {x} ms (to {:.0}%)",
             g.kept_percent(system, paper_ms),
-            g.kept_percent(system, x)
+            g.fell_percent(system, x)
         ),
         None => format!("it keeps at least 90% at every delay from {paper_ms} ms"),
     }
@@ -2253,6 +2261,37 @@ mod tests {
                 && note.contains("a round trip (50 ms) after its first read"),
             "{note}"
         );
+    }
+
+    /// A fall is below 90%, so the share it falls to is said below 90%: 89.6% was rounded to
+    /// "falls already at 8 ms (to 90%)", which reads as no fall at all.
+    #[test]
+    fn a_fall_is_never_said_to_be_to_90_percent() {
+        let xs = [0.05, 0.1, 8.0, 12.0, 25.0];
+        let labels = ["lustre"];
+        let g = Grid {
+            labels: &labels,
+            xs: &xs,
+            tp: vec![vec![100.0, 100.0, 89.6, 89.7, 50.0]],
+            useless: vec![],
+            link: foresight_device::link_preset("lan-10g").unwrap(),
+            local_one_mib_s: 100.0,
+            run_s: 1.5,
+            aps_alpha: 0,
+            cache_hit_shares: vec![vec![0.0; 5]],
+            without_idle: vec![],
+            reads: 0,
+        };
+        assert_eq!(
+            first_fall_note(&g, "lustre", 12.0),
+            "it falls already at 8 ms (to 89%), before the paper's 12 ms"
+        );
+        assert_eq!(
+            first_fall_note(&g, "lustre", 0.1),
+            "it keeps 100% at 0.1 ms and first falls at 8 ms (to 89%)"
+        );
+        // Away from the threshold a fall is rounded as before.
+        assert_eq!(g.fell_percent("lustre", 25.0), 50.0);
     }
 
     /// "Falls from T" is the paper's onset: a system that already fell before T does not bear it
