@@ -354,6 +354,121 @@ fn sim_json_has_every_contract_key() {
     assert_eq!(v["app_bytes"], 4 * 8 * 1024 * 1024);
 }
 
+/// DESIGN.md section 7's `sim --json` keys, with the unit each name states.
+const DESIGN_KEYS: &[&str] = &[
+    "throughput_mib_s",
+    "elapsed_s",
+    "app_requests",
+    "app_bytes",
+    "device_requests",
+    "device_bytes",
+    "prefetched_bytes",
+    "wasted_bytes",
+    "mean_latency_ms",
+    "p99_latency_ms",
+    "stall_s",
+    "breakdown",
+];
+
+/// DESIGN.md promises its keys for every `sim --json`, not only the default run: each kind of run
+/// (a host over each device kind and block-level policy, each workload, a trace replay, a `[dfs]`
+/// model, a tier stack) has every key, as a number of the kind its unit says, and
+/// `throughput_mib_s` is `app_bytes` in MiB over `elapsed_s`.
+#[test]
+fn every_kind_of_run_has_the_design_json_keys_in_their_units() {
+    let dir_guard = temp_dir("kinds");
+    let trace = dir_guard.path().join("t.trace");
+    std::fs::write(&trace, "R Hit 100 8 1.0 1.0\nR Hit 5000 16 1.0 1.0\n").unwrap();
+    let trace_key = format!("workload.trace={}", trace.display());
+    let kinds: &[&[&str]] = &[
+        &["workload.file_size=1MiB"],
+        &[
+            "device.kind=ssd",
+            "device.preset=ssd-850evo",
+            "workload.file_size=1MiB",
+        ],
+        &[
+            "device.kind=raid0",
+            "host.raid_cache=8MiB",
+            "policy.name=msp+saseqp",
+            "workload.file_size=1MiB",
+        ],
+        &[
+            "device.kind=jbod",
+            "device.disks=2",
+            "workload.streams=2",
+            "workload.file_size=1MiB",
+        ],
+        &[
+            "device.kind=raid0",
+            "policy.name=streams",
+            "workload.streams=4",
+            "workload.file_size=1MiB",
+        ],
+        &["workload.kind=random", "workload.requests=20"],
+        &[
+            "workload.kind=webserver",
+            "workload.duration=100ms",
+            "workload.files=10",
+            "workload.file_size=128KiB",
+        ],
+        &[
+            "workload.kind=scan",
+            "policy.name=directed",
+            "workload.file_size=1MiB",
+        ],
+        &[
+            "workload.kind=trace",
+            "workload.format=disksim",
+            trace_key.as_str(),
+        ],
+        &["dfs.system=aps", "workload.duration=50ms"],
+        &[
+            "device.kind=constant",
+            "device.t_upper=1ms",
+            "device.t_lower=2ms",
+            "device.t_lower_to_upper=3ms",
+            "workload.kind=hinted",
+            "workload.reads=20",
+        ],
+    ];
+    for sets in kinds {
+        let mut args = vec!["sim", "--json"];
+        for s in sets.iter() {
+            args.extend(["--set", s]);
+        }
+        let (code, out, err) = foresight(&args);
+        assert_eq!(code, 0, "{sets:?}: {err}");
+        let v: serde_json::Value = serde_json::from_str(out.trim()).expect("one JSON object");
+        for key in DESIGN_KEYS {
+            let value = v
+                .get(key)
+                .unwrap_or_else(|| panic!("{sets:?}: no `{key}` in {out}"));
+            if key.ends_with("_requests") || key.ends_with("_bytes") {
+                assert!(value.is_u64(), "{sets:?}: `{key}` is {value}, not a count");
+            } else if *key != "breakdown" {
+                let x = value.as_f64();
+                assert!(x.is_some_and(|x| x >= 0.0), "{sets:?}: `{key}` is {value}");
+            }
+        }
+        for key in ["seek_s", "rotate_s", "transfer_s", "queue_s", "overhead_s"] {
+            let x = v["breakdown"].get(key).and_then(|x| x.as_f64());
+            assert!(
+                x.is_some_and(|x| x >= 0.0),
+                "{sets:?}: breakdown.{key} is {x:?}"
+            );
+        }
+        let app_mib = v["app_bytes"].as_f64().unwrap() / (1u64 << 20) as f64;
+        let elapsed_s = v["elapsed_s"].as_f64().unwrap();
+        let mib_s = v["throughput_mib_s"].as_f64().unwrap();
+        assert!(app_mib > 0.0 && elapsed_s > 0.0, "{sets:?}: {out}");
+        assert!(
+            (mib_s * elapsed_s - app_mib).abs() <= 1e-6 * app_mib,
+            "{sets:?}: {mib_s} MiB/s over {elapsed_s} s is not {app_mib} MiB"
+        );
+    }
+}
+
 #[test]
 fn devices_json_lists_every_preset_with_the_contract_keys() {
     let (code, out, err) = foresight(&["devices", "--json"]);
