@@ -499,25 +499,55 @@ fn devices_json_lists_every_preset_with_the_contract_keys() {
             assert!(p.get(key).is_some(), "{name} lacks {key}");
         }
     }
+    // The link presets `network.link` takes are listed too (they were not).
+    for name in [
+        "lan-10g",
+        "lan-10g-w30m",
+        "lan-1g",
+        "metro-10g",
+        "wan-10g",
+        "wan-1g",
+    ] {
+        let l = arr
+            .iter()
+            .find(|l| l["name"] == name)
+            .unwrap_or_else(|| panic!("link preset {name} missing"));
+        assert_eq!(l["kind"], "link", "{l}");
+        for key in ["delay_ms", "bandwidth_mib_s", "window_bytes", "source"] {
+            assert!(l.get(key).is_some(), "{name} lacks {key}");
+        }
+    }
+    let lan = arr.iter().find(|l| l["name"] == "lan-10g").unwrap();
+    assert_eq!(lan["delay_ms"], 0.05);
+    assert_eq!(lan["window_bytes"], 6_000_000);
 }
 
 #[test]
 fn the_devices_table_puts_each_figure_under_its_heading() {
     let (code, out, err) = foresight(&["devices"]);
     assert_eq!(code, 0, "{err}");
-    let mut lines = out.lines();
-    let header = lines.next().unwrap();
-    for heading in ["rpm", "seek ms", "outer MiB/s", "inner MiB/s", "capacity"] {
-        // Right-aligned: a figure's last digit sits under its heading's last letter.
-        let end = header.find(heading).unwrap() + heading.len();
-        for row in out.lines().skip(1) {
-            let (figure, rest) = row.split_at(end);
-            assert!(
-                figure.ends_with(|c: char| c.is_ascii_digit()) && rest.starts_with(' '),
-                "`{heading}` is not above its figure in:\n{header}\n{row}"
-            );
+    // Two tables, devices then links, a blank line between them.
+    let tables: Vec<&str> = out.trim_end().split("\n\n").collect();
+    assert_eq!(tables.len(), 2, "{out}");
+    let headings: [&[&str]; 2] = [
+        &["rpm", "seek ms", "outer MiB/s", "inner MiB/s", "capacity"],
+        &["delay ms", "MiB/s", "window bytes"],
+    ];
+    for (table, headings) in tables.iter().zip(headings) {
+        let header = table.lines().next().unwrap();
+        for heading in headings {
+            // Right-aligned: a figure's last digit sits under its heading's last letter.
+            let end = header.find(heading).unwrap() + heading.len();
+            for row in table.lines().skip(1) {
+                let (figure, rest) = row.split_at(end);
+                assert!(
+                    figure.ends_with(|c: char| c.is_ascii_digit()) && rest.starts_with(' '),
+                    "`{heading}` is not above its figure in:\n{header}\n{row}"
+                );
+            }
         }
     }
+    assert!(tables[1].contains("\nwan-1g "), "{out}");
 }
 
 #[test]
