@@ -1248,6 +1248,17 @@ impl SimConfig {
 
         let mut h = Section::take(&mut root, "host")?;
         let host_keys: Vec<String> = h.table.keys().cloned().collect();
+        // DESIGN.md's sketch names `cfq` among the host's schedulers; here the CFQ-like queue is
+        // the [dfs] model's (ARCHITECTURE.md, departures), so the refusal says where it is.
+        if h.table.get("scheduler").and_then(|v| v.as_str()) == Some("cfq") {
+            return Err(key_err(
+                "host.scheduler",
+                "`cfq` is not a host scheduler (choose one of: noop, deadline, anticipatory); \
+                 the CFQ-like queue is the [dfs] model's: set dfs.system (and dfs.slice, \
+                 dfs.slice_idle)"
+                    .to_string(),
+            ));
+        }
         let host = HostConfig {
             memory: h.size("memory", ByteLen::gib(1), ByteLen::mib(1), MAX_SIZE)?,
             scheduler: h.choice(
@@ -1399,6 +1410,16 @@ impl SimConfig {
             },
             informed: foresight_policy::informed::InformedConfig::default(),
         };
+        if policy.name == "aps" {
+            // DESIGN.md lists `aps` among the policy names; it reads ahead across a network link,
+            // which only the [dfs] model has, so it is chosen there.
+            return Err(key_err(
+                "policy.name",
+                "`aps` runs in the clients of a [dfs] model, not in a host: set \
+                 dfs.system = \"aps\" and leave policy.name out"
+                    .to_string(),
+            ));
+        }
         if !foresight_policy::POLICY_NAMES.contains(&policy.name.as_str()) {
             return Err(key_err(
                 "policy.name",
