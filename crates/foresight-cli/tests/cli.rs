@@ -1675,3 +1675,42 @@ fn design_names_a_host_does_not_take_point_to_the_dfs_model() {
     ]);
     assert_eq!(code, 0, "{err}");
 }
+
+/// DESIGN.md section 7: `reproduce` writes `DIR/report.md`, one PNG and one CSV per figure, and
+/// `DIR/results.json`, whose key per experiment holds its measurements.
+#[test]
+fn reproduce_writes_the_report_results_and_a_png_and_csv_per_figure() {
+    let out_guard = temp_dir("cli-outputs");
+    let out = out_guard.path().join("out");
+    let (code, _, err) = foresight(&[
+        "reproduce",
+        "collapse",
+        "--quick",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let report = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(report.contains("\n## collapse"), "{report}");
+    let results: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap())
+            .expect("results.json is JSON");
+    assert!(results.get("collapse").is_some(), "{results}");
+    let mut stems = std::collections::BTreeMap::<String, Vec<String>>::new();
+    for entry in std::fs::read_dir(&out).unwrap() {
+        let name = entry.unwrap().file_name().to_string_lossy().into_owned();
+        if let Some((stem, ext)) = name.rsplit_once('.') {
+            if ext == "png" || ext == "csv" {
+                stems
+                    .entry(stem.to_string())
+                    .or_default()
+                    .push(ext.to_string());
+            }
+        }
+    }
+    assert!(stems.contains_key("collapse"), "{stems:?}");
+    for (stem, mut exts) in stems {
+        exts.sort();
+        assert_eq!(exts, ["csv", "png"], "figure `{stem}` lacks a file");
+    }
+}
