@@ -1345,7 +1345,10 @@ mod tests {
     fn fig11_sentence_compares_in_the_papers_unit() {
         let s = fig11_sentence(42.915, 55.2);
         assert!(s.contains("about 45 MB/s, 75-82% of the 55-60 MB/s"), "{s}");
-        assert!(s.contains("78% of this drive's one stream (57.9 MB/s)"), "{s}");
+        assert!(
+            s.contains("78% of this drive's one stream (57.9 MB/s)"),
+            "{s}"
+        );
         assert!(s.contains("ours is 45.0 MB/s, 100% of the paper's"), "{s}");
         let s = fig11_sentence(40.6, 55.3);
         assert!(s.contains("ours is 42.6 MB/s, 95% of the paper's"), "{s}");
