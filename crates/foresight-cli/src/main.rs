@@ -287,6 +287,7 @@ config file's directory, or from the current one when given by --set.
   slice_idle = \"8ms\"             CFQ idle wait (default 0 on an SSD)
   [network]                      the link of a [dfs] run (refused with system = \"local\")
   link = \"lan-10g\"               lan-10g | lan-10g-w30m | lan-1g | metro-10g | wan-10g | wan-1g
+                                 (`foresight devices` lists their figures and sources)
   delay = \"50us\"                 one-way delay (overrides the preset's)
   bandwidth = \"10Gbit\"           wire rate each way
   window = \"6MB\"                 TCP buffer per connection (tcp_rmem); Linux advertises
