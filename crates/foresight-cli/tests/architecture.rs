@@ -5,7 +5,8 @@
 //! `HashMap`); `foresight-device` never depends on `foresight-policy`; `foresight-engine` and
 //! `foresight-net` never depend on `foresight-sim`; every crate inherits the workspace lints
 //! (`missing_docs`, `unsafe_code = "forbid"`), except that the engine may allow unsafe code for
-//! io_uring.
+//! io_uring; only the binary depends on `anyhow`; every source file under a crate's `src/` opens
+//! with a `//!` paragraph.
 
 use std::path::{Path, PathBuf};
 
@@ -146,4 +147,38 @@ fn every_crate_inherits_the_workspace_lints() {
     let rust = &ws["workspace"]["lints"]["rust"];
     assert_eq!(rust["unsafe_code"].as_str(), Some("forbid"));
     assert!(rust.get("missing_docs").is_some());
+}
+
+/// DESIGN.md section 8: errors are `thiserror` enums in the libraries and `anyhow` only in the
+/// binary, so a library's caller can match on what went wrong.
+#[test]
+fn only_the_binary_depends_on_anyhow() {
+    for k in crates() {
+        if k == "foresight-cli" {
+            continue;
+        }
+        let m = manifest(&k).expect("listed crates have a manifest");
+        assert!(
+            !deps(&m).contains(&"anyhow".to_string()),
+            "{k} depends on anyhow; a library returns its own thiserror enum"
+        );
+    }
+}
+
+/// DESIGN.md section 8: each module starts with a `//!` paragraph on its mechanism.
+#[test]
+fn every_module_opens_with_a_doc_paragraph() {
+    for k in crates() {
+        let mut files = vec![];
+        rust_files(&root().join("crates").join(&k).join("src"), &mut files);
+        for f in files {
+            let text = std::fs::read_to_string(&f).expect("readable source");
+            let first = text.lines().next().unwrap_or("");
+            assert!(
+                first.starts_with("//! ") && first.len() > 4,
+                "{} does not open with a `//!` paragraph",
+                f.display()
+            );
+        }
+    }
 }
