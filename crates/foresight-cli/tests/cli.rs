@@ -1116,6 +1116,31 @@ fn a_run_whose_requests_file_write_fails_removes_it() {
     assert!(left.is_err(), "the cut-short file was left: {left:?}");
 }
 
+/// Runs `reproduce collapse drives striping --quick --out OUT` and interrupts it once `file`
+/// appears in OUT (or lets it finish, on a machine fast enough to end first); its exit status.
+fn reproduce_interrupted_once(out: &std::path::Path, file: &str) -> std::process::ExitStatus {
+    let child = Command::new(env!("CARGO_BIN_EXE_foresight"))
+        .args([
+            "reproduce",
+            "collapse",
+            "drives",
+            "striping",
+            "--quick",
+            "--out",
+        ])
+        .arg(out)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("the binary runs");
+    let mut child = KillOnDrop(child);
+    while !out.join(file).exists() && child.0.try_wait().unwrap().is_none() {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    interrupt(&child.0);
+    child.0.wait().unwrap()
+}
+
 /// `reproduce` writes each experiment's figures as it finishes and `report.md` and `results.json`
 /// at the end. Stopped in between (Ctrl-C, or a figure that cannot be written), it left the
 /// previous run's report and results beside figures they no longer describe, with nothing to
@@ -1128,27 +1153,8 @@ fn an_interrupted_reproduce_leaves_no_stale_report_beside_new_figures() {
     std::fs::create_dir_all(&out).unwrap();
     std::fs::write(out.join("report.md"), "# stale report\n").unwrap();
     std::fs::write(out.join("results.json"), "{\"stale\": 1}\n").unwrap();
-    let child = Command::new(env!("CARGO_BIN_EXE_foresight"))
-        .args([
-            "reproduce",
-            "collapse",
-            "drives",
-            "striping",
-            "--quick",
-            "--out",
-        ])
-        .arg(&out)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("the binary runs");
-    let mut child = KillOnDrop(child);
     // The first experiment's figures are written: the directory now holds some of this run.
-    while !out.join("collapse.csv").exists() && child.0.try_wait().unwrap().is_none() {
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    interrupt(&child.0);
-    let status = child.0.wait().unwrap();
+    let status = reproduce_interrupted_once(&out, "collapse.csv");
     let report = std::fs::read_to_string(out.join("report.md")).unwrap_or_default();
     let results = std::fs::read_to_string(out.join("results.json")).unwrap_or_default();
     assert!(
@@ -1175,27 +1181,8 @@ fn an_interrupted_reproduce_does_not_claim_an_earlier_runs_figures() {
     let out = out_guard.path().join("out");
     std::fs::create_dir_all(&out).unwrap();
     std::fs::write(out.join("streams_fig4.csv"), "an earlier run's figure\n").unwrap();
-    let child = Command::new(env!("CARGO_BIN_EXE_foresight"))
-        .args([
-            "reproduce",
-            "collapse",
-            "drives",
-            "striping",
-            "--quick",
-            "--out",
-        ])
-        .arg(&out)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("the binary runs");
-    let mut child = KillOnDrop(child);
     // Stopped while `striping` runs (seconds, even quick): `collapse` and `drives` are done.
-    while !out.join("drives_atlas10k.csv").exists() && child.0.try_wait().unwrap().is_none() {
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    interrupt(&child.0);
-    let status = child.0.wait().unwrap();
+    let status = reproduce_interrupted_once(&out, "drives_atlas10k.csv");
     let report = std::fs::read_to_string(out.join("report.md")).unwrap();
     if status.success() {
         // Finished before the signal: the final report, which describes its own figures.
