@@ -601,8 +601,8 @@ fn small_infill_phrase(small_s: &[f64], none_s: f64) -> String {
     let worst = small_s.iter().copied().fold(0.0, f64::max);
     if best < none_s * (1.0 - UNCHANGED) {
         format!(
-            "cuts the runtime by up to {:.1}% (paper: reduces it)",
-            100.0 * (1.0 - best / none_s)
+            "cuts the runtime by up to {}% (paper: reduces it)",
+            super::beyond_bound(100.0 * (1.0 - best / none_s), 100.0 * UNCHANGED, 1)
         )
     } else if worst <= none_s * (1.0 + UNCHANGED) {
         format!(
@@ -612,8 +612,8 @@ fn small_infill_phrase(small_s: &[f64], none_s: f64) -> String {
         )
     } else {
         format!(
-            "is up to {:.1}% slower than none (paper: reduces the runtime)",
-            100.0 * (worst / none_s - 1.0)
+            "is up to {}% slower than none (paper: reduces the runtime)",
+            super::beyond_bound(100.0 * (worst / none_s - 1.0), 100.0 * UNCHANGED, 1)
         )
     }
 }
@@ -655,6 +655,11 @@ mod tests {
         assert!(small_infill_phrase(&[0.995], 1.0).contains("unchanged"));
         assert!(small_infill_phrase(&[1.006], 1.0).contains("0.6% slower"));
         assert!(small_infill_phrase(&[0.994], 1.0).contains("cuts the runtime by up to 0.6%"));
+        // Beyond the threshold by less than the printed decimal: never "by up to 0.5%".
+        let cut = small_infill_phrase(&[0.9949], 1.0);
+        assert!(cut.contains("by up to 0.51%"), "{cut}");
+        let slower = small_infill_phrase(&[1.0051], 1.0);
+        assert!(slower.contains("up to 0.51% slower"), "{slower}");
     }
 
     /// Each speedup is set against the paper's, with the two-pass bound where it is the reason, a

@@ -354,9 +354,42 @@ pub fn positioning_share(r: &Report) -> f64 {
     }
 }
 
+/// `value` printed with `decimals` decimals, or more (up to 4) where that many would print it
+/// equal to `bound` or on the wrong side of it: a figure reported as beyond a threshold must not
+/// read as the threshold itself ("more than 1.25x" beside "1.25x").
+pub fn beyond_bound(value: f64, bound: f64, decimals: usize) -> String {
+    let mut d = decimals;
+    loop {
+        let shown = format!("{value:.d$}");
+        let printed: f64 = shown.parse().unwrap_or(value);
+        let bound_printed: f64 = format!("{bound:.d$}").parse().unwrap_or(bound);
+        let apart = if value > bound {
+            printed > bound_printed
+        } else {
+            printed < bound_printed
+        };
+        if apart || d >= 4 || value == bound {
+            return shown;
+        }
+        d += 1;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A figure beyond a threshold never prints as the threshold: 1.2514 beyond 1.25 gets a
+    /// third decimal, 0.51 beyond 0.5 a second; figures clear of it keep their decimals.
+    #[test]
+    fn a_figure_beyond_its_bound_never_prints_as_the_bound() {
+        assert_eq!(beyond_bound(1.2504, 1.25, 2), "1.2504");
+        assert_eq!(beyond_bound(1.2514, 1.25, 2), "1.251");
+        assert_eq!(beyond_bound(1.46, 1.25, 2), "1.46");
+        assert_eq!(beyond_bound(0.51, 0.5, 1), "0.51");
+        assert_eq!(beyond_bound(0.49, 0.5, 1), "0.49");
+        assert_eq!(beyond_bound(11.3, 0.5, 1), "11.3");
+    }
 
     /// A quick report must say of each experiment it ran what the quick setup reduced (or that
     /// nothing was), and how to get the full figures; a full report must not claim a reduction.

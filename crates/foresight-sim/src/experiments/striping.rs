@@ -1004,8 +1004,8 @@ fn variants_summary(variants: &[(String, &[Report])]) -> String {
                 UNEXAMINED.to_string()
             };
             format!(
-                "{label}: {:.2}x, SEQP512 sending {:.2}x SASEQP512's requests, and {cause}",
-                ratio(&r[2], &r[3]),
+                "{label}: {}x, SEQP512 sending {:.2}x SASEQP512's requests, and {cause}",
+                super::beyond_bound(ratio(&r[2], &r[3]), count_bound, 2),
                 r[2].device_requests as f64 / r[3].device_requests.max(1) as f64
             )
         })
