@@ -187,6 +187,16 @@ pub struct ServeArgs {
     idle_timeout: StdDuration,
 }
 
+/// A duration as a user writes one: Rust's `Debug` form ("500ms", "1.5s"), except that zero,
+/// which it prints as "0ns", is "0s".
+fn shown(d: StdDuration) -> String {
+    if d.is_zero() {
+        "0s".to_string()
+    } else {
+        format!("{d:?}")
+    }
+}
+
 /// Runs `foresight serve` until SIGTERM or SIGINT.
 pub fn run_serve(a: &ServeArgs) -> anyhow::Result<()> {
     // hyper's header timer also runs while a keep-alive connection waits for its next request,
@@ -194,9 +204,9 @@ pub fn run_serve(a: &ServeArgs) -> anyhow::Result<()> {
     // head comes in pieces, without a word.
     if a.idle_timeout < StdDuration::from_secs(1) {
         return Err(input(format!(
-            "--idle-timeout {:?} would close keep-alive connections between requests and \
+            "--idle-timeout {} would close keep-alive connections between requests and \
              requests whose head arrives in pieces; give at least 1s",
-            a.idle_timeout
+            shown(a.idle_timeout)
         )));
     }
     // The budget is taken as buffers are needed, so one larger than the machine would only show
@@ -392,8 +402,8 @@ pub fn run_get(a: &GetArgs) -> anyhow::Result<()> {
     }
     if a.request_timeout < StdDuration::from_secs(1) {
         return Err(input(format!(
-            "--request-timeout {:?} would cut off nearly every request; give at least 1s",
-            a.request_timeout
+            "--request-timeout {} would cut off nearly every request; give at least 1s",
+            shown(a.request_timeout)
         )));
     }
     let max_alpha = a.max_alpha.unwrap_or(64);
@@ -936,10 +946,10 @@ pub fn run_proxy(a: &ProxyArgs) -> anyhow::Result<()> {
         "a socket to the client and one to the upstream",
     );
     note!(
-        "foresight proxy: {} -> {} (delay {:?} each way, {})",
+        "foresight proxy: {} -> {} (delay {} each way, {})",
         handle.local_addr(),
         a.upstream,
-        a.delay,
+        shown(a.delay),
         a.bandwidth.map_or("no rate cap".to_string(), |b| format!(
             "{:.1} Mbit/s each way",
             b.bytes_per_s * 8.0 / 1e6

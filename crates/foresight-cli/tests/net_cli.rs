@@ -1124,7 +1124,10 @@ fn serve_refuses_an_idle_timeout_under_a_second() {
         let mut err = String::new();
         std::io::Read::read_to_string(&mut server.0.stderr.take().unwrap(), &mut err).unwrap();
         assert_eq!(status.code(), Some(2), "{value}: {err}");
-        assert!(err.contains("--idle-timeout"), "{value}: {err}");
+        assert!(
+            err.contains(&format!("--idle-timeout {value} ")),
+            "{value}: {err}"
+        );
     }
 }
 
