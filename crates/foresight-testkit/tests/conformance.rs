@@ -7,8 +7,41 @@
 //! decisions depend on timing says which checks it leaves out and why.
 
 use foresight_core::{ByteLen, Duration};
-use foresight_testkit::conformance::{file_bytes, plans, reads_per_stream, write_files};
+use foresight_testkit::conformance::{
+    file_bytes, plans, reads_per_stream, run_engine_within, write_files,
+};
 use foresight_testkit::{compare, run_engine, run_sim, Comparison, Scenario, Workload, WorldRun};
+
+/// The harness's hang guard fails a run whose clients have not all ended when it fires, naming
+/// them, instead of waiting for them. The clients here think for seconds between their two reads
+/// and the guard is a hundredth of that, so they are all still running when it fires, however
+/// loaded the machine; without the guard the run would succeed, seconds later.
+#[test]
+fn clients_still_running_when_the_hang_guard_fires_fail_the_run_by_name() {
+    let s = Scenario {
+        streams: 2,
+        file_bytes: 128 << 10,
+        request_bytes: 64 << 10,
+        think: Duration::from_secs(3),
+        ..Scenario::four_streams_seqp_wd800jd()
+    };
+    let files: Vec<Vec<u8>> = (0..s.workload.files(s.streams) as u64)
+        .map(|i| file_bytes(s.file_bytes, i))
+        .collect();
+    let dir = tempfile::Builder::new()
+        .prefix("foresight-conformance-hang-guard-")
+        .tempdir()
+        .unwrap();
+    let paths = write_files(dir.path(), &files).unwrap();
+    let run = run_engine_within(&s, &paths, std::time::Duration::from_millis(30));
+    let Err(err) = run else {
+        panic!("the run succeeded: the guard did not fire on clients still thinking")
+    };
+    assert!(
+        err.contains("clients {0, 1} had not ended") && err.contains("hangs"),
+        "{err}"
+    );
+}
 
 /// Runs `s` in both worlds and prints how they compare. Every client must have read every byte it
 /// planned, and got the file's bytes, in both worlds.
