@@ -1636,7 +1636,8 @@ fn a_fresh_files_weak_tag_is_asked_again_and_ranges_go_under_the_strong_one() {
 /// inode and length) while the last range is under way, every range asked for already: that
 /// range is cut short by the server, its retry under `If-Range` gets the new version whole, and
 /// the download fails saying the file changed, having written only the old file's beginning (or,
-/// had nothing been written, delivers the new file whole). Before, the server sent the rest of
+/// had nothing been written, delivers the new file whole; or, had the server read its last byte
+/// before the rewrite, the old file whole). Before, the server sent the rest of
 /// that range from the rewritten file under the old tag, no later answer showed the change, and
 /// the download ended "successfully" with new bytes after old ones.
 #[test]
@@ -1715,9 +1716,12 @@ fn a_file_rewritten_in_place_during_a_download_is_never_delivered_mixed() {
         .zip(&old)
         .position(|((b, n), o)| b == n && n != o);
     match r {
+        // Whole, of one version: the new one, or the old one when the rewrite landed after the
+        // server's last read of the file (a loaded machine can deschedule the rewriting thread
+        // while the last 24 MiB drain from the sockets and the proxy, 0.24 s at 100 MB/s).
         Ok(_) => assert!(
-            out == new,
-            "delivered {} bytes, new ones from {first_new:?}",
+            out == new || out == old,
+            "delivered {} bytes, mixed: new ones from {first_new:?}",
             out.len()
         ),
         Err(e) => {
