@@ -768,7 +768,7 @@ fn with_causes(e: &(dyn std::error::Error + 'static)) -> String {
 /// one. A closed connection reads in hyper's words as "channel closed", which says neither who
 /// closed it nor why a server might; a server at its connection limit closes new ones at once.
 fn request_failure(what: &str, e: &hyper::Error) -> String {
-    if e.is_closed() || e.is_incomplete_message() || e.is_canceled() {
+    if e.is_closed() || e.is_incomplete_message() || e.is_canceled() || reset_by_peer(e) {
         format!(
             "the server closed the connection without answering ({}); a server at its \
              connection limit closes new connections at once, so try again later or with a \
@@ -778,6 +778,22 @@ fn request_failure(what: &str, e: &hyper::Error) -> String {
     } else {
         format!("{what}: {}", with_causes(e))
     }
+}
+
+/// Whether the connection was reset by the server. A server that closes a connection at once
+/// (at its connection limit) while the request is arriving resets it rather than ending it, as
+/// a socket closed with unread data does, so before any answer a reset is the same close.
+fn reset_by_peer(e: &hyper::Error) -> bool {
+    let mut cause = std::error::Error::source(e);
+    while let Some(c) = cause {
+        if c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::ConnectionReset)
+        {
+            return true;
+        }
+        cause = c.source();
+    }
+    false
 }
 
 /// The longest body an answer without a range (the figures document, an error page) may have.

@@ -442,6 +442,33 @@ fn a_server_that_closes_every_connection_unanswered_is_named_as_such() {
     );
 }
 
+/// A server that closes each connection once its request has arrived, unread, resets it (the
+/// kernel's answer to closing a socket with data unread): that too is a close without an answer.
+/// Before, it read "HEAD: request failed: connection error: Connection reset by peer", and which
+/// of the two messages a server at its limit drew depended on how fast the request came in.
+#[test]
+fn a_server_that_resets_every_connection_unanswered_is_named_as_such() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for c in listener.incoming().flatten() {
+            c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+            // Wait for the request, leave it unread, and close: a reset, not an end of file.
+            let _ = c.peek(&mut [0u8; 1]);
+            drop(c);
+        }
+    });
+    let url: Url = format!("http://{addr}/f.bin").parse().unwrap();
+    let e = client(AlphaMode::Auto)
+        .get(&url, &mut Vec::new())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("closed the connection without answering") && e.contains("connection limit"),
+        "{e}"
+    );
+}
+
 /// A sink that reports the first bytes it is given.
 struct Signalling {
     out: Vec<u8>,
