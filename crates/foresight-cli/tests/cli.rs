@@ -1701,3 +1701,33 @@ fn reproduce_writes_the_report_results_and_a_png_and_csv_per_figure() {
         assert_eq!(exts, ["csv", "png"], "figure `{stem}` lacks a file");
     }
 }
+
+/// A hinted trace whose blocks, times workload.block, pass the 2^63 bytes of the data's address
+/// space (block 2^40 - 1 of 10 MiB, on constant-time levels that bound no capacity) made the run
+/// panic ("extent runs past the volume") instead of refusing the trace.
+#[test]
+fn a_hinted_trace_past_the_data_address_space_is_refused() {
+    let dir = temp_dir("hint-far");
+    let tiers = "device.tiers=[{t_read = \"1ms\", capacity = \"20MiB\"}, \
+                 {t_read = \"2ms\", t_copy_up = \"1ms\"}]";
+    let trace = dir.path().join("far.trace");
+    std::fs::write(&trace, "0\n1099511627775\n").unwrap();
+    let set = format!("workload.trace={}", trace.to_str().unwrap());
+    expect_refusal_saying(
+        &[
+            "sim",
+            "--set",
+            "device.kind=tiered",
+            "--set",
+            tiers,
+            "--set",
+            "workload.kind=hinted",
+            "--set",
+            "workload.block=10MiB",
+            "--set",
+            &set,
+        ],
+        "workload.block",
+        "2^63 bytes",
+    );
+}

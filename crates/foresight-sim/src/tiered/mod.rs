@@ -735,13 +735,21 @@ impl<'a, 'r> Driver<'a, 'r> {
         policy_cfg.informed.consume = t.workload.consume;
         policy_cfg.informed.memory_blocks = t.memory.0 / block.0;
         let top_block = blocks.iter().max().copied().unwrap_or(0);
-        // The data's extent: every hinted block, laid out in block order on the home level.
-        let data_bytes = (top_block + 1).checked_mul(block.0).ok_or_else(|| {
-        SimError::Config(key_err(
-            "workload.block",
-            format!("block {top_block} of {block} lies beyond 2^64 bytes: use smaller block numbers or blocks"),
-        ))
-    })?;
+        // The data's extent: every hinted block, laid out in block order on the home level. The
+        // policy's layout addresses 2^63 bytes (`Layout::unplaced`); a constant-time level bounds
+        // no capacity, so this is the only check that keeps the data inside it.
+        let data_bytes = (top_block + 1)
+            .checked_mul(block.0)
+            .filter(|&b| b <= u64::MAX / 2)
+            .ok_or_else(|| {
+                SimError::Config(key_err(
+                    "workload.block",
+                    format!(
+                        "block {top_block} of {block} ends past 2^63 bytes: use smaller block \
+                         numbers or a smaller workload.block"
+                    ),
+                ))
+            })?;
         let layout = Arc::new(foresight_policy::Layout::unplaced(&[ByteLen(data_bytes)]));
         let stack = foresight_policy::build_stack(&policy_cfg, layout).map_err(|e| {
             SimError::Config(match e {
