@@ -15,7 +15,8 @@
 //! The files are created once under `--dir` (default `./foresight-bench`, relative to where the
 //! command runs) and reused when they have the right size and no holes; they are written, synced,
 //! and dropped from the page cache (`posix_fadvise(DONTNEED)`) before every measurement, so each
-//! one starts cold.
+//! one starts cold. A `--dir` on tmpfs or ramfs (`statfs`) can do neither: its files have no disk
+//! and stay in memory, so the run warns and its header says it measured memory, not a disk.
 //! Each N has its own N files (`n{N}/stream-{i}.dat`) of `min(--file-size, --total-size / N)` bytes, and
 //! every stream reads its file whole, so one N never reads more than `--total-size` in all. Sharing
 //! files between the N values would leave streams stopping short of their files' ends, and every
@@ -57,8 +58,8 @@ use std::time::{Duration, Instant};
 use anyhow::Context as _;
 use foresight_core::{parse_duration, parse_size, ByteLen};
 use foresight_engine::measure::{
-    children_cpu_seconds, evict_from_page_cache, free_disk_bytes, process_cpu_seconds,
-    sequential_read_files,
+    children_cpu_seconds, evict_from_page_cache, free_disk_bytes, in_memory_fs,
+    process_cpu_seconds, sequential_read_files,
 };
 use foresight_engine::{
     check_policy, check_policy_on, ArrayStats, Backend, EmulatedConfig, Engine, EngineError,
@@ -719,6 +720,15 @@ pub fn run(a: &BenchArgs) -> anyhow::Result<()> {
     let paths = prepare_files(&p, started)?;
     if p.emulate.is_some() {
         log(started, "kernel: not measured under --emulate (the kernel reads the real disk, not the modelled one)");
+    } else if in_memory_fs(&p.dir).unwrap_or(false) {
+        log(
+            started,
+            &format!(
+                "warning: {} is in memory (tmpfs): its files stay cached, so every row measures \
+                 memory copies, not a disk; give a --dir on a disk",
+                p.dir.display()
+            ),
+        );
     }
     let mut rows: Vec<Summary> = Vec::new();
     // Progress lines align their rates whichever policy's name is longest.
@@ -922,6 +932,12 @@ fn print_rows(
         .max(8);
     let device = match &p.emulate {
         Some(e) => format!("emulated device ({})", scheduler_label(e)),
+        // On tmpfs every read is a copy from memory and the files cannot be made cold: calling
+        // it a disk would pass memory-copy rates off as the device's.
+        None if in_memory_fs(&p.dir).unwrap_or(false) => format!(
+            "{} (in memory, not on a disk: no row measures a device)",
+            p.dir.display()
+        ),
         None => format!("the disk under {}", p.dir.display()),
     };
     writeln!(

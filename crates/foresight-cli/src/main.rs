@@ -135,7 +135,8 @@ in flight), for each number of concurrent streams in --streams.
 
 Files are created once under --dir (default ./foresight-bench, relative to the current \
 directory), reused when they have the right size and no holes, and dropped from the page cache \
-before every measurement. Each N has its own N files of min(--file-size, --total-size / N) bytes, \
+before every measurement (a --dir on tmpfs cannot drop them and has no disk: the run warns, and \
+the table's header says it measured memory). Each N has its own N files of min(--file-size, --total-size / N) bytes, \
 and each stream reads its file whole. --emulate PRESET \
 runs the engine on a modelled device instead (real bytes, modelled completion times).
 

@@ -718,3 +718,49 @@ fn streams_beyond_the_open_files_limit_are_refused_before_any_file_is_written() 
         assert_eq!(out.status.code(), Some(0), "{err}");
     }
 }
+
+/// A --dir on tmpfs (here /dev/shm, where it is one) has no disk beneath it and its files cannot
+/// be dropped from the page cache, yet the table's header said "on the disk under DIR" and
+/// nothing warned that every row measured memory copies.
+#[test]
+fn a_bench_on_tmpfs_says_it_measures_memory_not_a_disk() {
+    let shm = std::path::Path::new("/dev/shm");
+    let on_tmpfs = std::fs::read_to_string("/proc/mounts").is_ok_and(|m| {
+        m.lines().any(|l| {
+            l.split_whitespace().take(3).collect::<Vec<_>>() == ["tmpfs", "/dev/shm", "tmpfs"]
+        })
+    });
+    if !on_tmpfs || !foresight_engine_may_write(shm) {
+        eprintln!("skipped: /dev/shm is not a writable tmpfs here");
+        return;
+    }
+    let guard = tempfile::Builder::new()
+        .prefix("foresight-bench-test-tmpfs-")
+        .tempdir_in(shm)
+        .expect("making a directory on /dev/shm");
+    let d = guard.path().join("bench").display().to_string();
+    let (code, out, err) = foresight(&[
+        "bench",
+        "--dir",
+        &d,
+        "--streams",
+        "1",
+        "--file-size",
+        "4MiB",
+        "--repeat",
+        "1",
+        "--policy",
+        "seqp",
+    ]);
+    assert_eq!(code, 0, "stderr: {err}");
+    assert!(
+        !out.contains("on the disk under"),
+        "a tmpfs dir is not a disk: {out}"
+    );
+    assert!(out.contains("in memory, not on a disk"), "{out}");
+    assert!(err.contains("warning:") && err.contains("tmpfs"), "{err}");
+}
+
+fn foresight_engine_may_write(dir: &std::path::Path) -> bool {
+    tempfile::Builder::new().tempfile_in(dir).is_ok()
+}

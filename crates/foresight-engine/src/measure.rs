@@ -50,6 +50,12 @@ pub fn free_disk_bytes(path: &Path) -> std::io::Result<u64> {
     crate::sys::free_bytes(path)
 }
 
+/// Whether the file system holding `path` keeps its files in memory (tmpfs, ramfs), where no
+/// read reaches a disk and dropping pages from the page cache does nothing.
+pub fn in_memory_fs(path: &Path) -> std::io::Result<bool> {
+    crate::sys::in_memory_fs(path)
+}
+
 /// Whether this user may create files in the directory `dir` (as the kernel's permission check
 /// for the real user decides it, a read-only mount included).
 pub fn may_create_in(dir: &Path) -> bool {

@@ -1,6 +1,6 @@
 //! The few operating-system calls the engine makes outside the standard library, each a thin safe
 //! wrapper over `libc` calls: page-cache eviction (`posix_fadvise(DONTNEED)`), process CPU time
-//! (`getrusage`), free disk space (`statvfs`), the open-files limit (`getrlimit`, `setrlimit`),
+//! (`getrusage`), free disk space (`statvfs`), whether a file system lives in memory (`statfs`), the open-files limit (`getrlimit`, `setrlimit`),
 //! clearing a descriptor's `O_NONBLOCK` (`fcntl`) and
 //! the `eventfd` the io_uring backend uses to wake its ring thread, the calling thread's timer
 //! slack (`prctl(PR_SET_TIMERSLACK)` and `PR_GET_TIMERSLACK`, for the emulated backend's clock),
@@ -119,6 +119,26 @@ pub fn free_bytes(path: &std::path::Path) -> io::Result<u64> {
         return Err(io::Error::last_os_error());
     }
     Ok(st.f_bavail as u64 * st.f_frsize as u64)
+}
+
+/// Whether the file system holding `path` keeps its files in memory (tmpfs or ramfs, by
+/// `statfs`'s magic number): such a file has no disk beneath it and its pages cannot be dropped.
+pub fn in_memory_fs(path: &std::path::Path) -> io::Result<bool> {
+    use std::os::unix::ffi::OsStrExt;
+    const TMPFS_MAGIC: i64 = 0x0102_1994;
+    const RAMFS_MAGIC: i64 = 0x8584_58f6;
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path contains a NUL byte"))?;
+    // SAFETY: an all-zero `statfs` is a valid value of this plain C struct.
+    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: `c` is a valid NUL-terminated string and `st` a valid, writable `statfs`.
+    let rc = unsafe { libc::statfs(c.as_ptr(), &mut st) };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    #[allow(clippy::unnecessary_cast)] // f_type's width differs between targets
+    let kind = st.f_type as i64;
+    Ok(kind == TMPFS_MAGIC || kind == RAMFS_MAGIC)
 }
 
 /// This process's limit on open files (`RLIMIT_NOFILE`): `(soft, hard)`.
