@@ -1141,11 +1141,13 @@ fn measure_limit(p: &Plan, files: &[PathBuf], bytes: u64, n: u32) -> anyhow::Res
         method: "limit",
         policy: None,
         mib_s: r.mib_s(),
-        memory_peak_bytes: Some(p.limit_io * p.limit_depth as u64),
+        // The buffers it made: fewer than the depth when the data takes fewer reads.
+        memory_peak_bytes: Some(r.buffer_peak_bytes),
         cpu_s: r.cpu_seconds,
         note: format!(
             "({} x {} in flight on {}, {})",
-            p.limit_depth,
+            p.limit_depth
+                .min(r.buffer_peak_bytes.div_ceil(p.limit_io) as usize),
             ByteLen(p.limit_io),
             r.backend,
             if r.direct { "O_DIRECT" } else { "buffered" }

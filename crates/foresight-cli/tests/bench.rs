@@ -359,6 +359,12 @@ fn a_small_bench_prints_the_json_contract() {
         let peak = r["memory_peak_bytes"].as_u64().expect("a byte count");
         assert!(peak > 0 && peak < 64 << 20, "{r}");
     }
+    // Nor is the limit reader's its depth times its read size (16 x 4 MiB): N streams of 4 MiB
+    // take N reads of 4 MiB, so N buffers (the column said 64 MiB for both).
+    for r in rows.iter().filter(|r| r["method"] == "limit") {
+        let n = r["streams"].as_u64().expect("a count");
+        assert_eq!(r["memory_peak_bytes"].as_u64(), Some(n * (4 << 20)), "{r}");
+    }
     assert!(err.contains("N = 2"), "progress goes to stderr: {err}");
 }
 

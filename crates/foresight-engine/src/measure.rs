@@ -98,6 +98,9 @@ pub struct SequentialRead {
     pub backend: BackendKind,
     /// Whether the file was read with `O_DIRECT`.
     pub direct: bool,
+    /// The read buffers' bytes (each read's buffer is `io_bytes`): no more than the reads the
+    /// data takes, so a file shorter than `depth` reads never has `depth` of them.
+    pub buffer_peak_bytes: u64,
 }
 
 impl SequentialRead {
@@ -256,19 +259,20 @@ fn read_opened(
     let kind = b.kind();
     let run = read_in_sequence(&*b, &collector, &files, io_bytes, depth, time_limit);
     b.shutdown();
-    let (bytes, seconds, cpu_seconds) = run?;
+    let (bytes, seconds, cpu_seconds, buffer_peak_bytes) = run?;
     Ok(SequentialRead {
         bytes,
         seconds,
         cpu_seconds,
         backend: kind,
         direct,
+        buffer_peak_bytes,
     })
 }
 
 /// Reads `files` (each up to its end offset) one after another through `b`, `depth` reads of
-/// `io_bytes` in flight, and returns the bytes read, the seconds it took and the CPU seconds
-/// this process used meanwhile. A failed read fails
+/// `io_bytes` in flight, and returns the bytes read, the seconds it took, the CPU seconds
+/// this process used meanwhile and the bytes of the buffers it made. A failed read fails
 /// the measurement: a device that returns errors has no rate, and counting only the reads that
 /// worked would report one.
 fn read_in_sequence(
@@ -278,7 +282,7 @@ fn read_in_sequence(
     io_bytes: u64,
     depth: usize,
     time_limit: Option<Duration>,
-) -> Result<(u64, f64, f64), EngineError> {
+) -> Result<(u64, f64, f64, u64), EngineError> {
     let setting = |setting, message: String| EngineError::Setting { setting, message };
     let total: u64 = files.iter().map(|(_, end)| end).sum();
     // The buffers are mapped and faulted in before the clock starts, as the engine's are
@@ -286,7 +290,10 @@ fn read_in_sequence(
     // and charged the limit alone.
     let reads: u64 = files.iter().map(|(_, end)| end.div_ceil(io_bytes)).sum();
     let mut free: Vec<AlignedBuf> = Vec::with_capacity(depth);
+    // Every buffer made is held to the end (a finished read's goes back to `free`).
+    let mut buffers_made = 0u64;
     for _ in 0..reads.min(depth as u64) {
+        buffers_made += 1;
         let mut buf = AlignedBuf::new(io_bytes as usize)
             .ok_or_else(|| setting("io_bytes", "the allocator refused the buffer".into()))?;
         buf.fault_in();
@@ -315,9 +322,12 @@ fn read_in_sequence(
             }
             let buf = match free.pop() {
                 Some(b) => b,
-                None => AlignedBuf::new(io_bytes as usize).ok_or_else(|| {
-                    setting("io_bytes", "the allocator refused the buffer".into())
-                })?,
+                None => {
+                    buffers_made += 1;
+                    AlignedBuf::new(io_bytes as usize).ok_or_else(|| {
+                        setting("io_bytes", "the allocator refused the buffer".into())
+                    })?
+                }
             };
             let len = io_bytes.min(end - next).div_ceil(ALIGN_BYTES as u64) * ALIGN_BYTES as u64;
             let token = next_token;
@@ -376,6 +386,7 @@ fn read_in_sequence(
             read.min(total),
             started.elapsed().as_secs_f64(),
             process_cpu_seconds() - cpu0,
+            buffers_made * io_bytes,
         )),
     }
 }
@@ -524,9 +535,28 @@ mod tests {
         };
         let handle = mem_handle("/mem/resident", 64 << 20);
         let files = [(Arc::new(handle), 64 << 20)];
-        let (bytes, _, _) = read_in_sequence(&b, &collector, &files, 4 << 20, 4, None).unwrap();
+        let (bytes, _, _, buffer_bytes) =
+            read_in_sequence(&b, &collector, &files, 4 << 20, 4, None).unwrap();
         assert_eq!(bytes, 64 << 20);
         assert_eq!(*b.cold_buffers.lock().unwrap(), 0);
+        assert_eq!(buffer_bytes, 4 * (4 << 20), "depth 4 of 4 MiB buffers");
+    }
+
+    /// Data of fewer reads than the depth takes only that many buffers; the bench reported the
+    /// limit reader's memory as depth x read size whatever the data (64 MiB for a 4 MiB file).
+    #[test]
+    fn the_limit_reader_holds_no_more_buffers_than_its_data_takes() {
+        let (port, collector) = connected_port();
+        let b = Residency {
+            port,
+            cold_buffers: Mutex::new(0),
+        };
+        let handle = mem_handle("/mem/short", 6 << 20);
+        let files = [(Arc::new(handle), 6 << 20)];
+        let (bytes, _, _, buffer_bytes) =
+            read_in_sequence(&b, &collector, &files, 4 << 20, 16, None).unwrap();
+        assert_eq!(bytes, 6 << 20);
+        assert_eq!(buffer_bytes, 2 * (4 << 20), "two 4 MiB reads, two buffers");
     }
 
     /// The emulated backend tracks each read by its token, so reads in flight together must not
