@@ -58,7 +58,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context as _;
 use foresight_core::{parse_duration, parse_size, ByteLen};
 use foresight_engine::measure::{
-    children_cpu_seconds, evict_from_page_cache, free_disk_bytes, in_memory_fs,
+    children_cpu_seconds, evict_from_page_cache, free_disk_bytes, in_memory_fs, may_create_in,
     process_cpu_seconds, sequential_read_files,
 };
 use foresight_engine::{
@@ -1062,6 +1062,16 @@ fn prepare_files(p: &Plan, started: Instant) -> anyhow::Result<Vec<PathBuf>> {
             .ancestors()
             .find(|a| a.exists())
             .unwrap_or(std::path::Path::new("."));
+        // Where nothing can be made, no size fits: asking for smaller files would mislead.
+        if !may_create_in(existing) {
+            return Err(input(format!(
+                "--dir {}: this user may not create files in {} (no write permission, or a \
+                 read-only file system); give a --dir this user may write in (it is created if \
+                 missing)",
+                p.dir.display(),
+                existing.display()
+            )));
+        }
         let free = free_disk_bytes(existing)
             .with_context(|| format!("checking free space under {}", existing.display()))?;
         if let Some(refusal) = space_refusal(&p.dir, need, free) {

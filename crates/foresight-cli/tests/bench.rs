@@ -682,6 +682,19 @@ fn a_dir_that_cannot_be_written_is_refused_saying_what_to_do() {
             "{}: {err}",
             target.display()
         );
+        // Files larger than the free space: the free-space check came first and asked for
+        // smaller files, which would fail all the same.
+        let mut huge = unprivileged(privileged).expect("setpriv was found above");
+        huge.args(["bench", "--streams", "1", "--file-size", "100TiB"])
+            .args(["--total-size", "100TiB", "--policy", "seqp", "--dir"]);
+        let out = huge.arg(&target).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{}: {err}", target.display());
+        assert!(
+            err.contains("give a --dir this user may write in") && !err.contains("lower"),
+            "{}: {err}",
+            target.display()
+        );
     }
 }
 
