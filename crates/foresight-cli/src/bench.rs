@@ -191,7 +191,9 @@ pub struct BenchArgs {
     max_io: String,
     /// Stop each measurement after this long. An engine read still waiting then stops, and the
     /// bytes it did not get are not counted; a plain buffered read (the kernel row) or a limit
-    /// read under way is finished, and the row's note says so when that took long.
+    /// read under way is finished, and the row's note says so when that took long. A row
+    /// stopped before the end of its data says so too (`stopped by --duration` in the table,
+    /// `stopped_by_duration` in --json), its rate being that of the part it read.
     #[arg(
         long,
         allow_hyphen_values = true,
@@ -260,6 +262,9 @@ struct Row {
     note: String,
     /// The RAID driver's cache under `msp+...`.
     array: Option<ArrayStats>,
+    /// Whether --duration stopped it before it had read all its data: the table's claim that
+    /// every stream reads its file whole is then not true of it.
+    cut_short: bool,
 }
 
 fn size(flag: &str, text: &str) -> anyhow::Result<u64> {
@@ -859,6 +864,10 @@ fn medians(samples: Vec<(u32, Row)>) -> Vec<Summary> {
                 .filter_map(|(k, r)| limit_in(*k).map(|l| r.mib_s / l))
                 .collect();
             let mut note = format!("{lo:.0}..{hi:.0}");
+            let cut_short = of.iter().any(|(_, r)| r.cut_short);
+            if cut_short {
+                note.push_str(" (stopped by --duration before the end of the data)");
+            }
             if method == "fio" {
                 // Which buffers fio ran with, which decides what its figure means.
                 note.push_str(&format!(" ({})", of[0].1.note));
@@ -880,6 +889,7 @@ fn medians(samples: Vec<(u32, Row)>) -> Vec<Summary> {
                     note,
                     // The first round's: the array policy's decisions vary little between rounds.
                     array: of[0].1.array,
+                    cut_short,
                 },
             }
         })
@@ -903,6 +913,7 @@ fn print_rows(
                     "method": r.method,
                     "policy": r.policy,
                     "mib_s": (r.mib_s * 10.0).round() / 10.0,
+                    "stopped_by_duration": r.cut_short,
                     "ratio_to_limit": (ratio(s) * 1000.0).round() / 1000.0,
                     "memory_peak_bytes": r.memory_peak_bytes,
                     "cpu_s": (r.cpu_s * 100.0).round() / 100.0,
@@ -990,6 +1001,13 @@ fn print_rows(
             .collect::<Vec<_>>()
             .join(", ")
     )?;
+    if rows.iter().any(|s| s.row.cut_short) {
+        writeln!(
+            out,
+            "Rows noted `stopped by --duration` read less than that: --duration {:?} ended them first.",
+            p.duration
+        )?;
+    }
     Ok(())
 }
 
@@ -1163,6 +1181,7 @@ fn measure_limit(p: &Plan, files: &[PathBuf], bytes: u64, n: u32) -> anyhow::Res
             if r.direct { "O_DIRECT" } else { "buffered" }
         ),
         array: None,
+        cut_short: r.bytes < bytes * files.len() as u64,
     })
 }
 
@@ -1230,6 +1249,7 @@ fn run_fio(p: &Plan, files: &[PathBuf], n: u32) -> anyhow::Result<Row> {
             "4 KiB-page buffers (no free huge pages; see --fio)".to_string()
         },
         array: None,
+        cut_short: false,
     })
 }
 
@@ -1422,6 +1442,7 @@ fn measure_kernel(p: &Plan, files: &[PathBuf], bytes: u64, n: u32) -> anyhow::Re
         cpu_s: t.cpu_s,
         note: t.tail_note(),
         array: None,
+        cut_short: t.bytes < bytes * u64::from(n),
     })
 }
 
@@ -1514,6 +1535,7 @@ fn measure_engine(
         cpu_s: t.cpu_s,
         note,
         array: s.array,
+        cut_short: t.bytes < bytes * u64::from(n),
     })
 }
 
@@ -1589,6 +1611,7 @@ mod tests {
                 cpu_s: 0.07,
                 note: String::new(),
                 array: None,
+                cut_short: false,
             },
             ratio_to_limit: Some(0.893),
         };
@@ -1657,6 +1680,7 @@ mod tests {
             cpu_s: 0.0,
             note: String::new(),
             array: None,
+            cut_short: false,
         };
         (round, row)
     }

@@ -346,6 +346,7 @@ fn a_small_bench_prints_the_json_contract() {
             assert!(r.get(k).is_some(), "missing {k}: {r}");
         }
         assert!(r["mib_s"].as_f64().unwrap() > 0.0, "{r}");
+        assert_eq!(r["stopped_by_duration"], false, "8 MiB within 5 s: {r}");
     }
     for policy in ["seqp", "streams"] {
         assert!(rows
@@ -782,4 +783,44 @@ fn a_bench_on_tmpfs_says_it_measures_memory_not_a_disk() {
 
 fn foresight_engine_may_write(dir: &std::path::Path) -> bool {
     tempfile::Builder::new().tempfile_in(dir).is_ok()
+}
+
+/// A measurement that --duration ends before the streams' files are read was reported like any
+/// other, under a footer saying every stream reads its file whole: with `--duration 1ms` and
+/// 64 MiB files nothing said the rates came from a fraction of the data.
+#[test]
+fn a_measurement_stopped_by_duration_says_so() {
+    let (_guard, d) = dir("cut");
+    let args = [
+        "bench",
+        "--streams",
+        "1",
+        "--file-size",
+        "64MiB",
+        "--request",
+        "4KiB",
+        "--policy",
+        "seqp",
+        "--dir",
+        &d,
+        "--duration",
+        "1ms",
+        "--repeat",
+        "1",
+    ];
+    let (code, out, err) = foresight(&args);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("stopped by --duration"), "{out}");
+    let mut json_args = args.to_vec();
+    json_args.push("--json");
+    let (code, out, err) = foresight(&json_args);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(out.trim()).expect("one JSON array");
+    let engine = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["method"] == "engine")
+        .expect("an engine row");
+    assert_eq!(engine["stopped_by_duration"], true, "{engine}");
 }
