@@ -126,8 +126,8 @@ pub struct BenchArgs {
     /// reserved huge pages when enough are free (`vm.nr_hugepages`), and otherwise from ordinary
     /// 4 KiB pages, which a disk with a per-request segment limit splits (this machine's virtio
     /// disk: 254 segments, so 4 MiB reads reach it as about 660 KiB requests and fio reads well
-    /// under the limit); the table's note says which. Its cpu s is the fio process's own. Not
-    /// with --emulate.
+    /// under the limit); the table's note says which. Its cpu s is the fio process's own;
+    /// --duration stops it as it stops the other methods. Not with --emulate.
     #[arg(long)]
     fio: bool,
     /// Run the engine on the emulated backend with this device preset (see `foresight devices`).
@@ -1212,6 +1212,9 @@ fn run_fio(p: &Plan, files: &[PathBuf], n: u32) -> anyhow::Result<Row> {
         "--direct=1".to_string(),
         "--output-format=terse".to_string(),
         "--terse-version=3".to_string(),
+        // --duration bounds fio as it bounds every other method (fio stops at whichever of its
+        // data's end and the runtime comes first).
+        format!("--runtime={}ms", p.duration.as_millis().max(1)),
     ];
     if huge {
         args.push("--iomem=shmhuge".to_string());
@@ -1228,14 +1231,20 @@ fn run_fio(p: &Plan, files: &[PathBuf], n: u32) -> anyhow::Result<Row> {
         "fio failed: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    // Terse v3: field 7 is the read bandwidth in KiB/s.
+    // Terse v3: field 6 is the bytes read in KiB, field 7 the read bandwidth in KiB/s.
     let text = String::from_utf8_lossy(&out.stdout);
-    let kib_s: f64 = text
-        .lines()
-        .last()
-        .and_then(|l| l.split(';').nth(6))
-        .and_then(|f| f.parse().ok())
-        .context("reading fio's bandwidth")?;
+    let field = |i: usize| -> Option<f64> {
+        text.lines()
+            .last()
+            .and_then(|l| l.split(';').nth(i))
+            .and_then(|f| f.parse().ok())
+    };
+    let kib_s = field(6).context("reading fio's bandwidth")?;
+    let read_kib = field(5).context("reading fio's bytes read")?;
+    let data_bytes: u64 = files
+        .iter()
+        .map(|f| std::fs::metadata(f).map(|m| m.len()).unwrap_or(0))
+        .sum();
     Ok(Row {
         streams: n,
         method: "fio",
@@ -1249,7 +1258,7 @@ fn run_fio(p: &Plan, files: &[PathBuf], n: u32) -> anyhow::Result<Row> {
             "4 KiB-page buffers (no free huge pages; see --fio)".to_string()
         },
         array: None,
-        cut_short: false,
+        cut_short: read_kib * 1024.0 < data_bytes as f64,
     })
 }
 

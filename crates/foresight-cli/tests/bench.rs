@@ -824,3 +824,49 @@ fn a_measurement_stopped_by_duration_says_so() {
         .expect("an engine row");
     assert_eq!(engine["stopped_by_duration"], true, "{engine}");
 }
+
+/// `--fio` ran fio without a runtime, so --duration, which stops every other method, did not
+/// stop fio: it read its files whole whatever --duration said. Skipped where fio is not
+/// installed.
+#[test]
+fn fio_is_stopped_by_duration_like_the_other_methods() {
+    let fio = std::process::Command::new("fio")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !fio {
+        eprintln!("note: fio is not installed; skipped");
+        return;
+    }
+    let (_guard, d) = dir("fio-cut");
+    let (code, out, err) = foresight(&[
+        "bench",
+        "--streams",
+        "1",
+        "--file-size",
+        "256MiB",
+        "--limit-io",
+        "4KiB",
+        "--limit-depth",
+        "1",
+        "--policy",
+        "seqp",
+        "--fio",
+        "--dir",
+        &d,
+        "--duration",
+        "5ms",
+        "--repeat",
+        "1",
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(out.trim()).expect("one JSON array");
+    let fio = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["method"] == "fio")
+        .expect("a fio row");
+    assert_eq!(fio["stopped_by_duration"], true, "{fio}");
+}
