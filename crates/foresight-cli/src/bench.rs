@@ -1013,6 +1013,16 @@ fn print_rows(
 
 /// Why files of `need` more bytes may not be written where `free` bytes are free, if they may not.
 fn space_refusal(dir: &std::path::Path, need: u64, free: u64) -> Option<String> {
+    // Where not one page is free (a full disk, or a pseudo file system such as /proc), no
+    // smaller size fits either: the way out is another file system.
+    if need > 0 && free - free / 10 < 4096 {
+        return Some(format!(
+            "--dir {}: its file system has {} free, not room for one 4 KiB page of the files; \
+             give a --dir on a file system with free space",
+            dir.display(),
+            ByteLen(free).rounded()
+        ));
+    }
     (need + (free / 10) > free).then(|| {
         format!(
             "--dir {}: the files need {} more, and a tenth of the free space is kept spare, but only {} is free; lower --total-size or --file-size",
@@ -1790,5 +1800,20 @@ mod tests {
             "{e}"
         );
         assert!(super::space_refusal(dir, 25 * gib, 28 * gib).is_none());
+    }
+
+    /// With nothing free (a full disk, or /proc), the refusal asked for smaller files, which
+    /// cannot fit either.
+    #[test]
+    fn a_dir_with_no_free_space_is_refused_without_asking_for_smaller_files() {
+        let dir = std::path::Path::new("bench-files");
+        for free in [0, 4095] {
+            let e = super::space_refusal(dir, 4 << 20, free).expect("refused");
+            assert!(
+                e.contains("--dir bench-files") && e.contains("file system with free space"),
+                "{e}"
+            );
+            assert!(!e.contains("lower --total-size"), "{e}");
+        }
     }
 }
