@@ -803,7 +803,7 @@ fn cmd_devices(json: bool) -> anyhow::Result<()> {
         "seek ms",
         "outer MiB/s",
         "inner MiB/s",
-        "capacity"
+        "capacity bytes"
     );
     for p in infos {
         outln!(
