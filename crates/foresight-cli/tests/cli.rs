@@ -530,7 +530,13 @@ fn the_devices_table_puts_each_figure_under_its_heading() {
     let tables: Vec<&str> = out.trim_end().split("\n\n").collect();
     assert_eq!(tables.len(), 2, "{out}");
     let headings: [&[&str]; 2] = [
-        &["rpm", "seek ms", "outer MiB/s", "inner MiB/s", "capacity bytes"],
+        &[
+            "rpm",
+            "seek ms",
+            "outer MiB/s",
+            "inner MiB/s",
+            "capacity bytes",
+        ],
         &["delay ms", "MiB/s", "window bytes"],
     ];
     for (table, headings) in tables.iter().zip(headings) {
