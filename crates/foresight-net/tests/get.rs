@@ -419,6 +419,20 @@ fn a_head_whose_connection_closes_unanswered_is_sent_again() {
     assert!(out == *data);
 }
 
+/// Downloads from `addr`, whose server answers nothing, and checks that the error names the
+/// server's close and its likely cause (a connection limit).
+fn assert_named_a_close_without_an_answer(addr: std::net::SocketAddr) {
+    let url: Url = format!("http://{addr}/f.bin").parse().unwrap();
+    let e = client(AlphaMode::Auto)
+        .get(&url, &mut Vec::new())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("closed the connection without answering") && e.contains("connection limit"),
+        "{e}"
+    );
+}
+
 /// A server that closes every connection at once, as `foresight serve` does beyond
 /// `--max-connections`, is reported as closing connections without an answer, with the likely
 /// cause. Before, the message was hyper's alone: `connection: channel closed`.
@@ -431,15 +445,7 @@ fn a_server_that_closes_every_connection_unanswered_is_named_as_such() {
             drop(c);
         }
     });
-    let url: Url = format!("http://{addr}/f.bin").parse().unwrap();
-    let e = client(AlphaMode::Auto)
-        .get(&url, &mut Vec::new())
-        .unwrap_err()
-        .to_string();
-    assert!(
-        e.contains("closed the connection without answering") && e.contains("connection limit"),
-        "{e}"
-    );
+    assert_named_a_close_without_an_answer(addr);
 }
 
 /// A server that closes each connection once its request has arrived, unread, resets it (the
@@ -458,15 +464,7 @@ fn a_server_that_resets_every_connection_unanswered_is_named_as_such() {
             drop(c);
         }
     });
-    let url: Url = format!("http://{addr}/f.bin").parse().unwrap();
-    let e = client(AlphaMode::Auto)
-        .get(&url, &mut Vec::new())
-        .unwrap_err()
-        .to_string();
-    assert!(
-        e.contains("closed the connection without answering") && e.contains("connection limit"),
-        "{e}"
-    );
+    assert_named_a_close_without_an_answer(addr);
 }
 
 /// A sink that reports the first bytes it is given.
