@@ -499,13 +499,7 @@ fn the_fio_row_counts_fios_own_cpu_time() {
         "--fio",
     ]);
     assert_eq!(code, 0, "{err}");
-    let v: serde_json::Value = serde_json::from_str(out.trim()).expect("one JSON array");
-    let fio = v
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["method"] == "fio")
-        .unwrap_or_else(|| panic!("no fio row: {out}"));
+    let fio = fio_row(&out);
     assert!(fio["cpu_s"].as_f64().unwrap() > 0.0, "{fio}");
 }
 
@@ -861,12 +855,17 @@ fn fio_is_stopped_by_duration_like_the_other_methods() {
         "--json",
     ]);
     assert_eq!(code, 0, "{err}");
+    let fio = fio_row(&out);
+    assert_eq!(fio["stopped_by_duration"], true, "{fio}");
+}
+
+/// The `fio` row of `bench --json`'s output.
+fn fio_row(out: &str) -> serde_json::Value {
     let v: serde_json::Value = serde_json::from_str(out.trim()).expect("one JSON array");
-    let fio = v
-        .as_array()
-        .unwrap()
+    v.as_array()
+        .expect("a JSON array")
         .iter()
         .find(|r| r["method"] == "fio")
-        .expect("a fio row");
-    assert_eq!(fio["stopped_by_duration"], true, "{fio}");
+        .cloned()
+        .unwrap_or_else(|| panic!("no fio row: {out}"))
 }

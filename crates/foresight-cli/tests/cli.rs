@@ -1286,13 +1286,7 @@ fn a_refused_run_leaves_the_requests_file_as_it_found_it() {
 /// `sim --help` says why, so the exception is not taken for an oversight.
 #[test]
 fn sim_help_says_why_workload_extent_passes_with_any_placement() {
-    let (code, help, err) = foresight(&["sim", "--help"]);
-    assert_eq!(code, 0, "{err}");
-    let flat = help.split_whitespace().collect::<Vec<_>>().join(" ");
-    assert!(
-        flat.contains("fragmented: mean extent size (accepted with any placement, so that one config can sweep the placements"),
-        "{help}"
-    );
+    assert_sim_help_says("fragmented: mean extent size (accepted with any placement, so that one config can sweep the placements");
 }
 
 /// `queue_s` is documented as the wait "in the host block queue and the device's command
@@ -1315,12 +1309,19 @@ fn sim_help_says_what_a_dfs_runs_queue_s_counts() {
     let r: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(r["breakdown"]["queue_s"], 0.0, "{r}");
     assert!(r["mean_latency_ms"].as_f64().unwrap() > 50.0, "{r}");
+    assert_sim_help_says(
+        "a [dfs] run's queue_s is the wait in the device's own command queues only",
+    );
+}
+
+/// `sim --help` says `text`, however its lines wrap it.
+fn assert_sim_help_says(text: &str) {
     let (code, help, err) = foresight(&["sim", "--help"]);
     assert_eq!(code, 0, "{err}");
     let flat = help.split_whitespace().collect::<Vec<_>>().join(" ");
     assert!(
-        flat.contains("a [dfs] run's queue_s is the wait in the device's own command queues only"),
-        "{help}"
+        flat.contains(text),
+        "`sim --help` does not say {text:?}:\n{help}"
     );
 }
 
@@ -1633,13 +1634,7 @@ fn exponential_gaps_that_leave_one_read_are_a_warning_not_a_refusal() {
 /// only "one block number per line", and a user met the limits as errors first.
 #[test]
 fn sim_help_gives_the_limits_of_a_hinted_traces_block_numbers() {
-    let (code, help, err) = foresight(&["sim", "--help"]);
-    assert_eq!(code, 0, "{err}");
-    let flat = help.split_whitespace().collect::<Vec<_>>().join(" ");
-    assert!(
-        flat.contains("at most 4,194,304, each below 2^40 and given once"),
-        "{help}"
-    );
+    assert_sim_help_says("at most 4,194,304, each below 2^40 and given once");
 }
 
 /// DESIGN.md names `cfq` among the host schedulers and `aps` among the policy names; here both
