@@ -27,7 +27,9 @@
 //! panic hook it sets; the error each refused call returns carries it too
 //! ([`Shared::broken_error`]). A policy's panic is also caught, and its message recorded, at the
 //! call into the policy, under the lock (`core/guard.rs`): the unwind poisons the lock only
-//! after that, so a call refused by the poisoned lock never waits for the message.
+//! after that, so a call refused by the poisoned lock never waits for the message. An owner that
+//! gives up on the engine ([`Engine::abandon`], a hang guard) breaks it the same way, so that
+//! threads blocked in its reads end instead of keeping it alive.
 
 use std::io::{self, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
@@ -933,7 +935,8 @@ impl Engine {
         self.owner.shared.backend.kind()
     }
 
-    /// Why the engine is broken, if a panic broke it (see the module documentation): the
+    /// Why the engine is broken, if a panic broke it (see the module documentation) or its owner
+    /// abandoned it ([`Engine::abandon`], whose reason this is then): the
     /// panic's message and where it was raised, e.g. for a server to log before it exits. `None`
     /// while the engine works, and for the moment between a panic and its catch, which marks
     /// the engine broken (a backend thread marks it last), though calls may already fail.
@@ -944,6 +947,17 @@ impl Engine {
             return None;
         }
         shared.broken_by.get().cloned()
+    }
+
+    /// Gives up on the engine, as a panic inside it would: every read waiting in it (on any
+    /// thread) returns [`EngineError::Broken`] with `why` as its reason, and so does every later
+    /// read, open and hint. For an owner that has stopped waiting for its readers (a hang guard):
+    /// a thread blocked in a read can be neither cancelled nor joined, and its reader keeps the
+    /// engine, its backend threads and its buffers alive; woken with an error, the thread ends
+    /// and drops its reader, and the engine stops once its last handle goes. The first reason
+    /// given, by a panic or by this, is the one kept.
+    pub fn abandon(&self, why: &str) {
+        self.owner.shared.break_engine(why.to_string());
     }
 
     /// Why [`Backend::Auto`] fell back to the thread pool, if it did.

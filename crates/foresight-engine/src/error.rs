@@ -65,12 +65,14 @@ pub enum EngineError {
     /// The stream is not open in this engine.
     #[error("{0} is not open in this engine")]
     UnknownStream(StreamId),
-    /// A panic (a policy's, or one that ended a backend thread) broke the engine: reads it
-    /// started may never complete, so it serves nothing more. Reads get it as an
-    /// `io::Error` of kind `Other`, whose inner error is this one.
+    /// A panic (a policy's, or one that ended a backend thread) broke the engine, or its owner
+    /// gave up on it (`Engine::abandon`): reads it started may never complete, so it serves
+    /// nothing more. Reads get it as an `io::Error` of kind `Other`, whose inner error is this
+    /// one.
     #[error(
-        "the engine is broken by a panic (in a policy, or on one of its backend's threads): \
-         {reason}; it left reads it will never complete, so build a new engine"
+        "the engine is broken (by a panic in a policy or on one of its backend's threads, or \
+         abandoned by its owner): {reason}; it left reads it will never complete, so build a new \
+         engine"
     )]
     Broken {
         /// The panic's message and, where known, where it was raised: what

@@ -468,6 +468,11 @@ pub fn engine_policy(s: &Scenario) -> Result<foresight_policy::PolicyConfig, Str
 /// times nothing.
 pub const CLIENTS_HANG_GUARD: std::time::Duration = std::time::Duration::from_secs(60);
 
+/// How long [`run_engine`] waits, once its hang guard has fired and it has abandoned the engine,
+/// for the clients to end: a client woken from its read by the abandoned engine's error ends at
+/// once, so this too only guards against a hang (a client blocked outside the engine).
+pub const ABANDONED_CLIENTS_GRACE: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// Tells [`run_engine`] that client `.0` has ended, however it ended (its read failed, it
 /// panicked), when dropped at the end of the client's thread.
 struct Finished(usize, std::sync::mpsc::Sender<usize>);
@@ -479,11 +484,58 @@ impl Drop for Finished {
     }
 }
 
+/// Takes clients off `running` as they say they have ended, until none is left (`None`) or
+/// `until` passes (`Some`, the clients still running).
+fn wait_for_clients(
+    finished: &std::sync::mpsc::Receiver<usize>,
+    running: &mut std::collections::BTreeSet<usize>,
+    until: std::time::Instant,
+) -> Option<std::collections::BTreeSet<usize>> {
+    while !running.is_empty() {
+        let left = until.saturating_duration_since(std::time::Instant::now());
+        match finished.recv_timeout(left) {
+            Ok(client) => {
+                running.remove(&client);
+            }
+            Err(_) => return Some(running.clone()),
+        }
+    }
+    None
+}
+
+/// What client `client`'s thread ended with, as the run reports it: its bytes and their hash, or
+/// an error naming the client, its stream and its file, with the read's error or the panic's
+/// message.
+fn client_outcome(
+    client: usize,
+    s: &Scenario,
+    paths: &[PathBuf],
+    joined: std::thread::Result<std::io::Result<(u64, u64)>>,
+) -> Result<(u64, u64), String> {
+    let file = s.workload.file_of(client);
+    let who = format!(
+        "client {client} (stream {client}, file {file}, {})",
+        paths
+            .get(file)
+            .map_or_else(|| "no path".to_string(), |p| p.display().to_string())
+    );
+    match joined {
+        Ok(Ok(got)) => Ok(got),
+        Ok(Err(e)) => Err(format!("{who} failed: {e}")),
+        Err(payload) => Err(format!(
+            "{who} panicked: {}",
+            foresight_engine::panic_payload_text(payload.as_ref())
+        )),
+    }
+}
+
 /// Runs the scenario through the real engine on the emulated backend; `paths[i]` is client `i`'s
 /// file. A client that discloses its reads does so, as the simulator's does, just before its
 /// first read, and after the clients before it have disclosed theirs.
 /// Clients that have not all ended within [`CLIENTS_HANG_GUARD`] make the run an error that
-/// names them, with the engine's state.
+/// names them, with the engine's state; the engine is then abandoned ([`Engine::abandon`]), so
+/// that clients blocked in its reads end, and stopped before the run returns. A client that
+/// fails or panics is named in the error with its stream, its file and the failure.
 pub fn run_engine(s: &Scenario, paths: &[PathBuf]) -> Result<WorldRun, String> {
     run_engine_within(s, paths, CLIENTS_HANG_GUARD)
 }
@@ -494,6 +546,17 @@ pub fn run_engine_within(
     s: &Scenario,
     paths: &[PathBuf],
     hang_guard: std::time::Duration,
+) -> Result<WorldRun, String> {
+    run_engine_wrapped(s, paths, hang_guard, None)
+}
+
+/// [`run_engine_within`] with the engine's policy (the recording one) wrapped once more by
+/// `wrap`, outside the recording: the harness's own tests put a policy that panics there.
+pub fn run_engine_wrapped(
+    s: &Scenario,
+    paths: &[PathBuf],
+    hang_guard: std::time::Duration,
+    wrap: Option<foresight_engine::PolicyWrapper>,
 ) -> Result<WorldRun, String> {
     let mut emulated = EmulatedConfig::preset(&s.device)
         .and_then(|e| e.scheduler(&s.scheduler))
@@ -517,7 +580,13 @@ pub fn run_engine_within(
         .policy_config(engine_policy(s)?)
         .memory(s.engine_memory.unwrap_or(s.memory))
         .queue_depth(32)
-        .wrap_policy(Box::new(move |p| recorder.wrap(p)))
+        .wrap_policy(Box::new(move |p| {
+            let recorded = recorder.wrap(p);
+            match wrap {
+                Some(wrap) => wrap(recorded),
+                None => recorded,
+            }
+        }))
         .wrap_array_policy(Box::new(move |p| array_recorder.wrap(p)));
     if s.raid_cache.0 > 0 {
         builder = builder.raid_cache(s.raid_cache);
@@ -560,7 +629,11 @@ pub fn run_engine_within(
                     let ranges: Vec<ByteRange> =
                         plan.iter().map(|&(o, l)| ByteRange::new(o, l)).collect();
                     let (given, turn) = &*hints_given;
-                    let poisoned = |_| std::io::Error::other("a client thread panicked");
+                    let poisoned = |_| {
+                        std::io::Error::other(
+                            "a client before this one panicked while it gave its hint",
+                        )
+                    };
                     let mut n = given.lock().map_err(poisoned)?;
                     while *n < client {
                         n = turn.wait(n).map_err(poisoned)?;
@@ -590,30 +663,51 @@ pub fn run_engine_within(
     // the run, naming the clients and the engine's state, instead of hanging it.
     drop(finished_tx);
     let mut running: std::collections::BTreeSet<usize> = (0..handles.len()).collect();
-    let until = started + hang_guard;
-    while !running.is_empty() {
-        let left = until.saturating_duration_since(std::time::Instant::now());
-        match finished.recv_timeout(left) {
-            Ok(client) => {
-                running.remove(&client);
-            }
-            Err(_) => {
-                return Err(format!(
-                    "clients {running:?} had not ended {:?} after the run began: the engine \
-                     hangs; {}",
-                    hang_guard,
-                    engine.describe()
-                ))
+    if let Some(hang) = wait_for_clients(&finished, &mut running, started + hang_guard) {
+        let hang = format!(
+            "clients {hang:?} had not ended {hang_guard:?} after the run began: the engine \
+             hangs; {}",
+            engine.describe()
+        );
+        // A client blocked in a read can be neither cancelled nor joined, and its reader keeps
+        // the engine (its backend threads, its buffers, its open files) alive: the engine is
+        // abandoned, which fails every read waiting in it and every later one, so that the
+        // clients end and drop their readers, and the engine stops here, when its last handle
+        // goes, instead of running beside the tests that follow.
+        engine.abandon("the conformance harness's hang guard fired");
+        let abandoned_at = std::time::Instant::now();
+        let left = wait_for_clients(
+            &finished,
+            &mut running,
+            abandoned_at + ABANDONED_CLIENTS_GRACE,
+        );
+        for (client, h) in handles.into_iter().enumerate() {
+            if !running.contains(&client) {
+                // Ended: its outcome (a failed read, most likely) adds nothing to the hang.
+                let _ = h.join();
             }
         }
+        drop(engine);
+        return Err(match left {
+            None => {
+                format!("{hang}; the engine was abandoned, its clients ended and it was shut down")
+            }
+            Some(stuck) => format!(
+                "{hang}; clients {stuck:?} were still running {ABANDONED_CLIENTS_GRACE:?} after \
+                 the engine was abandoned, and keep it alive"
+            ),
+        });
     }
     let mut got = Vec::new();
-    for h in handles {
-        got.push(
-            h.join()
-                .map_err(|_| "a client thread panicked".to_string())?
-                .map_err(|e| e.to_string())?,
-        );
+    let mut failures = Vec::new();
+    for (client, h) in handles.into_iter().enumerate() {
+        match client_outcome(client, s, paths, h.join()) {
+            Ok(g) => got.push(g),
+            Err(e) => failures.push(e),
+        }
+    }
+    if !failures.is_empty() {
+        return Err(failures.join("; "));
     }
     let elapsed_s = started.elapsed().as_secs_f64();
     let device_bytes = engine.stats().device_bytes;

@@ -8,7 +8,7 @@
 
 use foresight_core::{ByteLen, Duration};
 use foresight_testkit::conformance::{
-    file_bytes, plans, reads_per_stream, run_engine_within, write_files,
+    file_bytes, plans, reads_per_stream, run_engine_within, run_engine_wrapped, write_files,
 };
 use foresight_testkit::{compare, run_engine, run_sim, Comparison, Scenario, Workload, WorldRun};
 
@@ -39,6 +39,117 @@ fn clients_still_running_when_the_hang_guard_fires_fail_the_run_by_name() {
     };
     assert!(
         err.contains("clients {0, 1} had not ended") && err.contains("hangs"),
+        "{err}"
+    );
+}
+
+/// Files under `dir` this process has open.
+fn open_files_under(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    std::fs::read_dir("/proc/self/fd")
+        .unwrap()
+        .filter_map(|fd| std::fs::read_link(fd.ok()?.path()).ok())
+        .filter(|target| target.starts_with(dir))
+        .collect()
+}
+
+/// A client blocked in a read when the hang guard fires ends, and the engine is shut down before
+/// the run returns, instead of running on beside later tests, kept alive by that client's reader.
+/// The one client reads its 16 MiB file in one read from an emulated Cheetah 4LP (16 MB/s at
+/// best), a second at least, and the guard here is 50 ms, so the guard fires with the client
+/// blocked in the engine however loaded the machine. Before, the run returned with the client
+/// still in its read and the engine's descriptor of the file still open.
+#[test]
+fn a_client_blocked_in_a_read_when_the_hang_guard_fires_ends_and_the_engine_stops() {
+    let s = Scenario {
+        device: "cheetah-4lp".into(),
+        streams: 1,
+        file_bytes: 16 << 20,
+        request_bytes: 16 << 20,
+        ..Scenario::four_streams_seqp_wd800jd()
+    };
+    let files: Vec<Vec<u8>> = (0..s.workload.files(s.streams) as u64)
+        .map(|i| file_bytes(s.file_bytes, i))
+        .collect();
+    let dir = tempfile::Builder::new()
+        .prefix("foresight-conformance-hang-release-")
+        .tempdir()
+        .unwrap();
+    let paths = write_files(dir.path(), &files).unwrap();
+    let run = run_engine_within(&s, &paths, std::time::Duration::from_millis(50));
+    let Err(err) = run else {
+        panic!("the run succeeded: no client was blocked when the guard fired")
+    };
+    assert!(err.contains("hangs"), "{err}");
+    assert!(
+        err.contains("its clients ended and it was shut down"),
+        "the blocked client did not end: {err}"
+    );
+    let open = open_files_under(dir.path());
+    assert!(open.is_empty(), "the engine still holds {open:?}: {err}");
+}
+
+/// A client whose thread panics (here the policy panics at its first read, on the client's
+/// thread) fails the run with an error that names the client, its stream and its file, and
+/// carries the panic's message. Before, the run said only "a client thread panicked".
+#[test]
+fn a_client_that_panics_is_named_with_the_panic_message() {
+    struct PanicsAtRead(Box<dyn foresight_policy::Policy>);
+    impl foresight_policy::Policy for PanicsAtRead {
+        fn name(&self) -> &str {
+            self.0.name()
+        }
+        fn handle(&mut self, now: foresight_core::Instant, input: foresight_policy::Input) {
+            if let foresight_policy::Input::Read { stream, .. } = &input {
+                if stream.0 == 1 {
+                    panic!("the test's policy panics at a read of stream 1");
+                }
+            }
+            self.0.handle(now, input)
+        }
+        fn poll_output(&mut self) -> Option<foresight_policy::Output> {
+            self.0.poll_output()
+        }
+        fn poll_timeout(&self) -> Option<foresight_core::Instant> {
+            self.0.poll_timeout()
+        }
+        fn handle_timeout(&mut self, now: foresight_core::Instant) {
+            self.0.handle_timeout(now)
+        }
+        fn add_file(
+            &mut self,
+            id: foresight_core::FileId,
+            file: foresight_policy::layout::FileLayout,
+        ) {
+            self.0.add_file(id, file)
+        }
+    }
+    let s = Scenario {
+        streams: 2,
+        file_bytes: 128 << 10,
+        request_bytes: 64 << 10,
+        ..Scenario::four_streams_seqp_wd800jd()
+    };
+    let files: Vec<Vec<u8>> = (0..s.workload.files(s.streams) as u64)
+        .map(|i| file_bytes(s.file_bytes, i))
+        .collect();
+    let dir = tempfile::Builder::new()
+        .prefix("foresight-conformance-panic-")
+        .tempdir()
+        .unwrap();
+    let paths = write_files(dir.path(), &files).unwrap();
+    let run = run_engine_wrapped(
+        &s,
+        &paths,
+        std::time::Duration::from_secs(60),
+        Some(Box::new(|p| Box::new(PanicsAtRead(p)))),
+    );
+    let Err(err) = run else {
+        panic!("the run succeeded although its policy panicked")
+    };
+    let file = paths[1].display().to_string();
+    assert!(
+        err.contains(&format!("client 1 (stream 1, file 1, {file}) panicked"))
+            && err.contains("the test's policy panics at a read of stream 1"),
         "{err}"
     );
 }
