@@ -17,8 +17,10 @@
 //! from the file it began with. A file rewritten in place (same inode) while its response is sent
 //! is caught by the size and modification time of the reader's descriptor, looked at after every
 //! chunk is read: the response is cut short (503 before it begins) rather than send the new bytes
-//! under the old headers. The same four figures make the file's `ETag` (weak until a second
-//! after the file's last modification, strong after) and its modification time the
+//! under the old headers. The same four figures make the file's `ETag` (weak until the file's
+//! timestamps can no longer repeat, `strong_after`: about 50 ms after its last modification on a
+//! file system whose times show sub-second figures, a second otherwise; strong after) and its
+//! modification time the
 //! `Last-Modified`, so a client that sends `If-Range` with the tag of the version it began with
 //! gets the whole new file (200) rather than a range of it once the file is replaced; `If-Match`
 //! and `If-Unmodified-Since` get 412, `If-None-Match` and `If-Modified-Since` 304
@@ -575,10 +577,43 @@ fn measure_file(cfg: &ServerConfig, root: &RootDir, rel: &Path, len_bytes: u64) 
     (r.seconds > 0.0 && r.bytes > 0).then(|| r.bytes as f64 / r.seconds)
 }
 
-/// How long after its last modification a file's entity tag is strong: a second, the coarsest
-/// timestamp granularity of the file systems served in practice (ext3 and others keep whole
-/// seconds), as RFC 9110 (section 8.8.2.2) reckons for dates.
-const STRONG_AFTER: Duration = Duration::from_secs(1);
+/// How far the time the kernel stamps on a file may lag behind the clock the server reads: the
+/// stamps come from a clock that advances once a tick (Linux's coarse clock; its ticks are 1 to
+/// 10 ms, `CONFIG_HZ` 1000 to 100), and a file served from another system's disk (a network mount)
+/// carries that system's stamps (Windows' default timer ticks every 15.6 ms). Bounded with room
+/// to spare.
+const STAMP_LAG_BOUND: Duration = Duration::from_millis(50);
+
+/// The finest timestamp granularity a file system can be proven to keep, with no sub-second
+/// figure in evidence: a second (ext3, and ext4 on 128-byte inodes, keep whole seconds).
+const COARSE_GRANULARITY: Duration = Duration::from_secs(1);
+
+/// How long after its last modification a file's entity tag is strong: from then on, any write
+/// stamps another modification time, so the tag's figures change with the bytes (RFC 9110,
+/// section 8.8.1). Two writes get the same time only when both fall within one granularity step
+/// `g` of the file system's timestamps after the clock's lag: a time stamped at or after `M + g +
+/// lag` differs from `M`. A file system's times are whole multiples of its granularity (the
+/// kernel truncates every time it stamps or is given, `timestamp_truncate`), so the sub-second
+/// parts of the file's modification and status-change times bound `g` from above by their
+/// greatest common divisor with a second: `123_456_789` ns proves a granularity of 1 ns, `0` ns
+/// proves nothing, and leaves the second of [`COARSE_GRANULARITY`]. `mtime_nsec` and `ctime_nsec`
+/// are those parts (`st_mtime_nsec`, `st_ctime_nsec`). Before, every file's tag was weak for a
+/// second, so a download of a file modified within the second waited one second more for a
+/// strong one; on ext4 it now waits about 50 ms. A file system coarser than a second (FAT keeps
+/// even seconds) is not told apart from one of whole seconds, as before.
+fn strong_after(mtime_nsec: i64, ctime_nsec: i64) -> Duration {
+    fn gcd(a: u64, b: u64) -> u64 {
+        if b == 0 {
+            a
+        } else {
+            gcd(b, a % b)
+        }
+    }
+    let second_ns = COARSE_GRANULARITY.as_nanos() as u64;
+    let part = |ns: i64| u64::try_from(ns).unwrap_or(0) % second_ns;
+    let granularity_ns = gcd(gcd(second_ns, part(mtime_nsec)), part(ctime_nsec));
+    Duration::from_nanos(granularity_ns) + STAMP_LAG_BOUND
+}
 
 /// Which file a path named when a request's headers were decided: the body must come from the
 /// same one.
@@ -603,13 +638,20 @@ impl FileVersion {
         }
     }
 
+    /// How long after its modification this version's tag is strong, from the file system's
+    /// timestamps in `meta` (the same metadata as [`FileVersion::of`]'s): see [`strong_after`].
+    fn strong_after(meta: &std::fs::Metadata) -> Duration {
+        use std::os::unix::fs::MetadataExt;
+        strong_after(meta.mtime_nsec(), meta.ctime_nsec())
+    }
+
     /// This version's validators at `now`: an entity tag of the four figures that tell versions
     /// apart (so a tag changes exactly when `read_by` would refuse a reader opened before), and
     /// the modification time in whole seconds for `Last-Modified`. The tag is weak while the file
-    /// was modified less than [`STRONG_AFTER`] before `now` (or has no modification time, or one
+    /// was modified less than `strong_after` before `now` (or has no modification time, or one
     /// ahead of `now`): a rewrite within the file system's timestamp granularity, at the same
-    /// size and inode, could leave all four figures as they are.
-    fn validators(&self, now: std::time::SystemTime) -> Validators {
+    /// size and inode, could leave all four figures as they are (see [`strong_after`]).
+    fn validators(&self, now: std::time::SystemTime, strong_after: Duration) -> Validators {
         use std::time::UNIX_EPOCH;
         let since_epoch = self.modified.map(|m| m.duration_since(UNIX_EPOCH));
         let modified = match &since_epoch {
@@ -621,7 +663,7 @@ impl FileVersion {
         let settled = self
             .modified
             .and_then(|m| now.duration_since(m).ok())
-            .is_some_and(|age| age >= STRONG_AFTER);
+            .is_some_and(|age| age >= strong_after);
         Validators {
             etag: format!(
                 "\"{:x}-{:x}-{:x}{modified}\"",
@@ -1247,7 +1289,7 @@ fn serve_job(state: &State, readers: &mut Readers, next_reader: &mut u64, mut jo
         // client retries and gets the new version whole under its own tag. What still slips
         // through: a rewrite of the same size within the file system's timestamp granularity of
         // the previous modification (the time does not move; the tag is weak for
-        // `STRONG_AFTER` for this reason), stores through a shared `mmap` into a page already
+        // `strong_after` for this reason), stores through a shared `mmap` into a page already
         // dirtied (the time moves only at the first write fault after writeback), and a time set
         // back by hand to the very nanosecond. One `fstat` a chunk (256 KiB by default). A short
         // read is looked at the same way: a file truncated in place (`>` in a shell) is a
@@ -1698,7 +1740,7 @@ async fn serve_file(
             use std::os::unix::fs::MetadataExt;
             u64::try_from(file.metadata.ctime()).ok()
         },
-        ..version.validators(now)
+        ..version.validators(now, FileVersion::strong_after(&file.metadata))
     };
     let mut validator_headers = Vec::with_capacity(2);
     if let Ok(v) = HeaderValue::from_str(&validators.etag_value()) {
@@ -2102,12 +2144,12 @@ mod tests {
         assert!(measure_file(&cfg, &rd, rel, len_bytes).is_some_and(|r| r > 0.0));
     }
 
-    /// A file modified less than a second before the answer gets a weak tag, since a rewrite
-    /// within the file system's timestamp granularity could keep all four figures; one modified an
-    /// hour before gets a strong one. The opaque part is the same either way, so a client's weak
-    /// comparison sees one version.
+    /// A file modified less than `strong_after` before the answer gets a weak tag, since a
+    /// rewrite within the file system's timestamp granularity could keep all four figures; one
+    /// modified an hour before gets a strong one. The opaque part is the same either way, so a
+    /// client's weak comparison sees one version.
     #[test]
-    fn a_tag_is_weak_until_a_second_after_the_files_modification() {
+    fn a_tag_is_weak_until_strong_after_the_files_modification() {
         use std::time::SystemTime;
         let tmp = temp_dir("net-weak");
         let dir = tmp.path().to_path_buf();
@@ -2121,8 +2163,9 @@ mod tests {
             FileVersion::of(&std::fs::metadata(&path).unwrap())
         };
         let fresh = set(now);
-        for at in [now, now + Duration::from_millis(999)] {
-            let v = fresh.validators(at);
+        let wait = Duration::from_millis(1050);
+        for at in [now, now + Duration::from_millis(1049)] {
+            let v = fresh.validators(at, wait);
             assert!(
                 v.weak,
                 "modified {:?} before the answer",
@@ -2130,14 +2173,69 @@ mod tests {
             );
             assert!(v.etag_value().starts_with("W/\""), "{}", v.etag_value());
         }
-        let settled = fresh.validators(now + STRONG_AFTER);
+        let settled = fresh.validators(now + wait, wait);
         assert!(!settled.weak);
-        assert_eq!(settled.etag, fresh.validators(now).etag);
+        assert_eq!(settled.etag, fresh.validators(now, wait).etag);
         // Ahead of the answer's clock: weak too.
-        assert!(fresh.validators(now - Duration::from_secs(5)).weak);
-        let old = set(now - Duration::from_secs(3600)).validators(now);
+        assert!(fresh.validators(now - Duration::from_secs(5), wait).weak);
+        let old = set(now - Duration::from_secs(3600)).validators(now, wait);
         assert!(!old.weak);
         assert!(old.etag_value().starts_with('"'), "{}", old.etag_value());
+    }
+
+    /// How long a tag stays weak follows the granularity the file's timestamps prove: times with
+    /// a sub-second part that only 1 ns divides prove 1 ns, and the tag is strong once the stamp
+    /// lag has passed; times in whole hundredths prove no finer than 10 ms; whole seconds (or
+    /// no evidence) leave a second. The status change counts as evidence too (the same file
+    /// system stamps it): a modification time set by hand to a whole second on a file system of
+    /// nanoseconds still proves nanoseconds through it.
+    #[test]
+    fn a_tag_is_strong_once_the_granularity_the_timestamps_prove_has_passed() {
+        let lag = STAMP_LAG_BOUND;
+        assert_eq!(
+            strong_after(123_456_789, 987_654_321),
+            Duration::from_nanos(1) + lag
+        );
+        assert_eq!(strong_after(0, 987_654_321), Duration::from_nanos(1) + lag);
+        assert_eq!(
+            strong_after(120_000_000, 0),
+            Duration::from_millis(40) + lag
+        );
+        assert_eq!(
+            strong_after(250_000_000, 500_000_000),
+            Duration::from_millis(250) + lag
+        );
+        assert_eq!(strong_after(0, 0), COARSE_GRANULARITY + lag);
+        // Times before 1970 (negative seconds) keep a sub-second part in 0..1e9.
+        assert_eq!(strong_after(-1, -1), COARSE_GRANULARITY + lag);
+        // A real file on the file system the tests run on: whatever it proves, never longer
+        // than the coarse bound.
+        let tmp = temp_dir("net-granularity");
+        let path = tmp.path().join("f");
+        std::fs::write(&path, b"stamped").unwrap();
+        let meta = std::fs::metadata(&path).unwrap();
+        assert!(FileVersion::strong_after(&meta) <= COARSE_GRANULARITY + lag);
+    }
+
+    /// A file just written on the file system the tests run on (whose times have nanoseconds)
+    /// gets a strong tag a tenth of a second after its modification. Before, every tag was weak
+    /// for a whole second, and `foresight get` of a file modified within the second waited that
+    /// second before its first range.
+    #[test]
+    fn a_file_just_written_has_a_strong_tag_a_tenth_of_a_second_later() {
+        let tmp = temp_dir("net-fresh");
+        let path = tmp.path().join("f");
+        std::fs::write(&path, b"fresh").unwrap();
+        let meta = std::fs::metadata(&path).unwrap();
+        let version = FileVersion::of(&meta);
+        let modified = version.modified.unwrap();
+        let v = version.validators(
+            modified + Duration::from_millis(100),
+            FileVersion::strong_after(&meta),
+        );
+        assert!(!v.weak, "{}", v.etag_value());
+        let v = version.validators(modified, FileVersion::strong_after(&meta));
+        assert!(v.weak, "{}", v.etag_value());
     }
 
     /// The check a worker makes before sending a byte: a reader serves a request only if it reads

@@ -4,10 +4,12 @@
 //! The server describes each version of a file by an entity tag built from what it already
 //! compares to tell versions apart (device, inode, length and modification time in nanoseconds;
 //! see `server::FileVersion`) and by its modification time as an HTTP-date. The tag is strong
-//! only once the file was modified at least a second before the answer: a file rewritten again
-//! within its file system's timestamp granularity, at the same size and inode, keeps every one of
-//! those figures, so until then the tag is sent weak (`W/`), since it cannot promise that equal
-//! tags mean equal bytes (section 8.8.1). The preconditions are weighed in the order of section
+//! only once the file was modified long enough before the answer that its timestamps cannot
+//! repeat (`server::strong_after`: about 50 ms on a file system whose times show sub-second
+//! figures, a second otherwise): a file rewritten again within its file system's timestamp
+//! granularity, at the same size and inode, keeps every one of those figures, so until then the
+//! tag is sent weak (`W/`), since it cannot promise that equal tags mean equal bytes (section
+//! 8.8.1). The preconditions are weighed in the order of section
 //! 13.2.2: `If-Match` (strong comparison, `*` any file; failing gives 412), else
 //! `If-Unmodified-Since` (412 when the file is newer than the date; a date that does not parse is
 //! ignored; "newer" weighs the modification time no later than the inode's last status change
