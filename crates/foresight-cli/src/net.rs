@@ -120,7 +120,9 @@ than 1 MiB of the server's memory. A response whose client takes nothing for 30 
 and its connection closed.
 
 Every file answer carries an ETag (from the file's device, inode, length and modification time; \
-weak, W/, while the file was modified less than a second before, strong after) and a \
+weak, W/, until the file's timestamps can no longer repeat: about 50 ms after a change where \
+the file's times show sub-second figures, a second where they show whole seconds; strong \
+after) and a \
 Last-Modified. Conditional requests follow RFC 9110, section 13.2.2: If-Match (strong \
 comparison, * for any file), else If-Unmodified-Since, failing gives 412; then If-None-Match \
 (weak comparison), else If-Modified-Since, gives 304; If-Range honours Range only for a strong \
@@ -301,8 +303,9 @@ standard error (the request, as HEAD, GET or its byte range, which attempt faile
 and why); the third failure ends the download, saying it gave up after 3 attempts. The device \
 figures request is sent once, and a failure of it is noted and done without. A server that stops \
 answering (or stops sending mid-body) thus fails a download within 4 x --request-timeout plus \
-0.3 s: the figures request's timeout and one request's three attempts (1.3 s when the file's \
-weak ETag is asked for again a second later, see below). \
+0.3 s: the figures request's timeout and one request's three attempts (1.4 s, and the round \
+trips of the HEADs answered meanwhile, when the file's weak ETag is asked for again, see \
+below). \
 --random SIZE reads --reads random ranges of SIZE instead of the whole file, to measure what \
 random reads cost (bytes transferred against bytes asked); their bytes are not kept, so it takes \
 no --out. A SIZE larger than the file reads the whole file each time, and standard error says so; \
@@ -320,8 +323,13 @@ again if nothing of it was written yet, and is otherwise an error rather than a 
 versions (this needs a server that sends a validator, as foresight serve does, or a replacement \
 of another length). Ranges are never put together under a weak ETag (W/), which If-Range cannot \
 carry: a HEAD whose tag is weak because the file was modified within the second (as foresight \
-serve makes it) is sent again a second later, and a tag still weak gets the file in one GET, \
-with a note on standard error.
+serve makes it) is sent again every 0.1 s until its tag is strong, for a second at most, and a \
+tag still weak gets the file in one GET, with a note on standard error. Once the last byte has \
+arrived, a HEAD asks for the validator again: a file rewritten in place meanwhile (which a server \
+other than foresight serve may have sent mixed, under the old validator) fails the download, \
+saying the file changed once the download had ended; the bytes already written stay written. \
+A rewrite at the same size within the same second as the modification before it keeps a \
+validator of whole seconds (nginx's ETag, any Last-Modified), and is not seen.
 
 The path rate (path_mib_s) is the bytes of the range responses over the time during which any of \
 them was arriving, each timed from the earliest moment its first byte could have come (request \

@@ -1329,6 +1329,9 @@ async fn download(
     if let Some(s) = sink.as_mut() {
         s.flush()?;
     }
+    if random.is_none() {
+        confirm_unchanged(&pool, url, etag.as_ref(), Some(len), delivered).await?;
+    }
     let seconds = started.elapsed().as_secs_f64();
     Ok(Report {
         bytes: delivered,
@@ -1444,6 +1447,59 @@ fn begun_version(headers: &HeaderMap) -> Option<Validator> {
     let date_s = parse_http_date(headers.get(header::DATE)?.to_str().ok()?, year_of(now_s))?;
     let modified_s = parse_http_date(modified.to_str().ok()?, year_of(date_s))?;
     (modified_s < date_s).then(|| Validator::Date(modified.clone()))
+}
+
+/// Asks for the file's validator once more after the last byte of a download arrived, and fails
+/// the download ([`NetError::Changed`], `written_bytes` handed on) if it is not `was`, the one
+/// the download began with, or the length is not `len`. A file rewritten in place while a
+/// server sent a response of it may have sent bytes of both versions under the old headers; the
+/// validators sent with each answer were decided before its bytes were read, so only a look
+/// after the last byte sees such a rewrite. It does as long as the server's validator moves
+/// with every write (a modification time of finer granularity than the time between the
+/// download's first `HEAD` and the rewrite): a write made before the server read a byte moved
+/// the time before this `HEAD` was answered. `foresight serve` cuts such a response itself;
+/// other servers (nginx, an object store) send it whole, and a range download from them was
+/// delivered as a mix of two versions, exit code 0. Nothing to compare with (`was` `None`), the
+/// look is skipped. One request more per download, a round trip.
+async fn confirm_unchanged(
+    pool: &Pool,
+    url: &Url,
+    was: Option<&Validator>,
+    len: Option<u64>,
+    written_bytes: u64,
+) -> Result<(), NetError> {
+    if was.is_none() {
+        return Ok(());
+    }
+    let changed = |what: String| NetError::Changed {
+        url: url.to_string(),
+        what: format!("{what}, seen once the download had ended"),
+        written_bytes,
+    };
+    let head = pool
+        .exchange_tries(url, Method::HEAD, None, None, REQUEST_ATTEMPTS)
+        .await?;
+    if !head.status.is_success() {
+        return Err(NetError::Http {
+            url: url.to_string(),
+            message: format!(
+                "HEAD answered {} once the download had ended, so whether the file changed \
+                 meanwhile is unknown",
+                head.status
+            ),
+        });
+    }
+    if let Some(what) = changed_tag(was, &head.headers) {
+        return Err(changed(what));
+    }
+    if let (Some(was), Some(now)) = (len, content_length(&head.headers)) {
+        if was != now {
+            return Err(changed(format!(
+                "its length was {was} bytes and is now {now}"
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// What changed when `headers` carry another validator than `was`, the one the download began
@@ -1658,6 +1714,17 @@ async fn plain_get(
             });
         }
     }
+    // Whatever validator the answer carries, weak or strong, is asked for again once the body
+    // has arrived (`confirm_unchanged`).
+    let answered = resp
+        .headers()
+        .get(header::ETAG)
+        .map(|v| Validator::Tag(v.clone()))
+        .or_else(|| {
+            resp.headers()
+                .get(header::LAST_MODIFIED)
+                .map(|v| Validator::Date(v.clone()))
+        });
     let mut body = resp.into_body();
     let mut n = 0u64;
     loop {
@@ -1700,6 +1767,8 @@ async fn plain_get(
     if let Some(s) = sink.as_mut() {
         s.flush()?;
     }
+    drop(_permit);
+    confirm_unchanged(pool, url, expect_etag.or(answered.as_ref()), Some(n), n).await?;
     let seconds = started.elapsed().as_secs_f64();
     let rtt = first_byte.saturating_since(sent);
     Ok(Report {

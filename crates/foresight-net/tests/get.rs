@@ -1762,3 +1762,75 @@ fn a_file_rewritten_in_place_during_a_download_is_never_delivered_mixed() {
         }
     }
 }
+
+/// A file rewritten in place on a server that, like nginx, decides a response's headers before it
+/// reads the bytes: the ranges all come under the tag of the version the download began with
+/// (`"one"`), the later ones holding the rewritten bytes, and only a `HEAD` after the last byte
+/// sees the new tag (`"two"`). The download fails saying the file changed, seen once it had
+/// ended. Before, it succeeded and delivered the first version's first ranges followed by the
+/// second's (from nginx with `--alpha 1 --readahead 64MiB`, a file of 100,000,000 bytes rewritten
+/// 1 s into a 2 s download: 76,316,672 bytes of the old version and 23,683,328 of the new, exit
+/// code 0).
+#[test]
+fn a_file_rewritten_in_place_during_its_last_responses_is_not_delivered_as_a_success() {
+    let old = content(2_000_000, 8);
+    let new = content(2_000_000, 9);
+    let mut mixed = old[..1_000_000].to_vec();
+    mixed.extend_from_slice(&new[1_000_000..]);
+    let addr = replacing_server(
+        vec![
+            (old.clone(), "\"one\""),
+            (new, "\"two\""),
+            (mixed.clone(), "\"one\""),
+        ],
+        // The opening HEAD sees the first version, every range the mix under its tag, and any
+        // later HEAD the second version.
+        |req| match (req.method.as_str(), req.seen) {
+            ("HEAD", 0) => 0,
+            ("HEAD", _) => 1,
+            _ => 2,
+        },
+    );
+    let (r, out) = download(addr);
+    let e = r.expect_err(&format!(
+        "delivered {} bytes, the mix: {}",
+        out.len(),
+        out == mixed
+    ));
+    let text = e.to_string();
+    assert!(
+        matches!(e, foresight_net::NetError::Changed { .. })
+            && text.contains("\"one\"")
+            && text.contains("\"two\"")
+            && text.contains("once the download had ended"),
+        "{text}"
+    );
+}
+
+/// The same in one plain `GET`, from a server that does not honour ranges (nginx with
+/// `max_ranges 0`): the body comes under the first version's tag with the rewritten bytes after
+/// the old, and a `HEAD` after it sees the new tag. Before, the download succeeded with the mix.
+#[test]
+fn a_file_rewritten_in_place_during_a_plain_get_is_not_delivered_as_a_success() {
+    let old = content(2_000_000, 10);
+    let new = content(2_000_000, 11);
+    let mut mixed = old[..1_000_000].to_vec();
+    mixed.extend_from_slice(&new[1_000_000..]);
+    let addr = tiny_server(move |req, c| {
+        let (data, tag) = match (req.method.as_str(), req.seen) {
+            ("HEAD", 0) => (&old, "\"one\""),
+            ("HEAD", _) => (&new, "\"two\""),
+            _ => (&mixed, "\"one\""),
+        };
+        answer(req, c, "HTTP/1.1", &format!("ETag: {tag}\r\n"), data).is_ok()
+    });
+    let (r, out) = download(addr);
+    let e = r.expect_err(&format!("delivered {} bytes", out.len()));
+    let text = e.to_string();
+    assert!(
+        matches!(e, foresight_net::NetError::Changed { .. })
+            && text.contains("\"two\"")
+            && text.contains("once the download had ended"),
+        "{text}"
+    );
+}
