@@ -1072,3 +1072,48 @@ fn a_failed_prefetch_counts_no_bytes_read_ahead() {
     assert_eq!(s.prefetched_bytes, len as u64, "{s:?}");
     assert_eq!(s.prefetch_used_bytes + s.wasted_bytes, s.prefetched_bytes);
 }
+
+/// An owner that gives up on the engine (`Engine::abandon`, as a hang guard does) wakes a reader
+/// blocked in a read that would not complete for an hour: the read fails with the owner's
+/// reason, the engine says it is broken for that reason, later opens are refused, and the reader
+/// and the engine then drop without waiting for the delayed read.
+#[test]
+fn abandoning_the_engine_ends_a_read_blocked_in_it_with_the_reason() {
+    let noop = NoopBackend::new();
+    noop.insert("/mem/f", content(1 << 20, 3));
+    noop.inject(Fault {
+        path: "/mem/f".into(),
+        range: 0..1 << 20,
+        kind: FaultKind::Delay(Duration::from_secs(3600)),
+        times: None,
+    });
+    let engine = Engine::builder()
+        .backend(Backend::Noop(noop.clone()))
+        .memory(ByteLen::mib(4))
+        .build()
+        .unwrap();
+    let mut reader = engine.open("/mem/f").unwrap();
+    let blocked = std::thread::spawn(move || {
+        let mut buf = vec![0u8; 4096];
+        reader.read(&mut buf).map_err(|e| e.to_string())
+    });
+    wait_for_engine(&engine, "the read to wait for its delayed fetch", || {
+        engine.describe().contains("waiters 1")
+    });
+    engine.abandon("the test gave up on the engine");
+    let read = join_within(
+        blocked,
+        "the blocked read to end once the engine was abandoned",
+    )
+    .expect("the reader's thread panicked");
+    let err = read.expect_err("the read succeeded although its fetch is delayed an hour");
+    assert!(err.contains("the test gave up on the engine"), "{err}");
+    assert_eq!(
+        engine.broken_reason().as_deref(),
+        Some("the test gave up on the engine")
+    );
+    assert!(
+        engine.open("/mem/f").is_err(),
+        "an abandoned engine opened a file"
+    );
+}
