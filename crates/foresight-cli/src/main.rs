@@ -14,7 +14,7 @@ use anyhow::Context as _;
 use clap::{Parser, Subcommand};
 use foresight_sim::config::{apply_set, apply_unset, read_config_file, SimConfig};
 use foresight_sim::metrics::RequestSink;
-use foresight_sim::{RunOptions, SimError};
+use foresight_sim::{Progress, RunOptions, SimError};
 
 /// `println!` that returns an error instead of panicking when standard output is closed or full.
 macro_rules! outln {
@@ -155,7 +155,9 @@ Example:
 const SIM_HELP: &str = "Run one simulation and print its measurements.
 
 A run longer than a second shows a progress bar on standard error, or, when standard error is not
-a terminal, a line every 5 s (\"simulating: 41% after 5 s\").
+a terminal, a line every 5 s (\"simulating: 41% after 5 s\"). A trace read from a pipe has no
+length until its end: it shows the records and bytes read and the simulated time instead
+(\"simulating: 1200000 trace records (60.0 MiB) read, 120.500 s simulated after 5 s\").
 
 A config is TOML; every key can also be set with --set KEY=VALUE (later wins; a step may name an
 element of a list the config has, as in device.tiers[0].preset), and a key the config file sets
@@ -573,36 +575,47 @@ fn cmd_sim(
     let started = std::time::Instant::now();
     let show_bar = std::io::stderr().is_terminal();
     let mut bar: Option<indicatif::ProgressBar> = None;
+    // Whether the bar shows a share (or, for a run of unknown length, a spinner and a count).
+    let mut bar_shows_share = None;
     // Redirected to a file or a pipe, a bar's redraws would be noise: a plain line instead, at
     // most one per interval, so that a long run in a log does not look hung.
     let mut notes = progress::Every::new(progress::NOTE_INTERVAL_S);
-    let mut progress = |frac: f64| {
+    let mut progress = |p: Progress| {
         let elapsed_s = started.elapsed().as_secs_f64();
         if !show_bar {
             if notes.due(elapsed_s) {
-                note!(
-                    "simulating: {:.0}% after {elapsed_s:.0} s",
-                    (frac * 100.0).clamp(0.0, 100.0)
-                );
+                note!("{}", progress::sim_note(&p, elapsed_s));
             }
             return;
         }
         if elapsed_s < 1.0 {
             return;
         }
-        let b = bar.get_or_insert_with(|| {
-            let b = indicatif::ProgressBar::new(1000);
+        let b = bar.get_or_insert_with(|| indicatif::ProgressBar::new(1000));
+        if bar_shows_share != Some(p.share.is_some()) {
+            bar_shows_share = Some(p.share.is_some());
+            let template = if p.share.is_some() {
+                "{spinner} simulating [{bar:40}] {percent}% ({msg})"
+            } else {
+                // A trace from a pipe: no end to measure a share against until it is read.
+                "{spinner} simulating: {msg}"
+            };
             b.set_style(
-                indicatif::ProgressStyle::with_template(
-                    "{spinner} simulating [{bar:40}] {percent}% ({msg})",
-                )
-                .expect("valid template")
-                .progress_chars("=> "),
+                indicatif::ProgressStyle::with_template(template)
+                    .expect("valid template")
+                    .progress_chars("=> "),
             );
-            b
-        });
-        b.set_position((frac * 1000.0) as u64);
-        b.set_message(progress::eta_text(elapsed_s, frac));
+        }
+        match p.share {
+            Some(frac) => {
+                b.set_position((frac * 1000.0) as u64);
+                b.set_message(progress::eta_text(elapsed_s, frac));
+            }
+            None => {
+                b.set_message(progress::done_text(&p));
+                b.tick();
+            }
+        }
     };
     let run = foresight_sim::run(
         &cfg,

@@ -8,6 +8,8 @@
 use std::io::Write;
 use std::time::Instant;
 
+use foresight_sim::Progress;
+
 /// Seconds between two progress notes.
 pub const NOTE_INTERVAL_S: f64 = 5.0;
 
@@ -49,6 +51,32 @@ pub fn eta_text(elapsed_s: f64, frac: f64) -> String {
         s if s < 60 => format!("eta {s}s"),
         s if s < 3600 => format!("eta {}m {:02}s", s / 60, s % 60),
         s => format!("eta {}h {:02}m", s / 3600, s % 3600 / 60),
+    }
+}
+
+/// What a run has done when its share is not known (a trace read from a pipe, whose length shows
+/// only at its end): the records and bytes of its trace read, and the simulated time reached.
+pub fn done_text(p: &Progress) -> String {
+    let simulated = format!("{:.3} s simulated", p.simulated_s);
+    match p.trace {
+        Some(t) => format!(
+            "{} trace records ({:.1} MiB) read, {simulated}",
+            t.records,
+            t.read_bytes as f64 / (1u64 << 20) as f64
+        ),
+        None => simulated,
+    }
+}
+
+/// The line `foresight sim` notes once an interval when standard error is not a terminal: the
+/// share done, or, while that is not known, what [`done_text`] says.
+pub fn sim_note(p: &Progress, elapsed_s: f64) -> String {
+    match p.share {
+        Some(frac) => format!(
+            "simulating: {:.0}% after {elapsed_s:.0} s",
+            (frac * 100.0).clamp(0.0, 100.0)
+        ),
+        None => format!("simulating: {} after {elapsed_s:.0} s", done_text(p)),
     }
 }
 
@@ -132,6 +160,7 @@ impl<W: Write, N: Write> Write for Counting<W, N> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use foresight_sim::TraceProgress;
 
     /// A run a quarter done after 1 s has about 3 s left, whatever the bar saw before it appeared.
     #[test]
@@ -144,6 +173,35 @@ mod tests {
         assert_eq!(eta_text(5.0, 1.0), "eta 0s");
         assert_eq!(eta_text(1.0, 0.0), "eta ?");
         assert_eq!(eta_text(1.0, f64::NAN), "eta ?");
+    }
+
+    /// A trace read from a pipe has no length until its end: its note said "simulating: 0%" for
+    /// the whole replay. It now says how much of the trace was read and how far the simulated
+    /// time got; a run whose share is known keeps its percentage.
+    #[test]
+    fn a_run_of_unknown_length_notes_what_it_has_read_not_a_share() {
+        let pipe = Progress {
+            share: None,
+            simulated_s: 120.5,
+            trace: Some(TraceProgress {
+                records: 1_200_000,
+                read_bytes: 60 << 20,
+            }),
+        };
+        assert_eq!(
+            sim_note(&pipe, 5.2),
+            "simulating: 1200000 trace records (60.0 MiB) read, 120.500 s simulated after 5 s"
+        );
+        let file = Progress {
+            share: Some(0.413),
+            ..pipe
+        };
+        assert_eq!(sim_note(&file, 5.0), "simulating: 41% after 5 s");
+        assert_eq!(
+            done_text(&Progress::share(0.5)),
+            "0.000 s simulated",
+            "a run without a trace"
+        );
     }
 
     #[test]

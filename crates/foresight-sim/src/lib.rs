@@ -22,4 +22,4 @@ pub mod validate;
 
 pub use config::SimConfig;
 pub use metrics::Report;
-pub use sim::{run, RunOptions, RunOutput, SimError};
+pub use sim::{run, Progress, RunOptions, RunOutput, SimError, TraceProgress};

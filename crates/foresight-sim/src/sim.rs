@@ -87,8 +87,41 @@ pub enum SimError {
 pub struct RunOptions<'a> {
     /// Where to send one record per application request, as each completes.
     pub requests: Option<&'a mut dyn RequestSink>,
-    /// Called now and then with the fraction of the run done (0 to 1).
-    pub progress: Option<&'a mut dyn FnMut(f64)>,
+    /// Called now and then with how far the run has got.
+    pub progress: Option<&'a mut dyn FnMut(Progress)>,
+}
+
+/// How far a run has got, as [`RunOptions::progress`] hears it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Progress {
+    /// The share of the run done, from 0 to 1; `None` while the run's length is unknown: a trace
+    /// read from a pipe, with neither `workload.duration` nor `workload.trace_records_max`, until
+    /// the pipe's end has been read.
+    pub share: Option<f64>,
+    /// The simulated time reached, in seconds.
+    pub simulated_s: f64,
+    /// A trace replay's reading so far; `None` for other workloads.
+    pub trace: Option<TraceProgress>,
+}
+
+impl Progress {
+    /// A run `share` done, of which nothing else is said.
+    pub fn share(share: f64) -> Progress {
+        Progress {
+            share: Some(share),
+            simulated_s: 0.0,
+            trace: None,
+        }
+    }
+}
+
+/// How much of its trace a replay has taken.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TraceProgress {
+    /// Records the replay has taken from the trace.
+    pub records: u64,
+    /// Bytes of the trace up to the last line of those records.
+    pub read_bytes: u64,
 }
 
 /// A finished run.
@@ -200,9 +233,16 @@ pub fn run_wrapped(
     wrap: &mut dyn FnMut(Box<dyn foresight_policy::Policy>) -> Box<dyn foresight_policy::Policy>,
 ) -> Result<RunOutput, SimError> {
     let requests = RequestLog::new(opts.requests.take());
+    // The DFS model and the tier stack know their share done and nothing more.
+    let mut caller = opts.progress.take();
+    let mut share_only = |share: f64| {
+        if let Some(p) = caller.as_mut() {
+            p(Progress::share(share));
+        }
+    };
     if let Some(dfs) = &cfg.dfs {
         let params = dfs.params(cfg)?;
-        let (out, mut requests) = crate::dfs::run_logged(&params, requests, opts.progress.take())
+        let (out, mut requests) = crate::dfs::run_logged(&params, requests, Some(&mut share_only))
             .map_err(ConfigError::from)?;
         if let Some(e) = requests.take_error() {
             return Err(SimError::Requests(e));
@@ -214,7 +254,7 @@ pub fn run_wrapped(
     }
     let wall = std::time::Instant::now();
     if let Some(tiers) = &cfg.tiered {
-        let mut out = crate::tiered::run_logged(cfg, tiers, requests, opts.progress.take())?;
+        let mut out = crate::tiered::run_logged(cfg, tiers, requests, Some(&mut share_only))?;
         out.report.wall_s = wall.elapsed().as_secs_f64();
         return Ok(out);
     }
@@ -223,7 +263,7 @@ pub fn run_wrapped(
     if let Some(rc) = sim.raid_cache.as_mut() {
         rc.wrap_policy(wrap);
     }
-    sim.run(opts.progress.take());
+    sim.run(caller);
     if let Some(e) = sim.trace_error.take() {
         return Err(e);
     }
@@ -626,7 +666,7 @@ impl<'r> Sim<'r> {
             WorkloadKind::Random | WorkloadKind::Webserver => {
                 (w.requests as f64) * w.streams as f64
             }
-            // Progress is the share of the trace file read (`Sim::progress`).
+            // Progress is the reader's share of the trace (`TraceReader::progress`).
             WorkloadKind::Trace => 1.0,
             WorkloadKind::Scan | WorkloadKind::Tiles | WorkloadKind::Gaps => {
                 streams.iter().map(|s| s.plan.len() as f64).sum()
@@ -704,7 +744,7 @@ impl<'r> Sim<'r> {
         a.into_iter().chain(b).min()
     }
 
-    fn run(&mut self, mut progress: Option<&mut dyn FnMut(f64)>) {
+    fn run(&mut self, mut progress: Option<&mut dyn FnMut(Progress)>) {
         for s in 0..self.streams.len() as u32 {
             self.schedule(Instant::ZERO, Ev::Issue(s));
         }
@@ -787,12 +827,19 @@ impl<'r> Sim<'r> {
             }
             if self.events.is_multiple_of(8192) {
                 if let Some(p) = progress.as_mut() {
-                    let frac = match (limit, &self.trace) {
-                        (Some(l), _) => self.now.as_secs_f64() / l.as_secs_f64(),
+                    let share = match (limit, &self.trace) {
+                        (Some(l), _) => Some(self.now.as_secs_f64() / l.as_secs_f64()),
                         (None, Some(trace)) => trace.progress(),
-                        (None, None) => self.done_work / self.total_work,
+                        (None, None) => Some(self.done_work / self.total_work),
                     };
-                    p(frac.clamp(0.0, 1.0));
+                    p(Progress {
+                        share: share.map(|f| f.clamp(0.0, 1.0)),
+                        simulated_s: self.now.as_secs_f64(),
+                        trace: self.trace.as_ref().map(|t| TraceProgress {
+                            records: t.records_out(),
+                            read_bytes: t.done_bytes(),
+                        }),
+                    });
                 }
             }
         }
@@ -807,7 +854,14 @@ impl<'r> Sim<'r> {
         // A run stopped by an error is not done: its caller reports the error, not 100%.
         if self.trace_error.is_none() && !self.requests.failed() {
             if let Some(p) = progress.as_mut() {
-                p(1.0);
+                p(Progress {
+                    share: Some(1.0),
+                    simulated_s: self.now.as_secs_f64(),
+                    trace: self.trace.as_ref().map(|t| TraceProgress {
+                        records: t.records_out(),
+                        read_bytes: t.done_bytes(),
+                    }),
+                });
             }
         }
     }

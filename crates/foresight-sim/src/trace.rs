@@ -276,7 +276,8 @@ impl LineError {
 /// than `LINE_BYTES_MAX` is an error: a device or pipe without line ends (`/dev/zero`) would
 /// otherwise be read until memory ran out.
 pub(crate) struct Lines {
-    reader: std::io::BufReader<std::fs::File>,
+    /// A file, or bytes in memory (`TraceReader::from_bytes`).
+    reader: std::io::BufReader<Box<dyn std::io::Read + Send>>,
     /// The last line's bytes, line end included; at most `LINE_BYTES_MAX + 1` of them.
     bytes: Vec<u8>,
     /// The number of the last line read (0 before the first).
@@ -302,13 +303,21 @@ impl Lines {
                 message: "is a directory; give the path of a trace file".into(),
             });
         }
-        Ok(Lines {
-            reader: std::io::BufReader::new(file),
+        Ok(Lines::new(
+            Box::new(file),
+            meta.filter(|m| m.is_file()).map_or(0, |m| m.len()),
+        ))
+    }
+
+    /// The lines of `source`, `file_bytes` long (0: not known).
+    fn new(source: Box<dyn std::io::Read + Send>, file_bytes: u64) -> Lines {
+        Lines {
+            reader: std::io::BufReader::new(source),
             bytes: Vec::new(),
             line: 0,
             bytes_read: 0,
-            file_bytes: meta.filter(|m| m.is_file()).map_or(0, |m| m.len()),
-        })
+            file_bytes,
+        }
     }
 
     /// The next line with its 1-based number, without its line end (`\n` or `\r\n`, as
@@ -578,12 +587,37 @@ impl TraceReader {
         records_max: u64,
         window_records: usize,
     ) -> Result<TraceReader, TraceError> {
+        let name = path.display().to_string();
+        let lines = Lines::open(path).map_err(|e| e.into_trace_error(&name, format))?;
+        TraceReader::start(name, lines, format, records_max, window_records)
+    }
+
+    /// [`TraceReader::open`] on a trace held in memory, `name` labelling its errors: for checks
+    /// that drive the reader over many inputs without a file for each.
+    pub fn from_bytes(
+        name: &str,
+        bytes: Vec<u8>,
+        format: TraceFormat,
+        records_max: u64,
+        window_records: usize,
+    ) -> Result<TraceReader, TraceError> {
+        let file_bytes = bytes.len() as u64;
+        let lines = Lines::new(Box::new(std::io::Cursor::new(bytes)), file_bytes);
+        TraceReader::start(name.to_string(), lines, format, records_max, window_records)
+    }
+
+    /// A reader of `lines`, its first window read.
+    fn start(
+        name: String,
+        lines: Lines,
+        format: TraceFormat,
+        records_max: u64,
+        window_records: usize,
+    ) -> Result<TraceReader, TraceError> {
         assert!(
             (1..=TRACE_REORDER_RECORDS).contains(&window_records),
             "a trace window of {window_records} records; expected 1 to {TRACE_REORDER_RECORDS}"
         );
-        let name = path.display().to_string();
-        let lines = Lines::open(path).map_err(|e| e.into_trace_error(&name, format))?;
         let mut reader = TraceReader {
             format,
             lines,
@@ -682,24 +716,38 @@ impl TraceReader {
         Ok(Some((held.line, held.record)))
     }
 
-    /// The fraction of the replay handed out so far, from 0 to 1: of the file's bytes, or of
+    /// The share of the replay handed out so far, from 0 to 1: of the file's bytes, or of
     /// `records_max` when that is the larger (a cap ends the replay before the file does, and
-    /// gives a pipe its length); 0 for a pipe without a cap until its end.
-    pub fn progress(&self) -> f64 {
+    /// gives a pipe its length), or, once the file's end has been read, of the records read.
+    /// `None` for a pipe without a cap before its end: its length is not known.
+    pub fn progress(&self) -> Option<f64> {
         if self.read_all && self.window.len() == 0 {
-            return 1.0;
+            return Some(1.0);
         }
-        let of_file = if self.lines.file_bytes == 0 {
-            0.0
-        } else {
-            self.done_bytes as f64 / self.lines.file_bytes as f64
-        };
-        let of_cap = if self.records_max == u64::MAX {
-            0.0
-        } else {
-            self.records_out as f64 / self.records_max as f64
-        };
-        of_file.max(of_cap).min(1.0)
+        let of_file = (self.lines.file_bytes > 0)
+            .then(|| self.done_bytes as f64 / self.lines.file_bytes as f64);
+        let of_cap = (self.records_max != u64::MAX)
+            .then(|| self.records_out as f64 / self.records_max as f64);
+        // Every record is read: what is left is the window.
+        let of_read = self.read_all.then(|| {
+            self.records_out as f64 / (self.records_out + self.window.len() as u64) as f64
+        });
+        // Each share only grows, so their largest never goes backwards.
+        [of_file, of_cap, of_read]
+            .into_iter()
+            .flatten()
+            .reduce(f64::max)
+            .map(|f| f.min(1.0))
+    }
+
+    /// Records handed out so far.
+    pub fn records_out(&self) -> u64 {
+        self.records_out
+    }
+
+    /// Bytes of the file up to the end of the last line of the records handed out.
+    pub fn done_bytes(&self) -> u64 {
+        self.done_bytes
     }
 
     /// The bytes the reader holds on the heap: its window, its line buffer and its file buffer.
@@ -1336,15 +1384,20 @@ pub(crate) mod tests {
         format: TraceFormat,
         window: usize,
     ) -> Result<Vec<TraceRecord>, TraceError> {
-        let mut reader = TraceReader::open(path, format, 0, window)?;
+        drain(TraceReader::open(path, format, 0, window)?)
+    }
+
+    /// Every record `reader` hands out, checking that its progress never goes backwards.
+    fn drain(mut reader: TraceReader) -> Result<Vec<TraceRecord>, TraceError> {
         let mut records = Vec::new();
         let mut progress = 0.0;
         while let Some((_, r)) = reader.next_record()? {
             records.push(r);
-            assert!(reader.progress() >= progress, "progress went backwards");
-            progress = reader.progress();
+            let now = reader.progress().expect("a file's progress is known");
+            assert!(now >= progress, "progress went backwards");
+            progress = now;
         }
-        assert_eq!(reader.progress(), 1.0);
+        assert_eq!(reader.progress(), Some(1.0));
         Ok(records)
     }
 
@@ -1362,6 +1415,13 @@ pub(crate) mod tests {
             stream(&path, format, lines.clamp(1, TRACE_REORDER_RECORDS)),
             whole,
             "{format}, a window of {lines} records"
+        );
+        // The same bytes from memory (the fuzz target's way in) read as the file does.
+        let name = path.display().to_string();
+        assert_eq!(
+            TraceReader::from_bytes(&name, bytes.to_vec(), format, 0, window).and_then(drain),
+            stream(&path, format, window),
+            "{format}, window {window}, from memory"
         );
         match (stream(&path, format, window), &whole) {
             (Ok(streamed), Ok(whole)) => assert_eq!(&streamed, whole, "{format}, window {window}"),

@@ -3,14 +3,13 @@
 //! 5 s) from these calls, so a driver that never makes them leaves a long run silent.
 
 use foresight_sim::experiments::config;
-use foresight_sim::{run, RunOptions};
+use foresight_sim::{run, Progress, RunOptions};
 
-/// The fractions one run reports, in order.
-fn fractions(sets: &[&str]) -> Vec<f64> {
-    let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
-    let cfg = config(&sets);
+/// What one run reports, in order.
+fn reports(sets: &[String]) -> Vec<Progress> {
+    let cfg = config(sets);
     let mut seen = Vec::new();
-    let mut record = |f: f64| seen.push(f);
+    let mut record = |p: Progress| seen.push(p);
     run(
         &cfg,
         RunOptions {
@@ -20,6 +19,18 @@ fn fractions(sets: &[&str]) -> Vec<f64> {
     )
     .unwrap_or_else(|e| panic!("{sets:?}: {e}"));
     seen
+}
+
+/// The shares one run reports, in order; each is known.
+fn fractions(sets: &[&str]) -> Vec<f64> {
+    let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+    reports(&sets)
+        .iter()
+        .map(|p| {
+            p.share
+                .unwrap_or_else(|| panic!("{sets:?}: no share in {p:?}"))
+        })
+        .collect()
 }
 
 /// Reported during the run (not only at its end), from 0 to 1, never backwards, ending at 1.
@@ -154,7 +165,7 @@ fn a_trace_run_stopped_by_an_error_does_not_report_100_percent() {
         trace,
     ]);
     let mut seen = Vec::new();
-    let mut record = |f: f64| seen.push(f);
+    let mut record = |p: Progress| seen.push(p.share.expect("a file's share is known"));
     let e = run(
         &cfg,
         RunOptions {
@@ -169,4 +180,73 @@ fn a_trace_run_stopped_by_an_error_does_not_report_100_percent() {
         seen.iter().all(|&f| f < 1.0),
         "a failed run reported 100%: {seen:?}"
     );
+}
+
+/// A trace read from a pipe has no length until its end, so its share is not known: its progress
+/// was the share of a file size of 0, a 0 until the end, and `foresight sim` showed "0%" for the
+/// whole replay. It now reports the records and bytes read and the simulated time, all growing
+/// during the run, and a share once the pipe's end has been read, ending at 1.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_trace_from_a_pipe_reports_records_read_and_simulated_time() {
+    use std::io::Write;
+    const RECORDS: u64 = 200_000;
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("trace.fifo");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("mkfifo runs");
+    assert!(made.success(), "mkfifo {}", fifo.display());
+    let writer = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || {
+            // Opening blocks until the replay opens the other end.
+            let mut out = std::io::BufWriter::new(std::fs::File::create(&fifo).unwrap());
+            for i in 0..RECORDS {
+                writeln!(out, "{} 0 {} 8 1", i * 1_000, i * 8).unwrap();
+            }
+        })
+    };
+    let seen = reports(&[
+        "workload.kind=trace".to_string(),
+        "workload.format=mqsim".to_string(),
+        "device.kind=ssd".to_string(),
+        "device.preset=ssd-850evo".to_string(),
+        format!(
+            "workload.trace={}",
+            toml::Value::String(fifo.display().to_string())
+        ),
+    ]);
+    writer.join().expect("the writer ends");
+    let unknown: Vec<&Progress> = seen.iter().filter(|p| p.share.is_none()).collect();
+    assert!(
+        unknown.len() >= 2,
+        "no report before the pipe's end: {seen:?}"
+    );
+    let records: Vec<u64> = unknown.iter().map(|p| p.trace.unwrap().records).collect();
+    let bytes: Vec<u64> = unknown
+        .iter()
+        .map(|p| p.trace.unwrap().read_bytes)
+        .collect();
+    let simulated: Vec<f64> = unknown.iter().map(|p| p.simulated_s).collect();
+    for (what, grows) in [
+        ("records", records.windows(2).all(|w| w[0] < w[1])),
+        ("bytes", bytes.windows(2).all(|w| w[0] < w[1])),
+        ("simulated time", simulated.windows(2).all(|w| w[0] < w[1])),
+    ] {
+        assert!(grows, "{what} did not grow: {seen:?}");
+    }
+    assert!(records[0] > 0 && simulated[0] > 0.0, "{seen:?}");
+    // Known shares come last (the pipe's end read), never go back, and end at 1 with every record.
+    let first_known = seen.iter().position(|p| p.share.is_some()).unwrap();
+    assert!(seen[first_known..].iter().all(|p| p.share.is_some()));
+    let shares: Vec<f64> = seen[first_known..]
+        .iter()
+        .map(|p| p.share.unwrap())
+        .collect();
+    assert!(shares.windows(2).all(|w| w[0] <= w[1]), "{shares:?}");
+    let last = seen.last().unwrap();
+    assert_eq!(last.share, Some(1.0));
+    assert_eq!(last.trace.unwrap().records, RECORDS);
 }
