@@ -1,7 +1,10 @@
 //! The `foresight` command line.
 //!
-//! Subcommands map one to one onto the library: `sim` runs one simulation from a TOML config with
-//! `--set` overrides, `devices` lists the device presets, `reproduce` runs the experiment catalogue.
+//! Subcommands map one to one onto the libraries: `sim` runs one simulation from a TOML config with
+//! `--set` overrides, `devices` lists the device and link presets, `reproduce` runs the experiment
+//! catalogue (`foresight-sim`); `bench` measures the real engine against the kernel's reads and the
+//! device's limit (`bench.rs`, `foresight-engine`); `serve`, `get`, `proxy` and `net-soak` run the
+//! networked storage of `foresight-net` (`net.rs`).
 //! Bad input (a config key, a value, a file) exits with code 2 and a message naming it; a
 //! `foresight serve` whose engine broke exits with 3 (`net::SERVE_BROKEN_EXIT`), for a supervisor
 //! to restart it; any other failure exits with code 1.

@@ -3,7 +3,7 @@
 //! here, beside the device models, rather than in either.
 //!
 //! Adjacent requests of the same kind merge (front or back) up to `max_request`, as Linux's block
-//! layer merges bios. Two schedulers pick what the device gets next. `noop` serves in arrival order.
+//! layer merges bios. Three schedulers pick what the device gets next. `noop` serves in arrival order.
 //! `deadline` serves in ascending LBA order from where the head last was, in batches of
 //! [`FIFO_BATCH`]; when a batch ends, or the sweep runs off the top, a request older than
 //! `read_expire` is served first (Linux `mq-deadline`: sorted dispatch with a FIFO expiry check).

@@ -7,10 +7,12 @@
 //!
 //! The host is a stack. Application reads enter the page cache ([`CacheLayer`] driven by the
 //! file-level policy); its reads for missing pages are mapped through the file layout to volume
-//! ranges, which go either to the RAID driver's own cache (a second [`CacheLayer`], driven by an
-//! array-level policy, when `host.raid_cache` is set) or straight to the [`Volume`], which splits
-//! them over member disks, each with its own block queue and device model. Completions climb back up
-//! the same way. Block traces enter at the volume (or the RAID cache), bypassing the page cache. The
+//! ranges, which go either to a block-level cache (a second [`CacheLayer`]: the RAID driver's own
+//! cache, driven by MSP under `msp+...` or by no policy when `host.raid_cache` alone is set; the
+//! stream scheduler's buffers under `streams`; or a controller cache with its fixed read-ahead
+//! when `device.controller_cache` is set) or straight to the [`Volume`], which splits them over
+//! member disks, each with its own block queue and device model. Completions climb back up the
+//! same way. Block traces enter at the volume (or the block-level cache), bypassing the page cache. The
 //! loop only routes requests between these parts: every prefetching decision is a policy's.
 //!
 //! At an instant where disks finish requests, each of them first takes its next queued request,
