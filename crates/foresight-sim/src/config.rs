@@ -1,5 +1,6 @@
 //! The simulation config: a TOML document with `seed` and the sections `device`, `host`, `policy`
-//! and `workload`, plus `--set KEY=VALUE` overrides by dotted path.
+//! and `workload` (and, for a distributed file system run, `dfs` and `network`, which
+//! [`crate::dfs::config`] reads), plus `--set KEY=VALUE` overrides by dotted path.
 //!
 //! Parsing is strict on purpose. Every key is taken out of the document by name with its expected
 //! type and unit; whatever is left over is an unknown key and is refused, so a typo never silently
