@@ -627,6 +627,19 @@ impl Section {
         default: T,
         options: &[(&str, T)],
     ) -> Result<T, ConfigError> {
+        self.choice_noting(key, default, options, "")
+    }
+
+    /// One of a fixed set of names, where a refusal also says `also`: the values of the key that
+    /// another part of the config reads (a tier stack's kinds, which send the whole config to
+    /// [`crate::tiered::config`] before this section is read), so that the list is complete.
+    pub fn choice_noting<T: Copy>(
+        &mut self,
+        key: &str,
+        default: T,
+        options: &[(&str, T)],
+        also: &str,
+    ) -> Result<T, ConfigError> {
         match self.raw(key) {
             None => Ok(default),
             Some(Value::String(s)) => options
@@ -635,9 +648,18 @@ impl Section {
                 .map(|(_, v)| *v)
                 .ok_or_else(|| {
                     let names: Vec<&str> = options.iter().map(|(n, _)| *n).collect();
+                    let also = if also.is_empty() {
+                        String::new()
+                    } else {
+                        format!("; {also}")
+                    };
                     key_err(
                         &self.path(key),
-                        format!("`{}` is not one of: {}", excerpt(&s), names.join(", ")),
+                        format!(
+                            "`{}` is not one of: {}{also}",
+                            excerpt(&s),
+                            names.join(", ")
+                        ),
                     )
                 }),
             Some(v) => Err(key_err(
@@ -844,6 +866,13 @@ const MAX_FILES: u64 = 10_000_000;
 const _: () = assert!(MAX_FILES < crate::host::pagecache::MAX_FILES);
 
 /// Every workload kind by its config name.
+/// What a refused `device.kind` adds to the host's kinds: the tier stack's, which
+/// [`crate::tiered::config`] reads.
+const TIER_DEVICE_KINDS: &str =
+    "a tier stack (informed prefetching, paper 002) takes \"tiered\" or \"constant\"";
+/// What a refused `workload.kind` adds to the host's kinds: the tier stack's.
+const TIER_WORKLOAD_KIND: &str = "a tier stack (informed prefetching, paper 002) takes \"hinted\"";
+
 const WORKLOAD_KINDS: [(&str, WorkloadKind); 7] = [
     ("streams", WorkloadKind::Streams),
     ("random", WorkloadKind::Random),
@@ -1047,7 +1076,7 @@ impl SimConfig {
         let seed = take_seed(&mut root)?;
 
         let mut d = Section::take(&mut root, "device")?;
-        let kind = d.choice(
+        let kind = d.choice_noting(
             "kind",
             DeviceKind::Hdd,
             &[
@@ -1056,6 +1085,7 @@ impl SimConfig {
                 ("raid0", DeviceKind::Raid0),
                 ("jbod", DeviceKind::Jbod),
             ],
+            TIER_DEVICE_KINDS,
         )?;
         let default_preset = match kind {
             DeviceKind::Ssd => "ssd-850evo",
@@ -1446,7 +1476,12 @@ impl SimConfig {
         }
 
         let mut w = Section::take(&mut root, "workload")?;
-        let kind = w.choice("kind", WorkloadKind::Streams, &WORKLOAD_KINDS)?;
+        let kind = w.choice_noting(
+            "kind",
+            WorkloadKind::Streams,
+            &WORKLOAD_KINDS,
+            TIER_WORKLOAD_KIND,
+        )?;
         if !dfs_run {
             refuse_keys_of_other_kinds(kind, &w)?;
         }
@@ -1776,6 +1811,28 @@ mod tests {
             apply_set(&mut t, s)?;
         }
         SimConfig::from_table(t, None)
+    }
+
+    /// A misspelt `device.kind` or `workload.kind` listed only the page-cache host's kinds, so a
+    /// reader of the error never learnt of the tier stack's (`tiered`, `constant`, `hinted`),
+    /// which the same keys take.
+    #[test]
+    fn a_bad_kind_names_the_tier_stack_kinds_too() {
+        let e = cfg("[device]\nkind = \"tierd\"\n", &[])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("device.kind")
+                && e.contains("raid0")
+                && e.contains("\"tiered\"")
+                && e.contains("\"constant\""),
+            "{e}"
+        );
+        let e = cfg("", &["workload.kind=hintd"]).unwrap_err().to_string();
+        assert!(
+            e.contains("workload.kind") && e.contains("gaps") && e.contains("\"hinted\""),
+            "{e}"
+        );
     }
 
     /// A config file with no keys ran the defaults with exit 0, as though the file had been read
