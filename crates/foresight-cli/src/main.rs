@@ -51,7 +51,9 @@ use requests_out::RequestsOut;
     about = "Prefetching for storage: policies, a device-accurate simulator, and the papers' results",
     long_about = "Foresight makes data arrive before the application asks for it. This command runs \
 its prefetching policies in a discrete-event simulator with timing models of disks, RAID-0 arrays \
-and SSDs, and reproduces the results of the papers the policies come from.\n\n\
+and SSDs, and reproduces the results of the papers the policies come from; it also runs them on \
+real files through its I/O engine (`bench`), and serves and downloads files over HTTP with them \
+(`serve`, `get`; `proxy` and `net-soak` to measure those).\n\n\
 Start with `foresight reproduce --quick`, or `foresight sim --set workload.streams=64 --json`."
 )]
 struct Cli {
