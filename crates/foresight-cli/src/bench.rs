@@ -122,7 +122,9 @@ pub struct BenchArgs {
     #[arg(long, value_delimiter = ',', value_name = "NAME,...")]
     policy: Vec<String>,
     /// Also run fio (refused if it is not installed): one sequential O_DIRECT job over the same
-    /// files, one after another, with the limit's block size and depth. fio's buffers come from
+    /// files, one after another, with the limit's block size and depth (a block size that does not
+    /// divide the files is lowered to the largest whole pages that do, since fio reads whole blocks
+    /// only; the table's note then gives it). fio's buffers come from
     /// reserved huge pages when enough are free (`vm.nr_hugepages`), and otherwise from ordinary
     /// 4 KiB pages, which a disk with a per-request segment limit splits (this machine's virtio
     /// disk: 254 segments, so 4 MiB reads reach it as about 660 KiB requests and fio reads well
@@ -783,7 +785,7 @@ pub fn run(a: &BenchArgs) -> anyhow::Result<()> {
                             take(measure_limit(&p, files, bytes, n)?);
                         }
                         if a.fio && p.emulate.is_none() {
-                            take(run_fio(&p, files, n)?);
+                            take(run_fio(&p, files, bytes, n)?);
                         }
                     }
                     1 => {
@@ -1205,8 +1207,19 @@ fn fio_installed() -> bool {
         .is_ok_and(|s| s.success())
 }
 
-fn run_fio(p: &Plan, files: &[PathBuf], n: u32) -> anyhow::Result<Row> {
+/// fio's read size for files of `file_bytes` (whole pages): the limit's, or, where that does not
+/// divide the files, the largest whole number of pages below it that does. fio reads whole blocks
+/// only: with a block that does not divide a file it leaves the file's tail unread, and it refuses
+/// a file smaller than one block ("blocksize is larger than data set range").
+fn fio_block_bytes(limit_io: u64, file_bytes: u64) -> u64 {
+    let pages = (file_bytes / 4096).max(1);
+    let most = (limit_io / 4096).clamp(1, pages);
+    (1..=most).rev().find(|&k| pages.is_multiple_of(k)).unwrap_or(1) * 4096
+}
+
+fn run_fio(p: &Plan, files: &[PathBuf], file_bytes: u64, n: u32) -> anyhow::Result<Row> {
     evict(files)?;
+    let block_bytes = fio_block_bytes(p.limit_io, file_bytes);
     // Each N's files are alone in their directory, which fio reads whole (a list of 1,024 names
     // would pass fio's 4,096-character limit on an option's value).
     let dir = files[0].parent().context("a bench file has a directory")?;
@@ -1216,7 +1229,7 @@ fn run_fio(p: &Plan, files: &[PathBuf], n: u32) -> anyhow::Result<Row> {
         format!("--opendir={}", dir.display()),
         "--file_service_type=sequential".to_string(),
         "--rw=read".to_string(),
-        format!("--bs={}", p.limit_io),
+        format!("--bs={block_bytes}"),
         format!("--iodepth={}", p.limit_depth),
         "--ioengine=io_uring".to_string(),
         "--direct=1".to_string(),
@@ -1262,11 +1275,23 @@ fn run_fio(p: &Plan, files: &[PathBuf], n: u32) -> anyhow::Result<Row> {
         mib_s: kib_s / 1024.0,
         memory_peak_bytes: None,
         cpu_s: children_cpu_seconds() - cpu0,
-        note: if huge {
-            "huge-page buffers".to_string()
-        } else {
-            "4 KiB-page buffers (no free huge pages; see --fio)".to_string()
-        },
+        note: format!(
+            "{}{}",
+            if huge {
+                "huge-page buffers"
+            } else {
+                "4 KiB-page buffers (no free huge pages; see --fio)"
+            },
+            if block_bytes == p.limit_io {
+                String::new()
+            } else {
+                format!(
+                    ", {} reads: the largest that divide the {} files, at most --limit-io",
+                    ByteLen(block_bytes),
+                    ByteLen(file_bytes)
+                )
+            }
+        ),
         array: None,
         cut_short: read_kib * 1024.0 < data_bytes as f64,
     })
@@ -1575,6 +1600,17 @@ mod tests {
         let e = super::open_files_refusal(1, 10).expect("1 stream under 10");
         assert!(e.contains("raise the limit to at least 17"), "{e}");
         assert!(!e.contains("at most 0"), "{e}");
+    }
+
+    #[test]
+    fn fio_reads_blocks_that_divide_its_files() {
+        let (k, m) = (1u64 << 10, 1u64 << 20);
+        let b = super::fio_block_bytes;
+        assert_eq!(b(4 * m, 16 * m), 4 * m, "the limit's size where it divides");
+        assert_eq!(b(4 * m, 6 * m), 3 * m);
+        assert_eq!(b(4 * m, 1536 * k), 1536 * k, "a file smaller than a block");
+        assert_eq!(b(4 * m, 4 * k), 4 * k);
+        assert_eq!(b(4 * m, 4 * m + 4 * k), 820 * k, "1,025 pages: 5 x 205");
     }
 
     #[derive(clap::Parser)]
