@@ -106,8 +106,8 @@ pub struct BenchArgs {
         value_name = "SIZE"
     )]
     total_size: String,
-    /// Where the bench files live (created if missing; files of the right size, with no holes,
-    /// are reused).
+    /// Where the bench files live (created if missing; regular files of the right size, with no
+    /// holes, are reused; a symbolic link, FIFO or other non-file at a file's path is refused).
     /// Relative paths are taken from the current directory. Each N has its own files, read whole:
     /// they take min(N x --file-size, --total-size) for each N (25GiB for the defaults).
     #[arg(long, default_value = "foresight-bench", value_name = "DIR")]
@@ -1059,8 +1059,9 @@ fn prepare_files(p: &Plan, started: Instant) -> anyhow::Result<Vec<PathBuf>> {
     // holes read as zeros without touching the disk, and every method would look faster.
     let reusable = |i: usize| {
         use std::os::unix::fs::MetadataExt as _;
-        std::fs::metadata(&paths[i])
-            .is_ok_and(|m| m.len() == size_of(i) && m.blocks() * 512 >= m.len())
+        std::fs::symlink_metadata(&paths[i]).is_ok_and(|m| {
+            m.file_type().is_file() && m.len() == size_of(i) && m.blocks() * 512 >= m.len()
+        })
     };
     // The directory, or the nearest part of it that exists, must be one: beneath a file nothing
     // can be made, and the free space of the file's file system would be beside the point.
@@ -1072,6 +1073,21 @@ fn prepare_files(p: &Plan, started: Instant) -> anyhow::Result<Vec<PathBuf>> {
         )));
     }
     let missing: Vec<usize> = (0..paths.len()).filter(|&i| !reusable(i)).collect();
+    // Only a regular file (or nothing) may stand where a file is to be written: creating over a
+    // FIFO waits for a reader for good, and over a symbolic link writes wherever it points.
+    for &i in &missing {
+        if let Some(kind) = std::fs::symlink_metadata(&paths[i])
+            .ok()
+            .and_then(|m| not_a_file(m.file_type()))
+        {
+            return Err(input(format!(
+                "--dir {}: {} is {kind}, where the bench would write one of its files; remove it or \
+                 give another --dir",
+                p.dir.display(),
+                paths[i].display()
+            )));
+        }
+    }
     let need: u64 = missing.iter().map(|&i| size_of(i)).sum();
     let total: u64 = p.files.iter().map(|(_, b)| b).sum();
     log(
@@ -1151,6 +1167,26 @@ fn prepare_files(p: &Plan, started: Instant) -> anyhow::Result<Vec<PathBuf>> {
     Ok(paths)
 }
 
+/// What a directory entry is, when it is not a regular file.
+fn not_a_file(t: std::fs::FileType) -> Option<&'static str> {
+    use std::os::unix::fs::FileTypeExt as _;
+    if t.is_file() {
+        None
+    } else if t.is_symlink() {
+        Some("a symbolic link")
+    } else if t.is_dir() {
+        Some("a directory")
+    } else if t.is_fifo() {
+        Some("a FIFO")
+    } else if t.is_socket() {
+        Some("a socket")
+    } else if t.is_block_device() || t.is_char_device() {
+        Some("a device")
+    } else {
+        Some("something other than a regular file")
+    }
+}
+
 fn evict(paths: &[PathBuf]) -> anyhow::Result<()> {
     for p in paths {
         evict_from_page_cache(p)
@@ -1214,7 +1250,11 @@ fn fio_installed() -> bool {
 fn fio_block_bytes(limit_io: u64, file_bytes: u64) -> u64 {
     let pages = (file_bytes / 4096).max(1);
     let most = (limit_io / 4096).clamp(1, pages);
-    (1..=most).rev().find(|&k| pages.is_multiple_of(k)).unwrap_or(1) * 4096
+    (1..=most)
+        .rev()
+        .find(|&k| pages.is_multiple_of(k))
+        .unwrap_or(1)
+        * 4096
 }
 
 fn run_fio(p: &Plan, files: &[PathBuf], file_bytes: u64, n: u32) -> anyhow::Result<Row> {

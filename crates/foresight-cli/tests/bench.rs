@@ -916,6 +916,72 @@ fn fio_reads_files_its_block_size_does_not_divide_to_their_end() {
     }
 }
 
+/// A bench file's path held something other than a regular file. A FIFO there hung the bench
+/// for good (creating the file opened the FIFO for writing, which waits for a reader), and a
+/// dangling symbolic link had the bench write its data where the link pointed, outside --dir.
+/// Each is refused (exit 2, naming the path) and nothing is written.
+#[test]
+fn a_bench_file_path_that_is_not_a_regular_file_is_refused() {
+    let (_guard, d) = dir("not-file");
+    let bench = std::path::Path::new(&d);
+    let file = bench.join("n1/stream-0000.dat");
+    let outside = bench.parent().unwrap().join("outside");
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    let args = [
+        "bench",
+        "--streams",
+        "1",
+        "--file-size",
+        "4MiB",
+        "--policy",
+        "seqp",
+        "--repeat",
+        "1",
+        "--dir",
+        &d,
+    ];
+    std::os::unix::fs::symlink(&outside, &file).unwrap();
+    let (code, _, err) = foresight(&args);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains(&file.display().to_string()) && err.contains("symbolic link"),
+        "{err}"
+    );
+    assert!(!outside.exists(), "the bench wrote through the link");
+    std::fs::remove_file(&file).unwrap();
+    let made = Command::new("mkfifo").arg(&file).status();
+    if !made.is_ok_and(|s| s.success()) {
+        eprintln!("note: mkfifo did not run; the FIFO case is skipped");
+        return;
+    }
+    let mut child = Command::new(env!("CARGO_BIN_EXE_foresight"))
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("the binary runs");
+    // The bench refuses at once; a minute is only the limit past which it hangs.
+    let waited_from = std::time::Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if waited_from.elapsed() > std::time::Duration::from_secs(60) {
+            child.kill().unwrap();
+            child.wait().unwrap();
+            panic!("the bench hung on a FIFO at {}", file.display());
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+    assert_eq!(status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&file.display().to_string()) && err.contains("FIFO"),
+        "{err}"
+    );
+}
+
 /// The `fio` row of `bench --json`'s output.
 fn fio_row(out: &str) -> serde_json::Value {
     let v: serde_json::Value = serde_json::from_str(out.trim()).expect("one JSON array");
