@@ -6,7 +6,9 @@
 //! tag strongly nor `*`, or, without it, `If-Unmodified-Since` names a date before the file's; a
 //! 304 only when the preconditions hold and `If-None-Match` lists the file's tag or `*`, or,
 //! without it, `If-Modified-Since` names a date not before the file's; and a file whose tag is
-//! weak never lets `If-Range` apply a range, by tag or by date.
+//! weak never lets `If-Range` apply a range, by tag or by date. The second byte picks the file's
+//! status change: unknown, after its modification time, or before it (a modification time set
+//! ahead by hand, where the dates compare against the status change).
 
 #![no_main]
 
@@ -24,6 +26,14 @@ const MODIFIED_S: u64 = 784_111_777;
 
 fuzz_target!(|data: &[u8]| {
     let weak = data.first().is_some_and(|b| b & 1 == 1);
+    let changed_s = match data.get(1).map_or(0, |b| b % 3) {
+        0 => None,
+        1 => Some(MODIFIED_S + 60),
+        _ => Some(MODIFIED_S - 3_600),
+    };
+    // The date the conditions weigh: the modification time, but no later than the status
+    // change (nothing sets that by hand) nor the clock.
+    let file_date_s = changed_s.map_or(MODIFIED_S, |c| c.min(MODIFIED_S)).min(NOW_S);
     let text = String::from_utf8_lossy(data);
     if let Some(t) = parse_http_date(&text, NOW_YEAR) {
         let printed = format_http_date(t).expect("a date that reads has a four-digit year");
@@ -48,6 +58,7 @@ fuzz_target!(|data: &[u8]| {
         etag: "\"1-2-3-4\"".into(),
         weak,
         modified_s: Some(MODIFIED_S),
+        changed_s,
     };
     let date = |d: &Option<String>| {
         d.as_deref()
@@ -61,7 +72,7 @@ fuzz_target!(|data: &[u8]| {
                 .any(|t| !t.weak && !file.weak && t.opaque == file.etag),
             None => true,
         },
-        None => date(&c.if_unmodified_since).is_some_and(|since| since < MODIFIED_S),
+        None => date(&c.if_unmodified_since).is_some_and(|since| since < file_date_s),
     };
     let answer = evaluate(&c, &file, NOW_S);
     assert_eq!(
@@ -76,7 +87,7 @@ fuzz_target!(|data: &[u8]| {
                 Some(Some(tags)) => tags.iter().any(|t| t.opaque == file.etag),
                 None => false,
             },
-            None => date(&c.if_modified_since).is_some_and(|since| since >= MODIFIED_S),
+            None => date(&c.if_modified_since).is_some_and(|since| since >= file_date_s),
         };
         assert!(asked, "304 for {c:?}");
     }
