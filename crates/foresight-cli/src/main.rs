@@ -538,6 +538,36 @@ fn anchor_set_paths(table: &mut toml::Table, sets: &[String]) -> anyhow::Result<
     Ok(())
 }
 
+/// A warning when the stream scheduler's read size R is larger than the files the workload reads
+/// whole. The scheduler works on the disk's blocks, as paper 001's host scheduler does below the
+/// file system, so it knows no file's end: each stream's first read of R bytes runs past its file
+/// and brings in data nobody asked for, which a user comparing R values would take for the
+/// policy's own cost. `None` when R fits, or the workload has no file size.
+fn streams_readahead_past_files(cfg: &SimConfig) -> Option<String> {
+    use foresight_sim::config::WorkloadKind;
+    if cfg.policy.name != "streams" || cfg.tiered.is_some() || cfg.dfs.is_some() {
+        return None;
+    }
+    let r_bytes = cfg.policy.streams.readahead_bytes;
+    let file_bytes = cfg.workload.file_size.0;
+    let files = match cfg.workload.kind {
+        WorkloadKind::Streams => "each stream's file",
+        WorkloadKind::Webserver => "the workload's mean file",
+        _ => return None,
+    };
+    (file_bytes > 0 && r_bytes > file_bytes).then(|| {
+        format!(
+            "warning: policy.readahead (R = {}) is larger than workload.file_size ({}), {files}: \
+             the stream scheduler reads whole R-byte stretches of the disk and knows no file's \
+             end, so each read runs up to {} past the file and the surplus is read for nothing; \
+             set policy.readahead to at most workload.file_size",
+            foresight_core::ByteLen(r_bytes),
+            foresight_core::ByteLen(file_bytes),
+            foresight_core::ByteLen(r_bytes - file_bytes)
+        )
+    })
+}
+
 fn cmd_sim(
     config: Option<&Path>,
     unsets: &[String],
@@ -546,6 +576,9 @@ fn cmd_sim(
     requests_out: Option<&Path>,
 ) -> anyhow::Result<()> {
     let cfg = load_config(config, unsets, sets)?;
+    if let Some(warning) = streams_readahead_past_files(&cfg) {
+        note!("{warning}");
+    }
     if let Some(out) = requests_out {
         if out == Path::new("-") {
             // `-` means standard output to most tools, where the summary goes; here it would be

@@ -1732,3 +1732,42 @@ fn a_hinted_trace_past_the_data_address_space_is_refused() {
         "2^63 bytes",
     );
 }
+
+/// The stream scheduler reads the disk in R-byte stretches and knows no file's end, so an R
+/// larger than the files reads mostly surplus (R = 1 GiB over four 16 MiB files: 2 GiB read for
+/// 64 MiB). The run goes on, but says why its device bytes dwarf the application's, and which
+/// key to change; an R that fits the files says nothing.
+#[test]
+fn a_stream_scheduler_read_larger_than_the_files_is_warned_of() {
+    let run = |r: &str| {
+        foresight(&[
+            "sim",
+            "--set",
+            "device.preset=wd800jd",
+            "--set",
+            "policy.name=streams",
+            "--set",
+            &format!("policy.readahead={r}"),
+            "--set",
+            "policy.memory=1GiB",
+            "--set",
+            "workload.streams=4",
+            "--set",
+            "workload.file_size=16MiB",
+            "--json",
+        ])
+    };
+    let (code, stdout, stderr) = run("1GiB");
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("\"device_bytes\""), "{stdout}");
+    assert!(
+        stderr.contains(
+            "warning: policy.readahead (R = 1GiB) is larger than workload.file_size (16MiB)"
+        ) && stderr.contains("up to 1008MiB past the file")
+            && stderr.contains("set policy.readahead to at most workload.file_size"),
+        "{stderr}"
+    );
+    let (code, _, stderr) = run("8MiB");
+    assert_eq!(code, 0, "{stderr}");
+    assert!(!stderr.contains("policy.readahead"), "{stderr}");
+}
