@@ -859,8 +859,8 @@ pub const PROXY_HELP: &str = "Relay TCP connections to --upstream, adding --dela
 direction and capping each direction at --bandwidth (shared by all connections, as one link).
 
 The round trip through the proxy is twice --delay plus the upstream's own. Each connection holds \
-at most the bandwidth-delay product (up to 256 MiB) in flight each way, so a delay longer than \
-256 MiB / --bandwidth also caps each connection's rate. A connection whose end does not take a \
+at most the bandwidth-delay product (up to 256 MiB) plus 1 MiB in flight each way, so a delay \
+longer than 256 MiB / --bandwidth also caps each connection's rate. A connection whose end does not take a \
 64 KiB chunk within 30 s (an end that stopped reading) is closed both ways, and so is one that \
 carries no byte either way for --idle-timeout (60 s by default). When either end closes its \
 side, the other end's write side is shut once everything sent is delivered, and the other \
