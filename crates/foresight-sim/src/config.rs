@@ -865,7 +865,6 @@ const MAX_DRIVE_CACHE: ByteLen = ByteLen(1 << 30);
 const MAX_FILES: u64 = 10_000_000;
 const _: () = assert!(MAX_FILES < crate::host::pagecache::MAX_FILES);
 
-/// Every workload kind by its config name.
 /// What a refused `device.kind` adds to the host's kinds: the tier stack's, which
 /// [`crate::tiered::config`] reads.
 const TIER_DEVICE_KINDS: &str =
@@ -873,6 +872,7 @@ const TIER_DEVICE_KINDS: &str =
 /// What a refused `workload.kind` adds to the host's kinds: the tier stack's.
 const TIER_WORKLOAD_KIND: &str = "a tier stack (informed prefetching, paper 002) takes \"hinted\"";
 
+/// Every workload kind by its config name.
 const WORKLOAD_KINDS: [(&str, WorkloadKind); 7] = [
     ("streams", WorkloadKind::Streams),
     ("random", WorkloadKind::Random),
