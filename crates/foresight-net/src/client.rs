@@ -1508,7 +1508,8 @@ async fn confirm_unchanged(
 /// version. Whether parts may be put together is settled before: a download does so only under
 /// a strong tag, sent in every range's `If-Range`, so the server's strong comparison vouches for
 /// each part (a download begun under a weak tag is one `GET`). Random reads may begin under a
-/// weak tag, which `foresight serve` sends strong a second later for the same version: compared
+/// weak tag, which `foresight serve` sends strong for the same version once its timestamps cannot
+/// repeat (`server::strong_after`: some 50 ms later, a second on whole-second times): compared
 /// strictly, that would be a needless failure.
 fn changed_tag(was: Option<&Validator>, headers: &HeaderMap) -> Option<String> {
     let (name, field, was) = match was? {
@@ -1801,7 +1802,7 @@ mod tests {
         h
     }
 
-    /// A tag sent weak while the file was fresh and strong a second later names one version;
+    /// A tag sent weak while the file was fresh and strong once it settled names one version;
     /// random reads that began with the weak one are not told the file changed (a download
     /// never puts ranges together under a weak tag, see `download`, so the weak comparison only
     /// detects changes). Another opaque part, or another date for a download that began with a

@@ -1604,9 +1604,9 @@ fn a_download_under_a_weak_tag_is_never_spliced_from_two_versions() {
 }
 
 /// A file modified within the second before the download's `HEAD` gets a weak tag from
-/// `foresight serve`, strong a second later. The download asks again after that second and
-/// fetches the file with ranges under the strong tag (`If-Range`), rather than giving up ranges
-/// for every fresh file. The server here sends the weak tag to the first `HEAD` only.
+/// `foresight serve`, strong once its timestamps cannot repeat. The download asks again (every
+/// 0.1 s, for a second at most) and fetches the file with ranges under the strong tag
+/// (`If-Range`), rather than giving up ranges for every fresh file. The server here sends the weak tag to the first `HEAD` only.
 #[test]
 fn a_fresh_files_weak_tag_is_asked_again_and_ranges_go_under_the_strong_one() {
     use std::io::Write;
