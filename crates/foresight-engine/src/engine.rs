@@ -583,11 +583,12 @@ impl Shared {
         self.broken.load(Ordering::Acquire)
     }
 
-    /// Marks the engine broken by the panic `why` says and wakes every reader waiting in it,
-    /// each of which then sees the mark. The mark is set before the lock is taken, and a reader
-    /// looks at it under the lock before it waits, so none waits on past this. Runs on the
-    /// thread that panicked, the panic caught: it must not panic, so a lock the panic poisoned
-    /// is taken all the same (only waiters are read).
+    /// Marks the engine broken for the reason `why` says (a panic's message, or the owner's
+    /// reason for [`Engine::abandon`]) and wakes every reader waiting in it, each of which then
+    /// sees the mark. The mark is set before the lock is taken, and a reader looks at it under
+    /// the lock before it waits, so none waits on past this. Runs on the thread that panicked,
+    /// the panic caught, or on the owner's: it must not panic, so a lock a panic poisoned is
+    /// taken all the same (only waiters are read).
     fn break_engine(&self, why: String) {
         let _ = self.broken_by.set(why);
         self.broken.store(true, Ordering::Release);
