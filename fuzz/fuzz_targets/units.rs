@@ -1,6 +1,7 @@
 //! Fuzzes the size, duration and rate parsers: any bytes (as text) parse or are refused with a
-//! message that shows the text (its first 80 characters, as every error quotes input); a size that parses prints to one that parses back to the same
-//! bytes, a duration to one within its printed precision, and a rate is positive and finite.
+//! message that shows the text (its first 80 characters, as every error quotes input); a size
+//! that parses prints to one that parses back to the same bytes, a duration to one within its
+//! printed precision, and a rate is positive and finite.
 
 #![no_main]
 

@@ -17,7 +17,11 @@
 //! (compared weakly) or date, or another length, is [`NetError::Changed`] (a download that has
 //! written nothing yet starts over). Ranges are never put together under a weak tag: a `HEAD`
 //! with one, for a file modified within the second, is sent again every 0.1 s until the tag is
-//! strong, for a second at most, and a tag still weak gets the file in one `GET`. Random reads take their bytes as they arrive and report a
+//! strong, for a second at most, and a tag still weak gets the file in one `GET`. Once the last
+//! byte of a download has arrived, a `HEAD` asks for the validator again (`confirm_unchanged`):
+//! the validators of each answer were decided before its bytes were read, so only a look after
+//! them sees a file rewritten in place that a server sent mixed. Random reads take their bytes
+//! as they arrive and report a
 //! unit received ahead of the read to the stream only once the read reaches it, so that the
 //! stream's demand in flight bounds what a read of any size holds. A request that fails for
 //! want of a connection or an answer (within the request timeout), or gets 503, is sent again
