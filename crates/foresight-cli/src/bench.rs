@@ -122,9 +122,9 @@ pub struct BenchArgs {
     #[arg(long, value_delimiter = ',', value_name = "NAME,...")]
     policy: Vec<String>,
     /// Also run fio (refused if it is not installed): one sequential O_DIRECT job over the same
-    /// files, one after another, with the limit's block size and depth (a block size that does not
-    /// divide the files is lowered to the largest whole pages that do, since fio reads whole blocks
-    /// only; the table's note then gives it). fio's buffers come from
+    /// files, one after another, with the limit's block size and depth (fio reads whole blocks
+    /// only, so a file the limit's size does not divide is read in even blocks of whole pages at
+    /// most that size, a page or less per block left unread; the table's note then gives it). fio's buffers come from
     /// reserved huge pages when enough are free (`vm.nr_hugepages`), and otherwise from ordinary
     /// 4 KiB pages, which a disk with a per-request segment limit splits (this machine's virtio
     /// disk: 254 segments, so 4 MiB reads reach it as about 660 KiB requests and fio reads well
@@ -1243,18 +1243,23 @@ fn fio_installed() -> bool {
         .is_ok_and(|s| s.success())
 }
 
-/// fio's read size for files of `file_bytes` (whole pages): the limit's, or, where that does not
-/// divide the files, the largest whole number of pages below it that does. fio reads whole blocks
-/// only: with a block that does not divide a file it leaves the file's tail unread, and it refuses
-/// a file smaller than one block ("blocksize is larger than data set range").
+/// fio's read size for files of `file_bytes`: the file split into as few blocks of whole pages
+/// as the limit's read size allows, as even as pages go (16 MiB files in 4 MiB reads, 6 MiB ones
+/// in 3 MiB reads). fio reads whole blocks only, and refuses a file smaller than one block
+/// ("blocksize is larger than data set range"); so the limit's size alone left up to a block of
+/// each file unread, and the largest block dividing the file could be far below the limit's (4
+/// KiB for a file of a prime number of pages), measuring another request size than the limit row
+/// beside it. This one is more than half the limit's (or the whole file), and leaves less than a
+/// page per block unread.
 fn fio_block_bytes(limit_io: u64, file_bytes: u64) -> u64 {
     let pages = (file_bytes / 4096).max(1);
     let most = (limit_io / 4096).clamp(1, pages);
-    (1..=most)
-        .rev()
-        .find(|&k| pages.is_multiple_of(k))
-        .unwrap_or(1)
-        * 4096
+    pages / pages.div_ceil(most) * 4096
+}
+
+/// The bytes fio reads of one file of `file_bytes` in blocks of `block_bytes`: its whole blocks.
+fn fio_bytes_of_file(file_bytes: u64, block_bytes: u64) -> u64 {
+    file_bytes / block_bytes * block_bytes
 }
 
 fn run_fio(p: &Plan, files: &[PathBuf], file_bytes: u64, n: u32) -> anyhow::Result<Row> {
@@ -1306,8 +1311,9 @@ fn run_fio(p: &Plan, files: &[PathBuf], file_bytes: u64, n: u32) -> anyhow::Resu
     let read_kib = field(5).context("reading fio's bytes read")?;
     let data_bytes: u64 = files
         .iter()
-        .map(|f| std::fs::metadata(f).map(|m| m.len()).unwrap_or(0))
+        .map(|f| std::fs::metadata(f).map_or(0, |m| fio_bytes_of_file(m.len(), block_bytes)))
         .sum();
+    let tail_bytes = file_bytes - fio_bytes_of_file(file_bytes, block_bytes);
     Ok(Row {
         streams: n,
         method: "fio",
@@ -1322,11 +1328,18 @@ fn run_fio(p: &Plan, files: &[PathBuf], file_bytes: u64, n: u32) -> anyhow::Resu
             } else {
                 "4 KiB-page buffers (no free huge pages; see --fio)"
             },
-            if block_bytes == p.limit_io {
+            if tail_bytes > 0 {
+                format!(
+                    ", {} reads: the last {} of each {} file not read (fio reads whole blocks)",
+                    ByteLen(block_bytes),
+                    ByteLen(tail_bytes),
+                    ByteLen(file_bytes)
+                )
+            } else if block_bytes == p.limit_io {
                 String::new()
             } else {
                 format!(
-                    ", {} reads: the largest that divide the {} files, at most --limit-io",
+                    ", {} reads: the {} files in even blocks of at most --limit-io",
                     ByteLen(block_bytes),
                     ByteLen(file_bytes)
                 )
@@ -1650,7 +1663,23 @@ mod tests {
         assert_eq!(b(4 * m, 6 * m), 3 * m);
         assert_eq!(b(4 * m, 1536 * k), 1536 * k, "a file smaller than a block");
         assert_eq!(b(4 * m, 4 * k), 4 * k);
-        assert_eq!(b(4 * m, 4 * m + 4 * k), 820 * k, "1,025 pages: 5 x 205");
+        assert_eq!(
+            b(4 * m, 4 * m + 4 * k),
+            2 * m,
+            "1,025 pages: two blocks of 512"
+        );
+        assert_eq!(
+            b(4 * m, 6 * m + 4 * k),
+            3 * m,
+            "1,537 pages, 29 x 53: not 212 KiB"
+        );
+        assert_eq!(
+            b(4 * m, 89_478_485),
+            3968 * k,
+            "1 GiB over 12 streams, 21,845 pages: 22 blocks of 992, not 257 pages"
+        );
+        assert_eq!(super::fio_bytes_of_file(4 * m + 4 * k, 2 * m), 4 * m);
+        assert_eq!(super::fio_bytes_of_file(6 * m, 3 * m), 6 * m);
     }
 
     #[derive(clap::Parser)]
