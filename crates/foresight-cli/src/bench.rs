@@ -1656,7 +1656,7 @@ mod tests {
     }
 
     #[test]
-    fn fio_reads_blocks_that_divide_its_files() {
+    fn fio_reads_its_files_in_even_blocks_of_at_most_the_limits_size() {
         let (k, m) = (1u64 << 10, 1u64 << 20);
         let b = super::fio_block_bytes;
         assert_eq!(b(4 * m, 16 * m), 4 * m, "the limit's size where it divides");
