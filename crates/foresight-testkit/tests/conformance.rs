@@ -250,8 +250,8 @@ fn similar_time(sim: &WorldRun, engine: &WorldRun) {
 
 /// The emulated array is the simulator's array: a RAID-0 scenario must read the same device bytes
 /// (within 1%) in the same time (within -20% and +30%). Host noise only ever slows the engine
-/// down, so when the time is out of bounds the scenario runs again, up to three runs in all, and
-/// the fastest counts. (While the emulated array had one host queue in front of it, where the
+/// down, so when the time is out of bounds the scenario runs again, up to [`TIME_RUNS`] runs in
+/// all, and the fastest counts. (While the emulated array had one host queue in front of it, where the
 /// simulator keeps one per member disk, two hinted 4 MiB `directed` scans took 0.089 to 0.149 s
 /// on it against the simulator's 0.063 s.)
 fn same_costs_on_raid0(name: &str, s: &Scenario, sim: &WorldRun, engine: &WorldRun) {
@@ -272,13 +272,19 @@ fn same_costs_within(name: &str, s: &Scenario, sim: &WorldRun, engine: &WorldRun
 }
 
 /// The time bound of [`same_costs_within`] alone: within `-(1 - lowest)` and +30% of the
-/// simulator's, the fastest of up to three engine runs.
+/// simulator's, the fastest of up to [`TIME_RUNS`] engine runs.
 fn similar_time_on_raid0(name: &str, s: &Scenario, sim: &WorldRun, engine: &WorldRun, lowest: f64) {
     similar_time_between(name, s, sim, engine, lowest, 1.3);
 }
 
+/// Engine runs a time bound may take, the fastest counting. Three were not always enough on a
+/// two-core machine running the other conformance tests beside it: `saseqp` on the RAID-0 under
+/// anticipation once took 0.495, 0.356 and 0.316 s against the simulator's 0.241 (1.31x, the
+/// bound 1.3x), where on an idle machine it takes about 0.27 s.
+const TIME_RUNS: usize = 5;
+
 /// The engine's time within `lowest` and `highest` times the simulator's, the fastest of up to
-/// three engine runs.
+/// [`TIME_RUNS`] engine runs.
 fn similar_time_between(
     name: &str,
     s: &Scenario,
@@ -288,7 +294,7 @@ fn similar_time_between(
     highest: f64,
 ) {
     let mut best_s = engine.elapsed_s;
-    for _ in 1..3 {
+    for _ in 1..TIME_RUNS {
         if best_s / sim.elapsed_s < highest {
             break;
         }
@@ -298,7 +304,7 @@ fn similar_time_between(
     let ratio = best_s / sim.elapsed_s;
     assert!(
         (lowest..highest).contains(&ratio),
-        "engine/sim time ratio {ratio:.2} ({best_s:.3} s, the fastest of up to three runs, vs {:.3} s)",
+        "engine/sim time ratio {ratio:.2} ({best_s:.3} s, the fastest of up to {TIME_RUNS} runs, vs {:.3} s)",
         sim.elapsed_s
     );
 }
