@@ -897,27 +897,43 @@ fn a_reader_opened_after_a_same_size_rewrite_reads_the_new_bytes() {
     }
 }
 
+/// An engine with 4 MiB of memory over one in-memory file, `data` at `path`, whose reads within
+/// `slow` each take `delay`.
+fn engine_over_a_slow_range(
+    path: &str,
+    data: Vec<u8>,
+    slow: std::ops::Range<u64>,
+    delay: Duration,
+) -> Engine {
+    let noop = NoopBackend::new();
+    noop.insert(path, data);
+    noop.inject(Fault {
+        path: path.into(),
+        range: slow,
+        kind: FaultKind::Delay(delay),
+        times: None,
+    });
+    Engine::builder()
+        .backend(Backend::Noop(noop))
+        .memory(ByteLen::mib(4))
+        .build()
+        .unwrap()
+}
+
 /// A read whose bytes have not arrived by the reader's deadline stops waiting: with nothing
 /// copied it fails with `TimedOut`, with some copied it returns them. The read it waited for goes
 /// on, and a later read without a deadline gets every byte; nothing is left claimed or waiting.
 #[test]
 fn a_read_past_its_deadline_stops_waiting_and_loses_nothing() {
-    let noop = NoopBackend::new();
     let len = 256 * 1024;
     let data = content(len, 12);
-    noop.insert("/mem/slow", data.clone());
     // Every read of the second half takes a second.
-    noop.inject(Fault {
-        path: "/mem/slow".into(),
-        range: (len as u64 / 2)..len as u64,
-        kind: FaultKind::Delay(Duration::from_secs(1)),
-        times: None,
-    });
-    let engine = Engine::builder()
-        .backend(Backend::Noop(noop.clone()))
-        .memory(ByteLen::mib(4))
-        .build()
-        .unwrap();
+    let engine = engine_over_a_slow_range(
+        "/mem/slow",
+        data.clone(),
+        (len as u64 / 2)..len as u64,
+        Duration::from_secs(1),
+    );
     let mut r = engine.open("/mem/slow").unwrap();
     let mut got = vec![0u8; len];
     r.read_exact(&mut got[..len / 4]).unwrap();
@@ -1079,19 +1095,12 @@ fn a_failed_prefetch_counts_no_bytes_read_ahead() {
 /// and the engine then drop without waiting for the delayed read.
 #[test]
 fn abandoning_the_engine_ends_a_read_blocked_in_it_with_the_reason() {
-    let noop = NoopBackend::new();
-    noop.insert("/mem/f", content(1 << 20, 3));
-    noop.inject(Fault {
-        path: "/mem/f".into(),
-        range: 0..1 << 20,
-        kind: FaultKind::Delay(Duration::from_secs(3600)),
-        times: None,
-    });
-    let engine = Engine::builder()
-        .backend(Backend::Noop(noop.clone()))
-        .memory(ByteLen::mib(4))
-        .build()
-        .unwrap();
+    let engine = engine_over_a_slow_range(
+        "/mem/f",
+        content(1 << 20, 3),
+        0..1 << 20,
+        Duration::from_secs(3600),
+    );
     let mut reader = engine.open("/mem/f").unwrap();
     let blocked = std::thread::spawn(move || {
         let mut buf = vec![0u8; 4096];

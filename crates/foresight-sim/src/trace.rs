@@ -1474,21 +1474,47 @@ pub(crate) mod tests {
         // Steps back past every record but the first: the heap's.
         text.push_str("1 0 2000 1 1\n");
         text.push_str("30000 0 2001 1 1\n");
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("jitter.trace");
-        std::fs::write(&path, &text).unwrap();
-        let whole = read_trace(&path, TraceFormat::Mqsim).unwrap();
-        let mut reader = TraceReader::open(&path, TraceFormat::Mqsim, 0, 4_096).unwrap();
-        let (mut got, mut heap_max) = (Vec::new(), 0);
-        while let Some((_, r)) = reader.next_record().unwrap() {
-            got.push(r);
-            heap_max = heap_max.max(reader.window.stepped_back.len());
-        }
+        let Replayed {
+            whole,
+            got,
+            heap_max,
+            ..
+        } = replay_mqsim_text(&text, 4_096);
         assert_eq!(got, whole, "seed {seed:#x}");
         assert_eq!(
             heap_max, 1,
             "seed {seed:#x}: the heap held {heap_max} records"
         );
+    }
+
+    /// What [`replay_mqsim_text`] saw: the whole-file parse, the records the window handed out,
+    /// the most its heap held at once, and the slots it had made by the end.
+    struct Replayed {
+        whole: Vec<TraceRecord>,
+        got: Vec<TraceRecord>,
+        heap_max: usize,
+        slots: usize,
+    }
+
+    /// Replays MQSim `text` through a window of `window_records`.
+    fn replay_mqsim_text(text: &str, window_records: usize) -> Replayed {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("window.trace");
+        std::fs::write(&path, text).unwrap();
+        let whole = read_trace(&path, TraceFormat::Mqsim).unwrap();
+        let mut reader = TraceReader::open(&path, TraceFormat::Mqsim, 0, window_records).unwrap();
+        let (mut got, mut heap_max) = (Vec::new(), 0);
+        while let Some((_, r)) = reader.next_record().unwrap() {
+            got.push(r);
+            heap_max = heap_max.max(reader.window.stepped_back.len());
+        }
+        let slots = reader.window.slots.len();
+        Replayed {
+            whole,
+            got,
+            heap_max,
+            slots,
+        }
     }
 
     /// Records stepping back by hundreds of records go through the window's heap, whose records
@@ -1506,22 +1532,14 @@ pub(crate) mod tests {
             let stamp = (1_000 + i * 10 + rng.below(5_000)) / 20 * 20;
             text.push_str(&format!("{stamp} 0 {i} 1 1\n"));
         }
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("far.trace");
-        std::fs::write(&path, &text).unwrap();
-        let whole = read_trace(&path, TraceFormat::Mqsim).unwrap();
-        let mut reader = TraceReader::open(&path, TraceFormat::Mqsim, 0, 2_048).unwrap();
-        let (mut got, mut heap_max) = (Vec::new(), 0);
-        while let Some((_, r)) = reader.next_record().unwrap() {
-            got.push(r);
-            heap_max = heap_max.max(reader.window.stepped_back.len());
-        }
+        let Replayed {
+            whole,
+            got,
+            heap_max,
+            slots,
+        } = replay_mqsim_text(&text, 2_048);
         assert!(heap_max > 100, "seed {seed:#x}: the heap held {heap_max}");
-        assert!(
-            reader.window.slots.len() <= 2_048,
-            "seed {seed:#x}: {} slots",
-            reader.window.slots.len()
-        );
+        assert!(slots <= 2_048, "seed {seed:#x}: {slots} slots");
         assert_eq!(got, whole, "seed {seed:#x}");
     }
 
