@@ -510,9 +510,18 @@ impl Window {
                         slot
                     }
                     None => {
-                        // At most `TRACE_REORDER_RECORDS` records are held, so a slot fits.
+                        // A new slot only when every slot holds a heap record, and at most
+                        // `TRACE_REORDER_RECORDS` records are held, so a slot number fits in
+                        // 32 bits.
+                        assert!(
+                            self.slots.len() == self.stepped_back.len()
+                                && self.slots.len() < TRACE_REORDER_RECORDS,
+                            "a new trace window slot past {} slots for {} heap records",
+                            self.slots.len(),
+                            self.stepped_back.len()
+                        );
                         self.slots.push(held);
-                        (self.slots.len() - 1) as u32
+                        u32::try_from(self.slots.len() - 1).expect("slots below 2^32")
                     }
                 };
                 self.stepped_back.push(std::cmp::Reverse(HeapKey {
