@@ -76,7 +76,10 @@ pub struct Report {
     pub mean_latency_ms: f64,
     /// 99th percentile application request latency, ms.
     pub p99_latency_ms: f64,
-    /// Total time applications waited on I/O, s.
+    /// Total time applications waited on I/O, s: the latencies of the completed requests plus,
+    /// for a request still out when the run ends (at `workload.duration`), its wait until then.
+    /// A client that never thinks and reads until the end of the run therefore stalls for all
+    /// of `elapsed_s`.
     pub stall_s: f64,
     /// Device time by component, summed over the devices. A tier stack sums its preset levels'
     /// devices (with the wait for room in a device's command queue as queue time) over the

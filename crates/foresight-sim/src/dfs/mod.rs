@@ -275,6 +275,8 @@ struct StreamState {
     file: FileId,
     next_offset: u64,
     issued_at: Instant,
+    /// The read issued at `issued_at` has not completed yet.
+    reading: bool,
     reads_left: u64,
     worker: Option<WorkerId>,
     client: Option<CacheLayer>,
@@ -528,6 +530,7 @@ pub(crate) fn run_logged<'r>(
             file: FileId(i),
             next_offset: 0,
             issued_at: Instant(0),
+            reading: false,
             reads_left: match params.pattern {
                 Pattern::Streams => u64::MAX,
                 Pattern::Random => params.requests,
@@ -744,6 +747,7 @@ impl Sim<'_> {
         };
         st.next_offset = offset + req;
         st.issued_at = self.now;
+        st.reading = true;
         let file = st.file;
         let token = u64::from(s);
         match st.client.as_mut() {
@@ -824,6 +828,7 @@ impl Sim<'_> {
         self.app_requests += 1;
         self.hit_requests += u64::from(hit);
         self.app_bytes += self.params.request.0;
+        st.reading = false;
         self.latencies.push((self.now - st.issued_at).0);
         // One read in flight per stream: the one just done ends where the next would start.
         let bytes = self.params.request.0;
@@ -1046,7 +1051,15 @@ impl Sim<'_> {
             wasted_bytes: wasted,
             mean_latency_ms: mean_ms,
             p99_latency_ms: p99_ms,
-            stall_s: self.latencies.sum_s(),
+            // The time the streams waited on I/O, a read still out at the end included (the
+            // latency figures keep completed reads only).
+            stall_s: self.latencies.sum_s()
+                + self
+                    .streams
+                    .iter()
+                    .filter(|st| st.reading)
+                    .map(|st| (elapsed - st.issued_at).as_secs_f64())
+                    .sum::<f64>(),
             breakdown: BreakdownReport {
                 seek_s: b.seek.as_secs_f64(),
                 rotate_s: b.rotate.as_secs_f64(),

@@ -39,6 +39,26 @@ fn a_stream_ends_at_the_end_of_its_file() {
     }
 }
 
+/// `stall_s` counts the reads still waiting when the run ends, as the host's does: two streams
+/// that never think always have one read out, so over 200 ms they wait 0.4 s. Only completed
+/// reads used to count.
+#[test]
+fn stall_counts_the_reads_still_waiting_when_the_run_ends() {
+    for s in foresight_policy::adaptive::dfs::DFS_SYSTEMS {
+        let p = DfsParams {
+            duration: Duration::from_millis(200),
+            ..quick(*s, 2)
+        };
+        let r = run(&p).unwrap().report;
+        assert!(r.app_requests > 0, "{s}: {r:?}");
+        assert!(
+            (r.stall_s - 0.4).abs() < 1e-9,
+            "{s}: stall_s {} != 0.4",
+            r.stall_s
+        );
+    }
+}
+
 #[test]
 fn requests_are_recorded_one_per_application_read() {
     let p = DfsParams {
