@@ -170,7 +170,8 @@ can be taken out with --unset KEY (before the --sets apply). Sizes take 4096, 4K
 2GiB, 10MB; durations 250us, 1.92ms, 60s. A relative path (trace, disksim) is taken from the
 config file's directory, or from the current one when given by --set.
 
-  seed = 1                       every random draw comes from this
+  seed = 1                       every random draw comes from this: 0 to 2^64-1 (in a file,
+                                 quote one above TOML's largest integer, 2^63-1)
   [device]                       (a key below that only other kinds read is refused)
   kind = \"hdd\"                   hdd | ssd | raid0 | jbod
   preset = \"wd800jd\"             see `foresight devices` (raid0/jbod: the member disk)
