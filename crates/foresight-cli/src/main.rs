@@ -209,8 +209,9 @@ config file's directory, or from the current one when given by --set.
                                  request, from its read's completion (Linux 2.6's default)
   nr_requests = 128              request slots per block queue (Linux nr_requests): the
                                  elevator sorts at most this many; other parts wait
-  raid_cache = \"0\"               the RAID driver's own cache (needed by msp+...; not with
-                                 streams, whose cache is its own policy.memory)
+  raid_cache = \"0\"               the RAID driver's own cache (msp+... prefetches into it:
+                                 512MiB by default there, as in bench; not with streams,
+                                 whose cache is its own policy.memory)
   [policy]                       (a key below that only other policies read is refused)
   name = \"seqp\"                  none | seqp | saseqp | msp+seqp | msp+saseqp | streams | directed
   readahead_max = \"128KiB\"       largest readahead window (seqp, saseqp); at most host.memory

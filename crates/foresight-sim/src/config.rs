@@ -148,6 +148,10 @@ pub struct DeviceConfig {
 /// The host block-queue scheduler (defined with the queue, which the engine shares).
 pub use foresight_device::blockq::Scheduler;
 
+/// The RAID driver's cache under `msp+...` when `host.raid_cache` is not given: paper 000's
+/// 512 MiB, the engine's default (`EngineBuilder::raid_cache`) and `foresight bench`'s.
+pub const DEFAULT_MSP_RAID_CACHE: ByteLen = ByteLen::mib(512);
+
 /// `[host]`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct HostConfig {
@@ -162,7 +166,8 @@ pub struct HostConfig {
     /// How long the anticipatory scheduler holds a disk idle for the stream whose read just
     /// completed (Linux 2.6's `antic_expire`).
     pub antic_expire: Duration,
-    /// The RAID driver's own cache, beside the page cache (0 = none).
+    /// The RAID driver's own cache, beside the page cache (0 = none; under `msp+...`
+    /// [`DEFAULT_MSP_RAID_CACHE`] unless given).
     pub raid_cache: ByteLen,
     /// Request slots of each block queue (Linux `nr_requests`): the elevator sorts at most this
     /// many requests; other parts wait for a slot in arrival order.
@@ -1284,7 +1289,7 @@ impl SimConfig {
                     .to_string(),
             ));
         }
-        let host = HostConfig {
+        let mut host = HostConfig {
             memory: h.size("memory", ByteLen::gib(1), ByteLen::mib(1), MAX_SIZE)?,
             scheduler: h.choice(
                 "scheduler",
@@ -1457,6 +1462,11 @@ impl SimConfig {
         }
         p.finish()?;
         refuse_keys_of_other_policies(&policy.name, &policy_keys)?;
+        // `msp+...` is chosen by its name alone, as in the engine and `foresight bench`: without
+        // a size, its RAID cache is theirs.
+        if policy.name.starts_with("msp+") && !host_keys.iter().any(|k| k == "raid_cache") {
+            host.raid_cache = DEFAULT_MSP_RAID_CACHE;
+        }
         if policy.name == "streams" {
             policy.streams.dispatch_set().map_err(|e| match e {
                 foresight_policy::PolicyError::BadSetting { key, message } => {
@@ -1734,7 +1744,11 @@ impl SimConfig {
         if host.raid_cache.0 == 0 && policy.name.starts_with("msp+") {
             return Err(key_err(
                 "host.raid_cache",
-                format!("`{}` prefetches into the RAID driver's cache; give it a size, e.g. \"512MiB\" (paper 000)", policy.name),
+                format!(
+                    "`{}` prefetches into the RAID driver's cache, which 0 leaves out; give it a \
+                     size, or leave the key out for {DEFAULT_MSP_RAID_CACHE} (paper 000)",
+                    policy.name
+                ),
             ));
         }
         if workload.kind == WorkloadKind::Streams && workload.file_size < workload.request {
@@ -1937,6 +1951,28 @@ mod tests {
         // Text that is no number is still refused as such.
         let e = cfg("", &["workload.streams=many"]).unwrap_err().to_string();
         assert!(e.contains("expected a whole number"), "{e}");
+    }
+
+    /// `msp+...` is chosen by its name alone, as in the engine and `foresight bench`, whose RAID
+    /// cache is 512 MiB unless given: the simulator used to refuse the name without a
+    /// `host.raid_cache`. A cache given as 0 is still refused, by name.
+    #[test]
+    fn msp_takes_a_512_mib_raid_cache_unless_one_is_given() {
+        for policy in ["msp+seqp", "msp+saseqp"] {
+            let name = format!("policy.name={policy}");
+            let c = cfg("", &["device.kind=raid0", &name]).unwrap();
+            assert_eq!(c.host.raid_cache, DEFAULT_MSP_RAID_CACHE, "{policy}");
+            assert_eq!(DEFAULT_MSP_RAID_CACHE, ByteLen::mib(512));
+            let c = cfg("", &["device.kind=raid0", &name, "host.raid_cache=64MiB"]).unwrap();
+            assert_eq!(c.host.raid_cache, ByteLen::mib(64), "{policy}");
+            let e = cfg("", &["device.kind=raid0", &name, "host.raid_cache=0"])
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("host.raid_cache"), "{policy}: {e}");
+        }
+        // Other policies keep no RAID cache unless one is given.
+        let c = cfg("", &["device.kind=raid0", "policy.name=saseqp"]).unwrap();
+        assert_eq!(c.host.raid_cache, ByteLen(0));
     }
 
     /// The seed is a `u64` (DESIGN.md: one `u64` seed draws everything random), but TOML's
