@@ -354,7 +354,10 @@ after_end (device_requests, device_bytes, breakdown, last_completion_s), a key o
 JSON has. Its prefetched_bytes counts blocks fetched into memory and copies into levels, its
 wasted_bytes the copies dropped or left at the end unread. gaps_single_read_clients, present
 only when not 0, counts the clients of a gaps workload whose exponential gaps left them one read
-(a warning on standard error says so too).
+(a warning on standard error says so too). Of DESIGN.md's keys, stall_s adds to the completed
+requests' latencies the wait of each request still out when a run stops at workload.duration
+(the latency keys count completed requests only), and a trace's app_requests and app_bytes count
+its writes too.
 
 Examples:
   foresight sim --set device.preset=cheetah-15k5 --set workload.streams=64 --json
