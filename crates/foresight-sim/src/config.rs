@@ -381,13 +381,23 @@ pub fn parse_config_text(text: &str, file: &str) -> Result<Table, ConfigError> {
             // The parser's message spans lines (what it found, then what it expected); an
             // error is printed as one line.
             message: format!(
-                "not valid TOML: {}",
+                "not valid TOML: {}{}",
                 e.message()
                     .lines()
                     .map(str::trim)
                     .filter(|l| !l.is_empty())
                     .collect::<Vec<_>>()
-                    .join("; ")
+                    .join("; "),
+                // A seed may be any u64; a whole-number key reads a quoted number.
+                if e.message().contains("number too large") {
+                    format!(
+                        "; TOML's integers stop at {}: quote a larger whole number, e.g. \
+                         seed = \"18446744073709551615\"",
+                        i64::MAX
+                    )
+                } else {
+                    String::new()
+                }
             ),
         }
     })?;
@@ -1990,6 +2000,19 @@ mod tests {
         ] {
             assert_eq!(cfg(file, &sets).unwrap().seed, want, "{file:?} {sets:?}");
         }
+    }
+
+    /// A seed past TOML's largest integer written bare in a file is a TOML error; it used to
+    /// say only "number too large to fit in target type", not that quoting it is the way to
+    /// write it, which every whole-number key reads.
+    #[test]
+    fn a_bare_number_past_toml_integers_is_told_to_be_quoted() {
+        let e = parse_config_text("seed = 18446744073709551615\n", "big.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("big.toml:1") && e.contains("quote"), "{e}");
+        let mut t = parse_config_text("seed = \"18446744073709551615\"\n", "big.toml").unwrap();
+        assert_eq!(take_seed(&mut t).unwrap(), u64::MAX);
     }
 
     /// The TOML parser's messages come in several lines ("invalid string" and below it what it
