@@ -48,6 +48,7 @@ use crate::backend::{
 use crate::beneath::RootDir;
 use crate::core::{Core, CoreConfig, DeferWait, Found};
 use crate::error::EngineError;
+use crate::pool::ArenaShelf;
 use crate::stats::Stats;
 
 /// The most ranges one hint may carry (the policy's input queue is bounded too).
@@ -85,6 +86,7 @@ pub struct EngineBuilder {
     max_io: Option<ByteLen>,
     direct_io: bool,
     prefault: bool,
+    arena: Option<ArenaShelf>,
     wrapper: Option<PolicyWrapper>,
     raid_cache: ByteLen,
     array_wrapper: Option<PolicyWrapper>,
@@ -100,6 +102,7 @@ impl std::fmt::Debug for EngineBuilder {
             .field("max_io", &self.max_io)
             .field("direct_io", &self.direct_io)
             .field("prefault", &self.prefault)
+            .field("arena", &self.arena)
             .field("raid_cache", &self.raid_cache)
             .finish()
     }
@@ -119,6 +122,7 @@ impl Default for EngineBuilder {
             max_io: None,
             direct_io: true,
             prefault: false,
+            arena: None,
             wrapper: None,
             raid_cache: ByteLen::mib(512),
             array_wrapper: None,
@@ -189,8 +193,24 @@ impl EngineBuilder {
     /// which on a virtual machine costs about a second per GiB; prefaulted, the engine pays that
     /// once in `build` instead of while the first reads wait, and holds the whole budget from the
     /// start. A long-running reader (a server, a loader that runs for many epochs) wants it.
+    /// Either way it forgets a shelf given to [`EngineBuilder::prefault_from`].
     pub fn prefault(mut self, on: bool) -> Self {
         self.prefault = on;
+        self.arena = None;
+        self
+    }
+
+    /// Prefaults (as [`EngineBuilder::prefault`]) with the mapping kept on `shelf` when it holds
+    /// the budget, and puts the mapping back there when the engine is dropped, so that a process
+    /// building engine after engine faults its memory in once rather than for each. The engine
+    /// uses only its budget's worth of a larger mapping (the rest is held, never lent). A mapping
+    /// that is not all back when the engine's state goes (a read still in the backend, which the
+    /// kernel may still write into, holds a piece) is unmapped, not put back, and the next engine
+    /// maps its own. Reused memory holds what earlier reads left in it; a read returns only bytes
+    /// its own device reads wrote.
+    pub fn prefault_from(mut self, shelf: &ArenaShelf) -> Self {
+        self.prefault = true;
+        self.arena = Some(shelf.clone());
         self
     }
 
@@ -322,6 +342,7 @@ impl EngineBuilder {
                 queue_depth: qd,
                 max_io_bytes,
                 prefault: self.prefault,
+                arena: self.arena,
             },
             timer.clone(),
         );

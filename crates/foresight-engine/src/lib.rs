@@ -71,4 +71,5 @@ pub use engine::{
 };
 pub use error::EngineError;
 pub use panic_note::payload_text as panic_payload_text;
+pub use pool::ArenaShelf;
 pub use stats::Stats;

@@ -26,8 +26,23 @@
 //! does, the buffer gets exactly its own size ([`AlignedBuf::new`]), so huge pages never refuse an
 //! allocation the exact size would have had. A pool may also be prefaulted: the whole budget is mapped and written once,
 //! kept as one piece, and every buffer is cut from it.
+//!
+//! A prefaulted mapping may outlive its pool on an [`ArenaShelf`], so that a process that builds
+//! engine after engine (`foresight bench`) faults its memory in once. Fresh memory is slow not
+//! for the mapping but for the first write of each page, which the kernel zeroes; on a virtual
+//! machine that reports freed pages to its host, the host must also back each page again. A pool
+//! built from the shelf takes the mapping there (if it holds the budget) instead of making one,
+//! uses only its budget's worth from the front (the rest, the spare, is held but never lent nor
+//! counted), and when dropped puts the mapping back, but only if every byte of it is back in the
+//! pool as one kept piece (the core hands back what it owns first): a buffer still lent then (a
+//! read still in the backend, which the kernel may still write into, or one leaked rather than
+//! freed under the kernel) means the mapping is unmapped around it instead, and the next pool
+//! maps a fresh one. Reused memory
+//! holds what earlier reads left in it; that is no change, since buffers are reused within a pool
+//! anyway, and a read copies out only the bytes its backend reported read.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex};
 
 use foresight_core::ByteLen;
 use foresight_policy::budget::Budget;
@@ -46,6 +61,77 @@ pub enum Purpose {
     Prefetch,
     /// The application's own read.
     Demand,
+}
+
+/// A place to keep one prefaulted mapping between the engines a process builds one after
+/// another, so that only the first pays for faulting in its memory (see the module
+/// documentation and `EngineBuilder::prefault_from`). Cheap to clone: every clone is the same
+/// shelf. While an engine uses the mapping the shelf is empty; an engine built meanwhile from the
+/// same shelf maps its own.
+#[derive(Clone, Debug, Default)]
+pub struct ArenaShelf {
+    slot: Arc<Mutex<Option<AlignedBuf>>>,
+}
+
+impl ArenaShelf {
+    /// An empty shelf.
+    pub fn new() -> ArenaShelf {
+        ArenaShelf::default()
+    }
+
+    /// Bytes of the mapping on the shelf now; 0 when it is empty (nothing was put there yet, an
+    /// engine is using it, or the last engine could not give it back whole).
+    pub fn kept_bytes(&self) -> u64 {
+        self.lock().as_ref().map_or(0, |a| a.capacity() as u64)
+    }
+
+    /// Drops the mapping on the shelf, if any, giving its memory back to the system.
+    pub fn clear(&self) {
+        let kept = self.lock().take();
+        drop(kept);
+    }
+
+    fn take(&self) -> Option<AlignedBuf> {
+        self.lock().take()
+    }
+
+    /// Keeps `arena`, or the larger of it and the one kept already (two engines built from one
+    /// shelf at once each made one); the other is unmapped.
+    fn put(&self, arena: AlignedBuf) {
+        let mut slot = self.lock();
+        let other = match slot.take() {
+            Some(kept) if kept.capacity() >= arena.capacity() => {
+                *slot = Some(kept);
+                arena
+            }
+            kept => {
+                *slot = Some(arena);
+                match kept {
+                    Some(k) => k,
+                    None => return,
+                }
+            }
+        };
+        drop(slot);
+        drop(other);
+    }
+
+    /// The slot; a panic while it was held (nothing in it panics) leaves a usable value.
+    fn lock(&self) -> std::sync::MutexGuard<'_, Option<AlignedBuf>> {
+        self.slot.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// Where a pool's prefaulted mapping came from and goes back to (see the module documentation).
+#[derive(Debug)]
+struct Arena {
+    shelf: ArenaShelf,
+    /// The first byte of the mapping and of the part the pool uses.
+    addr: usize,
+    /// The part the pool uses: its budget in whole pages, reserved in the budget.
+    used_bytes: usize,
+    /// The rest of a mapping larger than the budget: held, never lent, not counted.
+    spare: Option<AlignedBuf>,
 }
 
 /// The pool. See the module documentation.
@@ -68,6 +154,8 @@ pub struct BufferPool {
     lent_peak_bytes: u64,
     /// Whether large fresh buffers come from huge-page mappings.
     huge_pages: bool,
+    /// The prefaulted mapping to put back on its shelf when the pool is dropped.
+    arena: Option<Arena>,
 }
 
 impl BufferPool {
@@ -100,6 +188,7 @@ impl BufferPool {
             lent_bytes: 0,
             lent_peak_bytes: 0,
             huge_pages,
+            arena: None,
         }
     }
 
@@ -235,16 +324,105 @@ impl BufferPool {
     /// waits for the kernel to fault in and zero fresh memory; the mapping is kept as one piece
     /// that buffers are cut from. Only on an empty pool; false if the kernel refuses the mapping.
     pub fn prefault(&mut self) -> bool {
+        self.prefault_with(None)
+    }
+
+    /// As [`BufferPool::prefault`], with the mapping on `shelf` if it holds the budget (the part
+    /// beyond the budget is held but never lent), and the mapping put back on `shelf` when the
+    /// pool is dropped with all of it back (see the module documentation).
+    pub fn prefault_from(&mut self, shelf: &ArenaShelf) -> bool {
+        self.prefault_with(Some(shelf))
+    }
+
+    fn prefault_with(&mut self, shelf: Option<&ArenaShelf>) -> bool {
         assert_eq!(self.budget.used().0, 0, "prefault an empty pool only");
+        assert!(self.arena.is_none(), "prefault a pool once");
         let bytes = (self.budget.limit().0 / ALIGN_BYTES as u64 * ALIGN_BYTES as u64) as usize;
-        let Some((mut arena, _)) = AlignedBuf::new_huge_split(bytes, bytes) else {
-            return false;
+        let kept = shelf
+            .and_then(ArenaShelf::take)
+            .and_then(|a| (a.capacity() >= bytes).then_some(a));
+        // A kept mapping too small for this budget was unmapped just above, before the new one
+        // is made: both at once could be more than the machine has.
+        let whole = match kept {
+            Some(a) => a,
+            None => {
+                let Some((mut a, _)) = AlignedBuf::new_huge_split(bytes, bytes) else {
+                    return false;
+                };
+                a.fault_in();
+                a
+            }
         };
-        arena.fault_in();
+        let (used, spare) = if whole.capacity() > bytes {
+            let (front, back) = whole.split_off(bytes);
+            (front, Some(back))
+        } else {
+            (whole, None)
+        };
         assert!(self.budget.try_reserve(ByteLen(bytes as u64)));
-        self.keep_piece(arena);
+        if let Some(shelf) = shelf {
+            self.arena = Some(Arena {
+                shelf: shelf.clone(),
+                addr: used.addr(),
+                used_bytes: bytes,
+                spare,
+            });
+        }
+        self.keep_piece(used);
         self.check();
         true
+    }
+
+    /// The mapping the pool was prefaulted from, whole, if every byte of its used part is kept
+    /// (nothing lent, none of it dropped): taken out of the kept pieces, with the spare joined
+    /// back on. `None` otherwise; the pieces stay where they are.
+    fn whole_arena(&mut self) -> Option<(ArenaShelf, AlignedBuf)> {
+        let a = self.arena.take()?;
+        let end = a.addr + a.used_bytes;
+        let (&at, piece) = self.pieces.range(..=a.addr).next_back()?;
+        if self.lent_bytes != 0 || at + piece.capacity() < end {
+            return None;
+        }
+        let cap = piece.capacity();
+        self.pieces_by_size.remove(&(cap, at));
+        let mut piece = self.pieces.remove(&at).expect("listed piece");
+        self.free_bytes -= cap as u64;
+        self.budget.release(ByteLen(cap as u64));
+        // A fresh mapping the kernel placed right before or after the arena was joined to it:
+        // it goes back to the pool, which unmaps it with the rest.
+        if at < a.addr {
+            let (before, rest) = piece.split_off(a.addr - at);
+            self.reserve_kept(before);
+            piece = rest;
+        }
+        if piece.capacity() > a.used_bytes {
+            let (used, after) = piece.split_off(a.used_bytes);
+            self.reserve_kept(after);
+            piece = used;
+        }
+        let whole = match a.spare {
+            Some(spare) => piece.join(spare),
+            None => piece,
+        };
+        Some((a.shelf, whole))
+    }
+
+    /// Takes back a buffer its owner still held when it went (the engine's core, at its drop),
+    /// so that a prefaulted mapping can be whole again for its shelf. Unlike [`BufferPool::free`]
+    /// it checks nothing that could panic: it runs in a drop, perhaps of an engine a panic
+    /// broke. Without a shelf to put the mapping back on, the buffer is simply dropped.
+    pub fn take_back_at_drop(&mut self, buf: AlignedBuf) {
+        let cap = buf.capacity() as u64;
+        if self.arena.is_some() && buf.is_mapped() && self.lent_bytes >= cap {
+            self.lent_bytes -= cap;
+            self.keep_piece(buf);
+        }
+    }
+
+    /// Keeps a piece whose bytes were released, reserving them again.
+    fn reserve_kept(&mut self, piece: AlignedBuf) {
+        assert!(self.budget.try_reserve(ByteLen(piece.capacity() as u64)));
+        self.keep_piece(piece);
     }
 
     /// The smallest kept piece of a mapping that holds `cap` bytes, cut to `cap` (the rest stays
@@ -357,6 +535,16 @@ impl BufferPool {
     /// Bytes a prefetch could still get.
     pub fn prefetch_available_bytes(&self) -> u64 {
         (self.budget.limit().0 - self.demand_reserve_bytes).saturating_sub(self.lent_bytes)
+    }
+}
+
+impl Drop for BufferPool {
+    /// Puts a prefaulted mapping back on its shelf if all of it is back; whatever else the pool
+    /// keeps (and the mapping, if not) is unmapped or freed with the fields.
+    fn drop(&mut self) {
+        if let Some((shelf, whole)) = self.whole_arena() {
+            shelf.put(whole);
+        }
     }
 }
 
@@ -517,6 +705,97 @@ mod tests {
         }
     }
 
+    /// The address of the one piece a freshly prefaulted pool keeps.
+    fn arena_addr(p: &BufferPool) -> usize {
+        assert_eq!(p.pieces.len(), 1, "one piece: {:?}", p.pieces);
+        *p.pieces.keys().next().expect("one piece")
+    }
+
+    #[test]
+    fn a_mapping_all_back_goes_on_its_shelf_and_the_next_pool_takes_it() {
+        let limit = 4 * HUGE_BYTES as u64;
+        let shelf = ArenaShelf::new();
+        let mut p = BufferPool::with_huge_pages(ByteLen(limit), HUGE_BYTES as u64, true);
+        assert!(p.prefault_from(&shelf));
+        let addr = arena_addr(&p);
+        assert_eq!(shelf.kept_bytes(), 0, "the pool holds the mapping");
+        let a = p
+            .alloc(3 * HUGE_BYTES as u64 / 2, Purpose::Prefetch)
+            .unwrap();
+        let b = p.alloc(4096, Purpose::Demand).unwrap();
+        p.free(a);
+        p.free(b);
+        drop(p);
+        assert_eq!(shelf.kept_bytes(), limit, "put back whole");
+        let mut q = BufferPool::with_huge_pages(ByteLen(limit), HUGE_BYTES as u64, true);
+        assert!(q.prefault_from(&shelf));
+        assert_eq!(arena_addr(&q), addr, "the same mapping, not a fresh one");
+        assert_eq!(shelf.kept_bytes(), 0);
+        assert_eq!(q.held_bytes(), limit);
+        drop(q);
+        assert_eq!(shelf.kept_bytes(), limit);
+        shelf.clear();
+        assert_eq!(shelf.kept_bytes(), 0);
+    }
+
+    /// A pool built from a mapping larger than its budget lends and holds no more than the
+    /// budget; the rest goes back on the shelf with it.
+    #[test]
+    fn a_larger_mapping_still_keeps_the_pool_to_its_budget() {
+        let big = 4 * HUGE_BYTES as u64;
+        let shelf = ArenaShelf::new();
+        drop({
+            let mut p = BufferPool::with_huge_pages(ByteLen(big), 0, true);
+            assert!(p.prefault_from(&shelf));
+            p
+        });
+        assert_eq!(shelf.kept_bytes(), big);
+        let limit = HUGE_BYTES as u64 + 5 * 4096;
+        let mut p = BufferPool::with_huge_pages(ByteLen(limit), 4096, true);
+        assert!(p.prefault_from(&shelf));
+        assert_eq!(p.held_bytes(), limit, "the spare is not the pool's to lend");
+        assert_eq!(p.prefetch_available_bytes(), limit - 4096);
+        assert!(p.alloc(limit, Purpose::Prefetch).is_none(), "the reserve");
+        let a = p.alloc(limit - 4096, Purpose::Prefetch).unwrap();
+        assert!(p.alloc(8192, Purpose::Demand).is_none(), "the budget");
+        let b = p.alloc(4096, Purpose::Demand).unwrap();
+        assert!(p.alloc(4096, Purpose::Demand).is_none(), "the budget");
+        assert_eq!(p.held_peak_bytes(), limit);
+        p.free(a);
+        p.free(b);
+        drop(p);
+        assert_eq!(shelf.kept_bytes(), big, "used part and spare back as one");
+        // A budget larger than the mapping kept gets a mapping of its own.
+        let mut q = BufferPool::with_huge_pages(ByteLen(2 * big), 0, true);
+        assert!(q.prefault_from(&shelf));
+        assert_eq!(q.held_bytes(), 2 * big);
+        drop(q);
+        assert_eq!(shelf.kept_bytes(), 2 * big);
+    }
+
+    /// A buffer still out when the pool goes (a read the kernel may still write into, whose
+    /// backend gave up waiting) keeps the mapping off the shelf, and so does one leaked rather
+    /// than freed.
+    #[test]
+    fn a_mapping_with_a_buffer_still_lent_is_not_put_back() {
+        let limit = 2 * HUGE_BYTES as u64;
+        let shelf = ArenaShelf::new();
+        let mut p = BufferPool::with_huge_pages(ByteLen(limit), 0, true);
+        assert!(p.prefault_from(&shelf));
+        let mut held = p.alloc(4096, Purpose::Prefetch).unwrap();
+        drop(p);
+        assert_eq!(shelf.kept_bytes(), 0, "not put back while a piece is out");
+        // The piece is still the holder's to write into, the rest of the mapping gone.
+        held.as_mut_slice()[4095] = 1;
+        drop(held);
+        assert_eq!(shelf.kept_bytes(), 0);
+        let mut q = BufferPool::with_huge_pages(ByteLen(limit), 0, true);
+        assert!(q.prefault_from(&shelf));
+        std::mem::forget(q.alloc(8192, Purpose::Demand).unwrap());
+        drop(q);
+        assert_eq!(shelf.kept_bytes(), 0, "not put back with a piece leaked");
+    }
+
     /// Kept pieces do not overlap, and no two of them adjoin (they would have been joined).
     fn assert_pieces_disjoint_and_joined(p: &BufferPool) {
         let mut end = 0;
@@ -538,10 +817,19 @@ mod tests {
             ops in prop::collection::vec((any::<bool>(), 1u64..5_000_000, any::<bool>()), 0..200),
             huge in any::<bool>(),
             prefault in any::<bool>(),
+            shelf_spare_pages in prop::option::of(0u64..512),
         ) {
             let limit = limit_pages * 4096;
             let mut p = BufferPool::with_huge_pages(ByteLen(limit), limit / 4 / 4096 * 4096, huge);
-            if prefault {
+            // A pool prefaulted from a shelf holding a mapping of its budget and spare pages.
+            let shelf = ArenaShelf::new();
+            if let Some(spare) = shelf_spare_pages {
+                let mut first = BufferPool::with_huge_pages(ByteLen(limit + spare * 4096), 0, huge);
+                prop_assert!(first.prefault_from(&shelf));
+                drop(first);
+                prop_assert_eq!(shelf.kept_bytes(), limit + spare * 4096);
+                prop_assert!(p.prefault_from(&shelf));
+            } else if prefault {
                 prop_assert!(p.prefault());
             }
             let mut held = vec![];
@@ -559,6 +847,15 @@ mod tests {
                 prop_assert!(p.held_bytes() <= limit);
                 prop_assert_eq!(p.lent_bytes(), held.iter().map(|b| b.capacity() as u64).sum::<u64>());
                 assert_pieces_disjoint_and_joined(&p);
+            }
+            if let Some(spare) = shelf_spare_pages {
+                for b in held {
+                    p.free(b);
+                }
+                drop(p);
+                // Whole or not at all: a piece dropped for room breaks the mapping.
+                let kept = shelf.kept_bytes();
+                prop_assert!(kept == 0 || kept == limit + spare * 4096, "kept {}", kept);
             }
         }
     }

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use common::{content, hash, join_within, real_backends, recv_within, wait_for_engine, TempDir};
 use foresight_core::{ByteLen, ByteRange, FileId, Rng};
-use foresight_engine::{Backend, Engine, Fault, FaultKind, NoopBackend};
+use foresight_engine::{ArenaShelf, Backend, Engine, Fault, FaultKind, NoopBackend};
 
 /// The wait every test here goes through gives up, naming what it waited for, when the state
 /// does not come within its guard: a hang fails the test rather than the run.
@@ -1125,4 +1125,60 @@ fn abandoning_the_engine_ends_a_read_blocked_in_it_with_the_reason() {
         engine.open("/mem/f").is_err(),
         "an abandoned engine opened a file"
     );
+}
+
+/// Engines built one after another from one shelf share one prefaulted mapping, and what an
+/// earlier engine's reads left in it never reaches a later engine's reader: the second file, whose
+/// size is not whole pages and whose first MiB comes in short reads, is read exactly, though
+/// every buffer it lands in held the first file's bytes.
+#[test]
+fn engines_on_one_shelf_share_a_mapping_and_no_earlier_byte_reaches_a_reader() {
+    let shelf = ArenaShelf::new();
+    let memory = ByteLen::mib(4);
+    let build = |noop: &NoopBackend| {
+        Engine::builder()
+            .backend(Backend::Noop(noop.clone()))
+            .memory(memory)
+            .readahead_max(ByteLen::kib(512))
+            .prefault_from(&shelf)
+            .build()
+            .unwrap()
+    };
+    // The first engine fills every buffer of its budget with 0xAA, over and over.
+    let first = NoopBackend::new();
+    first.insert("/mem/a", vec![0xAA; 16 << 20]);
+    let engine = build(&first);
+    assert_eq!(shelf.kept_bytes(), 0, "the engine holds the mapping");
+    let mut r = engine.open("/mem/a").unwrap();
+    let mut got = Vec::new();
+    r.read_to_end(&mut got).unwrap();
+    assert!(got.len() == 16 << 20 && got.iter().all(|&b| b == 0xAA));
+    drop(r);
+    drop(engine);
+    assert_eq!(
+        shelf.kept_bytes(),
+        memory.0,
+        "put back when the engine went"
+    );
+
+    let second = NoopBackend::new();
+    let len = (3 << 20) + 12_345;
+    let data = content(len, 21);
+    second.insert("/mem/b", data.clone());
+    second.inject(Fault {
+        path: "/mem/b".into(),
+        range: 0..1 << 20,
+        kind: FaultKind::Short { max_bytes: 1000 },
+        times: None,
+    });
+    let engine = build(&second);
+    assert_eq!(shelf.kept_bytes(), 0, "the second engine took it");
+    for t in 0..3u64 {
+        let mut r = engine.open("/mem/b").unwrap();
+        let got = read_all_varied(&mut r, &mut Rng::new(t), 100_000);
+        assert_eq!(got.len(), len, "seed {t}");
+        assert_eq!(hash(&got), hash(&data), "seed {t}");
+    }
+    drop(engine);
+    assert_eq!(shelf.kept_bytes(), memory.0);
 }

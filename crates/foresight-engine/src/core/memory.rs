@@ -287,8 +287,53 @@ impl Core {
 mod tests {
     use super::super::testutil::*;
     use super::super::*;
-    use crate::pool::Purpose;
+    use crate::pool::{ArenaShelf, Purpose};
     use foresight_core::ByteRange;
+
+    /// A core's drop hands the pool the buffers it still owns, a filled chunk nobody read and a
+    /// read queued but never sent, so that the prefaulted mapping goes back on its shelf; a read
+    /// the backend still holds keeps it off (the backend may still write into its buffer).
+    #[test]
+    fn a_dropped_core_puts_its_mapping_back_unless_a_read_is_still_out() {
+        let (memory, max_io) = (4u64 << 20, 1u64 << 20);
+        let shelf = ArenaShelf::new();
+        let (mut core, backend, file, _) = core_over_holding_on_shelf(memory, max_io, &shelf);
+        assert_eq!(
+            core.fetch(FetchId(0), file, ByteRange::new(0, 256 << 10), None, None),
+            (1, false)
+        );
+        fill_and_complete(&mut core, &backend);
+        assert_eq!(
+            core.fetch(
+                FetchId(1),
+                file,
+                ByteRange::new(256 << 10, 512 << 10),
+                None,
+                None
+            ),
+            (1, false)
+        );
+        assert!(
+            core.pool.lent_bytes() >= 512 << 10,
+            "a chunk and a queued read"
+        );
+        drop(core);
+        assert_eq!(shelf.kept_bytes(), memory, "both buffers given back");
+
+        let (mut core, backend, file, _) = core_over_holding_on_shelf(memory, max_io, &shelf);
+        assert_eq!(shelf.kept_bytes(), 0, "taken by the second core");
+        assert_eq!(
+            core.fetch(FetchId(0), file, ByteRange::new(0, 256 << 10), None, None),
+            (1, false)
+        );
+        core.dispatch();
+        assert_eq!(backend.held.lock().unwrap().len(), 1);
+        drop(core);
+        assert_eq!(shelf.kept_bytes(), 0, "a read in flight holds a piece");
+        // The read ends after the core is gone; its buffer goes with it.
+        drop(completions(&backend));
+        assert_eq!(shelf.kept_bytes(), 0);
+    }
 
     /// With one 256 KiB chunk prefetched at the file's start (of the 768 KiB prefetches may use
     /// under `core_over_holding(1 MiB, 256 KiB)`), two more prefetches fill the rest; returns

@@ -71,7 +71,7 @@ use foresight_policy::{Policy, PAGE_BYTES};
 
 use crate::backend::{FileHandle, IoBackend, IoRequest};
 use crate::buffer::{AlignedBuf, ALIGN_BYTES};
-use crate::pool::BufferPool;
+use crate::pool::{ArenaShelf, BufferPool};
 use crate::stats::Stats;
 
 use guard::GuardedPolicy;
@@ -380,13 +380,16 @@ pub(crate) enum Found {
 }
 
 /// Settings the core needs.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub(crate) struct CoreConfig {
     pub memory_bytes: u64,
     pub queue_depth: usize,
     pub max_io_bytes: u64,
     /// Map and fault in the whole budget at the start (see `EngineBuilder::prefault`).
     pub prefault: bool,
+    /// Where a prefaulted pool takes its mapping from and puts it back
+    /// (`EngineBuilder::prefault_from`); only with `prefault`.
+    pub arena: Option<ArenaShelf>,
 }
 
 /// What tells two opened files apart: device, inode, size and modification time.
@@ -447,11 +450,33 @@ pub(crate) struct Core {
     pub(crate) shutdown: bool,
 }
 
+impl Drop for Core {
+    /// Hands the buffers the core still owns (filled chunks, reads queued but not sent) back to
+    /// the pool before the pool goes, so that a prefaulted mapping can go back on its shelf
+    /// whole. Buffers a backend still holds (reads in flight) are not the core's to give: the
+    /// mapping then stays incomplete and is unmapped (see `pool.rs`).
+    fn drop(&mut self) {
+        for c in self.chunks.iter_mut().flatten() {
+            if let State::Ready { buf, .. } = std::mem::replace(&mut c.state, State::InFlight) {
+                // A reader that still held a clone would keep its buffer; none outlives the
+                // engine, but the drop does not count on it.
+                if let Ok(buf) = Arc::try_unwrap(buf) {
+                    self.pool.take_back_at_drop(buf);
+                }
+            }
+        }
+        let queued = self.urgent.drain(..).chain(self.ahead.drain(..));
+        for r in queued.chain(self.batch.drain(..)) {
+            self.pool.take_back_at_drop(r.buf);
+        }
+    }
+}
+
 impl Core {
     pub(crate) fn new(
         policy: Box<dyn Policy>,
         backend: Arc<dyn IoBackend>,
-        cfg: CoreConfig,
+        mut cfg: CoreConfig,
         timer: Arc<Condvar>,
     ) -> Core {
         assert!(cfg.queue_depth >= 1 && cfg.queue_depth <= backend.capacity());
@@ -469,7 +494,10 @@ impl Core {
         let mut pool = BufferPool::new(ByteLen(cfg.memory_bytes), reserve);
         if cfg.prefault {
             // Refused (no memory to map): memory is then taken as it is needed, as without.
-            let _ = pool.prefault();
+            let _ = match cfg.arena.take() {
+                Some(shelf) => pool.prefault_from(&shelf),
+                None => pool.prefault(),
+            };
         }
         let stats = Stats {
             backend: backend.kind(),
@@ -479,7 +507,6 @@ impl Core {
         Core {
             policy: GuardedPolicy::new(policy),
             backend,
-            cfg,
             files: Vec::new(),
             free_files: VecDeque::new(),
             forgotten: Vec::new(),
@@ -508,6 +535,8 @@ impl Core {
             policy_wake: None,
             timer,
             shutdown: false,
+            // Last: the fields above read it.
+            cfg,
         }
     }
 

@@ -88,6 +88,37 @@ pub(super) fn core_over_holding_with(
     max_io_bytes: u64,
     prefault: bool,
 ) -> (Core, Arc<Holding>, FileId, StreamId) {
+    core_over_holding_cfg(policy, memory_bytes, max_io_bytes, prefault, None)
+}
+
+/// [`core_over_holding`], its pool prefaulted from `shelf` (see `pool::ArenaShelf`).
+pub(super) fn core_over_holding_on_shelf(
+    memory_bytes: u64,
+    max_io_bytes: u64,
+    shelf: &crate::pool::ArenaShelf,
+) -> (Core, Arc<Holding>, FileId, StreamId) {
+    let cfg = PolicyConfig {
+        name: "none".into(),
+        ..PolicyConfig::default()
+    };
+    let policy =
+        foresight_policy::build(&cfg, Arc::new(foresight_policy::Layout::unplaced(&[]))).unwrap();
+    core_over_holding_cfg(
+        policy,
+        memory_bytes,
+        max_io_bytes,
+        true,
+        Some(shelf.clone()),
+    )
+}
+
+fn core_over_holding_cfg(
+    policy: Box<dyn Policy>,
+    memory_bytes: u64,
+    max_io_bytes: u64,
+    prefault: bool,
+    arena: Option<crate::pool::ArenaShelf>,
+) -> (Core, Arc<Holding>, FileId, StreamId) {
     let backend = Arc::new(Holding::default());
     let mut core = Core::new(
         policy,
@@ -97,6 +128,7 @@ pub(super) fn core_over_holding_with(
             queue_depth: 2,
             max_io_bytes,
             prefault,
+            arena,
         },
         Arc::new(Condvar::new()),
     );
