@@ -484,6 +484,70 @@ impl Drop for Finished {
     }
 }
 
+/// The clients' turns to disclose their reads: the simulator's clients disclose theirs in client
+/// order, so each engine client gives its hint only once the client before it has given its own.
+struct HintTurns {
+    /// Hints given so far: client `n` is next.
+    given: Mutex<usize>,
+    /// Signalled when a hint has been given.
+    turn: Condvar,
+    /// Clients waiting for their turn now (the tests wait for a client to be waiting).
+    #[cfg(test)]
+    waiting: std::sync::atomic::AtomicUsize,
+}
+
+/// Client `client`'s turn to hint, held by its thread from the thread's start.
+struct HintTurn {
+    turns: Arc<HintTurns>,
+    client: usize,
+}
+
+impl HintTurns {
+    fn new() -> Arc<HintTurns> {
+        Arc::new(HintTurns {
+            given: Mutex::new(0),
+            turn: Condvar::new(),
+            #[cfg(test)]
+            waiting: std::sync::atomic::AtomicUsize::new(0),
+        })
+    }
+
+    /// Client `client`'s turn.
+    fn turn(self: &Arc<Self>, client: usize) -> HintTurn {
+        HintTurn {
+            turns: self.clone(),
+            client,
+        }
+    }
+}
+
+impl HintTurn {
+    /// Waits for the clients before this one to give their hints, gives this one's with `give`,
+    /// and passes the turn on.
+    fn take<T>(self, give: impl FnOnce() -> T) -> std::io::Result<T> {
+        let turns = &*self.turns;
+        let poisoned =
+            |_| std::io::Error::other("a client before this one panicked while it gave its hint");
+        let mut n = turns.given.lock().map_err(poisoned)?;
+        while *n < self.client {
+            #[cfg(test)]
+            turns
+                .waiting
+                .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            n = turns.turn.wait(n).map_err(poisoned)?;
+            #[cfg(test)]
+            turns
+                .waiting
+                .fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+        }
+        // Counted even if it fails, so that the clients after this one go on.
+        let given = give();
+        *n += 1;
+        turns.turn.notify_all();
+        Ok(given)
+    }
+}
+
 /// Takes clients off `running` as they say they have ended, until none is left (`None`) or
 /// `until` passes (`Some`, the clients still running).
 fn wait_for_clients(
@@ -610,7 +674,7 @@ pub fn run_engine_wrapped(
     // order need not run in it, and under memory pressure the order of the hints decides whose
     // fetches memory refuses (the contention scenarios), so each client hints only once the
     // client before it has: the policy hears the hints in the simulator's order.
-    let hints_given = Arc::new((Mutex::new(0usize), Condvar::new()));
+    let hint_turns = HintTurns::new();
     let (finished_tx, finished) = std::sync::mpsc::channel();
     let started = std::time::Instant::now();
     let handles: Vec<_> = readers
@@ -618,7 +682,7 @@ pub fn run_engine_wrapped(
         .zip(plans)
         .enumerate()
         .map(|(client, (mut r, plan))| {
-            let hints_given = hints_given.clone();
+            let turn = hint_turns.turn(client);
             let finished = Finished(client, finished_tx.clone());
             std::thread::spawn(move || -> std::io::Result<(u64, u64)> {
                 let _finished = finished;
@@ -628,22 +692,8 @@ pub fn run_engine_wrapped(
                 if hinted {
                     let ranges: Vec<ByteRange> =
                         plan.iter().map(|&(o, l)| ByteRange::new(o, l)).collect();
-                    let (given, turn) = &*hints_given;
-                    let poisoned = |_| {
-                        std::io::Error::other(
-                            "a client before this one panicked while it gave its hint",
-                        )
-                    };
-                    let mut n = given.lock().map_err(poisoned)?;
-                    while *n < client {
-                        n = turn.wait(n).map_err(poisoned)?;
-                    }
-                    // Counted even if it fails, so that the clients after this one go on.
-                    let hint = r.hint(&ranges);
-                    *n += 1;
-                    turn.notify_all();
-                    drop(n);
-                    hint.map_err(std::io::Error::other)?;
+                    turn.take(|| r.hint(&ranges))?
+                        .map_err(std::io::Error::other)?;
                 }
                 for (k, (offset, bytes)) in plan.into_iter().enumerate() {
                     if k > 0 && !think.is_zero() {
