@@ -485,18 +485,34 @@ impl Drop for Finished {
 }
 
 /// The clients' turns to disclose their reads: the simulator's clients disclose theirs in client
-/// order, so each engine client gives its hint only once the client before it has given its own.
+/// order, so each engine client gives its hint only once every client before it has passed its
+/// turn. A turn passes when its client has given its hint (or failed to), and also when the
+/// client's thread ends without giving it (it failed or panicked before or during its hint),
+/// so that a dead client never leaves the clients after it waiting; and every waiting client
+/// is woken with an error when the harness abandons the run ([`HintTurns::abandon`]).
 struct HintTurns {
-    /// Hints given so far: client `n` is next.
-    given: Mutex<usize>,
-    /// Signalled when a hint has been given.
+    state: Mutex<TurnState>,
+    /// Signalled when a turn passes or the turns are abandoned.
     turn: Condvar,
     /// Clients waiting for their turn now (the tests wait for a client to be waiting).
     #[cfg(test)]
     waiting: std::sync::atomic::AtomicUsize,
 }
 
-/// Client `client`'s turn to hint, held by its thread from the thread's start.
+/// Which turns have passed.
+#[derive(Default)]
+struct TurnState {
+    /// Every client before this one has passed its turn.
+    next: usize,
+    /// Clients at or after `next` that have passed their turns already (they died before their
+    /// turn); at most one a client.
+    early: std::collections::BTreeSet<usize>,
+    /// The harness has given up on the run: no more turns are waited for.
+    abandoned: bool,
+}
+
+/// Client `client`'s turn to hint, held by its thread from the thread's start; dropping it
+/// passes the turn, however the thread ends.
 struct HintTurn {
     turns: Arc<HintTurns>,
     client: usize,
@@ -505,7 +521,7 @@ struct HintTurn {
 impl HintTurns {
     fn new() -> Arc<HintTurns> {
         Arc::new(HintTurns {
-            given: Mutex::new(0),
+            state: Mutex::new(TurnState::default()),
             turn: Condvar::new(),
             #[cfg(test)]
             waiting: std::sync::atomic::AtomicUsize::new(0),
@@ -519,32 +535,65 @@ impl HintTurns {
             client,
         }
     }
+
+    /// The turns' state. No code panics while it holds the lock, so a poisoned lock (a panic
+    /// elsewhere on a thread holding it, which none does) still guards a whole state.
+    fn state(&self) -> std::sync::MutexGuard<'_, TurnState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Wakes every client waiting for its turn with an error, and fails every later wait: the
+    /// harness has abandoned the engine, and a client waiting for a turn that a client blocked
+    /// outside the engine holds would otherwise outlive the run.
+    fn abandon(&self) {
+        self.state().abandoned = true;
+        self.turn.notify_all();
+    }
 }
 
 impl HintTurn {
-    /// Waits for the clients before this one to give their hints, gives this one's with `give`,
-    /// and passes the turn on.
+    /// Waits for the clients before this one to pass their turns, gives this one's hint with
+    /// `give`, and passes the turn on (also if `give` panics). The hint is given outside the
+    /// turns' lock: the next client waits for this turn to pass, not for the lock.
     fn take<T>(self, give: impl FnOnce() -> T) -> std::io::Result<T> {
-        let turns = &*self.turns;
-        let poisoned =
-            |_| std::io::Error::other("a client before this one panicked while it gave its hint");
-        let mut n = turns.given.lock().map_err(poisoned)?;
-        while *n < self.client {
-            #[cfg(test)]
-            turns
-                .waiting
-                .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-            n = turns.turn.wait(n).map_err(poisoned)?;
-            #[cfg(test)]
-            turns
-                .waiting
-                .fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+        {
+            let turns = &*self.turns;
+            let mut state = turns.state();
+            while state.next < self.client && !state.abandoned {
+                #[cfg(test)]
+                turns
+                    .waiting
+                    .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                state = turns.turn.wait(state).unwrap_or_else(|p| p.into_inner());
+                #[cfg(test)]
+                turns
+                    .waiting
+                    .fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+            }
+            if state.next < self.client {
+                return Err(std::io::Error::other(
+                    "the run was abandoned while this client waited for its turn to hint",
+                ));
+            }
         }
-        // Counted even if it fails, so that the clients after this one go on.
-        let given = give();
-        *n += 1;
-        turns.turn.notify_all();
-        Ok(given)
+        Ok(give())
+    }
+}
+
+impl Drop for HintTurn {
+    fn drop(&mut self) {
+        let mut guard = self.turns.state();
+        let state = &mut *guard;
+        if self.client == state.next {
+            state.next += 1;
+            while state.early.remove(&state.next) {
+                state.next += 1;
+            }
+        } else if self.client > state.next {
+            state.early.insert(self.client);
+        }
+        drop(guard);
+        self.turns.turn.notify_all();
     }
 }
 
@@ -673,7 +722,8 @@ pub fn run_engine_wrapped(
     // The simulator's clients disclose their reads in client order. Threads started in that
     // order need not run in it, and under memory pressure the order of the hints decides whose
     // fetches memory refuses (the contention scenarios), so each client hints only once the
-    // client before it has: the policy hears the hints in the simulator's order.
+    // clients before it have passed their turns ([`HintTurns`]): the policy hears the hints in
+    // the simulator's order, and a client that dies passes its turn on.
     let hint_turns = HintTurns::new();
     let (finished_tx, finished) = std::sync::mpsc::channel();
     let started = std::time::Instant::now();
@@ -725,6 +775,7 @@ pub fn run_engine_wrapped(
         // clients end and drop their readers, and the engine stops here, when its last handle
         // goes, instead of running beside the tests that follow.
         engine.abandon("the conformance harness's hang guard fired");
+        hint_turns.abandon();
         let abandoned_at = std::time::Instant::now();
         let left = wait_for_clients(
             &finished,
@@ -1006,4 +1057,97 @@ pub fn reads_per_stream(w: &WorldRun) -> BTreeMap<usize, usize> {
         .enumerate()
         .map(|(i, t)| (i, t.reads.len()))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// How long a test waits for a client thread before it calls the turns hung: far beyond the
+    /// microseconds a turn takes, so it guards against a hang and times nothing.
+    const HANG_GUARD: std::time::Duration = std::time::Duration::from_secs(10);
+
+    /// Starts a thread that takes `turn`, giving no hint, and sends what the take returned.
+    fn take_on_a_thread(turn: HintTurn) -> std::sync::mpsc::Receiver<Result<(), String>> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(turn.take(|| ()).map_err(|e| e.to_string()));
+        });
+        rx
+    }
+
+    /// Waits for `n` clients to be waiting for their turns.
+    fn until_waiting(turns: &HintTurns, n: usize) {
+        let until = std::time::Instant::now() + HANG_GUARD;
+        while turns.waiting.load(std::sync::atomic::Ordering::SeqCst) < n {
+            assert!(
+                std::time::Instant::now() < until,
+                "no client waits for its turn"
+            );
+            std::thread::yield_now();
+        }
+    }
+
+    /// A client that panics while it gives its hint passes its turn on: the client after it,
+    /// already waiting, gives its own. Before, the panic poisoned the turn lock and left the
+    /// waiting client asleep for good.
+    #[test]
+    fn a_client_that_panics_in_its_turn_passes_it_on() {
+        let turns = HintTurns::new();
+        let first = turns.turn(0);
+        let second = take_on_a_thread(turns.turn(1));
+        until_waiting(&turns, 1);
+        let died = std::thread::spawn(move || {
+            let _ = first.take(|| panic!("the test's hint panics"));
+        })
+        .join();
+        assert!(died.is_err(), "the first client's hint did not panic");
+        assert_eq!(
+            second.recv_timeout(HANG_GUARD),
+            Ok(Ok(())),
+            "the second client did not get its turn"
+        );
+    }
+
+    /// A client whose thread ends before its turn (it panicked, or failed, before it came to
+    /// hint) passes its turn on: the client after it gives its hint once the client before the
+    /// dead one has. Before, the dead client's turn was never counted and the client after it
+    /// waited for good.
+    #[test]
+    fn a_client_that_dies_before_its_turn_passes_it_on() {
+        let turns = HintTurns::new();
+        let first = turns.turn(0);
+        let dead = turns.turn(1);
+        let third = take_on_a_thread(turns.turn(2));
+        until_waiting(&turns, 1);
+        let died = std::thread::spawn(move || {
+            let _turn = dead;
+            panic!("the test's client panics before its turn");
+        })
+        .join();
+        assert!(died.is_err());
+        first.take(|| ()).unwrap();
+        assert_eq!(
+            third.recv_timeout(HANG_GUARD),
+            Ok(Ok(())),
+            "the third client did not get its turn"
+        );
+    }
+
+    /// Abandoning the turns wakes a client waiting for its turn with an error, although the
+    /// client before it still holds its turn (blocked outside the engine, which the harness
+    /// cannot wake otherwise).
+    #[test]
+    fn abandoning_the_turns_wakes_a_client_waiting_for_its_turn() {
+        let turns = HintTurns::new();
+        let _held = turns.turn(0);
+        let second = take_on_a_thread(turns.turn(1));
+        until_waiting(&turns, 1);
+        turns.abandon();
+        let got = second.recv_timeout(HANG_GUARD);
+        assert!(
+            matches!(&got, Ok(Err(e)) if e.contains("abandoned")),
+            "{got:?}"
+        );
+    }
 }

@@ -88,60 +88,90 @@ fn a_client_blocked_in_a_read_when_the_hang_guard_fires_ends_and_the_engine_stop
     assert!(open.is_empty(), "the engine still holds {open:?}: {err}");
 }
 
+/// A policy that panics, on the calling client's thread and under the engine's lock, at the first
+/// input `panics_at` picks, after pausing `pause` there; it is the wrapped policy otherwise.
+struct PanicsAt {
+    inner: Box<dyn foresight_policy::Policy>,
+    panics_at: fn(&foresight_policy::Input) -> Option<&'static str>,
+    pause: std::time::Duration,
+}
+
+impl foresight_policy::Policy for PanicsAt {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+    fn handle(&mut self, now: foresight_core::Instant, input: foresight_policy::Input) {
+        if let Some(message) = (self.panics_at)(&input) {
+            std::thread::sleep(self.pause);
+            panic!("{message}");
+        }
+        self.inner.handle(now, input)
+    }
+    fn poll_output(&mut self) -> Option<foresight_policy::Output> {
+        self.inner.poll_output()
+    }
+    fn poll_timeout(&self) -> Option<foresight_core::Instant> {
+        self.inner.poll_timeout()
+    }
+    fn handle_timeout(&mut self, now: foresight_core::Instant) {
+        self.inner.handle_timeout(now)
+    }
+    fn add_file(&mut self, id: foresight_core::FileId, file: foresight_policy::layout::FileLayout) {
+        self.inner.add_file(id, file)
+    }
+}
+
+/// Runs `s` through the engine, its policy wrapped in [`PanicsAt`], under a hang guard of
+/// `hang_guard`; returns the run and the clients' paths.
+fn run_panicking(
+    s: &Scenario,
+    prefix: &str,
+    hang_guard: std::time::Duration,
+    panics_at: fn(&foresight_policy::Input) -> Option<&'static str>,
+    pause: std::time::Duration,
+) -> (Result<WorldRun, String>, Vec<std::path::PathBuf>) {
+    let files: Vec<Vec<u8>> = (0..s.workload.files(s.streams) as u64)
+        .map(|i| file_bytes(s.file_bytes, i))
+        .collect();
+    let dir = tempfile::Builder::new().prefix(prefix).tempdir().unwrap();
+    let paths = write_files(dir.path(), &files).unwrap();
+    let run = run_engine_wrapped(
+        s,
+        &paths,
+        hang_guard,
+        Some(Box::new(move |inner| {
+            Box::new(PanicsAt {
+                inner,
+                panics_at,
+                pause,
+            })
+        })),
+    );
+    (run, paths)
+}
+
 /// A client whose thread panics (here the policy panics at its first read, on the client's
 /// thread) fails the run with an error that names the client, its stream and its file, and
 /// carries the panic's message. Before, the run said only "a client thread panicked".
 #[test]
 fn a_client_that_panics_is_named_with_the_panic_message() {
-    struct PanicsAtRead(Box<dyn foresight_policy::Policy>);
-    impl foresight_policy::Policy for PanicsAtRead {
-        fn name(&self) -> &str {
-            self.0.name()
-        }
-        fn handle(&mut self, now: foresight_core::Instant, input: foresight_policy::Input) {
-            if let foresight_policy::Input::Read { stream, .. } = &input {
-                if stream.0 == 1 {
-                    panic!("the test's policy panics at a read of stream 1");
-                }
-            }
-            self.0.handle(now, input)
-        }
-        fn poll_output(&mut self) -> Option<foresight_policy::Output> {
-            self.0.poll_output()
-        }
-        fn poll_timeout(&self) -> Option<foresight_core::Instant> {
-            self.0.poll_timeout()
-        }
-        fn handle_timeout(&mut self, now: foresight_core::Instant) {
-            self.0.handle_timeout(now)
-        }
-        fn add_file(
-            &mut self,
-            id: foresight_core::FileId,
-            file: foresight_policy::layout::FileLayout,
-        ) {
-            self.0.add_file(id, file)
-        }
-    }
     let s = Scenario {
         streams: 2,
         file_bytes: 128 << 10,
         request_bytes: 64 << 10,
         ..Scenario::four_streams_seqp_wd800jd()
     };
-    let files: Vec<Vec<u8>> = (0..s.workload.files(s.streams) as u64)
-        .map(|i| file_bytes(s.file_bytes, i))
-        .collect();
-    let dir = tempfile::Builder::new()
-        .prefix("foresight-conformance-panic-")
-        .tempdir()
-        .unwrap();
-    let paths = write_files(dir.path(), &files).unwrap();
-    let run = run_engine_wrapped(
+    let (run, paths) = run_panicking(
         &s,
-        &paths,
+        "foresight-conformance-panic-",
         std::time::Duration::from_secs(60),
-        Some(Box::new(|p| Box::new(PanicsAtRead(p)))),
+        |input| match input {
+            foresight_policy::Input::Read { stream, .. } if stream.0 == 1 => {
+                Some("the test's policy panics at a read of stream 1")
+            }
+            _ => None,
+        },
+        std::time::Duration::ZERO,
     );
     let Err(err) = run else {
         panic!("the run succeeded although its policy panicked")
@@ -150,6 +180,54 @@ fn a_client_that_panics_is_named_with_the_panic_message() {
     assert!(
         err.contains(&format!("client 1 (stream 1, file 1, {file}) panicked"))
             && err.contains("the test's policy panics at a read of stream 1"),
+        "{err}"
+    );
+}
+
+/// A client that dies in its turn to hint (here the policy panics at client 0's hint) passes
+/// the turn on: the client after it hints into the engine the panic broke, fails, and the run
+/// reports both clients' outcomes at once, not a hang. The policy pauses before it panics so
+/// that client 1 is waiting for its turn by then. (Before the turns passed on a dead client's
+/// turn, this run hung only when client 1 began waiting before client 0 took its turn, which
+/// threads started in order seldom do; the turns' own tests in `conformance.rs` make that case
+/// every time.)
+#[test]
+fn a_client_that_dies_in_its_turn_to_hint_passes_the_turn_on() {
+    let s = Scenario {
+        workload: Workload::Scan,
+        streams: 2,
+        file_bytes: 128 << 10,
+        request_bytes: 64 << 10,
+        policy: "directed".into(),
+        ..Scenario::four_streams_seqp_wd800jd()
+    };
+    // A guard far beyond the run, so that it fires only on the hang.
+    let (run, paths) = run_panicking(
+        &s,
+        "foresight-conformance-turn-",
+        std::time::Duration::from_secs(20),
+        |input| match input {
+            foresight_policy::Input::Hint { stream, .. } if stream.0 == 0 => {
+                Some("the test's policy panics at the hint of stream 0")
+            }
+            _ => None,
+        },
+        std::time::Duration::from_millis(300),
+    );
+    let Err(err) = run else {
+        panic!("the run succeeded although its policy panicked")
+    };
+    assert!(!err.contains("hangs"), "{err}");
+    let file0 = paths[0].display().to_string();
+    let file1 = paths[1].display().to_string();
+    assert!(
+        err.contains(&format!("client 0 (stream 0, file 0, {file0}) panicked"))
+            && err.contains("the test's policy panics at the hint of stream 0"),
+        "{err}"
+    );
+    // Client 1 hints into the engine client 0's panic broke, and fails with the panic's reason.
+    assert!(
+        err.contains(&format!("client 1 (stream 1, file 1, {file1}) failed")),
         "{err}"
     );
 }
