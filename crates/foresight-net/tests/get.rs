@@ -1603,24 +1603,42 @@ fn a_download_under_a_weak_tag_is_never_spliced_from_two_versions() {
     assert!(!r.ranges, "fetched with ranges under a weak tag");
 }
 
-/// A file modified within the second before the download's `HEAD` gets a weak tag from
-/// `foresight serve`, strong once its timestamps cannot repeat. The download asks again (every
-/// 0.1 s, for a second at most) and fetches the file with ranges under the strong tag
-/// (`If-Range`), rather than giving up ranges for every fresh file. The server here sends the weak tag to the first `HEAD` only.
-#[test]
-fn a_fresh_files_weak_tag_is_asked_again_and_ranges_go_under_the_strong_one() {
+/// One request to [`fresh_file_server`], as it came: the method, the range and the `If-Range`.
+type Asked = (String, Option<(u64, u64)>, Option<String>);
+
+/// A server of `data` at `/f.bin` whose entity tag is weak, its `Last-Modified` the answer's
+/// `Date` (a file modified within the second, as `foresight serve` answers one), for the first
+/// `weak_heads` `HEAD`s, and strong, modified ten seconds before, from then on; ranged `GET`s
+/// get their range, under the validators the `HEAD`s have reached. Returns the address and every
+/// request, in order.
+fn fresh_file_server(
+    data: std::sync::Arc<Vec<u8>>,
+    weak_heads: usize,
+) -> (
+    std::net::SocketAddr,
+    std::sync::Arc<std::sync::Mutex<Vec<Asked>>>,
+) {
     use std::io::Write;
-    let data = std::sync::Arc::new(content(1_500_000, 6));
-    let d = data.clone();
-    let if_ranges = std::sync::Arc::new(std::sync::Mutex::new(Vec::<Option<String>>::new()));
-    let seen_if_ranges = if_ranges.clone();
+    let asked = std::sync::Arc::new(std::sync::Mutex::new(Vec::<Asked>::new()));
+    let log = asked.clone();
+    let heads = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let addr = tiny_server(move |req, c| {
+        use std::sync::atomic::Ordering;
+        if req.path == "/f.bin" {
+            log.lock()
+                .unwrap()
+                .push((req.method.clone(), req.range, req.if_range.clone()));
+        }
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .unwrap()
             .as_secs();
-        let fresh = req.method == "HEAD" && req.seen == 0;
-        let (tag, modified) = if fresh {
+        let headed = if req.method == "HEAD" && req.path == "/f.bin" {
+            heads.fetch_add(1, Ordering::SeqCst) + 1
+        } else {
+            heads.load(Ordering::SeqCst)
+        };
+        let (tag, modified) = if headed <= weak_heads {
             ("W/\"v\"", now)
         } else {
             ("\"v\"", now - 10)
@@ -1631,29 +1649,123 @@ fn a_fresh_files_weak_tag_is_asked_again_and_ranges_go_under_the_strong_one() {
             foresight_net::validators::format_http_date(now).unwrap()
         );
         let Some((first, last)) = req.range.filter(|_| req.method == "GET") else {
-            return answer(req, c, "HTTP/1.1", &validators, &d).is_ok();
+            return answer(req, c, "HTTP/1.1", &validators, &data).is_ok();
         };
-        seen_if_ranges.lock().unwrap().push(req.if_range.clone());
-        let last = last.min(d.len() as u64 - 1) as usize;
-        let body = &d[first as usize..=last];
+        let last = last.min(data.len() as u64 - 1) as usize;
+        let body = &data[first as usize..=last];
         let head = format!(
             "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes {first}-{last}/{}\r\n\
              {validators}Content-Length: {}\r\n\r\n",
-            d.len(),
+            data.len(),
             body.len()
         );
         c.write_all(head.as_bytes()).is_ok() && c.write_all(body).is_ok()
     });
+    (addr, asked)
+}
+
+/// The `HEAD`s among `asked` before its first `GET`: the download's opening one and those
+/// asking again for a weak tag.
+fn heads_before_the_first_get(asked: &[Asked]) -> usize {
+    asked.iter().take_while(|(m, _, _)| m == "HEAD").count()
+}
+
+/// A file modified within the second before the download's `HEAD` gets a weak tag from
+/// `foresight serve`, strong once its timestamps cannot repeat. The download asks again (every
+/// 0.1 s, for a second at most) and fetches the file with ranges under the strong tag
+/// (`If-Range`), rather than giving up ranges for every fresh file. The server here sends the
+/// weak tag to the first `HEAD` only.
+#[test]
+fn a_fresh_files_weak_tag_is_asked_again_and_ranges_go_under_the_strong_one() {
+    let data = std::sync::Arc::new(content(1_500_000, 6));
+    let (addr, asked) = fresh_file_server(data.clone(), 1);
     let url: Url = format!("http://{addr}/f.bin").parse().unwrap();
     let mut out = Vec::new();
     let r = client(AlphaMode::Fixed(2)).get(&url, &mut out).unwrap();
     assert!(out == *data);
     assert!(r.ranges, "a fresh file's weak tag gave up ranges");
-    let if_ranges = if_ranges.lock().unwrap();
+    let asked = asked.lock().unwrap();
+    let if_ranges: Vec<_> = asked.iter().filter(|(m, _, _)| m == "GET").collect();
     assert!(!if_ranges.is_empty());
     assert!(
-        if_ranges.iter().all(|v| v.as_deref() == Some("\"v\"")),
+        if_ranges
+            .iter()
+            .all(|(_, range, tag)| range.is_some() && tag.as_deref() == Some("\"v\"")),
         "{if_ranges:?}"
+    );
+}
+
+/// A tag weak for the first three `HEAD`s and strong at the fourth: the download sends exactly
+/// four `HEAD`s before its first range (the opening one and three asking again, 0.1 s apart,
+/// well within the second it waits at most), every range under the strong tag, and one `HEAD`
+/// more, after the last byte (the look for a rewrite).
+#[test]
+fn a_fresh_files_tag_strong_at_the_fourth_head_is_asked_for_exactly_three_times_more() {
+    let data = std::sync::Arc::new(content(1_500_000, 7));
+    let (addr, asked) = fresh_file_server(data.clone(), 3);
+    let url: Url = format!("http://{addr}/f.bin").parse().unwrap();
+    let mut out = Vec::new();
+    let r = client(AlphaMode::Fixed(2)).get(&url, &mut out).unwrap();
+    assert!(out == *data);
+    assert!(r.ranges, "the tag turned strong, yet no ranges");
+    let asked = asked.lock().unwrap();
+    assert_eq!(heads_before_the_first_get(&asked), 4, "{asked:?}");
+    let after: Vec<_> = asked
+        .iter()
+        .skip(4)
+        .filter(|(m, _, _)| m == "HEAD")
+        .collect();
+    assert_eq!(after.len(), 1, "HEADs after the first range: {asked:?}");
+    assert_eq!(
+        asked.last().map(|(m, _, _)| m.as_str()),
+        Some("HEAD"),
+        "{asked:?}"
+    );
+    assert!(
+        asked
+            .iter()
+            .filter(|(m, _, _)| m == "GET")
+            .all(|(_, range, tag)| range.is_some() && tag.as_deref() == Some("\"v\"")),
+        "{asked:?}"
+    );
+}
+
+/// A tag that stays weak, its file modified within the second at every `HEAD`: the download
+/// asks again every 0.1 s for a second at most (ten `HEAD`s more at most, at least one), then
+/// gives up ranges and gets the file in one `GET` without a range, with a note saying why, and
+/// looks again once after the last byte.
+#[test]
+fn a_fresh_files_tag_weak_for_good_is_fetched_in_one_get_after_a_second_of_asking() {
+    let data = std::sync::Arc::new(content(300_000, 8));
+    let (addr, asked) = fresh_file_server(data.clone(), usize::MAX);
+    let url: Url = format!("http://{addr}/f.bin").parse().unwrap();
+    let notes = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let kept = notes.clone();
+    let c = client(AlphaMode::Fixed(2)).with_notes(foresight_net::client::Notes::new(move |t| {
+        kept.lock().unwrap().push(t.to_string())
+    }));
+    let mut out = Vec::new();
+    let r = c.get(&url, &mut out).unwrap();
+    assert!(out == *data);
+    assert!(!r.ranges, "ranges under a weak tag");
+    let asked = asked.lock().unwrap();
+    let heads = heads_before_the_first_get(&asked);
+    println!("{heads} HEADs before the GET");
+    assert!((2..=11).contains(&heads), "{heads} HEADs first: {asked:?}");
+    let rest: Vec<_> = asked.iter().skip(heads).collect();
+    assert!(
+        matches!(
+            rest.as_slice(),
+            [(get, None, None), (head, None, None)] if get == "GET" && head == "HEAD"
+        ),
+        "after the HEADs: {rest:?}"
+    );
+    let notes = notes.lock().unwrap();
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.contains("W/\"v\" is weak") && n.contains("one GET")),
+        "{notes:?}"
     );
 }
 
