@@ -2018,6 +2018,33 @@ pub(crate) mod tests {
             check_stream_matches_whole(mutated.as_bytes(), format, window);
         }
 
+        /// Up to 3,000 records whose stamps step back by up to 400 records, coarse so that many
+        /// are equal, through windows from one record to 1,023 (the queue's inserts and its
+        /// heap both): the order handed out is the stable whole-file sort's, or the trace is
+        /// refused at a record stepping back past the window.
+        #[test]
+        fn records_stepping_back_come_out_in_the_stable_sorts_order(
+            jitters in proptest::collection::vec(0u64..4_000, 1..3_000),
+            window in 1usize..1_024,
+            coarse in 1u64..40,
+        ) {
+            // The first record defines time zero: no stamp may come before it.
+            let text: String = std::iter::once("0 0 0 1 1\n".to_string())
+                .chain(jitters.iter().enumerate().map(|(i, j)| {
+                    let stamp = (1_000 + i as u64 * 10 + j) / coarse * coarse;
+                    format!("{stamp} 0 {} 1 1\n", i + 1)
+                }))
+                .collect();
+            let whole = parse_trace(&text, TraceFormat::Mqsim, "prop").unwrap();
+            let streamed =
+                TraceReader::from_bytes("prop", text.into_bytes(), TraceFormat::Mqsim, 0, window)
+                    .and_then(drain);
+            match streamed {
+                Ok(got) => prop_assert_eq!(got, whole),
+                Err(e) => prop_assert!(e.message.contains("already sent"), "{}", e),
+            }
+        }
+
         #[test]
         fn random_printable_lines_never_panic(text in "([ -~]{0,40}\n){0,8}") {
             for format in TraceFormat::ALL {
