@@ -313,7 +313,12 @@ fn key(d: &Decision) -> String {
 /// The simulator's config for the scenario.
 pub fn sim_config(s: &Scenario) -> Result<SimConfig, String> {
     let mut table = toml::Table::new();
-    table.insert("seed".into(), toml::Value::Integer(s.seed as i64));
+    // TOML's integers stop at i64::MAX; the config reads a larger seed given as text.
+    let seed = match i64::try_from(s.seed) {
+        Ok(i) => toml::Value::Integer(i),
+        Err(_) => toml::Value::String(s.seed.to_string()),
+    };
+    table.insert("seed".into(), seed);
     let mut sets = vec![
         format!("device.preset={}", s.device),
         format!("policy.name={}", s.policy),
@@ -1149,5 +1154,19 @@ mod tests {
             matches!(&got, Ok(Err(e)) if e.contains("abandoned")),
             "{got:?}"
         );
+    }
+
+    /// A scenario's seed reaches the simulator's config whole, past TOML's largest integer too:
+    /// it used to go in as an `i64`, so a seed above `i64::MAX` turned negative and the config
+    /// was refused.
+    #[test]
+    fn every_u64_seed_reaches_the_config() {
+        for seed in [0, 1, i64::MAX as u64, 1 << 63, u64::MAX] {
+            let s = Scenario {
+                seed,
+                ..Scenario::four_streams_seqp_wd800jd()
+            };
+            assert_eq!(sim_config(&s).expect("a valid scenario").seed, seed);
+        }
     }
 }
