@@ -796,6 +796,43 @@ mod tests {
         assert_eq!(shelf.kept_bytes(), 0, "not put back with a piece leaked");
     }
 
+    /// Two pools built from one shelf at once: the first takes the mapping, the second finds the
+    /// shelf empty and maps its own; when both have gone the shelf keeps the larger mapping,
+    /// whichever order they went in, and the other is unmapped.
+    #[test]
+    fn two_pools_on_one_shelf_at_once_leave_the_larger_mapping_on_it() {
+        let (small, large) = (2 * HUGE_BYTES as u64, 4 * HUGE_BYTES as u64);
+        for small_goes_last in [false, true] {
+            let shelf = ArenaShelf::new();
+            drop({
+                let mut p = BufferPool::with_huge_pages(ByteLen(small), 0, true);
+                assert!(p.prefault_from(&shelf));
+                p
+            });
+            assert_eq!(shelf.kept_bytes(), small);
+            let mut a = BufferPool::with_huge_pages(ByteLen(small), 0, true);
+            assert!(a.prefault_from(&shelf));
+            assert_eq!(shelf.kept_bytes(), 0, "taken by the first pool");
+            let mut b = BufferPool::with_huge_pages(ByteLen(large), 0, true);
+            assert!(b.prefault_from(&shelf));
+            assert_eq!(b.held_bytes(), large, "a mapping of its own");
+            if small_goes_last {
+                drop(b);
+                assert_eq!(shelf.kept_bytes(), large);
+                drop(a);
+            } else {
+                drop(a);
+                assert_eq!(shelf.kept_bytes(), small);
+                drop(b);
+            }
+            assert_eq!(
+                shelf.kept_bytes(),
+                large,
+                "small goes last: {small_goes_last}"
+            );
+        }
+    }
+
     /// Kept pieces do not overlap, and no two of them adjoin (they would have been joined).
     fn assert_pieces_disjoint_and_joined(p: &BufferPool) {
         let mut end = 0;
