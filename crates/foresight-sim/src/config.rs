@@ -388,11 +388,14 @@ pub fn parse_config_text(text: &str, file: &str) -> Result<Table, ConfigError> {
                     .filter(|l| !l.is_empty())
                     .collect::<Vec<_>>()
                     .join("; "),
-                // A seed may be any u64; a whole-number key reads a quoted number.
+                // A seed may be any u64, written quoted past TOML's integers; every other
+                // whole-number key stops well below them, so quoting its number only trades
+                // this message for the key's range.
                 if e.message().contains("number too large") {
                     format!(
-                        "; TOML's integers stop at {}: quote a larger whole number, e.g. \
-                         seed = \"18446744073709551615\"",
+                        "; TOML's integers stop at {}: only `seed` takes a larger number, and \
+                         then quoted (seed = \"18446744073709551615\"); any other key's \
+                         number must be smaller",
                         i64::MAX
                     )
                 } else {
@@ -2004,13 +2007,22 @@ mod tests {
 
     /// A seed past TOML's largest integer written bare in a file is a TOML error; it used to
     /// say only "number too large to fit in target type", not that quoting it is the way to
-    /// write it, which every whole-number key reads.
+    /// write it. Only the seed takes such a number: the hint used to tell any key's number to
+    /// be quoted (`streams = "99999999999999999999"` then only met the key's range).
     #[test]
     fn a_bare_number_past_toml_integers_is_told_to_be_quoted() {
         let e = parse_config_text("seed = 18446744073709551615\n", "big.toml")
             .unwrap_err()
             .to_string();
-        assert!(e.contains("big.toml:1") && e.contains("quote"), "{e}");
+        assert!(e.contains("big.toml:1") && e.contains("quoted"), "{e}");
+        // Any other key stops far below TOML's integers: quoting its number is no fix.
+        let e = parse_config_text("[workload]\nstreams = 99999999999999999999\n", "big.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("big.toml:2") && e.contains("only `seed`") && e.contains("smaller"),
+            "{e}"
+        );
         let mut t = parse_config_text("seed = \"18446744073709551615\"\n", "big.toml").unwrap();
         assert_eq!(take_seed(&mut t).unwrap(), u64::MAX);
     }
