@@ -244,18 +244,19 @@ one when given by --set.
   [workload]
   kind = \"streams\"               streams | random | trace | webserver | scan | tiles | gaps
                                  (a key below that only other kinds read is refused)
-  streams = 1                    concurrent clients (webserver: threads)
+  streams = 1                    concurrent clients (webserver: threads, 32 by default)
   file_size = \"128MiB\"           per-client file (random: one shared file, 0 = whole volume,
-                                 its default; webserver: mean file size)
-  files = 1000                   webserver: files in the set
+                                 its default; webserver: mean file size, 4MiB by default)
+  files = 2048                   webserver: files in the set (default: as many as make an
+                                 8 GiB set, 8GiB / file_size; paper 000's Fig. 10)
   pick = \"random\"                webserver: how a thread picks its next file: random |
                                  rotor (one cursor, shared by the threads, walks the set in
                                  file order: FileBench 1.x's openfile)
-  request = \"64KiB\"              bytes per read
+  request = \"64KiB\"              bytes per read (webserver: 4KiB by default)
   think = \"0s\"                   pause between a completion and the next read (at most
                                  3600s)
   duration = \"30s\"               stop after this much simulated time (default: run to the
-                                 end; a webserver workload needs one)
+                                 end; webserver: 60s, as it serves until stopped)
   requests = 1000                random: reads per client; webserver: files per thread
   placement = \"spread\"           spread | shuffled (spread's places, dealt in a seeded
                                  random order) | contiguous | aligned | fragmented

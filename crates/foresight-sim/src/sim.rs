@@ -2050,6 +2050,50 @@ mod tests {
         );
     }
 
+    /// A webserver chosen by its kind alone builds on the default disk, with paper 000's Fig. 10
+    /// profile (32 threads, 4 KiB reads, 4 MiB mean files making an 8 GiB set, a one-minute
+    /// run); a file size given alone keeps the set at 8 GiB; a key given wins over its default.
+    #[test]
+    fn webserver_kind_alone_builds_on_the_default_disk() {
+        let sim = sim_of(["workload.kind=webserver"]);
+        let w = &sim.cfg.workload;
+        assert_eq!(
+            (w.streams, w.files, w.file_size, w.request, w.duration),
+            (
+                32,
+                2048,
+                ByteLen::mib(4),
+                ByteLen::kib(4),
+                Some(Duration::from_secs(60))
+            )
+        );
+        // Built at all, the set fits; its drawn sizes make about the 8 GiB asked for.
+        let set_bytes: u64 = (0..2048).map(|f| sim.layout.file_size(FileId(f)).0).sum();
+        let ratio = set_bytes as f64 / ByteLen::gib(8).0 as f64;
+        assert!((0.9..1.1).contains(&ratio), "{set_bytes}");
+        // 64 MiB files, the largest of Fig. 10d: 1000 of them would need about 64 GiB.
+        let sim = sim_of(["workload.kind=webserver", "workload.file_size=64MiB"]);
+        assert_eq!(sim.cfg.workload.files, 128);
+        let sim = sim_of([
+            "workload.kind=webserver",
+            "workload.streams=2",
+            "workload.files=10",
+            "workload.request=64KiB",
+            "workload.duration=1s",
+        ]);
+        let w = &sim.cfg.workload;
+        assert_eq!(
+            (w.streams, w.files, w.file_size, w.request, w.duration),
+            (
+                2,
+                10,
+                ByteLen::mib(4),
+                ByteLen::kib(64),
+                Some(Duration::from_secs(1))
+            )
+        );
+    }
+
     /// With `pick = "rotor"` the threads share one cursor over the file set, as FileBench 1.x's
     /// `openfile` does, so 4 threads reading 16 files each read each of 64 files exactly once;
     /// drawn at random, some files are read twice and others never (with this seed).
