@@ -175,7 +175,8 @@ one when given by --set.
                                  quote one above TOML's largest integer, 2^63-1)
   [device]                       (a key below that only other kinds read is refused)
   kind = \"hdd\"                   hdd | ssd | raid0 | jbod
-  preset = \"wd800jd\"             see `foresight devices` (raid0/jbod: the member disk)
+  preset = \"wd800jd\"             see `foresight devices` (raid0/jbod: the member disk,
+                                 a hard disk preset)
   disksim = \"PATH.diskspecs\"     import the disk from DiskSim 4.0 files instead of a preset
   disks = 5                      raid0/jbod members
   strip = \"128KiB\"               raid0 strip size

@@ -26,6 +26,51 @@ fn unknown_preset(name: &str) -> ConfigError {
     }
 }
 
+/// The preset names of one kind of device: hard disks or SSDs.
+fn presets_of(ssd: bool) -> Vec<&'static str> {
+    presets::preset_names()
+        .iter()
+        .copied()
+        .filter(|n| matches!(presets::preset(n), Some(DeviceSpec::Ssd(_))) == ssd)
+        .collect()
+}
+
+/// A preset of the other kind than `device.kind` takes: says what the preset is, what the kind
+/// needs (an array's members are hard disks, as its seek-ordered queues and strip model assume),
+/// and the presets that would do.
+fn wrong_kind_of_preset(cfg: &DeviceConfig) -> ConfigError {
+    let name = &cfg.preset;
+    let message = match cfg.kind {
+        DeviceKind::Ssd => format!(
+            "`{name}` is a hard disk, and device.kind = \"ssd\" takes an SSD preset: {}; or \
+             set device.kind = \"hdd\" to run this disk",
+            presets_of(true).join(", ")
+        ),
+        DeviceKind::Hdd => format!(
+            "`{name}` is an SSD, and device.kind = \"hdd\" takes a hard disk preset: {}; or \
+             set device.kind = \"ssd\" to run this SSD",
+            presets_of(false).join(", ")
+        ),
+        DeviceKind::Raid0 | DeviceKind::Jbod => {
+            let kind = if cfg.kind == DeviceKind::Raid0 {
+                "raid0"
+            } else {
+                "jbod"
+            };
+            format!(
+                "`{name}` is an SSD, and a {kind} array's members (device.preset, one for every \
+                 disk) are hard disks: choose one of {}; or set device.kind = \"ssd\" to run \
+                 one SSD",
+                presets_of(false).join(", ")
+            )
+        }
+    };
+    ConfigError::Key {
+        key: "device.preset".into(),
+        message,
+    }
+}
+
 /// Imports the DiskSim drive at `path`, printing its warnings the first time this process sees it.
 fn import_disksim(path: &Path) -> Result<DeviceSpec, ConfigError> {
     static WARNED: Mutex<BTreeSet<PathBuf>> = Mutex::new(BTreeSet::new());
@@ -61,14 +106,7 @@ fn spec(cfg: &DeviceConfig) -> Result<DeviceSpec, ConfigError> {
         ) | (DeviceSpec::Ssd(_), DeviceKind::Ssd)
     );
     if !kind_ok {
-        return Err(ConfigError::Key {
-            key: "device.preset".into(),
-            message: format!(
-                "`{}` is not a device of kind `{:?}`; pick a matching preset or change device.kind",
-                cfg.preset, cfg.kind
-            )
-            .to_lowercase(),
-        });
+        return Err(wrong_kind_of_preset(cfg));
     }
     if let Some(depth) = cfg.queue_depth {
         match &mut spec {
@@ -236,6 +274,33 @@ mod tests {
             DeviceSpec::Hdd(p) => p,
             DeviceSpec::Ssd(_) => panic!("{sets:?}: not a disk"),
         }
+    }
+
+    /// A preset of the wrong kind is refused with what the kind takes and the presets that
+    /// would do: an array's members are hard disks, which `ssd-850evo` is not.
+    #[test]
+    fn a_preset_of_the_wrong_kind_names_the_kind_needed_and_the_presets() {
+        let refusal = |sets: &[&str]| {
+            let c = config(sets).unwrap();
+            build_members(&c.device).err().unwrap().to_string()
+        };
+        for kind in ["raid0", "jbod"] {
+            let e = refusal(&[&format!("device.kind={kind}"), "device.preset=ssd-850evo"]);
+            assert!(
+                e.contains("device.preset")
+                    && e.contains("are hard disks")
+                    && e.contains("wd800jd, st6000nm0024")
+                    && !e.contains("ssd-850evo,"),
+                "{e}"
+            );
+        }
+        let e = refusal(&["device.kind=hdd", "device.preset=ssd-850evo"]);
+        assert!(
+            e.contains("hard disk preset") && e.contains("wd800jd"),
+            "{e}"
+        );
+        let e = refusal(&["device.kind=ssd", "device.preset=wd800jd"]);
+        assert!(e.contains("SSD preset: ssd-850evo;"), "{e}");
     }
 
     #[test]
