@@ -578,6 +578,17 @@ pub fn apply_unset(table: &mut Table, key: &str) -> Result<(), ConfigError> {
     cur.remove(last.name).map(|_| ()).ok_or_else(missing)
 }
 
+/// A value out of range, for a message: as the user wrote it (`given`, from [`Section::given`]),
+/// then as read (`as_read`) when that reads differently, e.g. `` `6GB` (about 5.6GiB) ``.
+pub(crate) fn as_given(given: &str, as_read: impl std::fmt::Display) -> String {
+    let as_read = as_read.to_string();
+    if as_read == given {
+        format!("`{given}`")
+    } else {
+        format!("`{given}` ({as_read})")
+    }
+}
+
 /// Takes typed keys out of one section and refuses whatever is left.
 pub struct Section {
     prefix: String,
@@ -730,6 +741,15 @@ impl Section {
         self.int(key, 0, min, max).map(Some)
     }
 
+    /// The value of `key` as the user wrote it, for a message about its range: a refusal that
+    /// showed the converted value instead (`6GB` as `5859375KiB`) would not be recognised.
+    pub(crate) fn given(&self, key: &str) -> Option<String> {
+        self.table.get(key).map(|v| match v {
+            Value::String(s) => excerpt(s.trim()).to_string(),
+            v => excerpt(&v.to_string()).to_string(),
+        })
+    }
+
     /// A size (`128KiB`, `10MB`, `4096`) in `[min, max]`.
     pub fn size(
         &mut self,
@@ -738,6 +758,7 @@ impl Section {
         min: ByteLen,
         max: ByteLen,
     ) -> Result<ByteLen, ConfigError> {
+        let given = self.given(key);
         let v = match self.raw(key) {
             None => return Ok(default),
             Some(Value::String(s)) => {
@@ -758,8 +779,8 @@ impl Section {
             return Err(key_err(
                 &self.path(key),
                 format!(
-                    "must be between {min} and {max}, got {shown}",
-                    shown = excerpt(&v.to_string())
+                    "must be between {min} and {max}, got {}",
+                    as_given(&given.unwrap_or_default(), v.rounded())
                 ),
             ));
         }
@@ -768,13 +789,15 @@ impl Section {
 
     /// The size of an optional cache: 0 turns it off; otherwise it must hold at least one page.
     pub fn cache_size(&mut self, key: &str) -> Result<ByteLen, ConfigError> {
+        let given = self.given(key);
         let v = self.size(key, ByteLen(0), ByteLen(0), MAX_SIZE)?;
         if v.0 > 0 && v.0 < foresight_policy::PAGE_BYTES {
             return Err(key_err(
                 &self.path(key),
                 format!(
-                    "a cache holds whole pages: give 0 (no cache) or at least {}, got {v}",
-                    ByteLen(foresight_policy::PAGE_BYTES)
+                    "a cache holds whole pages: give 0 (no cache) or at least {}, got {}",
+                    ByteLen(foresight_policy::PAGE_BYTES),
+                    as_given(&given.unwrap_or_default(), v.rounded())
                 ),
             ));
         }
@@ -1335,6 +1358,7 @@ impl SimConfig {
                     .to_string(),
             ));
         }
+        let antic_given = h.given("antic_expire");
         let mut host = HostConfig {
             memory: h.size("memory", ByteLen::gib(1), ByteLen::mib(1), MAX_SIZE)?,
             scheduler: h.choice(
@@ -1362,7 +1386,10 @@ impl SimConfig {
             // anticipation (Linux's default is 6 ms).
             return Err(key_err(
                 "host.antic_expire",
-                "must be at most 1s; Linux's default is 6ms",
+                format!(
+                    "must be at most 1s; Linux's default is 6ms; got {}",
+                    as_given(&antic_given.unwrap_or_default(), host.antic_expire)
+                ),
             ));
         }
         // A scheduler's key under a scheduler that does not read it would be dropped unread.
@@ -1541,6 +1568,7 @@ impl SimConfig {
             WorkloadKind::Webserver => WEBSERVER_DEFAULTS.file_size,
             _ => ByteLen::mib(128),
         };
+        let think_given = w.given("think");
         let streams = w.int("streams", web.map_or(1, |d| d.threads.into()), 1, 100_000)? as u32;
         let file_size = w.size("file_size", default_file, ByteLen(0), MAX_SIZE)?;
         let workload = WorkloadConfig {
@@ -1682,7 +1710,11 @@ impl SimConfig {
         if workload.think > Duration::from_secs(3600) {
             return Err(key_err(
                 "workload.think",
-                "must be at most 3600s: a client that pauses longer is not a storage workload",
+                format!(
+                    "must be at most 3600s: a client that pauses longer is not a storage \
+                     workload; got {}",
+                    as_given(&think_given.unwrap_or_default(), workload.think)
+                ),
             ));
         }
         if device.kind == DeviceKind::Jbod && workload.kind == WorkloadKind::Streams {
@@ -1872,6 +1904,50 @@ mod tests {
             apply_set(&mut t, s)?;
         }
         SimConfig::from_table(t, None)
+    }
+
+    /// A value out of range is quoted as the user wrote it, with its conversion beside it,
+    /// for every kind of key: sizes, a cache's size, durations, from --set and from a file.
+    #[test]
+    fn a_value_out_of_range_is_shown_as_written() {
+        for (text, set, shown) in [
+            ("", "workload.request=6GB", "got `6GB` (about 5.6GiB)"),
+            ("", "workload.request=100", "got `100` (100B)"),
+            ("", "host.memory=512KiB", "got `512KiB`"),
+            (
+                "",
+                "host.max_request=65537KiB",
+                "got `65537KiB` (about 64.0MiB)",
+            ),
+            ("", "device.strip=2GiB", "got `2GiB`"),
+            (
+                "",
+                "policy.readahead_max=1200MB",
+                "got `1200MB` (about 1.1GiB)",
+            ),
+            ("", "host.raid_cache=1000", "got `1000` (1000B)"),
+            (
+                "",
+                "workload.think=7200000ms",
+                "got `7200000ms` (7200.000s)",
+            ),
+            ("", "host.antic_expire=1500ms", "got `1500ms` (1.500s)"),
+            (
+                "[workload]\nrequest = \"100MB\"\n",
+                "workload.streams=1",
+                "got `100MB` (about 95.4MiB)",
+            ),
+        ] {
+            let mut sets = vec![set];
+            if set.starts_with("host.antic_expire") {
+                sets.push("host.scheduler=anticipatory");
+            }
+            if set.starts_with("device.strip") {
+                sets.push("device.kind=raid0");
+            }
+            let e = cfg(text, &sets).unwrap_err().to_string();
+            assert!(e.contains(shown), "{set}: {e}");
+        }
     }
 
     /// A misspelt `device.kind` or `workload.kind` listed only the page-cache host's kinds, so a

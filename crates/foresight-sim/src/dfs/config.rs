@@ -24,7 +24,9 @@ use foresight_policy::adaptive::AlphaMode;
 use toml::{Table, Value};
 
 use super::{cfq::CfqTimes, default_cfq, DfsDevice, DfsParams, Pattern};
-use crate::config::{shown_key, ConfigError, DeviceKind, Section, SimConfig, WorkloadKind};
+use crate::config::{
+    as_given, shown_key, ConfigError, DeviceKind, Section, SimConfig, WorkloadKind,
+};
 
 /// The DFS settings of a config, as given.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -267,6 +269,9 @@ pub fn take(root: &mut Table) -> Result<Option<DfsSettings>, ConfigError> {
     }
     // As every other key of its kind: a duration and a rate carry their unit, a size may be a
     // plain number of bytes.
+    let given = |key| n.given(key).unwrap_or_default();
+    let (delay_given, bandwidth_given, window_given) =
+        (given("delay"), given("bandwidth"), given("window"));
     let delay = n.opt_duration("delay")?;
     let bandwidth_bytes_per_s = match n.raw("bandwidth") {
         None => None,
@@ -315,10 +320,15 @@ pub fn take(root: &mut Table) -> Result<Option<DfsSettings>, ConfigError> {
     let params = settings.link_params();
     params.validate().map_err(|e| match e {
         DeviceError::BadValue { field, fix, .. } => {
+            // A preset's own figure is in range; the one refused is the user's, shown as
+            // written.
             let shown = match field {
-                "window" => params.window.to_string(),
-                "delay" => params.delay.to_string(),
-                _ => format!("{} bytes/s", params.bandwidth.bytes_per_s),
+                "window" => as_given(&window_given, params.window.rounded()),
+                "delay" => as_given(&delay_given, params.delay),
+                _ => as_given(
+                    &bandwidth_given,
+                    format!("{} bytes/s", params.bandwidth.bytes_per_s),
+                ),
             };
             key_err(
                 &format!("network.{field}"),
@@ -640,8 +650,14 @@ mod tests {
                 "`network.bandwidth`",
                 "`0.5B/s`",
             ),
-            ("network.window=1", "`network.window`", "1B"),
-            ("network.delay=20s", "`network.delay`", "20.000s"),
+            ("network.window=1", "`network.window`", "`1` (1B)"),
+            ("network.window=1KB", "`network.window`", "`1KB` (1000B)"),
+            ("network.delay=20s", "`network.delay`", "`20s` (20.000s)"),
+            (
+                "network.delay=20000ms",
+                "`network.delay`",
+                "`20000ms` (20.000s)",
+            ),
         ] {
             let e = cfg(&["dfs.system=aps", set]).unwrap_err().to_string();
             assert!(e.contains(key) && e.contains(shown), "{set}: {e}");
