@@ -264,7 +264,9 @@ pub fn parse(mut root: Table, base_dir: Option<&Path>) -> Result<SimConfig, Conf
                 d.opt_duration(k)?.ok_or_else(|| {
                     key_err(
                         &key,
-                        "analytic mode needs t_upper, t_lower and t_lower_to_upper",
+                        "analytic mode needs t_upper, t_lower and t_lower_to_upper, each a \
+                         duration, e.g. --set device.t_upper=52ms --set device.t_lower=120ms \
+                         --set device.t_lower_to_upper=122ms",
                     )
                 })?,
                 &key,
@@ -292,13 +294,17 @@ pub fn parse(mut root: Table, base_dir: Option<&Path>) -> Result<SimConfig, Conf
             },
         ]
     } else {
-        let list = match d.raw("tiers") {
-            Some(Value::Array(a)) if !a.is_empty() => a,
-            _ => return Err(key_err(
-                "device.tiers",
-                "list the storage tiers fastest first as [[device.tiers]] tables (at least one)",
-            )),
-        };
+        let list =
+            match d.raw("tiers") {
+                Some(Value::Array(a)) if !a.is_empty() => a,
+                _ => return Err(key_err(
+                    "device.tiers",
+                    "list the storage tiers fastest first as [[device.tiers]] tables (at least \
+                 one; a capacity on every tier but the last), or on the command line as one \
+                 list, e.g. --set 'device.tiers=[{preset=\"ssd-850evo\", capacity=\"64GiB\"}, \
+                 {preset=\"wd800jd\"}]'",
+                )),
+            };
         if list.len() > 8 {
             return Err(key_err("device.tiers", "at most 8 tiers"));
         }

@@ -856,3 +856,30 @@ fn device_work_after_the_applications_end_is_reported_apart() {
         "no device work completed after the end: the test checks nothing"
     );
 }
+
+/// `device.kind` chosen alone asks for the keys it still needs with --set examples that, given
+/// as written, make the config run: a user on the command line cannot write a
+/// [[device.tiers]] table, and needs values for the three times.
+#[test]
+fn a_tier_kind_alone_names_the_sets_that_complete_it() {
+    let refusal = |sets: &[&str]| {
+        let mut t = toml::Table::new();
+        for s in sets {
+            crate::config::apply_set(&mut t, s).unwrap();
+        }
+        SimConfig::from_table(t, None).unwrap_err().to_string()
+    };
+    let e = refusal(&["device.kind=constant"]);
+    let sets: Vec<&str> = e.split("--set ").skip(1).map(str::trim).collect();
+    assert_eq!(sets.len(), 3, "{e}");
+    let done = cfg(&[&["device.kind=constant"][..], &sets].concat());
+    assert!(done.tiered.is_some());
+    let e = refusal(&["device.kind=tiered"]);
+    let set = e
+        .split("--set '")
+        .nth(1)
+        .and_then(|rest| rest.split('\'').next())
+        .unwrap_or_else(|| panic!("no --set example in: {e}"));
+    let done = cfg(&["device.kind=tiered", set]);
+    assert_eq!(done.tiered.map(|t| t.tiers.len()), Some(2));
+}
