@@ -865,8 +865,8 @@ impl WorldRun {
     /// This run with a block-level policy's decisions (reads and fetches of volume bytes, one
     /// anonymous stream) restated in the files of `files`: each read becomes a read of the file it
     /// falls in by the client reading that file (client `k` reads file `k`), and each fetch,
-    /// deferral and release a range of that file, clipped to it, as the engine's scheduler over
-    /// files clips them. A range that starts between files is kept as an empty range at the end
+    /// deferral and release a range of that file, clipped to it, where the engine's scheduler
+    /// over files stops its streams. A range that starts between files is kept as an empty range at the end
     /// of the file before it. Decisions of file-level policies are left as they are.
     pub fn in_files(&self, files: &[FileLayout]) -> WorldRun {
         let map = |r: ByteRange| -> (FileId, ByteRange) {

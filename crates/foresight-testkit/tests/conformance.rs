@@ -851,7 +851,7 @@ fn two_readers_of_one_file_under_anticipation_cost_the_same_in_both_worlds() {
 /// bytes and one anonymous stream; the engine runs the same scheduler over files. The
 /// simulator's decisions are restated in the engine's files (`WorldRun::in_files`, in `run_both`)
 /// before they are compared; its fetches that run past the end of a file (the block level does not know
-/// where a file ends) are clipped there, as the engine's scheduler clips them, so the device
+/// where a file ends) are clipped there, where the engine's scheduler stops its streams, so the device
 /// reads a little more in the simulator and device bytes are not compared.
 ///
 /// With two dispatch slots for four clients, which streams take the first turns follows the

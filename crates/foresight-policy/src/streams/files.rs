@@ -7,14 +7,16 @@
 //! within a file and never across two, and every fetch the scheduler asks for lies inside one
 //! file's slice. Reads go in translated; fetches, releases and deferrals come out translated back
 //! and clipped to the file's size. Fetch ids pass through unchanged, so the driver's `Fetched`
-//! answers need no mapping. A fetch cut at the end of its file ends its stream's data there, so
-//! the scheduler does not count the bytes past it against `M`; one that lies wholly past the end
-//! comes out as an empty range, which a driver completes at once.
+//! answers need no mapping. Each read goes in with where its file ends in the space, so a stream
+//! found there reads to the end of its file rather than of its slice: its last read stops at the
+//! file's end, and its turn ends with it, however few of its `N` reads it made, so the next
+//! waiting stream takes the dispatch slot. No fetch reaches past the end, none is empty, and no
+//! byte past the end is held against `M`.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use foresight_core::{ByteLen, ByteOffset, ByteRange, FileId, Instant};
+use foresight_core::{ByteLen, ByteRange, FileId, Instant};
 
 use super::scheduler::{StreamScheduler, StreamsConfig};
 use crate::layout::VOLUME_FILE;
@@ -83,13 +85,8 @@ impl FileStreams {
                     ..
                 } => {
                     let (file, range) = self.to_file(space_range);
-                    if range.len < space_range.len {
-                        // Cut at the end of the file: the stream's data ends there, and what
-                        // lies beyond holds no memory.
-                        let base = (file.0 as u64) << FILE_SPACE_SHIFT;
-                        let size = self.file_size(file).unwrap_or(0);
-                        self.inner.clip_fetch(id, base + size);
-                    }
+                    // Streams read no further than their file's end (`handle`).
+                    debug_assert_eq!(range.len, space_range.len, "a fetch past its file's end");
                     Output::Fetch {
                         id,
                         file,
@@ -127,28 +124,21 @@ impl Policy for FileStreams {
     fn handle(&mut self, now: Instant, input: Input) {
         match input {
             Input::Read {
-                stream,
-                file,
-                range,
-                miss,
+                file, range, miss, ..
             } => {
-                let base = match Self::slice_base(file) {
-                    Some(base)
-                        if self.file_size(file).is_some_and(|s| s < FILE_SPACE_BYTES)
-                            && range.end().0 <= FILE_SPACE_BYTES =>
+                let (base, size) = match (Self::slice_base(file), self.file_size(file)) {
+                    (Some(base), Some(size))
+                        if size < FILE_SPACE_BYTES && range.end().0 <= FILE_SPACE_BYTES =>
                     {
-                        base
+                        (base, size)
                     }
                     _ => return,
                 };
-                self.inner.handle(
+                self.inner.handle_read_ending_at(
                     now,
-                    Input::Read {
-                        stream,
-                        file: VOLUME_FILE,
-                        range: ByteRange::new(base + range.start.0, range.len.0),
-                        miss: miss.map(|m| ByteOffset(base + m.0)),
-                    },
+                    ByteRange::new(base + range.start.0, range.len.0),
+                    miss.is_some(),
+                    base + size,
                 );
             }
             Input::Hint { .. } => {}
@@ -183,7 +173,7 @@ impl Policy for FileStreams {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use foresight_core::{FetchId, StreamId};
+    use foresight_core::{ByteOffset, FetchId, StreamId};
 
     fn cfg() -> StreamsConfig {
         StreamsConfig {
@@ -420,5 +410,98 @@ mod tests {
             assert!(fetched, "file {f}: no fetch");
             assert_eq!(p.scheduler().held_bytes(), 0, "file {f}");
         }
+    }
+
+    /// The fetches in `outs`, as (id, file, range).
+    fn fetches(outs: &[Output]) -> Vec<(FetchId, FileId, ByteRange)> {
+        outs.iter()
+            .filter_map(|o| match o {
+                Output::Fetch {
+                    id, file, range, ..
+                } => Some((*id, *file, *range)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// A turn ends at the end of the stream's file. With `N` = 4 and a file that holds two reads
+    /// of `R` after the stream's start, the scheduler used to go on to issue the turn's two other
+    /// reads past the end (empty once clipped to the file), each taking the dispatch slot until
+    /// the driver completed it; the waiting stream came only after them.
+    #[test]
+    fn a_turn_ends_at_the_end_of_the_file_and_the_next_stream_goes() {
+        // R = 1 MiB, N = 4, D = 1: file 0 is read from 64 KiB (its second read) to 1.5 MiB.
+        let size = 3 << 19;
+        let layout = Arc::new(Layout::unplaced(&[ByteLen(size), ByteLen::mib(64)]));
+        let cfg = StreamsConfig {
+            dispatch: Some(1),
+            per_turn: 4,
+            ..cfg()
+        };
+        let mut p = FileStreams::new(cfg, layout).unwrap();
+        let mut outs = Vec::new();
+        for f in 0..2 {
+            outs.extend(read(&mut p, f, f, 0, true));
+            outs.extend(read(&mut p, f, f, 65536, true));
+        }
+        let mut seen = fetches(&outs);
+        assert_eq!(
+            seen,
+            vec![(FetchId(0), FileId(0), ByteRange::new(65536, 1 << 20))]
+        );
+        // Complete file 0's reads one by one: the second stops at the file's end, and when it
+        // completes the slot goes to file 1.
+        let mut next = FetchId(0);
+        for _ in 0..2 {
+            p.handle(Instant::ZERO, Input::Fetched { id: next, ok: true });
+            let more = fetches(&std::iter::from_fn(|| p.poll_output()).collect::<Vec<_>>());
+            assert_eq!(more.len(), 1, "{more:?}");
+            next = more[0].0;
+            seen.extend(more);
+        }
+        assert_eq!(
+            seen[1..],
+            [
+                (
+                    FetchId(1),
+                    FileId(0),
+                    ByteRange::new(65536 + (1 << 20), size - 65536 - (1 << 20))
+                ),
+                (FetchId(2), FileId(1), ByteRange::new(65536, 1 << 20)),
+            ],
+            "file 0's turn ends at its end and file 1 goes: {seen:?}"
+        );
+        // Each client has read to 128 KiB: file 0 holds the rest of its file, file 1 its read
+        // in flight, and nothing past file 0's end counts.
+        assert_eq!(
+            p.scheduler().held_bytes(),
+            (size - 2 * 65536) + ((1 << 20) - 65536)
+        );
+    }
+
+    /// A stream found at the end of its file (two cached reads of its last bytes) has nothing to
+    /// read: it issues no fetch and does not hold the dispatch slot. It used to issue a read past
+    /// the end, empty once clipped, and take the slot until that completed.
+    #[test]
+    fn a_stream_found_at_the_end_of_its_file_fetches_nothing() {
+        let size = 1 << 20;
+        let layout = Arc::new(Layout::unplaced(&[ByteLen(size), ByteLen::mib(64)]));
+        let cfg = StreamsConfig {
+            dispatch: Some(1),
+            ..cfg()
+        };
+        let mut p = FileStreams::new(cfg, layout).unwrap();
+        let mut outs = read(&mut p, 0, 0, size - 2 * 65536, false);
+        outs.extend(read(&mut p, 0, 0, size - 65536, false));
+        assert_eq!(p.scheduler().stream_count(), 1);
+        assert!(fetches(&outs).is_empty(), "{outs:?}");
+        // The slot is free: file 1's stream starts at once.
+        read(&mut p, 1, 1, 0, true);
+        let outs = read(&mut p, 1, 1, 65536, true);
+        assert_eq!(
+            fetches(&outs),
+            vec![(FetchId(0), FileId(1), ByteRange::new(65536, 1 << 20))],
+            "{outs:?}"
+        );
     }
 }

@@ -271,6 +271,10 @@ struct Stream {
     /// End of the latest request deferred to this stream: while it lies past `fetched_end`, the
     /// client waits on a fetch the stream still owes it, so its turn may not end in idleness.
     deferred_end: u64,
+    /// Where the stream's data ends: the end of the volume, or, for the scheduler over files,
+    /// the end of the stream's file. Reads stop there, and a turn with nothing left to read
+    /// before it ends, so the dispatch slot goes to the next stream.
+    data_end: u64,
 }
 
 /// The stream scheduler. See the module documentation.
@@ -355,7 +359,9 @@ impl StreamScheduler {
         self.by_position.insert(to, id);
     }
 
-    fn on_read(&mut self, now: Instant, range: ByteRange, miss: bool) {
+    /// A read of `range` whose data, if it starts a stream, ends at `data_end` (the volume's
+    /// end, or the end of the file whose slice `range` lies in).
+    fn on_read(&mut self, now: Instant, range: ByteRange, miss: bool, data_end: u64) {
         let (start, end) = (range.start.0, range.end().0);
         let sid = self.by_position.get(&start).copied().or_else(|| {
             // A read inside a stream's buffered window (a client that skipped a little).
@@ -390,13 +396,14 @@ impl StreamScheduler {
                 // `miss` means neither cached nor in flight. Below `fetched_end` that is data the
                 // stream read and lost (evicted): the disk must serve it on demand. At or past it, the
                 // request waits in the stream's queue for the stream's turn instead of going to the
-                // disk on its own.
-                if miss && start >= fetched_end {
+                // disk on its own; unless it starts past the end of the stream's data, where the
+                // stream will never read.
+                if miss && start >= fetched_end && start < s.data_end {
                     // Held bytes are `fetched_end - consumed`, saturating; `consumed` is already
                     // past `start`, so moving `fetched_end` back to `start` keeps them at zero.
                     debug_assert_eq!(Self::held_of(s), 0);
                     s.fetched_end = start;
-                    s.deferred_end = end;
+                    s.deferred_end = end.min(s.data_end);
                     match s.state {
                         State::Idle => {
                             self.idle.remove(&(s.last_access, id));
@@ -438,7 +445,8 @@ impl StreamScheduler {
                             state: State::Waiting,
                             last_access: now,
                             released_to: from,
-                            deferred_end: if miss { end } else { 0 },
+                            deferred_end: if miss { end.min(data_end) } else { 0 },
+                            data_end,
                         },
                     );
                     self.by_position.insert(end, id);
@@ -464,10 +472,10 @@ impl StreamScheduler {
             if s.state != State::Waiting {
                 continue;
             }
-            if s.fetched_end >= self.volume_bytes {
-                // Nothing left to read at the end of the volume: put back, it would take the head
-                // of the line on every call and no stream behind it would get a turn. Idle, it is
-                // collected after the timeout.
+            if s.fetched_end >= s.data_end {
+                // Nothing left to read at the end of its data (the volume's or its file's): put
+                // back, it would take the head of the line on every call and no stream behind it
+                // would get a turn. Idle, it is collected after the timeout.
                 s.state = State::Idle;
                 self.idle.insert((s.last_access, id));
                 continue;
@@ -488,17 +496,18 @@ impl StreamScheduler {
         }
     }
 
-    /// Issues the stream's next `R`-byte read; false if memory or the volume's end forbids it.
+    /// Issues the stream's next `R`-byte read; false if memory or the end of the stream's data
+    /// forbids it. At that end the turn is over, however few of its `N` reads it made.
     fn issue(&mut self, id: u32) -> bool {
         let r = self.cfg.readahead_bytes;
         let s = self.streams[&id];
         if s.inflight.is_some() || s.reads_this_turn >= self.cfg.per_turn {
             return false;
         }
-        if self.held_bytes + r > self.admit_bytes || s.fetched_end >= self.volume_bytes {
+        if self.held_bytes + r > self.admit_bytes || s.fetched_end >= s.data_end {
             return false;
         }
-        let len = r.min(self.volume_bytes - s.fetched_end);
+        let len = r.min(s.data_end - s.fetched_end);
         let fid = self.ids.next_id();
         self.out.push_back(Output::Fetch {
             id: fid,
@@ -518,28 +527,6 @@ impl StreamScheduler {
         );
         self.by_fetch.insert(fid, id);
         true
-    }
-
-    /// Fetch `id` runs past the end of the data its stream reads, which ends at `end` (the
-    /// scheduler over files reads each file in a slice of an address space larger than the file,
-    /// see [`super::FileStreams`]): the stream's data ends there, and the bytes past it are
-    /// neither fetched nor held against `M`.
-    pub(crate) fn clip_fetch(&mut self, id: FetchId, end: u64) {
-        let Some(s) = self
-            .by_fetch
-            .get(&id)
-            .and_then(|sid| self.streams.get_mut(sid))
-        else {
-            return;
-        };
-        if s.fetched_end <= end {
-            return;
-        }
-        let before = Self::held_of(s);
-        s.fetched_end = end;
-        // A request past the end of the data waits on nothing this stream could fetch.
-        s.deferred_end = s.deferred_end.min(end);
-        self.held_bytes = self.held_bytes - before + Self::held_of(s);
     }
 
     fn on_fetched(&mut self, id: FetchId) {
@@ -702,12 +689,30 @@ impl crate::Policy for StreamScheduler {
 }
 
 impl StreamScheduler {
+    /// Feeds a read of `range` of the address space, as [`crate::Policy::handle`] feeds an
+    /// `Input::Read` of the volume, for a stream whose data ends at `data_end` rather than at
+    /// the volume's end: the scheduler over files reads each file in a slice of an address
+    /// space larger than the file (see [`super::FileStreams`]), and its streams read to the end
+    /// of their file, not of their slice.
+    pub(crate) fn handle_read_ending_at(
+        &mut self,
+        now: Instant,
+        range: ByteRange,
+        miss: bool,
+        data_end: u64,
+    ) {
+        if !range.is_empty() {
+            self.on_read(now, range, miss, data_end.min(self.volume_bytes));
+        }
+        self.rearm(now);
+    }
+
     fn handle_input(&mut self, now: Instant, input: Input) {
         match input {
             Input::Read {
                 file, range, miss, ..
             } if file == VOLUME_FILE && !range.is_empty() => {
-                self.on_read(now, range, miss.is_some())
+                self.on_read(now, range, miss.is_some(), self.volume_bytes)
             }
             Input::Fetched { id, .. } => self.on_fetched(id),
             Input::MemoryPressure { available } => {
