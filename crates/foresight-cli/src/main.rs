@@ -335,7 +335,8 @@ device.kind is tiered or constant, workload.kind is hinted, or the policy is an 
   trace = \"PATH\"                 one block number per line instead (# comments), at
                                  most 4,194,304, each below 2^40 and given once
 
-JSON keys (--json) beside DESIGN.md's: prefetched_bytes, wasted_bytes, fetches and
+JSON keys (--json) beside the common ones (throughput_mib_s, elapsed_s, app_* and device_*
+counts, latencies, stall_s, breakdown, memory_peak_bytes, seed): prefetched_bytes, wasted_bytes, fetches and
 split_fetches sum every prefetching cache of the host, each counting what it fetched ahead of the
 reads that reach it: the page cache, plus the block-level cache below it when there is one (the
 RAID driver's under msp+..., the stream scheduler's buffers under streams); raid_prefetched_bytes,
@@ -357,7 +358,7 @@ after_end (device_requests, device_bytes, breakdown, last_completion_s), a key o
 JSON has. Its prefetched_bytes counts blocks fetched into memory and copies into levels, its
 wasted_bytes the copies dropped or left at the end unread. gaps_single_read_clients, present
 only when not 0, counts the clients of a gaps workload whose exponential gaps left them one read
-(a warning on standard error says so too). Of DESIGN.md's keys, stall_s adds to the completed
+(a warning on standard error says so too). Of the common keys, stall_s adds to the completed
 requests' latencies the wait of each request still out when a run stops at workload.duration
 (the latency keys count completed requests only), and a trace's app_requests and app_bytes count
 its writes too.
