@@ -248,6 +248,24 @@ fn unfinished_report(done: &[&str]) -> String {
     )
 }
 
+/// Writes `bytes` to `path` whole or not at all: into a hidden file beside it, then renamed over
+/// it. A run stopped between `std::fs::write`'s truncation and its write (Ctrl-C lands anywhere)
+/// left `report.md` empty, saying neither that the run had finished nor that it had not. A
+/// symbolic link at `path` is written through, as before (renaming would replace the link).
+fn write_whole(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
+        return std::fs::write(path, bytes);
+    }
+    let name = path
+        .file_name()
+        .map_or_else(Default::default, |n| n.to_string_lossy());
+    let tmp = path.with_file_name(format!(".{name}.partial"));
+    std::fs::write(&tmp, bytes)?;
+    std::fs::rename(&tmp, path).inspect_err(|_| {
+        let _ = std::fs::remove_file(&tmp);
+    })
+}
+
 /// Runs the named experiments (all when `names` is empty) and writes `report.md`, `results.json`
 /// and each figure's PNG and CSV into `out`. From the first figure written until the end,
 /// `report.md` says that the run has not finished and there is no `results.json`.
@@ -291,7 +309,7 @@ pub fn reproduce(
             // From the first figure on, a previous run's report and results would describe
             // figures this run replaces; a run stopped before its end (Ctrl-C, a write that
             // fails) would leave them looking current. The report says so until it is written.
-            std::fs::write(&md, unfinished_report(&done)).map_err(io(&md))?;
+            write_whole(&md, unfinished_report(&done).as_bytes()).map_err(io(&md))?;
             match std::fs::remove_file(&js) {
                 Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(io(&js)(e)),
                 _ => {}
@@ -302,11 +320,11 @@ pub fn reproduce(
             let png = out.join(format!("{}.png", f.stem));
             f.chart.write_png(&png).map_err(io(&png))?;
             let csv = out.join(format!("{}.csv", f.stem));
-            std::fs::write(&csv, &f.csv).map_err(io(&csv))?;
+            write_whole(&csv, f.csv.as_bytes()).map_err(io(&csv))?;
         }
         if marked_unfinished && !section.figures.is_empty() {
             done.push(e.name);
-            std::fs::write(&md, unfinished_report(&done)).map_err(io(&md))?;
+            write_whole(&md, unfinished_report(&done).as_bytes()).map_err(io(&md))?;
         }
         report.push_str(&section.markdown);
         report.push('\n');
@@ -317,9 +335,9 @@ pub fn reproduce(
             started.elapsed().as_secs_f64()
         ));
     }
-    std::fs::write(&md, report).map_err(io(&md))?;
+    write_whole(&md, report.as_bytes()).map_err(io(&md))?;
     let text = serde_json::to_string_pretty(&Value::Object(results)).expect("JSON of plain values");
-    std::fs::write(&js, text + "\n").map_err(io(&js))?;
+    write_whole(&js, (text + "\n").as_bytes()).map_err(io(&js))?;
     Ok(())
 }
 
@@ -378,6 +396,31 @@ pub fn beyond_bound(value: f64, bound: f64, decimals: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `report.md` and `results.json` are replaced whole, and no hidden partial file is left
+    /// beside them, whether the rename succeeds or not.
+    #[test]
+    fn a_report_is_replaced_whole_and_leaves_no_partial_file() {
+        let dir =
+            std::env::temp_dir().join(format!("foresight-write-whole-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let md = dir.join("report.md");
+        std::fs::write(&md, "an earlier, longer report\n").unwrap();
+        write_whole(&md, b"new\n").unwrap();
+        assert_eq!(std::fs::read_to_string(&md).unwrap(), "new\n");
+        // A directory in the way: the rename fails, the error reaches the caller and the
+        // partial file is removed.
+        let blocked = dir.join("results.json");
+        std::fs::create_dir_all(blocked.join("inside")).unwrap();
+        assert!(write_whole(&blocked, b"{}\n").is_err());
+        let mut left: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        assert_eq!(left, ["report.md", "results.json"]);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     /// A figure beyond a threshold never prints as the threshold: 1.2514 beyond 1.25 gets a
     /// third decimal, 0.51 beyond 0.5 a second; figures clear of it keep their decimals.
