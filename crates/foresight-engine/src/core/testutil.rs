@@ -50,13 +50,16 @@ pub(super) fn core_over_holding(
     memory_bytes: u64,
     max_io_bytes: u64,
 ) -> (Core, Arc<Holding>, FileId, StreamId) {
+    core_over_holding_with(no_readahead(), memory_bytes, max_io_bytes, false)
+}
+
+/// The policy `none`: the test drives every fetch itself.
+fn no_readahead() -> Box<dyn Policy> {
     let cfg = PolicyConfig {
         name: "none".into(),
         ..PolicyConfig::default()
     };
-    let policy =
-        foresight_policy::build(&cfg, Arc::new(foresight_policy::Layout::unplaced(&[]))).unwrap();
-    core_over_holding_with(policy, memory_bytes, max_io_bytes, false)
+    foresight_policy::build(&cfg, Arc::new(foresight_policy::Layout::unplaced(&[]))).unwrap()
 }
 
 /// A 1 MiB file with no descriptor (the test backends read nothing): `mem`, identity (1, 1),
@@ -97,14 +100,8 @@ pub(super) fn core_over_holding_on_shelf(
     max_io_bytes: u64,
     shelf: &crate::pool::ArenaShelf,
 ) -> (Core, Arc<Holding>, FileId, StreamId) {
-    let cfg = PolicyConfig {
-        name: "none".into(),
-        ..PolicyConfig::default()
-    };
-    let policy =
-        foresight_policy::build(&cfg, Arc::new(foresight_policy::Layout::unplaced(&[]))).unwrap();
     core_over_holding_cfg(
-        policy,
+        no_readahead(),
         memory_bytes,
         max_io_bytes,
         true,
