@@ -10,14 +10,24 @@
 //! exactly what makes a shared request queue slow (Fig. 5 of the paper): a server worker that picks
 //! a different stream's request each time still owns the slice, and every request seeks.
 //!
-//! Two refinements of Linux's CFQ matter here. A queue whose recent requests were mostly seeks
-//! (`CFQQ_SEEKY`) gets no idle wait, since waiting for it saves nothing. And when a non-seeky active
-//! queue runs dry, CFQ looks for a "close cooperator" (several threads reading one file): Linux
-//! keeps the queues with requests in a tree by the position of the request each would serve next,
-//! and the queue whose next request is nearest where the head is gets the disk at once, with a slice
-//! of its own, if that request is within `CLOSE_SECTORS` and the queue is not seeky (Linux looks no
-//! further than the nearest). Only running dry consults it: a queue whose slice ends hands the disk
-//! to the next in turn.
+//! Two refinements of Linux's CFQ matter here. A queue more than 4 of whose last 32 requests
+//! were seeks (`CFQQ_SEEKY`) gets no idle wait, since waiting for it saves nothing. And when a
+//! non-seeky active queue runs dry, CFQ looks for a "close cooperator" (several threads reading
+//! one file): Linux keeps the queues with requests in a tree by the position of the request each
+//! would serve next, and the queue whose next request is nearest where the head is gets the disk
+//! at once, with a slice of its own, if that request is within `CLOSE_SECTORS` and the queue is
+//! not seeky (Linux looks no further than the nearest). Only running dry consults it: a queue whose
+//! slice ends hands the disk to the next in turn.
+//!
+//! The seek history is taken as Linux 3.10 takes it, as requests arrive (`cfq_update_io_seektime`):
+//! each request added to a queue, not one merged into a request already waiting there, shifts one
+//! bit into the queue's 32-bit history, set on a disk when the request starts more than
+//! [`SEEK_SECTORS`] from where the queue's previous arrival ended, and on a non-rotating device
+//! when it is smaller than [`SMALL_REQUEST_SECTORS`] (distance costs nothing there). So the order
+//! requests arrive in is what counts, not the order the sort tree serves them: a queue whose
+//! threads submit one region's requests interleaved, out of order, is seeky although sorted they
+//! are contiguous, and a thread that reads two regions in runs of several requests each is not,
+//! although its sort tree may serve the two regions alternately.
 //!
 //! Cooperating queues are also merged, as Linux does for NFS servers' threads. Finding a close
 //! cooperator schedules a merge of the expiring queue and the cooperator (the one with fewer threads
@@ -35,16 +45,17 @@
 //! queue whose threads have all moved out gets no idle wait once its requests in flight are done,
 //! as Linux ends the active queue's slice when its last reference goes: nobody can submit to it.
 //!
-//! Where the model departs from Linux 3.10: a queue's seek history is taken at dispatch, in the
-//! queue's sorted order, where Linux takes it as requests arrive, from each one's distance to the
-//! queue's previous arrival; Linux's reference counts (a queue here counts the threads routed to
-//! it, where Linux credits a scheduled merge's threads to the target at once, which can turn the
-//! direction of a later merge; merges need threads on both sides in both); the position tree itself
-//! (the nearest next request of all queues here, where Linux's tree holds one queue per position);
-//! the order of turns (by key here, by when a queue got busy in Linux), slices scaled to the
-//! number of busy queues (`low_latency`), preemption, the separate turn of seeky queues, priorities
-//! and cgroups, and the `CFQQ_COOP_TOUT` grace that some older kernels gave a shared queue before
-//! splitting it.
+//! Where the model departs from Linux 3.10: Linux's reference counts (a queue here counts the
+//! threads routed to it, where Linux credits a scheduled merge's threads to the target at once,
+//! which can turn the direction of a later merge; merges need threads on both sides in both); the
+//! position tree itself (the nearest next request of all queues here, where Linux's tree holds one
+//! queue per position); the close cooperator, looked for here only when idling is on (Linux looks
+//! whatever `slice_idle` is, so with it 0, on an SSD, its queues can still merge); the idle
+//! window's think-time test (Linux also stops idling for a thread whose mean time from a completion
+//! to its next request exceeds `slice_idle`; here only seekiness does); the order of
+//! turns (by key here, by when a queue got busy in Linux), slices scaled to the number of busy
+//! queues (`low_latency`), preemption, the separate turn of seeky queues, priorities and cgroups,
+//! and the `CFQQ_COOP_TOUT` grace that some older kernels gave a shared queue before splitting it.
 //!
 //! A thread's first queue is keyed by the thread, so without merges queues are served in thread
 //! order; a queue a thread splits off into takes the thread's key when it is free and a key above
@@ -65,9 +76,15 @@ use smallvec::SmallVec;
 /// How near (in sectors) another queue's request must be to where the active queue left the head
 /// for CFQ to hand it the disk instead of idling (Linux `CFQQ_CLOSE_THR`, 8192 sectors).
 pub const CLOSE_SECTORS: u64 = 8192;
-/// A dispatch further than this (in sectors) from the queue's previous one counts as a seek
-/// (Linux `CFQQ_SEEK_THR`, 800 sectors).
+/// On a rotating device, a request that arrives further than this (in sectors) from where the
+/// queue's previous arrival ended counts as a seek (Linux `CFQQ_SEEK_THR`, 800 sectors).
 pub const SEEK_SECTORS: u64 = 800;
+/// On a non-rotating device, a request smaller than this (in sectors) counts as a seek instead:
+/// distance costs nothing there, small commands do (Linux `CFQQ_SECT_THR_NONROT`, 64 sectors).
+pub const SMALL_REQUEST_SECTORS: u32 = 64;
+/// How many of the last 32 arrivals must have been seeks, at least, for a queue to be seeky
+/// (Linux `CFQQ_SEEKY`: more than 32 / 8).
+const SEEKY_MIN_SEEKS: u32 = 5;
 /// The first key of a queue a thread splits off into when its own key is still taken: above every
 /// thread's key, so such queues come after the threads' own in the round robin.
 const SPLIT_KEY_BASE: u64 = 1 << 32;
@@ -90,13 +107,29 @@ pub struct CfqReq {
     pub owners: SmallVec<[u32; 4]>,
 }
 
+/// What makes an arriving request a seek in a queue's history.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SeekRule {
+    /// A rotating device: the request starts more than [`SEEK_SECTORS`] from where the queue's
+    /// previous arrival ended.
+    Distance,
+    /// A non-rotating device: the request is smaller than [`SMALL_REQUEST_SECTORS`].
+    SmallRequests,
+}
+
 #[derive(Debug, Default)]
 struct CfqQueue {
     pending: VecDeque<CfqReq>,
     in_flight: u32,
+    /// Where the queue's last dispatch ended: its sort order resumes here.
     next_lba: u64,
-    /// One bit per recent dispatch, 1 when it landed far from the previous one (CFQ's
-    /// `seek_history`).
+    /// Where the last request added to the queue (not merged into a waiting one) ended, if any
+    /// was (CFQ's `last_request_pos`).
+    last_arrival_end: Option<u64>,
+    /// One bit per request added to the queue, newest lowest, 1 when it was a seek by the
+    /// device's [`SeekRule`] (CFQ's `seek_history`). It follows arrivals, not dispatches: a
+    /// shared queue whose threads' requests arrive interleaved is seeky even when its sort tree
+    /// would serve them contiguously.
     seek_history: u32,
     /// Threads whose requests go here.
     members: u32,
@@ -117,9 +150,24 @@ impl CfqQueue {
         }
     }
 
-    /// CFQ's `CFQQ_SEEKY`: more than 4 of the last 32 dispatches were seeks.
+    /// CFQ's `CFQQ_SEEKY`: at least [`SEEKY_MIN_SEEKS`] of the last 32 arrivals were seeks.
     fn seeky(&self) -> bool {
-        self.seek_history.count_ones() > 4
+        self.seek_history.count_ones() >= SEEKY_MIN_SEEKS
+    }
+
+    /// Enters a request of `sectors` at `lba` that was added to the queue (not merged) into the
+    /// seek history, as Linux's `cfq_update_io_seektime` does when a request is inserted. The
+    /// queue's first request is no seek on a rotating device: there is no previous one to be far
+    /// from.
+    fn record_arrival(&mut self, rule: SeekRule, lba: u64, sectors: u32) {
+        let seek = match rule {
+            SeekRule::Distance => self
+                .last_arrival_end
+                .is_some_and(|end| lba.abs_diff(end) > SEEK_SECTORS),
+            SeekRule::SmallRequests => sectors < SMALL_REQUEST_SECTORS,
+        };
+        self.seek_history = (self.seek_history << 1) | u32::from(seek);
+        self.last_arrival_end = Some(lba + u64::from(sectors));
     }
 
     /// Where the request this queue would dispatch next starts: the lowest at or above where it
@@ -151,6 +199,7 @@ pub struct CfqTimes {
 #[derive(Debug)]
 pub struct Cfq {
     times: CfqTimes,
+    seek_rule: SeekRule,
     max_sectors: u32,
     limit: usize,
     len: usize,
@@ -170,12 +219,14 @@ pub struct Cfq {
 }
 
 impl Cfq {
-    /// A queue of at most `limit` requests of at most `max_sectors` sectors each.
-    pub fn new(times: CfqTimes, max_sectors: u32, limit: usize) -> Cfq {
+    /// A queue of at most `limit` requests of at most `max_sectors` sectors each, judging seeks by
+    /// `seek_rule` (the device's kind).
+    pub fn new(times: CfqTimes, seek_rule: SeekRule, max_sectors: u32, limit: usize) -> Cfq {
         assert!(max_sectors >= 8 && limit >= 1, "bad CFQ bounds");
         assert!(times.slice.0 > 0, "a CFQ slice lasts some time");
         Cfq {
             times,
+            seek_rule,
             max_sectors,
             limit,
             len: 0,
@@ -240,6 +291,8 @@ impl Cfq {
     }
 
     /// Adds a request from `owner`, merging it with a contiguous one in the same queue if it fits.
+    /// A request that does not merge is entered into its queue's seek history; a merged one is
+    /// not, as Linux's elevator merges it into the waiting request without inserting one.
     pub fn push(&mut self, owner: u32, lba: u64, sectors: u32, token: u32) {
         assert!(
             sectors >= 1 && sectors <= self.max_sectors,
@@ -272,6 +325,7 @@ impl Cfq {
             "CFQ queue over its bound of {}",
             self.limit
         );
+        q.record_arrival(self.seek_rule, lba, sectors);
         q.pending.push_back(CfqReq {
             owner,
             queue: key,
@@ -482,8 +536,6 @@ impl Cfq {
             .map(|(i, _)| i)
             .expect("non-empty queue");
         let r = q.pending.remove(pick).expect("picked request");
-        let seek = r.lba.abs_diff(q.next_lba) > SEEK_SECTORS;
-        q.seek_history = (q.seek_history << 1) | u32::from(seek);
         q.next_lba = r.lba + r.sectors as u64;
         q.in_flight += 1;
         self.in_flight += 1;
@@ -589,6 +641,7 @@ mod tests {
                 slice: Duration::from_millis(100),
                 idle: Duration::from_millis(idle_ms),
             },
+            SeekRule::Distance,
             1024,
             64,
         )
@@ -651,6 +704,83 @@ mod tests {
         q.push(1, 400, 8, 2);
         let order: Vec<u64> = (0..3).map(|_| q.pop(Instant(0)).unwrap().lba).collect();
         assert_eq!(order, vec![100, 400, 800]);
+    }
+}
+
+#[cfg(test)]
+mod seek_history_tests {
+    use super::*;
+
+    /// Owner 1 has `lbas` (1024 sectors each, so none merges) waiting, owner 2 one far request.
+    /// Serves owner 1's requests, each completing before the next dispatch, and returns who gets
+    /// the disk when owner 1 has run dry: owner 2 at once if owner 1's queue is seeky, nobody
+    /// (an idle wait for owner 1) if not.
+    fn after_draining(rule: SeekRule, lbas: &[u64], sectors: u32) -> Option<u32> {
+        let mut q = Cfq::new(
+            CfqTimes {
+                slice: Duration::from_millis(100),
+                idle: Duration::from_millis(8),
+            },
+            rule,
+            1024,
+            64,
+        );
+        for (i, &lba) in lbas.iter().enumerate() {
+            q.push(1, lba, sectors, i as u32);
+        }
+        q.push(2, 1_000_000_000, 8, 99);
+        let mut now = Instant(0);
+        for _ in lbas {
+            let r = q.pop(now).expect("owner 1 is served");
+            assert_eq!(r.owner, 1);
+            now += Duration::from_micros(100);
+            q.complete(now, r.queue);
+        }
+        q.pop(now).map(|r| r.owner)
+    }
+
+    /// Linux takes a queue's seek history as requests arrive, each one's distance from where the
+    /// previous arrival ended: requests that come out of order are seeks, even though the sort
+    /// tree then serves them head to tail. (Taken at dispatch, in sorted order, they were none.)
+    #[test]
+    fn requests_arriving_out_of_order_make_a_queue_seeky() {
+        let scrambled: Vec<u64> = [0, 4, 1, 5, 2, 6, 3, 7].iter().map(|i| i * 1024).collect();
+        assert_eq!(
+            after_draining(SeekRule::Distance, &scrambled, 1024),
+            Some(2)
+        );
+        // The same requests arriving in order: no seek, owner 1 keeps the disk to idle.
+        let ordered: Vec<u64> = (0..8).map(|i| i * 1024).collect();
+        assert_eq!(after_draining(SeekRule::Distance, &ordered, 1024), None);
+    }
+
+    /// On a non-rotating device Linux counts small requests as seeks, wherever they land.
+    #[test]
+    fn small_requests_make_a_queue_seeky_on_a_non_rotating_device() {
+        // Sequential but 8 sectors apart, so none merges with the next.
+        let lbas: Vec<u64> = (0..8).map(|i| i * 16).collect();
+        assert_eq!(after_draining(SeekRule::SmallRequests, &lbas, 8), Some(2));
+        assert_eq!(after_draining(SeekRule::Distance, &lbas, 8), None);
+        // Large requests are no seeks there, however far apart.
+        let far: Vec<u64> = (0..8).map(|i| i * 1_000_000).collect();
+        assert_eq!(after_draining(SeekRule::SmallRequests, &far, 64), None);
+        assert_eq!(after_draining(SeekRule::Distance, &far, 64), Some(2));
+    }
+
+    /// A request merged into a waiting one is not an arrival of its own: the next request's
+    /// distance is taken from where the waiting one ended when it was added.
+    #[test]
+    fn a_merged_request_leaves_the_history_alone() {
+        let mut q = super::tests::cfq(8);
+        q.push(1, 0, 8, 0);
+        q.push(1, 8, 1016, 1);
+        assert_eq!(q.merges(), 1);
+        let own = &q.queues[&1];
+        assert_eq!((own.seek_history, own.last_arrival_end), (0, Some(8)));
+        // 1016 sectors on from the last arrival's end: a seek, though it follows the merged
+        // request exactly.
+        q.push(1, 1024, 8, 2);
+        assert_eq!(q.queues[&1].seek_history, 1);
     }
 }
 
@@ -834,6 +964,7 @@ mod prop {
         ) {
             let mut q = Cfq::new(
                 CfqTimes { slice: Duration::from_millis(20), idle: Duration::from_millis(idle_ms) },
+                SeekRule::Distance,
                 1024,
                 1024,
             );
@@ -867,6 +998,100 @@ mod prop {
 }
 
 #[cfg(test)]
+mod seek_prop {
+    use super::*;
+    use foresight_core::Rng;
+    use proptest::prelude::*;
+
+    /// Drives a CFQ without idling (so no queue ever merges with another and each owner keeps
+    /// its own queue, keyed by the owner) with arrivals, dispatches, completions in any order and
+    /// clock steps drawn from `seed`, and after every step compares each queue's seek history
+    /// with one worked out from the requests added to it alone.
+    fn run(seed: u64) -> Result<(), String> {
+        let mut rng = Rng::new(seed);
+        let owners = 1 + rng.below(4) as u32;
+        let rule = if rng.below(2) == 0 {
+            SeekRule::Distance
+        } else {
+            SeekRule::SmallRequests
+        };
+        let mut q = Cfq::new(
+            CfqTimes {
+                slice: Duration::from_millis(1 + rng.below(50)),
+                idle: Duration::ZERO,
+            },
+            rule,
+            256,
+            1024,
+        );
+        // Per owner: where its next sequential request starts, and the expected history and
+        // last arrival's end.
+        let mut heads: Vec<u64> = (0..u64::from(owners)).map(|o| o * 10_000_000).collect();
+        let mut expect: Vec<(u32, Option<u64>)> = vec![(0, None); owners as usize];
+        let mut in_device: Vec<CfqReq> = Vec::new();
+        let mut now = Instant(0);
+        for token in 0..rng.below(400) as u32 {
+            match rng.below(8) {
+                0..=3 => {
+                    let owner = rng.below(u64::from(owners)) as u32;
+                    let sectors = 1 + rng.below(128) as u32;
+                    let h = &mut heads[owner as usize];
+                    let lba = match rng.below(4) {
+                        0 => rng.below(100_000_000),
+                        1 => h.saturating_sub(u64::from(sectors)),
+                        _ => *h,
+                    };
+                    *h = lba + u64::from(sectors);
+                    let merges = q.merges();
+                    q.push(owner, lba, sectors, token);
+                    if q.merges() == merges {
+                        let (history, last_end) = &mut expect[owner as usize];
+                        let seek = match rule {
+                            SeekRule::Distance => {
+                                last_end.is_some_and(|e| lba.abs_diff(e) > SEEK_SECTORS)
+                            }
+                            SeekRule::SmallRequests => sectors < SMALL_REQUEST_SECTORS,
+                        };
+                        *history = (*history << 1) | u32::from(seek);
+                        *last_end = Some(lba + u64::from(sectors));
+                    }
+                }
+                4..=5 => {
+                    if let Some(r) = q.pop(now) {
+                        in_device.push(r);
+                    }
+                }
+                6 if !in_device.is_empty() => {
+                    let r = in_device.swap_remove(rng.below(in_device.len() as u64) as usize);
+                    q.complete(now, r.queue);
+                }
+                _ => now += Duration::from_micros(rng.below(20_000)),
+            }
+            for (owner, &(history, _)) in expect.iter().enumerate() {
+                let key = owner as u64;
+                let got = q.queues.get(&key).map_or(0, |c| c.seek_history);
+                if got != history {
+                    return Err(format!(
+                        "owner {owner}'s queue has history {got:#b}, its arrivals make {history:#b}"
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    proptest! {
+        /// A queue's seek history depends on the requests added to it and nothing else: not on
+        /// when or in what order they are dispatched, nor on completions or the clock.
+        #[test]
+        fn the_seek_history_follows_arrivals_alone(seed in any::<u64>()) {
+            let r = run(seed);
+            prop_assert!(r.is_ok(), "seed {seed}: {}", r.unwrap_err());
+        }
+    }
+}
+
+#[cfg(test)]
 mod merge_prop {
     use super::*;
     use foresight_core::Rng;
@@ -890,6 +1115,7 @@ mod merge_prop {
                 slice: Duration::from_millis(1 + rng.below(100)),
                 idle: Duration::from_millis(idle_ms),
             },
+            SeekRule::Distance,
             256,
             limit,
         );

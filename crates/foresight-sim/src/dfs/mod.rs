@@ -47,7 +47,7 @@ use foresight_policy::{Layout, PAGE_BYTES};
 use rustc_hash::FxHashMap;
 use thiserror::Error;
 
-use self::cfq::{Cfq, CfqReq, CfqTimes};
+use self::cfq::{Cfq, CfqReq, CfqTimes, SeekRule};
 use crate::host::layer::CacheLayer;
 use crate::metrics::{BreakdownReport, Report, RequestLog, RequestRecord};
 
@@ -119,6 +119,19 @@ impl DfsDevice {
 
     fn is_ssd(&self) -> bool {
         matches!(self, DfsDevice::Single(presets::DeviceSpec::Ssd(_)))
+    }
+
+    /// How CFQ judges a seek here: by distance on disks, by request size where no member rotates
+    /// (Linux's rule for a queue flagged non-rotational).
+    fn seek_rule(&self) -> SeekRule {
+        match self {
+            DfsDevice::Single(presets::DeviceSpec::Ssd(_))
+            | DfsDevice::Raid0 {
+                disk: presets::DeviceSpec::Ssd(_),
+                ..
+            } => SeekRule::SmallRequests,
+            _ => SeekRule::Distance,
+        }
     }
 }
 
@@ -545,7 +558,12 @@ pub(crate) fn run_logged<'r>(
         depth: params.device.depth(),
         link: Link::new(params.link, files),
         device,
-        cfq: Cfq::new(cfq_times, MAX_REQUEST_SECTORS, server_pages as usize + 1024),
+        cfq: Cfq::new(
+            cfq_times,
+            params.device.seek_rule(),
+            MAX_REQUEST_SECTORS,
+            server_pages as usize + 1024,
+        ),
         server,
         streams,
         workers,

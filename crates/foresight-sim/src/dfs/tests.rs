@@ -98,10 +98,13 @@ fn fig9a(system: DfsSystem, queue: Option<QueueKind>, streams: u32) -> f64 {
 /// The golden values were measured with this model; a change of more than the stated tolerance
 /// means the model changed and the report must be looked at again. The bounds (dedicated
 /// workers at least 2x the shared queue at 16 streams; APS within 10% of the local file system up
-/// to the worker count) are checked on their own as well.
+/// to the worker count) are checked on their own as well. The golden ratio was 5.3 while CFQ took
+/// its seek history at dispatch; taken as requests arrive, fewer of the shared queue's worker
+/// queues are seeky when they run dry and fewer split, so the shared queue reads 48.1 MiB/s where
+/// it read 25.4 and the ratio is 3.3.
 #[test]
 fn golden_fig9a_dedicated_over_shared_and_aps_over_local() {
-    const GOLDEN_DEDICATED_OVER_SHARED_16: f64 = 5.3;
+    const GOLDEN_DEDICATED_OVER_SHARED_16: f64 = 3.3;
     const TOLERANCE: f64 = 0.25;
     let aps16 = fig9a(DfsSystem::Aps, None, 16);
     let shared16 = fig9a(DfsSystem::Aps, Some(QueueKind::Shared), 16);
