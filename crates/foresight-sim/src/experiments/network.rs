@@ -1826,9 +1826,9 @@ pub fn run(ctx: &Context<'_>) -> Result<Section, ExperimentError> {
     let sharing_note = sharing_note(most, &rows);
     let aps_note = match aps_hdd_beyond_workers {
         Some(worst) if worst < SLIGHTLY_LOWER.0 => format!(
-            "; and with more streams than workers, a worker alternating between two streams becomes \
-             seeky and loses its idle window, so on the disk APS falls further at {} streams than the \
-             paper's \"slightly\" (down to {:.0}% of the local file system)",
+            "; and with more streams than workers, streams share a worker and its CFQ queue, and on \
+             the disk APS falls further at {} streams than the paper's \"slightly\" (down to {:.0}% \
+             of the local file system)",
             beyond.join(" and "),
             100.0 * worst
         ),
