@@ -37,7 +37,8 @@
 //! pool as one kept piece (the core hands back what it owns first): a buffer still lent then (a
 //! read still in the backend, which the kernel may still write into, or one leaked rather than
 //! freed under the kernel) means the mapping is unmapped around it instead, and the next pool
-//! maps a fresh one. Reused memory
+//! maps a fresh one. So does a pool dropped while a panic unwinds, or one whose accounts do not
+//! add up: its drop never panics, since a second panic would abort and hide the first. Reused memory
 //! holds what earlier reads left in it; that is no change, since buffers are reused within a pool
 //! anyway, and a read copies out only the bytes its backend reported read.
 
@@ -376,16 +377,32 @@ impl BufferPool {
     /// The mapping the pool was prefaulted from, whole, if every byte of its used part is kept
     /// (nothing lent, none of it dropped): taken out of the kept pieces, with the spare joined
     /// back on. `None` otherwise; the pieces stay where they are.
+    ///
+    /// It runs in the pool's drop, so it cannot panic: every account it settles and every cut
+    /// and join it makes is checked before anything moves, and a pool whose accounts do not add
+    /// up (some other invariant failed first) keeps its pieces, to be unmapped with it.
     fn whole_arena(&mut self) -> Option<(ArenaShelf, AlignedBuf)> {
         let a = self.arena.take()?;
-        let end = a.addr + a.used_bytes;
+        let end = a.addr.checked_add(a.used_bytes)?;
         let (&at, piece) = self.pieces.range(..=a.addr).next_back()?;
-        if self.lent_bytes != 0 || at + piece.capacity() < end {
+        let cap = piece.capacity();
+        if self.lent_bytes != 0 || at.checked_add(cap)? < end {
             return None;
         }
-        let cap = piece.capacity();
+        let adds_up = a.used_bytes > 0
+            && a.used_bytes.is_multiple_of(ALIGN_BYTES)
+            && (a.addr - at).is_multiple_of(ALIGN_BYTES)
+            && piece.is_mapped()
+            && self.free_bytes >= cap as u64
+            && self.budget.used().0 >= cap as u64
+            && a.spare
+                .as_ref()
+                .is_none_or(|s| s.is_mapped() && s.addr() == end);
+        if !adds_up {
+            return None;
+        }
+        let mut piece = self.pieces.remove(&at)?;
         self.pieces_by_size.remove(&(cap, at));
-        let mut piece = self.pieces.remove(&at).expect("listed piece");
         self.free_bytes -= cap as u64;
         self.budget.release(ByteLen(cap as u64));
         // A fresh mapping the kernel placed right before or after the arena was joined to it:
@@ -542,6 +559,11 @@ impl Drop for BufferPool {
     /// Puts a prefaulted mapping back on its shelf if all of it is back; whatever else the pool
     /// keeps (and the mapping, if not) is unmapped or freed with the fields.
     fn drop(&mut self) {
+        // While a panic unwinds, the pool's state is whatever the panic left; a second panic here
+        // would abort the process and hide the first one's message. The mapping is unmapped.
+        if std::thread::panicking() {
+            return;
+        }
         if let Some((shelf, whole)) = self.whole_arena() {
             shelf.put(whole);
         }
@@ -794,6 +816,39 @@ mod tests {
         std::mem::forget(q.alloc(8192, Purpose::Demand).unwrap());
         drop(q);
         assert_eq!(shelf.kept_bytes(), 0, "not put back with a piece leaked");
+    }
+
+    /// A prefaulted pool on a shelf whose accounts no longer add up: the budget says nothing is
+    /// held while the whole mapping is kept (as after some other invariant failed).
+    fn pool_with_inconsistent_accounts(shelf: &ArenaShelf) -> BufferPool {
+        let limit = 2 * HUGE_BYTES as u64;
+        let mut p = BufferPool::with_huge_pages(ByteLen(limit), 0, true);
+        assert!(p.prefault_from(shelf));
+        p.budget = Budget::new(ByteLen(limit));
+        p
+    }
+
+    /// A pool dropped while a panic unwinds must not panic again: a second panic aborts the
+    /// process, and the first one's message, which says what went wrong, is never seen.
+    #[test]
+    fn a_pool_dropped_during_a_panic_leaves_that_panic_to_be_caught() {
+        let shelf = ArenaShelf::new();
+        let caught = std::panic::catch_unwind(|| {
+            let _pool = pool_with_inconsistent_accounts(&shelf);
+            panic!("the first failure");
+        });
+        let payload = caught.expect_err("the closure panics");
+        assert_eq!(payload.downcast_ref::<&str>(), Some(&"the first failure"));
+        assert_eq!(shelf.kept_bytes(), 0, "nothing put back from a broken pool");
+    }
+
+    /// Without a panic under way, a pool whose accounts do not add up is dropped quietly too,
+    /// its mapping unmapped rather than put back on the shelf.
+    #[test]
+    fn a_pool_whose_accounts_do_not_add_up_is_dropped_without_a_panic() {
+        let shelf = ArenaShelf::new();
+        drop(pool_with_inconsistent_accounts(&shelf));
+        assert_eq!(shelf.kept_bytes(), 0);
     }
 
     /// Two pools built from one shelf at once: the first takes the mapping, the second finds the
