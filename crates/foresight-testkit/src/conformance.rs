@@ -866,26 +866,38 @@ impl WorldRun {
     /// anonymous stream) restated in the files of `files`: each read becomes a read of the file it
     /// falls in by the client reading that file (client `k` reads file `k`), and each fetch,
     /// deferral and release a range of that file, clipped to it, where the engine's scheduler
-    /// over files stops its streams. A range that starts between files is kept as an empty range at the end
-    /// of the file before it. Decisions of file-level policies are left as they are.
+    /// over files stops its streams. A fetch, deferral or release that starts after a file's end
+    /// and before the next file is left out: the block level does not know where a file ends and
+    /// runs a turn on past it, while the engine's scheduler ends the turn at the file's end and
+    /// never issues it, so keeping it (it used to be kept as an empty range at the end of the
+    /// file) made every file that ends within a turn differ by one fetch. A range before every
+    /// file stays in volume bytes, where a comparison shows it. Decisions of file-level policies
+    /// are left as they are.
     pub fn in_files(&self, files: &[FileLayout]) -> WorldRun {
-        let map = |r: ByteRange| -> (FileId, ByteRange) {
+        // The file a range outside every file starts after, with where that file ends.
+        let file_before = |r: ByteRange| -> Option<(FileId, u64)> {
+            files
+                .iter()
+                .enumerate()
+                .filter(|(_, f)| {
+                    f.extents
+                        .first()
+                        .is_some_and(|e| e.volume_offset <= r.start)
+                })
+                .max_by_key(|(_, f)| f.extents[0].volume_offset)
+                .map(|(k, f)| (FileId(k as u32), f.size.0))
+        };
+        // A client reads only its own file; a read outside it (none is expected) becomes an empty
+        // read at the end of the file before it, where a comparison shows it.
+        let read_in_file = |r: ByteRange| -> (FileId, ByteRange) {
             volume_to_file(files, r).unwrap_or_else(|| {
-                // Past the end of a file: an empty range at the end of the file before it (left
-                // in volume bytes if it lies before every file, where a comparison shows it).
-                files
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, f)| {
-                        f.extents
-                            .first()
-                            .is_some_and(|e| e.volume_offset <= r.start)
-                    })
-                    .max_by_key(|(_, f)| f.extents[0].volume_offset)
-                    .map_or((VOLUME_FILE, r), |(k, f)| {
-                        (FileId(k as u32), ByteRange::new(f.size.0, 0))
-                    })
+                file_before(r).map_or((VOLUME_FILE, r), |(f, end)| (f, ByteRange::new(end, 0)))
             })
+        };
+        // `None` for an answer that starts past the end of a file, before the next.
+        let map = |r: ByteRange| -> Option<(FileId, ByteRange)> {
+            volume_to_file(files, r)
+                .or_else(|| file_before(r).is_none().then_some((VOLUME_FILE, r)))
         };
         let decisions: Vec<Decision> = self
             .decisions
@@ -895,7 +907,7 @@ impl WorldRun {
                     Some(Input::Read {
                         file, range, miss, ..
                     }) if *file == VOLUME_FILE => {
-                        let (f, r) = map(*range);
+                        let (f, r) = read_in_file(*range);
                         Some(Input::Read {
                             stream: StreamId(f.0),
                             file: f,
@@ -908,30 +920,27 @@ impl WorldRun {
                 let outputs = d
                     .outputs
                     .iter()
-                    .map(|o| match o {
+                    .filter_map(|o| match o {
                         Output::Fetch {
                             id,
                             file,
                             range,
                             into,
                         } if *file == VOLUME_FILE => {
-                            let (file, range) = map(*range);
-                            Output::Fetch {
+                            map(*range).map(|(file, range)| Output::Fetch {
                                 id: *id,
                                 file,
                                 range,
                                 into: *into,
-                            }
+                            })
                         }
                         Output::Defer { file, range } if *file == VOLUME_FILE => {
-                            let (file, range) = map(*range);
-                            Output::Defer { file, range }
+                            map(*range).map(|(file, range)| Output::Defer { file, range })
                         }
                         Output::Release { file, range } if *file == VOLUME_FILE => {
-                            let (file, range) = map(*range);
-                            Output::Release { file, range }
+                            map(*range).map(|(file, range)| Output::Release { file, range })
                         }
-                        other => other.clone(),
+                        other => Some(other.clone()),
                     })
                     .collect();
                 Decision {
@@ -1153,6 +1162,75 @@ mod tests {
         assert!(
             matches!(&got, Ok(Err(e)) if e.contains("abandoned")),
             "{got:?}"
+        );
+    }
+
+    /// Restating block-level fetches in files: one inside a file is clipped to it, one that
+    /// starts past a file's end (a turn run on past it) is left out, as the engine's scheduler
+    /// never issues it, and one before every file stays in volume bytes. The one past the end
+    /// used to be kept as an empty fetch at the end of the file.
+    #[test]
+    fn a_fetch_past_a_files_end_is_left_out_of_the_restated_run() {
+        let mib = 1u64 << 20;
+        let file = |at: u64| FileLayout {
+            size: ByteLen(mib),
+            extents: vec![foresight_core::Extent {
+                file_offset: ByteOffset(0),
+                volume_offset: ByteOffset(at),
+                len: ByteLen(mib),
+            }],
+            metadata: None,
+        };
+        let files = [file(mib), file(4 * mib)];
+        let fetch = |id: u64, start: u64, len: u64| Output::Fetch {
+            id: foresight_core::FetchId(id),
+            file: VOLUME_FILE,
+            range: ByteRange::new(start, len),
+            into: foresight_policy::Tier::Memory,
+        };
+        let sim = WorldRun {
+            world: "sim",
+            streams: vec![StreamTrace::default(); 2],
+            decisions: vec![Decision {
+                input: None,
+                outputs: vec![
+                    fetch(1, mib + mib / 2, mib),
+                    fetch(2, 2 * mib + mib / 2, mib / 2),
+                    fetch(3, 4 * mib, mib / 2),
+                    fetch(4, 0, mib / 2),
+                ],
+                at: foresight_core::Instant::ZERO,
+            }],
+            files: Vec::new(),
+            elapsed_s: 0.0,
+            device_bytes: 0,
+            array_fetches: Vec::new(),
+            throughput_mib_s: 0.0,
+        };
+        let restated = sim.in_files(&files);
+        let ranges: Vec<_> = restated.decisions[0]
+            .outputs
+            .iter()
+            .map(|o| match o {
+                Output::Fetch { file, range, .. } => (file.0, range.start.0, range.len.0),
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(
+            ranges,
+            vec![
+                (0, mib / 2, mib / 2),
+                (1, 0, mib / 2),
+                (VOLUME_FILE.0, 0, mib / 2)
+            ]
+        );
+        assert_eq!(
+            restated.streams[0].fetches,
+            vec![ByteRange::new(mib / 2, mib / 2)]
+        );
+        assert_eq!(
+            restated.streams[1].fetches,
+            vec![ByteRange::new(0, mib / 2)]
         );
     }
 
