@@ -156,9 +156,9 @@ fn a_controller_read_ahead_must_fit_beside_the_hosts_largest_read() {
     for part in [
         "device.controller_readahead",
         "2MiB",
-        "device.controller_cache = 4MiB",
-        "policy.readahead_max = 4MiB",
-        "workload.request = 64KiB",
+        "device.controller_cache = `4MiB`",
+        "policy.readahead_max = `4MiB`",
+        "workload.request = 64KiB (default)",
     ] {
         assert!(err.contains(part), "should name `{part}`: {err}");
     }

@@ -589,6 +589,74 @@ pub(crate) fn as_given(given: &str, as_read: impl std::fmt::Display) -> String {
     }
 }
 
+/// A value as the user wrote it, for a message: a string without its quotes, anything else as
+/// TOML prints it, cut as [`excerpt`] cuts.
+fn given_text(v: &Value) -> String {
+    match v {
+        Value::String(s) => excerpt(s.trim()).to_string(),
+        v => excerpt(&v.to_string()).to_string(),
+    }
+}
+
+/// Every value of a config as the user wrote it, by its full key (`host.memory`,
+/// `device.tiers[0].capacity`, `device.link.delay`), taken before the sections are read: a check
+/// that compares two keys runs after both were converted, and quotes each as written.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct GivenValues {
+    by_key: std::collections::BTreeMap<String, String>,
+}
+
+impl GivenValues {
+    /// The values of `root`'s sections.
+    pub(crate) fn of(root: &Table) -> GivenValues {
+        fn walk(out: &mut std::collections::BTreeMap<String, String>, key: String, v: &Value) {
+            match v {
+                Value::Table(t) => {
+                    for (k, v) in t {
+                        walk(out, format!("{key}.{}", shown_key(k)), v);
+                    }
+                }
+                Value::Array(a) if !a.is_empty() && a.iter().all(Value::is_table) => {
+                    for (i, v) in a.iter().enumerate() {
+                        walk(out, format!("{key}[{i}]"), v);
+                    }
+                }
+                v => {
+                    out.insert(key, given_text(v));
+                }
+            }
+        }
+        let mut by_key = std::collections::BTreeMap::new();
+        for (k, v) in root {
+            if let Value::Table(t) = v {
+                for (k2, v2) in t {
+                    walk(
+                        &mut by_key,
+                        format!("{}.{}", shown_key(k), shown_key(k2)),
+                        v2,
+                    );
+                }
+            }
+        }
+        GivenValues { by_key }
+    }
+
+    /// The value of `key` for a message: as written with its conversion beside it
+    /// ([`as_given`]), or `as_read` marked `(default)` when the config leaves the key out.
+    pub(crate) fn value(&self, key: &str, as_read: impl std::fmt::Display) -> String {
+        match self.by_key.get(key) {
+            Some(given) => as_given(given, as_read),
+            None => format!("{as_read} (default)"),
+        }
+    }
+
+    /// Another key and its value, for a message about the key refused: `key = ` and
+    /// [`GivenValues::value`].
+    pub(crate) fn key(&self, key: &str, as_read: impl std::fmt::Display) -> String {
+        format!("{key} = {}", self.value(key, as_read))
+    }
+}
+
 /// Takes typed keys out of one section and refuses whatever is left.
 pub struct Section {
     prefix: String,
@@ -744,10 +812,7 @@ impl Section {
     /// The value of `key` as the user wrote it, for a message about its range: a refusal that
     /// showed the converted value instead (`6GB` as `5859375KiB`) would not be recognised.
     pub(crate) fn given(&self, key: &str) -> Option<String> {
-        self.table.get(key).map(|v| match v {
-            Value::String(s) => excerpt(s.trim()).to_string(),
-            v => excerpt(&v.to_string()).to_string(),
-        })
+        self.table.get(key).map(given_text)
     }
 
     /// A size (`128KiB`, `10MB`, `4096`) in `[min, max]`.
@@ -1139,6 +1204,8 @@ impl SimConfig {
             return crate::tiered::config::parse(root, base_dir);
         }
         crate::dfs::config::refuse_unread_keys(&root)?;
+        // For the checks that compare two keys, after both were read.
+        let given = GivenValues::of(&root);
         // A [dfs] run checks its own [workload] keys (above).
         let dfs_run = root.contains_key("dfs");
         let seed = take_seed(&mut root)?;
@@ -1540,16 +1607,54 @@ impl SimConfig {
         if policy.name.starts_with("msp+") && !host_keys.iter().any(|k| k == "raid_cache") {
             host.raid_cache = DEFAULT_MSP_RAID_CACHE;
         }
+        // The policy's own checks state its settings in its terms (`M`, `sc_max`, bytes); the
+        // keys they compare are quoted after them as the user wrote them.
+        let as_written = |keys: &[(&str, String)]| -> String {
+            let shown: Vec<String> = keys
+                .iter()
+                .map(|(key, as_read)| given.key(key, as_read))
+                .collect();
+            format!("; as written: {}", shown.join(", "))
+        };
         if policy.name == "streams" {
+            let st = &policy.streams;
+            let mut keys = vec![
+                ("policy.memory", ByteLen(st.memory_bytes).rounded()),
+                ("policy.readahead", ByteLen(st.readahead_bytes).rounded()),
+                ("policy.per_turn", st.per_turn.to_string()),
+            ];
+            if let Some(d) = st.dispatch {
+                keys.push(("policy.dispatch", d.to_string()));
+            }
             policy.streams.dispatch_set().map_err(|e| match e {
-                foresight_policy::PolicyError::BadSetting { key, message } => {
-                    key_err(&format!("policy.{key}"), message)
-                }
+                foresight_policy::PolicyError::BadSetting { key, message } => key_err(
+                    &format!("policy.{key}"),
+                    format!("{message}{}", as_written(&keys)),
+                ),
                 other => key_err("policy", other.to_string()),
             })?;
         }
         if let Err(foresight_policy::PolicyError::BadSetting { key, message }) = policy.validate() {
-            return Err(key_err(&format!("policy.{key}"), message));
+            let keys = match key {
+                "sc_thresh" => vec![
+                    ("policy.sc_thresh", policy.sc_thresh.to_string()),
+                    ("policy.sc_max", policy.sc_max.to_string()),
+                ],
+                "directed_memory" => vec![(
+                    "policy.directed_memory",
+                    ByteLen(policy.directed.memory_bytes).rounded(),
+                )],
+                _ => Vec::new(),
+            };
+            let shown = if keys.is_empty() {
+                String::new()
+            } else {
+                as_written(&keys)
+            };
+            return Err(key_err(
+                &format!("policy.{key}"),
+                format!("{message}{shown}"),
+            ));
         }
 
         let mut w = Section::take(&mut root, "workload")?;
@@ -1669,7 +1774,11 @@ impl SimConfig {
         {
             return Err(key_err(
                 "workload.file_size",
-                "must hold at least one request of `workload.request` bytes",
+                format!(
+                    "{} holds no whole request of {}; make the file larger or the request smaller",
+                    given.value("workload.file_size", workload.file_size.rounded()),
+                    given.key("workload.request", workload.request.rounded()),
+                ),
             ));
         }
         if workload.kind == WorkloadKind::Gaps && workload.gap_dist == GapDist::Fixed {
@@ -1686,13 +1795,13 @@ impl SimConfig {
                 return Err(key_err(
                     "workload.gap",
                     format!(
-                        "{} (in whole 4 KiB pages: {}) leaves room for only one read of \
-                         workload.request = {} in workload.file_size = {} (reads start every \
-                         request + gap bytes); give a gap of at most {} or a file of at least {}",
-                        workload.gap,
+                        "{} (in whole 4 KiB pages: {}) leaves room for only one read of {} in {} \
+                         (reads start every request + gap bytes); give a gap of at most {} or a \
+                         file of at least {}",
+                        given.value("workload.gap", workload.gap.rounded()),
                         ByteLen(gap),
-                        workload.request,
-                        workload.file_size,
+                        given.key("workload.request", workload.request.rounded()),
+                        given.key("workload.file_size", workload.file_size.rounded()),
                         ByteLen((size - 2 * request) / page * page),
                         ByteLen(2 * request + gap),
                     ),
@@ -1704,7 +1813,14 @@ impl SimConfig {
         {
             return Err(key_err(
                 "workload.file_size",
-                "must hold at least one image row of `tile` x `tiles_across` bytes",
+                format!(
+                    "{} holds no image row of {} x {} ({}); make the file larger or the row \
+                     smaller",
+                    given.value("workload.file_size", workload.file_size.rounded()),
+                    given.key("workload.tile", workload.tile.rounded()),
+                    given.key("workload.tiles_across", workload.tiles_across),
+                    ByteLen(workload.tile.0 * workload.tiles_across).rounded(),
+                ),
             ));
         }
         if workload.think > Duration::from_secs(3600) {
@@ -1773,11 +1889,15 @@ impl SimConfig {
                     _ => "workload.request",
                 };
                 let mut why = format!(
-                    "the largest read policy `{}` sends down with {request_key} = {app}",
-                    policy.name
+                    "the largest read policy `{}` sends down with {}",
+                    policy.name,
+                    given.key(request_key, app.rounded())
                 );
                 if policy_reads_key(&policy.name, "readahead_max") {
-                    why += &format!(" and policy.readahead_max = {}", policy.readahead_max);
+                    why += &format!(
+                        " and {}",
+                        given.key("policy.readahead_max", policy.readahead_max.rounded())
+                    );
                 }
                 if !workload.reads_page_aligned() {
                     why += ", its reads starting off page boundaries";
@@ -1791,7 +1911,7 @@ impl SimConfig {
                 format!(
                     "{} is less than the host's largest read, {host_read}, which the controller \
                      reads whole; give at least {}",
-                    device.controller_cache,
+                    given.value("device.controller_cache", device.controller_cache.rounded()),
                     ByteLen(host_read_bytes),
                 ),
             ));
@@ -1807,11 +1927,14 @@ impl SimConfig {
                 "device.controller_readahead",
                 format!(
                     "{} of read-ahead beyond the host's largest read, {host_read}, is more than \
-                     device.controller_cache = {} holds, and the controller never shortens a \
-                     read-ahead; give device.controller_readahead at most {}, a larger \
-                     device.controller_cache or smaller host reads",
-                    device.controller_readahead,
-                    device.controller_cache,
+                     {} holds, and the controller never shortens a read-ahead; give \
+                     device.controller_readahead at most {}, a larger device.controller_cache or \
+                     smaller host reads",
+                    given.value(
+                        "device.controller_readahead",
+                        device.controller_readahead.rounded()
+                    ),
+                    given.key("device.controller_cache", device.controller_cache.rounded()),
                     ByteLen(device.controller_cache.0 - host_read_bytes),
                 ),
             ));
@@ -1840,8 +1963,10 @@ impl SimConfig {
             return Err(key_err(
                 "workload.file_size",
                 format!(
-                    "{} is smaller than one request ({}); make the file larger or the request smaller",
-                    workload.file_size, workload.request
+                    "{} is smaller than one request, {}; make the file larger or the request \
+                     smaller",
+                    given.value("workload.file_size", workload.file_size.rounded()),
+                    given.key("workload.request", workload.request.rounded()),
                 ),
             ));
         }
@@ -1860,8 +1985,9 @@ impl SimConfig {
             return Err(key_err(
                 "policy.readahead_max",
                 format!(
-                    "{} is larger than the page cache (host.memory = {}); a window must fit in it",
-                    policy.readahead_max, host.memory
+                    "{} is larger than the page cache ({}); a window must fit in it",
+                    given.value("policy.readahead_max", policy.readahead_max.rounded()),
+                    given.key("host.memory", host.memory.rounded()),
                 ),
             ));
         }
@@ -1870,7 +1996,8 @@ impl SimConfig {
                 "host.memory",
                 format!(
                     "{} cannot hold even one request of {}",
-                    host.memory, workload.request
+                    given.value("host.memory", host.memory.rounded()),
+                    given.key("workload.request", workload.request.rounded()),
                 ),
             ));
         }
@@ -1948,6 +2075,124 @@ mod tests {
             let e = cfg(text, &sets).unwrap_err().to_string();
             assert!(e.contains(shown), "{set}: {e}");
         }
+    }
+
+    /// A check that compares two keys quotes both as the user wrote them, each with its
+    /// conversion beside it, and marks a key left out as the default; the policy's own checks,
+    /// which state the settings in the paper's terms, add the keys as written. These messages
+    /// showed converted values only (`host.memory` as "1.0MiB" beside a request of
+    /// "1953.1KiB"), or none at all.
+    #[test]
+    fn a_value_compared_with_another_keys_is_shown_as_written() {
+        for (sets, key, shown) in [
+            (
+                &["host.memory=1MiB", "workload.request=2000KB"][..],
+                "`host.memory`",
+                "`1MiB` cannot hold even one request of workload.request = `2000KB` (about 1.9MiB)",
+            ),
+            (
+                &["host.memory=2000KB", "policy.readahead_max=2MiB"],
+                "`policy.readahead_max`",
+                "`2MiB` is larger than the page cache (host.memory = `2000KB` (about 1.9MiB))",
+            ),
+            (
+                &["workload.file_size=100KB", "workload.request=1MB"],
+                "`workload.file_size`",
+                "`100KB` (about 97.7KiB) is smaller than one request, workload.request = `1MB` \
+                 (about 976.6KiB)",
+            ),
+            (
+                &[
+                    "workload.kind=scan",
+                    "workload.file_size=100KB",
+                    "workload.request=1MB",
+                ],
+                "`workload.file_size`",
+                "`100KB` (about 97.7KiB) holds no whole request of workload.request = `1MB` \
+                 (about 976.6KiB)",
+            ),
+            (
+                &[
+                    "workload.kind=gaps",
+                    "workload.file_size=1MB",
+                    "workload.request=256KiB",
+                    "workload.gap=600KB",
+                ],
+                "`workload.gap`",
+                "`600KB` (about 585.9KiB) (in whole 4 KiB pages: 584KiB) leaves room for only \
+                 one read of workload.request = `256KiB` in workload.file_size = `1MB` (about \
+                 976.6KiB)",
+            ),
+            (
+                &["workload.kind=tiles", "workload.file_size=100KB"],
+                "`workload.file_size`",
+                "`100KB` (about 97.7KiB) holds no image row of workload.tile = 8KiB (default) x \
+                 workload.tiles_across = 64 (default) (512KiB)",
+            ),
+            (
+                &["device.controller_cache=1MB", "policy.readahead_max=2MiB"],
+                "`device.controller_cache`",
+                "`1MB` (about 976.6KiB) is less than the host's largest read, 2MiB (the largest \
+                 read policy `seqp` sends down with workload.request = 64KiB (default) and \
+                 policy.readahead_max = `2MiB`)",
+            ),
+            (
+                &[
+                    "device.controller_cache=4MB",
+                    "device.controller_readahead=4000KB",
+                ],
+                "`device.controller_readahead`",
+                "`4000KB` (about 3.8MiB) of read-ahead beyond the host's largest read, 128KiB \
+                 (the largest read policy `seqp` sends down with workload.request = 64KiB \
+                 (default) and policy.readahead_max = 128KiB (default)), is more than \
+                 device.controller_cache = `4MB` (about 3.8MiB) holds",
+            ),
+            (
+                &[
+                    "policy.name=streams",
+                    "policy.memory=1MB",
+                    "policy.readahead=512KiB",
+                    "policy.per_turn=4",
+                ],
+                "`policy.memory`",
+                "; as written: policy.memory = `1MB` (about 976.6KiB), policy.readahead = \
+                 `512KiB`, policy.per_turn = `4`",
+            ),
+            (
+                &[
+                    "policy.name=streams",
+                    "policy.memory=4MB",
+                    "policy.dispatch=4",
+                ],
+                "`policy.memory`",
+                "; as written: policy.memory = `4MB` (about 3.8MiB), policy.readahead = 8MiB \
+                 (default), policy.per_turn = 1 (default), policy.dispatch = `4`",
+            ),
+            (
+                &["policy.name=msp+seqp", "policy.sc_thresh=50"],
+                "`policy.sc_thresh`",
+                "; as written: policy.sc_thresh = `50`, policy.sc_max = 42 (default)",
+            ),
+            (
+                &["policy.name=directed", "policy.directed_memory=100KB"],
+                "`policy.directed_memory`",
+                "; as written: policy.directed_memory = `100KB` (about 97.7KiB)",
+            ),
+        ] {
+            let e = cfg("", sets).unwrap_err().to_string();
+            assert!(e.contains(key) && e.contains(shown), "{sets:?}: {e}");
+        }
+        // The same from a config file.
+        let e = cfg(
+            "[host]\nmemory = \"1MiB\"\n[workload]\nrequest = \"2000KB\"\n",
+            &[],
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("`1MiB` cannot hold even one request of workload.request = `2000KB`"),
+            "{e}"
+        );
     }
 
     /// A misspelt `device.kind` or `workload.kind` listed only the page-cache host's kinds, so a
@@ -2421,8 +2666,8 @@ mod tests {
         let e = sets("4MiB", "4032KiB", "64KiB").unwrap_err().to_string();
         assert!(
             e.contains("device.controller_readahead")
-                && e.contains("policy.readahead_max = 128KiB")
-                && e.contains("device.controller_cache = 4MiB"),
+                && e.contains("policy.readahead_max = 128KiB (default)")
+                && e.contains("device.controller_cache = `4MiB`"),
             "{e}"
         );
     }
@@ -2605,7 +2850,7 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(
-            e.contains("policy.readahead_max") && e.contains("host.memory = 1MiB"),
+            e.contains("policy.readahead_max") && e.contains("host.memory = `1MiB`"),
             "{e}"
         );
         assert!(cfg("", &["host.memory=2MiB", "policy.readahead_max=2MiB"]).is_ok());

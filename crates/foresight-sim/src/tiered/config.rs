@@ -34,7 +34,7 @@ use foresight_policy::informed::{InformedConfig, LevelTiming, XCache};
 use foresight_policy::PolicyConfig;
 use toml::{Table, Value};
 
-use crate::config::{key_err, shown_key, ConfigError, Section, SimConfig};
+use crate::config::{as_given, key_err, shown_key, ConfigError, GivenValues, Section, SimConfig};
 
 /// How one storage level is timed.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -225,6 +225,8 @@ fn tier_from(i: usize, last: bool, v: Value) -> Result<TierSpec, ConfigError> {
 /// Parses a hinted run. The returned [`SimConfig`] carries defaults in its host sections and the
 /// informed policy in `policy`.
 pub fn parse(mut root: Table, base_dir: Option<&Path>) -> Result<SimConfig, ConfigError> {
+    // For the checks that compare two keys, and the link's, after the values were read.
+    let given = GivenValues::of(&root);
     let seed = crate::config::take_seed(&mut root)?;
     let mut d = Section::take(&mut root, "device")?;
     let kind = d.choice(
@@ -318,14 +320,20 @@ pub fn parse(mut root: Table, base_dir: Option<&Path>) -> Result<SimConfig, Conf
         None => None,
         Some(Value::Table(t)) => {
             let mut l = Section::from_parts("device.link".into(), t);
+            let delay_given = l.given("delay");
             let delay = l.duration("delay", Duration::ZERO)?;
             if delay > foresight_device::link::DELAY_MAX {
                 // As for network.delay: no network takes that long one way.
                 return Err(key_err(
                     "device.link.delay",
-                    "one-way delays above 10 s describe no network; use for example \"200us\"",
+                    format!(
+                        "{} is out of range: one-way delays above 10 s describe no network; use \
+                         for example \"200us\"",
+                        as_given(&delay_given.unwrap_or_default(), delay)
+                    ),
                 ));
             }
+            let bandwidth_given = l.given("bandwidth");
             let bw = match l.raw("bandwidth") {
                 Some(Value::String(s)) => {
                     parse_rate(&s).map_err(|e| key_err("device.link.bandwidth", e.to_string()))?
@@ -342,7 +350,13 @@ pub fn parse(mut root: Table, base_dir: Option<&Path>) -> Result<SimConfig, Conf
             if bytes_per_s.is_nan() || bytes_per_s < 1.0 {
                 return Err(key_err(
                     "device.link.bandwidth",
-                    "must be at least 1 byte/s (8bit), e.g. \"110MiB/s\"",
+                    format!(
+                        "{} is out of range: must be at least 1 byte/s (8bit), e.g. \"110MiB/s\"",
+                        as_given(
+                            &bandwidth_given.unwrap_or_default(),
+                            format!("{bytes_per_s} bytes/s")
+                        )
+                    ),
                 ));
             }
             Some(LinkSpec {
@@ -390,7 +404,9 @@ pub fn parse(mut root: Table, base_dir: Option<&Path>) -> Result<SimConfig, Conf
             return Err(key_err(
                 &key,
                 format!(
-                    "{capacity} holds no block of {block} (workload.block); give it at least one"
+                    "{} holds no block of {}; give it at least one",
+                    given.value(&key, capacity.rounded()),
+                    given.key("workload.block", block.rounded()),
                 ),
             ));
         }
@@ -559,7 +575,14 @@ pub fn parse(mut root: Table, base_dir: Option<&Path>) -> Result<SimConfig, Conf
         pnext_groups,
     };
     if informed.memory_blocks == 0 {
-        return Err(key_err("device.memory", "must hold at least one block"));
+        return Err(key_err(
+            "device.memory",
+            format!(
+                "{} holds no block of {}; give it at least one",
+                given.value("device.memory", memory.rounded()),
+                given.key("workload.block", block.rounded()),
+            ),
+        ));
     }
     let mut cfg = SimConfig::from_table(Table::new(), None)?;
     cfg.seed = seed;

@@ -326,11 +326,84 @@ fn a_link_of_no_network_is_refused_by_its_key() {
         SimConfig::from_table(t, None).unwrap_err().to_string()
     };
     // network.delay refuses the same; the tier link took 100 s one way without a word.
-    let e = refused("device.link={delay = \"100s\", bandwidth = \"100MiB/s\"}");
-    assert!(e.contains("device.link.delay"), "{e}");
+    // Quoted as written, as network.delay's value is (it used to name no value).
+    let e = refused("device.link={delay = \"100000ms\", bandwidth = \"100MiB/s\"}");
+    assert!(
+        e.contains("device.link.delay") && e.contains("`100000ms` (100.000s) is out of range"),
+        "{e}"
+    );
     // 1 bit/s is positive, and was refused as \"must be positive\".
     let e = refused("device.link={bandwidth = \"1bit\"}");
-    assert!(e.contains("at least 1 byte/s"), "{e}");
+    assert!(
+        e.contains("at least 1 byte/s") && e.contains("`1bit` (0.125 bytes/s) is out of range"),
+        "{e}"
+    );
+}
+
+/// A tier's capacity and the prefetch memory are compared with the block size: both keys are
+/// quoted as written, with their conversions (they showed converted values, or none).
+#[test]
+fn a_capacity_or_memory_without_room_for_a_block_is_quoted_as_written() {
+    let refused = |sets: &[&str]| {
+        let mut t = toml::Table::new();
+        for s in sets {
+            crate::config::apply_set(&mut t, s).unwrap();
+        }
+        SimConfig::from_table(t, None).unwrap_err().to_string()
+    };
+    let e = refused(&[
+        "device.kind=tiered",
+        "device.tiers=[{t_read = \"10ms\", capacity = \"10MB\"}, {t_read = \"20ms\", t_copy_up = \"5ms\"}]",
+        "workload.kind=hinted",
+        "workload.block=10MiB",
+    ]);
+    assert!(
+        e.contains("`device.tiers[0].capacity`")
+            && e.contains("`10MB` (about 9.5MiB) holds no block of workload.block = `10MiB`"),
+        "{e}"
+    );
+    let e = refused(&[
+        "device.kind=constant",
+        "device.t_upper=52ms",
+        "device.t_lower=120ms",
+        "device.t_lower_to_upper=122ms",
+        "device.upper_capacity=1GB",
+        "workload.kind=hinted",
+        "workload.block=2GB",
+    ]);
+    assert!(
+        e.contains("`device.upper_capacity`")
+            && e.contains(
+                "`1GB` (about 953.7MiB) holds no block of workload.block = `2GB` (about 1.9GiB)"
+            ),
+        "{e}"
+    );
+    let e = refused(&[
+        "device.kind=constant",
+        "device.t_upper=52ms",
+        "device.t_lower=120ms",
+        "device.t_lower_to_upper=122ms",
+        "device.memory=1000MB",
+        "workload.kind=hinted",
+        "workload.block=1GiB",
+    ]);
+    assert!(
+        e.contains("`device.memory`")
+            && e.contains("`1000MB` (about 953.7MiB) holds no block of workload.block = `1GiB`"),
+        "{e}"
+    );
+    // Left out, a key's value is the default's, and says so.
+    let e = refused(&[
+        "device.kind=constant",
+        "device.t_upper=52ms",
+        "device.t_lower=120ms",
+        "device.t_lower_to_upper=122ms",
+        "device.upper_capacity=1GiB",
+        "device.memory=1GiB",
+        "workload.kind=hinted",
+        "workload.block=2GiB",
+    ]);
+    assert!(e.contains("workload.block = `2GiB`"), "{e}");
 }
 
 #[test]
