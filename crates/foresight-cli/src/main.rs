@@ -94,7 +94,8 @@ enum Command {
     },
     /// List the device presets and the network link presets, with where their numbers come from.
     Devices {
-        /// Print a JSON array instead of the tables (links have `kind` = "link").
+        /// Print a JSON array instead of the tables (links have `kind` = "link"), each entry's
+        /// keys in the order of the table's columns.
         #[arg(long)]
         json: bool,
     },
@@ -832,26 +833,43 @@ fn refuse_overwriting_an_input(
     Ok(())
 }
 
+/// One entry of `devices --json`, serialized from fields so that its keys come in the order of
+/// the text table's columns: a `serde_json::Value` map (this build does not preserve insertion
+/// order, which would change every other JSON the tool writes) sorts them by name.
+#[derive(serde::Serialize)]
+#[serde(untagged)]
+enum DevicesEntry<'a> {
+    /// A device preset: name, kind, rpm, seek, outer and inner rates, capacity, source.
+    Device(&'a foresight_device::presets::PresetInfo),
+    /// A link preset, `kind` = "link".
+    Link {
+        name: &'static str,
+        kind: &'static str,
+        delay_ms: f64,
+        bandwidth_mib_s: f64,
+        window_bytes: u64,
+        source: &'static str,
+    },
+}
+
 fn cmd_devices(json: bool) -> anyhow::Result<()> {
     let infos = foresight_device::presets::preset_infos();
     // The links are presets too (`network.link`), so they are listed with the devices: a name
     // the config takes should be found where DESIGN.md says presets are listed.
     let links = foresight_device::link::link_presets();
     if json {
-        let mut all = serde_json::to_value(&infos)?;
-        let array = all
-            .as_array_mut()
-            .ok_or_else(|| anyhow::anyhow!("the device presets are not a JSON array"))?;
-        for l in &links {
-            array.push(serde_json::json!({
-                "name": l.name,
-                "kind": "link",
-                "delay_ms": l.params.delay.as_millis_f64(),
-                "bandwidth_mib_s": l.params.bandwidth.as_mib_s(),
-                "window_bytes": l.params.window.0,
-                "source": l.source,
-            }));
-        }
+        let all: Vec<DevicesEntry> = infos
+            .iter()
+            .map(DevicesEntry::Device)
+            .chain(links.iter().map(|l| DevicesEntry::Link {
+                name: l.name,
+                kind: "link",
+                delay_ms: l.params.delay.as_millis_f64(),
+                bandwidth_mib_s: l.params.bandwidth.as_mib_s(),
+                window_bytes: l.params.window.0,
+                source: l.source,
+            }))
+            .collect();
         outln!("{}", serde_json::to_string_pretty(&all)?);
         return Ok(());
     }

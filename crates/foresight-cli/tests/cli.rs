@@ -522,6 +522,54 @@ fn devices_json_lists_every_preset_with_the_contract_keys() {
     assert_eq!(lan["window_bytes"], 6_000_000);
 }
 
+/// Each entry's keys come in the order of the text table's columns (name, kind, then the
+/// figures, then the source), not sorted by name as a JSON map would have them (`avg_seek_ms`
+/// first, `name` in the middle). Read from the text, since a parsed map has no order.
+#[test]
+fn devices_json_keys_come_in_the_order_of_the_table() {
+    let (code, out, err) = foresight(&["devices", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    // The pretty printer puts each key of an entry on its own line, indented by four spaces.
+    let mut entries: Vec<Vec<String>> = Vec::new();
+    for line in out.lines() {
+        if line == "  {" {
+            entries.push(Vec::new());
+        } else if let Some(rest) = line.strip_prefix("    \"") {
+            let key = rest.split('"').next().unwrap().to_string();
+            entries.last_mut().expect("a key inside an entry").push(key);
+        }
+    }
+    let device = [
+        "name",
+        "kind",
+        "rpm",
+        "avg_seek_ms",
+        "media_mib_s_max",
+        "media_mib_s_min",
+        "capacity_bytes",
+        "source",
+    ];
+    let link = [
+        "name",
+        "kind",
+        "delay_ms",
+        "bandwidth_mib_s",
+        "window_bytes",
+        "source",
+    ];
+    let v: serde_json::Value = serde_json::from_str(&out).expect("JSON array");
+    let arr = v.as_array().expect("array");
+    assert_eq!(entries.len(), arr.len(), "{out}");
+    for (keys, entry) in entries.iter().zip(arr) {
+        let want: &[&str] = if entry["kind"] == "link" {
+            &link
+        } else {
+            &device
+        };
+        assert_eq!(keys, want, "{entry}");
+    }
+}
+
 #[test]
 fn the_devices_table_puts_each_figure_under_its_heading() {
     let (code, out, err) = foresight(&["devices"]);
