@@ -16,7 +16,9 @@ pub struct Stats {
     pub device_reads: u64,
     /// Bytes the backend read.
     pub device_bytes: u64,
-    /// Fetches the policy asked for.
+    /// Fetches the policy asked for, each counted when asked, as the simulator counts its
+    /// `fetches`: also one whose pages were all in memory or in flight already, which reads
+    /// nothing.
     pub fetches: u64,
     /// Bytes read ahead of the application's requests.
     pub prefetched_bytes: u64,
