@@ -1540,6 +1540,9 @@ impl SimConfig {
                         ("position", foresight_policy::streams::TurnOrder::Position),
                     ],
                 )?,
+                // The block-level scheduler's reads stop short only at the volume's end: the
+                // paper's count of streams.
+                dispatch_limit: sd.dispatch_limit,
             },
             directed: foresight_policy::directed::DirectedConfig {
                 memory_bytes: p

@@ -479,6 +479,61 @@ mod tests {
         );
     }
 
+    /// Counted in bytes in flight, the dispatch set takes streams whose reads the end of their
+    /// file cuts short until their reads fill `D*R`; a stream whose read does not fit waits at
+    /// the head of the line until enough of them complete or their files are forgotten. Counted
+    /// in streams, it takes `D` whatever their reads.
+    #[test]
+    fn a_set_counted_in_bytes_fills_d_r_with_reads_cut_short() {
+        use super::super::{DispatchLimit, TurnOrder};
+        // R = 1 MiB, D = 2: six files each holding 256 KiB after their first 64 KiB request,
+        // then a long file whose read is a whole R.
+        let small = 65536 + (256 << 10);
+        let mut sizes = vec![ByteLen(small); 6];
+        sizes.push(ByteLen::mib(64));
+        for order in [TurnOrder::Arrival, TurnOrder::Position] {
+            for limit in [DispatchLimit::Streams, DispatchLimit::BytesInFlight] {
+                let cfg = StreamsConfig {
+                    dispatch: Some(2),
+                    turn_order: order,
+                    dispatch_limit: limit,
+                    ..cfg()
+                };
+                let mut p = FileStreams::new(cfg, Arc::new(Layout::unplaced(&sizes))).unwrap();
+                let mut seen = Vec::new();
+                for f in 0..7 {
+                    read(&mut p, f, f, 0, true);
+                    seen.extend(fetches(&read(&mut p, f, f, 65536, true)));
+                }
+                let files: Vec<u32> = seen.iter().map(|f| f.1 .0).collect();
+                if limit == DispatchLimit::Streams {
+                    assert_eq!(files, [0, 1], "{order:?}: D = 2 streams");
+                    continue;
+                }
+                // 1.5 MiB in flight: the long file's 1 MiB does not fit beside it.
+                assert_eq!(files, [0, 1, 2, 3, 4, 5], "{order:?}");
+                assert!(seen.iter().all(|f| f.2.len.0 == 256 << 10), "{seen:?}");
+                p.handle(
+                    Instant::ZERO,
+                    Input::Fetched {
+                        id: seen[0].0,
+                        ok: true,
+                    },
+                );
+                let more = fetches(&std::iter::from_fn(|| p.poll_output()).collect::<Vec<_>>());
+                assert!(more.is_empty(), "{order:?}: 1.25 MiB and 1 MiB: {more:?}");
+                // A forgotten file's read in flight no longer counts.
+                p.handle(Instant::ZERO, Input::FileClosed { file: FileId(1) });
+                let more = fetches(&std::iter::from_fn(|| p.poll_output()).collect::<Vec<_>>());
+                assert_eq!(
+                    more.iter().map(|f| (f.1, f.2.len.0)).collect::<Vec<_>>(),
+                    [(FileId(6), 1 << 20)],
+                    "{order:?}"
+                );
+            }
+        }
+    }
+
     /// A stream found at the end of its file (two cached reads of its last bytes) has nothing to
     /// read: it issues no fetch and does not hold the dispatch slot. It used to issue a read past
     /// the end, empty once clipped, and take the slot until that completed.

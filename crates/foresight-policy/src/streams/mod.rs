@@ -9,4 +9,4 @@ pub mod files;
 pub mod scheduler;
 
 pub use files::FileStreams;
-pub use scheduler::{StreamScheduler, StreamsConfig, TurnOrder};
+pub use scheduler::{DispatchLimit, StreamScheduler, StreamsConfig, TurnOrder};

@@ -21,6 +21,16 @@
 //! so skipping it changes no decision, and clients that think for an hour do not wake the driver
 //! every millisecond.
 //!
+//! What fills the dispatch set is [`DispatchLimit`]: the paper's count of `D` streams, or, for a
+//! driver whose streams end at file ends, the bytes of their reads in flight, at most `D*R`. The
+//! paper sizes the dispatch set for the requests it keeps outstanding at the disk (section 4.2:
+//! their size and number follow from the dispatch set), `D` reads of `R` bytes; a stream whose
+//! read is cut short by the end of its data keeps less than `R` in flight, and `D` such streams
+//! keep the disk less busy than the set was sized for. Counted in bytes, a short read leaves
+//! room for another stream. Every stream's reads in a turn are `R` bytes but for the last, which
+//! ends its turn, so a turn fetches at most `N` times what the stream has in flight, and the
+//! turns under way together fetch at most `D*R*N <= M`.
+//!
 //! Which waiting stream goes next is [`TurnOrder`]: the paper's round-robin in the order streams
 //! joined the line, or, as section 4.2 suggests, by position on the disk, one sweep over the waiting
 //! streams' next reads at a time. Both give every waiting stream one turn per cycle; the second keeps
@@ -62,6 +72,19 @@ pub enum TurnOrder {
 impl TurnOrder {
     /// Every order's name, as a config spells it.
     pub const NAMES: &'static [&'static str] = &["arrival", "position"];
+}
+
+/// What bounds the dispatch set.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum DispatchLimit {
+    /// At most `D` streams dispatched at once (paper 001, section 4.2).
+    #[default]
+    Streams,
+    /// Streams are dispatched while their reads in flight, each counted in whole 4 KiB pages,
+    /// total at most `D*R` bytes: the same as [`DispatchLimit::Streams`] while every read is `R`
+    /// bytes, and more streams when reads stop short at the end of their data (a scheduler over
+    /// small files). At most `D*R / 4 KiB` streams, each with a read of at least a page.
+    BytesInFlight,
 }
 
 /// The waiting line: streams that want a turn, in [`TurnOrder`].
@@ -160,6 +183,8 @@ pub struct StreamsConfig {
     pub threshold: u32,
     /// Which waiting stream gets the next turn.
     pub turn_order: TurnOrder,
+    /// What bounds the dispatch set: `D` streams, or `D*R` bytes of reads in flight.
+    pub dispatch_limit: DispatchLimit,
 }
 
 impl Default for StreamsConfig {
@@ -173,6 +198,7 @@ impl Default for StreamsConfig {
             offset_blocks: 32,
             threshold: 2,
             turn_order: TurnOrder::Arrival,
+            dispatch_limit: DispatchLimit::Streams,
         }
     }
 }
@@ -275,6 +301,9 @@ struct Stream {
     /// the end of the stream's file. Reads stop there, and a turn with nothing left to read
     /// before it ends, so the dispatch slot goes to the next stream.
     data_end: u64,
+    /// While dispatched, the bytes of its read in flight in whole pages (`R` under
+    /// [`DispatchLimit::Streams`]): its share of `dispatched_bytes`.
+    dispatched_bytes: u64,
 }
 
 /// The stream scheduler. See the module documentation.
@@ -290,6 +319,8 @@ pub struct StreamScheduler {
     by_fetch: BTreeMap<FetchId, u32>,
     waiting: WaitLine,
     dispatched: u32,
+    /// The dispatched streams' shares (`Stream::dispatched_bytes`): at most `D*R`.
+    dispatched_bytes: u64,
     held_bytes: u64,
     /// The bytes reads may hold now: M, or less while memory is short (`Input::MemoryPressure`).
     admit_bytes: u64,
@@ -319,6 +350,7 @@ impl StreamScheduler {
             by_fetch: BTreeMap::new(),
             waiting: WaitLine::new(cfg.turn_order),
             dispatched: 0,
+            dispatched_bytes: 0,
             held_bytes: 0,
             admit_bytes: cfg.memory_bytes,
             next_stream: 0,
@@ -447,6 +479,7 @@ impl StreamScheduler {
                             released_to: from,
                             deferred_end: if miss { end.min(data_end) } else { 0 },
                             data_end,
+                            dispatched_bytes: 0,
                         },
                     );
                     self.by_position.insert(end, id);
@@ -460,9 +493,41 @@ impl StreamScheduler {
         self.schedule();
     }
 
-    /// Fills the dispatch set from the waiting line, round-robin, within `D` and `M`.
+    /// `D*R`: the bytes the dispatch set may have in flight.
+    fn dispatch_bytes_max(&self) -> u64 {
+        u64::from(self.dispatch_max).saturating_mul(self.cfg.readahead_bytes)
+    }
+
+    /// A dispatched stream's share of `D*R` while its next read is `len` bytes: `R` when the set
+    /// counts streams, the read's whole pages when it counts bytes in flight.
+    fn share_of(&self, len: u64) -> u64 {
+        match self.cfg.dispatch_limit {
+            DispatchLimit::Streams => self.cfg.readahead_bytes,
+            DispatchLimit::BytesInFlight => len.div_ceil(PAGE_BYTES) * PAGE_BYTES,
+        }
+    }
+
+    /// The length of the stream's next read: `R`, or less at the end of its data.
+    fn next_read_bytes(&self, s: &Stream) -> u64 {
+        self.cfg
+            .readahead_bytes
+            .min(s.data_end.saturating_sub(s.fetched_end))
+    }
+
+    /// Takes the stream out of the dispatch set, giving back its share of `D*R`.
+    fn undispatch(&mut self, id: u32) {
+        let s = self.streams.get_mut(&id).expect("live stream");
+        self.dispatched -= 1;
+        self.dispatched_bytes -= s.dispatched_bytes;
+        s.dispatched_bytes = 0;
+    }
+
+    /// Fills the dispatch set from the waiting line, round-robin, within `D` (or `D*R` bytes in
+    /// flight, [`DispatchLimit`]) and `M`.
     fn schedule(&mut self) {
-        while self.dispatched < self.dispatch_max {
+        // Room for a read of a page at least. Under `Streams` every share is `R` (a whole number
+        // of pages), so this is room for one more of `D` streams.
+        while self.dispatched_bytes + PAGE_BYTES <= self.dispatch_bytes_max() {
             let Some(id) = self.waiting.pop() else {
                 break;
             };
@@ -480,20 +545,41 @@ impl StreamScheduler {
                 self.idle.insert((s.last_access, id));
                 continue;
             }
+            let position = s.fetched_end;
+            let share = self.share_of(self.next_read_bytes(&self.streams[&id]));
+            if self.dispatched_bytes + share > self.dispatch_bytes_max() {
+                // Its read does not fit beside those in flight: it goes first once one ends.
+                self.waiting.put_back(id, position);
+                break;
+            }
+            let s = self.streams.get_mut(&id).expect("live stream");
             s.state = State::Dispatched;
             s.reads_this_turn = 0;
+            s.dispatched_bytes = share;
             self.dispatched += 1;
+            self.dispatched_bytes += share;
             if !self.issue(id) {
                 // No room in M right now: it keeps its turn and retries when buffers drain.
                 let s = self.streams.get_mut(&id).expect("live stream");
                 if s.inflight.is_none() {
                     s.state = State::Waiting;
-                    self.dispatched -= 1;
-                    self.waiting.put_back(id, s.fetched_end);
+                    let position = s.fetched_end;
+                    self.undispatch(id);
+                    self.waiting.put_back(id, position);
                     break;
                 }
             }
         }
+        // Each share is a page at least, so the set holds at most `D*R / 4 KiB` streams; `D`
+        // when it counts streams.
+        debug_assert!(
+            u64::from(self.dispatched) * PAGE_BYTES <= self.dispatched_bytes
+                && self.dispatched_bytes <= self.dispatch_bytes_max()
+        );
+        debug_assert!(
+            self.cfg.dispatch_limit != DispatchLimit::Streams
+                || self.dispatched <= self.dispatch_max
+        );
     }
 
     /// Issues the stream's next `R`-byte read; false if memory or the end of the stream's data
@@ -508,6 +594,10 @@ impl StreamScheduler {
             return false;
         }
         let len = r.min(s.data_end - s.fetched_end);
+        // A turn's reads are `R` bytes but for one that ends at the data's end, so the stream's
+        // share only shrinks: it always fits where its first read did.
+        let share = self.share_of(len);
+        debug_assert!(share <= s.dispatched_bytes, "a turn's share grew");
         let fid = self.ids.next_id();
         self.out.push_back(Output::Fetch {
             id: fid,
@@ -520,10 +610,16 @@ impl StreamScheduler {
         s.fetched_end += len;
         s.inflight = Some(fid);
         s.reads_this_turn += 1;
+        self.dispatched_bytes = self.dispatched_bytes - s.dispatched_bytes + share;
+        s.dispatched_bytes = share;
         self.held_bytes = self.held_bytes - before + Self::held_of(s);
         assert!(
             self.held_bytes <= self.admit_bytes && self.admit_bytes <= self.cfg.memory_bytes,
             "buffers over M"
+        );
+        assert!(
+            self.dispatched_bytes <= self.dispatch_bytes_max(),
+            "reads in flight over D*R"
         );
         self.by_fetch.insert(fid, id);
         true
@@ -541,9 +637,9 @@ impl StreamScheduler {
             // The turn is over (N reads, or no memory): leave the dispatch set for the buffered set,
             // or, if a request deferred during the turn still waits past what was fetched, for the
             // waiting line: a deferral promises a fetch, and an idle stream issues none.
-            let s = self.streams.get_mut(&sid).expect("live stream");
-            if s.state == State::Dispatched {
-                self.dispatched -= 1;
+            if self.streams[&sid].state == State::Dispatched {
+                self.undispatch(sid);
+                let s = self.streams.get_mut(&sid).expect("live stream");
                 if s.deferred_end > s.fetched_end {
                     s.state = State::Waiting;
                     self.waiting.push(sid, s.fetched_end);
@@ -575,7 +671,10 @@ impl StreamScheduler {
                     debug_assert!(was_idle, "idle stream {id} missing from the idle index");
                 }
                 State::Waiting => self.waiting.remove(id, s.fetched_end),
-                State::Dispatched => self.dispatched -= 1,
+                State::Dispatched => {
+                    self.dispatched -= 1;
+                    self.dispatched_bytes -= s.dispatched_bytes;
+                }
             }
             if let Some(fetch) = s.inflight {
                 self.by_fetch.remove(&fetch);
