@@ -239,10 +239,12 @@ impl Core {
         st.ok &= ok;
         st.parts_left -= 1;
         if st.parts_left == 0 {
-            let ok = st.ok;
+            let (ok, file) = (st.ok, st.file);
             self.fetches.remove(&id);
             self.done_now.push_back((id, ok));
-            self.wake_defer_waiters();
+            // The policy hears of it (`done_now`) before the engine can be idle, and the
+            // `dispatch` that follows wakes every deferred reader if it then is.
+            self.wake_defer_waiters_of(file);
         }
     }
 

@@ -362,6 +362,8 @@ struct StreamState {
 struct FetchState {
     parts_left: u32,
     ok: bool,
+    /// The file it reads: its end concerns only the deferred reads of that file.
+    file: FileId,
 }
 
 /// What a reader finds at a file position.
@@ -427,8 +429,9 @@ pub(crate) struct Core {
     done_now: VecDeque<(FetchId, bool)>,
     /// Readers waiting for memory, oldest first, with the bytes each needs.
     memory_waiters: VecDeque<(StreamId, Arc<Condvar>, u64)>,
-    /// Readers whose deferred read waits for the policy to fetch its bytes; woken whenever the
-    /// policy's fetches change or the engine falls idle. At most one entry per stream.
+    /// Readers whose deferred read waits for the policy to fetch its bytes; woken when a fetch of
+    /// their file starts or ends, and all of them when the engine falls idle or a fetch is
+    /// cancelled. At most one entry per stream.
     defer_waiters: Vec<(StreamId, Arc<Condvar>)>,
     /// Reads handed to the backend so far: the engine has stayed idle while this does not change.
     submitted: u64,

@@ -74,7 +74,8 @@ impl Core {
         // that completion first and the shortage after it, as the simulator tells it.
         let mut cut_short = false;
         let reader = trigger;
-        let mut fetches_changed = false;
+        // Files whose fetches started or ended here: their deferred readers look again.
+        let mut fetched_files: Vec<FileId> = Vec::new();
         // Fetches of the triggering read's file, for the read if the policy defers it after them.
         let mut fetched_here: Vec<(u64, u64)> = Vec::new();
         loop {
@@ -102,7 +103,9 @@ impl Core {
                         });
                         let (parts, short) = self.fetch(id, file, range, trigger, charge);
                         cut_short |= short;
-                        fetches_changed = true;
+                        if !fetched_files.contains(&file) {
+                            fetched_files.push(file);
+                        }
                         if parts == 0 {
                             self.done_now.push_back((id, !short));
                         } else {
@@ -111,6 +114,7 @@ impl Core {
                                 FetchState {
                                     parts_left: parts,
                                     ok: !short,
+                                    file,
                                 },
                             );
                         }
@@ -161,8 +165,11 @@ impl Core {
             }
             break;
         }
-        if fetches_changed && !self.defer_waiters.is_empty() {
-            self.wake_defer_waiters();
+        // Only the readers of a fetch's file: another file's fetch neither brings their bytes
+        // nor, while it is under way, lets the engine fall idle, and every caller dispatches
+        // next, which wakes all of them if the engine is idle.
+        for file in fetched_files {
+            self.wake_defer_waiters_of(file);
         }
         let wake = self.policy.poll_timeout();
         if wake != self.policy_wake {
