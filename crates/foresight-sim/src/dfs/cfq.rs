@@ -52,10 +52,15 @@
 //! queue per position); the close cooperator, looked for here only when idling is on (Linux looks
 //! whatever `slice_idle` is, so with it 0, on an SSD, its queues can still merge); the idle
 //! window's think-time test (Linux also stops idling for a thread whose mean time from a completion
-//! to its next request exceeds `slice_idle`; here only seekiness does); the order of
-//! turns (by key here, by when a queue got busy in Linux), slices scaled to the number of busy
-//! queues (`low_latency`), preemption, the separate turn of seeky queues, priorities and cgroups,
-//! and the `CFQQ_COOP_TOUT` grace that some older kernels gave a shared queue before splitting it.
+//! to its next request exceeds `slice_idle`; here only seekiness does); Linux's idling for a seeky
+//! queue that has had 4 requests waiting at once (its `deep` flag; here a seeky queue never idles);
+//! the order of turns (by key here, by when a queue got busy in Linux), slices scaled to the
+//! number of busy queues (`low_latency`), preemption, the separate turn of seeky queues, priorities
+//! and cgroups, and the `CFQQ_COOP_TOUT` grace that some older kernels gave a shared queue before
+//! splitting it.
+//! The think-time test and the cooperator sought without idling were both tried as Linux 3.10 has
+//! them and left out: neither brought the network experiment nearer paper 004 overall
+//! (ARCHITECTURE.md gives the figures).
 //!
 //! A thread's first queue is keyed by the thread, so without merges queues are served in thread
 //! order; a queue a thread splits off into takes the thread's key when it is free and a key above
