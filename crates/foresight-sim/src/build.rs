@@ -149,10 +149,21 @@ fn spec(cfg: &DeviceConfig) -> Result<DeviceSpec, ConfigError> {
 
 /// Checks the drive cache after `cfg`'s overrides, in the terms of the keys that set it: the
 /// model's own check names its internal fields (`readahead_max_sectors`), which no user wrote, and
-/// the key at fault may be a preset value that an override of another key contradicts.
+/// the key at fault may be a preset value that an override of another key contradicts. A key given
+/// is quoted as written (`DeviceConfig::given`), as the config's other checks comparing two keys
+/// quote theirs; a figure no key gave is named as the drive's.
 fn check_drive_cache(cfg: &DeviceConfig, p: &HddParams) -> Result<(), ConfigError> {
     let bytes = |sectors: u32| ByteLen(u64::from(sectors) * 512);
+    let drive = match &cfg.disksim {
+        Some(_) => "the DiskSim drive".to_string(),
+        None => cfg.preset.clone(),
+    };
     let segment = bytes(p.cache_segment_sectors);
+    let segment_shown = if cfg.given.has("device.segment_size") {
+        cfg.given.key("device.segment_size", segment.rounded())
+    } else {
+        format!("{} ({drive}'s)", segment.rounded())
+    };
     let err = |key: &str, message: String| ConfigError::Key {
         key: key.into(),
         message,
@@ -173,13 +184,19 @@ fn check_drive_cache(cfg: &DeviceConfig, p: &HddParams) -> Result<(), ConfigErro
             continue;
         }
         // A preset's read-ahead shrinks with a smaller segment (see `spec`), so only a
-        // read-ahead given explicitly can be too large for its segment.
+        // read-ahead given explicitly, or an imported drive's own, can be too large for its
+        // segment.
+        let value = bytes(sectors).rounded();
+        let value = if cfg.given.has(key) {
+            cfg.given.value(key, value)
+        } else {
+            format!("{value} ({drive}'s)")
+        };
         return Err(err(
             key,
             format!(
-                "{} is more than one cache segment ({segment}), and the drive's {what} fills at \
-                 most one segment; give at most {segment} or raise device.segment_size",
-                bytes(sectors)
+                "{value} is more than one cache segment, {segment_shown}, and the drive's {what} \
+                 fills at most one segment; give at most {segment} or raise device.segment_size"
             ),
         ));
     }
@@ -188,9 +205,10 @@ fn check_drive_cache(cfg: &DeviceConfig, p: &HddParams) -> Result<(), ConfigErro
         return Err(err(
             "device.cache_segments",
             format!(
-                "the drive writes back into up to {} segments, more than the {} given; give at \
-                 least {}",
-                p.write_segments, p.cache_segments, p.write_segments
+                "{} is fewer than the {} segments {drive} writes back into; give at least {}",
+                cfg.given.value("device.cache_segments", p.cache_segments),
+                p.write_segments,
+                p.write_segments
             ),
         ));
     }
@@ -382,6 +400,64 @@ mod tests {
             ])
             .as_deref(),
             Some("device.almost_read_hits")
+        );
+    }
+
+    /// The drive cache checks compare a key with the drive's own figures: each key given is
+    /// quoted as written, with its conversion beside it, and a figure the key was left out for is
+    /// named as the drive's. They showed converted values only (`1000KiB` for `1024000`).
+    #[test]
+    fn drive_cache_refusals_quote_the_keys_as_written() {
+        let message = |sets: &[&str]| {
+            let c = config(sets).unwrap_or_else(|e| panic!("{sets:?}: {e}"));
+            match build_members(&c.device) {
+                Err(e) => e.to_string(),
+                Ok(_) => panic!("{sets:?} was accepted"),
+            }
+        };
+        for (sets, shown) in [
+            (
+                &["device.drive_readahead=1024000"][..],
+                "`device.drive_readahead`: `1024000` (1000KiB) is more than one cache \
+                 segment, 512KiB (wd800jd's),",
+            ),
+            (
+                &["device.segment_size=64000", "device.drive_readahead=102400"],
+                "`device.drive_readahead`: `102400` (100KiB) is more than one cache \
+                 segment, device.segment_size = `64000` (about 62.5KiB),",
+            ),
+            (
+                &[
+                    "device.segment_size=64KiB",
+                    "device.drive_readahead_min=524288",
+                ],
+                "`device.drive_readahead_min`: `524288` (512KiB) is more than one cache \
+                 segment, device.segment_size = `64KiB`,",
+            ),
+            (
+                &["device.preset=cheetah-15k5", "device.cache_segments=1"],
+                "`device.cache_segments`: `1` is fewer than the 11 segments cheetah-15k5 \
+                 writes back into; give at least 11",
+            ),
+        ] {
+            let e = message(sets);
+            assert!(e.contains(shown), "{sets:?}: {e}");
+        }
+        // The same from a config file, its sizes written as integers.
+        let mut t = crate::config::parse_config_text(
+            "[device]\nsegment_size = 65536\ndrive_readahead = 131072\n",
+            "drive.toml",
+        )
+        .unwrap();
+        apply_set(&mut t, "workload.duration=1s").unwrap();
+        let c = SimConfig::from_table(t, None).unwrap();
+        let e = build_members(&c.device).err().expect("refused").to_string();
+        assert!(
+            e.contains(
+                "`131072` (128KiB) is more than one cache segment, device.segment_size = \
+                 `65536` (64KiB),"
+            ),
+            "{e}"
         );
     }
 

@@ -143,6 +143,10 @@ pub struct DeviceConfig {
     pub controller_cache: ByteLen,
     /// The controller's read-ahead beyond every missing read.
     pub controller_readahead: ByteLen,
+    /// The drive cache keys as written: the checks comparing them with the drive's own figures
+    /// run where the device is built (`build.rs`), after the preset or import is read, and quote
+    /// them as the other checks comparing two keys do.
+    pub(crate) given: GivenValues,
 }
 
 /// The host block-queue scheduler (defined with the queue, which the engine shares).
@@ -601,7 +605,7 @@ fn given_text(v: &Value) -> String {
 /// Every value of a config as the user wrote it, by its full key (`host.memory`,
 /// `device.tiers[0].capacity`, `device.link.delay`), taken before the sections are read: a check
 /// that compares two keys runs after both were converted, and quotes each as written.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct GivenValues {
     by_key: std::collections::BTreeMap<String, String>,
 }
@@ -654,6 +658,21 @@ impl GivenValues {
     /// [`GivenValues::value`].
     pub(crate) fn key(&self, key: &str, as_read: impl std::fmt::Display) -> String {
         format!("{key} = {}", self.value(key, as_read))
+    }
+
+    /// Whether the config gives `key`.
+    pub(crate) fn has(&self, key: &str) -> bool {
+        self.by_key.contains_key(key)
+    }
+
+    /// The values of `keys` alone, for a part of the config that keeps them beyond parsing.
+    fn only(&self, keys: &[&str]) -> GivenValues {
+        GivenValues {
+            by_key: keys
+                .iter()
+                .filter_map(|&k| Some((k.to_string(), self.by_key.get(k)?.clone())))
+                .collect(),
+        }
     }
 }
 
@@ -1376,6 +1395,12 @@ impl SimConfig {
                 }
                 other => other,
             },
+            given: given.only(&[
+                "device.cache_segments",
+                "device.segment_size",
+                "device.drive_readahead",
+                "device.drive_readahead_min",
+            ]),
         };
         if matches!(device.kind, DeviceKind::Ssd) {
             let hdd_only = [
