@@ -1797,7 +1797,10 @@ impl SimConfig {
             )?,
         };
         w.finish()?;
-        if matches!(workload.kind, WorkloadKind::Scan | WorkloadKind::Gaps)
+        // A random workload's file of 0 is the whole volume; one given smaller than a request
+        // holds no request to pick (the volume's bound is checked where the volume is built).
+        let random_file_given = workload.kind == WorkloadKind::Random && workload.file_size.0 > 0;
+        if (matches!(workload.kind, WorkloadKind::Scan | WorkloadKind::Gaps) || random_file_given)
             && workload.file_size < workload.request
         {
             return Err(key_err(
@@ -2210,6 +2213,27 @@ mod tests {
             let e = cfg("", sets).unwrap_err().to_string();
             assert!(e.contains(key) && e.contains(shown), "{sets:?}: {e}");
         }
+        // A random workload's file (0: the whole volume) smaller than one request was refused
+        // only when the run was built, as "must be between one request and the volume's ...",
+        // quoting neither key.
+        let e = cfg(
+            "",
+            &[
+                "workload.kind=random",
+                "workload.file_size=100KB",
+                "workload.request=1MiB",
+            ],
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains(
+                "`workload.file_size`: `100KB` (about 97.7KiB) holds no whole request of \
+                 workload.request = `1MiB`"
+            ),
+            "{e}"
+        );
+        assert!(cfg("", &["workload.kind=random", "workload.request=1MiB"]).is_ok());
         // The same from a config file.
         let e = cfg(
             "[host]\nmemory = \"1MiB\"\n[workload]\nrequest = \"2000KB\"\n",
