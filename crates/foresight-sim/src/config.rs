@@ -284,6 +284,14 @@ impl WorkloadConfig {
         }
     }
 
+    /// The key that sets [`WorkloadConfig::read_bytes`].
+    pub fn read_key(&self) -> &'static str {
+        match self.kind {
+            WorkloadKind::Tiles => "workload.tile",
+            _ => "workload.request",
+        }
+    }
+
     /// Whether every application read starts on a page: the reads are placed at multiples of
     /// [`WorkloadConfig::read_bytes`], plus, in a `gaps` workload, the gaps, which the plan rounds
     /// down to whole pages (a fixed gap and every exponential draw alike), so there the request
@@ -1915,10 +1923,7 @@ impl SimConfig {
                 let app = workload.read_bytes();
                 let bytes =
                     policy.largest_read_bytes(app.0, workload.reads_page_aligned(), stripe_bytes);
-                let request_key = match workload.kind {
-                    WorkloadKind::Tiles => "workload.tile",
-                    _ => "workload.request",
-                };
+                let request_key = workload.read_key();
                 let mut why = format!(
                     "the largest read policy `{}` sends down with {}",
                     policy.name,
@@ -2022,13 +2027,15 @@ impl SimConfig {
                 ),
             ));
         }
-        if host.memory < workload.request {
+        // A tiles workload reads `tile` bytes at a time; its `request` is not used.
+        let read_key = workload.read_key();
+        if host.memory < workload.read_bytes() {
             return Err(key_err(
                 "host.memory",
                 format!(
                     "{} cannot hold even one request of {}",
                     given.value("host.memory", host.memory.rounded()),
-                    given.key("workload.request", workload.request.rounded()),
+                    given.key(read_key, workload.read_bytes().rounded()),
                 ),
             ));
         }
@@ -2120,6 +2127,17 @@ mod tests {
                 &["host.memory=1MiB", "workload.request=2000KB"][..],
                 "`host.memory`",
                 "`1MiB` cannot hold even one request of workload.request = `2000KB` (about 1.9MiB)",
+            ),
+            // A tiles workload reads a tile at a time: its tile, not its unused request, must
+            // fit (a 2 MiB tile in a 1 MiB cache used to run).
+            (
+                &[
+                    "workload.kind=tiles",
+                    "host.memory=1MiB",
+                    "workload.tile=2MiB",
+                ],
+                "`host.memory`",
+                "`1MiB` cannot hold even one request of workload.tile = `2MiB`",
             ),
             (
                 &["host.memory=2000KB", "policy.readahead_max=2MiB"],
