@@ -303,7 +303,7 @@ fn bad_network_arguments_exit_2_and_name_the_argument() {
                 "--device-bandwidth",
                 "99999999999999999999999MB/s",
             ],
-            "below 4 EiB/s",
+            "(4 EiB/s)",
         ),
     ] {
         let out = bin().args(&args).output().unwrap();

@@ -143,7 +143,7 @@ pub fn parse_size(text: &str) -> Result<ByteLen, ParseError> {
     if scaled / unit_scale > 1u128 << 62 {
         return Err(ParseError::OutOfRange(
             text.to_string(),
-            "sizes must be below 4 EiB",
+            "sizes must be at most 4194304TiB (4 EiB)",
         ));
     }
     if scaled % unit_scale != 0 {
@@ -218,7 +218,7 @@ pub fn parse_rate(text: &str) -> Result<Bandwidth, ParseError> {
     if bytes_per_s >= (1u64 << 62) as f64 {
         return Err(ParseError::OutOfRange(
             text.to_string(),
-            "rates must be below 4 EiB/s",
+            "rates must be below 4294967296GiB/s (4 EiB/s)",
         ));
     }
     Ok(Bandwidth::from_bytes_per_s(bytes_per_s))
@@ -228,6 +228,31 @@ pub fn parse_rate(text: &str) -> Result<Bandwidth, ParseError> {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    /// The bound a size or rate refusal states is written in units the parser takes, so the
+    /// user can give it back; it used to say "4 EiB", a unit no size takes.
+    #[test]
+    fn the_bound_of_a_refused_size_or_rate_can_be_given_back() {
+        let bound = |e: ParseError| {
+            let text = e.to_string();
+            let after = text
+                .split_once("at most ")
+                .or_else(|| text.split_once("below "))
+                .unwrap_or_else(|| panic!("no bound in {text}"))
+                .1;
+            after.split_whitespace().next().unwrap().to_string()
+        };
+        let size = bound(parse_size("99999999999999999999TiB").unwrap_err());
+        assert_eq!(parse_size(&size).map(|b| b.0), Ok(1 << 62), "{size}");
+        let rate = bound(parse_rate("99999999999999999999999MB/s").unwrap_err());
+        let below = parse_rate(&rate);
+        assert!(
+            matches!(below, Err(ParseError::OutOfRange(..))),
+            "{rate}: {below:?}"
+        );
+        let just_under = rate.replace("4294967296", "4294967295");
+        assert!(parse_rate(&just_under).is_ok(), "{just_under}");
+    }
     use proptest::test_runner::TestCaseError;
 
     #[test]
@@ -258,7 +283,7 @@ mod tests {
         ));
         // Digits past any real rate used to be taken (and `foresight serve` published them).
         let huge = parse_rate("99999999999999999999999MB/s").unwrap_err();
-        assert!(huge.to_string().contains("below 4 EiB/s"), "{huge}");
+        assert!(huge.to_string().contains("(4 EiB/s)"), "{huge}");
         assert!(parse_rate("4000000000000GB/s").is_err());
         assert!(parse_rate("4000000000GB/s").is_ok());
         assert!(matches!(
