@@ -9,6 +9,15 @@ fn cfg(sets: &[&str]) -> SimConfig {
     config(&sets.iter().map(|s| s.to_string()).collect::<Vec<_>>())
 }
 
+/// The message of the config `sets` make, which must be refused.
+fn refusal_of(sets: &[&str]) -> String {
+    let mut table = toml::Table::new();
+    for s in sets {
+        crate::config::apply_set(&mut table, s).unwrap();
+    }
+    SimConfig::from_table(table, None).unwrap_err().to_string()
+}
+
 fn constant_10mb(policy: &str, x: u32, reads: u64) -> SimConfig {
     let sets = [
         "device.kind=constant",
@@ -71,16 +80,9 @@ fn ipo_matches_table_7_11_cells() {
 
 #[test]
 fn bad_keys_are_named() {
-    let err = |sets: &[&str]| {
-        let mut table = toml::Table::new();
-        for s in sets {
-            crate::config::apply_set(&mut table, s).unwrap();
-        }
-        SimConfig::from_table(table, None).unwrap_err().to_string()
-    };
-    assert!(err(&["device.kind=constant", "device.t_upper=52ms"]).contains("device.t_lower"));
-    assert!(err(&["workload.kind=hinted"]).contains("device.kind"));
-    assert!(err(&[
+    assert!(refusal_of(&["device.kind=constant", "device.t_upper=52ms"]).contains("device.t_lower"));
+    assert!(refusal_of(&["workload.kind=hinted"]).contains("device.kind"));
+    assert!(refusal_of(&[
         "device.kind=constant",
         "device.t_upper=1ms",
         "device.t_lower=2ms",
@@ -88,7 +90,7 @@ fn bad_keys_are_named() {
         "policy.name=ipo",
     ])
     .contains("policy.max_bw"));
-    assert!(err(&[
+    assert!(refusal_of(&[
         "device.kind=constant",
         "device.t_upper=1ms",
         "device.t_lower=2ms",
@@ -99,7 +101,7 @@ fn bad_keys_are_named() {
     // A count in quotes was taken up to 2^32 - 1, as a number only up to 2^20 (and refused with a
     // message that asked for "at least 1"): one range for both, named in the message.
     for x in ["\"2000000\"", "2000000"] {
-        let e = err(&[
+        let e = refusal_of(&[
             "device.kind=constant",
             "device.t_upper=1ms",
             "device.t_lower=2ms",
@@ -111,10 +113,10 @@ fn bad_keys_are_named() {
             "{x}: {e}"
         );
     }
-    assert!(err(&["device.kind=tiered"]).contains("device.tiers"));
+    assert!(refusal_of(&["device.kind=tiered"]).contains("device.tiers"));
     // Each tier-stack mode names the other mode's keys by the mode that reads them; both were
     // told to "set device.kind = tiered or constant", which they had.
-    let e = err(&[
+    let e = refusal_of(&[
         "device.kind=constant",
         "device.t_upper=1ms",
         "device.t_lower=2ms",
@@ -125,13 +127,13 @@ fn bad_keys_are_named() {
         e.contains("device.tiers") && e.contains("set device.kind = \"tiered\""),
         "{e}"
     );
-    let e = err(&["device.kind=tiered", "device.t_upper=1ms"]);
+    let e = refusal_of(&["device.kind=tiered", "device.t_upper=1ms"]);
     assert!(
         e.contains("device.t_upper") && e.contains("only device.kind = \"constant\""),
         "{e}"
     );
     // `host` given as a value rather than a section is named, not dropped.
-    let e = err(&[
+    let e = refusal_of(&[
         "device.kind=constant",
         "device.t_upper=1ms",
         "device.t_lower=2ms",
@@ -344,14 +346,7 @@ fn a_link_of_no_network_is_refused_by_its_key() {
 /// quoted as written, with their conversions (they showed converted values, or none).
 #[test]
 fn a_capacity_or_memory_without_room_for_a_block_is_quoted_as_written() {
-    let refused = |sets: &[&str]| {
-        let mut t = toml::Table::new();
-        for s in sets {
-            crate::config::apply_set(&mut t, s).unwrap();
-        }
-        SimConfig::from_table(t, None).unwrap_err().to_string()
-    };
-    let e = refused(&[
+    let e = refusal_of(&[
         "device.kind=tiered",
         "device.tiers=[{t_read = \"10ms\", capacity = \"10MB\"}, {t_read = \"20ms\", t_copy_up = \"5ms\"}]",
         "workload.kind=hinted",
@@ -362,7 +357,7 @@ fn a_capacity_or_memory_without_room_for_a_block_is_quoted_as_written() {
             && e.contains("`10MB` (about 9.5MiB) holds no block of workload.block = `10MiB`"),
         "{e}"
     );
-    let e = refused(&[
+    let e = refusal_of(&[
         "device.kind=constant",
         "device.t_upper=52ms",
         "device.t_lower=120ms",
@@ -378,7 +373,7 @@ fn a_capacity_or_memory_without_room_for_a_block_is_quoted_as_written() {
             ),
         "{e}"
     );
-    let e = refused(&[
+    let e = refusal_of(&[
         "device.kind=constant",
         "device.t_upper=52ms",
         "device.t_lower=120ms",
@@ -393,7 +388,7 @@ fn a_capacity_or_memory_without_room_for_a_block_is_quoted_as_written() {
         "{e}"
     );
     // Left out, a key's value is the default's, and says so.
-    let e = refused(&[
+    let e = refusal_of(&[
         "device.kind=constant",
         "device.t_upper=52ms",
         "device.t_lower=120ms",
@@ -697,16 +692,9 @@ fn elapsed_is_the_stall_plus_the_consumption_of_every_block() {
 
 #[test]
 fn a_tier_that_cannot_hold_one_block_is_refused_by_its_key() {
-    let refused = |sets: &[&str]| {
-        let mut t = toml::Table::new();
-        for s in sets {
-            crate::config::apply_set(&mut t, s).unwrap();
-        }
-        SimConfig::from_table(t, None).unwrap_err().to_string()
-    };
     // A capacity below one block left the level without room for a single copy, and iPipe ran
     // as TIP alone without a word.
-    let e = refused(&[
+    let e = refusal_of(&[
         "device.kind=tiered",
         "device.tiers=[{t_read = \"1ms\", capacity = \"1MiB\"}, {t_read = \"3ms\", t_copy_up = \"2ms\"}]",
         "policy.name=ipipe",
@@ -714,7 +702,7 @@ fn a_tier_that_cannot_hold_one_block_is_refused_by_its_key() {
         "workload.block=4MiB",
     ]);
     assert!(e.contains("device.tiers[0].capacity"), "{e}");
-    let e = refused(&[
+    let e = refusal_of(&[
         "device.kind=constant",
         "device.t_upper=1ms",
         "device.t_lower=2ms",
@@ -935,19 +923,12 @@ fn device_work_after_the_applications_end_is_reported_apart() {
 /// [[device.tiers]] table, and needs values for the three times.
 #[test]
 fn a_tier_kind_alone_names_the_sets_that_complete_it() {
-    let refusal = |sets: &[&str]| {
-        let mut t = toml::Table::new();
-        for s in sets {
-            crate::config::apply_set(&mut t, s).unwrap();
-        }
-        SimConfig::from_table(t, None).unwrap_err().to_string()
-    };
-    let e = refusal(&["device.kind=constant"]);
+    let e = refusal_of(&["device.kind=constant"]);
     let sets: Vec<&str> = e.split("--set ").skip(1).map(str::trim).collect();
     assert_eq!(sets.len(), 3, "{e}");
     let done = cfg(&[&["device.kind=constant"][..], &sets].concat());
     assert!(done.tiered.is_some());
-    let e = refusal(&["device.kind=tiered"]);
+    let e = refusal_of(&["device.kind=tiered"]);
     let set = e
         .split("--set '")
         .nth(1)
