@@ -748,19 +748,12 @@ fn engine_policy_config(p: &Plan, policy: &str) -> PolicyConfig {
         cfg.streams.per_turn = REAL_DISK_STREAMS_PER_TURN;
         cfg.streams.memory_bytes = REAL_DISK_STREAMS_MEMORY_BYTES;
         cfg.streams.dispatch_limit = DispatchLimit::BytesInFlight;
-        // Paper 001, section 4.2: M >= D*R*N, which also bounds the turns a byte-counted set
-        // runs at once (`DispatchLimit`).
-        let d = cfg
-            .streams
-            .dispatch_set()
-            .expect("the real disk's stream scheduler");
-        assert!(
-            u128::from(cfg.streams.memory_bytes)
-                >= u128::from(d)
-                    * u128::from(cfg.streams.readahead_bytes)
-                    * u128::from(cfg.streams.per_turn),
-            "M >= D*R*N"
-        );
+        // M >= D*R*N (paper 001_9c47c4c84914efc3.txt, section 4.3), which also bounds the
+        // turns a byte-counted set runs at once (`DispatchLimit`): `dispatch_set` refuses a
+        // config that breaks it.
+        if let Err(e) = cfg.streams.dispatch_set() {
+            panic!("the real disk's stream scheduler: {e}");
+        }
     }
     cfg
 }
