@@ -239,10 +239,7 @@ mod tests {
     /// demand: the setting of the deferral tests.
     fn two_streams_deferring_the_first(
     ) -> (Core, Arc<Holding>, (FileId, StreamId), (FileId, StreamId)) {
-        let policy = Box::new(DeferAll {
-            file: Some(FileId(0)),
-            out: VecDeque::new(),
-        });
+        let policy = Box::new(DeferAll::of(Some(FileId(0))));
         let (mut core, backend, a, sa) = core_over_holding_with(policy, 4 << 20, 64 << 10, false);
         assert_eq!(a, FileId(0), "the deferred file is the first");
         let handle = other_file(&mut core);
@@ -250,11 +247,25 @@ mod tests {
         (core, backend, (a, sa), (b, sb))
     }
 
-    /// Defers every read of `file` (of any file, if `None`) that misses, and fetches nothing;
-    /// other reads it leaves to demand reads.
+    /// Defers every read of `file` (of any file, if `None`) that misses; other reads it leaves
+    /// to demand reads. It fetches nothing but a missing read of `fetch_file`, first (as the
+    /// stream scheduler fetches for the stream whose turn it is).
     struct DeferAll {
         file: Option<FileId>,
+        fetch_file: Option<FileId>,
+        next_id: u64,
         out: VecDeque<Output>,
+    }
+
+    impl DeferAll {
+        fn of(file: Option<FileId>) -> DeferAll {
+            DeferAll {
+                file,
+                fetch_file: None,
+                next_id: 0,
+                out: VecDeque::new(),
+            }
+        }
     }
 
     impl Policy for DeferAll {
@@ -269,6 +280,15 @@ mod tests {
                 ..
             } = input
             {
+                if self.fetch_file == Some(file) {
+                    self.out.push_back(Output::Fetch {
+                        id: FetchId(self.next_id),
+                        file,
+                        range,
+                        into: Tier::Memory,
+                    });
+                    self.next_id += 1;
+                }
                 if self.file.is_none_or(|f| f == file) {
                     self.out.push_back(Output::Defer { file, range });
                 }
@@ -449,10 +469,7 @@ mod tests {
     /// 20 for each deferred one, where the simulator gave each 27.)
     #[test]
     fn an_idle_engine_ends_every_deferral_at_once_not_only_the_first() {
-        let policy = Box::new(DeferAll {
-            file: None,
-            out: VecDeque::new(),
-        });
+        let policy = Box::new(DeferAll::of(None));
         let (mut core, _backend, a, sa) = core_over_holding_with(policy, 4 << 20, 64 << 10, false);
         let handle = other_file(&mut core);
         let (b, sb, _, _) = core.open(handle);
@@ -478,43 +495,6 @@ mod tests {
         core.check();
     }
 
-    /// Defers every read that misses, and fetches the read bytes of `fetch_file` when one of its
-    /// reads misses (as the stream scheduler fetches for the stream whose turn it is).
-    struct DeferAndFetch {
-        fetch_file: FileId,
-        next_id: u64,
-        out: VecDeque<Output>,
-    }
-
-    impl Policy for DeferAndFetch {
-        fn name(&self) -> &str {
-            "defer-and-fetch"
-        }
-        fn handle(&mut self, _now: Instant, input: Input) {
-            if let Input::Read {
-                file,
-                range,
-                miss: Some(_),
-                ..
-            } = input
-            {
-                if file == self.fetch_file {
-                    self.out.push_back(Output::Fetch {
-                        id: FetchId(self.next_id),
-                        file,
-                        range,
-                        into: Tier::Memory,
-                    });
-                    self.next_id += 1;
-                }
-                self.out.push_back(Output::Defer { file, range });
-            }
-        }
-        fn poll_output(&mut self) -> Option<Output> {
-            self.out.pop_front()
-        }
-    }
-
     /// Whether `stream`'s deferred read is registered to be woken (a wake takes it off).
     fn waits(core: &Core, stream: StreamId) -> bool {
         core.defer_waiters.iter().any(|(s, _)| *s == stream)
@@ -527,10 +507,9 @@ mod tests {
     /// `streams`, about 24 wake-ups a reader, all of which found nothing changed.)
     #[test]
     fn a_fetch_of_one_file_wakes_only_its_deferred_readers_and_falling_idle_wakes_all() {
-        let policy = Box::new(DeferAndFetch {
-            fetch_file: FileId(1),
-            next_id: 0,
-            out: VecDeque::new(),
+        let policy = Box::new(DeferAll {
+            fetch_file: Some(FileId(1)),
+            ..DeferAll::of(None)
         });
         let (mut core, backend, a, sa) = core_over_holding_with(policy, 4 << 20, 64 << 10, false);
         let handle = other_file(&mut core);
