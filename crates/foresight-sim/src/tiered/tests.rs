@@ -357,15 +357,19 @@ fn a_capacity_or_memory_without_room_for_a_block_is_quoted_as_written() {
             && e.contains("`10MB` (about 9.5MiB) holds no block of workload.block = `10MiB`"),
         "{e}"
     );
-    let e = refusal_of(&[
-        "device.kind=constant",
-        "device.t_upper=52ms",
-        "device.t_lower=120ms",
-        "device.t_lower_to_upper=122ms",
-        "device.upper_capacity=1GB",
-        "workload.kind=hinted",
-        "workload.block=2GB",
-    ]);
+    // A constant two-level device, hinted reads, and `sets`.
+    let constant = |sets: &[&str]| {
+        let mut all = vec![
+            "device.kind=constant",
+            "device.t_upper=52ms",
+            "device.t_lower=120ms",
+            "device.t_lower_to_upper=122ms",
+            "workload.kind=hinted",
+        ];
+        all.extend_from_slice(sets);
+        refusal_of(&all)
+    };
+    let e = constant(&["device.upper_capacity=1GB", "workload.block=2GB"]);
     assert!(
         e.contains("`device.upper_capacity`")
             && e.contains(
@@ -373,32 +377,18 @@ fn a_capacity_or_memory_without_room_for_a_block_is_quoted_as_written() {
             ),
         "{e}"
     );
-    let e = refusal_of(&[
-        "device.kind=constant",
-        "device.t_upper=52ms",
-        "device.t_lower=120ms",
-        "device.t_lower_to_upper=122ms",
-        "device.memory=1000MB",
-        "workload.kind=hinted",
-        "workload.block=1GiB",
-    ]);
+    let e = constant(&["device.memory=1000MB", "workload.block=1GiB"]);
     assert!(
         e.contains("`device.memory`")
             && e.contains("`1000MB` (about 953.7MiB) holds no block of workload.block = `1GiB`"),
         "{e}"
     );
     // Left out, a key's value is the default's, and says so.
-    let e = refusal_of(&[
-        "device.kind=constant",
-        "device.t_upper=52ms",
-        "device.t_lower=120ms",
-        "device.t_lower_to_upper=122ms",
-        "device.upper_capacity=1GiB",
-        "device.memory=1GiB",
-        "workload.kind=hinted",
-        "workload.block=2GiB",
-    ]);
-    assert!(e.contains("workload.block = `2GiB`"), "{e}");
+    let e = constant(&["device.upper_capacity=4KiB"]);
+    assert!(
+        e.contains("`4KiB` holds no block of workload.block = 10MiB (default)"),
+        "{e}"
+    );
 }
 
 #[test]
