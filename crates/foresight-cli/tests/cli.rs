@@ -469,6 +469,27 @@ fn every_kind_of_run_has_the_design_json_keys_in_their_units() {
     }
 }
 
+/// The keys of a device preset in `devices --json`, in the order of the table's columns.
+const DEVICE_KEYS: [&str; 8] = [
+    "name",
+    "kind",
+    "rpm",
+    "avg_seek_ms",
+    "media_mib_s_max",
+    "media_mib_s_min",
+    "capacity_bytes",
+    "source",
+];
+/// The keys of a link preset in `devices --json`, in the order of the table's columns.
+const LINK_KEYS: [&str; 6] = [
+    "name",
+    "kind",
+    "delay_ms",
+    "bandwidth_mib_s",
+    "window_bytes",
+    "source",
+];
+
 #[test]
 fn devices_json_lists_every_preset_with_the_contract_keys() {
     let (code, out, err) = foresight(&["devices", "--json"]);
@@ -488,14 +509,7 @@ fn devices_json_lists_every_preset_with_the_contract_keys() {
             .iter()
             .find(|p| p["name"] == name)
             .unwrap_or_else(|| panic!("preset {name} missing"));
-        for key in [
-            "kind",
-            "rpm",
-            "avg_seek_ms",
-            "media_mib_s_max",
-            "media_mib_s_min",
-            "capacity_bytes",
-        ] {
+        for key in DEVICE_KEYS {
             assert!(p.get(key).is_some(), "{name} lacks {key}");
         }
     }
@@ -513,7 +527,7 @@ fn devices_json_lists_every_preset_with_the_contract_keys() {
             .find(|l| l["name"] == name)
             .unwrap_or_else(|| panic!("link preset {name} missing"));
         assert_eq!(l["kind"], "link", "{l}");
-        for key in ["delay_ms", "bandwidth_mib_s", "window_bytes", "source"] {
+        for key in LINK_KEYS {
             assert!(l.get(key).is_some(), "{name} lacks {key}");
         }
     }
@@ -539,32 +553,14 @@ fn devices_json_keys_come_in_the_order_of_the_table() {
             entries.last_mut().expect("a key inside an entry").push(key);
         }
     }
-    let device = [
-        "name",
-        "kind",
-        "rpm",
-        "avg_seek_ms",
-        "media_mib_s_max",
-        "media_mib_s_min",
-        "capacity_bytes",
-        "source",
-    ];
-    let link = [
-        "name",
-        "kind",
-        "delay_ms",
-        "bandwidth_mib_s",
-        "window_bytes",
-        "source",
-    ];
     let v: serde_json::Value = serde_json::from_str(&out).expect("JSON array");
     let arr = v.as_array().expect("array");
     assert_eq!(entries.len(), arr.len(), "{out}");
     for (keys, entry) in entries.iter().zip(arr) {
         let want: &[&str] = if entry["kind"] == "link" {
-            &link
+            &LINK_KEYS
         } else {
-            &device
+            &DEVICE_KEYS
         };
         assert_eq!(keys, want, "{entry}");
     }
