@@ -38,8 +38,8 @@
 //! read still in the backend, which the kernel may still write into, or one leaked rather than
 //! freed under the kernel) means the mapping is unmapped around it instead, and the next pool
 //! maps a fresh one. So does a pool dropped while a panic unwinds, or one whose accounts do not
-//! add up: its drop never panics, since a second panic would abort and hide the first. Reused memory
-//! holds what earlier reads left in it; that is no change, since buffers are reused within a pool
+//! add up: its drop never panics, since a second panic would abort and hide the first. Reused
+//! memory holds what earlier reads left in it; that is no change, since buffers are reused within a pool
 //! anyway, and a read copies out only the bytes its backend reported read.
 
 use std::collections::{BTreeMap, BTreeSet};
