@@ -11,7 +11,12 @@
 //! a different stream's request each time still owns the slice, and every request seeks.
 //!
 //! Two refinements of Linux's CFQ matter here. A queue more than 4 of whose last 32 requests
-//! were seeks (`CFQQ_SEEKY`) gets no idle wait, since waiting for it saves nothing. And when a
+//! were seeks (`CFQQ_SEEKY`) gets no idle wait, since waiting for it saves nothing, unless it is
+//! `deep`: it has had 4 requests waiting at once, a thread that keeps several reads queued being
+//! worth the wait even when they are scattered. As in Linux, `deep` is kept until an idle wait for
+//! the queue runs out unused with other queues waiting, or until the queue, seeky, runs dry with
+//! more than half its slice left (it then loses the idle window until its next request, and the
+//! disk goes on at once). And when a
 //! non-seeky active queue runs dry, CFQ looks for a "close cooperator" (several threads reading
 //! one file): Linux keeps the queues with requests in a tree by the position of the request each
 //! would serve next, and the queue whose next request is nearest where the head is gets the disk
@@ -52,9 +57,9 @@
 //! queue per position); the close cooperator, looked for here only when idling is on (Linux looks
 //! whatever `slice_idle` is, so with it 0, on an SSD, its queues can still merge); the idle
 //! window's think-time test (Linux also stops idling for a thread whose mean time from a completion
-//! to its next request exceeds `slice_idle`; here only seekiness does); Linux's idling for a seeky
-//! queue that has had 4 requests waiting at once (its `deep` flag; here a seeky queue never idles);
-//! the order of turns (by key here, by when a queue got busy in Linux), slices scaled to the
+//! to its next request exceeds `slice_idle`; here only seekiness and depth do); the idle wait for
+//! the last queue of its service tree (Linux waits for it whatever its window); a slice begun when
+//! the queue gets the disk (Linux starts it at the queue's first completion); the order of turns (by key here, by when a queue got busy in Linux), slices scaled to the
 //! number of busy queues (`low_latency`), preemption, the separate turn of seeky queues, priorities
 //! and cgroups, and the `CFQQ_COOP_TOUT` grace that some older kernels gave a shared queue before
 //! splitting it.
@@ -90,6 +95,10 @@ pub const SMALL_REQUEST_SECTORS: u32 = 64;
 /// How many of the last 32 arrivals must have been seeks, at least, for a queue to be seeky
 /// (Linux `CFQQ_SEEKY`: more than 32 / 8).
 const SEEKY_MIN_SEEKS: u32 = 5;
+/// A queue that has had this many requests waiting at once is deep: it keeps its idle window
+/// though seeky (Linux marks `deep` at `queued >= 4` in `cfq_update_idle_window`), since a thread
+/// that keeps several requests queued is worth waiting for even when they are scattered.
+const DEEP_MIN_WAITING: usize = 4;
 /// The first key of a queue a thread splits off into when its own key is still taken: above every
 /// thread's key, so such queues come after the threads' own in the round robin.
 const SPLIT_KEY_BASE: u64 = 1 << 32;
@@ -145,12 +154,21 @@ struct CfqQueue {
     /// Shared and found seeky when a slice ended: its threads leave at their next request (CFQ's
     /// `split_coop` flag).
     split: bool,
+    /// Has had [`DEEP_MIN_WAITING`] requests waiting at once since the flag was last cleared
+    /// (CFQ's `deep` flag).
+    deep: bool,
+    /// Whether the scheduler idles for this queue when it runs dry (CFQ's `idle_window` flag):
+    /// set at each request added, to not seeky or deep, and cleared with `deep` when a seeky
+    /// queue runs dry early in its slice.
+    idle_window: bool,
 }
 
 impl CfqQueue {
     fn with_member() -> CfqQueue {
         CfqQueue {
             members: 1,
+            // Linux starts a synchronous queue with its idle window open.
+            idle_window: true,
             ..CfqQueue::default()
         }
     }
@@ -173,6 +191,17 @@ impl CfqQueue {
         };
         self.seek_history = (self.seek_history << 1) | u32::from(seek);
         self.last_arrival_end = Some(lba + u64::from(sectors));
+    }
+
+    /// Linux's `cfq_update_idle_window` after a request was added (it counts among the waiting
+    /// ones): a queue with [`DEEP_MIN_WAITING`] waiting turns deep, and the idle window is open
+    /// unless the queue is seeky and not deep. Linux also closes it for a thread whose mean think
+    /// time exceeds `slice_idle`; the model does not (see the module documentation).
+    fn update_idle_window(&mut self) {
+        if self.pending.len() >= DEEP_MIN_WAITING {
+            self.deep = true;
+        }
+        self.idle_window = self.deep || !self.seeky();
     }
 
     /// Where the request this queue would dispatch next starts: the lowest at or above where it
@@ -215,6 +244,8 @@ pub struct Cfq {
     next_split_key: u64,
     active: Option<u64>,
     last_served: Option<u64>,
+    /// When the active queue's slice began (its renewal, if renewed).
+    slice_start: Instant,
     slice_end: Instant,
     idle_until: Option<Instant>,
     switches: u64,
@@ -241,6 +272,7 @@ impl Cfq {
             next_split_key: SPLIT_KEY_BASE,
             active: None,
             last_served: None,
+            slice_start: Instant(0),
             slice_end: Instant(0),
             idle_until: None,
             switches: 0,
@@ -339,6 +371,7 @@ impl Cfq {
             tokens: SmallVec::from_elem(token, 1),
             owners: SmallVec::from_elem(owner, 1),
         });
+        q.update_idle_window();
         self.len += 1;
         if self.active == Some(key) {
             // The queue we idled for got a request.
@@ -456,6 +489,12 @@ impl Cfq {
         self.last_served = Some(a);
     }
 
+    /// The active queue's slice runs from `now`.
+    fn start_slice(&mut self, now: Instant) {
+        self.slice_start = now;
+        self.slice_end = now + self.times.slice;
+    }
+
     /// The next request for the device at `now`, if the scheduler lets one go.
     pub fn pop(&mut self, now: Instant) -> Option<CfqReq> {
         if let Some(a) = self.active {
@@ -482,7 +521,7 @@ impl Cfq {
                     // active: when the cooperator inherited the rest of the old slice, its
                     // requests waited behind the other queues whenever little was left of it.
                     self.active = Some(o);
-                    self.slice_end = now + self.times.slice;
+                    self.start_slice(now);
                     self.idle_until = None;
                     self.switches += 1;
                     self.reap(a);
@@ -490,11 +529,26 @@ impl Cfq {
             }
         }
         if let Some(a) = self.active {
-            let q = &self.queues[&a];
+            let (slice_start, slice_end) = (self.slice_start, self.slice_end);
+            let waiting_idle = self.idle_until.is_some();
+            let q = self.queues.get_mut(&a).expect("active queue exists");
             let dry = q.pending.is_empty();
-            let expired = now >= self.slice_end;
-            // A seeky queue gets no idle window: waiting for it saves no seek.
-            let no_idle = self.times.idle.0 == 0 || q.seeky();
+            let expired = now >= slice_end;
+            // A deep seeky queue that runs dry with more than half its slice left delivers
+            // slower than the device serves it: Linux's `cfq_select_queue` then clears `deep`
+            // and the idle window (until its next request), before any idle wait is armed.
+            if dry
+                && !waiting_idle
+                && q.seeky()
+                && q.idle_window
+                && slice_end.0.saturating_sub(now.0) > now.0.saturating_sub(slice_start.0)
+            {
+                q.deep = false;
+                q.idle_window = false;
+            }
+            let q = &self.queues[&a];
+            // A seeky queue that is not deep gets no idle window: waiting for it saves no seek.
+            let no_idle = self.times.idle.0 == 0 || !q.idle_window;
             // Nor does a queue whose threads all moved to another: nobody can submit to it.
             // Linux ends the active queue's slice when its last reference goes.
             let abandoned = q.members == 0;
@@ -503,13 +557,19 @@ impl Cfq {
             // Without idling (an SSD) a dry queue gives the disk up at once, even with requests
             // in flight, as CFQ does on non-rotational devices that queue commands.
             if (expired && others_wait) || (dry && (q.in_flight == 0 || no_idle) && idle_over) {
+                // An idle wait that ran out with the slice unused and others waiting means the
+                // queue's depth did not pay: Linux's idle timer clears `deep`.
+                let wait_ran_out = !no_idle && self.idle_until.is_some_and(|t| now >= t);
+                if wait_ran_out && !expired && others_wait {
+                    self.queues.get_mut(&a).expect("active queue exists").deep = false;
+                }
                 self.end_slice(a);
                 self.active = None;
                 self.idle_until = None;
                 self.reap(a);
             } else if expired {
                 // Nobody else wants the disk: the slice is renewed.
-                self.slice_end = now + self.times.slice;
+                self.start_slice(now);
             }
         }
         if self.active.is_none() {
@@ -521,7 +581,7 @@ impl Cfq {
                 .find(|(_, q)| !q.pending.is_empty())
                 .map(|(&k, _)| k)?;
             self.active = Some(next);
-            self.slice_end = now + self.times.slice;
+            self.start_slice(now);
             self.idle_until = None;
             self.switches += 1;
         }
@@ -716,12 +776,9 @@ mod tests {
 mod seek_history_tests {
     use super::*;
 
-    /// Owner 1 has `lbas` (1024 sectors each, so none merges) waiting, owner 2 one far request.
-    /// Serves owner 1's requests, each completing before the next dispatch, and returns who gets
-    /// the disk when owner 1 has run dry: owner 2 at once if owner 1's queue is seeky, nobody
-    /// (an idle wait for owner 1) if not.
-    fn after_draining(rule: SeekRule, lbas: &[u64], sectors: u32) -> Option<u32> {
-        let mut q = Cfq::new(
+    /// A disk's or SSD's CFQ by `rule`, otherwise as [`super::tests::cfq`] with an 8 ms idle wait.
+    fn cfq_for(rule: SeekRule) -> Cfq {
+        Cfq::new(
             CfqTimes {
                 slice: Duration::from_millis(100),
                 idle: Duration::from_millis(8),
@@ -729,9 +786,33 @@ mod seek_history_tests {
             rule,
             1024,
             64,
-        );
+        )
+    }
+
+    /// Owner 2 has one far request waiting; owner 1 submits `lbas` (of `sectors` each) one at a
+    /// time, each dispatched and completed before the next arrives, so its queue never holds
+    /// more than one and never turns deep. Returns who gets the disk when owner 1 has run dry:
+    /// owner 2 at once if owner 1's queue is seeky, nobody (an idle wait for owner 1) if not.
+    fn after_draining(rule: SeekRule, lbas: &[u64], sectors: u32) -> Option<u32> {
+        let mut q = cfq_for(rule);
+        q.push(2, 1_000_000_000, 8, 99);
+        let mut now = Instant(0);
         for (i, &lba) in lbas.iter().enumerate() {
             q.push(1, lba, sectors, i as u32);
+            let r = q.pop(now).expect("owner 1 is served");
+            assert_eq!(r.owner, 1);
+            now += Duration::from_micros(100);
+            q.complete(now, r.queue);
+        }
+        q.pop(now).map(|r| r.owner)
+    }
+
+    /// As [`after_draining`], but owner 1's requests all wait at once before the first dispatch
+    /// (a thread with several requests queued), and each completes before the next dispatch.
+    fn after_draining_deep(lbas: &[u64]) -> (Option<u32>, Cfq) {
+        let mut q = cfq_for(SeekRule::Distance);
+        for (i, &lba) in lbas.iter().enumerate() {
+            q.push(1, lba, 1024, i as u32);
         }
         q.push(2, 1_000_000_000, 8, 99);
         let mut now = Instant(0);
@@ -741,7 +822,80 @@ mod seek_history_tests {
             now += Duration::from_micros(100);
             q.complete(now, r.queue);
         }
-        q.pop(now).map(|r| r.owner)
+        (q.pop(now).map(|r| r.owner), q)
+    }
+
+    /// Scattered requests, 8 of 1024 sectors: 6 of the 8 arrivals are seeks.
+    fn scrambled() -> Vec<u64> {
+        [0, 4, 1, 5, 2, 6, 3, 7].iter().map(|i| i * 1024).collect()
+    }
+
+    /// Linux keeps the idle window of a seeky queue that has had 4 requests waiting at once
+    /// (`deep`): the model used to drop it for every seeky queue.
+    #[test]
+    fn a_deep_seeky_queue_keeps_its_idle_window() {
+        let (next, q) = after_draining_deep(&scrambled());
+        assert!(q.queues[&1].seeky() && q.queues[&1].deep);
+        assert_eq!(next, None, "owner 1's deep queue is waited for");
+        // The same requests one at a time: seeky and never deep, so no wait.
+        assert_eq!(
+            after_draining(SeekRule::Distance, &scrambled(), 1024),
+            Some(2)
+        );
+    }
+
+    /// An idle wait for a deep seeky queue that runs out with another queue waiting clears
+    /// `deep` (Linux's idle timer), so the queue's next request, alone, closes the window.
+    #[test]
+    fn an_idle_wait_that_runs_out_clears_deep() {
+        let (next, mut q) = after_draining_deep(&scrambled());
+        assert_eq!(next, None);
+        let later = Instant(0) + Duration::from_millis(20);
+        assert_eq!(q.pop(later).map(|r| r.owner), Some(2), "the wait ran out");
+        assert!(!q.queues[&1].deep);
+        q.complete(later, q.queue_of(2).unwrap());
+        // Owner 1 comes back with one far request: seeky, no longer deep, so it is not waited
+        // for once it is done, and owner 3's request goes at once.
+        // (Owner 2's own idle wait runs out first.)
+        q.push(1, 500_000_000, 8, 100);
+        assert!(!q.queues[&1].idle_window);
+        let later = later + Duration::from_millis(20);
+        let r = q.pop(later).expect("owner 1 is served");
+        assert_eq!(r.owner, 1);
+        q.push(3, 900_000_000, 8, 101);
+        q.complete(later, r.queue);
+        assert_eq!(q.pop(later).map(|r| r.owner), Some(3));
+    }
+
+    /// A deep seeky queue that runs dry while more than half its slice is left delivers slower
+    /// than the disk serves it: Linux clears `deep` and the idle window then, before arming the
+    /// wait, and gives the disk to the next queue at once, its last request still in flight.
+    #[test]
+    fn a_deep_seeky_queue_that_runs_dry_early_is_not_waited_for() {
+        let mut q = cfq_for(SeekRule::Distance);
+        for (i, &lba) in scrambled().iter().enumerate() {
+            q.push(1, lba, 1024, i as u32);
+        }
+        q.push(2, 1_000_000_000, 8, 99);
+        assert!(q.queues[&1].deep);
+        // Two requests in flight at a time, as a disk with a queue depth of 2 takes them.
+        let mut now = Instant(0);
+        let mut in_flight = VecDeque::new();
+        for _ in 0..2 {
+            in_flight.push_back(q.pop(now).expect("owner 1 is served").queue);
+        }
+        for _ in 2..8 {
+            now += Duration::from_micros(100);
+            q.complete(now, in_flight.pop_front().expect("a request in flight"));
+            let r = q
+                .pop(now)
+                .expect("owner 1 keeps the disk while it has requests");
+            assert_eq!(r.owner, 1);
+            in_flight.push_back(r.queue);
+        }
+        // Owner 1 is dry with two requests in flight, 0.6 ms into its 100 ms slice.
+        assert_eq!(q.pop(now).map(|r| r.owner), Some(2));
+        assert!(!q.queues[&1].deep && !q.queues[&1].idle_window);
     }
 
     /// Linux takes a queue's seek history as requests arrive, each one's distance from where the
@@ -749,9 +903,8 @@ mod seek_history_tests {
     /// tree then serves them head to tail. (Taken at dispatch, in sorted order, they were none.)
     #[test]
     fn requests_arriving_out_of_order_make_a_queue_seeky() {
-        let scrambled: Vec<u64> = [0, 4, 1, 5, 2, 6, 3, 7].iter().map(|i| i * 1024).collect();
         assert_eq!(
-            after_draining(SeekRule::Distance, &scrambled, 1024),
+            after_draining(SeekRule::Distance, &scrambled(), 1024),
             Some(2)
         );
         // The same requests arriving in order: no seek, owner 1 keeps the disk to idle.
@@ -870,12 +1023,16 @@ mod merge_tests {
         let shared = q.queue_of(1).unwrap();
         assert_eq!(q.queue_of(2), Some(shared));
         // The two owners now read far apart: every dispatch of the shared queue seeks.
+        // One request at a time, so the queue never has 4 waiting and never turns deep.
         let mut now = Instant(10_000);
         let mut token = 3;
         for i in 0..8u64 {
             let owner = 1 + (i % 2) as u32;
             q.push(owner, (i + 1) * 1_000_000, 8, token);
             token += 1;
+            let r = q.pop(now).expect("the shared queue is served");
+            now += Duration::from_micros(100);
+            q.complete(now, r.queue);
         }
         while let Some(r) = q.pop(now) {
             now += Duration::from_micros(100);
