@@ -289,7 +289,9 @@ slower; a server without that document (nginx, MinIO, any Range server) is judge
 alone, with p = 1.2. --alpha N fixes it (1 = one readahead unit ahead, the classic setting).
 
 Data goes to --out (one URL: the file, or into it if it is a directory; several: a directory, each \
-file under its URL's name, and URLs that would share a name are refused before anything is \
+file under its URL's name: the last path segment, percent-decoded, so /a%20b.bin is saved as \
+`a b.bin`, or `index` for a path ending in /; a segment that decodes to a `/`, a NUL byte, `.` \
+or `..`, and URLs that would share a name, are refused (exit 2) before anything is \
 downloaded), or to standard output. A file is written under a temporary name \
 beside it and renamed into place when its download is complete, so a failed download (or one \
 stopped by SIGINT, SIGTERM or SIGHUP) leaves no partial file and an existing file as it was; a \
@@ -477,14 +479,16 @@ pub fn run_get(a: &GetArgs) -> anyhow::Result<()> {
     // Several URLs, or an existing directory: each file under its URL's name.
     let into_dir = a.out.as_ref().is_some_and(|out| several || out.is_dir());
     if into_dir && a.random.is_none() {
-        // Two downloads saved under one name would silently keep only the last.
-        let mut seen: std::collections::BTreeMap<&str, &Url> = std::collections::BTreeMap::new();
+        // Two downloads saved under one name would silently keep only the last; a name that
+        // cannot be saved is refused before anything is downloaded.
+        let mut seen = std::collections::BTreeMap::new();
         for url in &a.urls {
-            let name = saved_name(url);
-            if let Some(first) = seen.insert(name, url) {
+            let name = saved_name(url).map_err(input)?;
+            if let Some(first) = seen.insert(name.clone(), url) {
                 return Err(input(format!(
-                    "--out: {first} and {url} would both be saved as `{name}` in {}; \
+                    "--out: {first} and {url} would both be saved as `{}` in {}; \
                      download them into separate --out directories",
+                    name.to_string_lossy(),
                     a.out
                         .as_deref()
                         .unwrap_or(std::path::Path::new("."))
@@ -525,7 +529,8 @@ pub fn run_get(a: &GetArgs) -> anyhow::Result<()> {
             match &a.out {
                 Some(out) => {
                     let path = if into_dir {
-                        out.join(saved_name(url))
+                        // Checked before the first download (above).
+                        out.join(saved_name(url).map_err(input)?)
                     } else {
                         out.clone()
                     };
@@ -693,15 +698,39 @@ fn print_line(line: impl std::fmt::Display) -> anyhow::Result<()> {
         .context("writing to standard output")
 }
 
-/// The file name a URL is saved under in an --out directory: its path's last segment, or `index`
-/// when that names no file.
-fn saved_name(url: &Url) -> &str {
-    url.path
+/// The file name a URL is saved under in an --out directory: its path's last segment,
+/// percent-decoded as the server decodes it (`/a%20b.bin` is the file `a b.bin`, and is saved
+/// so), or `index` when that segment is empty, `.` or `..` as written. A segment that decodes to
+/// a name no file can have in one directory (one holding `/`, a NUL byte, or `.` or `..` alone)
+/// or holds a broken escape is refused with the reason: saved as written it would not be the
+/// file's name, and decoded it would be no name or another directory's.
+fn saved_name(url: &Url) -> Result<std::ffi::OsString, String> {
+    let segment = url
+        .path
         .split('?')
         .next()
         .and_then(|p| p.rsplit('/').next())
         .filter(|n| !n.is_empty() && *n != "." && *n != "..")
-        .unwrap_or("index")
+        .unwrap_or("index");
+    let refuse = |why: &str| {
+        format!(
+            "--out: {url} would be saved under its last path segment `{segment}`, which {why}; \
+             give --out a file name for it (one URL), or download it on its own"
+        )
+    };
+    let Some(name) = foresight_net::path::percent_decode(segment) else {
+        return Err(refuse("has a `%` not followed by two hex digits"));
+    };
+    if name.contains(&b'/') {
+        return Err(refuse("decodes to a name with `/` in it"));
+    }
+    if name.contains(&0) {
+        return Err(refuse("decodes to a name with a NUL byte in it"));
+    }
+    if name.is_empty() || name == b"." || name == b".." {
+        return Err(refuse("decodes to `.` or `..`, which name directories"));
+    }
+    Ok(std::os::unix::ffi::OsStringExt::from_vec(name))
 }
 
 /// Where one download's bytes go. A regular file (or a path where none exists yet) is written

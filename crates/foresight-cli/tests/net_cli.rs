@@ -512,6 +512,21 @@ fn serve_get_and_sigterm_through_the_binary() {
         String::from_utf8_lossy(&st.stderr)
     );
     assert!(std::fs::read(into.join("d.bin")).unwrap() == data);
+    // The name is the path's last segment decoded, as the server decoded it to find the file:
+    // `a%20b.bin` was saved as `a%20b.bin`, a name the file does not have.
+    std::fs::write(dir.join("a b.bin"), &data[..1000]).unwrap();
+    let st = bin()
+        .args(["get", &format!("http://{addr}/a%20b.bin"), "--out"])
+        .arg(&into)
+        .output()
+        .unwrap();
+    assert!(
+        st.status.success(),
+        "{}",
+        String::from_utf8_lossy(&st.stderr)
+    );
+    assert_eq!(std::fs::read(into.join("a b.bin")).unwrap(), data[..1000]);
+    assert!(!into.join("a%20b.bin").exists());
     let missing = into.join("missing.bin");
     let st = bin()
         .args(["get", &format!("http://{addr}/missing.bin"), "--out"])
@@ -670,6 +685,42 @@ fn urls_that_would_share_a_file_are_refused_up_front() {
         assert!(err.contains(needle), "should name {needle}: {err}");
     }
     assert!(!into.exists(), "the refused download created its directory");
+}
+
+/// A URL whose last segment decodes to no name one directory can hold (`%2F` is a `/`, `%00` a
+/// NUL, `%2e%2e` is `..`), or holds a broken escape, is refused before anything is fetched: exit
+/// 2, naming the URL, the segment and --out. Decoded names are what the file is called; decoding
+/// them must not let a URL choose another directory.
+#[test]
+fn get_refuses_url_names_that_decode_to_no_file_name() {
+    let (_guard, dir) = scratch("get-unsafe-name");
+    let into = dir.join("into");
+    std::fs::create_dir_all(&into).unwrap();
+    for (segment, why) in [
+        ("..%2Fescape.bin", "`/`"),
+        ("a%00b", "NUL"),
+        ("%2e%2e", "`..`"),
+        ("%2E", "`..`"),
+        ("bad%zz", "hex"),
+    ] {
+        let url = format!("http://127.0.0.1:1/d/{segment}");
+        let st = bin()
+            .args(["get", &url, "--out"])
+            .arg(&into)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&st.stderr);
+        assert_eq!(st.status.code(), Some(2), "{url}: {err}");
+        for needle in [url.as_str(), segment, why, "--out"] {
+            assert!(err.contains(needle), "{url}: should name {needle}: {err}");
+        }
+        assert!(
+            !err.contains("connect"),
+            "{url}: fetched before refusing: {err}"
+        );
+    }
+    assert_eq!(std::fs::read_dir(&into).unwrap().count(), 0);
+    assert!(!dir.join("escape.bin").exists());
 }
 
 /// `net-soak` at its smallest: two clients for 100 ms over one 64 KiB file and two workers.
