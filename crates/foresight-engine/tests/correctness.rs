@@ -667,6 +667,54 @@ fn empty_files_and_reads_past_the_end_return_nothing() {
     assert_eq!(&buf[..4], b"ello");
 }
 
+/// A file whose size is 0 but which holds bytes (every file of /proc) is refused at open with an
+/// error that says why and what to do, on every real backend, direct or not, and on the emulated
+/// one, which reads real files too. Before, it opened and read as empty: `Ok(0)` at once, as if
+/// the file had nothing in it. An empty regular file still opens, and reads nothing.
+#[test]
+fn a_file_whose_size_is_0_but_holds_bytes_is_refused_with_the_reason() {
+    let proc_file = std::path::Path::new("/proc/self/status");
+    if !proc_file.exists() {
+        eprintln!("skipped: no /proc here");
+        return;
+    }
+    assert_eq!(std::fs::metadata(proc_file).unwrap().len(), 0);
+    assert!(!std::fs::read(proc_file).unwrap().is_empty());
+    let dir = TempDir::new("size-0");
+    let empty = dir.file("empty", &[]);
+    let mut backends = real_backends("size-0");
+    backends.push((
+        "emulated",
+        Backend::Emulated(foresight_engine::EmulatedConfig::preset("ssd-850evo").unwrap()),
+    ));
+    for (name, backend) in backends {
+        for direct in [true, false] {
+            let engine = Engine::builder()
+                .backend(backend.clone())
+                .direct_io(direct)
+                .build()
+                .unwrap();
+            let e = engine.open(proc_file).unwrap_err();
+            let text = e.to_string();
+            assert!(text.contains("/proc/self/status"), "{name}: {text}");
+            assert!(
+                text.contains("size is 0 bytes but it holds data"),
+                "{name}: {text}"
+            );
+            assert!(text.contains("std::fs::read"), "{name}: {text}");
+            match e {
+                foresight_engine::EngineError::Open { source, .. } => {
+                    assert_eq!(source.kind(), std::io::ErrorKind::Unsupported, "{name}")
+                }
+                other => panic!("{name}: not an open error: {other:?}"),
+            }
+            let mut r = engine.open(&empty).unwrap();
+            let mut buf = [0u8; 16];
+            assert_eq!(r.read(&mut buf).unwrap(), 0, "{name}");
+        }
+    }
+}
+
 /// Fetches every hinted range and releases each as soon as it arrives, as a policy does with data
 /// nobody will read (the stream scheduler with a stale stream's buffers, `directed` with infill).
 struct FetchThenRelease {

@@ -452,15 +452,45 @@ fn open_real_with(
         Some(Err(e)) => return Err(e),
         None => (open(0)?, false),
     };
-    if !file.metadata()?.is_file() {
+    let meta = file.metadata()?;
+    if !meta.is_file() {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
             format!("{} is not a regular file", name.display()),
         ));
     }
+    if meta.len() == 0 && !direct && holds_bytes(&file) {
+        return Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "its size is 0 bytes but it holds data (a file of /proc, or of another file system \
+             that makes a file's bytes as they are read and reports no size): the engine reads \
+             a file up to its size when opened, so it would read nothing; read such a file \
+             with std::fs::read instead",
+        ));
+    }
     // io_uring answers reads of a non-blocking file with EAGAIN instead of waiting for them.
     crate::sys::clear_nonblocking(&file)?;
     Ok((file, direct))
+}
+
+/// Whether `file`, whose size is 0, has a byte to read all the same. The engine reads a file up
+/// to the size it had when opened (its chunks, the policy's layout and every reader's end of
+/// file come from it), and the files of /proc (and of other file systems that make their bytes
+/// as they are read) report a size of 0: they used to read as empty, without a word. One byte
+/// read here tells them from empty files. `file` is still non-blocking, so a file whose bytes
+/// are yet to come (a kernel log) answers `EAGAIN` at once, which counts as holding bytes: its
+/// size says nothing of them either. Only files read buffered are asked: a file system that
+/// takes `O_DIRECT` keeps its files' bytes in blocks and reports their sizes.
+fn holds_bytes(file: &File) -> bool {
+    use std::os::unix::fs::FileExt;
+    let mut one = [0u8; 1];
+    loop {
+        match file.read_at(&mut one, 0) {
+            Ok(n) => return n > 0,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return e.kind() == io::ErrorKind::WouldBlock,
+        }
+    }
 }
 
 /// Builds a [`FileHandle`] for a real file.
