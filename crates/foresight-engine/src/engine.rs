@@ -1314,7 +1314,16 @@ impl Seek for Reader {
                 "seek before the start of the file",
             ));
         }
-        self.pos = target.min(u64::MAX as i128) as u64;
+        // As `std::fs::File` and `std::io::Cursor` do: a position past `u64::MAX` is an error,
+        // and the position stays where it was. It used to be cut to `u64::MAX`, so a seek
+        // forward and the same seek back did not return to where the reader was.
+        let Ok(pos) = u64::try_from(target) else {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "seek past the largest position (2^64 - 1)",
+            ));
+        };
+        self.pos = pos;
         Ok(self.pos)
     }
 }

@@ -715,6 +715,38 @@ fn a_file_whose_size_is_0_but_holds_bytes_is_refused_with_the_reason() {
     }
 }
 
+/// A seek to a position before 0 or past `u64::MAX` is an error that leaves the position where
+/// it was, as for `std::fs::File`; seeks within that range, past the end of the file included,
+/// are taken, and a read there returns nothing. Before, a seek past `u64::MAX` was cut to it, so
+/// `Current(d)` and then `Current(-d)` did not come back.
+#[test]
+fn seeks_out_of_range_are_errors_that_leave_the_position() {
+    let dir = TempDir::new("seek-range");
+    let p = dir.file("f", b"0123456789");
+    let engine = Engine::builder().backend(Backend::Threads).build().unwrap();
+    let mut r = engine.open(&p).unwrap();
+    assert_eq!(r.seek(SeekFrom::End(-3)).unwrap(), 7);
+    let mut buf = [0u8; 8];
+    assert_eq!(r.read(&mut buf).unwrap(), 3);
+    assert_eq!(&buf[..3], b"789");
+    assert!(r.seek(SeekFrom::End(-11)).is_err());
+    assert!(r.seek(SeekFrom::Current(-11)).is_err());
+    assert_eq!(r.stream_position().unwrap(), 10);
+    let far = r.seek(SeekFrom::Current(i64::MAX)).unwrap();
+    assert_eq!(far, 10 + i64::MAX as u64);
+    let e = r.seek(SeekFrom::Current(i64::MAX)).unwrap_err();
+    assert_eq!(e.kind(), std::io::ErrorKind::InvalidInput);
+    assert_eq!(r.stream_position().unwrap(), far);
+    assert_eq!(r.read(&mut buf).unwrap(), 0);
+    assert_eq!(r.seek(SeekFrom::Current(-i64::MAX)).unwrap(), 10);
+    assert_eq!(r.seek(SeekFrom::Start(u64::MAX)).unwrap(), u64::MAX);
+    assert!(r.seek(SeekFrom::Current(1)).is_err());
+    assert_eq!(r.read(&mut buf).unwrap(), 0);
+    assert_eq!(r.seek(SeekFrom::Start(2)).unwrap(), 2);
+    assert_eq!(r.read(&mut buf).unwrap(), 8);
+    assert_eq!(&buf, b"23456789");
+}
+
 /// Fetches every hinted range and releases each as soon as it arrives, as a policy does with data
 /// nobody will read (the stream scheduler with a stale stream's buffers, `directed` with infill).
 struct FetchThenRelease {
