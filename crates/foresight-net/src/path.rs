@@ -10,7 +10,9 @@
 //! file (404), so the server does not reveal what lies outside. A relative symlink is followed
 //! while every step of it stays beneath the root; an absolute symlink is refused even when it
 //! points inside (it names a place by a path the root does not govern), and so is a relative one
-//! that climbs above the root on its way, even back into it.
+//! that climbs above the root on its way, even back into it. A regular file whose size is 0 but
+//! which holds bytes (a file of /proc, served from a root there) is refused (403):
+//! an answer is sent by the file's size, and the engine does not read such files.
 //!
 //! The check is not a promise about a later open by name, which a symlink swapped in between
 //! would redirect: the headers are decided from the metadata of the descriptor the lookup opened,
@@ -33,6 +35,9 @@ pub enum PathError {
     /// The lookup failed for a reason other than the name (out of descriptors, an I/O error):
     /// 500, with the reason.
     Failed(String),
+    /// A regular file the server cannot send as it is: its size is 0 but it holds bytes (a file
+    /// of /proc), and an answer is sent by the file's size: 403, with the reason.
+    Unservable(String),
 }
 
 /// A request path that names a regular file beneath the root.
@@ -92,6 +97,17 @@ pub fn resolve(root: &RootDir, uri_path: &str) -> Result<ServedFile, PathError> 
         return Err(PathError::NotFound);
     }
     match root.metadata(&rel) {
+        // The engine refuses such a file when a worker opens it; asked here, before the
+        // headers, it is refused rather than answered as an empty file.
+        Ok(m) if m.is_file() && m.len() == 0 => {
+            match foresight_engine::backend::open_real_beneath(root, &rel, false) {
+                Ok(_) => Ok(ServedFile { rel, metadata: m }),
+                Err(e) if e.kind() == std::io::ErrorKind::Unsupported => Err(
+                    PathError::Unservable(format!("this file is not served: {e}")),
+                ),
+                Err(e) => Err(lookup_error(&e)),
+            }
+        }
         Ok(m) if m.is_file() => Ok(ServedFile { rel, metadata: m }),
         Ok(_) => Err(PathError::NotFound),
         Err(e) => Err(lookup_error(&e)),
@@ -182,6 +198,32 @@ mod tests {
             resolve(root, "sub/f.bin"),
             Err(PathError::BadRequest(_))
         ));
+    }
+
+    /// A file whose size is 0 but which holds bytes is refused (403) with the reason, where it
+    /// was taken for an empty file and answered 200 with no body; an empty file is still served.
+    #[test]
+    fn a_file_of_size_0_that_holds_bytes_is_refused_and_an_empty_one_served() {
+        if std::fs::metadata("/proc/self/status").is_err() {
+            eprintln!("skipped: no /proc here");
+            return;
+        }
+        let proc_root = RootDir::open(std::path::Path::new("/proc/self")).unwrap();
+        // Matched by its text, so that the test also builds on the code before the variant.
+        let got = resolve(&proc_root, "/status");
+        assert!(
+            got.as_ref().is_err_and(|e| format!("{e:?}").starts_with(
+                "Unservable(\"this file is not served: its size is 0 bytes but it holds data"
+            )),
+            "/proc/self/status: {got:?}"
+        );
+        let guard = tempfile::Builder::new()
+            .prefix("foresight-path-empty-")
+            .tempdir()
+            .unwrap();
+        std::fs::write(guard.path().join("empty"), b"").unwrap();
+        let root = RootDir::open(&guard.path().canonicalize().unwrap()).unwrap();
+        assert_eq!(resolve(&root, "/empty").unwrap().metadata.len(), 0);
     }
 
     #[test]

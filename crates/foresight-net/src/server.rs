@@ -1714,6 +1714,7 @@ fn path_error(e: PathError) -> Response<ResBody> {
             StatusCode::INTERNAL_SERVER_ERROR,
             &format!("cannot look the file up: {why}"),
         ),
+        PathError::Unservable(why) => plain(StatusCode::FORBIDDEN, &why),
     }
 }
 
