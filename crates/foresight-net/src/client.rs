@@ -166,6 +166,15 @@ impl FromStr for Url {
                 "`{text}`: spaces and control characters must be %-encoded"
             ));
         }
+        // A `%` opens an escape of two hex digits (RFC 3986, section 2.1). Sent as it is, a
+        // broken one (`/100%.txt`) was answered 400 by the server after the download began; it
+        // is the user's text to fix, so it is refused before anything is sent.
+        if crate::path::percent_decode(&path).is_none() {
+            return Err(format!(
+                "`{text}`: a `%` in the path must start an escape of two hex digits; write %25 \
+                 for a percent sign"
+            ));
+        }
         Ok(Url {
             host: host.into(),
             port,
@@ -1955,6 +1964,18 @@ mod tests {
         ] {
             assert!(bad.parse::<Url>().is_err(), "{bad}");
         }
+        // A broken escape is refused, naming what to write; whole escapes parse as they are.
+        for bad in [
+            "http://x/100%.txt",
+            "http://x/a%2",
+            "http://x/a%zz",
+            "http://x/f?q=%",
+        ] {
+            let e = bad.parse::<Url>().unwrap_err();
+            assert!(e.contains(bad) && e.contains("%25"), "{bad}: {e}");
+        }
+        let u: Url = "http://x/100%25.txt?q=%2F".parse().unwrap();
+        assert_eq!(u.path, "/100%25.txt?q=%2F");
     }
 
     proptest::proptest! {
