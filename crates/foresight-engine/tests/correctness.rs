@@ -670,7 +670,8 @@ fn empty_files_and_reads_past_the_end_return_nothing() {
 /// A file whose size is 0 but which holds bytes (every file of /proc) is refused at open with an
 /// error that says why and what to do, on every real backend, direct or not, and on the emulated
 /// one, which reads real files too. Before, it opened and read as empty: `Ok(0)` at once, as if
-/// the file had nothing in it. An empty regular file still opens, and reads nothing.
+/// the file had nothing in it; so did one whose first byte cannot be read (`/proc/self/mem`).
+/// An empty regular file still opens, and reads nothing.
 #[test]
 fn a_file_whose_size_is_0_but_holds_bytes_is_refused_with_the_reason() {
     let proc_file = std::path::Path::new("/proc/self/status");
@@ -708,6 +709,11 @@ fn a_file_whose_size_is_0_but_holds_bytes_is_refused_with_the_reason() {
                 }
                 other => panic!("{name}: not an open error: {other:?}"),
             }
+            // A file of size 0 whose first byte cannot be read is not an empty file either
+            // (here EIO: nothing is mapped at address 0); it opened and read as empty.
+            let e = engine.open("/proc/self/mem").unwrap_err().to_string();
+            assert!(e.contains("/proc/self/mem"), "{name}: {e}");
+            assert!(e.contains("a read of its first byte failed"), "{name}: {e}");
             let mut r = engine.open(&empty).unwrap();
             let mut buf = [0u8; 16];
             assert_eq!(r.read(&mut buf).unwrap(), 0, "{name}");

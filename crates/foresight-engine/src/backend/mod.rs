@@ -459,7 +459,7 @@ fn open_real_with(
             format!("{} is not a regular file", name.display()),
         ));
     }
-    if meta.len() == 0 && !direct && holds_bytes(&file) {
+    if meta.len() == 0 && !direct && holds_bytes(&file)? {
         return Err(io::Error::new(
             io::ErrorKind::Unsupported,
             "its size is 0 bytes but it holds data (a file of /proc, or of another file system \
@@ -479,16 +479,28 @@ fn open_real_with(
 /// as they are read) report a size of 0: they used to read as empty, without a word. One byte
 /// read here tells them from empty files. `file` is still non-blocking, so a file whose bytes
 /// are yet to come (a kernel log) answers `EAGAIN` at once, which counts as holding bytes: its
-/// size says nothing of them either. Only files read buffered are asked: a file system that
-/// takes `O_DIRECT` keeps its files' bytes in blocks and reports their sizes.
-fn holds_bytes(file: &File) -> bool {
+/// size says nothing of them either. A read that fails otherwise (`/proc/self/mem` at 0 is
+/// `EIO`) is the open's error: an empty file reads nothing without failing, so this is not one,
+/// and opened it would read as empty too. Only files read buffered are asked: a file system
+/// that takes `O_DIRECT` keeps its files' bytes in blocks and reports their sizes.
+fn holds_bytes(file: &File) -> io::Result<bool> {
     use std::os::unix::fs::FileExt;
     let mut one = [0u8; 1];
     loop {
         match file.read_at(&mut one, 0) {
-            Ok(n) => return n > 0,
+            Ok(n) => return Ok(n > 0),
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return e.kind() == io::ErrorKind::WouldBlock,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(true),
+            Err(e) => {
+                return Err(io::Error::new(
+                    e.kind(),
+                    format!(
+                        "its size is 0 bytes and a read of its first byte failed ({e}), which \
+                         an empty file's does not; the engine reads a file up to its size when \
+                         opened, so it would read nothing"
+                    ),
+                ))
+            }
         }
     }
 }
