@@ -102,9 +102,16 @@ pub fn resolve(root: &RootDir, uri_path: &str) -> Result<ServedFile, PathError> 
         Ok(m) if m.is_file() && m.len() == 0 => {
             match foresight_engine::backend::open_real_beneath(root, &rel, false) {
                 Ok(_) => Ok(ServedFile { rel, metadata: m }),
-                Err(e) if e.kind() == std::io::ErrorKind::Unsupported => Err(
-                    PathError::Unservable(format!("this file is not served: {e}")),
-                ),
+                // The engine's message speaks to a program opening the file; this one to the
+                // client asking for it.
+                Err(e) if e.kind() == std::io::ErrorKind::Unsupported => {
+                    Err(PathError::Unservable(
+                        "this file is not served: its size is 0 bytes but it holds data (a \
+                         file of /proc, or of another file system that makes a file's bytes as \
+                         they are read), and an answer is sent by the file's size"
+                            .into(),
+                    ))
+                }
                 Err(e) => Err(lookup_error(&e)),
             }
         }
