@@ -193,6 +193,8 @@ impl EngineBuilder {
     /// which on a virtual machine costs about a second per GiB; prefaulted, the engine pays that
     /// once in `build` instead of while the first reads wait, and holds the whole budget from the
     /// start. A long-running reader (a server, a loader that runs for many epochs) wants it.
+    /// A mapping the kernel refuses (a budget beyond what it will map) fails nothing: the engine
+    /// is built all the same and takes memory as buffers need it, as without.
     /// Either way it forgets a shelf given to [`EngineBuilder::prefault_from`].
     pub fn prefault(mut self, on: bool) -> Self {
         self.prefault = on;
