@@ -350,6 +350,7 @@ impl EngineBuilder {
         );
         let broken_by = core.policy_panic_reason();
         let shared = Arc::new(Shared {
+            id: NEXT_ENGINE_ID.fetch_add(1, Ordering::Relaxed),
             core: Mutex::new(core),
             port: port.clone(),
             backend,
@@ -505,7 +506,14 @@ fn start_backend(
     }
 }
 
+/// The id the next engine built in this process gets ([`Shared::id`]).
+static NEXT_ENGINE_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
 pub(crate) struct Shared {
+    /// Tells this engine from the others of the process, so that a [`StreamHandle`] given to
+    /// another engine's [`Engine::hint`] is refused: stream ids, file ids and open counts are
+    /// each engine's own, and another engine's reader can match all three.
+    id: u64,
     core: Mutex<Core>,
     /// Where the backend delivers to this state; closed when the engine drops.
     port: Arc<CompletionPort>,
@@ -821,7 +829,8 @@ pub struct FileIdentity {
 
 /// Names one reader's stream on one file, for [`Engine::hint`]. A closed reader's `StreamId` is
 /// given to a later reader; a handle kept from the closed one names neither (the hint is refused
-/// with [`EngineError::UnknownStream`]).
+/// with [`EngineError::UnknownStream`]), and neither does a handle given to an engine other than
+/// the one whose reader made it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct StreamHandle {
     /// The file.
@@ -830,6 +839,8 @@ pub struct StreamHandle {
     pub stream: StreamId,
     /// Which open made the stream, telling it from later streams with the same id.
     open_seq: u64,
+    /// The engine whose reader made the handle.
+    engine: u64,
 }
 
 impl Engine {
@@ -925,7 +936,7 @@ impl Engine {
         let shared = &self.owner.shared;
         shared.breaking_on_panic(|| {
             let mut core = shared.lock_live()?;
-            if !core.stream_reads(at.stream, at.file, at.open_seq) {
+            if at.engine != shared.id || !core.stream_reads(at.stream, at.file, at.open_seq) {
                 return Err(EngineError::UnknownStream(at.stream));
             }
             let size = core.file_size(at.file);
@@ -1068,6 +1079,7 @@ impl Reader {
             file: self.file,
             stream: self.stream,
             open_seq: self.open_seq,
+            engine: self.owner.shared.id,
         }
     }
 

@@ -753,6 +753,39 @@ fn seeks_out_of_range_are_errors_that_leave_the_position() {
     assert_eq!(&buf, b"23456789");
 }
 
+/// A hint names its stream by a handle from one engine's reader; another engine, whose first
+/// reader has the same stream id, file id and open count, refuses it. Before, it took the hint
+/// for its own reader's stream, another file's.
+#[test]
+fn a_hint_given_to_another_engine_is_refused() {
+    let build = || {
+        let noop = NoopBackend::new();
+        noop.insert("/mem/a", content(1 << 20, 1));
+        noop.insert("/mem/b", content(1 << 20, 2));
+        Engine::builder()
+            .backend(Backend::Noop(noop))
+            .policy("directed")
+            .build()
+            .unwrap()
+    };
+    let (one, two) = (build(), build());
+    let a = one.open("/mem/a").unwrap();
+    let b = two.open("/mem/b").unwrap();
+    assert_eq!(
+        (a.handle().stream, a.handle().file),
+        (b.handle().stream, b.handle().file)
+    );
+    let range = [ByteRange::new(0, 4096)];
+    let e = two.hint(a.handle(), &range).unwrap_err();
+    assert!(
+        matches!(e, foresight_engine::EngineError::UnknownStream(_)),
+        "{e}"
+    );
+    assert!(one.hint(b.handle(), &range).is_err());
+    one.hint(a.handle(), &range).unwrap();
+    two.hint(b.handle(), &range).unwrap();
+}
+
 /// Fetches every hinted range and releases each as soon as it arrives, as a policy does with data
 /// nobody will read (the stream scheduler with a stale stream's buffers, `directed` with infill).
 struct FetchThenRelease {
