@@ -8,7 +8,8 @@
 //! is the policy's.
 //!
 //! A read walks its pages: cached pages are touched, in-flight pages make the read wait for their
-//! I/O, missing pages are read on demand. The policy sees the read first, with the first missing byte,
+//! I/O and are touched as it completes (each page is copied, and counts as used, once), missing
+//! pages are read on demand. The policy sees the read first, with the first missing byte,
 //! so when its window covers the request no separate demand read is issued. In-flight pages count
 //! against the capacity; when the cache is full of them, a prefetch is cut short and a demand read
 //! waits (`blocked`) until an I/O completes, so the capacity is a hard bound and demand always makes
@@ -716,12 +717,6 @@ impl CacheLayer {
     fn finish(&mut self, id: u32) {
         let r = self.reqs[id as usize].take().expect("live request");
         self.free_reqs.push(id);
-        // The copy upward reads every page: prefetched pages count as used.
-        let first = r.offset / PAGE_BYTES;
-        let last = (r.offset + r.bytes - 1) / PAGE_BYTES;
-        for p in first..=last {
-            self.cache.touch(page_key(r.file.0, p));
-        }
         self.done.push(Done {
             token: r.token,
             hit: !r.waited,
@@ -742,6 +737,16 @@ impl CacheLayer {
             self.cache.complete(page_key(file.0, p));
         }
         for w in waiters {
+            // A read waiting on these pages copies them now, as a kernel read copies each page
+            // once it is up to date, holding it meanwhile: touched, they count as used and are
+            // the most recently used. Touched only when the whole read was done, they could be
+            // evicted while it waited for its later pages, counted as wasted though the read had
+            // them, and the read still completed without reading them again.
+            let r = self.reqs[w as usize].expect("live request");
+            let (first, last) = (r.offset / PAGE_BYTES, (r.offset + r.bytes - 1) / PAGE_BYTES);
+            for p in first_page.max(first)..(first_page + pages).min(last + 1) {
+                self.cache.touch(page_key(file.0, p));
+            }
             let r = self.reqs[w as usize].as_mut().expect("live request");
             r.pending -= 1;
             if r.pending == 0 && !r.blocked {
