@@ -10,7 +10,7 @@
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use foresight_core::{excerpt, parse_duration, parse_size, ByteLen, Duration};
+use foresight_core::{excerpt, parse_duration, parse_size, ByteLen, Duration, SECTOR_BYTES};
 use foresight_device::{AlmostReadHits, QueuePolicy};
 use foresight_policy::readahead::WindowRule;
 use foresight_policy::PolicyConfig;
@@ -91,6 +91,31 @@ pub(crate) fn key_err(key: &str, message: impl Into<String>) -> ConfigError {
         key: key.to_string(),
         message: message.into(),
     }
+}
+
+/// The refusal of a size that is not a whole number of 512-byte sectors (`positive`: nor zero):
+/// what was written, and the whole-sector sizes on either side of it to write instead.
+pub(crate) fn not_whole_sectors(
+    key: &str,
+    given: &GivenValues,
+    v: ByteLen,
+    positive: bool,
+) -> ConfigError {
+    let below = v.0 / SECTOR_BYTES * SECTOR_BYTES;
+    let above = below + SECTOR_BYTES;
+    let choices = if below == 0 && positive {
+        format!("`{}`", ByteLen(above))
+    } else {
+        format!("`{}` or `{}`", ByteLen(below), ByteLen(above))
+    };
+    key_err(
+        key,
+        format!(
+            "must be a {}whole number of 512-byte sectors, got {}; write {choices}",
+            if positive { "positive " } else { "" },
+            given.value(key, v.rounded()),
+        ),
+    )
 }
 
 /// Which kind of device the volume is.
@@ -1354,10 +1379,7 @@ impl SimConfig {
             cache_segments: d.opt_int("cache_segments", 1, 4096)?.map(|v| v as u32),
             segment_size: match d.opt_size("segment_size", ByteLen(0), MAX_DRIVE_CACHE)? {
                 Some(b) if b.0 < 512 || !b.0.is_multiple_of(512) => {
-                    return Err(key_err(
-                        "device.segment_size",
-                        "must be a positive whole number of 512-byte sectors",
-                    ))
+                    return Err(not_whole_sectors("device.segment_size", &given, b, true))
                 }
                 other => other,
             },
@@ -1374,9 +1396,11 @@ impl SimConfig {
                 MAX_DRIVE_CACHE,
             )? {
                 Some(b) if !b.0.is_multiple_of(512) => {
-                    return Err(key_err(
+                    return Err(not_whole_sectors(
                         "device.drive_readahead_min",
-                        "must be a whole number of 512-byte sectors",
+                        &given,
+                        b,
+                        false,
                     ))
                 }
                 other => other,
@@ -1396,9 +1420,11 @@ impl SimConfig {
             },
             drive_readahead: match d.opt_size("drive_readahead", ByteLen(0), MAX_DRIVE_CACHE)? {
                 Some(b) if !b.0.is_multiple_of(512) => {
-                    return Err(key_err(
+                    return Err(not_whole_sectors(
                         "device.drive_readahead",
-                        "must be a whole number of 512-byte sectors",
+                        &given,
+                        b,
+                        false,
                     ))
                 }
                 other => other,
@@ -1438,9 +1464,11 @@ impl SimConfig {
             }
         }
         if !device.strip.0.is_multiple_of(512) {
-            return Err(key_err(
+            return Err(not_whole_sectors(
                 "device.strip",
-                "must be a whole number of 512-byte sectors",
+                &given,
+                device.strip,
+                true,
             ));
         }
         d.finish()?;
@@ -2069,6 +2097,68 @@ mod tests {
             apply_set(&mut t, s)?;
         }
         SimConfig::from_table(t, None)
+    }
+
+    /// A size that is not a whole number of sectors is quoted as written, with the whole-sector
+    /// sizes either side of it to write instead (a tier stack's block as the host's keys).
+    #[test]
+    fn a_size_off_the_sector_grid_is_quoted_with_the_sizes_either_side() {
+        for (text, sets, shown) in [
+            (
+                "",
+                &["device.kind=raid0", "device.strip=1000"][..],
+                "device.strip`: must be a positive whole number of 512-byte sectors, got `1000` \
+                 (1000B); write `512B` or `1KiB`",
+            ),
+            (
+                "[device]\nkind = \"raid0\"\nstrip = \"100KB\"\n",
+                &[][..],
+                "got `100KB` (about 97.7KiB); write `99840B` or `98KiB`",
+            ),
+            (
+                "",
+                &["device.segment_size=300"][..],
+                "device.segment_size`: must be a positive whole number of 512-byte sectors, got \
+                 `300` (300B); write `512B`",
+            ),
+            (
+                "",
+                &["device.segment_size=1MB"][..],
+                "got `1MB` (about 976.6KiB); write `999936B` or `977KiB`",
+            ),
+            (
+                "",
+                &["device.drive_readahead=1000"][..],
+                "device.drive_readahead`: must be a whole number of 512-byte sectors, got `1000` \
+                 (1000B); write `512B` or `1KiB`",
+            ),
+            (
+                "",
+                &["device.drive_readahead=100"][..],
+                "got `100` (100B); write `0B` or `512B`",
+            ),
+            (
+                "",
+                &["device.drive_readahead_min=4097"][..],
+                "device.drive_readahead_min`: must be a whole number of 512-byte sectors, got \
+                 `4097` (about 4.0KiB); write `4KiB` or `4608B`",
+            ),
+            (
+                "",
+                &[
+                    "device.kind=constant",
+                    "device.t_upper=52ms",
+                    "device.t_lower=120ms",
+                    "device.t_lower_to_upper=122ms",
+                    "workload.block=10MB",
+                ][..],
+                "workload.block`: must be a positive whole number of 512-byte sectors, got `10MB` \
+                 (about 9.5MiB); write `9999872B` or `9766KiB`",
+            ),
+        ] {
+            let e = cfg(text, sets).unwrap_err().to_string();
+            assert!(e.contains(shown), "{sets:?}: {e}");
+        }
     }
 
     /// A value out of range is quoted as the user wrote it, with its conversion beside it,

@@ -387,9 +387,11 @@ pub fn parse(mut root: Table, base_dir: Option<&Path>) -> Result<SimConfig, Conf
         .map_err(|_| key_err("workload.kind", "a tier stack runs the `hinted` workload"))?;
     let block = w.size("block", ByteLen::mib(10), ByteLen(512), ByteLen::gib(4))?;
     if !block.0.is_multiple_of(512) {
-        return Err(key_err(
+        return Err(crate::config::not_whole_sectors(
             "workload.block",
-            "must be a whole number of 512-byte sectors",
+            &given,
+            block,
+            true,
         ));
     }
     // A level with room for no whole block takes no copy, so a pipelining policy would quietly
