@@ -250,7 +250,8 @@ one when given by --set.
   file_size = \"128MiB\"           per-client file (random: one shared file, 0 = whole volume,
                                  its default; webserver: mean file size, 4MiB by default)
   files = 2048                   webserver: files in the set (default: as many as make an
-                                 8 GiB set, 8GiB / file_size; paper 000's Fig. 10)
+                                 8 GiB set, 8GiB / file_size, paper 000's Fig. 10; on a
+                                 smaller volume, as many of them as fit)
   pick = \"random\"                webserver: how a thread picks its next file: random |
                                  rotor (one cursor, shared by the threads, walks the set in
                                  file order: FileBench 1.x's openfile)

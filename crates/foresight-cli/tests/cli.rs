@@ -132,6 +132,30 @@ fn bad_input_exits_2_naming_the_problem() {
     );
 }
 
+/// Changing only the device to a small drive gave no run: the webserver's default 8 GiB set was
+/// refused as though the user had asked for `workload.files = 2048`. Left out, the count is now
+/// what fits; given, a count that does not fit is refused naming the most that do.
+#[test]
+fn a_webserver_on_a_small_drive_runs_with_the_files_that_fit() {
+    let web = [
+        "sim",
+        "--set",
+        "workload.kind=webserver",
+        "--set",
+        "device.preset=cheetah-4lp",
+        "--set",
+        "workload.duration=1s",
+    ];
+    let (code, out, err) = foresight(&[&web[..], &["--json"]].concat());
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("\"app_requests\""), "{out}");
+    let err = expect_input_error(
+        &[&web[..], &["--set", "workload.files=2048"]].concat(),
+        "workload.files`: `2048`",
+    );
+    assert!(err.contains("give workload.files at most"), "{err}");
+}
+
 /// The controller holds the host's read that missed and its read-ahead whole. The check used to
 /// set the read-ahead against `workload.request` alone, so a host read as large as seqp's window
 /// or a directed piece went down with more read-ahead than the cache holds, and was accepted.

@@ -297,6 +297,9 @@ pub struct WorkloadConfig {
     pub gap: ByteLen,
     /// How gaps are drawn (`gaps`).
     pub gap_dist: GapDist,
+    /// The keys of the file set as written: the checks that place the files run where the
+    /// volume is built (`sim.rs`), and there `workload.files` left out means "as many as fit".
+    pub(crate) given: GivenValues,
 }
 
 impl WorkloadConfig {
@@ -1032,7 +1035,8 @@ struct WebserverDefaults {
 /// 32 threads, 4 KiB reads, files of 4 MB mean, as many as make an 8 GB set (2048 of the
 /// default size). A set of 8 GiB fits the default wd800jd's 74.5 GiB whatever file size is
 /// given (1000 files of the other kinds' 128 MiB would need 128 GiB), and every other preset but
-/// cheetah-4lp (4.2 GiB), whose refusal names workload.files. A web server serves until stopped, so the run stops at a set time: one minute, as
+/// cheetah-4lp (4.2 GiB), where a `files` left out is cut to as many as fit (`Sim::new`). A web
+/// server serves until stopped, so the run stops at a set time: one minute, as
 /// `reproduce striping` runs Fig. 10 (the paper averages 10 snapshots).
 const WEBSERVER_DEFAULTS: WebserverDefaults = WebserverDefaults {
     threads: 32,
@@ -1831,6 +1835,7 @@ impl SimConfig {
                     ("exponential", GapDist::Exponential),
                 ],
             )?,
+            given: given.only(&["workload.files", "workload.file_size", "workload.request"]),
         };
         w.finish()?;
         // A random workload's file of 0 is the whole volume; one given smaller than a request

@@ -179,6 +179,41 @@ fn single_read_clients(w: &crate::config::WorkloadConfig, streams: &[StreamState
     streams.iter().filter(|s| s.plan.len() == 1).count() as u32
 }
 
+/// The most of the first files of `sizes` that `fits` places, 0 when not even one does: at
+/// most as many as the volume holds by bytes alone, then the largest count found to fit by
+/// halving the range between one that fits and one that does not.
+fn most_files_placed(
+    sizes: &[ByteLen],
+    volume_bytes: ByteLen,
+    fits: impl Fn(usize) -> bool,
+) -> usize {
+    let mut total = 0u64;
+    let by_bytes = sizes
+        .iter()
+        .take_while(|s| {
+            total = total.saturating_add(s.0);
+            total <= volume_bytes.0
+        })
+        .count();
+    if by_bytes == 0 {
+        return 0;
+    }
+    if fits(by_bytes) {
+        return by_bytes;
+    }
+    // `lo` fits (0 trivially), `hi` does not.
+    let (mut lo, mut hi) = (0, by_bytes);
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        if fits(mid) {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    lo
+}
+
 /// Places files round-robin over the members of a JBOD (file `i` on member `i % members`), and
 /// spreads each member's files evenly over it, as paper 001 places its streams on every disk.
 fn jbod_layout(
@@ -450,6 +485,8 @@ impl<'r> Sim<'r> {
         let place = |sizes: &[ByteLen], rng: &mut Rng| {
             Layout::place(volume_bytes, striping, sizes, w.placement, metadata, rng)
         };
+        // The webserver's file count: `workload.files`, or fewer when left out (below).
+        let mut files = w.files;
         let (layout, streams, trace) = match w.kind {
             WorkloadKind::Streams => {
                 let n = w.streams as usize;
@@ -521,19 +558,53 @@ impl<'r> Sim<'r> {
                         ByteLen(((x / PAGE_BYTES as f64).ceil() as u64).max(1) * PAGE_BYTES)
                     })
                     .collect();
-                let mut place_rng = rng.fork(u64::MAX);
-                let layout = place(&sizes, &mut place_rng).map_err(|e| ConfigError::Key {
-                    key: "workload.files".into(),
-                    message: e.to_string(),
-                })?;
+                // The first n files of a set are the first n sizes drawn, placed with the same
+                // draws, so a set cut short is the start of the whole one.
+                let place_first = |n: usize| place(&sizes[..n], &mut rng.fork(u64::MAX));
+                let layout = match place_first(sizes.len()) {
+                    Ok(layout) => layout,
+                    Err(e) => {
+                        let fit =
+                            most_files_placed(&sizes, volume_bytes, |n| place_first(n).is_ok());
+                        if fit == 0 {
+                            // Not even one file fits: its size is what to change.
+                            return Err(ConfigError::Key {
+                                key: "workload.file_size".into(),
+                                message: format!(
+                                    "{} with {}: {e}",
+                                    w.given.key("workload.file_size", w.file_size.rounded()),
+                                    w.given.key("workload.files", w.files),
+                                ),
+                            }
+                            .into());
+                        }
+                        if w.given.has("workload.files") {
+                            return Err(ConfigError::Key {
+                                key: "workload.files".into(),
+                                message: format!(
+                                    "{} with {}: {e}; at most {fit} of this seed's file sizes \
+                                     fit: give workload.files at most {fit}, or leave it out for \
+                                     as many as fit",
+                                    w.given.value("workload.files", w.files),
+                                    w.given.key("workload.file_size", w.file_size.rounded()),
+                                ),
+                            }
+                            .into());
+                        }
+                        // Left out, the file count is the 8 GiB set's or as many as fit, as
+                        // `foresight sim --help` says.
+                        files = fit as u32;
+                        place_first(fit).expect("this many files were placed")
+                    }
+                };
                 let streams = (0..w.streams as usize)
                     .map(|i| {
                         let mut r = rng.fork(i as u64);
                         // Threads open their first files in the order they start, so the rotor
                         // hands thread i the set's file i.
                         let file = match w.pick {
-                            FilePick::Random => r.below(w.files as u64) as u32,
-                            FilePick::Rotor => (i as u64 % w.files as u64) as u32,
+                            FilePick::Random => r.below(files as u64) as u32,
+                            FilePick::Rotor => (i as u64 % files as u64) as u32,
                         };
                         StreamState {
                             file,
@@ -676,7 +747,11 @@ impl<'r> Sim<'r> {
         };
         Ok(Sim {
             device_name: crate::build::describe(&cfg.device),
-            cfg: cfg.clone(),
+            cfg: {
+                let mut cfg = cfg.clone();
+                cfg.workload.files = files;
+                cfg
+            },
             now: Instant::ZERO,
             seq: 0,
             heap: BinaryHeap::new(),
@@ -688,7 +763,7 @@ impl<'r> Sim<'r> {
             apps: Vec::new(),
             free_apps: Vec::new(),
             streams_left: streams.len() as u32,
-            next_file: w.streams % w.files.max(1),
+            next_file: w.streams % files.max(1),
             stopped_at_horizon: 0,
             single_read_clients: single_read_clients(w, &streams),
             last_issue: LAST_ISSUE,
@@ -2092,6 +2167,44 @@ mod tests {
                 Some(Duration::from_secs(1))
             )
         );
+    }
+
+    /// A webserver whose default 8 GiB set does not fit the volume (cheetah-4lp holds 4.2 GiB)
+    /// runs as many of its files as fit, the start of the set drawn for the larger volume; a
+    /// `workload.files` given that does not fit is refused naming the most that do.
+    #[test]
+    fn a_webserver_set_left_to_its_default_is_cut_to_what_fits_the_volume() {
+        let web = ["workload.kind=webserver", "device.preset=cheetah-4lp"];
+        let sim = sim_of(web);
+        let files = sim.cfg.workload.files;
+        assert!((1000..2048).contains(&files), "{files} files");
+        let set_bytes: u64 = (0..files).map(|f| sim.layout.file_size(FileId(f)).0).sum();
+        assert!(set_bytes <= sim.layout.volume_bytes().0);
+        // Every thread's file, and every file a thread may pick next, is one of the set.
+        assert!(sim.streams.iter().all(|s| s.file < files));
+
+        let refused = |files: u32| {
+            let mut t = toml::Table::new();
+            for set in web {
+                crate::config::apply_set(&mut t, set).unwrap();
+            }
+            crate::config::apply_set(&mut t, &format!("workload.files={files}")).unwrap();
+            match Sim::new(
+                &SimConfig::from_table(t, None).unwrap(),
+                RequestLog::default(),
+            ) {
+                Ok(_) => None,
+                Err(e) => Some(e.to_string()),
+            }
+        };
+        let e = refused(2048).expect("2048 files do not fit");
+        assert!(
+            e.contains("workload.files`: `2048`")
+                && e.contains(&format!("give workload.files at most {files}")),
+            "{e}"
+        );
+        // The count it names runs.
+        assert_eq!(refused(files), None);
     }
 
     /// With `pick = "rotor"` the threads share one cursor over the file set, as FileBench 1.x's
