@@ -118,6 +118,22 @@ pub(crate) fn not_whole_sectors(
     )
 }
 
+/// A size to suggest as an upper bound: rounded down to whole KiB so that it reads as a size
+/// (`9637KiB`, not `9868928B`), with a rounded figure beside it when that is still long.
+fn writable_at_most(b: ByteLen) -> String {
+    let b = if b.0 >= 1024 {
+        ByteLen(b.0 / 1024 * 1024)
+    } else {
+        b
+    };
+    let rounded = b.rounded();
+    if rounded == b.to_string() {
+        rounded
+    } else {
+        format!("{b} ({rounded})")
+    }
+}
+
 /// Which kind of device the volume is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -168,9 +184,10 @@ pub struct DeviceConfig {
     pub controller_cache: ByteLen,
     /// The controller's read-ahead beyond every missing read.
     pub controller_readahead: ByteLen,
-    /// The drive cache keys as written: the checks comparing them with the drive's own figures
-    /// run where the device is built (`build.rs`), after the preset or import is read, and quote
-    /// them as the other checks comparing two keys do.
+    /// The drive cache keys (and the disks') as written: the checks comparing them with the
+    /// drive's own figures run where the device is built (`build.rs`, and the volume's size in
+    /// `sim.rs`), after the preset or import is read, and quote them as the other checks comparing
+    /// two keys do.
     pub(crate) given: GivenValues,
 }
 
@@ -1434,6 +1451,9 @@ impl SimConfig {
                 other => other,
             },
             given: given.only(&[
+                "device.disks",
+                "device.preset",
+                "device.disksim",
                 "device.cache_segments",
                 "device.segment_size",
                 "device.drive_readahead",
@@ -2004,7 +2024,7 @@ impl SimConfig {
                         device.controller_readahead.rounded()
                     ),
                     given.key("device.controller_cache", device.controller_cache.rounded()),
-                    ByteLen(device.controller_cache.0 - host_read_bytes),
+                    writable_at_most(ByteLen(device.controller_cache.0 - host_read_bytes)),
                 ),
             ));
         }
@@ -2102,6 +2122,37 @@ mod tests {
             apply_set(&mut t, s)?;
         }
         SimConfig::from_table(t, None)
+    }
+
+    /// The controller read-ahead that fits beside the host's largest read is advised as a size
+    /// (whole KiB, as one would write it); with reads off the page grid it was a byte count,
+    /// "at most 9868928B".
+    #[test]
+    fn the_controller_read_ahead_advised_reads_as_a_size() {
+        let e = cfg(
+            "",
+            &[
+                "device.controller_cache=10MB",
+                "device.controller_readahead=10MB",
+                "workload.request=3000",
+            ],
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("give device.controller_readahead at most 9637KiB,"),
+            "{e}"
+        );
+        let e = cfg(
+            "",
+            &[
+                "device.controller_cache=100MB",
+                "device.controller_readahead=100MB",
+            ],
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("at most 97528KiB (about 95.2MiB),"), "{e}");
     }
 
     /// A size that is not a whole number of sectors is quoted as written, with the whole-sector

@@ -469,12 +469,27 @@ impl<'r> Sim<'r> {
         // A page key holds a page index of the volume (an array layer caches it as one file), and
         // no file is larger than the volume.
         if volume_bytes.0 / PAGE_BYTES >= crate::host::pagecache::MAX_PAGES_PER_FILE {
+            // Only an array reaches this: one disk, an import included, holds at most 1 PiB.
+            let limit_bytes = crate::host::pagecache::MAX_PAGES_PER_FILE * PAGE_BYTES;
+            let member = ByteLen(volume.member_sectors() * SECTOR_BYTES);
+            let given = &cfg.device.given;
+            let disk = match &cfg.device.disksim {
+                Some(p) => given.key("device.disksim", p.display()),
+                None => given.key("device.preset", &cfg.device.preset),
+            };
+            let fewer = match (limit_bytes - 1) / member.0.max(1) {
+                0 => String::new(),
+                n => format!("give device.disks at most {n}, or "),
+            };
             return Err(ConfigError::Key {
                 key: "device.disks".into(),
                 message: format!(
-                    "the volume ({volume_bytes}) is larger than the {} of pages the simulator \
-                     indexes; use fewer or smaller disks",
-                    ByteLen(crate::host::pagecache::MAX_PAGES_PER_FILE * PAGE_BYTES)
+                    "{} disks of {} each ({disk}) make a volume of {}, more than the {} (2^40 \
+                     pages of 4 KiB) the simulator indexes; {fewer}use smaller disks",
+                    given.value("device.disks", cfg.device.disks),
+                    member.rounded(),
+                    volume_bytes.rounded(),
+                    ByteLen(limit_bytes).rounded(),
                 ),
             }
             .into());
@@ -526,11 +541,26 @@ impl<'r> Sim<'r> {
                 };
                 let size = ByteLen(size.0 / w.request.0 * w.request.0);
                 if size.0 == 0 || size > volume_bytes {
+                    let file_size = w.given.value("workload.file_size", w.file_size.rounded());
+                    let message = if size.0 == 0 {
+                        format!(
+                            "{file_size} holds no whole read of {}; give at least {}, or 0 for \
+                             the whole volume",
+                            w.given.key("workload.request", w.request.rounded()),
+                            w.request,
+                        )
+                    } else {
+                        format!(
+                            "{file_size} is larger than the volume of {} ({}); give at most {}, \
+                             or 0 for the whole volume",
+                            volume_bytes.rounded(),
+                            crate::build::describe(&cfg.device),
+                            volume_bytes,
+                        )
+                    };
                     return Err(ConfigError::Key {
                         key: "workload.file_size".into(),
-                        message: format!(
-                            "must be between one request and the volume's {volume_bytes}"
-                        ),
+                        message,
                     }
                     .into());
                 }
@@ -2166,6 +2196,78 @@ mod tests {
                 ByteLen::kib(64),
                 Some(Duration::from_secs(1))
             )
+        );
+    }
+
+    /// The refusal of an array past the 2^40 pages the simulator indexes quotes the keys as
+    /// written and gives readable sizes and the most disks that fit: it used to say only "the
+    /// volume (5120TiB) is larger than the 4096TiB of pages" under `device.disks`.
+    #[test]
+    fn a_volume_past_the_page_index_names_the_disks_as_written_and_the_most_that_fit() {
+        let data = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .ancestors()
+            .map(|a| a.join("shared/data/disksim"))
+            .find(|d| d.is_dir())
+            .expect("shared/data/disksim beside the crate or an ancestor");
+        // The Atlas 10K's files with one zone of 1024 surfaces x 2^21 cylinders x 1024 sectors:
+        // 2^50 bytes, the largest drive an import takes.
+        let dir = tempfile::tempdir().unwrap();
+        for f in ["atlas10k.diskspecs", "atlas10k.seek"] {
+            std::fs::copy(data.join(f), dir.path().join(f)).unwrap();
+        }
+        std::fs::write(
+            dir.path().join("atlas10k.model"),
+            "dm_disk X {\n Number of data surfaces = 1024,\n Number of cylinders = 2097152,\n \
+             Mechanical Model = dm_mech_g1 {\n Seek type = extracted,\n Full seek curve = \
+             atlas10k.seek,\n Rotation speed (in rpms) = 10025\n },\n Layout Model = \
+             dm_layout_g1 {\n Zones = [\n dm_layout_g1_zone {\n First cylinder number = 0,\n \
+             Last cylinder number = 2097151,\n Blocks per track = 1024\n }\n ]\n }\n}\n",
+        )
+        .unwrap();
+        let specs = dir.path().join("atlas10k.diskspecs");
+        for kind in ["raid0", "jbod"] {
+            let mut t = toml::Table::new();
+            for set in [
+                format!("device.kind={kind}"),
+                "device.disks=5".to_string(),
+                format!("device.disksim=\"{}\"", specs.display()),
+                "workload.kind=random".to_string(),
+            ] {
+                crate::config::apply_set(&mut t, &set).unwrap();
+            }
+            let cfg = SimConfig::from_table(t, None).unwrap();
+            let e = Sim::new(&cfg, RequestLog::default())
+                .err()
+                .unwrap()
+                .to_string();
+            assert!(
+                e.contains("device.disks`: `5` disks of 1024TiB each (device.disksim = `")
+                    && e.contains("make a volume of 5120TiB, more than the 4096TiB")
+                    && e.contains("give device.disks at most 3"),
+                "{kind}: {e}"
+            );
+        }
+    }
+
+    /// A random workload's file larger than the volume is quoted as written, the volume's size
+    /// readable: the refusal used to be "must be between one request and the volume's 76318MiB".
+    #[test]
+    fn a_random_file_larger_than_the_volume_is_quoted_with_the_volume_readable() {
+        let mut t = toml::Table::new();
+        for set in ["workload.kind=random", "workload.file_size=100TiB"] {
+            crate::config::apply_set(&mut t, set).unwrap();
+        }
+        let cfg = SimConfig::from_table(t, None).unwrap();
+        let e = Sim::new(&cfg, RequestLog::default())
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            e.contains(
+                "workload.file_size`: `100TiB` is larger than the volume of about 74.5GiB \
+                 (wd800jd); give at most 76318MiB, or 0 for the whole volume"
+            ),
+            "{e}"
         );
     }
 
