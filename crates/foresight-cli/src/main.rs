@@ -941,6 +941,10 @@ fn cmd_reproduce(names: &[String], quick: bool, out: &Path, list: bool) -> anyho
         .cloned()
         .collect();
     check_writable_dir(out)?;
+    // Refused at once, like a bad --out, rather than after the experiments before it.
+    if names.is_empty() || names.iter().any(|n| n == "drives") {
+        foresight_sim::experiments::drives::check_shared_data().map_err(input)?;
+    }
     let started = std::time::Instant::now();
     // A count of finished runs is printed at most once a second (and at the end of its batch):
     // one line per run made over a thousand lines for the quick catalogue.

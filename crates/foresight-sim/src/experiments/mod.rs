@@ -46,6 +46,22 @@ pub enum ExperimentError {
     /// No experiment of that name.
     #[error("unknown experiment `{0}`; choose from: {names}", names = names().join(", "))]
     Unknown(String),
+    /// An experiment's input files (the measured drives in `shared/data/`) are not there.
+    #[error(
+        "experiment {experiment} reads {path}, which is not there: {why}; run from a directory \
+         with shared/data/ beside it or above it (the repository's ../shared/data/), or name the \
+         other experiments, as in `foresight reproduce {others}`",
+        path = .path.display(),
+        others = names().into_iter().filter(|n| n != experiment).collect::<Vec<_>>().join(" ")
+    )]
+    MissingData {
+        /// Which experiment.
+        experiment: &'static str,
+        /// The first file missing.
+        path: PathBuf,
+        /// Where the folder was looked for.
+        why: String,
+    },
 }
 
 /// A figure an experiment drew.
