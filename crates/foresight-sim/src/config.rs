@@ -314,8 +314,9 @@ pub struct WorkloadConfig {
     pub gap: ByteLen,
     /// How gaps are drawn (`gaps`).
     pub gap_dist: GapDist,
-    /// The keys of the file set as written: the checks that place the files run where the
-    /// volume is built (`sim.rs`), and there `workload.files` left out means "as many as fit".
+    /// The keys of the clients and their files as written: the checks that place the files and
+    /// plan the reads run where the volume is built (`sim.rs`), and there `workload.files` left
+    /// out means "as many as fit".
     pub(crate) given: GivenValues,
 }
 
@@ -1855,7 +1856,14 @@ impl SimConfig {
                     ("exponential", GapDist::Exponential),
                 ],
             )?,
-            given: given.only(&["workload.files", "workload.file_size", "workload.request"]),
+            given: given.only(&[
+                "workload.streams",
+                "workload.files",
+                "workload.file_size",
+                "workload.request",
+                "workload.tile",
+                "workload.gap",
+            ]),
         };
         w.finish()?;
         // A random workload's file of 0 is the whole volume; one given smaller than a request

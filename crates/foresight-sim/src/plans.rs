@@ -151,11 +151,38 @@ mod tests {
                 .err()
                 .unwrap_or_else(|| panic!("{sets:?} ran"))
                 .to_string();
+            // The key that sets the reads' size: a tiles workload's is workload.tile.
+            let read_key = if sets[0] == "workload.kind=tiles" {
+                "workload.tile"
+            } else {
+                "workload.request"
+            };
             assert!(
-                e.contains("workload.file_size") && e.contains("workload.request"),
+                e.contains("workload.file_size") && e.contains(read_key),
                 "{sets:?}: {e}"
             );
         }
+        // The values are quoted as written, each with its key.
+        let cfg = crate::experiments::config(&[
+            "workload.kind=gaps".to_string(),
+            "workload.gap=0".to_string(),
+            "workload.request=512".to_string(),
+            "workload.file_size=\"8GiB\"".to_string(),
+            "workload.streams=3".to_string(),
+            "workload.duration=1ms".to_string(),
+        ]);
+        let e = crate::run(&cfg, crate::RunOptions::default())
+            .err()
+            .unwrap_or_else(|| panic!("a plan too long to hold ran"))
+            .to_string();
+        assert!(
+            e.contains(
+                "workload.streams = `3` reading files of `8GiB` in reads of workload.request = \
+                 `512` (512B) with gaps of workload.gap = `0` (0B) would disclose more than \
+                 4194304 reads"
+            ),
+            "{e}"
+        );
         // The largest plan the experiments disclose still runs.
         let cfg = crate::experiments::config(&[
             "workload.kind=scan".to_string(),

@@ -665,12 +665,23 @@ impl<'r> Sim<'r> {
                         ConfigError::Key {
                             key: "workload.file_size".into(),
                             message: format!(
-                                "{} client(s) would disclose more than {} reads in all, and a \
-                                 disclosed plan is held whole in memory; make workload.file_size \
-                                 smaller, the reads larger (workload.request; tiles: \
-                                 workload.tile) or the clients fewer (workload.streams)",
-                                n,
-                                crate::plans::MAX_DISCLOSED_READS
+                                "{} reading files of {} in reads of {}{} would disclose more \
+                                 than {} reads in all, and a disclosed plan is held whole in \
+                                 memory; make workload.file_size smaller, the reads larger ({}) \
+                                 or the clients fewer (workload.streams)",
+                                w.given.key("workload.streams", n),
+                                w.given.value("workload.file_size", w.file_size.rounded()),
+                                w.given.key(w.read_key(), w.read_bytes().rounded()),
+                                if w.kind == WorkloadKind::Gaps {
+                                    format!(
+                                        " with gaps of {}",
+                                        w.given.key("workload.gap", w.gap.rounded())
+                                    )
+                                } else {
+                                    String::new()
+                                },
+                                crate::plans::MAX_DISCLOSED_READS,
+                                w.read_key(),
                             ),
                         }
                     })?;
