@@ -132,6 +132,28 @@ fn bad_input_exits_2_naming_the_problem() {
     );
 }
 
+/// MSP on a volume without stripes is refused naming the key; on a JBOD, several disks, the
+/// advice said to use seqp or saseqp "on a single device".
+#[test]
+fn msp_without_stripes_is_refused_with_advice_true_of_every_device_kind() {
+    for kind in ["hdd", "ssd", "jbod"] {
+        let err = expect_input_error(
+            &[
+                "sim",
+                "--set",
+                &format!("device.kind={kind}"),
+                "--set",
+                "policy.name=msp+seqp",
+            ],
+            "policy.name",
+        );
+        assert!(
+            err.contains("needs a striped volume") && !err.contains("single device"),
+            "{kind}: {err}"
+        );
+    }
+}
+
 /// Changing only the device to a small drive gave no run: the webserver's default 8 GiB set was
 /// refused as though the user had asked for `workload.files = 2048`. Left out, the count is now
 /// what fits; given, a count that does not fit is refused naming the most that do.

@@ -160,7 +160,7 @@ impl Msp {
             return Err(PolicyError::BadSetting {
                 key: "name",
                 message: "msp prefetches stripes and needs a striped volume (device.kind = \
-                          \"raid0\"); use seqp or saseqp on a single device"
+                          \"raid0\"); use seqp or saseqp on a volume that is not striped"
                     .into(),
             });
         };
