@@ -248,10 +248,12 @@ impl StreamsConfig {
             return bad(
                 "memory",
                 format!(
-                    "M = {} bytes holds not one turn of R*N = {} bytes, which leaves the dispatch \
-                     set empty (D = M / (R*N) = 0); raise policy.memory to at least {}, or lower \
+                    "M = {} holds not one turn of R*N = {}, which leaves the dispatch set empty \
+                     (D = M / (R*N) = 0); raise policy.memory to at least {}, or lower \
                      policy.readahead or policy.per_turn",
-                    self.memory_bytes, turn_bytes, turn_bytes
+                    size_text(self.memory_bytes.into()),
+                    size_text(turn_bytes),
+                    size_text(turn_bytes)
                 ),
             );
         }
@@ -259,16 +261,27 @@ impl StreamsConfig {
             return bad(
                 "memory",
                 format!(
-                    "M >= D*R*N is required (paper 001, section 4.3) but M = {} bytes, D = {}, R = {} bytes, N = {}; \
-                     raise policy.memory or lower policy.dispatch, policy.readahead or policy.per_turn",
-                    self.memory_bytes,
+                    "M >= D*R*N is required (paper 001, section 4.3) but M = {}, D = {}, R = {}, \
+                     N = {}; raise policy.memory to at least D*R*N = {} or lower \
+                     policy.dispatch, policy.readahead or policy.per_turn",
+                    size_text(self.memory_bytes.into()),
                     d,
-                    self.readahead_bytes,
-                    self.per_turn
+                    size_text(self.readahead_bytes.into()),
+                    self.per_turn,
+                    size_text(d * turn_bytes)
                 ),
             );
         }
         Ok(d.min(u32::MAX as u128) as u32)
+    }
+}
+
+/// A byte count for a message, as a size one can write back (`8MiB`, `1000B`); a product of the
+/// settings past 2^64 bytes, which no size holds, as a plain count.
+fn size_text(bytes: u128) -> String {
+    match u64::try_from(bytes) {
+        Ok(b) => ByteLen(b).to_string(),
+        Err(_) => format!("{bytes} bytes"),
     }
 }
 
@@ -892,7 +905,14 @@ mod tests {
             ..StreamsConfig::default()
         };
         let e = StreamScheduler::new(cfg, layout).unwrap_err().to_string();
-        for part in ["M = 16777216", "D = 4", "R = 8388608", "N = 2"] {
+        // Sizes as one writes them, not byte counts, and the M that would do.
+        for part in [
+            "M = 16MiB",
+            "D = 4",
+            "R = 8MiB",
+            "N = 2",
+            "at least D*R*N = 64MiB",
+        ] {
             assert!(e.contains(part), "{e}");
         }
     }
@@ -918,7 +938,10 @@ mod tests {
         };
         let e = cfg.dispatch_set().unwrap_err().to_string();
         // Not "M >= D*R*N is required but ... D = 0", which M = 1 MiB satisfies.
-        assert!(e.contains("at least 8388608"), "{e}");
+        assert!(
+            e.contains("M = 1MiB holds not one turn of R*N = 8MiB") && e.contains("at least 8MiB"),
+            "{e}"
+        );
         assert!(!e.contains("M >= D*R*N"), "{e}");
     }
 
