@@ -1027,7 +1027,7 @@ pub const SOAK_HELP: &str = "Run many concurrent clients against one in-process 
 check every byte they receive.
 
 Generated files are served from a directory of their own in the temporary one (TMPDIR, which \
-must be an existing directory this user may write in, or /tmp without it), removed when \
+must be an existing directory this user may write in, or /tmp when it is unset or empty), removed when \
 the soak ends (also by SIGINT, SIGTERM or SIGHUP); files that would not fit in its free space, a \
 tenth of it kept spare, are refused before any is written. Even-numbered clients read their file \
 sequentially in 128 KiB ranges, odd-numbered ones read random ranges of up to --max-read. The \

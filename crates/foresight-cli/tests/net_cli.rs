@@ -765,6 +765,16 @@ fn net_soak_refuses_a_tmpdir_that_is_no_directory() {
     assert!(!made, "the soak created the missing TMPDIR");
 }
 
+/// An empty TMPDIR was refused ("TMPDIR:  does not exist", exit 2); like an unset one it means
+/// /tmp, as it does to mktemp and most tools.
+#[test]
+fn net_soak_takes_an_empty_tmpdir_as_unset() {
+    let st = small_soak().env("TMPDIR", "").output().unwrap();
+    let err = String::from_utf8_lossy(&st.stderr);
+    assert_eq!(st.status.code(), Some(0), "{err}");
+    assert!(!err.contains("does not exist"), "{err}");
+}
+
 /// A TMPDIR this user may not write in failed at the soak's first file, with exit 1. Made mode
 /// 555; a privileged user writes there anyway, so as root the soak runs as `nobody`.
 #[test]

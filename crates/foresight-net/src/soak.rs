@@ -275,7 +275,7 @@ pub fn check(cfg: &SoakConfig) -> Result<(), NetError> {
     }
     // The files go in a directory of their own beneath the temporary one, which is removed at the
     // end; a TMPDIR that is not there would be created, and left behind, on the way.
-    let tmp = std::env::temp_dir();
+    let tmp = temp_dir();
     if !tmp.is_dir() {
         return Err(NetError::Setting {
             key: "TMPDIR",
@@ -577,12 +577,36 @@ async fn fetch(
 
 /// Where [`run`] writes the files it serves (and removes them when it returns).
 pub fn files_dir() -> PathBuf {
-    std::env::temp_dir().join(format!("foresight-soak-{}", std::process::id()))
+    temp_dir().join(format!("foresight-soak-{}", std::process::id()))
+}
+
+/// The temporary directory: TMPDIR, or /tmp when it is unset or empty. `std::env::temp_dir`
+/// returns an empty TMPDIR as the empty path, which no directory has, so `TMPDIR= foresight
+/// net-soak` was refused where mktemp, Python and most tools read the empty value as unset.
+fn temp_dir() -> PathBuf {
+    temp_dir_from(std::env::var_os("TMPDIR"))
+}
+
+fn temp_dir_from(tmpdir: Option<std::ffi::OsString>) -> PathBuf {
+    match tmpdir {
+        Some(dir) if !dir.is_empty() => PathBuf::from(dir),
+        _ => PathBuf::from("/tmp"),
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_empty_tmpdir_is_taken_as_unset() {
+        assert_eq!(temp_dir_from(Some("".into())), PathBuf::from("/tmp"));
+        assert_eq!(temp_dir_from(None), PathBuf::from("/tmp"));
+        assert_eq!(
+            temp_dir_from(Some("/var/tmp".into())),
+            PathBuf::from("/var/tmp")
+        );
+    }
 
     /// A write that fails (a full disk: here `/dev/full` in the file's place) names the file.
     /// Before, a soak of 1,024 files of 16 MiB on a disk with less room ended in `error: No space
