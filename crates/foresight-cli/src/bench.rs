@@ -948,6 +948,17 @@ fn medians(samples: Vec<(u32, Row)>) -> Vec<Summary> {
         .collect()
 }
 
+/// A memory peak for the table: exact when it is a short whole number of a unit (`64MiB`), else
+/// to a tenth of its largest unit, marked `~` (`~16.1MiB`). `ByteLen`'s own `Display` is exact,
+/// so a peak of no whole MiB printed as `16512KiB`, which takes arithmetic to read.
+fn peak_label(bytes: u64) -> String {
+    let text = ByteLen(bytes).rounded();
+    match text.strip_prefix("about ") {
+        Some(rest) => format!("~{rest}"),
+        None => text,
+    }
+}
+
 fn print_rows(
     p: &Plan,
     rows: &[Summary],
@@ -1031,7 +1042,7 @@ fn print_rows(
             r.mib_s,
             ratio(s),
             r.memory_peak_bytes
-                .map(|b| ByteLen(b).to_string())
+                .map(peak_label)
                 .unwrap_or_else(|| "-".into()),
             r.cpu_s,
             r.note
@@ -1870,6 +1881,38 @@ mod tests {
                 "misaligned row:\n{text}"
             );
         }
+    }
+
+    /// A peak of no whole MiB printed as `16512KiB` in the table; it reads `~16.1MiB` now, and
+    /// the JSON keeps the exact bytes.
+    #[test]
+    fn the_table_prints_memory_peaks_in_their_largest_unit() {
+        let p = plan_of(&["--emulate", "wd800jd", "--streams", "1"]);
+        let row = |policy: &str, peak_bytes: u64| super::Summary {
+            row: super::Row {
+                streams: 1,
+                method: "engine",
+                policy: Some(policy.to_string()),
+                mib_s: 100.0,
+                memory_peak_bytes: Some(peak_bytes),
+                cpu_s: 0.1,
+                note: String::new(),
+                array: None,
+                cut_short: false,
+            },
+            ratio_to_limit: Some(0.9),
+        };
+        let rows = [row("seqp", 16_512 << 10), row("saseqp", 64 << 20)];
+        let mut out = Vec::new();
+        super::print_rows(&p, &rows, false, &mut out).expect("written to memory");
+        let text = String::from_utf8(out).expect("utf-8");
+        assert!(text.contains(" ~16.1MiB "), "{text}");
+        assert!(!text.contains("16512KiB"), "{text}");
+        assert!(text.contains(" 64MiB "), "whole units stay exact: {text}");
+        let mut out = Vec::new();
+        super::print_rows(&p, &rows, true, &mut out).expect("written to memory");
+        let json = String::from_utf8(out).expect("utf-8");
+        assert!(json.contains("16908288"), "{json}");
     }
 
     #[test]

@@ -151,7 +151,8 @@ the last (files opened, engine built and buffers faulted in before), the median 
 x limit is the median of each round's rate over that round's limit. memory peak is the most \
 buffer bytes held at once, the largest over the rounds: the engine's prefetched and in-flight \
 buffers (not its resident memory: its whole budget, in the header, is mapped beforehand), the \
-limit reader's reads in flight; the kernel's page cache is not counted. cpu s is this process's \
+limit reader's reads in flight; the kernel's page cache is not counted (to a tenth of its unit \
+where marked ~, exact in --json). cpu s is this process's \
 user and system time over the reads (all its threads, io_uring workers included; fio's own \
 process for fio), the median over the rounds.
 
