@@ -1659,6 +1659,15 @@ impl<'r> Sim<'r> {
 mod tests {
     use super::*;
 
+    /// The shipped DiskSim drive files: `shared/data/disksim` beside the crate or an ancestor.
+    fn disksim_data() -> std::path::PathBuf {
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .ancestors()
+            .map(|a| a.join("shared/data/disksim"))
+            .find(|d| d.is_dir())
+            .expect("shared/data/disksim beside the crate or an ancestor")
+    }
+
     /// A client cut off at the horizon with reads left is counted, and one that finishes before it
     /// is not.
     #[test]
@@ -1730,11 +1739,7 @@ mod tests {
     /// atlas10k validation trace's 10,000 records against bounds of 10,000 and 9,999.
     #[test]
     fn the_demerit_figure_needs_every_service_time_within_its_bound() {
-        let data = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .ancestors()
-            .map(|a| a.join("shared/data/disksim"))
-            .find(|d| d.is_dir())
-            .expect("shared/data/disksim beside the crate or an ancestor");
+        let data = disksim_data();
         let mut t = toml::Table::new();
         for set in [
             "workload.kind=trace".to_string(),
@@ -2215,11 +2220,7 @@ mod tests {
     /// volume (5120TiB) is larger than the 4096TiB of pages" under `device.disks`.
     #[test]
     fn a_volume_past_the_page_index_names_the_disks_as_written_and_the_most_that_fit() {
-        let data = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .ancestors()
-            .map(|a| a.join("shared/data/disksim"))
-            .find(|d| d.is_dir())
-            .expect("shared/data/disksim beside the crate or an ancestor");
+        let data = disksim_data();
         // The Atlas 10K's files with one zone of 1024 surfaces x 2^21 cylinders x 1024 sectors:
         // 2^50 bytes, the largest drive an import takes.
         let dir = tempfile::tempdir().unwrap();
