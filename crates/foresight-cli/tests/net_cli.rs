@@ -503,30 +503,12 @@ fn serve_get_and_sigterm_through_the_binary() {
     // download leaves no file behind.
     let into = dir.join("into");
     std::fs::create_dir_all(&into).unwrap();
-    let st = bin()
-        .args(["get", &format!("http://{addr}/d.bin"), "--out"])
-        .arg(&into)
-        .output()
-        .unwrap();
-    assert!(
-        st.status.success(),
-        "{}",
-        String::from_utf8_lossy(&st.stderr)
-    );
+    get_to(&format!("http://{addr}/d.bin"), &into);
     assert!(std::fs::read(into.join("d.bin")).unwrap() == data);
     // The name is the path's last segment decoded, as the server decoded it to find the file:
     // `a%20b.bin` was saved as `a%20b.bin`, a name the file does not have.
     std::fs::write(dir.join("a b.bin"), &data[..1000]).unwrap();
-    let st = bin()
-        .args(["get", &format!("http://{addr}/a%20b.bin"), "--out"])
-        .arg(&into)
-        .output()
-        .unwrap();
-    assert!(
-        st.status.success(),
-        "{}",
-        String::from_utf8_lossy(&st.stderr)
-    );
+    get_to(&format!("http://{addr}/a%20b.bin"), &into);
     assert_eq!(std::fs::read(into.join("a b.bin")).unwrap(), data[..1000]);
     assert!(!into.join("a%20b.bin").exists());
     let missing = into.join("missing.bin");
@@ -547,14 +529,9 @@ fn serve_get_and_sigterm_through_the_binary() {
     assert!(leftovers.is_empty(), "temporary files left: {leftovers:?}");
     // Targets that are not regular files are written in place: /dev/null, and a FIFO whose
     // reader sees every byte.
-    let st = bin()
-        .args(["get", &format!("http://{addr}/d.bin"), "--out", "/dev/null"])
-        .output()
-        .unwrap();
-    assert!(
-        st.status.success(),
-        "{}",
-        String::from_utf8_lossy(&st.stderr)
+    get_to(
+        &format!("http://{addr}/d.bin"),
+        std::path::Path::new("/dev/null"),
     );
     let fifo = dir.join("pipe");
     assert!(Command::new("mkfifo")
@@ -566,16 +543,7 @@ fn serve_get_and_sigterm_through_the_binary() {
         let fifo = fifo.clone();
         std::thread::spawn(move || std::fs::read(fifo).unwrap())
     };
-    let st = bin()
-        .args(["get", &format!("http://{addr}/d.bin"), "--out"])
-        .arg(&fifo)
-        .output()
-        .unwrap();
-    assert!(
-        st.status.success(),
-        "{}",
-        String::from_utf8_lossy(&st.stderr)
-    );
+    get_to(&format!("http://{addr}/d.bin"), &fifo);
     assert!(
         reader.join().unwrap() == data,
         "the FIFO's reader got other bytes"
@@ -612,6 +580,17 @@ fn closing_server() -> std::net::SocketAddr {
         }
     });
     addr
+}
+
+/// Runs `foresight get URL --out OUT`, which must succeed.
+fn get_to(url: &str, out: &std::path::Path) {
+    let st = bin().args(["get", url, "--out"]).arg(out).output().unwrap();
+    assert!(
+        st.status.success(),
+        "get {url} --out {}: {}",
+        out.display(),
+        String::from_utf8_lossy(&st.stderr)
+    );
 }
 
 /// Runs `foresight get ARGS --json`, which must succeed, and returns its report.

@@ -2129,17 +2129,27 @@ mod tests {
         }
     }
 
-    /// A simulation of the default config with `sets` applied.
-    fn sim_of<'a>(sets: impl IntoIterator<Item = &'a str>) -> Sim<'static> {
+    /// The default config with `sets` applied, checked key by key.
+    fn config_of<'a>(sets: impl IntoIterator<Item = &'a str>) -> SimConfig {
         let mut t = toml::Table::new();
         for set in sets {
             crate::config::apply_set(&mut t, set).unwrap();
         }
-        Sim::new(
-            &SimConfig::from_table(t, None).unwrap(),
-            RequestLog::default(),
-        )
-        .unwrap()
+        SimConfig::from_table(t, None).unwrap()
+    }
+
+    /// A simulation of the default config with `sets` applied.
+    fn sim_of<'a>(sets: impl IntoIterator<Item = &'a str>) -> Sim<'static> {
+        Sim::new(&config_of(sets), RequestLog::default()).unwrap()
+    }
+
+    /// The message with which building a simulation of `sets` is refused (the keys pass their
+    /// own checks; the refusal is the simulation's, which sees them together).
+    fn refusal_of<'a>(sets: impl IntoIterator<Item = &'a str>) -> String {
+        Sim::new(&config_of(sets), RequestLog::default())
+            .err()
+            .expect("the simulation is refused")
+            .to_string()
     }
 
     /// Runs `sets` to the end and returns its report.
@@ -2238,20 +2248,12 @@ mod tests {
         .unwrap();
         let specs = dir.path().join("atlas10k.diskspecs");
         for kind in ["raid0", "jbod"] {
-            let mut t = toml::Table::new();
-            for set in [
-                format!("device.kind={kind}"),
-                "device.disks=5".to_string(),
-                format!("device.disksim=\"{}\"", specs.display()),
-                "workload.kind=random".to_string(),
-            ] {
-                crate::config::apply_set(&mut t, &set).unwrap();
-            }
-            let cfg = SimConfig::from_table(t, None).unwrap();
-            let e = Sim::new(&cfg, RequestLog::default())
-                .err()
-                .unwrap()
-                .to_string();
+            let e = refusal_of([
+                format!("device.kind={kind}").as_str(),
+                "device.disks=5",
+                format!("device.disksim=\"{}\"", specs.display()).as_str(),
+                "workload.kind=random",
+            ]);
             assert!(
                 e.contains("device.disks`: `5` disks of 1024TiB each (device.disksim = `")
                     && e.contains("make a volume of 5120TiB, more than the 4096TiB")
@@ -2265,15 +2267,7 @@ mod tests {
     /// readable: the refusal used to be "must be between one request and the volume's 76318MiB".
     #[test]
     fn a_random_file_larger_than_the_volume_is_quoted_with_the_volume_readable() {
-        let mut t = toml::Table::new();
-        for set in ["workload.kind=random", "workload.file_size=100TiB"] {
-            crate::config::apply_set(&mut t, set).unwrap();
-        }
-        let cfg = SimConfig::from_table(t, None).unwrap();
-        let e = Sim::new(&cfg, RequestLog::default())
-            .err()
-            .unwrap()
-            .to_string();
+        let e = refusal_of(["workload.kind=random", "workload.file_size=100TiB"]);
         assert!(
             e.contains(
                 "workload.file_size`: `100TiB` is larger than the volume of about 74.5GiB \
