@@ -187,15 +187,18 @@ one when given by --set.
                                  positioning time) (default: the preset's)
   cache_segments = 16            drive cache: number of segments (default: the preset's)
   segment_size = \"512KiB\"        drive cache: segment size (a smaller one also lowers the
-                                 preset's read-ahead to fit it)
+                                 preset's read-ahead to fit it) (default: the preset's)
   drive_readahead = \"512KiB\"     drive read-ahead after a miss, at most segment_size
+                                 (default: the preset's)
   drive_readahead_min = \"0\"      drive reads ahead at least this far before the next command
+                                 (default: the preset's)
   almost_read_hits = \"ahead\"     which reads starting past what the drive's read-ahead has
                                  read join it: \"ahead\" any it will reach (default), \"head\"
                                  one at the sector it is reading, \"none\" none (DiskSim's
                                  `Allow almost read hits` 1 and 0); the others stop it and
                                  wait for the platter
   controller_mib_s = 429         one controller's aggregate bandwidth in front of every member
+                                 (default: none, no controller)
   controller_cache = \"0\"         controller cache (block level, below the host)
   controller_readahead = \"0\"     controller read-ahead beyond each miss, never cut
                                  short: one without room in the cache waits for it; with
@@ -313,7 +316,8 @@ Tier stacks (paper 002's informed prefetching) take their own keys; a config is 
 device.kind is tiered or constant, workload.kind is hinted, or the policy is an informed one:
   [device]
   kind = \"constant\"              constant (analytic: fixed per-block times) | tiered
-  t_upper = \"52ms\"               constant: upper level to memory (T_ss-cache)
+  t_upper = \"52ms\"               constant: upper level to memory (T_ss-cache); the three
+                                 t_ keys have no default: constant needs all of them
   t_lower = \"120ms\"              constant: lower level to memory (T_hdd-cache)
   t_lower_to_upper = \"122ms\"     constant: lower to upper level (T_hdd-ss)
   upper_capacity = \"64GiB\"       constant: room for copies on the upper level
@@ -323,10 +327,12 @@ device.kind is tiered or constant, workload.kind is hinted, or the policy is an 
                                  first: the whole copy one level up, its write included),
                                  capacity on every tier but the last, disks = 1
   link = {delay = \"200us\", bandwidth = \"110MiB/s\"}   optional network to the tiers
+                                 (default: none, the tiers are local)
   [policy]                       (a key below that the policy does not read is refused)
   name = \"tip\"                   tip | ipipe | ipo | ipods
   x_cache = \"auto\"               TIP's prefetch buffers, a count (1 to 1048576) or auto (cost-benefit)
-  max_bw = 15                    ipo/ipods: most reads in flight (TIP's and the copies')
+  max_bw = 15                    ipo/ipods: most reads in flight (TIP's and the copies');
+                                 no default: ipo and ipods need it
   pnext_groups = 7               ipo/ipods: Pnext lead in X_cache groups (default: algorithm 5)
   lru_hit_gain = 0.0             auto: LRU cache hit ratio lost per buffer taken (TIP's cost)
   [workload]

@@ -1727,6 +1727,153 @@ fn sim_help_gives_the_limits_of_a_hinted_traces_block_numbers() {
     assert_sim_help_says("at most 4,194,304, each below 2^40 and given once");
 }
 
+/// The key listing of `sim --help`: (section, key, value shown, its description with the
+/// description's continuation lines), for every `key = value` line under a `[section]` line, up
+/// to the JSON keys' paragraph.
+fn sim_help_key_lines() -> Vec<(String, String, String, String)> {
+    let (code, help, err) = foresight(&["sim", "--help"]);
+    assert_eq!(code, 0, "{err}");
+    let mut lines = Vec::new();
+    let mut section = String::new();
+    for line in help.lines().take_while(|l| !l.starts_with("JSON keys")) {
+        let body = line.trim_start();
+        let indent = line.len() - body.len();
+        if indent == 2 && body.starts_with('[') {
+            section = body[1..body.find(']').expect("a section line")].to_string();
+        } else if indent == 2 && body.contains(" = ") {
+            let (key, rest) = body.split_once(" = ").expect("checked");
+            // The value runs to the first gap of two spaces, where the description starts.
+            let (value, description) = rest.split_once("  ").unwrap_or((rest, ""));
+            let name = if key == "seed" {
+                String::new()
+            } else {
+                section.clone()
+            };
+            lines.push((
+                name,
+                key.to_string(),
+                value.to_string(),
+                description.trim().to_string(),
+            ));
+        } else if indent > 20 {
+            if let Some(last) = lines.last_mut() {
+                last.3 = format!("{} {body}", last.3);
+            }
+        }
+    }
+    lines
+}
+
+/// `sim --help` lists each key with a value: that value is the default unless the line says
+/// otherwise (`default: ...`, or `no default`), so setting it changes no figure of a run that
+/// reads the key. Checked against runs of each kind of config the listing covers; a key no
+/// such run reads fails the test, so a new key needs a context here. Before, `controller_mib_s
+/// = 429` was listed with no word that a run without it has no controller at all, so setting
+/// the listed value changed the default run's figures.
+#[test]
+fn every_value_sim_help_lists_is_the_default_unless_it_says_so() {
+    let dir = temp_dir("help-defaults");
+    let trace = dir.path().join("small.trace");
+    // DiskSim's format: R|W, Hit|Miss, block number, blocks, service us, interarrival us.
+    let records: String = (0..64)
+        .map(|i| format!("R Miss {} 8 1000.0 2000.0\n", 1000 + 64 * i))
+        .collect();
+    std::fs::write(&trace, records).expect("writing the trace");
+    let trace_set = format!("workload.trace={}", trace.display());
+    let short = "workload.duration=2s";
+    let tier_stack = [
+        "device.kind=constant",
+        "device.t_upper=52ms",
+        "device.t_lower=120ms",
+        "device.t_lower_to_upper=122ms",
+    ];
+    let contexts: Vec<Vec<&str>> = vec![
+        vec![short],
+        vec![short, "policy.name=streams"],
+        vec![short, "device.kind=raid0", "device.preset=cheetah-15k4"],
+        vec![
+            short,
+            "device.kind=raid0",
+            "device.preset=cheetah-15k4",
+            "policy.name=msp+saseqp",
+        ],
+        vec!["policy.name=directed", "workload.kind=scan"],
+        vec!["policy.name=directed", "workload.kind=tiles"],
+        vec!["policy.name=directed", "workload.kind=gaps"],
+        vec![short, "workload.kind=webserver"],
+        vec!["workload.kind=random", "workload.requests=50"],
+        vec!["workload.kind=trace", &trace_set],
+        tier_stack.to_vec(),
+        [&tier_stack[..], &["policy.name=ipo", "policy.max_bw=15"]].concat(),
+    ];
+    let run = |sets: &[&str]| -> Option<serde_json::Value> {
+        let mut args = vec!["sim", "--json"];
+        for set in sets {
+            args.extend(["--set", set]);
+        }
+        let (code, out, err) = foresight(&args);
+        if code == 2 {
+            return None; // a key this kind of run does not read
+        }
+        assert_eq!(code, 0, "{args:?}: {err}");
+        let mut report: serde_json::Value = serde_json::from_str(&out).expect("one JSON object");
+        report.as_object_mut().expect("an object").remove("wall_s");
+        Some(report)
+    };
+    let bases: Vec<serde_json::Value> = contexts
+        .iter()
+        .map(|sets| run(sets).unwrap_or_else(|| panic!("context {sets:?} runs")))
+        .collect();
+    let mut untested = Vec::new();
+    let mut differing = Vec::new();
+    for (section, key, value, description) in sim_help_key_lines() {
+        let placeholder = value.contains("PATH") || value.contains("...");
+        if placeholder
+            || description.contains("default")
+            || section == "dfs"
+            || section == "network"
+        {
+            continue; // [dfs] and [network] keys make the run a DFS run: not a host's default
+        }
+        let path = if section.is_empty() {
+            key.clone()
+        } else {
+            format!("{section}.{key}")
+        };
+        let set = format!("{path}={value}");
+        let mut read = false;
+        for (sets, base) in contexts.iter().zip(&bases) {
+            if sets.contains(&format!("{path}={}", value.trim_matches('"')).as_str()) {
+                read = true; // the context itself runs with the listed value
+                continue;
+            }
+            if sets.iter().any(|s| s.starts_with(&format!("{path}="))) {
+                continue; // the context chose another value of this key
+            }
+            let mut with = sets.clone();
+            with.push(&set);
+            if let Some(report) = run(&with) {
+                read = true;
+                if &report != base {
+                    differing.push(format!("{set} on {sets:?}"));
+                }
+            }
+        }
+        if !read {
+            untested.push(set);
+        }
+    }
+    assert!(
+        differing.is_empty(),
+        "`sim --help` lists these values as if they were the defaults, but setting them changes \
+         the run: {differing:?}"
+    );
+    assert!(
+        untested.is_empty(),
+        "no context of this test reads these keys; add one: {untested:?}"
+    );
+}
+
 /// DESIGN.md names `cfq` among the host schedulers and `aps` among the policy names; here both
 /// live in the [dfs] model (ARCHITECTURE.md, departures). Asked of a host, each was refused with
 /// the list of what a host takes, which left the user without the way to get what they asked
