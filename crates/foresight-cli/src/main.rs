@@ -255,7 +255,8 @@ one when given by --set.
                                  its default; webserver: mean file size, 4MiB by default)
   files = 2048                   webserver: files in the set (default: as many as make an
                                  8 GiB set, 8GiB / file_size, paper 000's Fig. 10; on a
-                                 smaller volume, as many of them as fit)
+                                 smaller volume, as many of them as fit, which the summary
+                                 and webserver_files_cut_from report)
   pick = \"random\"                webserver: how a thread picks its next file: random |
                                  rotor (one cursor, shared by the threads, walks the set in
                                  file order: FileBench 1.x's openfile)
@@ -367,7 +368,10 @@ after_end (device_requests, device_bytes, breakdown, last_completion_s), a key o
 JSON has. Its prefetched_bytes counts blocks fetched into memory and copies into levels, its
 wasted_bytes the copies dropped or left at the end unread. gaps_single_read_clients, present
 only when not 0, counts the clients of a gaps workload whose exponential gaps left them one read
-(a warning on standard error says so too). Of the common keys, stall_s adds to the completed
+(a warning on standard error says so too). A webserver run gives its set's files and bytes as
+webserver_files and webserver_set_bytes, and webserver_files_cut_from, present only when the
+default set did not fit the volume and was cut to the files that fit, the count it was cut from
+(the summary's file set line says the same). Of the common keys, stall_s adds to the completed
 requests' latencies the wait of each request still out when a run stops at workload.duration
 (the latency keys count completed requests only), and a trace's app_requests and app_bytes count
 its writes too.
@@ -731,6 +735,17 @@ fn cmd_sim(
         r.streams,
         r.seed
     );
+    if let Some(files) = r.webserver_files {
+        let bytes = r.webserver_set_bytes.unwrap_or(0);
+        match r.webserver_files_cut_from {
+            // A set cut short reads fewer, so more often cached, files than the one asked for.
+            Some(all) => outln!(
+                "  file set     {files:>10} files, {bytes} bytes: cut from the default {all} (an \
+                 8 GiB set) to what fits the volume; set workload.files to choose the count"
+            ),
+            None => outln!("  file set     {files:>10} files, {bytes} bytes"),
+        }
+    }
     outln!(
         "  throughput   {:>10.2} MiB/s over {:.3} s simulated ({:.2} s on this host)",
         r.throughput_mib_s,

@@ -2008,3 +2008,54 @@ fn a_stream_scheduler_read_larger_than_the_files_is_warned_of() {
     assert_eq!(code, 0, "{stderr}");
     assert!(!stderr.contains("policy.readahead"), "{stderr}");
 }
+
+/// A webserver set left to its default (the files of an 8 GiB set) is cut to what fits a smaller
+/// volume; the summary and the JSON say how many files ran and what they were cut from, and a
+/// set that ran whole says its count and no cut.
+#[test]
+fn a_webserver_set_cut_to_fit_the_volume_says_so() {
+    let web = |preset: &str, json: bool| {
+        let preset = format!("device.preset={preset}");
+        let mut args = vec![
+            "sim",
+            "--set",
+            "workload.kind=webserver",
+            "--set",
+            &preset,
+            "--set",
+            "workload.duration=1s",
+        ];
+        if json {
+            args.push("--json");
+        }
+        let (code, out, err) = foresight(&args);
+        assert_eq!(code, 0, "{err}");
+        out
+    };
+    let v: serde_json::Value =
+        serde_json::from_str(web("cheetah-4lp", true).trim()).expect("one JSON object");
+    let files = v["webserver_files"].as_u64().expect("webserver_files");
+    assert!((1000..2048).contains(&files), "{v}");
+    assert_eq!(v["webserver_files_cut_from"], 2048, "{v}");
+    // cheetah-4lp holds 4.55 GB.
+    let set_bytes = v["webserver_set_bytes"]
+        .as_u64()
+        .expect("webserver_set_bytes");
+    assert!((3 << 30..4_550_000_000).contains(&set_bytes), "{v}");
+    let summary = web("cheetah-4lp", false);
+    assert!(
+        summary.contains(&format!("file set{files:>15} files, {set_bytes} bytes"))
+            && summary.contains("cut from the default 2048"),
+        "{summary}"
+    );
+
+    let v: serde_json::Value =
+        serde_json::from_str(web("wd800jd", true).trim()).expect("one JSON object");
+    assert_eq!(v["webserver_files"], 2048, "{v}");
+    assert!(v.get("webserver_files_cut_from").is_none(), "{v}");
+    let summary = web("wd800jd", false);
+    assert!(
+        summary.contains("file set") && !summary.contains("cut from"),
+        "{summary}"
+    );
+}

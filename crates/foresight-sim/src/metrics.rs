@@ -163,6 +163,19 @@ pub struct Report {
     /// read in a file that holds two, so they measured one read; absent when none did.
     #[serde(skip_serializing_if = "is_zero")]
     pub gaps_single_read_clients: u32,
+    /// A `webserver` workload: the files in the set that ran (absent for other workloads). Left
+    /// to its default, `workload.files` is the count that makes an 8 GiB set; on a smaller volume
+    /// the set is cut to the files that fit, and `webserver_files_cut_from` says so.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub webserver_files: Option<u32>,
+    /// A `webserver` workload: the bytes of those files (sizes are drawn around
+    /// `workload.file_size`, so this is not `webserver_files` times the mean).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub webserver_set_bytes: Option<u64>,
+    /// A `webserver` workload whose default file count did not fit the volume: that default
+    /// count, of which only `webserver_files` ran; absent when the whole set ran.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub webserver_files_cut_from: Option<u32>,
     /// Ruemmler and Wilkes' demerit figure, ms: the RMS horizontal distance between the simulated
     /// and the measured service-time distributions (see [`crate::validate`]). Only for a trace whose
     /// every record carries a measured service time (a DiskSim validation trace); `null` otherwise.

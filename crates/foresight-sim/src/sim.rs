@@ -363,6 +363,8 @@ struct Sim<'r> {
     /// submitter can fill the queues while a read it sent through the cache is still being
     /// fetched in parts). Bounded by the cache's pages: each holds at least one.
     array_io_held: std::collections::VecDeque<Down>,
+    /// A webserver set cut to fit the volume: the default file count it was cut from.
+    files_cut_from: Option<u32>,
     /// A DiskSim trace's measured service time of each record read, ms, for the demerit figure;
     /// at most `DEMERIT_SAMPLES_MAX`, emptied (with `trace_demerit_lost` set) past that.
     trace_measured_ms: Vec<f64>,
@@ -502,6 +504,8 @@ impl<'r> Sim<'r> {
         };
         // The webserver's file count: `workload.files`, or fewer when left out (below).
         let mut files = w.files;
+        // The default count, when it was cut to what fits (reported beside the count that ran).
+        let mut files_cut_from = None;
         let (layout, streams, trace) = match w.kind {
             WorkloadKind::Streams => {
                 let n = w.streams as usize;
@@ -624,6 +628,7 @@ impl<'r> Sim<'r> {
                         // Left out, the file count is the 8 GiB set's or as many as fit, as
                         // `foresight sim --help` says.
                         files = fit as u32;
+                        files_cut_from = Some(w.files);
                         place_first(fit).expect("this many files were placed")
                     }
                 };
@@ -805,6 +810,7 @@ impl<'r> Sim<'r> {
             free_apps: Vec::new(),
             streams_left: streams.len() as u32,
             next_file: w.streams % files.max(1),
+            files_cut_from,
             stopped_at_horizon: 0,
             single_read_clients: single_read_clients(w, &streams),
             last_issue: LAST_ISSUE,
@@ -1585,6 +1591,7 @@ impl<'r> Sim<'r> {
             }
             _ => (0, 0, 0, 0),
         };
+        let is_webserver = self.cfg.workload.kind == WorkloadKind::Webserver;
         let report = Report {
             throughput_mib_s: if elapsed_s > 0.0 {
                 self.app_bytes as f64 / (1u64 << 20) as f64 / elapsed_s
@@ -1635,6 +1642,13 @@ impl<'r> Sim<'r> {
             trace_lba_wrapped: Some(self.trace_wrapped),
             clients_stopped_at_horizon: self.stopped_at_horizon,
             gaps_single_read_clients: self.single_read_clients,
+            webserver_files: is_webserver.then_some(self.cfg.workload.files),
+            webserver_set_bytes: is_webserver.then(|| {
+                (0..self.cfg.workload.files)
+                    .map(|f| self.layout.file_size(FileId(f)).0)
+                    .sum()
+            }),
+            webserver_files_cut_from: self.files_cut_from,
             demerit_ms: self.demerit_ms(),
             members: self
                 .volume
