@@ -15,7 +15,9 @@ use std::process::ExitCode;
 
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
-use foresight_sim::config::{apply_set, apply_unset, read_config_file, SimConfig};
+use foresight_sim::config::{
+    apply_set, apply_unset, read_config_file_as_written, AsWritten, SimConfig,
+};
 use foresight_sim::metrics::RequestSink;
 use foresight_sim::{Progress, RunOptions, SimError};
 
@@ -514,21 +516,23 @@ fn load_config(
     unsets: &[String],
     sets: &[String],
 ) -> anyhow::Result<SimConfig> {
-    let mut table = match path {
-        Some(p) => read_config_file(p).map_err(input)?,
-        None => toml::Table::new(),
+    let (mut table, mut written) = match path {
+        Some(p) => read_config_file_as_written(p).map_err(input)?,
+        None => (toml::Table::new(), AsWritten::default()),
     };
     for k in unsets {
         apply_unset(&mut table, k).map_err(input)?;
+        written.note_unset(k);
     }
     for s in sets {
         apply_set(&mut table, s).map_err(input)?;
+        written.note_set(s);
     }
     if path.is_some() {
         anchor_set_paths(&mut table, sets)?;
     }
     let base = path.and_then(Path::parent);
-    SimConfig::from_table(table, base).map_err(input)
+    SimConfig::from_table_as_written(table, base, &written).map_err(input)
 }
 
 /// The keys whose value is a file path. In a config file a relative one is taken from the file's

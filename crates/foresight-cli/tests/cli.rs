@@ -2059,3 +2059,47 @@ fn a_webserver_set_cut_to_fit_the_volume_says_so() {
         "{summary}"
     );
 }
+
+/// A size written as a TOML float (`1e9`) is refused quoting it as written, not as TOML prints
+/// it back (`1000000000.0`), with the whole number to write instead; from a config file the
+/// refusal also names the file and line that set it.
+#[test]
+fn a_size_written_as_a_float_is_quoted_as_written() {
+    for (set, written, reprint, whole) in [
+        ("host.memory=1e9", "1e9", "1000000000.0", "1000000000"),
+        ("workload.request=4.096e3", "4.096e3", "4096.0", "4096"),
+    ] {
+        let key = set.split_once('=').expect("KEY=VALUE").0;
+        let err = expect_input_error(&["sim", "--set", set], key);
+        assert!(
+            err.contains(&format!("got {written}, a TOML float"))
+                && err.contains(&format!("bytes, {whole},"))
+                && !err.contains(reprint),
+            "{err}"
+        );
+    }
+    let dir = temp_dir("float-size");
+    let config = dir.path().join("float.toml");
+    std::fs::write(
+        &config,
+        "seed = 3\n[host]\nscheduler = \"noop\"\nmemory = 1e9\n",
+    )
+    .expect("writing the config");
+    let config = config.to_str().expect("a UTF-8 path");
+    let err = expect_input_error(&["sim", "--config", config], "host.memory");
+    assert!(
+        err.contains("got 1e9, a TOML float")
+            && err.contains(&format!("(set at {config}:4)"))
+            && !err.contains("1000000000.0"),
+        "{err}"
+    );
+    // A --set replaces the file's value, and with it the place it was written.
+    let err = expect_input_error(
+        &["sim", "--config", config, "--set", "host.memory=2.5e9"],
+        "host.memory",
+    );
+    assert!(
+        err.contains("got 2.5e9") && !err.contains("set at"),
+        "{err}"
+    );
+}

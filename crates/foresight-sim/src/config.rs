@@ -384,6 +384,12 @@ const CONFIG_BYTES_MAX: u64 = 16 << 20;
 
 /// Reads a config file into a TOML table.
 pub fn read_config_file(path: &Path) -> Result<Table, ConfigError> {
+    read_config_file_as_written(path).map(|(table, _)| table)
+}
+
+/// Reads a config file into a TOML table, with its values as written and their lines, for
+/// [`SimConfig::from_table_as_written`].
+pub fn read_config_file_as_written(path: &Path) -> Result<(Table, AsWritten), ConfigError> {
     let file_err = |message: String| ConfigError::File {
         file: path.display().to_string(),
         message,
@@ -412,7 +418,8 @@ pub fn read_config_file(path: &Path) -> Result<Table, ConfigError> {
             message: "not UTF-8 text; save the config as UTF-8".into(),
         }
     })?;
-    let table = parse_config_text(&text, &path.display().to_string())?;
+    let file = path.display().to_string();
+    let table = parse_config_text(&text, &file)?;
     // An empty file is valid TOML, but one given by name is a mistake (a file cut short, the
     // wrong path): running the defaults under its name would report a run nobody asked for.
     if table.is_empty() {
@@ -422,7 +429,7 @@ pub fn read_config_file(path: &Path) -> Result<Table, ConfigError> {
                 .into(),
         ));
     }
-    Ok(table)
+    Ok((table, AsWritten::of_text(&text, &file)))
 }
 
 /// Parses config text into a TOML table; syntax errors name the file and line.
@@ -719,6 +726,18 @@ impl GivenValues {
         self.by_key.contains_key(key)
     }
 
+    /// These values, with each one `written` differently from its reprint as it was written.
+    fn quoting(mut self, written: &AsWritten) -> GivenValues {
+        for (key, w) in &written.by_key {
+            if let Some(v) = self.by_key.get_mut(key) {
+                if *v == w.reprint {
+                    *v = excerpt(&w.text);
+                }
+            }
+        }
+        self
+    }
+
     /// The values of `keys` alone, for a part of the config that keeps them beyond parsing.
     fn only(&self, keys: &[&str]) -> GivenValues {
         GivenValues {
@@ -728,6 +747,206 @@ impl GivenValues {
                 .collect(),
         }
     }
+}
+
+/// A config's values as the user wrote them, with where: TOML reads `1e9` as a float and prints
+/// it back as `1000000000.0` (and `1_000` as `1000`, `0x10` as `16`), so a message quoting the
+/// value read would show text the user never wrote and cannot find. Built from the file's text
+/// (each value with its `FILE:LINE`) and from each `--set` (whose text is the argument's);
+/// [`SimConfig::from_table_as_written`] puts the written text back into a refusal of the key and
+/// says where the file set it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct AsWritten {
+    by_key: std::collections::BTreeMap<String, Written>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Written {
+    /// The value's text as written (`1e9`).
+    text: String,
+    /// The value as messages print it once read (`1000000000.0`).
+    reprint: String,
+    /// `FILE:LINE`, for a value from a config file.
+    at: Option<String>,
+}
+
+impl AsWritten {
+    /// The values of a config file's text (one that parses: [`parse_config_text`] reports a
+    /// syntax error first), by their dotted paths (`host.memory`, `device.tiers[0].capacity`).
+    pub fn of_text(text: &str, file: &str) -> AsWritten {
+        use toml_edit::{Item, Value as Edit};
+        fn scalar(out: &mut AsWritten, text: &str, file: &str, key: String, v: &Edit) {
+            let Some(span) = v.span() else { return };
+            let Some(raw) = text.get(span.clone()) else {
+                return;
+            };
+            let line = text[..span.start].matches('\n').count() + 1;
+            // As `toml` reads the same text, for the reprint messages quote.
+            let Ok(read) = format!("v = {raw}").parse::<Table>() else {
+                return;
+            };
+            let Some(read) = read.get("v") else { return };
+            // A string is quoted as it is; only a number or a boolean is printed back differently.
+            let reprint = given_text(read);
+            let written = match read {
+                Value::String(_) => reprint.clone(),
+                _ => raw.trim().to_string(),
+            };
+            out.by_key.insert(
+                key,
+                Written {
+                    text: written,
+                    reprint,
+                    at: Some(format!("{file}:{line}")),
+                },
+            );
+        }
+        fn value(out: &mut AsWritten, text: &str, file: &str, key: String, v: &Edit) {
+            match v {
+                Edit::InlineTable(t) => {
+                    for (k, v) in t.iter() {
+                        value(out, text, file, format!("{key}.{}", shown_key(k)), v);
+                    }
+                }
+                Edit::Array(a) => {
+                    if !a.is_empty() && a.iter().all(Edit::is_inline_table) {
+                        for (i, v) in a.iter().enumerate() {
+                            value(out, text, file, format!("{key}[{i}]"), v);
+                        }
+                    }
+                }
+                v => scalar(out, text, file, key, v),
+            }
+        }
+        fn item(out: &mut AsWritten, text: &str, file: &str, key: String, it: &Item) {
+            match it {
+                Item::Value(v) => value(out, text, file, key, v),
+                Item::Table(t) => {
+                    for (k, it) in t.iter() {
+                        item(out, text, file, format!("{key}.{}", shown_key(k)), it);
+                    }
+                }
+                Item::ArrayOfTables(a) => {
+                    for (i, t) in a.iter().enumerate() {
+                        for (k, it) in t.iter() {
+                            item(out, text, file, format!("{key}[{i}].{}", shown_key(k)), it);
+                        }
+                    }
+                }
+                Item::None => {}
+            }
+        }
+        let mut out = AsWritten::default();
+        if let Ok(doc) = toml_edit::ImDocument::parse(text) {
+            for (k, it) in doc.as_table().iter() {
+                item(&mut out, text, file, shown_key(k), it);
+            }
+        }
+        out
+    }
+
+    /// Takes in one `--set KEY=VALUE` that [`apply_set`] applied: the value replaces whatever the
+    /// file wrote for the key, and its text is the argument's.
+    pub fn note_set(&mut self, assignment: &str) {
+        let Some((key, raw)) = assignment.split_once('=') else {
+            return;
+        };
+        let Some(key) = Self::full_key(key) else {
+            return;
+        };
+        self.forget(&key);
+        let raw = raw.trim();
+        let read = format!("v = {raw}")
+            .parse::<Table>()
+            .ok()
+            .filter(|t| t.len() == 1)
+            .and_then(|mut t| t.remove("v"));
+        // A string is quoted as it is; only a number or a boolean is printed back differently.
+        if let Some(v @ (Value::Integer(_) | Value::Float(_) | Value::Boolean(_))) = read {
+            self.by_key.insert(
+                key,
+                Written {
+                    text: raw.to_string(),
+                    reprint: given_text(&v),
+                    at: None,
+                },
+            );
+        }
+    }
+
+    /// Takes in one `--unset KEY` that [`apply_unset`] applied.
+    pub fn note_unset(&mut self, key: &str) {
+        if let Some(key) = Self::full_key(key) {
+            self.forget(&key);
+        }
+    }
+
+    /// A `--set` or `--unset` key named as [`GivenValues`] names keys.
+    fn full_key(key: &str) -> Option<String> {
+        let steps = key_steps(key.trim(), key).ok()?;
+        Some(
+            steps
+                .iter()
+                .map(|s| match s.index {
+                    Some(i) => format!("{}[{i}]", shown_key(s.name)),
+                    None => shown_key(s.name),
+                })
+                .collect::<Vec<_>>()
+                .join("."),
+        )
+    }
+
+    /// Drops `key` and every key under it.
+    fn forget(&mut self, key: &str) {
+        self.by_key.retain(|k, _| {
+            k != key && !k.starts_with(&format!("{key}.")) && !k.starts_with(&format!("{key}["))
+        });
+    }
+
+    /// A refusal of a key, with the key's value as written in place of its reprint and, for a
+    /// value from a file, the file and line that set it.
+    fn explain(&self, e: ConfigError) -> ConfigError {
+        let ConfigError::Key { key, mut message } = e else {
+            return e;
+        };
+        if let Some(w) = self.by_key.get(&key) {
+            if w.reprint != w.text {
+                message = replace_token(&message, &w.reprint, &w.text);
+            }
+            if let Some(at) = &w.at {
+                message = format!("{message} (set at {at})");
+            }
+        }
+        ConfigError::Key { key, message }
+    }
+}
+
+/// `message` with each `from` that stands alone (not inside a longer number or word) replaced by
+/// `to`; `from` cut as [`excerpt`] cuts a long value is looked for too.
+fn replace_token(message: &str, from: &str, to: &str) -> String {
+    // A long value is quoted cut short, so its written text is too.
+    let to = excerpt(to);
+    let from = if message.contains(from) {
+        from.to_string()
+    } else {
+        excerpt(from)
+    };
+    let word = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric() || "_.+-".contains(c));
+    let mut out = String::with_capacity(message.len());
+    let mut rest = message;
+    while let Some(i) = rest.find(&from) {
+        let end = i + from.len();
+        let alone = !word(rest[..i].chars().next_back())
+            && !rest[end..]
+                .chars()
+                .next()
+                .is_some_and(|c| c.is_ascii_alphanumeric() || c == '_');
+        out.push_str(&rest[..i]);
+        out.push_str(if alone { &to } else { &from });
+        rest = &rest[end..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// Takes typed keys out of one section and refuses whatever is left.
@@ -903,6 +1122,18 @@ impl Section {
                 parse_size(&s).map_err(|e| key_err(&self.path(key), e.to_string()))?
             }
             Some(Value::Integer(i)) if i >= 0 => ByteLen(i as u64),
+            // `1e9` is a TOML float, not a whole number of bytes: say what to write instead.
+            Some(Value::Float(f)) if f >= 0.0 && f.fract() == 0.0 && f < u64::MAX as f64 => {
+                return Err(key_err(
+                    &self.path(key),
+                    format!(
+                        "expected a size such as \"128KiB\" or 4096, got {}, a TOML float; \
+                         write the whole number of bytes, {}, or a size with a unit in quotes",
+                        Value::Float(f),
+                        f as u64
+                    ),
+                ))
+            }
             Some(v) => {
                 return Err(key_err(
                     &self.path(key),
@@ -1273,13 +1504,31 @@ fn refuse_keys_of_other_policies(name: &str, given: &[String]) -> Result<(), Con
 
 impl SimConfig {
     /// Builds a config from a TOML table (after `--set`s). `base_dir` resolves relative trace paths.
-    pub fn from_table(mut root: Table, base_dir: Option<&Path>) -> Result<SimConfig, ConfigError> {
+    pub fn from_table(root: Table, base_dir: Option<&Path>) -> Result<SimConfig, ConfigError> {
+        Self::from_table_as_written(root, base_dir, &AsWritten::default())
+    }
+
+    /// [`SimConfig::from_table`], whose refusals quote each value as `written` (`1e9`, not TOML's
+    /// `1000000000.0`) and name the file and line that set it.
+    pub fn from_table_as_written(
+        root: Table,
+        base_dir: Option<&Path>,
+        written: &AsWritten,
+    ) -> Result<SimConfig, ConfigError> {
+        Self::build(root, base_dir, written).map_err(|e| written.explain(e))
+    }
+
+    fn build(
+        mut root: Table,
+        base_dir: Option<&Path>,
+        written: &AsWritten,
+    ) -> Result<SimConfig, ConfigError> {
         if crate::tiered::config::wants_tiers(&root) {
             return crate::tiered::config::parse(root, base_dir);
         }
         crate::dfs::config::refuse_unread_keys(&root)?;
         // For the checks that compare two keys, after both were read.
-        let given = GivenValues::of(&root);
+        let given = GivenValues::of(&root).quoting(written);
         // A [dfs] run checks its own [workload] keys (above).
         let dfs_run = root.contains_key("dfs");
         let seed = take_seed(&mut root)?;
@@ -2223,6 +2472,44 @@ mod tests {
             let e = cfg(text, sets).unwrap_err().to_string();
             assert!(e.contains(shown), "{sets:?}: {e}");
         }
+    }
+
+    /// A number TOML prints back differently (`1e9` as `1000000000.0`, `1_000` as `1000`) is
+    /// quoted as written, in a section, a list of sections or an inline table, with the line a
+    /// file wrote it on; only the value standing alone is replaced, not digits of another.
+    #[test]
+    fn a_number_is_quoted_as_written_with_its_line() {
+        let text = "[host]\nmemory = 1e9\n[[device.tiers]]\ncapacity = 4e9\n\
+                    link = { delay = 1_000 }\n";
+        let w = AsWritten::of_text(text, "f.toml");
+        let at = |key: &str| {
+            let w = &w.by_key[key];
+            (w.text.as_str(), w.reprint.as_str(), w.at.as_deref())
+        };
+        assert_eq!(at("host.memory"), ("1e9", "1000000000.0", Some("f.toml:2")));
+        assert_eq!(
+            at("device.tiers[0].capacity"),
+            ("4e9", "4000000000.0", Some("f.toml:4"))
+        );
+        assert_eq!(
+            at("device.tiers[0].link.delay"),
+            ("1_000", "1000", Some("f.toml:5"))
+        );
+        let e = w.explain(key_err(
+            "host.memory",
+            "got 1000000000.0, not 11000000000.0",
+        ));
+        assert_eq!(
+            e.to_string(),
+            "config key `host.memory`: got 1e9, not 11000000000.0 (set at f.toml:2)"
+        );
+        // A --set takes the key over, with no line; an unset forgets it.
+        let mut w = w;
+        w.note_set("host.memory = 2.5e9");
+        assert_eq!(w.by_key["host.memory"].at, None);
+        assert_eq!(w.by_key["host.memory"].text, "2.5e9");
+        w.note_unset("device.tiers[0]");
+        assert!(w.by_key.keys().all(|k| !k.starts_with("device.tiers[0]")));
     }
 
     /// A value out of range is quoted as the user wrote it, with its conversion beside it,
