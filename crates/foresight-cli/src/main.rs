@@ -15,10 +15,11 @@ use std::process::ExitCode;
 
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
+use foresight_policy::PAGE_BYTES;
 use foresight_sim::config::{
     apply_set, apply_unset, read_config_file_as_written, AsWritten, SimConfig,
 };
-use foresight_sim::metrics::RequestSink;
+use foresight_sim::metrics::{Report, RequestSink};
 use foresight_sim::{Progress, RunOptions, SimError};
 
 /// `println!` that returns an error instead of panicking when standard output is closed or full.
@@ -229,7 +230,9 @@ one when given by --set.
   sc_max = 42                    MSP: sequential counter cap
   sc_thresh = 38                 MSP: counter value that starts stripe prefetching
   sps_max = 8                    MSP: most stripes prefetched per step
-  readahead = \"8MiB\"             streams: R, bytes per disk read
+  readahead = \"8MiB\"             streams: R, bytes per disk read (the scheduler knows no
+                                 file's end: one larger than workload.file_size reads
+                                 past the files, see past_file_end_bytes below)
   per_turn = 1                   streams: N, reads per turn in the dispatch set
   memory = \"16MiB\"               streams: M, buffer memory (M >= D*R*N)
   dispatch = 2                   streams: D (default M / (R*N))
@@ -373,10 +376,13 @@ only when not 0, counts the clients of a gaps workload whose exponential gaps le
 (a warning on standard error says so too). A webserver run gives its set's files and bytes as
 webserver_files and webserver_set_bytes, and webserver_files_cut_from, present only when the
 default set did not fit the volume and was cut to the files that fit, the count it was cut from
-(the summary's file set line says the same). Of the common keys, stall_s adds to the completed
-requests' latencies the wait of each request still out when a run stops at workload.duration
-(the latency keys count completed requests only), and a trace's app_requests and app_bytes count
-its writes too.
+(the summary's file set line says the same). past_file_end_bytes, present under the streams
+policy with a workload of files, counts the bytes of the scheduler's reads that lay past the
+end of the file each began in (it reads R-byte stretches below the file system and knows no
+file's end; an R larger than workload.file_size is warned of, with this figure). Of the common
+keys, stall_s adds to the completed requests' latencies the wait of each request still out when
+a run stops at workload.duration (the latency keys count completed requests only), and a
+trace's app_requests and app_bytes count its writes too.
 
 Examples:
   foresight sim --set device.preset=cheetah-15k5 --set workload.streams=64 --json
@@ -568,8 +574,9 @@ fn anchor_set_paths(table: &mut toml::Table, sets: &[String]) -> anyhow::Result<
 /// whole. The scheduler works on the disk's blocks, as paper 001's host scheduler does below the
 /// file system, so it knows no file's end: each stream's first read of R bytes runs past its file
 /// and brings in data nobody asked for, which a user comparing R values would take for the
-/// policy's own cost. `None` when R fits, or the workload has no file size.
-fn streams_readahead_past_files(cfg: &SimConfig) -> Option<String> {
+/// policy's own cost. The run's `report` says what that cost (`past_file_end_bytes`). `None` when
+/// R fits, or the workload has no file size.
+fn streams_readahead_past_files(cfg: &SimConfig, report: &Report) -> Option<String> {
     use foresight_sim::config::WorkloadKind;
     if cfg.policy.name != "streams" || cfg.tiered.is_some() || cfg.dfs.is_some() {
         return None;
@@ -581,19 +588,31 @@ fn streams_readahead_past_files(cfg: &SimConfig) -> Option<String> {
         WorkloadKind::Webserver => "the workload's mean file",
         _ => return None,
     };
+    let cost = match report.past_file_end_bytes {
+        Some(past) => format!(
+            "; this run read {past} bytes ({}) past the ends of the files its reads began in \
+             (past_file_end_bytes), {:.0}% of the {} bytes the device read",
+            foresight_core::ByteLen(past).rounded(),
+            100.0 * past as f64 / report.device_bytes.max(1) as f64,
+            report.device_bytes
+        ),
+        None => String::new(),
+    };
     (file_bytes > 0 && r_bytes > file_bytes).then(|| {
         format!(
             "warning: policy.readahead (R = {}) is larger than workload.file_size ({}), {files}: \
              the stream scheduler reads whole R-byte stretches of the disk and knows no file's \
-             end, so each read runs up to {} past the file and the surplus is read for nothing; \
-             set policy.readahead to at most workload.file_size",
+             end, so each read runs up to {} past the file and the surplus is read for \
+             nothing{cost}; set policy.readahead to at most workload.file_size (--set \
+             policy.readahead={})",
             foresight_core::ByteLen(r_bytes),
             foresight_core::ByteLen(file_bytes),
-            foresight_core::ByteLen(r_bytes - file_bytes)
+            foresight_core::ByteLen(r_bytes - file_bytes),
+            // R is read in whole pages.
+            foresight_core::ByteLen((file_bytes / PAGE_BYTES * PAGE_BYTES).max(PAGE_BYTES)),
         )
     })
 }
-
 fn cmd_sim(
     config: Option<&Path>,
     unsets: &[String],
@@ -602,9 +621,6 @@ fn cmd_sim(
     requests_out: Option<&Path>,
 ) -> anyhow::Result<()> {
     let cfg = load_config(config, unsets, sets)?;
-    if let Some(warning) = streams_readahead_past_files(&cfg) {
-        note!("{warning}");
-    }
     if let Some(out) = requests_out {
         if out == Path::new("-") {
             // `-` means standard output to most tools, where the summary goes; here it would be
@@ -709,6 +725,10 @@ fn cmd_sim(
         csv.finish().with_context(requests_context)?;
     }
     let r = &out.report;
+    // After the run, so that it can say what reading past the files cost.
+    if let Some(warning) = streams_readahead_past_files(&cfg, r) {
+        note!("{warning}");
+    }
     if r.clients_stopped_at_horizon > 0 {
         note!(
             "warning: {} client(s) stopped with reads left: their next read would have been issued \
@@ -773,6 +793,12 @@ fn cmd_sim(
         r.wasted_bytes,
         r.memory_peak_bytes
     );
+    if let Some(past) = r.past_file_end_bytes.filter(|&b| b > 0) {
+        outln!(
+            "  past ends    {past:>10} bytes of the stream scheduler's reads lay past the end of \
+             the file each began in"
+        );
+    }
     if busy > 0.0 {
         outln!(
             "  device time  seek {:.1}%, rotate {:.1}%, transfer {:.1}%, overhead {:.1}% (queued {:.3} s)",

@@ -2103,3 +2103,55 @@ fn a_size_written_as_a_float_is_quoted_as_written() {
         "{err}"
     );
 }
+
+/// The warning of an R larger than the files says what it cost: the bytes read past the files'
+/// ends, which the JSON gives as `past_file_end_bytes` (R = 1 GiB over four 16 MiB files spread
+/// over the disk: every byte the device read beyond the application's lay past a file's end),
+/// and the R to set instead. Other policies have no such key.
+#[test]
+fn a_stream_scheduler_read_past_the_files_says_what_it_cost() {
+    let run = |policy: &str, r: &str| {
+        let (code, out, err) = foresight(&[
+            "sim",
+            "--set",
+            &format!("policy.name={policy}"),
+            "--set",
+            &format!("policy.readahead={r}"),
+            "--set",
+            "policy.memory=1GiB",
+            "--set",
+            "workload.streams=4",
+            "--set",
+            "workload.file_size=16MiB",
+            "--json",
+        ]);
+        assert_eq!(code, 0, "{err}");
+        let v: serde_json::Value = serde_json::from_str(out.trim()).expect("one JSON object");
+        (v, err)
+    };
+    let (v, err) = run("streams", "1GiB");
+    let past = v["past_file_end_bytes"]
+        .as_u64()
+        .expect("past_file_end_bytes");
+    let (device, app) = (v["device_bytes"].as_u64(), v["app_bytes"].as_u64());
+    assert_eq!(Some(past), device.zip(app).map(|(d, a)| d - a), "{v}");
+    assert!(
+        err.contains(&format!("this run read {past} bytes"))
+            && err.contains("(past_file_end_bytes)")
+            && err.contains("--set policy.readahead=16MiB"),
+        "{err}"
+    );
+    // An R that fits the files is not warned of, but the stretches begin where the classifier
+    // took each stream (after its first reads, on demand), so each stream's last one still runs
+    // past its file, by less than R.
+    let (v, err) = run("streams", "8MiB");
+    let past = v["past_file_end_bytes"]
+        .as_u64()
+        .expect("past_file_end_bytes");
+    assert!(past < 4 * (8 << 20), "{v}");
+    assert!(!err.contains("warning"), "{err}");
+    // seqp reads no policy.readahead; the key is the stream scheduler's.
+    let (code, out, err) = foresight(&["sim", "--set", "workload.file_size=16MiB", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(!out.contains("past_file_end_bytes"), "{out}");
+}

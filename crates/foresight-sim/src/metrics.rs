@@ -176,6 +176,14 @@ pub struct Report {
     /// count, of which only `webserver_files` ran; absent when the whole set ran.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub webserver_files_cut_from: Option<u32>,
+    /// Under the stream scheduler (`policy = "streams"`), with a workload of files: bytes of its
+    /// reads that lay past the end of the file each read began in, counted as the reads are
+    /// issued (as `fetches` counts them). The scheduler reads `policy.readahead` (R) bytes at a
+    /// time and, working below the file system as paper 001's does, knows no file's end, so an
+    /// R larger than the files reads this much of what lies beyond them. Absent for other
+    /// policies and for traces (whose reads are of no file).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub past_file_end_bytes: Option<u64>,
     /// Ruemmler and Wilkes' demerit figure, ms: the RMS horizontal distance between the simulated
     /// and the measured service-time distributions (see [`crate::validate`]). Only for a trace whose
     /// every record carries a measured service time (a DiskSim validation trace); `null` otherwise.

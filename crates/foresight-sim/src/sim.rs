@@ -214,6 +214,53 @@ fn most_files_placed(
     lo
 }
 
+/// What the stream scheduler's reads fetch past the end of the file each begins in. The
+/// scheduler works on the volume's blocks, as paper 001's host-level scheduler works below the
+/// file system (001_9c47c4c84914efc3.txt, section 4), so a read of `R` bytes that starts in a file shorter than
+/// what is left of `R` runs on into whatever lies beyond it: a gap, or the next file. The driver
+/// only measures this; the scheduler decides nothing from it.
+struct PastFileEnd {
+    /// Every extent of the workload's files on the volume, by volume offset: `(start, end, file)`.
+    extents: Vec<(u64, u64, u32)>,
+    /// The bytes counted so far.
+    bytes: u64,
+}
+
+impl PastFileEnd {
+    fn new(layout: &Layout, files: u32) -> PastFileEnd {
+        let mut extents = Vec::new();
+        for f in 0..files.min(layout.file_count() as u32) {
+            let size = layout.file_size(FileId(f));
+            layout.for_each_volume_piece(FileId(f), ByteRange::new(0, size.0), |vol, len| {
+                extents.push((vol.0, vol.0 + len.0, f))
+            });
+        }
+        extents.sort_unstable();
+        PastFileEnd { extents, bytes: 0 }
+    }
+
+    /// The bytes of the volume range `r` that are not in the file `r` starts in (all of them when
+    /// it starts in none).
+    fn past_end_bytes(&self, r: ByteRange) -> u64 {
+        let (start, end) = (r.start.0, r.end().0);
+        let i = self.extents.partition_point(|e| e.0 <= start);
+        let Some(&(_, first_end, file)) = i.checked_sub(1).map(|i| &self.extents[i]) else {
+            return end - start;
+        };
+        if first_end <= start {
+            return end - start;
+        }
+        // Extents do not overlap, so only those from the one holding `start` on can meet `r`.
+        let inside: u64 = self.extents[i - 1..]
+            .iter()
+            .take_while(|e| e.0 < end)
+            .filter(|e| e.2 == file)
+            .map(|e| end.min(e.1) - start.max(e.0))
+            .sum();
+        end - start - inside
+    }
+}
+
 /// Places files round-robin over the members of a JBOD (file `i` on member `i % members`), and
 /// spreads each member's files evenly over it, as paper 001 places its streams on every disk.
 fn jbod_layout(
@@ -365,6 +412,9 @@ struct Sim<'r> {
     array_io_held: std::collections::VecDeque<Down>,
     /// A webserver set cut to fit the volume: the default file count it was cut from.
     files_cut_from: Option<u32>,
+    /// Under the stream scheduler, with a workload of files: what its reads fetched past the
+    /// file each began in.
+    past_file_end: Option<PastFileEnd>,
     /// A DiskSim trace's measured service time of each record read, ms, for the demerit figure;
     /// at most `DEMERIT_SAMPLES_MAX`, emptied (with `trace_demerit_lost` set) past that.
     trace_measured_ms: Vec<f64>,
@@ -791,6 +841,9 @@ impl<'r> Sim<'r> {
                 streams.iter().map(|s| s.plan.len() as f64).sum()
             }
         };
+        let past_file_end =
+            (cfg.policy.name == "streams" && block_cache_in_host && w.kind != WorkloadKind::Trace)
+                .then(|| PastFileEnd::new(&layout, files));
         Ok(Sim {
             device_name: crate::build::describe(&cfg.device),
             cfg: {
@@ -811,6 +864,7 @@ impl<'r> Sim<'r> {
             streams_left: streams.len() as u32,
             next_file: w.streams % files.max(1),
             files_cut_from,
+            past_file_end,
             stopped_at_horizon: 0,
             single_read_clients: single_read_clients(w, &streams),
             last_issue: LAST_ISSUE,
@@ -1044,6 +1098,11 @@ impl<'r> Sim<'r> {
             if let Some(rc) = self.raid_cache.as_mut() {
                 let downs = std::mem::take(&mut rc.down);
                 let fetched = std::mem::take(&mut rc.fetched);
+                if let Some(p) = self.past_file_end.as_mut() {
+                    for (_, r) in &fetched {
+                        p.bytes += p.past_end_bytes(*r);
+                    }
+                }
                 if self.block_cache_in_host {
                     // The RAID layer fetches volume ranges: one is split when it spans strips.
                     if let Some(s) = self.layout.striping() {
@@ -1649,6 +1708,7 @@ impl<'r> Sim<'r> {
                     .sum()
             }),
             webserver_files_cut_from: self.files_cut_from,
+            past_file_end_bytes: self.past_file_end.as_ref().map(|p| p.bytes),
             demerit_ms: self.demerit_ms(),
             members: self
                 .volume
