@@ -359,7 +359,10 @@ raid_wasted_bytes, raid_fetches and raid_split_fetches are the block-level part.
 cache is the device's and counts in neither. A page counts as prefetched once the device has
 read it, and as wasted when it is then evicted, released or left at the end unread; a prefetch
 still in flight at the end is in neither, as its read is not in device_bytes. split_fetches are
-fetches that spanned more than one RAID-0 strip. A [dfs] run sums its server's and clients' caches
+fetches that spanned more than one RAID-0 strip. fetches counts every fetch a policy asked for,
+when it asked, also one whose bytes were all in memory or in flight already and so read nothing
+(only directed asks for such) and one memory cut short: the policy's decisions, counted as the
+engine counts them. A [dfs] run sums its server's and clients' caches
 the same way, a client's page counting once the server's reply brought it (split_fetches: the
 server's fetches; its device_bytes counts a read when it goes to the disk); its JSON has no
 antic_waits, device_sequential_requests, raid_* or trace_lba_wrapped, because the model has no

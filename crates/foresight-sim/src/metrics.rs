@@ -105,7 +105,12 @@ pub struct Report {
     /// Client streams.
     pub streams: u32,
     /// Fetches the policies issued, summed over the same caches as `prefetched_bytes`
-    /// (`raid_fetches` is the block-level part).
+    /// (`raid_fetches` is the block-level part): every fetch a policy asked for, counted when it
+    /// asked, whatever the cache then made of it. That includes a fetch whose bytes were all in
+    /// memory or in flight already, which reads nothing (only `directed` asks for such, when its
+    /// disclosed reads fall on pages held), and one memory cut short. It counts the policy's
+    /// decisions, the same in the engine's `fetches`, so that both worlds count alike whatever
+    /// their caches hold; the bytes the devices read ahead are `prefetched_bytes`.
     pub fetches: u64,
     /// Of those, fetches that spanned more than one strip of a RAID-0, so became more than one
     /// disk request (`raid_split_fetches` is the block-level part; in a `[dfs]` run, the server's
