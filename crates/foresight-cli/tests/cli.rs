@@ -2065,11 +2065,30 @@ fn a_webserver_set_cut_to_fit_the_volume_says_so() {
 /// refusal also names the file and line that set it.
 #[test]
 fn a_size_written_as_a_float_is_quoted_as_written() {
-    for (set, written, reprint, whole) in [
-        ("host.memory=1e9", "1e9", "1000000000.0", "1000000000"),
-        ("workload.request=4.096e3", "4.096e3", "4096.0", "4096"),
+    for (set, key, written, reprint, whole) in [
+        (
+            "host.memory=1e9",
+            "host.memory",
+            "1e9",
+            "1000000000.0",
+            "1000000000",
+        ),
+        (
+            "workload.request=4.096e3",
+            "workload.request",
+            "4.096e3",
+            "4096.0",
+            "4096",
+        ),
+        // A key of an inline table given whole.
+        (
+            "host={memory=2e9}",
+            "host.memory",
+            "2e9",
+            "2000000000.0",
+            "2000000000",
+        ),
     ] {
-        let key = set.split_once('=').expect("KEY=VALUE").0;
         let err = expect_input_error(&["sim", "--set", set], key);
         assert!(
             err.contains(&format!("got {written}, a TOML float"))

@@ -855,22 +855,17 @@ impl AsWritten {
             return;
         };
         self.forget(&key);
-        let raw = raw.trim();
-        let read = format!("v = {raw}")
-            .parse::<Table>()
-            .ok()
-            .filter(|t| t.len() == 1)
-            .and_then(|mut t| t.remove("v"));
-        // A string is quoted as it is; only a number or a boolean is printed back differently.
-        if let Some(v @ (Value::Integer(_) | Value::Float(_) | Value::Boolean(_))) = read {
-            self.by_key.insert(
-                key,
-                Written {
-                    text: raw.to_string(),
-                    reprint: given_text(&v),
-                    at: None,
-                },
-            );
+        // Read as `apply_set` reads it (a value that is not TOML is a string, quoted as it is),
+        // the keys of an inline table included.
+        let value = AsWritten::of_text(&format!("v = {}", raw.trim()), "");
+        for (k, w) in value.by_key {
+            let Some(rest) = k.strip_prefix('v') else {
+                continue;
+            };
+            if rest.is_empty() || rest.starts_with(['.', '[']) {
+                self.by_key
+                    .insert(format!("{key}{rest}"), Written { at: None, ..w });
+            }
         }
     }
 
