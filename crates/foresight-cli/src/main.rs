@@ -577,9 +577,10 @@ fn anchor_set_paths(table: &mut toml::Table, sets: &[String]) -> anyhow::Result<
 /// whole. The scheduler works on the disk's blocks, as paper 001's host scheduler does below the
 /// file system, so it knows no file's end: each stream's first read of R bytes runs past its file
 /// and brings in data nobody asked for, which a user comparing R values would take for the
-/// policy's own cost. The run's `report` says what that cost (`past_file_end_bytes`). `None` when
-/// R fits, or the workload has no file size.
-fn streams_readahead_past_files(cfg: &SimConfig, report: &Report) -> Option<String> {
+/// policy's own cost. It is given before the run, so that a long run is not waited out for it, and
+/// again after it with what that cost (`report`'s `past_file_end_bytes`). `None` when R fits, or
+/// the workload has no file size.
+fn streams_readahead_past_files(cfg: &SimConfig, report: Option<&Report>) -> Option<String> {
     use foresight_sim::config::WorkloadKind;
     if cfg.policy.name != "streams" || cfg.tiered.is_some() || cfg.dfs.is_some() {
         return None;
@@ -591,8 +592,8 @@ fn streams_readahead_past_files(cfg: &SimConfig, report: &Report) -> Option<Stri
         WorkloadKind::Webserver => "the workload's mean file",
         _ => return None,
     };
-    let cost = match report.past_file_end_bytes {
-        Some(past) => format!(
+    let cost = match report.and_then(|r| r.past_file_end_bytes.map(|past| (past, r))) {
+        Some((past, report)) => format!(
             "; this run read {past} bytes ({}) past the ends of the files its reads began in \
              (past_file_end_bytes), {:.0}% of the {} bytes the device read",
             foresight_core::ByteLen(past).rounded(),
@@ -700,6 +701,9 @@ fn cmd_sim(
             }
         }
     };
+    if let Some(warning) = streams_readahead_past_files(&cfg, None) {
+        note!("{warning}");
+    }
     let run = foresight_sim::run(
         &cfg,
         RunOptions {
@@ -728,8 +732,8 @@ fn cmd_sim(
         csv.finish().with_context(requests_context)?;
     }
     let r = &out.report;
-    // After the run, so that it can say what reading past the files cost.
-    if let Some(warning) = streams_readahead_past_files(&cfg, r) {
+    // Again after the run, now saying what reading past the files cost.
+    if let Some(warning) = streams_readahead_past_files(&cfg, Some(r)) {
         note!("{warning}");
     }
     if r.clients_stopped_at_horizon > 0 {
@@ -764,13 +768,14 @@ fn cmd_sim(
     );
     if let Some(files) = r.webserver_files {
         let bytes = r.webserver_set_bytes.unwrap_or(0);
+        let noun = if files == 1 { "file" } else { "files" };
         match r.webserver_files_cut_from {
             // A set cut short reads fewer, so more often cached, files than the one asked for.
             Some(all) => outln!(
-                "  file set     {files:>10} files, {bytes} bytes: cut from the default {all} (an \
+                "  file set     {files:>10} {noun}, {bytes} bytes: cut from the default {all} (an \
                  8 GiB set) to what fits the volume; set workload.files to choose the count"
             ),
-            None => outln!("  file set     {files:>10} files, {bytes} bytes"),
+            None => outln!("  file set     {files:>10} {noun}, {bytes} bytes"),
         }
     }
     outln!(

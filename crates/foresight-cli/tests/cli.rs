@@ -2058,6 +2058,23 @@ fn a_webserver_set_cut_to_fit_the_volume_says_so() {
         summary.contains("file set") && !summary.contains("cut from"),
         "{summary}"
     );
+
+    // A set of one file says "1 file".
+    let (code, out, err) = foresight(&[
+        "sim",
+        "--set",
+        "workload.kind=webserver",
+        "--set",
+        "workload.file_size=100GiB",
+        "--set",
+        "workload.duration=1s",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let line = out
+        .lines()
+        .find(|l| l.contains("file set"))
+        .expect("a file set line");
+    assert!(line.contains(" 1 file, "), "{out}");
 }
 
 /// A size written as a TOML float (`1e9`) is refused quoting it as written, not as TOML prints
@@ -2160,6 +2177,14 @@ fn a_stream_scheduler_read_past_the_files_says_what_it_cost() {
             && err.contains("--set policy.readahead=16MiB"),
         "{err}"
     );
+    // Given before the run as well, so that a long run is not waited out for it: the first
+    // warning cannot know the cost yet.
+    let warnings: Vec<&str> = err
+        .lines()
+        .filter(|l| l.starts_with("warning: policy.readahead"))
+        .collect();
+    assert_eq!(warnings.len(), 2, "{err}");
+    assert!(!warnings[0].contains("this run read"), "{err}");
     // An R that fits the files is not warned of, but the stretches begin where the classifier
     // took each stream (after its first reads, on demand), so each stream's last one still runs
     // past its file, by less than R.
