@@ -1442,3 +1442,120 @@ fn get_from_a_server_that_never_answers_notes_each_retry_and_gives_up() {
     let n = accepted.load(std::sync::atomic::Ordering::SeqCst);
     assert!((1..=3).contains(&n), "{n} connections for one request");
 }
+
+/// Starts `foresight serve --root ROOT` on a free port and returns it with its address.
+fn serve_root(root: &std::path::Path) -> (KillOnDrop, String) {
+    let mut server = KillOnDrop(
+        bin()
+            .args(["serve", "--addr", "127.0.0.1:0", "--workers", "2"])
+            .args(["--device-bandwidth", "400MB/s", "--root"])
+            .arg(root)
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let mut line = String::new();
+    BufReader::new(server.0.stderr.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let addr = line
+        .split("http://")
+        .nth(1)
+        .and_then(|s| s.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no address in {line:?}"))
+        .to_string();
+    (server, addr)
+}
+
+/// Sends `request` (a whole request head) on a new connection and returns the status line and
+/// the body, read to the `Content-Length` the answer announces (none for a `HEAD`).
+fn ask_raw(addr: &str, request: &str) -> (String, String) {
+    use std::io::{Read, Write};
+    let mut c = std::net::TcpStream::connect(addr).unwrap();
+    c.set_read_timeout(Some(std::time::Duration::from_secs(20)))
+        .unwrap();
+    c.write_all(request.as_bytes()).unwrap();
+    let mut r = BufReader::new(c);
+    let mut status = String::new();
+    r.read_line(&mut status).unwrap();
+    let mut len = 0usize;
+    loop {
+        let mut line = String::new();
+        r.read_line(&mut line).unwrap();
+        if line.trim().is_empty() {
+            break;
+        }
+        if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+            len = v.trim().parse().unwrap();
+        }
+    }
+    if request.starts_with("HEAD ") {
+        len = 0;
+    }
+    let mut body = vec![0u8; len];
+    r.read_exact(&mut body).unwrap();
+    (
+        status.trim_end().to_string(),
+        String::from_utf8_lossy(&body).into_owned(),
+    )
+}
+
+/// What the real server answers for what it refuses: a file whose size is 0 but which holds
+/// bytes (a file of /proc) is 403 with the reason in the body, for `GET`, a range and `HEAD`
+/// alike; a symlink to such a file from another root is not followed (404); an empty file is an
+/// empty 200. `foresight get` of the refused file said only "HEAD answered 403 Forbidden": a
+/// `HEAD` has no body, so the reason never reached the user.
+#[test]
+fn serve_refuses_a_proc_file_and_get_says_why() {
+    if std::fs::metadata("/proc/self/status").is_err() {
+        eprintln!("skipped: no /proc here");
+        return;
+    }
+    let why = "its size is 0 bytes but it holds data";
+    // /proc/self is the server's own directory: its files report size 0 and hold bytes.
+    let (mut server, addr) = serve_root(std::path::Path::new("/proc/self"));
+    let get = "GET /status HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+    let (status, body) = ask_raw(&addr, get);
+    assert_eq!(status, "HTTP/1.1 403 Forbidden", "{body}");
+    assert!(body.contains(why), "{body}");
+    let ranged = "GET /status HTTP/1.1\r\nHost: x\r\nRange: bytes=0-9\r\nConnection: close\r\n\r\n";
+    let (status, body) = ask_raw(&addr, ranged);
+    assert_eq!(status, "HTTP/1.1 403 Forbidden", "{body}");
+    assert!(body.contains(why), "{body}");
+    let head = "HEAD /status HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+    assert_eq!(ask_raw(&addr, head).0, "HTTP/1.1 403 Forbidden");
+    let st = bin()
+        .args(["get", &format!("http://{addr}/status")])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&st.stderr);
+    assert_eq!(st.status.code(), Some(1), "{err}");
+    assert!(err.contains("403 Forbidden") && err.contains(why), "{err}");
+    assert!(st.stdout.is_empty());
+    terminate(&mut server);
+
+    let (_guard, dir) = scratch("refusals");
+    std::os::unix::fs::symlink("/proc/self/status", dir.join("status")).unwrap();
+    std::fs::write(dir.join("empty"), b"").unwrap();
+    let (mut server, addr) = serve_root(&dir);
+    let (status, body) = ask_raw(
+        &addr,
+        "GET /status HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+    );
+    assert_eq!(
+        (status.as_str(), body.trim_end()),
+        ("HTTP/1.1 404 Not Found", "not found")
+    );
+    let (status, body) = ask_raw(
+        &addr,
+        "GET /empty HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+    );
+    assert_eq!((status.as_str(), body.as_str()), ("HTTP/1.1 200 OK", ""));
+    let (status, body) = ask_raw(
+        &addr,
+        "GET /%2e%2e/etc/passwd HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+    );
+    assert_eq!(status, "HTTP/1.1 400 Bad Request", "{body}");
+    assert!(body.contains("`..`"), "{body}");
+    terminate(&mut server);
+}

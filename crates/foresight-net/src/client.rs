@@ -851,6 +851,53 @@ fn reusable(parts: &hyper::http::response::Parts) -> bool {
 }
 
 /// The figures at `/.well-known/foresight`, if the server publishes them.
+/// The most characters of a server's reason for a refusal quoted in an error.
+const REASON_CHARS: usize = 300;
+
+/// Why the server refused `url` with `status`, as `: REASON`, or nothing. An answer to `HEAD`
+/// has no body, so the server's reason (`foresight serve` says why it will not send a file of
+/// /proc, a lookup that failed, a malformed path) never reached the user, who saw only the
+/// status. It is asked for once with a `GET`, whose body a refusal carries: quoted when the
+/// answer is the same refusal in plain text (at most [`SMALL_BODY_BYTES`] are taken, and
+/// [`REASON_CHARS`] quoted), left out otherwise, as by a server whose `GET` would send a file.
+async fn refusal_reason(pool: &Pool, url: &Url, status: StatusCode) -> String {
+    if !(status.is_client_error() || status.is_server_error()) {
+        return String::new();
+    }
+    let Ok(ex) = pool.exchange(url, Method::GET, None, None).await else {
+        return String::new();
+    };
+    let plain = ex
+        .headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|t| t.trim_start().starts_with("text/plain"));
+    let text = match std::str::from_utf8(&ex.body) {
+        Ok(t) if ex.status == status && plain => t.trim(),
+        _ => return String::new(),
+    };
+    // One line, control characters dropped: the text is the server's, printed to a terminal.
+    let line: String = text
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .chars()
+        .filter(|c| !c.is_control())
+        .collect();
+    match line.char_indices().nth(REASON_CHARS) {
+        // `404 Not Found: not found` says nothing more.
+        _ if line.is_empty()
+            || status
+                .canonical_reason()
+                .is_some_and(|r| r.eq_ignore_ascii_case(&line)) =>
+        {
+            String::new()
+        }
+        Some((cut, _)) => format!(": {}...", &line[..cut]),
+        None => format!(": {line}"),
+    }
+}
+
 async fn server_figures(pool: &Pool, url: &Url) -> Option<DeviceFigures> {
     let figures_url = url.with_path(WELL_KNOWN_PATH);
     // Sent once: the figures are a help, not a need. A server without them answers 404 at once;
@@ -985,7 +1032,11 @@ async fn download(
         .exchange_tries(url, Method::HEAD, None, None, REQUEST_ATTEMPTS)
         .await?;
     if !head.status.is_success() {
-        return Err(http_err(format!("HEAD answered {}", head.status)));
+        return Err(http_err(format!(
+            "HEAD answered {}{}",
+            head.status,
+            refusal_reason(&pool, url, head.status).await
+        )));
     }
     let figures = server_figures(&pool, url).await;
     // Parts of a file can be put together only under one strong validator (RFC 9110, section
@@ -1009,7 +1060,11 @@ async fn download(
                     .exchange_tries(url, Method::HEAD, None, None, REQUEST_ATTEMPTS)
                     .await?;
                 if !head.status.is_success() {
-                    return Err(http_err(format!("HEAD answered {}", head.status)));
+                    return Err(http_err(format!(
+                        "HEAD answered {}{}",
+                        head.status,
+                        refusal_reason(&pool, url, head.status).await
+                    )));
                 }
             }
         }
