@@ -296,7 +296,8 @@ or `..`, and URLs that would share a name, are refused (exit 2) before anything 
 downloaded), or to standard output. A file is written under a temporary name \
 beside it and renamed into place when its download is complete, so a failed download (or one \
 stopped by SIGINT, SIGTERM or SIGHUP) leaves no partial file and an existing file as it was; a \
-device or FIFO (/dev/null) is written directly. \
+device or FIFO (/dev/null) is written directly. A failed download to standard output (or to a \
+device or FIFO) keeps the bytes it wrote there, and its error says how many. \
 With --json and no --out the data is discarded and only the report is printed. A download \
 that lasts notes on standard error every 5 s how much has arrived. \
 A request (the opening HEAD, each range, the whole-file GET until its answer begins) that gets no \
@@ -545,7 +546,17 @@ pub fn run_get(a: &GetArgs) -> anyhow::Result<()> {
                         },
                         url,
                     );
-                    let report = client.get(url, &mut sink).map_err(net)?;
+                    let in_place = target.staged.is_none();
+                    let report = client.get(url, &mut sink).map_err(|e| {
+                        // A file written under a temporary name is removed; a device or FIFO
+                        // keeps what it was given.
+                        let e = net(e);
+                        if in_place {
+                            partial_output(e, sink.bytes(), &what)
+                        } else {
+                            e
+                        }
+                    })?;
                     target.finish()?;
                     report
                 }
@@ -560,7 +571,9 @@ pub fn run_get(a: &GetArgs) -> anyhow::Result<()> {
                         },
                         url,
                     );
-                    client.get(url, &mut sink).map_err(net)?
+                    client
+                        .get(url, &mut sink)
+                        .map_err(|e| partial_output(net(e), sink.bytes(), "standard output"))?
                 }
             }
         };
@@ -689,6 +702,25 @@ pub fn run_get(a: &GetArgs) -> anyhow::Result<()> {
         .flush()
         .context("writing to standard output")?;
     Ok(())
+}
+
+/// `e`, the failure of a download that wrote `written_bytes` to `what` (standard output, or a
+/// device or FIFO written in place), which keeps them: the message says how many, so that a user
+/// can tell the output holds only the first part of the file. A failure that already says how
+/// many bytes were handed on (the file changed on the server), or a reader that left, is
+/// passed as it is, and so is one before any byte was written.
+fn partial_output(e: anyhow::Error, written_bytes: u64, what: &str) -> anyhow::Error {
+    let counted = e
+        .downcast_ref::<NetError>()
+        .is_some_and(|n| matches!(n, NetError::Changed { .. }));
+    if written_bytes == 0 || counted || crate::reader_went_away(&e) {
+        return e;
+    }
+    anyhow::anyhow!(
+        "{}; the first {written_bytes} bytes of the file had been written to {what}, which \
+         keeps them: the output is partial",
+        crate::describe(&e)
+    )
 }
 
 /// Writes one line to standard output. A closed or full standard output (`| head`, /dev/full) is

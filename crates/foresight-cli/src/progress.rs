@@ -134,6 +134,13 @@ impl<W: Write, N: Write> Counting<W, N> {
     }
 }
 
+impl<W, N> Counting<W, N> {
+    /// The bytes passed on so far.
+    pub fn bytes(&self) -> u64 {
+        self.bytes
+    }
+}
+
 impl<W: Write, N: Write> Write for Counting<W, N> {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         let n = self.inner.write(buf)?;

@@ -1559,3 +1559,77 @@ fn serve_refuses_a_proc_file_and_get_says_why() {
     assert!(body.contains("`..`"), "{body}");
     terminate(&mut server);
 }
+
+/// A server of one 4 MiB file, `/cut.bin`, with ranges and a strong tag, that answers ranges
+/// starting in its first MiB and closes every connection asking for one past it (or for the
+/// whole file). Every other path is 404.
+fn cutting_server() -> std::net::SocketAddr {
+    use std::io::{Read, Write};
+    const LEN: u64 = 4 << 20;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for c in listener.incoming() {
+            let Ok(mut c) = c else { continue };
+            std::thread::spawn(move || loop {
+                let mut head = Vec::new();
+                let mut byte = [0u8; 1];
+                while !head.ends_with(b"\r\n\r\n") {
+                    if c.read(&mut byte).unwrap_or(0) == 0 {
+                        return;
+                    }
+                    head.push(byte[0]);
+                }
+                let text = String::from_utf8_lossy(&head).to_ascii_lowercase();
+                if text.split_whitespace().nth(1) != Some("/cut.bin") {
+                    let _ = c.write_all(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n");
+                    continue;
+                }
+                let whole = format!(
+                    "HTTP/1.1 200 OK\r\nContent-Length: {LEN}\r\nAccept-Ranges: bytes\r\n\
+                     ETag: \"v1\"\r\n\r\n"
+                );
+                let range = text
+                    .lines()
+                    .find_map(|l| l.strip_prefix("range: bytes="))
+                    .and_then(|r| r.trim().split_once('-'))
+                    .map(|(a, b)| (a.parse::<u64>().unwrap(), b.parse::<u64>().unwrap()));
+                match range {
+                    _ if text.starts_with("head ") => {
+                        let _ = c.write_all(whole.as_bytes());
+                    }
+                    Some((a, b)) if a < 1 << 20 => {
+                        let n = b - a + 1;
+                        let _ = c.write_all(
+                            format!(
+                                "HTTP/1.1 206 Partial Content\r\nContent-Length: {n}\r\n\
+                                 ETag: \"v1\"\r\nContent-Range: bytes {a}-{b}/{LEN}\r\n\r\n"
+                            )
+                            .as_bytes(),
+                        );
+                        let _ = c.write_all(&vec![5u8; n as usize]);
+                    }
+                    _ => return,
+                }
+            });
+        }
+    });
+    addr
+}
+
+/// A download to standard output that fails keeps the bytes already written there; the error
+/// said why the download failed (for ranges, only which range gave up) and not that standard
+/// output held the first part of the file, nor how much of it.
+#[test]
+fn a_failed_get_to_standard_output_says_how_many_bytes_it_wrote() {
+    let url = format!("http://{}/cut.bin", cutting_server());
+    let ranges = ["--alpha", "1", "--readahead", "256KiB"];
+    let st = bin().arg("get").arg(&url).args(ranges).output().unwrap();
+    let err = String::from_utf8_lossy(&st.stderr);
+    assert_eq!(st.status.code(), Some(1), "{err}");
+    assert_eq!(st.stdout.len(), 1 << 20, "{err}");
+    assert!(
+        err.contains("the first 1048576 bytes of the file had been written to standard output"),
+        "{err}"
+    );
+}
