@@ -847,6 +847,67 @@ fn a_modification_time_in_the_future_is_sent_as_the_answers_date() {
 }
 
 /// Sets `path`'s modification time.
+/// A rewrite in place at the same size, whose modification time stays within the same whole
+/// second (the same inode, length and `Last-Modified`), is another version to `If-None-Match`
+/// and `If-Range`: the tag carries the time in nanoseconds. Only a date condition cannot tell
+/// the two apart (`If-Modified-Since` with the old date is 304), as HTTP-dates hold whole
+/// seconds; a client that has a tag sends it, and `If-None-Match` then overrides the date.
+#[test]
+fn a_same_size_rewrite_within_the_second_moves_the_tag_but_not_the_date() {
+    use std::os::unix::fs::MetadataExt;
+    let s = serve("same-second");
+    let a = s.addr();
+    let path = s.root.join("r.bin");
+    let old = content(50_000, 3);
+    std::fs::write(&path, &old).unwrap();
+    let second = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_700_000_000);
+    set_modified(&path, second + std::time::Duration::from_millis(100));
+    let first = get(a, "/r.bin", None);
+    let tag = first.header("etag").unwrap().to_string();
+    let date = first.header("last-modified").unwrap().to_string();
+    assert!(tag.starts_with('"'), "strong: {tag}");
+    let ino = std::fs::metadata(&path).unwrap().ino();
+    // In place, the same length, 0.8 s later within the same second.
+    let new = content(50_000, 4);
+    std::fs::write(&path, &new).unwrap();
+    set_modified(&path, second + std::time::Duration::from_millis(900));
+    assert_eq!(std::fs::metadata(&path).unwrap().ino(), ino);
+    let second_look = get(a, "/r.bin", None);
+    assert_eq!(second_look.header("last-modified"), Some(date.as_str()));
+    assert_ne!(second_look.header("etag"), Some(tag.as_str()));
+    let r = get_with(a, "GET", "/r.bin", &format!("If-None-Match: {tag}\r\n"));
+    assert_eq!(r.status, 200, "the old tag matched the new version");
+    assert!(r.body == new);
+    let r = get_with(
+        a,
+        "GET",
+        "/r.bin",
+        &format!("Range: bytes=0-9\r\nIf-Range: {tag}\r\n"),
+    );
+    assert_eq!(
+        r.status, 200,
+        "a range of the new version under the old tag"
+    );
+    assert!(r.body == new);
+    let r = get_with(
+        a,
+        "GET",
+        "/r.bin",
+        &format!("If-None-Match: {tag}\r\nIf-Modified-Since: {date}\r\n"),
+    );
+    assert_eq!(r.status, 200, "the date overrode the tag");
+    let r = get_with(
+        a,
+        "GET",
+        "/r.bin",
+        &format!("If-Modified-Since: {date}\r\n"),
+    );
+    assert_eq!(
+        r.status, 304,
+        "a date of whole seconds cannot see the rewrite"
+    );
+}
+
 fn set_modified(path: &std::path::Path, t: std::time::SystemTime) {
     std::fs::File::options()
         .write(true)
