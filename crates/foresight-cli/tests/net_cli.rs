@@ -1633,3 +1633,50 @@ fn a_failed_get_to_standard_output_says_how_many_bytes_it_wrote() {
         "{err}"
     );
 }
+
+/// A file of /sys reports a size of a page (4096 bytes) whatever it holds (`0\n`, a line of
+/// settings). The server announced that size, its worker found the file shorter, and the answer
+/// was 500 "read failed: file shorter than announced" (and `foresight get` said only that a
+/// range got 500). Now it is 403 saying why, as for a file of /proc.
+#[test]
+fn serve_refuses_a_sys_file_whose_size_is_not_what_it_holds() {
+    let sys = std::path::Path::new("/sys");
+    let Some(name) = [
+        "kernel/profiling",
+        "kernel/uevent_seqnum",
+        "kernel/mm/transparent_hugepage/enabled",
+        "power/state",
+    ]
+    .into_iter()
+    .find(|n| {
+        let p = sys.join(n);
+        match (std::fs::metadata(&p), std::fs::read(&p)) {
+            (Ok(m), Ok(bytes)) => m.is_file() && (bytes.len() as u64) < m.len(),
+            _ => false,
+        }
+    }) else {
+        eprintln!("skipped: no file of /sys here whose size is not what it holds");
+        return;
+    };
+    let (mut server, addr) = serve_root(sys);
+    let (status, body) = ask_raw(
+        &addr,
+        &format!("GET /{name} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"),
+    );
+    assert_eq!(status, "HTTP/1.1 403 Forbidden", "{name}: {body}");
+    assert!(
+        body.contains("sysfs") && body.contains("is not what it holds"),
+        "{body}"
+    );
+    let st = bin()
+        .args(["get", &format!("http://{addr}/{name}")])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&st.stderr);
+    assert_eq!(st.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("403 Forbidden") && err.contains("sysfs"),
+        "{err}"
+    );
+    terminate(&mut server);
+}

@@ -111,6 +111,14 @@ impl RootDir {
         self.lookup(rel, libc::O_PATH)?.metadata()
     }
 
+    /// [`RootDir::metadata`], and the magic number of the file system what `rel` names lies on
+    /// (`fstatfs`'s `f_type`), both from one `O_PATH` descriptor: a lookup may cross into another
+    /// file system mounted beneath the root.
+    pub fn metadata_and_fs_magic(&self, rel: &Path) -> io::Result<(Metadata, i64)> {
+        let file = self.lookup(rel, libc::O_PATH)?;
+        Ok((file.metadata()?, sys::fs_magic(&file)?))
+    }
+
     /// Opens what `rel` names beneath the root for reading, with `flags` added to `O_RDONLY |
     /// O_NOCTTY` (`O_NONBLOCK`, `O_DIRECT`...). The caller checks what kind of file it got.
     pub fn open_read(&self, rel: &Path, flags: libc::c_int) -> io::Result<File> {

@@ -1,6 +1,6 @@
 //! The few operating-system calls the engine makes outside the standard library, each a thin safe
 //! wrapper over `libc` calls: page-cache eviction (`posix_fadvise(DONTNEED)`), process CPU time
-//! (`getrusage`), free disk space (`statvfs`), whether a file system lives in memory (`statfs`), the open-files limit (`getrlimit`, `setrlimit`),
+//! (`getrusage`), free disk space (`statvfs`), whether a file system lives in memory (`statfs`), which one a file lies on (`fstatfs`), the open-files limit (`getrlimit`, `setrlimit`),
 //! clearing a descriptor's `O_NONBLOCK` (`fcntl`) and
 //! the `eventfd` the io_uring backend uses to wake its ring thread, the calling thread's timer
 //! slack (`prctl(PR_SET_TIMERSLACK)` and `PR_GET_TIMERSLACK`, for the emulated backend's clock),
@@ -139,6 +139,20 @@ pub fn in_memory_fs(path: &std::path::Path) -> io::Result<bool> {
     #[allow(clippy::unnecessary_cast)] // f_type's width differs between targets
     let kind = st.f_type as i64;
     Ok(kind == TMPFS_MAGIC || kind == RAMFS_MAGIC)
+}
+
+/// The magic number (`fstatfs`'s `f_type`) of the file system `file` lies on; `file` may be an
+/// `O_PATH` descriptor.
+pub fn fs_magic(file: &File) -> io::Result<i64> {
+    // SAFETY: an all-zero `statfs` is a valid value of this plain C struct.
+    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: the descriptor is valid for the life of `file`, and `st` a valid, writable `statfs`.
+    let rc = unsafe { libc::fstatfs(file.as_raw_fd(), &mut st) };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    #[allow(clippy::unnecessary_cast)] // f_type's width differs between targets
+    Ok(st.f_type as i64)
 }
 
 /// This process's limit on open files (`RLIMIT_NOFILE`): `(soft, hard)`.

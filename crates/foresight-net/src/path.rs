@@ -12,7 +12,11 @@
 //! points inside (it names a place by a path the root does not govern), and so is a relative one
 //! that climbs above the root on its way, even back into it. A regular file whose size is 0 but
 //! which holds bytes (a file of /proc, served from a root there) is refused (403):
-//! an answer is sent by the file's size, and the engine does not read such files.
+//! an answer is sent by the file's size, and the engine does not read such files. So is every
+//! regular file of a file system that makes its files' bytes as they are read (procfs, sysfs,
+//! debugfs and the like, told by `fstatfs`): their sizes are not what they hold (sysfs reports a
+//! page for a file of a few bytes), and the worker, finding fewer bytes than announced, could only
+//! fail the answer.
 //!
 //! The check is not a promise about a later open by name, which a symlink swapped in between
 //! would redirect: the headers are decided from the metadata of the descriptor the lookup opened,
@@ -96,10 +100,10 @@ pub fn resolve(root: &RootDir, uri_path: &str) -> Result<ServedFile, PathError> 
     if last.is_empty() || last == b"." {
         return Err(PathError::NotFound);
     }
-    match root.metadata(&rel) {
+    match root.metadata_and_fs_magic(&rel) {
         // The engine refuses such a file when a worker opens it; asked here, before the
         // headers, it is refused rather than answered as an empty file.
-        Ok(m) if m.is_file() && m.len() == 0 => {
+        Ok((m, _)) if m.is_file() && m.len() == 0 => {
             match foresight_engine::backend::open_real_beneath(root, &rel, false) {
                 Ok(_) => Ok(ServedFile { rel, metadata: m }),
                 // The engine's message speaks to a program opening the file; this one to the
@@ -115,10 +119,42 @@ pub fn resolve(root: &RootDir, uri_path: &str) -> Result<ServedFile, PathError> 
                 Err(e) => Err(lookup_error(&e)),
             }
         }
-        Ok(m) if m.is_file() => Ok(ServedFile { rel, metadata: m }),
+        // The engine reads such a file to its end, but the answer's length was announced from
+        // its size, and the worker, finding fewer bytes, could only fail the answer (500).
+        Ok((m, fs)) if m.is_file() && generated_fs(fs).is_some() => {
+            Err(PathError::Unservable(format!(
+                "this file is not served: it lies on {}, a file system that makes a file's bytes \
+                 as they are read, so its size ({} bytes) is not what it holds, and an answer \
+                 is sent by the file's size",
+                generated_fs(fs).unwrap_or_default(),
+                m.len()
+            )))
+        }
+        Ok((m, _)) if m.is_file() => Ok(ServedFile { rel, metadata: m }),
         Ok(_) => Err(PathError::NotFound),
         Err(e) => Err(lookup_error(&e)),
     }
+}
+
+/// The name of the file system with magic number `magic` (`statfs`'s `f_type`, as in Linux's
+/// `linux/magic.h`) if its files' sizes are not what they hold: their bytes are made as they are
+/// read, and a size is 0 (procfs) or a page (sysfs: `4096` for a file of a few bytes), whatever
+/// the text is.
+fn generated_fs(magic: i64) -> Option<&'static str> {
+    const GENERATED: [(i64, &str); 8] = [
+        (0x9fa0, "procfs"),
+        (0x6265_6572, "sysfs"),
+        (0x6462_6720, "debugfs"),
+        (0x7472_6163, "tracefs"),
+        (0x7363_6673, "securityfs"),
+        (0x6265_6570, "configfs"),
+        (0x0027_e0eb, "cgroupfs"),
+        (0x6367_7270, "cgroup2fs"),
+    ];
+    GENERATED
+        .iter()
+        .find(|(m, _)| *m == magic)
+        .map(|(_, name)| *name)
 }
 
 /// How a failed lookup (or open) beneath the root is answered: a name that leads nowhere, or out,
@@ -231,6 +267,37 @@ mod tests {
         std::fs::write(guard.path().join("empty"), b"").unwrap();
         let root = RootDir::open(&guard.path().canonicalize().unwrap()).unwrap();
         assert_eq!(resolve(&root, "/empty").unwrap().metadata.len(), 0);
+    }
+
+    /// A file of /sys reports a page (4096 bytes) whatever it holds; it was served, announced
+    /// at that length, and its answer failed with 500 when the worker found it shorter. It is
+    /// refused (403) with the reason, as is any file of the file systems that make their bytes as
+    /// they are read; a regular file elsewhere is not.
+    #[test]
+    fn a_file_of_sys_is_refused_naming_its_file_system() {
+        let Ok(sys) = RootDir::open(std::path::Path::new("/sys/kernel")) else {
+            eprintln!("skipped: no /sys here");
+            return;
+        };
+        let Some(name) = [
+            "profiling",
+            "uevent_seqnum",
+            "mm/transparent_hugepage/enabled",
+        ]
+        .into_iter()
+        .find(|n| std::path::Path::new("/sys/kernel").join(n).is_file()) else {
+            eprintln!("skipped: none of the files looked for is in /sys/kernel");
+            return;
+        };
+        let got = resolve(&sys, &format!("/{name}"));
+        assert!(
+            got.as_ref()
+                .is_err_and(|e| matches!(e, PathError::Unservable(why)
+                if why.contains("it lies on sysfs") && why.contains("(4096 bytes)"))),
+            "/sys/kernel/{name}: {got:?}"
+        );
+        assert_eq!(generated_fs(0x0102_1994), None, "tmpfs");
+        assert_eq!(generated_fs(0xef53), None, "ext4");
     }
 
     #[test]
