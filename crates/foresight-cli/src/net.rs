@@ -323,7 +323,8 @@ summarized as usual (with --json, a failure is also a line with url and error on
 output, in its place among the reports), and the command then exits with 1 (2 if a failure was \
 bad input, such as an --out file that cannot be created), naming the URLs that failed. A URL that does not parse is \
 refused (exit 2) before anything is fetched. A HEAD refused (a 4xx or 5xx status) is followed by \
-one GET, whose plain-text body, the server's reason, is quoted in the error. Range requests carry If-Range with the file's strong \
+one GET, whose plain-text body, the server's reason, is quoted in the error, as is the body of \
+a range request answered with an error. Range requests carry If-Range with the file's strong \
 ETag from the opening HEAD (from a server without tags, its Last-Modified when that is at least a \
 second before the HEAD's Date): a file replaced on the server during its download is downloaded \
 again if nothing of it was written yet, and is otherwise an error rather than a mix of two \

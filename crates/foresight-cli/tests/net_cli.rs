@@ -1680,3 +1680,63 @@ fn serve_refuses_a_sys_file_whose_size_is_not_what_it_holds() {
     );
     terminate(&mut server);
 }
+
+/// A server of one 1 MiB file, `/r.bin`, with ranges and a strong tag, that answers every range
+/// request with 500 and a plain-text reason.
+fn failing_ranges_server() -> std::net::SocketAddr {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for c in listener.incoming() {
+            let Ok(mut c) = c else { continue };
+            std::thread::spawn(move || loop {
+                let mut head = Vec::new();
+                let mut byte = [0u8; 1];
+                while !head.ends_with(b"\r\n\r\n") {
+                    if c.read(&mut byte).unwrap_or(0) == 0 {
+                        return;
+                    }
+                    head.push(byte[0]);
+                }
+                let text = String::from_utf8_lossy(&head).to_ascii_lowercase();
+                let answer = if text.split_whitespace().nth(1) != Some("/r.bin") {
+                    "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n".to_string()
+                } else if text.starts_with("head ") {
+                    "HTTP/1.1 200 OK\r\nContent-Length: 1048576\r\nAccept-Ranges: bytes\r\n\
+                     ETag: \"v1\"\r\n\r\n"
+                        .to_string()
+                } else {
+                    let why = "read failed: the disk\u{7} is on fire\n";
+                    format!(
+                        "HTTP/1.1 500 Internal Server Error\r\nContent-Type: text/plain; \
+                         charset=utf-8\r\nContent-Length: {}\r\n\r\n{why}",
+                        why.len()
+                    )
+                };
+                if c.write_all(answer.as_bytes()).is_err() {
+                    return;
+                }
+            });
+        }
+    });
+    addr
+}
+
+/// A range request answered with an error status said only the status ("asked for [0, 131072)
+/// and got 500 Internal Server Error instead of 206"); the server's reason, in the body, was
+/// dropped. It is quoted now, on one line and without control characters.
+#[test]
+fn a_range_refused_with_an_error_quotes_the_servers_reason() {
+    let url = format!("http://{}/r.bin", failing_ranges_server());
+    let st = bin()
+        .args(["get", &url, "--alpha", "1", "--readahead", "256KiB"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&st.stderr);
+    assert_eq!(st.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("instead of 206: read failed: the disk is on fire"),
+        "{err}"
+    );
+}

@@ -850,7 +850,6 @@ fn reusable(parts: &hyper::http::response::Parts) -> bool {
     !close && parts.version != hyper::Version::HTTP_10
 }
 
-/// The figures at `/.well-known/foresight`, if the server publishes them.
 /// The most characters of a server's reason for a refusal quoted in an error.
 const REASON_CHARS: usize = 300;
 
@@ -867,16 +866,26 @@ async fn refusal_reason(pool: &Pool, url: &Url, status: StatusCode) -> String {
     let Ok(ex) = pool.exchange(url, Method::GET, None, None).await else {
         return String::new();
     };
+    if ex.status != status {
+        return String::new();
+    }
+    quoted_reason(&ex)
+}
+
+/// The plain-text body of a refusal `ex`, as `: REASON` on one line, or nothing: a body that is
+/// not `text/plain` in UTF-8, or only repeats the status (`404 Not Found: not found`), or is
+/// empty. At most [`REASON_CHARS`] are quoted, control characters dropped: the text is the
+/// server's, printed to a terminal.
+fn quoted_reason(ex: &Exchange) -> String {
     let plain = ex
         .headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|t| t.trim_start().starts_with("text/plain"));
     let text = match std::str::from_utf8(&ex.body) {
-        Ok(t) if ex.status == status && plain => t.trim(),
+        Ok(t) if plain => t.trim(),
         _ => return String::new(),
     };
-    // One line, control characters dropped: the text is the server's, printed to a terminal.
     let line: String = text
         .split_whitespace()
         .collect::<Vec<_>>()
@@ -885,9 +894,9 @@ async fn refusal_reason(pool: &Pool, url: &Url, status: StatusCode) -> String {
         .filter(|c| !c.is_control())
         .collect();
     match line.char_indices().nth(REASON_CHARS) {
-        // `404 Not Found: not found` says nothing more.
         _ if line.is_empty()
-            || status
+            || ex
+                .status
                 .canonical_reason()
                 .is_some_and(|r| r.eq_ignore_ascii_case(&line)) =>
         {
@@ -898,6 +907,7 @@ async fn refusal_reason(pool: &Pool, url: &Url, status: StatusCode) -> String {
     }
 }
 
+/// The figures at `/.well-known/foresight`, if the server publishes them.
 async fn server_figures(pool: &Pool, url: &Url) -> Option<DeviceFigures> {
     let figures_url = url.with_path(WELL_KNOWN_PATH);
     // Sent once: the figures are a help, not a need. A server without them answers 404 at once;
@@ -1632,8 +1642,9 @@ impl Checker<'_> {
         }
         if ex.status != StatusCode::PARTIAL_CONTENT {
             return Err(http_err(format!(
-                "asked for {range} and got {} instead of 206",
-                ex.status
+                "asked for {range} and got {} instead of 206{}",
+                ex.status,
+                quoted_reason(&ex)
             )));
         }
         let sent_range = ex.headers.get(header::CONTENT_RANGE);
