@@ -138,7 +138,8 @@ GET /.well-known/foresight publishes the device figures the adaptive client need
 max_readahead_bytes (--readahead), avg_bandwidth_bytes_per_s (RB: measured at startup by reading \
 the largest regular file in the root or one level below, symlinks and sparse files not chosen, with direct I/O, or --device-bandwidth; `bandwidth_source` says \
 which) and peak_ratio (p, --peak-ratio, default 1.2 as in paper 004). GET /metrics is Prometheus \
-text. SIGTERM or SIGINT stops accepting and lets open requests finish (up to 10 s).
+text. Both are found by their decoded names (/%6detrics and //metrics are /metrics), so files of \
+the root at those paths are not served. SIGTERM or SIGINT stops accepting and lets open requests finish (up to 10 s).
 
 A server that can serve nothing more stops by itself: when its engine breaks (a panic in the \
 readahead policy or on one of the engine's I/O threads, after which every read fails) or one of \

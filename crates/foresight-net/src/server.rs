@@ -1632,7 +1632,8 @@ async fn route(
     let path = req.uri().path();
     // The documents are built for HEAD too: hyper sends no body in answer to HEAD but takes the
     // Content-Length from it, which RFC 9110 (section 9.3.2) wants to be the GET's.
-    if path == "/metrics" {
+    let document = served_document(path);
+    if document == Some(Document::Metrics) {
         let mut r = Response::new(full(metrics_text(state)));
         r.headers_mut().insert(
             header::CONTENT_TYPE,
@@ -1640,7 +1641,7 @@ async fn route(
         );
         return r;
     }
-    if path == WELL_KNOWN_PATH {
+    if document == Some(Document::Figures) {
         let mut r = Response::new(full(state.figures.to_json().to_string()));
         r.headers_mut().insert(
             header::CONTENT_TYPE,
@@ -1704,6 +1705,46 @@ async fn route(
         arrived,
     )
     .await
+}
+
+/// The documents the server makes itself, at paths that would otherwise name files.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Document {
+    /// `/metrics`.
+    Metrics,
+    /// [`WELL_KNOWN_PATH`].
+    Figures,
+}
+
+/// The document `path` (still percent-encoded) names, if any, by the name it gives once decoded
+/// and its empty and `.` segments dropped, as [`resolve`] reads a file's path: `/%6detrics` and
+/// `//metrics` are `/metrics` (RFC 3986, sections 6.2.2.2 and 6.2.2.3). Compared as written,
+/// they named the file `metrics` under the root, which `/metrics` itself never reaches.
+fn served_document(path: &str) -> Option<Document> {
+    let decoded = crate::path::percent_decode(path)?;
+    // A trailing `/` or `/.` names a directory, as it does for a file's path (a 404 there).
+    if decoded.ends_with(b"/") || decoded.ends_with(b"/.") {
+        return None;
+    }
+    let segments: Vec<&[u8]> = decoded
+        .split(|b| *b == b'/')
+        .filter(|s| !s.is_empty() && *s != b".")
+        .collect();
+    let named = |p: &str| {
+        let want: Vec<&[u8]> = p
+            .split('/')
+            .filter(|s| !s.is_empty())
+            .map(str::as_bytes)
+            .collect();
+        segments == want
+    };
+    if named("/metrics") {
+        Some(Document::Metrics)
+    } else if named(WELL_KNOWN_PATH) {
+        Some(Document::Figures)
+    } else {
+        None
+    }
 }
 
 fn path_error(e: PathError) -> Response<ResBody> {

@@ -908,6 +908,47 @@ fn a_same_size_rewrite_within_the_second_moves_the_tag_but_not_the_date() {
     );
 }
 
+/// `/metrics` and `/.well-known/foresight` are the server's own documents however the path is
+/// written: `/%6detrics` (an escaped letter) and `//metrics` name `/metrics` as they name a
+/// file. Compared as written, those served the root's file `metrics`, which `/metrics` never
+/// reaches, so one resource had two answers by the spelling of its name.
+#[test]
+fn the_servers_documents_are_found_by_their_decoded_names() {
+    let s = serve("documents");
+    let a = s.addr();
+    std::fs::write(s.root.join("metrics"), b"a file").unwrap();
+    std::fs::create_dir_all(s.root.join(".well-known")).unwrap();
+    std::fs::write(s.root.join(".well-known/foresight"), b"a file").unwrap();
+    for path in [
+        "/metrics",
+        "/%6detrics",
+        "//metrics",
+        "/./metrics",
+        "/%6D%65trics",
+    ] {
+        let r = get(a, path, None);
+        assert_eq!(r.status, 200, "{path}");
+        assert_eq!(
+            r.header("content-type"),
+            Some("text/plain; version=0.0.4"),
+            "{path}: {:?}",
+            String::from_utf8_lossy(&r.body)
+        );
+    }
+    for path in [
+        "/.well-known/foresight",
+        "/.well-known/%66oresight",
+        "//.well-known//foresight",
+        "/%2ewell-known/foresight",
+    ] {
+        let r = get(a, path, None);
+        assert_eq!(r.status, 200, "{path}");
+        assert_eq!(r.header("content-type"), Some("application/json"), "{path}");
+    }
+    // A directory's form is a directory's, as for a file.
+    assert_eq!(get(a, "/metrics/", None).status, 404);
+}
+
 fn set_modified(path: &std::path::Path, t: std::time::SystemTime) {
     std::fs::File::options()
         .write(true)
