@@ -247,10 +247,11 @@ pub fn run_serve(a: &ServeArgs) -> anyhow::Result<()> {
     );
     let f = handle.figures();
     note!(
-        "foresight serve: http://{} (root {}, {} workers, RB {:.1} MiB/s {}, p {}, max readahead {})",
+        "foresight serve: http://{} (root {}, {} worker{}, RB {:.1} MiB/s {}, p {}, max readahead {})",
         handle.local_addr(),
         a.root.display(),
         f.workers,
+        if f.workers == 1 { "" } else { "s" },
         f.avg_bandwidth_bytes_per_s / (1u64 << 20) as f64,
         f.bandwidth_source,
         f.peak_ratio,
@@ -727,6 +728,18 @@ fn partial_output(e: anyhow::Error, written_bytes: u64, what: &str) -> anyhow::E
     )
 }
 
+/// A rate in bits per second, in the largest decimal unit (as `--bandwidth` is written) that
+/// keeps a whole figure before the point: `8.0 kbit/s`, `100.0 Mbit/s`, `1.0 Gbit/s`. Always in
+/// Mbit/s, a rate under 0.05 Mbit/s read `0.0`.
+fn bits_text(bytes_per_s: f64) -> String {
+    let bits = bytes_per_s * 8.0;
+    let (unit, scale) = [("Gbit/s", 1e9), ("Mbit/s", 1e6), ("kbit/s", 1e3)]
+        .into_iter()
+        .find(|&(_, scale)| bits >= scale)
+        .unwrap_or(("bit/s", 1.0));
+    format!("{:.1} {unit}", bits / scale)
+}
+
 /// Writes one line to standard output. A closed or full standard output (`| head`, /dev/full) is
 /// an error with a message and exit code 1; `println!` would panic on it.
 fn print_line(line: impl std::fmt::Display) -> anyhow::Result<()> {
@@ -1026,8 +1039,8 @@ pub fn run_proxy(a: &ProxyArgs) -> anyhow::Result<()> {
         a.upstream,
         shown(a.delay),
         a.bandwidth.map_or("no rate cap".to_string(), |b| format!(
-            "{:.1} Mbit/s each way",
-            b.bytes_per_s * 8.0 / 1e6
+            "{} each way",
+            bits_text(b.bytes_per_s)
         ))
     );
     // The proxy closes a client's connection when the upstream does not answer; without a note

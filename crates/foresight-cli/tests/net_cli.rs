@@ -1740,3 +1740,54 @@ fn a_range_refused_with_an_error_quotes_the_servers_reason() {
         "{err}"
     );
 }
+
+/// The first line of `serve`'s and `proxy`'s standard error, which says what they run with.
+fn first_line(args: &[&str]) -> String {
+    let mut child = KillOnDrop(bin().args(args).stderr(Stdio::piped()).spawn().unwrap());
+    let mut line = String::new();
+    BufReader::new(child.0.stderr.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    line
+}
+
+/// The startup lines said a proxy capped at 8 kbit/s ran at "0.0 Mbit/s each way" (a rate
+/// under 0.05 Mbit/s printed as none), and a server with one worker had "1 workers".
+#[test]
+fn startup_lines_say_the_rate_and_the_workers_as_set() {
+    let line = first_line(&[
+        "proxy",
+        "--listen",
+        "127.0.0.1:0",
+        "--upstream",
+        "127.0.0.1:9",
+        "--bandwidth",
+        "8kbit",
+    ]);
+    assert!(
+        line.contains("(delay 0s each way, 8.0 kbit/s each way)"),
+        "{line}"
+    );
+    let line = first_line(&[
+        "proxy",
+        "--listen",
+        "127.0.0.1:0",
+        "--upstream",
+        "127.0.0.1:9",
+        "--bandwidth",
+        "1Gbit",
+    ]);
+    assert!(line.contains("1.0 Gbit/s each way"), "{line}");
+    let line = first_line(&[
+        "serve",
+        "--root",
+        ".",
+        "--addr",
+        "127.0.0.1:0",
+        "--workers",
+        "1",
+        "--device-bandwidth",
+        "400MB/s",
+    ]);
+    assert!(line.contains(", 1 worker, "), "{line}");
+}
