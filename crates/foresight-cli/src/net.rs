@@ -712,13 +712,17 @@ pub fn run_get(a: &GetArgs) -> anyhow::Result<()> {
 /// `e`, the failure of a download that wrote `written_bytes` to `what` (standard output, or a
 /// device or FIFO written in place), which keeps them: the message says how many, so that a user
 /// can tell the output holds only the first part of the file. A failure that already says how
-/// many bytes were handed on (the file changed on the server), or a reader that left, is
-/// passed as it is, and so is one before any byte was written.
+/// many bytes were handed on (the file changed on the server), a failure to write the output
+/// itself, or a reader that left, is passed as it is, and so is one before any byte was written.
 fn partial_output(e: anyhow::Error, written_bytes: u64, what: &str) -> anyhow::Error {
     let counted = e
         .downcast_ref::<NetError>()
         .is_some_and(|n| matches!(n, NetError::Changed { .. }));
-    if written_bytes == 0 || counted || crate::reader_went_away(&e) {
+    // A failure to write the output itself (`Named` says "writing {what}"): the bytes counted
+    // were taken into its buffer, and some never reached it.
+    let writing = format!("writing {what}");
+    let output_failed = e.chain().any(|c| c.to_string().starts_with(&writing));
+    if written_bytes == 0 || counted || output_failed || crate::reader_went_away(&e) {
         return e;
     }
     anyhow::anyhow!(

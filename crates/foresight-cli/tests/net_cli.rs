@@ -1791,3 +1791,22 @@ fn startup_lines_say_the_rate_and_the_workers_as_set() {
     ]);
     assert!(line.contains(", 1 worker, "), "{line}");
 }
+
+/// A download whose output itself failed (/dev/full, written in place) claimed "the first 11
+/// bytes of the file had been written to --out /dev/full": bytes taken into the output's buffer,
+/// which never reached it. A failure to write the output says so and claims no count.
+#[test]
+fn a_get_whose_output_fails_claims_no_bytes_written_there() {
+    let (_guard, dir) = scratch("full");
+    std::fs::write(dir.join("h.txt"), b"hello world").unwrap();
+    let (mut server, addr) = serve_root(&dir);
+    let st = bin()
+        .args(["get", &format!("http://{addr}/h.txt"), "--out", "/dev/full"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&st.stderr);
+    assert_eq!(st.status.code(), Some(1), "{err}");
+    assert!(err.contains("writing --out /dev/full"), "{err}");
+    assert!(!err.contains("had been written"), "{err}");
+    terminate(&mut server);
+}
