@@ -544,6 +544,32 @@ fn plan(a: &BenchArgs) -> anyhow::Result<Plan> {
             None => auto_memory(n, bytes, readahead_max, max_io, machine_bytes),
         })
         .collect();
+    // The engine's own checks of --memory, --max-io and --queue-depth, on an in-memory engine,
+    // before any file is written or measured, and before the window is weighed against the
+    // budget: a budget too small for any read was refused as a bad --readahead-max, which the
+    // user may not have given.
+    for m in memory.iter().collect::<std::collections::BTreeSet<_>>() {
+        Engine::builder()
+            .memory(*m)
+            .max_io(max_io)
+            .queue_depth(a.queue_depth)
+            .backend(Backend::Noop(NoopBackend::new()))
+            .build()
+            .map_err(|e| match e {
+                EngineError::Setting { setting, message } => {
+                    let flag = match setting {
+                        "max_io" => "--max-io",
+                        "queue_depth" => "--queue-depth",
+                        "memory" => "--memory",
+                        other => other,
+                    };
+                    // The engine's words name its settings; the user wrote flags.
+                    let message = message.replace("max_io", "--max-io");
+                    input(format!("{flag}: {message}"))
+                }
+                other => input(format!("engine: {other}")),
+            })?;
+    }
     // No fetch can be larger than the engine's whole budget (the policy halves a refused window
     // until it fits), so such a window would name a setting no read used; the simulator refuses
     // policy.readahead_max above host.memory alike.
@@ -623,28 +649,6 @@ fn plan(a: &BenchArgs) -> anyhow::Result<Plan> {
                     .join(", ")
             ))
         })?;
-    }
-    // The engine's own checks of --memory, --max-io and --queue-depth, on an in-memory engine,
-    // before any file is written or measured.
-    for m in memory.iter().collect::<std::collections::BTreeSet<_>>() {
-        Engine::builder()
-            .memory(*m)
-            .max_io(max_io)
-            .queue_depth(a.queue_depth)
-            .backend(Backend::Noop(NoopBackend::new()))
-            .build()
-            .map_err(|e| match e {
-                EngineError::Setting { setting, message } => {
-                    let flag = match setting {
-                        "max_io" => "--max-io",
-                        "queue_depth" => "--queue-depth",
-                        "memory" => "--memory",
-                        other => other,
-                    };
-                    input(format!("{flag}: {message}"))
-                }
-                other => input(format!("engine: {other}")),
-            })?;
     }
     Ok(Plan {
         streams,

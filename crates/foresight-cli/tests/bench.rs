@@ -992,3 +992,31 @@ fn fio_row(out: &str) -> serde_json::Value {
         .cloned()
         .unwrap_or_else(|| panic!("no fio row: {out}"))
 }
+
+/// A --memory too small for any read was refused as a bad --readahead-max, a flag the user had
+/// not given: "--readahead-max: 4KiB is more than the engine's memory budget (0B ...); give at
+/// most 0B, or raise --memory". The refusal now names --memory and the least that would do.
+#[test]
+fn a_memory_budget_too_small_is_refused_by_its_own_flag() {
+    for memory in ["0", "1KiB", "1MiB"] {
+        let (_guard, d) = dir("small-memory");
+        let (code, _, err) = foresight(&[
+            "bench",
+            "--dir",
+            &d,
+            "--total-size",
+            "64MiB",
+            "--file-size",
+            "1MiB",
+            "--memory",
+            memory,
+        ]);
+        assert_eq!(code, 2, "--memory {memory}: {err}");
+        assert!(
+            err.starts_with("error: --memory: "),
+            "--memory {memory}: {err}"
+        );
+        assert!(!err.contains("--readahead-max"), "--memory {memory}: {err}");
+        assert!(err.contains("give at least"), "--memory {memory}: {err}");
+    }
+}
