@@ -356,6 +356,21 @@ fn least_units(alpha: AlphaMode) -> u64 {
     }
 }
 
+/// `least`, rounded up to a whole number of the smallest binary unit that writes it in at most
+/// four digits (`140KiB`, `257MiB`, `257GiB`): a size a user can read and type, and still enough.
+fn least_readably(least: ByteLen) -> ByteLen {
+    if least.0 < 1 << 10 {
+        return least;
+    }
+    for unit in [1u64 << 10, 1 << 20, 1 << 30, 1 << 40] {
+        let n = least.0.div_ceil(unit);
+        if n <= 9999 {
+            return ByteLen(n * unit);
+        }
+    }
+    least
+}
+
 /// The smallest readahead unit (`--readahead`, or the one a server publishes).
 const MIN_UNIT_BYTES: u64 = 4 << 10;
 /// The largest readahead unit.
@@ -387,12 +402,13 @@ impl Client {
                 "--max-buffer",
                 format!(
                     "{} cannot hold {units} readahead units of {} (alpha {} ahead, plus one, plus \
-                     the one being read) and a read of {}; give at least {least}, or a smaller \
+                     the one being read) and a read of {}; give at least {}, or a smaller \
                      --alpha or --readahead",
                     cfg.max_buffer,
                     ByteLen(cfg.readahead.map_or(MIN_UNIT_BYTES, |r| r.0)),
                     units - 2,
-                    cfg.app_read
+                    cfg.app_read,
+                    least_readably(least)
                 ),
             );
         }
@@ -1871,6 +1887,33 @@ async fn plain_get(
 
 #[cfg(test)]
 mod tests {
+    /// A --max-buffer too small for the units asked for named the least that would do in KiB,
+    /// however large: `give at least 268959872KiB` for --alpha 1024 --readahead 256MiB. It is
+    /// now rounded up to a whole unit of at most four digits (257GiB), still enough.
+    #[test]
+    fn the_least_max_buffer_is_named_readably_and_rounded_up() {
+        let refusal = |alpha: u32, unit: ByteLen| {
+            let cfg = ClientConfig {
+                alpha: AlphaMode::Fixed(alpha),
+                readahead: Some(unit),
+                ..ClientConfig::default()
+            };
+            Client::new(cfg).err().map(|e| e.to_string())
+        };
+        let got = refusal(1024, ByteLen::mib(256)).expect("refused");
+        assert!(got.contains("give at least 257GiB,"), "{got}");
+        let got = refusal(1024, ByteLen::kib(256)).expect("refused");
+        // 1,026 units of 256 KiB and a read of 128 KiB: 262,784 KiB, 256.6 MiB.
+        assert!(got.contains("give at least 257MiB,"), "{got}");
+        assert!(
+            refusal(1, ByteLen::kib(4)).is_none(),
+            "the default buffer holds three 4 KiB units"
+        );
+        assert_eq!(least_readably(ByteLen::kib(140)), ByteLen::kib(140));
+        assert_eq!(least_readably(ByteLen(1000)), ByteLen(1000));
+        assert_eq!(least_readably(ByteLen(10_000 << 10)), ByteLen::mib(10));
+    }
+
     use super::*;
 
     fn headers(fields: &[(header::HeaderName, &str)]) -> HeaderMap {
