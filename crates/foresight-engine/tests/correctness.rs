@@ -1301,3 +1301,41 @@ fn engines_on_one_shelf_share_a_mapping_and_no_earlier_byte_reaches_a_reader() {
     drop(engine);
     assert_eq!(shelf.kept_bytes(), memory.0);
 }
+
+/// A file of /sys reports a page (4096 bytes) whatever it holds: a reader of it reads what the
+/// file holds and ends there, as at the end of a file truncated while open, on every real
+/// backend (README: "or earlier where its bytes end").
+#[test]
+fn a_file_of_sys_reads_what_it_holds_not_its_size() {
+    let Some(path) = [
+        "/sys/kernel/profiling",
+        "/sys/kernel/uevent_seqnum",
+        "/sys/kernel/mm/transparent_hugepage/enabled",
+    ]
+    .into_iter()
+    .find(|p| {
+        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.len() > 0)
+            && std::fs::read(p)
+                .is_ok_and(|b| (b.len() as u64) < std::fs::metadata(p).unwrap().len())
+    }) else {
+        eprintln!("skipped: no file of /sys here whose size is not what it holds");
+        return;
+    };
+    let want = std::fs::read(path).unwrap();
+    for (name, backend) in real_backends("a_file_of_sys_reads_what_it_holds_not_its_size") {
+        let engine = Engine::builder()
+            .backend(backend)
+            .memory(ByteLen::mib(16))
+            .build()
+            .unwrap();
+        let mut r = engine.open(path).unwrap();
+        let mut got = Vec::new();
+        r.read_to_end(&mut got).unwrap();
+        assert_eq!(got, want, "{path} on {name}");
+        assert!(
+            r.len_bytes() > got.len() as u64,
+            "{path}: size {}",
+            r.len_bytes()
+        );
+    }
+}
