@@ -32,6 +32,10 @@
 //! a range, which RFC 9110 allows) is read in one plain `GET` whose body goes to the application
 //! as it arrives, so memory stays bounded and only a pause in the data times it out. Connections
 //! the server closes after a response (`Connection: close`, HTTP/1.0) are never pooled.
+//!
+//! A refusal's reason is the server's plain-text body: quoted from a range request's error
+//! answer, and, since a `HEAD` has none, asked for once with a `GET` when the `HEAD` is refused
+//! (`refusal_reason`); one line of at most 300 characters, control characters dropped.
 
 use std::collections::BTreeMap;
 use std::io::Write;
