@@ -36,6 +36,15 @@
 //! A refusal's reason is the server's plain-text body: quoted from a range request's error
 //! answer, and, since a `HEAD` has none, asked for once with a `GET` when the `HEAD` is refused
 //! (`refusal_reason`); one line of at most 300 characters, control characters dropped.
+//!
+//! A `HEAD` answered 405, 501 or 403, which a server may give `HEAD` alone (an object store's URL
+//! presigned for `GET` answers `HEAD` 403), is followed instead by a `GET` of the file's first
+//! range (`first_range`), which plays the `HEAD`'s part: the length from its `Content-Range`,
+//! the validator from its `ETag` or `Last-Modified`, its bytes the application's first read, from
+//! whose end the stream goes on. A 416 to it is an empty file, and a 200 (ranges ignored) is read
+//! whole as the download. A refusal the `GET` gets too is the file's, reported as the `HEAD`'s
+//! with the `GET`'s reason. Without `HEAD` there is no closing look (`confirm_unchanged`), and a
+//! weak tag gets the file in one `GET` at once.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -252,7 +261,8 @@ pub struct Report {
     pub alpha_max: u32,
     /// The round trip condition 20 used, in milliseconds.
     pub rtt_ms: f64,
-    /// Range requests sent (the opening `HEAD` and figures request not counted).
+    /// Range requests sent (the opening `HEAD` and figures request not counted; the first range
+    /// sent in place of a refused `HEAD` counted).
     pub requests: u64,
     /// Body bytes received but never handed to the application.
     pub wasted_bytes: u64,
@@ -473,12 +483,15 @@ impl Client {
     }
 }
 
-/// One response, fully received.
+/// One response, fully received (but for [`Exchange::whole`]).
 struct Exchange {
     status: StatusCode,
     headers: HeaderMap,
     body: Bytes,
     timing: ExchangeTiming,
+    /// The unread body of a whole file (200) sent in answer to a range, when the request asked
+    /// to keep it ([`Pool::first_range_exchange`]); otherwise that body is dropped unread.
+    whole: Option<hyper::body::Incoming>,
 }
 
 struct Pool {
@@ -603,6 +616,33 @@ impl Pool {
         if_range: Option<&HeaderValue>,
         attempts: u32,
     ) -> Result<Exchange, NetError> {
+        self.tries(url, method, range, if_range, attempts, false)
+            .await
+    }
+
+    /// A `GET` of `range` sent as [`Pool::exchange_tries`] sends it, except that a whole file
+    /// (200) in answer keeps its body, unread, in [`Exchange::whole`]: the first range of a
+    /// download from a server that refuses `HEAD` is, from a server that ignores ranges, the
+    /// download itself.
+    async fn first_range_exchange(
+        &self,
+        url: &Url,
+        range: ByteRange,
+    ) -> Result<Exchange, NetError> {
+        self.tries(url, Method::GET, Some(range), None, REQUEST_ATTEMPTS, true)
+            .await
+    }
+
+    /// [`Pool::exchange_tries`], a 200 to a range keeping its body when `keep_whole`.
+    async fn tries(
+        &self,
+        url: &Url,
+        method: Method,
+        range: Option<ByteRange>,
+        if_range: Option<&HeaderValue>,
+        attempts: u32,
+        keep_whole: bool,
+    ) -> Result<Exchange, NetError> {
         let _permit = self.permits.acquire().await.map_err(|_| NetError::Http {
             url: url.to_string(),
             message: "client closed".into(),
@@ -616,7 +656,14 @@ impl Pool {
         loop {
             let tried = std::time::Instant::now();
             let r = self
-                .attempt(url, method.clone(), range, if_range, attempt > 1)
+                .attempt(
+                    url,
+                    method.clone(),
+                    range,
+                    if_range,
+                    attempt > 1,
+                    keep_whole,
+                )
                 .await;
             let why = match &r {
                 Ok(ex) if ex.status == StatusCode::SERVICE_UNAVAILABLE => ex.status.to_string(),
@@ -639,6 +686,8 @@ impl Pool {
     /// One attempt of a request: connecting (or taking a pooled connection), sending, and the
     /// whole answer, within one request timeout. With `wait`, the request goes on a connection
     /// that has answered before when other exchanges have one out (see [`Pool::connection`]).
+    /// With `keep_whole`, a whole file (200) in answer to a range is handed back unread, its time
+    /// bounded from there by the caller.
     async fn attempt(
         &self,
         url: &Url,
@@ -646,6 +695,7 @@ impl Pool {
         range: Option<ByteRange>,
         if_range: Option<&HeaderValue>,
         wait: bool,
+        keep_whole: bool,
     ) -> Result<Exchange, NetError> {
         let http_err = |message: String| NetError::Http {
             url: url.to_string(),
@@ -685,7 +735,8 @@ impl Pool {
             // A whole file sent in answer to a range request is not gathered here: the caller
             // reads the file another way, and the connection, busy with it, is dropped.
             if range.is_some() && parts.status == StatusCode::OK {
-                return Ok::<_, NetError>((parts, None, sent, first_byte));
+                let whole = keep_whole.then_some(body);
+                return Ok::<_, NetError>((parts, None, sent, first_byte, whole));
             }
             // A body longer than asked for is a broken server's, not data: it is refused from
             // its announced length, or as soon as it runs past, never gathered whole (a huge
@@ -718,9 +769,9 @@ impl Pool {
                     }
                 })?
                 .to_bytes();
-            Ok((parts, Some(body), sent, first_byte))
+            Ok((parts, Some(body), sent, first_byte, None))
         };
-        let (parts, body, sent, first_byte) = tokio::time::timeout_at(deadline, work)
+        let (parts, body, sent, first_byte, whole) = tokio::time::timeout_at(deadline, work)
             .await
             .map_err(|_| http_err(format!("no complete answer within {:?}", self.timeout)))??;
         let last_byte = self.now();
@@ -745,6 +796,7 @@ impl Pool {
             },
             headers: parts.headers,
             body,
+            whole,
         })
     }
 }
@@ -927,6 +979,146 @@ fn quoted_reason(ex: &Exchange) -> String {
     }
 }
 
+/// Whether a `HEAD` answered `status` may be the method's refusal rather than the file's, so
+/// that the file is asked for with a range instead ([`first_range`]). 405 (Method Not Allowed)
+/// and 501 (Not Implemented) say so by definition (RFC 9110, sections 15.5.6 and 15.6.2). 403 is
+/// what an object store answers a URL presigned for `GET` only: the signature covers the method,
+/// and an answer to `HEAD` has no body to say which was refused. A 403 for the file itself (as
+/// `foresight serve` refuses a file of /proc) is refused again to the range, and is reported
+/// then with that answer's reason, as a refused `HEAD` always was; so no field of the `HEAD`'s
+/// answer needs reading to tell the two apart. Any other status is the file's (404, 401, a 5xx
+/// but 501): reported at once.
+fn head_refused(status: StatusCode) -> bool {
+    matches!(
+        status,
+        StatusCode::METHOD_NOT_ALLOWED | StatusCode::NOT_IMPLEMENTED | StatusCode::FORBIDDEN
+    )
+}
+
+/// The stream's first readahead unit, whatever the readahead unit: a fresh read is rounded up
+/// to it (see `ApsStream`).
+const INITIAL_UNIT_BYTES: u64 = 128 << 10;
+
+/// The length of the first range asked for in place of a refused `HEAD`: the stream's first
+/// unit as it would be without the server's figures (not yet known: a server that refuses `HEAD`
+/// is not likely to publish them), within what `max_buffer` allows a unit.
+fn first_range_bytes(cfg: &ClientConfig) -> u64 {
+    let for_units = cfg.max_buffer.0.saturating_sub(cfg.app_read.0);
+    let unit_cap = (for_units / least_units(cfg.alpha)) / MIN_UNIT_BYTES * MIN_UNIT_BYTES;
+    let unit = cfg.readahead.map_or(1 << 20, |r| r.0);
+    // Both bounds are constants, the least below the greatest.
+    unit.min(unit_cap).clamp(MIN_UNIT_BYTES, INITIAL_UNIT_BYTES)
+}
+
+/// What the first range of a file whose `HEAD` was refused showed.
+enum FirstRange {
+    /// 206: the range's bytes (the whole file when it is shorter), with the file's length from
+    /// its `Content-Range`.
+    Piece(Exchange, u64),
+    /// 200: the server ignores ranges, and this answer, its body unread, is the download.
+    Whole(Exchange),
+    /// 416 to a range from the first byte: the file is empty.
+    Empty(Exchange),
+}
+
+/// Asks for `range` (from byte 0) of `url` in place of a `HEAD` answered `head_status`. Any
+/// answer but 206, 200 or an empty file's 416 is a refusal: reported as the `HEAD`'s status
+/// when it is the same, and with the server's plain-text reason (`quoted_reason`), as
+/// `refusal_reason` reports a refused `HEAD`.
+async fn first_range(
+    pool: &Pool,
+    url: &Url,
+    range: ByteRange,
+    head_status: StatusCode,
+) -> Result<FirstRange, NetError> {
+    let http_err = |message: String| NetError::Http {
+        url: url.to_string(),
+        message,
+    };
+    let what = format!("bytes {}-{}", range.start.0, range.end().0 - 1);
+    let ex = pool.first_range_exchange(url, range).await?;
+    let sent_range = ex.headers.get(header::CONTENT_RANGE);
+    let shown = sent_range.map_or("no Content-Range".into(), |v| {
+        format!("Content-Range `{}`", String::from_utf8_lossy(v.as_bytes()))
+    });
+    match ex.status {
+        StatusCode::OK => Ok(FirstRange::Whole(ex)),
+        StatusCode::PARTIAL_CONTENT => {
+            let got = sent_range.and_then(|v| parse_content_range(v.as_bytes()));
+            match got {
+                Some((r, Some(len)))
+                    if r.start.0 == 0
+                        && r.len.0 == range.len.0.min(len)
+                        && ex.body.len() as u64 == r.len.0 =>
+                {
+                    Ok(FirstRange::Piece(ex, len))
+                }
+                _ => Err(http_err(format!(
+                    "HEAD answered {head_status}, so the file's length was to come from the \
+                     answer to {what}, which came with {shown} and {} bytes",
+                    ex.body.len()
+                ))),
+            }
+        }
+        // `bytes */0`: no byte at all. A 416 naming no length says as much of a range from 0.
+        StatusCode::RANGE_NOT_SATISFIABLE
+            if sent_range.is_none_or(|v| trim_bytes(v.as_bytes()) == b"bytes */0") =>
+        {
+            Ok(FirstRange::Empty(ex))
+        }
+        s if s == head_status => Err(http_err(format!(
+            "HEAD answered {head_status}{}",
+            quoted_reason(&ex)
+        ))),
+        s => Err(http_err(format!(
+            "HEAD answered {head_status}, and GET of {what} answered {s}{}{}",
+            if s == StatusCode::RANGE_NOT_SATISFIABLE {
+                format!(" with {shown}")
+            } else {
+                String::new()
+            },
+            quoted_reason(&ex)
+        ))),
+    }
+}
+
+/// `value` without the spaces and tabs around it.
+fn trim_bytes(value: &[u8]) -> &[u8] {
+    let start = value
+        .iter()
+        .position(|b| !matches!(b, b' ' | b'\t'))
+        .unwrap_or(value.len());
+    let end = value
+        .iter()
+        .rposition(|b| !matches!(b, b' ' | b'\t'))
+        .map_or(start, |i| i + 1);
+    &value[start..end]
+}
+
+/// The report of an empty file's download from a server that refused `HEAD`: one range asked
+/// for (answered 416), no byte.
+fn empty_report(started: std::time::Instant, timing: ExchangeTiming) -> Report {
+    Report {
+        bytes: 0,
+        seconds: started.elapsed().as_secs_f64(),
+        mib_s: 0.0,
+        alpha: 0,
+        alpha_max: 0,
+        rtt_ms: timing
+            .first_byte
+            .saturating_since(timing.sent)
+            .as_millis_f64(),
+        requests: 1,
+        wasted_bytes: 0,
+        transferred_bytes: 0,
+        unit_bytes: 0,
+        buffered_peak_bytes: 0,
+        path_mib_s: None,
+        server: None,
+        ranges: true,
+    }
+}
+
 /// The figures at `/.well-known/foresight`, if the server publishes them.
 async fn server_figures(pool: &Pool, url: &Url) -> Option<DeviceFigures> {
     let figures_url = url.with_path(WELL_KNOWN_PATH);
@@ -1061,13 +1253,63 @@ async fn download(
     let mut head = pool
         .exchange_tries(url, Method::HEAD, None, None, REQUEST_ATTEMPTS)
         .await?;
-    if !head.status.is_success() {
+    // A server that refuses `HEAD` (`head_refused`) is asked for the file's first range instead:
+    // its `Content-Range` gives the length, and its validators stand in for the `HEAD`'s. `first`
+    // holds that range's bytes, and `len` the length it gave.
+    let headless = !head.status.is_success() && head_refused(head.status);
+    let mut first: Option<(Bytes, u64)> = None;
+    if headless {
+        let range = ByteRange::new(0, first_range_bytes(&cfg));
+        match first_range(&pool, url, range, head.status).await? {
+            FirstRange::Piece(ex, len) => {
+                first = Some((ex.body.clone(), len));
+                head = ex;
+            }
+            FirstRange::Whole(mut ex) if random.is_none() => {
+                let Some(body) = ex.whole.take() else {
+                    return Err(http_err(
+                        "the whole file's answer came without its body".into(),
+                    ));
+                };
+                let whole = Whole {
+                    headers: &ex.headers,
+                    body,
+                    sent: ex.timing.sent,
+                    first_byte: ex.timing.first_byte,
+                    permit: None,
+                };
+                let expect_len = content_length(&ex.headers);
+                return take_whole(&pool, url, whole, sink, started, expect_len, None, 0, false)
+                    .await;
+            }
+            FirstRange::Whole(_) => {
+                return Err(http_err(
+                    "the server does not honour ranges, so random reads are impossible".into(),
+                ))
+            }
+            FirstRange::Empty(_) if random.is_some() => {
+                return Err(http_err(
+                    "the file is empty (0 bytes), so random reads of it measure nothing".into(),
+                ))
+            }
+            FirstRange::Empty(ex) => {
+                if let Some(s) = sink.as_mut() {
+                    s.flush()?;
+                }
+                return Ok(empty_report(started, ex.timing));
+            }
+        }
+    } else if !head.status.is_success() {
         return Err(http_err(format!(
             "HEAD answered {}{}",
             head.status,
             refusal_reason(&pool, url, head.status).await
         )));
     }
+    // A first range that holds the whole file is one answer: nothing is put together.
+    let whole_in_first = first
+        .as_ref()
+        .is_some_and(|(b, len)| b.len() as u64 == *len);
     let figures = server_figures(&pool, url).await;
     // Parts of a file can be put together only under one strong validator (RFC 9110, section
     // 15.3.7.3), and a weak tag can go in no `If-Range` (section 13.1.5): under it, a file
@@ -1079,8 +1321,12 @@ async fn download(
     // change on a file system with sub-second times, a second after it otherwise); a tag still
     // weak, or weak for good, gets the file in one `GET`. Random reads keep their bytes only to
     // measure them, and go on with ranges.
-    if random.is_none() && begun_version(&head.headers).is_some_and(|v| v.is_weak()) {
-        if modified_within_a_second(&head.headers) {
+    if random.is_none()
+        && !whole_in_first
+        && begun_version(&head.headers).is_some_and(|v| v.is_weak())
+    {
+        // Without `HEAD`, the tag is not asked for again: each look would be a range.
+        if !headless && modified_within_a_second(&head.headers) {
             let waiting = std::time::Instant::now();
             while begun_version(&head.headers).is_some_and(|v| v.is_weak())
                 && waiting.elapsed() < FRESH_TAG_WAIT
@@ -1104,16 +1350,24 @@ async fn download(
                  together safely; fetching it in one GET",
                 String::from_utf8_lossy(tag.as_bytes())
             ));
-            let len = content_length(&head.headers);
-            return plain_get(&pool, url, sink, started, len, None, 0).await;
+            let len = first
+                .as_ref()
+                .map(|f| f.1)
+                .or_else(|| content_length(&head.headers));
+            return plain_get(&pool, url, sink, started, len, None, 0, !headless).await;
         }
     }
-    let len = content_length(&head.headers);
-    let ranges = head
-        .headers
-        .get(header::ACCEPT_RANGES)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.split(',').any(|u| u.trim().eq_ignore_ascii_case("bytes")));
+    let len = first
+        .as_ref()
+        .map(|f| f.1)
+        .or_else(|| content_length(&head.headers));
+    // A 206 to the first range shows that ranges are honoured.
+    let ranges = headless
+        || head
+            .headers
+            .get(header::ACCEPT_RANGES)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.split(',').any(|u| u.trim().eq_ignore_ascii_case("bytes")));
     // The version the download begins with: for a download, a strong tag (see above), or from a
     // server without tags its `Last-Modified` when that is strong, sent in every `If-Range`. Any
     // tag that changes tells of another version.
@@ -1124,7 +1378,7 @@ async fn download(
                 "the server does not honour ranges, so random reads are impossible".into(),
             ));
         }
-        return plain_get(&pool, url, sink, started, len, None, 0).await;
+        return plain_get(&pool, url, sink, started, len, None, 0, true).await;
     };
     // As with no reads at all, a report of reads that moved nothing would pass for a measurement.
     if random.is_some() && len == 0 {
@@ -1149,7 +1403,7 @@ async fn download(
         .max(1);
     let aps_cfg = ApsConfig {
         max_readahead: unit,
-        initial_readahead: ByteLen(unit.0.min(128 << 10)),
+        initial_readahead: ByteLen(unit.0.min(INITIAL_UNIT_BYTES)),
         alpha: cfg.alpha,
         max_alpha,
         peak_ratio: cfg.peak_ratio,
@@ -1161,7 +1415,8 @@ async fn download(
         key: "--alpha/--readahead",
         message: e.to_string(),
     })?;
-    // The HEAD is the paper's create-stream request: its round trip, less the server's time.
+    // The HEAD (or the first range) is the paper's create-stream request: its round trip, less
+    // the server's time.
     stream.observe_exchange(head.timing);
     let (tx, mut rx) = mpsc::unbounded_channel::<Done>();
     // Dropped on every way out, which stops the requests still out.
@@ -1186,6 +1441,18 @@ async fn download(
         etag: etag.as_ref(),
     };
     let mut next_seq = 0u64;
+    // The first range's bytes are the application's first read (random reads only count them):
+    // the stream then meets its first read at their end, a fresh read there as at 0.
+    if let Some((body, _)) = &first {
+        transferred += body.len() as u64;
+        if random.is_none() {
+            if let Some(s) = sink.as_mut() {
+                s.write_all(body)?;
+            }
+            delivered = body.len() as u64;
+            next_seq = delivered;
+        }
+    }
     if let Some((size, n, seed)) = random {
         let mut rng = Rng::new(seed);
         let span = len.saturating_sub(size.0);
@@ -1384,6 +1651,7 @@ async fn download(
                             Some(len),
                             etag.as_ref(),
                             next_seq,
+                            !headless,
                         )
                         .await;
                     }
@@ -1427,7 +1695,7 @@ async fn download(
     if let Some(s) = sink.as_mut() {
         s.flush()?;
     }
-    if random.is_none() {
+    if random.is_none() && !headless {
         confirm_unchanged(&pool, url, etag.as_ref(), Some(len), delivered).await?;
     }
     let seconds = started.elapsed().as_secs_f64();
@@ -1438,7 +1706,7 @@ async fn download(
         alpha: stream.alpha(),
         alpha_max,
         rtt_ms: stream.rtt().map_or(0.0, |d| d.as_millis_f64()),
-        requests: stream.requests(),
+        requests: stream.requests() + u64::from(headless),
         wasted_bytes: transferred.saturating_sub(delivered),
         transferred_bytes: transferred,
         unit_bytes: unit.0,
@@ -1698,15 +1966,19 @@ const CHANGED_ATTEMPTS: u32 = 3;
 /// The file in one `GET` without a range (the server does not honour ranges), streamed to `sink`
 /// as it arrives: memory stays bounded whatever the file's length, and the request timeout
 /// bounds the time without data rather than the whole transfer. The first `skip` bytes (those the
-/// application already has) are dropped; `expect_len`, when known, is checked.
+/// application already has) are dropped; `expect_len`, when known, is checked. With
+/// `closing_look`, the validator is asked for again with a `HEAD` once the body has arrived
+/// ([`confirm_unchanged`]); a server that refuses `HEAD` gets no such look.
+#[allow(clippy::too_many_arguments)]
 async fn plain_get(
     pool: &Pool,
     url: &Url,
-    mut sink: Option<&mut dyn Write>,
+    sink: Option<&mut dyn Write>,
     started: std::time::Instant,
     expect_len: Option<u64>,
     expect_etag: Option<&Validator>,
     skip: u64,
+    closing_look: bool,
 ) -> Result<Report, NetError> {
     let http_err = |message: String| NetError::Http {
         url: url.to_string(),
@@ -1788,8 +2060,66 @@ async fn plain_get(
     if resp.status() != StatusCode::OK {
         return Err(http_err(format!("GET answered {}", resp.status())));
     }
+    let (parts, body) = resp.into_parts();
+    let whole = Whole {
+        headers: &parts.headers,
+        body,
+        sent,
+        first_byte,
+        permit: Some(_permit),
+    };
+    take_whole(
+        pool,
+        url,
+        whole,
+        sink,
+        started,
+        expect_len,
+        expect_etag,
+        skip,
+        closing_look,
+    )
+    .await
+}
+
+/// A whole file's answer (200) whose body is still to be read, and when it was asked for and
+/// its head came.
+struct Whole<'a> {
+    headers: &'a HeaderMap,
+    body: hyper::body::Incoming,
+    sent: Instant,
+    first_byte: Instant,
+    /// The connection slot the answer holds until its body has arrived, if it holds one.
+    permit: Option<tokio::sync::SemaphorePermit<'a>>,
+}
+
+/// Reads the body of `whole` into `sink` as it arrives, as [`plain_get`] describes.
+#[allow(clippy::too_many_arguments)]
+async fn take_whole(
+    pool: &Pool,
+    url: &Url,
+    whole: Whole<'_>,
+    mut sink: Option<&mut dyn Write>,
+    started: std::time::Instant,
+    expect_len: Option<u64>,
+    expect_etag: Option<&Validator>,
+    skip: u64,
+    closing_look: bool,
+) -> Result<Report, NetError> {
+    let http_err = |message: String| NetError::Http {
+        url: url.to_string(),
+        message,
+    };
+    let idle = pool.timeout;
+    let Whole {
+        headers,
+        mut body,
+        sent,
+        first_byte,
+        permit,
+    } = whole;
     // The bytes already handed on are the version the download began with; the rest must be too.
-    if let Some(what) = changed_tag(expect_etag, resp.headers()).filter(|_| skip > 0) {
+    if let Some(what) = changed_tag(expect_etag, headers).filter(|_| skip > 0) {
         return Err(NetError::Changed {
             url: url.to_string(),
             what,
@@ -1800,11 +2130,7 @@ async fn plain_get(
     // file replaced since, a generated page): with nothing handed on yet the download starts
     // over, and after ranges of the old version it cannot be spliced on. An answer without a
     // length is still held to the `HEAD`'s below.
-    let announced = resp
-        .headers()
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok());
+    let announced = content_length(headers);
     if let (Some(was), Some(now)) = (expect_len, announced) {
         if was != now {
             return Err(NetError::Changed {
@@ -1816,16 +2142,14 @@ async fn plain_get(
     }
     // Whatever validator the answer carries, weak or strong, is asked for again once the body
     // has arrived (`confirm_unchanged`).
-    let answered = resp
-        .headers()
+    let answered = headers
         .get(header::ETAG)
         .map(|v| Validator::Tag(v.clone()))
         .or_else(|| {
-            resp.headers()
+            headers
                 .get(header::LAST_MODIFIED)
                 .map(|v| Validator::Date(v.clone()))
         });
-    let mut body = resp.into_body();
     let mut n = 0u64;
     loop {
         let frame = tokio::time::timeout(idle, body.frame())
@@ -1867,8 +2191,10 @@ async fn plain_get(
     if let Some(s) = sink.as_mut() {
         s.flush()?;
     }
-    drop(_permit);
-    confirm_unchanged(pool, url, expect_etag.or(answered.as_ref()), Some(n), n).await?;
+    drop(permit);
+    if closing_look {
+        confirm_unchanged(pool, url, expect_etag.or(answered.as_ref()), Some(n), n).await?;
+    }
     let seconds = started.elapsed().as_secs_f64();
     let rtt = first_byte.saturating_since(sent);
     Ok(Report {

@@ -1946,3 +1946,222 @@ fn a_file_rewritten_in_place_during_a_plain_get_is_not_delivered_as_a_success() 
         "{text}"
     );
 }
+
+/// A server of `data` at `/f.bin` that answers every `HEAD` with `head_status` (a status line's
+/// code and reason, no body, as an object store answers a URL signed for `GET` only) and serves
+/// `GET`: with `ranges`, a range gets 206 under the strong tag `"v1"` (416 with `bytes */LEN`
+/// when it starts at or past the end, an empty file's case), and without, every `GET` gets the
+/// whole file (200). Every other path is 404. Returns the address and every request as
+/// `METHOD RANGE IF-RANGE`, in order.
+fn head_refusing_server(
+    head_status: &'static str,
+    data: std::sync::Arc<Vec<u8>>,
+    ranges: bool,
+) -> (
+    std::net::SocketAddr,
+    std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+) {
+    use std::io::Write;
+    let asked = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let log = asked.clone();
+    let addr = tiny_server(move |req, c| {
+        if req.path != "/f.bin" {
+            return c
+                .write_all(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n")
+                .is_ok();
+        }
+        log.lock()
+            .unwrap()
+            .push(format!("{} {:?} {:?}", req.method, req.range, req.if_range));
+        let len = data.len() as u64;
+        if req.method == "HEAD" {
+            return c
+                .write_all(
+                    format!(
+                        "HTTP/1.1 {head_status}\r\nContent-Type: application/xml\r\n\
+                         Content-Length: 0\r\n\r\n"
+                    )
+                    .as_bytes(),
+                )
+                .is_ok();
+        }
+        match req.range.filter(|_| ranges) {
+            Some((first, _)) if first >= len => c
+                .write_all(
+                    format!(
+                        "HTTP/1.1 416 Range Not Satisfiable\r\nContent-Range: bytes */{len}\r\n\
+                         Content-Length: 0\r\n\r\n"
+                    )
+                    .as_bytes(),
+                )
+                .is_ok(),
+            Some((first, last)) => {
+                let last = last.min(len - 1);
+                let body = &data[first as usize..=last as usize];
+                c.write_all(
+                    format!(
+                        "HTTP/1.1 206 Partial Content\r\nETag: \"v1\"\r\n\
+                         Content-Range: bytes {first}-{last}/{len}\r\nContent-Length: {}\r\n\r\n",
+                        body.len()
+                    )
+                    .as_bytes(),
+                )
+                .and_then(|_| c.write_all(body))
+                .is_ok()
+            }
+            None => c
+                .write_all(
+                    format!("HTTP/1.1 200 OK\r\nETag: \"v1\"\r\nContent-Length: {len}\r\n\r\n")
+                        .as_bytes(),
+                )
+                .and_then(|_| c.write_all(&data))
+                .is_ok(),
+        }
+    });
+    (addr, asked)
+}
+
+/// A server that refuses `HEAD` (405 Method Not Allowed, 501 Not Implemented, or 403 Forbidden
+/// with no reason, as an object store answers a URL signed for `GET` only) while serving `GET`
+/// with ranges is still downloaded: the length and the validator come from the first range's
+/// `Content-Range` and `ETag`, every later range carries `If-Range` with that tag, and no `HEAD`
+/// is sent after the first. Files of several units, shorter than the first range, and empty (the
+/// first range answered 416). Before, every such download failed with `HEAD answered 405`.
+#[test]
+fn a_server_that_refuses_head_is_read_with_ranges_learnt_from_the_first_get() {
+    for head_status in [
+        "405 Method Not Allowed",
+        "501 Not Implemented",
+        "403 Forbidden",
+    ] {
+        for len in [3_000_017usize, 1000, 0] {
+            let data = std::sync::Arc::new(content(len, 9));
+            let (addr, asked) = head_refusing_server(head_status, data.clone(), true);
+            let url: Url = format!("http://{addr}/f.bin").parse().unwrap();
+            let mut out = Vec::new();
+            let r = client(AlphaMode::Fixed(3))
+                .get(&url, &mut out)
+                .unwrap_or_else(|e| panic!("{head_status}, {len} bytes: {e}"));
+            assert!(
+                out == *data,
+                "{head_status}, {len} bytes: {} bytes delivered",
+                out.len()
+            );
+            assert_eq!(r.bytes, len as u64);
+            assert!(r.ranges, "{head_status}, {len} bytes");
+            let asked = asked.lock().unwrap().clone();
+            assert_eq!(
+                asked.iter().filter(|a| a.starts_with("HEAD")).count(),
+                1,
+                "{head_status}, {len} bytes: {asked:#?}"
+            );
+            let gets: Vec<&String> = asked.iter().filter(|a| a.starts_with("GET")).collect();
+            assert!(
+                gets[0].starts_with("GET Some((0, ")
+                    && gets[1..]
+                        .iter()
+                        .all(|g| g.starts_with("GET Some(") && g.ends_with("Some(\"\\\"v1\\\"\")")),
+                "{head_status}, {len} bytes: {asked:#?}"
+            );
+            if len > 1 << 20 {
+                assert!(gets.len() > 2, "{asked:#?}");
+            }
+        }
+    }
+    // Random reads learn the length the same way.
+    let data = std::sync::Arc::new(content(3_000_017, 11));
+    let (addr, _) = head_refusing_server("403 Forbidden", data, true);
+    let url: Url = format!("http://{addr}/f.bin").parse().unwrap();
+    let r = client(AlphaMode::Fixed(2))
+        .random_reads(&url, ByteLen::kib(64), 8, 4)
+        .unwrap();
+    assert_eq!(r.bytes, 8 * (64 << 10));
+}
+
+/// A first range (in place of a refused `HEAD`) whose answer cannot give the file's length is an
+/// error that says what came: a `Content-Range` without the length (`/*`), and a 416 naming a
+/// length that a range from byte 0 would have fitted.
+#[test]
+fn a_first_range_that_cannot_give_the_length_is_an_error_naming_what_came() {
+    use std::io::Write;
+    for (answer, shown) in [
+        (
+            "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes 0-9/*\r\nContent-Length: 10\r\n\r\n0123456789",
+            "Content-Range `bytes 0-9/*`",
+        ),
+        (
+            "HTTP/1.1 416 Range Not Satisfiable\r\nContent-Range: bytes */500\r\nContent-Length: 0\r\n\r\n",
+            "416 Range Not Satisfiable with Content-Range `bytes */500`",
+        ),
+    ] {
+        let addr = tiny_server(move |req, c| {
+            let text = if req.method == "HEAD" {
+                "HTTP/1.1 405 Method Not Allowed\r\nContent-Length: 0\r\n\r\n"
+            } else if req.path == "/f.bin" {
+                answer
+            } else {
+                "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n"
+            };
+            c.write_all(text.as_bytes()).is_ok()
+        });
+        let url: Url = format!("http://{addr}/f.bin").parse().unwrap();
+        let mut out = Vec::new();
+        let e = client(AlphaMode::Auto)
+            .get(&url, &mut out)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("HEAD answered 405") && e.contains(shown), "{e}");
+        assert!(out.is_empty());
+    }
+}
+
+/// A server that refuses `HEAD` and ignores `Range` (every `GET` gets the whole file, 200): the
+/// answer to the first range is the download, read whole as it arrives, without a second `GET`.
+#[test]
+fn a_server_that_refuses_head_and_ignores_ranges_is_read_in_its_first_get() {
+    for len in [3_000_017usize, 1000, 0] {
+        let data = std::sync::Arc::new(content(len, 10));
+        let (addr, asked) = head_refusing_server("405 Method Not Allowed", data.clone(), false);
+        let url: Url = format!("http://{addr}/f.bin").parse().unwrap();
+        let mut out = Vec::new();
+        let r = client(AlphaMode::Auto)
+            .get(&url, &mut out)
+            .unwrap_or_else(|e| panic!("{len} bytes: {e}"));
+        assert!(out == *data, "{len} bytes: {} bytes delivered", out.len());
+        assert!(!r.ranges);
+        let asked = asked.lock().unwrap().clone();
+        assert_eq!(asked.len(), 2, "one HEAD and one GET: {asked:#?}");
+    }
+}
+
+/// A refusal that is the file's and not the method's (the `GET` is refused as the `HEAD` was) is
+/// still reported as the `HEAD`'s status with the server's plain-text reason.
+#[test]
+fn a_head_refusal_that_the_get_repeats_is_reported_with_its_reason() {
+    use std::io::Write;
+    let addr = tiny_server(move |req, c| {
+        let body = if req.method == "HEAD" {
+            ""
+        } else {
+            "this file is not yours\n"
+        };
+        c.write_all(
+            format!(
+                "HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain; charset=utf-8\r\n\
+                 Content-Length: {}\r\n\r\n{body}",
+                "this file is not yours\n".len()
+            )
+            .as_bytes(),
+        )
+        .is_ok()
+    });
+    let url: Url = format!("http://{addr}/f.bin").parse().unwrap();
+    let e = client(AlphaMode::Auto)
+        .get(&url, &mut Vec::new())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("HEAD answered 403 Forbidden: this file is not yours"),
+        "{e}"
+    );
+}
