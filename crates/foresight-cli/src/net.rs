@@ -325,7 +325,8 @@ summarized as usual (with --json, a failure is also a line with url and error on
 output, in its place among the reports), and the command then exits with 1 (2 if a failure was \
 bad input, such as an --out file that cannot be created), naming the URLs that failed. A URL that does not parse is \
 refused (exit 2) before anything is fetched. A HEAD refused (a 4xx or 5xx status) is followed by \
-one GET, whose plain-text body, the server's reason, is quoted in the error, as is the body of \
+one GET (of the first range, for the statuses below that a server may give HEAD alone), whose \
+plain-text body, the server's reason, is quoted in the error, as is the body of \
 a range request answered with an error. Range requests carry If-Range with the file's strong \
 ETag from the opening HEAD (from a server without tags, its Last-Modified when that is at least a \
 second before the HEAD's Date): a file replaced on the server during its download is downloaded \
@@ -340,6 +341,18 @@ other than foresight serve may have sent mixed, under the old validator) fails t
 saying the file changed once the download had ended; the bytes already written stay written. \
 A rewrite at the same size within the same second as the modification before it keeps a \
 validator of whole seconds (nginx's ETag, any Last-Modified), and is not seen.
+
+A server that refuses HEAD while serving GET (405 Method Not Allowed, 501 Not Implemented, or \
+403 Forbidden, which an object store answers a URL presigned for GET only) is asked instead for \
+the file's first 128 KiB (one --readahead unit when that is smaller) as a range: the length \
+comes from its Content-Range, its ETag (or strong Last-Modified) goes in the If-Range of every \
+later range, and its bytes are the download's first. A 416 to that range is an empty file; a \
+200 means the server ignores ranges, and that answer, read whole as it arrives, is the \
+download. The same refusal to the GET (as foresight serve refuses a file of /proc with 403) is \
+reported as the HEAD's, with the reason the GET's body gives. From such a server the validator \
+is not asked for again after the last byte (that look is a HEAD), so a file rewritten in place \
+during its last responses is not seen; and a weak tag is not waited on: the file comes in one \
+GET.
 
 The path rate (path_mib_s) is the bytes of the range responses over the time during which any of \
 them was arriving, each timed from the earliest moment its first byte could have come (request \
