@@ -10,7 +10,8 @@
 //! [`SeekCurve::from_datasheet`] with the file's single-cylinder time, its `Full strobe seek time`
 //! (or the curve extrapolated to the last cylinder where the model gives none), and the mean over
 //! uniformly random cylinder pairs of the file's measured curve (computed offline with the same
-//! interpolation as [`SeekCurve::Points`]). The cache behaviour follows the `.diskspecs` files:
+//! interpolation as [`SeekCurve::Points`]); each curve is calibrated once in a process and
+//! remembered, as every run builds its drives anew. The cache behaviour follows the `.diskspecs` files:
 //! read-ahead scheme (`Buffer continuous read`), write-back level (`Fast write level`), write
 //! segments, read hits on written data, `Read any free blocks`, `Read-ahead over requested` and
 //! `Combine seq writes`. `Allow almost read hits` (0 in all four files) is not followed: every
@@ -32,6 +33,8 @@
 //!
 //! The other presets come from datasheets and the papers in `../shared/papers/`; where a number is an
 //! assumption (the datasheet does not give it), the preset's documentation says so.
+
+use std::sync::{Mutex, PoisonError};
 
 use foresight_core::{ByteLen, Duration};
 
@@ -256,9 +259,33 @@ fn ms(x: f64) -> Duration {
     Duration::from_millis_f64(x)
 }
 
+/// The presets' calibrated seek curves, by datasheet numbers (as bits) and cylinders. Calibrating
+/// sweeps every cylinder, and a simulation builds its drives anew for each run, so a reproduction's
+/// hundreds of runs calibrated the same few curves again and again (about 3% of the host's time in
+/// its `striping` section). The calibration is a function of these numbers alone, so a remembered
+/// curve is the one it would compute again.
+static SEEK_CURVES: Mutex<Vec<SeekEntry>> = Mutex::new(Vec::new());
+
+/// Datasheet numbers `[single, avg, full]` as bits, cylinders, and the curve calibrated from them.
+type SeekEntry = ([u64; 3], u32, SeekCurve);
+
+/// Most curves `SEEK_CURVES` keeps: more than the presets' distinct ones; past it, curves are
+/// calibrated each time.
+const SEEK_CURVES_MAX: usize = 32;
+
 fn seek(single_ms: f64, avg_ms: f64, full_ms: f64, cylinders: u32) -> SeekCurve {
-    SeekCurve::from_datasheet(single_ms, avg_ms, full_ms, cylinders)
-        .unwrap_or_else(|e| panic!("preset seek calibration: {e}"))
+    let key = [single_ms.to_bits(), avg_ms.to_bits(), full_ms.to_bits()];
+    // A panic elsewhere while the lock was held leaves the list whole: entries are pushed complete.
+    let mut known = SEEK_CURVES.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some((_, _, curve)) = known.iter().find(|(k, c, _)| *k == key && *c == cylinders) {
+        return curve.clone();
+    }
+    let curve = SeekCurve::from_datasheet(single_ms, avg_ms, full_ms, cylinders)
+        .unwrap_or_else(|e| panic!("preset seek calibration: {e}"));
+    if known.len() < SEEK_CURVES_MAX {
+        known.push((key, cylinders, curve.clone()));
+    }
+    curve
 }
 
 /// Overheads in the order of DiskSim's `.diskspecs`: read hit after read, after write; read miss after

@@ -184,3 +184,15 @@ proptest! {
         }
     }
 }
+
+/// A preset's seek curve is remembered after its first calibration; what comes back the second time
+/// is the curve a fresh calibration gives, and another drive's numbers get their own curve.
+#[test]
+fn a_remembered_seek_curve_is_the_one_calibrated_afresh() {
+    let fresh = SeekCurve::from_datasheet(0.5525, 3.795, 6.927, 72_170).expect("calibrates");
+    assert_eq!(seek(0.5525, 3.795, 6.927, 72_170), fresh);
+    assert_eq!(seek(0.5525, 3.795, 6.927, 72_170), fresh);
+    let other = SeekCurve::from_datasheet(0.2, 3.5, 6.927, 72_170).expect("calibrates");
+    assert_ne!(other, fresh);
+    assert_eq!(seek(0.2, 3.5, 6.927, 72_170), other);
+}
