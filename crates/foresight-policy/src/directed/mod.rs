@@ -358,9 +358,19 @@ impl Directed {
         } else {
             range.end().0 / PAGE_BYTES
         };
-        let free: Vec<u64> = (first..end)
-            .filter(|&p| !self.pins.contains_key(&(file.0, p)))
-            .collect();
+        if first >= end {
+            return;
+        }
+        // The pages between the pinned ones, found from the pins in the range: a fetch spans up
+        // to hundreds of pages but few pins, and looking each page up took about 8% of the host's
+        // time in the `directed` and `streams` reproductions.
+        let mut free = Vec::new();
+        let mut next = first;
+        for (&(_, p), _) in self.pins.range((file.0, first)..(file.0, end)) {
+            free.extend(next..p);
+            next = p + 1;
+        }
+        free.extend(next..end);
         self.release_pages(file, &free);
     }
 
