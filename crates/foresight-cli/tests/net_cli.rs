@@ -925,17 +925,18 @@ fn net_soak_says_what_it_runs_before_it_runs_it() {
     assert_eq!(err.lines().count(), 1, "{err}");
 }
 
-/// A server that announces a file of a megabyte without ranges, sends its first 256 KiB, and then
-/// holds the connection open without sending more: a download from it stays under way. Every
-/// other path is 404, and every connection serves one request.
-fn stalling_server() -> std::net::SocketAddr {
-    use std::io::{Read, Write};
+/// A test server on a free port: each connection gets a thread that reads a request head (up to
+/// its blank line) and hands it, as text, to `answer` with the connection; `answer` writes the
+/// reply and says whether the connection serves another request. A connection closed before a
+/// whole head ends its thread.
+fn scripted_server(answer: fn(&str, &mut std::net::TcpStream) -> bool) -> std::net::SocketAddr {
+    use std::io::Read;
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
     std::thread::spawn(move || {
         for c in listener.incoming() {
             let Ok(mut c) = c else { continue };
-            std::thread::spawn(move || {
+            std::thread::spawn(move || loop {
                 let mut head = Vec::new();
                 let mut byte = [0u8; 1];
                 while !head.ends_with(b"\r\n\r\n") {
@@ -944,24 +945,35 @@ fn stalling_server() -> std::net::SocketAddr {
                     }
                     head.push(byte[0]);
                 }
-                let line = String::from_utf8_lossy(&head);
-                if line.split_whitespace().nth(1) != Some("/slow.bin") {
-                    let _ = c.write_all(
-                        b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
-                    );
+                if !answer(&String::from_utf8_lossy(&head), &mut c) {
                     return;
-                }
-                let _ = c.write_all(
-                    b"HTTP/1.1 200 OK\r\nContent-Length: 1048576\r\nConnection: close\r\n\r\n",
-                );
-                if head.starts_with(b"GET ") {
-                    let _ = c.write_all(&vec![7u8; 256 << 10]);
-                    std::thread::sleep(std::time::Duration::from_secs(60));
                 }
             });
         }
     });
     addr
+}
+
+/// A server that announces a file of a megabyte without ranges, sends its first 256 KiB, and then
+/// holds the connection open without sending more: a download from it stays under way. Every
+/// other path is 404, and every connection serves one request.
+fn stalling_server() -> std::net::SocketAddr {
+    scripted_server(|head, c| {
+        use std::io::Write;
+        if head.split_whitespace().nth(1) != Some("/slow.bin") {
+            let _ = c.write_all(
+                b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+            );
+            return false;
+        }
+        let _ =
+            c.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 1048576\r\nConnection: close\r\n\r\n");
+        if head.starts_with("GET ") {
+            let _ = c.write_all(&vec![7u8; 256 << 10]);
+            std::thread::sleep(std::time::Duration::from_secs(60));
+        }
+        false
+    })
 }
 
 /// Sends SIGTERM to `child` and waits for it, at most 20 s.
@@ -1564,57 +1576,43 @@ fn serve_refuses_a_proc_file_and_get_says_why() {
 /// starting in its first MiB and closes every connection asking for one past it (or for the
 /// whole file). Every other path is 404.
 fn cutting_server() -> std::net::SocketAddr {
-    use std::io::{Read, Write};
-    const LEN: u64 = 4 << 20;
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap();
-    std::thread::spawn(move || {
-        for c in listener.incoming() {
-            let Ok(mut c) = c else { continue };
-            std::thread::spawn(move || loop {
-                let mut head = Vec::new();
-                let mut byte = [0u8; 1];
-                while !head.ends_with(b"\r\n\r\n") {
-                    if c.read(&mut byte).unwrap_or(0) == 0 {
-                        return;
-                    }
-                    head.push(byte[0]);
-                }
-                let text = String::from_utf8_lossy(&head).to_ascii_lowercase();
-                if text.split_whitespace().nth(1) != Some("/cut.bin") {
-                    let _ = c.write_all(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n");
-                    continue;
-                }
-                let whole = format!(
-                    "HTTP/1.1 200 OK\r\nContent-Length: {LEN}\r\nAccept-Ranges: bytes\r\n\
-                     ETag: \"v1\"\r\n\r\n"
-                );
-                let range = text
-                    .lines()
-                    .find_map(|l| l.strip_prefix("range: bytes="))
-                    .and_then(|r| r.trim().split_once('-'))
-                    .map(|(a, b)| (a.parse::<u64>().unwrap(), b.parse::<u64>().unwrap()));
-                match range {
-                    _ if text.starts_with("head ") => {
-                        let _ = c.write_all(whole.as_bytes());
-                    }
-                    Some((a, b)) if a < 1 << 20 => {
-                        let n = b - a + 1;
-                        let _ = c.write_all(
-                            format!(
-                                "HTTP/1.1 206 Partial Content\r\nContent-Length: {n}\r\n\
-                                 ETag: \"v1\"\r\nContent-Range: bytes {a}-{b}/{LEN}\r\n\r\n"
-                            )
-                            .as_bytes(),
-                        );
-                        let _ = c.write_all(&vec![5u8; n as usize]);
-                    }
-                    _ => return,
-                }
-            });
+    scripted_server(|head, c| {
+        use std::io::Write;
+        const LEN: u64 = 4 << 20;
+        let text = head.to_ascii_lowercase();
+        if text.split_whitespace().nth(1) != Some("/cut.bin") {
+            let _ = c.write_all(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n");
+            return true;
         }
-    });
-    addr
+        let whole = format!(
+            "HTTP/1.1 200 OK\r\nContent-Length: {LEN}\r\nAccept-Ranges: bytes\r\n\
+             ETag: \"v1\"\r\n\r\n"
+        );
+        let range = text
+            .lines()
+            .find_map(|l| l.strip_prefix("range: bytes="))
+            .and_then(|r| r.trim().split_once('-'))
+            .map(|(a, b)| (a.parse::<u64>().unwrap(), b.parse::<u64>().unwrap()));
+        match range {
+            _ if text.starts_with("head ") => {
+                let _ = c.write_all(whole.as_bytes());
+                true
+            }
+            Some((a, b)) if a < 1 << 20 => {
+                let n = b - a + 1;
+                let _ = c.write_all(
+                    format!(
+                        "HTTP/1.1 206 Partial Content\r\nContent-Length: {n}\r\n\
+                         ETag: \"v1\"\r\nContent-Range: bytes {a}-{b}/{LEN}\r\n\r\n"
+                    )
+                    .as_bytes(),
+                );
+                let _ = c.write_all(&vec![5u8; n as usize]);
+                true
+            }
+            _ => false,
+        }
+    })
 }
 
 /// A download to standard output that fails keeps the bytes already written there; the error
@@ -1684,43 +1682,25 @@ fn serve_refuses_a_sys_file_whose_size_is_not_what_it_holds() {
 /// A server of one 1 MiB file, `/r.bin`, with ranges and a strong tag, that answers every range
 /// request with 500 and a plain-text reason.
 fn failing_ranges_server() -> std::net::SocketAddr {
-    use std::io::{Read, Write};
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap();
-    std::thread::spawn(move || {
-        for c in listener.incoming() {
-            let Ok(mut c) = c else { continue };
-            std::thread::spawn(move || loop {
-                let mut head = Vec::new();
-                let mut byte = [0u8; 1];
-                while !head.ends_with(b"\r\n\r\n") {
-                    if c.read(&mut byte).unwrap_or(0) == 0 {
-                        return;
-                    }
-                    head.push(byte[0]);
-                }
-                let text = String::from_utf8_lossy(&head).to_ascii_lowercase();
-                let answer = if text.split_whitespace().nth(1) != Some("/r.bin") {
-                    "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n".to_string()
-                } else if text.starts_with("head ") {
-                    "HTTP/1.1 200 OK\r\nContent-Length: 1048576\r\nAccept-Ranges: bytes\r\n\
-                     ETag: \"v1\"\r\n\r\n"
-                        .to_string()
-                } else {
-                    let why = "read failed: the disk\u{7} is on fire\n";
-                    format!(
-                        "HTTP/1.1 500 Internal Server Error\r\nContent-Type: text/plain; \
-                         charset=utf-8\r\nContent-Length: {}\r\n\r\n{why}",
-                        why.len()
-                    )
-                };
-                if c.write_all(answer.as_bytes()).is_err() {
-                    return;
-                }
-            });
-        }
-    });
-    addr
+    scripted_server(|head, c| {
+        use std::io::Write;
+        let text = head.to_ascii_lowercase();
+        let answer = if text.split_whitespace().nth(1) != Some("/r.bin") {
+            "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n".to_string()
+        } else if text.starts_with("head ") {
+            "HTTP/1.1 200 OK\r\nContent-Length: 1048576\r\nAccept-Ranges: bytes\r\n\
+             ETag: \"v1\"\r\n\r\n"
+                .to_string()
+        } else {
+            let why = "read failed: the disk\u{7} is on fire\n";
+            format!(
+                "HTTP/1.1 500 Internal Server Error\r\nContent-Type: text/plain; \
+                 charset=utf-8\r\nContent-Length: {}\r\n\r\n{why}",
+                why.len()
+            )
+        };
+        c.write_all(answer.as_bytes()).is_ok()
+    })
 }
 
 /// A range request answered with an error status said only the status ("asked for [0, 131072)
