@@ -349,10 +349,12 @@ comes from its Content-Range, its ETag (or strong Last-Modified) goes in the If-
 later range, and its bytes are the download's first. A 416 to that range is an empty file; a \
 200 means the server ignores ranges, and that answer, read whole as it arrives, is the \
 download. The same refusal to the GET (as foresight serve refuses a file of /proc with 403) is \
-reported as the HEAD's, with the reason the GET's body gives. From such a server the validator \
-is not asked for again after the last byte (that look is a HEAD), so a file rewritten in place \
-during its last responses is not seen; and a weak tag is not waited on: the file comes in one \
-GET.
+reported as the HEAD's, with the reason the GET's body gives. From such a server the look after \
+the last byte is a GET of its first byte (Range: bytes=0-0) under If-Range with the validator: a \
+206 is the same file, and a 200 (the whole new file, not read) fails the download as changed, \
+as the closing HEAD does. A weak tag, or no validator at all, gets no such look; a weak tag is \
+not waited on either: the file comes in one GET. A file replaced just after the first range \
+fails as changed with that range written, where a download opened with a HEAD starts over.
 
 The path rate (path_mib_s) is the bytes of the range responses over the time during which any of \
 them was arriving, each timed from the earliest moment its first byte could have come (request \

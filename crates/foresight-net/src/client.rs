@@ -43,8 +43,9 @@
 //! the validator from its `ETag` or `Last-Modified`, its bytes the application's first read, from
 //! whose end the stream goes on. A 416 to it is an empty file, and a 200 (ranges ignored) is read
 //! whole as the download. A refusal the `GET` gets too is the file's, reported as the `HEAD`'s
-//! with the `GET`'s reason. Without `HEAD` there is no closing look (`confirm_unchanged`), and a
-//! weak tag gets the file in one `GET` at once.
+//! with the `GET`'s reason. Without `HEAD` the closing look is a one-byte range under `If-Range`
+//! (`confirm_unchanged_by_range`), none under a weak tag or no validator, and a weak tag gets the
+//! file in one `GET` at once.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -1697,6 +1698,8 @@ async fn download(
     }
     if random.is_none() && !headless {
         confirm_unchanged(&pool, url, etag.as_ref(), Some(len), delivered).await?;
+    } else if random.is_none() {
+        confirm_unchanged_by_range(&pool, url, etag.as_ref(), len, delivered).await?;
     }
     let seconds = started.elapsed().as_secs_f64();
     Ok(Report {
@@ -1868,6 +1871,73 @@ async fn confirm_unchanged(
     Ok(())
 }
 
+/// [`confirm_unchanged`] for a server that refuses `HEAD`: the look is a `GET` of the file's first
+/// byte (`Range: bytes=0-0`) carrying `was` in `If-Range`, so the server itself compares the
+/// validator. A 206 is the version begun with (its validator and length are still checked, as a
+/// range's are, for a server that ignores `If-Range`); a 200 is the server sending the whole of
+/// another version because `If-Range` failed: its body is not read (`Pool::attempt` drops the
+/// connection carrying it) and the download fails as [`NetError::Changed`], as after the `HEAD`.
+/// Any other answer leaves the download unvouched for, an error as a failed `HEAD` is. A weak tag
+/// goes in no `If-Range` (RFC 9110, section 13.1.5) and nothing (`was` `None`) has nothing to
+/// compare: no look then. One request more per download, a round trip and at most one byte.
+async fn confirm_unchanged_by_range(
+    pool: &Pool,
+    url: &Url,
+    was: Option<&Validator>,
+    len: u64,
+    written_bytes: u64,
+) -> Result<(), NetError> {
+    let Some(if_range) = was.and_then(Validator::for_if_range) else {
+        return Ok(());
+    };
+    let changed = |what: String| NetError::Changed {
+        url: url.to_string(),
+        what: format!("{what}, seen once the download had ended"),
+        written_bytes,
+    };
+    let look = ByteRange::new(0, 1);
+    let ex = pool
+        .exchange_tries(
+            url,
+            Method::GET,
+            Some(look),
+            Some(if_range),
+            REQUEST_ATTEMPTS,
+        )
+        .await?;
+    if !matches!(ex.status, StatusCode::OK | StatusCode::PARTIAL_CONTENT) {
+        return Err(NetError::Http {
+            url: url.to_string(),
+            message: format!(
+                "GET of bytes 0-0 under If-Range answered {} once the download had ended, so \
+                 whether the file changed meanwhile is unknown",
+                ex.status
+            ),
+        });
+    }
+    if let Some(what) = changed_tag(was, &ex.headers) {
+        return Err(changed(what));
+    }
+    if ex.status == StatusCode::OK {
+        return Err(changed(format!(
+            "its validator {} no longer matched: the whole file came (200) in answer to \
+             If-Range",
+            String::from_utf8_lossy(if_range.as_bytes())
+        )));
+    }
+    let now = ex
+        .headers
+        .get(header::CONTENT_RANGE)
+        .and_then(|v| parse_content_range(v.as_bytes()))
+        .and_then(|(_, l)| l);
+    if let Some(now) = now.filter(|&n| n != len) {
+        return Err(changed(format!(
+            "its length was {len} bytes and is now {now}"
+        )));
+    }
+    Ok(())
+}
+
 /// What changed when `headers` carry another validator than `was`, the one the download began
 /// with (neither missing): another entity tag, or another `Last-Modified` when the download
 /// began with that date. Tags are compared weakly, and that is enough: this only detects another
@@ -1968,7 +2038,8 @@ const CHANGED_ATTEMPTS: u32 = 3;
 /// bounds the time without data rather than the whole transfer. The first `skip` bytes (those the
 /// application already has) are dropped; `expect_len`, when known, is checked. With
 /// `closing_look`, the validator is asked for again with a `HEAD` once the body has arrived
-/// ([`confirm_unchanged`]); a server that refuses `HEAD` gets no such look.
+/// ([`confirm_unchanged`]); a server that refuses `HEAD` gets no such look here (a one-byte range
+/// would be answered with the whole file too, by a server that ignores ranges).
 #[allow(clippy::too_many_arguments)]
 async fn plain_get(
     pool: &Pool,

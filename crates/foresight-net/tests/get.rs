@@ -1268,8 +1268,24 @@ fn replacing_server_with(
     files: Vec<(Vec<u8>, &'static str)>,
     version: impl Fn(&Req) -> usize + Send + Sync + 'static,
 ) -> std::net::SocketAddr {
+    replacing_server_full(field, false, files, version)
+}
+
+/// [`replacing_server_with`], answering every `HEAD` 405 when `refuse_head` (as a server that
+/// serves `GET` only), so that the download learns the file from its first range.
+fn replacing_server_full(
+    field: &'static str,
+    refuse_head: bool,
+    files: Vec<(Vec<u8>, &'static str)>,
+    version: impl Fn(&Req) -> usize + Send + Sync + 'static,
+) -> std::net::SocketAddr {
     use std::io::Write;
     tiny_server(move |req, c| {
+        if refuse_head && req.method == "HEAD" {
+            return c
+                .write_all(b"HTTP/1.1 405 Method Not Allowed\r\nContent-Length: 0\r\n\r\n")
+                .is_ok();
+        }
         let (data, tag) = &files[version(req)];
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -2164,4 +2180,72 @@ fn a_head_refusal_that_the_get_repeats_is_reported_with_its_reason() {
         e.contains("HEAD answered 403 Forbidden: this file is not yours"),
         "{e}"
     );
+}
+
+/// A server that refuses `HEAD`, of a file rewritten in place during the last responses: every
+/// data range is served from a mix of both versions under the first tag (`"one"`), and only a
+/// request after the last byte sees the new tag (`"two"`). The download's closing look, a
+/// `Range: bytes=0-0` under `If-Range: "one"`, gets the whole new file (200) and the download
+/// fails saying the file changed, seen once it had ended. Before, without a `HEAD` there was no
+/// closing look and the mix was delivered with success.
+#[test]
+fn a_file_rewritten_in_its_last_responses_from_a_server_refusing_head_is_not_a_success() {
+    let old = content(2_000_000, 12);
+    let new = content(2_000_000, 13);
+    let mut mixed = old[..1_000_000].to_vec();
+    mixed.extend_from_slice(&new[1_000_000..]);
+    let addr = replacing_server_full(
+        "ETag: ",
+        true,
+        vec![(mixed.clone(), "\"one\""), (new, "\"two\"")],
+        // Only the closing look (the one-byte range) sees the second version.
+        |req| usize::from(req.range == Some((0, 0))),
+    );
+    let (r, out) = download(addr);
+    let e = r.expect_err(&format!(
+        "delivered {} bytes, the mix: {}",
+        out.len(),
+        out == mixed
+    ));
+    let text = e.to_string();
+    assert!(
+        matches!(e, foresight_net::NetError::Changed { .. })
+            && text.contains("\"one\"")
+            && text.contains("\"two\"")
+            && text.contains("once the download had ended"),
+        "{text}"
+    );
+}
+
+/// The same server with a file that does not change: the download succeeds, and its closing
+/// look is exactly one request more, `Range: bytes=0-0` under `If-Range` with the file's tag.
+/// Before, no such request was sent.
+#[test]
+fn a_server_refusing_head_gets_one_closing_look_as_a_one_byte_range_under_if_range() {
+    let data = content(2_000_000, 14);
+    let asked = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let log = asked.clone();
+    let addr = replacing_server_full(
+        "ETag: ",
+        true,
+        vec![(data.clone(), "\"one\"")],
+        move |req| {
+            log.lock()
+                .unwrap()
+                .push((req.method.clone(), req.range, req.if_range.clone()));
+            0
+        },
+    );
+    let (r, out) = download(addr);
+    r.unwrap();
+    assert!(out == data, "{} bytes delivered", out.len());
+    let asked = asked.lock().unwrap().clone();
+    let looks: Vec<_> = asked
+        .iter()
+        .filter(|(m, range, _)| m == "GET" && *range == Some((0, 0)))
+        .collect();
+    assert_eq!(looks.len(), 1, "{asked:?}");
+    assert_eq!(looks[0].2.as_deref(), Some("\"one\""), "{asked:?}");
+    // It is the last request.
+    assert_eq!(asked.last().map(|a| a.1), Some(Some((0, 0))), "{asked:?}");
 }
