@@ -353,8 +353,9 @@ reported as the HEAD's, with the reason the GET's body gives. From such a server
 the last byte is a GET of its first byte (Range: bytes=0-0) under If-Range with the validator: a \
 206 is the same file, and a 200 (the whole new file, not read) fails the download as changed, \
 as the closing HEAD does. A weak tag, or no validator at all, gets no such look; a weak tag is \
-not waited on either: the file comes in one GET. A file replaced just after the first range \
-fails as changed with that range written, where a download opened with a HEAD starts over.
+not waited on either: the file comes in one GET. The first range's bytes are written only once \
+another answer has confirmed their version (or the file was that range alone), so a file \
+replaced just after the first range is downloaded again, as after a HEAD.
 
 The path rate (path_mib_s) is the bytes of the range responses over the time during which any of \
 them was arriving, each timed from the earliest moment its first byte could have come (request \

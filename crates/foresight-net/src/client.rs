@@ -41,11 +41,12 @@
 //! presigned for `GET` answers `HEAD` 403), is followed instead by a `GET` of the file's first
 //! range (`first_range`), which plays the `HEAD`'s part: the length from its `Content-Range`,
 //! the validator from its `ETag` or `Last-Modified`, its bytes the application's first read, from
-//! whose end the stream goes on. A 416 to it is an empty file, and a 200 (ranges ignored) is read
-//! whole as the download. A refusal the `GET` gets too is the file's, reported as the `HEAD`'s
-//! with the `GET`'s reason. Without `HEAD` the closing look is a one-byte range under `If-Range`
-//! (`confirm_unchanged_by_range`), none under a weak tag or no validator, and a weak tag gets the
-//! file in one `GET` at once.
+//! whose end the stream goes on (held back until a later answer has confirmed their version, so
+//! that a file replaced just after them starts over with nothing written). A 416 to it is an
+//! empty file, and a 200 (ranges ignored) is read whole as the download. A refusal the `GET`
+//! gets too is the file's, reported as the `HEAD`'s with the `GET`'s reason. Without `HEAD` the
+//! closing look is a one-byte range under `If-Range` (`confirm_unchanged_by_range`), none under a
+//! weak tag or no validator, and a weak tag gets the file in one `GET` at once.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -1443,15 +1444,19 @@ async fn download(
     };
     let mut next_seq = 0u64;
     // The first range's bytes are the application's first read (random reads only count them):
-    // the stream then meets its first read at their end, a fresh read there as at 0.
+    // the stream then meets its first read at their end, a fresh read there as at 0. They are
+    // held, not written, until another answer has been checked against their validator (the
+    // next read's), or the download turns out to be the first range alone: a file replaced just
+    // after the first range then fails with nothing written, and `Client::get` starts over, as
+    // when a `HEAD` opened the download. At most one first range (`first_range_bytes`) is held,
+    // counted in `held_bytes`.
+    let mut held_first: Option<Bytes> = None;
     if let Some((body, _)) = &first {
         transferred += body.len() as u64;
         if random.is_none() {
-            if let Some(s) = sink.as_mut() {
-                s.write_all(body)?;
-            }
-            delivered = body.len() as u64;
-            next_seq = delivered;
+            held_bytes += body.len() as u64;
+            next_seq = body.len() as u64;
+            held_first = Some(body.clone());
         }
     }
     if let Some((size, n, seed)) = random {
@@ -1642,8 +1647,14 @@ async fn download(
                     Answered::Whole => {
                         // The whole file, of the version begun with, in answer to a range (RFC
                         // 9110 allows it): ranges are not honoured after all. The file is read
-                        // in one plain GET, from where the application has got to.
+                        // in one plain GET, from where the application has got to (the first
+                        // range's bytes, confirmed by this answer, written first).
                         tasks.abort_all();
+                        if let Some(b) = held_first.take() {
+                            if let Some(s) = sink.as_mut() {
+                                s.write_all(&b)?;
+                            }
+                        }
                         return plain_get(
                             &pool,
                             url,
@@ -1671,6 +1682,13 @@ async fn download(
                 );
                 buffered_peak = buffered_peak.max(held_bytes + requested_bytes);
             }
+            // An answer has been checked by now: the first range's bytes are of its version.
+            if let Some(b) = held_first.take() {
+                if let Some(s) = sink.as_mut() {
+                    s.write_all(&b)?;
+                }
+                delivered += b.len() as u64;
+            }
             out.clear();
             copy_out(&pieces, from, to, &mut out);
             if let Some(s) = sink.as_mut() {
@@ -1681,6 +1699,13 @@ async fn download(
             pieces.retain(|s, b| s + b.len() as u64 > to);
             held_bytes = pieces.values().map(|b| b.len() as u64).sum();
             next_seq = to;
+        }
+        // The download was the first range alone.
+        if let Some(b) = held_first.take() {
+            if let Some(s) = sink.as_mut() {
+                s.write_all(&b)?;
+            }
+            delivered += b.len() as u64;
         }
     }
     // Let the requests still out arrive, so the transfer count is honest.

@@ -2249,3 +2249,25 @@ fn a_server_refusing_head_gets_one_closing_look_as_a_one_byte_range_under_if_ran
     // It is the last request.
     assert_eq!(asked.last().map(|a| a.1), Some(Some((0, 0))), "{asked:?}");
 }
+/// A server that refuses `HEAD`, whose file is replaced just after the first range (which played
+/// the `HEAD`'s part): the next range, under `If-Range` with the first tag, gets the whole new
+/// file. The first range's bytes were held until an answer confirmed their version, so nothing
+/// was written, and the download starts over and delivers the new file, as it does when a `HEAD`
+/// opened it. Before, the first range's bytes were written at once and the download failed as
+/// changed with them written.
+#[test]
+fn a_file_replaced_after_the_first_range_from_a_server_refusing_head_is_downloaded_again() {
+    let old = content(2_000_000, 15);
+    let new = content(2_000_000, 16);
+    let addr = replacing_server_full(
+        "ETag: ",
+        true,
+        vec![(old, "\"one\""), (new.clone(), "\"two\"")],
+        // Only the first GET sees the old file.
+        |req| usize::from(req.method != "GET" || req.seen > 0),
+    );
+    let (r, out) = download(addr);
+    let r = r.unwrap_or_else(|e| panic!("{e}; {} bytes written", out.len()));
+    assert!(out == new, "{} bytes, not the new file", out.len());
+    assert_eq!(r.bytes, new.len() as u64);
+}
