@@ -2094,6 +2094,41 @@ fn a_server_that_refuses_head_is_read_with_ranges_learnt_from_the_first_get() {
     assert_eq!(r.bytes, 8 * (64 << 10));
 }
 
+/// A download from a server that refuses `HEAD` holds its first range's bytes until a later
+/// answer confirms their version; those bytes count against `max_buffer` like any other, and the
+/// download stays within it, at the smallest budgets as at the default.
+#[test]
+fn a_download_without_head_holds_no_more_than_its_buffer_budget() {
+    let data = std::sync::Arc::new(content(3_000_017, 13));
+    let mut ran = Vec::new();
+    for (budget, alpha) in [
+        (ByteLen::mib(1), AlphaMode::Fixed(1)),
+        (ByteLen::mib(1), AlphaMode::Fixed(3)),
+        (ByteLen::mib(1), AlphaMode::Auto),
+        (ByteLen::kib(512), AlphaMode::Fixed(1)),
+        (ByteLen::mib(32), AlphaMode::Auto),
+    ] {
+        let (addr, _) = head_refusing_server("405 Method Not Allowed", data.clone(), true);
+        let url: Url = format!("http://{addr}/f.bin").parse().unwrap();
+        let Ok(c) = Client::new(ClientConfig {
+            alpha,
+            max_buffer: budget,
+            ..ClientConfig::default()
+        }) else {
+            continue;
+        };
+        let mut out = Vec::new();
+        let r = c
+            .get(&url, &mut out)
+            .unwrap_or_else(|e| panic!("{budget} {alpha}: {e}"));
+        assert!(out == *data, "{budget} {alpha}");
+        assert!(r.buffered_peak_bytes <= budget.0, "{budget} {alpha}: {r:?}");
+        ran.push(format!("{budget} {alpha}: peak {}", r.buffered_peak_bytes));
+    }
+    // A budget too small for its alpha is refused up front; the others ran.
+    assert!(ran.len() >= 4, "{ran:#?}");
+}
+
 /// A first range (in place of a refused `HEAD`) whose answer cannot give the file's length is an
 /// error that says what came: a `Content-Range` without the length (`/*`), and a 416 naming a
 /// length that a range from byte 0 would have fitted.
