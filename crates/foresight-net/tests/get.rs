@@ -1393,6 +1393,25 @@ fn download(
     (r, out)
 }
 
+/// Downloads `/f.bin` from `addr`, which must fail saying the file changed from `"one"` to
+/// `"two"`, seen once the download had ended; `mixed` is what a success would have delivered.
+fn fails_as_changed_at_the_end(addr: std::net::SocketAddr, mixed: &[u8]) {
+    let (r, out) = download(addr);
+    let e = r.expect_err(&format!(
+        "delivered {} bytes, the mix: {}",
+        out.len(),
+        out == mixed
+    ));
+    let text = e.to_string();
+    assert!(
+        matches!(e, foresight_net::NetError::Changed { .. })
+            && text.contains("\"one\"")
+            && text.contains("\"two\"")
+            && text.contains("once the download had ended"),
+        "{text}"
+    );
+}
+
 /// The same from a server whose tags lack their quotes (`ETag: one`, which some servers send):
 /// the tag is still the validator the download began with, and another one is a change. Before,
 /// a value without a leading quote or `W/` was taken for a date and compared with the answers'
@@ -1919,20 +1938,7 @@ fn a_file_rewritten_in_place_during_its_last_responses_is_not_delivered_as_a_suc
             _ => 2,
         },
     );
-    let (r, out) = download(addr);
-    let e = r.expect_err(&format!(
-        "delivered {} bytes, the mix: {}",
-        out.len(),
-        out == mixed
-    ));
-    let text = e.to_string();
-    assert!(
-        matches!(e, foresight_net::NetError::Changed { .. })
-            && text.contains("\"one\"")
-            && text.contains("\"two\"")
-            && text.contains("once the download had ended"),
-        "{text}"
-    );
+    fails_as_changed_at_the_end(addr, &mixed);
 }
 
 /// The same in one plain `GET`, from a server that does not honour ranges (nginx with
@@ -2236,20 +2242,7 @@ fn a_file_rewritten_in_its_last_responses_from_a_server_refusing_head_is_not_a_s
         // Only the closing look (the one-byte range) sees the second version.
         |req| usize::from(req.range == Some((0, 0))),
     );
-    let (r, out) = download(addr);
-    let e = r.expect_err(&format!(
-        "delivered {} bytes, the mix: {}",
-        out.len(),
-        out == mixed
-    ));
-    let text = e.to_string();
-    assert!(
-        matches!(e, foresight_net::NetError::Changed { .. })
-            && text.contains("\"one\"")
-            && text.contains("\"two\"")
-            && text.contains("once the download had ended"),
-        "{text}"
-    );
+    fails_as_changed_at_the_end(addr, &mixed);
 }
 
 /// The same server with a file that does not change: the download succeeds, and its closing
