@@ -1281,8 +1281,14 @@ async fn download(
                     permit: None,
                 };
                 let expect_len = content_length(&ex.headers);
-                return take_whole(&pool, url, whole, sink, started, expect_len, None, 0, false)
-                    .await;
+                let terms = WholeTerms {
+                    started,
+                    expect_len,
+                    expect_etag: None,
+                    skip_bytes: 0,
+                    closing_look: false,
+                };
+                return take_whole(&pool, url, whole, sink, terms).await;
             }
             FirstRange::Whole(_) => {
                 return Err(http_err(
@@ -1356,7 +1362,14 @@ async fn download(
                 .as_ref()
                 .map(|f| f.1)
                 .or_else(|| content_length(&head.headers));
-            return plain_get(&pool, url, sink, started, len, None, 0, !headless).await;
+            let terms = WholeTerms {
+                started,
+                expect_len: len,
+                expect_etag: None,
+                skip_bytes: 0,
+                closing_look: !headless,
+            };
+            return plain_get(&pool, url, sink, terms).await;
         }
     }
     let len = first
@@ -1380,7 +1393,14 @@ async fn download(
                 "the server does not honour ranges, so random reads are impossible".into(),
             ));
         }
-        return plain_get(&pool, url, sink, started, len, None, 0, true).await;
+        let terms = WholeTerms {
+            started,
+            expect_len: len,
+            expect_etag: None,
+            skip_bytes: 0,
+            closing_look: true,
+        };
+        return plain_get(&pool, url, sink, terms).await;
     };
     // As with no reads at all, a report of reads that moved nothing would pass for a measurement.
     if random.is_some() && len == 0 {
@@ -1655,17 +1675,14 @@ async fn download(
                                 s.write_all(&b)?;
                             }
                         }
-                        return plain_get(
-                            &pool,
-                            url,
-                            sink,
+                        let terms = WholeTerms {
                             started,
-                            Some(len),
-                            etag.as_ref(),
-                            next_seq,
-                            !headless,
-                        )
-                        .await;
+                            expect_len: Some(len),
+                            expect_etag: etag.as_ref(),
+                            skip_bytes: next_seq,
+                            closing_look: !headless,
+                        };
+                        return plain_get(&pool, url, sink, terms).await;
                     }
                 };
                 transferred += body.len() as u64;
@@ -2058,23 +2075,33 @@ impl Checker<'_> {
 /// bytes was handed on: the first time and two more.
 const CHANGED_ATTEMPTS: u32 = 3;
 
+/// What a download's whole-file answer is held to, and what is done after it ([`plain_get`],
+/// [`take_whole`]).
+struct WholeTerms<'a> {
+    /// When the download began, for its report.
+    started: std::time::Instant,
+    /// The file's length, when known beforehand; the answer must bring exactly it.
+    expect_len: Option<u64>,
+    /// The validator of the version the bytes already handed on belong to.
+    expect_etag: Option<&'a Validator>,
+    /// The bytes the application already has, dropped from the front of the answer.
+    skip_bytes: u64,
+    /// Whether the validator is asked for again once the body has arrived.
+    closing_look: bool,
+}
+
 /// The file in one `GET` without a range (the server does not honour ranges), streamed to `sink`
 /// as it arrives: memory stays bounded whatever the file's length, and the request timeout
-/// bounds the time without data rather than the whole transfer. The first `skip` bytes (those the
-/// application already has) are dropped; `expect_len`, when known, is checked. With
-/// `closing_look`, the validator is asked for again with a `HEAD` once the body has arrived
+/// bounds the time without data rather than the whole transfer. The first `terms.skip_bytes` (those
+/// the application already has) are dropped; `terms.expect_len`, when known, is checked. With
+/// `terms.closing_look`, the validator is asked for again with a `HEAD` once the body has arrived
 /// ([`confirm_unchanged`]); a server that refuses `HEAD` gets no such look here (a one-byte range
 /// would be answered with the whole file too, by a server that ignores ranges).
-#[allow(clippy::too_many_arguments)]
 async fn plain_get(
     pool: &Pool,
     url: &Url,
     sink: Option<&mut dyn Write>,
-    started: std::time::Instant,
-    expect_len: Option<u64>,
-    expect_etag: Option<&Validator>,
-    skip: u64,
-    closing_look: bool,
+    terms: WholeTerms<'_>,
 ) -> Result<Report, NetError> {
     let http_err = |message: String| NetError::Http {
         url: url.to_string(),
@@ -2164,18 +2191,7 @@ async fn plain_get(
         first_byte,
         permit: Some(_permit),
     };
-    take_whole(
-        pool,
-        url,
-        whole,
-        sink,
-        started,
-        expect_len,
-        expect_etag,
-        skip,
-        closing_look,
-    )
-    .await
+    take_whole(pool, url, whole, sink, terms).await
 }
 
 /// A whole file's answer (200) whose body is still to be read, and when it was asked for and
@@ -2190,18 +2206,20 @@ struct Whole<'a> {
 }
 
 /// Reads the body of `whole` into `sink` as it arrives, as [`plain_get`] describes.
-#[allow(clippy::too_many_arguments)]
 async fn take_whole(
     pool: &Pool,
     url: &Url,
     whole: Whole<'_>,
     mut sink: Option<&mut dyn Write>,
-    started: std::time::Instant,
-    expect_len: Option<u64>,
-    expect_etag: Option<&Validator>,
-    skip: u64,
-    closing_look: bool,
+    terms: WholeTerms<'_>,
 ) -> Result<Report, NetError> {
+    let WholeTerms {
+        started,
+        expect_len,
+        expect_etag,
+        skip_bytes: skip,
+        closing_look,
+    } = terms;
     let http_err = |message: String| NetError::Http {
         url: url.to_string(),
         message,

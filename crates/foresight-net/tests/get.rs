@@ -1412,6 +1412,17 @@ fn fails_as_changed_at_the_end(addr: std::net::SocketAddr, mixed: &[u8]) {
     );
 }
 
+/// Two versions of a 2,000,000-byte file (contents of salts `old_salt` and `new_salt`) and the
+/// mix a reader gets when the rewrite lands halfway through its download: the old first half,
+/// the new second.
+fn rewritten_halfway(old_salt: u8, new_salt: u8) -> (Vec<u8>, Vec<u8>, Vec<u8>) {
+    let old = content(2_000_000, old_salt);
+    let new = content(2_000_000, new_salt);
+    let mut mixed = old[..1_000_000].to_vec();
+    mixed.extend_from_slice(&new[1_000_000..]);
+    (old, new, mixed)
+}
+
 /// The same from a server whose tags lack their quotes (`ETag: one`, which some servers send):
 /// the tag is still the validator the download began with, and another one is a change. Before,
 /// a value without a leading quote or `W/` was taken for a date and compared with the answers'
@@ -1920,10 +1931,7 @@ fn a_file_rewritten_in_place_during_a_download_is_never_delivered_mixed() {
 /// code 0).
 #[test]
 fn a_file_rewritten_in_place_during_its_last_responses_is_not_delivered_as_a_success() {
-    let old = content(2_000_000, 8);
-    let new = content(2_000_000, 9);
-    let mut mixed = old[..1_000_000].to_vec();
-    mixed.extend_from_slice(&new[1_000_000..]);
+    let (old, new, mixed) = rewritten_halfway(8, 9);
     let addr = replacing_server(
         vec![
             (old.clone(), "\"one\""),
@@ -1946,10 +1954,7 @@ fn a_file_rewritten_in_place_during_its_last_responses_is_not_delivered_as_a_suc
 /// the old, and a `HEAD` after it sees the new tag. Before, the download succeeded with the mix.
 #[test]
 fn a_file_rewritten_in_place_during_a_plain_get_is_not_delivered_as_a_success() {
-    let old = content(2_000_000, 10);
-    let new = content(2_000_000, 11);
-    let mut mixed = old[..1_000_000].to_vec();
-    mixed.extend_from_slice(&new[1_000_000..]);
+    let (old, new, mixed) = rewritten_halfway(10, 11);
     let addr = tiny_server(move |req, c| {
         let (data, tag) = match (req.method.as_str(), req.seen) {
             ("HEAD", 0) => (&old, "\"one\""),
@@ -2231,10 +2236,7 @@ fn a_head_refusal_that_the_get_repeats_is_reported_with_its_reason() {
 /// closing look and the mix was delivered with success.
 #[test]
 fn a_file_rewritten_in_its_last_responses_from_a_server_refusing_head_is_not_a_success() {
-    let old = content(2_000_000, 12);
-    let new = content(2_000_000, 13);
-    let mut mixed = old[..1_000_000].to_vec();
-    mixed.extend_from_slice(&new[1_000_000..]);
+    let (_, new, mixed) = rewritten_halfway(12, 13);
     let addr = replacing_server_full(
         "ETag: ",
         true,
