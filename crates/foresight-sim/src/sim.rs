@@ -236,6 +236,12 @@ impl PastFileEnd {
             });
         }
         extents.sort_unstable();
+        // `past_end_bytes` looks only from the extent holding a range's start on: files never
+        // share volume bytes.
+        assert!(
+            extents.windows(2).all(|w| w[0].1 <= w[1].0),
+            "overlapping file extents on the volume"
+        );
         PastFileEnd { extents, bytes: 0 }
     }
 
