@@ -9,7 +9,7 @@
 //! `proptest-regressions/`, so a failure replays. A run that never ends prints nothing, so with
 //! `NOISE_TRACE=1` set (and `--nocapture`) each config is printed before it runs.
 
-use foresight_sim::config::{apply_set, parse_config_text, read_config_file, SimConfig};
+use foresight_sim::config::{apply_set, parse_config_text, read_config_file, AsWritten, SimConfig};
 use foresight_sim::{run, RunOptions};
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
@@ -233,12 +233,14 @@ const VALUES: &[&str] = &[
 proptest! {
     #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
 
-    /// Random bytes as a config file: an error or a config, never a panic.
+    /// Random bytes as a config file: an error or a config, never a panic; read as the command
+    /// line reads a file too (its values as written, for the messages).
     #[test]
     fn random_bytes_as_a_config_file_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..400)) {
         let text = String::from_utf8_lossy(&bytes);
         if let Ok(table) = parse_config_text(&text, "noise.toml") {
-            let _ = SimConfig::from_table(table, None);
+            let _ = SimConfig::from_table(table.clone(), None);
+            as_written_refusal_is_whole(&text, table)?;
         }
     }
 
@@ -255,9 +257,21 @@ proptest! {
             }
         }
         if let Ok(table) = parse_config_text(&text, "noise.toml") {
-            let _ = SimConfig::from_table(table, None);
+            let _ = SimConfig::from_table(table.clone(), None);
+            as_written_refusal_is_whole(&text, table)?;
         }
     }
+}
+
+/// Reads `text` (parsed to `table`) as the command line reads a config file, its values as
+/// written: a config, or a refusal with a message; never a panic.
+fn as_written_refusal_is_whole(text: &str, table: toml::Table) -> Result<(), TestCaseError> {
+    let written = AsWritten::of_text(text, "noise.toml");
+    if let Err(e) = SimConfig::from_table_as_written(table, None, &written) {
+        let shown = e.to_string();
+        prop_assert!(!shown.trim().is_empty(), "an empty refusal for {text:?}");
+    }
+    Ok(())
 }
 
 proptest! {
