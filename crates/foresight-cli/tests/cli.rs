@@ -364,6 +364,56 @@ fn malformed_files_name_file_and_line() {
     );
 }
 
+/// An empty file path names no file. `--set workload.trace=` was read as the current directory's
+/// "" and refused as `: cannot read disksim trace: No such file or directory`, naming neither the
+/// key nor a file; in a config file, `trace = ""` became the config's own directory.
+#[test]
+fn an_empty_file_path_is_refused_naming_its_key() {
+    let tier = [
+        "--set",
+        "device.kind=constant",
+        "--set",
+        "device.t_upper=52ms",
+        "--set",
+        "device.t_lower=120ms",
+        "--set",
+        "device.t_lower_to_upper=122ms",
+        "--set",
+        "workload.kind=hinted",
+    ];
+    let hinted: Vec<&str> = ["sim"]
+        .into_iter()
+        .chain(tier)
+        .chain(["--set", "workload.trace="])
+        .collect();
+    for args in [
+        &[
+            "sim",
+            "--set",
+            "workload.kind=trace",
+            "--set",
+            "workload.trace=",
+        ][..],
+        &["sim", "--set", "device.disksim="][..],
+        &hinted[..],
+    ] {
+        let key = args.last().unwrap().trim_end_matches('=');
+        expect_refusal_saying(
+            args,
+            &format!("config key `{key}`: is empty"),
+            "give the path of",
+        );
+    }
+    let dir = temp_dir("empty-path");
+    let cfg = dir.path().join("sim.toml");
+    std::fs::write(&cfg, "[workload]\nkind = \"trace\"\ntrace = \"\"\n").unwrap();
+    let err = expect_input_error(
+        &["sim", "--config", cfg.to_str().unwrap()],
+        "config key `workload.trace`: is empty",
+    );
+    assert!(err.contains("sim.toml:3"), "{err}");
+}
+
 #[test]
 fn sim_json_has_every_contract_key() {
     let (code, out, err) = foresight(&[

@@ -983,6 +983,39 @@ impl Section {
         self.table.remove(key)
     }
 
+    /// A key that names a file, `what` saying which ("a trace file"); `None` when absent. A
+    /// relative path is taken from `base_dir`, the config file's directory. An empty one names no
+    /// file: refused here, naming the key, where it would otherwise reach the file system as the
+    /// current directory, or the config file's own.
+    pub(crate) fn file_path(
+        &mut self,
+        key: &str,
+        what: &str,
+        base_dir: Option<&Path>,
+    ) -> Result<Option<PathBuf>, ConfigError> {
+        match self.raw(key) {
+            None => Ok(None),
+            Some(Value::String(s)) if s.is_empty() => Err(key_err(
+                &self.path(key),
+                format!("is empty; give the path of {what}"),
+            )),
+            Some(Value::String(s)) => {
+                let p = PathBuf::from(s);
+                Ok(Some(match base_dir {
+                    Some(b) if p.is_relative() => b.join(p),
+                    _ => p,
+                }))
+            }
+            Some(v) => Err(key_err(
+                &self.path(key),
+                format!(
+                    "expected the path of {what}, got {shown}",
+                    shown = excerpt(&v.to_string())
+                ),
+            )),
+        }
+    }
+
     /// A string key.
     pub fn string(&mut self, key: &str, default: &str) -> Result<String, ConfigError> {
         match self.raw(key) {
@@ -1545,25 +1578,7 @@ impl SimConfig {
             _ => "wd800jd",
         };
         let preset_given = d.has("preset");
-        let disksim = match d.raw("disksim") {
-            None => None,
-            Some(Value::String(s)) => {
-                let p = PathBuf::from(s);
-                Some(match base_dir {
-                    Some(b) if p.is_relative() => b.join(p),
-                    _ => p,
-                })
-            }
-            Some(v) => {
-                return Err(key_err(
-                    "device.disksim",
-                    format!(
-                        "expected the path of a DiskSim .diskspecs file, got {shown}",
-                        shown = excerpt(&v.to_string())
-                    ),
-                ))
-            }
-        };
+        let disksim = d.file_path("disksim", "a DiskSim .diskspecs file", base_dir)?;
         if disksim.is_some() && preset_given {
             return Err(key_err(
                 "device.disksim",
@@ -2061,25 +2076,7 @@ impl SimConfig {
                 &[("random", FilePick::Random), ("rotor", FilePick::Rotor)],
             )?,
             metadata: w.boolean("metadata", false)?,
-            trace: w
-                .raw("trace")
-                .map(|v| match v {
-                    Value::String(s) => {
-                        let p = PathBuf::from(s);
-                        Ok(match base_dir {
-                            Some(b) if p.is_relative() => b.join(p),
-                            _ => p,
-                        })
-                    }
-                    v => Err(key_err(
-                        "workload.trace",
-                        format!(
-                            "expected a file path string, got {shown}",
-                            shown = excerpt(&v.to_string())
-                        ),
-                    )),
-                })
-                .transpose()?,
+            trace: w.file_path("trace", "a trace file", base_dir)?,
             format: {
                 let f = w.string("format", "disksim")?;
                 f.parse::<TraceFormat>()

@@ -433,23 +433,13 @@ pub fn parse(mut root: Table, base_dir: Option<&Path>) -> Result<SimConfig, Conf
         w.duration("consume", Duration::from_micros(1_920))?,
         "workload.consume",
     )?;
-    let order = match w.raw("trace") {
-        Some(Value::String(s)) => {
-            let p = PathBuf::from(s);
-            AccessOrder::Trace(match base_dir {
-                Some(b) if p.is_relative() => b.join(p),
-                _ => p,
-            })
-        }
-        Some(v) => {
-            return Err(key_err(
-                "workload.trace",
-                format!(
-                    "expected a file path string, got {shown}",
-                    shown = excerpt(&v.to_string())
-                ),
-            ))
-        }
+    let trace = w.file_path(
+        "trace",
+        "a hinted trace (one block number per line)",
+        base_dir,
+    )?;
+    let order = match trace {
+        Some(p) => AccessOrder::Trace(p),
         None => match w.choice("order", false, &[("sequential", false), ("random", true)])? {
             true => AccessOrder::Random,
             false => AccessOrder::Sequential,
