@@ -853,7 +853,8 @@ fn cmd_sim(
 }
 
 /// Refuses a `--requests-out` that is one of the run's own input files: creating it truncates
-/// it, and a trace is read only once the run starts, so it would be gone by then.
+/// it, and a trace is read only once the run starts, so it would be gone by then; a file read
+/// before the first record (the config, a DiskSim drive's files) would be replaced by the CSV.
 fn refuse_overwriting_an_input(
     out: &Path,
     config: Option<&Path>,
@@ -871,9 +872,26 @@ fn refuse_overwriting_an_input(
     if let Some(t) = &cfg.workload.trace {
         inputs.push(("workload.trace", t));
     }
+    // The `.diskspecs` sources a `.model`, which names a seek curve (and a layout): each one is
+    // the drive's as much as the specs. A drive that does not import has no list here, and its
+    // run is refused while it is built, before anything is written.
+    let drive_files = cfg
+        .device
+        .disksim
+        .as_deref()
+        .and_then(|d| foresight_device::disksim::import(d).ok())
+        .map(|drive| drive.files)
+        .unwrap_or_default();
     if let Some(d) = &cfg.device.disksim {
         inputs.push(("device.disksim", d));
     }
+    // The first is the `.diskspecs`, named above as given.
+    inputs.extend(
+        drive_files
+            .iter()
+            .skip(1)
+            .map(|f| ("file sourced by device.disksim", f.as_path())),
+    );
     if let Some(t) = &cfg.tiered {
         if let foresight_sim::tiered::config::AccessOrder::Trace(p) = &t.workload.order {
             inputs.push(("workload.trace", p));

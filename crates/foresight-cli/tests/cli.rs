@@ -1063,6 +1063,47 @@ fn requests_out_refuses_to_overwrite_an_input_of_the_run() {
     assert_eq!(code, 0, "{err}");
 }
 
+/// The files a DiskSim drive sources (`.model`, seek curve) are inputs of the run as much as its
+/// `.diskspecs`: `--requests-out atlas10k.model` replaced the drive's model with the CSV (the run
+/// had read it already, so it went on and exited 0), and the next run could not import the drive.
+#[test]
+fn requests_out_refuses_to_overwrite_a_file_the_disksim_drive_sources() {
+    let shared =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/disksim");
+    let dir = temp_dir("requests-disksim");
+    let names = ["atlas10k.diskspecs", "atlas10k.model", "atlas10k.seek"];
+    let mut texts = Vec::new();
+    for name in names {
+        let from = shared.join(name);
+        let text = std::fs::read(&from)
+            .unwrap_or_else(|e| panic!("{}: {e} (shared data missing)", from.display()));
+        std::fs::write(dir.path().join(name), &text).unwrap();
+        texts.push(text);
+    }
+    let specs = dir.path().join(names[0]).display().to_string();
+    let disksim = format!("device.disksim={specs}");
+    for name in names {
+        let out = dir.path().join(name).display().to_string();
+        let args = [
+            "sim",
+            "--set",
+            &disksim,
+            "--set",
+            "workload.duration=10ms",
+            "--requests-out",
+            &out,
+        ];
+        expect_refusal_saying(&args, "--requests-out", "device.disksim");
+        for (name, text) in names.iter().zip(&texts) {
+            assert_eq!(
+                &std::fs::read(dir.path().join(name)).unwrap(),
+                text,
+                "--requests-out {out} changed {name}"
+            );
+        }
+    }
+}
+
 /// `--unset` lets a run over a config file switch to a policy the file's keys do not fit, and
 /// `--set` reaches a tier the file lists: both as `sim --help` shows them.
 #[test]

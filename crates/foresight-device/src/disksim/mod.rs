@@ -69,7 +69,7 @@ mod tests;
 use std::collections::BTreeSet;
 use std::fmt;
 use std::io::Read;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use foresight_core::{excerpt, Duration};
 
@@ -138,6 +138,10 @@ pub struct DiskSimDrive {
     pub block_count: Option<u64>,
     /// What the model ignores or approximates, one line per key name.
     pub warnings: Vec<ImportWarning>,
+    /// Every file the import read, the `.diskspecs` first: as `load` was asked for them, and from
+    /// [`import`] as paths beside the `.diskspecs`. A program that writes a file checks that it is
+    /// none of these, since a drive's `.model` or seek curve is as much an input as its specs.
+    pub files: Vec<PathBuf>,
 }
 
 /// Imports the drive described by the `.diskspecs` file at `path`; the files it sources are read
@@ -180,6 +184,9 @@ pub fn import(path: &Path) -> Result<DiskSimDrive, DiskSimError> {
             for w in &mut d.warnings {
                 w.file = shown(&w.file);
             }
+            for f in &mut d.files {
+                *f = dir.join(&*f);
+            }
             d
         })
 }
@@ -193,7 +200,7 @@ pub fn import_with(
 ) -> Result<DiskSimDrive, DiskSimError> {
     let mut cx = Importer {
         load,
-        files: 0,
+        files: Vec::new(),
         warnings: Vec::new(),
         warned: BTreeSet::new(),
     };
@@ -213,6 +220,7 @@ pub fn import_with(
     let drive = cx.disk(root, &disk)?;
     Ok(DiskSimDrive {
         warnings: cx.warnings,
+        files: cx.files,
         ..drive
     })
 }
@@ -240,7 +248,8 @@ enum Unread {
 
 struct Importer<'l> {
     load: &'l mut dyn FnMut(&str) -> Result<String, String>,
-    files: usize,
+    /// The files asked for so far, in order (a `source` cycle is stopped by their count).
+    files: Vec<PathBuf>,
     warnings: Vec<ImportWarning>,
     warned: BTreeSet<String>,
 }
@@ -454,8 +463,8 @@ impl Importer<'_> {
     }
 
     fn read_text(&mut self, name: &str) -> Result<String, DiskSimError> {
-        self.files += 1;
-        if self.files > FILES_MAX {
+        self.files.push(PathBuf::from(name));
+        if self.files.len() > FILES_MAX {
             return Err(err(
                 name,
                 0,
@@ -770,6 +779,7 @@ impl Importer<'_> {
             params,
             block_count: mech.block_count,
             warnings: Vec::new(),
+            files: Vec::new(),
         })
     }
 
