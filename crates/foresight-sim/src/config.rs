@@ -86,6 +86,57 @@ pub(crate) fn shown_key(key: &str) -> String {
     }
 }
 
+/// The refusal of a key that nothing reads: "unknown key", with the key of `known` it is
+/// nearest to when one is close enough to be a misspelling of it (see [`nearest_key`]), then
+/// `otherwise`, where the keys are listed. `prefix` is the section's dotted path ("" at the top).
+pub(crate) fn unknown_key_message<'k>(
+    typed: &str,
+    known: impl IntoIterator<Item = &'k str>,
+    prefix: &str,
+    otherwise: &str,
+) -> String {
+    match nearest_key(typed, known) {
+        Some(k) if prefix.is_empty() => format!("unknown key; did you mean `{k}`? ({otherwise})"),
+        Some(k) => format!("unknown key; did you mean `{prefix}.{k}`? ({otherwise})"),
+        None => format!("unknown key; {otherwise}"),
+    }
+}
+
+/// The key of `known` that `typed` is a misspelling of: the fewest single-character edits
+/// (insertions, deletions, substitutions, letter case ignored), at most two and fewer than half
+/// the typed key's length, so that `stream` finds `streams` while `bogus` finds nothing. Ties go
+/// to the key listed first.
+pub(crate) fn nearest_key<'k>(
+    typed: &str,
+    known: impl IntoIterator<Item = &'k str>,
+) -> Option<&'k str> {
+    let typed: Vec<char> = typed.to_lowercase().chars().collect();
+    let mut best: Option<(usize, &str)> = None;
+    for key in known {
+        let d = edit_distance(&typed, &key.to_lowercase().chars().collect::<Vec<_>>());
+        if d <= 2 && 2 * d < typed.len() && best.is_none_or(|(b, _)| d < b) {
+            best = Some((d, key));
+        }
+    }
+    best.map(|(_, k)| k)
+}
+
+/// Levenshtein distance: the fewest insertions, deletions and substitutions that turn `a` into
+/// `b`, by the usual one-row dynamic programme.
+fn edit_distance(a: &[char], b: &[char]) -> usize {
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.iter().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let substituted = diagonal + usize::from(ca != cb);
+            diagonal = row[j + 1];
+            row[j + 1] = substituted.min(row[j] + 1).min(row[j + 1] + 1);
+        }
+    }
+    row[b.len()]
+}
+
 pub(crate) fn key_err(key: &str, message: impl Into<String>) -> ConfigError {
     ConfigError::Key {
         key: key.to_string(),
@@ -948,6 +999,9 @@ fn replace_token(message: &str, from: &str, to: &str) -> String {
 pub struct Section {
     prefix: String,
     table: Table,
+    /// Every key the parser asked for, set or not: the section's own keys under this config,
+    /// among which a key left over (a misspelt one) finds the one it was meant to be.
+    asked: std::cell::RefCell<Vec<String>>,
 }
 
 impl Section {
@@ -958,10 +1012,7 @@ impl Section {
             Some(Value::Table(t)) => t,
             Some(_) => return Err(key_err(name, "must be a section ([name]), not a value")),
         };
-        Ok(Section {
-            prefix: name.to_string(),
-            table,
-        })
+        Ok(Section::from_parts(name.to_string(), table))
     }
 
     fn path(&self, key: &str) -> String {
@@ -970,16 +1021,22 @@ impl Section {
 
     /// Whether the section sets `key`.
     pub fn has(&self, key: &str) -> bool {
+        self.asked.borrow_mut().push(key.to_string());
         self.table.contains_key(key)
     }
 
     /// A section over `table`, whose keys are reported under `prefix` (an entry of an array of
     /// tables, such as `device.tiers[1]`).
     pub(crate) fn from_parts(prefix: String, table: Table) -> Section {
-        Section { prefix, table }
+        Section {
+            prefix,
+            table,
+            asked: Default::default(),
+        }
     }
 
     pub(crate) fn raw(&mut self, key: &str) -> Option<Value> {
+        self.asked.get_mut().push(key.to_string());
         self.table.remove(key)
     }
 
@@ -1123,7 +1180,7 @@ impl Section {
 
     /// An optional whole number.
     pub fn opt_int(&mut self, key: &str, min: u64, max: u64) -> Result<Option<u64>, ConfigError> {
-        if !self.table.contains_key(key) {
+        if !self.has(key) {
             return Ok(None);
         }
         self.int(key, 0, min, max).map(Some)
@@ -1218,7 +1275,7 @@ impl Section {
         min: ByteLen,
         max: ByteLen,
     ) -> Result<Option<ByteLen>, ConfigError> {
-        if !self.table.contains_key(key) {
+        if !self.has(key) {
             return Ok(None);
         }
         self.size(key, ByteLen(0), min, max).map(Some)
@@ -1275,11 +1332,33 @@ impl Section {
         let message = if listed(&TIER_STACK_KEYS) {
             "only a tier stack reads this key: set device.kind = \"tiered\" or \"constant\" (see \
              the tier-stack keys in `foresight sim --help`), or drop it"
+                .to_string()
         } else if listed(&HOST_KEYS) || host_policy_key {
             "a tier stack does not read this key, and this config is one (device.kind is tiered \
              or constant, workload.kind is hinted, or the policy is an informed one); drop it"
+                .to_string()
         } else {
-            "unknown key; see `foresight sim --help` for the keys of each section"
+            // The keys of this section: those the parser asked for, and those of the other
+            // kinds of config (under `seqp`, the stream scheduler's are not asked for).
+            let asked = self.asked.borrow();
+            let other_kinds = TIER_STACK_KEYS
+                .iter()
+                .chain(&HOST_KEYS)
+                .filter(|(section, _)| *section == self.prefix);
+            let other_policies = POLICY_FAMILY_KEYS
+                .iter()
+                .filter(|_| self.prefix == "policy");
+            let known = asked.iter().map(String::as_str).chain(
+                other_kinds
+                    .chain(other_policies)
+                    .flat_map(|(_, keys)| keys.iter().copied()),
+            );
+            unknown_key_message(
+                k,
+                known,
+                &self.prefix,
+                "see `foresight sim --help` for the keys of each section",
+            )
         };
         Err(key_err(
             &format!("{}.{}", self.prefix, shown_key(k)),
@@ -2346,7 +2425,15 @@ impl SimConfig {
         if let Some(k) = root.keys().next() {
             return Err(key_err(
                 &shown_key(k),
-                "unknown key; the top level takes `seed` and the sections [device], [host], [policy], [workload], [dfs], [network]",
+                unknown_key_message(
+                    k,
+                    [
+                        "seed", "device", "host", "policy", "workload", "dfs", "network",
+                    ],
+                    "",
+                    "the top level takes `seed` and the sections [device], [host], [policy], \
+                     [workload], [dfs], [network]",
+                ),
             ));
         }
         Ok(SimConfig {
@@ -2371,6 +2458,54 @@ mod tests {
             apply_set(&mut t, s)?;
         }
         SimConfig::from_table(t, None)
+    }
+
+    /// A misspelt key is refused with the key it is nearest to, in every section and at the top
+    /// level: the refusal used to point at `foresight sim --help` only, leaving the reader to
+    /// find `streams` for `stream` among seventy keys. A word unlike every key gets no guess.
+    #[test]
+    fn a_misspelt_key_is_refused_naming_the_key_meant() {
+        for (set, meant) in [
+            ("workload.stream=4", "`workload.streams`"),
+            ("workload.Streams=4", "`workload.streams`"),
+            ("policy.readahead_mx=1MiB", "`policy.readahead_max`"),
+            // Under `seqp`, a key of the stream scheduler's that the parser does not ask for.
+            ("policy.per_trun=2", "`policy.per_turn`"),
+            ("host.shceduler=noop", "`host.scheduler`"),
+            ("device.prest=wd800jd", "`device.preset`"),
+            ("dfs.sytem=aps", "`dfs.system`"),
+            ("polciy.name=seqp", "`policy`"),
+            ("sed=3", "`seed`"),
+        ] {
+            let e = cfg("", &[set]).unwrap_err().to_string();
+            assert!(
+                e.contains("unknown key") && e.contains(&format!("did you mean {meant}?")),
+                "{set}: {e}"
+            );
+        }
+        let tiered = [
+            "device.kind=constant",
+            "device.t_upper=52ms",
+            "device.t_lower=120ms",
+            "device.t_lower_to_upper=122ms",
+            "workload.kind=hinted",
+            "policy.name=tip",
+        ];
+        for (set, meant) in [
+            ("workload.consum=1ms", "`workload.consume`"),
+            ("policy.xcache=4", "`policy.x_cache`"),
+        ] {
+            let sets: Vec<&str> = tiered.iter().copied().chain([set]).collect();
+            let e = cfg("", &sets).unwrap_err().to_string();
+            assert!(e.contains(&format!("did you mean {meant}?")), "{set}: {e}");
+        }
+        for set in ["workload.bogus=1", "zzz=1"] {
+            let e = cfg("", &[set]).unwrap_err().to_string();
+            assert!(
+                e.contains("unknown key") && !e.contains("did you mean"),
+                "{set}: {e}"
+            );
+        }
     }
 
     /// The controller read-ahead that fits beside the host's largest read is advised as a size

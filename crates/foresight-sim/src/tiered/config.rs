@@ -34,7 +34,9 @@ use foresight_policy::informed::{InformedConfig, LevelTiming, XCache};
 use foresight_policy::PolicyConfig;
 use toml::{Table, Value};
 
-use crate::config::{as_given, key_err, shown_key, ConfigError, GivenValues, Section, SimConfig};
+use crate::config::{
+    as_given, key_err, shown_key, unknown_key_message, ConfigError, GivenValues, Section, SimConfig,
+};
 
 /// How one storage level is timed.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -524,7 +526,12 @@ pub fn parse(mut root: Table, base_dir: Option<&Path>) -> Result<SimConfig, Conf
     if let Some(k) = root.keys().next() {
         return Err(key_err(
             &shown_key(k),
-            "unknown key; the top level takes `seed` and the sections [device], [policy], [workload]",
+            unknown_key_message(
+                k,
+                ["seed", "device", "policy", "workload"],
+                "",
+                "the top level takes `seed` and the sections [device], [policy], [workload]",
+            ),
         ));
     }
     if matches!(name.as_str(), "ipo" | "ipods") && max_bw.is_none() {
