@@ -364,26 +364,29 @@ fn malformed_files_name_file_and_line() {
     );
 }
 
+/// The `--set`s of paper 002's analytic tier stack, two levels of fixed per-block times, under a
+/// hinted workload; a run adds its policy and reads.
+const CONSTANT_TIERS_HINTED: [&str; 10] = [
+    "--set",
+    "device.kind=constant",
+    "--set",
+    "device.t_upper=52ms",
+    "--set",
+    "device.t_lower=120ms",
+    "--set",
+    "device.t_lower_to_upper=122ms",
+    "--set",
+    "workload.kind=hinted",
+];
+
 /// An empty file path names no file. `--set workload.trace=` was read as the current directory's
 /// "" and refused as `: cannot read disksim trace: No such file or directory`, naming neither the
 /// key nor a file; in a config file, `trace = ""` became the config's own directory.
 #[test]
 fn an_empty_file_path_is_refused_naming_its_key() {
-    let tier = [
-        "--set",
-        "device.kind=constant",
-        "--set",
-        "device.t_upper=52ms",
-        "--set",
-        "device.t_lower=120ms",
-        "--set",
-        "device.t_lower_to_upper=122ms",
-        "--set",
-        "workload.kind=hinted",
-    ];
     let hinted: Vec<&str> = ["sim"]
         .into_iter()
-        .chain(tier)
+        .chain(CONSTANT_TIERS_HINTED)
         .chain(["--set", "workload.trace="])
         .collect();
     for args in [
@@ -1399,23 +1402,12 @@ fn a_run_without_a_breakdown_does_not_print_shares_of_nothing() {
             .unwrap_or_else(|| panic!("no device time line: {out}"))
             .to_string()
     };
-    let (code, out, err) = foresight(&[
-        "sim",
-        "--set",
-        "device.kind=constant",
-        "--set",
-        "device.t_upper=52ms",
-        "--set",
-        "device.t_lower=120ms",
-        "--set",
-        "device.t_lower_to_upper=122ms",
-        "--set",
-        "policy.name=tip",
-        "--set",
-        "workload.kind=hinted",
-        "--set",
-        "workload.reads=20",
-    ]);
+    let tip: Vec<&str> = ["sim"]
+        .into_iter()
+        .chain(CONSTANT_TIERS_HINTED)
+        .chain(["--set", "policy.name=tip", "--set", "workload.reads=20"])
+        .collect();
+    let (code, out, err) = foresight(&tip);
     assert_eq!(code, 0, "{err}");
     let line = device_time(&out);
     assert!(!line.contains('%'), "{line}");
