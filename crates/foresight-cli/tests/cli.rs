@@ -364,6 +364,23 @@ fn malformed_files_name_file_and_line() {
     );
 }
 
+/// A `--config` that names a directory, or nothing, was refused with the operating system's
+/// words alone (`DIR: cannot read: Is a directory (os error 21)`), which say what is wrong but
+/// not what to give instead.
+#[test]
+fn a_config_path_that_is_no_file_says_to_give_a_config_file() {
+    let dir = temp_dir("config-dir");
+    let shown = dir.path().display().to_string();
+    let missing = dir.path().join("missing.toml").display().to_string();
+    for path in [shown.as_str(), missing.as_str()] {
+        expect_refusal_saying(
+            &["sim", "--config", path],
+            path,
+            "give the path of a TOML config file",
+        );
+    }
+}
+
 /// The `--set`s of paper 002's analytic tier stack, two levels of fixed per-block times, under a
 /// hinted workload; a run adds its policy and reads.
 const CONSTANT_TIERS_HINTED: [&str; 10] = [

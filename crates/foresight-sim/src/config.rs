@@ -449,7 +449,12 @@ pub fn read_config_file_as_written(path: &Path) -> Result<(Table, AsWritten), Co
     let mut bytes = Vec::new();
     std::fs::File::open(path)
         .and_then(|f| f.take(CONFIG_BYTES_MAX + 1).read_to_end(&mut bytes))
-        .map_err(|e| file_err(format!("cannot read: {e}")))?;
+        .map_err(|e| {
+            file_err(format!(
+                "cannot read: {e}; give the path of a TOML config file (see `foresight sim \
+                 --help` for its keys)"
+            ))
+        })?;
     if bytes.len() as u64 > CONFIG_BYTES_MAX {
         return Err(file_err(format!(
             "holds more than {} bytes; a config is a few hundred bytes of TOML",
