@@ -2059,10 +2059,16 @@ impl SimConfig {
                 keys.push(("policy.dispatch", d.to_string()));
             }
             policy.streams.dispatch_set().map_err(|e| match e {
-                foresight_policy::PolicyError::BadSetting { key, message } => key_err(
-                    &format!("policy.{key}"),
-                    format!("{message}{}", as_written(&keys)),
-                ),
+                foresight_policy::PolicyError::BadSetting { key, message } => {
+                    // M, R, N and D are what the dispatch set's checks weigh; another key's
+                    // refusal quotes that key alone (a timeout of 0.1ns is read as zero).
+                    let shown = match key {
+                        "memory" | "readahead" | "per_turn" | "dispatch" => as_written(&keys),
+                        "timeout" => as_written(&[("policy.timeout", st.timeout.to_string())]),
+                        _ => String::new(),
+                    };
+                    key_err(&format!("policy.{key}"), format!("{message}{shown}"))
+                }
                 other => key_err("policy", other.to_string()),
             })?;
         }
@@ -2789,6 +2795,13 @@ mod tests {
                 "`policy.memory`",
                 "; as written: policy.memory = `4MB` (about 3.8MiB), policy.readahead = 8MiB \
                  (default), policy.per_turn = 1 (default), policy.dispatch = `4`",
+            ),
+            // A refusal of another stream scheduler key quotes that key, not M, R and N: 0.1ns
+            // is read as zero, and the sizes were beside the point.
+            (
+                &["policy.name=streams", "policy.timeout=0.1ns"],
+                "`policy.timeout`",
+                "must be longer than zero; as written: policy.timeout = `0.1ns`",
             ),
             (
                 &["policy.name=msp+seqp", "policy.sc_thresh=50"],
