@@ -108,8 +108,9 @@ pub struct BenchArgs {
     )]
     total_size: String,
     /// Where the bench files live (created if missing; regular files of the right size, with no
-    /// holes, are reused; a symbolic link, FIFO or other non-file at a file's path is refused).
-    /// Relative paths are taken from the current directory. Each N has its own files, read whole:
+    /// holes, are reused; a symbolic link, FIFO or other non-file at a file's path is refused; a
+    /// file whose writing fails, or is stopped by SIGINT, SIGTERM or SIGHUP, is removed, the files
+    /// already complete kept). Relative paths are taken from the current directory. Each N has its own files, read whole:
     /// they take min(N x --file-size, --total-size) for each N (25GiB for the defaults).
     #[arg(long, default_value = "foresight-bench", value_name = "DIR")]
     dir: PathBuf,
@@ -1198,6 +1199,9 @@ fn prepare_files(p: &Plan, started: Instant) -> anyhow::Result<Vec<PathBuf>> {
     let mut last_note = Instant::now();
     for &i in &missing {
         let path = &paths[i];
+        // Registered before the file is made, so that no moment is left in which a signal would
+        // leave it cut short under the name a complete file has.
+        let mut unfinished = Unfinished::begin(path);
         let mut f = std::fs::File::create(path).map_err(|e| dir_refusal(&p.dir, path, &e))?;
         let mut left = size_of(i);
         let mut state = 0x9E37_79B9_7F4A_7C15u64 ^ (i as u64).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -1229,8 +1233,40 @@ fn prepare_files(p: &Plan, started: Instant) -> anyhow::Result<Vec<PathBuf>> {
         // Dirty pages survive DONTNEED: the data must be on disk before any measurement.
         f.sync_all()
             .with_context(|| format!("syncing {}", path.display()))?;
+        unfinished.done();
     }
     Ok(paths)
+}
+
+/// A bench file being written: removed if the writing fails (a full disk) or a signal stops the
+/// run before it is complete and synced. A file cut short would keep its space taken under the
+/// name of a bench file; a complete one is kept, for the next run to reuse.
+struct Unfinished<'a> {
+    path: &'a Path,
+    on_signal: Option<crate::cleanup::Registered>,
+}
+
+impl<'a> Unfinished<'a> {
+    fn begin(path: &'a Path) -> Unfinished<'a> {
+        Unfinished {
+            path,
+            on_signal: Some(crate::cleanup::remove_on_signal(path.to_path_buf())),
+        }
+    }
+
+    /// The file is whole and on disk: it stays.
+    fn done(&mut self) {
+        self.on_signal = None;
+    }
+}
+
+impl Drop for Unfinished<'_> {
+    fn drop(&mut self) {
+        // Still registered while it is removed: a signal meanwhile removes it too.
+        if let Some(_registered) = self.on_signal.take() {
+            let _ = std::fs::remove_file(self.path);
+        }
+    }
 }
 
 /// What a directory entry is, when it is not a regular file.

@@ -2,9 +2,9 @@
 //!
 //! Drop guards clean up on every way out of a command but one: a signal's default action ends the
 //! process without running them. [`remove_on_signal`] registers a path (a download's temporary
-//! file, net-soak's scratch directory); the first registration starts a thread that waits for
-//! SIGINT, SIGTERM or SIGHUP, removes every path registered at that moment and exits with 128 plus
-//! the signal's number, the status the default action would have left.
+//! file, a bench file being written, net-soak's scratch directory); the first registration starts
+//! a thread that waits for SIGINT, SIGTERM or SIGHUP, removes every path registered at that moment
+//! and exits with 128 plus the signal's number, the status the default action would have left.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};

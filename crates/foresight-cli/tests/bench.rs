@@ -1020,3 +1020,77 @@ fn a_memory_budget_too_small_is_refused_by_its_own_flag() {
         assert!(err.contains("give at least"), "--memory {memory}: {err}");
     }
 }
+
+/// Waits for `child` to exit, at most a minute; past that it is killed and the test fails.
+fn exit_status(child: &mut std::process::Child, why: &str) -> std::process::ExitStatus {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            return s;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{why}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
+/// A bench stopped by Ctrl-C (or SIGTERM, SIGHUP) while it wrote its files left the file it was
+/// writing cut short under its final name: the space stayed taken, and nothing told it from a
+/// bench file but its size. A complete file is kept (the next run reuses it); the one under way
+/// is removed.
+#[test]
+fn a_bench_stopped_while_writing_its_files_leaves_no_partial_file() {
+    let (_guard, d) = dir("sigint");
+    let file_bytes: u64 = 1 << 30;
+    let file = std::path::Path::new(&d).join("n1/stream-0000.dat");
+    for signal in ["-INT", "-TERM"] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_foresight"))
+            .args([
+                "bench",
+                "--streams",
+                "1",
+                "--file-size",
+                "1GiB",
+                "--total-size",
+                "1GiB",
+                "--policy",
+                "seqp",
+                "--repeat",
+                "1",
+                "--dir",
+                &d,
+            ])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("the binary runs");
+        // The writing is under way once the file holds bytes.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while !std::fs::metadata(&file).is_ok_and(|m| m.len() > 0) {
+            if std::time::Instant::now() > deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("the bench never began {}", file.display());
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        let sent = Command::new("kill")
+            .args([signal, &child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(sent.success());
+        let status = exit_status(&mut child, "the signal did not stop the bench");
+        assert!(!status.success(), "{signal}: {status}");
+        // A disk fast enough to finish the file before the signal leaves it whole, and reusable.
+        let left = std::fs::metadata(&file).map(|m| m.len());
+        assert!(
+            left.as_ref().map_or(true, |&n| n == file_bytes),
+            "{signal}: {} left at {left:?} bytes of {file_bytes}",
+            file.display()
+        );
+        let _ = std::fs::remove_file(&file);
+    }
+}
