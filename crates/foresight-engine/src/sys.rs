@@ -106,11 +106,28 @@ pub fn thread_timer_slack_ns() -> io::Result<u64> {
     Ok(rc as u64)
 }
 
+/// `path` as the NUL-terminated string the C calls take; a path holding a NUL byte names no file.
+fn c_path(path: &std::path::Path) -> io::Result<std::ffi::CString> {
+    use std::os::unix::ffi::OsStrExt;
+    std::ffi::CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path contains a NUL byte"))
+}
+
+/// The file system type (`f_type`, its magic number) that `call` fills in: `statfs` on a path or
+/// `fstatfs` on a descriptor, which differ only in how they name the file.
+fn statfs_type(call: impl FnOnce(&mut libc::statfs) -> libc::c_int) -> io::Result<i64> {
+    // SAFETY: an all-zero `statfs` is a valid value of this plain C struct.
+    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    if call(&mut st) != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    #[allow(clippy::unnecessary_cast)] // f_type's width differs between targets
+    Ok(st.f_type as i64)
+}
+
 /// Bytes free for an unprivileged user on the file system holding `path` (`statvfs`).
 pub fn free_bytes(path: &std::path::Path) -> io::Result<u64> {
-    use std::os::unix::ffi::OsStrExt;
-    let c = std::ffi::CString::new(path.as_os_str().as_bytes())
-        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path contains a NUL byte"))?;
+    let c = c_path(path)?;
     // SAFETY: an all-zero `statvfs` is a valid value of this plain C struct.
     let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
     // SAFETY: `c` is a valid NUL-terminated string and `st` a valid, writable `statvfs`.
@@ -124,35 +141,19 @@ pub fn free_bytes(path: &std::path::Path) -> io::Result<u64> {
 /// Whether the file system holding `path` keeps its files in memory (tmpfs or ramfs, by
 /// `statfs`'s magic number): such a file has no disk beneath it and its pages cannot be dropped.
 pub fn in_memory_fs(path: &std::path::Path) -> io::Result<bool> {
-    use std::os::unix::ffi::OsStrExt;
     const TMPFS_MAGIC: i64 = 0x0102_1994;
     const RAMFS_MAGIC: i64 = 0x8584_58f6;
-    let c = std::ffi::CString::new(path.as_os_str().as_bytes())
-        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path contains a NUL byte"))?;
-    // SAFETY: an all-zero `statfs` is a valid value of this plain C struct.
-    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    let c = c_path(path)?;
     // SAFETY: `c` is a valid NUL-terminated string and `st` a valid, writable `statfs`.
-    let rc = unsafe { libc::statfs(c.as_ptr(), &mut st) };
-    if rc != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    #[allow(clippy::unnecessary_cast)] // f_type's width differs between targets
-    let kind = st.f_type as i64;
+    let kind = statfs_type(|st| unsafe { libc::statfs(c.as_ptr(), st) })?;
     Ok(kind == TMPFS_MAGIC || kind == RAMFS_MAGIC)
 }
 
 /// The magic number (`fstatfs`'s `f_type`) of the file system `file` lies on; `file` may be an
 /// `O_PATH` descriptor.
 pub fn fs_magic(file: &File) -> io::Result<i64> {
-    // SAFETY: an all-zero `statfs` is a valid value of this plain C struct.
-    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
     // SAFETY: the descriptor is valid for the life of `file`, and `st` a valid, writable `statfs`.
-    let rc = unsafe { libc::fstatfs(file.as_raw_fd(), &mut st) };
-    if rc != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    #[allow(clippy::unnecessary_cast)] // f_type's width differs between targets
-    Ok(st.f_type as i64)
+    statfs_type(|st| unsafe { libc::fstatfs(file.as_raw_fd(), st) })
 }
 
 /// This process's limit on open files (`RLIMIT_NOFILE`): `(soft, hard)`.
@@ -192,8 +193,7 @@ pub fn raise_open_files_limit(need_files: u64) -> io::Result<u64> {
 /// Whether this process's real user may create entries in the directory `dir` (`access` with
 /// write and search permission: a read-only mount says no too).
 pub fn may_create_in(dir: &std::path::Path) -> bool {
-    use std::os::unix::ffi::OsStrExt;
-    let Ok(c) = std::ffi::CString::new(dir.as_os_str().as_bytes()) else {
+    let Ok(c) = c_path(dir) else {
         return false;
     };
     // SAFETY: `c` is a valid NUL-terminated string that outlives the call; access only reads it.
@@ -323,6 +323,37 @@ mod tests {
         assert_eq!(open_files_limit().unwrap(), (hard, hard));
     }
     use std::io::{Read, Write};
+
+    /// The path and the descriptor forms of `statfs` read the same file system, and a path that
+    /// names no file (missing, or holding a NUL byte) is an error, not a guess.
+    #[test]
+    fn statfs_by_path_and_by_descriptor_agree() {
+        let dir = tempfile::tempdir().unwrap();
+        let memory = [0x0102_1994, 0x8584_58f6];
+        for path in [
+            dir.path(),
+            std::path::Path::new("/proc"),
+            std::path::Path::new("/"),
+        ] {
+            let magic = fs_magic(&File::open(path).unwrap()).unwrap();
+            assert_eq!(
+                in_memory_fs(path).unwrap(),
+                memory.contains(&magic),
+                "{}",
+                path.display()
+            );
+        }
+        assert_eq!(fs_magic(&File::open("/proc").unwrap()).unwrap(), 0x9fa0);
+        assert!(in_memory_fs(&dir.path().join("missing")).is_err());
+        assert_eq!(
+            in_memory_fs(std::path::Path::new("a\0b"))
+                .unwrap_err()
+                .kind(),
+            io::ErrorKind::InvalidInput
+        );
+        assert!(free_bytes(dir.path()).unwrap() > 0);
+        assert!(free_bytes(std::path::Path::new("a\0b")).is_err());
+    }
 
     #[test]
     fn eventfd_counts_writes() {
