@@ -645,10 +645,11 @@ impl Pool {
         attempts: u32,
         keep_whole: bool,
     ) -> Result<Exchange, NetError> {
-        let _permit = self.permits.acquire().await.map_err(|_| NetError::Http {
-            url: url.to_string(),
-            message: "client closed".into(),
-        })?;
+        let _permit = self
+            .permits
+            .acquire()
+            .await
+            .map_err(|_| http_errors_of(url)("client closed".into()))?;
         let what = match range {
             Some(r) => format!("bytes {}-{}", r.start.0, r.end().0.saturating_sub(1)),
             None => method.to_string(),
@@ -699,10 +700,7 @@ impl Pool {
         wait: bool,
         keep_whole: bool,
     ) -> Result<Exchange, NetError> {
-        let http_err = |message: String| NetError::Http {
-            url: url.to_string(),
-            message,
-        };
+        let http_err = http_errors_of(url);
         let deadline = tokio::time::Instant::now() + self.timeout;
         let mut conn = self.connection(false, wait, deadline).await?;
         // Counted out until this exchange ends; its end (the connection back in the pool, or
@@ -800,6 +798,24 @@ impl Pool {
             body,
             whole,
         })
+    }
+}
+
+/// Makes the [`NetError::Http`] errors of a request for `url`, each naming the URL.
+fn http_errors_of(url: &Url) -> impl Fn(String) -> NetError + '_ {
+    move |message| NetError::Http {
+        url: url.to_string(),
+        message,
+    }
+}
+
+/// Makes the [`NetError::Changed`] errors of a look at `url`'s validator taken after the last
+/// byte, `written_bytes` having been handed on: the change was seen once the download had ended.
+fn changed_once_ended(url: &Url, written_bytes: u64) -> impl Fn(String) -> NetError + '_ {
+    move |what| NetError::Changed {
+        url: url.to_string(),
+        what: format!("{what}, seen once the download had ended"),
+        written_bytes,
     }
 }
 
@@ -1033,10 +1049,7 @@ async fn first_range(
     range: ByteRange,
     head_status: StatusCode,
 ) -> Result<FirstRange, NetError> {
-    let http_err = |message: String| NetError::Http {
-        url: url.to_string(),
-        message,
-    };
+    let http_err = http_errors_of(url);
     let what = format!("bytes {}-{}", range.start.0, range.end().0 - 1);
     let ex = pool.first_range_exchange(url, range).await?;
     let sent_range = ex.headers.get(header::CONTENT_RANGE);
@@ -1227,10 +1240,7 @@ async fn download(
     random: Option<(ByteLen, u32, u64)>,
 ) -> Result<Report, NetError> {
     let started = std::time::Instant::now();
-    let http_err = |message: String| NetError::Http {
-        url: url.to_string(),
-        message,
-    };
+    let http_err = http_errors_of(url);
     let pool = Arc::new(Pool {
         authority: url.authority(),
         idle: Mutex::new(Vec::new()),
@@ -1882,23 +1892,16 @@ async fn confirm_unchanged(
     if was.is_none() {
         return Ok(());
     }
-    let changed = |what: String| NetError::Changed {
-        url: url.to_string(),
-        what: format!("{what}, seen once the download had ended"),
-        written_bytes,
-    };
+    let changed = changed_once_ended(url, written_bytes);
     let head = pool
         .exchange_tries(url, Method::HEAD, None, None, REQUEST_ATTEMPTS)
         .await?;
     if !head.status.is_success() {
-        return Err(NetError::Http {
-            url: url.to_string(),
-            message: format!(
-                "HEAD answered {} once the download had ended, so whether the file changed \
-                 meanwhile is unknown",
-                head.status
-            ),
-        });
+        return Err(http_errors_of(url)(format!(
+            "HEAD answered {} once the download had ended, so whether the file changed \
+             meanwhile is unknown",
+            head.status
+        )));
     }
     if let Some(what) = changed_tag(was, &head.headers) {
         return Err(changed(what));
@@ -1932,11 +1935,7 @@ async fn confirm_unchanged_by_range(
     let Some(if_range) = was.and_then(Validator::for_if_range) else {
         return Ok(());
     };
-    let changed = |what: String| NetError::Changed {
-        url: url.to_string(),
-        what: format!("{what}, seen once the download had ended"),
-        written_bytes,
-    };
+    let changed = changed_once_ended(url, written_bytes);
     let look = ByteRange::new(0, 1);
     let ex = pool
         .exchange_tries(
@@ -1948,14 +1947,11 @@ async fn confirm_unchanged_by_range(
         )
         .await?;
     if !matches!(ex.status, StatusCode::OK | StatusCode::PARTIAL_CONTENT) {
-        return Err(NetError::Http {
-            url: url.to_string(),
-            message: format!(
-                "GET of bytes 0-0 under If-Range answered {} once the download had ended, so \
-                 whether the file changed meanwhile is unknown",
-                ex.status
-            ),
-        });
+        return Err(http_errors_of(url)(format!(
+            "GET of bytes 0-0 under If-Range answered {} once the download had ended, so \
+             whether the file changed meanwhile is unknown",
+            ex.status
+        )));
     }
     if let Some(what) = changed_tag(was, &ex.headers) {
         return Err(changed(what));
@@ -2021,10 +2017,7 @@ impl Checker<'_> {
         ex: Exchange,
         written_bytes: u64,
     ) -> Result<Answered, NetError> {
-        let http_err = |message: String| NetError::Http {
-            url: self.url.to_string(),
-            message,
-        };
+        let http_err = http_errors_of(self.url);
         let changed = |what: String| NetError::Changed {
             url: self.url.to_string(),
             what,
@@ -2103,10 +2096,7 @@ async fn plain_get(
     sink: Option<&mut dyn Write>,
     terms: WholeTerms<'_>,
 ) -> Result<Report, NetError> {
-    let http_err = |message: String| NetError::Http {
-        url: url.to_string(),
-        message,
-    };
+    let http_err = http_errors_of(url);
     let idle = pool.timeout;
     let _permit = pool
         .permits
@@ -2220,10 +2210,7 @@ async fn take_whole(
         skip_bytes: skip,
         closing_look,
     } = terms;
-    let http_err = |message: String| NetError::Http {
-        url: url.to_string(),
-        message,
-    };
+    let http_err = http_errors_of(url);
     let idle = pool.timeout;
     let Whole {
         headers,
