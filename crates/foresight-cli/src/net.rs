@@ -300,8 +300,10 @@ or `..`, and URLs that would share a name, are refused (exit 2) before anything 
 downloaded), or to standard output. A file is written under a temporary name \
 beside it and renamed into place when its download is complete, so a failed download (or one \
 stopped by SIGINT, SIGTERM or SIGHUP) leaves no partial file and an existing file as it was; a \
-device or FIFO (/dev/null) is written directly. A failed download to standard output (or to a \
-device or FIFO) keeps the bytes it wrote there, and its error says how many. \
+device or FIFO (/dev/null) is written directly; the error of a failed download to a file says \
+how many bytes had gone to the temporary file and that --out was not created or keeps the file \
+it held. A failed download to standard output (or to a device or FIFO) keeps the bytes it wrote \
+there, and its error says how many. \
 With --json and no --out the data is discarded and only the report is printed. A download \
 that lasts notes on standard error every 5 s how much has arrived. \
 A request (the opening HEAD, each range, the whole-file GET until its answer begins) that gets no \
@@ -558,6 +560,8 @@ pub fn run_get(a: &GetArgs) -> anyhow::Result<()> {
                     } else {
                         out.clone()
                     };
+                    // Whether a failure leaves a file there (the one it held) or none.
+                    let existed = std::fs::metadata(&path).is_ok();
                     let mut target = OutTarget::open(&path)?;
                     let what = format!("--out {}", path.display());
                     let mut sink = counted(
@@ -575,7 +579,7 @@ pub fn run_get(a: &GetArgs) -> anyhow::Result<()> {
                         if in_place {
                             partial_output(e, sink.bytes(), &what)
                         } else {
-                            e
+                            discarded_output(e, sink.bytes(), &what, existed)
                         }
                     })?;
                     target.finish()?;
@@ -744,6 +748,31 @@ fn partial_output(e: anyhow::Error, written_bytes: u64, what: &str) -> anyhow::E
     anyhow::anyhow!(
         "{}; the first {written_bytes} bytes of the file had been written to {what}, which \
          keeps them: the output is partial",
+        crate::describe(&e)
+    )
+}
+
+/// `e`, the failure of a download to `what` (an `--out` file) that wrote `received_bytes` to the
+/// temporary file beside it, now removed: the message says that none of them were saved and what
+/// `what` holds, so that a user need not wonder whether the file is a part of the download.
+fn discarded_output(
+    e: anyhow::Error,
+    received_bytes: u64,
+    what: &str,
+    existed: bool,
+) -> anyhow::Error {
+    // Bad input keeps its kind (exit 2); it is refused before a download writes anything.
+    if e.downcast_ref::<crate::InputError>().is_some() {
+        return e;
+    }
+    let left = if existed {
+        "keeps the file it held before"
+    } else {
+        "was not created"
+    };
+    anyhow::anyhow!(
+        "{}; nothing was saved: the {received_bytes} bytes written went to a temporary file, \
+         now removed, and {what} {left}",
         crate::describe(&e)
     )
 }

@@ -1790,3 +1790,38 @@ fn a_get_whose_output_fails_claims_no_bytes_written_there() {
     assert!(!err.contains("had been written"), "{err}");
     terminate(&mut server);
 }
+
+/// A download to an `--out` file cut short by its server said only why it failed (which range
+/// gave up), not what became of the bytes received, which standard output's failure says: a user
+/// could not tell whether the file held a part of the download. It says now that they went to a
+/// temporary file, removed, and that --out was not created or keeps the file it held.
+#[test]
+fn a_get_cut_short_says_that_out_received_none_of_its_bytes() {
+    let url = format!("http://{}/cut.bin", cutting_server());
+    let ranges = ["--alpha", "1", "--readahead", "256KiB"];
+    let (_guard, dir) = scratch("get-cut");
+    let out = dir.join("cut.bin");
+    for (before, said) in [(None, "was not created"), (Some(b"old"), "keeps the file")] {
+        if let Some(bytes) = before {
+            std::fs::write(&out, bytes).unwrap();
+        }
+        let st = bin()
+            .args(["get", &url])
+            .args(ranges)
+            .arg("--out")
+            .arg(&out)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&st.stderr);
+        assert_eq!(st.status.code(), Some(1), "{err}");
+        let last = err.lines().last().unwrap_or_default();
+        for needle in ["1048576 bytes", &out.display().to_string(), said] {
+            assert!(last.contains(needle), "should say {needle}: {err}");
+        }
+        assert_eq!(
+            std::fs::read(&out).ok().as_deref(),
+            before.map(|b| &b[..]),
+            "{err}"
+        );
+    }
+}
