@@ -63,6 +63,30 @@ pub(crate) fn net(e: NetError) -> anyhow::Error {
     }
 }
 
+/// `e` as [`net`] has it, except that an address the command cannot listen on names its `flag`
+/// and says what to give instead: the system's words (`Address already in use`) say neither.
+fn listen_failure(flag: &str, e: NetError) -> anyhow::Error {
+    let NetError::Bind { addr, error } = &e else {
+        return net(e);
+    };
+    let fix = match error.kind() {
+        std::io::ErrorKind::AddrInUse => {
+            "another program listens there; choose another port, or 0 to pick a free one"
+        }
+        std::io::ErrorKind::AddrNotAvailable => {
+            "this machine has no such address; give one of its own (127.0.0.1 for this machine \
+             alone, 0.0.0.0 for every interface)"
+        }
+        std::io::ErrorKind::PermissionDenied => {
+            "ports below 1024 need privilege; choose a port from 1024 up, or 0 to pick a free one"
+        }
+        _ => "give another address",
+    };
+    input(format!(
+        "{flag} {addr}: cannot listen there ({error}); {fix}"
+    ))
+}
+
 /// A writer whose errors name where the bytes were going ("writing standard output: No space
 /// left on device"), of the same kind as the error they replace.
 struct Named<'a, W> {
@@ -237,7 +261,7 @@ pub fn run_serve(a: &ServeArgs) -> anyhow::Result<()> {
     if let Some(b) = a.device_bandwidth {
         cfg.device = DeviceSource::Configured(b);
     }
-    let handle = server::serve_until_signal(cfg).map_err(net)?;
+    let handle = server::serve_until_signal(cfg).map_err(|e| listen_failure("--addr", e))?;
     // After the settings were checked and the server started, before it takes connections in
     // numbers: a refused start needs no limit, and warns of none.
     fit_open_files_limit(
@@ -1076,7 +1100,7 @@ pub fn run_proxy(a: &ProxyArgs) -> anyhow::Result<()> {
         send_timeout: proxy::DEFAULT_SEND_TIMEOUT,
         idle_timeout: a.idle_timeout,
     })
-    .map_err(net)?;
+    .map_err(|e| listen_failure("--listen", e))?;
     fit_open_files_limit(
         2 * a.max_connections as u64 + 64,
         a.max_connections,

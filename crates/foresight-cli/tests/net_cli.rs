@@ -1825,3 +1825,23 @@ fn a_get_cut_short_says_that_out_received_none_of_its_bytes() {
         );
     }
 }
+
+/// A port another program listens on was refused as `cannot listen on ADDR: Address already in
+/// use`, naming neither the flag nor what to do; `serve --addr` and `proxy --listen` now name
+/// their flag and say to choose another port or 0. Exit code 2, as for bad input.
+#[test]
+fn a_port_in_use_is_refused_naming_the_flag_and_what_to_do() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let (_guard, root) = scratch("port-taken");
+    let serve: &[&str] = &["serve", "--root", root.to_str().unwrap(), "--addr", &addr];
+    let proxy: &[&str] = &["proxy", "--listen", &addr, "--upstream", "127.0.0.1:1"];
+    for (args, flag) in [(serve, "--addr"), (proxy, "--listen")] {
+        let st = bin().args(args).output().unwrap();
+        let err = String::from_utf8_lossy(&st.stderr);
+        assert_eq!(st.status.code(), Some(2), "{args:?}: {err}");
+        for needle in [flag, addr.as_str(), "in use", "another port", " 0 "] {
+            assert!(err.contains(needle), "{args:?}: should say {needle}: {err}");
+        }
+    }
+}
