@@ -794,9 +794,15 @@ fn discarded_output(
     } else {
         "was not created"
     };
+    // A failure to write the file itself: some of the bytes counted never reached it.
+    let writing = format!("writing {what}");
+    let temporary = if e.chain().any(|c| c.to_string().starts_with(&writing)) {
+        "the temporary file was removed".to_string()
+    } else {
+        format!("the {received_bytes} bytes written went to a temporary file, now removed")
+    };
     anyhow::anyhow!(
-        "{}; nothing was saved: the {received_bytes} bytes written went to a temporary file, \
-         now removed, and {what} {left}",
+        "{}; nothing was saved: {temporary}, and {what} {left}",
         crate::describe(&e)
     )
 }
