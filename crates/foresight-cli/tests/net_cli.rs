@@ -1845,3 +1845,29 @@ fn a_port_in_use_is_refused_naming_the_flag_and_what_to_do() {
         }
     }
 }
+
+/// A request that could not connect three times ended the download with `cannot connect to
+/// HOST:PORT: ... (gave up after 3 attempts ...)`, naming neither the URL nor the request (the
+/// `HEAD`, or which range), where a request that failed otherwise names both.
+#[test]
+fn a_get_that_cannot_connect_names_the_url_and_the_request() {
+    // A port nothing listens on: bound, its number taken, and closed.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let url = format!("http://127.0.0.1:{port}/gone.bin");
+    let st = bin().args(["get", &url]).output().unwrap();
+    let err = String::from_utf8_lossy(&st.stderr);
+    assert_eq!(st.status.code(), Some(1), "{err}");
+    let last = err.lines().last().unwrap_or_default();
+    for needle in [
+        url.as_str(),
+        "HEAD",
+        "cannot connect",
+        "gave up after 3 attempts",
+    ] {
+        assert!(last.contains(needle), "should say {needle}: {err}");
+    }
+}

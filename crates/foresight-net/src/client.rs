@@ -674,7 +674,7 @@ impl Pool {
                 _ => return r,
             };
             if attempt >= attempts {
-                return r.map_err(|e| gave_up(e, &what, attempts, began.elapsed()));
+                return r.map_err(|e| gave_up(e, url, &what, attempts, began.elapsed()));
             }
             self.notes.note(&format!(
                 "{url}: {what}: attempt {attempt} of {attempts} failed after {:.1} s ({why}); \
@@ -827,25 +827,25 @@ fn failure_text(e: &NetError) -> String {
     }
 }
 
-/// `e`, the last of `attempts` failures of the request for `what`, saying that it was the last
-/// and how long all of them took.
-fn gave_up(e: NetError, what: &str, attempts: u32, took: StdDuration) -> NetError {
-    if attempts < 2 {
-        return e;
-    }
-    let after = format!(
-        "(gave up after {attempts} attempts in {:.1} s)",
-        took.as_secs_f64()
-    );
+/// `e`, the last of `attempts` failures of the request for `what` of `url`, saying that it was
+/// the last and how long all of them took. A failure to connect names the URL and the request
+/// too, as a failed answer's message does: the host and port alone do not say which download,
+/// or which part of it, failed.
+fn gave_up(e: NetError, url: &Url, what: &str, attempts: u32, took: StdDuration) -> NetError {
+    let after = if attempts < 2 {
+        String::new()
+    } else {
+        format!(
+            " (gave up after {attempts} attempts in {:.1} s)",
+            took.as_secs_f64()
+        )
+    };
     match e {
-        NetError::Http { url, message } => NetError::Http {
+        NetError::Http { url, message } if attempts >= 2 => NetError::Http {
             url,
-            message: format!("{what}: {message} {after}"),
+            message: format!("{what}: {message}{after}"),
         },
-        NetError::Connect { addr, error } => NetError::Connect {
-            addr,
-            error: std::io::Error::new(error.kind(), format!("{error} {after}")),
-        },
+        e @ NetError::Connect { .. } => http_errors_of(url)(format!("{what}: {e}{after}")),
         other => other,
     }
 }
@@ -2159,6 +2159,7 @@ async fn plain_get(
             Err(e) => {
                 return Err(gave_up(
                     e,
+                    url,
                     "GET",
                     if attempt < REQUEST_ATTEMPTS {
                         1
