@@ -1162,9 +1162,9 @@ fn prepare_files(p: &Plan, started: Instant) -> anyhow::Result<Vec<PathBuf>> {
         &format!(
             "{} files, {} in all under {} ({} to write)",
             paths.len(),
-            ByteLen(total),
+            ByteLen(total).rounded(),
             p.dir.display(),
-            ByteLen(need)
+            ByteLen(need).rounded()
         ),
     );
     if need > 0 {
@@ -1214,8 +1214,13 @@ fn prepare_files(p: &Plan, started: Instant) -> anyhow::Result<Vec<PathBuf>> {
                 word.copy_from_slice(&state.wrapping_mul(0x2545_F491_4F6C_DD1D).to_le_bytes());
             }
             let n = left.min(chunk.len() as u64) as usize;
-            f.write_all(&chunk[..n])
-                .with_context(|| format!("writing {}", path.display()))?;
+            f.write_all(&chunk[..n]).with_context(|| {
+                format!(
+                    "writing {} (the part written is removed; a full disk needs room, or a \
+                     smaller --total-size or --file-size)",
+                    path.display()
+                )
+            })?;
             left -= n as u64;
             written += n as u64;
             if last_note.elapsed() > Duration::from_secs(5) {
@@ -1223,8 +1228,8 @@ fn prepare_files(p: &Plan, started: Instant) -> anyhow::Result<Vec<PathBuf>> {
                     started,
                     &format!(
                         "  written {} of {}",
-                        ByteLen((written >> 20) << 20),
-                        ByteLen(need)
+                        ByteLen((written >> 20) << 20).rounded(),
+                        ByteLen(need).rounded()
                     ),
                 );
                 last_note = Instant::now();

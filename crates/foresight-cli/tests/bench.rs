@@ -1094,3 +1094,30 @@ fn a_bench_stopped_while_writing_its_files_leaves_no_partial_file() {
         let _ = std::fs::remove_file(&file);
     }
 }
+
+/// Files that are not whole MiB (a total split over N streams, cut to whole pages) were counted in
+/// KiB in the progress lines, `101 files, 3145376KiB in all` and `written 1490MiB of 3145376KiB`
+/// for the README's 100-stream run; they are rounded to a tenth of the largest unit now.
+#[test]
+fn the_bench_files_are_counted_in_a_readable_unit() {
+    let (_guard, d) = dir("readable");
+    let (code, _, err) = foresight(&[
+        "bench",
+        "--streams",
+        "3",
+        "--total-size",
+        "10MiB",
+        "--policy",
+        "seqp",
+        "--repeat",
+        "1",
+        "--dir",
+        &d,
+    ]);
+    assert_eq!(code, 0, "{err}");
+    // 3 files of 853 pages: 10,236 KiB.
+    assert!(
+        err.contains("3 files, about 10.0MiB in all") && err.contains("(about 10.0MiB to write)"),
+        "{err}"
+    );
+}
