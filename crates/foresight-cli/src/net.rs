@@ -160,7 +160,10 @@ is sent. A modification time ahead of the clock is sent as the answer's date (RF
 
 GET /.well-known/foresight publishes the device figures the adaptive client needs: \
 max_readahead_bytes (--readahead), avg_bandwidth_bytes_per_s (RB: measured at startup by reading \
-the largest regular file in the root or one level below, symlinks and sparse files not chosen, with direct I/O, or --device-bandwidth; `bandwidth_source` says \
+the largest regular file in the root or one level below, symlinks and sparse files not chosen, \
+with direct I/O, `measured`; or --device-bandwidth, `configured`; or, when no such file holds \
+four reads of --readahead (4 MiB at least) or it cannot be read, 200 MiB/s, `default`, a \
+stand-in that no device was timed for, so give --device-bandwidth then; `bandwidth_source` says \
 which) and peak_ratio (p, --peak-ratio, default 1.2 as in paper 004). GET /metrics is Prometheus \
 text. Both are found by their decoded names (/%6detrics and //metrics are /metrics), so files of \
 the root at those paths are not served. SIGTERM or SIGINT stops accepting and lets open requests finish (up to 10 s).

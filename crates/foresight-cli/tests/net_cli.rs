@@ -1871,3 +1871,48 @@ fn a_get_that_cannot_connect_names_the_url_and_the_request() {
         assert!(last.contains(needle), "should say {needle}: {err}");
     }
 }
+
+/// A root with no file long enough to time publishes a bandwidth of 200 MiB/s, `default`, which
+/// neither `serve --help` nor the README mentioned (they named `measured` and `configured`): a
+/// user saw a figure of unknown origin in `/.well-known/foresight`. The help says now when it is
+/// published and what to give instead.
+#[test]
+fn serve_help_names_the_bandwidth_it_publishes_when_it_cannot_measure() {
+    let (_guard, root) = scratch("serve-default-rb");
+    std::fs::write(root.join("small.txt"), b"too short to time\n").unwrap();
+    let mut server = KillOnDrop(
+        bin()
+            .args(["serve", "--addr", "127.0.0.1:0", "--workers", "1", "--root"])
+            .arg(&root)
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let mut line = String::new();
+    BufReader::new(server.0.stderr.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let addr = line
+        .split("http://")
+        .nth(1)
+        .and_then(|s| s.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no address in {line:?}"))
+        .to_string();
+    let (_, body) = ask_raw(
+        &addr,
+        "GET /.well-known/foresight HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+    );
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(v["bandwidth_source"], "default", "{body}");
+    let rb_mib_s = v["avg_bandwidth_bytes_per_s"].as_f64().unwrap() / f64::from(1 << 20);
+    terminate(&mut server);
+    let help = bin().args(["serve", "--help"]).output().unwrap();
+    let help = String::from_utf8_lossy(&help.stdout).replace('\n', " ");
+    for needle in [
+        "`default`".to_string(),
+        format!("{rb_mib_s:.0} MiB/s"),
+        "--device-bandwidth".to_string(),
+    ] {
+        assert!(help.contains(&needle), "should say {needle}: {help}");
+    }
+}
