@@ -966,6 +966,15 @@ impl OutTarget {
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && attempt < 1000 => {
                     attempt += 1;
                 }
+                // The system's `No such file or directory` would not say which one, nor what to do.
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound && !dir.is_dir() => {
+                    return Err(input(format!(
+                        "--out {}: the directory {} does not exist; create it first, or give a \
+                         file in a directory that exists",
+                        path.display(),
+                        dir.display()
+                    )))
+                }
                 Err(e) => {
                     return Err(input(anyhow::Error::new(e).context(format!(
                         "creating a temporary file in {} for --out {}",

@@ -1916,3 +1916,29 @@ fn serve_help_names_the_bandwidth_it_publishes_when_it_cannot_measure() {
         assert!(help.contains(&needle), "should say {needle}: {help}");
     }
 }
+
+/// An `--out` file in a directory that does not exist was refused with the system's words alone
+/// (`creating a temporary file in DIR for --out FILE: No such file or directory`), not saying
+/// what to do; and `net-soak --duration 0s` was refused quoting `0ns`, a value nobody wrote.
+#[test]
+fn refusals_say_what_to_fix_in_the_users_terms() {
+    let (_guard, dir) = scratch("out-no-dir");
+    let out = dir.join("missing/x.bin");
+    let st = bin()
+        .args(["get", "http://127.0.0.1:1/x.bin", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&st.stderr);
+    assert_eq!(st.status.code(), Some(2), "{err}");
+    for needle in ["--out", &out.display().to_string(), "create it first"] {
+        assert!(err.contains(needle), "should say {needle}: {err}");
+    }
+    let st = bin()
+        .args(["net-soak", "--duration", "0s"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&st.stderr);
+    assert_eq!(st.status.code(), Some(2), "{err}");
+    assert!(err.contains("--duration: 0s checks nothing"), "{err}");
+}

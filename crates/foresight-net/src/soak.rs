@@ -227,7 +227,15 @@ fn validate(cfg: &SoakConfig) -> Result<(), NetError> {
     if cfg.duration < Duration::from_millis(1) {
         return bad(
             "--duration",
-            format!("{:?} checks nothing; give 1ms or more", cfg.duration),
+            // Zero as it is written (`0s`); Debug would show `0ns`.
+            format!(
+                "{} checks nothing; give 1ms or more",
+                if cfg.duration.is_zero() {
+                    "0s".to_string()
+                } else {
+                    format!("{:?}", cfg.duration)
+                }
+            ),
         );
     }
     Ok(())
