@@ -220,16 +220,6 @@ pub struct ServeArgs {
     idle_timeout: StdDuration,
 }
 
-/// A duration as a user writes one: Rust's `Debug` form ("500ms", "1.5s"), except that zero,
-/// which it prints as "0ns", is "0s".
-fn shown(d: StdDuration) -> String {
-    if d.is_zero() {
-        "0s".to_string()
-    } else {
-        format!("{d:?}")
-    }
-}
-
 /// Runs `foresight serve` until SIGTERM or SIGINT.
 pub fn run_serve(a: &ServeArgs) -> anyhow::Result<()> {
     // hyper's header timer also runs while a keep-alive connection waits for its next request,
@@ -239,7 +229,7 @@ pub fn run_serve(a: &ServeArgs) -> anyhow::Result<()> {
         return Err(input(format!(
             "--idle-timeout {} would close keep-alive connections between requests and \
              requests whose head arrives in pieces; give at least 1s",
-            shown(a.idle_timeout)
+            foresight_net::duration_text(a.idle_timeout)
         )));
     }
     // The budget is taken as buffers are needed, so one larger than the machine would only show
@@ -466,7 +456,7 @@ pub fn run_get(a: &GetArgs) -> anyhow::Result<()> {
     if a.request_timeout < StdDuration::from_secs(1) {
         return Err(input(format!(
             "--request-timeout {} would cut off nearly every request; give at least 1s",
-            shown(a.request_timeout)
+            foresight_net::duration_text(a.request_timeout)
         )));
     }
     let max_alpha = a.max_alpha.unwrap_or(64);
@@ -1128,7 +1118,7 @@ pub fn run_proxy(a: &ProxyArgs) -> anyhow::Result<()> {
         "foresight proxy: {} -> {} (delay {} each way, {})",
         handle.local_addr(),
         a.upstream,
-        shown(a.delay),
+        foresight_net::duration_text(a.delay),
         a.bandwidth.map_or("no rate cap".to_string(), |b| format!(
             "{} each way",
             bits_text(b.bytes_per_s)

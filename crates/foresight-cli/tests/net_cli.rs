@@ -1919,7 +1919,8 @@ fn serve_help_names_the_bandwidth_it_publishes_when_it_cannot_measure() {
 
 /// An `--out` file in a directory that does not exist was refused with the system's words alone
 /// (`creating a temporary file in DIR for --out FILE: No such file or directory`), not saying
-/// what to do; and `net-soak --duration 0s` was refused quoting `0ns`, a value nobody wrote.
+/// what to do; and `net-soak --duration 0s` and `proxy --idle-timeout 0s` were refused quoting
+/// `0ns`, a value nobody wrote.
 #[test]
 fn refusals_say_what_to_fix_in_the_users_terms() {
     let (_guard, dir) = scratch("out-no-dir");
@@ -1941,4 +1942,18 @@ fn refusals_say_what_to_fix_in_the_users_terms() {
     let err = String::from_utf8_lossy(&st.stderr);
     assert_eq!(st.status.code(), Some(2), "{err}");
     assert!(err.contains("--duration: 0s checks nothing"), "{err}");
+    let st = bin()
+        .args([
+            "proxy",
+            "--listen",
+            "127.0.0.1:0",
+            "--upstream",
+            "127.0.0.1:1",
+        ])
+        .args(["--idle-timeout", "0s"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&st.stderr);
+    assert_eq!(st.status.code(), Some(2), "{err}");
+    assert!(err.contains("--idle-timeout: 0s would cut"), "{err}");
 }

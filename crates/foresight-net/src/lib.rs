@@ -109,6 +109,16 @@ pub const STREAM_HEADER: &str = "x-foresight-stream";
 /// Where a Foresight server publishes its device figures.
 pub const WELL_KNOWN_PATH: &str = "/.well-known/foresight";
 
+/// A duration in a message, as a user writes one: Rust's `Debug` form (`500ms`, `1.5s`), except
+/// that zero, which it prints as `0ns`, is `0s`.
+pub fn duration_text(d: std::time::Duration) -> String {
+    if d.is_zero() {
+        "0s".to_string()
+    } else {
+        format!("{d:?}")
+    }
+}
+
 /// Peak resident set size of this process in bytes (`VmHWM`), where the system reports it.
 pub fn peak_rss_bytes() -> Option<u64> {
     proc_status_kib("VmHWM:").map(|k| k * 1024)

@@ -243,8 +243,9 @@ fn spawn_with(cfg: ProxyConfig, connect: Connector) -> Result<ProxyHandle, NetEr
         return Err(NetError::Setting {
             key: "--idle-timeout",
             message: format!(
-                "{:?} would cut connections whose client pauses between requests; give at least {:?}",
-                cfg.idle_timeout, MIN_IDLE_TIMEOUT
+                "{} would cut connections whose client pauses between requests; give at least {}",
+                crate::duration_text(cfg.idle_timeout),
+                crate::duration_text(MIN_IDLE_TIMEOUT)
             ),
         });
     }

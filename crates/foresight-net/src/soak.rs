@@ -227,14 +227,9 @@ fn validate(cfg: &SoakConfig) -> Result<(), NetError> {
     if cfg.duration < Duration::from_millis(1) {
         return bad(
             "--duration",
-            // Zero as it is written (`0s`); Debug would show `0ns`.
             format!(
                 "{} checks nothing; give 1ms or more",
-                if cfg.duration.is_zero() {
-                    "0s".to_string()
-                } else {
-                    format!("{:?}", cfg.duration)
-                }
+                crate::duration_text(cfg.duration)
             ),
         );
     }
