@@ -1,7 +1,7 @@
 //! The network subcommands: `serve`, `get`, `proxy` and `net-soak` (paper
 //! 004_80004320b985afc3.txt), thin wrappers over `foresight-net`.
 
-use std::io::Write;
+use std::io::{IsTerminal as _, Write};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration as StdDuration;
@@ -85,6 +85,55 @@ fn listen_failure(flag: &str, e: NetError) -> anyhow::Error {
     input(format!(
         "{flag} {addr}: cannot listen there ({error}); {fix}"
     ))
+}
+
+/// Refuses to pass bytes holding a NUL to a terminal: a file's binary bytes shown there are noise,
+/// and their escape sequences can leave the terminal unusable (curl refuses them the same way).
+/// Text, which holds no NUL, goes through; so does anything when the output is not a terminal.
+struct TerminalSafe<W> {
+    inner: W,
+    terminal: bool,
+}
+
+/// The error [`TerminalSafe`] refuses binary data with, told apart from a failed write by its type.
+#[derive(Debug)]
+struct BinaryToTerminal;
+
+impl std::fmt::Display for BinaryToTerminal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(
+            "the file holds binary data (a NUL byte), which standard output, a terminal, would \
+             show as noise and could be left unusable by; give --out FILE, or redirect standard \
+             output (> FILE, | xxd)",
+        )
+    }
+}
+
+impl std::error::Error for BinaryToTerminal {}
+
+impl<W: Write> Write for TerminalSafe<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if self.terminal && buf.contains(&0) {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                BinaryToTerminal,
+            ));
+        }
+        self.inner.write(buf)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+/// Whether `e` is [`TerminalSafe`]'s refusal.
+fn is_binary_to_terminal(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .and_then(|io| io.get_ref())
+            .is_some_and(|inner| inner.is::<BinaryToTerminal>())
+    })
 }
 
 /// A writer whose errors name where the bytes were going ("writing standard output: No space
@@ -321,7 +370,9 @@ device or FIFO (/dev/null) is written directly; the error of a failed download t
 how many bytes had gone to the temporary file and that --out was not created or keeps the file \
 it held. A failed download to standard output (or to a device or FIFO) keeps the bytes it wrote \
 there, and its error says how many. \
-With --json and no --out the data is discarded and only the report is printed. A download \
+Standard output on a terminal takes text only: a download whose bytes hold a NUL (binary data) \
+stops there, exit 2, before those bytes reach the terminal (give --out, or redirect standard \
+output). With --json and no --out the data is discarded and only the report is printed. A download \
 that lasts notes on standard error every 5 s how much has arrived. \
 A request (the opening HEAD, each range, the whole-file GET until its answer begins) that gets no \
 connection, a broken one, a 503, or no complete answer within --request-timeout (connecting \
@@ -606,6 +657,7 @@ pub fn run_get(a: &GetArgs) -> anyhow::Result<()> {
                     .get(url, &mut counted(std::io::sink(), url))
                     .map_err(net)?,
                 None => {
+                    let terminal = std::io::stdout().is_terminal();
                     let mut sink = counted(
                         Named {
                             inner: std::io::stdout().lock(),
@@ -613,9 +665,27 @@ pub fn run_get(a: &GetArgs) -> anyhow::Result<()> {
                         },
                         url,
                     );
-                    client
-                        .get(url, &mut sink)
-                        .map_err(|e| partial_output(net(e), sink.bytes(), "standard output"))?
+                    // Outside the count: refused bytes are not written.
+                    let got = client.get(
+                        url,
+                        &mut TerminalSafe {
+                            inner: &mut sink,
+                            terminal,
+                        },
+                    );
+                    got.map_err(|e| {
+                        let e = net(e);
+                        if is_binary_to_terminal(&e) {
+                            // The user's choice of output to fix, as for an --out refused.
+                            input(partial_output(
+                                anyhow::anyhow!("{}", crate::describe(&e)),
+                                sink.bytes(),
+                                "standard output",
+                            ))
+                        } else {
+                            partial_output(e, sink.bytes(), "standard output")
+                        }
+                    })?
                 }
             }
         };

@@ -1957,3 +1957,53 @@ fn refusals_say_what_to_fix_in_the_users_terms() {
     assert_eq!(st.status.code(), Some(2), "{err}");
     assert!(err.contains("--idle-timeout: 0s would cut"), "{err}");
 }
+
+/// `foresight get URL` with standard output on a terminal wrote the file's bytes there whatever
+/// they were: a binary file's escape sequences reached the terminal (and could leave it unusable).
+/// Binary data (a NUL byte) is refused now, exit 2, saying to give --out or redirect; text still
+/// goes to the terminal. The terminal is `script`'s pseudo-terminal (skipped where it is missing).
+#[test]
+fn get_refuses_to_write_binary_data_to_a_terminal() {
+    if !Command::new("script")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+    {
+        eprintln!("skipped: no `script` to give the download a terminal");
+        return;
+    }
+    let (_guard, root) = scratch("get-tty");
+    let mut binary = b"\x1b[31mred".to_vec();
+    binary.extend(vec![0u8; 64 << 10]);
+    std::fs::write(root.join("bin.dat"), &binary).unwrap();
+    std::fs::write(root.join("text.txt"), b"plain text line\n").unwrap();
+    let (mut server, addr) = serve_root(&root);
+    let on_terminal = |path: &str| {
+        let command = format!(
+            "'{}' get http://{addr}/{path}",
+            env!("CARGO_BIN_EXE_foresight")
+        );
+        let out = Command::new("script")
+            .args(["-qec", &command, "/dev/null"])
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+        )
+    };
+    let (code, shown) = on_terminal("bin.dat");
+    assert_eq!(code, Some(2), "{shown}");
+    assert!(
+        !shown.contains("\x1b[31m"),
+        "the binary bytes reached the terminal: {shown:?}"
+    );
+    for needle in ["binary data", "--out FILE"] {
+        assert!(shown.contains(needle), "should say {needle}: {shown:?}");
+    }
+    let (code, shown) = on_terminal("text.txt");
+    assert_eq!(code, Some(0), "{shown}");
+    assert!(shown.contains("plain text line"), "{shown:?}");
+    terminate(&mut server);
+}
