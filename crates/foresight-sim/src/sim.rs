@@ -43,7 +43,7 @@ use thiserror::Error;
 use crate::build::build_members;
 use crate::config::{ConfigError, FilePick, GapDist, SimConfig, WorkloadKind};
 use crate::host::blockq::BlockQueue;
-use crate::host::layer::{CacheLayer, Down};
+use crate::host::layer::{CacheLayer, Done, Down};
 use crate::host::volume::{Mapping, Volume};
 use crate::metrics::{
     BreakdownReport, MemberReport, Report, RequestLog, RequestRecord, RequestSink,
@@ -435,6 +435,11 @@ struct Sim<'r> {
     /// When the previous trace request completed.
     trace_prev_done: Instant,
     done_tokens: Vec<u64>,
+    /// Empty vectors, with their allocations, that [`Sim::pump`] swaps for the layers' hand-off
+    /// vectors (reads down, fetches made, reads done) while it walks them.
+    spare_downs: Vec<Down>,
+    spare_fetched: Vec<(FileId, ByteRange)>,
+    spare_done: Vec<Done>,
     map_blocks_read: rustc_hash::FxHashSet<u64>,
     memory_peak_pages: u64,
     // measurements
@@ -893,6 +898,9 @@ impl<'r> Sim<'r> {
             trace_error: None,
             array_io_held: std::collections::VecDeque::new(),
             done_tokens: Vec::with_capacity(64),
+            spare_downs: Vec::new(),
+            spare_fetched: Vec::new(),
+            spare_done: Vec::new(),
             map_blocks_read: rustc_hash::FxHashSet::default(),
             memory_peak_pages: 0,
             app_requests: 0,
@@ -1097,46 +1105,88 @@ impl<'r> Sim<'r> {
     fn pump(&mut self) {
         loop {
             let mut moved = false;
-            for d in std::mem::take(&mut self.page_cache.down) {
+            // A hand-off vector with something in it is swapped for an empty one that keeps its
+            // allocation, and given back empty: taking it outright freed it, and the layer's next
+            // push allocated again, once per event with small requests. What a handler pushes
+            // meanwhile lands in the swapped-in vector, for the next turn, as before. An empty
+            // one is left alone: most turns find most of them empty, and moving a vector's
+            // header back and forth costs more than the check.
+            if !self.page_cache.down.is_empty() {
                 moved = true;
-                self.route_page_io(d);
+                let mut downs = std::mem::replace(
+                    &mut self.page_cache.down,
+                    std::mem::take(&mut self.spare_downs),
+                );
+                for d in downs.drain(..) {
+                    self.route_page_io(d);
+                }
+                self.spare_downs = downs;
             }
-            for (file, range) in std::mem::take(&mut self.page_cache.fetched) {
-                self.count_split(file, range);
+            if !self.page_cache.fetched.is_empty() {
+                let mut fetched = std::mem::replace(
+                    &mut self.page_cache.fetched,
+                    std::mem::take(&mut self.spare_fetched),
+                );
+                for (file, range) in fetched.drain(..) {
+                    self.count_split(file, range);
+                }
+                self.spare_fetched = fetched;
             }
             if let Some(rc) = self.raid_cache.as_mut() {
-                let downs = std::mem::take(&mut rc.down);
-                let fetched = std::mem::take(&mut rc.fetched);
-                if let Some(p) = self.past_file_end.as_mut() {
-                    for (_, r) in &fetched {
-                        p.bytes += p.past_end_bytes(*r);
+                if !rc.fetched.is_empty() {
+                    let mut fetched =
+                        std::mem::replace(&mut rc.fetched, std::mem::take(&mut self.spare_fetched));
+                    if let Some(p) = self.past_file_end.as_mut() {
+                        for (_, r) in &fetched {
+                            p.bytes += p.past_end_bytes(*r);
+                        }
                     }
-                }
-                if self.block_cache_in_host {
-                    // The RAID layer fetches volume ranges: one is split when it spans strips.
-                    if let Some(s) = self.layout.striping() {
-                        self.raid_split_fetches += fetched
-                            .iter()
-                            .filter(|(_, r)| {
-                                !r.is_empty()
-                                    && s.strip_of(r.start) != s.strip_of(ByteOffset(r.end().0 - 1))
-                            })
-                            .count() as u64;
+                    if self.block_cache_in_host {
+                        // The RAID layer fetches volume ranges: one is split when it spans strips.
+                        if let Some(s) = self.layout.striping() {
+                            self.raid_split_fetches += fetched
+                                .iter()
+                                .filter(|(_, r)| {
+                                    !r.is_empty()
+                                        && s.strip_of(r.start)
+                                            != s.strip_of(ByteOffset(r.end().0 - 1))
+                                })
+                                .count()
+                                as u64;
+                        }
                     }
+                    fetched.clear();
+                    self.spare_fetched = fetched;
                 }
-                moved |= !downs.is_empty();
-                self.array_io_held.extend(downs);
-                self.submit_held_array_io();
-                let done = std::mem::take(&mut self.raid_cache.as_mut().expect("present").done);
-                for d in done {
+                if !rc.down.is_empty() {
                     moved = true;
-                    self.upward(d.token);
+                    let mut downs =
+                        std::mem::replace(&mut rc.down, std::mem::take(&mut self.spare_downs));
+                    self.array_io_held.extend(downs.drain(..));
+                    self.spare_downs = downs;
+                }
+                self.submit_held_array_io();
+                let rc = self.raid_cache.as_mut().expect("present");
+                if !rc.done.is_empty() {
+                    moved = true;
+                    let mut done =
+                        std::mem::replace(&mut rc.done, std::mem::take(&mut self.spare_done));
+                    for d in done.drain(..) {
+                        self.upward(d.token);
+                    }
+                    self.spare_done = done;
                 }
             }
-            let done = std::mem::take(&mut self.page_cache.done);
-            for d in done {
+            if !self.page_cache.done.is_empty() {
                 moved = true;
-                self.complete_app(d.token as u32, d.hit);
+                let mut done = std::mem::replace(
+                    &mut self.page_cache.done,
+                    std::mem::take(&mut self.spare_done),
+                );
+                for d in done.drain(..) {
+                    self.complete_app(d.token as u32, d.hit);
+                }
+                self.spare_done = done;
             }
             if !moved {
                 break;
