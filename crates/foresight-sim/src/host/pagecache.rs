@@ -15,6 +15,8 @@
 //! The slab is reserved at its full size up front (up to [`SLOTS_RESERVED_MAX`]), so filling the
 //! cache never copies it to a larger block.
 
+use std::cell::Cell;
+
 use rustc_hash::FxHashMap;
 
 /// Identifies a page: a file and a page index, packed as `file << PAGE_BITS | page`.
@@ -79,14 +81,34 @@ struct Chunk {
     held: u32,
 }
 
+/// No chunk: `PageIndex::last` before any lookup and after its chunk is dropped. A chunk key is a
+/// page key shifted right, so it never reaches this.
+const NO_CHUNK: (PageKey, u32) = (PageKey::MAX, NIL);
+
 /// Page key to slot, one chunk per run of pages that has a page held. See the module documentation.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct PageIndex {
-    chunks: FxHashMap<PageKey, Box<Chunk>>,
-    /// Emptied chunks kept for reuse, so a cache that keeps turning over allocates nothing. They
-    /// stay boxed: a chunk moves between the map and here without a new allocation.
-    #[allow(clippy::vec_box)]
-    spare: Vec<Box<Chunk>>,
+    /// Where each chunk in use lies in `chunks`.
+    places: FxHashMap<PageKey, u32>,
+    /// The chunks, in use or emptied; an emptied one is kept for reuse (its place is in `spare`),
+    /// so a cache that keeps turning over allocates nothing.
+    chunks: Vec<Chunk>,
+    spare: Vec<u32>,
+    /// The chunk found last and its place. A read walks its pages in order, and the pages of a
+    /// fetch, its completion and the reads that wait for it are each looked up several times, so
+    /// most lookups are of the chunk just used: this answers them without hashing.
+    last: Cell<(PageKey, u32)>,
+}
+
+impl Default for PageIndex {
+    fn default() -> PageIndex {
+        PageIndex {
+            places: FxHashMap::default(),
+            chunks: Vec::new(),
+            spare: Vec::new(),
+            last: Cell::new(NO_CHUNK),
+        }
+    }
 }
 
 impl PageIndex {
@@ -94,24 +116,45 @@ impl PageIndex {
         (key >> CHUNK_SHIFT, (key as usize) & (CHUNK_PAGES - 1))
     }
 
+    /// The place of chunk `c`, if it is in use.
+    fn place(&self, c: PageKey) -> Option<u32> {
+        let (last, at) = self.last.get();
+        if last == c {
+            return Some(at);
+        }
+        let at = *self.places.get(&c)?;
+        self.last.set((c, at));
+        Some(at)
+    }
+
     fn get(&self, key: PageKey) -> Option<u32> {
         let (c, i) = Self::split(key);
-        let s = self.chunks.get(&c)?.slots[i];
+        let s = self.chunks[self.place(c)? as usize].slots[i];
         (s != NIL).then_some(s)
     }
 
     fn insert(&mut self, key: PageKey, slot: u32) {
         debug_assert_ne!(slot, NIL);
         let (c, i) = Self::split(key);
-        let spare = &mut self.spare;
-        let chunk = self.chunks.entry(c).or_insert_with(|| {
-            spare.pop().unwrap_or_else(|| {
-                Box::new(Chunk {
-                    slots: [NIL; CHUNK_PAGES],
-                    held: 0,
-                })
-            })
-        });
+        let at = match self.place(c) {
+            Some(at) => at,
+            None => {
+                let at = match self.spare.pop() {
+                    Some(at) => at,
+                    None => {
+                        self.chunks.push(Chunk {
+                            slots: [NIL; CHUNK_PAGES],
+                            held: 0,
+                        });
+                        self.chunks.len() as u32 - 1
+                    }
+                };
+                self.places.insert(c, at);
+                self.last.set((c, at));
+                at
+            }
+        };
+        let chunk = &mut self.chunks[at as usize];
         debug_assert_eq!(chunk.slots[i], NIL, "page {key:#x} inserted twice");
         chunk.slots[i] = slot;
         chunk.held += 1;
@@ -119,7 +162,8 @@ impl PageIndex {
 
     fn remove(&mut self, key: PageKey) -> Option<u32> {
         let (c, i) = Self::split(key);
-        let chunk = self.chunks.get_mut(&c)?;
+        let at = self.place(c)?;
+        let chunk = &mut self.chunks[at as usize];
         let s = chunk.slots[i];
         if s == NIL {
             return None;
@@ -127,9 +171,10 @@ impl PageIndex {
         chunk.slots[i] = NIL;
         chunk.held -= 1;
         if chunk.held == 0 {
-            let empty = self.chunks.remove(&c).expect("chunk just used");
-            debug_assert!(empty.slots.iter().all(|&s| s == NIL));
-            self.spare.push(empty);
+            debug_assert!(chunk.slots.iter().all(|&s| s == NIL));
+            self.places.remove(&c).expect("chunk just used");
+            self.spare.push(at);
+            self.last.set(NO_CHUNK);
         }
         Some(s)
     }
@@ -491,7 +536,8 @@ mod tests {
             let mut held = 0;
             let mut unused = 0;
             let mut unused_in_flight = 0;
-            for chunk in self.map.chunks.values() {
+            for &at in self.map.places.values() {
+                let chunk = &self.map.chunks[at as usize];
                 let live: Vec<u32> = chunk.slots.iter().copied().filter(|&s| s != NIL).collect();
                 assert_eq!(live.len() as u32, chunk.held, "a chunk's count is off");
                 held += live.len() as u64;
