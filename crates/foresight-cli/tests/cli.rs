@@ -2299,3 +2299,29 @@ fn a_stream_scheduler_read_past_the_files_says_what_it_cost() {
     assert_eq!(code, 0, "{err}");
     assert!(!out.contains("past_file_end_bytes"), "{out}");
 }
+
+/// A duration in hours runs as the same time in minutes: `workload.duration=2h` was refused as an
+/// unknown unit while `120min` ran. One past every bound is refused with exit 2, not wrapped.
+#[test]
+fn a_duration_in_hours_runs_and_one_past_the_bound_is_refused() {
+    let run = |d: &str| {
+        let (code, out, err) =
+            foresight(&["sim", "--set", &format!("workload.duration={d}"), "--json"]);
+        assert_eq!(code, 0, "{d}: {err}");
+        let mut report: serde_json::Value = serde_json::from_str(&out).expect("one JSON object");
+        report.as_object_mut().expect("an object").remove("wall_s");
+        report
+    };
+    assert_eq!(run("0.0001h"), run("0.36s"));
+    for d in ["1e30h", "99999999999999999999999999999h", "300000h"] {
+        expect_input_error(
+            &["sim", "--set", &format!("workload.duration={d}")],
+            "config key `workload.duration`",
+        );
+    }
+    expect_refusal_saying(
+        &["sim", "--set", "workload.duration=2hours"],
+        "config key `workload.duration`",
+        "`ns`, `us`, `ms`, `s`, `min`, `h`",
+    );
+}

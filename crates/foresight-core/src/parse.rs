@@ -2,9 +2,10 @@
 //!
 //! Sizes take binary units (`4KiB`, `128KiB`, `1MiB`, `2GiB`, `1TiB`), decimal units (`10kB`, `10MB`,
 //! `6GB`, `1TB`) and plain bytes (`4096` or `4096B`); fractions are allowed where they make whole
-//! bytes (`1.5MiB`). Durations take `ns`, `us`, `ms`, `s`, `min` (`250us`, `1.92ms`, `60s`). Rates take
-//! bits (`1Gbit`, `100Mbit/s`) or bytes per second (`450MB/s`, `50MiB/s`). Every error says what was
-//! wrong and which forms are accepted, so the caller only has to add the key or file it came from.
+//! bytes (`1.5MiB`). Durations take `ns`, `us` (or `µs`), `ms`, `s`, `min` and `h` (`250us`,
+//! `1.92ms`, `60s`, `2h`). Rates take bits (`1Gbit`, `100Mbit/s`) or bytes per second (`450MB/s`,
+//! `50MiB/s`). Every error says what was wrong and which forms are accepted, so the caller only has
+//! to add the key or file it came from.
 
 use thiserror::Error;
 
@@ -44,7 +45,8 @@ pub enum ParseError {
 }
 
 const SIZE_EXAMPLES: &str = "`4096`, `4KiB`, `128KiB`, `1MiB`, `2GiB`, `10MB`";
-const DURATION_EXAMPLES: &str = "`250us`, `1.92ms`, `60s`, `2min`";
+const DURATION_EXAMPLES: &str =
+    "`250us`, `1.92ms`, `60s`, `2min`, `2h` (units: `ns`, `us`, `ms`, `s`, `min`, `h`)";
 const RATE_EXAMPLES: &str = "`1Gbit`, `100Mbit/s`, `450MB/s`, `50MiB/s`";
 
 fn split_number(text: &str) -> (&str, &str) {
@@ -164,6 +166,7 @@ pub fn parse_duration(text: &str) -> Result<Duration, ParseError> {
         "ms" => 1_000_000,
         "s" => 1_000_000_000,
         "min" => 60_000_000_000,
+        "h" => 3_600_000_000_000,
         "" => return Err(ParseError::NoUnit(text.to_string(), DURATION_EXAMPLES)),
         _ => {
             return Err(ParseError::BadUnit(
@@ -322,6 +325,46 @@ mod tests {
         assert_eq!(parse_duration("60s").unwrap(), Duration::from_secs(60));
         assert!(parse_duration("60").is_err());
         assert!(parse_duration("1e400s").is_err());
+    }
+
+    /// Every duration unit from a nanosecond to an hour is taken: `2h` was refused as an unknown
+    /// unit while `120min` ran, and the refusal named none of the units that are taken.
+    #[test]
+    fn durations_take_every_unit_up_to_hours_and_a_refusal_lists_them() {
+        for (text, ns) in [
+            ("7ns", 7),
+            ("7us", 7_000),
+            ("7µs", 7_000),
+            ("7ms", 7_000_000),
+            ("7s", 7_000_000_000),
+            ("7min", 420_000_000_000),
+            ("2h", 7_200_000_000_000),
+            ("0.5h", 1_800_000_000_000),
+        ] {
+            assert_eq!(parse_duration(text), Ok(Duration(ns)), "{text}");
+        }
+        assert_eq!(parse_duration("2h"), parse_duration("120min"));
+        let refused = parse_duration("2hours").unwrap_err().to_string();
+        for unit in ["ns", "us", "ms", "s", "min", "h"] {
+            assert!(refused.contains(&format!("`{unit}`")), "{unit}: {refused}");
+        }
+        // Past the bound, and past a u128 once multiplied by an hour's nanoseconds: refused, not
+        // wrapped.
+        for text in [
+            "300000h",
+            "99999999999999999999999999999h",
+            "999999999999999999999999999999999999h",
+        ] {
+            assert!(
+                matches!(parse_duration(text), Err(ParseError::OutOfRange(..))),
+                "{text}: {:?}",
+                parse_duration(text)
+            );
+        }
+        assert!(matches!(
+            parse_duration("1e30h"),
+            Err(ParseError::Exponent(..))
+        ));
     }
 
     #[test]
