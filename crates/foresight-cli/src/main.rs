@@ -635,6 +635,15 @@ fn cmd_sim(
                  the run's summary); give a file name (./- for a file of that name)",
             ));
         }
+        // The system's own refusal ("Is a directory (os error 21)") would not say what to give.
+        if out.is_dir() {
+            return Err(input(format!(
+                "--requests-out {}: is a directory; give the path of a file to write the records \
+                 to, e.g. {}",
+                out.display(),
+                out.join("requests.csv").display()
+            )));
+        }
         refuse_overwriting_an_input(out, config, &cfg)?;
     }
     // Opened before the run, so that a path that cannot be written is refused at once, not after

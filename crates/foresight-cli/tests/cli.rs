@@ -2325,3 +2325,59 @@ fn a_duration_in_hours_runs_and_one_past_the_bound_is_refused() {
         "`ns`, `us`, `ms`, `s`, `min`, `h`",
     );
 }
+
+/// A path key that names a directory is refused naming the key and what to give. `--set
+/// device.disksim=DIR` showed only the system's "Is a directory (os error 21)", and a trace
+/// directory was refused naming the directory but not the key that gave it.
+#[test]
+fn a_directory_given_for_a_file_is_refused_naming_the_key() {
+    let dir = temp_dir("dir-for-file");
+    let d = dir.path().to_str().unwrap();
+    let disksim = format!("device.disksim={d}");
+    let trace = format!("workload.trace={d}");
+    let hinted: Vec<&str> = ["sim"]
+        .into_iter()
+        .chain(CONSTANT_TIERS_HINTED)
+        .chain(["--set", &trace])
+        .collect();
+    for (args, key, fix) in [
+        (
+            &["sim", "--set", &disksim][..],
+            "device.disksim",
+            "give the path of a DiskSim .diskspecs file (device.disksim = \"X.diskspecs\")",
+        ),
+        (
+            &["sim", "--set", "workload.kind=trace", "--set", &trace][..],
+            "workload.trace",
+            "give the path of a trace file",
+        ),
+        (
+            &hinted[..],
+            "workload.trace",
+            "give the path of a hinted trace",
+        ),
+    ] {
+        let err = expect_input_error(args, &format!("config key `{key}`: `{d}` is a directory"));
+        assert!(
+            err.contains(fix),
+            "{args:?}: message should say `{fix}`: {err}"
+        );
+        assert!(!err.contains("os error"), "{args:?}: {err}");
+    }
+    // From a file, relative to it: the line that set it is named.
+    let cfg = dir.path().join("sim.toml");
+    std::fs::write(&cfg, "[workload]\nkind = \"trace\"\ntrace = \".\"\n").unwrap();
+    let err = expect_input_error(
+        &["sim", "--config", cfg.to_str().unwrap()],
+        "config key `workload.trace`",
+    );
+    assert!(
+        err.contains("is a directory") && err.contains("sim.toml:3"),
+        "{err}"
+    );
+    expect_refusal_saying(
+        &["sim", "--set", "workload.duration=1s", "--requests-out", d],
+        &format!("--requests-out {d}: is a directory"),
+        "give the path of a file to write",
+    );
+}

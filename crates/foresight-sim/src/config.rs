@@ -1048,7 +1048,8 @@ impl Section {
     /// A key that names a file, `what` saying which ("a trace file"); `None` when absent. A
     /// relative path is taken from `base_dir`, the config file's directory. An empty one names no
     /// file: refused here, naming the key, where it would otherwise reach the file system as the
-    /// current directory, or the config file's own.
+    /// current directory, or the config file's own. A directory is refused here too, naming the
+    /// key and saying what to give.
     pub(crate) fn file_path(
         &mut self,
         key: &str,
@@ -1063,10 +1064,23 @@ impl Section {
             )),
             Some(Value::String(s)) => {
                 let p = PathBuf::from(s);
-                Ok(Some(match base_dir {
+                let p = match base_dir {
                     Some(b) if p.is_relative() => b.join(p),
                     _ => p,
-                }))
+                };
+                // Opened later, a directory is refused in the system's words ("Is a directory"),
+                // which name neither the key nor what it takes. A path that is not there yet is
+                // left to the reader, which says why it cannot be read.
+                if p.is_dir() {
+                    return Err(key_err(
+                        &self.path(key),
+                        format!(
+                            "`{}` is a directory; give the path of {what}",
+                            excerpt(&p.display().to_string())
+                        ),
+                    ));
+                }
+                Ok(Some(p))
             }
             Some(v) => Err(key_err(
                 &self.path(key),
@@ -1662,7 +1676,11 @@ impl SimConfig {
             _ => "wd800jd",
         };
         let preset_given = d.has("preset");
-        let disksim = d.file_path("disksim", "a DiskSim .diskspecs file", base_dir)?;
+        let disksim = d.file_path(
+            "disksim",
+            "a DiskSim .diskspecs file (device.disksim = \"X.diskspecs\")",
+            base_dir,
+        )?;
         if disksim.is_some() && preset_given {
             return Err(key_err(
                 "device.disksim",
