@@ -2381,3 +2381,40 @@ fn a_directory_given_for_a_file_is_refused_naming_the_key() {
         "give the path of a file to write",
     );
 }
+
+/// A path in a config file that TOML reads as a number or a boolean is refused saying to quote
+/// it, naming the line; the same text given by `--set` is taken as the path (here, of a hinted
+/// trace that is not there, so the run is refused for reading it, not for its type).
+#[test]
+fn a_path_toml_reads_as_a_number_is_quoted_in_a_file_and_taken_as_written_by_set() {
+    let dir = temp_dir("path-as-number");
+    let cfg = dir.path().join("sim.toml");
+    for (value, quoted) in [("2024", "trace = \"2024\""), ("true", "trace = \"true\"")] {
+        std::fs::write(
+            &cfg,
+            format!("[workload]\nkind = \"trace\"\ntrace = {value}\n"),
+        )
+        .unwrap();
+        let err = expect_input_error(
+            &["sim", "--config", cfg.to_str().unwrap()],
+            "config key `workload.trace`",
+        );
+        assert!(
+            err.contains(&format!("quote it: {quoted}")) && err.contains("sim.toml:3"),
+            "{err}"
+        );
+    }
+    let set = "workload.trace=2024";
+    let hinted: Vec<&str> = ["sim"]
+        .into_iter()
+        .chain(CONSTANT_TIERS_HINTED)
+        .chain(["--set", set])
+        .collect();
+    for args in [
+        &["sim", "--set", "workload.kind=trace", "--set", set][..],
+        &hinted[..],
+    ] {
+        let err = expect_input_error(args, "2024: cannot read");
+        assert!(!err.contains("expected the path"), "{args:?}: {err}");
+    }
+}

@@ -644,9 +644,16 @@ fn parent_table<'t>(
     Ok(Some(cur))
 }
 
+/// The keys that take the path of a file (read by [`Section::file_path`]). A `--set` of one takes
+/// its text as written, since a shell gives no easy way to pass TOML's quotes and a file may be
+/// named `2024` or `true`; a config file, where quoting is easy, still writes a path as a string.
+const PATH_KEYS: [&str; 2] = ["device.disksim", "workload.trace"];
+
 /// Applies one `--set KEY=VALUE`. The value is read as a TOML value when it is one (`64`, `true`,
-/// `"x"`, `[1, 2]`), else as a string (`128KiB`, `seqp`). A step may name an element of a list of
-/// sections that the config already has (`device.tiers[0].preset=wd800jd`).
+/// `"x"`, `[1, 2]`), else as a string (`128KiB`, `seqp`); a key of [`PATH_KEYS`] takes any value
+/// but a quoted TOML string as the text written (`workload.trace=2024` is the file `2024`). A step
+/// may name an element of a list of sections that the config already has
+/// (`device.tiers[0].preset=wd800jd`).
 pub fn apply_set(table: &mut Table, assignment: &str) -> Result<(), ConfigError> {
     let (key, raw) = assignment
         .split_once('=')
@@ -669,6 +676,11 @@ pub fn apply_set(table: &mut Table, assignment: &str) -> Result<(), ConfigError>
         .filter(|t| t.len() == 1)
         .and_then(|mut t| t.remove("v"))
         .unwrap_or_else(|| Value::String(raw.to_string()));
+    let names: Vec<&str> = steps.iter().map(|s| s.name).collect();
+    let is_path = steps.iter().all(|s| s.index.is_none()) && PATH_KEYS.contains(&&*names.join("."));
+    if is_path && !value.is_str() {
+        value = Value::String(raw.to_string());
+    }
     datetimes_as_text(&mut value);
     let cur = parent_table(table, &steps, true)?.expect("made on the way");
     cur.insert(last.name.to_string(), value);
@@ -1056,6 +1068,11 @@ impl Section {
         what: &str,
         base_dir: Option<&Path>,
     ) -> Result<Option<PathBuf>, ConfigError> {
+        debug_assert!(
+            PATH_KEYS.contains(&self.path(key).as_str()),
+            "{} reads a path: add it to PATH_KEYS, so that --set takes it as written",
+            self.path(key)
+        );
         match self.raw(key) {
             None => Ok(None),
             Some(Value::String(s)) if s.is_empty() => Err(key_err(
@@ -1082,6 +1099,16 @@ impl Section {
                 }
                 Ok(Some(p))
             }
+            // Only a file can say this: a `--set` of a path key takes its text as written.
+            Some(v @ (Value::Integer(_) | Value::Float(_) | Value::Boolean(_))) => Err(key_err(
+                &self.path(key),
+                format!(
+                    "expected the path of {what}, got {shown}, which TOML reads as a {kind}; a \
+                     path is a string, so quote it: {key} = \"{shown}\"",
+                    shown = given_text(&v),
+                    kind = if v.is_bool() { "boolean" } else { "number" },
+                ),
+            )),
             Some(v) => Err(key_err(
                 &self.path(key),
                 format!(
@@ -3244,6 +3271,32 @@ mod tests {
             .to_string();
         assert!(e.contains("device.disksim"), "{e}");
         assert_eq!(cfg("", &[]).unwrap().device.disksim, None);
+    }
+
+    /// A path given by `--set` is the text as written, whatever TOML would read it as: a file
+    /// named `2024` or `true` was refused as "expected the path of a trace file, got 2024",
+    /// and the shell gives the user no easy way to pass TOML's quotes.
+    #[test]
+    fn a_path_set_on_the_command_line_is_taken_as_written() {
+        for text in ["2024", "true", "1e3", "0x10", "1_000", "[1]"] {
+            let c = cfg(
+                "",
+                &["workload.kind=trace", &format!("workload.trace={text}")],
+            )
+            .unwrap_or_else(|e| panic!("{text}: {e}"));
+            assert_eq!(c.workload.trace, Some(PathBuf::from(text)));
+            let c = cfg("", &[&format!("device.disksim={text}")])
+                .unwrap_or_else(|e| panic!("{text}: {e}"));
+            assert_eq!(c.device.disksim, Some(PathBuf::from(text)));
+        }
+        // TOML's quotes, when given, are still TOML's.
+        let c = cfg("", &["workload.kind=trace", "workload.trace=\"2024\""]).unwrap();
+        assert_eq!(c.workload.trace, Some(PathBuf::from("2024")));
+        // Every other key still reads a TOML value.
+        assert_eq!(
+            cfg("", &["workload.streams=4"]).unwrap().workload.streams,
+            4
+        );
     }
 
     #[test]
