@@ -1455,12 +1455,19 @@ fn get_from_a_server_that_never_answers_notes_each_retry_and_gives_up() {
     assert!((1..=3).contains(&n), "{n} connections for one request");
 }
 
-/// Starts `foresight serve --root ROOT` on a free port and returns it with its address.
+/// Starts `foresight serve --root ROOT` on a free port (two workers, a stated bandwidth) and
+/// returns it with its address.
 fn serve_root(root: &std::path::Path) -> (KillOnDrop, String) {
+    serve_root_with(root, &["--workers", "2", "--device-bandwidth", "400MB/s"])
+}
+
+/// [`serve_root`] with `args` in place of its workers and bandwidth.
+fn serve_root_with(root: &std::path::Path, args: &[&str]) -> (KillOnDrop, String) {
     let mut server = KillOnDrop(
         bin()
-            .args(["serve", "--addr", "127.0.0.1:0", "--workers", "2"])
-            .args(["--device-bandwidth", "400MB/s", "--root"])
+            .args(["serve", "--addr", "127.0.0.1:0"])
+            .args(args)
+            .arg("--root")
             .arg(root)
             .stderr(Stdio::piped())
             .spawn()
@@ -1880,24 +1887,7 @@ fn a_get_that_cannot_connect_names_the_url_and_the_request() {
 fn serve_help_names_the_bandwidth_it_publishes_when_it_cannot_measure() {
     let (_guard, root) = scratch("serve-default-rb");
     std::fs::write(root.join("small.txt"), b"too short to time\n").unwrap();
-    let mut server = KillOnDrop(
-        bin()
-            .args(["serve", "--addr", "127.0.0.1:0", "--workers", "1", "--root"])
-            .arg(&root)
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap(),
-    );
-    let mut line = String::new();
-    BufReader::new(server.0.stderr.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let addr = line
-        .split("http://")
-        .nth(1)
-        .and_then(|s| s.split_whitespace().next())
-        .unwrap_or_else(|| panic!("no address in {line:?}"))
-        .to_string();
+    let (mut server, addr) = serve_root_with(&root, &["--workers", "1"]);
     let (_, body) = ask_raw(
         &addr,
         "GET /.well-known/foresight HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
