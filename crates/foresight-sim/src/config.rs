@@ -650,10 +650,10 @@ fn parent_table<'t>(
 const PATH_KEYS: [&str; 2] = ["device.disksim", "workload.trace"];
 
 /// Applies one `--set KEY=VALUE`. The value is read as a TOML value when it is one (`64`, `true`,
-/// `"x"`, `[1, 2]`), else as a string (`128KiB`, `seqp`); a key of [`PATH_KEYS`] takes any value
-/// but a quoted TOML string as the text written (`workload.trace=2024` is the file `2024`). A step
-/// may name an element of a list of sections that the config already has
-/// (`device.tiers[0].preset=wd800jd`).
+/// `"x"`, `[1, 2]`), else as a string (`128KiB`, `seqp`); a key that names a file
+/// (`device.disksim`, `workload.trace`) takes any value but a quoted TOML string as the text
+/// written (`workload.trace=2024` is the file `2024`). A step may name an element of a list of
+/// sections that the config already has (`device.tiers[0].preset=wd800jd`).
 pub fn apply_set(table: &mut Table, assignment: &str) -> Result<(), ConfigError> {
     let (key, raw) = assignment
         .split_once('=')
