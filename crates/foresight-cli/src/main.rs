@@ -1136,6 +1136,35 @@ mod tests {
         assert_eq!(exit_code(&anyhow::anyhow!("other")), 1);
     }
 
+    /// A port that may not be listened on is refused with what to give instead. The advice to
+    /// take a port from 1024 up is true only of a port below 1024: refused at 8080 (a security
+    /// module, or a system that privileges more ports), the advice named a port that was not the
+    /// cause and one the user had already given.
+    #[test]
+    fn a_listen_refusal_advises_a_port_from_1024_only_for_a_port_below_it() {
+        let refused = |addr: &str| {
+            describe(&net::listen_failure(
+                "--addr",
+                foresight_net::NetError::Bind {
+                    addr: addr.parse().unwrap(),
+                    error: std::io::Error::from(std::io::ErrorKind::PermissionDenied),
+                },
+            ))
+        };
+        let low = refused("127.0.0.1:80");
+        assert!(
+            low.contains("--addr 127.0.0.1:80") && low.contains("from 1024 up"),
+            "{low}"
+        );
+        let high = refused("127.0.0.1:8080");
+        assert!(high.contains("--addr 127.0.0.1:8080"), "{high}");
+        assert!(
+            !high.contains("below 1024") && !high.contains("from 1024 up"),
+            "{high}"
+        );
+        assert!(high.contains("another port, or 0"), "{high}");
+    }
+
     #[test]
     fn describe_names_each_cause_once() {
         let io = std::io::Error::new(std::io::ErrorKind::NotFound, "no such file");

@@ -65,7 +65,7 @@ pub(crate) fn net(e: NetError) -> anyhow::Error {
 
 /// `e` as [`net`] has it, except that an address the command cannot listen on names its `flag`
 /// and says what to give instead: the system's words (`Address already in use`) say neither.
-fn listen_failure(flag: &str, e: NetError) -> anyhow::Error {
+pub(crate) fn listen_failure(flag: &str, e: NetError) -> anyhow::Error {
     let NetError::Bind { addr, error } = &e else {
         return net(e);
     };
@@ -77,8 +77,14 @@ fn listen_failure(flag: &str, e: NetError) -> anyhow::Error {
             "this machine has no such address; give one of its own (127.0.0.1 for this machine \
              alone, 0.0.0.0 for every interface)"
         }
-        std::io::ErrorKind::PermissionDenied => {
+        std::io::ErrorKind::PermissionDenied if addr.port() < 1024 => {
             "ports below 1024 need privilege; choose a port from 1024 up, or 0 to pick a free one"
+        }
+        // Refused above 1024 too: a security module's rule, or a system that privileges more
+        // ports than the usual ones. The port given is then not what a lower bound would fix.
+        std::io::ErrorKind::PermissionDenied => {
+            "this user may not listen on that port here; choose another port, or 0 to pick a \
+             free one"
         }
         _ => "give another address",
     };
