@@ -176,7 +176,8 @@ can be taken out with --unset KEY (before the --sets apply). Sizes take 4096, 4K
 (bandwidth keys) 1Gbit, 450MB/s, 110MiB/s.
 A relative path (trace, disksim) is taken from the config file's directory, or from the current
 one when given by --set. A path given by --set is taken as written (--set workload.trace=2024 is
-the file 2024); in a config file a path is a TOML string, quoted (trace = \"2024\").
+the file 2024), but a TOML string in quotes is the text inside them; in a config file a path is
+a TOML string, quoted (trace = \"2024\").
 
   seed = 1                       every random draw comes from this: 0 to 2^64-1 (in a file,
                                  quote one above TOML's largest integer, 2^63-1)

@@ -2418,3 +2418,33 @@ fn a_path_toml_reads_as_a_number_is_quoted_in_a_file_and_taken_as_written_by_set
         assert!(!err.contains("expected the path"), "{args:?}: {err}");
     }
 }
+
+/// A path given by `--set` is its text as written, except a TOML string in quotes, which is the
+/// text inside them (`--set 'workload.trace="2024"'` names `2024`, not `"2024"`). `sim --help`
+/// and the README said a path was "taken as written" / "always the text as written", which the
+/// quoted form is not.
+#[test]
+fn the_docs_say_a_quoted_path_set_is_the_text_inside_its_quotes() {
+    let err = expect_input_error(
+        &[
+            "sim",
+            "--set",
+            "workload.kind=trace",
+            "--set",
+            "workload.trace=\"2024\"",
+        ],
+        "2024: cannot read",
+    );
+    assert!(!err.contains("\"2024\""), "{err}");
+    let (code, help, _) = foresight(&["sim", "--help"]);
+    assert_eq!(code, 0);
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md"))
+        .expect("the README");
+    for (doc, text) in [("sim --help", help), ("README", readme)] {
+        let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(
+            text.contains("in quotes is the text inside them"),
+            "{doc} does not say what a quoted path given by --set names"
+        );
+    }
+}
