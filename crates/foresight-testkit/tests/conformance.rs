@@ -232,9 +232,36 @@ fn a_client_that_dies_in_its_turn_to_hint_passes_the_turn_on() {
     );
 }
 
+/// The engine runs of this suite's tests share the machine: a first run holds this lock shared,
+/// so the tests run theirs side by side, and a run repeated because its time was out of bounds
+/// holds it alone ([`run_both_alone`]), so that the other tests' engines no longer take the cores
+/// its timing needs. On two cores a time measured beside the other tests ran up to 1.69 times the
+/// simulator's in all five tries where the same scenario alone takes about 1.1 times.
+static ENGINE_RUNS: std::sync::RwLock<()> = std::sync::RwLock::new(());
+
 /// Runs `s` in both worlds and prints how they compare. Every client must have read every byte it
 /// planned, and got the file's bytes, in both worlds.
 fn run_both(name: &str, s: &Scenario) -> (WorldRun, WorldRun, Comparison) {
+    run_both_sharing(name, s, false)
+}
+
+/// [`run_both`] with no other test's engine running beside this one's: for a run repeated because
+/// its time was out of bounds.
+fn run_both_alone(name: &str, s: &Scenario) -> (WorldRun, WorldRun, Comparison) {
+    run_both_sharing(name, s, true)
+}
+
+/// The `attempt`th run (from 1) of a scenario tried up to a few times: the first beside the other
+/// tests, a repeat alone.
+fn attempt_run(attempt: u32, name: &str, s: &Scenario) -> (WorldRun, WorldRun, Comparison) {
+    if attempt == 1 {
+        run_both(name, s)
+    } else {
+        run_both_alone(name, s)
+    }
+}
+
+fn run_both_sharing(name: &str, s: &Scenario, alone: bool) -> (WorldRun, WorldRun, Comparison) {
     let files: Vec<Vec<u8>> = (0..s.workload.files(s.streams) as u64)
         .map(|i| file_bytes(s.file_bytes, i))
         .collect();
@@ -245,7 +272,14 @@ fn run_both(name: &str, s: &Scenario) -> (WorldRun, WorldRun, Comparison) {
         .unwrap();
     let paths = write_files(dir.path(), &files).unwrap();
     let sim = run_sim(s, &files).unwrap();
-    let engine = run_engine(s, &paths);
+    // A test that failed while holding the lock leaves nothing behind that another must not see.
+    let engine = if alone {
+        let _only = ENGINE_RUNS.write().unwrap_or_else(|e| e.into_inner());
+        run_engine(s, &paths)
+    } else {
+        let _shared = ENGINE_RUNS.read().unwrap_or_else(|e| e.into_inner());
+        run_engine(s, &paths)
+    };
     drop(dir);
     let engine = engine.unwrap();
     // The simulator runs the stream scheduler at the block level, where it sees volume bytes:
@@ -376,7 +410,7 @@ fn similar_time_between(
         if best_s / sim.elapsed_s < highest {
             break;
         }
-        let (_, again, _) = run_both(name, s);
+        let (_, again, _) = run_both_alone(name, s);
         best_s = best_s.min(again.elapsed_s);
     }
     let ratio = best_s / sim.elapsed_s;
@@ -533,7 +567,7 @@ fn three_scans_under_directed_contending_for_memory_cost_the_same_in_both_worlds
     let name = "directed-contention";
     let mut failures = Vec::new();
     for attempt in 1..=3 {
-        let (sim, engine, c) = run_both(name, &s);
+        let (sim, engine, c) = attempt_run(attempt, name, &s);
         let checks = [
             (
                 "fetches",
@@ -616,7 +650,7 @@ fn three_small_scans_under_directed_wait_for_the_lead_in_both_worlds() {
         if best.elapsed_s / sim.elapsed_s < 1.25 {
             break;
         }
-        let (_, again, _) = run_both(name, &s);
+        let (_, again, _) = run_both_alone(name, &s);
         if again.elapsed_s < best.elapsed_s {
             best = again;
         }
@@ -715,7 +749,7 @@ fn defer_alike(name: &str, s: &Scenario) {
     // of departure.
     let mut failures = Vec::new();
     for attempt in 1..=3 {
-        let (sim, eng, c) = run_both(name, s);
+        let (sim, eng, c) = attempt_run(attempt, name, s);
         let checks = [
             (
                 "deferred reads",
@@ -934,7 +968,7 @@ fn four_streams_under_the_stream_scheduler_with_anticipation_decide_the_same_in_
 fn decide_alike_in_time(name: &str, s: &Scenario, time_bounds: std::ops::Range<f64>) {
     let mut failures = Vec::new();
     for attempt in 1..=3 {
-        let (sim, engine, c) = run_both(name, s);
+        let (sim, engine, c) = attempt_run(attempt, name, s);
         let time = engine.elapsed_s / sim.elapsed_s;
         let mut missed = Vec::new();
         if !decided_alike(&c) {
