@@ -867,6 +867,10 @@ fn discarded_output(
     let writing = format!("writing {what}");
     let temporary = if e.chain().any(|c| c.to_string().starts_with(&writing)) {
         "the temporary file was removed".to_string()
+    } else if received_bytes == 0 {
+        // "the 0 bytes written" reads as if something had come; a failed opening request is
+        // the usual case.
+        "no byte had arrived, and the temporary file was removed".to_string()
     } else {
         format!("the {received_bytes} bytes written went to a temporary file, now removed")
     };
@@ -1346,4 +1350,29 @@ pub fn run_soak(a: &SoakArgs) -> anyhow::Result<()> {
         anyhow::bail!("{} errors and {} mismatches", r.errors, r.mismatches);
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::discarded_output;
+
+    /// A download that failed before any byte arrived said "the 0 bytes written went to a
+    /// temporary file", as if some had come; one that had bytes still counts them.
+    #[test]
+    fn a_failed_download_to_out_says_no_byte_had_arrived_when_none_had() {
+        let none = discarded_output(anyhow::anyhow!("cannot connect"), 0, "--out f", false);
+        let text = none.to_string();
+        assert!(
+            text.contains("no byte had arrived") && !text.contains("0 bytes"),
+            "{text}"
+        );
+        assert!(text.ends_with("and --out f was not created"), "{text}");
+        let some = discarded_output(anyhow::anyhow!("cut"), 4096, "--out f", true);
+        let text = some.to_string();
+        assert!(
+            text.contains("the 4096 bytes written went to a temporary file, now removed")
+                && text.ends_with("--out f keeps the file it held before"),
+            "{text}"
+        );
+    }
 }
