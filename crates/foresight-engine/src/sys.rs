@@ -1,7 +1,7 @@
 //! The few operating-system calls the engine makes outside the standard library, each a thin safe
 //! wrapper over `libc` calls: page-cache eviction (`posix_fadvise(DONTNEED)`), process CPU time
 //! (`getrusage`), free disk space (`statvfs`), whether a file system lives in memory (`statfs`), which one a file lies on (`fstatfs`), the open-files limit (`getrlimit`, `setrlimit`),
-//! clearing a descriptor's `O_NONBLOCK` (`fcntl`) and
+//! clearing a descriptor's `O_NONBLOCK` or setting its `O_DIRECT` (`fcntl`) and
 //! the `eventfd` the io_uring backend uses to wake its ring thread, the calling thread's timer
 //! slack (`prctl(PR_SET_TIMERSLACK)` and `PR_GET_TIMERSLACK`, for the emulated backend's clock),
 //! and the calls that open a file relative to a directory descriptor (`openat`, `openat2`,
@@ -224,6 +224,31 @@ pub fn clear_nonblocking(file: &File) -> io::Result<()> {
         return Err(io::Error::last_os_error());
     }
     Ok(())
+}
+
+/// Sets (`on`) or clears `O_DIRECT` on `file`'s descriptor (`fcntl(F_SETFL)`), keeping its other
+/// status flags; returns whether it was set before. Setting it fails (`EINVAL`) on a file whose
+/// file system does not do direct I/O.
+pub fn set_direct(file: &File, on: bool) -> io::Result<bool> {
+    let fd = file.as_raw_fd();
+    // SAFETY: `fd` is an open descriptor owned by `file` for the duration of both calls.
+    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+    if flags < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let was = flags & libc::O_DIRECT != 0;
+    if was != on {
+        let flags = if on {
+            flags | libc::O_DIRECT
+        } else {
+            flags & !libc::O_DIRECT
+        };
+        // SAFETY: as above; only the O_DIRECT status flag changes.
+        if unsafe { libc::fcntl(fd, libc::F_SETFL, flags) } < 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(was)
 }
 
 /// Opens `name` relative to the directory `dir` (`openat`) with `flags` (`O_CLOEXEC` added). No

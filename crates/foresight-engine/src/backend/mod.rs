@@ -459,7 +459,7 @@ fn open_real_with(
             format!("{} is not a regular file", name.display()),
         ));
     }
-    if meta.len() == 0 && !direct && holds_bytes(&file)? {
+    if meta.len() == 0 && holds_bytes(&file)? {
         return Err(io::Error::new(
             io::ErrorKind::Unsupported,
             "its size is 0 bytes but it holds data (a file of /proc, or of another file system \
@@ -481,9 +481,23 @@ fn open_real_with(
 /// are yet to come (a kernel log) answers `EAGAIN` at once, which counts as holding bytes: its
 /// size says nothing of them either. A read that fails otherwise (`/proc/self/mem` at 0 is
 /// `EIO`) is the open's error: an empty file reads nothing without failing, so this is not one,
-/// and opened it would read as empty too. Only files read buffered are asked: a file system
-/// that takes `O_DIRECT` keeps its files' bytes in blocks and reports their sizes.
+/// and opened it would read as empty too. Every file is asked, however it was opened: a file
+/// system that takes `O_DIRECT` may still make its bytes as they are read (a FUSE file system
+/// whose server does not know a file's length), and one opened direct was once let through
+/// unasked, to read as empty. On such a descriptor `O_DIRECT` is cleared for the probe and set
+/// again after it: a direct read of one byte is refused for its alignment, and the question is
+/// what a plain read of the file gives.
 fn holds_bytes(file: &File) -> io::Result<bool> {
+    let was_direct = crate::sys::set_direct(file, false)?;
+    let probe = first_byte_read(file);
+    if was_direct {
+        crate::sys::set_direct(file, true)?;
+    }
+    probe
+}
+
+/// [`holds_bytes`]'s read of the first byte, on a descriptor without `O_DIRECT`.
+fn first_byte_read(file: &File) -> io::Result<bool> {
     use std::os::unix::fs::FileExt;
     let mut one = [0u8; 1];
     loop {
@@ -638,6 +652,48 @@ mod tests {
             let e = open_real(&fifo, true).unwrap_err();
             assert!(e.to_string().contains("not a regular file"), "{e}");
         }
+    }
+
+    /// A file opened direct whose size is 0 but which holds bytes is refused as one opened
+    /// buffered is. No file system here both takes `O_DIRECT` and makes its bytes as they are
+    /// read, so the open below stands in for one (a FUSE file system may be both): it reports
+    /// `/proc/self/status`, size 0 and some bytes, as opened with the `O_DIRECT` it was asked
+    /// for. Before, a file opened direct skipped the check and read as empty.
+    #[test]
+    fn a_file_opened_direct_whose_size_is_0_but_holds_bytes_is_refused() {
+        let proc_file = Path::new("/proc/self/status");
+        if !proc_file.exists() {
+            eprintln!("skipped: no /proc here");
+            return;
+        }
+        let takes_direct = |flags: libc::c_int| {
+            std::fs::OpenOptions::new()
+                .read(true)
+                .custom_flags(flags & !libc::O_DIRECT)
+                .open(proc_file)
+        };
+        let e = open_real_with(proc_file, true, takes_direct).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::Unsupported, "{e}");
+        assert!(
+            e.to_string().contains("size is 0 bytes but it holds data"),
+            "{e}"
+        );
+    }
+
+    /// The probe of a file of size 0 opened direct leaves the descriptor direct, and an empty
+    /// file still opens (here on the file system of the temporary directory, when it takes
+    /// `O_DIRECT`).
+    #[test]
+    fn an_empty_file_opened_direct_opens_and_stays_direct() {
+        let (_dir, file) = crate::testutil::temp_file("empty-direct", &[]);
+        let (f, direct) = open_real(&file, true).unwrap();
+        if !direct {
+            eprintln!("skipped: the temporary directory's file system refuses O_DIRECT");
+            return;
+        }
+        let flags = crate::sys::status_flags(&f).unwrap();
+        assert_ne!(flags & libc::O_DIRECT, 0);
+        assert_eq!(flags & libc::O_NONBLOCK, 0);
     }
 
     /// Closing a port waits for the delivery under way on another thread (so that thread no
