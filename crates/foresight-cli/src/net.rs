@@ -185,8 +185,9 @@ the whole file). An HTTP/1.1 request needs exactly one Host header of the form h
 anything that does not resolve to a regular file inside the root is 404, and so is a file's path \
 with a trailing `/`. A file whose size is 0 but which holds bytes (a file of /proc) is 403: an \
 answer is sent by the file's size; so is any file of procfs, sysfs, debugfs, tracefs, \
-securityfs, configfs or cgroupfs, whose sizes are not what the files hold (/sys reports 4096 \
-bytes for a file of two). Paths are looked up beneath the root's descriptor (openat2 with \
+securityfs, configfs or cgroupfs, whose sizes need not be what a read gives (/sys reports 4096 \
+bytes for a file of two) and whose bytes are made anew at each read under an unchanged size and \
+time, even where they match the size: serve a copy of such a file. Paths are looked up beneath the root's descriptor (openat2 with \
 RESOLVE_BENEATH), never opened by name: a relative symlink is followed while it stays beneath the \
 root, an absolute symlink is not followed (404) even when it points inside, and a symlink swapped \
 in after the check cannot lead the open out.

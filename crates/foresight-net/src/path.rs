@@ -14,9 +14,11 @@
 //! which holds bytes (a file of /proc, served from a root there) is refused (403):
 //! an answer is sent by the file's size, and the engine does not read such files. So is every
 //! regular file of a file system that makes its files' bytes as they are read (procfs, sysfs,
-//! debugfs and the like, told by `fstatfs`): their sizes are not what they hold (sysfs reports a
-//! page for a file of a few bytes), and the worker, finding fewer bytes than announced, could only
-//! fail the answer.
+//! debugfs and the like, told by `fstatfs`): their sizes need not be what they hold (sysfs
+//! reports a page for a file of a few bytes), and the worker, finding fewer bytes than announced,
+//! could only fail the answer. Those whose bytes match their sizes are refused too: each read
+//! makes the bytes anew, perhaps others of another length, while the size and modification time
+//! that make the tag stay, so nothing read before the answer promises what the worker reads.
 //!
 //! The check is not a promise about a later open by name, which a symlink swapped in between
 //! would redirect: the headers are decided from the metadata of the descriptor the lookup opened,
@@ -120,12 +122,23 @@ pub fn resolve(root: &RootDir, uri_path: &str) -> Result<ServedFile, PathError> 
             }
         }
         // The engine reads such a file to its end, but the answer's length was announced from
-        // its size, and the worker, finding fewer bytes, could only fail the answer (500).
+        // its size, and the worker, finding fewer bytes, could only fail the answer (500). A
+        // file whose bytes match its size (an ACPI table, a device's configuration space) is
+        // refused too: a read made here to check would promise nothing of the worker's read, nor
+        // of the next request's, since each read makes the bytes anew and may make others of
+        // another length (a configuration space is shorter for an unprivileged reader, and its
+        // status registers move), while the size and modification time, of which the tag that
+        // lets a client join ranges is made, stay as they were. Ranges of two reads would be
+        // joined under one tag without a word.
         Ok((m, fs)) if m.is_file() && generated_fs(fs).is_some() => {
             Err(PathError::Unservable(format!(
                 "this file is not served: it lies on {}, a file system that makes a file's bytes \
-                 as they are read, so its size ({} bytes) is not what it holds, and an answer \
-                 is sent by the file's size",
+                 anew at each read, so its size ({} bytes) need not be what a read gives (a \
+                 text file of /sys reports a page and holds a line) and its bytes may change \
+                 between reads while its size and modification time stay; an answer is sent by \
+                 the file's size, and its ranges are joined by a tag made of those figures, so \
+                 neither can be promised; copy the file to a regular file system and serve the \
+                 copy",
                 generated_fs(fs).unwrap_or_default(),
                 m.len()
             )))
@@ -297,6 +310,43 @@ mod tests {
             "/sys/kernel/{name}: {got:?}"
         );
         assert_eq!(generated_fs(0x0102_1994), None, "tmpfs");
+    }
+
+    /// A file of /sys whose bytes match its size (a device's configuration space, an ACPI
+    /// table) is refused as the others are, and the reason given is true of it: it said the
+    /// size "is not what it holds", false of this file, and gave no way to serve it. Now it says
+    /// why no length can be promised (each read makes the bytes anew, under an unchanged tag)
+    /// and to serve a copy.
+    #[test]
+    fn a_file_of_sys_whose_bytes_match_its_size_is_refused_saying_why() {
+        let found = std::fs::read_dir("/sys/bus/pci/devices")
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|d| d.path().join("config"))
+            .chain([std::path::PathBuf::from("/sys/firmware/acpi/tables/DSDT")])
+            .find(|p| match (std::fs::metadata(p), std::fs::read(p)) {
+                (Ok(m), Ok(bytes)) => m.is_file() && bytes.len() as u64 == m.len(),
+                _ => false,
+            });
+        let Some(path) = found else {
+            eprintln!("skipped: no file of /sys here whose bytes match its size");
+            return;
+        };
+        let (dir, name) = (path.parent().unwrap(), path.file_name().unwrap());
+        let root = RootDir::open(dir).unwrap();
+        let got = resolve(&root, &format!("/{}", name.to_string_lossy()));
+        let len = std::fs::metadata(&path).unwrap().len();
+        assert!(
+            got.as_ref().is_err_and(|e| matches!(e, PathError::Unservable(why)
+                if why.contains("it lies on sysfs")
+                    && why.contains(&format!("its size ({len} bytes) need not be what a read gives"))
+                    && why.contains("may change between reads")
+                    && why.contains("serve the copy")
+                    && !why.contains("is not what it holds"))),
+            "{}: {got:?}",
+            path.display()
+        );
         assert_eq!(generated_fs(0xef53), None, "ext4");
     }
 
