@@ -1199,10 +1199,10 @@ fn prepare_files(p: &Plan, started: Instant) -> anyhow::Result<Vec<PathBuf>> {
     let mut last_note = Instant::now();
     for &i in &missing {
         let path = &paths[i];
-        // Registered before the file is made, so that no moment is left in which a signal would
+        // Created and registered in one step, so that no moment is left in which a signal would
         // leave it cut short under the name a complete file has.
-        let mut unfinished = Unfinished::begin(path);
-        let mut f = std::fs::File::create(path).map_err(|e| dir_refusal(&p.dir, path, &e))?;
+        let (mut unfinished, mut f) =
+            Unfinished::create(path).map_err(|e| dir_refusal(&p.dir, path, &e))?;
         let mut left = size_of(i);
         let mut state = 0x9E37_79B9_7F4A_7C15u64 ^ (i as u64).wrapping_mul(0xBF58_476D_1CE4_E5B9);
         while left > 0 {
@@ -1252,11 +1252,18 @@ struct Unfinished<'a> {
 }
 
 impl<'a> Unfinished<'a> {
-    fn begin(path: &'a Path) -> Unfinished<'a> {
-        Unfinished {
+    /// Creates (or empties) the file at `path`, registered for removal on a signal from the
+    /// moment it exists.
+    fn create(path: &'a Path) -> std::io::Result<(Unfinished<'a>, std::fs::File)> {
+        let (file, on_signal) =
+            crate::cleanup::create_removed_on_signal(path.to_path_buf(), |p| {
+                std::fs::File::create(p)
+            })?;
+        let unfinished = Unfinished {
             path,
-            on_signal: Some(crate::cleanup::remove_on_signal(path.to_path_buf())),
-        }
+            on_signal: Some(on_signal),
+        };
+        Ok((unfinished, file))
     }
 
     /// The file is whole and on disk: it stays.

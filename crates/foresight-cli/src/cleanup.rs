@@ -1,43 +1,98 @@
 //! Removing what a command has on disk when a signal stops it.
 //!
 //! Drop guards clean up on every way out of a command but one: a signal's default action ends the
-//! process without running them. [`remove_on_signal`] registers a path (a download's temporary
-//! file, a bench file being written, net-soak's scratch directory); the first registration starts
-//! a thread that waits for SIGINT, SIGTERM or SIGHUP, removes every path registered at that moment
-//! and exits with 128 plus the signal's number, the status the default action would have left.
+//! process without running them. [`create_removed_on_signal`] creates a path (a download's
+//! temporary file, a bench file being written, net-soak's scratch directory) and registers it in
+//! one step, under the registry's lock; the first call starts a thread that waits for SIGINT,
+//! SIGTERM or SIGHUP, takes the same lock, removes every path registered at that moment and exits
+//! with 128 plus the signal's number, the status the default action would have left, still
+//! holding the lock. A path is therefore either created and registered before the removal (and
+//! removed), or never created: a creation waiting for the lock waits until the process is gone.
+//! Registering first and creating after, as this module once had its callers do, left a window in
+//! which a signal found nothing to remove and the file created just after stayed behind, cut short.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, Once};
 
-/// The paths to remove, each under the id of its registration.
-static PATHS: Mutex<Vec<(u64, PathBuf)>> = Mutex::new(Vec::new());
-static NEXT_ID: AtomicU64 = AtomicU64::new(0);
-static WATCH: Once = Once::new();
-
-fn paths() -> MutexGuard<'static, Vec<(u64, PathBuf)>> {
-    PATHS
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
+/// Paths to remove when a signal arrives, each under the id of its registration.
+struct Registry {
+    paths: Mutex<Vec<(u64, PathBuf)>>,
+    next_id: AtomicU64,
 }
 
-/// A path removed if a signal stops the process while this lives.
-pub struct Registered(u64);
+impl Registry {
+    const fn new() -> Registry {
+        Registry {
+            paths: Mutex::new(Vec::new()),
+            next_id: AtomicU64::new(0),
+        }
+    }
 
-impl Drop for Registered {
-    fn drop(&mut self) {
-        paths().retain(|(id, _)| *id != self.0);
+    fn paths(&self) -> MutexGuard<'_, Vec<(u64, PathBuf)>> {
+        // A creation that panicked leaves nothing half-registered: the entry is pushed only after
+        // it returned.
+        self.paths
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Runs `create(path)` holding the lock, and registers `path` if it succeeded.
+    fn create<T>(
+        &'static self,
+        path: PathBuf,
+        create: impl FnOnce(&Path) -> std::io::Result<T>,
+    ) -> std::io::Result<(T, Registered)> {
+        let mut held = self.paths();
+        let made = create(&path)?;
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        held.push((id, path));
+        Ok((made, Registered { registry: self, id }))
+    }
+
+    /// The signal's work: removes every registered path, and returns the lock, which the caller
+    /// holds until the process exits so that nothing is created (or unregistered) after this.
+    fn remove_all(&self) -> MutexGuard<'_, Vec<(u64, PathBuf)>> {
+        let held = self.paths();
+        remove_paths(&held);
+        held
     }
 }
 
-/// Removes `path` (a file, or a directory with everything in it) if SIGINT, SIGTERM or SIGHUP
-/// arrives before the returned guard is dropped. Register a path before creating it, so that no
-/// moment is left in which it exists unregistered.
-pub fn remove_on_signal(path: PathBuf) -> Registered {
+/// Removes every path in `held`, a file or a directory with everything in it.
+fn remove_paths(held: &[(u64, PathBuf)]) {
+    for (_, path) in held {
+        remove(path);
+    }
+}
+
+static REGISTRY: Registry = Registry::new();
+static WATCH: Once = Once::new();
+
+/// A path removed if a signal stops the process while this lives.
+pub struct Registered {
+    registry: &'static Registry,
+    id: u64,
+}
+
+impl Drop for Registered {
+    fn drop(&mut self) {
+        self.registry.paths().retain(|(id, _)| *id != self.id);
+    }
+}
+
+/// Creates `path` with `create` (a file, or a directory: whatever the closure makes, or empties
+/// to make it this run's) and registers it to be removed, with everything in it, if SIGINT,
+/// SIGTERM or SIGHUP arrives before the returned guard is dropped. Both happen under the lock the
+/// signal's removal takes, so the path is never on disk unregistered while a signal is handled.
+/// When `create` fails nothing is registered and its error is returned. `create` must not call
+/// this function (the lock is not reentrant), and should be quick: a signal waits for it.
+pub fn create_removed_on_signal<T>(
+    path: PathBuf,
+    create: impl FnOnce(&Path) -> std::io::Result<T>,
+) -> std::io::Result<(T, Registered)> {
     WATCH.call_once(watch);
-    let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
-    paths().push((id, path));
-    Registered(id)
+    REGISTRY.create(path, create)
 }
 
 /// Installs the handlers (before returning, so that a signal from now on is caught) and starts
@@ -76,18 +131,15 @@ fn watch() {
                     _ = arrival(hangup) => 1,
                 }
             });
-            // Held to the end: nothing registers, and so nothing is created, after this.
-            let held = paths();
-            for (_, path) in held.iter() {
-                remove(path);
-            }
+            // Held to the end: a creation waiting for the lock never runs.
+            let _held = REGISTRY.remove_all();
             std::process::exit(128 + number);
         });
 }
 
 /// Removes a file, or a directory with everything in it; a few tries for a directory that is
 /// still being filled.
-fn remove(path: &std::path::Path) {
+fn remove(path: &Path) {
     for _ in 0..3 {
         let gone = match std::fs::symlink_metadata(path) {
             Err(_) => true,
@@ -97,5 +149,81 @@ fn remove(path: &std::path::Path) {
         if gone {
             return;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::mpsc;
+    use std::sync::TryLockError;
+
+    /// A signal's removal that comes while a file is being created waits for the creation and
+    /// removes the file: it is never left on disk unregistered and unremoved. Each step waits for
+    /// the other thread's message, so the order is the same on every run. The remover sees the
+    /// registry's lock taken (the creation under way) before it asks for it; with the creation
+    /// done outside the lock, the remover would find nothing to remove, and the file created just
+    /// after would stay behind, as callers that registered a path and then created it left it.
+    #[test]
+    fn a_removal_requested_during_a_creation_removes_the_file_created() {
+        // A registry of this test's own: the process-wide one starts the signal thread, and
+        // its removal would take other tests' files.
+        let registry: &'static Registry = Box::leak(Box::new(Registry::new()));
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("cut-short.bin");
+        let (creating_tx, creating_rx) = mpsc::channel::<()>();
+        let (asked_tx, asked_rx) = mpsc::channel::<bool>();
+        let remover = std::thread::spawn(move || {
+            creating_rx.recv().unwrap();
+            let busy = matches!(registry.paths.try_lock(), Err(TryLockError::WouldBlock));
+            if busy {
+                // The creation holds the lock: tell it to go on, then wait for the lock, as the
+                // signal thread does.
+                asked_tx.send(true).unwrap();
+                drop(registry.remove_all());
+            } else {
+                drop(registry.remove_all());
+                asked_tx.send(false).unwrap();
+            }
+        });
+        let created = registry.create(path.clone(), |p| {
+            creating_tx.send(()).unwrap();
+            asked_rx.recv().unwrap();
+            std::fs::write(p, b"half of it")
+        });
+        remover.join().unwrap();
+        let ((), registered) = created.unwrap();
+        assert!(
+            !path.exists(),
+            "the removal, asked for during the creation, left {} behind",
+            path.display()
+        );
+        drop(registered);
+        assert!(registry.paths().is_empty());
+    }
+
+    /// A creation that fails registers nothing: there is no path of this run's to remove.
+    #[test]
+    fn a_failed_creation_registers_nothing() {
+        let registry: &'static Registry = Box::leak(Box::new(Registry::new()));
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("missing").join("file");
+        let r = registry.create(path, |p| std::fs::File::create(p));
+        assert!(r.is_err());
+        assert!(registry.paths().is_empty());
+    }
+
+    /// A directory and what was written into it after its creation go together.
+    #[test]
+    fn a_registered_directory_is_removed_with_its_files() {
+        let registry: &'static Registry = Box::leak(Box::new(Registry::new()));
+        let dir = tempfile::tempdir().unwrap();
+        let scratch = dir.path().join("scratch");
+        let ((), _registered) = registry
+            .create(scratch.clone(), |p| std::fs::create_dir_all(p))
+            .unwrap();
+        std::fs::write(scratch.join("f0.bin"), b"x").unwrap();
+        drop(registry.remove_all());
+        assert!(!scratch.exists());
     }
 }

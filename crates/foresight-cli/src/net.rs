@@ -1026,14 +1026,15 @@ impl OutTarget {
             } else {
                 format!("{stem}-{attempt}")
             });
-            // Registered before it exists: a signal that stops the download removes it.
-            let on_signal = crate::cleanup::remove_on_signal(partial.clone());
-            match std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .open(&partial)
-            {
-                Ok(f) => break (f, partial, on_signal),
+            // Registered as it is created: a signal that stops the download removes it.
+            let created = crate::cleanup::create_removed_on_signal(partial.clone(), |p| {
+                std::fs::OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .open(p)
+            });
+            match created {
+                Ok((f, on_signal)) => break (f, partial, on_signal),
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && attempt < 1000 => {
                     attempt += 1;
                 }
@@ -1297,7 +1298,9 @@ pub fn run_soak(a: &SoakArgs) -> anyhow::Result<()> {
         seed: 1,
     };
     soak::check(&cfg).map_err(net)?;
-    let _on_signal = crate::cleanup::remove_on_signal(soak::files_dir());
+    // Made and registered in one step (`soak::run_making_dir`): a signal that ends the soak
+    // removes the directory with the files written into it so far.
+    let mut on_signal = None;
     note!(
         "foresight net-soak: {} clients for {:?} over {} files of {}",
         a.clients,
@@ -1318,7 +1321,15 @@ pub fn run_soak(a: &SoakArgs) -> anyhow::Result<()> {
             );
         }
     });
-    let r = soak::run(&cfg);
+    let r = soak::run_making_dir(&cfg, |dir| {
+        let ((), registered) = crate::cleanup::create_removed_on_signal(dir.to_path_buf(), |d| {
+            std::fs::create_dir_all(d)
+        })?;
+        on_signal = Some(registered);
+        Ok(())
+    });
+    // The soak removed the directory as it returned.
+    drop(on_signal);
     drop(done);
     let _ = notes.join();
     let r = r.map_err(net)?;

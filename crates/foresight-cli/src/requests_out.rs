@@ -37,15 +37,22 @@ impl RequestsOut {
     pub fn open(path: &Path) -> io::Result<RequestsOut> {
         let before = std::fs::metadata(path).ok();
         let created = before.is_none();
-        // Registered before it is created, so that no moment is left in which it exists
-        // unregistered.
-        let on_signal = created.then(|| cleanup::remove_on_signal(path.to_path_buf()));
-        let file = std::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            // Emptied at the first record instead (`started`).
-            .truncate(false)
-            .open(path)?;
+        let open = |p: &Path| {
+            std::fs::OpenOptions::new()
+                .write(true)
+                .create(true)
+                // Emptied at the first record instead (`started`).
+                .truncate(false)
+                .open(p)
+        };
+        // Registered as it is created, so that no moment is left in which it exists
+        // unregistered while a signal is handled.
+        let (file, on_signal) = if created {
+            let (file, on_signal) = cleanup::create_removed_on_signal(path.to_path_buf(), open)?;
+            (file, Some(on_signal))
+        } else {
+            (open(path)?, None)
+        };
         Ok(RequestsOut {
             path: path.to_path_buf(),
             file: Some(file),
@@ -65,9 +72,14 @@ impl RequestsOut {
                 .expect("the file is kept until the CSV starts");
             if self.regular {
                 if self.on_signal.is_none() {
-                    self.on_signal = Some(cleanup::remove_on_signal(self.path.clone()));
+                    // Emptied and registered in one step: a signal before leaves the file as it
+                    // was, one after removes it, and none finds it emptied and unregistered.
+                    let ((), on_signal) =
+                        cleanup::create_removed_on_signal(self.path.clone(), |_| file.set_len(0))?;
+                    self.on_signal = Some(on_signal);
+                } else {
+                    file.set_len(0)?;
                 }
-                file.set_len(0)?;
                 self.ours = true;
             }
             self.csv = Some(CsvRequests::new(file)?);

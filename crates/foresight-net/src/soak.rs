@@ -125,13 +125,14 @@ pub fn pattern_byte(file: usize, offset: u64) -> u8 {
 const WRITE_CHUNK_BYTES: u64 = 1 << 20;
 
 /// Writes `files` generated files of `size` bytes into `dir`, named `f0.bin`, `f1.bin`, ...
-/// An error names the directory or file, keeping its kind (a full disk stays `StorageFull`).
+/// The directory must exist: it is not made here, so that one removed meanwhile (by the cleanup
+/// of a signal that is ending the process) is not made again and left behind.
+/// An error names the file, keeping its kind (a full disk stays `StorageFull`).
 pub fn write_pattern_files(dir: &std::path::Path, files: usize, size: u64) -> std::io::Result<()> {
     use std::io::Write;
     let named = |what: &std::path::Path, e: std::io::Error| {
         std::io::Error::new(e.kind(), format!("writing {}: {e}", what.display()))
     };
-    std::fs::create_dir_all(dir).map_err(|e| named(dir, e))?;
     let mut chunk = Vec::with_capacity(WRITE_CHUNK_BYTES.min(size) as usize);
     for f in 0..files {
         let path = dir.join(format!("f{f}.bin"));
@@ -402,14 +403,26 @@ fn raise_open_files_limit(cfg: &SoakConfig) -> Result<(), NetError> {
         })
 }
 
-/// Runs a soak.
+/// Runs a soak, its files in [`files_dir`], made with `create_dir_all`.
 pub fn run(cfg: &SoakConfig) -> Result<SoakReport, NetError> {
+    run_making_dir(cfg, |dir| std::fs::create_dir_all(dir))
+}
+
+/// Runs a soak, [`files_dir`] made by `make_dir` (which may register it for removal as it makes
+/// it) once every setting has been checked; it is removed with its files when the soak ends.
+pub fn run_making_dir(
+    cfg: &SoakConfig,
+    make_dir: impl FnOnce(&std::path::Path) -> std::io::Result<()>,
+) -> Result<SoakReport, NetError> {
     // Every setting is checked before the files are written: a refused soak writes nothing.
     check(cfg)?;
     raise_open_files_limit(cfg)?;
     let dir = files_dir();
     let scfg = server_config(cfg);
     let scratch = ScratchDir(dir);
+    make_dir(&scratch.0).map_err(|e| {
+        std::io::Error::new(e.kind(), format!("making {}: {e}", scratch.0.display()))
+    })?;
     write_pattern_files(&scratch.0, cfg.files, cfg.file_size.0)?;
     let server = spawn(scfg)?;
     let addr = server.local_addr();
