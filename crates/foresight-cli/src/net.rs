@@ -385,7 +385,9 @@ A request (the opening HEAD, each range, the whole-file GET until its answer beg
 connection, a broken one, a 503, or no complete answer within --request-timeout (connecting \
 included) is sent again 0.1 s and then 0.2 s later: 3 attempts in all, each retry noted on \
 standard error (the request, as HEAD, GET or its byte range, which attempt failed, after how long \
-and why); the third failure ends the download, saying it gave up after 3 attempts. The device \
+and why); the third failure ends the download, saying it gave up after 3 attempts. A host name \
+that does not resolve is not sent again: the download fails at once, naming the host to check. \
+The device \
 figures request is sent once, and a failure of it is noted and done without. A server that stops \
 answering (or stops sending mid-body) thus fails a download within 4 x --request-timeout plus \
 0.3 s: the figures request's timeout and one request's three attempts (1.4 s, and the round \

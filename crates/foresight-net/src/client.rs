@@ -26,7 +26,8 @@
 //! stream's demand in flight bounds what a read of any size holds. A request that fails for
 //! want of a connection or an answer (within the request timeout), or gets 503, is sent again
 //! up to [`REQUEST_ATTEMPTS`] times in all, each retry handed to the client's [`Notes`], so a
-//! server that stops answering ends a download within a bounded number of request timeouts.
+//! server that stops answering ends a download within a bounded number of request timeouts. A
+//! host name that does not resolve is final at once ([`NetError::Resolve`]).
 //!
 //! A server that does not honour ranges (no `Accept-Ranges: bytes`, or the whole file in answer to
 //! a range, which RFC 9110 allows) is read in one plain `GET` whose body goes to the application
@@ -498,6 +499,8 @@ struct Exchange {
 
 struct Pool {
     authority: String,
+    /// The URL's host, as a lookup that fails names it.
+    host: String,
     idle: Mutex<Vec<SendRequest<Empty<Bytes>>>>,
     /// Exchanges holding a connection now.
     out: AtomicUsize,
@@ -562,7 +565,27 @@ impl Pool {
         // a host that drops SYNs) would otherwise hold the download for the kernel's SYN
         // retries, over two minutes, whatever `--request-timeout` says.
         let connect = async {
-            let tcp = tokio::net::TcpStream::connect(&self.authority)
+            // Looked up apart from the connect, so that a host name that does not resolve is
+            // told from a server that does not answer: it is final (`NetError::Resolve`), not
+            // sent again. A lookup that fails now fails the same way a moment later, far more
+            // often than a dead server comes back within the retries.
+            let addrs: Vec<std::net::SocketAddr> = tokio::net::lookup_host(&self.authority)
+                .await
+                .map_err(|error| NetError::Resolve {
+                    host: self.host.clone(),
+                    error,
+                })?
+                .collect();
+            if addrs.is_empty() {
+                return Err(NetError::Resolve {
+                    host: self.host.clone(),
+                    error: std::io::Error::new(
+                        std::io::ErrorKind::NotFound,
+                        "the lookup gave no address",
+                    ),
+                });
+            }
+            let tcp = tokio::net::TcpStream::connect(&addrs[..])
                 .await
                 .map_err(|error| NetError::Connect {
                     addr: self.authority.clone(),
@@ -1243,6 +1266,7 @@ async fn download(
     let http_err = http_errors_of(url);
     let pool = Arc::new(Pool {
         authority: url.authority(),
+        host: url.host.clone(),
         idle: Mutex::new(Vec::new()),
         out: AtomicUsize::new(0),
         returned: Notify::new(),

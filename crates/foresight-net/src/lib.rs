@@ -55,6 +55,18 @@ pub enum NetError {
         /// What the system said.
         error: io::Error,
     },
+    /// The host name of a URL could not be resolved to an address: the lookup failed, which a
+    /// request sent again would not mend.
+    #[error(
+        "the host name {host} could not be resolved ({error}); check the host in the URL (a \
+         misspelt name, or a name this machine's resolver does not know)"
+    )]
+    Resolve {
+        /// The host as the URL gives it.
+        host: String,
+        /// What the resolver said.
+        error: io::Error,
+    },
     /// The server answered something this client cannot use.
     #[error("{url}: {message}")]
     Http {

@@ -2301,3 +2301,73 @@ fn a_file_replaced_after_the_first_range_from_a_server_refusing_head_is_download
     assert!(out == new, "{} bytes, not the new file", out.len());
     assert_eq!(r.bytes, new.len() as u64);
 }
+
+/// The notes a client hands on, kept for a test to read.
+fn noted_client() -> (Client, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+    let notes = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let kept = notes.clone();
+    let c = client(AlphaMode::Auto).with_notes(foresight_net::client::Notes::new(move |t| {
+        kept.lock().unwrap().push(t.to_string())
+    }));
+    (c, notes)
+}
+
+/// A host name that does not resolve (the `.invalid` top-level domain never does, RFC 2606) is
+/// final at the first attempt, and the error says the name could not be resolved and to check
+/// the URL's host. Before, the lookup's failure was taken for a connect that might succeed a
+/// moment later: three attempts, two notes and 0.3 s, then `cannot connect to ...: failed to
+/// lookup address information`.
+#[test]
+fn a_host_name_that_does_not_resolve_is_tried_once() {
+    let (c, notes) = noted_client();
+    let url: Url = "http://no-such-host.invalid:8080/f.bin".parse().unwrap();
+    let e = c
+        .get(&url, &mut Vec::new())
+        .expect_err("a name under .invalid never resolves");
+    let text = e.to_string();
+    assert!(
+        matches!(e, foresight_net::NetError::Resolve { .. }),
+        "{text}"
+    );
+    assert!(
+        text.contains("no-such-host.invalid")
+            && text.contains("could not be resolved")
+            && text.contains("check the host in the URL"),
+        "{text}"
+    );
+    assert!(!text.contains("attempts"), "{text}");
+    let notes = notes.lock().unwrap().clone();
+    assert!(
+        notes.iter().all(|n| !n.contains("attempt")),
+        "the lookup was tried again: {notes:#?}"
+    );
+}
+
+/// A connect that is refused (nothing listens on the port) is still sent again, three times in
+/// all, with a note each time, as before the lookup was made final.
+#[test]
+fn a_refused_connect_is_still_tried_three_times() {
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let (c, notes) = noted_client();
+    let url: Url = format!("http://127.0.0.1:{port}/f.bin").parse().unwrap();
+    let e = c
+        .get(&url, &mut Vec::new())
+        .expect_err("nothing listens there");
+    let text = e.to_string();
+    assert!(
+        text.contains("cannot connect") && text.contains("gave up after 3 attempts"),
+        "{text}"
+    );
+    let notes = notes.lock().unwrap().clone();
+    for attempt in 1..=2 {
+        assert!(
+            notes
+                .iter()
+                .any(|n| n.contains(&format!("attempt {attempt} of 3 failed"))),
+            "no note of attempt {attempt}: {notes:#?}"
+        );
+    }
+}
