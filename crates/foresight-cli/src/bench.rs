@@ -799,15 +799,7 @@ pub fn run(a: &BenchArgs) -> anyhow::Result<()> {
         let bytes = p.per_stream[k];
         let memory = p.memory[k];
         let files = &paths[p.first_file[k]..p.first_file[k] + n as usize];
-        log(
-            started,
-            &format!(
-                "N = {n}: {n} stream(s) x {} each, {} round(s), engine memory {}",
-                ByteLen(bytes),
-                p.repeat,
-                memory
-            ),
-        );
+        log(started, &n_line(n, bytes, p.repeat, memory));
         let mut samples: Vec<(u32, Row)> = Vec::new();
         for round in 0..p.repeat {
             let mut take = |r: Row| {
@@ -954,10 +946,19 @@ fn medians(samples: Vec<(u32, Row)>) -> Vec<Summary> {
         .collect()
 }
 
-/// A memory peak for the table: exact when it is a short whole number of a unit (`64MiB`), else
-/// to a tenth of its largest unit, marked `~` (`~16.1MiB`). `ByteLen`'s own `Display` is exact,
-/// so a peak of no whole MiB printed as `16512KiB`, which takes arithmetic to read.
-fn peak_label(bytes: u64) -> String {
+/// The progress line that opens the rounds of `n` streams, each reading `bytes`.
+fn n_line(n: u32, bytes: u64, repeat: u32, memory: ByteLen) -> String {
+    format!(
+        "N = {n}: {n} stream(s) x {} each, {repeat} round(s), engine memory {memory}",
+        readable_size(bytes)
+    )
+}
+
+/// A size for a person to read (a memory peak, a stream's file): exact when it is a short whole
+/// number of a unit (`64MiB`), else to a tenth of its largest unit, marked `~` (`~16.1MiB`).
+/// `ByteLen`'s own `Display` is exact, so a peak of no whole MiB printed as `16512KiB`, which
+/// takes arithmetic to read.
+fn readable_size(bytes: u64) -> String {
     let text = ByteLen(bytes).rounded();
     match text.strip_prefix("about ") {
         Some(rest) => format!("~{rest}"),
@@ -1048,7 +1049,7 @@ fn print_rows(
             r.mib_s,
             ratio(s),
             r.memory_peak_bytes
-                .map(peak_label)
+                .map(readable_size)
                 .unwrap_or_else(|| "-".into()),
             r.cpu_s,
             r.note
@@ -1066,7 +1067,16 @@ fn print_rows(
         p.streams
             .iter()
             .zip(&p.per_stream)
-            .map(|(n, b)| format!("N={n}: {}", ByteLen(*b)))
+            .map(|(n, b)| {
+                // The exact bytes too when the readable size is rounded: what a file of the run
+                // holds, to the byte.
+                let readable = readable_size(*b);
+                if readable.starts_with('~') {
+                    format!("N={n}: {readable} ({b} bytes)")
+                } else {
+                    format!("N={n}: {readable}")
+                }
+            })
             .collect::<Vec<_>>()
             .join(", ")
     )?;
@@ -2016,6 +2026,44 @@ mod tests {
         super::print_rows(&p, &rows, true, &mut out).expect("written to memory");
         let json = String::from_utf8(out).expect("utf-8");
         assert!(json.contains("16908288"), "{json}");
+    }
+
+    /// A stream's share of `--total-size` that is no whole MiB was printed exact, as
+    /// `20968KiB`, in the progress line of its N and in the table's footer; both read `~20.5MiB`
+    /// now, and the footer keeps the exact bytes beside it. A whole size stays as it is.
+    #[test]
+    fn stream_sizes_are_printed_readably_with_the_exact_bytes_in_the_footer() {
+        let odd_bytes = 20_968u64 << 10;
+        let p = plan_of(&[
+            "--emulate",
+            "wd800jd",
+            "--streams",
+            "1,3",
+            "--file-size",
+            "1GiB",
+            "--total-size",
+            "62904KiB",
+        ]);
+        assert_eq!(p.per_stream, vec![62_904 << 10, odd_bytes]);
+        let line = super::n_line(3, odd_bytes, 3, foresight_core::ByteLen::gib(1));
+        assert_eq!(
+            line,
+            "N = 3: 3 stream(s) x ~20.5MiB each, 3 round(s), engine memory 1GiB"
+        );
+        assert!(
+            super::n_line(1, 64 << 20, 3, foresight_core::ByteLen::gib(1))
+                .contains(" x 64MiB each"),
+            "whole units stay exact"
+        );
+        let mut out = Vec::new();
+        super::print_rows(&p, &[], false, &mut out).expect("written to memory");
+        let text = String::from_utf8(out).expect("utf-8");
+        assert!(!text.contains("20968KiB"), "{text}");
+        assert!(
+            text.contains(&format!("N=3: ~20.5MiB ({odd_bytes} bytes)")),
+            "{text}"
+        );
+        assert!(text.contains("N=1: ~61.4MiB ("), "{text}");
     }
 
     #[test]
