@@ -431,8 +431,12 @@ download. The same refusal to the GET (as foresight serve refuses a file of /pro
 reported as the HEAD's, with the reason the GET's body gives. From such a server the look after \
 the last byte is a GET of its first byte (Range: bytes=0-0) under If-Range with the validator: a \
 206 is the same file, and a 200 (the whole new file, not read) fails the download as changed, \
-as the closing HEAD does. A weak tag, or no validator at all, gets no such look; a weak tag is \
-not waited on either: the file comes in one GET. The first range's bytes are written only once \
+as the closing HEAD does. A download that came as one whole file (the server ignores ranges, or \
+the tag is weak, which is not waited on: the file comes in one GET) is looked at instead with a \
+GET under If-None-Match with the tag (If-Modified-Since with the date): a 304 is the same file, \
+and a 200 (not read) fails the download as changed only if its validator or length shows \
+another version, since a server that ignores conditions answers 200 anyway. No validator at \
+all gets no look. The first range's bytes are written only once \
 another answer has confirmed their version (or the file was that range alone), so a file \
 replaced just after the first range is downloaded again, as after a HEAD.
 

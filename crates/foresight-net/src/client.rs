@@ -46,8 +46,11 @@
 //! that a file replaced just after them starts over with nothing written). A 416 to it is an
 //! empty file, and a 200 (ranges ignored) is read whole as the download. A refusal the `GET`
 //! gets too is the file's, reported as the `HEAD`'s with the `GET`'s reason. Without `HEAD` the
-//! closing look is a one-byte range under `If-Range` (`confirm_unchanged_by_range`), none under a
-//! weak tag or no validator, and a weak tag gets the file in one `GET` at once.
+//! closing look is a one-byte range under `If-Range` (`confirm_unchanged_by_range`), and a weak tag
+//! gets the file in one `GET` at once. A download that came as one whole file (ranges ignored, or
+//! a weak tag) is looked at with a `GET` under `If-None-Match` or `If-Modified-Since` instead
+//! (`confirm_unchanged_by_condition`): a server that ignores ranges would answer a one-byte range
+//! with the whole file, changed or not. No validator, no look.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -641,7 +644,8 @@ impl Pool {
         if_range: Option<&HeaderValue>,
         attempts: u32,
     ) -> Result<Exchange, NetError> {
-        self.tries(url, method, range, if_range, attempts, false)
+        let condition = if_range.map(Condition::IfRange);
+        self.tries(url, method, range, condition, attempts, false)
             .await
     }
 
@@ -658,13 +662,23 @@ impl Pool {
             .await
     }
 
-    /// [`Pool::exchange_tries`], a 200 to a range keeping its body when `keep_whole`.
+    /// A `GET` of the whole file under `If-None-Match` (or `If-Modified-Since`) with `was`, sent
+    /// as [`Pool::exchange_tries`] sends a request: a 304, or the head of a 200 whose body is
+    /// not read (the connection carrying it is dropped). See [`confirm_unchanged_by_condition`].
+    async fn conditional_exchange(&self, url: &Url, was: &Validator) -> Result<Exchange, NetError> {
+        let condition = Some(Condition::Unchanged(was));
+        self.tries(url, Method::GET, None, condition, REQUEST_ATTEMPTS, false)
+            .await
+    }
+
+    /// [`Pool::exchange_tries`] with any [`Condition`], a 200 to a range keeping its body when
+    /// `keep_whole`.
     async fn tries(
         &self,
         url: &Url,
         method: Method,
         range: Option<ByteRange>,
-        if_range: Option<&HeaderValue>,
+        condition: Option<Condition<'_>>,
         attempts: u32,
         keep_whole: bool,
     ) -> Result<Exchange, NetError> {
@@ -686,7 +700,7 @@ impl Pool {
                     url,
                     method.clone(),
                     range,
-                    if_range,
+                    condition,
                     attempt > 1,
                     keep_whole,
                 )
@@ -713,13 +727,14 @@ impl Pool {
     /// whole answer, within one request timeout. With `wait`, the request goes on a connection
     /// that has answered before when other exchanges have one out (see [`Pool::connection`]).
     /// With `keep_whole`, a whole file (200) in answer to a range is handed back unread, its time
-    /// bounded from there by the caller.
+    /// bounded from there by the caller. A whole file in answer to a [`Condition::Unchanged`]
+    /// look is never read: its head is the answer.
     async fn attempt(
         &self,
         url: &Url,
         method: Method,
         range: Option<ByteRange>,
-        if_range: Option<&HeaderValue>,
+        condition: Option<Condition<'_>>,
         wait: bool,
         keep_whole: bool,
     ) -> Result<Exchange, NetError> {
@@ -737,9 +752,18 @@ impl Pool {
             .header(STREAM_HEADER, self.stream_tag.as_str());
         if let Some(r) = range {
             req = req.header(header::RANGE, range_header_for(r));
-            if let Some(v) = if_range {
+            if let Some(Condition::IfRange(v)) = condition {
                 req = req.header(header::IF_RANGE, v.clone());
             }
+        }
+        let look = match condition {
+            Some(Condition::Unchanged(Validator::Tag(v))) => Some((header::IF_NONE_MATCH, v)),
+            Some(Condition::Unchanged(Validator::Date(v))) => Some((header::IF_MODIFIED_SINCE, v)),
+            _ => None,
+        };
+        let looking = look.is_some();
+        if let Some((name, v)) = look {
+            req = req.header(name, v.clone());
         }
         let req = req
             .body(Empty::<Bytes>::new())
@@ -755,9 +779,10 @@ impl Pool {
                 .map_err(|e| http_err(request_failure("request failed", &e)))?;
             let first_byte = self.now();
             let (parts, body) = resp.into_parts();
-            // A whole file sent in answer to a range request is not gathered here: the caller
-            // reads the file another way, and the connection, busy with it, is dropped.
-            if range.is_some() && parts.status == StatusCode::OK {
+            // A whole file sent in answer to a range request, or to a look at the validator, is
+            // not gathered here: the caller reads the file another way (or only wanted the
+            // head), and the connection, busy with it, is dropped.
+            if (range.is_some() || looking) && parts.status == StatusCode::OK {
                 let whole = keep_whole.then_some(body);
                 return Ok::<_, NetError>((parts, None, sent, first_byte, whole));
             }
@@ -1320,7 +1345,7 @@ async fn download(
                     expect_len,
                     expect_etag: None,
                     skip_bytes: 0,
-                    closing_look: false,
+                    closing_look: ClosingLook::Conditional,
                 };
                 return take_whole(&pool, url, whole, sink, terms).await;
             }
@@ -1348,6 +1373,13 @@ async fn download(
             refusal_reason(&pool, url, head.status).await
         )));
     }
+    // How a whole-file `GET` from here on is checked once it has arrived: a server that refused
+    // `HEAD` is asked with a conditional `GET` instead.
+    let closing_whole = if headless {
+        ClosingLook::Conditional
+    } else {
+        ClosingLook::Head
+    };
     // A first range that holds the whole file is one answer: nothing is put together.
     let whole_in_first = first
         .as_ref()
@@ -1401,7 +1433,7 @@ async fn download(
                 expect_len: len,
                 expect_etag: None,
                 skip_bytes: 0,
-                closing_look: !headless,
+                closing_look: closing_whole,
             };
             return plain_get(&pool, url, sink, terms).await;
         }
@@ -1432,7 +1464,7 @@ async fn download(
             expect_len: len,
             expect_etag: None,
             skip_bytes: 0,
-            closing_look: true,
+            closing_look: ClosingLook::Head,
         };
         return plain_get(&pool, url, sink, terms).await;
     };
@@ -1714,7 +1746,7 @@ async fn download(
                             expect_len: Some(len),
                             expect_etag: etag.as_ref(),
                             skip_bytes: next_seq,
-                            closing_look: !headless,
+                            closing_look: closing_whole,
                         };
                         return plain_get(&pool, url, sink, terms).await;
                     }
@@ -1823,6 +1855,17 @@ enum Validator {
     Tag(HeaderValue),
     /// A strong `Last-Modified`, from a server that sends no `ETag`.
     Date(HeaderValue),
+}
+
+/// A precondition a request carries.
+#[derive(Clone, Copy, Debug)]
+enum Condition<'a> {
+    /// `If-Range` (sent with a range only): the range if the file is still that version, else
+    /// the whole file.
+    IfRange(&'a HeaderValue),
+    /// `If-None-Match` with a tag, `If-Modified-Since` with a date: 304 if the file is still that
+    /// version (RFC 9110, sections 13.1.2 and 13.1.3), else the whole file.
+    Unchanged(&'a Validator),
 }
 
 impl Validator {
@@ -2000,6 +2043,58 @@ async fn confirm_unchanged_by_range(
     Ok(())
 }
 
+/// [`confirm_unchanged`] for a whole-file download from a server that refuses `HEAD`, where a
+/// one-byte range under `If-Range` proves nothing: a server that ignores ranges answers it with
+/// the whole file (200) whether or not the file changed. The look is a `GET` of the file under
+/// `If-None-Match` with the tag `was` (compared weakly by the server, RFC 9110, section 13.1.2,
+/// so a weak tag can be asked about too), or `If-Modified-Since` with its date (section
+/// 13.1.3). A 304 is the version begun with. A 200 is the server's answer that the condition
+/// failed, or a server that ignores conditions: either way its head carries the file's present
+/// validator and length, compared as the closing `HEAD`'s are, and its body is not read (the
+/// connection carrying it is dropped). So a 200 fails the download only when it shows another
+/// version. Any other answer leaves the download unvouched for, an error as a failed `HEAD` is.
+/// Without a validator (`was` `None`) nothing can be compared: no look. A date has the
+/// closing `HEAD`'s limit (a rewrite within the same second as the modification before it keeps
+/// it, and is not seen), and one more: a file replaced by one modified earlier is "not modified
+/// since" to the server, and its 304 is taken for the file begun with unless it carries the new
+/// `Last-Modified`.
+async fn confirm_unchanged_by_condition(
+    pool: &Pool,
+    url: &Url,
+    was: Option<&Validator>,
+    len: u64,
+    written_bytes: u64,
+) -> Result<(), NetError> {
+    let Some(validator) = was else {
+        return Ok(());
+    };
+    let changed = changed_once_ended(url, written_bytes);
+    let ex = pool.conditional_exchange(url, validator).await?;
+    let asked = match validator {
+        Validator::Tag(_) => "If-None-Match",
+        Validator::Date(_) => "If-Modified-Since",
+    };
+    if !matches!(ex.status, StatusCode::OK | StatusCode::NOT_MODIFIED) {
+        return Err(http_errors_of(url)(format!(
+            "GET under {asked} answered {} once the download had ended, so whether the file \
+             changed meanwhile is unknown",
+            ex.status
+        )));
+    }
+    if let Some(what) = changed_tag(was, &ex.headers) {
+        return Err(changed(what));
+    }
+    // A 304 carries no length of its own (its `Content-Length`, if any, may be the file's).
+    if ex.status == StatusCode::OK {
+        if let Some(now) = content_length(&ex.headers).filter(|&n| n != len) {
+            return Err(changed(format!(
+                "its length was {len} bytes and is now {now}"
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// What changed when `headers` carry another validator than `was`, the one the download began
 /// with (neither missing): another entity tag, or another `Last-Modified` when the download
 /// began with that date. Tags are compared weakly, and that is enough: this only detects another
@@ -2103,17 +2198,27 @@ struct WholeTerms<'a> {
     expect_etag: Option<&'a Validator>,
     /// The bytes the application already has, dropped from the front of the answer.
     skip_bytes: u64,
-    /// Whether the validator is asked for again once the body has arrived.
-    closing_look: bool,
+    /// How the validator is asked for again once the body has arrived.
+    closing_look: ClosingLook,
+}
+
+/// How a whole-file download looks at the file's validator once its body has arrived.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ClosingLook {
+    /// A `HEAD` ([`confirm_unchanged`]).
+    Head,
+    /// A conditional `GET`, for a server that refuses `HEAD` ([`confirm_unchanged_by_condition`]).
+    Conditional,
 }
 
 /// The file in one `GET` without a range (the server does not honour ranges), streamed to `sink`
 /// as it arrives: memory stays bounded whatever the file's length, and the request timeout
 /// bounds the time without data rather than the whole transfer. The first `terms.skip_bytes` (those
 /// the application already has) are dropped; `terms.expect_len`, when known, is checked. With
-/// `terms.closing_look`, the validator is asked for again with a `HEAD` once the body has arrived
-/// ([`confirm_unchanged`]); a server that refuses `HEAD` gets no such look here (a one-byte range
-/// would be answered with the whole file too, by a server that ignores ranges).
+/// the validator is asked for again once the body has arrived, as `terms.closing_look` says: a
+/// `HEAD` ([`confirm_unchanged`]), or for a server that refuses `HEAD` a conditional `GET`
+/// ([`confirm_unchanged_by_condition`]; a one-byte range would be answered with the whole file
+/// too, by a server that ignores ranges, which is no sign of a change).
 async fn plain_get(
     pool: &Pool,
     url: &Url,
@@ -2318,8 +2423,10 @@ async fn take_whole(
         s.flush()?;
     }
     drop(permit);
-    if closing_look {
-        confirm_unchanged(pool, url, expect_etag.or(answered.as_ref()), Some(n), n).await?;
+    let was = expect_etag.or(answered.as_ref());
+    match closing_look {
+        ClosingLook::Head => confirm_unchanged(pool, url, was, Some(n), n).await?,
+        ClosingLook::Conditional => confirm_unchanged_by_condition(pool, url, was, n, n).await?,
     }
     let seconds = started.elapsed().as_secs_f64();
     let rtt = first_byte.saturating_since(sent);

@@ -226,6 +226,8 @@ struct Req {
     range: Option<(u64, u64)>,
     /// The `If-Range` header, if there was one.
     if_range: Option<String>,
+    /// The `If-None-Match` or `If-Modified-Since` header, if there was one, as `name: value`.
+    unless: Option<String>,
 }
 
 /// A scripted HTTP server: each connection runs on its own thread and hands every request head
@@ -266,12 +268,19 @@ fn tiny_server(
                     k.eq_ignore_ascii_case("if-range")
                         .then(|| v.trim().to_string())
                 });
+                let unless = text.lines().find_map(|l| {
+                    let (k, v) = l.split_once(':')?;
+                    (k.eq_ignore_ascii_case("if-none-match")
+                        || k.eq_ignore_ascii_case("if-modified-since"))
+                    .then(|| format!("{}: {}", k.to_ascii_lowercase(), v.trim()))
+                });
                 let req = Req {
                     method,
                     path,
                     seen,
                     range,
                     if_range,
+                    unless,
                 };
                 if !respond(&req, &mut c) {
                     return;
@@ -2192,7 +2201,13 @@ fn a_server_that_refuses_head_and_ignores_ranges_is_read_in_its_first_get() {
         assert!(out == *data, "{len} bytes: {} bytes delivered", out.len());
         assert!(!r.ranges);
         let asked = asked.lock().unwrap().clone();
-        assert_eq!(asked.len(), 2, "one HEAD and one GET: {asked:#?}");
+        // The last, the closing look under `If-None-Match`, is answered with the whole file
+        // (this server ignores conditions too) under the same tag: no change.
+        assert_eq!(
+            asked.len(),
+            3,
+            "one HEAD, one GET and the closing look: {asked:#?}"
+        );
     }
 }
 
@@ -2368,6 +2383,141 @@ fn a_refused_connect_is_still_tried_three_times() {
                 .iter()
                 .any(|n| n.contains(&format!("attempt {attempt} of 3 failed"))),
             "no note of attempt {attempt}: {notes:#?}"
+        );
+    }
+}
+
+/// A server that refuses `HEAD` (405) and ignores ranges, serving `/f.bin` in versions: the
+/// version `version` picks for each request, its validator sent as `field` (`ETag: ` or
+/// `Last-Modified: `). With `conditions`, a `GET` under `If-None-Match` or `If-Modified-Since`
+/// naming the version served gets 304; without, conditions are ignored (the whole file, 200).
+/// Every request to the file is logged as `METHOD condition`.
+fn conditional_server(
+    field: &'static str,
+    conditions: bool,
+    files: Vec<(Vec<u8>, &'static str)>,
+    version: impl Fn(&Req) -> usize + Send + Sync + 'static,
+) -> (
+    std::net::SocketAddr,
+    std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+) {
+    use std::io::Write;
+    let asked = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let log = asked.clone();
+    let addr = tiny_server(move |req, c| {
+        if req.path == "/f.bin" {
+            log.lock()
+                .unwrap()
+                .push(format!("{} {:?}", req.method, req.unless));
+        }
+        if req.method == "HEAD" {
+            return c
+                .write_all(b"HTTP/1.1 405 Method Not Allowed\r\nContent-Length: 0\r\n\r\n")
+                .is_ok();
+        }
+        let (data, validator) = &files[version(req)];
+        let now_s = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs();
+        let date = foresight_net::validators::format_http_date(now_s).unwrap();
+        let headers = format!("{field}{validator}\r\nDate: {date}\r\n");
+        let same = if field == "ETag: " {
+            format!("if-none-match: {validator}")
+        } else {
+            format!("if-modified-since: {validator}")
+        };
+        if conditions && req.unless.as_deref() == Some(same.as_str()) {
+            return c
+                .write_all(format!("HTTP/1.1 304 Not Modified\r\n{headers}\r\n").as_bytes())
+                .is_ok();
+        }
+        answer(req, c, "HTTP/1.1", &headers, data).is_ok()
+    });
+    (addr, asked)
+}
+
+/// A server that refuses `HEAD` and ignores ranges, of a file rewritten in place while its one
+/// `GET` was sent: the answer is a mix of both versions under the first validator, and only a
+/// request after the last byte sees the second. The closing look, a `GET` under `If-None-Match`
+/// (`If-Modified-Since` from a server without tags) with the first validator, gets the whole new
+/// file (200, not read) with the second validator, and the download fails saying the file
+/// changed, seen once it had ended. Before, a download from such a server had no closing look at
+/// all, and the mix was delivered with success (exit code 0).
+#[test]
+fn a_file_rewritten_during_the_one_get_from_a_server_refusing_head_is_not_a_success() {
+    let (_, new, mixed) = rewritten_halfway(17, 18);
+    for (field, one, two) in [
+        ("ETag: ", "\"one\"", "\"two\""),
+        // A weak tag too: `If-None-Match` compares weakly.
+        ("ETag: ", "W/\"one\"", "W/\"two\""),
+        (
+            "Last-Modified: ",
+            "Mon, 02 Jan 2023 03:04:05 GMT",
+            "Mon, 02 Jan 2023 03:04:06 GMT",
+        ),
+    ] {
+        let (addr, asked) = conditional_server(
+            field,
+            true,
+            vec![(mixed.clone(), one), (new.clone(), two)],
+            // Only the first GET sees the first version.
+            |req| usize::from(req.method == "GET" && req.seen > 0),
+        );
+        let url: Url = format!("http://{addr}/f.bin").parse().unwrap();
+        let mut out = Vec::new();
+        let e = client(AlphaMode::Auto)
+            .get(&url, &mut out)
+            .expect_err("a mix of two versions was delivered as a success");
+        let text = e.to_string();
+        assert!(
+            matches!(e, foresight_net::NetError::Changed { .. })
+                && text.contains("seen once the download had ended")
+                && text.contains(one)
+                && text.contains(two),
+            "{field}{text}"
+        );
+        let asked = asked.lock().unwrap().clone();
+        let condition = if field == "ETag: " {
+            "if-none-match"
+        } else {
+            "if-modified-since"
+        };
+        assert_eq!(
+            asked.last().map(String::as_str),
+            Some(format!("GET {:?}", Some(format!("{condition}: {one}"))).as_str()),
+            "{asked:#?}"
+        );
+    }
+}
+
+/// The same server with a file that does not change: one request more than before, the
+/// conditional `GET`, answered 304 by a server that honours it; and a server that ignores
+/// conditions answers it with the whole file (200) under the same validator, which is no change
+/// and no failure (a one-byte range under `If-Range` would get such a 200 from a server that
+/// ignores ranges, and could not tell it from a change).
+#[test]
+fn a_server_refusing_head_and_ignoring_ranges_gets_one_conditional_closing_look() {
+    let data = content(1_000_003, 19);
+    for conditions in [true, false] {
+        let (addr, asked) =
+            conditional_server("ETag: ", conditions, vec![(data.clone(), "\"one\"")], |_| 0);
+        let url: Url = format!("http://{addr}/f.bin").parse().unwrap();
+        let mut out = Vec::new();
+        let r = client(AlphaMode::Auto)
+            .get(&url, &mut out)
+            .unwrap_or_else(|e| panic!("conditions honoured: {conditions}: {e}"));
+        assert!(out == data, "{} bytes delivered", out.len());
+        assert!(!r.ranges);
+        let asked = asked.lock().unwrap().clone();
+        assert_eq!(
+            asked,
+            [
+                "HEAD None",
+                "GET None",
+                "GET Some(\"if-none-match: \\\"one\\\"\")"
+            ],
+            "conditions honoured: {conditions}"
         );
     }
 }
