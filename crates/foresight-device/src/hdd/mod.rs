@@ -66,6 +66,7 @@ pub mod cache;
 pub mod geometry;
 pub mod mechanics;
 
+use std::cell::Cell;
 use std::collections::VecDeque;
 
 use foresight_core::{Bandwidth, ByteLen, Duration, Instant, Lba, SECTOR_BYTES};
@@ -396,6 +397,19 @@ struct Service {
     cache_hit: bool,
 }
 
+/// The last [`Hdd::stream_reach`] computed: its exact inputs (floating-point ones by their bits)
+/// and its answer. The reach is a pure function of these and of the drive's fixed layout, and one
+/// service asks it several times at one instant (the SPTF estimate once per queued command, then
+/// the service itself), so repeating the last answer changes no result.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct ReachMemo {
+    origin_ns_bits: u64,
+    origin_lba: u64,
+    limit_lba: u64,
+    t_ns_bits: u64,
+    reach_lba: u64,
+}
+
 /// A hard disk drive model implementing [`Device`].
 #[derive(Clone, Debug)]
 pub struct Hdd {
@@ -428,6 +442,8 @@ pub struct Hdd {
     /// One past the last sector of the last command served, hit or not: where a C-LOOK sweep goes
     /// on from while a read-ahead runs.
     last_end_lba: u64,
+    /// The last read-ahead position computed, reused for the same exact question.
+    reach_memo: Cell<Option<ReachMemo>>,
 }
 
 impl Hdd {
@@ -480,6 +496,7 @@ impl Hdd {
             destage_ends,
             last_write_end: u64::MAX,
             last_end_lba: 0,
+            reach_memo: Cell::new(None),
             params,
         })
     }
@@ -727,8 +744,28 @@ impl Hdd {
         (self.stream_time_to(ra, ra.floor_lba).max(t0), ra.floor_lba)
     }
 
-    /// Where a read-ahead has got to at `t`: its next unread sector, at most its limit.
+    /// Where a read-ahead has got to at `t`: its next unread sector, at most its limit. Answers a
+    /// repeat of the last question from [`ReachMemo`].
     fn stream_reach(&self, ra: &ReadAhead, t: f64) -> u64 {
+        let key = |reach_lba| ReachMemo {
+            origin_ns_bits: ra.origin_ns.to_bits(),
+            origin_lba: ra.origin_lba,
+            limit_lba: ra.limit_lba,
+            t_ns_bits: t.to_bits(),
+            reach_lba,
+        };
+        if let Some(m) = self.reach_memo.get() {
+            if m == key(m.reach_lba) {
+                return m.reach_lba;
+            }
+        }
+        let reach_lba = self.compute_stream_reach(ra, t);
+        self.reach_memo.set(Some(key(reach_lba)));
+        reach_lba
+    }
+
+    /// [`Hdd::stream_reach`] without the memo: walks the read-ahead's tracks from its origin.
+    fn compute_stream_reach(&self, ra: &ReadAhead, t: f64) -> u64 {
         let mut tc = ra.origin_ns;
         let mut lba = ra.origin_lba;
         if t <= tc || lba >= ra.limit_lba {

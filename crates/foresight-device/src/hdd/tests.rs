@@ -1471,3 +1471,44 @@ fn an_immediate_read_keeps_the_host_in_sector_order() {
         "only {held_back} arrivals landed inside the track"
     );
 }
+
+/// The reach memo answers only the exact question it last computed: asking again, at another
+/// instant, or for a read-ahead that differs in any field the reach depends on gives what a walk
+/// from the read-ahead's origin gives.
+#[test]
+fn stream_reach_memo_answers_as_the_walk_does() {
+    let mut d = Hdd::new(crate::presets::cheetah_4lp());
+    let first = serve_one(&mut d, Instant::ZERO, 0, Op::Read, 100_000, 64);
+    let (_, ra) = d
+        .cache
+        .streaming()
+        .expect("the drive reads ahead after a miss");
+    let t0 = first.at.as_nanos() as f64;
+    let later = ReadAhead {
+        origin_ns: ra.origin_ns + 1.0,
+        ..ra
+    };
+    let shorter = ReadAhead {
+        limit_lba: ra.origin_lba + 3,
+        ..ra
+    };
+    let further = ReadAhead {
+        origin_lba: ra.origin_lba + 1,
+        ..ra
+    };
+    for step_us in [300u64, 300, 301, 5_000, 300, 300] {
+        let t = t0 + (step_us * 1_000) as f64;
+        for r in [ra, ra, later, shorter, further, ra] {
+            assert_eq!(
+                d.stream_reach(&r, t),
+                d.compute_stream_reach(&r, t),
+                "{r:?} at {t}"
+            );
+        }
+    }
+    // The memo is not stale after a question whose answer differs.
+    let a = d.stream_reach(&ra, t0 + 300_000.0);
+    let b = d.stream_reach(&shorter, t0 + 300_000.0);
+    assert_ne!(a, b, "the shorter read-ahead stops first");
+    assert_eq!(d.stream_reach(&ra, t0 + 300_000.0), a);
+}
