@@ -41,6 +41,7 @@ macro_rules! note {
 
 mod bench;
 mod cleanup;
+mod members;
 mod net;
 mod progress;
 mod requests_out;
@@ -844,22 +845,25 @@ fn cmd_sim(
     }
     if r.members.len() > 1 {
         // An array's totals hide a member every stream waits on while the others idle.
-        let each = |f: &dyn Fn(&foresight_sim::metrics::MemberReport) -> f64| -> String {
-            r.members
-                .iter()
-                .map(|m| format!("{:.0}%", 100.0 * f(m)))
-                .collect::<Vec<_>>()
-                .join(" ")
-        };
-        outln!(
-            "  members      busy {} of the run; drive cache hits {} of their requests",
-            each(&|m| if r.elapsed_s > 0.0 {
-                m.busy_s / r.elapsed_s
-            } else {
-                0.0
-            }),
-            each(&|m| m.cache_hits as f64 / m.requests.max(1) as f64)
-        );
+        let busy: Vec<f64> = r
+            .members
+            .iter()
+            .map(|m| {
+                if r.elapsed_s > 0.0 {
+                    m.busy_s / r.elapsed_s
+                } else {
+                    0.0
+                }
+            })
+            .collect();
+        let hits: Vec<f64> = r
+            .members
+            .iter()
+            .map(|m| m.cache_hits as f64 / m.requests.max(1) as f64)
+            .collect();
+        for line in members::member_lines(&busy, &hits) {
+            outln!("{line}");
+        }
     }
     Ok(())
 }

@@ -2448,3 +2448,53 @@ fn the_docs_say_a_quoted_path_set_is_the_text_inside_its_quotes() {
         );
     }
 }
+
+/// A wide array's members line listed every member's busy share and drive cache hits on one line
+/// (about 1,900 characters for 256 members). Each list has its own line; in a list that does not
+/// fit, members in a row with the same figure are grouped and the figures are wrapped, each line
+/// naming the first member it shows.
+#[test]
+fn a_wide_array_prints_its_members_on_readable_lines() {
+    let (code, out, err) = foresight(&[
+        "sim",
+        "--set",
+        "device.kind=raid0",
+        "--set",
+        "device.disks=256",
+        "--set",
+        "device.preset=cheetah-15k4",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    // The members block ends the report.
+    let from = out.find("  members ").expect("a members line");
+    for line in out[from..].lines() {
+        assert!(
+            line.len() <= 100,
+            "a line of {} characters: {line}",
+            line.len()
+        );
+    }
+    assert!(
+        out[from..].starts_with("  members      busy of the run"),
+        "{out}"
+    );
+    assert!(
+        out.contains(" x 1%"),
+        "identical members are grouped: {out}"
+    );
+    // A narrow array's lists fit their lines.
+    let (code, out, err) = foresight(&["sim", "--set", "device.kind=raid0"]);
+    assert_eq!(code, 0, "{err}");
+    let from = out.find("  members ").expect("a members line");
+    let members: Vec<&str> = out[from..].lines().collect();
+    assert_eq!(members.len(), 2, "{out}");
+    assert!(
+        members[0].starts_with("  members      busy ") && members[0].ends_with(" of the run"),
+        "{out}"
+    );
+    assert!(
+        members[1].starts_with("               drive cache hits ")
+            && members[1].ends_with(" of their requests"),
+        "{out}"
+    );
+}
