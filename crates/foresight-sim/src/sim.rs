@@ -460,6 +460,18 @@ struct Sim<'r> {
     requests: RequestLog<'r>,
 }
 
+/// The earlier of two optional instants, or the one there is. The event loops ask this every
+/// event; the same over an iterator of three (`[a, b, c].into_iter().flatten().min()`) spilled the
+/// iterator to the stack and read it back wider than it was written, a stall that took about 3% of
+/// the host's time in the `striping` reproduction.
+pub(crate) fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
+    match (a, b) {
+        (Some(x), Some(y)) => Some(x.min(y)),
+        (x, None) => x,
+        (None, y) => y,
+    }
+}
+
 impl<'r> Sim<'r> {
     fn new(cfg: &SimConfig, requests: RequestLog<'r>) -> Result<Sim<'r>, SimError> {
         let members = build_members(&cfg.device)?;
@@ -936,7 +948,7 @@ impl<'r> Sim<'r> {
     fn policy_wake(&self) -> Option<Instant> {
         let a = self.page_cache.wake();
         let b = self.raid_cache.as_ref().and_then(CacheLayer::wake);
-        a.into_iter().chain(b).min()
+        earliest(a, b)
     }
 
     fn run(&mut self, mut progress: Option<&mut dyn FnMut(Progress)>) {
@@ -959,7 +971,7 @@ impl<'r> Sim<'r> {
             let t_dev = self.volume.next_event();
             let t_pol = self.policy_wake();
             let t_ev = self.heap.peek().map(|Reverse((t, _, _))| *t);
-            let next = [t_dev, t_pol, t_ev].into_iter().flatten().min();
+            let next = earliest(earliest(t_dev, t_pol), t_ev);
             if next.is_none_or(|t| t > self.now) && self.settle() {
                 // Reads released at the end of this instant: their demand reads go out now.
                 self.pump();
@@ -1791,6 +1803,17 @@ impl<'r> Sim<'r> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn earliest_is_the_minimum_of_the_instants_there_are() {
+        let (a, b) = (Some(Instant(5)), Some(Instant(3)));
+        assert_eq!(earliest(a, b), Some(Instant(3)));
+        assert_eq!(earliest(b, a), Some(Instant(3)));
+        assert_eq!(earliest(a, None), a);
+        assert_eq!(earliest(None, b), b);
+        assert_eq!(earliest(None, None), None);
+        assert_eq!(earliest(earliest(None, a), a), a);
+    }
 
     /// The shipped DiskSim drive files: `shared/data/disksim` beside the crate or an ancestor.
     fn disksim_data() -> std::path::PathBuf {

@@ -671,7 +671,7 @@ impl Sim<'_> {
                 None
             };
             let ev = self.heap.peek().map(|Reverse((t, _, _))| *t);
-            let Some(next) = [dev, timer, ev].into_iter().flatten().min() else {
+            let Some(next) = crate::sim::earliest(crate::sim::earliest(dev, timer), ev) else {
                 // Nothing can happen any more: every stream is stuck (a bug) or done.
                 assert!(self.done(), "the DFS simulation stalled at {:?}", self.now);
                 return self.now;
