@@ -501,7 +501,9 @@ pub struct GetArgs {
     /// (a unit must arrive within it, so a slow path with a large --readahead needs more);
     /// without ranges, how long the whole-file GET may go without data. A request is sent at
     /// most 3 times, each retry noted on standard error, so a server that stops answering fails
-    /// the download within 4 x this and 1.4 s at most (see below). At least 1s.
+    /// the download within 4 x this and 0.3 s (1.4 s, and the round trips of the HEADs answered
+    /// meanwhile, when a fresh file's weak ETag is asked for again, as the command's description
+    /// says). At least 1s.
     #[arg(allow_hyphen_values = true, long, value_name = "DURATION", default_value = "60s", value_parser = duration_arg)]
     request_timeout: StdDuration,
     /// Print one JSON object per URL instead of a summary line.

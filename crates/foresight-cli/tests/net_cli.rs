@@ -1907,6 +1907,47 @@ fn serve_help_names_the_bandwidth_it_publishes_when_it_cannot_measure() {
     }
 }
 
+/// `--request-timeout`'s help gave a server that stops answering "4 x this and 1.4 s at most
+/// (see below)" to fail a download, where the command's description (and the README) give 4 x
+/// the timeout and 0.3 s, 1.4 s only while a fresh file's weak tag is asked for again, and that
+/// with the round trips of the HEADs answered meanwhile, so "at most" was not a bound; and
+/// "below" the option there is nothing (`-h` shows no description at all).
+#[test]
+fn get_help_gives_one_bound_for_a_server_that_stops_answering() {
+    for flag in ["-h", "--help"] {
+        let out = bin().args(["get", flag]).output().unwrap();
+        assert!(out.status.success());
+        let help = String::from_utf8_lossy(&out.stdout).replace('\n', " ");
+        let help = help.split_whitespace().collect::<Vec<_>>().join(" ");
+        let option = help
+            .split("--request-timeout <DURATION>")
+            .nth(1)
+            .and_then(|rest| rest.split("--json").next())
+            .expect("the --request-timeout option");
+        for needle in [
+            "4 x this and 0.3 s",
+            "the round trips of the HEADs answered",
+        ] {
+            assert!(
+                option.contains(needle),
+                "get {flag}: should say {needle}: {option}"
+            );
+        }
+        for wrong in ["1.4 s at most", "see below"] {
+            assert!(
+                !option.contains(wrong),
+                "get {flag}: says {wrong}: {option}"
+            );
+        }
+        if flag == "--help" {
+            assert!(
+                help.contains("within 4 x --request-timeout plus 0.3 s"),
+                "get --help: the description's bound: {help}"
+            );
+        }
+    }
+}
+
 /// An `--out` file in a directory that does not exist was refused with the system's words alone
 /// (`creating a temporary file in DIR for --out FILE: No such file or directory`), not saying
 /// what to do; and `net-soak --duration 0s` and `proxy --idle-timeout 0s` were refused quoting
