@@ -1280,6 +1280,22 @@ fn replacing_server_with(
     replacing_server_full(field, false, files, version)
 }
 
+/// Answers a `HEAD` as a server that serves `GET` only: 405 Method Not Allowed, no body.
+fn refuse_head_405(c: &mut std::net::TcpStream) -> bool {
+    use std::io::Write;
+    c.write_all(b"HTTP/1.1 405 Method Not Allowed\r\nContent-Length: 0\r\n\r\n")
+        .is_ok()
+}
+
+/// The `Date` a server puts on an answer sent now (whole seconds, RFC 9110's format).
+fn http_date_now() -> String {
+    let now_s = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    foresight_net::validators::format_http_date(now_s).unwrap()
+}
+
 /// [`replacing_server_with`], answering every `HEAD` 405 when `refuse_head` (as a server that
 /// serves `GET` only), so that the download learns the file from its first range.
 fn replacing_server_full(
@@ -1291,16 +1307,10 @@ fn replacing_server_full(
     use std::io::Write;
     tiny_server(move |req, c| {
         if refuse_head && req.method == "HEAD" {
-            return c
-                .write_all(b"HTTP/1.1 405 Method Not Allowed\r\nContent-Length: 0\r\n\r\n")
-                .is_ok();
+            return refuse_head_405(c);
         }
         let (data, tag) = &files[version(req)];
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_secs();
-        let date = foresight_net::validators::format_http_date(now).unwrap();
+        let date = http_date_now();
         let validators = format!("Accept-Ranges: bytes\r\n{field}{tag}\r\nDate: {date}\r\n");
         let Some((first, last)) = req.range.filter(|_| req.method == "GET") else {
             return answer(req, c, "HTTP/1.1", &validators, data).is_ok();
@@ -2411,16 +2421,10 @@ fn conditional_server(
                 .push(format!("{} {:?}", req.method, req.unless));
         }
         if req.method == "HEAD" {
-            return c
-                .write_all(b"HTTP/1.1 405 Method Not Allowed\r\nContent-Length: 0\r\n\r\n")
-                .is_ok();
+            return refuse_head_405(c);
         }
         let (data, validator) = &files[version(req)];
-        let now_s = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_secs();
-        let date = foresight_net::validators::format_http_date(now_s).unwrap();
+        let date = http_date_now();
         let headers = format!("{field}{validator}\r\nDate: {date}\r\n");
         let same = if field == "ETag: " {
             format!("if-none-match: {validator}")
