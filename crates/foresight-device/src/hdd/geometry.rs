@@ -340,6 +340,14 @@ pub struct Chs {
     pub sector: u32,
 }
 
+impl Chs {
+    /// Whether `other` is on this sector's track (same zone, cylinder and surface): the head
+    /// reaches it by waiting for the platter to turn, with no seek or head switch.
+    pub fn same_track(self, other: Chs) -> bool {
+        self.zone == other.zone && self.cylinder == other.cylinder && self.head == other.head
+    }
+}
+
 /// A validated zoned layout with O(log zones) address translation.
 #[derive(Clone, Debug)]
 pub struct Geometry {

@@ -547,9 +547,7 @@ impl Hdd {
     /// platter turns past the set-aside sectors between; on another track it is a track switch.
     /// The parts after `count_from` go into `gaps`.
     fn move_to(&self, t: f64, at: Chs, next: Chs, count_from: f64, gaps: &mut Gaps) -> f64 {
-        let same_track =
-            next.zone == at.zone && next.cylinder == at.cylinder && next.head == at.head;
-        if !same_track {
+        if !next.same_track(at) {
             return self.switch_track(t, at, next, count_from, gaps);
         }
         if next.sector == at.sector {
@@ -565,15 +563,7 @@ impl Hdd {
     /// the sector (the track's skewed first sector unless set-aside sectors come first). The parts
     /// after `count_from` go into `gaps`.
     fn switch_track(&self, t: f64, prev: Chs, next: Chs, count_from: f64, gaps: &mut Gaps) -> f64 {
-        let is_seek = next.cylinder != prev.cylinder;
-        let switch_ns = if is_seek {
-            self.params
-                .seek
-                .seek_ms(next.cylinder.abs_diff(prev.cylinder))
-                * 1e6
-        } else {
-            self.head_switch_ns
-        };
+        let (switch_ns, is_seek) = self.switch_ns(prev, next);
         let ready = t + switch_ns;
         let angle = if next.sector == 0 {
             self.geo
@@ -591,6 +581,25 @@ impl Hdd {
             gaps.rotate_ns += switch_part + wait_part;
         }
         arrive
+    }
+
+    /// The time to move the head from the track of `prev` to the track of `next` (another one),
+    /// and whether that is a seek: across cylinders the arm seeks, on the same cylinder another
+    /// head is switched to.
+    fn switch_ns(&self, prev: Chs, next: Chs) -> (f64, bool) {
+        if next.cylinder != prev.cylinder {
+            (self.seek_ns(prev, next), true)
+        } else {
+            (self.head_switch_ns, false)
+        }
+    }
+
+    /// The arm's seek time from the cylinder of `from` to that of `to` (no write settle).
+    fn seek_ns(&self, from: Chs, to: Chs) -> f64 {
+        self.params
+            .seek
+            .seek_ms(to.cylinder.abs_diff(from.cylinder))
+            * 1e6
     }
 
     /// Reads `[from, to)` in one pass, starting at `t` with the head at the leading edge of `from` on
@@ -654,9 +663,7 @@ impl Hdd {
         loop {
             let run = (to - lba).min(self.geo.run_sectors(Lba(lba), loc));
             let run_end = lba + run;
-            let same_track =
-                |a: Chs, b: Chs| a.zone == b.zone && a.cylinder == b.cylinder && a.head == b.head;
-            let one_run = run_end >= to || !same_track(self.geo.locate(Lba(run_end)), loc);
+            let one_run = run_end >= to || !self.geo.locate(Lba(run_end)).same_track(loc);
             let transfer_ns = run as f64 * self.sector_ns[loc.zone];
             let mut landed = None;
             let mut done = arrive + transfer_ns;
@@ -686,7 +693,7 @@ impl Hdd {
                 return (done, landed, host_floor_ns);
             }
             let next = self.geo.locate(Lba(lba));
-            if same_track(next, loc) {
+            if next.same_track(loc) {
                 // Set-aside sectors inside the track: the run after them is a new access from
                 // where the head is.
                 ready = done;
@@ -699,15 +706,7 @@ impl Hdd {
                 };
                 arrive = self.switch_track(done, passed, next, count_from, &mut switch);
                 // The switch itself (seek or head switch); the wait after it is counted above.
-                let is_seek = next.cylinder != loc.cylinder;
-                let switch_ns = if is_seek {
-                    self.params
-                        .seek
-                        .seek_ms(next.cylinder.abs_diff(loc.cylinder))
-                        * 1e6
-                } else {
-                    self.head_switch_ns
-                };
+                let (switch_ns, is_seek) = self.switch_ns(loc, next);
                 ready = done + switch_ns;
                 let counted = (ready - done.max(count_from)).max(0.0);
                 if is_seek {
@@ -859,10 +858,10 @@ impl Hdd {
             sector: prev.sector + 1,
             ..prev
         };
-        let same_track =
-            next.zone == prev.zone && next.cylinder == prev.cylinder && next.head == prev.head;
         let origin_ns = match landed {
-            Some(_) if same_track => t_end + self.rotation.wait_ns(t_end, self.geo.chs_angle(next)),
+            Some(_) if next.same_track(prev) => {
+                t_end + self.rotation.wait_ns(t_end, self.geo.chs_angle(next))
+            }
             _ => self.move_to(t_end, passed, next, f64::INFINITY, &mut Gaps::default()),
         };
         let floor_lba = (end + u64::from(self.params.readahead_min_sectors)).min(limit_lba);
@@ -920,11 +919,7 @@ impl Hdd {
         let mut seek_ns = 0.0;
         let mut rotate_ns = 0.0;
         if to.cylinder != from.cylinder {
-            seek_ns = self
-                .params
-                .seek
-                .seek_ms(to.cylinder.abs_diff(from.cylinder))
-                * 1e6;
+            seek_ns = self.seek_ns(from, to);
             if write {
                 seek_ns += self.write_settle_ns;
             }
