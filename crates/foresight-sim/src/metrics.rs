@@ -28,6 +28,19 @@ pub struct BreakdownReport {
     pub overhead_s: f64,
 }
 
+impl BreakdownReport {
+    /// The device model's breakdown in seconds, as every driver reports it.
+    pub fn from_device(b: &foresight_device::Breakdown) -> BreakdownReport {
+        BreakdownReport {
+            seek_s: b.seek.as_secs_f64(),
+            rotate_s: b.rotate.as_secs_f64(),
+            transfer_s: b.transfer.as_secs_f64(),
+            queue_s: b.queue.as_secs_f64(),
+            overhead_s: b.overhead.as_secs_f64(),
+        }
+    }
+}
+
 /// What one member disk of the volume did: an uneven share of the work (one member busy while
 /// the others idle, so that every stream waits on it) shows here and in no total.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]

@@ -1704,7 +1704,6 @@ impl<'r> Sim<'r> {
         let mean_latency_ms = self.latencies.mean_ms();
         let p99_latency_ms = self.latencies.p99_ms();
         let v = self.volume.stats();
-        let b = v.breakdown;
         // The host's block-level cache (the RAID driver's or the stream scheduler's) prefetches
         // too; a controller cache is the device's, like a drive's own cache, and counts in neither.
         let (raid_prefetched, raid_wasted, raid_peak, raid_fetches) = match &self.raid_cache {
@@ -1740,13 +1739,7 @@ impl<'r> Sim<'r> {
             mean_latency_ms,
             p99_latency_ms,
             stall_s: (self.stall_ns + waiting_ns) as f64 / 1e9,
-            breakdown: BreakdownReport {
-                seek_s: b.seek.as_secs_f64(),
-                rotate_s: b.rotate.as_secs_f64(),
-                transfer_s: b.transfer.as_secs_f64(),
-                queue_s: b.queue.as_secs_f64(),
-                overhead_s: b.overhead.as_secs_f64(),
-            },
+            breakdown: BreakdownReport::from_device(&v.breakdown),
             wall_s: 0.0,
             memory_peak_bytes: self.memory_peak_pages.max(cache.peak_pages()) * PAGE_BYTES,
             seed: self.cfg.seed,

@@ -1057,7 +1057,6 @@ impl Sim<'_> {
                 peak += c.cache().peak_pages();
             }
         }
-        let b = &self.breakdown;
         let report = Report {
             throughput_mib_s: self.app_bytes as f64 / secs / (1u64 << 20) as f64,
             elapsed_s: secs,
@@ -1078,13 +1077,7 @@ impl Sim<'_> {
                     .filter(|st| st.reading)
                     .map(|st| (elapsed - st.issued_at).as_secs_f64())
                     .sum::<f64>(),
-            breakdown: BreakdownReport {
-                seek_s: b.seek.as_secs_f64(),
-                rotate_s: b.rotate.as_secs_f64(),
-                transfer_s: b.transfer.as_secs_f64(),
-                queue_s: b.queue.as_secs_f64(),
-                overhead_s: b.overhead.as_secs_f64(),
-            },
+            breakdown: BreakdownReport::from_device(&self.breakdown),
             wall_s: wall.elapsed().as_secs_f64(),
             memory_peak_bytes: peak * PAGE_BYTES,
             seed: self.params.seed,

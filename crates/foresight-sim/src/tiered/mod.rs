@@ -958,11 +958,11 @@ fn finish_run(
         stall_s: d.stall.as_secs_f64(),
         // The preset levels' device time; a constant level's fixed per-block time has no parts
         // and is in none of these.
-        breakdown: breakdown_report(&d.in_run.breakdown),
+        breakdown: crate::metrics::BreakdownReport::from_device(&d.in_run.breakdown),
         after_end: Some(crate::metrics::AfterEndReport {
             device_requests: d.after_end.requests,
             device_bytes: d.after_end.bytes,
-            breakdown: breakdown_report(&d.after_end.breakdown),
+            breakdown: crate::metrics::BreakdownReport::from_device(&d.after_end.breakdown),
             last_completion_s: d.last_completion.max(elapsed).as_secs_f64(),
         }),
         memory_peak_bytes: d.mem_peak * block.0,
@@ -993,16 +993,6 @@ fn finish_run(
         device_work: d.device_work,
     };
     Ok((RunOutput { report }, trace))
-}
-
-fn breakdown_report(b: &foresight_device::Breakdown) -> crate::metrics::BreakdownReport {
-    crate::metrics::BreakdownReport {
-        seek_s: b.seek.as_secs_f64(),
-        rotate_s: b.rotate.as_secs_f64(),
-        transfer_s: b.transfer.as_secs_f64(),
-        queue_s: b.queue.as_secs_f64(),
-        overhead_s: b.overhead.as_secs_f64(),
-    }
 }
 
 fn describe(t: &TieredConfig) -> String {
