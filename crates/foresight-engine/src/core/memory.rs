@@ -186,16 +186,8 @@ impl Core {
 
     /// Frees a filled, unpinned chunk and its buffer.
     pub(super) fn free_chunk(&mut self, id: u32) {
-        self.lru_remove(id);
-        let mut c = self.chunks[id as usize].take().expect("a live chunk");
-        self.free_slots.push(id);
-        assert_eq!(c.pins, 0, "freed a pinned chunk");
-        let f = &mut self.files[c.file.0 as usize];
-        if f.chunks.get(&c.first_page) == Some(&id) {
-            f.chunks.remove(&c.first_page);
-        }
-        f.live_chunks -= 1;
-        self.forget_if_idle(c.file);
+        assert_eq!(self.chunk(id).pins, 0, "freed a pinned chunk");
+        let mut c = self.take_chunk(id);
         if let State::Ready { valid_bytes, buf } = std::mem::replace(&mut c.state, State::InFlight)
         {
             if c.prefetched {
@@ -215,6 +207,19 @@ impl Core {
     /// Forgets a chunk whose buffer was already handed back; wakes its waiters (they will find
     /// the bytes missing and read them again) and settles its fetch.
     pub(super) fn drop_chunk_record(&mut self, id: u32) {
+        let c = self.take_chunk(id);
+        for (_, w) in &c.waiters {
+            w.notify_one();
+        }
+        if let Some(fid) = c.fetch {
+            self.fetch_part_done(fid, false);
+        }
+    }
+
+    /// Takes chunk `id` out of the LRU lists, its slot and its file's index (unless a newer chunk
+    /// has the index entry), and forgets the file if that was its last chunk and nobody reads it.
+    /// What the chunk held (buffer, waiters, fetch) is the caller's to settle.
+    fn take_chunk(&mut self, id: u32) -> Chunk {
         self.lru_remove(id);
         let c = self.chunks[id as usize].take().expect("a live chunk");
         self.free_slots.push(id);
@@ -224,12 +229,7 @@ impl Core {
         }
         f.live_chunks -= 1;
         self.forget_if_idle(c.file);
-        for (_, w) in &c.waiters {
-            w.notify_one();
-        }
-        if let Some(fid) = c.fetch {
-            self.fetch_part_done(fid, false);
-        }
+        c
     }
 
     pub(super) fn fetch_part_done(&mut self, id: FetchId, ok: bool) {
