@@ -176,16 +176,17 @@ const PRESETS: &[PresetDef] = &[
     },
 ];
 
-const NAMES: &[&str] = &[
-    "cheetah-15k5",
-    "cheetah-15k4",
-    "atlas-10k",
-    "ibm-18es",
-    "cheetah-4lp",
-    "wd800jd",
-    "st6000nm0024",
-    "ssd-850evo",
-];
+/// The names of [`PRESETS`], in its order, taken from it so that the list cannot fall out of
+/// step with the presets.
+const NAMES: &[&str] = &{
+    let mut names = [""; PRESETS.len()];
+    let mut i = 0;
+    while i < names.len() {
+        names[i] = PRESETS[i].name;
+        i += 1;
+    }
+    names
+};
 
 /// The names [`preset`] knows, in listing order.
 pub fn preset_names() -> &'static [&'static str] {
