@@ -1225,32 +1225,48 @@ struct Ask<'a> {
     tx: &'a mpsc::UnboundedSender<Done>,
 }
 
-fn dispatch(
-    stream: &mut ApsStream,
-    ask: &Ask<'_>,
-    tasks: &mut tokio::task::JoinSet<()>,
-    in_flight: &mut usize,
-    requested_bytes: &mut u64,
-) {
-    // Finished requests are forgotten, so the set holds only those still out.
-    while tasks.try_join_next().is_some() {}
-    while let Some(req) = stream.poll_request() {
-        let (pool, url, tx) = (ask.pool.clone(), ask.url.clone(), ask.tx.clone());
-        let if_range = ask.if_range.cloned();
-        *in_flight += 1;
-        *requested_bytes += req.range.len.0;
-        tasks.spawn(async move {
-            let r = pool
-                .exchange_tries(
-                    &url,
-                    Method::GET,
-                    Some(req.range),
-                    if_range.as_ref(),
-                    REQUEST_ATTEMPTS,
-                )
-                .await;
-            let _ = tx.send((req.id, req.range, r));
-        });
+/// A download's range requests out now: the tasks that send them (dropped on every way out,
+/// which stops those still out), where their answers arrive, how many are unanswered, and the
+/// bytes those asked for, which count in the download's buffer until they arrive.
+struct Requests {
+    tasks: tokio::task::JoinSet<()>,
+    answers: mpsc::UnboundedReceiver<Done>,
+    in_flight: usize,
+    requested_bytes: u64,
+}
+
+impl Requests {
+    /// Sends every request `stream` has ready.
+    fn dispatch(&mut self, stream: &mut ApsStream, ask: &Ask<'_>) {
+        // Finished requests are forgotten, so the set holds only those still out.
+        while self.tasks.try_join_next().is_some() {}
+        while let Some(req) = stream.poll_request() {
+            let (pool, url, tx) = (ask.pool.clone(), ask.url.clone(), ask.tx.clone());
+            let if_range = ask.if_range.cloned();
+            self.in_flight += 1;
+            self.requested_bytes += req.range.len.0;
+            self.tasks.spawn(async move {
+                let r = pool
+                    .exchange_tries(
+                        &url,
+                        Method::GET,
+                        Some(req.range),
+                        if_range.as_ref(),
+                        REQUEST_ATTEMPTS,
+                    )
+                    .await;
+                let _ = tx.send((req.id, req.range, r));
+            });
+        }
+    }
+
+    /// The next answer, whose request is then no longer in flight nor its bytes requested;
+    /// `None` when every request has stopped.
+    async fn next(&mut self) -> Option<Done> {
+        let done = self.answers.recv().await?;
+        self.in_flight -= 1;
+        self.requested_bytes = self.requested_bytes.saturating_sub(done.1.len.0);
+        Some(done)
     }
 }
 
@@ -1506,12 +1522,14 @@ async fn download(
     // The HEAD (or the first range) is the paper's create-stream request: its round trip, less
     // the server's time.
     stream.observe_exchange(head.timing);
-    let (tx, mut rx) = mpsc::unbounded_channel::<Done>();
-    // Dropped on every way out, which stops the requests still out.
-    let mut tasks = tokio::task::JoinSet::new();
-    let mut in_flight = 0usize;
-    // Readahead bytes requested and not yet received, and received and not yet handed on.
-    let mut requested_bytes = 0u64;
+    let (tx, answers) = mpsc::unbounded_channel::<Done>();
+    let mut requests = Requests {
+        tasks: tokio::task::JoinSet::new(),
+        answers,
+        in_flight: 0,
+        requested_bytes: 0,
+    };
+    // Readahead bytes received and not yet handed on.
     let mut held_bytes = 0u64;
     let mut buffered_peak = 0u64;
     let mut delivered = 0u64;
@@ -1585,14 +1603,8 @@ async fn download(
                 }
                 keep
             });
-            dispatch(
-                &mut stream,
-                &ask,
-                &mut tasks,
-                &mut in_flight,
-                &mut requested_bytes,
-            );
-            buffered_peak = buffered_peak.max(held_bytes + requested_bytes);
+            requests.dispatch(&mut stream, &ask);
+            buffered_peak = buffered_peak.max(held_bytes + requests.requested_bytes);
             let mut at = from;
             while at < to {
                 // Hand on whatever is contiguous from `at`, reporting each piece as it is taken.
@@ -1624,18 +1636,12 @@ async fn download(
                     keep
                 });
                 alpha_max = alpha_max.max(stream.alpha());
-                dispatch(
-                    &mut stream,
-                    &ask,
-                    &mut tasks,
-                    &mut in_flight,
-                    &mut requested_bytes,
-                );
-                buffered_peak = buffered_peak.max(held_bytes + requested_bytes);
+                requests.dispatch(&mut stream, &ask);
+                buffered_peak = buffered_peak.max(held_bytes + requests.requested_bytes);
                 if at >= to {
                     break;
                 }
-                if in_flight == 0 {
+                if requests.in_flight == 0 {
                     // Nothing is on its way: the stream holds back the demand for `at` while the
                     // pieces kept for this read count as in flight. Reporting them lets it go.
                     let mut released = false;
@@ -1645,14 +1651,8 @@ async fn download(
                             released = true;
                         }
                     }
-                    dispatch(
-                        &mut stream,
-                        &ask,
-                        &mut tasks,
-                        &mut in_flight,
-                        &mut requested_bytes,
-                    );
-                    if in_flight == 0 {
+                    requests.dispatch(&mut stream, &ask);
+                    if requests.in_flight == 0 {
                         // `ask` holds a sender, so waiting would never end.
                         return Err(http_err(format!(
                             "random read {want}: bytes from {at} on were never asked for{}",
@@ -1664,11 +1664,9 @@ async fn download(
                         )));
                     }
                 }
-                let Some((id, range, result)) = rx.recv().await else {
+                let Some((id, range, result)) = requests.next().await else {
                     return Err(http_err("all requests stopped".into()));
                 };
-                in_flight -= 1;
-                requested_bytes = requested_bytes.saturating_sub(range.len.0);
                 let (body, timing) = match check.answer(range, result?, delivered)? {
                     Answered::Piece(body, timing) => (body, timing),
                     Answered::Whole => {
@@ -1713,21 +1711,13 @@ async fn download(
         while next_seq < len {
             let want = ByteRange::new(next_seq, cfg.app_read.0.min(len - next_seq));
             stream.on_read(want);
-            dispatch(
-                &mut stream,
-                &ask,
-                &mut tasks,
-                &mut in_flight,
-                &mut requested_bytes,
-            );
-            buffered_peak = buffered_peak.max(held_bytes + requested_bytes);
+            requests.dispatch(&mut stream, &ask);
+            buffered_peak = buffered_peak.max(held_bytes + requests.requested_bytes);
             let (from, to) = (want.start.0, want.end().0);
             while !covered(&pieces, from, to) {
-                let Some((id, range, result)) = rx.recv().await else {
+                let Some((id, range, result)) = requests.next().await else {
                     return Err(http_err("all requests stopped".into()));
                 };
-                in_flight -= 1;
-                requested_bytes = requested_bytes.saturating_sub(range.len.0);
                 let (body, timing) = match check.answer(range, result?, delivered)? {
                     Answered::Piece(body, timing) => (body, timing),
                     Answered::Whole => {
@@ -1735,7 +1725,7 @@ async fn download(
                         // 9110 allows it): ranges are not honoured after all. The file is read
                         // in one plain GET, from where the application has got to (the first
                         // range's bytes, confirmed by this answer, written first).
-                        tasks.abort_all();
+                        requests.tasks.abort_all();
                         if let Some(b) = held_first.take() {
                             if let Some(s) = sink.as_mut() {
                                 s.write_all(&b)?;
@@ -1756,14 +1746,8 @@ async fn download(
                 pieces.insert(range.start.0, body);
                 stream.on_complete(id, Some(timing));
                 alpha_max = alpha_max.max(stream.alpha());
-                dispatch(
-                    &mut stream,
-                    &ask,
-                    &mut tasks,
-                    &mut in_flight,
-                    &mut requested_bytes,
-                );
-                buffered_peak = buffered_peak.max(held_bytes + requested_bytes);
+                requests.dispatch(&mut stream, &ask);
+                buffered_peak = buffered_peak.max(held_bytes + requests.requested_bytes);
             }
             // An answer has been checked by now: the first range's bytes are of its version.
             if let Some(b) = held_first.take() {
@@ -1792,11 +1776,10 @@ async fn download(
         }
     }
     // Let the requests still out arrive, so the transfer count is honest.
-    while in_flight > 0 {
-        let Some((_, _, result)) = rx.recv().await else {
+    while requests.in_flight > 0 {
+        let Some((_, _, result)) = requests.next().await else {
             break;
         };
-        in_flight -= 1;
         if let Ok(ex) = result {
             transferred += ex.body.len() as u64;
         }
