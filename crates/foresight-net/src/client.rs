@@ -1282,6 +1282,15 @@ fn covered(pieces: &BTreeMap<u64, Bytes>, from: u64, to: u64) -> bool {
     true
 }
 
+/// Hands `bytes` to the application's sink, if it has one (random reads, which only measure,
+/// have none), and returns how many were delivered.
+fn deliver(sink: &mut Option<&mut dyn Write>, bytes: &[u8]) -> std::io::Result<u64> {
+    if let Some(s) = sink.as_mut() {
+        s.write_all(bytes)?;
+    }
+    Ok(bytes.len() as u64)
+}
+
 /// Copies `[from, to)` out of `pieces` (which must cover it) into `out`.
 fn copy_out(pieces: &BTreeMap<u64, Bytes>, from: u64, to: u64, out: &mut Vec<u8>) {
     let mut at = from;
@@ -1727,9 +1736,7 @@ async fn download(
                         // range's bytes, confirmed by this answer, written first).
                         requests.tasks.abort_all();
                         if let Some(b) = held_first.take() {
-                            if let Some(s) = sink.as_mut() {
-                                s.write_all(&b)?;
-                            }
+                            deliver(&mut sink, &b)?;
                         }
                         let terms = WholeTerms {
                             started,
@@ -1751,17 +1758,11 @@ async fn download(
             }
             // An answer has been checked by now: the first range's bytes are of its version.
             if let Some(b) = held_first.take() {
-                if let Some(s) = sink.as_mut() {
-                    s.write_all(&b)?;
-                }
-                delivered += b.len() as u64;
+                delivered += deliver(&mut sink, &b)?;
             }
             out.clear();
             copy_out(&pieces, from, to, &mut out);
-            if let Some(s) = sink.as_mut() {
-                s.write_all(&out)?;
-            }
-            delivered += out.len() as u64;
+            delivered += deliver(&mut sink, &out)?;
             // Drop what the reader has passed.
             pieces.retain(|s, b| s + b.len() as u64 > to);
             held_bytes = pieces.values().map(|b| b.len() as u64).sum();
@@ -1769,10 +1770,7 @@ async fn download(
         }
         // The download was the first range alone.
         if let Some(b) = held_first.take() {
-            if let Some(s) = sink.as_mut() {
-                s.write_all(&b)?;
-            }
-            delivered += b.len() as u64;
+            delivered += deliver(&mut sink, &b)?;
         }
     }
     // Let the requests still out arrive, so the transfer count is honest.
