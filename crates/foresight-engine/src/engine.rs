@@ -12,9 +12,10 @@
 //! mount) cannot be cancelled: the thread pool is waited for at most 10 s (`STUCK_READ_GRACE`),
 //! then the stuck worker is left detached, owning its request; an emulated array behind an array
 //! cache waits that long twice (the cache for its device, then the device for its pool). The
-//! io_uring backend asks the kernel to cancel its reads and waits for them: a read the kernel
-//! cannot cancel (one asleep uninterruptibly on a hard-mounted network file system) still holds
-//! that drop.
+//! io_uring backend asks the kernel to cancel its reads and waits for them as long: a read the
+//! kernel cannot cancel (one asleep uninterruptibly on a hard-mounted network file system) leaves
+//! the ring thread detached, owning the ring and the buffers the kernel holds until their reads
+//! complete.
 //!
 //! A panic anywhere in the engine (a policy's, under the lock; or one that ends a backend
 //! thread, with the reads it held) breaks it: the thread that panicked catches the panic, marks

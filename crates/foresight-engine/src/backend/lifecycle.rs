@@ -13,7 +13,9 @@
 //! join is the one it runs on: a backend thread delivering a completion can hold the engine's
 //! last reference, and so drop the engine and its backend; that thread ends once the drop returns.
 //! Nor does a drop wait without end for a thread stuck in a blocking read, which nothing can
-//! cancel: past [`STUCK_READ_GRACE`] it leaves the thread detached, owning its request.
+//! cancel, or for a ring thread waiting for a read the kernel did not cancel: past
+//! [`STUCK_READ_GRACE`] it leaves the thread detached, owning its request (or the ring and the
+//! requests the kernel holds).
 
 use std::io;
 use std::sync::{Arc, Mutex};
@@ -86,7 +88,8 @@ impl PanicAlarm {
 }
 
 /// How long a dropped backend whose threads perform blocking reads (the thread pool, the
-/// emulated backend's pool) waits for them to end. A `pread` stuck in the kernel (a file on a
+/// emulated backend's pool) or wait for the kernel's (the io_uring ring thread) waits for them
+/// to end. A `pread` stuck in the kernel (a file on a
 /// hung network mount) cannot be cancelled, and used to hold the drop, and so the engine's, for
 /// as long; past this the thread is left to end on its own (see [`Joined::join_within`]). A
 /// read this slow is not one anyone waits for any more.

@@ -30,7 +30,8 @@
 //! already started complete as they come. Dropping the backend joins every thread it started
 //! (but the one the drop runs on, if it is one of them), once they have delivered what they hold;
 //! a thread of a blocking backend stuck in a `pread` past `lifecycle::STUCK_READ_GRACE` is left
-//! detached instead, owning its request (see `lifecycle.rs`).
+//! detached instead, owning its request, and so is the io_uring ring thread waiting for a read
+//! the kernel did not cancel, owning the ring and what the kernel holds (see `lifecycle.rs`).
 //!
 //! A backend thread that ends in a panic (in the sink it delivers to, or a bug of its own) tells
 //! its port so, with the panic's message, as it ends ([`CompletionPort::backend_panicked`]): the

@@ -20,7 +20,11 @@
 //! the thread to end: it asks the kernel to cancel the reads it holds (so a read that waits for
 //! its file, on a pipe or a hung network mount, does not hold the drop), waits for every one
 //! (including its own eventfd read) to complete, and only then drops the ring and the buffers
-//! and ends; the drop joins it. A ring thread that unwinds instead (a panic) leaks the buffers
+//! and ends; the drop joins it, waiting at most `lifecycle::STUCK_READ_GRACE` (10 s), as the
+//! thread pool's drop waits for a stuck `pread`. A read the kernel cannot cancel (one asleep
+//! uninterruptibly on a hard-mounted network file system) then leaves the ring thread detached,
+//! still owning the ring and every buffer and file the kernel holds, which it frees only once
+//! their reads have completed. A ring thread that unwinds instead (a panic) leaks the buffers
 //! of the reads the kernel still holds rather than free them under it.
 //!
 //! [`UringBackend::start`] creates the ring and pushes a no-op through it before returning, so a
@@ -35,11 +39,12 @@ use std::io::{self, Write};
 use std::os::fd::AsRawFd;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use foresight_core::FileId;
 use io_uring::{opcode, types, IoUring};
 
-use super::lifecycle::{refuse, Joined, PanicAlarm, Phase};
+use super::lifecycle::{refuse, Joined, PanicAlarm, Phase, STUCK_READ_GRACE};
 use super::{
     real_handle, real_handle_beneath, BackendKind, CompletionPort, FileHandle, IoBackend,
     IoCompletion, IoRequest,
@@ -63,6 +68,9 @@ struct Shared {
     queue: Mutex<Queue>,
     wake: File,
     capacity: usize,
+    /// Whether the ring thread asks the kernel to cancel its reads when the backend is dropped.
+    /// Always, but in a test that stands for a read the kernel cannot cancel.
+    cancel_at_end: bool,
 }
 
 /// io_uring with `O_DIRECT`. See the module documentation.
@@ -70,12 +78,26 @@ pub struct UringBackend {
     shared: Arc<Shared>,
     /// The ring thread, joined when the backend is dropped.
     threads: Joined,
+    /// How long the drop waits for the ring thread: `lifecycle::STUCK_READ_GRACE`, shorter in
+    /// tests.
+    grace: Duration,
 }
 
 impl UringBackend {
     /// Creates a ring for `capacity` outstanding reads, checks that the kernel accepts io_uring
     /// operations, and starts the ring thread. An error means io_uring is not available here.
     pub fn start(capacity: usize, port: Arc<CompletionPort>) -> io::Result<UringBackend> {
+        Self::start_with(capacity, port, STUCK_READ_GRACE, true)
+    }
+
+    /// As [`UringBackend::start`], with the drop's grace and whether the drop cancels the reads
+    /// the kernel holds.
+    fn start_with(
+        capacity: usize,
+        port: Arc<CompletionPort>,
+        grace: Duration,
+        cancel_at_end: bool,
+    ) -> io::Result<UringBackend> {
         assert!(capacity >= 1, "a backend needs room for one request");
         // One extra entry for the eventfd read; the completion queue is twice the size by default.
         let entries = (capacity as u32 + 1).next_power_of_two();
@@ -88,6 +110,7 @@ impl UringBackend {
             }),
             wake: sys::eventfd()?,
             capacity,
+            cancel_at_end,
         });
         let s = shared.clone();
         let ring_thread = std::thread::Builder::new()
@@ -99,7 +122,11 @@ impl UringBackend {
             })?;
         let threads = Joined::default();
         threads.push(ring_thread);
-        Ok(UringBackend { shared, threads })
+        Ok(UringBackend {
+            shared,
+            threads,
+            grace,
+        })
     }
 
     /// Moves the backend to `phase` and wakes the ring thread if that moved it.
@@ -237,7 +264,7 @@ impl RingThread {
                 // Nothing of ours is left in the kernel: the ring and the buffers may go.
                 return;
             }
-            if phase == Phase::Ending && !self.cancelled {
+            if phase == Phase::Ending && !self.cancelled && self.shared.cancel_at_end {
                 self.cancel_reads();
             }
             if let Err(e) = self.ring.submit_and_wait(1) {
@@ -407,9 +434,15 @@ impl IoBackend for UringBackend {
 }
 
 impl Drop for UringBackend {
+    /// Ends the ring thread and joins it, waiting at most the grace
+    /// (`lifecycle::STUCK_READ_GRACE`): a ring thread still waiting then for a read the kernel
+    /// did not cancel is left detached. It owns the ring and every buffer and file of the reads
+    /// in the kernel, and frees them only once the kernel has completed each (`run` returns only
+    /// then), so nothing is freed while the kernel may still write into it; what it delivers
+    /// meanwhile lands in a closed port or a sink that is gone, and is dropped with its buffer.
     fn drop(&mut self) {
         self.enter(Phase::Ending);
-        self.threads.join();
+        self.threads.join_within(self.grace);
     }
 }
 
@@ -420,7 +453,6 @@ mod tests {
         pattern_file, race_submits_with_shutdown, Collect, FILE, PATIENCE,
     };
     use super::*;
-    use std::time::Duration;
 
     /// A ring for `capacity` reads delivering to `port`, or `None` (and why, on stderr) where
     /// io_uring is refused.
@@ -509,6 +541,60 @@ mod tests {
         drop(writer);
     }
 
+    /// Dropping the backend while the kernel holds a read it does not cancel returns once the
+    /// grace has passed, and leaves the read to the ring thread, detached: the thread still owns
+    /// the read's buffer and file while the kernel may write into it, delivers the read when it
+    /// completes, and only then frees the ring and ends. The read stands for one asleep
+    /// uninterruptibly on a hard-mounted network file system: a read of a pipe nobody writes to
+    /// yet, with the cancellation the drop sends turned off. Before, the drop waited for the read
+    /// as long as it took (here, until the test gave up and wrote to the pipe).
+    #[test]
+    fn dropping_the_backend_leaves_a_read_the_kernel_does_not_cancel_to_the_ring_thread() {
+        let test =
+            "dropping_the_backend_leaves_a_read_the_kernel_does_not_cancel_to_the_ring_thread";
+        let (got, port) = Collect::port(Duration::ZERO);
+        let b = match UringBackend::start_with(4, port, Duration::from_millis(200), false) {
+            Ok(b) => b,
+            Err(e) => {
+                eprintln!("{test}: skipped: io_uring is refused here ({e})");
+                return;
+            }
+        };
+        let (req, f, mut writer) = pipe_read();
+        b.submit(&mut vec![req]);
+        crate::testutil::wait_until("the ring thread to take the read", || {
+            b.shared.queue.lock().unwrap().requests.is_empty()
+        });
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            drop(b);
+            let _ = tx.send(());
+        });
+        if rx.recv_timeout(PATIENCE).is_err() {
+            // Ends the read, and so the drop, before failing.
+            let _ = writer.write_all(&[7u8; 4096]);
+            panic!("{test}: the drop waited for a read the kernel holds");
+        }
+        assert_eq!(
+            Arc::strong_count(&f),
+            2,
+            "the read's request was let go while the kernel held it"
+        );
+        assert!(
+            got.tokens().is_empty(),
+            "the read completed before its data"
+        );
+        writer.write_all(&[7u8; 4096]).unwrap();
+        let done = got.take_within(1, PATIENCE);
+        assert_eq!(done.len(), 1, "the detached ring thread never delivered");
+        assert_eq!(done[0].result.as_ref().ok(), Some(&4096));
+        assert!(done[0].buf.as_slice()[..4096].iter().all(|&x| x == 7));
+        drop(done);
+        crate::testutil::wait_until("the detached ring thread to let the file go", || {
+            Arc::strong_count(&f) == 1
+        });
+    }
+
     /// A ring thread that unwinds (here dropped as a panic would drop it) while the kernel
     /// holds one of its reads (on a pipe nobody has written to yet) and its eventfd read does
     /// not free their buffers: the kernel may still write into them once the ring is closed.
@@ -533,6 +619,7 @@ mod tests {
             }),
             wake: sys::eventfd().unwrap(),
             capacity: 4,
+            cancel_at_end: true,
         });
         let mut t = RingThread::new(ring, shared, CompletionPort::new(), 4);
         let (req, f, mut writer) = pipe_read();
