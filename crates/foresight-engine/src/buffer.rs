@@ -110,12 +110,49 @@ impl AlignedBuf {
     /// Writes every page once, so that the kernel maps (and zeroes) it now rather than when a read
     /// first lands in it. The contents do not change.
     pub fn fault_in(&mut self) {
-        for page in self.as_mut_slice().chunks_mut(ALIGN_BYTES) {
+        self.fault_in_range(0..self.cap_bytes);
+    }
+
+    /// As [`AlignedBuf::fault_in`], for the bytes of `range` only.
+    pub fn fault_in_range(&mut self, range: std::ops::Range<usize>) {
+        for page in self.as_mut_slice()[range].chunks_mut(ALIGN_BYTES) {
             let first: *mut u8 = &mut page[0];
             // SAFETY: `first` points into the slice borrowed mutably just above. Volatile, so that
             // storing back the byte just read is not elided.
             unsafe { std::ptr::write_volatile(first, std::ptr::read_volatile(first)) };
         }
+    }
+
+    /// Gives the memory behind the bytes of `range` (whole pages) back to the system
+    /// (`madvise(MADV_DONTNEED)`), so that the process no longer holds it while the buffer is
+    /// kept unused. The range stays mapped and reads as zeroes; the kernel faults each page in
+    /// again, zeroed, when it is next touched. Only on a mapped buffer (heap memory is the
+    /// allocator's to give back). A range that cuts a huge page splits it into small pages, so
+    /// callers give back whole huge pages where they can.
+    pub fn release_pages(&mut self, range: std::ops::Range<usize>) {
+        assert!(
+            self.mapped
+                && range.start <= range.end
+                && range.end <= self.cap_bytes
+                && range.start.is_multiple_of(ALIGN_BYTES)
+                && range.end.is_multiple_of(ALIGN_BYTES),
+            "cannot give back {range:?} of {self:?}"
+        );
+        if range.is_empty() {
+            return;
+        }
+        // SAFETY: the range lies inside this buffer's own part of a private anonymous mapping
+        // (asserted above), which `&mut self` keeps anyone else from reading or writing
+        // meanwhile; afterwards it reads as zeroes, still initialised memory.
+        let rc = unsafe {
+            libc::madvise(
+                self.ptr.as_ptr().add(range.start).cast(),
+                range.len(),
+                libc::MADV_DONTNEED,
+            )
+        };
+        // A refusal leaves the memory held, which is what happened before the call.
+        debug_assert_eq!(rc, 0, "madvise(MADV_DONTNEED) of an engine buffer failed");
     }
 
     /// Whether the buffer is (part of) a huge-page mapping, so that it can be split and joined.

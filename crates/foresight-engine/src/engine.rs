@@ -206,7 +206,9 @@ impl EngineBuilder {
     /// Prefaults (as [`EngineBuilder::prefault`]) with the mapping kept on `shelf` when it holds
     /// the budget, and puts the mapping back there when the engine is dropped, so that a process
     /// building engine after engine faults its memory in once rather than for each. The engine
-    /// uses only its budget's worth of a larger mapping (the rest is held, never lent). A mapping
+    /// uses only its budget's worth of a larger mapping; the rest stays mapped, never lent, and
+    /// its memory is given back to the system (but for the rest of the budget's last 2 MiB huge
+    /// page) until an engine with a larger budget faults it in again. A mapping
     /// that is not all back when the engine's state goes (a read still in the backend, which the
     /// kernel may still write into, holds a piece) is unmapped, not put back, and the next engine
     /// maps its own. Reused memory holds what earlier reads left in it; a read returns only bytes

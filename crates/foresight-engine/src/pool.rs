@@ -32,12 +32,15 @@
 //! for the mapping but for the first write of each page, which the kernel zeroes; on a virtual
 //! machine that reports freed pages to its host, the host must also back each page again. A pool
 //! built from the shelf takes the mapping there (if it holds the budget) instead of making one,
-//! uses only its budget's worth from the front (the rest, the spare, is held but never lent nor
-//! counted), and when dropped puts the mapping back, but only if every byte of it is back in the
-//! pool as one kept piece (the core hands back what it owns first): a buffer still lent then (a
-//! read still in the backend, which the kernel may still write into, or one leaked rather than
-//! freed under the kernel) means the mapping is unmapped around it instead, and the next pool
-//! maps a fresh one. So does a pool dropped while a panic unwinds, or one whose accounts do not
+//! uses only its budget's worth from the front, and when dropped puts the mapping back. The rest,
+//! the spare, stays mapped but is never lent nor counted, and its memory is given back to the
+//! system (`madvise(MADV_DONTNEED)`) but for the rest of the budget's last huge page, so that
+//! the process holds its budget and at most 2 MiB more while a smaller pool runs, not the largest
+//! budget of any engine before it; a later pool with a larger budget faults the spare in again.
+//! It puts the mapping back only if every byte of it is back in the pool as one kept piece (the
+//! core hands back what it owns first): a buffer still lent then (a read still in the backend,
+//! which the kernel may still write into, or one leaked rather than freed under the kernel)
+//! means the mapping is unmapped around it instead, and the next pool maps a fresh one. So does a pool dropped while a panic unwinds, or one whose accounts do not
 //! add up: its drop never panics, since a second panic would abort and hide the first. Reused
 //! memory holds what earlier reads left in it; that is no change, since buffers are reused within a pool
 //! anyway, and a read copies out only the bytes its backend reported read.
@@ -71,7 +74,16 @@ pub enum Purpose {
 /// same shelf maps its own.
 #[derive(Clone, Debug, Default)]
 pub struct ArenaShelf {
-    slot: Arc<Mutex<Option<AlignedBuf>>>,
+    slot: Arc<Mutex<Option<Kept>>>,
+}
+
+/// A mapping on a shelf, and how much of it is backed by memory.
+#[derive(Debug)]
+struct Kept {
+    arena: AlignedBuf,
+    /// The front of the mapping that was faulted in and not given back since; the rest reads
+    /// as zeroes and is faulted in again when touched.
+    resident_bytes: usize,
 }
 
 impl ArenaShelf {
@@ -83,7 +95,15 @@ impl ArenaShelf {
     /// Bytes of the mapping on the shelf now; 0 when it is empty (nothing was put there yet, an
     /// engine is using it, or the last engine could not give it back whole).
     pub fn kept_bytes(&self) -> u64 {
-        self.lock().as_ref().map_or(0, |a| a.capacity() as u64)
+        self.lock()
+            .as_ref()
+            .map_or(0, |k| k.arena.capacity() as u64)
+    }
+
+    /// Bytes of the mapping on the shelf that are backed by memory now (the rest was given
+    /// back); 0 when the shelf is empty.
+    pub fn resident_bytes(&self) -> u64 {
+        self.lock().as_ref().map_or(0, |k| k.resident_bytes as u64)
     }
 
     /// Drops the mapping on the shelf, if any, giving its memory back to the system.
@@ -92,21 +112,26 @@ impl ArenaShelf {
         drop(kept);
     }
 
-    fn take(&self) -> Option<AlignedBuf> {
+    fn take(&self) -> Option<Kept> {
         self.lock().take()
     }
 
-    /// Keeps `arena`, or the larger of it and the one kept already (two engines built from one
-    /// shelf at once each made one); the other is unmapped.
-    fn put(&self, arena: AlignedBuf) {
+    /// Keeps `arena` (its front `resident_bytes` backed by memory), or the larger of it and
+    /// the one kept already (two engines built from one shelf at once each made one); the other
+    /// is unmapped.
+    fn put(&self, arena: AlignedBuf, resident_bytes: usize) {
+        let new = Kept {
+            arena,
+            resident_bytes,
+        };
         let mut slot = self.lock();
         let other = match slot.take() {
-            Some(kept) if kept.capacity() >= arena.capacity() => {
+            Some(kept) if kept.arena.capacity() >= new.arena.capacity() => {
                 *slot = Some(kept);
-                arena
+                new
             }
             kept => {
-                *slot = Some(arena);
+                *slot = Some(new);
                 match kept {
                     Some(k) => k,
                     None => return,
@@ -118,7 +143,7 @@ impl ArenaShelf {
     }
 
     /// The slot; a panic while it was held (nothing in it panics) leaves a usable value.
-    fn lock(&self) -> std::sync::MutexGuard<'_, Option<AlignedBuf>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Option<Kept>> {
         self.slot.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
@@ -131,8 +156,11 @@ struct Arena {
     addr: usize,
     /// The part the pool uses: its budget in whole pages, reserved in the budget.
     used_bytes: usize,
-    /// The rest of a mapping larger than the budget: held, never lent, not counted.
+    /// The rest of a mapping larger than the budget: mapped, never lent, not counted, and its
+    /// memory given back to the system (see `prefault_with`).
     spare: Option<AlignedBuf>,
+    /// The front of the whole mapping (used part and spare) backed by memory.
+    resident_bytes: usize,
 }
 
 /// The pool. See the module documentation.
@@ -341,19 +369,33 @@ impl BufferPool {
         let bytes = (self.budget.limit().0 / ALIGN_BYTES as u64 * ALIGN_BYTES as u64) as usize;
         let kept = shelf
             .and_then(ArenaShelf::take)
-            .and_then(|a| (a.capacity() >= bytes).then_some(a));
+            .and_then(|k| (k.arena.capacity() >= bytes).then_some(k));
         // A kept mapping too small for this budget was unmapped just above, before the new one
         // is made: both at once could be more than the machine has.
-        let whole = match kept {
-            Some(a) => a,
+        let (mut whole, resident_bytes) = match kept {
+            Some(k) => (k.arena, k.resident_bytes),
             None => {
                 let Some((mut a, _)) = AlignedBuf::new_huge_split(bytes, bytes) else {
                     return false;
                 };
                 a.fault_in();
-                a
+                (a, bytes)
             }
         };
+        // What the shelf gave back is faulted in again here, in the build, not while a read
+        // waits for it.
+        if resident_bytes < bytes {
+            whole.fault_in_range(resident_bytes..bytes);
+        }
+        // The spare of a larger mapping is given back, so that the process holds the budget and
+        // no more while this pool runs (the next larger pool faults it in again). All but the
+        // rest of the used part's last huge page: giving back part of a huge page would split it,
+        // and the used part's buffers would lie in small pages there.
+        let held_end = bytes.next_multiple_of(HUGE_BYTES).min(whole.capacity());
+        if resident_bytes > held_end {
+            whole.release_pages(held_end..resident_bytes);
+        }
+        let resident_bytes = resident_bytes.max(bytes).min(held_end);
         let (used, spare) = if whole.capacity() > bytes {
             let (front, back) = whole.split_off(bytes);
             (front, Some(back))
@@ -367,6 +409,7 @@ impl BufferPool {
                 addr: used.addr(),
                 used_bytes: bytes,
                 spare,
+                resident_bytes,
             });
         }
         self.keep_piece(used);
@@ -381,7 +424,7 @@ impl BufferPool {
     /// It runs in the pool's drop, so it cannot panic: every account it settles and every cut
     /// and join it makes is checked before anything moves, and a pool whose accounts do not add
     /// up (some other invariant failed first) keeps its pieces, to be unmapped with it.
-    fn whole_arena(&mut self) -> Option<(ArenaShelf, AlignedBuf)> {
+    fn whole_arena(&mut self) -> Option<(ArenaShelf, AlignedBuf, usize)> {
         let a = self.arena.take()?;
         let end = a.addr.checked_add(a.used_bytes)?;
         let (&at, piece) = self.pieces.range(..=a.addr).next_back()?;
@@ -421,7 +464,7 @@ impl BufferPool {
             Some(spare) => piece.join(spare),
             None => piece,
         };
-        Some((a.shelf, whole))
+        Some((a.shelf, whole, a.resident_bytes))
     }
 
     /// Takes back a buffer its owner still held when it went (the engine's core, at its drop),
@@ -564,8 +607,8 @@ impl Drop for BufferPool {
         if std::thread::panicking() {
             return;
         }
-        if let Some((shelf, whole)) = self.whole_arena() {
-            shelf.put(whole);
+        if let Some((shelf, whole, resident_bytes)) = self.whole_arena() {
+            shelf.put(whole, resident_bytes);
         }
     }
 }
@@ -793,6 +836,58 @@ mod tests {
         assert_eq!(q.held_bytes(), 2 * big);
         drop(q);
         assert_eq!(shelf.kept_bytes(), 2 * big);
+    }
+
+    /// A pool built from a mapping larger than its budget gives the memory of the spare back
+    /// (all but the rest of the used part's last huge page), so that the process holds no more
+    /// than the budget while it runs; the next pool with a larger budget faults the spare in
+    /// again. Before, the spare stayed resident: a 1 GiB engine built after a 6 GiB one held
+    /// 6 GiB.
+    #[test]
+    fn a_larger_mapping_gives_back_the_memory_beyond_the_budget() {
+        let big = 4 * HUGE_BYTES;
+        let shelf = ArenaShelf::new();
+        drop({
+            let mut p = BufferPool::with_huge_pages(ByteLen(big as u64), 0, true);
+            assert!(p.prefault_from(&shelf));
+            p
+        });
+        assert_eq!(shelf.resident_bytes(), big as u64);
+        let limit = HUGE_BYTES + 5 * 4096;
+        let mut p = BufferPool::with_huge_pages(ByteLen(limit as u64), 4096, true);
+        assert!(p.prefault_from(&shelf));
+        let arena = p.arena.as_ref().expect("from the shelf");
+        let spare = arena.spare.as_ref().expect("a spare").as_slice();
+        assert_eq!(spare.len(), big - limit);
+        let beyond = &spare[2 * HUGE_BYTES - limit..];
+        assert_eq!(
+            crate::sys::resident_bytes(beyond).unwrap(),
+            0,
+            "the spare past the used part's last huge page still holds memory"
+        );
+        let used = p.pieces.values().next().expect("the used part").as_slice();
+        assert!(
+            crate::sys::all_resident(used).unwrap(),
+            "the budget is faulted in"
+        );
+        drop(p);
+        assert_eq!(shelf.kept_bytes(), big as u64, "the mapping is back whole");
+        assert_eq!(shelf.resident_bytes(), 2 * HUGE_BYTES as u64);
+        let mut q = BufferPool::with_huge_pages(ByteLen(big as u64), 0, true);
+        assert!(q.prefault_from(&shelf));
+        let whole = q
+            .pieces
+            .values()
+            .next()
+            .expect("the whole mapping")
+            .as_slice();
+        assert_eq!(whole.len(), big);
+        assert!(
+            crate::sys::all_resident(whole).unwrap(),
+            "a larger budget faults the spare in again"
+        );
+        drop(q);
+        assert_eq!(shelf.resident_bytes(), big as u64);
     }
 
     /// A buffer still out when the pool goes (a read the kernel may still write into, whose

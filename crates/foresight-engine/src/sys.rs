@@ -55,6 +55,12 @@ fn cpu_seconds(who: libc::c_int) -> f64 {
 /// Whether every page of `bytes` (page-aligned) is resident in memory now (`mincore`).
 #[cfg(test)]
 pub fn all_resident(bytes: &[u8]) -> io::Result<bool> {
+    Ok(resident_bytes(bytes)? == bytes.len().div_ceil(4096) * 4096)
+}
+
+/// How many bytes of `bytes` (page-aligned) lie in pages resident in memory now (`mincore`).
+#[cfg(test)]
+pub fn resident_bytes(bytes: &[u8]) -> io::Result<usize> {
     let mut pages = vec![0u8; bytes.len().div_ceil(4096)];
     // SAFETY: `pages` has a byte for each 4 KiB page of `bytes`, which the kernel only reads the
     // residency of; the caller passes a page-aligned slice.
@@ -62,7 +68,7 @@ pub fn all_resident(bytes: &[u8]) -> io::Result<bool> {
     if rc != 0 {
         return Err(io::Error::last_os_error());
     }
-    Ok(pages.iter().all(|p| p & 1 == 1))
+    Ok(pages.iter().filter(|p| *p & 1 == 1).count() * 4096)
 }
 
 /// Sets the calling thread's timer slack to `slack_ns` (`prctl(PR_SET_TIMERSLACK)`): how late
