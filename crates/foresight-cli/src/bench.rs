@@ -189,7 +189,12 @@ pub struct BenchArgs {
     /// again only for a larger budget, so the first engine's build pays for it (the "built in"
     /// figure of the progress lines, up to a second or two per GiB on a virtual machine) and the
     /// others are built in well under a second. The memory stays held between engines, while the
-    /// limit and kernel rows run too. At most this machine's memory.
+    /// limit and kernel rows run too (up to a quarter of this machine's memory that their page
+    /// cache does not have: on this machine that changed nothing measurable in the kernel row,
+    /// and leaving it to the kernel for those rows instead made some engines fault it in again
+    /// after them, with several times the stalls; see ARCHITECTURE.md). An engine with a smaller
+    /// budget than the one before gives the rest back and holds only its own (and at most 2MiB
+    /// more). At most this machine's memory.
     #[arg(long, allow_hyphen_values = true, value_name = "SIZE")]
     memory: Option<String>,
     /// The engine's queue depth (reads in flight at the device).
