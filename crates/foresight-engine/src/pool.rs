@@ -40,10 +40,11 @@
 //! It puts the mapping back only if every byte of it is back in the pool as one kept piece (the
 //! core hands back what it owns first): a buffer still lent then (a read still in the backend,
 //! which the kernel may still write into, or one leaked rather than freed under the kernel)
-//! means the mapping is unmapped around it instead, and the next pool maps a fresh one. So does a pool dropped while a panic unwinds, or one whose accounts do not
-//! add up: its drop never panics, since a second panic would abort and hide the first. Reused
-//! memory holds what earlier reads left in it; that is no change, since buffers are reused within a pool
-//! anyway, and a read copies out only the bytes its backend reported read.
+//! means the mapping is unmapped around it instead, and the next pool maps a fresh one. So does
+//! a pool dropped while a panic unwinds, or one whose accounts do not add up: its drop never
+//! panics, since a second panic would abort and hide the first. Reused memory holds what earlier
+//! reads left in it; that is no change, since buffers are reused within a pool anyway, and a
+//! read copies out only the bytes its backend reported read.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
