@@ -45,6 +45,7 @@ mod members;
 mod net;
 mod progress;
 mod requests_out;
+mod summary;
 
 use requests_out::RequestsOut;
 
@@ -768,102 +769,8 @@ fn cmd_sim(
         outln!("{}", serde_json::to_string(r)?);
         return Ok(());
     }
-    let b = &r.breakdown;
-    let busy = b.seek_s + b.rotate_s + b.transfer_s + b.overhead_s;
-    let pct = |x: f64| 100.0 * x / busy;
-    outln!(
-        "{} on {}, {} workload, {} stream(s), seed {}",
-        r.policy,
-        r.device,
-        r.workload,
-        r.streams,
-        r.seed
-    );
-    if let Some(files) = r.webserver_files {
-        let bytes = r.webserver_set_bytes.unwrap_or(0);
-        let noun = if files == 1 { "file" } else { "files" };
-        match r.webserver_files_cut_from {
-            // A set cut short reads fewer, so more often cached, files than the one asked for.
-            Some(all) => outln!(
-                "  file set     {files:>10} {noun}, {bytes} bytes: cut from the default {all} (an \
-                 8 GiB set) to what fits the volume; set workload.files to choose the count"
-            ),
-            None => outln!("  file set     {files:>10} {noun}, {bytes} bytes"),
-        }
-    }
-    outln!(
-        "  throughput   {:>10.2} MiB/s over {:.3} s simulated ({:.2} s on this host)",
-        r.throughput_mib_s,
-        r.elapsed_s,
-        r.wall_s
-    );
-    outln!(
-        "  application  {:>10} requests, {} bytes; latency mean {:.3} ms, p99 {:.3} ms; stalled {:.3} s",
-        r.app_requests, r.app_bytes, r.mean_latency_ms, r.p99_latency_ms, r.stall_s
-    );
-    outln!(
-        "  device       {:>10} requests, {} bytes; drive cache hits {}",
-        r.device_requests,
-        r.device_bytes,
-        r.device_cache_hits
-    );
-    outln!(
-        "  prefetch     {:>10} fetches, {} bytes ahead, {} wasted; memory peak {} bytes",
-        r.fetches,
-        r.prefetched_bytes,
-        r.wasted_bytes,
-        r.memory_peak_bytes
-    );
-    if let Some(past) = r.past_file_end_bytes.filter(|&b| b > 0) {
-        outln!(
-            "  past ends    {past:>10} bytes of the stream scheduler's reads lay past the end of \
-             the file each began in"
-        );
-    }
-    if busy > 0.0 {
-        outln!(
-            "  device time  seek {:.1}%, rotate {:.1}%, transfer {:.1}%, overhead {:.1}% (queued {:.3} s)",
-            pct(b.seek_s),
-            pct(b.rotate_s),
-            pct(b.transfer_s),
-            pct(b.overhead_s),
-            b.queue_s
-        );
-    } else {
-        // Shares of nothing would read as a device that neither sought nor transferred: a stack
-        // of constant tier levels has no breakdown, and a run may end before any device finished.
-        outln!("  device time  no breakdown recorded for this run");
-    }
-    if let Some(a) = r.after_end.filter(|a| a.device_requests > 0) {
-        // The run's figures stop at its end; copies still climbing then are not in them.
-        outln!(
-            "  after end    {:>10} requests, {} bytes of copies completed until {:.3} s",
-            a.device_requests,
-            a.device_bytes,
-            a.last_completion_s
-        );
-    }
-    if r.members.len() > 1 {
-        // An array's totals hide a member every stream waits on while the others idle.
-        let busy: Vec<f64> = r
-            .members
-            .iter()
-            .map(|m| {
-                if r.elapsed_s > 0.0 {
-                    m.busy_s / r.elapsed_s
-                } else {
-                    0.0
-                }
-            })
-            .collect();
-        let hits: Vec<f64> = r
-            .members
-            .iter()
-            .map(|m| m.cache_hits as f64 / m.requests.max(1) as f64)
-            .collect();
-        for line in members::member_lines(&busy, &hits) {
-            outln!("{line}");
-        }
+    for line in summary::summary_lines(r) {
+        outln!("{line}");
     }
     Ok(())
 }

@@ -2498,3 +2498,28 @@ fn a_wide_array_prints_its_members_on_readable_lines() {
         "{out}"
     );
 }
+
+/// The default run's `application` line was 105 characters, wider than the 100 the members block
+/// wraps at; a line too long is now broken between its clauses, under its figures.
+#[test]
+fn every_line_of_the_sim_summary_fits_100_columns() {
+    let (code, out, err) = foresight(&["sim"]);
+    assert_eq!(code, 0, "{err}");
+    for line in out.lines() {
+        assert!(
+            line.len() <= 100,
+            "a line of {} characters: {line}",
+            line.len()
+        );
+    }
+    let from = out.find("  application ").expect("an application line");
+    let application: Vec<&str> = out[from..].lines().take(2).collect();
+    assert!(
+        application[0].contains(" requests, ") && application[0].contains("latency mean"),
+        "{out}"
+    );
+    assert!(
+        application[1].starts_with("               stalled "),
+        "the wrapped clause opens under the figures: {out}"
+    );
+}
