@@ -171,19 +171,24 @@ pub struct BenchArgs {
     #[arg(long, allow_hyphen_values = true, value_name = "SIZE")]
     request: Option<String>,
     /// The policy's largest readahead window, whole 4KiB pages, at most the engine's memory
-    /// budget (--memory) [default: --queue-depth x --max-io, 128MiB, at most --memory or 1GiB;
-    /// 128KiB with --emulate]. This machine's disk completes the reads it holds together, so a
-    /// stream whose two windows fit at the device at once left it idle while it copied the first
-    /// out (8-9% of the time with 8MiB to 64MiB windows); with larger windows reads wait in the
-    /// engine's queue for each completion, as the limit reader's do (0.6%).
+    /// budget (--memory) [default: for each N, --queue-depth x --max-io shared among the N
+    /// streams, at least --max-io, at most --memory or 1GiB: 128MiB for 1 stream, 8MiB for 16,
+    /// 4MiB for 256; 128KiB with --emulate]. This machine's disk completes the reads it holds
+    /// together, so a stream whose two windows fit at the device at once left it idle while it
+    /// copied the first out (8-9% of the time with 8MiB to 64MiB windows); with larger windows
+    /// reads wait in the engine's queue for each completion, as the limit reader's do (0.6%).
+    /// Many streams fill the queue together: 16 streams read a median 0.94 of the limit with
+    /// 8MiB windows and 1.00 with 128MiB (30 rounds of each, alternated; `streams`, which takes
+    /// no window, moved as much between the same runs, 0.92 and 0.99), holding 256MiB at the
+    /// peak instead of 4032MiB.
     #[arg(long, allow_hyphen_values = true, value_name = "SIZE")]
     readahead_max: Option<String>,
     /// The engine's memory budget for prefetched and in-flight buffers [default on the real disk:
     /// for each N, room for two readahead windows per stream (or what a stream reads, if less) and
     /// an eighth for demand reads, at least 1GiB and at most a quarter of this machine's memory;
     /// 1GiB with --emulate]. Under it, `seqp` halves its windows when memory refuses a fetch (256
-    /// streams of `seqp` read 0.91-1.05 of the limit with 2GiB and 0.88-1.11 with 4GiB, round by
-    /// round, on this machine: within the noise). On the real disk each engine
+    /// streams of `seqp` with 32MiB windows read 0.91-1.05 of the limit with 2GiB and 0.88-1.11
+    /// with 4GiB, round by round, on this machine in earlier runs: within the noise). On the real disk each engine
     /// is built with its whole budget mapped and faulted in (`prefault`), so that no read waits
     /// for fresh memory; the run keeps that memory from one engine to the next and faults it in
     /// again only for a larger budget, so the first engine's build pays for it (the "built in"
@@ -258,7 +263,8 @@ struct Plan {
     /// The RAID driver's cache under `msp+...`.
     raid_cache: ByteLen,
     request: u64,
-    readahead_max: ByteLen,
+    /// The policy's largest readahead window for each N (as in `streams`).
+    readahead_max: Vec<ByteLen>,
     /// The engine's budget for each N.
     memory: Vec<ByteLen>,
     max_io: ByteLen,
@@ -434,18 +440,26 @@ fn plan(a: &BenchArgs) -> anyhow::Result<Plan> {
         .map(|m| size("memory", m).map(ByteLen))
         .transpose()?;
     let max_io = ByteLen(size("max-io", &a.max_io)?);
-    let readahead_max = match a.readahead_max.as_deref() {
-        Some(given) => ByteLen(size("readahead-max", given)?),
-        None if emulated => ByteLen::kib(128),
-        None => real_disk_readahead_max(max_io, a.queue_depth, memory),
-    };
+    let given_window = a
+        .readahead_max
+        .as_deref()
+        .map(|given| size("readahead-max", given).map(ByteLen))
+        .transpose()?;
     // Checked here rather than left to the policies: a default policy that cannot run is left
     // out, and one left out for the window given here would vanish from the results unsaid.
-    if !readahead_max.0.is_multiple_of(4096) {
+    if let Some(w) = given_window.filter(|w| !w.0.is_multiple_of(4096)) {
         return Err(input(format!(
-            "--readahead-max: {readahead_max} is not whole 4 KiB pages; give e.g. 32MiB"
+            "--readahead-max: {w} is not whole 4 KiB pages; give e.g. 32MiB"
         )));
     }
+    let readahead_max: Vec<ByteLen> = streams
+        .iter()
+        .map(|&n| match given_window {
+            Some(w) => w,
+            None if emulated => ByteLen::kib(128),
+            None => real_disk_readahead_max(max_io, a.queue_depth, n, memory),
+        })
+        .collect();
     let limit_io = size("limit-io", &a.limit_io)?;
     // The engine's bound on one read (--max-io): a larger buffer was refused by the allocator
     // only once files had been written, with exit 1.
@@ -544,10 +558,11 @@ fn plan(a: &BenchArgs) -> anyhow::Result<Plan> {
     let memory: Vec<ByteLen> = streams
         .iter()
         .zip(&per_stream)
-        .map(|(&n, &bytes)| match memory {
+        .zip(&readahead_max)
+        .map(|((&n, &bytes), &window)| match memory {
             Some(m) => m,
             None if emulated => ByteLen::gib(1),
-            None => auto_memory(n, bytes, readahead_max, max_io, machine_bytes),
+            None => auto_memory(n, bytes, window, max_io, machine_bytes),
         })
         .collect();
     // The engine's own checks of --memory, --max-io and --queue-depth, on an in-memory engine,
@@ -579,14 +594,15 @@ fn plan(a: &BenchArgs) -> anyhow::Result<Plan> {
     // No fetch can be larger than the engine's whole budget (the policy halves a refused window
     // until it fits), so such a window would name a setting no read used; the simulator refuses
     // policy.readahead_max above host.memory alike.
-    if let Some((n, m)) = streams
+    if let Some(((n, m), w)) = streams
         .iter()
         .zip(&memory)
-        .find(|(_, m)| readahead_max > **m)
+        .zip(&readahead_max)
+        .find(|((_, m), w)| **w > **m)
     {
         return Err(input(format!(
-            "--readahead-max: {readahead_max} is more than the engine's memory budget ({m} for \
-             {n} stream(s)), which every window must fit in; give at most {m}, or raise --memory"
+            "--readahead-max: {w} is more than the engine's memory budget ({m} for {n} \
+             stream(s)), which every window must fit in; give at most {m}, or raise --memory"
         )));
     }
     // Each N gets its own files, exactly as large as its streams read (see the module docs); an N
@@ -604,7 +620,11 @@ fn plan(a: &BenchArgs) -> anyhow::Result<Plan> {
     let names: Vec<String> = if a.policy.is_empty() {
         DEFAULT_POLICIES
             .iter()
-            .filter(|p| check_policy(&policy_config(p, readahead_max)).is_ok())
+            .filter(|p| {
+                readahead_max
+                    .iter()
+                    .all(|w| check_policy(&policy_config(p, *w)).is_ok())
+            })
             .map(|p| p.to_string())
             .collect()
     } else {
@@ -629,8 +649,13 @@ fn plan(a: &BenchArgs) -> anyhow::Result<Plan> {
         Some(e) => Backend::Emulated(e.clone()),
         None => Backend::Auto,
     };
-    for p in &names {
-        check_policy_on(&policy_config(p, readahead_max), &engine_backend).map_err(|e| {
+    // Each N's window, once: a policy must run under every one.
+    let windows: std::collections::BTreeSet<ByteLen> = readahead_max.iter().copied().collect();
+    for (p, w) in names
+        .iter()
+        .flat_map(|p| windows.iter().map(move |w| (p, *w)))
+    {
+        check_policy_on(&policy_config(p, w), &engine_backend).map_err(|e| {
             // The library's own words for this one are advice to a programmer (build_stack).
             let why = match e {
                 foresight_engine::EngineError::Policy(
@@ -647,9 +672,7 @@ fn plan(a: &BenchArgs) -> anyhow::Result<Plan> {
                 "--policy: `{p}` cannot run in the engine: {why}. The engine runs: {}",
                 foresight_policy::POLICY_NAMES
                     .iter()
-                    .filter(|n| {
-                        check_policy_on(&policy_config(n, readahead_max), &engine_backend).is_ok()
-                    })
+                    .filter(|n| { check_policy_on(&policy_config(n, w), &engine_backend).is_ok() })
                     .copied()
                     .collect::<Vec<_>>()
                     .join(", ")
@@ -737,9 +760,10 @@ const REAL_DISK_STREAMS_PER_TURN: u32 = 4;
 /// `M` of the stream scheduler on the real disk: with R = 8 MiB and N = 4, D = M / (R*N) = 8.
 const REAL_DISK_STREAMS_MEMORY_BYTES: u64 = 256 << 20;
 
-/// The engine's policy settings for `policy` under plan `p`.
-fn engine_policy_config(p: &Plan, policy: &str) -> PolicyConfig {
-    let mut cfg = policy_config(policy, p.readahead_max);
+/// The engine's policy settings for `policy` under plan `p`, with the window `readahead_max`
+/// (the one of the N being measured).
+fn engine_policy_config(p: &Plan, readahead_max: ByteLen, policy: &str) -> PolicyConfig {
+    let mut cfg = policy_config(policy, readahead_max);
     if p.emulate.is_none() {
         // The stream scheduler's defaults are paper 001's, for a 55 MB/s disk (R = 8 MiB, N = 1,
         // M = 16 MiB): two 8 MiB reads in flight. Each dispatched stream has one R-byte read in
@@ -803,8 +827,9 @@ pub fn run(a: &BenchArgs) -> anyhow::Result<()> {
     for (k, &n) in p.streams.iter().enumerate() {
         let bytes = p.per_stream[k];
         let memory = p.memory[k];
+        let window = p.readahead_max[k];
         let files = &paths[p.first_file[k]..p.first_file[k] + n as usize];
-        log(started, &n_line(n, bytes, p.repeat, memory));
+        log(started, &n_line(n, bytes, p.repeat, memory, window));
         let mut samples: Vec<(u32, Row)> = Vec::new();
         for round in 0..p.repeat {
             let mut take = |r: Row| {
@@ -850,7 +875,7 @@ pub fn run(a: &BenchArgs) -> anyhow::Result<()> {
                         files,
                         bytes,
                         n,
-                        memory,
+                        (memory, window),
                         &p.policies[i - 2],
                         &arena,
                     )?),
@@ -952,9 +977,10 @@ fn medians(samples: Vec<(u32, Row)>) -> Vec<Summary> {
 }
 
 /// The progress line that opens the rounds of `n` streams, each reading `bytes`.
-fn n_line(n: u32, bytes: u64, repeat: u32, memory: ByteLen) -> String {
+fn n_line(n: u32, bytes: u64, repeat: u32, memory: ByteLen, readahead_max: ByteLen) -> String {
     format!(
-        "N = {n}: {n} stream(s) x {} each, {repeat} round(s), engine memory {memory}",
+        "N = {n}: {n} stream(s) x {} each, {repeat} round(s), engine memory {memory}, \
+         readahead_max {readahead_max}",
         readable_size(bytes)
     )
 }
@@ -1030,7 +1056,11 @@ fn print_rows(
         out,
         "foresight bench on {device}: {} reads, readahead_max {}, engine memory {}, queue depth {}",
         ByteLen(p.request),
-        p.readahead_max,
+        p.readahead_max
+            .iter()
+            .map(|w| w.to_string())
+            .collect::<Vec<_>>()
+            .join("/"),
         p.memory
             .iter()
             .map(|m| m.to_string())
@@ -1574,9 +1604,10 @@ impl Timing {
     }
 }
 
-/// The default readahead window on the real disk: what the engine keeps at the device at most,
-/// `queue_depth` reads of `max_io` (128 MiB with the defaults), in whole pages, and no more than
-/// the budget (see below).
+/// The default readahead window on the real disk for `n` streams: what the engine keeps at the
+/// device at most, `queue_depth` reads of `max_io` (128 MiB with the defaults), shared among the
+/// streams, at least one read of `max_io`, in whole pages, and no more than the budget (see
+/// below): 128 MiB for one stream, 8 MiB for 16, 4 MiB for 256 and more.
 ///
 /// This virtual disk completes the reads it holds together, not one by one: a `seqp` stream with
 /// 32 MiB windows had its two windows (64 MiB, 16 reads) in flight, all 16 completed within about
@@ -1587,13 +1618,30 @@ impl Timing {
 /// together). With windows of at least the queue's bytes, the two windows a stream has asked for
 /// are more than the engine may have at the device, so reads wait in its queue and each
 /// completion hands the device the next, as the limit reader's do: nothing in flight for 0.6% of
-/// the run. The memory bound (window <= budget) is checked where the plan is built; a default
-/// is kept within it, at most the budget given or the 1 GiB every default budget has at least,
-/// so that a refusal names a flag the user gave (a --max-io of 100MiB is the engine's to refuse,
-/// not a window of 3200MiB the user never asked for).
-fn real_disk_readahead_max(max_io: ByteLen, queue_depth: u32, memory: Option<ByteLen>) -> ByteLen {
+/// the run. With many streams the streams together keep the queue full: n windows of the queue's
+/// bytes over n, two each, are twice what the device may hold, as one stream's two windows are.
+/// Each of them taking the one stream's 128 MiB instead made the default budget 4.5 GiB at 16
+/// streams (4,032 MiB held at the peak) and a quarter of this machine's memory at 256 (5,273 MiB),
+/// for no throughput the noise could show: alternated runs of `bench --streams 16` (10 of each,
+/// 30 rounds) read a median 1.00 of the limit with 128 MiB windows and 0.94 with 8 MiB (a 1 GiB
+/// budget, 256 MiB at the peak), while `streams`, which takes no window and ran beside them in
+/// the same runs, moved as much (0.99 and 0.92); at 256 streams (4 runs of each, 12 rounds)
+/// 0.96 with 128 MiB and 0.94 with 4 MiB (2,016 MiB at the peak); at 1,024 streams of 8 MiB,
+/// where two 4 MiB windows are a stream's whole file and the budget is the same, 0.86 and 0.81,
+/// with `streams`, identical in both, at 0.91 and 0.83 (ARCHITECTURE.md). The memory bound
+/// (window <= budget) is checked where the plan is built; a default is kept within it, at most
+/// the budget given or the 1 GiB every default budget has at least, so that a refusal names a
+/// flag the user gave (a --max-io of 100MiB is the engine's to refuse, not a window of 3200MiB
+/// the user never asked for).
+fn real_disk_readahead_max(
+    max_io: ByteLen,
+    queue_depth: u32,
+    n: u32,
+    memory: Option<ByteLen>,
+) -> ByteLen {
     let queue_bytes = max_io.0.saturating_mul(u64::from(queue_depth));
-    let window_bytes = queue_bytes.min(memory.unwrap_or(ByteLen::gib(1)).0);
+    let share_bytes = (queue_bytes / u64::from(n.max(1))).max(max_io.0);
+    let window_bytes = share_bytes.min(memory.unwrap_or(ByteLen::gib(1)).0);
     ByteLen((window_bytes / 4096 * 4096).max(4096))
 }
 
@@ -1605,7 +1653,8 @@ fn real_disk_readahead_max(max_io: ByteLen, queue_depth: u32, memory: Option<Byt
 ///
 /// A smaller budget can cost throughput through memory pressure: `seqp` halves its windows when a
 /// fetch is refused. Side by side on this machine's disk, round by round, 256 streams of 32 MiB
-/// read 0.91-1.05 of the limit with 2 GiB and 0.88-1.11 with 4 GiB: no loss beyond the noise.
+/// with 32 MiB windows (the default then) read 0.91-1.05 of the limit with 2 GiB and 0.88-1.11
+/// with 4 GiB: no loss beyond the noise.
 fn auto_memory(
     n: u32,
     bytes: u64,
@@ -1700,7 +1749,7 @@ fn measure_engine(
     files: &[PathBuf],
     bytes: u64,
     n: u32,
-    memory: ByteLen,
+    (memory, readahead_max): (ByteLen, ByteLen),
     policy: &str,
     arena: &ArenaShelf,
 ) -> anyhow::Result<Row> {
@@ -1709,7 +1758,7 @@ fn measure_engine(
         Some(cfg) => Backend::Emulated(cfg.clone().spread(n)),
         None => p.backend.clone(),
     };
-    let cfg = engine_policy_config(p, policy);
+    let cfg = engine_policy_config(p, readahead_max, policy);
     let built = Instant::now();
     let builder = Engine::builder().memory(memory);
     let builder = if p.emulate.is_none() {
@@ -1845,28 +1894,71 @@ mod tests {
 
     /// This disk completes the reads it holds together: with `seqp`'s two 32 MiB windows all at
     /// the device at once, it then stood idle while the reader copied the first out (8-9% of a
-    /// run). The default window is the queue's bytes, so two windows always leave reads waiting
-    /// in the engine's queue for each completion; it stays within the budget.
+    /// run). The default window is the queue's bytes shared among the streams, so the streams'
+    /// two windows each always leave reads waiting in the engine's queue for each completion;
+    /// it stays within the budget.
     #[test]
     fn the_real_disks_default_window_keeps_reads_queued_behind_the_device() {
         let p = plan_of(&["--streams", "1,16,256"]);
         let queue_bytes = p.max_io.0 * u64::from(p.queue_depth);
-        assert!(
-            2 * p.readahead_max.0 > queue_bytes,
-            "two windows of {} fit in the queue's {}",
-            p.readahead_max,
-            ByteLen(queue_bytes)
-        );
-        assert!(p.memory.iter().all(|m| p.readahead_max <= *m));
+        for (&n, w) in p.streams.iter().zip(&p.readahead_max) {
+            assert!(
+                2 * u64::from(n) * w.0 > queue_bytes,
+                "{n} streams' two windows of {w} fit in the queue's {}",
+                ByteLen(queue_bytes)
+            );
+        }
+        assert!(p.memory.iter().zip(&p.readahead_max).all(|(m, w)| w <= m));
         let p = plan_of(&["--streams", "1", "--memory", "64MiB"]);
-        assert_eq!(p.readahead_max, ByteLen::mib(64));
+        assert_eq!(p.readahead_max, [ByteLen::mib(64)]);
         let p = plan_of(&["--streams", "1", "--max-io", "1MiB", "--queue-depth", "8"]);
-        assert_eq!(p.readahead_max, ByteLen::mib(8));
+        assert_eq!(p.readahead_max, [ByteLen::mib(8)]);
         let p = plan_of(&["--streams", "1", "--queue-depth", "1024"]);
         assert_eq!(
             p.readahead_max,
-            ByteLen::gib(1),
+            [ByteLen::gib(1)],
             "within every default budget"
+        );
+        let p = plan_of(&["--streams", "1,16", "--readahead-max", "32MiB"]);
+        assert_eq!(
+            p.readahead_max,
+            [ByteLen::mib(32); 2],
+            "a window given is every N's"
+        );
+    }
+
+    /// Many streams keep the device busy together: the default window is the queue's bytes shared
+    /// among them (at least one read), so that all of them together ask for about what one
+    /// stream's two windows did, and the default budget follows it. Before, each of 16 streams
+    /// had the one stream's 128 MiB window and the budget was 4.5 GiB (4,032 MiB held at the
+    /// peak), at 256 streams a quarter of this machine's memory.
+    #[test]
+    fn the_real_disks_default_window_is_the_queues_bytes_shared_among_the_streams() {
+        let p = plan_of(&["--streams", "1,16,256,1024,3"]);
+        assert_eq!(
+            p.readahead_max,
+            [
+                ByteLen::mib(128),
+                ByteLen::mib(8),
+                ByteLen::mib(4),
+                ByteLen::mib(4),
+                // 128 MiB / 3, down to whole pages.
+                ByteLen(44_739_242 / 4096 * 4096)
+            ],
+            "the queue's 32 x 4 MiB over N, at least one 4 MiB read"
+        );
+        // Within a quarter of this machine's memory, as every default budget is.
+        let cap = ByteLen((super::physical_memory_bytes() / 4).max(1 << 30)).0;
+        let within = |b: ByteLen| ByteLen(b.0.min(cap.next_multiple_of(1 << 20)));
+        assert_eq!(
+            p.memory[..4],
+            [
+                ByteLen::gib(1),
+                ByteLen::gib(1),
+                within(ByteLen::mib(256 * 9)),
+                within(ByteLen::mib(1024 * 9))
+            ],
+            "two windows and an eighth per stream (or what a stream reads), at least 1 GiB"
         );
     }
 
@@ -1876,7 +1968,7 @@ mod tests {
     #[test]
     fn streams_on_the_real_disk_keep_the_limit_readers_bytes_in_flight() {
         let p = plan_of(&[]);
-        let cfg = super::engine_policy_config(&p, "streams").streams;
+        let cfg = super::engine_policy_config(&p, p.readahead_max[0], "streams").streams;
         let d = u64::from(cfg.dispatch_set().expect("a valid stream scheduler"));
         let limit_in_flight = p.limit_io * p.limit_depth as u64;
         assert!(
@@ -1899,7 +1991,7 @@ mod tests {
         use foresight_policy::{layout::Layout, Input, Output, Policy};
         let p = plan_of(&["--streams", "1024", "--total-size", "4GiB"]);
         assert_eq!(p.per_stream, [4 << 20]);
-        let cfg = super::engine_policy_config(&p, "streams").streams;
+        let cfg = super::engine_policy_config(&p, p.readahead_max[0], "streams").streams;
         let n = 1024;
         let layout = std::sync::Arc::new(Layout::unplaced(&vec![ByteLen(p.per_stream[0]); n]));
         let mut policy = foresight_policy::streams::FileStreams::new(cfg, layout).expect("valid");
@@ -2050,14 +2142,27 @@ mod tests {
             "62904KiB",
         ]);
         assert_eq!(p.per_stream, vec![62_904 << 10, odd_bytes]);
-        let line = super::n_line(3, odd_bytes, 3, foresight_core::ByteLen::gib(1));
+        let line = super::n_line(
+            3,
+            odd_bytes,
+            3,
+            foresight_core::ByteLen::gib(1),
+            foresight_core::ByteLen::mib(4),
+        );
         assert_eq!(
             line,
-            "N = 3: 3 stream(s) x ~20.5MiB each, 3 round(s), engine memory 1GiB"
+            "N = 3: 3 stream(s) x ~20.5MiB each, 3 round(s), engine memory 1GiB, readahead_max \
+             4MiB"
         );
         assert!(
-            super::n_line(1, 64 << 20, 3, foresight_core::ByteLen::gib(1))
-                .contains(" x 64MiB each"),
+            super::n_line(
+                1,
+                64 << 20,
+                3,
+                foresight_core::ByteLen::gib(1),
+                foresight_core::ByteLen::mib(4)
+            )
+            .contains(" x 64MiB each"),
             "whole units stay exact"
         );
         let mut out = Vec::new();
