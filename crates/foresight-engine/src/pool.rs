@@ -383,20 +383,23 @@ impl BufferPool {
                 (a, bytes)
             }
         };
-        // What the shelf gave back is faulted in again here, in the build, not while a read
-        // waits for it.
-        if resident_bytes < bytes {
-            whole.fault_in_range(resident_bytes..bytes);
-        }
         // The spare of a larger mapping is given back, so that the process holds the budget and
         // no more while this pool runs (the next larger pool faults it in again). All but the
         // rest of the used part's last huge page: giving back part of a huge page would split it,
         // and the used part's buffers would lie in small pages there.
         let held_end = bytes.next_multiple_of(HUGE_BYTES).min(whole.capacity());
+        // What the shelf gave back is faulted in again here, in the build, not while a read
+        // waits for it, up to the end of that last huge page: the kernel backs a huge page
+        // whole when its first byte is touched, so faulting in only the budget's part of it
+        // would leave the rest resident but counted as given back, and a later, smaller pool
+        // would give back only the budget's part, splitting the page and keeping the rest held.
+        if resident_bytes < held_end {
+            whole.fault_in_range(resident_bytes..held_end);
+        }
         if resident_bytes > held_end {
             whole.release_pages(held_end..resident_bytes);
         }
-        let resident_bytes = resident_bytes.max(bytes).min(held_end);
+        let resident_bytes = held_end;
         let (used, spare) = if whole.capacity() > bytes {
             let (front, back) = whole.split_off(bytes);
             (front, Some(back))
@@ -889,6 +892,41 @@ mod tests {
         );
         drop(q);
         assert_eq!(shelf.resident_bytes(), big as u64);
+    }
+
+    /// A budget that ends inside a huge page the shelf had given back faults in that whole huge
+    /// page (the mapping asks for huge pages, and the kernel backs a fresh one whole), not only
+    /// the budget's part of it. The shelf must count the whole page as resident, or a later,
+    /// smaller pool gives back only the budget's part, splitting the page and keeping the rest
+    /// of it held, with no record, past what it gives back.
+    #[test]
+    fn a_budget_ending_inside_a_given_back_huge_page_is_given_back_whole_later() {
+        let big = 4 * HUGE_BYTES;
+        let shelf = ArenaShelf::new();
+        let build = |limit: usize| {
+            let mut p = BufferPool::with_huge_pages(ByteLen(limit as u64), 0, true);
+            assert!(p.prefault_from(&shelf));
+            p
+        };
+        drop(build(big));
+        // Gives back all past the first huge page.
+        drop(build(HUGE_BYTES));
+        assert_eq!(shelf.resident_bytes(), HUGE_BYTES as u64);
+        // Ends 5 pages into the third huge page.
+        drop(build(2 * HUGE_BYTES + 5 * 4096));
+        let p = build(HUGE_BYTES);
+        let spare = p
+            .arena
+            .as_ref()
+            .and_then(|a| a.spare.as_ref())
+            .expect("a spare")
+            .as_slice();
+        assert_eq!(
+            crate::sys::resident_bytes(spare).unwrap(),
+            0,
+            "memory past the budget is still held"
+        );
+        drop(p);
     }
 
     /// A buffer still out when the pool goes (a read the kernel may still write into, whose
