@@ -511,6 +511,25 @@ mod tests {
         (req, f, writer)
     }
 
+    /// Submits `req` to `b` and waits until the ring thread has taken it: from then on, running,
+    /// the read is in the kernel.
+    fn submit_until_taken(b: &UringBackend, req: IoRequest) {
+        b.submit(&mut vec![req]);
+        crate::testutil::wait_until("the ring thread to take the read", || {
+            b.shared.queue.lock().unwrap().requests.is_empty()
+        });
+    }
+
+    /// Drops `b` on a thread of its own; the receiver hears once the drop has returned.
+    fn drop_on_a_thread(b: UringBackend) -> std::sync::mpsc::Receiver<()> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            drop(b);
+            let _ = tx.send(());
+        });
+        rx
+    }
+
     /// Dropping the backend with a read the kernel holds until its file has data (here the read
     /// end of a pipe nobody writes to) returns: the read is cancelled, and completes with an
     /// error. Before, the drop waited for the read forever.
@@ -522,17 +541,9 @@ mod tests {
             return;
         };
         let (req, _f, writer) = pipe_read();
-        b.submit(&mut vec![req]);
-        // Once the ring thread has taken it, running, the read is in the kernel.
-        crate::testutil::wait_until("the ring thread to take the read", || {
-            b.shared.queue.lock().unwrap().requests.is_empty()
-        });
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            drop(b);
-            let _ = tx.send(());
-        });
-        rx.recv_timeout(PATIENCE)
+        submit_until_taken(&b, req);
+        drop_on_a_thread(b)
+            .recv_timeout(PATIENCE)
             .expect("the drop waited for a read that never comes");
         let done = got.take_within(1, PATIENCE);
         assert_eq!(done.len(), 1, "the read never completed");
@@ -561,16 +572,8 @@ mod tests {
             }
         };
         let (req, f, mut writer) = pipe_read();
-        b.submit(&mut vec![req]);
-        crate::testutil::wait_until("the ring thread to take the read", || {
-            b.shared.queue.lock().unwrap().requests.is_empty()
-        });
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            drop(b);
-            let _ = tx.send(());
-        });
-        if rx.recv_timeout(PATIENCE).is_err() {
+        submit_until_taken(&b, req);
+        if drop_on_a_thread(b).recv_timeout(PATIENCE).is_err() {
             // Ends the read, and so the drop, before failing.
             let _ = writer.write_all(&[7u8; 4096]);
             panic!("{test}: the drop waited for a read the kernel holds");
