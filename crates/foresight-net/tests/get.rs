@@ -1993,6 +1993,9 @@ fn a_file_rewritten_in_place_during_a_plain_get_is_not_delivered_as_a_success() 
     );
 }
 
+/// The requests a test server saw, one line each, in order (each server's doc gives the form).
+type RequestLog = std::sync::Arc<std::sync::Mutex<Vec<String>>>;
+
 /// A server of `data` at `/f.bin` that answers every `HEAD` with `head_status` (a status line's
 /// code and reason, no body, as an object store answers a URL signed for `GET` only) and serves
 /// `GET`: with `ranges`, a range gets 206 under the strong tag `"v1"` (416 with `bytes */LEN`
@@ -2003,12 +2006,9 @@ fn head_refusing_server(
     head_status: &'static str,
     data: std::sync::Arc<Vec<u8>>,
     ranges: bool,
-) -> (
-    std::net::SocketAddr,
-    std::sync::Arc<std::sync::Mutex<Vec<String>>>,
-) {
+) -> (std::net::SocketAddr, RequestLog) {
     use std::io::Write;
-    let asked = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let asked = RequestLog::default();
     let log = asked.clone();
     let addr = tiny_server(move |req, c| {
         if req.path != "/f.bin" {
@@ -2407,12 +2407,9 @@ fn conditional_server(
     conditions: bool,
     files: Vec<(Vec<u8>, &'static str)>,
     version: impl Fn(&Req) -> usize + Send + Sync + 'static,
-) -> (
-    std::net::SocketAddr,
-    std::sync::Arc<std::sync::Mutex<Vec<String>>>,
-) {
+) -> (std::net::SocketAddr, RequestLog) {
     use std::io::Write;
-    let asked = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let asked = RequestLog::default();
     let log = asked.clone();
     let addr = tiny_server(move |req, c| {
         if req.path == "/f.bin" {
