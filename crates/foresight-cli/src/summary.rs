@@ -155,7 +155,7 @@ fn labelled(label: &str, body: &str, lines: &mut Vec<String>) {
 /// fit on a line of its own broken between words (a word longer than a line stays whole).
 fn fit(prefix: &str, indent: &str, separator: &str, body: &str, lines: &mut Vec<String>) {
     let one = format!("{prefix}{body}");
-    if one.len() <= WIDTH_CHARS {
+    if chars(&one) <= WIDTH_CHARS {
         lines.push(one);
         return;
     }
@@ -182,6 +182,12 @@ fn fit(prefix: &str, indent: &str, separator: &str, body: &str, lines: &mut Vec<
     lines.push(line.text.trim_end().to_string());
 }
 
+/// The width of `s` in characters, the unit of [`WIDTH_CHARS`] (a name from a config or a
+/// file may hold letters of more than one byte).
+fn chars(s: &str) -> usize {
+    s.chars().count()
+}
+
 /// The line being filled by [`fit`].
 struct Line<'a> {
     text: String,
@@ -198,7 +204,7 @@ impl Line<'_> {
         } else {
             self.leading(piece)
         };
-        self.text.len() + piece.trim_end().len() <= WIDTH_CHARS
+        chars(&self.text) + chars(piece.trim_end()) <= WIDTH_CHARS
     }
 
     /// `piece` as it opens this line: the body's own leading spaces align the first line's
@@ -355,5 +361,17 @@ mod tests {
         }
         let count: usize = lines.iter().map(|l| l.matches("word").count()).sum();
         assert_eq!(count, 40);
+    }
+
+    /// The width is counted in characters, not bytes: a header whose device name has letters of
+    /// two bytes each, 100 characters in all but more bytes, stays one line.
+    #[test]
+    fn the_width_is_counted_in_characters() {
+        let mut lines = Vec::new();
+        let body = format!("seqp on {}", "\u{e9}".repeat(92));
+        assert_eq!(body.chars().count(), WIDTH_CHARS);
+        assert!(body.len() > WIDTH_CHARS);
+        fit("", "    ", ", ", &body, &mut lines);
+        assert_eq!(lines, [body]);
     }
 }
