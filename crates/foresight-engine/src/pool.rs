@@ -121,6 +121,11 @@ impl ArenaShelf {
     /// the one kept already (two engines built from one shelf at once each made one); the other
     /// is unmapped.
     fn put(&self, arena: AlignedBuf, resident_bytes: usize) {
+        assert!(
+            resident_bytes <= arena.capacity(),
+            "a resident front of {resident_bytes} bytes on a mapping of {}",
+            arena.capacity()
+        );
         let new = Kept {
             arena,
             resident_bytes,
