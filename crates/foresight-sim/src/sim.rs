@@ -1034,10 +1034,17 @@ impl<'r> Sim<'r> {
             }
             if self.events.is_multiple_of(8192) {
                 if let Some(p) = progress.as_mut() {
-                    let share = match (limit, &self.trace) {
-                        (Some(l), _) => Some(self.now.as_secs_f64() / l.as_secs_f64()),
-                        (None, Some(trace)) => trace.progress(),
-                        (None, None) => Some(self.done_work / self.total_work),
+                    // The run ends at its duration or with its reads (or trace), whichever comes
+                    // first, so its share is the further of the two: the duration's share alone
+                    // read 0% to the end of files that end long before it.
+                    let work = match &self.trace {
+                        Some(trace) => trace.progress(),
+                        None => Some(self.done_work / self.total_work),
+                    };
+                    let time = limit.map(|l| self.now.as_secs_f64() / l.as_secs_f64());
+                    let share = match (time, work) {
+                        (Some(t), Some(w)) => Some(t.max(w)),
+                        (t, w) => t.or(w),
                     };
                     p(Progress {
                         share: share.map(|f| f.clamp(0.0, 1.0)),

@@ -77,6 +77,45 @@ fn a_dfs_run_reports_progress() {
     );
 }
 
+/// A host run whose files end long before its `workload.duration` reports the share of its reads
+/// done when that is the further: 16 streams of 32 MiB end after about 10 simulated seconds, and
+/// the share of a 100,000 s duration stayed below 0.01% until the end, so `foresight sim` showed
+/// 0% and an estimate of hours for a run that was about to finish.
+#[test]
+fn a_host_run_that_ends_before_its_duration_reports_its_reads() {
+    let seen = fractions(&[
+        "workload.streams=16",
+        "workload.request=4KiB",
+        "workload.file_size=32MiB",
+        "workload.duration=100000s",
+    ]);
+    check("host, reads end first", &seen);
+    assert!(
+        seen.iter().any(|&f| f > 0.1 && f < 1.0),
+        "stuck near 0 until the end: {seen:?}"
+    );
+}
+
+/// A trace replay with a `workload.duration` longer than the trace reports the share of its trace
+/// read when that is the further, as it does without a duration.
+#[test]
+fn a_trace_that_ends_before_its_duration_reports_its_records() {
+    let (_dir, trace) = mqsim_trace(200_000, None);
+    let seen = fractions(&[
+        "workload.kind=trace",
+        "workload.format=mqsim",
+        "device.kind=ssd",
+        "device.preset=ssd-850evo",
+        "workload.duration=100000s",
+        trace.as_str(),
+    ]);
+    check("trace, records end first", &seen);
+    assert!(
+        seen.iter().any(|&f| f > 0.1 && f < 1.0),
+        "stuck near 0 until the end: {seen:?}"
+    );
+}
+
 /// Without a duration a `[dfs]` run's horizon is centuries away: its progress is its reads.
 #[test]
 fn a_dfs_run_without_a_duration_reports_its_reads() {
