@@ -91,7 +91,8 @@ pub struct BenchArgs {
     /// is raised up to the hard one, and an N that with 16 more is past the hard one is refused).
     #[arg(long, value_delimiter = ',', default_value = "1,16,256,1024")]
     streams: Vec<u32>,
-    /// The largest file a stream reads (whole); with many streams, --total-size / N is smaller.
+    /// The largest file a stream reads (whole), at least 4KiB; with many streams, --total-size /
+    /// N is smaller. Each file is whole 4KiB pages, the size rounded down to them.
     #[arg(
         long,
         allow_hyphen_values = true,
@@ -167,7 +168,7 @@ pub struct BenchArgs {
     /// `host.antic_expire`) [default: 6ms]. Only with --emulate --scheduler anticipatory.
     #[arg(long, allow_hyphen_values = true, value_name = "DURATION")]
     antic_expire: Option<String>,
-    /// Bytes per application read [default: 1MiB; 64KiB with --emulate].
+    /// Bytes per application read, 1 byte to 1GiB [default: 1MiB; 64KiB with --emulate].
     #[arg(long, allow_hyphen_values = true, value_name = "SIZE")]
     request: Option<String>,
     /// The policy's largest readahead window, whole 4KiB pages, at most the engine's memory
@@ -202,10 +203,11 @@ pub struct BenchArgs {
     /// more). At most this machine's memory.
     #[arg(long, allow_hyphen_values = true, value_name = "SIZE")]
     memory: Option<String>,
-    /// The engine's queue depth (reads in flight at the device).
+    /// The engine's queue depth (reads in flight at the device), 1 to 4096.
     #[arg(long, default_value_t = 32)]
     queue_depth: u32,
-    /// The engine's largest single read (this disk's max_sectors_kb is a good choice).
+    /// The engine's largest single read, whole 4KiB pages from 4KiB to 64MiB (this disk's
+    /// max_sectors_kb is a good choice).
     #[arg(
         long,
         allow_hyphen_values = true,
@@ -234,14 +236,14 @@ pub struct BenchArgs {
         value_name = "SIZE"
     )]
     limit_io: String,
-    /// The limit reader's reads in flight.
+    /// The limit reader's reads in flight, 1 to 1024.
     #[arg(long, default_value_t = 16)]
     limit_depth: usize,
     /// The engine's backend: auto (io_uring, or threads where refused), uring or threads. Not
     /// with --emulate, whose engine reads through the model.
     #[arg(long, default_value = "auto", value_name = "NAME")]
     backend: String,
-    /// Rounds per N: every method is measured once per round, in an order rotated by one each
+    /// Rounds per N, 1 to 100: every method is measured once per round, in an order rotated by one each
     /// round, and the median is reported (shared and virtual disks drift, and a virtual disk's host
     /// may still hold what the previous method read; interleaving keeps the comparison fair). The
     /// ratio to the limit is the median of the rounds' ratios, each against its own round's limit.

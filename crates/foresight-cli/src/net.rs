@@ -246,7 +246,7 @@ pub struct ServeArgs {
     /// Address to listen on: an IP address and port (0 picks a free port).
     #[arg(long, value_name = "IP:PORT", default_value = "127.0.0.1:8080", value_parser = listen_arg)]
     addr: SocketAddr,
-    /// Dedicated I/O worker threads.
+    /// Dedicated I/O worker threads, 1 to 4096.
     #[arg(long, default_value_t = 32)]
     workers: u32,
     /// Server-side readahead window per stream (also published as max_readahead_bytes): whole
@@ -1283,7 +1283,7 @@ pub struct SoakArgs {
     /// or --file-size if that is smaller].
     #[arg(allow_hyphen_values = true, long, value_name = "SIZE", value_parser = size_arg)]
     max_read: Option<ByteLen>,
-    /// Server workers.
+    /// Server workers, 1 to 4096.
     #[arg(long, default_value_t = 32)]
     workers: u32,
     /// Print one JSON object.

@@ -2523,3 +2523,68 @@ fn every_line_of_the_sim_summary_fits_100_columns() {
         "the wrapped clause opens under the figures: {out}"
     );
 }
+
+/// The paragraph `cmd --help` gives `flag`, on one line: from the flag's own line to the next
+/// option's.
+fn option_help(cmd: &str, flag: &str) -> String {
+    let (code, help, err) = foresight(&[cmd, "--help"]);
+    assert_eq!(code, 0, "{err}");
+    let head = format!("{flag} ");
+    let mut lines = help
+        .lines()
+        .skip_while(|l| !l.trim_start().starts_with(&head));
+    let first = lines
+        .next()
+        .unwrap_or_else(|| panic!("`{cmd} --help` has no {flag}:\n{help}"));
+    let rest = lines.take_while(|l| {
+        let l = l.trim_start();
+        !(l.starts_with("--") || l.starts_with("-h,"))
+    });
+    std::iter::once(first)
+        .chain(rest)
+        .flat_map(str::split_whitespace)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Every option that refuses numbers outside a range says that range in its `--help`, so that a
+/// user learns the bounds before a refusal: these said only what the option is, and each refused
+/// a value (here the first past the bound) with a range the help did not give.
+#[test]
+fn each_bounded_option_gives_its_bounds_in_its_help() {
+    let dir = temp_dir("bounds-help");
+    let bench_dir = dir.path().join("bench");
+    let bench_dir = bench_dir.to_str().unwrap();
+    let cases: &[(&str, &str, &str, &str)] = &[
+        ("bench", "--queue-depth", "4097", "1 to 4096"),
+        ("bench", "--limit-depth", "1025", "1 to 1024"),
+        ("bench", "--repeat", "101", "1 to 100"),
+        ("bench", "--request", "1025MiB", "1 byte to 1GiB"),
+        (
+            "bench",
+            "--max-io",
+            "68MiB",
+            "whole 4KiB pages from 4KiB to 64MiB",
+        ),
+        ("bench", "--file-size", "4095", "at least 4KiB"),
+        ("serve", "--workers", "4097", "1 to 4096"),
+        ("net-soak", "--workers", "4097", "1 to 4096"),
+    ];
+    for &(cmd, flag, past, says) in cases {
+        let args: Vec<&str> = match cmd {
+            "bench" => vec![cmd, "--dir", bench_dir, "--streams", "1", flag, past],
+            "serve" => vec![cmd, "--root", ".", flag, past],
+            _ => vec![cmd, flag, past],
+        };
+        expect_input_error(&args, flag);
+        let help = option_help(cmd, flag);
+        assert!(
+            help.contains(says),
+            "`{cmd} --help` does not give {flag}'s bounds ({says:?}): {help}"
+        );
+    }
+    assert!(
+        std::fs::read_dir(dir.path()).unwrap().next().is_none(),
+        "a refused bench wrote files"
+    );
+}
