@@ -89,7 +89,7 @@ pub struct BenchArgs {
     /// Numbers of concurrent streams to measure, comma-separated, each 1 to 4096 (one thread and
     /// one open file per stream: a soft open-files limit, ulimit -n, below the largest N and 64
     /// is raised up to the hard one, and an N that with 16 more is past the hard one is refused).
-    #[arg(long, value_delimiter = ',', default_value = "1,16,256,1024")]
+    #[arg(long, value_delimiter = ',', default_value = "1,16,256,1024", value_parser = crate::whole_arg::<u32>)]
     streams: Vec<u32>,
     /// The largest file a stream reads (whole), at least 4KiB; with many streams, --total-size /
     /// N is smaller. Each file is whole 4KiB pages, the size rounded down to them.
@@ -147,7 +147,7 @@ pub struct BenchArgs {
     /// `device.kind=raid0`, `device.disks`); files are spread over the striped volume. Only with
     /// --emulate. The policies `msp+seqp` and `msp+saseqp` need it: MSP runs in the RAID
     /// driver's cache, which the engine has on an emulated RAID-0 only.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = crate::whole_arg::<u32>)]
     disks: Option<u32>,
     /// The emulated RAID-0's strip size (the simulator's `device.strip`) [default: 128KiB]. Only
     /// with --disks.
@@ -204,7 +204,7 @@ pub struct BenchArgs {
     #[arg(long, allow_hyphen_values = true, value_name = "SIZE")]
     memory: Option<String>,
     /// The engine's queue depth (reads in flight at the device), 1 to 4096.
-    #[arg(long, default_value_t = 32)]
+    #[arg(long, default_value_t = 32, value_parser = crate::whole_arg::<u32>)]
     queue_depth: u32,
     /// The engine's largest single read, whole 4KiB pages from 4KiB to 64MiB (this disk's
     /// max_sectors_kb is a good choice).
@@ -237,7 +237,7 @@ pub struct BenchArgs {
     )]
     limit_io: String,
     /// The limit reader's reads in flight, 1 to 1024.
-    #[arg(long, default_value_t = 16)]
+    #[arg(long, default_value_t = 16, value_parser = crate::whole_arg::<usize>)]
     limit_depth: usize,
     /// The engine's backend: auto (io_uring, or threads where refused), uring or threads. Not
     /// with --emulate, whose engine reads through the model.
@@ -247,7 +247,7 @@ pub struct BenchArgs {
     /// round, and the median is reported (shared and virtual disks drift, and a virtual disk's host
     /// may still hold what the previous method read; interleaving keeps the comparison fair). The
     /// ratio to the limit is the median of the rounds' ratios, each against its own round's limit.
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, default_value_t = 3, value_parser = crate::whole_arg::<u32>)]
     repeat: u32,
 }
 

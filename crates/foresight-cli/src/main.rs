@@ -421,6 +421,30 @@ fn input(e: impl std::fmt::Display) -> anyhow::Error {
     anyhow::Error::new(InputError(format!("{e:#}")))
 }
 
+/// The value of an option that takes a whole number (a count, a depth, a seed). Clap's own parser
+/// refused `-1` as "not in 0..=4294967295", the integer type's range rather than the option's,
+/// and `x` as "invalid digit found in string", neither saying what to write; the option's own
+/// range is checked, and named, where the command reads it.
+pub(crate) fn whole_arg<T>(s: &str) -> Result<T, String>
+where
+    T: std::str::FromStr<Err = std::num::ParseIntError>,
+{
+    use std::num::IntErrorKind;
+    s.parse::<T>().map_err(|e| match e.kind() {
+        IntErrorKind::PosOverflow => {
+            format!("`{s}` is too large; --help gives the range this option takes")
+        }
+        IntErrorKind::Empty => {
+            "no number given; write a whole number in digits, e.g. 32 (--help gives the range)"
+                .to_string()
+        }
+        _ => format!(
+            "`{s}` is not a whole number in digits (no sign, point, exponent or unit); write \
+             e.g. 32 (--help gives the range)"
+        ),
+    })
+}
+
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,

@@ -247,7 +247,7 @@ pub struct ServeArgs {
     #[arg(long, value_name = "IP:PORT", default_value = "127.0.0.1:8080", value_parser = listen_arg)]
     addr: SocketAddr,
     /// Dedicated I/O worker threads, 1 to 4096.
-    #[arg(long, default_value_t = 32)]
+    #[arg(long, default_value_t = 32, value_parser = crate::whole_arg::<u32>)]
     workers: u32,
     /// Server-side readahead window per stream (also published as max_readahead_bytes): whole
     /// 4KiB pages, at most 64MiB.
@@ -265,10 +265,10 @@ pub struct ServeArgs {
     memory: ByteLen,
     /// Most open connections (at most 1048576); more are closed at once. The soft open-files
     /// limit (ulimit -n) is raised toward two per connection, and a hard one below that is warned of.
-    #[arg(long, default_value_t = 4096)]
+    #[arg(long, default_value_t = 4096, value_parser = crate::whole_arg::<usize>)]
     max_connections: usize,
     /// Longest request head (request line and headers) in bytes, 8192 to 1048576.
-    #[arg(long, default_value_t = 16384)]
+    #[arg(long, default_value_t = 16384, value_parser = crate::whole_arg::<usize>)]
     max_header_bytes: usize,
     /// How long a connection may wait for a complete request head (also ends idle keep-alive).
     /// At least 1s.
@@ -481,7 +481,7 @@ pub struct GetArgs {
     #[arg(allow_hyphen_values = true, long, value_name = "SIZE", value_parser = size_arg)]
     readahead: Option<ByteLen>,
     /// The cap on alpha in auto mode, 1 to 1024 [default: 64]; a fixed --alpha takes none.
-    #[arg(long)]
+    #[arg(long, value_parser = crate::whole_arg::<u32>)]
     max_alpha: Option<u32>,
     /// The most readahead bytes one download holds (requested or received, not yet written):
     /// the unit is capped to a third of it and an automatic alpha to the units that fit. At most
@@ -492,10 +492,10 @@ pub struct GetArgs {
     #[arg(allow_hyphen_values = true, long, value_name = "SIZE", value_parser = size_arg)]
     random: Option<ByteLen>,
     /// With --random: how many reads, at least 1 [default: 64].
-    #[arg(long)]
+    #[arg(long, value_parser = crate::whole_arg::<u32>)]
     reads: Option<u32>,
-    /// With --random: the seed of the offsets [default: 1].
-    #[arg(long)]
+    /// With --random: the seed of the offsets, 0 to 18446744073709551615 [default: 1].
+    #[arg(long, value_parser = crate::whole_arg::<u64>)]
     seed: Option<u64>,
     /// How long one attempt of a request may take, connecting included, before it is sent again
     /// (a unit must arrive within it, so a slow path with a large --readahead needs more);
@@ -1143,7 +1143,7 @@ pub struct ProxyArgs {
     /// Most connections relayed at once (at most 10000: each takes four threads); more are
     /// closed at once. The soft open-files limit (ulimit -n) is raised toward two per
     /// connection, and a hard one below that is warned of.
-    #[arg(long, default_value_t = 1024)]
+    #[arg(long, default_value_t = 1024, value_parser = crate::whole_arg::<usize>)]
     max_connections: usize,
     /// How long a connection may carry no byte either way before it is closed; at least 1s.
     #[arg(allow_hyphen_values = true, long, value_name = "DURATION", default_value = "60s", value_parser = duration_arg)]
@@ -1267,13 +1267,13 @@ Example:
 #[derive(Args, Debug)]
 pub struct SoakArgs {
     /// Concurrent clients, one connection each (at most 65536).
-    #[arg(long, default_value_t = 1000)]
+    #[arg(long, default_value_t = 1000, value_parser = crate::whole_arg::<usize>)]
     clients: usize,
     /// How long they read (at least 1ms).
     #[arg(allow_hyphen_values = true, long, value_name = "DURATION", default_value = "30s", value_parser = duration_arg)]
     duration: StdDuration,
     /// Files served (at most 1024).
-    #[arg(long, default_value_t = 16)]
+    #[arg(long, default_value_t = 16, value_parser = crate::whole_arg::<usize>)]
     files: usize,
     /// Bytes per file, 4KiB to 1GiB (16GiB for all files together, and within the temporary
     /// directory's free space).
@@ -1284,7 +1284,7 @@ pub struct SoakArgs {
     #[arg(allow_hyphen_values = true, long, value_name = "SIZE", value_parser = size_arg)]
     max_read: Option<ByteLen>,
     /// Server workers, 1 to 4096.
-    #[arg(long, default_value_t = 32)]
+    #[arg(long, default_value_t = 32, value_parser = crate::whole_arg::<u32>)]
     workers: u32,
     /// Print one JSON object.
     #[arg(long)]

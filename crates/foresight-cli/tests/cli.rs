@@ -2588,3 +2588,73 @@ fn each_bounded_option_gives_its_bounds_in_its_help() {
         "a refused bench wrote files"
     );
 }
+
+/// A whole-number option given a sign, a point, a word or nothing is refused naming the option
+/// and saying what to write: clap's own parser answered `-1` with "-1 is not in 0..=4294967295"
+/// (the integer type's range, which no option takes) and `x` with "invalid digit found in
+/// string".
+#[test]
+fn whole_number_options_say_what_to_write() {
+    let dir = temp_dir("whole-numbers");
+    let bench_dir = dir.path().join("bench");
+    let bench_dir = bench_dir.to_str().unwrap();
+    let url = "http://127.0.0.1:1/f";
+    let cases: &[(&[&str], &str, &str)] = &[
+        (&["bench", "--dir", bench_dir], "--streams", "-1"),
+        (&["bench", "--dir", bench_dir], "--streams", "1,,2"),
+        (&["bench", "--dir", bench_dir], "--queue-depth", "-1"),
+        (&["bench", "--dir", bench_dir], "--limit-depth", "1.5"),
+        (&["bench", "--dir", bench_dir], "--repeat", "x"),
+        (
+            &["bench", "--dir", bench_dir, "--emulate", "wd800jd"],
+            "--disks",
+            "-1",
+        ),
+        (&["serve", "--root", "."], "--workers", "-1"),
+        (&["serve", "--root", "."], "--max-connections", "x"),
+        (&["serve", "--root", "."], "--max-header-bytes", "1e4"),
+        (&["get", url, "--random", "4KiB"], "--reads", "-1"),
+        (&["get", url, "--random", "4KiB"], "--seed", "-1"),
+        (&["get", url], "--max-alpha", "-1"),
+        (&["net-soak"], "--clients", "-1"),
+        (&["net-soak"], "--files", "x"),
+        (&["net-soak"], "--workers", "-1"),
+        (
+            &[
+                "proxy",
+                "--listen",
+                "127.0.0.1:0",
+                "--upstream",
+                "127.0.0.1:1",
+            ],
+            "--max-connections",
+            "-5",
+        ),
+    ];
+    for &(head, flag, value) in cases {
+        let mut args = head.to_vec();
+        args.extend([flag, value]);
+        let err = expect_input_error(&args, flag);
+        assert!(
+            err.contains("whole number")
+                && !err.contains("4294967295")
+                && !err.contains("digit found"),
+            "{args:?}: the refusal should say to write a whole number: {err}"
+        );
+    }
+    let err = expect_input_error(
+        &[
+            "bench",
+            "--dir",
+            bench_dir,
+            "--repeat",
+            "99999999999999999999",
+        ],
+        "--repeat",
+    );
+    assert!(err.contains("too large"), "{err}");
+    assert!(
+        std::fs::read_dir(dir.path()).unwrap().next().is_none(),
+        "a refused bench wrote files"
+    );
+}
