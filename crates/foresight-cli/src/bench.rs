@@ -807,6 +807,10 @@ pub fn run(a: &BenchArgs) -> anyhow::Result<()> {
     foresight_engine::measure::raise_open_files_limit(need)
         .with_context(|| format!("raising the open-files limit (ulimit -n) toward {need}"))?;
     let started = Instant::now();
+    crate::cleanup::say_on_signal(
+        "the bench had not finished, so no table is printed; the files written in full are kept \
+         for the next run, and one cut short was removed",
+    );
     let paths = prepare_files(&p, started)?;
     if p.emulate.is_some() {
         log(started, "kernel: not measured under --emulate (the kernel reads the real disk, not the modelled one)");

@@ -10,6 +10,10 @@
 //! removed), or never created: a creation waiting for the lock waits until the process is gone.
 //! Registering first and creating after, as this module once had its callers do, left a window in
 //! which a signal found nothing to remove and the file created just after stayed behind, cut short.
+//!
+//! A command that runs long also leaves a note with [`say_on_signal`]: what a stop in its middle
+//! leaves (no figures, a report marked unfinished), which the same thread writes to standard
+//! error before exiting, since a stop by the default action said nothing at all.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -68,6 +72,19 @@ fn remove_paths(held: &[(u64, PathBuf)]) {
 
 static REGISTRY: Registry = Registry::new();
 static WATCH: Once = Once::new();
+/// What the command had not done, said when a signal stops it (see [`say_on_signal`]).
+static STOP_NOTE: Mutex<Option<String>> = Mutex::new(None);
+
+/// From now on, a stop by SIGINT, SIGTERM or SIGHUP writes `stopped by SIGNAL: note` to standard
+/// error (after removing what is registered), so that a command stopped in its middle says what
+/// it leaves rather than ending without a word; the exit status stays 128 plus the signal's
+/// number. A later call replaces the note.
+pub fn say_on_signal(note: impl Into<String>) {
+    *STOP_NOTE
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(note.into());
+    WATCH.call_once(watch);
+}
 
 /// A path removed if a signal stops the process while this lives.
 pub struct Registered {
@@ -124,15 +141,27 @@ fn watch() {
     let _ = std::thread::Builder::new()
         .name("foresight-signals".into())
         .spawn(move || {
-            let number = rt.block_on(async move {
+            let (number, name) = rt.block_on(async move {
                 tokio::select! {
-                    _ = arrival(interrupt) => 2,
-                    _ = arrival(terminate) => 15,
-                    _ = arrival(hangup) => 1,
+                    _ = arrival(interrupt) => (2, "SIGINT"),
+                    _ = arrival(terminate) => (15, "SIGTERM"),
+                    _ = arrival(hangup) => (1, "SIGHUP"),
                 }
             });
             // Held to the end: a creation waiting for the lock never runs.
             let _held = REGISTRY.remove_all();
+            let note = STOP_NOTE
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+                .clone();
+            if let Some(note) = note {
+                use std::io::{IsTerminal as _, Write as _};
+                let mut err = std::io::stderr().lock();
+                // On a terminal the line may hold a progress bar (and the ^C the terminal
+                // echoed): the note starts a line of its own.
+                let start = if err.is_terminal() { "\r\x1b[2K" } else { "" };
+                let _ = writeln!(err, "{start}stopped by {name}: {note}");
+            }
             std::process::exit(128 + number);
         });
 }

@@ -742,6 +742,13 @@ fn cmd_sim(
     if let Some(warning) = streams_readahead_past_files(&cfg, None) {
         note!("{warning}");
     }
+    cleanup::say_on_signal(match requests_out {
+        Some(path) => format!(
+            "the simulation had not finished, so it has no figures; --requests-out {} was removed",
+            path.display()
+        ),
+        None => "the simulation had not finished, so it has no figures".to_string(),
+    });
     let run = foresight_sim::run(
         &cfg,
         RunOptions {
@@ -983,6 +990,14 @@ fn cmd_reproduce(names: &[String], quick: bool, out: &Path, list: bool) -> anyho
             note!("[{elapsed_s:>6.1}s] {line}");
         }
     };
+    // Before the first figure nothing in `out` has changed; from it on, report.md says which
+    // experiments were written in full.
+    cleanup::say_on_signal(format!(
+        "reproduce had not finished, and {} has no results.json of this run; its report.md says \
+         which experiments' figures were written in full (none were, if the report is an earlier \
+         run's)",
+        out.display()
+    ));
     foresight_sim::experiments::reproduce(&names, quick, out, &log)?;
     note!(
         "wrote {} and {} in {:.1} s",

@@ -1269,7 +1269,7 @@ fn an_interrupted_run_removes_its_requests_file() {
         ])
         .arg(&path)
         .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("the binary runs");
     let mut child = KillOnDrop(child);
@@ -1283,9 +1283,50 @@ fn an_interrupted_run_removes_its_requests_file() {
     }
     interrupt(&child.0);
     let status = child.0.wait().unwrap();
+    let mut err = String::new();
+    std::io::Read::read_to_string(child.0.stderr.as_mut().unwrap(), &mut err).unwrap();
     let left = path.exists();
     assert!(!left, "the cut-short requests file was left behind");
     assert_eq!(status.code(), Some(130), "{status}");
+    // It says so: a stop by the signal's default action ended without a word.
+    assert!(
+        err.contains("stopped by SIGINT: the simulation had not finished")
+            && err.contains(&format!("--requests-out {} was removed", path.display())),
+        "no note of the stop: {err:?}"
+    );
+}
+
+/// `reproduce` stopped by Ctrl-C in its middle says so, and where its report stands, instead of
+/// ending without a word (its exit status is still 128 + 2).
+#[test]
+fn an_interrupted_reproduce_says_it_stopped() {
+    use std::io::BufRead as _;
+    let out_guard = temp_dir("repro-int");
+    let out = out_guard.path().join("out");
+    // The full striping experiment takes minutes: it is interrupted long before it ends.
+    let child = Command::new(env!("CARGO_BIN_EXE_foresight"))
+        .args(["reproduce", "striping", "--out"])
+        .arg(&out)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("the binary runs");
+    let mut child = KillOnDrop(child);
+    let mut err = std::io::BufReader::new(child.0.stderr.take().unwrap());
+    // The first progress line comes once the run is under way, its note left.
+    let mut first = String::new();
+    err.read_line(&mut first).unwrap();
+    assert!(first.contains("striping"), "{first:?}");
+    interrupt(&child.0);
+    let status = child.0.wait().unwrap();
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut err, &mut rest).unwrap();
+    assert_eq!(status.code(), Some(130), "{status}: {rest}");
+    assert!(
+        rest.contains("stopped by SIGINT: reproduce had not finished")
+            && rest.contains("report.md"),
+        "no note of the stop: {rest:?}"
+    );
 }
 
 /// A `--requests-out` write that failed (a full disk; here the file size limit, `ulimit -f`)
