@@ -696,9 +696,7 @@ fn cmd_sim(
     };
     let started = std::time::Instant::now();
     let show_bar = std::io::stderr().is_terminal();
-    let mut bar: Option<indicatif::ProgressBar> = None;
-    // Whether the bar shows a share (or, for a run of unknown length, a spinner and a count).
-    let mut bar_shows_share = None;
+    let mut bar: Option<progress::SimBar> = None;
     // Redirected to a file or a pipe, a bar's redraws would be noise: a plain line instead, at
     // most one per interval, so that a long run in a log does not look hung.
     let mut notes = progress::Every::new(progress::NOTE_INTERVAL_S);
@@ -713,31 +711,8 @@ fn cmd_sim(
         if elapsed_s < 1.0 {
             return;
         }
-        let b = bar.get_or_insert_with(|| indicatif::ProgressBar::new(1000));
-        if bar_shows_share != Some(p.share.is_some()) {
-            bar_shows_share = Some(p.share.is_some());
-            let template = if p.share.is_some() {
-                "{spinner} simulating [{bar:40}] {percent}% ({msg})"
-            } else {
-                // A trace from a pipe: no end to measure a share against until it is read.
-                "{spinner} simulating: {msg}"
-            };
-            b.set_style(
-                indicatif::ProgressStyle::with_template(template)
-                    .expect("valid template")
-                    .progress_chars("=> "),
-            );
-        }
-        match p.share {
-            Some(frac) => {
-                b.set_position((frac * 1000.0) as u64);
-                b.set_message(progress::eta_text(elapsed_s, frac));
-            }
-            None => {
-                b.set_message(progress::done_text(&p));
-                b.tick();
-            }
-        }
+        bar.get_or_insert_with(|| progress::SimBar::new(indicatif::ProgressDrawTarget::stderr()))
+            .show(&p, elapsed_s);
     };
     if let Some(warning) = streams_readahead_past_files(&cfg, None) {
         note!("{warning}");
@@ -757,7 +732,7 @@ fn cmd_sim(
         },
     );
     if let Some(b) = bar.take() {
-        b.finish_and_clear();
+        b.finish();
     }
     let out = run.map_err(|e| match e {
         SimError::Config(_) | SimError::Trace(_) => {

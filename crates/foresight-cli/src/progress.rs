@@ -80,6 +80,60 @@ pub fn sim_note(p: &Progress, elapsed_s: f64) -> String {
     }
 }
 
+/// The progress bar `foresight sim` draws on a terminal: a share with its estimate of the time
+/// left, or, for a run of unknown length (a trace from a pipe), a spinner and what is done.
+pub struct SimBar {
+    bar: indicatif::ProgressBar,
+    /// Whether the bar's style shows a share; `None` before the first report.
+    shows_share: Option<bool>,
+}
+
+impl SimBar {
+    /// A bar drawn to `target` (standard error, in `foresight sim`).
+    pub fn new(target: indicatif::ProgressDrawTarget) -> SimBar {
+        SimBar {
+            bar: indicatif::ProgressBar::with_draw_target(Some(1000), target),
+            shows_share: None,
+        }
+    }
+
+    /// Shows `p`, `elapsed_s` into the run.
+    pub fn show(&mut self, p: &Progress, elapsed_s: f64) {
+        let b = &self.bar;
+        if self.shows_share != Some(p.share.is_some()) {
+            self.shows_share = Some(p.share.is_some());
+            let template = if p.share.is_some() {
+                "{spinner} simulating [{bar:40}] {percent}% ({msg})"
+            } else {
+                // A trace from a pipe: no end to measure a share against until it is read.
+                "{spinner} simulating: {msg}"
+            };
+            b.set_style(
+                indicatif::ProgressStyle::with_template(template)
+                    .expect("valid template")
+                    .progress_chars("=> "),
+            );
+        }
+        match p.share {
+            Some(frac) => {
+                // The estimate first: the share draws a frame, which showed `()` before the
+                // first estimate and the previous estimate after.
+                b.set_message(eta_text(elapsed_s, frac));
+                b.set_position((frac * 1000.0) as u64);
+            }
+            None => {
+                b.set_message(done_text(p));
+                b.tick();
+            }
+        }
+    }
+
+    /// Takes the bar off the terminal.
+    pub fn finish(self) {
+        self.bar.finish_and_clear();
+    }
+}
+
 /// `(done, of)` when `line` is an experiment's count of finished runs (`NAME: D/N runs`).
 fn run_count(line: &str) -> Option<(u64, u64)> {
     let (_, count) = line.rsplit_once(": ")?;
@@ -168,6 +222,66 @@ impl<W: Write, N: Write> Write for Counting<W, N> {
 mod tests {
     use super::*;
     use foresight_sim::TraceProgress;
+
+    /// The frames a bar drew, each as written.
+    #[derive(Debug, Clone, Default)]
+    struct Frames(std::sync::Arc<std::sync::Mutex<Vec<String>>>);
+
+    impl indicatif::TermLike for Frames {
+        fn width(&self) -> u16 {
+            100
+        }
+        fn move_cursor_up(&self, _: usize) -> std::io::Result<()> {
+            Ok(())
+        }
+        fn move_cursor_down(&self, _: usize) -> std::io::Result<()> {
+            Ok(())
+        }
+        fn move_cursor_right(&self, _: usize) -> std::io::Result<()> {
+            Ok(())
+        }
+        fn move_cursor_left(&self, _: usize) -> std::io::Result<()> {
+            Ok(())
+        }
+        fn write_line(&self, s: &str) -> std::io::Result<()> {
+            self.write_str(s)
+        }
+        fn write_str(&self, s: &str) -> std::io::Result<()> {
+            if !s.is_empty() {
+                self.0.lock().unwrap().push(s.to_string());
+            }
+            Ok(())
+        }
+        fn clear_line(&self) -> std::io::Result<()> {
+            Ok(())
+        }
+        fn flush(&self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// The bar's first frame showed its share with empty parentheses, `3% ()`, the estimate of
+    /// the time left set only after the share had drawn the frame.
+    #[test]
+    fn the_sim_bar_never_draws_an_empty_estimate() {
+        let frames = Frames::default();
+        let mut bar = SimBar::new(indicatif::ProgressDrawTarget::term_like(Box::new(
+            frames.clone(),
+        )));
+        for (frac, elapsed_s) in [(0.03, 1.0), (0.25, 2.0), (0.5, 4.0)] {
+            bar.show(&Progress::share(frac), elapsed_s);
+        }
+        bar.finish();
+        let drawn = frames.0.lock().unwrap().clone();
+        assert!(
+            drawn.iter().any(|f| f.contains("3% (eta ")),
+            "no frame at 3%: {drawn:?}"
+        );
+        assert!(
+            drawn.iter().all(|f| !f.contains("()")),
+            "a frame without its estimate: {drawn:?}"
+        );
+    }
 
     /// A run a quarter done after 1 s has about 3 s left, whatever the bar saw before it appeared.
     #[test]
