@@ -2699,3 +2699,35 @@ fn whole_number_options_say_what_to_write() {
         "a refused bench wrote files"
     );
 }
+
+/// A trace file that cannot be opened is refused naming the key its path came from and how a
+/// relative path is read: the message gave only the path, joined to the config file's directory,
+/// which is not the text the config holds.
+#[test]
+fn a_missing_trace_names_workload_trace_and_how_its_path_is_read() {
+    let dir = temp_dir("missing-trace");
+    let block = dir.path().join("block.toml");
+    std::fs::write(
+        &block,
+        "[workload]\nkind = \"trace\"\nformat = \"disksim\"\ntrace = \"missing.trace\"\n",
+    )
+    .unwrap();
+    let hinted = dir.path().join("hinted.toml");
+    std::fs::write(
+        &hinted,
+        "[device]\nkind = \"constant\"\nt_upper = \"1ms\"\nt_lower = \"2ms\"\n\
+         t_lower_to_upper = \"3ms\"\n[policy]\nname = \"tip\"\n\
+         [workload]\nkind = \"hinted\"\ntrace = \"missing.txt\"\n",
+    )
+    .unwrap();
+    for (config, file) in [(&block, "missing.trace"), (&hinted, "missing.txt")] {
+        let err = expect_input_error(
+            &["sim", "--config", config.to_str().unwrap()],
+            &dir.path().join(file).display().to_string(),
+        );
+        assert!(
+            err.contains("workload.trace") && err.contains("config file's directory"),
+            "{config:?}: the refusal should name the key and how its path is read: {err}"
+        );
+    }
+}

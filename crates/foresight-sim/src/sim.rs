@@ -84,6 +84,19 @@ pub enum SimError {
     Requests(#[source] std::io::Error),
 }
 
+/// How a trace whose file as a whole is refused (it cannot be opened, or holds no records) says
+/// where its path came from: the error named only the path, which for a config file's relative
+/// path is not the text the user wrote.
+pub(crate) fn named_trace_file(mut e: TraceError) -> TraceError {
+    if e.line == 0 {
+        e.message.push_str(
+            "; this is the file workload.trace names (a relative path is taken from the config \
+             file's directory, or from the current one when given by --set)",
+        );
+    }
+    e
+}
+
 /// What a caller wants besides the report.
 #[derive(Default)]
 pub struct RunOptions<'a> {
@@ -784,7 +797,8 @@ impl<'r> Sim<'r> {
                     .as_ref()
                     .expect("validated: trace workloads have a path");
                 let reader =
-                    TraceReader::open(path, w.format, w.trace_records_max, TRACE_REORDER_RECORDS)?;
+                    TraceReader::open(path, w.format, w.trace_records_max, TRACE_REORDER_RECORDS)
+                        .map_err(named_trace_file)?;
                 (Layout::new(volume_bytes, striping), vec![], Some(reader))
             }
         };

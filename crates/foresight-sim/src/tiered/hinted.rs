@@ -143,11 +143,11 @@ pub fn access_list(w: &HintedWorkload, seed: u64) -> Result<Vec<u64>, TraceError
             let name = path.display().to_string();
             let mut parser = Parser::new(&name);
             for_each_line(path, |line, text| parser.line(line, text)).map_err(|e| match e {
-                LineError::Read { line, message } => err(
+                LineError::Read { line, message } => crate::sim::named_trace_file(err(
                     &name,
                     line,
                     format!("cannot read the hinted trace: {message}"),
-                ),
+                )),
                 // As the block traces: text in another encoding is refused at its first foreign
                 // byte's line, not as a bare "stream did not contain valid UTF-8".
                 LineError::NotUtf8 { line } => err(
