@@ -330,6 +330,11 @@ impl<T: Copy> BlockQueue<T> {
         self.pending.len()
     }
 
+    /// The requests waiting, in no particular order.
+    pub fn queued(&self) -> impl Iterator<Item = &BlockReq<T>> {
+        self.pending.iter()
+    }
+
     /// Whether no request waits.
     pub fn is_empty(&self) -> bool {
         self.pending.is_empty()

@@ -309,6 +309,40 @@ impl CacheLayer {
         &self.cache
     }
 
+    /// Of the prefetched pages still in flight and unread, how many the level below has read
+    /// already: `has_read(io, file, page)` says whether it has, for page `page` of `file` in this
+    /// layer's read `io`. A read split into parts completes here with its last part, but the
+    /// parts done before are in the device's figures (see [`crate::host::volume::Volume::unread_parts`]).
+    pub fn in_flight_prefetches_read(
+        &self,
+        mut has_read: impl FnMut(u32, FileId, u64) -> bool,
+    ) -> u64 {
+        let mut read = 0;
+        for (io, i) in self.ios.iter().enumerate() {
+            let Some(i) = i else { continue };
+            let io = io as u32;
+            for p in i.first_page..i.first_page + i.pages {
+                let key = page_key(i.file.0, p);
+                if self.cache.state(key) == Some(PageState::InFlight { io })
+                    && self.cache.is_unread_prefetch(key)
+                    && has_read(io, i.file, p)
+                {
+                    read += 1;
+                }
+            }
+        }
+        read
+    }
+
+    /// Whether a read from above given `token` is still under way over any byte of
+    /// `offset..offset + bytes`: the level above has not had those bytes from this layer yet.
+    pub fn reading(&self, token: u64, offset: u64, bytes: u64) -> bool {
+        self.reqs
+            .iter()
+            .flatten()
+            .any(|r| r.token == token && r.offset < offset + bytes && offset < r.offset + r.bytes)
+    }
+
     /// The policy's name.
     pub fn policy_name(&self) -> &str {
         self.policy.name()

@@ -330,6 +330,13 @@ impl PageCache {
         self.in_flight_unread_pages
     }
 
+    /// Whether the cache holds `key` as a prefetched page nobody has read yet.
+    pub fn is_unread_prefetch(&self, key: PageKey) -> bool {
+        self.map
+            .get(key)
+            .is_some_and(|s| self.slots[s as usize].prefetched_unused)
+    }
+
     fn list_of(&self, s: u32) -> usize {
         self.slots[s as usize].prefetched_unused as usize
     }

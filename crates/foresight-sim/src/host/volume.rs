@@ -103,6 +103,13 @@ pub struct VolumeStats {
     pub antic_waits: u64,
 }
 
+/// The member parts no member has read yet, by the token of the volume request they belong to:
+/// `(member, member lba, sectors)`. See [`Volume::unread_parts`].
+#[derive(Debug, Default)]
+pub struct UnreadParts {
+    by_token: FxHashMap<u64, Vec<(usize, u64, u64)>>,
+}
+
 /// How volume addresses map onto members.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mapping {
@@ -297,6 +304,47 @@ impl Volume {
         s.merges = self.members.iter().map(|m| m.queue.merges()).sum();
         s.antic_waits = self.members.iter().map(|m| m.queue.antic_waits()).sum();
         s
+    }
+
+    /// The parts of the volume requests not yet completed that no member has read yet: those
+    /// queued, waiting for a queue slot, or in a device. A part its member has finished is read,
+    /// and in `device_bytes`, though the request it belongs to completes only with its last part
+    /// (or, behind a controller, once that part has crossed the link). Built once, at the end of
+    /// a run, to tell which pages of reads still under way the members have read already.
+    pub fn unread_parts(&self) -> UnreadParts {
+        let mut by_token: FxHashMap<u64, Vec<(usize, u64, u64)>> = FxHashMap::default();
+        for (d, m) in self.members.iter().enumerate() {
+            let mut add = |jobs: &[u32], lba: u64, sectors: u64| {
+                for &job in jobs {
+                    let token = self.jobs[job as usize].as_ref().expect("live job").token;
+                    by_token.entry(token).or_default().push((d, lba, sectors));
+                }
+            };
+            for r in m.queue.queued().chain(m.in_device.values()) {
+                add(&r.tokens, r.lba, u64::from(r.sectors));
+            }
+            for w in &m.waiting {
+                add(&[w.job], w.lba, u64::from(w.sectors));
+            }
+        }
+        UnreadParts { by_token }
+    }
+
+    /// Whether the members have read every sector of `lba..lba + sectors` that the request
+    /// `token` (submitted, and possibly completed) asked of them: none lies in one of its parts in
+    /// `unread`. A part merged with other requests' covers their sectors too; the same sectors are
+    /// never in flight for two requests at once, so that marks no sector of `token`'s unread.
+    pub fn has_read(&self, unread: &UnreadParts, token: u64, lba: u64, sectors: u64) -> bool {
+        let Some(parts) = unread.by_token.get(&token) else {
+            return true;
+        };
+        let mut read = true;
+        self.for_each_piece(lba, sectors, |d, l, n| {
+            read &= !parts
+                .iter()
+                .any(|&(pd, pl, pn)| pd == d && pl < l + n && l < pl + pn);
+        });
+        read
     }
 
     /// Whether every member queue can take `pieces` more requests.
@@ -787,5 +835,42 @@ mod tests {
         }
         assert_eq!(done, vec![77]);
         assert_eq!(v.stats().device_requests, 2);
+    }
+
+    /// While a request split across two members waits for its second part, the first part's
+    /// sectors are read (and in `device_bytes`), the second's are not; once it completes, all are.
+    /// Another request's parts say nothing about it.
+    #[test]
+    fn the_part_a_member_finished_is_read_before_its_request_completes() {
+        // 64 KiB strips: volume sectors 0..128 are disk 0's, 128..256 disk 1's.
+        let mut v = striped(2, 128);
+        // Disk 1 is busy with a long read (a strip of its own, far away) first.
+        v.submit(Instant::ZERO, Op::Read, 128 * 1001, 128, 1, None);
+        v.dispatch(Instant::ZERO);
+        assert_eq!(v.submit(Instant::ZERO, Op::Read, 0, 256, 2, None), 2);
+        v.dispatch(Instant::ZERO);
+        let unread = v.unread_parts();
+        assert!(!v.has_read(&unread, 2, 0, 128) && !v.has_read(&unread, 2, 128, 128));
+        let mut done = vec![];
+        while v.stats().device_bytes < 128 * 2 * SECTOR_BYTES {
+            let t = v.next_event().expect("busy");
+            v.advance(t, &mut done);
+            v.dispatch(t);
+        }
+        // Disk 0's part and disk 1's first read are done; request 2 is not.
+        assert_eq!(done, vec![1]);
+        let unread = v.unread_parts();
+        assert!(v.has_read(&unread, 2, 0, 128), "disk 0's part is read");
+        assert!(!v.has_read(&unread, 2, 128, 128), "disk 1's part is not");
+        assert!(
+            !v.has_read(&unread, 2, 120, 16),
+            "a range across both is not"
+        );
+        assert!(v.has_read(&unread, 1, 128 * 1001, 128), "request 1 is done");
+        while done.len() < 2 {
+            let t = v.next_event().expect("busy");
+            v.advance(t, &mut done);
+        }
+        assert!(v.has_read(&v.unread_parts(), 2, 0, 256));
     }
 }
