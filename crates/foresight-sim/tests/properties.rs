@@ -807,6 +807,30 @@ fn pages_a_member_read_of_a_split_prefetch_still_under_way_count_as_wasted() {
     .unwrap_or_else(|e| panic!("{e}"));
 }
 
+/// A case the property found on one disk: a read that had copied its first page and waited for
+/// room for the next had that page evicted meanwhile; a fetch then read both again, and as the
+/// read waited on it for its second page it copied the first once more, so that copy counted as
+/// used though the read had the page already: 4,096 bytes read beyond `none` and its waste. A
+/// read now copies from each fetch only the pages from where it began to wait on it.
+#[test]
+fn a_read_does_not_copy_again_a_page_it_had_before_it_waited() {
+    directed_with_exact_hints(
+        0,
+        0,
+        1,
+        "gaps",
+        3,
+        12_288,
+        4096,
+        1,
+        "anticipatory",
+        "0",
+        false,
+        780,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: cases(24), ..ProptestConfig::default() })]
 

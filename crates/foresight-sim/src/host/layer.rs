@@ -67,7 +67,9 @@ struct Io {
     pages: u64,
     fetch: Option<FetchId>,
     parts_left: u32,
-    waiters: SmallVec<[u32; 2]>,
+    /// Reads waiting for it, each with the first page it waits for in it: pages before that it
+    /// had already copied when it began to wait (from an earlier copy, since evicted).
+    waiters: SmallVec<[(u32, u64); 2]>,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -706,7 +708,7 @@ impl CacheLayer {
                             .as_mut()
                             .expect("live io")
                             .waiters
-                            .push(id);
+                            .push((id, p));
                         pending += 1;
                         last_io = io;
                     }
@@ -770,15 +772,18 @@ impl CacheLayer {
         for p in first_page..first_page + pages {
             self.cache.complete(page_key(file.0, p));
         }
-        for w in waiters {
+        for (w, from_page) in waiters {
             // A read waiting on these pages copies them now, as a kernel read copies each page
             // once it is up to date, holding it meanwhile: touched, they count as used and are
             // the most recently used. Touched only when the whole read was done, they could be
             // evicted while it waited for its later pages, counted as wasted though the read had
-            // them, and the read still completed without reading them again.
+            // them, and the read still completed without reading them again. It copies only the
+            // pages from the one it began to wait for: a page before that it had copied already,
+            // and a fetch that read the page again after it was evicted brought a copy nobody
+            // read, which counted as used.
             let r = self.reqs[w as usize].expect("live request");
-            let (first, last) = (r.offset / PAGE_BYTES, (r.offset + r.bytes - 1) / PAGE_BYTES);
-            for p in first_page.max(first)..(first_page + pages).min(last + 1) {
+            let last = (r.offset + r.bytes - 1) / PAGE_BYTES;
+            for p in first_page.max(from_page)..(first_page + pages).min(last + 1) {
                 self.cache.touch(page_key(file.0, p));
             }
             let r = self.reqs[w as usize].as_mut().expect("live request");
@@ -990,5 +995,84 @@ mod tests {
         assert_eq!(served(&mut layer), [2]);
         assert_eq!(layer.cache().in_flight_pages(), 0);
         assert!(layer.waiting.is_empty());
+    }
+
+    /// A policy that sends the fetches it is given: some at once, the others each when a given
+    /// fetch of its completes.
+    struct Scripted {
+        out: VecDeque<Output>,
+        after: Vec<(FetchId, Output)>,
+    }
+
+    impl Policy for Scripted {
+        fn name(&self) -> &str {
+            "scripted"
+        }
+
+        fn handle(&mut self, _now: Instant, input: Input) {
+            if let Input::Fetched { id, .. } = input {
+                let (now, later) = std::mem::take(&mut self.after)
+                    .into_iter()
+                    .partition(|(after, _)| *after == id);
+                self.after = later;
+                self.out.extend(now.into_iter().map(|(_, o)| o));
+            }
+        }
+
+        fn poll_output(&mut self) -> Option<Output> {
+            self.out.pop_front()
+        }
+    }
+
+    /// A read copies each of its pages once. Here it copies its first page from a fetch, then
+    /// waits for room for its second; meanwhile its first page is evicted, and a fetch reads
+    /// both again. The read waits on that fetch for its second page only: the first page's new
+    /// copy stays unread. It used to copy both as that fetch completed, so the new copy counted
+    /// as used, though nobody read it.
+    #[test]
+    fn a_read_does_not_copy_again_a_page_it_copied_before_it_waited() {
+        let page = PAGE_BYTES;
+        let fetch = |id: u64, file: u32, pages: u64| Output::Fetch {
+            id: FetchId(id),
+            file: FileId(file),
+            range: ByteRange::new(0, pages * page),
+            into: foresight_policy::Tier::Memory,
+        };
+        let script = Scripted {
+            // Two pages of file 1, then the read's first page.
+            out: VecDeque::from([fetch(1, 1, 2), fetch(2, 0, 1)]),
+            after: vec![
+                // Takes the room the read's first page leaves as it is copied, evicting it.
+                (FetchId(2), fetch(3, 2, 1)),
+                // Reads both pages of the read again, in the room file 1's pages leave.
+                (FetchId(1), fetch(4, 0, 2)),
+            ],
+        };
+        let mut layer = CacheLayer::new(3, Box::new(script));
+        let now = Instant::ZERO;
+        layer.on_timer(now);
+        let first = take_down(&mut layer);
+        assert_eq!(first.len(), 2);
+        // The cache is full of fetches under way: the read waits on its first page's fetch,
+        // and for room for its second.
+        layer.read(now, StreamId(0), FileId(0), 0, 2 * page, 7);
+        assert!(take_down(&mut layer).is_empty());
+        // Its first page arrives and is copied; fetch 3 evicts it; still no room.
+        layer.part_done(now, first[1].0);
+        assert_eq!(layer.cache().stats().used_prefetched_pages, 1);
+        assert!(layer.cache().state(page_key(0, 0)).is_none());
+        let third = take_down(&mut layer);
+        assert_eq!(third.len(), 1);
+        // File 1's pages arrive; fetch 4 reads the read's two pages again in their room.
+        layer.part_done(now, first[0].0);
+        let fourth = take_down(&mut layer);
+        assert_eq!(fourth.len(), 1);
+        layer.part_done(now, fourth[0].0);
+        assert_eq!(layer.done.iter().map(|d| d.token).collect::<Vec<_>>(), [7]);
+        // Its first copy of page 0 and page 1 were used; page 0's second copy was not (nor is
+        // fetch 3's page, still under way).
+        assert_eq!(layer.cache().stats().used_prefetched_pages, 2);
+        assert_eq!(layer.cache().unused_prefetched_pages(), 2);
+        layer.part_done(now, third[0].0);
     }
 }
