@@ -27,7 +27,8 @@
 //! 4,096 emulated streams on `wd800jd`, which took about 36 s for their first 64 KiB reads, stop
 //! at 1 s under `--duration 1s`. A buffered read of the kernel row cannot be called back, so it
 //! is finished; the rate counts that whole time, and a row that ran well past the deadline says so
-//! in its note.
+//! in its note. The note of an engine or kernel row says when half the streams had read their
+//! whole files, or, when the deadline stopped some, how many of them got through their files.
 //!
 //! `--emulate PRESET` runs the engine on the `emulated` backend instead: the same real bytes, but
 //! every read completes when the named device model says it would (files spread over the modelled
@@ -219,7 +220,8 @@ pub struct BenchArgs {
     /// bytes it did not get are not counted; a plain buffered read (the kernel row) or a limit
     /// read under way is finished, and the row's note says so when that took long. A row
     /// stopped before the end of its data says so too (`stopped by --duration` in the table,
-    /// `stopped_by_duration` in --json), its rate being that of the part it read.
+    /// `stopped_by_duration` in --json), its rate being that of the part it read, and an engine
+    /// or kernel row's progress note says how many streams got through their files.
     #[arg(
         long,
         allow_hyphen_values = true,
@@ -1522,11 +1524,15 @@ fn free_huge_page_bytes() -> u64 {
 }
 
 /// Runs `read_one(i, path, deadline, buf)` on one thread per file, all starting together; returns
-/// the bytes read, the wall seconds until the last finished, and the CPU seconds used. Each thread's
-/// `buf` of `buf_bytes` is written before the clock starts: faulting in a fresh 1 MiB buffer for
-/// each of 1,024 threads costs about a second on a virtual machine, which is not reading.
+/// the bytes read, the wall seconds until the last finished, the CPU seconds used, and which
+/// readers got through their file's `file_bytes` (the length every file of the run has, passed in:
+/// the emulated readers take no path, and a reader stopped by the deadline ends as a finished
+/// one does, so only its count tells them apart). Each thread's `buf` of `buf_bytes` is written
+/// before the clock starts: faulting in a fresh 1 MiB buffer for each of 1,024 threads costs
+/// about a second on a virtual machine, which is not reading.
 fn run_threads(
     files: &[PathBuf],
+    file_bytes: u64,
     deadline_after: Duration,
     buf_bytes: usize,
     read_one: impl Fn(usize, &Path, Instant, &mut [u8]) -> std::io::Result<u64> + Send + Sync + 'static,
@@ -1556,21 +1562,27 @@ fn run_threads(
     let t0 = Instant::now();
     barrier.wait();
     let mut bytes = 0;
-    let mut finished_s = Vec::with_capacity(n);
+    let mut through_s = Vec::with_capacity(n);
     for h in handles {
         let (b, end) = h
             .join()
             .map_err(|_| anyhow::anyhow!("a reader thread panicked"))?
             .context("a reader failed")?;
         bytes += b;
-        finished_s.push(end.duration_since(t0).as_secs_f64());
+        if b >= file_bytes {
+            through_s.push(end.duration_since(t0).as_secs_f64());
+        }
     }
-    finished_s.sort_by(f64::total_cmp);
+    through_s.sort_by(f64::total_cmp);
     Ok(Timing {
         bytes,
         secs: t0.elapsed().as_secs_f64(),
         cpu_s: process_cpu_seconds() - cpu0,
-        half_done_s: finished_s[finished_s.len() / 2],
+        streams: n,
+        through: through_s.len(),
+        // The (n/2 + 1)-th reader through: more than half of all the streams, counting only
+        // those that read their whole file.
+        half_done_s: through_s.get(n / 2).copied(),
         deadline_s: deadline_after.as_secs_f64(),
     })
 }
@@ -1581,19 +1593,40 @@ struct Timing {
     /// Wall seconds until the last reader finished.
     secs: f64,
     cpu_s: f64,
-    /// Seconds until half of the readers had finished: far below `secs` means a few streams were
-    /// left behind and the run ended on a thin tail.
-    half_done_s: f64,
+    /// Readers, one per stream.
+    streams: usize,
+    /// Readers that read their whole file; the others were stopped by `--duration`.
+    through: usize,
+    /// Seconds until more than half of the readers had read their whole file, if they did: far
+    /// below `secs` means a few streams were left behind and the run ended on a thin tail.
+    half_done_s: Option<f64>,
     /// `--duration`, after which no reader starts a read.
     deadline_s: f64,
 }
 
 impl Timing {
     fn tail_note(&self) -> String {
-        let mut note = format!(
-            "half the streams done at {:.2} s of {:.2} s",
-            self.half_done_s, self.secs
-        );
+        let mut note = if self.through == self.streams {
+            format!(
+                "half the streams done at {:.2} s of {:.2} s",
+                self.half_done_s.unwrap_or(self.secs),
+                self.secs
+            )
+        } else {
+            // A reader stopped by the deadline has not read its file: counting it as done made
+            // 100 streams of which none got through read "half the streams done at 20.00 s".
+            format!(
+                "stopped by --duration at {:.2} s with {} of {} streams through their files{}, \
+                 the last reader ended at {:.2} s",
+                self.deadline_s,
+                self.through,
+                self.streams,
+                self.half_done_s
+                    .map(|h| format!(" (half the streams through at {h:.2} s)"))
+                    .unwrap_or_default(),
+                self.secs
+            )
+        };
         if self.overran() {
             note += &format!(
                 " (reads under way at the {:.2} s --duration deadline were waited for)",
@@ -1722,21 +1755,27 @@ fn measure_kernel(p: &Plan, files: &[PathBuf], bytes: u64, n: u32) -> anyhow::Re
         opened.into_iter().map(Some).collect::<Vec<_>>(),
     ));
     let request = p.request as usize;
-    let t = run_threads(files, p.duration, request, move |i, _, deadline, buf| {
-        let mut f = opened.lock().expect("files")[i]
-            .take()
-            .expect("one file per thread");
-        let mut done = 0u64;
-        while done < bytes && Instant::now() < deadline {
-            let want = (bytes - done).min(request as u64) as usize;
-            let got = f.read(&mut buf[..want])?;
-            if got == 0 {
-                break;
+    let t = run_threads(
+        files,
+        bytes,
+        p.duration,
+        request,
+        move |i, _, deadline, buf| {
+            let mut f = opened.lock().expect("files")[i]
+                .take()
+                .expect("one file per thread");
+            let mut done = 0u64;
+            while done < bytes && Instant::now() < deadline {
+                let want = (bytes - done).min(request as u64) as usize;
+                let got = f.read(&mut buf[..want])?;
+                if got == 0 {
+                    break;
+                }
+                done += got as u64;
             }
-            done += got as u64;
-        }
-        Ok(done)
-    })?;
+            Ok(done)
+        },
+    )?;
     Ok(Row {
         streams: n,
         method: "kernel",
@@ -1790,28 +1829,34 @@ fn measure_engine(
         readers.into_iter().map(Some).collect::<Vec<_>>(),
     ));
     let request = p.request as usize;
-    let t = run_threads(files, p.duration, request, move |i, _, deadline, buf| {
-        let mut r = readers.lock().expect("readers")[i]
-            .take()
-            .expect("one reader per thread");
-        // A read waiting at the deadline stops there, so the measurement ends on time even when
-        // thousands of streams queue on a slow (emulated) device.
-        r.set_read_deadline(Some(deadline));
-        let mut done = 0u64;
-        while done < bytes && Instant::now() < deadline {
-            let want = (bytes - done).min(request as u64) as usize;
-            let got = match r.read(&mut buf[..want]) {
-                Ok(n) => n,
-                Err(e) if e.kind() == std::io::ErrorKind::TimedOut => break,
-                Err(e) => return Err(e),
-            };
-            if got == 0 {
-                break;
+    let t = run_threads(
+        files,
+        bytes,
+        p.duration,
+        request,
+        move |i, _, deadline, buf| {
+            let mut r = readers.lock().expect("readers")[i]
+                .take()
+                .expect("one reader per thread");
+            // A read waiting at the deadline stops there, so the measurement ends on time even when
+            // thousands of streams queue on a slow (emulated) device.
+            r.set_read_deadline(Some(deadline));
+            let mut done = 0u64;
+            while done < bytes && Instant::now() < deadline {
+                let want = (bytes - done).min(request as u64) as usize;
+                let got = match r.read(&mut buf[..want]) {
+                    Ok(n) => n,
+                    Err(e) if e.kind() == std::io::ErrorKind::TimedOut => break,
+                    Err(e) => return Err(e),
+                };
+                if got == 0 {
+                    break;
+                }
+                done += got as u64;
             }
-            done += got as u64;
-        }
-        Ok(done)
-    })?;
+            Ok(done)
+        },
+    )?;
     let s = engine.stats();
     let note = format!(
         "{}{}, {} fetches, {} stalls, {} wasted, built in {build_s:.2} s, {}",
@@ -2036,7 +2081,9 @@ mod tests {
             bytes: 0,
             secs,
             cpu_s: 0.0,
-            half_done_s: secs / 2.0,
+            streams: 2,
+            through: 2,
+            half_done_s: Some(secs / 2.0),
             deadline_s,
         };
         let says = |t: super::Timing| t.tail_note().contains("were waited for");
@@ -2046,6 +2093,68 @@ mod tests {
         assert!(!says(t(31.0, 30.0)));
         assert!(!says(t(1.5, 1.0)));
         assert!(!says(t(12.0, 30.0)));
+        // Readers stopped by the deadline do not hide that the last reads were waited for.
+        let stopped = super::Timing {
+            through: 0,
+            half_done_s: None,
+            ..t(36.4, 1.0)
+        };
+        assert!(stopped.tail_note().contains("0 of 2 streams through"));
+        assert!(says(stopped));
+    }
+
+    /// Readers the deadline stopped short of their files' ends are not counted as done: with
+    /// 100 emulated streams stopped at 20 s, none through its file, the note said "half the
+    /// streams done at 20.00 s".
+    #[test]
+    fn streams_stopped_by_the_deadline_are_not_counted_as_done() {
+        let file_bytes = 1 << 20;
+        let files: Vec<_> = (0..4)
+            .map(|i| std::path::PathBuf::from(format!("stream-{i}.dat")))
+            .collect();
+        // Stream 0 reads its whole file; the others stop part way, as at the deadline.
+        let t = super::run_threads(
+            &files,
+            file_bytes,
+            std::time::Duration::from_secs(3600),
+            16,
+            move |i, _, _, _| Ok(if i == 0 { file_bytes } else { file_bytes / 2 }),
+        )
+        .unwrap();
+        let note = t.tail_note();
+        assert!(!note.contains("half the streams"), "{note}");
+        assert!(note.contains("stopped by --duration"), "{note}");
+        assert!(
+            note.contains("1 of 4 streams through their files"),
+            "{note}"
+        );
+        // With three of four through, the time half of them were is known, and told as such.
+        let note = super::run_threads(
+            &files,
+            file_bytes,
+            std::time::Duration::from_secs(3600),
+            16,
+            move |i, _, _, _| Ok(if i < 3 { file_bytes } else { 0 }),
+        )
+        .unwrap()
+        .tail_note();
+        assert!(
+            note.contains("3 of 4 streams through their files"),
+            "{note}"
+        );
+        assert!(note.contains("(half the streams through at "), "{note}");
+        // All through: the note is the one it always was.
+        let note = super::run_threads(
+            &files,
+            file_bytes,
+            std::time::Duration::from_secs(3600),
+            16,
+            move |_, _, _, _| Ok(file_bytes),
+        )
+        .unwrap()
+        .tail_note();
+        assert!(note.starts_with("half the streams done at "), "{note}");
+        assert!(!note.contains("stopped"), "{note}");
     }
 
     /// Every column after the policy starts at the same place on every line, with a policy name
