@@ -174,8 +174,8 @@ length until its end: it shows the records and bytes read and the simulated time
 A config is TOML; every key can also be set with --set KEY=VALUE (later wins; a step may name an
 element of a list the config has, as in device.tiers[0].preset), and a key the config file sets
 can be taken out with --unset KEY (before the --sets apply). Sizes take 4096, 4KiB, 128KiB, 1MiB,
-2GiB, 10MB, 6GB; durations 250us, 1.92ms, 60s, 2min, 2h (units ns, us, ms, s, min, h); rates
-(bandwidth keys) 1Gbit, 450MB/s, 110MiB/s.
+2GiB, 10MB, 6GB (units B, KiB to EiB, kB to EB; at most 4EiB); durations 250us, 1.92ms, 60s,
+2min, 2h (units ns, us, ms, s, min, h); rates (bandwidth keys) 1Gbit, 450MB/s, 110MiB/s.
 A relative path (trace, disksim) is taken from the config file's directory, or from the current
 one when given by --set. A path given by --set is taken as written (--set workload.trace=2024 is
 the file 2024), but a TOML string in quotes is the text inside them; in a config file a path is

@@ -37,6 +37,19 @@ fn temp_dir(name: &str) -> tempfile::TempDir {
         .expect("making a temporary directory")
 }
 
+/// Sizes past TiB are read in PiB and EiB, the units the bound is stated in: `1EiB` and `20EiB`
+/// were refused as unknown units, the second while the bound read "(4 EiB)". Past the bound a size
+/// is refused as too large, naming the key.
+#[test]
+fn sizes_in_eib_are_read_and_one_past_the_bound_is_refused_as_too_large() {
+    let err = expect_input_error(&["sim", "--set", "host.memory=20EiB"], "host.memory");
+    assert!(err.contains("too large"), "{err}");
+    assert!(!err.contains("unknown unit"), "{err}");
+    // 1 EiB is read, and refused only as more memory than a host may be given.
+    let err = expect_input_error(&["sim", "--set", "host.memory=1EiB"], "host.memory");
+    assert!(err.contains("must be between"), "{err}");
+}
+
 #[test]
 fn bad_input_exits_2_naming_the_problem() {
     expect_input_error(&["sim", "--set", "workload.bogus=1"], "workload.bogus");

@@ -1,11 +1,12 @@
 //! Parsing of the human units that configs and command lines use.
 //!
-//! Sizes take binary units (`4KiB`, `128KiB`, `1MiB`, `2GiB`, `1TiB`), decimal units (`10kB`, `10MB`,
-//! `6GB`, `1TB`) and plain bytes (`4096` or `4096B`); fractions are allowed where they make whole
-//! bytes (`1.5MiB`). Durations take `ns`, `us` (or `µs`), `ms`, `s`, `min` and `h` (`250us`,
+//! Sizes take binary units (`4KiB`, `128KiB`, `1MiB`, `2GiB`, `1TiB`, `1PiB`, `1EiB`; `K` to `E`
+//! alone mean the same), decimal units (`10kB`, `10MB`, `6GB`, `1TB`, `1PB`, `1EB`) and plain bytes
+//! (`4096` or `4096B`), up to 4 EiB; fractions are allowed where they make whole bytes
+//! (`1.5MiB`). Durations take `ns`, `us` (or `µs`), `ms`, `s`, `min` and `h` (`250us`,
 //! `1.92ms`, `60s`, `2h`). Rates take bits (`1Gbit`, `100Mbit/s`) or bytes per second (`450MB/s`,
-//! `50MiB/s`). Every error says what was wrong and which forms are accepted, so the caller only has
-//! to add the key or file it came from.
+//! `50MiB/s`; `B`, `kB` to `EB`, `KiB` to `EiB`). Every error says what was wrong and which forms
+//! are accepted, so the caller only has to add the key or file it came from.
 
 use thiserror::Error;
 
@@ -115,7 +116,7 @@ fn decimal(text: &str, examples: &'static str) -> Result<((u128, u32), String), 
     if (int.is_empty() && frac.is_empty()) || frac.contains('.') {
         return Err(ParseError::NoNumber(text.to_string(), examples));
     }
-    // 36 digits fit a u128 with room for the unit's multiplier.
+    // 36 digits fit a u128 (10^36 < 2^120), as does 10^places for as many places.
     if int.len() + frac.len() > 36 {
         return Err(ParseError::OutOfRange(text.to_string(), "too many digits"));
     }
@@ -125,36 +126,56 @@ fn decimal(text: &str, examples: &'static str) -> Result<((u128, u32), String), 
     Ok(((digits, frac.len() as u32), unit.to_string()))
 }
 
+/// The largest size taken, 4 EiB: sums and products of sizes elsewhere keep room below 2^64.
+const SIZE_MAX_BYTES: u128 = 1 << 62;
+
 /// Parses a size into bytes.
 pub fn parse_size(text: &str) -> Result<ByteLen, ParseError> {
     let ((digits, places), unit) = decimal(text, SIZE_EXAMPLES)?;
-    let mult: u64 = match unit.as_str() {
+    let mult: u128 = match unit.as_str() {
         "" | "B" | "b" => 1,
         "KiB" | "K" | "k" => 1 << 10,
         "MiB" | "M" => 1 << 20,
         "GiB" | "G" => 1 << 30,
         "TiB" | "T" => 1 << 40,
+        "PiB" | "P" => 1 << 50,
+        "EiB" | "E" => 1 << 60,
         "kB" | "KB" => 1_000,
         "MB" => 1_000_000,
         "GB" => 1_000_000_000,
         "TB" => 1_000_000_000_000,
+        "PB" => 1_000_000_000_000_000,
+        "EB" => 1_000_000_000_000_000_000,
         _ => return Err(ParseError::BadUnit(text.to_string(), unit, SIZE_EXAMPLES)),
     };
+    // digits x mult / 10^places, with the common factors of mult and 10^places taken out first:
+    // the plain product overflows a u128 for 36 digits of a large unit, and a saturated product
+    // then refused an exact `1.000...TiB` as not a whole number of bytes.
+    // With no factor left in common, the bytes are whole exactly when `unit_scale` divides
+    // `digits`; otherwise they lie between `whole_part x mult` and the next multiple of `mult`.
     let unit_scale = 10u128.pow(places);
-    let scaled = digits.saturating_mul(u128::from(mult));
-    if scaled / unit_scale > 1u128 << 62 {
-        return Err(ParseError::OutOfRange(
-            text.to_string(),
-            "sizes must be at most 4194304TiB (4 EiB)",
-        ));
-    }
-    if scaled % unit_scale != 0 {
-        return Err(ParseError::OutOfRange(
+    let common = gcd(mult, unit_scale);
+    let (mult, unit_scale) = (mult / common, unit_scale / common);
+    let whole = digits % unit_scale == 0;
+    match (digits / unit_scale).checked_mul(mult) {
+        Some(bytes) if whole && bytes <= SIZE_MAX_BYTES => Ok(ByteLen(bytes as u64)),
+        Some(bytes) if bytes < SIZE_MAX_BYTES => Err(ParseError::OutOfRange(
             text.to_string(),
             "a size must be a whole number of bytes",
-        ));
+        )),
+        _ => Err(ParseError::OutOfRange(
+            text.to_string(),
+            "too large; sizes must be at most 4194304TiB (4 EiB)",
+        )),
     }
-    Ok(ByteLen((scaled / unit_scale) as u64))
+}
+
+/// Greatest common divisor (Euclid).
+fn gcd(mut a: u128, mut b: u128) -> u128 {
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a
 }
 
 /// Parses a duration.
@@ -204,9 +225,15 @@ pub fn parse_rate(text: &str) -> Result<Bandwidth, ParseError> {
         "kB" | "KB" => value * 1e3,
         "MB" => value * 1e6,
         "GB" => value * 1e9,
+        "TB" => value * 1e12,
+        "PB" => value * 1e15,
+        "EB" => value * 1e18,
         "KiB" => value * 1024.0,
         "MiB" => value * 1_048_576.0,
         "GiB" => value * 1_073_741_824.0,
+        "TiB" => value * (1u64 << 40) as f64,
+        "PiB" => value * (1u64 << 50) as f64,
+        "EiB" => value * (1u64 << 60) as f64,
         "" => return Err(ParseError::NoUnit(text.to_string(), RATE_EXAMPLES)),
         _ => return Err(ParseError::BadUnit(text.to_string(), unit, RATE_EXAMPLES)),
     };
@@ -221,7 +248,7 @@ pub fn parse_rate(text: &str) -> Result<Bandwidth, ParseError> {
     if bytes_per_s >= (1u64 << 62) as f64 {
         return Err(ParseError::OutOfRange(
             text.to_string(),
-            "rates must be below 4294967296GiB/s (4 EiB/s)",
+            "too large; rates must be below 4294967296GiB/s (4 EiB/s)",
         ));
     }
     Ok(Bandwidth::from_bytes_per_s(bytes_per_s))
@@ -316,6 +343,62 @@ mod tests {
             parse_duration("999999999999999999999999999999999999min"),
             Err(ParseError::OutOfRange(..))
         ));
+    }
+
+    /// Sizes go on past TiB to PiB and EiB (and PB and EB), the units the bound of a refusal
+    /// is given in: `1PiB` and `1EiB` were refused as unknown units while `20EiB` was told it was
+    /// past "(4 EiB)". Rates take the same byte units.
+    #[test]
+    fn sizes_and_rates_take_units_up_to_exbibytes() {
+        for (text, bytes) in [
+            ("1PiB", 1u64 << 50),
+            ("3P", 3 << 50),
+            ("1EiB", 1 << 60),
+            ("1E", 1 << 60),
+            ("4EiB", 1 << 62),
+            ("0.5EiB", 1 << 59),
+            ("2PB", 2_000_000_000_000_000),
+            ("1.5EB", 1_500_000_000_000_000_000),
+            ("4194304TiB", 1 << 62),
+        ] {
+            assert_eq!(parse_size(text), Ok(ByteLen(bytes)), "{text}");
+        }
+        for text in [
+            "20EiB",
+            "4.000000001EiB",
+            "5EB",
+            "99999999999999999999999EiB",
+        ] {
+            let e = parse_size(text).unwrap_err();
+            assert!(matches!(e, ParseError::OutOfRange(..)), "{text}: {e}");
+            assert!(e.to_string().contains("too large"), "{text}: {e}");
+        }
+        assert_eq!(
+            parse_rate("1TiB/s").unwrap().bytes_per_s,
+            (1u64 << 40) as f64
+        );
+        assert_eq!(parse_rate("2PB/s").unwrap().bytes_per_s, 2e15);
+        assert_eq!(
+            parse_rate("3EiB/s").unwrap().bytes_per_s,
+            (3u64 << 60) as f64
+        );
+        let e = parse_rate("4EiB/s").unwrap_err();
+        assert!(e.to_string().contains("too large"), "{e}");
+    }
+
+    /// A number with many places is exact however large the unit: one TiB written with 35
+    /// zeros after the point was refused as "not a whole number of bytes", its product with the
+    /// unit having overflowed before the division.
+    #[test]
+    fn many_places_do_not_overflow_into_a_wrong_refusal() {
+        let zeros = "0".repeat(35);
+        assert_eq!(parse_size(&format!("1.{zeros}TiB")), Ok(ByteLen(1 << 40)));
+        assert_eq!(parse_size(&format!("1.{zeros}EiB")), Ok(ByteLen(1 << 60)));
+        assert_eq!(
+            parse_size(&format!("0.{zeros}1EiB"))
+                .map_err(|e| matches!(e, ParseError::OutOfRange(..))),
+            Err(true)
+        );
     }
 
     #[test]
@@ -422,6 +505,8 @@ mod tests {
         "1.5MiB",
         "6GB",
         "1_024B",
+        "3PiB",
+        "2.5EB",
         "250us",
         "1.92ms",
         "60s",
@@ -485,7 +570,7 @@ mod tests {
         }
 
         #[test]
-        fn long_numbers_never_panic(s in "[0-9._]{0,45}(B|KiB|TiB|MB|ns|s|min)?") {
+        fn long_numbers_never_panic(s in "[0-9._]{0,45}(B|KiB|TiB|PiB|EiB|MB|PB|EB|ns|s|min)?") {
             check_outcome(&s)?;
         }
 
@@ -515,8 +600,8 @@ mod tests {
         }
 
         #[test]
-        fn binary_sizes_round_trip(n in 0u64..1_000_000, unit in 0usize..4) {
-            let names = ["B", "KiB", "MiB", "GiB"];
+        fn binary_sizes_round_trip(n in 0u64..1_000_000, unit in 0usize..5) {
+            let names = ["B", "KiB", "MiB", "GiB", "TiB"];
             let text = format!("{n}{}", names[unit]);
             prop_assert_eq!(parse_size(&text).unwrap().0, n << (10 * unit as u32));
         }
