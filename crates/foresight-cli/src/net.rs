@@ -220,7 +220,8 @@ the largest regular file in the root or one level below, symlinks and sparse fil
 with direct I/O, `measured`; or --device-bandwidth, `configured`; or, when no such file holds \
 four reads of --readahead (4 MiB at least) or it cannot be read, 200 MiB/s, `default`, a \
 stand-in that no device was timed for, so give --device-bandwidth then; `bandwidth_source` says \
-which) and peak_ratio (p, --peak-ratio, default 1.2 as in paper 004). GET /metrics is Prometheus \
+which) and peak_ratio (p: --peak-ratio, `configured`; or 1.2 as in paper 004, `default`; \
+`peak_ratio_source` says which). GET /metrics is Prometheus \
 text. Both are found by their decoded names (/%6detrics and //metrics are /metrics), so files of \
 the root at those paths are not served. SIGTERM or SIGINT stops accepting and lets open requests finish (up to 10 s).
 
@@ -256,9 +257,10 @@ pub struct ServeArgs {
     /// Publish this average device bandwidth (RB) instead of measuring it, e.g. 450MB/s.
     #[arg(allow_hyphen_values = true, long, value_name = "RATE", value_parser = rate_arg)]
     device_bandwidth: Option<Bandwidth>,
-    /// The device's peak-to-average ratio p, 1 to 1000.
-    #[arg(long, default_value_t = 1.2)]
-    peak_ratio: f64,
+    /// The device's peak-to-average ratio p, 1 to 1000; published as `configured`. Without it,
+    /// paper 004's 1.2, published as `default`.
+    #[arg(long)]
+    peak_ratio: Option<f64>,
     /// Hard memory budget of the engine's buffers: at least four times --readahead, at most this
     /// machine's memory.
     #[arg(allow_hyphen_values = true, long, value_name = "SIZE", default_value = "256MiB", value_parser = size_arg)]
@@ -320,7 +322,7 @@ pub fn run_serve(a: &ServeArgs) -> anyhow::Result<()> {
     );
     let f = handle.figures();
     note!(
-        "foresight serve: http://{} (root {}, {} worker{}, RB {:.1} MiB/s {}, p {}, max readahead {})",
+        "foresight serve: http://{} (root {}, {} worker{}, RB {:.1} MiB/s {}, p {} {}, max readahead {})",
         handle.local_addr(),
         a.root.display(),
         f.workers,
@@ -328,6 +330,7 @@ pub fn run_serve(a: &ServeArgs) -> anyhow::Result<()> {
         f.avg_bandwidth_bytes_per_s / (1u64 << 20) as f64,
         f.bandwidth_source,
         f.peak_ratio,
+        f.peak_ratio_source,
         ByteLen(f.max_readahead_bytes),
     );
     handle.wait().map_err(net)?;

@@ -1879,6 +1879,31 @@ fn a_get_that_cannot_connect_names_the_url_and_the_request() {
     }
 }
 
+/// A server given no --peak-ratio publishes paper 004's 1.2 as `default`: it said `configured`,
+/// where `bandwidth_source` in the same document says `configured` only for a figure given.
+#[test]
+fn serve_publishes_a_peak_ratio_it_was_not_given_as_the_default() {
+    let (_guard, root) = scratch("serve-default-p");
+    std::fs::write(root.join("small.txt"), b"small\n").unwrap();
+    let given = ["--workers", "1", "--device-bandwidth", "100MB/s"];
+    for (more, p, source) in [
+        (&[][..], 1.2, "default"),
+        (&["--peak-ratio", "1.2"][..], 1.2, "configured"),
+        (&["--peak-ratio", "2.5"][..], 2.5, "configured"),
+    ] {
+        let args: Vec<&str> = given.iter().chain(more).copied().collect();
+        let (mut server, addr) = serve_root_with(&root, &args);
+        let (_, body) = ask_raw(
+            &addr,
+            "GET /.well-known/foresight HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+        );
+        terminate(&mut server);
+        let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(v["peak_ratio"], p, "{more:?}: {body}");
+        assert_eq!(v["peak_ratio_source"], source, "{more:?}: {body}");
+    }
+}
+
 /// A root with no file long enough to time publishes a bandwidth of 200 MiB/s, `default`, which
 /// neither `serve --help` nor the README mentioned (they named `measured` and `configured`): a
 /// user saw a figure of unknown origin in `/.well-known/foresight`. The help says now when it is

@@ -147,8 +147,9 @@ pub struct ServerConfig {
     pub device: DeviceSource,
     /// The `RB` published when measuring finds no file large enough.
     pub default_bandwidth: Bandwidth,
-    /// `p`, the device's peak-to-average ratio.
-    pub peak_ratio: f64,
+    /// `p`, the device's peak-to-average ratio, if the operator gave one; `None` publishes paper
+    /// 004's 1.2 (section 7.1) with `peak_ratio_source` `default`.
+    pub peak_ratio: Option<f64>,
     /// Most open connections, 1 to 1,048,576.
     pub max_connections: usize,
     /// Most bytes of request head (request line and headers).
@@ -184,7 +185,7 @@ impl ServerConfig {
             backend: Backend::Auto,
             device: DeviceSource::Measure,
             default_bandwidth: Bandwidth::from_mib_s(200.0),
-            peak_ratio: DEFAULT_PEAK_RATIO,
+            peak_ratio: None,
             max_connections: 4096,
             max_header_bytes: 16 << 10,
             idle_timeout: Duration::from_secs(30),
@@ -289,12 +290,14 @@ impl ServerConfig {
         }
         // Bounded above so that `RB * (1 + p)`, which every client computes from the published
         // figures, stays a number for any rate the server can publish.
-        if !(1.0..=MAX_PEAK_RATIO).contains(&self.peak_ratio) {
+        if let Some(p) = self
+            .peak_ratio
+            .filter(|p| !(1.0..=MAX_PEAK_RATIO).contains(p))
+        {
             return bad(
                 "--peak-ratio",
                 format!(
-                    "must be a number from 1 to {MAX_PEAK_RATIO} (paper 004 uses 1.2), got {}",
-                    self.peak_ratio
+                    "must be a number from 1 to {MAX_PEAK_RATIO} (paper 004 uses 1.2), got {p}"
                 ),
             );
         }
@@ -333,7 +336,9 @@ pub struct PublishedFigures {
     pub peak_ratio: f64,
     /// `measured`, `configured` or `default` (measuring found nothing to read).
     pub bandwidth_source: String,
-    /// `p` is always configured (paper 004, section 7.1 sets 1.2 for every device).
+    /// `configured` (the operator's `p`) or `default` (paper 004, section 7.1's 1.2, which it
+    /// sets for every device). `p` is never measured; `configured` means what it means in
+    /// `bandwidth_source`, a figure the operator gave.
     pub peak_ratio_source: String,
     /// Dedicated workers.
     pub workers: u32,
@@ -503,12 +508,18 @@ fn measure_figures(cfg: &ServerConfig, root: &RootDir) -> PublishedFigures {
             None => (cfg.default_bandwidth.bytes_per_s, "default"),
         },
     };
+    // Said `configured` for paper 004's default too, which told a reader of the document that the
+    // operator had chosen 1.2, where `bandwidth_source` says `configured` only for a given figure.
+    let (peak_ratio, peak_ratio_source) = match cfg.peak_ratio {
+        Some(p) => (p, "configured"),
+        None => (DEFAULT_PEAK_RATIO, "default"),
+    };
     PublishedFigures {
         max_readahead_bytes: cfg.readahead.0,
         avg_bandwidth_bytes_per_s: bw,
-        peak_ratio: cfg.peak_ratio,
+        peak_ratio,
         bandwidth_source: source.into(),
-        peak_ratio_source: "configured".into(),
+        peak_ratio_source: peak_ratio_source.into(),
         workers: cfg.workers,
     }
 }

@@ -200,6 +200,7 @@ fn head_keep_alive_methods_and_service_documents() {
     assert_eq!(v["max_readahead_bytes"], 1 << 20);
     assert_eq!(v["bandwidth_source"], "configured");
     assert_eq!(v["peak_ratio"], 1.2);
+    assert_eq!(v["peak_ratio_source"], "default");
     let m = String::from_utf8(get(a, "/metrics", None).body).unwrap();
     assert!(m.contains("# TYPE foresight_requests_total counter"), "{m}");
     assert!(m.contains("foresight_worker_queued{worker=\"3\"}"), "{m}");
@@ -598,7 +599,7 @@ fn an_absurd_peak_ratio_is_refused() {
             std::env::temp_dir(),
             "127.0.0.1:0".parse().unwrap(),
         );
-        cfg.peak_ratio = p;
+        cfg.peak_ratio = Some(p);
         let e = foresight_net::server::spawn(cfg).unwrap_err().to_string();
         assert!(e.contains("--peak-ratio"), "{p}: {e}");
     }
