@@ -305,7 +305,7 @@ fn bad_network_arguments_exit_2_and_name_the_argument() {
                 "--device-bandwidth",
                 "99999999999999999999999MB/s",
             ],
-            "(4 EiB/s)",
+            "below 4EiB/s",
         ),
     ] {
         let out = bin().args(&args).output().unwrap();
