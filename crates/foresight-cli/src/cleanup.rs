@@ -55,19 +55,22 @@ impl Registry {
     }
 
     /// The signal's work: removes every registered path, and returns the lock, which the caller
-    /// holds until the process exits so that nothing is created (or unregistered) after this.
-    fn remove_all(&self) -> MutexGuard<'_, Vec<(u64, PathBuf)>> {
+    /// holds until the process exits so that nothing is created (or unregistered) after this,
+    /// with the paths it removed.
+    fn remove_all(&self) -> (MutexGuard<'_, Vec<(u64, PathBuf)>>, Vec<PathBuf>) {
         let held = self.paths();
-        remove_paths(&held);
-        held
+        let removed = remove_paths(&held);
+        (held, removed)
     }
 }
 
-/// Removes every path in `held`, a file or a directory with everything in it.
-fn remove_paths(held: &[(u64, PathBuf)]) {
-    for (_, path) in held {
-        remove(path);
-    }
+/// Removes every path in `held`, a file or a directory with everything in it, and returns those
+/// that were there and are gone.
+fn remove_paths(held: &[(u64, PathBuf)]) -> Vec<PathBuf> {
+    held.iter()
+        .filter(|(_, path)| remove(path))
+        .map(|(_, path)| path.clone())
+        .collect()
 }
 
 static REGISTRY: Registry = Registry::new();
@@ -76,9 +79,12 @@ static WATCH: Once = Once::new();
 static STOP_NOTE: Mutex<Option<String>> = Mutex::new(None);
 
 /// From now on, a stop by SIGINT, SIGTERM or SIGHUP writes `stopped by SIGNAL: note` to standard
-/// error (after removing what is registered), so that a command stopped in its middle says what
-/// it leaves rather than ending without a word; the exit status stays 128 plus the signal's
-/// number. A later call replaces the note.
+/// error (after removing what is registered, followed by `; removed PATH, ...` when it removed
+/// something), so that a command stopped in its middle says what it leaves rather than ending
+/// without a word; the exit status stays 128 plus the signal's number. A later call replaces the
+/// note. The note says what is true whatever is registered when the signal comes: what the
+/// removal took is named by the removal itself, which alone knows it (a `--requests-out` that is
+/// a FIFO, or a file not yet emptied for the run, is not registered and stays).
 pub fn say_on_signal(note: impl Into<String>) {
     *STOP_NOTE
         .lock()
@@ -149,7 +155,7 @@ fn watch() {
                 }
             });
             // Held to the end: a creation waiting for the lock never runs.
-            let _held = REGISTRY.remove_all();
+            let (_held, removed) = REGISTRY.remove_all();
             let note = STOP_NOTE
                 .lock()
                 .unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -160,25 +166,39 @@ fn watch() {
                 // On a terminal the line may hold a progress bar (and the ^C the terminal
                 // echoed): the note starts a line of its own.
                 let start = if err.is_terminal() { "\r\x1b[2K" } else { "" };
-                let _ = writeln!(err, "{start}stopped by {name}: {note}");
+                let removed = if removed.is_empty() {
+                    String::new()
+                } else {
+                    let paths: Vec<_> = removed.iter().map(|p| p.display().to_string()).collect();
+                    format!("; removed {}", paths.join(", "))
+                };
+                let _ = writeln!(err, "{start}stopped by {name}: {note}{removed}");
             }
             std::process::exit(128 + number);
         });
 }
 
 /// Removes a file, or a directory with everything in it; a few tries for a directory that is
-/// still being filled.
-fn remove(path: &Path) {
+/// still being filled. Returns whether it was there and is gone.
+fn remove(path: &Path) -> bool {
+    let mut there = false;
     for _ in 0..3 {
         let gone = match std::fs::symlink_metadata(path) {
             Err(_) => true,
-            Ok(m) if m.is_dir() => std::fs::remove_dir_all(path).is_ok(),
-            Ok(_) => std::fs::remove_file(path).is_ok(),
+            Ok(m) => {
+                there = true;
+                if m.is_dir() {
+                    std::fs::remove_dir_all(path).is_ok()
+                } else {
+                    std::fs::remove_file(path).is_ok()
+                }
+            }
         };
         if gone {
-            return;
+            return there;
         }
     }
+    false
 }
 
 #[cfg(test)]
@@ -252,7 +272,14 @@ mod tests {
             .create(scratch.clone(), |p| std::fs::create_dir_all(p))
             .unwrap();
         std::fs::write(scratch.join("f0.bin"), b"x").unwrap();
-        drop(registry.remove_all());
+        // Registered but never there: not said to be removed.
+        let ((), _gone) = registry
+            .create(dir.path().join("gone"), |p| {
+                std::fs::remove_file(p).or(Ok(()))
+            })
+            .unwrap();
+        let (_held, removed) = registry.remove_all();
         assert!(!scratch.exists());
+        assert_eq!(removed, [scratch]);
     }
 }

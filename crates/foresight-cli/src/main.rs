@@ -718,13 +718,9 @@ fn cmd_sim(
     if let Some(warning) = streams_readahead_past_files(&cfg, None) {
         note!("{warning}");
     }
-    cleanup::say_on_signal(match requests_out {
-        Some(path) => format!(
-            "the simulation had not finished, so it has no figures; --requests-out {} was removed",
-            path.display()
-        ),
-        None => "the simulation had not finished, so it has no figures".to_string(),
-    });
+    // A `--requests-out` file the signal removes is named by the removal: one it keeps (a FIFO,
+    // or a file found there and not yet emptied for the run) is not said to be removed.
+    cleanup::say_on_signal("the simulation had not finished, so it has no figures");
     let run = foresight_sim::run(
         &cfg,
         RunOptions {

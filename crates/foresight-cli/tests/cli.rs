@@ -1304,8 +1304,59 @@ fn an_interrupted_run_removes_its_requests_file() {
     // It says so: a stop by the signal's default action ended without a word.
     assert!(
         err.contains("stopped by SIGINT: the simulation had not finished")
-            && err.contains(&format!("--requests-out {} was removed", path.display())),
+            && err.contains(&format!("; removed {}", path.display())),
         "no note of the stop: {err:?}"
+    );
+}
+
+/// The note of a stop names only what the signal removed. A `--requests-out` that is not a regular
+/// file (a FIFO here, or /dev/null) is written as it is and never removed, but the note said it
+/// was removed, and so it did for a file the run found and had not emptied yet.
+#[test]
+fn an_interrupted_run_does_not_say_it_removed_a_requests_out_it_kept() {
+    let dir_guard = temp_dir("req-fifo");
+    let fifo = dir_guard.path().join("requests.fifo");
+    let made = Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("mkfifo runs");
+    assert!(made.success());
+    let child = Command::new(env!("CARGO_BIN_EXE_foresight"))
+        .args([
+            "sim",
+            "--set",
+            "policy.name=streams",
+            "--set",
+            "workload.streams=1000",
+            "--set",
+            "workload.request=4KiB",
+            "--set",
+            "workload.file_size=64MiB",
+            "--requests-out",
+        ])
+        .arg(&fifo)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("the binary runs");
+    let mut child = KillOnDrop(child);
+    // A record read from the FIFO means the run is under way, its note left.
+    let mut records = std::fs::File::open(&fifo).expect("the FIFO opens");
+    let mut first = [0u8; 64];
+    std::io::Read::read_exact(&mut records, &mut first).expect("a record arrives");
+    interrupt(&child.0);
+    let status = child.0.wait().unwrap();
+    let mut err = String::new();
+    std::io::Read::read_to_string(child.0.stderr.as_mut().unwrap(), &mut err).unwrap();
+    assert_eq!(status.code(), Some(130), "{status}: {err}");
+    assert!(fifo.exists(), "the FIFO was removed");
+    assert!(
+        err.contains("stopped by SIGINT: the simulation had not finished"),
+        "no note of the stop: {err:?}"
+    );
+    assert!(
+        !err.contains("removed"),
+        "it says it removed the FIFO: {err:?}"
     );
 }
 
