@@ -2795,3 +2795,28 @@ fn a_missing_trace_names_workload_trace_and_how_its_path_is_read() {
         );
     }
 }
+
+/// A hinted trace with no block numbers is refused as a whole too, and says so as a block trace
+/// with no records does: it gave only the path and "the trace is empty", without the key the path
+/// came from or how a relative one is read.
+#[test]
+fn an_empty_hinted_trace_names_workload_trace_and_how_its_path_is_read() {
+    let dir = temp_dir("empty-hinted-trace");
+    let hinted = dir.path().join("hinted.toml");
+    std::fs::write(
+        &hinted,
+        "[device]\nkind = \"constant\"\nt_upper = \"1ms\"\nt_lower = \"2ms\"\n\
+         t_lower_to_upper = \"3ms\"\n[policy]\nname = \"tip\"\n\
+         [workload]\nkind = \"hinted\"\ntrace = \"empty.txt\"\n",
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("empty.txt"), "# no blocks\n\n").unwrap();
+    let err = expect_input_error(
+        &["sim", "--config", hinted.to_str().unwrap()],
+        "no block numbers",
+    );
+    assert!(
+        err.contains("workload.trace") && err.contains("config file's directory"),
+        "the refusal should name the key and how its path is read: {err}"
+    );
+}

@@ -157,7 +157,8 @@ pub fn access_list(w: &HintedWorkload, seed: u64) -> Result<Vec<u64>, TraceError
                 ),
                 LineError::Parse(e) => e,
             })?;
-            parser.finish()
+            // A trace with no block numbers is refused as a whole, as one that cannot be read.
+            parser.finish().map_err(crate::sim::named_trace_file)
         }
     }
 }
