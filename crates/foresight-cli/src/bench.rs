@@ -809,9 +809,11 @@ pub fn run(a: &BenchArgs) -> anyhow::Result<()> {
     foresight_engine::measure::raise_open_files_limit(need)
         .with_context(|| format!("raising the open-files limit (ulimit -n) toward {need}"))?;
     let started = Instant::now();
+    // The file being written when the signal comes, if one is, is registered for removal, and
+    // the handler names it after this note; a stop while measuring removes nothing.
     crate::cleanup::say_on_signal(
         "the bench had not finished, so no table is printed; the files written in full are kept \
-         for the next run, and one cut short was removed",
+         for the next run",
     );
     let paths = prepare_files(&p, started)?;
     if p.emulate.is_some() {

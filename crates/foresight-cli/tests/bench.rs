@@ -1121,3 +1121,63 @@ fn the_bench_files_are_counted_in_a_readable_unit() {
         "{err}"
     );
 }
+
+/// A bench stopped by Ctrl-C said "one cut short was removed" whatever it was doing: stopped
+/// while it measured, with every file already written by an earlier run, it had cut nothing
+/// short and removed nothing. The note now names a removal only when the stop made one.
+#[test]
+fn a_bench_stopped_while_measuring_says_it_removed_nothing() {
+    use std::io::BufRead as _;
+    let (_guard, d) = dir("stop");
+    let args = [
+        "bench",
+        "--dir",
+        &d,
+        "--streams",
+        "1",
+        "--file-size",
+        "4MiB",
+        "--total-size",
+        "4MiB",
+        "--policy",
+        "seqp",
+        "--memory",
+        "64MiB",
+        "--readahead-max",
+        "1MiB",
+        "--max-io",
+        "1MiB",
+    ];
+    // The first run writes the file.
+    let (code, _, err) = foresight(&[&args[..], &["--repeat", "1"]].concat());
+    assert_eq!(code, 0, "{err}");
+    // The second finds it written, and measures for 100 rounds: it is stopped long before.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_foresight"))
+        .args(args)
+        .args(["--repeat", "100"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("the binary runs");
+    let mut err = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut first = String::new();
+    err.read_line(&mut first).unwrap();
+    assert!(first.contains("0B to write"), "{first:?}");
+    let sent = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(sent.success());
+    let status = child.wait().unwrap();
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut err, &mut rest).unwrap();
+    assert_eq!(status.code(), Some(130), "{status}: {rest}");
+    let note = rest
+        .lines()
+        .find(|l| l.contains("stopped by SIGINT"))
+        .unwrap_or_else(|| panic!("no note of the stop: {rest:?}"));
+    assert!(note.contains("the bench had not finished"), "{note}");
+    assert!(!note.contains("removed"), "nothing was removed: {note}");
+    let kept = std::fs::read_dir(&d).map_or(0, |e| e.count());
+    assert!(kept > 0, "the written file is kept");
+}
