@@ -12,12 +12,30 @@
 //! which a signal found nothing to remove and the file created just after stayed behind, cut short.
 //!
 //! A command that runs long also leaves a note with [`say_on_signal`]: what a stop in its middle
-//! leaves (no figures, a report marked unfinished), which the same thread writes to standard
+//! leaves (no figures, a report marked unfinished), which the same removal writes to standard
 //! error before exiting, since a stop by the default action said nothing at all.
+//!
+//! The removal runs on a thread of its own while the signal thread goes on waiting, so that a
+//! second SIGINT, SIGTERM or SIGHUP ends the process at once with the signal's default action,
+//! as a user who presses Ctrl-C twice expects: the removal of a large directory can take a while,
+//! and the note's write blocks for good when standard error is a full pipe nobody reads (the
+//! registry's lock held, which only the end of the process releases). A second stop leaves what
+//! the default action leaves: the paths not yet removed, one of them perhaps half removed (a
+//! directory with part of its files), and no note, or part of one; the first stop's removal is
+//! unchanged, so a path registered is removed whenever a single stop is let finish. A signal that
+//! comes within [`SAME_STOP_MS`] of the first is taken as the same stop and changes nothing: GNU
+//! `timeout` sends its signal twice, to the process and to its group, and a hangup reaches a
+//! foreground job from both the shell and the terminal, while a person's second Ctrl-C comes later.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, Once};
+use std::time::{Duration, Instant};
+
+/// How soon after the first stop signal another is taken as a copy of it rather than a request to
+/// end at once (see the module's note): well past the microseconds between `timeout`'s two sends,
+/// well short of the time a person takes to press Ctrl-C a second time.
+pub const SAME_STOP_MS: u64 = 250;
 
 /// Paths to remove when a signal arrives, each under the id of its registration.
 struct Registry {
@@ -136,46 +154,74 @@ fn watch() {
             signal(SignalKind::hangup()).ok(),
         )
     };
-    async fn arrival(signal: Option<Signal>) {
+    async fn arrival(signal: &mut Option<Signal>) {
         match signal {
-            Some(mut s) => {
+            Some(s) => {
                 s.recv().await;
             }
             None => std::future::pending().await,
         }
     }
+    /// The next of the three to arrive, by number and name.
+    async fn next(signals: &mut [Option<Signal>; 3]) -> (i32, &'static str) {
+        let [interrupt, terminate, hangup] = signals;
+        tokio::select! {
+            _ = arrival(interrupt) => (2, "SIGINT"),
+            _ = arrival(terminate) => (15, "SIGTERM"),
+            _ = arrival(hangup) => (1, "SIGHUP"),
+        }
+    }
+    let mut signals = [interrupt, terminate, hangup];
     let _ = std::thread::Builder::new()
         .name("foresight-signals".into())
         .spawn(move || {
-            let (number, name) = rt.block_on(async move {
-                tokio::select! {
-                    _ = arrival(interrupt) => (2, "SIGINT"),
-                    _ = arrival(terminate) => (15, "SIGTERM"),
-                    _ = arrival(hangup) => (1, "SIGHUP"),
+            rt.block_on(async move {
+                let (number, name) = next(&mut signals).await;
+                let first_at = Instant::now();
+                let removing = std::thread::Builder::new()
+                    .name("foresight-stop".into())
+                    .spawn(move || stop(number, name));
+                if removing.is_err() {
+                    // No thread for it: the removal runs here, and a second signal is not heard.
+                    stop(number, name);
                 }
-            });
-            // Held to the end: a creation waiting for the lock never runs.
-            let (_held, removed) = REGISTRY.remove_all();
-            let note = STOP_NOTE
-                .lock()
-                .unwrap_or_else(|poisoned| poisoned.into_inner())
-                .clone();
-            if let Some(note) = note {
-                use std::io::{IsTerminal as _, Write as _};
-                let mut err = std::io::stderr().lock();
-                // On a terminal the line may hold a progress bar (and the ^C the terminal
-                // echoed): the note starts a line of its own.
-                let start = if err.is_terminal() { "\r\x1b[2K" } else { "" };
-                let removed = if removed.is_empty() {
-                    String::new()
-                } else {
-                    let paths: Vec<_> = removed.iter().map(|p| p.display().to_string()).collect();
-                    format!("; removed {}", paths.join(", "))
-                };
-                let _ = writeln!(err, "{start}stopped by {name}: {note}{removed}");
-            }
-            std::process::exit(128 + number);
+                loop {
+                    let (number, _) = next(&mut signals).await;
+                    if first_at.elapsed() >= Duration::from_millis(SAME_STOP_MS) {
+                        // The default action, as if no handler were installed; should it fail,
+                        // the same status without it. Neither takes a lock the removal may hold.
+                        let _ = signal_hook::low_level::emulate_default_handler(number);
+                        signal_hook::low_level::exit(128 + number);
+                    }
+                }
+            })
         });
+}
+
+/// The first stop's work: removes every registered path, writes the note if there is one, and
+/// exits with 128 plus the signal's `number`.
+fn stop(number: i32, name: &str) -> ! {
+    // Held to the end: a creation waiting for the lock never runs.
+    let (_held, removed) = REGISTRY.remove_all();
+    let note = STOP_NOTE
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+        .clone();
+    if let Some(note) = note {
+        use std::io::{IsTerminal as _, Write as _};
+        let mut err = std::io::stderr().lock();
+        // On a terminal the line may hold a progress bar (and the ^C the terminal echoed): the
+        // note starts a line of its own.
+        let start = if err.is_terminal() { "\r\x1b[2K" } else { "" };
+        let removed = if removed.is_empty() {
+            String::new()
+        } else {
+            let paths: Vec<_> = removed.iter().map(|p| p.display().to_string()).collect();
+            format!("; removed {}", paths.join(", "))
+        };
+        let _ = writeln!(err, "{start}stopped by {name}: {note}{removed}");
+    }
+    std::process::exit(128 + number);
 }
 
 /// Removes a file, or a directory with everything in it; a few tries for a directory that is

@@ -1360,6 +1360,98 @@ fn an_interrupted_run_does_not_say_it_removed_a_requests_out_it_kept() {
     );
 }
 
+/// Waits up to a minute for `child` to end, and returns how it ended; a child still running then is
+/// a hang, reported as `why`. (A guard against a hang, not a measure of time: the child is killed.)
+fn ended_within_a_minute(child: &mut std::process::Child, why: &str) -> std::process::ExitStatus {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        assert!(std::time::Instant::now() < deadline, "{why}");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
+/// A second Ctrl-C while the first one's cleanup ran did nothing: the handler stayed installed,
+/// so a stop that could not write its note (standard error a full pipe that nobody reads) waited
+/// forever, and only SIGKILL ended it. A second signal, past the moment when it would be taken for
+/// a copy of the first, ends the process at once with the signal's default action.
+#[test]
+fn a_second_interrupt_ends_a_stop_blocked_writing_its_note() {
+    use std::io::Write as _;
+    use std::os::unix::process::ExitStatusExt as _;
+    let dir_guard = temp_dir("req-twice");
+    let path = dir_guard.path().join("requests.csv");
+    let (unread, err_pipe) = std::io::pipe().expect("a pipe");
+    // The pipe is full before the run starts, and kept full: every write to its standard error
+    // blocks. A pipe holds 64 KiB, or one page when its owner has many: the first 64 KiB are
+    // written (a full pipe) or the writer has blocked on a full page before the run starts.
+    let mut filler = err_pipe
+        .try_clone()
+        .expect("the pipe's write end is cloned");
+    let (full_tx, full_rx) = std::sync::mpsc::channel();
+    let filling = std::thread::spawn(move || {
+        if filler.write_all(&[b'.'; 64 << 10]).is_ok() {
+            let _ = full_tx.send(());
+            let _ = filler.write_all(&vec![b'.'; 1 << 20]);
+        }
+    });
+    let _ = full_rx.recv_timeout(std::time::Duration::from_secs(5));
+    let child = Command::new(env!("CARGO_BIN_EXE_foresight"))
+        .args([
+            "sim",
+            "--set",
+            "policy.name=streams",
+            "--set",
+            "workload.streams=1000",
+            "--set",
+            "workload.request=4KiB",
+            "--set",
+            "workload.file_size=64MiB",
+            "--requests-out",
+        ])
+        .arg(&path)
+        .stdout(std::process::Stdio::null())
+        .stderr(err_pipe)
+        .spawn()
+        .expect("the binary runs");
+    let mut child = KillOnDrop(child);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while std::fs::metadata(&path).map_or(true, |m| m.len() == 0) {
+        assert!(child.0.try_wait().unwrap().is_none(), "the run ended early");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no record was written"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    interrupt(&child.0);
+    // The file gone, the first stop has done its removal; its note, next, cannot be written.
+    while path.exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the stop removed nothing"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // Twice the 250 ms (`SAME_STOP_MS`) within which a second signal is taken for a copy of the
+    // first: a lower bound, which a slow machine only lengthens.
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    assert!(
+        child.0.try_wait().unwrap().is_none(),
+        "the first stop ended, its note not blocked: there was no cleanup left to cut short"
+    );
+    interrupt(&child.0);
+    let status = ended_within_a_minute(
+        &mut child.0,
+        "a second Ctrl-C did not end a stop blocked writing its note",
+    );
+    assert_eq!(status.signal(), Some(2), "{status}");
+    drop(unread);
+    filling.join().unwrap();
+}
+
 /// `reproduce` stopped by Ctrl-C in its middle says so, and where its report stands, instead of
 /// ending without a word (its exit status is still 128 + 2).
 #[test]
