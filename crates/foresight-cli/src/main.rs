@@ -431,6 +431,16 @@ where
     T: std::str::FromStr<Err = std::num::ParseIntError>,
 {
     use std::num::IntErrorKind;
+    let not_digits = || {
+        format!(
+            "`{s}` is not a whole number in digits (no sign, point, exponent or unit); write \
+             e.g. 32 (--help gives the range)"
+        )
+    };
+    // The integer parser takes a leading `+`, which the message refuses.
+    if s.starts_with('+') {
+        return Err(not_digits());
+    }
     s.parse::<T>().map_err(|e| match e.kind() {
         IntErrorKind::PosOverflow => {
             format!("`{s}` is too large; --help gives the range this option takes")
@@ -439,10 +449,7 @@ where
             "no number given; write a whole number in digits, e.g. 32 (--help gives the range)"
                 .to_string()
         }
-        _ => format!(
-            "`{s}` is not a whole number in digits (no sign, point, exponent or unit); write \
-             e.g. 32 (--help gives the range)"
-        ),
+        _ => not_digits(),
     })
 }
 

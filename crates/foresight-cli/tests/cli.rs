@@ -2802,6 +2802,21 @@ fn whole_number_options_say_what_to_write() {
         (&["bench", "--dir", bench_dir], "--queue-depth", "-1"),
         (&["bench", "--dir", bench_dir], "--limit-depth", "1.5"),
         (&["bench", "--dir", bench_dir], "--repeat", "x"),
+        // The message says "no sign": a plus was taken all the same (and the run went ahead,
+        // hence sizes that keep such a run small).
+        (
+            &[
+                "bench",
+                "--dir",
+                bench_dir,
+                "--total-size",
+                "8MiB",
+                "--file-size",
+                "4MiB",
+            ],
+            "--repeat",
+            "+3",
+        ),
         (
             &["bench", "--dir", bench_dir, "--emulate", "wd800jd"],
             "--disks",
