@@ -1248,6 +1248,33 @@ impl Drop for KillOnDrop {
     }
 }
 
+/// `sim` with minutes of host time, writing its requests to `requests_out` and its progress and
+/// notes to `stderr`: a run the signal tests interrupt long before it ends.
+fn long_sim_writing_requests(
+    requests_out: &std::path::Path,
+    stderr: impl Into<std::process::Stdio>,
+) -> KillOnDrop {
+    let child = Command::new(env!("CARGO_BIN_EXE_foresight"))
+        .args([
+            "sim",
+            "--set",
+            "policy.name=streams",
+            "--set",
+            "workload.streams=1000",
+            "--set",
+            "workload.request=4KiB",
+            "--set",
+            "workload.file_size=64MiB",
+            "--requests-out",
+        ])
+        .arg(requests_out)
+        .stdout(std::process::Stdio::null())
+        .stderr(stderr)
+        .spawn()
+        .expect("the binary runs");
+    KillOnDrop(child)
+}
+
 /// Sends SIGINT, as Ctrl-C does, to `child`.
 fn interrupt(child: &std::process::Child) {
     let sent = Command::new("kill")
@@ -1267,25 +1294,7 @@ fn an_interrupted_run_removes_its_requests_file() {
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("requests.csv");
     // Minutes of host time: it is interrupted long before it ends.
-    let child = Command::new(env!("CARGO_BIN_EXE_foresight"))
-        .args([
-            "sim",
-            "--set",
-            "policy.name=streams",
-            "--set",
-            "workload.streams=1000",
-            "--set",
-            "workload.request=4KiB",
-            "--set",
-            "workload.file_size=64MiB",
-            "--requests-out",
-        ])
-        .arg(&path)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("the binary runs");
-    let mut child = KillOnDrop(child);
+    let mut child = long_sim_writing_requests(&path, std::process::Stdio::piped());
     // Interrupted once records are on disk, the state a user's Ctrl-C finds.
     while std::fs::metadata(&path).map_or(true, |m| m.len() == 0) {
         assert!(
@@ -1321,25 +1330,7 @@ fn an_interrupted_run_does_not_say_it_removed_a_requests_out_it_kept() {
         .status()
         .expect("mkfifo runs");
     assert!(made.success());
-    let child = Command::new(env!("CARGO_BIN_EXE_foresight"))
-        .args([
-            "sim",
-            "--set",
-            "policy.name=streams",
-            "--set",
-            "workload.streams=1000",
-            "--set",
-            "workload.request=4KiB",
-            "--set",
-            "workload.file_size=64MiB",
-            "--requests-out",
-        ])
-        .arg(&fifo)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("the binary runs");
-    let mut child = KillOnDrop(child);
+    let mut child = long_sim_writing_requests(&fifo, std::process::Stdio::piped());
     // A record read from the FIFO means the run is under way, its note left.
     let mut records = std::fs::File::open(&fifo).expect("the FIFO opens");
     let mut first = [0u8; 64];
@@ -1398,25 +1389,7 @@ fn a_second_interrupt_ends_a_stop_blocked_writing_its_note() {
         }
     });
     let _ = full_rx.recv_timeout(std::time::Duration::from_secs(5));
-    let child = Command::new(env!("CARGO_BIN_EXE_foresight"))
-        .args([
-            "sim",
-            "--set",
-            "policy.name=streams",
-            "--set",
-            "workload.streams=1000",
-            "--set",
-            "workload.request=4KiB",
-            "--set",
-            "workload.file_size=64MiB",
-            "--requests-out",
-        ])
-        .arg(&path)
-        .stdout(std::process::Stdio::null())
-        .stderr(err_pipe)
-        .spawn()
-        .expect("the binary runs");
-    let mut child = KillOnDrop(child);
+    let mut child = long_sim_writing_requests(&path, err_pipe);
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     while std::fs::metadata(&path).map_or(true, |m| m.len() == 0) {
         assert!(child.0.try_wait().unwrap().is_none(), "the run ended early");
