@@ -1352,35 +1352,39 @@ impl<'r> Sim<'r> {
     /// pages of a read split into parts whose own part is done. A page-cache read's parts are
     /// the volume requests it became (or, over a RAID cache, the reads it asked that cache for),
     /// a block-level cache's read's the member requests of its one volume request.
-    fn in_flight_prefetches_read(&self) -> (u64, u64) {
+    fn in_flight_prefetch_pages_read(&self) -> (u64, u64) {
         let unread = self.volume.unread_parts();
-        let page_cache = self.page_cache.in_flight_prefetches_read(|io, file, page| {
-            if self.page_cache.down.iter().any(|d| d.io == io) {
-                return false;
-            }
-            let token = TAG_PAGE_IO | u64::from(io);
-            let size = self.layout.file_size(file).0;
-            let start = page * PAGE_BYTES;
-            let end = ((page + 1) * PAGE_BYTES).min(size);
-            let mut read = true;
-            // The pieces `route_page_io` sent down for this page.
-            self.layout.for_each_volume_piece(
-                file,
-                ByteRange::new(start, end - start),
-                |vol, len| {
-                    let lba = vol.0 / SECTOR_BYTES;
-                    let sectors = (vol.0 + len.0).div_ceil(SECTOR_BYTES) - lba;
-                    read &= match &self.raid_cache {
-                        Some(rc) => !rc.reading(token, lba * SECTOR_BYTES, sectors * SECTOR_BYTES),
-                        None => self.volume.has_read(&unread, token, lba, sectors),
-                    };
-                },
-            );
-            read
-        });
+        let page_cache = self
+            .page_cache
+            .in_flight_prefetch_pages_read(|io, file, page| {
+                if self.page_cache.down.iter().any(|d| d.io == io) {
+                    return false;
+                }
+                let token = TAG_PAGE_IO | u64::from(io);
+                let size = self.layout.file_size(file).0;
+                let start = page * PAGE_BYTES;
+                let end = ((page + 1) * PAGE_BYTES).min(size);
+                let mut read = true;
+                // The pieces `route_page_io` sent down for this page.
+                self.layout.for_each_volume_piece(
+                    file,
+                    ByteRange::new(start, end - start),
+                    |vol, len| {
+                        let lba = vol.0 / SECTOR_BYTES;
+                        let sectors = (vol.0 + len.0).div_ceil(SECTOR_BYTES) - lba;
+                        read &= match &self.raid_cache {
+                            Some(rc) => {
+                                !rc.reading(token, lba * SECTOR_BYTES, sectors * SECTOR_BYTES)
+                            }
+                            None => self.volume.has_read(&unread, token, lba, sectors),
+                        };
+                    },
+                );
+                read
+            });
         let block = match &self.raid_cache {
             Some(rc) if self.block_cache_in_host => {
-                rc.in_flight_prefetches_read(|io, _, page| {
+                rc.in_flight_prefetch_pages_read(|io, _, page| {
                     if self.array_io_held.iter().any(|d| d.io == io) {
                         return false;
                     }
@@ -1773,7 +1777,7 @@ impl<'r> Sim<'r> {
         // and the parts done before are in `device_bytes`: their pages count as prefetched, and as
         // wasted, being unread at the end. Left out, `directed` read up to a few hundred KiB
         // beyond `none` that it counted as neither used nor wasted.
-        let (read_pages, raid_read_pages) = self.in_flight_prefetches_read();
+        let (read_pages, raid_read_pages) = self.in_flight_prefetch_pages_read();
         let in_flight_pages = cache.in_flight_prefetched_pages() - read_pages;
         let prefetched_pages = stats.prefetched_pages - in_flight_pages;
         let wasted_pages = stats.wasted_pages + cache.unused_prefetched_pages() - in_flight_pages;

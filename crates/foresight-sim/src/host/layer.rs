@@ -315,7 +315,7 @@ impl CacheLayer {
     /// already: `has_read(io, file, page)` says whether it has, for page `page` of `file` in this
     /// layer's read `io`. A read split into parts completes here with its last part, but the
     /// parts done before are in the device's figures (see [`crate::host::volume::Volume::unread_parts`]).
-    pub fn in_flight_prefetches_read(
+    pub fn in_flight_prefetch_pages_read(
         &self,
         mut has_read: impl FnMut(u32, FileId, u64) -> bool,
     ) -> u64 {
