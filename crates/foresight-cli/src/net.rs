@@ -35,7 +35,26 @@ fn rate_arg(s: &str) -> Result<Bandwidth, String> {
 /// A listening address: an IP address and a port. A host name is not looked up (it may name
 /// several addresses, and which one a socket would take is not the user's choice).
 fn listen_arg(s: &str) -> Result<SocketAddr, String> {
-    s.trim().parse().map_err(|_| {
+    let text = s.trim();
+    text.parse().map_err(|_| {
+        // An address whose only fault is its port (`127.0.0.1:70000`) was called "not an IP
+        // address and port", which sent the user to look at the address.
+        if let Some((ip, port)) = text.rsplit_once(':') {
+            let ip = ip
+                .strip_prefix('[')
+                .and_then(|v6| v6.strip_suffix(']'))
+                .unwrap_or(ip);
+            let digits = port.strip_prefix('-').unwrap_or(port);
+            if ip.parse::<std::net::IpAddr>().is_ok()
+                && !digits.is_empty()
+                && digits.bytes().all(|b| b.is_ascii_digit())
+            {
+                return format!(
+                    "`{s}`: the port {port} is out of range; give a port from 0 to 65535 (0 \
+                     picks a free one)"
+                );
+            }
+        }
         format!("`{s}` is not an IP address and port; give an IP address and port, e.g. 127.0.0.1:8080 or [::1]:8080 (host names are not looked up)")
     })
 }

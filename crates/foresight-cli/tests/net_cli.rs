@@ -381,6 +381,38 @@ fn a_rate_without_its_unit_is_refused_as_missing_its_unit() {
     }
 }
 
+/// A listening address whose only fault is its port was refused as "not an IP address and
+/// port", which sent the user to look at the address; the message now names the port's range.
+#[test]
+fn a_listening_port_out_of_range_is_named_as_such() {
+    for (flag, addr) in [
+        ("--addr", "127.0.0.1:70000"),
+        ("--addr", "[::1]:65536"),
+        ("--listen", "0.0.0.0:-1"),
+    ] {
+        let args: Vec<&str> = if flag == "--addr" {
+            vec!["serve", "--root", ".", "--addr", addr]
+        } else {
+            vec!["proxy", "--listen", addr, "--upstream", "127.0.0.1:8080"]
+        };
+        let out = bin().args(&args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains(flag) && err.contains("out of range") && err.contains("0 to 65535"),
+            "{args:?}: {err}"
+        );
+    }
+    // Anything else is still not an address, as before.
+    let out = bin()
+        .args(["serve", "--root", ".", "--addr", "localhost:70000"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("give an IP address and port"), "{err}");
+}
+
 /// A child process that is killed if the test fails before it stops it.
 struct KillOnDrop(std::process::Child);
 
