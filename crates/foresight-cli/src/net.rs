@@ -59,6 +59,17 @@ fn listen_arg(s: &str) -> Result<SocketAddr, String> {
     })
 }
 
+/// A decimal number such as `1.2` (the range is checked where the setting is read). Clap's own
+/// parser refused `abc` as "invalid float literal", which said neither what was wrong in words a
+/// user reads nor what to write.
+fn ratio_arg(s: &str) -> Result<f64, String> {
+    s.trim().parse().map_err(|_| {
+        format!(
+            "`{s}` is not a number; write a decimal number such as 1.2 (--help gives the range)"
+        )
+    })
+}
+
 fn alpha_arg(s: &str) -> Result<AlphaMode, String> {
     s.parse()
 }
@@ -278,7 +289,7 @@ pub struct ServeArgs {
     device_bandwidth: Option<Bandwidth>,
     /// The device's peak-to-average ratio p, 1 to 1000; published as `configured`. Without it,
     /// paper 004's 1.2, published as `default`.
-    #[arg(long)]
+    #[arg(allow_hyphen_values = true, long, value_name = "RATIO", value_parser = ratio_arg)]
     peak_ratio: Option<f64>,
     /// Hard memory budget of the engine's buffers: at least four times --readahead, at most this
     /// machine's memory.

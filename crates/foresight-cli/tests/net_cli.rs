@@ -413,6 +413,32 @@ fn a_listening_port_out_of_range_is_named_as_such() {
     assert!(err.contains("give an IP address and port"), "{err}");
 }
 
+/// `--peak-ratio abc` was refused with clap's "invalid float literal", which said neither what
+/// was wrong nor what to write; it now asks for a decimal number. A number out of range still
+/// reaches the check that names the range.
+#[test]
+fn a_peak_ratio_that_is_no_number_says_what_to_write() {
+    for (ratio, needle) in [
+        (
+            "abc",
+            "`abc` is not a number; write a decimal number such as 1.2",
+        ),
+        ("-1", "from 1 to 1000"),
+    ] {
+        let out = bin()
+            .args(["serve", "--root", ".", "--addr", "127.0.0.1:0"])
+            .args(["--peak-ratio", ratio])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{ratio}: {err}");
+        assert!(
+            err.contains("--peak-ratio") && err.contains(needle),
+            "{ratio}: {err}"
+        );
+    }
+}
+
 /// A child process that is killed if the test fails before it stops it.
 struct KillOnDrop(std::process::Child);
 
