@@ -131,6 +131,16 @@ impl FromStr for Url {
             Some(i) => (&rest[..i], format!("/{}", &rest[i..])),
             None => (rest, "/".to_string()),
         };
+        // Credentials before the host (RFC 3986, section 3.2.1) are not sent by this client:
+        // `user:pw@host` was refused as an IPv6 address without brackets, and `user@host` as a
+        // host with a bad character, neither of which is what the user wrote.
+        if let Some((userinfo, _)) = auth.rsplit_once('@') {
+            return Err(format!(
+                "`{text}`: `{userinfo}@` gives credentials, which this client does not send; \
+                 write the URL without them (a URL presigned for GET carries its signature in \
+                 the query instead)"
+            ));
+        }
         let (host, port) = if let Some(v6) = auth.strip_prefix('[') {
             let end = v6
                 .find(']')
@@ -2629,6 +2639,28 @@ mod tests {
         }
         let u: Url = "http://x/100%25.txt?q=%2F".parse().unwrap();
         assert_eq!(u.path, "/100%25.txt?q=%2F");
+    }
+
+    /// Credentials in a URL were refused for another fault: `user:pw@host:80` as an IPv6
+    /// address without brackets, `user@host` as a host with a character a host cannot have.
+    /// The refusal now names the credentials and says to drop them; an `@` after the authority
+    /// (in the path or query) is no credential.
+    #[test]
+    fn credentials_in_a_url_are_refused_as_credentials() {
+        for bad in [
+            "http://user:pw@127.0.0.1:8080/f",
+            "http://user@x/f",
+            "http://a@b@x:80/",
+            "http://user:pw@[::1]:8080/f",
+        ] {
+            let e = bad.parse::<Url>().unwrap_err();
+            assert!(
+                e.contains("gives credentials") && !e.contains("IPv6") && !e.contains("character"),
+                "{bad}: {e}"
+            );
+        }
+        let u: Url = "http://x/a@b?c=@".parse().unwrap();
+        assert_eq!((u.host.as_str(), u.path.as_str()), ("x", "/a@b?c=@"));
     }
 
     proptest::proptest! {
