@@ -439,7 +439,8 @@ bad input, such as an --out file that cannot be created), naming the URLs that f
 refused (exit 2) before anything is fetched. A HEAD refused (a 4xx or 5xx status) is followed by \
 one GET (of the first range, for the statuses below that a server may give HEAD alone), whose \
 plain-text body, the server's reason, is quoted in the error, as is the body of \
-a range request answered with an error. Range requests carry If-Range with the file's strong \
+a range request answered with an error. A redirect (3xx) is not followed: the error gives \
+its Location, the URL to download instead. Range requests carry If-Range with the file's strong \
 ETag from the opening HEAD (from a server without tags, its Last-Modified when that is at least a \
 second before the HEAD's Date): a file replaced on the server during its download is downloaded \
 again if nothing of it was written yet, and is otherwise an error rather than a mix of two \

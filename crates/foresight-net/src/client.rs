@@ -1020,6 +1020,34 @@ async fn refusal_reason(pool: &Pool, url: &Url, status: StatusCode) -> String {
     quoted_reason(&ex)
 }
 
+/// Where a redirect `ex` (a 3xx answer with a `Location`) points, as `: it redirects to LOC,
+/// ...`, or nothing. This client follows no redirect (a download's ranges and their validator
+/// belong to one URL), and the status alone (`HEAD answered 301 Moved Permanently`, what nginx
+/// and Python's http.server answer for a directory's path without its closing `/`) left the user
+/// to find out where the file is. A `Location` that is a path on the same server is shown as a
+/// whole URL, ready to be given instead; one that is not valid text, or too long to quote
+/// ([`REASON_CHARS`]), is left out.
+fn redirect_reason(url: &Url, ex: &Exchange) -> String {
+    if !ex.status.is_redirection() {
+        return String::new();
+    }
+    let Some(location) = ex
+        .headers
+        .get(header::LOCATION)
+        .and_then(|v| v.to_str().ok())
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && l.len() <= REASON_CHARS && !l.contains(char::is_control))
+    else {
+        return String::new();
+    };
+    let to = if location.starts_with('/') && !location.starts_with("//") {
+        url.with_path(location).to_string()
+    } else {
+        location.to_string()
+    };
+    format!(": it redirects to {to}, and redirects are not followed; download that URL instead")
+}
+
 /// The plain-text body of a refusal `ex`, as `: REASON` on one line, or nothing: a body that is
 /// not `text/plain` in UTF-8, or only repeats the status (`404 Not Found: not found`), or is
 /// empty. At most [`REASON_CHARS`] are quoted, control characters dropped: the text is the
@@ -1403,8 +1431,9 @@ async fn download(
         }
     } else if !head.status.is_success() {
         return Err(http_err(format!(
-            "HEAD answered {}{}",
+            "HEAD answered {}{}{}",
             head.status,
+            redirect_reason(url, &head),
             refusal_reason(&pool, url, head.status).await
         )));
     }
@@ -1446,8 +1475,9 @@ async fn download(
                     .await?;
                 if !head.status.is_success() {
                     return Err(http_err(format!(
-                        "HEAD answered {}{}",
+                        "HEAD answered {}{}{}",
                         head.status,
+                        redirect_reason(url, &head),
                         refusal_reason(&pool, url, head.status).await
                     )));
                 }

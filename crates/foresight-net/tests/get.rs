@@ -596,6 +596,46 @@ fn a_server_that_answers_ranges_with_the_whole_file_is_still_read() {
     assert!(e.to_string().contains("range"), "{e}");
 }
 
+/// A `HEAD` answered with a redirect (as nginx and `python3 -m http.server` answer a directory's
+/// path without its closing `/`) was reported as its status alone, `HEAD answered 301 Moved
+/// Permanently`, leaving the user to find where the file is. The error now gives the
+/// `Location`, as a whole URL when it is a path on the same server, and says that redirects are
+/// not followed.
+#[test]
+fn a_redirect_is_reported_with_where_it_points() {
+    use std::io::Write;
+    let addr = tiny_server(|req, c| {
+        let location = if req.path == "/elsewhere" {
+            "http://example.org/f.bin"
+        } else {
+            "/dir/"
+        };
+        c.write_all(
+            format!(
+                "HTTP/1.1 301 Moved Permanently\r\nLocation: {location}\r\nContent-Length: 0\r\n\r\n"
+            )
+            .as_bytes(),
+        )
+        .is_ok()
+    });
+    for (path, to) in [
+        ("/dir", format!("http://{addr}/dir/")),
+        ("/elsewhere", "http://example.org/f.bin".to_string()),
+    ] {
+        let url: Url = format!("http://{addr}{path}").parse().unwrap();
+        let e = client(AlphaMode::Auto)
+            .get(&url, &mut Vec::new())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("301 Moved Permanently")
+                && e.contains(&format!("redirects to {to},"))
+                && e.contains("not followed"),
+            "{path}: {e}"
+        );
+    }
+}
+
 /// A range answered with a body far longer than the range (a broken or hostile server: a huge
 /// `Content-Length`, or a chunked body that never ends) is refused, not gathered into memory:
 /// the client hangs up as soon as it knows, and the server can write little more than the
