@@ -1290,6 +1290,72 @@ fn a_root_that_cannot_be_searched_is_refused_by_its_flag() {
     );
 }
 
+/// A file under the root that the server's user may not read was answered 500 Internal Server
+/// Error with the engine's words, "read failed: opening /ROOT/secret.bin: Permission denied":
+/// a fault of the server's, and the server's own path told to every client. It is now the
+/// file's refusal, 403, naming no path. The file is made mode 000; a privileged user reads it
+/// anyway, so as root the server runs as `nobody` through `setpriv`.
+#[test]
+fn a_file_the_server_may_not_read_is_403_without_the_servers_path() {
+    use std::os::unix::fs::PermissionsExt;
+    let (_guard, dir) = scratch("unreadable-file");
+    let root = dir.join("root");
+    std::fs::create_dir_all(&root).unwrap();
+    let secret = root.join("secret.bin");
+    std::fs::write(&secret, b"not for you").unwrap();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o000)).unwrap();
+    let Some(mut cmd) = unprivileged(std::fs::File::open(&secret).is_ok()) else {
+        return;
+    };
+    let mut server = KillOnDrop(
+        cmd.args([
+            "serve",
+            "--addr",
+            "127.0.0.1:0",
+            "--workers",
+            "2",
+            "--device-bandwidth",
+            "400MB/s",
+        ])
+        .arg("--root")
+        .arg(&root)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap(),
+    );
+    let mut line = String::new();
+    BufReader::new(server.0.stderr.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let addr = line
+        .split("http://")
+        .nth(1)
+        .and_then(|s| s.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no address in {line:?}"))
+        .to_string();
+    for request in [
+        "GET /secret.bin HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+        "GET /secret.bin HTTP/1.1\r\nHost: x\r\nRange: bytes=0-3\r\nConnection: close\r\n\r\n",
+    ] {
+        let (status, body) = ask_raw(&addr, request);
+        assert_eq!(status, "HTTP/1.1 403 Forbidden", "{request:?}: {body}");
+        assert!(body.contains("permission denied"), "{body}");
+        assert!(!body.contains(&dir.display().to_string()), "{body}");
+    }
+    let out = bin()
+        .args(["get", &format!("http://{addr}/secret.bin")])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("403 Forbidden") && err.contains("permission denied"),
+        "{err}"
+    );
+    assert!(!err.contains(&dir.display().to_string()), "{err}");
+}
+
 /// `get` with several URLs fetches each of them whatever became of the ones before: every failure
 /// is named on standard error with its cause, the others are saved and summarized, and the
 /// command exits with 1 at the end, naming the URLs that failed.

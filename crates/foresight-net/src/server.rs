@@ -1945,6 +1945,26 @@ fn first_chunk_failed(state: &State, e: io::Error) -> Response<ResBody> {
     if state.failure().is_some() {
         return stopping();
     }
+    // The worker's open of the file failed. The engine's error names the file by its path on
+    // the server's disk, root included, which is not the client's to know: a file the server's
+    // user may not read was answered 500 "read failed: opening /srv/data/f.bin: Permission
+    // denied". It is the file's refusal (403), as other servers answer it; any other failure to
+    // open stays the server's (500), with the system's words alone.
+    if let Some(foresight_engine::EngineError::Open { source, .. }) = e
+        .get_ref()
+        .and_then(|inner| inner.downcast_ref::<foresight_engine::EngineError>())
+    {
+        if source.kind() == io::ErrorKind::PermissionDenied {
+            return plain(
+                StatusCode::FORBIDDEN,
+                "this file is not served: the server may not read it (permission denied)",
+            );
+        }
+        return plain(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            &format!("read failed: opening the file: {source}"),
+        );
+    }
     plain(
         StatusCode::INTERNAL_SERVER_ERROR,
         &format!("read failed: {e}"),
