@@ -250,8 +250,8 @@ max_readahead_bytes (--readahead), avg_bandwidth_bytes_per_s (RB: measured at st
 the largest regular file in the root or one level below, symlinks and sparse files not chosen, \
 with direct I/O, `measured`; or --device-bandwidth, `configured`; or, when no such file holds \
 four reads of --readahead (4 MiB at least) or it cannot be read, 200 MiB/s, `default`, a \
-stand-in that no device was timed for, so give --device-bandwidth then; `bandwidth_source` says \
-which) and peak_ratio (p: --peak-ratio, `configured`; or 1.2 as in paper 004, `default`; \
+stand-in that no device was timed for, so give --device-bandwidth then, as a warning on \
+standard error at startup says; `bandwidth_source` says which) and peak_ratio (p: --peak-ratio, `configured`; or 1.2 as in paper 004, `default`; \
 `peak_ratio_source` says which). GET /metrics is Prometheus \
 text. Both are found by their decoded names (/%6detrics and //metrics are /metrics), so files of \
 the root at those paths are not served. SIGTERM or SIGINT stops accepting and lets open requests finish (up to 10 s).
@@ -364,6 +364,17 @@ pub fn run_serve(a: &ServeArgs) -> anyhow::Result<()> {
         f.peak_ratio_source,
         ByteLen(f.max_readahead_bytes),
     );
+    // The published RB sets every adaptive client's alpha (condition 20); a stand-in that no
+    // device was timed for showed only as the word `default` at the end of the line above.
+    if f.bandwidth_source == "default" {
+        note!(
+            "warning: RB {:.1} MiB/s is a stand-in, not this device's rate: no regular file in \
+             the root or one level below holds four reads of --readahead (4 MiB at least), or \
+             it could not be read; give --device-bandwidth RATE (e.g. 450MB/s), which clients \
+             size their readahead by",
+            f.avg_bandwidth_bytes_per_s / (1u64 << 20) as f64
+        );
+    }
     handle.wait().map_err(net)?;
     note!("foresight serve: stopped");
     Ok(())

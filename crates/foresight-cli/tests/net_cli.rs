@@ -439,6 +439,45 @@ fn a_peak_ratio_that_is_no_number_says_what_to_write() {
     }
 }
 
+/// A root with no file large enough to time publishes a stand-in RB of 200 MiB/s, by which
+/// every adaptive client sizes its readahead; the startup line said only `default` at its end.
+/// A warning now says so and names --device-bandwidth; a measured or configured RB has none.
+#[test]
+fn serve_warns_when_its_device_rate_is_a_stand_in() {
+    use std::io::Read;
+    let (_guard, dir) = scratch("stand-in-rb");
+    std::fs::write(dir.join("small.bin"), b"too small to time").unwrap();
+    for (args, warned) in [
+        (vec![], true),
+        (vec!["--device-bandwidth", "400MB/s"], false),
+    ] {
+        let mut server = KillOnDrop(
+            bin()
+                .args(["serve", "--addr", "127.0.0.1:0", "--workers", "2"])
+                .args(&args)
+                .arg("--root")
+                .arg(&dir)
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap(),
+        );
+        let mut err = BufReader::new(server.0.stderr.take().unwrap());
+        let mut first = String::new();
+        err.read_line(&mut first).unwrap();
+        assert!(first.contains("http://"), "{first}");
+        let status = terminate(&mut server);
+        let mut rest = String::new();
+        err.read_to_string(&mut rest).unwrap();
+        assert!(status.success(), "{args:?}: {first}{rest}");
+        assert_eq!(
+            rest.contains("warning: RB 200.0 MiB/s is a stand-in")
+                && rest.contains("--device-bandwidth"),
+            warned,
+            "{args:?}: {first}{rest}"
+        );
+    }
+}
+
 /// A child process that is killed if the test fails before it stops it.
 struct KillOnDrop(std::process::Child);
 
