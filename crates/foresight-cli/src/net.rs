@@ -424,7 +424,10 @@ it held. A failed download to standard output (or to a device or FIFO) keeps the
 there, and its error says how many. \
 Standard output on a terminal takes text only: a download whose bytes hold a NUL (binary data) \
 stops there, exit 2, before those bytes reach the terminal (give --out, or redirect standard \
-output). With --json and no --out the data is discarded and only the report is printed. A download \
+output). With --json and no --out the data is discarded and only the report is printed. A server \
+whose answer to HEAD advertises no byte ranges (no Accept-Ranges: bytes) or gives no length is \
+downloaded in one GET whatever --alpha says (alpha 0 in the report), with a note on standard \
+error saying why. A download \
 that lasts notes on standard error every 5 s how much has arrived. \
 A request (the opening HEAD, each range, the whole-file GET until its answer begins) that gets no \
 connection, a broken one, a 503, or no complete answer within --request-timeout (connecting \

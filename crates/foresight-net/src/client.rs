@@ -1524,6 +1524,19 @@ async fn download(
                 "the server does not honour ranges, so random reads are impossible".into(),
             ));
         }
+        // Without a word, the download ran as one GET whatever --alpha asked for, and its report
+        // gave an alpha of 0; a weak tag's single GET is noted in the same way.
+        pool.notes.note(&if ranges {
+            format!(
+                "{url}: the server's answer to HEAD gives no length (Content-Length), so ranges \
+                 cannot be planned; fetching the file in one GET, without readahead"
+            )
+        } else {
+            format!(
+                "{url}: the server does not advertise byte ranges (no `Accept-Ranges: bytes` \
+                 in its answer to HEAD); fetching the file in one GET, without readahead"
+            )
+        });
         let terms = WholeTerms {
             started,
             expect_len: len,

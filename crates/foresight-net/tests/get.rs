@@ -367,6 +367,61 @@ fn get_from_a_server_that_closes_after_each_response() {
     assert!(out == *data);
 }
 
+/// A server that advertises no byte ranges (as `python3 -m http.server`), or gives no length, is
+/// downloaded in one GET; that happened without a word, whatever `--alpha` asked for, and the
+/// report's alpha of 0 was all there was to tell. A note now says why, naming the header.
+#[test]
+fn a_download_without_ranges_says_why_it_is_one_get() {
+    use std::io::Write;
+    let data = std::sync::Arc::new(content(300_001, 7));
+    let d = data.clone();
+    let addr = tiny_server(move |req, c| {
+        if req.path == "/chunked.bin" {
+            // Ranges advertised, but no length: the body is chunked.
+            let _ = c.write_all(
+                b"HTTP/1.1 200 OK\r\nAccept-Ranges: bytes\r\nTransfer-Encoding: chunked\r\n\r\n",
+            );
+            if req.method == "GET" {
+                let _ = c.write_all(format!("{:x}\r\n", d.len()).as_bytes());
+                let _ = c.write_all(&d);
+                let _ = c.write_all(b"\r\n0\r\n\r\n");
+            } else {
+                let _ = c.write_all(b"0\r\n\r\n");
+            }
+            return false;
+        }
+        answer(req, c, "HTTP/1.1", "", &d).is_ok()
+    });
+    for (path, why) in [
+        (
+            "/f.bin",
+            "does not advertise byte ranges (no `Accept-Ranges: bytes`",
+        ),
+        ("/chunked.bin", "gives no length (Content-Length)"),
+    ] {
+        let url: Url = format!("http://{addr}{path}").parse().unwrap();
+        let notes = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+        let kept = notes.clone();
+        let c =
+            client(AlphaMode::Fixed(4)).with_notes(foresight_net::client::Notes::new(move |t| {
+                kept.lock().unwrap().push(t.to_string())
+            }));
+        let mut out = Vec::new();
+        let r = c
+            .get(&url, &mut out)
+            .unwrap_or_else(|e| panic!("{path}: {e}"));
+        assert!(out == *data, "{path}: {} bytes delivered", out.len());
+        assert!(!r.ranges, "{path}");
+        let notes = notes.lock().unwrap().clone();
+        assert!(
+            notes
+                .iter()
+                .any(|n| n.contains(why) && n.contains("in one GET") && n.contains(path)),
+            "{path}: {notes:#?}"
+        );
+    }
+}
+
 /// A plain `GET` (the server honours no ranges) answered 503 is sent again, with a note, as
 /// `get --help` says of the whole-file `GET` until its answer begins: a 503 is the server's way
 /// of saying "not now", and nothing of the file has been handed on. Before, the 503 ended the
