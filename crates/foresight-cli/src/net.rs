@@ -441,7 +441,9 @@ answering (or stops sending mid-body) thus fails a download within 4 x --request
 0.3 s: the figures request's timeout and one request's three attempts (1.4 s, and the round \
 trips of the HEADs answered meanwhile, when the file's weak ETag is asked for again, see \
 below). \
---random SIZE reads --reads random ranges of SIZE instead of the whole file, to measure what \
+--random SIZE reads --reads random ranges of SIZE instead of the whole file, each from an offset \
+drawn at random and rounded down to a multiple of 4 KiB (so a file shorter than SIZE + 4 KiB is \
+read from byte 0 each time), to measure what \
 random reads cost (bytes transferred against bytes asked); their bytes are not kept, so it takes \
 no --out. A SIZE larger than the file reads the whole file each time, and standard error says so; \
 an empty file has nothing to read and is an error.
