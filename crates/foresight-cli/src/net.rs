@@ -213,8 +213,7 @@ malformed bytes range, two Range lines included; several ranges in one line are 
 the whole file). An HTTP/1.1 request needs exactly one Host header of the form host[:port] \
 (RFC 9112, section 3.2), or it gets 400. Paths with `..` (also %-encoded) are refused with 400; \
 anything that does not resolve to a regular file inside the root is 404, and so is a file's path \
-with a trailing `/`. A file the server's user may not read is 403 to a GET (a HEAD, which \
-does not open the file, answers 200). A file whose size is 0 but which holds bytes (a file of /proc) is 403: an \
+with a trailing `/`. A file the server's user may not read is 403. A file whose size is 0 but which holds bytes (a file of /proc) is 403: an \
 answer is sent by the file's size; so is any file of procfs, sysfs, debugfs, tracefs, \
 securityfs, configfs or cgroupfs, whose sizes need not be what a read gives (/sys reports 4096 \
 bytes for a file of two) and whose bytes are made anew at each read under an unchanged size and \

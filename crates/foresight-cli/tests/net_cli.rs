@@ -1331,9 +1331,10 @@ fn a_root_that_cannot_be_searched_is_refused_by_its_flag() {
 
 /// A file under the root that the server's user may not read was answered 500 Internal Server
 /// Error with the engine's words, "read failed: opening /ROOT/secret.bin: Permission denied":
-/// a fault of the server's, and the server's own path told to every client. It is now the
-/// file's refusal, 403, naming no path. The file is made mode 000; a privileged user reads it
-/// anyway, so as root the server runs as `nobody` through `setpriv`.
+/// a fault of the server's, and the server's own path told to every client, while a `HEAD`
+/// (and a `GET` of an empty such file), which open nothing, answered 200. All are now the
+/// file's refusal, 403, naming no path. The files are made mode 000; a privileged user reads
+/// them anyway, so as root the server runs as `nobody` through `setpriv`.
 #[test]
 fn a_file_the_server_may_not_read_is_403_without_the_servers_path() {
     use std::os::unix::fs::PermissionsExt;
@@ -1342,8 +1343,11 @@ fn a_file_the_server_may_not_read_is_403_without_the_servers_path() {
     std::fs::create_dir_all(&root).unwrap();
     let secret = root.join("secret.bin");
     std::fs::write(&secret, b"not for you").unwrap();
+    let empty = root.join("empty.bin");
+    std::fs::write(&empty, b"").unwrap();
     std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
     std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o000)).unwrap();
+    std::fs::set_permissions(&empty, std::fs::Permissions::from_mode(0o000)).unwrap();
     let Some(mut cmd) = unprivileged(std::fs::File::open(&secret).is_ok()) else {
         return;
     };
@@ -1376,10 +1380,14 @@ fn a_file_the_server_may_not_read_is_403_without_the_servers_path() {
     for request in [
         "GET /secret.bin HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
         "GET /secret.bin HTTP/1.1\r\nHost: x\r\nRange: bytes=0-3\r\nConnection: close\r\n\r\n",
+        "HEAD /secret.bin HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+        "GET /empty.bin HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
     ] {
         let (status, body) = ask_raw(&addr, request);
         assert_eq!(status, "HTTP/1.1 403 Forbidden", "{request:?}: {body}");
-        assert!(body.contains("permission denied"), "{body}");
+        if !request.starts_with("HEAD ") {
+            assert!(body.contains("permission denied"), "{body}");
+        }
         assert!(!body.contains(&dir.display().to_string()), "{body}");
     }
     let out = bin()

@@ -46,6 +46,11 @@ pub enum PathError {
     Unservable(String),
 }
 
+/// Why a regular file the server's user may not read is refused (403), naming no path on the
+/// server's disk.
+pub const NOT_READABLE: &str =
+    "this file is not served: the server may not read it (permission denied)";
+
 /// A request path that names a regular file beneath the root.
 #[derive(Debug)]
 pub struct ServedFile {
@@ -117,6 +122,11 @@ pub fn resolve(root: &RootDir, uri_path: &str) -> Result<ServedFile, PathError> 
                          they are read), and an answer is sent by the file's size"
                             .into(),
                     ))
+                }
+                // Was 404 through `lookup_error`, while the same file with bytes in it is 403
+                // (`NOT_READABLE`) once a worker fails to open it.
+                Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+                    Err(PathError::Unservable(NOT_READABLE.into()))
                 }
                 Err(e) => Err(lookup_error(&e)),
             }

@@ -1869,6 +1869,18 @@ async fn serve_file(
         r
     };
     if head || range.len.0 == 0 {
+        // A GET of bytes learns that the server may not read the file when its worker opens it
+        // (403, `first_chunk_failed`); a HEAD reaches no worker, and answered 200 for the file
+        // the GET refuses. One open tells, at the cost of an open and a close per HEAD (a
+        // download sends one). An empty file (the only one a GET asks no bytes of) was opened
+        // by the lookup already (`path::resolve`).
+        if len > 0 {
+            if let Err(e) = state.root.open_read(&file.rel, libc::O_NONBLOCK) {
+                if e.kind() == io::ErrorKind::PermissionDenied {
+                    return not_readable();
+                }
+            }
+        }
         return build(empty(), None);
     }
     if state.failure().is_some() {
@@ -1955,10 +1967,7 @@ fn first_chunk_failed(state: &State, e: io::Error) -> Response<ResBody> {
         .and_then(|inner| inner.downcast_ref::<foresight_engine::EngineError>())
     {
         if source.kind() == io::ErrorKind::PermissionDenied {
-            return plain(
-                StatusCode::FORBIDDEN,
-                "this file is not served: the server may not read it (permission denied)",
-            );
+            return not_readable();
         }
         return plain(
             StatusCode::INTERNAL_SERVER_ERROR,
@@ -1969,6 +1978,12 @@ fn first_chunk_failed(state: &State, e: io::Error) -> Response<ResBody> {
         StatusCode::INTERNAL_SERVER_ERROR,
         &format!("read failed: {e}"),
     )
+}
+
+/// The answer for a file the server's user may not read: the file's refusal, as other servers
+/// answer it, naming no path on the server's disk.
+fn not_readable() -> Response<ResBody> {
+    plain(StatusCode::FORBIDDEN, crate::path::NOT_READABLE)
 }
 
 /// RFC 9112, section 3.2: a server MUST answer 400 to an HTTP/1.1 request without a `Host`, and to
