@@ -475,6 +475,20 @@ fn start_with(
     })?;
     std_listener.set_nonblocking(true)?;
     let addr = std_listener.local_addr()?;
+    // Taken here, before the caller learns the address and announces it: taken by the accept
+    // loop on its own thread, a SIGTERM sent as soon as the address showed could come first and
+    // kill the process by the signal's default action, with no clean stop. (After the bind, its
+    // likeliest failure: a handler once taken stays for the process's life.)
+    let signals = if on_signal {
+        use tokio::signal::unix::{signal, SignalKind};
+        let _in_runtime = rt.enter();
+        Some((
+            signal(SignalKind::terminate())?,
+            signal(SignalKind::interrupt())?,
+        ))
+    } else {
+        None
+    };
     let (stop_tx, stop_rx) = oneshot::channel();
     let state = Arc::new(State::new(&cfg, root, engine, figures.clone()));
     let workers = start_workers(&state)?;
@@ -483,7 +497,7 @@ fn start_with(
         .name("foresight-serve".into())
         .spawn(move || {
             let state = serve_state;
-            let result = rt.block_on(accept_loop(state.clone(), std_listener, stop_rx, on_signal));
+            let result = rt.block_on(accept_loop(state.clone(), std_listener, stop_rx, signals));
             stop_workers(&state, workers);
             rt.shutdown_timeout(Duration::from_secs(1));
             result
@@ -1336,7 +1350,7 @@ async fn accept_loop(
     state: Arc<State>,
     std_listener: std::net::TcpListener,
     mut stop: oneshot::Receiver<()>,
-    on_signal: bool,
+    signals: Option<(tokio::signal::unix::Signal, tokio::signal::unix::Signal)>,
 ) -> Result<(), NetError> {
     let listener = tokio::net::TcpListener::from_std(std_listener)?;
     let permits = Arc::new(Semaphore::new(state.cfg.max_connections));
@@ -1351,21 +1365,14 @@ async fn accept_loop(
         // client that is really gone is noticed when writing to it fails.
         .half_close(true);
     let signals = async {
-        if !on_signal {
-            return std::future::pending::<()>().await;
-        }
-        use tokio::signal::unix::{signal, SignalKind};
-        match (
-            signal(SignalKind::terminate()),
-            signal(SignalKind::interrupt()),
-        ) {
-            (Ok(mut t), Ok(mut i)) => {
+        match signals {
+            Some((mut terminate, mut interrupt)) => {
                 tokio::select! {
-                    _ = t.recv() => {}
-                    _ = i.recv() => {}
+                    _ = terminate.recv() => {}
+                    _ = interrupt.recv() => {}
                 }
             }
-            _ => std::future::pending::<()>().await,
+            None => std::future::pending::<()>().await,
         }
     };
     tokio::pin!(signals);
