@@ -121,7 +121,17 @@ impl FromStr for Url {
             .get(.."http://".len())
             .filter(|scheme| scheme.eq_ignore_ascii_case("http://"))
             .map(|_| &text["http://".len()..])
-            .ok_or_else(|| format!("`{text}`: only http:// URLs are supported"))?;
+            .ok_or_else(|| match text.split_once("://") {
+                // `host:port/path`, as a browser's address bar takes it.
+                None if text.starts_with(|c: char| c.is_ascii_alphanumeric() || c == '[') => {
+                    format!("`{text}` has no scheme; write http://{text}")
+                }
+                None => format!("`{text}` is not a URL; write http://HOST[:PORT]/PATH"),
+                Some((scheme, _)) => format!(
+                    "`{text}`: `{scheme}://` is not supported; this client speaks plain HTTP (no \
+                     TLS), so give an http:// URL"
+                ),
+            })?;
         // The fragment is the client's own (RFC 3986, section 3.5): never sent, and not part of
         // the name a download is saved under.
         let rest = rest.split_once('#').map_or(rest, |(before, _)| before);
@@ -169,7 +179,9 @@ impl FromStr for Url {
             (h, p)
         };
         if host.is_empty() {
-            return Err(format!("`{text}`: no host"));
+            return Err(format!(
+                "`{text}`: no host; write http://HOST[:PORT]/PATH, e.g. http://127.0.0.1:8080/f"
+            ));
         }
         if host
             .chars()
@@ -181,11 +193,9 @@ impl FromStr for Url {
         }
         let port = match port {
             None => 80,
-            Some(p) => p
-                .parse::<u16>()
-                .ok()
-                .filter(|p| *p > 0)
-                .ok_or_else(|| format!("`{text}`: the port must be 1..=65535"))?,
+            Some(p) => p.parse::<u16>().ok().filter(|p| *p > 0).ok_or_else(|| {
+                format!("`{text}`: the port `{p}` is not a number from 1 to 65535")
+            })?,
         };
         if path
             .bytes()
@@ -2704,6 +2714,37 @@ mod tests {
         }
         let u: Url = "http://x/a@b?c=@".parse().unwrap();
         assert_eq!((u.host.as_str(), u.path.as_str()), ("x", "/a@b?c=@"));
+    }
+
+    /// A URL without a scheme, with another scheme, without a host or with a port that is no
+    /// number was refused as "only http:// URLs are supported", "no host" or "the port must be
+    /// 1..=65535", which say neither what the user wrote wrong nor what to write instead. Each
+    /// refusal now names the fault and gives the URL form to write.
+    #[test]
+    fn a_refused_url_names_its_fault_and_what_to_write() {
+        for (bad, needles) in [
+            (
+                "127.0.0.1:8080/big.bin",
+                &["no scheme", "http://127.0.0.1:8080/big.bin"][..],
+            ),
+            ("localhost/f", &["no scheme", "http://localhost/f"][..]),
+            ("/srv/f.bin", &["not a URL", "http://HOST[:PORT]/PATH"][..]),
+            (
+                "https://x/f",
+                &["`https://`", "plain HTTP", "no TLS", "http://"][..],
+            ),
+            ("ftp://x", &["`ftp://`", "http://"][..]),
+            ("http://", &["no host", "http://HOST[:PORT]/PATH"][..]),
+            ("http://:80/f", &["no host", "http://HOST[:PORT]/PATH"][..]),
+            ("http://x:80x/f", &["`80x`", "1 to 65535"][..]),
+            ("http://x:0/f", &["`0`", "1 to 65535"][..]),
+            ("http://x:99999/f", &["`99999`", "1 to 65535"][..]),
+        ] {
+            let e = bad.parse::<Url>().unwrap_err();
+            for needle in needles {
+                assert!(e.contains(needle), "{bad}: {e} lacks {needle}");
+            }
+        }
     }
 
     proptest::proptest! {
