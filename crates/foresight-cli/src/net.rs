@@ -368,9 +368,10 @@ pub fn run_serve(a: &ServeArgs) -> anyhow::Result<()> {
     if f.bandwidth_source == "default" {
         note!(
             "warning: RB {:.1} MiB/s is a stand-in, not this device's rate: no regular file in \
-             the root or one level below holds four reads of --readahead (4 MiB at least), or \
-             it could not be read; give --device-bandwidth RATE (e.g. 450MB/s), which clients \
-             size their readahead by",
+             the root or one level below holds four reads of --readahead (4 MiB at least) \
+             without holes (a sparse file reads as zeros the device never gave), or it could \
+             not be read; give --device-bandwidth RATE (e.g. 450MB/s), which clients size their \
+             readahead by",
             f.avg_bandwidth_bytes_per_s / (1u64 << 20) as f64
         );
     }

@@ -442,11 +442,17 @@ fn a_peak_ratio_that_is_no_number_says_what_to_write() {
 /// A root with no file large enough to time publishes a stand-in RB of 200 MiB/s, by which
 /// every adaptive client sizes its readahead; the startup line said only `default` at its end.
 /// A warning now says so and names --device-bandwidth; a measured or configured RB has none.
+/// A sparse file is never timed (its holes read as zeros no device gave), however large: the
+/// warning said only that no file held four reads, beside a 64 MiB file; it now says why.
 #[test]
 fn serve_warns_when_its_device_rate_is_a_stand_in() {
     use std::io::Read;
     let (_guard, dir) = scratch("stand-in-rb");
     std::fs::write(dir.join("small.bin"), b"too small to time").unwrap();
+    std::fs::File::create(dir.join("sparse.bin"))
+        .unwrap()
+        .set_len(64 << 20)
+        .unwrap();
     for (args, warned) in [
         (vec![], true),
         (vec!["--device-bandwidth", "400MB/s"], false),
@@ -471,7 +477,8 @@ fn serve_warns_when_its_device_rate_is_a_stand_in() {
         assert!(status.success(), "{args:?}: {first}{rest}");
         assert_eq!(
             rest.contains("warning: RB 200.0 MiB/s is a stand-in")
-                && rest.contains("--device-bandwidth"),
+                && rest.contains("--device-bandwidth")
+                && rest.contains("without holes"),
             warned,
             "{args:?}: {first}{rest}"
         );
