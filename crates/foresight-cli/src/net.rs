@@ -1033,11 +1033,18 @@ impl OutTarget {
         if let Ok(meta) = std::fs::metadata(path) {
             if !meta.is_file() {
                 // Opened without truncating: a device or a FIFO has no bytes to lose.
-                let file = std::fs::OpenOptions::new()
-                    .write(true)
-                    .open(path)
-                    .with_context(opening)
-                    .map_err(input)?;
+                let file = match std::fs::OpenOptions::new().write(true).open(path) {
+                    Ok(f) => f,
+                    // `--out d` saves into `d/NAME`, which may be a directory itself.
+                    Err(e) if e.kind() == std::io::ErrorKind::IsADirectory => {
+                        return Err(input(format!(
+                            "--out {} is a directory, where the download would be saved; give \
+                             another --out (a file name, or a directory without it)",
+                            path.display()
+                        )))
+                    }
+                    Err(e) => return Err(input(anyhow::Error::new(e).context(opening()))),
+                };
                 return Ok(OutTarget {
                     writer: std::io::BufWriter::new(file),
                     path: path.to_path_buf(),
@@ -1102,6 +1109,14 @@ impl OutTarget {
                     return Err(input(format!(
                         "--out {}: the directory {} does not exist; create it first, or give a \
                          file in a directory that exists",
+                        path.display(),
+                        dir.display()
+                    )))
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+                    return Err(input(format!(
+                        "--out {}: cannot create a file in {} ({e}); give --out in a directory \
+                         this user can write",
                         path.display(),
                         dir.display()
                     )))

@@ -2232,6 +2232,49 @@ fn refusals_say_what_to_fix_in_the_users_terms() {
     assert!(err.contains("--idle-timeout: 0s would cut"), "{err}");
 }
 
+/// An `--out` that is a directory where the file would go (`--out d` with `d/a.bin` a
+/// directory) was refused as "opening --out d/a.bin: Is a directory", and one in a directory
+/// this user may not write as "creating a temporary file in DIR for --out FILE: Permission
+/// denied": the system's words, not what to do. Both now say what to give instead. As root the
+/// second runs as `nobody` through `setpriv`.
+#[test]
+fn an_out_that_cannot_be_written_says_what_to_give_instead() {
+    use std::os::unix::fs::PermissionsExt;
+    let (_guard, dir) = scratch("out-unwritable");
+    std::fs::create_dir_all(dir.join("d/a.bin")).unwrap();
+    let st = bin()
+        .args(["get", "http://127.0.0.1:1/a.bin", "--out"])
+        .arg(dir.join("d"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&st.stderr);
+    assert_eq!(st.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("is a directory") && err.contains("give another --out"),
+        "{err}"
+    );
+    let ro = dir.join("ro");
+    std::fs::create_dir(&ro).unwrap();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(&ro, std::fs::Permissions::from_mode(0o555)).unwrap();
+    let privileged = std::fs::File::create(ro.join("probe")).is_ok();
+    let _ = std::fs::remove_file(ro.join("probe"));
+    let Some(mut cmd) = common::unprivileged(privileged) else {
+        return;
+    };
+    let st = cmd
+        .args(["get", "http://127.0.0.1:1/a.bin", "--out"])
+        .arg(ro.join("a.bin"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&st.stderr);
+    assert_eq!(st.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("Permission denied") && err.contains("a directory this user can write"),
+        "{err}"
+    );
+}
+
 /// `foresight get URL` with standard output on a terminal wrote the file's bytes there whatever
 /// they were: a binary file's escape sequences reached the terminal (and could leave it unusable).
 /// Binary data (a NUL byte) is refused now, exit 2, saying to give --out or redirect; text still
