@@ -417,7 +417,8 @@ file under its URL's name: the last path segment, percent-decoded, so /a%20b.bin
 or `..`, and URLs that would share a name, are refused (exit 2) before anything is \
 downloaded), or to standard output. A file is written under a temporary name \
 beside it and renamed into place when its download is complete, so a failed download (or one \
-stopped by SIGINT, SIGTERM or SIGHUP) leaves no partial file and an existing file as it was; a \
+stopped by SIGINT, SIGTERM or SIGHUP, which says so on standard error) leaves no partial file \
+and an existing file as it was; a \
 device or FIFO (/dev/null) is written directly; the error of a failed download to a file says \
 how many bytes had gone to the temporary file and that --out was not created or keeps the file \
 it held. A failed download to standard output (or to a device or FIFO) keeps the bytes it wrote \
@@ -680,6 +681,13 @@ pub fn run_get(a: &GetArgs) -> anyhow::Result<()> {
                 .map_err(input)?;
         }
     }
+    // A download stopped by a signal ended without a word, where `sim`, `reproduce` and `bench`
+    // say what they leave; its temporary file's removal is added to this note by the removal.
+    crate::cleanup::say_on_signal(
+        "get had not finished: a URL downloaded to its end is saved, the one under way is not \
+         (its --out keeps what it held), and bytes already written to standard output, a device \
+         or a FIFO stay there",
+    );
     // Each URL is fetched whatever became of the ones before it; a failure is reported as it
     // happens, and the command fails at the end.
     let fetch = |url: &Url| -> anyhow::Result<()> {

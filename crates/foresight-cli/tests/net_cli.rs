@@ -1151,6 +1151,8 @@ fn wait_for(what: &str, ready: impl Fn() -> bool) {
     }
 }
 
+/// A download stopped by SIGTERM leaves no temporary file, and says that it stopped and what it
+/// removed; it used to end without a word.
 #[test]
 fn a_get_stopped_by_sigterm_leaves_no_temporary_file() {
     let addr = stalling_server();
@@ -1160,10 +1162,16 @@ fn a_get_stopped_by_sigterm_leaves_no_temporary_file() {
         bin()
             .args(["get", &format!("http://{addr}/slow.bin"), "--out"])
             .arg(&out)
-            .stderr(Stdio::null())
+            .stderr(Stdio::piped())
             .spawn()
             .unwrap(),
     );
+    let mut err = get.0.stderr.take().unwrap();
+    let said = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = std::io::Read::read_to_string(&mut err, &mut text);
+        text
+    });
     let names = || -> Vec<String> {
         std::fs::read_dir(&dir)
             .unwrap()
@@ -1181,6 +1189,14 @@ fn a_get_stopped_by_sigterm_leaves_no_temporary_file() {
     let status = terminate(&mut get);
     assert!(!status.success(), "{status}");
     assert_eq!(names(), Vec::<String>::new(), "left behind");
+    // It ended without a word, where `sim`, `reproduce` and `bench` say what they leave.
+    let said = said.join().unwrap();
+    assert!(
+        said.contains("stopped by SIGTERM: get had not finished")
+            && said.contains("removed ")
+            && said.contains("partial"),
+        "{said}"
+    );
 }
 
 #[test]
