@@ -1323,7 +1323,7 @@ check every byte they receive.
 
 Generated files are served from a directory of their own in the temporary one (TMPDIR, which \
 must be an existing directory this user may write in, or /tmp when it is unset or empty), removed when \
-the soak ends (also by SIGINT, SIGTERM or SIGHUP); files that would not fit in its free space, a \
+the soak ends (also by SIGINT, SIGTERM or SIGHUP, which says so on standard error, naming what it removed); files that would not fit in its free space, a \
 tenth of it kept spare, are refused before any is written. Even-numbered clients read their file \
 sequentially in 128 KiB ranges, odd-numbered ones read random ranges of up to --max-read. The \
 report counts requests, errors and mismatches and gives the process's resident memory (server and \
@@ -1380,6 +1380,9 @@ pub fn run_soak(a: &SoakArgs) -> anyhow::Result<()> {
         seed: 1,
     };
     soak::check(&cfg).map_err(net)?;
+    // A soak stopped by a signal ended without a word; the removal of its files is added to this
+    // note by the removal.
+    crate::cleanup::say_on_signal("net-soak had not finished, so it has no report");
     // Made and registered in one step (`soak::run_making_dir`): a signal that ends the soak
     // removes the directory with the files written into it so far.
     let mut on_signal = None;

@@ -1221,15 +1221,28 @@ fn a_net_soak_stopped_by_sigterm_removes_its_files() {
                 "2",
             ])
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stderr(Stdio::piped())
             .spawn()
             .unwrap(),
     );
+    let mut err = soak.0.stderr.take().unwrap();
+    let said = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = std::io::Read::read_to_string(&mut err, &mut text);
+        text
+    });
     let files = tmp.join(format!("foresight-soak-{}", soak.0.id()));
     wait_for("the soak's files", || files.join("f1.bin").exists());
     let status = terminate(&mut soak);
     assert!(!status.success(), "{status}");
     assert!(!files.exists(), "{} was left behind", files.display());
+    // It ended without a word, where `sim`, `reproduce` and `bench` say what they leave.
+    let said = said.join().unwrap();
+    assert!(
+        said.contains("stopped by SIGTERM: net-soak had not finished")
+            && said.contains(&format!("removed {}", files.display())),
+        "{said}"
+    );
 }
 
 #[test]
