@@ -1194,7 +1194,9 @@ sends, a client that half-closes still gets its answer). When either end's conne
 instead (a reset), the other end is reset too once what came before is delivered, so that it \
 sees an error rather than an end that would pass a cut-off answer for a whole one. A connection the \
 upstream does not answer is closed, and standard error says so (at most once a second). Use it to \
-measure `foresight get` against long or slow paths on one machine; it runs until interrupted.
+measure `foresight get` against long or slow paths on one machine; it runs until stopped by \
+SIGINT, SIGTERM or SIGHUP, which closes its connections and says so on standard error (exit \
+code 128 plus the signal's number).
 
 Example:
   foresight proxy --listen 127.0.0.1:9090 --upstream 127.0.0.1:8080 --delay 10ms --bandwidth 1Gbit";
@@ -1278,6 +1280,8 @@ pub fn run_proxy(a: &ProxyArgs) -> anyhow::Result<()> {
         a.max_connections,
         "a socket to the client and one to the upstream",
     );
+    // Stopped by a signal, it ended without a word, where `serve` says it stopped.
+    crate::cleanup::say_on_signal("foresight proxy closed its connections");
     note!(
         "foresight proxy: {} -> {} (delay {} each way, {})",
         handle.local_addr(),

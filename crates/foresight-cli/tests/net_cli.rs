@@ -346,6 +346,45 @@ fn a_proxy_whose_upstream_is_itself_is_refused() {
     }
 }
 
+/// `proxy` stopped by SIGINT or SIGTERM ended without a word (killed by the signal's default
+/// action), where `serve` says it stopped; it now says so, and exits with 128 plus the signal's
+/// number.
+#[test]
+fn a_proxy_stopped_by_a_signal_says_so() {
+    use std::io::Read;
+    for (signal, code) in [("-INT", 130), ("-TERM", 143)] {
+        let mut proxy = KillOnDrop(
+            bin()
+                .args(["proxy", "--listen", "127.0.0.1:0", "--upstream"])
+                .arg("127.0.0.1:9")
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap(),
+        );
+        let mut err = BufReader::new(proxy.0.stderr.take().unwrap());
+        let mut first = String::new();
+        err.read_line(&mut first).unwrap();
+        assert!(first.contains("foresight proxy:"), "{first}");
+        let killed = Command::new("kill")
+            .args([signal, &proxy.0.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(killed.success());
+        let status = wait_exit(&mut proxy, 20, "the signal did not stop it");
+        let mut rest = String::new();
+        err.read_to_string(&mut rest).unwrap();
+        assert_eq!(
+            status.code(),
+            Some(code),
+            "{signal}: {status}: {first}{rest}"
+        );
+        assert!(
+            rest.contains("stopped by SIG") && rest.contains("proxy closed its connections"),
+            "{signal}: {first}{rest}"
+        );
+    }
+}
+
 /// A rate given without its unit (bits? bytes? mebibytes?) was refused as "`10` has unknown unit
 /// ``", naming an empty unit; the message now says the unit is missing and shows rates that parse.
 #[test]
