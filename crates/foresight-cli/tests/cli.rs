@@ -50,6 +50,28 @@ fn sizes_in_eib_are_read_and_one_past_the_bound_is_refused_as_too_large() {
     assert!(err.contains("must be between"), "{err}");
 }
 
+/// A size past TiB is printed in PiB or EiB, and an exact one without "about": the refusal of
+/// `host.memory=1EiB` read "must be between 1MiB and 1024TiB, got `1EiB` (about 1048576.0TiB)".
+#[test]
+fn sizes_past_tib_are_printed_in_pib_and_eib_and_exact_ones_without_about() {
+    let err = expect_input_error(&["sim", "--set", "host.memory=1EiB"], "host.memory");
+    assert!(
+        err.contains("must be between 1MiB and 1PiB, got `1EiB`"),
+        "{err}"
+    );
+    assert!(!err.contains("about") && !err.contains("TiB"), "{err}");
+    let err = expect_input_error(
+        &["sim", "--set", "workload.file_size=4EiB"],
+        "workload.file_size",
+    );
+    assert!(err.contains("and 1PiB, got `4EiB`"), "{err}");
+    assert!(!err.contains("about"), "{err}");
+    let dir = temp_dir("huge-memory");
+    let dir = dir.path().to_str().expect("a UTF-8 temporary path");
+    let err = expect_input_error(&["bench", "--dir", dir, "--memory", "2EiB"], "--memory");
+    assert!(err.contains("--memory: 2EiB is more than"), "{err}");
+}
+
 #[test]
 fn bad_input_exits_2_naming_the_problem() {
     expect_input_error(&["sim", "--set", "workload.bogus=1"], "workload.bogus");

@@ -93,26 +93,49 @@ impl ByteLen {
     }
 
     /// The length for a message: exact when it is a whole number of a binary unit with at most
-    /// four digits (`64MiB`, `900B`), else to a tenth of the largest unit it reaches
-    /// (`about 13.5GiB`, not `14205772KiB`).
+    /// four digits (`64MiB`, `900B`, `1EiB`), else to a tenth of the largest unit it reaches
+    /// (`about 13.5GiB`, not `14205772KiB`). A length that is a whole number of tenths of that
+    /// unit (`1.5KiB`, `10.5GiB`) is printed without "about": it is exact, and it parses back.
     pub fn rounded(self) -> String {
         let exact = self.to_string();
         let digits = exact.chars().take_while(char::is_ascii_digit).count();
         if self.0 < 1024 || (digits <= 4 && exact.ends_with("iB")) {
             return exact;
         }
-        let (unit_bytes, unit) = [
-            (1u64 << 40, "TiB"),
-            (1 << 30, "GiB"),
-            (1 << 20, "MiB"),
-            (1 << 10, "KiB"),
-        ]
-        .into_iter()
-        .find(|(u, _)| self.0 >= *u)
-        .expect("at least 1 KiB here");
-        format!("about {:.1}{unit}", self.0 as f64 / unit_bytes as f64)
+        // Units from the largest down; the first one the length reaches is the one printed,
+        // unless the length rounds up to 1024.0 of it, which reads better as 1.0 of the next.
+        let at = BINARY_UNITS
+            .iter()
+            .position(|(u, _)| self.0 >= *u)
+            .expect("at least 1 KiB here");
+        // Tenths of a unit, rounded to the nearest, in integers: an f64 holds no more than 2^53
+        // exactly, and the test for "exact" must not be fooled by a rounded quotient.
+        let tenths_of = |unit_bytes: u64| {
+            let scaled = u128::from(self.0) * 10;
+            let unit = u128::from(unit_bytes);
+            ((scaled + unit / 2) / unit, scaled % unit == 0)
+        };
+        let (mut unit_bytes, mut unit) = BINARY_UNITS[at];
+        let (mut tenths, mut whole_tenths) = tenths_of(unit_bytes);
+        if tenths >= 10_240 && at > 0 {
+            (unit_bytes, unit) = BINARY_UNITS[at - 1];
+            (tenths, whole_tenths) = tenths_of(unit_bytes);
+        }
+        let about = if whole_tenths { "" } else { "about " };
+        format!("{about}{}.{}{unit}", tenths / 10, tenths % 10)
     }
 }
+
+/// The binary units a length is printed in, largest first. EiB is the largest a `u64` reaches
+/// (2^64 bytes is 16 EiB), and the largest the size parser reads.
+const BINARY_UNITS: [(u64, &str); 6] = [
+    (1 << 60, "EiB"),
+    (1 << 50, "PiB"),
+    (1 << 40, "TiB"),
+    (1 << 30, "GiB"),
+    (1 << 20, "MiB"),
+    (1 << 10, "KiB"),
+];
 
 impl Lba {
     /// The byte offset of the first byte of this sector.
@@ -210,13 +233,7 @@ impl Add for ByteLen {
 impl fmt::Display for ByteLen {
     /// Prints the largest binary unit that divides the length exactly, else plain bytes.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        const UNITS: [(u64, &str); 4] = [
-            (1 << 40, "TiB"),
-            (1 << 30, "GiB"),
-            (1 << 20, "MiB"),
-            (1 << 10, "KiB"),
-        ];
-        for (size, name) in UNITS {
+        for (size, name) in BINARY_UNITS {
             if self.0 >= size && self.0.is_multiple_of(size) {
                 return write!(f, "{}{}", self.0 / size, name);
             }
@@ -241,7 +258,32 @@ mod tests {
         assert_eq!(ByteLen(14_205_772 << 10).rounded(), "about 13.5GiB");
         assert_eq!(ByteLen(5000).rounded(), "about 4.9KiB");
         assert_eq!(ByteLen::kib(10_000).rounded(), "about 9.8MiB");
-        assert_eq!(ByteLen(u64::MAX).rounded(), "about 16777216.0TiB");
+        assert_eq!(ByteLen(u64::MAX).rounded(), "about 16.0EiB");
+    }
+
+    /// Lengths past TiB print in PiB and EiB, the units the parser reads them in: 1 EiB printed
+    /// as "about 1048576.0TiB", an exact value called approximate in a unit nobody writes. A
+    /// length that is an exact number of tenths of its unit is not called "about" either.
+    #[test]
+    fn rounded_lengths_reach_exbibytes_and_call_only_inexact_ones_about() {
+        use super::ByteLen;
+        assert_eq!(ByteLen(1 << 60).rounded(), "1EiB");
+        assert_eq!(ByteLen(1 << 62).rounded(), "4EiB");
+        assert_eq!(ByteLen(1 << 50).rounded(), "1PiB");
+        assert_eq!(ByteLen(20 << 50).rounded(), "20PiB");
+        // 1.5 PiB is 1536 TiB, a short whole number of a unit, which is the exact form.
+        assert_eq!(ByteLen(3 << 49).rounded(), "1536TiB");
+        assert_eq!(ByteLen((1 << 60) + (1 << 59)).rounded(), "1536PiB");
+        assert_eq!(ByteLen(21 << 59).rounded(), "10.5EiB");
+        assert_eq!(ByteLen(21 << 29).rounded(), "10.5GiB");
+        assert_eq!(ByteLen(1536).rounded(), "1.5KiB");
+        assert_eq!(ByteLen((1 << 60) + 1).rounded(), "about 1.0EiB");
+        // Just under a unit rounds to 1.0 of it, not to 1024.0 of the unit below.
+        assert_eq!(ByteLen((1 << 50) - 1).rounded(), "about 1.0PiB");
+        assert_eq!(ByteLen((1 << 30) - 1).rounded(), "about 1.0GiB");
+        assert_eq!(ByteLen((1023 << 20) + (1 << 19)).rounded(), "1023.5MiB");
+        assert_eq!(ByteLen(1 << 60).to_string(), "1EiB");
+        assert_eq!(ByteLen(5 << 50).to_string(), "5PiB");
     }
 
     use super::*;

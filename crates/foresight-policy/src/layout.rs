@@ -962,7 +962,7 @@ mod tests {
         // A total past 2^64 bytes neither wraps the mean nor prints 2^64 - 1.
         let e = place(20_000, ByteLen(1 << 50)).to_string();
         assert!(
-            e.contains("files of 1024TiB") && e.contains("more than 16 EiB"),
+            e.contains("files of 1PiB") && e.contains("more than 16 EiB"),
             "{e}"
         );
     }

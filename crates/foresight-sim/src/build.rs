@@ -424,7 +424,7 @@ mod tests {
             (
                 &["device.segment_size=64000", "device.drive_readahead=102400"],
                 "`device.drive_readahead`: `102400` (100KiB) is more than one cache \
-                 segment, device.segment_size = `64000` (about 62.5KiB),",
+                 segment, device.segment_size = `64000` (62.5KiB),",
             ),
             (
                 &[

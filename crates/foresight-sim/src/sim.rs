@@ -2503,8 +2503,8 @@ mod tests {
                 "workload.kind=random",
             ]);
             assert!(
-                e.contains("device.disks`: `5` disks of 1024TiB each (device.disksim = `")
-                    && e.contains("make a volume of 5120TiB, more than the 4096TiB")
+                e.contains("device.disks`: `5` disks of 1PiB each (device.disksim = `")
+                    && e.contains("make a volume of 5PiB, more than the 4PiB")
                     && e.contains("give device.disks at most 3"),
                 "{kind}: {e}"
             );
