@@ -803,6 +803,9 @@ fn log(started: Instant, line: &str) {
 
 /// Runs `foresight bench`.
 pub fn run(a: &BenchArgs) -> anyhow::Result<()> {
+    // Before the plan, which looks at the directory and the disk under it (a hung mount holds
+    // it up): a stop there took the signal's default action and ended without a word.
+    crate::cleanup::say_on_signal("the bench had not begun, so nothing was written");
     let p = plan(a)?;
     // `plan` compared the hard limit with what the largest N needs; the soft one may be lower.
     let need = open_files_needed(p.streams.iter().copied().max().unwrap_or(1));

@@ -13,7 +13,10 @@
 //!
 //! A command that runs long also leaves a note with [`say_on_signal`]: what a stop in its middle
 //! leaves (no figures, a report marked unfinished), which the same removal writes to standard
-//! error before exiting, since a stop by the default action said nothing at all.
+//! error before exiting, since a stop by the default action said nothing at all. The command
+//! leaves its first note as it starts, before it reads anything: reading a config can block (a
+//! FIFO, a hung mount), and the main thread blocked in a read does not hold up the exit, which
+//! the stop thread makes.
 //!
 //! The removal runs on a thread of its own while the signal thread goes on waiting, so that a
 //! second SIGINT, SIGTERM or SIGHUP ends the process at once with the signal's default action,

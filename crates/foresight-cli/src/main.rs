@@ -661,6 +661,9 @@ fn cmd_sim(
     json: bool,
     requests_out: Option<&Path>,
 ) -> anyhow::Result<()> {
+    // Before the config is read: reading it can block (a FIFO, a file on a hung mount), and a
+    // stop there took the signal's default action and ended without a word.
+    cleanup::say_on_signal("the simulation had not begun, so it has no figures and wrote nothing");
     let cfg = load_config(config, unsets, sets)?;
     if let Some(out) = requests_out {
         if out == Path::new("-") {
@@ -936,6 +939,12 @@ fn cmd_reproduce(names: &[String], quick: bool, out: &Path, list: bool) -> anyho
         }
         return Ok(());
     }
+    // Before anything is checked or read (the shared data can be on a slow mount): a stop there
+    // took the signal's default action and ended without a word. `--list` only prints.
+    cleanup::say_on_signal(format!(
+        "reproduce had not begun its experiments, so nothing was written in {}",
+        out.display()
+    ));
     let known = foresight_sim::experiments::names();
     if let Some(bad) = names.iter().find(|n| !known.contains(&n.as_str())) {
         return Err(input(format!(

@@ -1347,11 +1347,7 @@ fn an_interrupted_run_removes_its_requests_file() {
 fn an_interrupted_run_does_not_say_it_removed_a_requests_out_it_kept() {
     let dir_guard = temp_dir("req-fifo");
     let fifo = dir_guard.path().join("requests.fifo");
-    let made = Command::new("mkfifo")
-        .arg(&fifo)
-        .status()
-        .expect("mkfifo runs");
-    assert!(made.success());
+    make_fifo(&fifo);
     let mut child = long_sim_writing_requests(&fifo, std::process::Stdio::piped());
     // A record read from the FIFO means the run is under way, its note left.
     let mut records = std::fs::File::open(&fifo).expect("the FIFO opens");
@@ -1370,6 +1366,61 @@ fn an_interrupted_run_does_not_say_it_removed_a_requests_out_it_kept() {
     assert!(
         !err.contains("removed"),
         "it says it removed the FIFO: {err:?}"
+    );
+}
+
+/// A FIFO at `path`, which blocks whoever opens it until the other end is opened too.
+fn make_fifo(path: &std::path::Path) {
+    let made = Command::new("mkfifo")
+        .arg(path)
+        .status()
+        .expect("mkfifo runs");
+    assert!(made.success());
+}
+
+/// Opens the FIFO `path` for writing, which returns once the child has opened it for reading: from
+/// then on the child is held up reading it, with nothing written. Gives up, failing the test, when
+/// the child has not opened it within a minute (a guard against a hang, not a measure of time).
+fn writer_once_read(path: &std::path::Path) -> std::fs::File {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let path = path.to_path_buf();
+    std::thread::spawn(move || {
+        let _ = tx.send(std::fs::OpenOptions::new().write(true).open(path));
+    });
+    rx.recv_timeout(std::time::Duration::from_secs(60))
+        .expect("the command never opened the FIFO")
+        .expect("the FIFO opens for writing")
+}
+
+/// A stop while `sim` read its config took the signal's default action: the handler that writes
+/// the note was installed only once the run was about to start, so a run held up reading its
+/// config (a FIFO here, that nobody writes to) ended without a word and not with 128 + 2. The
+/// signal is sent once the config is open and its read blocks.
+#[test]
+fn a_stop_while_the_config_is_read_says_nothing_was_written() {
+    let dir_guard = temp_dir("cfg-fifo");
+    let fifo = dir_guard.path().join("config.toml");
+    make_fifo(&fifo);
+    let child = Command::new(env!("CARGO_BIN_EXE_foresight"))
+        .args(["sim", "--config"])
+        .arg(&fifo)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("the binary runs");
+    let mut child = KillOnDrop(child);
+    let _writer = writer_once_read(&fifo);
+    interrupt(&child.0);
+    let status = ended_within_a_minute(&mut child.0, "the interrupted config read went on");
+    let mut err = String::new();
+    std::io::Read::read_to_string(child.0.stderr.as_mut().unwrap(), &mut err).unwrap();
+    assert_eq!(status.code(), Some(130), "{status}: {err:?}");
+    assert!(
+        err.contains(
+            "stopped by SIGINT: the simulation had not begun, so it has no figures and wrote \
+             nothing"
+        ),
+        "no note of the stop: {err:?}"
     );
 }
 
