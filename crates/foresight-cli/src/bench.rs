@@ -897,6 +897,10 @@ pub fn run(a: &BenchArgs) -> anyhow::Result<()> {
         }
         rows.extend(medians(samples));
     }
+    crate::cleanup::say_on_signal(
+        "the bench had finished measuring, but its table on standard output may be cut short; \
+         its files are kept for the next run",
+    );
     print_rows(&p, &rows, a.json, &mut std::io::stdout().lock())
 }
 

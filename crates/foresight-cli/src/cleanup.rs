@@ -16,7 +16,9 @@
 //! error before exiting, since a stop by the default action said nothing at all. The command
 //! leaves its first note as it starts, before it reads anything: reading a config can block (a
 //! FIFO, a hung mount), and the main thread blocked in a read does not hold up the exit, which
-//! the stop thread makes.
+//! the stop thread makes. It replaces the note as its phase changes (the run under way, then the
+//! output written once the run has finished), since a note left for the run and still armed
+//! while the output was written said the run had no figures when it had them all.
 //!
 //! The removal runs on a thread of its own while the signal thread goes on waiting, so that a
 //! second SIGINT, SIGTERM or SIGHUP ends the process at once with the signal's default action,

@@ -755,9 +755,26 @@ fn cmd_sim(
             anyhow::Error::new(e).context(requests_context())
         }
     })?;
-    if let Some(csv) = requests_csv {
+    // The run has its figures from here on: a stop is told what it cuts short instead, first the
+    // records still buffered (a regular file is removed, and the removal names it; a FIFO keeps
+    // what it was given), then the summary.
+    if let (Some(csv), Some(path)) = (requests_csv, requests_out) {
+        cleanup::say_on_signal(format!(
+            "the simulation had finished, but its summary was not printed and --requests-out {} \
+             was not written in full",
+            path.display()
+        ));
         csv.finish().with_context(requests_context)?;
     }
+    cleanup::say_on_signal(match requests_out {
+        Some(path) => format!(
+            "the simulation had finished and --requests-out {} was written in full, but the \
+             summary on standard output may be cut short",
+            path.display()
+        ),
+        None => "the simulation had finished, but the summary on standard output may be cut short"
+            .to_string(),
+    });
     let r = &out.report;
     // Again after the run, now saying what reading past the files cost.
     if let Some(warning) = streams_readahead_past_files(&cfg, Some(r)) {
@@ -987,6 +1004,11 @@ fn cmd_reproduce(names: &[String], quick: bool, out: &Path, list: bool) -> anyho
         out.display()
     ));
     foresight_sim::experiments::reproduce(&names, quick, out, &log)?;
+    cleanup::say_on_signal(format!(
+        "reproduce had finished, and {} and {} were written in full",
+        out.join("report.md").display(),
+        out.join("results.json").display()
+    ));
     note!(
         "wrote {} and {} in {:.1} s",
         out.join("report.md").display(),

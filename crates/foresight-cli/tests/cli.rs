@@ -1437,23 +1437,19 @@ fn ended_within_a_minute(child: &mut std::process::Child, why: &str) -> std::pro
     }
 }
 
-/// A second Ctrl-C while the first one's cleanup ran did nothing: the handler stayed installed,
-/// so a stop that could not write its note (standard error a full pipe that nobody reads) waited
-/// forever, and only SIGKILL ended it. A second signal, past the moment when it would be taken for
-/// a copy of the first, ends the process at once with the signal's default action.
-#[test]
-fn a_second_interrupt_ends_a_stop_blocked_writing_its_note() {
+/// A pipe that is full before the child starts, and kept full: every write to it blocks. Returns
+/// its read end, which the caller keeps (unread) while the child runs, its write end for the
+/// child, and the thread that keeps it full, which ends once the read end is dropped. A pipe holds
+/// 64 KiB, or one page when its owner has many: the first 64 KiB are written (a full pipe) or the
+/// filler has blocked on a full page before this returns.
+fn full_pipe() -> (
+    std::io::PipeReader,
+    std::io::PipeWriter,
+    std::thread::JoinHandle<()>,
+) {
     use std::io::Write as _;
-    use std::os::unix::process::ExitStatusExt as _;
-    let dir_guard = temp_dir("req-twice");
-    let path = dir_guard.path().join("requests.csv");
-    let (unread, err_pipe) = std::io::pipe().expect("a pipe");
-    // The pipe is full before the run starts, and kept full: every write to its standard error
-    // blocks. A pipe holds 64 KiB, or one page when its owner has many: the first 64 KiB are
-    // written (a full pipe) or the writer has blocked on a full page before the run starts.
-    let mut filler = err_pipe
-        .try_clone()
-        .expect("the pipe's write end is cloned");
+    let (unread, pipe) = std::io::pipe().expect("a pipe");
+    let mut filler = pipe.try_clone().expect("the pipe's write end is cloned");
     let (full_tx, full_rx) = std::sync::mpsc::channel();
     let filling = std::thread::spawn(move || {
         if filler.write_all(&[b'.'; 64 << 10]).is_ok() {
@@ -1462,6 +1458,80 @@ fn a_second_interrupt_ends_a_stop_blocked_writing_its_note() {
         }
     });
     let _ = full_rx.recv_timeout(std::time::Duration::from_secs(5));
+    (unread, pipe, filling)
+}
+
+/// Whether the main thread of process `pid` is blocked writing to its standard output, as
+/// /proc/PID/syscall tells: the call's number, then its arguments, the first the descriptor.
+fn blocked_writing_stdout(pid: u32) -> bool {
+    // `write` on this architecture.
+    let write = if cfg!(target_arch = "aarch64") {
+        "64"
+    } else {
+        "1"
+    };
+    std::fs::read_to_string(format!("/proc/{pid}/syscall")).is_ok_and(|s| {
+        let mut fields = s.split_whitespace();
+        fields.next() == Some(write) && fields.next() == Some("0x1")
+    })
+}
+
+/// A stop after the simulation had finished, while its summary was printed (standard output a
+/// full pipe), said "the simulation had not finished, so it has no figures": the note was left
+/// once before the run and held for the rest of the command. It now says the run finished and
+/// what the stop cuts short, and that the `--requests-out` file was written in full and kept.
+#[test]
+fn a_stop_while_the_summary_is_printed_says_the_run_had_finished() {
+    let dir_guard = temp_dir("sum-int");
+    let path = dir_guard.path().join("requests.csv");
+    let (unread, out_pipe, filling) = full_pipe();
+    let child = Command::new(env!("CARGO_BIN_EXE_foresight"))
+        .args(["sim", "--json", "--requests-out"])
+        .arg(&path)
+        .stdout(out_pipe)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("the binary runs");
+    let mut child = KillOnDrop(child);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !blocked_writing_stdout(child.0.id()) {
+        assert!(child.0.try_wait().unwrap().is_none(), "the run ended");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the run never blocked writing its summary"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    interrupt(&child.0);
+    let status = ended_within_a_minute(&mut child.0, "the interrupted summary went on");
+    let mut err = String::new();
+    std::io::Read::read_to_string(child.0.stderr.as_mut().unwrap(), &mut err).unwrap();
+    assert_eq!(status.code(), Some(130), "{status}: {err:?}");
+    assert!(
+        err.contains(&format!(
+            "stopped by SIGINT: the simulation had finished and --requests-out {} was written \
+             in full, but the summary on standard output may be cut short",
+            path.display()
+        )),
+        "{err:?}"
+    );
+    assert!(!err.contains("removed"), "{err:?}");
+    let records = std::fs::read_to_string(&path).expect("the requests file is kept");
+    assert!(records.ends_with('\n'), "{records:?}");
+    drop(unread);
+    filling.join().unwrap();
+}
+
+/// A second Ctrl-C while the first one's cleanup ran did nothing: the handler stayed installed,
+/// so a stop that could not write its note (standard error a full pipe that nobody reads) waited
+/// forever, and only SIGKILL ended it. A second signal, past the moment when it would be taken for
+/// a copy of the first, ends the process at once with the signal's default action.
+#[test]
+fn a_second_interrupt_ends_a_stop_blocked_writing_its_note() {
+    use std::os::unix::process::ExitStatusExt as _;
+    let dir_guard = temp_dir("req-twice");
+    let path = dir_guard.path().join("requests.csv");
+    let (unread, err_pipe, filling) = full_pipe();
     let mut child = long_sim_writing_requests(&path, err_pipe);
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     while std::fs::metadata(&path).map_or(true, |m| m.len() == 0) {
