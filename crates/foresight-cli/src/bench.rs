@@ -1753,6 +1753,33 @@ fn mib_s(bytes: u64, secs: f64) -> f64 {
     }
 }
 
+/// One stream's reads, the same for the kernel's buffered file and the engine's reader: up to
+/// `bytes` in requests of `buf`'s length (the bench's request size), until the data ends or
+/// `deadline` passes; returns how many bytes were read. A read that times out ends the stream as
+/// the deadline does: the engine's reader gives up at its read deadline with `TimedOut`, which a
+/// local file's read does not return.
+fn read_stream(
+    r: &mut impl Read,
+    bytes: u64,
+    deadline: Instant,
+    buf: &mut [u8],
+) -> std::io::Result<u64> {
+    let mut done = 0u64;
+    while done < bytes && Instant::now() < deadline {
+        let want = (bytes - done).min(buf.len() as u64) as usize;
+        let got = match r.read(&mut buf[..want]) {
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::TimedOut => break,
+            Err(e) => return Err(e),
+        };
+        if got == 0 {
+            break;
+        }
+        done += got as u64;
+    }
+    Ok(done)
+}
+
 fn measure_kernel(p: &Plan, files: &[PathBuf], bytes: u64, n: u32) -> anyhow::Result<Row> {
     evict(files)?;
     // Opened before the clock starts, as the engine's readers and the limit's files are.
@@ -1773,16 +1800,7 @@ fn measure_kernel(p: &Plan, files: &[PathBuf], bytes: u64, n: u32) -> anyhow::Re
             let mut f = opened.lock().expect("files")[i]
                 .take()
                 .expect("one file per thread");
-            let mut done = 0u64;
-            while done < bytes && Instant::now() < deadline {
-                let want = (bytes - done).min(request as u64) as usize;
-                let got = f.read(&mut buf[..want])?;
-                if got == 0 {
-                    break;
-                }
-                done += got as u64;
-            }
-            Ok(done)
+            read_stream(&mut f, bytes, deadline, buf)
         },
     )?;
     Ok(Row {
@@ -1850,20 +1868,7 @@ fn measure_engine(
             // A read waiting at the deadline stops there, so the measurement ends on time even when
             // thousands of streams queue on a slow (emulated) device.
             r.set_read_deadline(Some(deadline));
-            let mut done = 0u64;
-            while done < bytes && Instant::now() < deadline {
-                let want = (bytes - done).min(request as u64) as usize;
-                let got = match r.read(&mut buf[..want]) {
-                    Ok(n) => n,
-                    Err(e) if e.kind() == std::io::ErrorKind::TimedOut => break,
-                    Err(e) => return Err(e),
-                };
-                if got == 0 {
-                    break;
-                }
-                done += got as u64;
-            }
-            Ok(done)
+            read_stream(&mut r, bytes, deadline, buf)
         },
     )?;
     let s = engine.stats();
