@@ -89,11 +89,19 @@ pub struct Report {
     pub mean_latency_ms: f64,
     /// 99th percentile application request latency, ms.
     pub p99_latency_ms: f64,
-    /// Total time applications waited on I/O, s: the latencies of the completed requests plus,
-    /// for a request still out when the run ends (at `workload.duration`), its wait until then.
-    /// A client that never thinks and reads until the end of the run therefore stalls for all
-    /// of `elapsed_s`.
+    /// Total time applications waited on I/O, s: for each completed request, the time from its
+    /// issue until its bytes were all in memory (its latency less the copy into its buffer, see
+    /// `copy_s`), plus, for a request still out when the run ends (at `workload.duration`), its
+    /// wait until then, or until its data was in memory if it was being copied. A client that
+    /// never thinks and whose reads all miss therefore stalls for `elapsed_s` less its copies.
     pub stall_s: f64,
+    /// A host run: the time the host's memory bus spent copying reads' bytes from the page
+    /// cache into the applications' buffers, s, up to `elapsed_s` (`host.copy_rate`; 0 when
+    /// copies are free). It is in the reads' latencies and the elapsed time, not in `stall_s`.
+    /// Absent for a trace replay, whose block requests are never copied into a buffer, and for
+    /// a `[dfs]` run and a tier stack, which do not model the copy as a bus (see ARCHITECTURE.md).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub copy_s: Option<f64>,
     /// Device time by component, summed over the devices. A tier stack sums its preset levels'
     /// devices (with the wait for room in a device's command queue as queue time) over the
     /// requests that completed by `elapsed_s`, as do its `device_requests` and `device_bytes`

@@ -25,12 +25,20 @@ fn info(name: &str) -> foresight_device::presets::PresetInfo {
 /// preset as it comes). Under DiskSim's rule for its file (`device.almost_read_hits = "none"`)
 /// each read, arriving over the fast interface before the read-ahead has finished the sector
 /// after the last, waits for it to come round again, and the stream runs below 60% of that rate.
+/// That check runs with free copies: the host's copy of each 1 MiB read (98 us at the default
+/// `host.copy_rate`, about 30 sectors of the read-ahead at this rate) delays the next read past
+/// the sector after the last, so it no longer arrives before the read-ahead and the stream runs
+/// at 0.616 of the rate (0.456 with free copies), which is the host's effect, not the drive's.
 #[test]
 fn one_stream_reads_near_the_outer_media_rate() {
     let outer = info("cheetah-15k5").media_mib_s_max;
     for (extra, lo, hi) in [
-        (None, 0.90, 1.0),
-        (Some("device.almost_read_hits=none"), 0.0, 0.6),
+        (&[][..], 0.90, 1.0),
+        (
+            &["device.almost_read_hits=none", "host.copy_rate=free"][..],
+            0.0,
+            0.6,
+        ),
     ] {
         let mut sets = vec![
             "device.preset=cheetah-15k5",

@@ -956,6 +956,8 @@ fn finish_run(
         mean_latency_ms: mean,
         p99_latency_ms: p99,
         stall_s: d.stall.as_secs_f64(),
+        // `workload.consume` holds the copy (the paper's T_hit), see ARCHITECTURE.md.
+        copy_s: None,
         // The preset levels' device time; a constant level's fixed per-block time has no parts
         // and is in none of these.
         breakdown: crate::metrics::BreakdownReport::from_device(&d.in_run.breakdown),
