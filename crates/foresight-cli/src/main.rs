@@ -224,6 +224,13 @@ a TOML string, quoted (trace = \"2024\").
                                  request, from its read's completion (Linux 2.6's default)
   nr_requests = 128              request slots per block queue (Linux nr_requests): the
                                  elevator sorts at most this many; other parts wait
+  copy_rate = \"10GiB/s\"          memory bus: every application read is copied from the page
+                                 cache into its buffer at this rate (a hit at once, a miss
+                                 when its data arrives), one copy after another for the
+                                 whole host; in the latencies, not in stall_s; \"free\" = no
+                                 cost (the figures before the model). Default: below one
+                                 thread's memcpy rate on the development machine (not read
+                                 by a trace replay, whose block requests are never copied)
   raid_cache = \"0\"               the RAID driver's own cache (msp+... prefetches into it:
                                  512MiB by default there, as in bench; not with streams,
                                  whose cache is its own policy.memory)
@@ -389,9 +396,12 @@ default set did not fit the volume and was cut to the files that fit, the count 
 policy with a workload of files, counts the bytes of the scheduler's reads that lay past the
 end of the file each began in (it reads R-byte stretches below the file system and knows no
 file's end; an R larger than workload.file_size is warned of, with this figure). Of the common
-keys, stall_s adds to the completed requests' latencies the wait of each request still out when
-a run stops at workload.duration (the latency keys count completed requests only), and a
-trace's app_requests and app_bytes count its writes too.
+keys, stall_s adds to the completed requests' waits on I/O the wait of each request still out
+when a run stops at workload.duration (the latency keys count completed requests only), and a
+trace's app_requests and app_bytes count its writes too. On a host, a read's wait on I/O ends
+when its data is in memory: its copy into the buffer after that (host.copy_rate) is in its
+latency and in elapsed_s but not in stall_s, and copy_s is the time the host's memory bus spent
+copying (0 with host.copy_rate = \"free\"; no copy_s for a trace, a [dfs] run or a tier stack).
 
 Examples:
   foresight sim --set device.preset=cheetah-15k5 --set workload.streams=64 --json
