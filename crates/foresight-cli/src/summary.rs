@@ -56,10 +56,16 @@ pub fn summary_lines(r: &Report) -> Vec<String> {
         ),
         &mut lines,
     );
+    // A host run's latencies hold the copies into the readers' buffers, which its stall does
+    // not: the bus's time beside the stall lets the two be told apart.
+    let copying = r
+        .copy_s
+        .map_or_else(String::new, |s| format!("; copying {s:.3} s"));
     labelled(
         "application",
         &format!(
-            "{:>10} requests, {} bytes; latency mean {:.3} ms, p99 {:.3} ms; stalled {:.3} s",
+            "{:>10} requests, {} bytes; latency mean {:.3} ms, p99 {:.3} ms; stalled {:.3} \
+             s{copying}",
             r.app_requests, r.app_bytes, r.mean_latency_ms, r.p99_latency_ms, r.stall_s
         ),
         &mut lines,
@@ -262,6 +268,7 @@ mod tests {
             mean_latency_ms: 123_456.789,
             p99_latency_ms: 1_234_567.891,
             stall_s: 123_456_789.012,
+            copy_s: Some(1_234_567.891),
             device_requests: 1_234_567_890,
             device_bytes: 123_456_789_012_345,
             device_cache_hits: 1_234_567_890,
@@ -314,6 +321,35 @@ mod tests {
         ] {
             assert!(text.contains(figure), "{figure} in {lines:#?}");
         }
+    }
+
+    /// A host run's summary gives the memory bus's copying time beside the stall, since its
+    /// latencies hold the copies and its stall does not; a run with no bus (`copy_s` absent: a
+    /// trace, a `[dfs]` run, a tier stack) gives none.
+    #[test]
+    fn a_host_run_gives_its_copying_time_beside_the_stall() {
+        let app_line = |copy_s| {
+            let r = Report {
+                stall_s: 2.5,
+                copy_s,
+                ..Report::default()
+            };
+            // The clauses as one line: a long line breaks between them.
+            let text = summary_lines(&r).join(" ");
+            let words: Vec<&str> = text.split_whitespace().collect();
+            let words = words.join(" ");
+            let (_, from_app) = words
+                .split_once("application")
+                .expect("an application line");
+            let (app, _) = from_app.split_once(" device ").expect("a device line");
+            app.to_string()
+        };
+        assert!(
+            app_line(Some(0.034)).contains("stalled 2.500 s; copying 0.034 s"),
+            "{}",
+            app_line(Some(0.034))
+        );
+        assert!(!app_line(None).contains("copying"), "{}", app_line(None));
     }
 
     /// A line that fits is printed as it was; one that does not breaks between clauses, its
