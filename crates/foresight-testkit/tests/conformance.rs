@@ -632,7 +632,8 @@ fn three_scans_under_directed_contending_for_memory_cost_the_same_in_both_worlds
 /// with the pool's refusals that run took 64 fetches, 1.46 times the device bytes and 1.35 s.
 /// The clients now hint in client order, as the simulator's
 /// do. What is left depends on timing the simulator does not model: its clients read cached
-/// data in no time, the engine's in tens of microseconds each (more while a release copies the
+/// data in the microseconds its memory bus takes to copy it (`host.copy_rate`), the engine's in
+/// tens of microseconds each (more while a release copies the
 /// rest of a 1 MiB chunk under the engine's lock, and milliseconds when the host preempts that
 /// thread), so a completion can reach the policy before another stream's reads of cached data
 /// rather than after them, and a sweep then takes in other reads: 98 to 102 fetches and 1.11
@@ -1099,7 +1100,8 @@ fn one_stream_under_msp_saseqp_on_raid0_fetches_the_same_stripes_in_both_worlds(
 /// strip of its own member, and each member's next strip asked for four windows later. The drives'
 /// read-ahead serves most windows from their caches; a window asked for after its drive has
 /// stopped reading ahead waits about a revolution (4 ms). The simulator's host answers a
-/// completion in no time; the engine's takes a thread's wake-up and a pass through the driver
+/// completion in no time (and copies a 64 KiB read in 6.1 us); the engine's takes a thread's
+/// wake-up and a pass through the driver
 /// (about 30 us from the model's completion to its delivery, and 25 to 35 us more to the next
 /// window's submission, in release builds), enough to make more windows miss the read-ahead. The
 /// simulator's client thinking 15 us between reads costs it 3% of its throughput, 30 us 20%. So
