@@ -72,6 +72,21 @@ fn sizes_past_tib_are_printed_in_pib_and_eib_and_exact_ones_without_about() {
     assert!(err.contains("--memory: 2EiB is more than"), "{err}");
 }
 
+/// `foresight devices` lists the network link presets beside the drives, yet `device.preset =
+/// "lan-10g"` was told "`lan-10g` is not a preset". The refusal says it is a link and where it goes.
+#[test]
+fn a_link_preset_given_as_a_device_says_where_links_go() {
+    let err = expect_input_error(&["sim", "--set", "device.preset=lan-10g"], "device.preset");
+    assert!(err.contains("`lan-10g` is a network link preset"), "{err}");
+    assert!(err.contains("[network] link = \"lan-10g\""), "{err}");
+    assert!(!err.contains("is not a preset"), "{err}");
+    let err = expect_input_error(&["sim", "--set", "device.preset=nope"], "device.preset");
+    assert!(
+        err.contains("`nope` is not a preset") && err.contains("cheetah-15k4"),
+        "{err}"
+    );
+}
+
 #[test]
 fn bad_input_exits_2_naming_the_problem() {
     expect_input_error(&["sim", "--set", "workload.bogus=1"], "workload.bogus");

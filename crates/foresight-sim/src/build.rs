@@ -17,10 +17,20 @@ use foresight_policy::layout::Striping;
 use crate::config::{ConfigError, DeviceConfig, DeviceKind};
 
 fn unknown_preset(name: &str) -> ConfigError {
+    // `foresight devices` lists link presets beside the drives, so a link's name given as a drive
+    // is a likely slip: say where it goes instead of calling it no preset at all.
+    let link_hint = if foresight_device::link_preset(name).is_some() {
+        format!(
+            "`{name}` is a network link preset, which goes in [network] link = \"{name}\" of a \
+             [dfs] run, not in device.preset; "
+        )
+    } else {
+        format!("`{name}` is not a preset; ")
+    };
     ConfigError::Key {
         key: "device.preset".into(),
         message: format!(
-            "`{name}` is not a preset; choose one of: {} (see `foresight devices`)",
+            "{link_hint}choose a drive or SSD: {} (see `foresight devices`)",
             presets::preset_names().join(", ")
         ),
     }
