@@ -1463,35 +1463,14 @@ fn a_file_the_server_may_not_read_is_403_without_the_servers_path() {
     std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
     std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o000)).unwrap();
     std::fs::set_permissions(&empty, std::fs::Permissions::from_mode(0o000)).unwrap();
-    let Some(mut cmd) = unprivileged(std::fs::File::open(&secret).is_ok()) else {
+    let Some(cmd) = unprivileged(std::fs::File::open(&secret).is_ok()) else {
         return;
     };
-    let mut server = KillOnDrop(
-        cmd.args([
-            "serve",
-            "--addr",
-            "127.0.0.1:0",
-            "--workers",
-            "2",
-            "--device-bandwidth",
-            "400MB/s",
-        ])
-        .arg("--root")
-        .arg(&root)
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap(),
+    let (_server, addr) = spawn_serve(
+        cmd,
+        &root,
+        &["--workers", "2", "--device-bandwidth", "400MB/s"],
     );
-    let mut line = String::new();
-    BufReader::new(server.0.stderr.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let addr = line
-        .split("http://")
-        .nth(1)
-        .and_then(|s| s.split_whitespace().next())
-        .unwrap_or_else(|| panic!("no address in {line:?}"))
-        .to_string();
     for request in [
         "GET /secret.bin HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
         "GET /secret.bin HTTP/1.1\r\nHost: x\r\nRange: bytes=0-3\r\nConnection: close\r\n\r\n",
@@ -1749,9 +1728,13 @@ fn serve_root(root: &std::path::Path) -> (KillOnDrop, String) {
 
 /// [`serve_root`] with `args` in place of its workers and bandwidth.
 fn serve_root_with(root: &std::path::Path, args: &[&str]) -> (KillOnDrop, String) {
+    spawn_serve(bin(), root, args)
+}
+
+/// [`serve_root_with`] run by `cmd`: the binary, or a wrapper that runs it as another user.
+fn spawn_serve(mut cmd: Command, root: &std::path::Path, args: &[&str]) -> (KillOnDrop, String) {
     let mut server = KillOnDrop(
-        bin()
-            .args(["serve", "--addr", "127.0.0.1:0"])
+        cmd.args(["serve", "--addr", "127.0.0.1:0"])
             .args(args)
             .arg("--root")
             .arg(root)
