@@ -1045,8 +1045,12 @@ fn check_writable_dir(dir: &Path) -> anyhow::Result<()> {
     }
     std::fs::create_dir_all(dir).map_err(|e| bad("create", e))?;
     let probe = dir.join(format!(".foresight-write-test-{}", std::process::id()));
-    std::fs::write(&probe, b"").map_err(|e| bad("write in", e))?;
+    // Registered while it exists, so that a stop between its creation and removal takes it too.
+    let ((), registered) =
+        cleanup::create_removed_on_signal(probe.clone(), |p| std::fs::write(p, b""))
+            .map_err(|e| bad("write in", e))?;
     std::fs::remove_file(&probe).map_err(|e| bad("write in", e))?;
+    drop(registered);
     // The two files every run writes last: one that is in the way (a directory, a file that may
     // not be written) is found now, not after the experiments.
     for name in ["report.md", "results.json"] {
