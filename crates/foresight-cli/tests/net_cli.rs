@@ -12,6 +12,16 @@ fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_foresight"))
 }
 
+/// Runs the binary with `args`, which must be refused as bad input: exit code 2, no panic.
+/// Returns its standard error, for the caller to check what the refusal says.
+fn refused<S: AsRef<std::ffi::OsStr> + std::fmt::Debug>(args: &[S]) -> String {
+    let out = bin().args(args).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+    assert!(!err.contains("panicked"), "{args:?}: {err}");
+    err
+}
+
 #[test]
 fn bad_network_arguments_exit_2_and_name_the_argument() {
     for (args, needle) in [
@@ -308,9 +318,7 @@ fn bad_network_arguments_exit_2_and_name_the_argument() {
             "below 4EiB/s",
         ),
     ] {
-        let out = bin().args(&args).output().unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        let err = refused(&args);
         assert!(err.contains(needle), "{args:?}: {err}");
     }
     for sub in ["serve", "get", "proxy", "net-soak"] {
@@ -333,12 +341,7 @@ fn a_proxy_whose_upstream_is_itself_is_refused() {
     let port = held.local_addr().unwrap().port();
     for listen in [format!("127.0.0.1:{port}"), format!("0.0.0.0:{port}")] {
         let upstream = format!("127.0.0.1:{port}");
-        let out = bin()
-            .args(["proxy", "--listen", &listen, "--upstream", &upstream])
-            .output()
-            .unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{listen}: {err}");
+        let err = refused(&["proxy", "--listen", &listen, "--upstream", &upstream]);
         assert!(
             err.contains("--upstream") && err.contains("itself"),
             "{listen}: {err}"
@@ -409,9 +412,7 @@ fn a_rate_without_its_unit_is_refused_as_missing_its_unit() {
             "450",
         ],
     ] {
-        let out = bin().args(&args).output().unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        let err = refused(&args);
         assert!(
             err.contains("has no unit; write e.g.") && err.contains("450MB/s"),
             "{args:?}: {err}"
@@ -434,21 +435,14 @@ fn a_listening_port_out_of_range_is_named_as_such() {
         } else {
             vec!["proxy", "--listen", addr, "--upstream", "127.0.0.1:8080"]
         };
-        let out = bin().args(&args).output().unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        let err = refused(&args);
         assert!(
             err.contains(flag) && err.contains("out of range") && err.contains("0 to 65535"),
             "{args:?}: {err}"
         );
     }
     // Anything else is still not an address, as before.
-    let out = bin()
-        .args(["serve", "--root", ".", "--addr", "localhost:70000"])
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{err}");
+    let err = refused(&["serve", "--root", ".", "--addr", "localhost:70000"]);
     assert!(err.contains("give an IP address and port"), "{err}");
 }
 
@@ -464,13 +458,15 @@ fn a_peak_ratio_that_is_no_number_says_what_to_write() {
         ),
         ("-1", "from 1 to 1000"),
     ] {
-        let out = bin()
-            .args(["serve", "--root", ".", "--addr", "127.0.0.1:0"])
-            .args(["--peak-ratio", ratio])
-            .output()
-            .unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{ratio}: {err}");
+        let err = refused(&[
+            "serve",
+            "--root",
+            ".",
+            "--addr",
+            "127.0.0.1:0",
+            "--peak-ratio",
+            ratio,
+        ]);
         assert!(
             err.contains("--peak-ratio") && err.contains(needle),
             "{ratio}: {err}"
