@@ -279,8 +279,7 @@ pub struct HostConfig {
 
 /// `host.copy_rate`'s default, 10 GiB/s: a round figure below the 14.4 to 17.1 GiB/s (three runs)
 /// that one thread copied 128 KiB pieces of a 256 MiB buffer at on the development machine,
-/// measured with
-/// `cargo test --release -p foresight-sim --test copy_rate -- --ignored --nocapture`. One thread,
+/// measured with `cargo run --release -p foresight-sim --example copy_rate`. One thread,
 /// because a `read()`'s copy runs on the caller's core, and the model serialises every copy of the
 /// host: one core's rate is a lower bound on the host's aggregate.
 pub const DEFAULT_COPY_BYTES_PER_S: u64 = 10 << 30;
