@@ -95,11 +95,13 @@ impl ByteLen {
     /// The length for a message: exact when it is a whole number of a binary unit with at most
     /// four digits (`64MiB`, `900B`, `1EiB`), else to a tenth of the largest unit it reaches
     /// (`about 13.5GiB`, not `14205772KiB`). A length that is a whole number of tenths of that
-    /// unit (`1.5KiB`, `10.5GiB`) is printed without "about": it is exact, and it parses back.
+    /// unit (`1.5KiB`, `10.5GiB`, and `1.5PiB` rather than `1536TiB`) is printed without
+    /// "about": it is exact, and it parses back.
     pub fn rounded(self) -> String {
         let exact = self.to_string();
         let digits = exact.chars().take_while(char::is_ascii_digit).count();
-        if self.0 < 1024 || (digits <= 4 && exact.ends_with("iB")) {
+        let short_exact = digits <= 4 && exact.ends_with("iB");
+        if self.0 < 1024 {
             return exact;
         }
         // Units from the largest down; the first one the length reaches is the one printed,
@@ -120,6 +122,12 @@ impl ByteLen {
         if tenths >= 10_240 && at > 0 {
             (unit_bytes, unit) = BINARY_UNITS[at - 1];
             (tenths, whole_tenths) = tenths_of(unit_bytes);
+        }
+        // A short whole number is printed as it is (`64MiB`, `1025MiB`), unless it is in a unit
+        // below the one the length reaches and is a whole tenth of that one: `1.5PiB` reads
+        // better than `1536TiB`, and both are exact.
+        if short_exact && !(whole_tenths && !exact.ends_with(unit)) {
+            return exact;
         }
         let about = if whole_tenths { "" } else { "about " };
         format!("{about}{}.{}{unit}", tenths / 10, tenths % 10)
@@ -271,9 +279,13 @@ mod tests {
         assert_eq!(ByteLen(1 << 62).rounded(), "4EiB");
         assert_eq!(ByteLen(1 << 50).rounded(), "1PiB");
         assert_eq!(ByteLen(20 << 50).rounded(), "20PiB");
-        // 1.5 PiB is 1536 TiB, a short whole number of a unit, which is the exact form.
-        assert_eq!(ByteLen(3 << 49).rounded(), "1536TiB");
-        assert_eq!(ByteLen((1 << 60) + (1 << 59)).rounded(), "1536PiB");
+        // 1.5 PiB is also 1536 TiB; the larger unit reads better, and both are exact.
+        assert_eq!(ByteLen(3 << 49).rounded(), "1.5PiB");
+        assert_eq!(ByteLen((1 << 60) + (1 << 59)).rounded(), "1.5EiB");
+        assert_eq!(ByteLen(1536 << 20).rounded(), "1.5GiB");
+        // A whole number of the smaller unit that is no whole tenth of the larger stays whole.
+        assert_eq!(ByteLen(1025 << 20).rounded(), "1025MiB");
+        assert_eq!(ByteLen(1024 << 20).rounded(), "1GiB");
         assert_eq!(ByteLen(21 << 59).rounded(), "10.5EiB");
         assert_eq!(ByteLen(21 << 29).rounded(), "10.5GiB");
         assert_eq!(ByteLen(1536).rounded(), "1.5KiB");
