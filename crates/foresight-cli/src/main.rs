@@ -100,7 +100,8 @@ enum Command {
     /// List the device presets and the network link presets, with where their numbers come from.
     Devices {
         /// Print a JSON array instead of the tables (links have `kind` = "link"), each entry's
-        /// keys in the order of the table's columns.
+        /// keys in the order of the table's columns. An SSD's `rpm` and `avg_seek_ms` are null
+        /// (a dash in the table): it has no spindle and does not seek.
         #[arg(long)]
         json: bool,
     },
@@ -926,12 +927,15 @@ fn cmd_devices(json: bool) -> anyhow::Result<()> {
         "capacity bytes"
     );
     for p in infos {
+        // An SSD has no spindle and does not seek: a dash, not a 0 that reads as a figure.
+        let rpm = p.rpm.map_or_else(|| "-".to_string(), |r| format!("{r:.0}"));
+        let seek_ms = p.avg_seek_ms.map_or_else(|| "-".to_string(), |s| format!("{s:.2}"));
         outln!(
-            "{:<14} {:<4} {:>6} {:>9.2} {:>11.1} {:>11.1} {:>14}  {}",
+            "{:<14} {:<4} {:>6} {:>9} {:>11.1} {:>11.1} {:>14}  {}",
             p.name,
             p.kind,
-            p.rpm,
-            p.avg_seek_ms,
+            rpm,
+            seek_ms,
             p.media_mib_s_max,
             p.media_mib_s_min,
             p.capacity_bytes,

@@ -702,6 +702,32 @@ fn devices_json_lists_every_preset_with_the_contract_keys() {
     assert_eq!(lan["window_bytes"], 6_000_000);
 }
 
+/// An SSD has no spindle and does not seek. Its row showed `rpm 0` and `seek 0.00 ms`, figures
+/// that read as measured; the table now shows a dash and the JSON `null`.
+#[test]
+fn devices_shows_no_rpm_or_seek_for_an_ssd() {
+    let (code, out, err) = foresight(&["devices"]);
+    assert_eq!(code, 0, "{err}");
+    let row = out
+        .lines()
+        .find(|l| l.starts_with("ssd-850evo"))
+        .unwrap_or_else(|| panic!("no SSD row in:\n{out}"));
+    let cells: Vec<&str> = row.split_whitespace().collect();
+    assert_eq!(cells[1..4], ["ssd", "-", "-"], "{row}");
+    let hdd = out.lines().find(|l| l.starts_with("wd800jd")).unwrap();
+    assert_eq!(hdd.split_whitespace().nth(2), Some("7200"), "{hdd}");
+    let (code, out, err) = foresight(&["devices", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let ssd = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "ssd-850evo")
+        .unwrap();
+    assert!(ssd["rpm"].is_null() && ssd["avg_seek_ms"].is_null(), "{ssd}");
+}
+
 /// Each entry's keys come in the order of the text table's columns (name, kind, then the
 /// figures, then the source), not sorted by name as a JSON map would have them (`avg_seek_ms`
 /// first, `name` in the middle). Read from the text, since a parsed map has no order.
@@ -752,12 +778,14 @@ fn the_devices_table_puts_each_figure_under_its_heading() {
     for (table, headings) in tables.iter().zip(headings) {
         let header = table.lines().next().unwrap();
         for heading in headings {
-            // Right-aligned: a figure's last digit sits under its heading's last letter.
+            // Right-aligned: a figure's last digit (or the dash of a figure that does not
+            // apply) sits under its heading's last letter.
             let end = header.find(heading).unwrap() + heading.len();
             for row in table.lines().skip(1) {
                 let (figure, rest) = row.split_at(end);
                 assert!(
-                    figure.ends_with(|c: char| c.is_ascii_digit()) && rest.starts_with(' '),
+                    figure.ends_with(|c: char| c.is_ascii_digit() || c == '-')
+                        && rest.starts_with(' '),
                     "`{heading}` is not above its figure in:\n{header}\n{row}"
                 );
             }

@@ -113,10 +113,11 @@ pub struct PresetInfo {
     pub name: &'static str,
     /// `"hdd"` or `"ssd"`.
     pub kind: &'static str,
-    /// Spindle speed; 0 for an SSD.
-    pub rpm: f64,
-    /// Mean seek over uniformly random cylinder pairs, ms; 0 for an SSD.
-    pub avg_seek_ms: f64,
+    /// Spindle speed; `None` (JSON `null`) for an SSD, which has no spindle.
+    pub rpm: Option<f64>,
+    /// Mean seek over uniformly random cylinder pairs, ms; `None` (JSON `null`) for an SSD,
+    /// which does not seek.
+    pub avg_seek_ms: Option<f64>,
     /// Outer-zone raw media rate (an SSD's read bandwidth), MiB/s.
     pub media_mib_s_max: f64,
     /// Inner-zone raw media rate (an SSD's read bandwidth), MiB/s.
@@ -231,8 +232,8 @@ pub fn preset_infos() -> Vec<PresetInfo> {
                 DeviceSpec::Hdd(h) => PresetInfo {
                     name: p.name,
                     kind: "hdd",
-                    rpm: h.rpm,
-                    avg_seek_ms: h.avg_seek().as_millis_f64(),
+                    rpm: Some(h.rpm),
+                    avg_seek_ms: Some(h.avg_seek().as_millis_f64()),
                     media_mib_s_max: h.media_rate_max().as_mib_s(),
                     media_mib_s_min: h.media_rate_min().as_mib_s(),
                     capacity_bytes,
@@ -243,8 +244,8 @@ pub fn preset_infos() -> Vec<PresetInfo> {
                     PresetInfo {
                         name: p.name,
                         kind: "ssd",
-                        rpm: 0.0,
-                        avg_seek_ms: 0.0,
+                        rpm: None,
+                        avg_seek_ms: None,
                         media_mib_s_max: mib_s,
                         media_mib_s_min: mib_s,
                         capacity_bytes,

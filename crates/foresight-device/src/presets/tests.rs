@@ -49,21 +49,26 @@ fn infos_are_computed_from_the_models_and_serialize() {
     assert_eq!(infos.len(), NAMES.len());
     for i in &infos {
         eprintln!(
-            "{:<13} {} rpm {:>7.0} avg seek {:>6.3} ms media {:>6.1}..{:>6.1} MiB/s capacity {:>15} B",
+            "{:<13} {} rpm {:>7?} avg seek {:>6.3?} ms media {:>6.1}..{:>6.1} MiB/s capacity {:>15} B",
             i.name, i.kind, i.rpm, i.avg_seek_ms, i.media_mib_s_min, i.media_mib_s_max, i.capacity_bytes
         );
         assert!(i.media_mib_s_max >= i.media_mib_s_min && i.media_mib_s_min > 0.0);
     }
     let c = infos.iter().find(|i| i.name == "cheetah-15k5").unwrap();
-    assert_eq!(c.rpm, 15_020.0);
-    assert!((c.avg_seek_ms - 3.795).abs() < 0.03, "{}", c.avg_seek_ms);
+    assert_eq!(c.rpm, Some(15_020.0));
+    let seek_ms = |i: &PresetInfo| i.avg_seek_ms.expect("an HDD seeks");
+    assert!((seek_ms(c) - 3.795).abs() < 0.03, "{:?}", c.avg_seek_ms);
     // 1,200 sectors per revolution at 15,020 rpm.
     assert!((c.media_mib_s_max - 1200.0 * 512.0 * 15_020.0 / 60.0 / 1_048_576.0).abs() < 1e-9);
     let wd = infos.iter().find(|i| i.name == "wd800jd").unwrap();
-    assert!((wd.avg_seek_ms - 8.9).abs() < 0.09);
+    assert!((seek_ms(wd) - 8.9).abs() < 0.09);
     let st = infos.iter().find(|i| i.name == "st6000nm0024").unwrap();
-    assert!((st.avg_seek_ms - 8.5).abs() < 0.085);
+    assert!((seek_ms(st) - 8.5).abs() < 0.085);
+    // An SSD has neither a spindle nor seeks: no figure, rather than a 0 that reads as one.
+    let ssd = infos.iter().find(|i| i.name == "ssd-850evo").unwrap();
+    assert_eq!((ssd.rpm, ssd.avg_seek_ms), (None, None));
     let json = serde_json::to_string(&infos).unwrap();
+    assert!(json.contains("\"rpm\":null,\"avg_seek_ms\":null"), "{json}");
     assert!(json.contains("\"name\":\"ssd-850evo\"") && json.contains("\"kind\":\"hdd\""));
 }
 
