@@ -1,7 +1,8 @@
 //! Mapping a request path to a file under the served root, refusing every way out of it.
 //!
-//! The path is percent-decoded first, so `%2e%2e` is caught as `..`. A `..` segment, a NUL byte
-//! or a broken escape is a bad request (400): no honest client sends one. Leading and doubled
+//! The path is split at its slashes and each segment percent-decoded, so `%2e%2e` is caught as
+//! `..`. A `..` segment, a NUL byte, an escaped slash (`%2F`, which no file name holds) or a
+//! broken escape is a bad request (400): no honest client sends one. Leading and doubled
 //! slashes only separate segments, so an "absolute" path such as `//etc/passwd` names
 //! `ROOT/etc/passwd`; a trailing slash (or `/.`) names a directory, which is not served (404),
 //! even when the name before it is a file's. What is left is a path relative to the root, looked
@@ -88,22 +89,32 @@ pub fn resolve(root: &RootDir, uri_path: &str) -> Result<ServedFile, PathError> 
             "the request target must be an absolute path".into(),
         ));
     }
-    let decoded = percent_decode(uri_path)
-        .ok_or_else(|| PathError::BadRequest("broken percent escape in the path".into()))?;
-    if decoded.contains(&0) {
-        return Err(PathError::BadRequest("NUL byte in the path".into()));
-    }
+    // Split on the slashes written, then decode each segment: an escaped slash is part of a
+    // name, not a separator, and no file name holds one. Decoding first had `a%2Fb` name the
+    // file `b` in the directory `a`.
     let mut rel = PathBuf::new();
-    for seg in decoded.split(|b| *b == b'/') {
-        match seg {
+    let mut last = Vec::new();
+    for raw in uri_path.split('/') {
+        let seg = percent_decode(raw)
+            .ok_or_else(|| PathError::BadRequest("broken percent escape in the path".into()))?;
+        if seg.contains(&0) {
+            return Err(PathError::BadRequest("NUL byte in the path".into()));
+        }
+        if seg.contains(&b'/') {
+            return Err(PathError::BadRequest(format!(
+                "the path segment `{raw}` holds an escaped slash (%2F), which no file name \
+                 holds; write `/` to separate directories"
+            )));
+        }
+        match seg.as_slice() {
             b"" | b"." => {}
             b".." => return Err(PathError::BadRequest("`..` is not allowed in paths".into())),
             s => rel.push(OsStr::from_bytes(s)),
         }
+        last = seg;
     }
     // A path whose last segment is empty or `.` names a directory, which is never served; the
     // loop above dropped that segment, and would have `/f.bin/` serve the file `f.bin`.
-    let last = decoded.rsplit(|b| *b == b'/').next().unwrap_or_default();
     if last.is_empty() || last == b"." {
         return Err(PathError::NotFound);
     }
@@ -222,7 +233,11 @@ mod tests {
         let root = &root;
         assert!(resolve(root, "/sub/f.bin").is_ok());
         assert!(resolve(root, "//sub//./f.bin").is_ok());
-        assert!(resolve(root, "/sub%2ff.bin").is_ok());
+        // An escaped slash is part of a segment, not a separator: it named `sub/f.bin`.
+        assert!(matches!(
+            resolve(root, "/sub%2ff.bin"),
+            Err(PathError::BadRequest(m)) if m.contains("%2F")
+        ));
         // A relative symlink that stays beneath the root is followed; an absolute one is not,
         // even to a file inside.
         let found = resolve(root, "/rel-inside").unwrap();
@@ -249,7 +264,7 @@ mod tests {
         assert_eq!(resolve(root, "/link").unwrap_err(), PathError::NotFound);
         assert_eq!(resolve(root, "/sub").unwrap_err(), PathError::NotFound);
         // A trailing slash names a directory, even when the name before it is a file's.
-        for dir_form in ["/sub/f.bin/", "/sub/f.bin/.", "/sub/f.bin%2f", "/sub/", "/"] {
+        for dir_form in ["/sub/f.bin/", "/sub/f.bin/.", "/sub/", "/"] {
             assert_eq!(
                 resolve(root, dir_form).unwrap_err(),
                 PathError::NotFound,

@@ -1739,13 +1739,19 @@ enum Document {
 /// `//metrics` are `/metrics` (RFC 3986, sections 6.2.2.2 and 6.2.2.3). Compared as written,
 /// they named the file `metrics` under the root, which `/metrics` itself never reaches.
 fn served_document(path: &str) -> Option<Document> {
-    let decoded = crate::path::percent_decode(path)?;
+    // Split at the slashes written, then decode, as `resolve` does: `%2F` is no separator, so
+    // `/.well-known%2Fforesight` names no document (and is refused there).
+    let decoded: Vec<Vec<u8>> = path
+        .split('/')
+        .map(crate::path::percent_decode)
+        .collect::<Option<_>>()?;
     // A trailing `/` or `/.` names a directory, as it does for a file's path (a 404 there).
-    if decoded.ends_with(b"/") || decoded.ends_with(b"/.") {
+    if decoded.len() > 1 && decoded.last().is_some_and(|l| l.is_empty() || l == b".") {
         return None;
     }
     let segments: Vec<&[u8]> = decoded
-        .split(|b| *b == b'/')
+        .iter()
+        .map(Vec::as_slice)
         .filter(|s| !s.is_empty() && *s != b".")
         .collect();
     let named = |p: &str| {

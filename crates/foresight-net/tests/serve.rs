@@ -948,6 +948,27 @@ fn the_servers_documents_are_found_by_their_decoded_names() {
     }
     // A directory's form is a directory's, as for a file.
     assert_eq!(get(a, "/metrics/", None).status, 404);
+    // An escaped slash separates nothing: it named the document, as it named a file's directory.
+    let r = get(a, "/.well-known%2Fforesight", None);
+    assert_eq!(r.status, 400, "{:?}", String::from_utf8_lossy(&r.body));
+}
+
+/// An escaped slash (`%2F`) is part of a name, not a separator. The path was decoded before it
+/// was split, so `/sub%2Ff.bin` served the file `f.bin` in the directory `sub`; now it is a bad
+/// request that says what to write, and `/sub/f.bin` still serves the file.
+#[test]
+fn an_escaped_slash_is_no_separator() {
+    let s = serve("escaped-slash");
+    let a = s.addr();
+    std::fs::create_dir_all(s.root.join("sub")).unwrap();
+    std::fs::write(s.root.join("sub/f.bin"), b"inside").unwrap();
+    assert_eq!(get(a, "/sub/f.bin", None).status, 200);
+    for path in ["/sub%2Ff.bin", "/sub%2ff.bin", "/sub/f.bin%2F"] {
+        let r = get(a, path, None);
+        let body = String::from_utf8_lossy(&r.body);
+        assert_eq!(r.status, 400, "{path}: {body}");
+        assert!(body.contains("%2F") && body.contains("write `/`"), "{path}: {body}");
+    }
 }
 
 fn set_modified(path: &std::path::Path, t: std::time::SystemTime) {
