@@ -929,7 +929,9 @@ fn cmd_devices(json: bool) -> anyhow::Result<()> {
     for p in infos {
         // An SSD has no spindle and does not seek: a dash, not a 0 that reads as a figure.
         let rpm = p.rpm.map_or_else(|| "-".to_string(), |r| format!("{r:.0}"));
-        let seek_ms = p.avg_seek_ms.map_or_else(|| "-".to_string(), |s| format!("{s:.2}"));
+        let seek_ms = p
+            .avg_seek_ms
+            .map_or_else(|| "-".to_string(), |s| format!("{s:.2}"));
         outln!(
             "{:<14} {:<4} {:>6} {:>9} {:>11.1} {:>11.1} {:>14}  {}",
             p.name,

@@ -462,11 +462,12 @@ its Location, the URL to download instead. Range requests carry If-Range with th
 ETag from the opening HEAD (from a server without tags, its Last-Modified when that is at least a \
 second before the HEAD's Date): a file replaced on the server during its download is downloaded \
 again if nothing of it was written yet, and is otherwise an error rather than a mix of two \
-versions (this needs a server that sends a validator, as foresight serve does, or a replacement \
-of another length). Ranges are never put together under a weak ETag (W/), which If-Range cannot \
+versions. Ranges are never put together under a weak ETag (W/), which If-Range cannot \
 carry: a HEAD whose tag is weak because the file was modified within the second (as foresight \
-serve makes it) is sent again every 0.1 s until its tag is strong, for a second at most, and a \
-tag still weak gets the file in one GET, with a note on standard error. Once the last byte has \
+serve makes it), or whose Last-Modified from a server without tags is not yet a second old, is \
+sent again every 0.1 s until its validator is strong, for a second at most, and a tag still \
+weak gets the file in one GET, with a note on standard error. So does a server that sends no \
+validator at all (neither ETag nor Last-Modified). Once the last byte has \
 arrived, a HEAD asks for the validator again: a file rewritten in place meanwhile (which a server \
 other than foresight serve may have sent mixed, under the old validator) fails the download, \
 saying the file changed once the download had ended; the bytes already written stay written. \

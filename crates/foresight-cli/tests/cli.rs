@@ -725,7 +725,10 @@ fn devices_shows_no_rpm_or_seek_for_an_ssd() {
         .iter()
         .find(|p| p["name"] == "ssd-850evo")
         .unwrap();
-    assert!(ssd["rpm"].is_null() && ssd["avg_seek_ms"].is_null(), "{ssd}");
+    assert!(
+        ssd["rpm"].is_null() && ssd["avg_seek_ms"].is_null(),
+        "{ssd}"
+    );
 }
 
 /// Each entry's keys come in the order of the text table's columns (name, kind, then the

@@ -17,7 +17,9 @@
 //! (compared weakly) or date, or another length, is [`NetError::Changed`] (a download that has
 //! written nothing yet starts over). Ranges are never put together under a weak tag: a `HEAD`
 //! with one, for a file modified within the second, is sent again every 0.1 s until the tag is
-//! strong, for a second at most, and a tag still weak gets the file in one `GET`. Once the last
+//! strong, for a second at most, and a tag still weak gets the file in one `GET`. A
+//! `Last-Modified` not yet a second old from a server without tags is waited on in the same way,
+//! and a server with no validator at all has its file fetched in one `GET`. Once the last
 //! byte of a download has arrived, a `HEAD` asks for the validator again (`confirm_unchanged`):
 //! the validators of each answer were decided before its bytes were read, so only a look after
 //! them sees a file rewritten in place that a server sent mixed. Random reads take their bytes
@@ -1469,16 +1471,17 @@ async fn download(
     // change on a file system with sub-second times, a second after it otherwise); a tag still
     // weak, or weak for good, gets the file in one `GET`. Random reads keep their bytes only to
     // measure them, and go on with ranges.
-    if random.is_none()
-        && !whole_in_first
-        && begun_version(&head.headers).is_some_and(|v| v.is_weak())
-    {
+    // A server without tags gives a strong validator in its `Last-Modified` only a second after
+    // the change (`begun_version`): before, the date is asked for again as a fresh weak tag is.
+    let not_yet_strong = |h: &HeaderMap| match begun_version(h) {
+        Some(v) => v.is_weak(),
+        None => h.contains_key(header::LAST_MODIFIED),
+    };
+    if random.is_none() && !whole_in_first && not_yet_strong(&head.headers) {
         // Without `HEAD`, the tag is not asked for again: each look would be a range.
         if !headless && modified_within_a_second(&head.headers) {
             let waiting = std::time::Instant::now();
-            while begun_version(&head.headers).is_some_and(|v| v.is_weak())
-                && waiting.elapsed() < FRESH_TAG_WAIT
-            {
+            while not_yet_strong(&head.headers) && waiting.elapsed() < FRESH_TAG_WAIT {
                 tokio::time::sleep(FRESH_TAG_POLL).await;
                 head = pool
                     .exchange_tries(url, Method::HEAD, None, None, REQUEST_ATTEMPTS)
@@ -1556,6 +1559,25 @@ async fn download(
         };
         return plain_get(&pool, url, sink, terms).await;
     };
+    // Ranges are put together only under a strong validator (RFC 9110, section 15.3.7.3): with
+    // none (no `ETag`, and no `Last-Modified` a second before the `Date`), a file replaced
+    // between two ranges by one of the same length was delivered as a mix of both, exit 0.
+    // Random reads keep their bytes only to measure them, and go on with ranges.
+    if random.is_none() && !whole_in_first && etag.is_none() {
+        pool.notes.note(&format!(
+            "{url}: the server gives no validator for the file (no ETag, and no Last-Modified \
+             a second before its Date), so ranges of it cannot be put together safely; \
+             fetching it in one GET, without readahead"
+        ));
+        let terms = WholeTerms {
+            started,
+            expect_len: Some(len),
+            expect_etag: None,
+            skip_bytes: 0,
+            closing_look: closing_whole,
+        };
+        return plain_get(&pool, url, sink, terms).await;
+    }
     // As with no reads at all, a report of reads that moved nothing would pass for a measurement.
     if random.is_some() && len == 0 {
         return Err(http_err(

@@ -230,6 +230,10 @@ struct Req {
     unless: Option<String>,
 }
 
+/// The headers of a scripted server that honours ranges, with the strong tag under which a client
+/// puts ranges together (without one it fetches the file in one `GET`).
+const RANGES: &str = "Accept-Ranges: bytes\r\nETag: \"v1\"\r\n";
+
 /// A scripted HTTP server: each connection runs on its own thread and hands every request head
 /// to `respond`, which writes the answer and says whether to keep the connection for another.
 fn tiny_server(
@@ -473,7 +477,7 @@ fn a_head_whose_connection_closes_unanswered_is_sent_again() {
         if req.method == "HEAD" && req.seen < 2 {
             return false;
         }
-        answer(req, c, "HTTP/1.1", "Accept-Ranges: bytes\r\n", &d).is_ok()
+        answer(req, c, "HTTP/1.1", RANGES, &d).is_ok()
     });
     let url: Url = format!("http://{addr}/f.bin").parse().unwrap();
     let mut out = Vec::new();
@@ -633,9 +637,7 @@ fn a_plain_get_streams_its_body_and_times_out_only_when_idle() {
 fn a_server_that_answers_ranges_with_the_whole_file_is_still_read() {
     let data = std::sync::Arc::new(content(3_000_017, 2));
     let d = data.clone();
-    let addr = tiny_server(move |req, c| {
-        answer(req, c, "HTTP/1.1", "Accept-Ranges: bytes\r\n", &d).is_ok()
-    });
+    let addr = tiny_server(move |req, c| answer(req, c, "HTTP/1.1", RANGES, &d).is_ok());
     let url: Url = format!("http://{addr}/f.bin").parse().unwrap();
     for alpha in [AlphaMode::Auto, AlphaMode::Fixed(4)] {
         let mut out = Vec::new();
@@ -706,7 +708,7 @@ fn a_range_answer_longer_than_the_range_is_refused_without_gathering_it() {
         let (d, most) = (data.clone(), most_written.clone());
         let addr = tiny_server(move |req, c| {
             if req.method != "GET" || req.path != "/f.bin" {
-                return answer(req, c, "HTTP/1.1", "Accept-Ranges: bytes\r\n", &d).is_ok();
+                return answer(req, c, "HTTP/1.1", RANGES, &d).is_ok();
             }
             let framing = if chunked {
                 "Transfer-Encoding: chunked".to_string()
@@ -773,7 +775,7 @@ fn a_file_whose_length_changes_during_a_download_is_an_error() {
     let new = content(2_000_001, 5);
     let addr = tiny_server(move |req, c| {
         let Some((first, last)) = req.range.filter(|_| req.method == "GET") else {
-            return answer(req, c, "HTTP/1.1", "Accept-Ranges: bytes\r\n", &old).is_ok();
+            return answer(req, c, "HTTP/1.1", RANGES, &old).is_ok();
         };
         // After the first range, the file has been replaced by a longer one.
         let file = if req.seen == 0 { &old[..] } else { &new[..] };
@@ -890,7 +892,7 @@ fn server_publishing(
             return c.write_all(head.as_bytes()).is_ok() && c.write_all(doc.as_bytes()).is_ok();
         }
         let Some((first, last)) = req.range.filter(|_| req.method == "GET") else {
-            return answer(req, c, "HTTP/1.1", "Accept-Ranges: bytes\r\n", &data).is_ok();
+            return answer(req, c, "HTTP/1.1", RANGES, &data).is_ok();
         };
         let last = last.min(data.len() as u64 - 1);
         seen.fetch_max(last + 1 - first, Ordering::SeqCst);
@@ -1023,7 +1025,7 @@ fn a_server_that_refuses_connections_beyond_its_limit_is_still_read() {
                     });
                     let answer = if head[0].starts_with("HEAD /f.bin ") {
                         format!(
-                            "HTTP/1.1 200 OK\r\nAccept-Ranges: bytes\r\nContent-Length: {}\r\n\r\n",
+                            "HTTP/1.1 200 OK\r\n{RANGES}Content-Length: {}\r\n\r\n",
                             d.len()
                         )
                         .into_bytes()
@@ -1188,7 +1190,7 @@ fn a_wrong_content_range_is_reported_as_the_server_wrote_it() {
     let d = data.clone();
     let addr = tiny_server(move |req, c| {
         let Some((first, last)) = req.range.filter(|_| req.method == "GET") else {
-            return answer(req, c, "HTTP/1.1", "Accept-Ranges: bytes\r\n", &d).is_ok();
+            return answer(req, c, "HTTP/1.1", RANGES, &d).is_ok();
         };
         // One byte further on than asked, as a server with an off-by-one would answer.
         let body = &d[first as usize + 1..=last as usize + 1];
@@ -1227,7 +1229,7 @@ fn a_body_cut_short_is_an_error_that_names_the_cause() {
         let d = data.clone();
         let addr = tiny_server(move |req, c| {
             let Some((first, last)) = req.range.filter(|_| req.method == "GET") else {
-                return answer(req, c, "HTTP/1.1", "Accept-Ranges: bytes\r\n", &d).is_ok();
+                return answer(req, c, "HTTP/1.1", RANGES, &d).is_ok();
             };
             let body = &d[first as usize..=last as usize];
             let head = format!(
@@ -1690,7 +1692,7 @@ fn a_server_that_stalls_mid_body_is_retried_with_notes_and_given_up_on() {
     let seen = asked.clone();
     let addr = tiny_server(move |req, c| {
         let Some((first, last)) = req.range.filter(|_| req.method == "GET") else {
-            let _ = answer(req, c, "HTTP/1.1", "Accept-Ranges: bytes\r\n", &data);
+            let _ = answer(req, c, "HTTP/1.1", RANGES, &data);
             return true;
         };
         *seen.lock().unwrap().entry((first, last)).or_default() += 1;
@@ -1778,6 +1780,19 @@ fn fresh_file_server(
     std::net::SocketAddr,
     std::sync::Arc<std::sync::Mutex<Vec<Asked>>>,
 ) {
+    fresh_file_server_with(data, weak_heads, true)
+}
+
+/// [`fresh_file_server`], sending no `ETag` at all unless `tags`: its validator is then the
+/// `Last-Modified` alone, no validator while it is the answer's `Date`.
+fn fresh_file_server_with(
+    data: std::sync::Arc<Vec<u8>>,
+    weak_heads: usize,
+    tags: bool,
+) -> (
+    std::net::SocketAddr,
+    std::sync::Arc<std::sync::Mutex<Vec<Asked>>>,
+) {
     use std::io::Write;
     let asked = std::sync::Arc::new(std::sync::Mutex::new(Vec::<Asked>::new()));
     let log = asked.clone();
@@ -1803,8 +1818,13 @@ fn fresh_file_server(
         } else {
             ("\"v\"", now - 10)
         };
+        let tag = if tags {
+            format!("ETag: {tag}\r\n")
+        } else {
+            String::new()
+        };
         let validators = format!(
-            "Accept-Ranges: bytes\r\nETag: {tag}\r\nLast-Modified: {}\r\nDate: {}\r\n",
+            "Accept-Ranges: bytes\r\n{tag}Last-Modified: {}\r\nDate: {}\r\n",
             foresight_net::validators::format_http_date(modified).unwrap(),
             foresight_net::validators::format_http_date(now).unwrap()
         );
@@ -1852,6 +1872,64 @@ fn a_fresh_files_weak_tag_is_asked_again_and_ranges_go_under_the_strong_one() {
             .iter()
             .all(|(_, range, tag)| range.is_some() && tag.as_deref() == Some("\"v\"")),
         "{if_ranges:?}"
+    );
+}
+
+/// From a server without tags, a file modified within the second has no validator: its
+/// `Last-Modified` is the answer's `Date`. The download asks again, as for a weak tag, and puts
+/// ranges together under the date once it is a second old (`If-Range`). Before, it sent its
+/// ranges with no `If-Range` at all, so a replacement between two of them went unseen.
+#[test]
+fn a_fresh_files_date_from_a_server_without_tags_is_asked_again_and_ranges_go_under_it() {
+    let data = std::sync::Arc::new(content(1_500_000, 8));
+    let (addr, asked) = fresh_file_server_with(data.clone(), 2, false);
+    let url: Url = format!("http://{addr}/f.bin").parse().unwrap();
+    let mut out = Vec::new();
+    let r = client(AlphaMode::Fixed(2)).get(&url, &mut out).unwrap();
+    assert!(out == *data);
+    assert!(r.ranges, "the date turned strong, yet no ranges");
+    let asked = asked.lock().unwrap();
+    assert_eq!(heads_before_the_first_get(&asked), 3, "{asked:?}");
+    let gets: Vec<_> = asked.iter().filter(|(m, _, _)| m == "GET").collect();
+    assert!(!gets.is_empty());
+    assert!(
+        gets.iter().all(|(_, range, date)| range.is_some()
+            && date.as_deref().is_some_and(|d| d.ends_with(" GMT"))),
+        "{gets:?}"
+    );
+}
+
+/// A server that honours ranges but sends no validator at all (no `ETag`, no `Last-Modified`):
+/// its file, replaced by one of the same length after the first range, was delivered as a mix of
+/// both, exit 0. Ranges are now put together only under a validator: the file comes in one
+/// `GET`, whole from one version, and a note says why.
+#[test]
+fn a_file_from_a_server_without_validators_is_fetched_in_one_get_never_mixed() {
+    let old = content(2_000_000, 9);
+    let new = content(2_000_000, 10);
+    // `X-Version` is no validator: the server sends none.
+    let addr = replacing_server_with(
+        "X-Version: ",
+        vec![(old.clone(), "1"), (new.clone(), "2")],
+        |req| usize::from(req.method == "GET" && req.range.is_some() && req.seen > 0),
+    );
+    let (c, notes) = noted_client();
+    let url: Url = format!("http://{addr}/f.bin").parse().unwrap();
+    let mut out = Vec::new();
+    let r = c.get(&url, &mut out).unwrap();
+    assert!(
+        out == old,
+        "delivered {} bytes, the new file: {}",
+        out.len(),
+        out == new
+    );
+    assert!(!r.ranges);
+    let notes = notes.lock().unwrap();
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.contains("no validator") && n.contains("one GET")),
+        "{notes:?}"
     );
 }
 

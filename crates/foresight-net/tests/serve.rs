@@ -967,7 +967,10 @@ fn an_escaped_slash_is_no_separator() {
         let r = get(a, path, None);
         let body = String::from_utf8_lossy(&r.body);
         assert_eq!(r.status, 400, "{path}: {body}");
-        assert!(body.contains("%2F") && body.contains("write `/`"), "{path}: {body}");
+        assert!(
+            body.contains("%2F") && body.contains("write `/`"),
+            "{path}: {body}"
+        );
     }
 }
 
