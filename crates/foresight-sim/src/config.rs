@@ -105,38 +105,66 @@ pub(crate) fn unknown_key_message<'k>(
 }
 
 /// The key of `known` that `typed` is a misspelling of: the fewest single-character edits
-/// (insertions, deletions, substitutions, letter case ignored), at most two and fewer than half
-/// the typed key's length, so that `stream` finds `streams` while `bogus` finds nothing. Ties go
-/// to the key listed first.
+/// (insertions, deletions, substitutions, swaps of two neighbours; letter case ignored), at most
+/// two and fewer than half the typed key's length, so that `stream` finds `streams` and `nmae`
+/// finds `name` while `bogus` finds nothing. Ties go to the key listed first. Failing that, a
+/// key named by a word the other sections use for the same thing: `kind` where the section
+/// takes `name` (`policy.kind` for `policy.name`), `name` for `preset` (`device.name`), and
+/// `name` or `type` where the section takes `kind`.
 pub(crate) fn nearest_key<'k>(
     typed: &str,
     known: impl IntoIterator<Item = &'k str>,
 ) -> Option<&'k str> {
-    let typed: Vec<char> = typed.to_lowercase().chars().collect();
+    let typed_lower = typed.to_lowercase();
+    let typed: Vec<char> = typed_lower.chars().collect();
+    let known: Vec<&str> = known.into_iter().collect();
     let mut best: Option<(usize, &str)> = None;
-    for key in known {
+    for &key in &known {
         let d = edit_distance(&typed, &key.to_lowercase().chars().collect::<Vec<_>>());
         if d <= 2 && 2 * d < typed.len() && best.is_none_or(|(b, _)| d < b) {
             best = Some((d, key));
         }
     }
-    best.map(|(_, k)| k)
+    // In order of preference: `device.name` means the preset more likely than the kind.
+    const SAME_THING: [(&str, &str); 6] = [
+        ("kind", "name"),
+        ("type", "name"),
+        ("name", "preset"),
+        ("model", "preset"),
+        ("name", "kind"),
+        ("type", "kind"),
+    ];
+    let same_thing = SAME_THING
+        .iter()
+        .filter(|(word, _)| *word == typed_lower)
+        .find_map(|(_, meant)| known.iter().copied().find(|k| k == meant));
+    best.map(|(_, k)| k).or(same_thing)
 }
 
-/// Levenshtein distance: the fewest insertions, deletions and substitutions that turn `a` into
-/// `b`, by the usual one-row dynamic programme.
+/// Edit distance with swaps (optimal string alignment): the fewest insertions, deletions,
+/// substitutions and swaps of two neighbouring characters that turn `a` into `b`. A swap is the
+/// commonest slip at a keyboard, and plain Levenshtein counts it as two edits.
 fn edit_distance(a: &[char], b: &[char]) -> usize {
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.iter().enumerate() {
-        let mut diagonal = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let substituted = diagonal + usize::from(ca != cb);
-            diagonal = row[j + 1];
-            row[j + 1] = substituted.min(row[j] + 1).min(row[j + 1] + 1);
+    // Three rows of the usual table: the swap looks two rows back.
+    let mut before: Vec<usize> = vec![0; b.len() + 1];
+    let mut previous: Vec<usize> = (0..=b.len()).collect();
+    let mut current: Vec<usize> = vec![0; b.len() + 1];
+    for i in 1..=a.len() {
+        current[0] = i;
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            let mut d = (previous[j - 1] + cost)
+                .min(previous[j] + 1)
+                .min(current[j - 1] + 1);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                d = d.min(before[j - 2] + 1);
+            }
+            current[j] = d;
         }
+        std::mem::swap(&mut before, &mut previous);
+        std::mem::swap(&mut previous, &mut current);
     }
-    row[b.len()]
+    previous[b.len()]
 }
 
 pub(crate) fn key_err(key: &str, message: impl Into<String>) -> ConfigError {
@@ -2619,6 +2647,23 @@ mod tests {
     /// find `streams` for `stream` among seventy keys. A word unlike every key gets no guess.
     #[test]
     fn a_misspelt_key_is_refused_naming_the_key_meant() {
+        let d = |a: &str, b: &str| {
+            let c = |s: &str| s.chars().collect::<Vec<_>>();
+            super::edit_distance(&c(a), &c(b))
+        };
+        assert_eq!(
+            [
+                d("nmae", "name"),
+                d("ab", "ba"),
+                d("", "abc"),
+                d("kitten", "sitting")
+            ],
+            [1, 1, 3, 3]
+        );
+        assert_eq!(
+            [d("ca", "abc"), d("abc", "abc"), d("abcd", "badc")],
+            [3, 0, 2]
+        );
         for (set, meant) in [
             ("workload.stream=4", "`workload.streams`"),
             ("workload.Streams=4", "`workload.streams`"),
@@ -2630,6 +2675,13 @@ mod tests {
             ("dfs.sytem=aps", "`dfs.system`"),
             ("polciy.name=seqp", "`policy`"),
             ("sed=3", "`seed`"),
+            // A swap of two letters is one slip, not two edits: `nmae` found nothing.
+            ("policy.nmae=seqp", "`policy.name`"),
+            ("workload.knid=streams", "`workload.kind`"),
+            // The word another section uses for the same thing.
+            ("policy.kind=seqp", "`policy.name`"),
+            ("workload.type=streams", "`workload.kind`"),
+            ("device.name=wd800jd", "`device.preset`"),
         ] {
             let e = cfg("", &[set]).unwrap_err().to_string();
             assert!(
