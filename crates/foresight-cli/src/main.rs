@@ -79,6 +79,9 @@ enum Command {
             help = "TOML config file of at least one key (`seed` and sections [device], [host], [policy], [workload], [dfs], [network])"
         )]
         config: Option<PathBuf>,
+        /// The config file given without `--config` (`foresight sim examples/collapse-64.toml`).
+        #[arg(value_name = "FILE.toml", conflicts_with = "config")]
+        config_file: Option<PathBuf>,
         /// Override one key by its dotted path, e.g. --set workload.streams=64, or a key of a
         /// list element the config has, e.g. `--set 'device.tiers[0].preset=wd800jd'`. Repeatable.
         #[arg(long = "set", value_name = "KEY=VALUE")]
@@ -472,12 +475,13 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Sim {
             config,
+            config_file,
             sets,
             unsets,
             json,
             requests_out,
         } => cmd_sim(
-            config.as_deref(),
+            config.or(config_file).as_deref(),
             &unsets,
             &sets,
             json,

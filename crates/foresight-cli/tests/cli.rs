@@ -3089,3 +3089,32 @@ fn an_empty_hinted_trace_names_workload_trace_and_how_its_path_is_read() {
         "the refusal should name the key and how its path is read: {err}"
     );
 }
+
+/// `foresight sim FILE.toml` reads the file as `--config FILE.toml` does: it was refused as an
+/// unexpected argument, the first thing a user types with an example config. Both at once are
+/// refused, naming the clash.
+#[test]
+fn sim_takes_its_config_file_without_the_flag() {
+    let dir = temp_dir("positional");
+    let path = dir.path().join("c.toml");
+    std::fs::write(
+        &path,
+        "[workload]\nkind = \"streams\"\nstreams = 2\nduration = \"200ms\"\n",
+    )
+    .unwrap();
+    let path = path.to_str().unwrap();
+    let (code, by_flag, err) = foresight(&["sim", "--config", path, "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let (code, bare, err) = foresight(&["sim", path, "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let without_wall = |text: &str| {
+        let mut v: serde_json::Value = serde_json::from_str(text).unwrap();
+        v.as_object_mut().unwrap().remove("wall_s");
+        v
+    };
+    assert_eq!(without_wall(&bare), without_wall(&by_flag));
+    assert_eq!(without_wall(&bare)["streams"], 2, "{bare}");
+    let (code, _, err) = foresight(&["sim", path, "--config", path]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("cannot be used with"), "{err}");
+}
