@@ -126,7 +126,7 @@ impl ByteLen {
         // A short whole number is printed as it is (`64MiB`, `1025MiB`), unless it is in a unit
         // below the one the length reaches and is a whole tenth of that one: `1.5PiB` reads
         // better than `1536TiB`, and both are exact.
-        if short_exact && !(whole_tenths && !exact.ends_with(unit)) {
+        if short_exact && (!whole_tenths || exact.ends_with(unit)) {
             return exact;
         }
         let about = if whole_tenths { "" } else { "about " };

@@ -70,10 +70,11 @@ fn random_reads_cost_seek_plus_half_a_turn() {
         "workload.requests=5000",
     ]);
     let p = info("cheetah-15k5");
-    let half_turn_ms = 0.5 * 60_000.0 / p.rpm;
+    let (rpm, avg_seek_ms) = (p.rpm.expect("an HDD"), p.avg_seek_ms.expect("an HDD"));
+    let half_turn_ms = 0.5 * 60_000.0 / rpm;
     let transfer_ms = 4096.0 / (p.media_mib_s_max * 1048576.0) * 1e3;
     // The preset's read-miss overhead after a read is zero (Seagate-Cheetah15k5.diskspecs).
-    let expected = p.avg_seek_ms + half_turn_ms + transfer_ms;
+    let expected = avg_seek_ms + half_turn_ms + transfer_ms;
     let err = (r.mean_latency_ms - expected).abs() / expected;
     assert!(
         err < 0.10,
