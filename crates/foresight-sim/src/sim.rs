@@ -2939,6 +2939,120 @@ mod tests {
         assert!(directed.prefetched_bytes <= directed.device_bytes);
     }
 
+    /// Under `msp+seqp` the page cache's readahead window over a fragmented file goes to the RAID
+    /// cache as one read per extent. A run cut at `workload.duration` can end with some of those
+    /// reads answered and others still waiting on the disks. The pages of the answered ones count
+    /// once as prefetched and once as wasted; the others count in neither. The test tells the
+    /// answered reads from the RAID cache's pages (all cached; nothing is evicted), not from its
+    /// live reads as the count does. No test reached this state with a RAID cache before.
+    /// The test fails unless some window ends half answered.
+    #[test]
+    fn pages_the_raid_cache_answered_of_a_readahead_window_still_under_way_count_once() {
+        use crate::host::pagecache::{page_key, PageState};
+        use foresight_policy::layout::VOLUME_FILE;
+        let mut half_answered = 0;
+        for seed in 0..4 {
+            for duration_ms in [5, 10, 20] {
+                let sets = [
+                    format!("seed={seed}"),
+                    "device.kind=raid0".into(),
+                    "device.preset=cheetah-15k5".into(),
+                    "device.disks=4".into(),
+                    "device.strip=16KiB".into(),
+                    "host.memory=4MiB".into(),
+                    "host.raid_cache=16MiB".into(),
+                    "policy.name=msp+seqp".into(),
+                    "policy.readahead_max=256KiB".into(),
+                    "workload.streams=3".into(),
+                    "workload.request=16KiB".into(),
+                    "workload.file_size=1MiB".into(),
+                    "workload.placement=fragmented".into(),
+                    "workload.extent=16KiB".into(),
+                    "workload.metadata=false".into(),
+                    format!("workload.duration={duration_ms}ms"),
+                ];
+                let mut sim = sim_of(sets.iter().map(String::as_str));
+                sim.run(None);
+                let rc = sim.raid_cache.as_ref().expect("msp+ has a RAID cache");
+                // 3 MiB of files in 16 MiB: a page the RAID cache read stays there.
+                assert_eq!(rc.cache().stats().evictions, 0, "{sets:?}");
+                let cache = sim.page_cache.cache();
+                let mut pages = Vec::new();
+                sim.page_cache
+                    .in_flight_prefetch_pages_read(|io, file, page| {
+                        pages.push((io, file, page));
+                        false
+                    });
+                // Per read in flight: its pages in flight and unread, answered and not.
+                let mut by_io: std::collections::BTreeMap<u32, (u64, u64)> = Default::default();
+                for &(io, file, page) in &pages {
+                    // The read's pages, all in flight under it, and the extent pieces it became.
+                    let in_io = |p: u64| {
+                        cache.state(page_key(file.0, p)) == Some(PageState::InFlight { io })
+                    };
+                    let first = (0..=page)
+                        .rev()
+                        .take_while(|&p| in_io(p))
+                        .last()
+                        .expect("page");
+                    let last = (page..).take_while(|&p| in_io(p)).last().expect("page");
+                    let end = ((last + 1) * PAGE_BYTES).min(sim.layout.file_size(file).0);
+                    let at = sim
+                        .layout
+                        .to_volume(file, ByteOffset(page * PAGE_BYTES))
+                        .expect("in file")
+                        .0;
+                    let mut answered = None;
+                    sim.layout.for_each_volume_piece(
+                        file,
+                        ByteRange::new(first * PAGE_BYTES, end - first * PAGE_BYTES),
+                        |vol, len| {
+                            if (vol.0..vol.0 + len.0).contains(&at) {
+                                answered = Some(
+                                    (vol.0 / PAGE_BYTES..(vol.0 + len.0).div_ceil(PAGE_BYTES)).all(
+                                        |p| {
+                                            rc.cache().state(page_key(VOLUME_FILE.0, p))
+                                                == Some(PageState::Cached)
+                                        },
+                                    ),
+                                );
+                            }
+                        },
+                    );
+                    let e = by_io.entry(io).or_default();
+                    if answered.expect("the page lies in a piece") {
+                        e.0 += 1;
+                    } else {
+                        e.1 += 1;
+                    }
+                }
+                let answered: u64 = by_io.values().map(|&(a, _)| a).sum();
+                half_answered += by_io.values().filter(|&&(a, b)| a > 0 && b > 0).count();
+                assert_eq!(sim.in_flight_prefetch_pages_read().0, answered, "{sets:?}");
+                let stats = cache.stats();
+                let out = cache.in_flight_prefetched_pages() - answered;
+                let prefetched = (stats.prefetched_pages - out) * PAGE_BYTES;
+                let wasted =
+                    (stats.wasted_pages + cache.unused_prefetched_pages() - out) * PAGE_BYTES;
+                let r = sim.finish().report;
+                let (raid_prefetched, raid_wasted) = (
+                    r.raid_prefetched_bytes.unwrap(),
+                    r.raid_wasted_bytes.unwrap(),
+                );
+                assert_eq!(r.prefetched_bytes - raid_prefetched, prefetched, "{sets:?}");
+                assert_eq!(r.wasted_bytes - raid_wasted, wasted, "{sets:?}");
+                assert!(
+                    wasted <= prefetched && raid_wasted <= raid_prefetched,
+                    "{sets:?}"
+                );
+            }
+        }
+        assert!(
+            half_answered > 0,
+            "no run ended with a window half answered"
+        );
+    }
+
     /// Files cut into one-block extents turn each read and readahead window into one volume piece
     /// per block, which the block queues' bound must hold.
     #[test]
