@@ -337,6 +337,14 @@ impl PageCache {
             .is_some_and(|s| self.slots[s as usize].prefetched_unused)
     }
 
+    /// Whether the cache holds `key` as a page that entered as prefetched, read since or not.
+    #[cfg(test)]
+    pub(crate) fn entered_as_prefetch(&self, key: PageKey) -> bool {
+        self.map
+            .get(key)
+            .is_some_and(|s| self.slots[s as usize].prefetch)
+    }
+
     fn list_of(&self, s: u32) -> usize {
         self.slots[s as usize].prefetched_unused as usize
     }
