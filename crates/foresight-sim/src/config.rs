@@ -564,7 +564,7 @@ pub fn read_config_file_as_written(path: &Path) -> Result<(Table, AsWritten), Co
     if table.is_empty() {
         return Err(file_err(
             "holds no keys (it is empty, or only blank lines and comments); put the keys to \
-             change in it, or leave out --config to run the defaults"
+             change in it, or give no config file to run the defaults"
                 .into(),
         ));
     }
