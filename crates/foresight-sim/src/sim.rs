@@ -1060,6 +1060,11 @@ impl<'r> Sim<'r> {
                     self.complete_app(id);
                 }
                 self.copied = copied;
+                // A finished copy only completes its reads: each client's next read is an event
+                // of its own, and nothing below the application has moved, so there is nothing
+                // to pump. It is not a policy timer either.
+                idle_timers = 0;
+                continue;
             } else {
                 let Reverse((_, _, ev)) = self.heap.pop().expect("peeked");
                 match ev {
