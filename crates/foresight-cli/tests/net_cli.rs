@@ -492,20 +492,8 @@ fn serve_warns_when_its_device_rate_is_a_stand_in() {
         (vec![], true),
         (vec!["--device-bandwidth", "400MB/s"], false),
     ] {
-        let mut server = KillOnDrop(
-            bin()
-                .args(["serve", "--addr", "127.0.0.1:0", "--workers", "2"])
-                .args(&args)
-                .arg("--root")
-                .arg(&dir)
-                .stderr(Stdio::piped())
-                .spawn()
-                .unwrap(),
-        );
-        let mut err = BufReader::new(server.0.stderr.take().unwrap());
-        let mut first = String::new();
-        err.read_line(&mut first).unwrap();
-        assert!(first.contains("http://"), "{first}");
+        let args: Vec<&str> = ["--workers", "2"].into_iter().chain(args).collect();
+        let (mut server, mut err, first) = start_serve(bin(), &dir, &args);
         let status = terminate(&mut server);
         let mut rest = String::new();
         err.read_to_string(&mut rest).unwrap();
@@ -532,20 +520,8 @@ fn serve_stops_cleanly_on_a_signal_sent_as_soon_as_its_address_shows() {
     let (_guard, dir) = scratch("early-signal");
     std::fs::write(dir.join("f.bin"), b"some bytes").unwrap();
     for (try_no, signal) in ["-TERM", "-INT"].iter().cycle().take(40).enumerate() {
-        let mut server = KillOnDrop(
-            bin()
-                .args(["serve", "--addr", "127.0.0.1:0", "--workers", "1"])
-                .args(["--device-bandwidth", "400MB/s"])
-                .arg("--root")
-                .arg(&dir)
-                .stderr(Stdio::piped())
-                .spawn()
-                .unwrap(),
-        );
-        let mut err = BufReader::new(server.0.stderr.take().unwrap());
-        let mut first = String::new();
-        err.read_line(&mut first).unwrap();
-        assert!(first.contains("http://"), "{first}");
+        let args = ["--workers", "1", "--device-bandwidth", "400MB/s"];
+        let (mut server, mut err, first) = start_serve(bin(), &dir, &args);
         let killed = Command::new("kill")
             .args([*signal, &server.0.id().to_string()])
             .status()
@@ -1728,7 +1704,25 @@ fn serve_root_with(root: &std::path::Path, args: &[&str]) -> (KillOnDrop, String
 }
 
 /// [`serve_root_with`] run by `cmd`: the binary, or a wrapper that runs it as another user.
-fn spawn_serve(mut cmd: Command, root: &std::path::Path, args: &[&str]) -> (KillOnDrop, String) {
+fn spawn_serve(cmd: Command, root: &std::path::Path, args: &[&str]) -> (KillOnDrop, String) {
+    let (server, _, line) = start_serve(cmd, root, args);
+    let addr = line
+        .split("http://")
+        .nth(1)
+        .and_then(|s| s.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no address in {line:?}"))
+        .to_string();
+    (server, addr)
+}
+
+/// Starts `serve` on `root` with `args` on a free port, run by `cmd`, and reads the first line of
+/// its standard error, which must give its address: the server, the rest of its standard error
+/// and that line.
+fn start_serve(
+    mut cmd: Command,
+    root: &std::path::Path,
+    args: &[&str],
+) -> (KillOnDrop, BufReader<std::process::ChildStderr>, String) {
     let mut server = KillOnDrop(
         cmd.args(["serve", "--addr", "127.0.0.1:0"])
             .args(args)
@@ -1738,17 +1732,11 @@ fn spawn_serve(mut cmd: Command, root: &std::path::Path, args: &[&str]) -> (Kill
             .spawn()
             .unwrap(),
     );
+    let mut err = BufReader::new(server.0.stderr.take().unwrap());
     let mut line = String::new();
-    BufReader::new(server.0.stderr.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let addr = line
-        .split("http://")
-        .nth(1)
-        .and_then(|s| s.split_whitespace().next())
-        .unwrap_or_else(|| panic!("no address in {line:?}"))
-        .to_string();
-    (server, addr)
+    err.read_line(&mut line).unwrap();
+    assert!(line.contains("http://"), "no address in {line:?}");
+    (server, err, line)
 }
 
 /// Sends `request` (a whole request head) on a new connection and returns the status line and
