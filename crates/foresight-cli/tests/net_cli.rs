@@ -15,9 +15,21 @@ fn bin() -> Command {
 /// Runs the binary with `args`, which must be refused as bad input: exit code 2, no panic.
 /// Returns its standard error, for the caller to check what the refusal says.
 fn refused<S: AsRef<std::ffi::OsStr> + std::fmt::Debug>(args: &[S]) -> String {
+    exits_with(2, args)
+}
+
+/// Runs the binary with `args`, which must fail with exit code 1 (a fault that is not bad input:
+/// a refusal by the server, a connection that fails) and no panic; returns its standard error.
+fn failed<S: AsRef<std::ffi::OsStr> + std::fmt::Debug>(args: &[S]) -> String {
+    exits_with(1, args)
+}
+
+/// Runs the binary with `args`, which must exit with `code` and not panic; returns its standard
+/// error.
+fn exits_with<S: AsRef<std::ffi::OsStr> + std::fmt::Debug>(code: i32, args: &[S]) -> String {
     let out = bin().args(args).output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+    assert_eq!(out.status.code(), Some(code), "{args:?}: {err}");
     assert!(!err.contains("panicked"), "{args:?}: {err}");
     err
 }
@@ -356,17 +368,15 @@ fn a_proxy_whose_upstream_is_itself_is_refused() {
 fn a_proxy_stopped_by_a_signal_says_so() {
     use std::io::Read;
     for (signal, code) in [("-INT", 130), ("-TERM", 143)] {
-        let mut proxy = KillOnDrop(
-            bin()
-                .args(["proxy", "--listen", "127.0.0.1:0", "--upstream"])
-                .arg("127.0.0.1:9")
-                .stderr(Stdio::piped())
-                .spawn()
-                .unwrap(),
-        );
-        let mut err = BufReader::new(proxy.0.stderr.take().unwrap());
-        let mut first = String::new();
-        err.read_line(&mut first).unwrap();
+        let mut cmd = bin();
+        cmd.args([
+            "proxy",
+            "--listen",
+            "127.0.0.1:0",
+            "--upstream",
+            "127.0.0.1:9",
+        ]);
+        let (mut proxy, mut err, first) = spawn_reading_first_line(cmd);
         assert!(first.contains("foresight proxy:"), "{first}");
         let killed = Command::new("kill")
             .args([signal, &proxy.0.id().to_string()])
@@ -1456,12 +1466,7 @@ fn a_file_the_server_may_not_read_is_403_without_the_servers_path() {
         }
         assert!(!body.contains(&dir.display().to_string()), "{body}");
     }
-    let out = bin()
-        .args(["get", &format!("http://{addr}/secret.bin")])
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{err}");
+    let err = failed(&["get", &format!("http://{addr}/secret.bin")]);
     assert!(
         err.contains("403 Forbidden") && err.contains("permission denied"),
         "{err}"
@@ -1723,20 +1728,25 @@ fn start_serve(
     root: &std::path::Path,
     args: &[&str],
 ) -> (KillOnDrop, BufReader<std::process::ChildStderr>, String) {
-    let mut server = KillOnDrop(
-        cmd.args(["serve", "--addr", "127.0.0.1:0"])
-            .args(args)
-            .arg("--root")
-            .arg(root)
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap(),
-    );
-    let mut err = BufReader::new(server.0.stderr.take().unwrap());
-    let mut line = String::new();
-    err.read_line(&mut line).unwrap();
+    cmd.args(["serve", "--addr", "127.0.0.1:0"])
+        .args(args)
+        .arg("--root")
+        .arg(root);
+    let (server, err, line) = spawn_reading_first_line(cmd);
     assert!(line.contains("http://"), "no address in {line:?}");
     (server, err, line)
+}
+
+/// Spawns `cmd` with its standard error piped and reads that error's first line: the child,
+/// the rest of its standard error and that line.
+fn spawn_reading_first_line(
+    mut cmd: Command,
+) -> (KillOnDrop, BufReader<std::process::ChildStderr>, String) {
+    let mut child = KillOnDrop(cmd.stderr(Stdio::piped()).spawn().unwrap());
+    let mut err = BufReader::new(child.0.stderr.take().unwrap());
+    let mut line = String::new();
+    err.read_line(&mut line).unwrap();
+    (child, err, line)
 }
 
 /// Sends `request` (a whole request head) on a new connection and returns the status line and
@@ -1926,12 +1936,7 @@ fn serve_refuses_a_sys_file_whose_size_is_not_what_it_holds() {
         body.contains("sysfs") && body.contains("need not be what a read gives"),
         "{body}"
     );
-    let st = bin()
-        .args(["get", &format!("http://{addr}/{name}")])
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&st.stderr);
-    assert_eq!(st.status.code(), Some(1), "{err}");
+    let err = failed(&["get", &format!("http://{addr}/{name}")]);
     assert!(
         err.contains("403 Forbidden") && err.contains("sysfs"),
         "{err}"
@@ -1969,12 +1974,7 @@ fn failing_ranges_server() -> std::net::SocketAddr {
 #[test]
 fn a_range_refused_with_an_error_quotes_the_servers_reason() {
     let url = format!("http://{}/r.bin", failing_ranges_server());
-    let st = bin()
-        .args(["get", &url, "--alpha", "1", "--readahead", "256KiB"])
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&st.stderr);
-    assert_eq!(st.status.code(), Some(1), "{err}");
+    let err = failed(&["get", &url, "--alpha", "1", "--readahead", "256KiB"]);
     assert!(
         err.contains("instead of 206: read failed: the disk is on fire"),
         "{err}"
@@ -2040,12 +2040,7 @@ fn a_get_whose_output_fails_claims_no_bytes_written_there() {
     let (_guard, dir) = scratch("full");
     std::fs::write(dir.join("h.txt"), b"hello world").unwrap();
     let (mut server, addr) = serve_root(&dir);
-    let st = bin()
-        .args(["get", &format!("http://{addr}/h.txt"), "--out", "/dev/full"])
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&st.stderr);
-    assert_eq!(st.status.code(), Some(1), "{err}");
+    let err = failed(&["get", &format!("http://{addr}/h.txt"), "--out", "/dev/full"]);
     assert!(err.contains("writing --out /dev/full"), "{err}");
     assert!(!err.contains("had been written"), "{err}");
     terminate(&mut server);
@@ -2277,13 +2272,13 @@ fn an_out_that_cannot_be_written_says_what_to_give_instead() {
     use std::os::unix::fs::PermissionsExt;
     let (_guard, dir) = scratch("out-unwritable");
     std::fs::create_dir_all(dir.join("d/a.bin")).unwrap();
-    let st = bin()
-        .args(["get", "http://127.0.0.1:1/a.bin", "--out"])
-        .arg(dir.join("d"))
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&st.stderr);
-    assert_eq!(st.status.code(), Some(2), "{err}");
+    let out_dir = dir.join("d");
+    let err = refused(&[
+        std::ffi::OsStr::new("get"),
+        "http://127.0.0.1:1/a.bin".as_ref(),
+        "--out".as_ref(),
+        out_dir.as_os_str(),
+    ]);
     assert!(
         err.contains("is a directory") && err.contains("give another --out"),
         "{err}"
