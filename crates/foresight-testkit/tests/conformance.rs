@@ -832,8 +832,9 @@ fn four_streams_under_saseqp_on_raid0_decide_the_same_in_both_worlds() {
 /// The `saseqp` scenario on the RAID-0 under the `anticipatory` scheduler (paper 000's testbed
 /// ran Linux 2.6's as-iosched), compared by decisions and costs. Each member disk waits after a
 /// stream's read for that stream's next one, in the simulator's block queue and in the emulated
-/// backend's, which is the same queue; both took about 0.27 s where `deadline` takes about 0.98 s,
-/// so an array that did not anticipate would fail the time bound.
+/// backend's, which is the same queue. The simulator takes 0.32 s (0.98 s under `deadline`), and
+/// the engine took 0.28 to 0.34 s in four runs, so an array that did not anticipate would fail the
+/// time bound.
 #[test]
 fn four_streams_under_saseqp_on_raid0_with_anticipation_cost_the_same_in_both_worlds() {
     let s = Scenario {
