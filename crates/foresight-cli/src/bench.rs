@@ -559,6 +559,23 @@ fn plan(a: &BenchArgs) -> anyhow::Result<Plan> {
         )));
     }
     let machine_bytes = physical_memory_bytes();
+    // Every reader holds a buffer of one read, which is never more than its file: N of them must
+    // fit in half this machine's memory beside the engine's budget, or the bench is stopped by
+    // the allocator (or the kernel's OOM killer) after its files are written.
+    if let Some((n, buf)) = streams
+        .iter()
+        .zip(&per_stream)
+        .map(|(&n, &bytes)| (n, reader_buffer_bytes(request, bytes)))
+        .find(|&(n, buf)| u64::from(n).saturating_mul(buf) > machine_bytes / 2)
+    {
+        return Err(input(format!(
+            "--request: {n} readers each hold a buffer of one read ({}), {} in all, more than \
+             half this machine's memory ({}); lower --request or --streams",
+            ByteLen(buf),
+            ByteLen(u64::from(n).saturating_mul(buf)),
+            ByteLen(machine_bytes)
+        )));
+    }
     let memory: Vec<ByteLen> = streams
         .iter()
         .zip(&per_stream)
@@ -1532,6 +1549,13 @@ fn free_huge_page_bytes() -> u64 {
     meminfo(&["HugePages_Free:", "Hugepagesize:"]).map_or(0, |v| v[0] * v[1] * 1024)
 }
 
+/// The buffer a kernel or engine reader holds: one read of `request` bytes, or the whole file
+/// when it is smaller (a read never asks for more than is left). Sized by the request alone, 4
+/// KiB files read with `--request 1GiB` held 1 GiB per stream.
+fn reader_buffer_bytes(request: u64, file_bytes: u64) -> u64 {
+    request.min(file_bytes).max(1)
+}
+
 /// Runs `read_one(i, path, deadline, buf)` on one thread per file, all starting together; returns
 /// the bytes read, the wall seconds until the last finished, the CPU seconds used, and which
 /// readers got through their file's `file_bytes` (the length every file of the run has, passed in:
@@ -1817,12 +1841,11 @@ fn measure_kernel(p: &Plan, files: &[PathBuf], bytes: u64, n: u32) -> anyhow::Re
     let opened = Arc::new(std::sync::Mutex::new(
         opened.into_iter().map(Some).collect::<Vec<_>>(),
     ));
-    let request = p.request as usize;
     let t = run_threads(
         files,
         bytes,
         p.duration,
-        request,
+        reader_buffer_bytes(p.request, bytes) as usize,
         move |i, _, deadline, buf| {
             let mut f = opened.lock().expect("files")[i]
                 .take()
@@ -1882,12 +1905,11 @@ fn measure_engine(
     let readers = Arc::new(std::sync::Mutex::new(
         readers.into_iter().map(Some).collect::<Vec<_>>(),
     ));
-    let request = p.request as usize;
     let t = run_threads(
         files,
         bytes,
         p.duration,
-        request,
+        reader_buffer_bytes(p.request, bytes) as usize,
         move |i, _, deadline, buf| {
             let mut r = readers.lock().expect("readers")[i]
                 .take()
@@ -2024,6 +2046,46 @@ mod tests {
         let cli = Cli::try_parse_from(std::iter::once("bench").chain(args.iter().copied()))
             .expect("arguments parse");
         super::plan(&cli.bench).expect("a valid plan")
+    }
+
+    /// Readers' buffers are one read each, never more than the file, and all of them must fit in
+    /// half this machine's memory. 1,000 streams of 1 GiB reads are refused before anything is
+    /// written; 1,000 streams of 4 KiB files read with `--request 1GiB` hold 4 KiB each and run
+    /// (their buffers were 1 GiB each, nearly 1 TB in all, and nothing checked them).
+    #[test]
+    fn readers_buffers_are_at_most_their_files_and_must_fit_in_memory() {
+        use clap::Parser;
+        assert_eq!(super::reader_buffer_bytes(1 << 30, 4096), 4096);
+        assert_eq!(super::reader_buffer_bytes(1 << 20, 8 << 20), 1 << 20);
+        let args = [
+            "bench",
+            "--streams",
+            "1000",
+            "--request",
+            "1GiB",
+            "--file-size",
+            "1GiB",
+            "--total-size",
+            "1000GiB",
+        ];
+        let cli = Cli::try_parse_from(args).expect("arguments parse");
+        let e = super::plan(&cli.bench).err().expect("refused").to_string();
+        assert!(
+            e.starts_with("--request: 1000 readers each hold a buffer of one read (1GiB)"),
+            "{e}"
+        );
+        assert!(e.contains("lower --request or --streams"), "{e}");
+        let p = plan_of(&[
+            "--streams",
+            "1000",
+            "--request",
+            "1GiB",
+            "--file-size",
+            "4KiB",
+            "--total-size",
+            "4000KiB",
+        ]);
+        assert_eq!(p.per_stream, [4096]);
     }
 
     /// This disk completes the reads it holds together: with `seqp`'s two 32 MiB windows all at
