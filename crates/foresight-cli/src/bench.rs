@@ -1171,7 +1171,7 @@ fn space_refusal(dir: &std::path::Path, need: u64, free: u64) -> Option<String> 
             ByteLen(free).rounded()
         ));
     }
-    (need + (free / 10) > free).then(|| {
+    (need.saturating_add(free / 10) > free).then(|| {
         format!(
             "--dir {}: the files need {} more, and a tenth of the free space is kept spare, but only {} is free; lower --total-size or --file-size",
             dir.display(),
@@ -1234,8 +1234,16 @@ fn prepare_files(p: &Plan, started: Instant) -> anyhow::Result<Vec<PathBuf>> {
             )));
         }
     }
-    let need: u64 = missing.iter().map(|&i| size_of(i)).sum();
-    let total: u64 = p.files.iter().map(|(_, b)| b).sum();
+    // Saturating: the files of every N given can come to more than a u64 holds (`--streams
+    // 1,2,3,4 --file-size 4EiB` is 16 EiB), and a sum that wrapped passed the check for space
+    // and wrote until the disk was full.
+    let need = missing
+        .iter()
+        .fold(0u64, |sum, &i| sum.saturating_add(size_of(i)));
+    let total = p
+        .files
+        .iter()
+        .fold(0u64, |sum, (_, b)| sum.saturating_add(*b));
     log(
         started,
         &format!(
@@ -2603,6 +2611,16 @@ mod tests {
             "{e}"
         );
         assert!(super::space_refusal(dir, 25 * gib, 28 * gib).is_none());
+    }
+
+    /// Files of more bytes than a u64 holds less a tenth of the free space are refused: the sum
+    /// wrapped, and `--streams 1,2,3,4 --file-size 4EiB` passed the check and filled the disk.
+    #[test]
+    fn files_larger_than_any_disk_are_refused_without_overflow() {
+        let dir = std::path::Path::new("bench-files");
+        let e = super::space_refusal(dir, u64::MAX, 100 << 30).expect("refused");
+        assert!(e.contains("lower --total-size"), "{e}");
+        assert!(super::space_refusal(dir, u64::MAX - (1 << 30), 100 << 30).is_some());
     }
 
     /// With nothing free (a full disk, or /proc), the refusal asked for smaller files, which
