@@ -542,6 +542,49 @@ fn a_sparse_file_of_the_right_size_is_written_again() {
     assert!(m.blocks() * 512 >= m.len(), "still sparse: {m:?}\n{err}");
 }
 
+/// A file preallocated to the right size (`fallocate`) has all its blocks but no data: its
+/// unwritten extents read as zeros without touching the disk, as holes do. It is written again;
+/// it was reused ("0B to write"), and the disk's limit read at 33 GiB/s.
+#[test]
+fn a_preallocated_file_of_the_right_size_is_written_again() {
+    use std::os::unix::fs::MetadataExt as _;
+    let (_guard, d) = dir("prealloc");
+    let file = std::path::Path::new(&d).join("n1/stream-0000.dat");
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    // util-linux's `fallocate`, as a user would make such a file (this crate makes no system
+    // calls of its own).
+    let made = std::process::Command::new("fallocate")
+        .args(["-l", "4MiB"])
+        .arg(&file)
+        .status()
+        .expect("util-linux's fallocate runs");
+    assert!(made.success(), "fallocate failed: {made}");
+    let m = std::fs::metadata(&file).unwrap();
+    assert!(m.blocks() * 512 >= m.len(), "not preallocated: {m:?}");
+    let (code, _, err) = foresight(&[
+        "bench",
+        "--streams",
+        "1",
+        "--file-size",
+        "4MiB",
+        "--total-size",
+        "4MiB",
+        "--dir",
+        &d,
+        "--repeat",
+        "1",
+        "--json",
+        "--memory",
+        "64MiB",
+        "--policy",
+        "seqp",
+        "--duration",
+        "5s",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("(4MiB to write)"), "{err}");
+}
+
 /// `msp+...` runs on an emulated RAID-0 (`--emulate PRESET --disks N`), where MSP has the RAID
 /// driver's cache to prefetch stripes into; the JSON rows carry that cache's figures, as
 /// `sim --json` does, and `null` for a policy without it. `--disks`, `--strip` and

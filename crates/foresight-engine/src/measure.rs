@@ -45,6 +45,19 @@ pub fn evict_beneath_from_page_cache(root: &RootDir, rel: &Path) -> std::io::Res
     crate::sys::evict_from_page_cache(&file)
 }
 
+/// Whether the file at `path` holds data over all of its length: no sparse range and no
+/// preallocated range not yet written, which read as zeros without touching the disk. A file
+/// system that cannot tell (`SEEK_HOLE` unsupported) is taken at its word that it has none.
+pub fn all_data(path: &Path) -> std::io::Result<bool> {
+    let file = File::open(path)?;
+    let len = file.metadata()?.len();
+    match crate::sys::first_hole(&file) {
+        Ok(at) => Ok(at >= len),
+        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => Ok(true),
+        Err(e) => Err(e),
+    }
+}
+
 /// Bytes free on the file system holding `path`.
 pub fn free_disk_bytes(path: &Path) -> std::io::Result<u64> {
     crate::sys::free_bytes(path)

@@ -1,11 +1,18 @@
 //! The few operating-system calls the engine makes outside the standard library, each a thin safe
-//! wrapper over `libc` calls: page-cache eviction (`posix_fadvise(DONTNEED)`), process CPU time
-//! (`getrusage`), free disk space (`statvfs`), whether a file system lives in memory (`statfs`), which one a file lies on (`fstatfs`), the open-files limit (`getrlimit`, `setrlimit`),
-//! clearing a descriptor's `O_NONBLOCK` or setting its `O_DIRECT` (`fcntl`) and
-//! the `eventfd` the io_uring backend uses to wake its ring thread, the calling thread's timer
-//! slack (`prctl(PR_SET_TIMERSLACK)` and `PR_GET_TIMERSLACK`, for the emulated backend's clock),
-//! and the calls that open a file relative to a directory descriptor (`openat`, `openat2`,
-//! `readlinkat`) for [`crate::beneath`]. Opening a file by path with `O_DIRECT` needs no wrapper: it is a flag of
+//! wrapper over `libc` calls:
+//! - page-cache eviction (`posix_fadvise(DONTNEED)`) and process CPU time (`getrusage`);
+//! - free disk space (`statvfs`), whether a file system lives in memory (`statfs`), which one a
+//!   file lies on (`fstatfs`), and where a file's first hole is (`lseek(SEEK_HOLE)`);
+//! - the open-files limit (`getrlimit`, `setrlimit`);
+//! - clearing a descriptor's `O_NONBLOCK` or setting its `O_DIRECT` (`fcntl`), and the `eventfd`
+//!   the io_uring backend uses to wake its ring thread;
+//! - the calling thread's timer slack (`prctl(PR_SET_TIMERSLACK)` and `PR_GET_TIMERSLACK`, for
+//!   the emulated backend's clock), and a child process ended with its parent
+//!   (`prctl(PR_SET_PDEATHSIG)`);
+//! - the calls that open a file relative to a directory descriptor (`openat`, `openat2`,
+//!   `readlinkat`) for [`crate::beneath`].
+//!
+//! Opening a file by path with `O_DIRECT` needs no wrapper: it is a flag of
 //! `std::fs::OpenOptions`.
 
 #![allow(unsafe_code)]
@@ -28,6 +35,31 @@ pub fn evict_from_page_cache(file: &File) -> io::Result<()> {
     } else {
         Err(io::Error::from_raw_os_error(rc))
     }
+}
+
+/// The offset of `file`'s first hole (`lseek(SEEK_HOLE)` from 0): its length when it has none.
+/// File systems count a preallocated extent not yet written (`fallocate`) as a hole here, as
+/// they do for a sparse range, since neither holds data a read would fetch from the disk. The
+/// descriptor's offset is moved; callers open the file for this alone.
+pub fn first_hole(file: &File) -> io::Result<u64> {
+    // SAFETY: the descriptor is valid for the life of `file`; the call only reads its arguments.
+    let at = unsafe { libc::lseek(file.as_raw_fd(), 0, libc::SEEK_HOLE) };
+    if at < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(at as u64)
+}
+
+/// Preallocates `bytes` of `file` from offset 0 (`fallocate` with no flags): unwritten extents,
+/// which read as zeros without reaching the disk.
+#[cfg(test)]
+pub fn preallocate(file: &File, bytes: u64) -> io::Result<()> {
+    // SAFETY: the descriptor is valid for the life of `file`; the call only reads its arguments.
+    let rc = unsafe { libc::fallocate(file.as_raw_fd(), 0, 0, bytes as libc::off_t) };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 /// User plus system CPU seconds this process has used so far.
@@ -338,6 +370,35 @@ pub fn status_flags(file: &File) -> io::Result<libc::c_int> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A written file has its first hole at its end; a sparse one and a preallocated one at 0,
+    /// though the preallocated one has every block it needs.
+    #[test]
+    fn the_first_hole_of_written_sparse_and_preallocated_files() {
+        use std::io::Write as _;
+        let dir = tempfile::tempdir().unwrap();
+        let written = dir.path().join("written");
+        std::fs::File::create(&written)
+            .unwrap()
+            .write_all(&vec![7u8; 1 << 20])
+            .unwrap();
+        let f = File::open(&written).unwrap();
+        f.sync_all().unwrap();
+        assert_eq!(first_hole(&f).unwrap(), 1 << 20);
+        let sparse = File::create(dir.path().join("sparse")).unwrap();
+        sparse.set_len(1 << 20).unwrap();
+        assert_eq!(first_hole(&sparse).unwrap(), 0);
+        let pre = File::create(dir.path().join("pre")).unwrap();
+        match preallocate(&pre, 1 << 20) {
+            Ok(()) => {
+                use std::os::unix::fs::MetadataExt as _;
+                assert!(pre.metadata().unwrap().blocks() * 512 >= 1 << 20);
+                assert_eq!(first_hole(&pre).unwrap(), 0);
+            }
+            // A file system without fallocate (some network ones) has no such files to catch.
+            Err(e) => assert_eq!(e.raw_os_error(), Some(libc::EOPNOTSUPP), "{e}"),
+        }
+    }
 
     /// The soft limit is raised within the hard one and never lowered: a need below the soft
     /// limit leaves it as it was (the setter this replaced set whatever it was given).
