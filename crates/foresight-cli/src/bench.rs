@@ -1493,10 +1493,12 @@ fn run_fio(p: &Plan, files: &[PathBuf], file_bytes: u64, n: u32) -> anyhow::Resu
     // fio is a child process: its CPU time is not this process's, and is counted once it is
     // waited for.
     let cpu0 = children_cpu_seconds();
-    let out = std::process::Command::new("fio")
-        .args(&args)
-        .output()
-        .context("running fio")?;
+    let mut fio = std::process::Command::new("fio");
+    fio.args(&args);
+    // A stop signal ends this process by `exit` from the stop thread (or by the default action):
+    // fio, left running, went on reading the disk under init.
+    foresight_engine::measure::end_with_parent(&mut fio);
+    let out = fio.output().context("running fio")?;
     anyhow::ensure!(
         out.status.success(),
         "fio failed: {}",

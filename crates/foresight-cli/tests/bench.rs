@@ -1138,6 +1138,110 @@ fn a_bench_stopped_while_writing_its_files_leaves_no_partial_file() {
     }
 }
 
+/// The running children of process `pid` whose command is `comm` and whose arguments include
+/// `arg`, from `/proc`.
+fn children_named(pid: u32, comm: &str, arg: &str) -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return vec![];
+    };
+    entries
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|child| {
+            // `PID (COMM) STATE PPID ...`; a command has no `)` here.
+            std::fs::read_to_string(format!("/proc/{child}/stat")).is_ok_and(|stat| {
+                let Some((head, tail)) = stat.rsplit_once(") ") else {
+                    return false;
+                };
+                head.ends_with(&format!("({comm}"))
+                    && !tail.starts_with('Z')
+                    && tail.split(' ').nth(1) == Some(pid.to_string().as_str())
+            })
+        })
+        .filter(|child| {
+            std::fs::read(format!("/proc/{child}/cmdline"))
+                .is_ok_and(|c| c.split(|&b| b == 0).any(|a| a == arg.as_bytes()))
+        })
+        .collect()
+}
+
+/// A bench stopped by SIGINT while fio measured the disk left fio running under init, reading
+/// the disk for the rest of its runtime. fio now ends with the bench.
+#[test]
+fn a_bench_stopped_while_fio_runs_takes_fio_with_it() {
+    let (_guard, d) = dir("fio-stop");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_foresight"))
+        .args([
+            "bench",
+            "--dir",
+            &d,
+            "--streams",
+            "1",
+            "--file-size",
+            "512MiB",
+            "--total-size",
+            "512MiB",
+            "--policy",
+            "seqp",
+            "--repeat",
+            "1",
+            "--fio",
+            // fio reads 4 KiB at a time, one in flight (64 MiB/s on the development machine, so 8
+            // s for the file), for up to 30 s: it is stopped long before.
+            "--limit-io",
+            "4KiB",
+            "--limit-depth",
+            "1",
+            "--duration",
+            "30s",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("the binary runs");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    let fio = loop {
+        // The measuring fio, not the `fio --version` that checks it is installed.
+        if let Some(&fio) = children_named(child.id(), "fio", "--name=foresight-limit").first() {
+            break fio;
+        }
+        if std::time::Instant::now() > deadline || child.try_wait().unwrap().is_some() {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("fio never started under the bench");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let sent = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(sent.success());
+    let status = exit_status(&mut child, "the signal did not stop the bench");
+    assert_eq!(status.code(), Some(130), "{status}");
+    // Gone, or a zombie until init reaps it, within 2 s: the signal ends it at once, where left
+    // alone it reads on for seconds.
+    let running = || {
+        std::fs::read_to_string(format!("/proc/{fio}/stat")).is_ok_and(|stat| {
+            stat.rsplit_once(") ")
+                .is_some_and(|(_, tail)| !tail.starts_with('Z'))
+        })
+    };
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(2);
+    while running() && std::time::Instant::now() < until {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let left = running();
+    if left {
+        let _ = Command::new("kill")
+            .args(["-KILL", &fio.to_string()])
+            .status();
+    }
+    assert!(
+        !left,
+        "fio (pid {fio}) still runs 2 s after the bench was stopped"
+    );
+}
+
 /// Files that are not whole MiB (a total split over N streams, cut to whole pages) were counted in
 /// KiB in the progress lines, `101 files, 3145376KiB in all` and `written 1490MiB of 3145376KiB`
 /// for the README's 100-stream run; they are rounded to a tenth of the largest unit now.

@@ -58,6 +58,13 @@ pub fn all_data(path: &Path) -> std::io::Result<bool> {
     }
 }
 
+/// Makes the child `cmd` starts (fio, say) end with this process, even when the process is
+/// ended by a signal's default action or SIGKILL; see [`crate::sys::end_with_parent`]. Start it
+/// from a thread that outlives it, such as the main thread.
+pub fn end_with_parent(cmd: &mut std::process::Command) {
+    crate::sys::end_with_parent(cmd)
+}
+
 /// Bytes free on the file system holding `path`.
 pub fn free_disk_bytes(path: &Path) -> std::io::Result<u64> {
     crate::sys::free_bytes(path)

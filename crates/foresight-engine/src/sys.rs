@@ -62,6 +62,34 @@ pub fn preallocate(file: &File, bytes: u64) -> io::Result<()> {
     Ok(())
 }
 
+/// Makes the child `cmd` starts receive SIGTERM when the thread that starts it ends
+/// (`prctl(PR_SET_PDEATHSIG)`), as it does when this process ends: by a signal's default action,
+/// an `exit` from the stop handler, or a SIGKILL, where no code of ours runs to stop it. Without
+/// it such a child (fio, measuring the disk) goes on under init. The thread matters: a child
+/// started from a thread that ends before it is ended with that thread.
+pub fn end_with_parent(cmd: &mut std::process::Command) {
+    use std::os::unix::process::CommandExt as _;
+    let parent = std::process::id() as libc::pid_t;
+    let ask = move || {
+        // SAFETY: runs in the child between fork and exec, and makes only async-signal-safe
+        // calls (prctl, getppid) with plain integer arguments.
+        if unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM as libc::c_ulong) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // A parent that ended before the request will send nothing: fail the start instead.
+        // SAFETY: getppid has no arguments and cannot fail.
+        if unsafe { libc::getppid() } != parent {
+            return Err(io::Error::from_raw_os_error(libc::ESRCH));
+        }
+        Ok(())
+    };
+    // SAFETY: the closure allocates nothing, takes no lock and only makes the calls above, which
+    // are safe between fork and exec.
+    unsafe {
+        cmd.pre_exec(ask);
+    }
+}
+
 /// User plus system CPU seconds this process has used so far.
 pub fn process_cpu_seconds() -> f64 {
     cpu_seconds(libc::RUSAGE_SELF)
@@ -370,6 +398,46 @@ pub fn status_flags(file: &File) -> io::Result<libc::c_int> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A child started with [`end_with_parent`] gets SIGTERM when the thread that started it
+    /// ends; without the request a `sleep 30` started the same way runs on.
+    #[test]
+    fn a_child_ends_with_the_thread_that_started_it() {
+        use std::os::unix::process::ExitStatusExt as _;
+        let start = |end: bool| {
+            std::thread::spawn(move || {
+                let mut cmd = std::process::Command::new("sleep");
+                cmd.arg("30");
+                if end {
+                    end_with_parent(&mut cmd);
+                }
+                cmd.spawn().expect("sleep starts")
+            })
+            .join()
+            .unwrap()
+        };
+        let wait = |child: &mut std::process::Child| {
+            let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+            while std::time::Instant::now() < until {
+                if let Some(status) = child.try_wait().unwrap() {
+                    return Some(status);
+                }
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            None
+        };
+        let mut ended = start(true);
+        let status = wait(&mut ended).expect("the child ended with its thread");
+        assert_eq!(status.signal(), Some(libc::SIGTERM), "{status}");
+        let mut kept = start(false);
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        assert!(
+            kept.try_wait().unwrap().is_none(),
+            "ended without the request"
+        );
+        kept.kill().unwrap();
+        kept.wait().unwrap();
+    }
 
     /// A written file has its first hole at its end; a sparse one and a preallocated one at 0,
     /// though the preallocated one has every block it needs.
