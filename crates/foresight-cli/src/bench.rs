@@ -836,6 +836,19 @@ pub fn run(a: &BenchArgs) -> anyhow::Result<()> {
          for the next run",
     );
     let paths = prepare_files(&p, started)?;
+    if a.fio {
+        for (k, &n) in p.streams.iter().enumerate() {
+            let files = &paths[p.first_file[k]..p.first_file[k] + n as usize];
+            if let Some(other) = foreign_entry(files)? {
+                return Err(input(format!(
+                    "--fio: {} is not one of the bench's files, and fio reads every file in the \
+                     directory of an N's files (a list of their names can be longer than fio \
+                     takes); remove it or drop --fio",
+                    other.display()
+                )));
+            }
+        }
+    }
     if p.emulate.is_some() {
         log(started, "kernel: not measured under --emulate (the kernel reads the real disk, not the modelled one)");
     } else if in_memory_fs(&p.dir).unwrap_or(false) {
@@ -1465,6 +1478,24 @@ fn fio_bytes_of_file(file_bytes: u64, block_bytes: u64) -> u64 {
     file_bytes / block_bytes * block_bytes
 }
 
+/// An entry of the directory of `files` (one N's files, alone in it) that is not one of them,
+/// if there is one: fio, given the directory, would read it too, and its rate would cover other
+/// data than the limit's beside it.
+fn foreign_entry(files: &[PathBuf]) -> anyhow::Result<Option<PathBuf>> {
+    let Some(dir) = files.first().and_then(|f| f.parent()) else {
+        return Ok(None);
+    };
+    let ours: std::collections::HashSet<&std::ffi::OsStr> =
+        files.iter().filter_map(|f| f.file_name()).collect();
+    for entry in std::fs::read_dir(dir).with_context(|| format!("listing {}", dir.display()))? {
+        let entry = entry.with_context(|| format!("listing {}", dir.display()))?;
+        if !ours.contains(entry.file_name().as_os_str()) {
+            return Ok(Some(entry.path()));
+        }
+    }
+    Ok(None)
+}
+
 fn run_fio(p: &Plan, files: &[PathBuf], file_bytes: u64, n: u32) -> anyhow::Result<Row> {
     evict(files)?;
     let block_bytes = fio_block_bytes(p.limit_io, file_bytes);
@@ -1472,9 +1503,12 @@ fn run_fio(p: &Plan, files: &[PathBuf], file_bytes: u64, n: u32) -> anyhow::Resu
     // would pass fio's 4,096-character limit on an option's value).
     let dir = files[0].parent().context("a bench file has a directory")?;
     let huge = free_huge_page_bytes() >= p.limit_io * p.limit_depth as u64 + (2 << 20);
+    // The directory's own bytes, not its lossy display: a name that is not UTF-8 was passed
+    // with a replacement character, and fio failed to find it once everything else had run.
+    let mut opendir = std::ffi::OsString::from("--opendir=");
+    opendir.push(dir);
     let mut args = vec![
         "--name=foresight-limit".to_string(),
-        format!("--opendir={}", dir.display()),
         "--file_service_type=sequential".to_string(),
         "--rw=read".to_string(),
         format!("--bs={block_bytes}"),
@@ -1494,7 +1528,7 @@ fn run_fio(p: &Plan, files: &[PathBuf], file_bytes: u64, n: u32) -> anyhow::Resu
     // waited for.
     let cpu0 = children_cpu_seconds();
     let mut fio = std::process::Command::new("fio");
-    fio.args(&args);
+    fio.arg(opendir).args(&args);
     // A stop signal ends this process by `exit` from the stop thread (or by the default action):
     // fio, left running, went on reading the disk under init.
     foresight_engine::measure::end_with_parent(&mut fio);

@@ -1242,6 +1242,73 @@ fn a_bench_stopped_while_fio_runs_takes_fio_with_it() {
     );
 }
 
+/// fio is given an N's directory and reads every file in it: a file of the user's there made
+/// its rate cover other data than the limit beside it (a 256 MiB file beside 16 MiB of bench
+/// data). Such a file is now refused, exit 2, naming it.
+#[test]
+fn fio_refuses_a_directory_holding_files_not_the_benchs() {
+    let (_guard, d) = dir("fio-foreign");
+    let stray = std::path::Path::new(&d).join("n1/extra.bin");
+    std::fs::create_dir_all(stray.parent().unwrap()).unwrap();
+    std::fs::write(&stray, vec![1u8; 8192]).unwrap();
+    let (code, _, err) = foresight(&[
+        "bench",
+        "--dir",
+        &d,
+        "--streams",
+        "1",
+        "--file-size",
+        "4MiB",
+        "--total-size",
+        "4MiB",
+        "--policy",
+        "seqp",
+        "--repeat",
+        "1",
+        "--fio",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("error: --fio: ") && err.contains("extra.bin is not one of the bench's files"),
+        "{err}"
+    );
+}
+
+/// A --dir whose name is not UTF-8 reaches fio as its bytes: it was passed as its lossy display
+/// (a replacement character), and fio failed to find it after everything else had run.
+#[test]
+fn fio_reads_a_directory_whose_name_is_not_utf8() {
+    use std::os::unix::ffi::OsStrExt as _;
+    let (guard, _) = dir("fio-bytes");
+    let d = guard
+        .path()
+        .join(std::ffi::OsStr::from_bytes(b"bad\xffdir"));
+    let out = Command::new(env!("CARGO_BIN_EXE_foresight"))
+        .args([
+            "bench",
+            "--streams",
+            "1",
+            "--file-size",
+            "4MiB",
+            "--total-size",
+            "4MiB",
+            "--policy",
+            "seqp",
+            "--repeat",
+            "1",
+            "--fio",
+            "--json",
+            "--dir",
+        ])
+        .arg(&d)
+        .output()
+        .expect("the binary runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let fio = fio_row(&String::from_utf8_lossy(&out.stdout));
+    assert!(fio["mib_s"].as_f64().unwrap() > 0.0, "{fio}");
+}
+
 /// Files that are not whole MiB (a total split over N streams, cut to whole pages) were counted in
 /// KiB in the progress lines, `101 files, 3145376KiB in all` and `written 1490MiB of 3145376KiB`
 /// for the README's 100-stream run; they are rounded to a tenth of the largest unit now.
