@@ -43,13 +43,14 @@
 //! those are refused, naming the flags.
 //!
 //! Progress goes to stderr; the table, or with `--json` one JSON array of objects, one per
-//! (N, method), with keys `streams, method, policy, mib_s, ratio_to_limit, memory_peak_bytes,
-//! cpu_s, scheduler, antic_expire_ns, raid_fetches, raid_prefetched_bytes, raid_wasted_bytes,
-//! raid_cache_peak_bytes` (`scheduler` and `antic_expire_ns` the emulated disk's scheduler and,
-//! under `anticipatory`, its wait, `null` on the real disk; the `raid_*` keys the RAID driver's
+//! (N, method), goes to stdout. The keys are listed in `--json`'s help: with the rate and the
+//! ratio, what a row needs to be checked without the table (the device and backend, each
+//! stream's bytes and read size, the engine's budget and window, the rounds and their spread).
+//! `scheduler` and `antic_expire_ns` are the emulated disk's scheduler and, under
+//! `anticipatory`, its wait, `null` on the real disk; the `raid_*` keys are the RAID driver's
 //! cache under `msp+...`, as `sim --json` names them, from the first round, `null` for other
-//! policies), goes to stdout. `mib_s` is the median over the rounds; `ratio_to_limit` is the median
-//! of the per-round ratios, each method against the limit measured in the same round.
+//! policies. `mib_s` is the median over the rounds; `ratio_to_limit` is the median of the
+//! per-round ratios, each method against the limit measured in the same round.
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -110,13 +111,21 @@ pub struct BenchArgs {
     )]
     total_size: String,
     /// Where the bench files live (created if missing; regular files of the right size, with no
-    /// holes, are reused; a symbolic link, FIFO or other non-file at a file's path is refused; a
-    /// file whose writing fails, or is stopped by SIGINT, SIGTERM or SIGHUP, is removed, the files
-    /// already complete kept). Relative paths are taken from the current directory. Each N has its own files, read whole:
-    /// they take min(N x --file-size, --total-size) for each N (25GiB for the defaults).
+    /// holes and no preallocated range never written, are reused; a symbolic link, FIFO or other
+    /// non-file at a file's path is refused; a file whose writing fails, or is stopped by SIGINT,
+    /// SIGTERM or SIGHUP, is removed, the files already complete kept). Relative paths are taken
+    /// from the current directory. Each N has its own files, read whole, in a directory `nN` of
+    /// their own: they take min(N x --file-size, --total-size) for each N (25GiB for the
+    /// defaults).
     #[arg(long, default_value = "foresight-bench", value_name = "DIR")]
     dir: PathBuf,
-    /// Print one JSON array instead of the table.
+    /// Print one JSON array instead of the table: an object per (N, method) with `streams`,
+    /// `method`, `policy`, `mib_s` (the median over the rounds), `mib_s_min`, `mib_s_max`,
+    /// `rounds`, `ratio_to_limit`, `memory_peak_bytes`, `cpu_s`, `stopped_by_duration`, `device`
+    /// (`disk`, `memory` for tmpfs, or `emulated`), `emulated_device`, `backend` (the limit's
+    /// and the engine's), `file_bytes` (each stream's), `request_bytes` (the read size),
+    /// `memory_bytes` and `readahead_max_bytes` (the engine's), `scheduler`, `antic_expire_ns`
+    /// and the `raid_*` figures of an emulated RAID-0; `null` where a key does not apply.
     #[arg(long)]
     json: bool,
     /// Engine policies, comma-separated [default: those of seqp,streams the engine can run].
@@ -138,7 +147,9 @@ pub struct BenchArgs {
     /// 4 KiB pages, which a disk with a per-request segment limit splits (this machine's virtio
     /// disk: 254 segments, so 4 MiB reads reach it as about 660 KiB requests and fio reads well
     /// under the limit); the table's note says which. Its cpu s is the fio process's own;
-    /// --duration stops it as it stops the other methods. Not with --emulate.
+    /// --duration stops it as it stops the other methods, and it ends with the bench. fio is
+    /// given each N's directory, so a file there that is not the bench's is refused. Not with
+    /// --emulate.
     #[arg(long)]
     fio: bool,
     /// Run the engine on the emulated backend with this device preset (see `foresight devices`).
@@ -264,6 +275,9 @@ struct Plan {
     dir: PathBuf,
     policies: Vec<String>,
     emulate: Option<EmulatedConfig>,
+    /// The emulated device as the table and the JSON name it (`wd800jd`, `raid0 of 5 x
+    /// cheetah-15k4, 128KiB strips`).
+    emulated_label: Option<String>,
     /// The RAID driver's cache under `msp+...`.
     raid_cache: ByteLen,
     request: u64,
@@ -294,6 +308,8 @@ struct Row {
     /// Whether --duration stopped it before it had read all its data: the table's claim that
     /// every stream reads its file whole is then not true of it.
     cut_short: bool,
+    /// The I/O backend that read (`uring`, `threads`, `emulated`), for the limit and the engine.
+    backend: Option<String>,
 }
 
 fn size(flag: &str, text: &str) -> anyhow::Result<u64> {
@@ -405,6 +421,13 @@ fn plan(a: &BenchArgs) -> anyhow::Result<Plan> {
         }
         (e, None) => e,
     };
+    let emulated_label = a.emulate.as_ref().map(|preset| match a.disks {
+        None => preset.clone(),
+        Some(disks) => format!(
+            "raid0 of {disks} x {preset}, {} strips",
+            a.strip.as_deref().unwrap_or("128KiB")
+        ),
+    });
     let raid_cache = ByteLen(size(
         "raid-cache",
         a.raid_cache.as_deref().unwrap_or("512MiB"),
@@ -708,6 +731,7 @@ fn plan(a: &BenchArgs) -> anyhow::Result<Plan> {
         dir: a.dir.clone(),
         policies: names,
         emulate,
+        emulated_label,
         raid_cache,
         request,
         readahead_max,
@@ -940,6 +964,10 @@ struct Summary {
     /// The median over the rounds of this method's rate divided by the limit's rate in the same
     /// round; `None` when no round measured the limit.
     ratio_to_limit: Option<f64>,
+    /// The rounds it was measured in.
+    rounds: usize,
+    /// The lowest and the highest of those rounds' rates, MiB/s.
+    mib_s_range: (f64, f64),
 }
 
 /// The median of `v` (the mean of the middle two for an even count); `v` is not empty.
@@ -1006,6 +1034,8 @@ fn medians(samples: Vec<(u32, Row)>) -> Vec<Summary> {
             }
             Summary {
                 ratio_to_limit: (!ratios.is_empty()).then(|| median(ratios)),
+                rounds: of.len(),
+                mib_s_range: (lo, hi),
                 row: Row {
                     streams: of[0].1.streams,
                     method,
@@ -1017,6 +1047,7 @@ fn medians(samples: Vec<(u32, Row)>) -> Vec<Summary> {
                     // The first round's: the array policy's decisions vary little between rounds.
                     array: of[0].1.array,
                     cut_short,
+                    backend: of[0].1.backend.clone(),
                 },
             }
         })
@@ -1051,16 +1082,40 @@ fn print_rows(
     out: &mut impl std::io::Write,
 ) -> anyhow::Result<()> {
     let ratio = |s: &Summary| s.ratio_to_limit.unwrap_or(0.0);
+    let in_memory = p.emulate.is_none() && in_memory_fs(&p.dir).unwrap_or(false);
     if as_json {
+        let device = match (&p.emulated_label, in_memory) {
+            (Some(_), _) => "emulated",
+            (None, true) => "memory",
+            (None, false) => "disk",
+        };
         let v: Vec<_> = rows
             .iter()
             .map(|s| {
                 let r = &s.row;
+                // The N's figures: the bytes each stream read, and what the engine ran with.
+                let k = p.streams.iter().position(|&n| n == r.streams);
+                let engine = r.method == "engine";
                 json!({
                     "streams": r.streams,
                     "method": r.method,
                     "policy": r.policy,
+                    "device": device,
+                    "emulated_device": p.emulated_label,
+                    "backend": r.backend,
+                    "file_bytes": k.map(|k| p.per_stream[k]),
+                    // The limit's read size; fio's blocks are in its note, per file size.
+                    "request_bytes": match r.method {
+                        "kernel" | "engine" => Some(p.request),
+                        "limit" => Some(p.limit_io),
+                        _ => None,
+                    },
+                    "memory_bytes": k.filter(|_| engine).map(|k| p.memory[k].0),
+                    "readahead_max_bytes": k.filter(|_| engine).map(|k| p.readahead_max[k].0),
+                    "rounds": s.rounds,
                     "mib_s": (r.mib_s * 10.0).round() / 10.0,
+                    "mib_s_min": (s.mib_s_range.0 * 10.0).round() / 10.0,
+                    "mib_s_max": (s.mib_s_range.1 * 10.0).round() / 10.0,
                     "stopped_by_duration": r.cut_short,
                     "ratio_to_limit": (ratio(s) * 1000.0).round() / 1000.0,
                     "memory_peak_bytes": r.memory_peak_bytes,
@@ -1089,15 +1144,16 @@ fn print_rows(
         .max()
         .unwrap_or(0)
         .max(8);
-    let device = match &p.emulate {
-        Some(e) => format!("emulated device ({})", scheduler_label(e)),
+    let device = match (&p.emulate, &p.emulated_label) {
+        (Some(e), Some(label)) => format!("emulated {label} ({})", scheduler_label(e)),
+        (Some(e), None) => format!("emulated device ({})", scheduler_label(e)),
         // On tmpfs every read is a copy from memory and the files cannot be made cold: calling
         // it a disk would pass memory-copy rates off as the device's.
-        None if in_memory_fs(&p.dir).unwrap_or(false) => format!(
+        (None, _) if in_memory => format!(
             "{} (in memory, not on a disk: no row measures a device)",
             p.dir.display()
         ),
-        None => format!("the disk under {}", p.dir.display()),
+        (None, _) => format!("the disk under {}", p.dir.display()),
     };
     writeln!(
         out,
@@ -1446,6 +1502,7 @@ fn measure_limit(p: &Plan, files: &[PathBuf], bytes: u64, n: u32) -> anyhow::Res
         ),
         array: None,
         cut_short: r.bytes < bytes * files.len() as u64,
+        backend: Some(r.backend.to_string()),
     })
 }
 
@@ -1586,6 +1643,7 @@ fn run_fio(p: &Plan, files: &[PathBuf], file_bytes: u64, n: u32) -> anyhow::Resu
         ),
         array: None,
         cut_short: read_kib * 1024.0 < data_bytes as f64,
+        backend: None,
     })
 }
 
@@ -1909,6 +1967,7 @@ fn measure_kernel(p: &Plan, files: &[PathBuf], bytes: u64, n: u32) -> anyhow::Re
         note: t.tail_note(),
         array: None,
         cut_short: t.bytes < bytes * u64::from(n),
+        backend: None,
     })
 }
 
@@ -1990,6 +2049,7 @@ fn measure_engine(
         note,
         array: s.array,
         cut_short: t.bytes < bytes * u64::from(n),
+        backend: Some(s.backend.to_string()),
     })
 }
 
@@ -2397,8 +2457,11 @@ mod tests {
                 note: String::new(),
                 array: None,
                 cut_short: false,
+                backend: None,
             },
             ratio_to_limit: Some(0.893),
+            rounds: 1,
+            mib_s_range: (377.5, 377.5),
         };
         let rows = [
             row("limit", None),
@@ -2414,6 +2477,14 @@ mod tests {
             .take(1 + rows.len())
             .collect();
         assert_eq!(table.len(), 1 + rows.len(), "{text}");
+        // The header names the model measured; it said "emulated device" for any of them.
+        assert!(
+            text.starts_with(
+                "foresight bench on emulated raid0 of 5 x cheetah-15k4, 128KiB strips (deadline \
+                 scheduler): "
+            ),
+            "{text}"
+        );
         // The rate column's right edge is where the header's "MiB/s" ends.
         let edge = table[0].find("MiB/s").expect("header") + "MiB/s".len();
         for line in &table[1..] {
@@ -2441,8 +2512,11 @@ mod tests {
                 note: String::new(),
                 array: None,
                 cut_short: false,
+                backend: None,
             },
             ratio_to_limit: Some(0.9),
+            rounds: 1,
+            mib_s_range: (100.0, 100.0),
         };
         let rows = [row("seqp", 16_512 << 10), row("saseqp", 64 << 20)];
         let mut out = Vec::new();
@@ -2549,6 +2623,7 @@ mod tests {
             note: String::new(),
             array: None,
             cut_short: false,
+            backend: None,
         };
         (round, row)
     }

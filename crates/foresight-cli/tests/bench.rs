@@ -366,6 +366,31 @@ fn a_small_bench_prints_the_json_contract() {
         let n = r["streams"].as_u64().expect("a count");
         assert_eq!(r["memory_peak_bytes"].as_u64(), Some(n * (4 << 20)), "{r}");
     }
+    // What a row needs to be read or checked without the table: the device, the backend, each
+    // stream's bytes and read size, the engine's budget and window, the rounds and their spread
+    // (a row said only its rate and ratio).
+    for r in rows {
+        let n = r["streams"].as_u64().unwrap();
+        assert_eq!(r["device"], "disk", "{r}");
+        assert_eq!(r["emulated_device"], serde_json::Value::Null, "{r}");
+        // min(--file-size, --total-size / N): 4 MiB for both.
+        assert_eq!(r["file_bytes"].as_u64(), Some(4 << 20), "N={n}: {r}");
+        assert_eq!(r["rounds"].as_u64(), Some(1), "{r}");
+        assert!(r["mib_s_min"].as_f64() <= r["mib_s"].as_f64(), "{r}");
+        assert!(r["mib_s"].as_f64() <= r["mib_s_max"].as_f64(), "{r}");
+        let engine = r["method"] == "engine";
+        assert_eq!(r["memory_bytes"].as_u64().is_some(), engine, "{r}");
+        assert_eq!(r["readahead_max_bytes"].as_u64().is_some(), engine, "{r}");
+        if engine || r["method"] == "kernel" {
+            assert_eq!(r["request_bytes"].as_u64(), Some(1 << 20), "{r}");
+        }
+        if engine || r["method"] == "limit" {
+            let backend = r["backend"]
+                .as_str()
+                .unwrap_or_else(|| panic!("no backend: {r}"));
+            assert!(["uring", "threads"].contains(&backend), "{r}");
+        }
+    }
     assert!(err.contains("N = 2"), "progress goes to stderr: {err}");
 }
 
@@ -403,6 +428,10 @@ fn an_emulated_bench_runs_on_the_model() {
         // The simulator's default host scheduler, which does not wait.
         assert_eq!(r["scheduler"], "deadline", "{r}");
         assert!(r["antic_expire_ns"].is_null(), "{r}");
+        // The rows name the model they measured (the table and the JSON said only "emulated").
+        assert_eq!(r["device"], "emulated", "{r}");
+        assert_eq!(r["emulated_device"], "wd800jd", "{r}");
+        assert_eq!(r["backend"], "emulated", "{r}");
     }
 }
 
