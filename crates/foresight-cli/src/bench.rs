@@ -479,6 +479,13 @@ fn plan(a: &BenchArgs) -> anyhow::Result<Plan> {
             "--readahead-max: {w} is not whole 4 KiB pages; give e.g. 32MiB"
         )));
     }
+    // A window of nothing turned every policy into `none` without a word.
+    if given_window == Some(ByteLen(0)) {
+        return Err(input(
+            "--readahead-max: 0 would prefetch nothing under every policy; give at least 4KiB, or \
+             --policy none for demand reads alone",
+        ));
+    }
     let readahead_max: Vec<ByteLen> = streams
         .iter()
         .map(|&n| match given_window {

@@ -53,6 +53,8 @@ fn bad_bench_input_exits_2_naming_the_flag() {
         // Not whole pages: seqp cannot run with it, and used to be left out of the default
         // policies without a word.
         (vec!["--readahead-max", "5000"], "--readahead-max"),
+        // Nothing ahead under every policy: `none` says that.
+        (vec!["--readahead-max", "0"], "--policy none"),
         // Both would be ignored: the emulated engine has its own backend, and fio reads the real
         // disk.
         (
