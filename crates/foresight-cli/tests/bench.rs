@@ -396,6 +396,45 @@ fn a_small_bench_prints_the_json_contract() {
     assert!(err.contains("N = 2"), "progress goes to stderr: {err}");
 }
 
+/// A table that cannot be written is named as `sim`'s and `devices`' output is: "writing to
+/// standard output". The system's words alone ("No space left on device") read as a fault of the
+/// disk under test.
+#[test]
+fn a_full_standard_output_is_named_as_such() {
+    let (_guard, d) = dir("full-stdout");
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .expect("/dev/full: a Linux device that is always full");
+    let out = Command::new(env!("CARGO_BIN_EXE_foresight"))
+        .args([
+            "bench",
+            "--emulate",
+            "wd800jd",
+            "--streams",
+            "1",
+            "--file-size",
+            "1MiB",
+            "--total-size",
+            "1MiB",
+            "--policy",
+            "seqp",
+            "--repeat",
+            "1",
+            "--dir",
+            &d,
+        ])
+        .stdout(full)
+        .output()
+        .expect("the binary runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("error: writing to standard output: No space left on device"),
+        "{err}"
+    );
+}
+
 #[test]
 fn an_emulated_bench_runs_on_the_model() {
     let (_guard, d) = dir("emu");
