@@ -1299,6 +1299,21 @@ fn prepare_files(p: &Plan, started: Instant) -> anyhow::Result<Vec<PathBuf>> {
             file.display()
         )));
     }
+    // A file this user may not read cannot be measured, nor written again: found when the first
+    // method opened it, it ended the bench with the bare "Permission denied" after the others
+    // were written.
+    if let Some(i) = (0..paths.len()).find(|&i| {
+        std::fs::symlink_metadata(&paths[i]).is_ok_and(|m| m.file_type().is_file())
+            && std::fs::File::open(&paths[i])
+                .is_err_and(|e| e.kind() == std::io::ErrorKind::PermissionDenied)
+    }) {
+        return Err(input(format!(
+            "--dir {}: {} is a bench file this user may not read; make it readable, remove it, \
+             or give a --dir of this user's",
+            p.dir.display(),
+            paths[i].display()
+        )));
+    }
     let missing: Vec<usize> = (0..paths.len()).filter(|&i| !reusable(i)).collect();
     // Only a regular file (or nothing) may stand where a file is to be written: creating over a
     // FIFO waits for a reader for good, and over a symbolic link writes wherever it points.

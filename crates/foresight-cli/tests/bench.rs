@@ -806,6 +806,53 @@ fn a_dir_that_cannot_be_written_is_refused_saying_what_to_do() {
     }
 }
 
+/// A bench file of the right size that this user may not read ended the bench when the first
+/// method opened it, with "evicting ...: Permission denied" (exit 1) and no way out named. It
+/// is refused before anything is measured or written, naming the file and what to do.
+#[test]
+fn a_bench_file_this_user_may_not_read_is_refused_saying_what_to_do() {
+    use std::os::unix::fs::PermissionsExt;
+    let (guard, d) = dir("unreadable");
+    let args = [
+        "bench",
+        "--streams",
+        "1",
+        "--file-size",
+        "1MiB",
+        "--total-size",
+        "1MiB",
+        "--policy",
+        "seqp",
+        "--repeat",
+        "1",
+        "--dir",
+        &d,
+    ];
+    let (code, _, err) = foresight(&args);
+    assert_eq!(code, 0, "{err}");
+    // `nobody` must reach the file's name, and may write beside it: only the file is barred.
+    std::fs::set_permissions(guard.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    for open in [d.clone(), format!("{d}/n1")] {
+        std::fs::set_permissions(open, std::fs::Permissions::from_mode(0o777)).unwrap();
+    }
+    let file = std::path::Path::new(&d).join("n1/stream-0000.dat");
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o000)).unwrap();
+    let privileged = std::fs::File::open(&file).is_ok();
+    let Some(mut bench) = unprivileged(privileged) else {
+        return;
+    };
+    let out = bench.args(args).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&format!(
+            "{} is a bench file this user may not read",
+            file.display()
+        )) && err.contains("make it readable"),
+        "{err}"
+    );
+}
+
 /// Every stream reads its own file, open for the whole measurement, so N streams need N open
 /// files. Past the process's limit a bench wrote its files and then failed at the first file it
 /// could not open (`ulimit -n 256` with --streams 300: "Too many open files", exit 1). A soft
