@@ -551,7 +551,9 @@ fn measure_device(cfg: &ServerConfig, root: &RootDir) -> Option<f64> {
 /// The largest regular file (not a symlink) with no holes in the root or one level below: its
 /// length and path. A sparse file's holes read as zeros the file system makes up without
 /// touching the device, so timing one publishes the memory's rate as the device's (a 3 GiB
-/// `truncate`d file gave 61,350 MiB/s); its allocated blocks tell it apart.
+/// `truncate`d file gave 61,350 MiB/s); its allocated blocks tell it apart. A file preallocated
+/// and never written (`fallocate`) has all its blocks but reads as zeros all the same: the file
+/// system's first hole (`SEEK_HOLE`, which counts such a range as one) tells it apart.
 fn largest_file(cfg: &ServerConfig) -> Option<(u64, PathBuf)> {
     use std::os::unix::fs::MetadataExt;
     let mut best: Option<(u64, PathBuf)> = None;
@@ -561,6 +563,7 @@ fn largest_file(cfg: &ServerConfig) -> Option<(u64, PathBuf)> {
             if m.is_file()
                 && allocated_bytes >= m.len()
                 && best.as_ref().is_none_or(|(l, _)| m.len() > *l)
+                && foresight_engine::measure::all_data(&p).unwrap_or(false)
             {
                 best = Some((m.len(), p));
             }
@@ -2188,8 +2191,9 @@ mod tests {
     }
 
     /// A sparse file's holes are read as zeros the file system makes up, without the device: a
-    /// 3 GiB `truncate`d file in the root published an RB of 61,350 MiB/s. The measurement
-    /// takes the largest file with no holes instead.
+    /// 3 GiB `truncate`d file in the root published an RB of 61,350 MiB/s. A preallocated file
+    /// never written reads the same way, though its blocks are all allocated. The measurement
+    /// takes the largest file with data over all its length instead.
     #[test]
     fn the_device_measurement_does_not_time_a_sparse_file() {
         use std::os::unix::fs::MetadataExt;
@@ -2205,12 +2209,20 @@ mod tests {
             root.display()
         );
         std::fs::write(root.join("dense.bin"), vec![5u8; 8 << 20]).unwrap();
+        // Preallocated and never written, by util-linux's `fallocate` (this crate makes no system
+        // calls of its own): every block allocated, none holding data.
+        let made = std::process::Command::new("fallocate")
+            .args(["-l", "32MiB"])
+            .arg(root.join("preallocated.bin"))
+            .status()
+            .expect("util-linux's fallocate runs");
+        assert!(made.success(), "fallocate failed: {made}");
         let cfg = ServerConfig::new(root.clone(), "127.0.0.1:0".parse().unwrap());
         let (len_bytes, path) = largest_file(&cfg).expect("the root holds a file to measure");
         assert_eq!(
             (len_bytes, path.as_path()),
             (8 << 20, root.join("dense.bin").as_path()),
-            "the sparse file was chosen"
+            "a file without data was chosen"
         );
     }
 
