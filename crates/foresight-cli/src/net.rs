@@ -246,7 +246,8 @@ is sent. A modification time ahead of the clock is sent as the answer's date (RF
 
 GET /.well-known/foresight publishes the device figures the adaptive client needs: \
 max_readahead_bytes (--readahead), avg_bandwidth_bytes_per_s (RB: measured at startup by reading \
-the largest regular file in the root or one level below, symlinks and sparse files not chosen, \
+the largest regular file in the root or one level below, symlinks, sparse files and files \
+preallocated but never written not chosen, \
 with direct I/O, `measured`; or --device-bandwidth, `configured`; or, when no such file holds \
 four reads of --readahead (4 MiB at least) or it cannot be read, 200 MiB/s, `default`, a \
 stand-in that no device was timed for, so give --device-bandwidth then, as a warning on \
@@ -369,7 +370,8 @@ pub fn run_serve(a: &ServeArgs) -> anyhow::Result<()> {
         note!(
             "warning: RB {:.1} MiB/s is a stand-in, not this device's rate: no regular file in \
              the root or one level below holds four reads of --readahead (4 MiB at least) \
-             without holes (a sparse file reads as zeros the device never gave), or it could \
+             without holes (a sparse or preallocated file reads as zeros the device never \
+             gave), or it could \
              not be read; give --device-bandwidth RATE (e.g. 450MB/s), which clients size their \
              readahead by",
             f.avg_bandwidth_bytes_per_s / (1u64 << 20) as f64
