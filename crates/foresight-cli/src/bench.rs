@@ -962,10 +962,9 @@ pub fn run(a: &BenchArgs) -> anyhow::Result<()> {
         "the bench had finished measuring, but its table on standard output may be cut short; \
          its files are kept for the next run",
     );
-    // Named as `sim` and `devices` name it: the system's words alone ("No space left on
-    // device") read as a fault of the disk under test.
-    print_rows(&p, &rows, a.json, &mut std::io::stdout().lock())
-        .context("writing to standard output")
+    // Named as `sim` and `devices` name it (the context's words): the system's words alone ("No
+    // space left on device") read as a fault of the disk under test.
+    print_rows(&p, &rows, a.json, &mut std::io::stdout().lock()).context(crate::WritingStdout)
 }
 
 /// One (method, policy) over all rounds of one N.

@@ -25,7 +25,7 @@ use foresight_sim::{Progress, RunOptions, SimError};
 /// `println!` that returns an error instead of panicking when standard output is closed or full.
 macro_rules! outln {
     ($($arg:tt)*) => {
-        writeln!(std::io::stdout().lock(), $($arg)*).context("writing to standard output")?
+        writeln!(std::io::stdout().lock(), $($arg)*).context(crate::WritingStdout)?
     };
 }
 
@@ -547,12 +547,27 @@ fn exit_code(e: &anyhow::Error) -> u8 {
     }
 }
 
-/// Whether `e` is standard output's reader closing the pipe early.
+/// The context of an error in writing to standard output, and the mark that tells such an
+/// error apart: only there does a closed pipe mean that the reader took what it wanted
+/// (`foresight devices | head -1`). A closed pipe anywhere else, such as a FIFO given as a
+/// command's output file, is a failure like any other.
+#[derive(Debug)]
+pub(crate) struct WritingStdout;
+
+impl std::fmt::Display for WritingStdout {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("writing to standard output")
+    }
+}
+
+/// Whether `e` is standard output's reader closing the pipe early: a broken pipe under the
+/// [`WritingStdout`] context.
 fn reader_went_away(e: &anyhow::Error) -> bool {
-    e.chain().any(|c| {
-        c.downcast_ref::<std::io::Error>()
-            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
-    })
+    e.downcast_ref::<WritingStdout>().is_some()
+        && e.chain().any(|c| {
+            c.downcast_ref::<std::io::Error>()
+                .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+        })
 }
 
 /// The error and its causes on one line, each cause once: many of the library errors already

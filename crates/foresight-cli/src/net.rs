@@ -424,7 +424,10 @@ and an existing file as it was; a \
 device or FIFO (/dev/null) is written directly; the error of a failed download to a file says \
 how many bytes had gone to the temporary file and that --out was not created or keeps the file \
 it held. A failed download to standard output (or to a device or FIFO) keeps the bytes it wrote \
-there, and its error says how many. \
+there, and its error says how many. Standard output whose reader leaves early (`foresight get \
+URL | head -c 100`) ends the download quietly, exit 0, as such a pipe expects; a device or FIFO \
+given as --out that stops taking bytes (its reader left, or it is full) fails the download, exit \
+1, saying how many bytes of the file had reached it. \
 Standard output on a terminal takes text only: a download whose bytes hold a NUL (binary data) \
 stops there, exit 2, before those bytes reach the terminal (give --out, or redirect standard \
 output). With --json and no --out the data is discarded and only the report is printed. A server \
@@ -717,14 +720,22 @@ pub fn run_get(a: &GetArgs) -> anyhow::Result<()> {
                         url,
                     );
                     let in_place = target.staged.is_none();
-                    let report = client.get(url, &mut sink).map_err(|e| {
+                    let got = client.get(url, &mut sink);
+                    let received = sink.bytes();
+                    drop(sink);
+                    let report = got.map_err(|e| {
                         // A file written under a temporary name is removed; a device or FIFO
                         // keeps what it was given.
                         let e = net(e);
-                        if in_place {
-                            partial_output(e, sink.bytes(), &what)
+                        if !in_place {
+                            discarded_output(e, received, &what, existed)
+                        } else if is_output_failure(&e, &what) {
+                            // Some of the bytes received were still in the buffer: say what
+                            // the device or FIFO took before it failed (its reader left, or it
+                            // is full), which it keeps.
+                            output_failed(e, target.writer.get_ref().delivered, &what)
                         } else {
-                            discarded_output(e, sink.bytes(), &what, existed)
+                            partial_output(e, received, &what)
                         }
                     })?;
                     target.finish()?;
@@ -752,7 +763,11 @@ pub fn run_get(a: &GetArgs) -> anyhow::Result<()> {
                     );
                     got.map_err(|e| {
                         let e = net(e);
-                        if is_binary_to_terminal(&e) {
+                        if is_broken_pipe(&e) {
+                            // Standard output's reader left (`get URL | head -c 100`): the
+                            // command ends quietly, as `head` expects.
+                            e.context(crate::WritingStdout)
+                        } else if is_binary_to_terminal(&e) {
                             // The user's choice of output to fix, as for an --out refused.
                             input(partial_output(
                                 anyhow::anyhow!("{}", crate::describe(&e)),
@@ -860,9 +875,7 @@ pub fn run_get(a: &GetArgs) -> anyhow::Result<()> {
     if !failed.is_empty() {
         // A reader that left takes nothing more; flushing would only fail again.
         if !reader_left {
-            std::io::stdout()
-                .flush()
-                .context("writing to standard output")?;
+            std::io::stdout().flush().context(crate::WritingStdout)?;
         }
         let e = anyhow::anyhow!(
             "{} of {} URLs failed (each named above): {}{}",
@@ -887,9 +900,7 @@ pub fn run_get(a: &GetArgs) -> anyhow::Result<()> {
             e
         });
     }
-    std::io::stdout()
-        .flush()
-        .context("writing to standard output")?;
+    std::io::stdout().flush().context(crate::WritingStdout)?;
     Ok(())
 }
 
@@ -902,17 +913,45 @@ fn partial_output(e: anyhow::Error, written_bytes: u64, what: &str) -> anyhow::E
     let counted = e
         .downcast_ref::<NetError>()
         .is_some_and(|n| matches!(n, NetError::Changed { .. }));
-    // A failure to write the output itself (`Named` says "writing {what}"): the bytes counted
-    // were taken into its buffer, and some never reached it.
-    let writing = format!("writing {what}");
-    let output_failed = e.chain().any(|c| c.to_string().starts_with(&writing));
-    if written_bytes == 0 || counted || output_failed || crate::reader_went_away(&e) {
+    // A failure to write the output itself: the bytes counted were taken into its buffer, and
+    // some never reached it.
+    if written_bytes == 0 || counted || is_output_failure(&e, what) || crate::reader_went_away(&e) {
         return e;
     }
     anyhow::anyhow!(
         "{}; the first {written_bytes} bytes of the file had been written to {what}, which \
          keeps them: the output is partial",
         crate::describe(&e)
+    )
+}
+
+/// Whether `e` is a failure to write the output `what` itself (`Named` says "writing {what}"),
+/// rather than one of the download.
+fn is_output_failure(e: &anyhow::Error, what: &str) -> bool {
+    let writing = format!("writing {what}");
+    e.chain().any(|c| c.to_string().starts_with(&writing))
+}
+
+/// Whether `e` holds a broken pipe: the reader of the output went away.
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}
+
+/// `e`, a failure to write `what` (a device or FIFO given as `--out`, written in place) after
+/// `delivered_bytes` had reached it: the message says how many it keeps. A FIFO whose reader left
+/// is such a failure too: the user named that output, and it did not take the file.
+fn output_failed(e: anyhow::Error, delivered_bytes: u64, what: &str) -> anyhow::Error {
+    let cause = if is_broken_pipe(&e) {
+        format!("{}: its reader went away", crate::describe(&e))
+    } else {
+        crate::describe(&e)
+    };
+    anyhow::anyhow!(
+        "{cause}; {delivered_bytes} bytes of the file had reached {what}, which keeps them: \
+         the output is partial"
     )
 }
 
@@ -969,7 +1008,7 @@ fn print_line(line: impl std::fmt::Display) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
     writeln!(out, "{line}")
         .and_then(|()| out.flush())
-        .context("writing to standard output")
+        .context(crate::WritingStdout)
 }
 
 /// The file name a URL is saved under in an --out directory: its path's last segment,
@@ -1013,11 +1052,30 @@ fn saved_name(url: &Url) -> Result<std::ffi::OsString, String> {
 /// partial file either. Anything else (`/dev/null`, a FIFO, a terminal) cannot be renamed over and
 /// holds nothing to protect: it is written in place and never removed.
 struct OutTarget {
-    writer: std::io::BufWriter<std::fs::File>,
+    writer: std::io::BufWriter<Delivered>,
     /// The path as given, for messages.
     path: PathBuf,
     /// The temporary file and the path it becomes; `None` when writing in place.
     staged: Option<Staged>,
+}
+
+/// The file an [`OutTarget`] writes, below its buffer, counting the bytes the file took: what a
+/// device or FIFO that fails holds, where the bytes given to the buffer include some it never got.
+struct Delivered {
+    file: std::fs::File,
+    delivered: u64,
+}
+
+impl Write for Delivered {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.file.write(buf)?;
+        self.delivered += n as u64;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.file.flush()
+    }
 }
 
 /// A temporary file that is removed unless it was renamed over its target: every way out of a
@@ -1057,7 +1115,7 @@ impl OutTarget {
                     Err(e) => return Err(input(anyhow::Error::new(e).context(opening()))),
                 };
                 return Ok(OutTarget {
-                    writer: std::io::BufWriter::new(file),
+                    writer: std::io::BufWriter::new(Delivered { file, delivered: 0 }),
                     path: path.to_path_buf(),
                     staged: None,
                 });
@@ -1152,7 +1210,7 @@ impl OutTarget {
             let _ = std::fs::set_permissions(&staged.partial, meta.permissions());
         }
         Ok(OutTarget {
-            writer: std::io::BufWriter::new(file),
+            writer: std::io::BufWriter::new(Delivered { file, delivered: 0 }),
             path: path.to_path_buf(),
             staged: Some(staged),
         })
@@ -1165,10 +1223,18 @@ impl OutTarget {
             path,
             staged,
         } = self;
-        writer
-            .into_inner()
-            .map_err(|e| anyhow::Error::new(e.into_error()))
-            .with_context(|| format!("writing --out {}", path.display()))?;
+        let what = format!("--out {}", path.display());
+        writer.into_inner().map_err(|e| {
+            let (error, writer) = e.into_parts();
+            let delivered = writer.get_ref().delivered;
+            let failed = anyhow::Error::new(error).context(format!("writing {what}"));
+            if staged.is_none() {
+                // A device or FIFO keeps what reached it; the last bytes did not.
+                output_failed(failed, delivered, &what)
+            } else {
+                failed
+            }
+        })?;
         if let Some(mut s) = staged {
             std::fs::rename(&s.partial, &s.target).with_context(|| {
                 format!(

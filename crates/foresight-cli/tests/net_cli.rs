@@ -2354,3 +2354,48 @@ fn get_refuses_to_write_binary_data_to_a_terminal() {
     assert!(shown.contains("plain text line"), "{shown:?}");
     terminate(&mut server);
 }
+
+/// A FIFO given as --out whose reader takes 100 bytes of a 5 MB file and leaves: the download
+/// failed to deliver, yet `get` exited 0 without a word, as if standard output's reader had left
+/// (`get URL | head`), which is the only output whose reader may end a download quietly. Now it
+/// fails (exit 1) naming --out, that its reader went away, and how many bytes reached it.
+#[test]
+fn a_get_to_a_fifo_whose_reader_leaves_early_fails_saying_how_much_it_took() {
+    use std::io::Read;
+    let (_guard, dir) = scratch("get-fifo-leaves");
+    let data: Vec<u8> = (0..5_000_000u32).map(|i| (i % 251) as u8).collect();
+    std::fs::write(dir.join("big.bin"), &data).unwrap();
+    let (mut server, addr) = serve_root(&dir);
+    let fifo = dir.join("pipe");
+    assert!(Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let reader = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || {
+            let mut first = [0u8; 100];
+            std::fs::File::open(fifo)
+                .unwrap()
+                .read_exact(&mut first)
+                .unwrap();
+            first
+        })
+    };
+    let err = failed(&[
+        "get",
+        &format!("http://{addr}/big.bin"),
+        "--out",
+        fifo.to_str().unwrap(),
+    ]);
+    assert_eq!(reader.join().unwrap()[..], data[..100]);
+    let last = err.lines().last().unwrap_or_default();
+    assert!(
+        last.contains(&format!("--out {}", fifo.display()))
+            && last.contains("its reader went away")
+            && last.contains("bytes of the file had reached"),
+        "{err}"
+    );
+    terminate(&mut server);
+}
