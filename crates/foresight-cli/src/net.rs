@@ -1400,7 +1400,9 @@ the soak ends (also by SIGINT, SIGTERM or SIGHUP, which says so on standard erro
 tenth of it kept spare, are refused before any is written. Even-numbered clients read their file \
 sequentially in 128 KiB ranges, odd-numbered ones read random ranges of up to --max-read. The \
 report counts requests, errors and mismatches and gives the process's resident memory (server and \
-clients together) at the start, the most sampled each second, at the end, and its peak. Exits 1 \
+clients together) at the start, the most sampled each second, at the end, and its peak. Its \
+seconds are the clients' reading time, from their start until the last exchange under way at \
+--duration ended, and its rate (mib_s) is the bytes checked over them. Exits 1 \
 if any error or mismatch was seen. What it runs is said on standard error at the start, and the \
 time every 5 s. Both ends of every connection are in this one process, and each client's stream holds \
 its file open, so it needs about three open files per client (2 x --clients + the fewer of \

@@ -70,7 +70,8 @@ impl Default for SoakConfig {
 pub struct SoakReport {
     /// Clients that ran.
     pub clients: usize,
-    /// Wall seconds of reading.
+    /// Wall seconds of reading: from the clients' start until the last of them ended, its last
+    /// exchange (begun before the deadline) included.
     pub seconds: f64,
     /// Range requests answered.
     pub requests: u64,
@@ -435,7 +436,7 @@ pub fn run_making_dir(
     let started = Instant::now();
     let deadline = started + cfg.duration;
     let mut rss_max = rss_start;
-    rt.block_on(async {
+    let ended = rt.block_on(async {
         let mut tasks = Vec::with_capacity(cfg.clients);
         for c in 0..cfg.clients {
             let totals = totals.clone();
@@ -444,20 +445,31 @@ pub fn run_making_dir(
                 client_loop(c, &cfg, addr, deadline, &totals).await;
             }));
         }
+        // The clients' time is the soak's: until the last one's last exchange ends.
+        let clients = async {
+            for t in tasks {
+                let _ = t.await;
+            }
+            Instant::now()
+        };
+        // Each second, and once more at the deadline: a whole second's sleep past it held the
+        // report back, and a soak shorter than a second ran for one.
         let sampler = async {
-            while Instant::now() < deadline {
-                tokio::time::sleep(Duration::from_secs(1)).await;
+            loop {
+                let left = deadline.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    break;
+                }
+                tokio::time::sleep(left.min(Duration::from_secs(1))).await;
                 if let Some(r) = rss_bytes() {
                     rss_max = Some(rss_max.map_or(r, |m: u64| m.max(r)));
                 }
             }
         };
-        sampler.await;
-        for t in tasks {
-            let _ = t.await;
-        }
+        tokio::join!(clients, sampler).0
     });
-    let seconds = started.elapsed().as_secs_f64();
+    // Over the time the clients read, so that the rate is their bytes over their time.
+    let seconds = ended.duration_since(started).as_secs_f64();
     let rss_end = rss_bytes();
     server.shutdown()?;
     drop(scratch);

@@ -64,3 +64,37 @@ fn the_peak_is_never_below_a_resident_size_the_soak_saw() {
         assert!(peak >= seen, "peak {peak} below the {what} {seen}");
     }
 }
+
+/// A soak of 100 ms ran for a second: the memory sampler slept a whole second before it looked at
+/// the deadline, and the report's time (and so its rate) was taken after it, though the clients
+/// had stopped at 100 ms. Its time is now the clients' own: past the deadline only by the last
+/// exchanges under way then (the bound is loose, for a loaded machine), and never a whole second.
+#[test]
+fn a_soak_shorter_than_a_second_reports_the_time_its_clients_read() {
+    let _alone = one_at_a_time();
+    let began = std::time::Instant::now();
+    let r = run(&SoakConfig {
+        clients: 2,
+        duration: Duration::from_millis(100),
+        files: 1,
+        file_size: ByteLen::kib(64),
+        max_read: ByteLen::kib(64),
+        workers: 2,
+        seed: 3,
+    })
+    .unwrap();
+    assert_eq!((r.errors, r.mismatches), (0, 0), "{:?}", r.first_error);
+    assert!(
+        (0.1..0.9).contains(&r.seconds),
+        "{} s reported for a 100 ms soak",
+        r.seconds
+    );
+    assert!(r.seconds <= began.elapsed().as_secs_f64());
+    let json = r.to_json();
+    let mib_s = json["mib_s"].as_f64().unwrap();
+    let expected = r.bytes as f64 / (1u64 << 20) as f64 / r.seconds;
+    assert!(
+        (mib_s - expected).abs() <= 1e-9 * expected.max(1.0),
+        "{json}"
+    );
+}
