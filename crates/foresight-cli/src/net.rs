@@ -235,14 +235,16 @@ and its connection closed.
 Every file answer carries an ETag (from the file's device, inode, length and modification time; \
 weak, W/, until the file's timestamps can no longer repeat: about 50 ms after a change where \
 the file's times show sub-second figures, a second where they show whole seconds; strong \
-after) and a \
-Last-Modified. Conditional requests follow RFC 9110, section 13.2.2: If-Match (strong \
+after. A modification time later than the file's status change, ctime, was set by hand, as \
+by touch -d, or by another clock: such a tag also carries the ctime, which every write and \
+every setting of the time stamps anew, and is strong as long after the ctime) and a \
+Last-Modified: the modification time, but no later than the ctime nor the clock. Conditional requests follow RFC 9110, section 13.2.2: If-Match (strong \
 comparison, * for any file), else If-Unmodified-Since, failing gives 412; then If-None-Match \
 (weak comparison), else If-Modified-Since, gives 304; If-Range honours Range only for a strong \
 match (the strong ETag, or a Last-Modified at least a second old), and otherwise the whole file \
-is sent. A modification time ahead of the clock is sent as the answer's date (RFC 9110, \
-8.8.2.1), and the two date conditions weigh a file's time no later than its last status change \
-(ctime, when that time was set), so such a date sent back holds until the file changes.
+is sent. A modification time ahead of the clock is never sent (RFC 9110, 8.8.2.1): the date is \
+then the ctime, when that time was set, which holds from one answer to the next, and the date \
+conditions weigh that same date, so such a date sent back holds until the file changes.
 
 GET /.well-known/foresight publishes the device figures the adaptive client needs: \
 max_readahead_bytes (--readahead), avg_bandwidth_bytes_per_s (RB: measured at startup by reading \

@@ -673,35 +673,71 @@ impl FileVersion {
         strong_after(meta.mtime_nsec(), meta.ctime_nsec())
     }
 
+    /// The inode's last status change (`ctime`) in `meta`, to the nanosecond; `None` before 1970.
+    fn changed(meta: &std::fs::Metadata) -> Option<std::time::SystemTime> {
+        use std::os::unix::fs::MetadataExt;
+        let secs = u64::try_from(meta.ctime()).ok()?;
+        let nanos = u32::try_from(meta.ctime_nsec()).ok()?;
+        std::time::UNIX_EPOCH.checked_add(Duration::new(secs, nanos))
+    }
+
     /// This version's validators at `now`: an entity tag of the four figures that tell versions
     /// apart (so a tag changes exactly when `read_by` would refuse a reader opened before), and
-    /// the modification time in whole seconds for `Last-Modified`. The tag is weak while the file
-    /// was modified less than `strong_after` before `now` (or has no modification time, or one
-    /// ahead of `now`): a rewrite within the file system's timestamp granularity, at the same
-    /// size and inode, could leave all four figures as they are (see [`strong_after`]).
-    fn validators(&self, now: std::time::SystemTime, strong_after: Duration) -> Validators {
+    /// the modification time in whole seconds for `Last-Modified`, with `changed`, the inode's
+    /// last status change (`ctime`), for the date conditions.
+    ///
+    /// The tag is weak while a later write could leave its figures as they are: while the file
+    /// was modified less than `strong_after` before `now` (or has no modification time), since
+    /// a rewrite within the file system's timestamp granularity, at the same size and inode,
+    /// would stamp the same time (see [`strong_after`]). A modification time later than the
+    /// status change was set by hand (`touch -d`, an archive's times) or by another clock: it
+    /// says nothing of when the next write comes, and one ahead of the clock would keep the tag
+    /// weak until the clock reached it. Such a tag also carries the status change, which the
+    /// kernel stamps from its clock at every write and every setting of the time, and which
+    /// nothing can set; the tag is then weak only while that change is less than `strong_after`
+    /// old.
+    fn validators(
+        &self,
+        now: std::time::SystemTime,
+        changed: Option<std::time::SystemTime>,
+        strong_after: Duration,
+    ) -> Validators {
         use std::time::UNIX_EPOCH;
-        let since_epoch = self.modified.map(|m| m.duration_since(UNIX_EPOCH));
-        let modified = match &since_epoch {
-            None => String::new(),
-            Some(Ok(d)) => format!("-{:x}", d.as_nanos()),
+        let stamp = |t: std::time::SystemTime| match t.duration_since(UNIX_EPOCH) {
+            Ok(d) => format!("{:x}", d.as_nanos()),
             // Before 1970: told apart from the same distance after it.
-            Some(Err(e)) => format!("-n{:x}", e.duration().as_nanos()),
+            Err(e) => format!("n{:x}", e.duration().as_nanos()),
         };
-        let settled = self
+        let modified = self
             .modified
-            .and_then(|m| now.duration_since(m).ok())
+            .map_or(String::new(), |m| format!("-{}", stamp(m)));
+        let set_ahead = match (self.modified, changed) {
+            (Some(m), Some(c)) => m > c,
+            _ => false,
+        };
+        let (changed_part, settles_from) = if set_ahead {
+            (
+                changed.map_or(String::new(), |c| format!("-c{}", stamp(c))),
+                changed,
+            )
+        } else {
+            (String::new(), self.modified)
+        };
+        let settled = settles_from
+            .and_then(|t| now.duration_since(t).ok())
             .is_some_and(|age| age >= strong_after);
+        let whole_s = |t: Option<std::time::SystemTime>| {
+            t.and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+                .map(|d| d.as_secs())
+        };
         Validators {
             etag: format!(
-                "\"{:x}-{:x}-{:x}{modified}\"",
+                "\"{:x}-{:x}-{:x}{modified}{changed_part}\"",
                 self.device, self.inode, self.len_bytes
             ),
             weak: !settled,
-            modified_s: since_epoch.and_then(Result::ok).map(|d| d.as_secs()),
-            // Not part of the version (a `chmod` changes it, not the bytes): the caller adds
-            // it from the same metadata.
-            changed_s: None,
+            modified_s: whole_s(self.modified),
+            changed_s: whole_s(changed),
         }
     }
 
@@ -1804,21 +1840,19 @@ async fn serve_file(
     let now_s = now
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
-    let validators = Validators {
-        changed_s: {
-            use std::os::unix::fs::MetadataExt;
-            u64::try_from(file.metadata.ctime()).ok()
-        },
-        ..version.validators(now, FileVersion::strong_after(&file.metadata))
-    };
+    let validators = version.validators(
+        now,
+        FileVersion::changed(&file.metadata),
+        FileVersion::strong_after(&file.metadata),
+    );
     let mut validator_headers = Vec::with_capacity(2);
     if let Ok(v) = HeaderValue::from_str(&validators.etag_value()) {
         validator_headers.push((header::ETAG, v));
     }
-    // A modification time ahead of the clock is sent as the answer's date (RFC 9110, section
-    // 8.8.2.1); the date conditions weigh it no later than the inode's status change, so that
-    // such a date sent back holds until the file changes (`modified_for_conditions`).
-    let last_modified_s = validators.modified_s.map(|m| m.min(now_s));
+    // The date the conditions weigh: the modification time, but no later than the inode's
+    // status change nor the clock (`last_modified_s`). A time ahead of the clock is never sent
+    // (RFC 9110, section 8.8.2.1), nor the clock in its place, which moves on every second.
+    let last_modified_s = validators.last_modified_s(now_s);
     if let Some(date) = last_modified_s.and_then(format_http_date) {
         if let Ok(v) = HeaderValue::from_str(&date) {
             validator_headers.push((header::LAST_MODIFIED, v));
@@ -2273,12 +2307,13 @@ mod tests {
         let set = |t: SystemTime| {
             file.set_times(std::fs::FileTimes::new().set_modified(t))
                 .unwrap();
-            FileVersion::of(&std::fs::metadata(&path).unwrap())
+            let meta = std::fs::metadata(&path).unwrap();
+            (FileVersion::of(&meta), FileVersion::changed(&meta))
         };
-        let fresh = set(now);
+        let (fresh, changed) = set(now);
         let wait = Duration::from_millis(1050);
         for at in [now, now + Duration::from_millis(1049)] {
-            let v = fresh.validators(at, wait);
+            let v = fresh.validators(at, changed, wait);
             assert!(
                 v.weak,
                 "modified {:?} before the answer",
@@ -2286,14 +2321,55 @@ mod tests {
             );
             assert!(v.etag_value().starts_with("W/\""), "{}", v.etag_value());
         }
-        let settled = fresh.validators(now + wait, wait);
+        let settled = fresh.validators(now + wait, changed, wait);
         assert!(!settled.weak);
-        assert_eq!(settled.etag, fresh.validators(now, wait).etag);
+        assert_eq!(settled.etag, fresh.validators(now, changed, wait).etag);
         // Ahead of the answer's clock: weak too.
-        assert!(fresh.validators(now - Duration::from_secs(5), wait).weak);
-        let old = set(now - Duration::from_secs(3600)).validators(now, wait);
+        assert!(
+            fresh
+                .validators(now - Duration::from_secs(5), changed, wait)
+                .weak
+        );
+        let (old, changed) = set(now - Duration::from_secs(3600));
+        let old = old.validators(now, changed, wait);
         assert!(!old.weak);
         assert!(old.etag_value().starts_with('"'), "{}", old.etag_value());
+    }
+
+    /// A modification time set ahead of the status change (`touch -d 2030-06-01`) kept the tag
+    /// weak until the clock reached it, years on: `foresight get` polled a second for a strong
+    /// tag and then fell back to one GET. Such a tag also carries the status change, which every
+    /// write stamps anew, and is strong once that change is `strong_after` old; a write then
+    /// moves the tag, though the time it stamps is not the one set ahead.
+    #[test]
+    fn a_modification_time_set_ahead_settles_by_the_status_change() {
+        use std::time::SystemTime;
+        let tmp = temp_dir("net-ahead");
+        let path = tmp.path().join("f");
+        std::fs::write(&path, b"ahead").unwrap();
+        let ahead = SystemTime::now() + Duration::from_secs(5 * 365 * 86_400);
+        let file = std::fs::File::options().write(true).open(&path).unwrap();
+        file.set_times(std::fs::FileTimes::new().set_modified(ahead))
+            .unwrap();
+        let meta = std::fs::metadata(&path).unwrap();
+        let (version, changed) = (FileVersion::of(&meta), FileVersion::changed(&meta));
+        let changed_at = changed.expect("a status change after 1970");
+        let wait = Duration::from_millis(1050);
+        let v = version.validators(changed_at, changed, wait);
+        assert!(v.weak, "{}", v.etag_value());
+        let settled = version.validators(changed_at + wait, changed, wait);
+        assert!(!settled.weak, "{}", settled.etag_value());
+        assert_eq!(settled.etag, v.etag);
+        // Its date is the status change, not the time ahead nor the clock.
+        let changed_s = changed_at
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs();
+        assert_eq!(settled.last_modified_s(changed_s + 100), Some(changed_s));
+        // A later status change (a write, a new time set) is another tag.
+        let later = version.validators(changed_at + 3 * wait, Some(changed_at + wait), wait);
+        assert!(!later.weak);
+        assert_ne!(later.etag, settled.etag);
     }
 
     /// How long a tag stays weak follows the granularity the file's timestamps prove: times with
@@ -2342,12 +2418,14 @@ mod tests {
         let meta = std::fs::metadata(&path).unwrap();
         let version = FileVersion::of(&meta);
         let modified = version.modified.unwrap();
+        let changed = FileVersion::changed(&meta);
         let v = version.validators(
             modified + Duration::from_millis(100),
+            changed,
             FileVersion::strong_after(&meta),
         );
         assert!(!v.weak, "{}", v.etag_value());
-        let v = version.validators(modified, FileVersion::strong_after(&meta));
+        let v = version.validators(modified, changed, FileVersion::strong_after(&meta));
         assert!(v.weak, "{}", v.etag_value());
     }
 

@@ -3,17 +3,20 @@
 //!
 //! The server describes each version of a file by an entity tag built from what it already
 //! compares to tell versions apart (device, inode, length and modification time in nanoseconds;
-//! see `server::FileVersion`) and by its modification time as an HTTP-date. The tag is strong
-//! only once the file was modified long enough before the answer that its timestamps cannot
-//! repeat (`server::strong_after`: about 50 ms on a file system whose times show sub-second
-//! figures, a second otherwise): a file rewritten again within its file system's timestamp
-//! granularity, at the same size and inode, keeps every one of those figures, so until then the
-//! tag is sent weak (`W/`), since it cannot promise that equal tags mean equal bytes (section
-//! 8.8.1). The preconditions are weighed in the order of section
+//! see `server::FileVersion`) and by an HTTP-date, its `Last-Modified`: the modification time,
+//! no later than the inode's last status change nor the clock ([`Validators::last_modified_s`]).
+//! The tag is strong only once the file was modified long enough before the answer that its
+//! timestamps cannot repeat (`server::strong_after`: about 50 ms on a file system whose times
+//! show sub-second figures, a second otherwise): a file rewritten again within its file system's
+//! timestamp granularity, at the same size and inode, keeps every one of those figures, so until
+//! then the tag is sent weak (`W/`), since it cannot promise that equal tags mean equal bytes
+//! (section 8.8.1). A modification time later than the status change was set by hand (or by
+//! another clock) and tells nothing of the next write: the tag then also carries the status
+//! change, which every write stamps anew, and is strong once that change is as old. The
+//! preconditions are weighed in the order of section
 //! 13.2.2: `If-Match` (strong comparison, `*` any file; failing gives 412), else
 //! `If-Unmodified-Since` (412 when the file is newer than the date; a date that does not parse is
-//! ignored; "newer" weighs the modification time no later than the inode's last status change
-//! nor the clock, see [`Validators::modified_for_conditions`]); then `If-None-Match` (weak comparison, a `W/` prefix ignored on either side, `*` any
+//! ignored; "newer" weighs the date `Last-Modified` gives); then `If-None-Match` (weak comparison, a `W/` prefix ignored on either side, `*` any
 //! file; a match gives 304), else `If-Modified-Since` (304 when the file is not newer, weighed as
 //! for `If-Unmodified-Since`); then
 //! `If-Range`, which needs a strong match: an entity tag without `W/` equal to the file's strong
@@ -278,16 +281,17 @@ pub struct Validators {
 }
 
 impl Validators {
-    /// The date `If-Unmodified-Since` and `If-Modified-Since` compare, at `now_s`: the file's
-    /// last modification as far as the server can tell, its modification time, but no later
-    /// than its last status change nor than the clock. A modification time ahead of the clock
-    /// (a file touched into the future, or copied from a machine whose clock runs ahead) is
-    /// sent in `Last-Modified` as the answer's own date (RFC 9110, section 8.8.2.1), which moves
-    /// on with the clock; compared as it is, the file would look modified after every date a
-    /// client was sent. The status change is when that modification time was set, so a date
-    /// at or after it holds until the file changes again, and any change (a write, a new
-    /// modification time) moves the status change past it. `None` without a modification time.
-    pub fn modified_for_conditions(&self, now_s: u64) -> Option<u64> {
+    /// The file's `Last-Modified` at `now_s`, and the date `If-Unmodified-Since`,
+    /// `If-Modified-Since` and `If-Range` compare: its last modification as far as the server
+    /// can tell, its modification time, but no later than its last status change nor than the
+    /// clock. A modification time ahead of the clock (a file touched into the future, or copied
+    /// from a machine whose clock runs ahead) cannot be sent (RFC 9110, section 8.8.2.1), and
+    /// the answer's own date in its place would move on with the clock, so that no date a
+    /// client was sent would ever match again. The status change is when that modification
+    /// time was set, and the data has not changed since: a date at or after it holds until the
+    /// file changes again, and any change (a write, a new modification time) moves the status
+    /// change past it. `None` without a modification time.
+    pub fn last_modified_s(&self, now_s: u64) -> Option<u64> {
         let m = self.modified_s?;
         Some(self.changed_s.map_or(m, |c| m.min(c)).min(now_s))
     }
@@ -348,7 +352,7 @@ pub fn evaluate(c: &Conditions, file: &Validators, now_s: u64) -> Answer {
             return Answer::PreconditionFailed;
         }
     } else if let (Some(ius), Some(modified_s)) =
-        (&c.if_unmodified_since, file.modified_for_conditions(now_s))
+        (&c.if_unmodified_since, file.last_modified_s(now_s))
     {
         // A date that does not parse is ignored (section 13.1.4), as is the field for a file
         // without a modification time.
@@ -367,7 +371,7 @@ pub fn evaluate(c: &Conditions, file: &Validators, now_s: u64) -> Answer {
             return Answer::NotModified;
         }
     } else if let (Some(ims), Some(modified_s)) =
-        (&c.if_modified_since, file.modified_for_conditions(now_s))
+        (&c.if_modified_since, file.last_modified_s(now_s))
     {
         if parse_http_date(ims, year).is_some_and(|since| modified_s <= since) {
             return Answer::NotModified;
@@ -383,7 +387,7 @@ pub fn evaluate(c: &Conditions, file: &Validators, now_s: u64) -> Answer {
                     && matches!(entity_tag(v), Some((t, "")) if !t.weak && t.opaque == file.etag)
             } else {
                 // A file whose tag is weak was modified too recently for its date to be strong.
-                match (parse_http_date(v, year), file.modified_s) {
+                match (parse_http_date(v, year), file.last_modified_s(now_s)) {
                     (Some(date), Some(m)) => !file.weak && date == m && m + 1 < now_s,
                     _ => false,
                 }

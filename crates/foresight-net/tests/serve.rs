@@ -775,14 +775,14 @@ fn validators_are_sent_and_conditional_requests_are_answered() {
 }
 
 /// A file whose modification time is ahead of the server's clock (a clock set wrong when it was
-/// written, or a `touch -d` into the future) gets the answer's `Date` as its `Last-Modified`
-/// (RFC 9110, section 8.8.2.1: a server with a clock must not send a later one). That date never
-/// makes a `Range` under `If-Range` apply, and sent back as a precondition it is weighed against
-/// the time the file's time was set, so a client echoing it is not refused (412) while the file
-/// is unchanged. (A change after the date is `validators.rs`'s unit test: seconds are too coarse
-/// to make one here without sleeping.)
+/// written, or a `touch -d` into the future) never gets that time as its `Last-Modified` (RFC
+/// 9110, section 8.8.2.1: a server with a clock must not send a later one), but the time its
+/// time was set (its status change), and sent back as a precondition that date is weighed
+/// against the same, so a client echoing it is not refused (412) while the file is unchanged.
+/// (A change after the date is `validators.rs`'s unit test: seconds are too coarse to make one
+/// here without sleeping.)
 #[test]
-fn a_modification_time_in_the_future_is_sent_as_the_answers_date() {
+fn a_modification_time_in_the_future_is_not_sent_as_the_files_date() {
     use foresight_net::validators::{format_http_date, parse_http_date};
     let s = serve("future-mtime");
     let a = s.addr();
@@ -837,13 +837,58 @@ fn a_modification_time_in_the_future_is_sent_as_the_answers_date() {
             &format!("If-Unmodified-Since: {an_hour_before}\r\n"),
         );
         assert_eq!(r.status, 412, "If-Unmodified-Since: {an_hour_before}");
-        let r = get_with(
-            a,
-            "GET",
-            "/f.bin",
-            &format!("Range: bytes=0-9\r\nIf-Range: {modified}\r\n"),
-        );
-        assert_eq!(r.status, 200, "If-Range: {modified}");
+    }
+}
+
+/// A file touched years ahead (`touch -d 2030-06-01`) kept a weak tag, and a `Last-Modified` of
+/// the answer's date, a new one every second: `If-Range` never matched, and `foresight get` polled
+/// a second for a strong tag and then took the file in one GET. Its tag is now strong once the
+/// time was set a moment before (within a second and a little, on any file system), its date
+/// is when the time was set and holds from one answer to the next, and `If-Range` with either
+/// honours a `Range`. The bounds are loose, for a loaded machine.
+#[test]
+fn a_file_touched_into_the_future_gets_a_strong_tag_and_a_date_that_holds() {
+    let s = serve("future-strong");
+    let a = s.addr();
+    let path = s.root.join("t.bin");
+    let body = content(10_000, 6);
+    std::fs::write(&path, &body).unwrap();
+    let ahead = std::time::SystemTime::now() + Duration::from_secs(5 * 365 * 86_400);
+    std::fs::File::options()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .set_modified(ahead)
+        .unwrap();
+    let within = |what: &str, ok: &dyn Fn() -> bool| {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !ok() {
+            assert!(Instant::now() < deadline, "no {what} within 10 s");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+    let head = || get_with(a, "HEAD", "/t.bin", "");
+    within("strong tag", &|| {
+        head().header("etag").is_some_and(|t| !t.starts_with("W/"))
+    });
+    let first = head();
+    std::thread::sleep(Duration::from_millis(1100));
+    let second = head();
+    for name in ["etag", "last-modified"] {
+        assert_eq!(first.header(name), second.header(name), "{name}");
+    }
+    let etag = first.header("etag").unwrap().to_string();
+    let date = first.header("last-modified").unwrap().to_string();
+    for if_range in [etag, date] {
+        within(&format!("206 for If-Range: {if_range}"), &|| {
+            let r = get_with(
+                a,
+                "GET",
+                "/t.bin",
+                &format!("Range: bytes=10-19\r\nIf-Range: {if_range}\r\n"),
+            );
+            r.status == 206 && r.body == body[10..20]
+        });
     }
 }
 
