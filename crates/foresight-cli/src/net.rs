@@ -419,7 +419,9 @@ Data goes to --out (one URL: the file, or into it if it is a directory; several:
 file under its URL's name: the last path segment, percent-decoded, so /a%20b.bin is saved as \
 `a b.bin`, or `index` for a path ending in /; a segment that decodes to a `/`, a NUL byte, `.` \
 or `..`, and URLs that would share a name, are refused (exit 2) before anything is \
-downloaded), or to standard output. A file is written under a temporary name \
+downloaded), or to standard output. An --out that is a symbolic link is kept: the file it \
+leads to (through any chain of links, each relative one taken from its link's directory) is \
+the one written, and created when it does not exist yet. A file is written under a temporary name \
 beside it and renamed into place when its download is complete, so a failed download (or one \
 stopped by SIGINT, SIGTERM or SIGHUP, which says so on standard error) leaves no partial file \
 and an existing file as it was; a \
@@ -1048,6 +1050,31 @@ fn saved_name(url: &Url) -> Result<std::ffi::OsString, String> {
     Ok(std::os::unix::ffi::OsStringExt::from_vec(name))
 }
 
+/// The path a chain of symbolic links at `path` leads to, each link's target taken from the
+/// link's own directory when it is relative; `path` itself when it is no link. Read link by link
+/// rather than through `canonicalize`, which fails for a link whose target does not exist yet:
+/// that target is the file to create, and the link is left as it is.
+fn link_target(path: &std::path::Path) -> std::io::Result<PathBuf> {
+    // The kernel's own bound on links followed in one lookup (`MAXSYMLINKS`).
+    const MOST_LINKS: usize = 40;
+    let mut at = path.to_path_buf();
+    for _ in 0..MOST_LINKS {
+        match std::fs::symlink_metadata(&at) {
+            Ok(m) if m.file_type().is_symlink() => {
+                let to = std::fs::read_link(&at)?;
+                at = match at.parent() {
+                    Some(dir) if to.is_relative() => dir.join(to),
+                    _ => to,
+                };
+            }
+            _ => return Ok(at),
+        }
+    }
+    Err(std::io::Error::other(format!(
+        "more than {MOST_LINKS} links, or a loop"
+    )))
+}
+
 /// Where one download's bytes go. A regular file (or a path where none exists yet) is written
 /// beside its target under a temporary name and renamed over it only once the download is
 /// complete, so that a failed download leaves a file that was already there as it was, and no
@@ -1132,13 +1159,15 @@ impl OutTarget {
                 path.display()
             )));
         }
-        // A symbolic link keeps pointing where it did: the file it names is the one replaced.
-        let target = match std::fs::symlink_metadata(path) {
-            Ok(m) if m.file_type().is_symlink() => {
-                std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
-            }
-            _ => path.to_path_buf(),
-        };
+        // A symbolic link keeps pointing where it did: the file it names is the one replaced,
+        // or created when there is none yet.
+        let target = link_target(path).map_err(|e| {
+            input(format!(
+                "--out {}: cannot follow its symbolic link ({e}); give a file name or a link \
+                 that leads to one",
+                path.display()
+            ))
+        })?;
         let Some(name) = target.file_name() else {
             return Err(input(format!(
                 "--out {}: names no file; give a file name or a directory",

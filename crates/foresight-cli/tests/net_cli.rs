@@ -2399,3 +2399,53 @@ fn a_get_to_a_fifo_whose_reader_leaves_early_fails_saying_how_much_it_took() {
     );
     terminate(&mut server);
 }
+
+/// `--out` a symbolic link whose target does not exist yet (`ln -s sub/target.bin link.bin`):
+/// the download replaced the link by a regular file, where the code meant a link to keep pointing
+/// where it did (its target could not be canonicalized, and the link's own path was taken). The
+/// target is created now, taken from the link's directory, through a chain of links too, and the
+/// links are kept; a loop of links is refused (exit 2) naming --out.
+#[test]
+fn a_get_to_a_dangling_symlink_creates_its_target_and_keeps_the_link() {
+    let (_guard, dir) = scratch("get-dangling");
+    let root = dir.join("root");
+    std::fs::create_dir_all(&root).unwrap();
+    let data: Vec<u8> = (0..70_000u32).map(|i| (i % 253) as u8).collect();
+    std::fs::write(root.join("d.bin"), &data).unwrap();
+    let (mut server, addr) = serve_root(&root);
+    let url = format!("http://{addr}/d.bin");
+    let sub = dir.join("sub");
+    std::fs::create_dir_all(&sub).unwrap();
+    let link = dir.join("link.bin");
+    std::os::unix::fs::symlink("sub/target.bin", &link).unwrap();
+    // A link to that link, from another directory: each relative target is the link's own.
+    let chained = sub.join("chain.bin");
+    std::os::unix::fs::symlink("../link.bin", &chained).unwrap();
+    for (out, target) in [
+        (&link, sub.join("target.bin")),
+        (&chained, sub.join("target.bin")),
+    ] {
+        let _ = std::fs::remove_file(&target);
+        get_to(&url, out);
+        let kind = std::fs::symlink_metadata(out).unwrap().file_type();
+        assert!(kind.is_symlink(), "{} was replaced", out.display());
+        assert!(
+            std::fs::read(&target).unwrap() == data,
+            "{} did not get the download",
+            target.display()
+        );
+    }
+    assert_eq!(
+        std::fs::read_link(&link).unwrap(),
+        std::path::Path::new("sub/target.bin")
+    );
+    let (a, b) = (dir.join("loop-a"), dir.join("loop-b"));
+    std::os::unix::fs::symlink(&b, &a).unwrap();
+    std::os::unix::fs::symlink(&a, &b).unwrap();
+    let err = refused(&["get", &url, "--out", a.to_str().unwrap()]);
+    assert!(
+        err.contains(&format!("--out {}", a.display())) && err.contains("symbolic link"),
+        "{err}"
+    );
+    terminate(&mut server);
+}
