@@ -1293,7 +1293,12 @@ direction is relayed until it ends too (a server that half-closes still gets wha
 sends, a client that half-closes still gets its answer). When either end's connection fails \
 instead (a reset), the other end is reset too once what came before is delivered, so that it \
 sees an error rather than an end that would pass a cut-off answer for a whole one. A connection the \
-upstream does not answer is closed, and standard error says so (at most once a second). Use it to \
+upstream does not answer is closed, and standard error says so (at most once a second). An \
+--upstream that is the proxy itself is refused (exit 2): any address its name gives at the \
+--listen port that is the listening address, or, for a proxy on a wildcard address (0.0.0.0, \
+::), a loopback address or any address of this machine (one a socket can be bound to; on a \
+system that lets sockets bind to any address, ip_nonlocal_bind, only loopback and wildcard \
+ones are found, and a loop is held to --max-connections). Use it to \
 measure `foresight get` against long or slow paths on one machine; it runs until stopped by \
 SIGINT, SIGTERM or SIGHUP, which closes its connections and says so on standard error (exit \
 code 128 plus the signal's number).
@@ -1329,41 +1334,40 @@ pub struct ProxyArgs {
 /// Runs `foresight proxy` until interrupted.
 pub fn run_proxy(a: &ProxyArgs) -> anyhow::Result<()> {
     // A mistyped upstream would otherwise show only as every relayed connection failing.
-    let resolved =
-        std::net::ToSocketAddrs::to_socket_addrs(a.upstream.as_str()).map(|mut addrs| addrs.next());
-    match resolved {
-        Ok(Some(addr)) if addr.port() == 0 => {
-            return Err(input(format!(
-                "--upstream: `{}` has port 0, which no server listens on; give its real port",
-                a.upstream
-            )))
-        }
-        // Relaying to itself, every accepted connection would open another until
-        // --max-connections ran out.
-        Ok(Some(addr))
-            if addr.port() == a.listen.port()
-                && (addr.ip() == a.listen.ip()
-                    || (a.listen.ip().is_unspecified()
-                        && (addr.ip().is_loopback() || addr.ip().is_unspecified()))) =>
-        {
-            return Err(input(format!(
-                "--upstream: `{}` is the proxy itself (--listen {}); give the server's address",
-                a.upstream, a.listen
-            )))
-        }
-        Ok(Some(_)) => {}
-        Ok(None) => {
-            return Err(input(format!(
-                "--upstream: `{}` resolves to no address",
-                a.upstream
-            )))
-        }
-        Err(e) => {
-            return Err(input(format!(
-                "--upstream: `{}` is not a HOST:PORT that resolves ({e}); give e.g. 127.0.0.1:8080",
-                a.upstream
-            )))
-        }
+    let resolved: Vec<SocketAddr> =
+        match std::net::ToSocketAddrs::to_socket_addrs(a.upstream.as_str()) {
+            Ok(addrs) => addrs.collect(),
+            Err(e) => {
+                return Err(input(format!(
+                    "--upstream: `{}` is not a HOST:PORT that resolves ({e}); give e.g. \
+                     127.0.0.1:8080",
+                    a.upstream
+                )))
+            }
+        };
+    if resolved.is_empty() {
+        return Err(input(format!(
+            "--upstream: `{}` resolves to no address",
+            a.upstream
+        )));
+    }
+    if resolved.iter().any(|addr| addr.port() == 0) {
+        return Err(input(format!(
+            "--upstream: `{}` has port 0, which no server listens on; give its real port",
+            a.upstream
+        )));
+    }
+    // Relaying to itself, every accepted connection would open another until
+    // --max-connections ran out. Each address the name gives is one the proxy may connect to.
+    if let Some(own) = resolved
+        .iter()
+        .find(|addr| proxy::relays_to_itself(a.listen, **addr))
+    {
+        return Err(input(format!(
+            "--upstream: `{}` is the proxy itself ({own} is where --listen {} takes \
+             connections); give the server's address",
+            a.upstream, a.listen
+        )));
     }
     let handle = proxy::spawn(ProxyConfig {
         listen: a.listen,

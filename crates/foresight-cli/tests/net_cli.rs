@@ -346,17 +346,35 @@ fn bad_network_arguments_exit_2_and_name_the_argument() {
 /// A proxy relaying to its own address opened a new connection to itself for every one it
 /// accepted, until --max-connections ran out, and its clients saw only closed connections. The
 /// address is held by this test, so that a proxy which did start would fail to listen rather than
-/// run on.
+/// run on. Only loopback and wildcard upstreams were taken for the proxy itself: one of the
+/// machine's other addresses (eth0's) at the port of a proxy on `0.0.0.0` started a storm of
+/// connections (some 3,000 threads from one `curl`), and so could a name whose first address
+/// was not the listening one (`localhost` giving `::1` before `127.0.0.1`).
 #[test]
 fn a_proxy_whose_upstream_is_itself_is_refused() {
     let held = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = held.local_addr().unwrap().port();
-    for listen in [format!("127.0.0.1:{port}"), format!("0.0.0.0:{port}")] {
-        let upstream = format!("127.0.0.1:{port}");
+    let mut cases = vec![
+        (format!("127.0.0.1:{port}"), format!("127.0.0.1:{port}")),
+        (format!("0.0.0.0:{port}"), format!("127.0.0.1:{port}")),
+        (format!("127.0.0.1:{port}"), format!("localhost:{port}")),
+    ];
+    // One of this machine's addresses beyond loopback: the source of the route to a
+    // documentation address (no packet is sent).
+    let own = std::net::UdpSocket::bind("0.0.0.0:0")
+        .and_then(|u| u.connect("198.51.100.1:9").and_then(|()| u.local_addr()))
+        .map(|a| a.ip())
+        .ok()
+        .filter(|ip| !ip.is_loopback());
+    match own {
+        Some(ip) => cases.push((format!("0.0.0.0:{port}"), format!("{ip}:{port}"))),
+        None => eprintln!("note: no address beyond loopback here; its case is skipped"),
+    }
+    for (listen, upstream) in cases {
         let err = refused(&["proxy", "--listen", &listen, "--upstream", &upstream]);
         assert!(
             err.contains("--upstream") && err.contains("itself"),
-            "{listen}: {err}"
+            "{listen} -> {upstream}: {err}"
         );
     }
 }
