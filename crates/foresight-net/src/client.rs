@@ -114,6 +114,28 @@ impl std::fmt::Display for Url {
     }
 }
 
+/// `http` or `https` (in any case) at the start of `text` followed by colons and
+/// slashes other than `://` (`http:/h`, `http:h`, `http//h`), and the text after them: a scheme
+/// mistyped, which taken for a host name would be advised as `http://http:/h`. `http:8080/f` is
+/// not one: it reads as the host `http` at port 8080.
+fn misspelt_scheme(text: &str) -> Option<(&'static str, &str)> {
+    let letters = text.find(|c: char| !c.is_ascii_alphabetic())?;
+    let scheme = ["http", "https"]
+        .into_iter()
+        .find(|s| text[..letters].eq_ignore_ascii_case(s))?;
+    let after = &text[letters..];
+    if !after.starts_with([':', '/']) || after.starts_with("://") {
+        return None;
+    }
+    if let Some(port) = after.strip_prefix(':') {
+        let port = port.split(['/', '?']).next().unwrap_or_default();
+        if !port.is_empty() && port.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+    }
+    Some((scheme, after.trim_start_matches([':', '/'])))
+}
+
 impl FromStr for Url {
     type Err = String;
 
@@ -123,13 +145,27 @@ impl FromStr for Url {
             .get(.."http://".len())
             .filter(|scheme| scheme.eq_ignore_ascii_case("http://"))
             .map(|_| &text["http://".len()..])
-            .ok_or_else(|| match text.split_once("://") {
+            .ok_or_else(|| match (misspelt_scheme(text), text.split_once("://")) {
+                // `http:/host`: the URL meant, not `http://http:/host`.
+                (Some((_, "")), _) => {
+                    format!("`{text}` is not a URL; write http://HOST[:PORT]/PATH")
+                }
+                (Some(("https", _)), _) => format!(
+                    "`{text}`: `https://` is not supported; this client speaks plain HTTP (no \
+                     TLS), so give an http:// URL"
+                ),
+                (Some((_, rest)), _) => format!(
+                    "`{text}`: the scheme is written `http://`, a colon and two slashes; write \
+                     http://{rest}"
+                ),
                 // `host:port/path`, as a browser's address bar takes it.
-                None if text.starts_with(|c: char| c.is_ascii_alphanumeric() || c == '[') => {
+                (None, None)
+                    if text.starts_with(|c: char| c.is_ascii_alphanumeric() || c == '[') =>
+                {
                     format!("`{text}` has no scheme; write http://{text}")
                 }
-                None => format!("`{text}` is not a URL; write http://HOST[:PORT]/PATH"),
-                Some((scheme, _)) => format!(
+                (None, None) => format!("`{text}` is not a URL; write http://HOST[:PORT]/PATH"),
+                (None, Some((scheme, _))) => format!(
                     "`{text}`: `{scheme}://` is not supported; this client speaks plain HTTP (no \
                      TLS), so give an http:// URL"
                 ),
@@ -2761,12 +2797,38 @@ mod tests {
             ("http://x:80x/f", &["`80x`", "1 to 65535"][..]),
             ("http://x:0/f", &["`0`", "1 to 65535"][..]),
             ("http://x:99999/f", &["`99999`", "1 to 65535"][..]),
+            ("http:8080/f", &["no scheme", "http://http:8080/f"][..]),
         ] {
             let e = bad.parse::<Url>().unwrap_err();
             for needle in needles {
                 assert!(e.contains(needle), "{bad}: {e} lacks {needle}");
             }
         }
+    }
+
+    /// A URL missing a slash or the colon of `http://` was advised as a host name:
+    /// `http:/127.0.0.1:38111/small.txt` "has no scheme; write
+    /// http://http:/127.0.0.1:38111/small.txt". The advice is now the URL meant.
+    #[test]
+    fn a_mistyped_scheme_is_advised_as_the_url_meant() {
+        let meant = "http://127.0.0.1:38111/small.txt";
+        for bad in [
+            "http:/127.0.0.1:38111/small.txt",
+            "http:127.0.0.1:38111/small.txt",
+            "http//127.0.0.1:38111/small.txt",
+            "http/127.0.0.1:38111/small.txt",
+            "HTTP:/127.0.0.1:38111/small.txt",
+        ] {
+            let e = bad.parse::<Url>().unwrap_err();
+            assert!(
+                e.ends_with(&format!("write {meant}")) && !e.contains("http://http"),
+                "{bad}: {e}"
+            );
+        }
+        let e = "https:/x/f".parse::<Url>().unwrap_err();
+        assert!(e.contains("`https://`") && e.contains("no TLS"), "{e}");
+        let e = "http:/".parse::<Url>().unwrap_err();
+        assert!(e.contains("not a URL"), "{e}");
     }
 
     proptest::proptest! {
