@@ -446,7 +446,9 @@ standard error (the request, as HEAD, GET or its byte range, which attempt faile
 and why); the third failure ends the download, saying it gave up after 3 attempts. A host name \
 that does not resolve is not sent again: the download fails at once, naming the host to check. \
 The device \
-figures request is sent once, and a failure of it is noted and done without. A server that stops \
+figures request is sent once per URL (a download started over because the file changed before \
+any byte was written asks no more), and a failure of it is noted once and done without. A \
+server that stops \
 answering (or stops sending mid-body) thus fails a download within 4 x --request-timeout plus \
 0.3 s: the figures request's timeout and one request's three attempts (1.4 s, and the round \
 trips of the HEADs answered meanwhile, when the file's weak ETag is asked for again, see \

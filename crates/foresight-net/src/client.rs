@@ -514,11 +514,18 @@ impl Client {
     /// [`NetError::Changed`], since a writer cannot take them back.
     pub fn get(&self, url: &Url, sink: &mut dyn Write) -> Result<Report, NetError> {
         let mut attempt = 1;
+        // The server's figures are the server's, not the file's: asked for once, they serve
+        // every start, and a failure to get them is noted once.
+        let mut figures = None;
         loop {
-            match self
-                .rt
-                .block_on(download(self.cfg, &self.notes, url, Some(&mut *sink), None))
-            {
+            match self.rt.block_on(download(
+                self.cfg,
+                &self.notes,
+                url,
+                Some(&mut *sink),
+                None,
+                &mut figures,
+            )) {
                 Err(NetError::Changed {
                     written_bytes: 0, ..
                 }) if attempt < CHANGED_ATTEMPTS => attempt += 1,
@@ -543,6 +550,7 @@ impl Client {
             url,
             None,
             Some((size, reads, seed)),
+            &mut None,
         ))
     }
 }
@@ -1391,12 +1399,16 @@ fn copy_out(pieces: &BTreeMap<u64, Bytes>, from: u64, to: u64, out: &mut Vec<u8>
     }
 }
 
+/// One download of `url` into `sink` (or `random` reads of it): the opening `HEAD`, the
+/// figures, the ranges and the closing look. `asked_figures` holds the server's figures once
+/// asked for (`None` until then), so that a download started over does not ask again.
 async fn download(
     cfg: ClientConfig,
     notes: &Notes,
     url: &Url,
     mut sink: Option<&mut dyn Write>,
     random: Option<(ByteLen, u32, u64)>,
+    asked_figures: &mut Option<Option<DeviceFigures>>,
 ) -> Result<Report, NetError> {
     let started = std::time::Instant::now();
     let http_err = http_errors_of(url);
@@ -1496,7 +1508,11 @@ async fn download(
     let whole_in_first = first
         .as_ref()
         .is_some_and(|(b, len)| b.len() as u64 == *len);
-    let figures = server_figures(&pool, url).await;
+    // Once per download, whatever starts it takes (`Client::get`).
+    let figures = match *asked_figures {
+        Some(figures) => figures,
+        None => *asked_figures.insert(server_figures(&pool, url).await),
+    };
     // Parts of a file can be put together only under one strong validator (RFC 9110, section
     // 15.3.7.3), and a weak tag can go in no `If-Range` (section 13.1.5): under it, a file
     // rewritten between two ranges (at a size and time that leave the tag as it was, which is

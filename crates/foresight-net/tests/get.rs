@@ -797,6 +797,71 @@ fn a_file_whose_length_changes_during_a_download_is_an_error() {
     assert!(e.to_string().contains("2000000"), "{e}");
 }
 
+/// A download started over because its file changed before any byte was written (here a server
+/// whose ranges give another total than its `HEAD`, every time) asked for the server's figures
+/// again at each start, three requests of `/.well-known/foresight` and three notes that it went
+/// on without them, where `get --help` says that request is sent once. It is sent once per
+/// download now, and its answer (or its failure, noted once) serves every start.
+#[test]
+fn a_download_started_over_asks_for_the_servers_figures_once() {
+    use std::io::Write;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let data = std::sync::Arc::new(content(300_000, 8));
+    let (figures, heads) = (
+        std::sync::Arc::new(AtomicUsize::new(0)),
+        std::sync::Arc::new(AtomicUsize::new(0)),
+    );
+    let (f, h) = (figures.clone(), heads.clone());
+    let addr = tiny_server(move |req, c| {
+        if req.path == "/.well-known/foresight" {
+            // Closed unanswered: the figures request fails, and is noted.
+            f.fetch_add(1, Ordering::SeqCst);
+            return false;
+        }
+        if req.method == "HEAD" {
+            h.fetch_add(1, Ordering::SeqCst);
+        }
+        let Some((first, last)) = req.range.filter(|_| req.method == "GET") else {
+            return answer(req, c, "HTTP/1.1", RANGES, &data).is_ok();
+        };
+        let last = last.min(data.len() as u64 - 1);
+        let body = &data[first as usize..=last as usize];
+        let head = format!(
+            "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes {first}-{last}/{}\r\n\
+             ETag: \"v1\"\r\nContent-Length: {}\r\n\r\n",
+            data.len() + 1,
+            body.len()
+        );
+        c.write_all(head.as_bytes()).is_ok() && c.write_all(body).is_ok()
+    });
+    let notes = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let kept = notes.clone();
+    let c = Client::new(ClientConfig {
+        alpha: AlphaMode::Fixed(1),
+        readahead: Some(ByteLen::kib(64)),
+        ..ClientConfig::default()
+    })
+    .unwrap()
+    .with_notes(foresight_net::client::Notes::new(move |t| {
+        kept.lock().unwrap().push(t.to_string())
+    }));
+    let url: Url = format!("http://{addr}/f.bin").parse().unwrap();
+    let mut out = Vec::new();
+    let e = c.get(&url, &mut out).unwrap_err();
+    assert!(out.is_empty(), "{e}");
+    assert!(
+        heads.load(Ordering::SeqCst) > 1,
+        "the download was not started over: {e}"
+    );
+    assert_eq!(figures.load(Ordering::SeqCst), 1, "{e}");
+    let notes = notes.lock().unwrap();
+    let without = notes
+        .iter()
+        .filter(|n| n.contains("going on without the server's figures"))
+        .count();
+    assert_eq!(without, 1, "{notes:?}");
+}
+
 /// Without ranges, the whole file comes in one plain `GET`; a body that runs past the length the
 /// `HEAD` announced is refused as soon as it does, before the excess reaches the output (a server
 /// streaming without end would otherwise fill the disk under `--out`).
