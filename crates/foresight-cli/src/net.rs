@@ -302,7 +302,10 @@ pub struct ServeArgs {
     /// limit (ulimit -n) is raised toward two per connection, and a hard one below that is warned of.
     #[arg(long, default_value_t = 4096, value_parser = crate::whole_arg::<usize>)]
     max_connections: usize,
-    /// Longest request head (request line and headers) in bytes, 8192 to 1048576.
+    /// Longest request head in bytes (request line, header lines and the blank line that ends
+    /// them), 8192 to 1048576; a longer one gets 431 and its connection is closed. A head may
+    /// also hold at most 100 header lines (431 past them) and a path of at most 65534 bytes
+    /// (414 past it), whatever this says.
     #[arg(long, default_value_t = 16384, value_parser = crate::whole_arg::<usize>)]
     max_header_bytes: usize,
     /// How long a connection may wait for a complete request head (also ends idle keep-alive).

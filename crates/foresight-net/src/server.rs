@@ -34,9 +34,10 @@
 //! meanwhile. A response parked for the send timeout is abandoned, and a connection whose writes
 //! make no progress for that long is closed, with its permit, buffers and queued chunks.
 //!
-//! Limits: connections (`max_connections`; more are closed at once), request header bytes
-//! (`max_header_bytes`), time a connection may sit without sending a complete request header
-//! (`idle_timeout`, which also ends idle keep-alive connections), requests queued per worker
+//! Limits: connections (`max_connections`; more are closed at once), request head bytes
+//! (`max_header_bytes`, exact: hyper answers a longer head 431) and header lines
+//! ([`MAX_HEADER_LINES`], hyper's), time a connection may sit without sending a complete
+//! request header (`idle_timeout`, which also ends idle keep-alive connections), requests queued per worker
 //! (`queue_per_worker`; more get 503), streams remembered (`max_streams`, least recently used
 //! forgotten first, idle ones after `stream_idle`). SIGTERM (or [`ServerHandle::shutdown`]) stops
 //! accepting, lets open requests finish for up to `grace`, then stops the workers.
@@ -118,6 +119,11 @@ pub(crate) const MAX_CONNECTIONS: usize = 1 << 20;
 /// 64 times the default of 16 KiB.
 pub(crate) const MAX_HEADER_BYTES: usize = 1 << 20;
 
+/// The most header lines a request head may hold, whatever its length: hyper's parser's own
+/// bound (its default, kept on the stack; a larger one is allocated for every request). The
+/// 101st line gets 431, as a head past `max_header_bytes` does.
+pub const MAX_HEADER_LINES: usize = 100;
+
 /// Where the device figures published at `/.well-known/foresight` come from.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum DeviceSource {
@@ -152,7 +158,9 @@ pub struct ServerConfig {
     pub peak_ratio: Option<f64>,
     /// Most open connections, 1 to 1,048,576.
     pub max_connections: usize,
-    /// Most bytes of request head (request line and headers).
+    /// Most bytes of request head (request line, header lines and the blank line that ends
+    /// them); a longer one gets 431 and its connection is closed. A head also holds at most
+    /// [`MAX_HEADER_LINES`] header lines.
     pub max_header_bytes: usize,
     /// How long a connection may wait for a complete request head.
     pub idle_timeout: Duration,
@@ -1397,6 +1405,13 @@ async fn accept_loop(
     let mut http = hyper::server::conn::http1::Builder::new();
     http.timer(TokioTimer::new())
         .header_read_timeout(state.cfg.idle_timeout)
+        // The head's own limit, checked on the bytes the head takes: the read buffer's limit
+        // alone is not exact, since a read may fill the buffer's spare room past it (heads of
+        // 100,001 bytes were served under 100,000). The header lines are pinned to hyper's own
+        // default, which it keeps on the stack; its parser also takes a URI of at most 65,534
+        // bytes (414 past it).
+        .max_header_size(state.cfg.max_header_bytes)
+        .max_headers(MAX_HEADER_LINES)
         .max_buf_size(state.cfg.max_header_bytes.max(8192))
         .keep_alive(true)
         // A client that shuts its sending side after its request still wants the answer; by

@@ -227,6 +227,53 @@ fn oversized_heads_are_refused() {
     }
 }
 
+/// Sends a request head of exactly `bytes` bytes (request line, `lines` header lines padded to
+/// length, and the blank line that ends them) and returns the status, or `None` when the server
+/// closed the connection before or instead of answering (a refusal too).
+fn head_of(addr: std::net::SocketAddr, bytes: usize, lines: usize) -> Option<u16> {
+    use std::io::{BufRead, BufReader};
+    let start = "GET /sub/small.txt HTTP/1.1\r\nHost: t\r\nConnection: close\r\n";
+    let mut head = start.to_string();
+    for i in 2..lines.saturating_sub(1) {
+        head.push_str(&format!("X-Line-{i}: a\r\n"));
+    }
+    // The last line takes up what is left: `X-Pad: ` and its padding.
+    let pad = bytes - head.len() - "X-Pad: \r\n\r\n".len();
+    head.push_str(&format!("X-Pad: {}\r\n\r\n", "p".repeat(pad)));
+    assert_eq!(head.len(), bytes);
+    let mut c = TcpStream::connect(addr).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    // The server may close before reading everything: a failed write is a refusal.
+    c.write_all(head.as_bytes()).ok()?;
+    let mut status = String::new();
+    BufReader::new(c).read_line(&mut status).ok()?;
+    status.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// `--max-header-bytes` was given to hyper as its read buffer's size, which a read may overrun:
+/// with 100000, heads of 100,001 and 110,000 bytes were served (200), and with 1048576 one of
+/// 1,200,000. It is now the longest head served to the byte (request line, header lines and the
+/// blank line that ends them), a longer one getting 431, at every size; and the header lines
+/// are at most 100 (hyper's parser's bound, which `--help` now gives), the 101st getting 431.
+#[test]
+fn the_head_limit_is_exact_at_every_size() {
+    for limit in [16_384, 100_000, 1 << 20] {
+        let s = serve_with(&format!("head-{limit}"), |c| c.max_header_bytes = limit);
+        let a = s.addr();
+        assert_eq!(head_of(a, limit, 4), Some(200), "{limit} bytes");
+        for over in [limit + 1, limit + limit / 10] {
+            let status = head_of(a, over, 4);
+            assert!(
+                matches!(status, None | Some(431)),
+                "{over} bytes under a limit of {limit}: {status:?}"
+            );
+        }
+    }
+    let s = serve("header-lines");
+    assert_eq!(head_of(s.addr(), 4096, 100), Some(200));
+    assert_eq!(head_of(s.addr(), 4096, 101), Some(431));
+}
+
 #[test]
 fn curl_range_requests_match_the_file() {
     let Ok(out) = std::process::Command::new("curl").arg("--version").output() else {
