@@ -256,7 +256,10 @@ stand-in that no device was timed for, so give --device-bandwidth then, as a war
 standard error at startup says; `bandwidth_source` says which) and peak_ratio (p: --peak-ratio, `configured`; or 1.2 as in paper 004, `default`; \
 `peak_ratio_source` says which). GET /metrics is Prometheus \
 text. Both are found by their decoded names (/%6detrics and //metrics are /metrics), so files of \
-the root at those paths are not served. SIGTERM or SIGINT stops accepting and lets open requests finish (up to 10 s).
+the root at those paths are not served. SIGTERM or SIGINT stops accepting and lets open requests \
+finish (up to 10 s); responses still under way then are cut short, and the last line on \
+standard error says how many (\"stopped; the 10s grace period ran out with 1 response under way, \
+cut short\"). That stop was asked for, so it exits 0 all the same.
 
 A server that can serve nothing more stops by itself: when its engine breaks (a panic in the \
 readahead policy or on one of the engine's I/O threads, after which every read fails) or one of \
@@ -348,6 +351,7 @@ pub fn run_serve(a: &ServeArgs) -> anyhow::Result<()> {
     if let Some(b) = a.device_bandwidth {
         cfg.device = DeviceSource::Configured(b);
     }
+    let grace = cfg.grace;
     let handle = server::serve_until_signal(cfg).map_err(|e| listen_failure("--addr", e))?;
     // After the settings were checked and the server started, before it takes connections in
     // numbers: a refused start needs no limit, and warns of none.
@@ -382,8 +386,18 @@ pub fn run_serve(a: &ServeArgs) -> anyhow::Result<()> {
             f.avg_bandwidth_bytes_per_s / (1u64 << 20) as f64
         );
     }
-    handle.wait().map_err(net)?;
-    note!("foresight serve: stopped");
+    let stopped = handle.wait().map_err(net)?;
+    // A stop that cut downloads short is still the stop that was asked for (exit 0), but the
+    // operator should know that clients got less than their answers announced.
+    match stopped.cut_short_responses {
+        0 => note!("foresight serve: stopped"),
+        n => note!(
+            "foresight serve: stopped; the {} grace period ran out with {n} response{} under \
+             way, cut short (their clients got less than the length announced)",
+            foresight_net::duration_text(grace),
+            if n == 1 { "" } else { "s" }
+        ),
+    }
     Ok(())
 }
 

@@ -2467,3 +2467,52 @@ fn a_get_to_a_dangling_symlink_creates_its_target_and_keeps_the_link() {
     );
     terminate(&mut server);
 }
+
+/// A server stopped by SIGTERM while a client read a large file slowly cut that response short
+/// when its 10 s grace period ran out, and said only "stopped", exit 0: the operator could not
+/// tell a clean stop from one that cut downloads short. Its last line now says how many
+/// responses were cut short (exit 0 still: the stop was asked for, as --help says). Takes the
+/// grace period, 10 s.
+#[test]
+fn serve_says_how_many_responses_its_grace_period_cut_short() {
+    use std::io::{Read, Write};
+    let (_guard, dir) = scratch("serve-cut");
+    // Sparse: 256 MiB of zeros that take no disk, more than any socket buffers hold.
+    std::fs::File::create(dir.join("huge.bin"))
+        .unwrap()
+        .set_len(256 << 20)
+        .unwrap();
+    let (mut server, mut err, line) = start_serve(
+        bin(),
+        &dir,
+        &["--workers", "2", "--device-bandwidth", "400MB/s"],
+    );
+    let addr = line
+        .split("http://")
+        .nth(1)
+        .and_then(|s| s.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no address in {line:?}"))
+        .to_string();
+    let said = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = err.read_to_string(&mut text);
+        text
+    });
+    // A reader that takes the answer's first bytes and then nothing: its response stays under
+    // way until the grace period ends it.
+    let mut slow = std::net::TcpStream::connect(&addr).unwrap();
+    slow.write_all(b"GET /huge.bin HTTP/1.1\r\nHost: t\r\n\r\n")
+        .unwrap();
+    let mut first = [0u8; 12];
+    slow.read_exact(&mut first).unwrap();
+    assert_eq!(&first, b"HTTP/1.1 200");
+    let status = terminate(&mut server);
+    let said = said.join().unwrap();
+    assert!(status.success(), "{status}: {said}");
+    let last = said.lines().last().unwrap_or_default();
+    assert!(
+        last.contains("stopped") && last.contains("1 response") && last.contains("cut short"),
+        "{said}"
+    );
+    drop(slow);
+}

@@ -40,7 +40,9 @@
 //! request header (`idle_timeout`, which also ends idle keep-alive connections), requests queued per worker
 //! (`queue_per_worker`; more get 503), streams remembered (`max_streams`, least recently used
 //! forgotten first, idle ones after `stream_idle`). SIGTERM (or [`ServerHandle::shutdown`]) stops
-//! accepting, lets open requests finish for up to `grace`, then stops the workers.
+//! accepting, lets open requests finish for up to `grace`, then stops the workers; the file
+//! responses still under way then (bodies made and not yet dropped, `Stopped`) are cut short and
+//! counted.
 //!
 //! A server that can serve nothing more stops by itself: once its engine is broken (a panic in
 //! the readahead policy or on one of the engine's threads; every read then fails) or a worker
@@ -368,13 +370,21 @@ impl PublishedFigures {
     }
 }
 
+/// How a server that was told to stop ended.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Stopped {
+    /// File responses still under way when the grace period ran out, and so cut short: their
+    /// clients saw them end before their `Content-Length`.
+    pub cut_short_responses: u64,
+}
+
 /// A running server.
 #[derive(Debug)]
 pub struct ServerHandle {
     addr: SocketAddr,
     figures: PublishedFigures,
     stop: Option<oneshot::Sender<()>>,
-    thread: Option<std::thread::JoinHandle<Result<(), NetError>>>,
+    thread: Option<std::thread::JoinHandle<Result<Stopped, NetError>>>,
 }
 
 impl ServerHandle {
@@ -388,36 +398,33 @@ impl ServerHandle {
         &self.figures
     }
 
-    /// Stops accepting, lets open requests finish (up to the grace period), stops the workers.
-    pub fn shutdown(mut self) -> Result<(), NetError> {
+    /// Stops accepting, lets open requests finish (up to the grace period), stops the workers;
+    /// says how many responses the grace period cut short.
+    pub fn shutdown(mut self) -> Result<Stopped, NetError> {
         self.stop_and_join()
     }
 
     /// Waits until the server stops by itself: on SIGTERM or SIGINT when started with
-    /// [`serve_until_signal`] (`Ok`), or because its engine broke or a worker thread panicked
-    /// ([`NetError::Broken`], see the module documentation).
-    pub fn wait(mut self) -> Result<(), NetError> {
-        match self.thread.take() {
-            Some(t) => t
-                .join()
-                .unwrap_or_else(|_| Err(io::Error::other("server thread panicked").into())),
-            None => Ok(()),
-        }
+    /// [`serve_until_signal`] (`Ok`, with the responses its grace period cut short), or because
+    /// its engine broke or a worker thread panicked ([`NetError::Broken`], see the module
+    /// documentation).
+    pub fn wait(mut self) -> Result<Stopped, NetError> {
+        self.wait_inner()
     }
 
-    fn stop_and_join(&mut self) -> Result<(), NetError> {
+    fn stop_and_join(&mut self) -> Result<Stopped, NetError> {
         if let Some(s) = self.stop.take() {
             let _ = s.send(());
         }
         self.wait_inner()
     }
 
-    fn wait_inner(&mut self) -> Result<(), NetError> {
+    fn wait_inner(&mut self) -> Result<Stopped, NetError> {
         match self.thread.take() {
             Some(t) => t
                 .join()
                 .unwrap_or_else(|_| Err(io::Error::other("server thread panicked").into())),
-            None => Ok(()),
+            None => Ok(Stopped::default()),
         }
     }
 }
@@ -884,6 +891,8 @@ struct Counters {
     busy_rejections: AtomicU64,
     abandoned_responses: AtomicU64,
     streams_created: AtomicU64,
+    /// File responses whose body is under way: made, and not yet ended or dropped.
+    responses_open: AtomicU64,
 }
 
 struct State {
@@ -1398,7 +1407,7 @@ async fn accept_loop(
     std_listener: std::net::TcpListener,
     mut stop: oneshot::Receiver<()>,
     signals: Option<(tokio::signal::unix::Signal, tokio::signal::unix::Signal)>,
-) -> Result<(), NetError> {
+) -> Result<Stopped, NetError> {
     let listener = tokio::net::TcpListener::from_std(std_listener)?;
     let permits = Arc::new(Semaphore::new(state.cfg.max_connections));
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
@@ -1476,10 +1485,21 @@ async fn accept_loop(
         }
     }
     drop(listener);
-    let _ = tokio::time::timeout(state.cfg.grace, graceful.shutdown()).await;
+    let finished = tokio::time::timeout(state.cfg.grace, graceful.shutdown())
+        .await
+        .is_ok();
+    // The responses still under way now are cut short: the workers stop, and the runtime drops
+    // their connections.
+    let cut_short_responses = if finished {
+        0
+    } else {
+        state.counters.responses_open.load(Ordering::Relaxed)
+    };
     match state.failure() {
         Some(why) => Err(NetError::Broken { why }),
-        None => Ok(()),
+        None => Ok(Stopped {
+            cut_short_responses,
+        }),
     }
 }
 
@@ -1625,10 +1645,37 @@ struct ChannelBody {
     job: u64,
 }
 
+impl ChannelBody {
+    /// A body fed through `rx`, counted as under way until it is dropped.
+    fn new(
+        first: Bytes,
+        rx: mpsc::Receiver<io::Result<Bytes>>,
+        state: Arc<State>,
+        worker: WorkerId,
+        job: u64,
+    ) -> ChannelBody {
+        state
+            .counters
+            .responses_open
+            .fetch_add(1, Ordering::Relaxed);
+        ChannelBody {
+            first: Some(first),
+            rx,
+            state,
+            worker,
+            job,
+        }
+    }
+}
+
 impl Drop for ChannelBody {
     fn drop(&mut self) {
         self.rx.close();
         self.state.resume(self.worker, self.job);
+        self.state
+            .counters
+            .responses_open
+            .fetch_sub(1, Ordering::Relaxed);
     }
 }
 
@@ -1985,13 +2032,7 @@ async fn serve_file(
     state.resume(worker, id);
     match first {
         Some(Ok(first)) => {
-            let body = ChannelBody {
-                first: Some(first),
-                rx,
-                state: state.clone(),
-                worker,
-                job: id,
-            };
+            let body = ChannelBody::new(first, rx, state.clone(), worker, id);
             build(body.boxed(), Some(arrived.elapsed().as_nanos()))
         }
         Some(Err(e)) => first_chunk_failed(state, e),
