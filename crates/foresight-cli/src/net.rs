@@ -255,7 +255,9 @@ four reads of --readahead (4 MiB at least) or it cannot be read, 200 MiB/s, `def
 stand-in that no device was timed for, so give --device-bandwidth then, as a warning on \
 standard error at startup says; `bandwidth_source` says which) and peak_ratio (p: --peak-ratio, `configured`; or 1.2 as in paper 004, `default`; \
 `peak_ratio_source` says which). GET /metrics is Prometheus \
-text. Both are found by their decoded names (/%6detrics and //metrics are /metrics), so files of \
+text; its foresight_requests_total and foresight_responses_total count the requests refused \
+before they reach the server's own code too (400 for a head that does not parse, as with a \
+malformed Content-Length, 414, 431), each once its connection has ended. Both are found by their decoded names (/%6detrics and //metrics are /metrics), so files of \
 the root at those paths are not served. SIGTERM or SIGINT stops accepting and lets open requests \
 finish (up to 10 s); responses still under way then are cut short, and the last line on \
 standard error says how many (\"stopped; the 10s grace period ran out with 1 response under way, \

@@ -1477,7 +1477,13 @@ async fn accept_loop(
                 let watched = graceful.watch(conn);
                 let st = state.clone();
                 tokio::spawn(async move {
-                    let _ = watched.await;
+                    // A request hyper answered itself never reached `handle`, which counts the
+                    // others: its refusal ends the connection, with the error it answered.
+                    if let Some(status) = watched.await.err().as_ref().and_then(answered_by_hyper)
+                    {
+                        st.counters.requests.fetch_add(1, Ordering::Relaxed);
+                        st.count_status(status);
+                    }
                     st.counters.connections_open.fetch_sub(1, Ordering::Relaxed);
                     drop(permit);
                 });
@@ -1500,6 +1506,29 @@ async fn accept_loop(
         None => Ok(Stopped {
             cut_short_responses,
         }),
+    }
+}
+
+/// The status hyper answered a request with itself, from the error that ended its connection: a
+/// head that did not parse (400), one past `max_header_bytes` or `MAX_HEADER_LINES` (431), a URI
+/// past hyper's 65,534 bytes (414). `None` for the errors hyper answers with nothing (a broken or
+/// timed-out connection, an HTTP/2 preface, a fault of its own).
+fn answered_by_hyper(e: &hyper::Error) -> Option<StatusCode> {
+    if !e.is_parse() || e.is_parse_version_h2() || e.is_parse_status() {
+        return None;
+    }
+    // hyper tells its two refusals for size apart only in its words.
+    let text = e.to_string();
+    if e.is_parse_too_large() {
+        Some(if text.contains("URI too long") {
+            StatusCode::URI_TOO_LONG
+        } else {
+            StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE
+        })
+    } else if text.contains("internal error") {
+        None
+    } else {
+        Some(StatusCode::BAD_REQUEST)
     }
 }
 
@@ -2124,7 +2153,7 @@ fn metrics_text(state: &State) -> String {
     };
     counter(
         "foresight_requests_total",
-        "HTTP requests received.",
+        "HTTP requests received, those hyper refused before the handler (400, 414, 431) included.",
         "counter",
         c.requests.load(Ordering::Relaxed) as f64,
     );
@@ -2203,7 +2232,7 @@ fn metrics_text(state: &State) -> String {
     );
     let _ = writeln!(
         s,
-        "# HELP foresight_responses_total Responses by status code.\n# TYPE foresight_responses_total counter"
+        "# HELP foresight_responses_total Responses by status code, hyper's own refusals (400, 414, 431) included once their connection ends.\n# TYPE foresight_responses_total counter"
     );
     let mut codes: Vec<(u16, u64)> = c
         .by_status

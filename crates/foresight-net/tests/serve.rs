@@ -274,6 +274,51 @@ fn the_head_limit_is_exact_at_every_size() {
     assert_eq!(head_of(s.addr(), 4096, 101), Some(431));
 }
 
+/// Requests hyper answers itself, before the server's handler sees them (a head that does not
+/// parse, such as a malformed `Content-Length`: 400; a head past `--max-header-bytes`: 431; a URI
+/// past 65,534 bytes: 414), were missing from `foresight_requests_total` and
+/// `foresight_responses_total`: the metrics showed none of the refusals a client saw. Each is
+/// counted now, once its connection ends (hence the wait).
+#[test]
+fn requests_refused_before_the_handler_are_in_the_metrics() {
+    let s = serve_with("refused-counted", |c| c.max_header_bytes = 1 << 17);
+    let a = s.addr();
+    let count = |text: &str, line: &str| -> u64 {
+        text.lines()
+            .find_map(|l| l.strip_prefix(line)?.trim().parse().ok())
+            .unwrap_or(0)
+    };
+    let r = raw(
+        a,
+        "GET /sub/small.txt HTTP/1.1\r\nHost: t\r\nContent-Length: x\r\nConnection: close\r\n\r\n",
+    );
+    assert_eq!(r.status, 400);
+    assert!(matches!(head_of(a, (1 << 17) + 1, 4), None | Some(431)));
+    let long_uri = format!(
+        "GET /{} HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n",
+        "u".repeat(70_000)
+    );
+    assert_eq!(raw(a, &long_uri).status, 414);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let m = String::from_utf8(get(a, "/metrics", None).body).unwrap();
+        let codes = ["400", "414", "431"]
+            .map(|code| count(&m, &format!("foresight_responses_total{{code=\"{code}\"}}")));
+        // The refusals, and the /metrics requests answered before this one.
+        let answered = count(&m, "foresight_responses_total{code=\"200\"}");
+        if codes == [1, 1, 1] {
+            assert_eq!(
+                count(&m, "foresight_requests_total"),
+                3 + answered + 1,
+                "{m}"
+            );
+            break;
+        }
+        assert!(Instant::now() < deadline, "{codes:?} counted: {m}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 #[test]
 fn curl_range_requests_match_the_file() {
     let Ok(out) = std::process::Command::new("curl").arg("--version").output() else {
