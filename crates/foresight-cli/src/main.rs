@@ -240,6 +240,8 @@ a TOML string, quoted (trace = \"2024\").
                                  whose cache is its own policy.memory)
   [policy]                       (a key below that only other policies read is refused)
   name = \"seqp\"                  none | seqp | saseqp | msp+seqp | msp+saseqp | streams | directed
+                                 (a trace bypasses the page cache: none, its default, streams
+                                 or msp+..., whose MSP alone acts; page-cache keys refused)
   readahead_max = \"128KiB\"       largest readahead window (seqp, saseqp); at most host.memory
   readahead_rule = \"linux\"       linux (next window fetched at the marked page, ahead of
                                  the reader) | synchronous (only when a read misses)

@@ -1738,7 +1738,61 @@ fn refuse_keys_of_other_policies(name: &str, given: &[String]) -> Result<(), Con
     Ok(())
 }
 
+/// The `[policy]` keys that only a page-cache policy reads (`seqp`'s and `saseqp`'s window,
+/// `directed`'s memory and infill), which a trace replay never runs.
+const PAGE_CACHE_POLICY_KEYS: [&str; 5] = [
+    "readahead_max",
+    "readahead_rule",
+    "directed_memory",
+    "infill_max",
+    "contention",
+];
+
+/// Refuses, for a trace replay, a policy or a `[policy]` key that would not run. A trace's block
+/// requests enter below the page cache (at the volume, or the block-level cache), so only a
+/// block-level policy sees them: the stream scheduler (`streams`), or MSP in the RAID cache
+/// (`msp+seqp`, `msp+saseqp`, whose page-cache half does not run). Without a name the replay's
+/// policy is `none`; `seqp` there (the default of other workloads) would be named in the report
+/// and change nothing.
+fn refuse_page_cache_policy_of_a_trace(name: &str, given: &[String]) -> Result<(), ConfigError> {
+    if !(name == "none" || name == "streams" || name.starts_with("msp+")) {
+        return Err(key_err(
+            "policy.name",
+            format!(
+                "`{name}` prefetches into the page cache, which a trace's block requests bypass, \
+                 so it would not run; a trace replay runs none (its default), streams (the \
+                 stream scheduler, below the page cache; a record's disk number is its stream) \
+                 or msp+seqp / msp+saseqp (MSP in the RAID cache; the part after + does not \
+                 run); drop it (from a config file: --unset policy.name)"
+            ),
+        ));
+    }
+    if let Some(key) = given
+        .iter()
+        .find(|k| PAGE_CACHE_POLICY_KEYS.contains(&k.as_str()))
+    {
+        return Err(key_err(
+            &format!("policy.{key}"),
+            format!(
+                "a trace workload does not read this key: it sets a page-cache policy, and a \
+                 trace's block requests enter below the page cache; drop it (from a config \
+                 file: --unset policy.{key})"
+            ),
+        ));
+    }
+    Ok(())
+}
+
 impl SimConfig {
+    /// The policy that acts in a run, as its report names it: a trace replay's requests bypass
+    /// the page cache, so under `msp+X` only MSP, in the RAID cache, sees them.
+    pub fn policy_that_runs(&self) -> &str {
+        match self.workload.kind {
+            WorkloadKind::Trace if self.policy.name.starts_with("msp+") => "msp",
+            _ => &self.policy.name,
+        }
+    }
+
     /// Builds a config from a TOML table (after `--set`s). `base_dir` resolves relative trace paths.
     pub fn from_table(root: Table, base_dir: Option<&Path>) -> Result<SimConfig, ConfigError> {
         Self::from_table_as_written(root, base_dir, &AsWritten::default())
@@ -2045,12 +2099,19 @@ impl SimConfig {
         }
         h.finish()?;
 
+        // A trace's block requests enter below the page cache, so its policy is the block
+        // level's alone: `none` unless one is named (see `refuse_page_cache_policy_of_a_trace`).
+        let trace_run = !dfs_run
+            && matches!(
+                root.get("workload").and_then(|w| w.get("kind")),
+                Some(Value::String(k)) if k == "trace"
+            );
         let mut p = Section::take(&mut root, "policy")?;
         let policy_keys: Vec<String> = p.table.keys().cloned().collect();
         let defaults = PolicyConfig::default();
         let sd = defaults.streams;
         let policy = PolicyConfig {
-            name: p.string("name", "seqp")?,
+            name: p.string("name", if trace_run { "none" } else { "seqp" })?,
             readahead_max: p.size(
                 "readahead_max",
                 ByteLen::kib(128),
@@ -2162,6 +2223,9 @@ impl SimConfig {
             ));
         }
         p.finish()?;
+        if trace_run {
+            refuse_page_cache_policy_of_a_trace(&policy.name, &policy_keys)?;
+        }
         refuse_keys_of_other_policies(&policy.name, &policy_keys)?;
         // `msp+...` is chosen by its name alone, as in the engine and `foresight bench`: without
         // a size, its RAID cache is theirs.
@@ -2640,6 +2704,56 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(e.contains("`host.copy_rate`") && e.contains("trace"), "{e}");
+    }
+
+    /// A trace's block requests enter below the page cache: its policy is `none` unless a
+    /// block-level one is named, and a page-cache policy or one of its keys, which would change
+    /// nothing, is refused by name (the run used to report `seqp`, the default, and take
+    /// `policy.readahead_max` without a word).
+    #[test]
+    fn a_trace_refuses_a_page_cache_policy_and_its_keys() {
+        let trace = ["workload.kind=trace", "workload.trace=t.csv"];
+        let with = |sets: &[&str]| cfg("", &[&trace[..], sets].concat());
+        let c = with(&[]).unwrap();
+        assert_eq!(
+            (c.policy.name.as_str(), c.policy_that_runs()),
+            ("none", "none")
+        );
+        for (name, runs) in [
+            ("none", "none"),
+            ("streams", "streams"),
+            ("msp+seqp", "msp"),
+            ("msp+saseqp", "msp"),
+        ] {
+            let c = with(&[&format!("policy.name={name}")]).unwrap();
+            assert_eq!(c.policy_that_runs(), runs, "{name}");
+        }
+        for name in ["seqp", "saseqp", "directed"] {
+            let e = with(&[&format!("policy.name={name}")])
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains("`policy.name`") && e.contains("page cache") && e.contains("--unset"),
+                "{name}: {e}"
+            );
+        }
+        for (set, key) in [
+            ("policy.readahead_max=\"1GiB\"", "policy.readahead_max"),
+            ("policy.readahead_rule=synchronous", "policy.readahead_rule"),
+            ("policy.directed_memory=\"64MiB\"", "policy.directed_memory"),
+            ("policy.contention=false", "policy.contention"),
+        ] {
+            for name in ["", "policy.name=msp+seqp"] {
+                let sets: Vec<&str> = [set, name].into_iter().filter(|s| !s.is_empty()).collect();
+                let e = with(&sets).unwrap_err().to_string();
+                assert!(
+                    e.contains(&format!("`{key}`")) && e.contains("trace"),
+                    "{set} {name}: {e}"
+                );
+            }
+        }
+        // Other workloads keep `seqp` as their default.
+        assert_eq!(cfg("", &[]).unwrap().policy_that_runs(), "seqp");
     }
 
     /// A misspelt key is refused with the key it is nearest to, in every section and at the top

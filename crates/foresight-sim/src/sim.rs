@@ -822,6 +822,22 @@ impl<'r> Sim<'r> {
                 message: other.to_string(),
             },
         };
+        if w.kind == WorkloadKind::Trace
+            && cfg.policy.name.starts_with("msp+")
+            && striping.is_none()
+        {
+            // MSP's own refusal advises seqp or saseqp, which a trace replay refuses (config.rs).
+            return Err(ConfigError::Key {
+                key: "policy.name".into(),
+                message: format!(
+                    "`{}` runs MSP, which prefetches stripes and needs a striped volume \
+                     (device.kind = \"raid0\"); a trace replay on a volume that is not striped \
+                     takes none (leave policy.name out) or streams",
+                    cfg.policy.name
+                ),
+            }
+            .into());
+        }
         // `directed` derives its infill threshold from the device model (paper 003, Fig. 1).
         let mut policy_cfg = cfg.policy.clone();
         if policy_cfg.name == "directed" {
@@ -1951,7 +1967,7 @@ impl<'r> Sim<'r> {
             wall_s: 0.0,
             memory_peak_bytes: self.memory_peak_pages.max(cache.peak_pages()) * PAGE_BYTES,
             seed: self.cfg.seed,
-            policy: self.cfg.policy.name.clone(),
+            policy: self.cfg.policy_that_runs().to_string(),
             device: self.device_name.clone(),
             workload: format!("{:?}", self.cfg.workload.kind).to_lowercase(),
             streams: self.cfg.workload.streams,
@@ -2088,6 +2104,36 @@ mod tests {
             (999..=1_001).contains(&report.app_requests),
             "{} requests",
             report.app_requests
+        );
+    }
+
+    /// MSP on a trace replay of a volume without stripes is refused with advice a trace takes:
+    /// MSP's own refusal advised seqp or saseqp, which a trace replay refuses.
+    #[test]
+    fn msp_on_an_unstriped_trace_replay_advises_a_policy_a_trace_takes() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.mqsim");
+        std::fs::write(&path, "0 0 0 8 1\n").unwrap();
+        let mut t = toml::Table::new();
+        for set in [
+            "workload.kind=trace".to_string(),
+            "workload.format=mqsim".to_string(),
+            format!(
+                "workload.trace={}",
+                toml::Value::from(path.display().to_string())
+            ),
+            "policy.name=msp+seqp".to_string(),
+        ] {
+            crate::config::apply_set(&mut t, &set).unwrap();
+        }
+        let cfg = SimConfig::from_table(t, None).unwrap();
+        let e = match run(&cfg, RunOptions::default()) {
+            Ok(_) => panic!("msp ran on one disk"),
+            Err(e) => e.to_string(),
+        };
+        assert!(
+            e.contains("policy.name") && e.contains("striped") && !e.contains("saseqp on"),
+            "{e}"
         );
     }
 

@@ -115,7 +115,7 @@ fn a_trace_out_of_order_within_the_window_replays_as_its_sorted_self() {
     assert_ne!(shuffled, lines);
     let dir = tempfile::tempdir().unwrap();
     for sets in [
-        &["policy.name=seqp"][..],
+        &["policy.name=streams"][..],
         &[
             "workload.closed=true",
             "device.kind=ssd",
