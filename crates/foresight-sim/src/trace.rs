@@ -5,14 +5,13 @@
 //! lines whose first non-blank character is `#` are skipped; every other line must have exactly the
 //! format's columns, each a plain number (or the format's keyword) in range, or parsing stops with a
 //! [`TraceError`] naming the file, the 1-based line and what that column should hold. Times become
-//! integer nanoseconds relative to the trace's first record, so the first record arrives at 0:
-//! DiskSim lines carry the gap to the *next* request, so record `i` arrives at the sum of the gaps
-//! of records `0..i`; MSR lines carry absolute Windows FILETIME stamps (100 ns ticks) and MQSim lines
-//! absolute nanoseconds, from which the first record's stamp is subtracted. A stamp earlier than the
-//! first record's is an error (the first record defines time zero, and a negative arrival has no
-//! meaning), while records that step back in time but not past the first one are put in order with a
-//! stable sort by arrival, so equal arrivals keep their file order. None of the shipped traces needs
-//! that sort. MSR byte ranges become whole sectors covering them: `lba = floor(offset / 512)` and
+//! integer nanoseconds relative to the trace's earliest record, which arrives at 0: DiskSim lines
+//! carry the gap to the *next* request, so record `i` arrives at the sum of the gaps of records
+//! `0..i`; MSR lines carry absolute Windows FILETIME stamps (100 ns ticks, at most 2^64 ns, the
+//! year 2185) and MQSim lines absolute nanoseconds, from which the earliest record's stamp is
+//! subtracted. Records that step back in time, before the first one's too, are put in order with
+//! a stable sort by arrival, so equal arrivals keep their file order. None of the shipped traces
+//! needs that sort. MSR byte ranges become whole sectors covering them: `lba = floor(offset / 512)` and
 //! `sectors = ceil((offset + size) / 512) - lba`. All arithmetic is checked, so absurd values give an
 //! error instead of wrapping, and no input makes the parser panic.
 //!
@@ -21,7 +20,8 @@
 //! a window of [`TRACE_REORDER_RECORDS`] records read ahead and hands out the earliest, so a trace
 //! whose records step back by fewer than that many comes out in the stable sort's order, and one
 //! that steps back further is refused at the line that does; a trace of any length then takes the
-//! same memory. [`read_trace`] keeps a whole trace in memory instead, at most
+//! same memory. Its time zero is the earliest stamp of its first window, read before the first
+//! record is handed out, which is the whole file's earliest unless a record is refused. [`read_trace`] keeps a whole trace in memory instead, at most
 //! [`TRACE_RECORDS_MAX`] records (a pipe of valid lines that never ends is refused at the first
 //! line beyond), for the tools that compare a trace's measured times.
 
@@ -140,7 +140,8 @@ impl FromStr for TraceFormat {
 /// One request of a trace.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TraceRecord {
-    /// When the request arrives, relative to the trace's first record (which arrives at 0).
+    /// When the request arrives, relative to the trace's earliest record (which arrives at 0; for
+    /// a [`TraceReader`], the earliest of its first window).
     pub arrival: Instant,
     /// Read or write.
     pub op: Op,
@@ -417,6 +418,11 @@ fn finish(
     if records.windows(2).any(|w| w[1].arrival < w[0].arrival) {
         // `sort_by_key` is stable: records with equal arrivals keep their order in the file.
         records.sort_by_key(|r| r.arrival);
+    }
+    // The earliest record arrives at time zero.
+    let zero = records[0].arrival;
+    for r in &mut records {
+        *r = at_time_zero(*r, zero);
     }
     Ok(records)
 }
@@ -730,9 +736,10 @@ impl Window {
 ///
 /// It keeps a window of at most `window_records` records read ahead, and hands out the earliest
 /// of them (equal arrivals in file order), so records that step back in time within the window
-/// come out as the whole-file sort ([`read_trace`]) puts them. A record that arrives before one
-/// already handed out is an error naming its line: the stream cannot take back what the replay
-/// has sent. A bad line is found when the window reaches it, up to `window_records` records
+/// come out as the whole-file sort ([`read_trace`]) puts them, the earliest of the first window
+/// (read before any is handed out) at time zero, wherever it is in the window. A record that
+/// arrives before one already handed out is an error naming its line: the stream cannot take
+/// back what the replay has sent. A bad line is found when the window reaches it, up to `window_records` records
 /// before the replay does; lines past where a caller stops asking are never read.
 pub struct TraceReader {
     name: String,
@@ -746,7 +753,12 @@ pub struct TraceReader {
     records_max: u64,
     /// Whether the file has no more records to give (its end, or `records_max` reached).
     read_all: bool,
-    /// The last record handed out: its arrival and line.
+    /// The earliest arrival read so far, on the format's clock (see [`Parser::line`]).
+    earliest_read: Option<Instant>,
+    /// Time zero on the format's clock: the earliest arrival of the first window, set once that
+    /// is read, so that any record within the window may arrive before the file's first.
+    time_zero: Instant,
+    /// The last record handed out: its arrival on the format's clock, and its line.
     last_out: Option<(Instant, usize)>,
     /// The largest `end_bytes` of the records handed out.
     done_bytes: u64,
@@ -808,6 +820,8 @@ impl TraceReader {
                 records_max
             },
             read_all: false,
+            earliest_read: None,
+            time_zero: Instant::ZERO,
             last_out: None,
             done_bytes: 0,
             records_out: 0,
@@ -817,6 +831,10 @@ impl TraceReader {
         if reader.window.len() == 0 {
             return Err(no_records(&reader.name, format));
         }
+        // The first window is read, and nothing handed out: its earliest record, the first out,
+        // arrives at zero, and a record read later that arrives before it steps back before a
+        // record already sent (`fill`).
+        reader.time_zero = reader.earliest_read.expect("a window of records");
         Ok(reader)
     }
 
@@ -845,6 +863,9 @@ impl TraceReader {
                 continue;
             };
             if let Some((out, out_line)) = self.last_out.filter(|&(t, _)| record.arrival < t) {
+                // Seconds from time zero; the record may arrive before it.
+                let zero = self.time_zero.0 as i128;
+                let secs = |t: Instant| (t.0 as i128 - zero) as f64 / 1e9;
                 return Err(TraceError::new(
                     &self.name,
                     line_no,
@@ -853,8 +874,8 @@ impl TraceReader {
                          ({:.9} s), which the replay has already sent: a trace is replayed as it \
                          is read and put in arrival order only within {} records; sort the \
                          trace by its time stamps first (`sort -s -n{} -k1,1`)",
-                        record.arrival.as_secs_f64(),
-                        out.as_secs_f64(),
+                        secs(record.arrival),
+                        secs(out),
                         self.window_records,
                         if self.format == TraceFormat::Msr {
                             " -t,"
@@ -863,6 +884,9 @@ impl TraceReader {
                         },
                     ),
                 ));
+            }
+            if self.earliest_read.is_none_or(|t| record.arrival < t) {
+                self.earliest_read = Some(record.arrival);
             }
             self.window.push(Held {
                 record,
@@ -889,7 +913,7 @@ impl TraceReader {
         self.last_out = Some((held.record.arrival, held.line));
         self.done_bytes = self.done_bytes.max(held.end_bytes);
         self.records_out += 1;
-        Ok(Some((held.line, held.record)))
+        Ok(Some((held.line, at_time_zero(held.record, self.time_zero))))
     }
 
     /// The share of the replay handed out so far, from 0 to 1: of the file's bytes, or of
@@ -934,15 +958,13 @@ impl TraceReader {
 }
 
 /// A trace's records as its lines come in, each on its own: what a record's arrival depends on
-/// (the first record's stamp, DiskSim's running sum of gaps) is all it keeps.
+/// (DiskSim's running sum of gaps) is all it keeps.
 struct Parser {
     format: TraceFormat,
     /// Records parsed so far.
     records: u64,
     /// DiskSim: running sum of gaps (the next record's arrival).
     next_arrival_ns: u64,
-    /// MSR, MQSim: the first record's absolute stamp.
-    first_stamp: Option<u64>,
     /// Whether a first line with the wrong column count is tried in the other formats, to name
     /// the one it reads in (not in the parsers that try it).
     guess_format: bool,
@@ -954,13 +976,15 @@ impl Parser {
             format,
             records: 0,
             next_arrival_ns: 0,
-            first_stamp: None,
             guess_format: true,
         }
     }
 
     /// Line `line_no` of the trace `file_name`, without its line end: its record, or `None` for
-    /// a blank or comment line.
+    /// a blank or comment line. The record's `arrival` is its stamp in nanoseconds on the
+    /// format's own clock (an MSR FILETIME's since 1601, an MQSim stamp as written, a DiskSim
+    /// record's sum of the gaps before it): its reader sets time zero once it knows the earliest
+    /// record ([`at_time_zero`]).
     fn line<'l>(
         &mut self,
         file_name: &str,
@@ -1030,17 +1054,19 @@ impl Parser {
                     "filetime_100ns, a Windows FILETIME in 100 ns ticks",
                 )
                 .map_err(&err)?;
-                let first = *self.first_stamp.get_or_insert(stamp);
-                let arrival =
-                    since_first(stamp, first, NANOS_PER_FILETIME_TICK, 1).map_err(&err)?;
-                msr_line(cols, arrival).map_err(err)?
+                let arrival_ns = stamp.checked_mul(NANOS_PER_FILETIME_TICK).ok_or_else(|| {
+                    err(format!(
+                        "column 1: time stamp {stamp} is past 64-bit nanoseconds (FILETIME ticks \
+                         of 100 ns since 1601, so past the year 2185); expected a Windows \
+                         FILETIME"
+                    ))
+                })?;
+                msr_line(cols, Instant(arrival_ns)).map_err(err)?
             }
             TraceFormat::Mqsim => {
                 let stamp = unsigned(cols[0], 1, "arrival_ns, the arrival time in nanoseconds")
                     .map_err(&err)?;
-                let first = *self.first_stamp.get_or_insert(stamp);
-                let arrival = since_first(stamp, first, 1, 1).map_err(&err)?;
-                mqsim_line(cols, arrival).map_err(err)?
+                mqsim_line(cols, Instant(stamp)).map_err(err)?
             }
         };
         self.records += 1;
@@ -1048,22 +1074,12 @@ impl Parser {
     }
 }
 
-/// Nanoseconds from `first` to `stamp`, both in units of `unit_ns`; an error for a stamp before the
-/// first record's or for a span that overflows.
-fn since_first(stamp: u64, first: u64, unit_ns: u64, column: usize) -> Result<Instant, String> {
-    let ticks = stamp.checked_sub(first).ok_or_else(|| {
-        format!(
-            "column {column}: time stamp {stamp} is earlier than the first record's ({first}); \
-             expected stamps no earlier than the first record, which defines time zero"
-        )
-    })?;
-    let ns = ticks.checked_mul(unit_ns).ok_or_else(|| {
-        format!(
-            "column {column}: time stamp {stamp} is too far after the first record's ({first}) \
-             to fit in 64-bit nanoseconds"
-        )
-    })?;
-    Ok(Instant(ns))
+/// `record`, read by [`Parser::line`] on its format's clock, with its arrival counted from
+/// `zero`, the earliest record's arrival on that clock (no later than `record`'s).
+fn at_time_zero(mut record: TraceRecord, zero: Instant) -> TraceRecord {
+    debug_assert!(zero <= record.arrival, "time zero is the earliest arrival");
+    record.arrival = Instant(record.arrival.0 - zero.0);
+    record
 }
 
 /// One DiskSim line; returns the record (arriving at `arrival_ns`) and its gap to the next request.
@@ -1631,6 +1647,55 @@ pub(crate) mod tests {
         assert!(err.message.contains("sort -s -n -k1,1"), "{err}");
     }
 
+    /// A record earlier than the first is put before it when the window holds both, as the
+    /// whole-file sort does: time zero is the earliest stamp the first window holds. It used to be
+    /// refused ("earlier than the first record's ..., which defines time zero"), though the window
+    /// promised any order within it. One earlier than a record already sent is still refused.
+    #[test]
+    fn a_record_earlier_than_the_first_within_the_window_arrives_first() {
+        let dir = tempfile::tempdir().unwrap();
+        for (format, text, unit_ns) in [
+            (
+                TraceFormat::Mqsim,
+                "1000 0 0 8 1\n500 0 8 8 1\n700 0 16 8 0\n",
+                1,
+            ),
+            (
+                TraceFormat::Msr,
+                "1000,h,0,Read,0,4096,1\n500,h,0,Read,4096,4096,1\n700,h,0,Write,8192,4096,1\n",
+                100,
+            ),
+        ] {
+            let path = dir.path().join(format.name());
+            std::fs::write(&path, text).unwrap();
+            let whole = read_trace(&path, format).unwrap();
+            let arrivals: Vec<(u64, u64)> = whole.iter().map(|r| (r.arrival.0, r.lba.0)).collect();
+            assert_eq!(
+                arrivals,
+                [(0, 8), (200 * unit_ns, 16), (500 * unit_ns, 0)],
+                "{format}"
+            );
+            assert_eq!(parse_trace(text, format, "t").unwrap(), whole, "{format}");
+            for window in [3, TRACE_REORDER_RECORDS] {
+                assert_eq!(
+                    stream(&path, format, window).unwrap(),
+                    whole,
+                    "{format} {window}"
+                );
+            }
+            // With two records held, the record at 500 is sent (time zero) before line 3's, at
+            // 700, is read: that one is in order. With one, line 1's is sent first and line 2's
+            // steps back before it.
+            assert_eq!(stream(&path, format, 2).unwrap(), whole, "{format}");
+            let err = stream(&path, format, 1).unwrap_err();
+            assert_eq!(err.line, 2, "{format}: {err}");
+            assert!(
+                err.message.contains("before the record of line 1") && err.message.contains("sort"),
+                "{format}: {err}"
+            );
+        }
+    }
+
     /// Records that step back a few records (a trace whose stamps jitter) are put in place in the
     /// window's queue, not in its stepped-back part (then one heap): 2,000 MQSim records each
     /// stepping back by up to 8 records come out sorted without it (they all went through it, at
@@ -1734,7 +1799,7 @@ pub(crate) mod tests {
 
     /// MQSim text of `records` records whose stamps rise by 10 ns a record, rounded down to
     /// `coarse` ns so that many are equal, shuffled within blocks of `block` records after the
-    /// first (which defines time zero), drawn from `rng`.
+    /// first (the earliest, at 0), drawn from `rng`.
     fn shuffled_in_blocks(
         rng: &mut foresight_core::Rng,
         records: u64,
@@ -2008,17 +2073,25 @@ pub(crate) mod tests {
         assert_eq!(got, [(0, 1), (100, 3), (100, 5), (200, 2), (200, 4)]);
     }
 
+    /// The earliest record arrives at time zero, wherever it is in the file; a FILETIME too late
+    /// for 64-bit nanoseconds is refused at its line (it used to be taken when the first record's
+    /// was as late, its span from it fitting).
     #[test]
-    fn stamp_before_the_first_is_an_error() {
+    fn the_earliest_stamp_is_time_zero_and_one_past_64_bit_nanoseconds_is_an_error() {
+        let records =
+            parse_trace("500 0 1 1 1\n# c\n400 0 2 1 1\n", TraceFormat::Mqsim, "q").unwrap();
+        let got: Vec<(u64, u64)> = records.iter().map(|r| (r.arrival.0, r.lba.0)).collect();
+        assert_eq!(got, [(0, 2), (100, 1)]);
+        let late = u64::MAX / NANOS_PER_FILETIME_TICK + 1;
         let err = parse_trace(
-            "500 0 1 1 1\n# c\n400 0 1 1 1\n",
-            TraceFormat::Mqsim,
-            "q.trace",
+            &format!("{late},h,0,Read,0,512,1\n{late},h,0,Read,0,512,1\n"),
+            TraceFormat::Msr,
+            "m.csv",
         )
         .unwrap_err();
-        assert_eq!((err.file.as_str(), err.line), ("q.trace", 3));
+        assert_eq!((err.file.as_str(), err.line), ("m.csv", 1));
         assert!(
-            err.message.contains("earlier than the first record"),
+            err.message.contains("column 1") && err.message.contains("FILETIME"),
             "{err}"
         );
     }
@@ -2318,8 +2391,9 @@ pub(crate) mod tests {
             window in 1usize..1_024,
             coarse in 1u64..40,
         ) {
-            // The first record defines time zero: no stamp may come before it.
-            let text: String = std::iter::once("0 0 0 1 1\n".to_string())
+            // The first record's stamp is later than those of up to 20 records after it: within
+            // the window they arrive before it, as in the whole-file sort; past it, one is refused.
+            let text: String = std::iter::once("1200 0 0 1 1\n".to_string())
                 .chain(jitters.iter().enumerate().map(|(i, j)| {
                     let stamp = (1_000 + i as u64 * 10 + j) / coarse * coarse;
                     format!("{stamp} 0 {} 1 1\n", i + 1)

@@ -49,7 +49,7 @@ fn write_traces(dir: &Path, seed: u64) -> (PathBuf, PathBuf) {
         .collect();
     let in_order = dir.join("in-order.trace");
     write_trace(&in_order, &lines);
-    // The first record stays first: it defines time zero, and no record may come before it.
+    // The first record stays first, as the in-order trace's time zero.
     let mut shuffled = lines;
     for block in shuffled[1..].chunks_mut(SHUFFLE_BLOCK_RECORDS) {
         // Fisher-Yates, from the seeded generator.
