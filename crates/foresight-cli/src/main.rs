@@ -264,9 +264,10 @@ a TOML string, quoted (trace = \"2024\").
                                  position, one sweep over the waiting streams)
   directed_memory = \"896MiB\"     directed: most bytes one stream's window holds, hinted
                                  data plus infill gaps in flight (default 7/8 of
-                                 host.memory; with the contention controller
-                                 the window also stays within the free memory less one 4 MiB
-                                 run in flight, or half that memory when it is below 8 MiB)
+                                 host.memory, at most host.memory; with the contention
+                                 controller the window also stays within the free memory
+                                 less one 4 MiB run in flight, or half that memory when it
+                                 is below 8 MiB)
   infill_max = \"auto\"            directed: largest gap read through, a size or auto (from
                                  the drive's seek curve and media rate; 0 on an SSD)
   contention = true              directed: shrink the window when prefetches are evicted

@@ -2622,6 +2622,23 @@ impl SimConfig {
                 ),
             ));
         }
+        if policy_reads_key(&policy.name, "directed_memory")
+            && policy.directed.memory_bytes > host.memory.0
+        {
+            // A directed stream's window (its hinted data and the infill between) is read into
+            // the page cache; more than the cache holds is memory the host does not have.
+            return Err(key_err(
+                "policy.directed_memory",
+                format!(
+                    "{} is larger than the page cache ({}); a stream's window must fit in it",
+                    given.value(
+                        "policy.directed_memory",
+                        ByteLen(policy.directed.memory_bytes).rounded()
+                    ),
+                    given.key("host.memory", host.memory.rounded()),
+                ),
+            ));
+        }
         // A tiles workload reads `tile` bytes at a time; its `request` is not used.
         let read_key = workload.read_key();
         if host.memory < workload.read_bytes() {
@@ -2754,6 +2771,38 @@ mod tests {
         }
         // Other workloads keep `seqp` as their default.
         assert_eq!(cfg("", &[]).unwrap().policy_that_runs(), "seqp");
+    }
+
+    /// `policy.directed_memory` larger than the page cache is refused naming both keys, as
+    /// `policy.readahead_max` is: a window is held in the page cache. It used to pass, the policy
+    /// planning with memory the host does not have.
+    #[test]
+    fn a_directed_window_larger_than_the_page_cache_is_refused() {
+        let directed = ["policy.name=directed", "workload.kind=scan"];
+        let with = |sets: &[&str]| cfg("", &[&directed[..], sets].concat());
+        let e = with(&["policy.directed_memory=\"2GiB\""])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("`policy.directed_memory`")
+                && e.contains("`2GiB`")
+                && e.contains("host.memory = 1GiB (default)"),
+            "{e}"
+        );
+        let e = with(&[
+            "policy.directed_memory=\"300MiB\"",
+            "host.memory=\"256MiB\"",
+        ])
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("host.memory = `256MiB`"), "{e}");
+        for fits in ["\"1GiB\"", "\"896MiB\""] {
+            let c = with(&[&format!("policy.directed_memory={fits}")]).unwrap();
+            assert!(c.policy.directed.memory_bytes <= c.host.memory.0, "{fits}");
+        }
+        // Left out, it is 7/8 of the page cache, which fits whatever the memory.
+        let c = with(&["host.memory=\"3MiB\""]).unwrap();
+        assert_eq!(c.policy.directed.memory_bytes, (3 << 20) / 8 * 7);
     }
 
     /// A misspelt key is refused with the key it is nearest to, in every section and at the top
