@@ -17,7 +17,7 @@ use anyhow::Context as _;
 use clap::{Parser, Subcommand};
 use foresight_policy::PAGE_BYTES;
 use foresight_sim::config::{
-    apply_set, apply_unset, read_config_file_as_written, AsWritten, SimConfig,
+    apply_set, apply_unset, read_config_file_as_written, set_paths, AsWritten, SimConfig,
 };
 use foresight_sim::metrics::{Report, RequestSink};
 use foresight_sim::{Progress, RunOptions, SimError};
@@ -181,9 +181,10 @@ can be taken out with --unset KEY (before the --sets apply). Sizes take 4096, 4K
 2GiB, 10MB, 6GB (units B, KiB to EiB, kB to EB; at most 4EiB); durations 250us, 1.92ms, 60s,
 2min, 2h (units ns, us, ms, s, min, h); rates (bandwidth keys) 1Gbit, 450MB/s, 110MiB/s.
 A relative path (trace, disksim) is taken from the config file's directory, or from the current
-one when given by --set. A path given by --set is taken as written (--set workload.trace=2024 is
-the file 2024), but a TOML string in quotes is the text inside them; in a config file a path is
-a TOML string, quoted (trace = \"2024\").
+one when given by --set, by its key or in an inline table (--set 'workload={trace=\"t\"}'). A
+path given by --set is taken as written (--set workload.trace=2024 is the file 2024), but a TOML
+string in quotes is the text inside them; in a config file a path is a TOML string, quoted
+(trace = \"2024\").
 
   seed = 1                       every random draw comes from this: 0 to 2^64-1 (in a file,
                                  quote one above TOML's largest integer, 2^63-1)
@@ -606,40 +607,40 @@ fn load_config(
     for s in sets {
         apply_set(&mut table, s).map_err(input)?;
         written.note_set(s);
-    }
-    if path.is_some() {
-        anchor_set_paths(&mut table, sets)?;
+        if path.is_some() {
+            // By its key or inside an inline table of its section (`set_paths`).
+            for key in set_paths(s) {
+                anchor_set_path(&mut table, key)?;
+            }
+        }
     }
     let base = path.and_then(Path::parent);
     SimConfig::from_table_as_written(table, base, &written).map_err(input)
 }
 
-/// The keys whose value is a file path. In a config file a relative one is taken from the file's
-/// directory; given with `--set`, it was typed in a shell, so it is taken from the current one.
-const PATH_KEYS: [(&str, &str); 2] = [("workload", "trace"), ("device", "disksim")];
-
-/// Makes each relative path that a `--set` gave absolute from the current directory, so that the
-/// config file's directory is not put in front of it.
-fn anchor_set_paths(table: &mut toml::Table, sets: &[String]) -> anyhow::Result<()> {
-    for (section, key) in PATH_KEYS {
-        let dotted = format!("{section}.{key}");
-        let from_set = sets
-            .iter()
-            .any(|s| s.split_once('=').is_some_and(|(k, _)| k.trim() == dotted));
-        let value = table
-            .get_mut(section)
-            .and_then(toml::Value::as_table_mut)
-            .and_then(|t| t.get_mut(key));
-        let Some(toml::Value::String(text)) = value else {
-            continue;
-        };
-        if !from_set || Path::new(text.as_str()).is_absolute() {
-            continue;
+/// Makes the relative path at dotted `key` absolute from the current directory, when a `--set`
+/// has just written it. In a config file a relative path is taken from the file's directory;
+/// given with `--set`, it was typed in a shell, so it is taken from the current one, and the
+/// config file's directory must not be put in front of it.
+fn anchor_set_path(table: &mut toml::Table, key: &str) -> anyhow::Result<()> {
+    let (sections, name) = key.rsplit_once('.').unwrap_or(("", key));
+    let mut cur = table;
+    for section in sections.split('.').filter(|s| !s.is_empty()) {
+        match cur.get_mut(section) {
+            Some(toml::Value::Table(t)) => cur = t,
+            // Not a section: the config's reader refuses it, naming the key.
+            _ => return Ok(()),
         }
-        let cwd = std::env::current_dir()
-            .map_err(|e| input(format!("--set {dotted}: cannot resolve `{text}`: {e}")))?;
-        *text = cwd.join(text.as_str()).display().to_string();
     }
+    let Some(toml::Value::String(text)) = cur.get_mut(name) else {
+        return Ok(());
+    };
+    if Path::new(text.as_str()).is_absolute() {
+        return Ok(());
+    }
+    let cwd = std::env::current_dir()
+        .map_err(|e| input(format!("--set {key}: cannot resolve `{text}`: {e}")))?;
+    *text = cwd.join(text.as_str()).display().to_string();
     Ok(())
 }
 

@@ -732,6 +732,32 @@ fn parent_table<'t>(
 /// named `2024` or `true`; a config file, where quoting is easy, still writes a path as a string.
 const PATH_KEYS: [&str; 2] = ["device.disksim", "workload.trace"];
 
+/// The keys of [`PATH_KEYS`] whose value the `--set` `assignment` writes: the one it names, or
+/// those inside the section it sets whole (`workload={kind="trace", trace="t.trace"}`). Right
+/// after [`apply_set`] of it, a path at one of these keys is the assignment's, not the config
+/// file's, so a caller may resolve it from elsewhere than the file's directory. None when the key
+/// is malformed or steps through an element of a list (no path is in one).
+pub fn set_paths(assignment: &str) -> Vec<&'static str> {
+    let Some((key, _)) = assignment.split_once('=') else {
+        return Vec::new();
+    };
+    let Ok(steps) = key_steps(key.trim(), assignment) else {
+        return Vec::new();
+    };
+    if steps.iter().any(|s| s.index.is_some()) {
+        return Vec::new();
+    }
+    let names: Vec<&str> = steps.iter().map(|s| s.name).collect();
+    let set = names.join(".");
+    PATH_KEYS
+        .into_iter()
+        .filter(|p| {
+            p.strip_prefix(set.as_str())
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with('.'))
+        })
+        .collect()
+}
+
 /// Applies one `--set KEY=VALUE`. The value is read as a TOML value when it is one (`64`, `true`,
 /// `"x"`, `[1, 2]`), else as a string (`128KiB`, `seqp`); a key that names a file
 /// (`device.disksim`, `workload.trace`) takes any value but a quoted TOML string as the text
@@ -2803,6 +2829,28 @@ mod tests {
         // Left out, it is 7/8 of the page cache, which fits whatever the memory.
         let c = with(&["host.memory=\"3MiB\""]).unwrap();
         assert_eq!(c.policy.directed.memory_bytes, (3 << 20) / 8 * 7);
+    }
+
+    /// A `--set` writes a path by its key or inside a section it sets whole; not by a key that
+    /// only begins the same, a sibling, or a step through a list's element.
+    #[test]
+    fn a_set_writes_the_paths_it_names_or_holds() {
+        for (set, paths) in [
+            ("workload.trace=t", &["workload.trace"][..]),
+            (" workload . trace = t", &["workload.trace"][..]),
+            (
+                "workload={kind=\"trace\", trace=\"t\"}",
+                &["workload.trace"][..],
+            ),
+            ("device={disksim=\"d.diskspecs\"}", &["device.disksim"][..]),
+            ("workload.kind=trace", &[][..]),
+            ("workload.trace_records_max=3", &[][..]),
+            ("work=1", &[][..]),
+            ("device.tiers[0].preset=wd800jd", &[][..]),
+            ("no equals sign", &[][..]),
+        ] {
+            assert_eq!(set_paths(set), paths, "{set}");
+        }
     }
 
     /// A misspelt key is refused with the key it is nearest to, in every section and at the top
