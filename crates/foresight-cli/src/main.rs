@@ -605,7 +605,8 @@ fn load_config(
         written.note_unset(k);
     }
     for s in sets {
-        apply_set(&mut table, s).map_err(input)?;
+        // A --set that a file's value refuses (into its `[[workload]]`) names that line.
+        apply_set(&mut table, s).map_err(|e| input(written.explain(e)))?;
         written.note_set(s);
         if path.is_some() {
             // By its key or inside an inline table of its section (`set_paths`).

@@ -415,6 +415,32 @@ fn a_path_given_with_set_is_taken_from_the_current_directory() {
     }
 }
 
+/// A list or table where a config file's key takes a plain value, and a list of sections
+/// (`[[workload]]`) where it takes one, are refused with the file and line, a `--set` into that
+/// list too (which used to be told to name an element, `workload[0]`, which the config then
+/// refused as well).
+#[test]
+fn a_list_or_table_in_a_config_file_is_refused_with_its_line() {
+    let dir = temp_dir("cli-list");
+    for (text, sets, line) in [
+        ("[workload]\nrequest = [\"4KiB\"]\n", &[][..], 2),
+        ("[workload]\nrequest = {size=\"4KiB\"}\n", &[][..], 2),
+        ("seed = 1\n[[workload]]\nstreams = 2\n", &[][..], 2),
+        (
+            "seed = 1\n[[workload]]\nstreams = 2\n",
+            &["--set", "workload.streams=3"][..],
+            2,
+        ),
+    ] {
+        let cfg = dir.path().join("l.toml");
+        std::fs::write(&cfg, text).unwrap();
+        let mut args = vec!["sim", cfg.to_str().unwrap()];
+        args.extend(sets);
+        let err = expect_input_error(&args, &format!("(set at {}:{line})", cfg.display()));
+        assert!(!err.contains("workload[0]"), "{text}: {err}");
+    }
+}
+
 #[test]
 fn malformed_files_name_file_and_line() {
     let dir_guard = temp_dir("cli-test");

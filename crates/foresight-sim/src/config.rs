@@ -704,6 +704,11 @@ fn parent_table<'t>(
                     }
                 }
             }
+            // Every top-level key is one section or a value: a list there is a mistake (a
+            // file's `[[workload]]`), not a list to pick an element of.
+            (Value::Array(_), None) if i == 0 => {
+                return Err(key_err(&here(), one_section_not_a_list(step.name)))
+            }
             (Value::Array(_), None) => {
                 return Err(key_err(
                     &here(),
@@ -952,6 +957,7 @@ impl AsWritten {
     /// syntax error first), by their dotted paths (`host.memory`, `device.tiers[0].capacity`).
     pub fn of_text(text: &str, file: &str) -> AsWritten {
         use toml_edit::{Item, Value as Edit};
+        type Span = std::ops::Range<usize>;
         fn scalar(out: &mut AsWritten, text: &str, file: &str, key: String, v: &Edit) {
             let Some(span) = v.span() else { return };
             let Some(raw) = text.get(span.clone()) else {
@@ -978,7 +984,25 @@ impl AsWritten {
                 },
             );
         }
+        /// A section's header line (`[host]`, the first `[[device.tiers]]`), for a refusal of
+        /// the section as a whole.
+        fn header(out: &mut AsWritten, text: &str, file: &str, key: String, span: Option<Span>) {
+            let Some(span) = span else { return };
+            let line = text[..span.start.min(text.len())].matches('\n').count() + 1;
+            out.by_key.insert(
+                key,
+                Written {
+                    text: String::new(),
+                    reprint: String::new(),
+                    at: Some(format!("{file}:{line}")),
+                },
+            );
+        }
         fn value(out: &mut AsWritten, text: &str, file: &str, key: String, v: &Edit) {
+            // A list or inline table as a whole too, where a plain value is refused.
+            if matches!(v, Edit::InlineTable(_) | Edit::Array(_)) {
+                scalar(out, text, file, key.clone(), v);
+            }
             match v {
                 Edit::InlineTable(t) => {
                     for (k, v) in t.iter() {
@@ -999,11 +1023,19 @@ impl AsWritten {
             match it {
                 Item::Value(v) => value(out, text, file, key, v),
                 Item::Table(t) => {
+                    header(out, text, file, key.clone(), t.span());
                     for (k, it) in t.iter() {
                         item(out, text, file, format!("{key}.{}", shown_key(k)), it);
                     }
                 }
                 Item::ArrayOfTables(a) => {
+                    header(
+                        out,
+                        text,
+                        file,
+                        key.clone(),
+                        a.iter().next().and_then(|t| t.span()),
+                    );
                     for (i, t) in a.iter().enumerate() {
                         for (k, it) in t.iter() {
                             item(out, text, file, format!("{key}[{i}].{}", shown_key(k)), it);
@@ -1076,8 +1108,9 @@ impl AsWritten {
     }
 
     /// A refusal of a key, with the key's value as written in place of its reprint and, for a
-    /// value from a file, the file and line that set it.
-    fn explain(&self, e: ConfigError) -> ConfigError {
+    /// value from a file, the file and line that set it (for a section, its header's); used on
+    /// a `--set` that the file's value refuses, too.
+    pub fn explain(&self, e: ConfigError) -> ConfigError {
         let ConfigError::Key { key, mut message } = e else {
             return e;
         };
@@ -1121,6 +1154,14 @@ fn replace_token(message: &str, from: &str, to: &str) -> String {
     out
 }
 
+/// The refusal of a list where the config takes one section (a file's `[[workload]]`).
+fn one_section_not_a_list(name: &str) -> String {
+    format!(
+        "is a list of sections ([[{name}]]), but the config takes one [{name}] section: write \
+         its header as [{name}], once"
+    )
+}
+
 /// Takes typed keys out of one section and refuses whatever is left.
 pub struct Section {
     prefix: String,
@@ -1136,7 +1177,15 @@ impl Section {
         let table = match root.remove(name) {
             None => Table::new(),
             Some(Value::Table(t)) => t,
-            Some(_) => return Err(key_err(name, "must be a section ([name]), not a value")),
+            Some(Value::Array(a)) if a.iter().all(Value::is_table) => {
+                return Err(key_err(name, one_section_not_a_list(name)))
+            }
+            Some(_) => {
+                return Err(key_err(
+                    name,
+                    format!("must be a section ([{name}]), not a value"),
+                ))
+            }
         };
         Ok(Section::from_parts(name.to_string(), table))
     }
@@ -3054,6 +3103,65 @@ mod tests {
         assert_eq!(w.by_key["host.memory"].text, "2.5e9");
         w.note_unset("device.tiers[0]");
         assert!(w.by_key.keys().all(|k| !k.starts_with("device.tiers[0]")));
+    }
+
+    /// A list or inline table where a key takes a plain value, or a list of sections where the
+    /// config takes one section, is refused with the file and line that wrote it, as a plain value
+    /// is; they used to be refused without either, and `[[workload]]` with a --set into it was
+    /// told to name an element (`workload[0]`), which the config then refused too.
+    #[test]
+    fn a_list_or_table_in_a_file_is_refused_with_its_line() {
+        let refusal = |text: &str, sets: &[&str]| {
+            let mut t = parse_config_text(text, "f.toml").unwrap();
+            let mut w = AsWritten::of_text(text, "f.toml");
+            for set in sets {
+                apply_set(&mut t, set).map_err(|e| w.explain(e))?;
+                w.note_set(set);
+            }
+            SimConfig::from_table_as_written(t, None, &w).map(|_| ())
+        };
+        for (text, key, shown) in [
+            (
+                "[workload]\nrequest = [\"4KiB\"]\n",
+                "workload.request",
+                "[\"4KiB\"]",
+            ),
+            (
+                "[workload]\nrequest = {size=\"4KiB\"}\n",
+                "workload.request",
+                "{size=\"4KiB\"}",
+            ),
+            (
+                "seed = 2\n[workload]\nstreams = [1]\n",
+                "workload.streams",
+                "[1]",
+            ),
+            (
+                "[policy]\nname = [ \"seqp\" ]\n",
+                "policy.name",
+                "[ \"seqp\" ]",
+            ),
+        ] {
+            let e = refusal(text, &[]).unwrap_err().to_string();
+            let line = text.lines().count();
+            assert!(
+                e.contains(&format!("`{key}`"))
+                    && e.contains(shown)
+                    && e.ends_with(&format!("(set at f.toml:{line})")),
+                "{text}: {e}"
+            );
+        }
+        let text = "seed = 2\n[[workload]]\nstreams = 2\n";
+        for sets in [&[][..], &["workload.streams=3"][..]] {
+            let e = refusal(text, sets).unwrap_err().to_string();
+            assert!(
+                e.contains("`workload`")
+                    && e.contains("[workload]")
+                    && !e.contains("workload[0]")
+                    && e.ends_with("(set at f.toml:2)"),
+                "{sets:?}: {e}"
+            );
+        }
     }
 
     /// A value out of range is quoted as the user wrote it, with its conversion beside it,
