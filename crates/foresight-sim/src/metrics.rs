@@ -123,7 +123,8 @@ pub struct Report {
     pub device: String,
     /// Workload kind.
     pub workload: String,
-    /// Client streams.
+    /// Client streams; for a block trace, the distinct devices (streams) of the records the
+    /// replay submitted.
     pub streams: u32,
     /// Fetches the policies issued, summed over the same caches as `prefetched_bytes`
     /// (`raid_fetches` is the block-level part): every fetch a policy asked for, counted when it

@@ -476,6 +476,10 @@ struct Sim<'r> {
     events: u64,
     last_completion: Instant,
     trace_wrapped: u64,
+    /// The streams (device numbers) of the trace records submitted so far: a trace's streams
+    /// are its own, not `workload.streams`. Traces number a handful of devices, so this stays
+    /// small whatever the trace's length.
+    trace_streams: std::collections::BTreeSet<u32>,
     total_work: f64,
     done_work: f64,
     /// Where each application request's record goes as it completes (`--requests-out`).
@@ -973,6 +977,7 @@ impl<'r> Sim<'r> {
             events: 0,
             last_completion: Instant::ZERO,
             trace_wrapped: 0,
+            trace_streams: std::collections::BTreeSet::new(),
             total_work: total_work.max(1.0),
             done_work: 0.0,
             requests,
@@ -1705,6 +1710,7 @@ impl<'r> Sim<'r> {
         }
         self.trace_next = None;
         self.trace_in_flight += 1;
+        self.trace_streams.insert(r.device);
         if !self.cfg.workload.closed {
             if let Some(next) = self.read_trace_record() {
                 let at = next.arrival.max(self.now);
@@ -1970,7 +1976,12 @@ impl<'r> Sim<'r> {
             policy: self.cfg.policy_that_runs().to_string(),
             device: self.device_name.clone(),
             workload: format!("{:?}", self.cfg.workload.kind).to_lowercase(),
-            streams: self.cfg.workload.streams,
+            // A trace replay's streams are the distinct devices of the records it submitted.
+            streams: if self.cfg.workload.kind == WorkloadKind::Trace {
+                self.trace_streams.len() as u32
+            } else {
+                self.cfg.workload.streams
+            },
             fetches: self.page_cache.fetches() + raid_fetches,
             split_fetches: self.split_fetches + self.raid_split_fetches,
             hit_requests: self.hit_requests,
@@ -2135,6 +2146,28 @@ mod tests {
             e.contains("policy.name") && e.contains("striped") && !e.contains("saseqp on"),
             "{e}"
         );
+    }
+
+    /// A trace replay reports as its streams the distinct devices of the records it submitted,
+    /// not `workload.streams` (it said 1 for a trace of 16 devices).
+    #[test]
+    fn a_trace_reports_the_streams_its_records_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("three.trace");
+        // MQSim: arrival ns, device, LBA, sectors, type (1 = read); devices 4, 9 and 4 again, 2.
+        std::fs::write(
+            &path,
+            "0 4 0 8 1\n1000 9 64 8 1\n2000 4 128 8 1\n3000 2 256 8 1\n",
+        )
+        .unwrap();
+        let trace = format!("workload.trace=\"{}\"", path.display());
+        let report = report_of([
+            "workload.kind=trace",
+            "workload.format=mqsim",
+            trace.as_str(),
+        ]);
+        assert_eq!(report.app_requests, 4);
+        assert_eq!(report.streams, 3);
     }
 
     /// A DiskSim trace gets its demerit figure while its service times fit the bound kept for
