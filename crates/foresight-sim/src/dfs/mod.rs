@@ -239,17 +239,22 @@ impl From<DfsError> for crate::config::ConfigError {
 pub struct DfsFigures {
     /// Which system.
     pub system: String,
-    /// `shared` or `dedicated`.
-    pub queue: String,
+    /// `shared` or `dedicated`: how the server's workers take requests. `None` (`null`) for
+    /// `local`, which has no server workers (each stream is a process with a CFQ queue of its
+    /// own).
+    pub queue: Option<String>,
     /// Bytes of responses (headers included) that reached the clients within the run; responses
     /// still on the link when it ends are not counted.
     pub network_bytes: u64,
-    /// Bytes the device read that no application read asked for, over bytes asked for.
-    pub useless_ratio: f64,
+    /// Bytes the device read that no application read asked for, over bytes asked for; `None`
+    /// (`null`) when no byte was asked for, where the ratio is undefined (it used to divide by 1
+    /// and report the device's bytes as a ratio).
+    pub useless_ratio: Option<f64>,
     /// `alpha` APS chose (0 for the other systems).
     pub alpha: u32,
-    /// The round trip the clients measured, ms.
-    pub rtt_ms: f64,
+    /// The round trip the clients measured, ms; `None` (`null`) for `local`, which has no
+    /// network.
+    pub rtt_ms: Option<f64>,
     /// The device's average read bandwidth the server published, MiB/s.
     pub rb_mib_s: f64,
     /// Times the disk went from one CFQ queue to another.
@@ -1112,14 +1117,17 @@ impl Sim<'_> {
             trace_lba_wrapped: None,
             ..Report::default()
         };
+        // `local` reads on the server itself: no network, no server workers to queue for.
+        let local = self.params.system == DfsSystem::Local;
         let figures = DfsFigures {
-            useless_ratio: self.device_bytes.saturating_sub(self.app_bytes) as f64
-                / self.app_bytes.max(1) as f64,
+            useless_ratio: (self.app_bytes > 0).then(|| {
+                self.device_bytes.saturating_sub(self.app_bytes) as f64 / self.app_bytes as f64
+            }),
             system: self.params.system.name().into(),
-            queue: self.profile.queue.name().into(),
+            queue: (!local).then(|| self.profile.queue.name().into()),
             network_bytes: self.network_bytes,
             alpha,
-            rtt_ms: rtt.as_secs_f64() * 1e3,
+            rtt_ms: (!local).then(|| rtt.as_secs_f64() * 1e3),
             rb_mib_s: rb.as_mib_s(),
             cfq_switches: self.cfq.switches(),
         };

@@ -325,3 +325,31 @@ fn a_lone_sequential_stream_wastes_nothing() {
         assert!(r.prefetched_bytes <= 2 * r.device_bytes, "{s}: {r:?}");
     }
 }
+
+/// The `dfs` figures are `null` where they do not apply or are undefined: `local` has no network
+/// and no server workers, so no round trip and no queue kind, and a run that asked for no byte
+/// has no useless ratio (it used to divide by 1: a 1 ns `local` run reported the device's 131,072
+/// bytes as a ratio, an `rtt_ms` of 0.205 and a `shared` queue). A networked system keeps all
+/// three.
+#[test]
+fn figures_that_do_not_apply_are_null() {
+    let nothing = run(&DfsParams {
+        duration: Duration(1),
+        ..quick(DfsSystem::Local, 1)
+    })
+    .unwrap();
+    assert_eq!(nothing.report.app_bytes, 0);
+    let f = &nothing.figures;
+    assert_eq!(
+        (&f.useless_ratio, &f.rtt_ms, &f.queue),
+        (&None, &None, &None)
+    );
+    let json = serde_json::to_value(&nothing.report).unwrap();
+    for key in ["useless_ratio", "rtt_ms", "queue"] {
+        assert!(json["dfs"][key].is_null(), "{key}: {}", json["dfs"]);
+    }
+    let lustre = run(&quick(DfsSystem::Lustre, 1)).unwrap().figures;
+    assert!(lustre.useless_ratio.is_some_and(|u| u >= 0.0), "{lustre:?}");
+    assert!(lustre.rtt_ms.is_some_and(|ms| ms > 0.0), "{lustre:?}");
+    assert_eq!(lustre.queue.as_deref(), Some("shared"));
+}
