@@ -379,7 +379,10 @@ raid_wasted_bytes, raid_fetches and raid_split_fetches are the block-level part.
 cache is the device's and counts in neither. A page counts as prefetched once the device has
 read it, and as wasted when it is then evicted, released or left at the end unread; a prefetch
 still in flight at the end is in neither, as its read is not in device_bytes (but the pages of a
-read split across RAID-0 members whose own part is done are in both). split_fetches are
+read split across RAID-0 members whose own part is done are in both). A cache reads whole pages,
+so a read of part of a page (a 512-byte trace record under streams or msp+...) brings in the rest
+of it too: those bytes count as prefetched, and as wasted unless a later read takes one of them
+(under none as well). split_fetches are
 fetches that spanned more than one RAID-0 strip. fetches counts every fetch a policy asked for,
 when it asked, also one whose bytes were all in memory or in flight already and so read nothing
 (only directed asks for such) and one memory cut short: the policy's decisions, counted as the

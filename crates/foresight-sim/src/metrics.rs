@@ -81,7 +81,9 @@ pub struct Report {
     /// is the block-level part). A controller cache is the device's and counts, like a drive's
     /// cache, in neither. A `[dfs]` run sums its hosts' caches the same way: a block the server
     /// reads ahead and a client then reads ahead from it counts once in each. A tier stack counts
-    /// the blocks fetched into memory and the copies into its staging levels.
+    /// the blocks fetched into memory and the copies into its staging levels. A cache's pages
+    /// are whole, so the bytes of a page a demand read brought in without asking for them (the
+    /// rest of a page it asked part of) count too, and as wasted unless a later read takes one.
     pub prefetched_bytes: u64,
     /// Of those, bytes evicted or left unread at the end (summed over the same caches).
     pub wasted_bytes: u64,

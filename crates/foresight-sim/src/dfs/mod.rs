@@ -497,10 +497,18 @@ pub(crate) fn run_logged<'r>(
         message: e.to_string(),
     };
     let server_pages = params.memory.0 / PAGE_BYTES;
+    // A file's last page holds its bytes up to the file's end only: the fill of a demand page
+    // (the bytes a read did not ask for, counted as prefetched) stops there. The server reads
+    // the device in whole sectors, a client asks for the file's bytes.
+    let file_ends = |end: u64| (0..params.streams).map(move |f| (FileId(f), end));
+    let sector_bytes = foresight_core::SECTOR_BYTES;
     let server = CacheLayer::new(
         server_pages,
         profile.server_policy(layout.clone()).map_err(policy_err)?,
-    );
+    )
+    .with_file_ends(file_ends(
+        params.file_size.0.div_ceil(sector_bytes) * sector_bytes,
+    ));
     let local = params.system == DfsSystem::Local;
     // Condition 20's inputs: the server's published figures and the client's measured round trip.
     let rb = measure_rb(&params.device, profile.unit)?;
@@ -537,12 +545,15 @@ pub(crate) fn run_logged<'r>(
         let client = if local {
             None
         } else {
-            Some(CacheLayer::new(
-                client_pages,
-                profile
-                    .client_policy(layout.clone(), aps_cfg)
-                    .map_err(policy_err)?,
-            ))
+            Some(
+                CacheLayer::new(
+                    client_pages,
+                    profile
+                        .client_policy(layout.clone(), aps_cfg)
+                        .map_err(policy_err)?,
+                )
+                .with_file_ends(file_ends(params.file_size.0)),
+            )
         };
         streams.push(StreamState {
             file: FileId(i),
@@ -1049,13 +1060,11 @@ impl Sim<'_> {
         layers.extend(self.streams.iter().filter_map(|s| s.client.as_ref()));
         for l in &layers {
             fetches += l.fetches();
-            let st = l.cache().stats();
             // A prefetch still in flight at the end has not been read yet: neither prefetched
-            // nor wasted, as in a host run.
-            let in_flight = l.cache().in_flight_prefetched_pages();
-            prefetched += (st.prefetched_pages - in_flight) * PAGE_BYTES;
-            wasted +=
-                (st.wasted_pages + l.cache().unused_prefetched_pages() - in_flight) * PAGE_BYTES;
+            // nor wasted, as in a host run; the fill of demand pages counts as in a host run.
+            let (p, w) = l.prefetched_and_wasted_bytes((0, 0));
+            prefetched += p;
+            wasted += w;
         }
         for s in &self.streams {
             if let Some(c) = &s.client {

@@ -88,13 +88,17 @@ struct Req {
     owner: Option<StreamId>,
 }
 
+/// The read a fetch is issued for, `(file, offset, end)` in bytes: the pages of the fetch holding
+/// its bytes are its demand pages, not prefetched, and their bytes outside it are their fill.
+type Trigger = (FileId, u64, u64);
+
 /// A fetch of a layer that keeps fetches whole, waiting for room for all of it.
 #[derive(Clone, Copy, Debug)]
 struct WaitingFetch {
     id: FetchId,
     file: FileId,
     range: ByteRange,
-    trigger: Option<(FileId, u64, u64)>,
+    trigger: Option<Trigger>,
     owner: Option<StreamId>,
 }
 
@@ -156,6 +160,9 @@ pub struct CacheLayer {
     /// The largest read taken from above, bytes: what a controller's cache must hold whole beside
     /// its read-ahead, which the config check bounds in advance.
     largest_read_bytes: u64,
+    /// The sizes of the files whose last page is partial ([`CacheLayer::with_file_ends`]): the
+    /// layer below reads only up to a file's end, so that page's fill stops there.
+    file_ends: FxHashMap<FileId, u64>,
 }
 
 impl CacheLayer {
@@ -200,7 +207,35 @@ impl CacheLayer {
             waiting: VecDeque::new(),
             waiting_max: 0,
             largest_read_bytes: 0,
+            file_ends: FxHashMap::default(),
         }
+    }
+
+    /// The same layer, told the sizes of its files (`(file, bytes)`) as the level below reads
+    /// them: a file's last page holds its bytes up to the file's end only, so the fill of that
+    /// page (the bytes a demand read brought in without asking for them, which count as
+    /// prefetched) stops there. Sizes in whole pages need not be given.
+    pub fn with_file_ends(mut self, ends: impl IntoIterator<Item = (FileId, u64)>) -> Self {
+        self.file_ends = ends
+            .into_iter()
+            .filter(|&(_, size)| size % PAGE_BYTES != 0)
+            .collect();
+        self
+    }
+
+    /// The bytes `offset..end` of a read, as `from..to` within page `page` of `file`, clipped
+    /// to the page's bytes on the level below, and those bytes: `(from, to, page bytes)`.
+    fn in_page(&self, file: FileId, page: u64, offset: u64, end: u64) -> (u16, u16, u16) {
+        let start = page * PAGE_BYTES;
+        let page_end = self
+            .file_ends
+            .get(&file)
+            .map_or(start + PAGE_BYTES, |&size| {
+                size.clamp(start, start + PAGE_BYTES)
+            });
+        let from = offset.clamp(start, page_end) - start;
+        let to = end.clamp(start, page_end) - start;
+        (from as u16, to as u16, (page_end - start) as u16)
     }
 
     /// The largest read taken from the layer above so far, bytes.
@@ -312,28 +347,55 @@ impl CacheLayer {
     }
 
     /// Of the prefetched pages still in flight and unread, how many the level below has read
-    /// already: `has_read(io, file, page)` says whether it has, for page `page` of `file` in this
-    /// layer's read `io`. A read split into parts completes here with its last part, but the
-    /// parts done before are in the device's figures (see [`crate::host::volume::Volume::unread_parts`]).
+    /// already, and of the unread fill bytes of pages in flight (see [`PageCache`]), how many:
+    /// `(pages, fill bytes)`. `has_read(io, file, page)` says whether it has, for page `page` of
+    /// `file` in this layer's read `io`. A read split into parts completes here with its last
+    /// part, but the parts done before are in the device's figures (see
+    /// [`crate::host::volume::Volume::unread_parts`]).
     pub fn in_flight_prefetch_pages_read(
         &self,
         mut has_read: impl FnMut(u32, FileId, u64) -> bool,
-    ) -> u64 {
+    ) -> (u64, u64) {
         let mut read = 0;
+        let mut fill_read = 0;
         for (io, i) in self.ios.iter().enumerate() {
             let Some(i) = i else { continue };
             let io = io as u32;
             for p in i.first_page..i.first_page + i.pages {
                 let key = page_key(i.file.0, p);
-                if self.cache.state(key) == Some(PageState::InFlight { io })
-                    && self.cache.is_unread_prefetch(key)
-                    && has_read(io, i.file, p)
-                {
-                    read += 1;
+                if self.cache.state(key) != Some(PageState::InFlight { io }) {
+                    continue;
+                }
+                if self.cache.is_unread_prefetch(key) {
+                    read += u64::from(has_read(io, i.file, p));
+                } else {
+                    let fill = self.cache.unread_fill(key);
+                    if fill > 0 && has_read(io, i.file, p) {
+                        fill_read += fill;
+                    }
                 }
             }
         }
-        read
+        (read, fill_read)
+    }
+
+    /// `(prefetched, wasted)` bytes of this layer at the end of a run, as the report counts
+    /// them: the prefetched pages and the fill bytes (see [`PageCache`]), less those whose read
+    /// is still in flight and that the level below has not read (`read_in_flight`: the pages and
+    /// fill bytes it has, from [`CacheLayer::in_flight_prefetch_pages_read`]); what is left
+    /// unread in the cache is wasted.
+    pub fn prefetched_and_wasted_bytes(&self, read_in_flight: (u64, u64)) -> (u64, u64) {
+        let c = &self.cache;
+        let st = c.stats();
+        let pages_in_flight = c.in_flight_prefetched_pages() - read_in_flight.0;
+        let fill_in_flight = c.in_flight_fill_bytes() - read_in_flight.1;
+        (
+            (st.prefetched_pages - pages_in_flight) * PAGE_BYTES + st.fill_bytes - fill_in_flight,
+            (st.wasted_pages + c.unused_prefetched_pages() - pages_in_flight) * PAGE_BYTES
+                + st.wasted_fill_bytes
+                + c.unused_fill_bytes()
+                - fill_in_flight,
+        )
     }
 
     /// Whether a read from above given `token` is still under way over any byte of
@@ -478,7 +540,7 @@ impl CacheLayer {
         );
         self.defer_seen = false;
         self.context = owner;
-        self.drain_policy(now, Some((file, first, last)));
+        self.drain_policy(now, Some((file, offset, offset + bytes)));
         self.context = None;
         // A deferral promises fetches; if memory refused one while this read was handled, that
         // promise may not hold, so the read takes what it lacks on demand.
@@ -530,7 +592,7 @@ impl CacheLayer {
         true
     }
 
-    fn drain_policy(&mut self, now: Instant, trigger: Option<(FileId, u64, u64)>) {
+    fn drain_policy(&mut self, now: Instant, trigger: Option<Trigger>) {
         let mut done_now: SmallVec<[(FetchId, bool); 4]> = SmallVec::new();
         while let Some(out) = self.policy.poll_output() {
             match out {
@@ -629,7 +691,7 @@ impl CacheLayer {
         file: FileId,
         range: ByteRange,
         fetch: Option<FetchId>,
-        trigger: Option<(FileId, u64, u64)>,
+        trigger: Option<Trigger>,
         owner: Option<StreamId>,
     ) -> (u32, bool) {
         if range.is_empty() {
@@ -654,11 +716,24 @@ impl CacheLayer {
             });
             let start = p;
             while p <= last && self.cache.state(page_key(file.0, p)).is_none() {
-                let demand = matches!(trigger, Some((f, a, b)) if f == file && p >= a && p <= b);
-                if !self
-                    .cache
-                    .try_insert_in_flight(page_key(file.0, p), io, !demand)
-                {
+                let key = page_key(file.0, p);
+                let inserted = match trigger {
+                    Some((f, a, b))
+                        if f == file && p * PAGE_BYTES < b && a < (p + 1) * PAGE_BYTES =>
+                    {
+                        // A page of the read the fetch is for: demand, with the rest of the
+                        // page as its fill.
+                        match self.in_page(file, p, a, b) {
+                            (from, to, bytes) if from < to => self
+                                .cache
+                                .try_insert_demand_in_flight(key, io, from, to, bytes),
+                            // The read asks nothing the level below holds (past a file's end).
+                            _ => self.cache.try_insert_in_flight(key, io, false),
+                        }
+                    }
+                    _ => self.cache.try_insert_in_flight(key, io, true),
+                };
+                if !inserted {
                     break;
                 }
                 p += 1;
@@ -699,7 +774,8 @@ impl CacheLayer {
             let key = page_key(r.file.0, p);
             match self.cache.state(key) {
                 Some(PageState::Cached) => {
-                    self.cache.touch(key);
+                    let (from, to, _) = self.in_page(r.file, p, r.offset, r.offset + r.bytes);
+                    self.cache.touch_bytes(key, from, to);
                     p += 1;
                 }
                 Some(PageState::InFlight { io }) => {
@@ -727,7 +803,8 @@ impl CacheLayer {
                 }
                 None => {
                     let range = ByteRange::new(p * PAGE_BYTES, (last + 1 - p) * PAGE_BYTES);
-                    self.fetch_pages(r.file, range, None, Some((r.file, p, last)), r.owner);
+                    let trigger = (r.file, r.offset.max(p * PAGE_BYTES), r.offset + r.bytes);
+                    self.fetch_pages(r.file, range, None, Some(trigger), r.owner);
                     if self.cache.state(key).is_none() {
                         let q = self.reqs[id as usize].as_mut().expect("live request");
                         q.resume_page = p;
@@ -784,7 +861,8 @@ impl CacheLayer {
             let r = self.reqs[w as usize].expect("live request");
             let last = (r.offset + r.bytes - 1) / PAGE_BYTES;
             for p in first_page.max(from_page)..(first_page + pages).min(last + 1) {
-                self.cache.touch(page_key(file.0, p));
+                let (from, to, _) = self.in_page(file, p, r.offset, r.offset + r.bytes);
+                self.cache.touch_bytes(page_key(file.0, p), from, to);
             }
             let r = self.reqs[w as usize].as_mut().expect("live request");
             r.pending -= 1;

@@ -5,7 +5,11 @@
 //! its budget, even momentarily; only cached pages can be evicted, least recently used first. A page
 //! brought in by a policy fetch ahead of demand is flagged as prefetched; the first read that touches
 //! it counts it as used, and eviction of a still-unused prefetched page counts it as wasted, which is
-//! how `prefetched_bytes` and `wasted_bytes` are measured.
+//! how `prefetched_bytes` and `wasted_bytes` are measured. A page a demand read brought in holds
+//! bytes that read did not ask for when it asked for part of the page only (a 512-byte trace
+//! record): the device read them all the same, ahead of any read asking for them, so these fill
+//! bytes count as prefetched too, as used once a read takes any byte of the page outside the ones
+//! asked for, and as wasted if none does before the page leaves the cache.
 //!
 //! Storage is a slab of slots with an intrusive doubly linked LRU list, and an index from page key
 //! to slot, so lookups, touches and evictions are O(1) and allocate nothing once the slab is warm.
@@ -180,6 +184,11 @@ impl PageIndex {
     }
 }
 
+/// The bit of `Slot::fill` that says no read has taken a byte of the fill yet (a page's fill is
+/// less than a page, far below it), so that a slot keeps within its 40 bytes.
+const FILL_UNREAD: u16 = 1 << 15;
+const _: () = assert!(foresight_policy::PAGE_BYTES < FILL_UNREAD as u64);
+
 #[derive(Clone, Copy, Debug)]
 struct Slot {
     key: PageKey,
@@ -188,6 +197,12 @@ struct Slot {
     /// Entered as a prefetch (read or not since), so that a failed read can take it back out of
     /// the prefetched pages.
     prefetch: bool,
+    /// Of a page a demand read brought in, the bytes it holds that the read did not ask for (see
+    /// the module documentation), with [`FILL_UNREAD`] set while no read has taken any of them.
+    fill: u16,
+    /// The bytes of the page that read asked for, `asked_from..asked_to`, within the page.
+    asked_from: u16,
+    asked_to: u16,
     prev: u32,
     next: u32,
     stamp: u64,
@@ -212,6 +227,17 @@ pub struct CacheStats {
     pub refused_prefetch_pages: u64,
     /// All evictions.
     pub evictions: u64,
+    /// Bytes the demand reads asked for of the pages they brought in (a read waiting for a page
+    /// another read brought asks for nothing here): with `fill_bytes` and the prefetched pages,
+    /// every byte the layer below read for this cache.
+    pub demand_bytes: u64,
+    /// Bytes of the pages demand reads brought in that those reads did not ask for (the rest of a
+    /// page a read asked part of); they count as prefetched.
+    pub fill_bytes: u64,
+    /// Fill bytes of pages a later read took a byte of the fill from.
+    pub used_fill_bytes: u64,
+    /// Fill bytes of pages evicted or released before any read took a byte of the fill.
+    pub wasted_fill_bytes: u64,
 }
 
 /// The page cache. See the module documentation.
@@ -240,8 +266,23 @@ pub struct PageCache {
     /// Of those, the ones that entered as prefetched and have not been read (kept as a count so
     /// that the end of a run does not walk every page held).
     in_flight_unread_pages: u64,
+    /// Fill bytes of the pages held that no read has taken (see `Slot::fill`), and of those the
+    /// ones whose page is still in flight.
+    unused_fill_bytes: u64,
+    in_flight_fill_bytes: u64,
     peak_pages: u64,
     stats: CacheStats,
+}
+
+impl Slot {
+    /// The fill bytes no read has taken yet.
+    fn unread_fill(&self) -> u64 {
+        if self.fill & FILL_UNREAD != 0 {
+            u64::from(self.fill & !FILL_UNREAD)
+        } else {
+            0
+        }
+    }
 }
 
 impl PageCache {
@@ -262,6 +303,8 @@ impl PageCache {
             used_pages: 0,
             in_flight_pages: 0,
             in_flight_unread_pages: 0,
+            unused_fill_bytes: 0,
+            in_flight_fill_bytes: 0,
             peak_pages: 0,
             stats: CacheStats::default(),
         }
@@ -328,6 +371,25 @@ impl PageCache {
     /// done by then; it leaves these out of the prefetched and wasted pages the same way.
     pub fn in_flight_prefetched_pages(&self) -> u64 {
         self.in_flight_unread_pages
+    }
+
+    /// Fill bytes (see the module documentation) of the pages held that no read has taken yet; at
+    /// the end of a run these are wasted too.
+    pub fn unused_fill_bytes(&self) -> u64 {
+        self.unused_fill_bytes
+    }
+
+    /// Of [`PageCache::unused_fill_bytes`], those of pages whose read is still under way: like
+    /// [`PageCache::in_flight_prefetched_pages`], not read from the device yet.
+    pub fn in_flight_fill_bytes(&self) -> u64 {
+        self.in_flight_fill_bytes
+    }
+
+    /// The fill bytes of page `key` no read has taken yet (0 if it holds none, or is not held).
+    pub fn unread_fill(&self, key: PageKey) -> u64 {
+        self.map
+            .get(key)
+            .map_or(0, |s| self.slots[s as usize].unread_fill())
     }
 
     /// Whether the cache holds `key` as a prefetched page nobody has read yet.
@@ -409,6 +471,7 @@ impl PageCache {
             self.stats.evicted_unread_pages += 1;
             self.unused_prefetched -= 1;
         }
+        self.waste_fill(s);
         self.stats.evictions += 1;
         self.map.remove(slot.key);
         self.free.push(s);
@@ -432,6 +495,9 @@ impl PageCache {
             state: PageState::InFlight { io },
             prefetched_unused: prefetched,
             prefetch: prefetched,
+            fill: 0,
+            asked_from: 0,
+            asked_to: 0,
             prev: NIL,
             next: NIL,
             stamp: 0,
@@ -462,6 +528,43 @@ impl PageCache {
         true
     }
 
+    /// [`PageCache::try_insert_in_flight`] for a page a demand read brings in: of the page's
+    /// `page_bytes` bytes on the device (fewer than a page at a file's end), the read asked for
+    /// `asked_from..asked_to`; the others are its fill (see the module documentation).
+    pub fn try_insert_demand_in_flight(
+        &mut self,
+        key: PageKey,
+        io: u32,
+        asked_from: u16,
+        asked_to: u16,
+        page_bytes: u16,
+    ) -> bool {
+        debug_assert!(asked_from < asked_to && asked_to <= page_bytes);
+        if !self.try_insert_in_flight(key, io, false) {
+            return false;
+        }
+        let s = self.map.get(key).expect("just inserted");
+        let fill = page_bytes - (asked_to - asked_from);
+        let slot = &mut self.slots[s as usize];
+        slot.fill = if fill > 0 { fill | FILL_UNREAD } else { 0 };
+        slot.asked_from = asked_from;
+        slot.asked_to = asked_to;
+        self.stats.demand_bytes += u64::from(asked_to - asked_from);
+        self.stats.fill_bytes += u64::from(fill);
+        self.unused_fill_bytes += u64::from(fill);
+        self.in_flight_fill_bytes += u64::from(fill);
+        true
+    }
+
+    /// Counts the fill of slot `s`, leaving the cache unread, as wasted.
+    fn waste_fill(&mut self, s: u32) {
+        let slot = &mut self.slots[s as usize];
+        let fill = slot.unread_fill();
+        slot.fill &= !FILL_UNREAD;
+        self.stats.wasted_fill_bytes += fill;
+        self.unused_fill_bytes -= fill;
+    }
+
     /// Marks an in-flight page as read in; it joins the LRU list as most recently used.
     pub fn complete(&mut self, key: PageKey) {
         let s = self
@@ -475,6 +578,7 @@ impl PageCache {
         self.slots[s as usize].state = PageState::Cached;
         self.in_flight_pages -= 1;
         self.in_flight_unread_pages -= self.slots[s as usize].prefetched_unused as u64;
+        self.in_flight_fill_bytes -= self.slots[s as usize].unread_fill();
         self.push_front(s);
     }
 
@@ -495,6 +599,16 @@ impl PageCache {
                 if !slot.prefetched_unused {
                     self.stats.used_prefetched_pages -= 1;
                 }
+            } else if slot.asked_to > 0 {
+                // A demand page the device never read: neither its asked bytes nor its fill
+                // were, as for a failed prefetch.
+                let fill = u64::from(slot.fill & !FILL_UNREAD);
+                let unread = slot.unread_fill();
+                self.stats.demand_bytes -= u64::from(slot.asked_to - slot.asked_from);
+                self.stats.fill_bytes -= fill;
+                self.stats.used_fill_bytes -= fill - unread;
+                self.unused_fill_bytes -= unread;
+                self.in_flight_fill_bytes -= unread;
             }
             self.free.push(s);
             self.used_pages -= 1;
@@ -514,15 +628,37 @@ impl PageCache {
             self.stats.wasted_pages += 1;
             self.unused_prefetched -= 1;
         }
+        self.waste_fill(s);
         self.map.remove(key);
         self.free.push(s);
         self.used_pages -= 1;
     }
 
     /// Records an application read of a cached page: it becomes most recently used, and a
-    /// prefetched page counts as used.
+    /// prefetched page counts as used, as does the fill of a page a demand read brought in.
     pub fn touch(&mut self, key: PageKey) {
+        self.touch_bytes(key, 0, u16::MAX);
+    }
+
+    /// [`PageCache::touch`] by a read of bytes `from..to` of the page only: the fill of a page
+    /// a demand read brought in counts as used only if the read takes a byte outside the ones
+    /// that read asked for, so the read that brought the page, or one asking for the same bytes
+    /// again, leaves it unread.
+    pub fn touch_bytes(&mut self, key: PageKey, from: u16, to: u16) {
         let Some(s) = self.map.get(key) else { return };
+        let slot = &mut self.slots[s as usize];
+        if slot.fill & FILL_UNREAD != 0
+            && from < to
+            && (from < slot.asked_from || to > slot.asked_to)
+        {
+            let fill = slot.unread_fill();
+            slot.fill &= !FILL_UNREAD;
+            self.stats.used_fill_bytes += fill;
+            self.unused_fill_bytes -= fill;
+            if slot.state != PageState::Cached {
+                self.in_flight_fill_bytes -= fill;
+            }
+        }
         let cached = self.slots[s as usize].state == PageState::Cached;
         if cached {
             self.unlink(s);
@@ -569,6 +705,26 @@ mod tests {
                     .count() as u64;
             }
             (held, unused, unused_in_flight)
+        }
+
+        /// Fill bytes no read has taken, and those of pages in flight, found by walking the
+        /// index.
+        fn fill_by_walk(&self) -> (u64, u64) {
+            let (mut unread, mut in_flight) = (0, 0);
+            for &at in self.map.places.values() {
+                for &s in self.map.chunks[at as usize]
+                    .slots
+                    .iter()
+                    .filter(|&&s| s != NIL)
+                {
+                    let slot = self.slots[s as usize];
+                    unread += slot.unread_fill();
+                    if matches!(slot.state, PageState::InFlight { .. }) {
+                        in_flight += slot.unread_fill();
+                    }
+                }
+            }
+            (unread, in_flight)
         }
     }
 
@@ -650,7 +806,7 @@ mod tests {
         fn index_and_counts_match_a_walk(
             cap in 1u64..64,
             keep in any::<bool>(),
-            ops in prop::collection::vec((0u8..7, 0u32..3, 0u64..2_000), 0..600),
+            ops in prop::collection::vec((0u8..9, 0u32..3, 0u64..2_000), 0..600),
         ) {
             let mut c = if keep {
                 PageCache::keeping_prefetched_until_read(cap)
@@ -665,6 +821,20 @@ mod tests {
                     2 => if let Some(k) = in_flight.pop() { c.complete(k) },
                     3 => if let Some(k) = in_flight.pop() { c.abandon(k) },
                     4 => c.release(k),
+                    // A demand page asked for in part, and a read of part of a page, both from
+                    // the page number: pages of 4,096 bytes or, at a file's end, fewer.
+                    7 => {
+                        let bytes = if page % 5 == 0 { 512 + (page % 7) as u16 * 100 } else { 4096 };
+                        let from = (page % 3) as u16 * 100;
+                        let to = bytes - (page % 4) as u16 * 50;
+                        if c.state(k).is_none() && c.try_insert_demand_in_flight(k, 0, from, to, bytes) {
+                            in_flight.push(k);
+                        }
+                    }
+                    8 => {
+                        let from = (page % 11) as u16 * 300;
+                        c.touch_bytes(k, from, from + 1 + (page % 13) as u16 * 40);
+                    }
                     _ => c.touch(k),
                 }
                 for &k in &in_flight {
@@ -678,6 +848,12 @@ mod tests {
                     st.used_prefetched_pages + st.wasted_pages + c.unused_prefetched_pages(),
                     "every prefetched page is used, wasted or still held unread"
                 );
+                prop_assert_eq!(
+                    st.fill_bytes,
+                    st.used_fill_bytes + st.wasted_fill_bytes + c.unused_fill_bytes(),
+                    "every fill byte is used, wasted or still held unread"
+                );
+                prop_assert_eq!(c.fill_by_walk(), (c.unused_fill_bytes(), c.in_flight_fill_bytes()));
                 prop_assert_eq!(held, c.used_pages());
                 prop_assert_eq!(unused, c.unused_prefetched_pages());
                 prop_assert_eq!(unused_in_flight, c.in_flight_prefetched_pages());
