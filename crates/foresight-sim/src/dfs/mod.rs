@@ -1041,6 +1041,18 @@ impl Sim<'_> {
         self.after_client(r.stream);
     }
 
+    /// The byte ranges `(offset, bytes)` of the RPCs whose reply has not reached the client, by
+    /// `(stream, client read)`: built once, at the end of a run.
+    fn rpcs_under_way(&self) -> FxHashMap<(u32, u32), Vec<(u64, u64)>> {
+        let mut out: FxHashMap<(u32, u32), Vec<(u64, u64)>> = FxHashMap::default();
+        for r in self.rpcs.iter().flatten() {
+            out.entry((r.stream, r.io))
+                .or_default()
+                .push((r.offset, r.bytes));
+        }
+        out
+    }
+
     fn report(
         &self,
         elapsed: Instant,
@@ -1056,13 +1068,28 @@ impl Sim<'_> {
         let mut wasted = 0u64;
         let mut peak = self.server.cache().peak_pages();
         let mut fetches = 0u64;
-        let mut layers: Vec<&CacheLayer> = vec![&self.server];
-        layers.extend(self.streams.iter().filter_map(|s| s.client.as_ref()));
-        for l in &layers {
+        // A prefetch still in flight at the end has not been read yet: neither prefetched nor
+        // wasted, as in a host run; the fill of demand pages counts as in a host run. But a
+        // client's fetch crosses the link in RPCs of at most `rpc_max` and is in flight until
+        // its last reply arrives: the pages of the replies that did arrive are in
+        // `network_bytes`, and count as prefetched and, unread, as wasted, as the parts of a
+        // host's split read its members have read do. Left out, a Lustre stream's 40 MiB window
+        // of 1 MiB RPCs left tens of MB that reached the client counted nowhere.
+        let rpcs_out = self.rpcs_under_way();
+        let mut layers: Vec<(&CacheLayer, (u64, u64))> = vec![(&self.server, (0, 0))];
+        for (s, st) in self.streams.iter().enumerate() {
+            let Some(c) = &st.client else { continue };
+            let arrived = c.in_flight_prefetch_pages_read(|io, _, page| {
+                let (from, to) = (page * PAGE_BYTES, (page + 1) * PAGE_BYTES);
+                rpcs_out
+                    .get(&(s as u32, io))
+                    .is_none_or(|out| !out.iter().any(|&(o, b)| o < to && from < o + b))
+            });
+            layers.push((c, arrived));
+        }
+        for (l, arrived) in layers {
             fetches += l.fetches();
-            // A prefetch still in flight at the end has not been read yet: neither prefetched
-            // nor wasted, as in a host run; the fill of demand pages counts as in a host run.
-            let (p, w) = l.prefetched_and_wasted_bytes((0, 0));
+            let (p, w) = l.prefetched_and_wasted_bytes(arrived);
             prefetched += p;
             wasted += w;
         }
