@@ -2250,7 +2250,8 @@ mod tests {
                     "device.preset=cheetah-15k5",
                     "host.raid_cache=\"16MiB\"",
                 ],
-                2 => vec!["policy.name=seqp"],
+                // A trace takes no page-cache policy: `none` is its own, without a block cache.
+                2 => vec!["policy.name=none"],
                 3 => vec!["policy.name=none", "workload.streams=2"],
                 _ => vec!["policy.name=seqp", "workload.streams=2"],
             };
