@@ -716,12 +716,7 @@ fn serve_get_and_sigterm_through_the_binary() {
         &format!("http://{addr}/d.bin"),
         std::path::Path::new("/dev/null"),
     );
-    let fifo = dir.join("pipe");
-    assert!(Command::new("mkfifo")
-        .arg(&fifo)
-        .status()
-        .unwrap()
-        .success());
+    let fifo = fifo_in(&dir);
     let reader = {
         let fifo = fifo.clone();
         std::thread::spawn(move || std::fs::read(fifo).unwrap())
@@ -2373,6 +2368,14 @@ fn get_refuses_to_write_binary_data_to_a_terminal() {
     terminate(&mut server);
 }
 
+/// A FIFO named `pipe` made in `dir` (by `mkfifo`).
+fn fifo_in(dir: &std::path::Path) -> std::path::PathBuf {
+    let fifo = dir.join("pipe");
+    let made = Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(made.success(), "mkfifo {}: {made}", fifo.display());
+    fifo
+}
+
 /// A FIFO given as --out whose reader takes 100 bytes of a 5 MB file and leaves: the download
 /// failed to deliver, yet `get` exited 0 without a word, as if standard output's reader had left
 /// (`get URL | head`), which is the only output whose reader may end a download quietly. Now it
@@ -2384,12 +2387,7 @@ fn a_get_to_a_fifo_whose_reader_leaves_early_fails_saying_how_much_it_took() {
     let data: Vec<u8> = (0..5_000_000u32).map(|i| (i % 251) as u8).collect();
     std::fs::write(dir.join("big.bin"), &data).unwrap();
     let (mut server, addr) = serve_root(&dir);
-    let fifo = dir.join("pipe");
-    assert!(Command::new("mkfifo")
-        .arg(&fifo)
-        .status()
-        .unwrap()
-        .success());
+    let fifo = fifo_in(&dir);
     let reader = {
         let fifo = fifo.clone();
         std::thread::spawn(move || {

@@ -878,16 +878,8 @@ fn a_modification_time_in_the_future_is_not_sent_as_the_files_date() {
     use foresight_net::validators::{format_http_date, parse_http_date};
     let s = serve("future-mtime");
     let a = s.addr();
-    let path = s.root.join("f.bin");
     let body = content(10_000, 4);
-    std::fs::write(&path, &body).unwrap();
-    let ahead = std::time::SystemTime::now() + Duration::from_secs(10 * 365 * 86_400);
-    std::fs::File::options()
-        .write(true)
-        .open(&path)
-        .unwrap()
-        .set_modified(ahead)
-        .unwrap();
+    touched_years_ahead(&s.root.join("f.bin"), &body, 10);
     for method in ["GET", "HEAD"] {
         let r = get_with(a, method, "/f.bin", "");
         assert_eq!(r.status, 200);
@@ -932,6 +924,18 @@ fn a_modification_time_in_the_future_is_not_sent_as_the_files_date() {
     }
 }
 
+/// Writes `body` to `path` and sets its modification time `years` ahead, as `touch -d` does.
+fn touched_years_ahead(path: &std::path::Path, body: &[u8], years: u64) {
+    std::fs::write(path, body).unwrap();
+    let ahead = std::time::SystemTime::now() + Duration::from_secs(years * 365 * 86_400);
+    std::fs::File::options()
+        .write(true)
+        .open(path)
+        .unwrap()
+        .set_modified(ahead)
+        .unwrap();
+}
+
 /// A file touched years ahead (`touch -d 2030-06-01`) kept a weak tag, and a `Last-Modified` of
 /// the answer's date, a new one every second: `If-Range` never matched, and `foresight get` polled
 /// a second for a strong tag and then took the file in one GET. Its tag is now strong once the
@@ -944,14 +948,7 @@ fn a_file_touched_into_the_future_gets_a_strong_tag_and_a_date_that_holds() {
     let a = s.addr();
     let path = s.root.join("t.bin");
     let body = content(10_000, 6);
-    std::fs::write(&path, &body).unwrap();
-    let ahead = std::time::SystemTime::now() + Duration::from_secs(5 * 365 * 86_400);
-    std::fs::File::options()
-        .write(true)
-        .open(&path)
-        .unwrap()
-        .set_modified(ahead)
-        .unwrap();
+    touched_years_ahead(&path, &body, 5);
     let within = |what: &str, ok: &dyn Fn() -> bool| {
         let deadline = Instant::now() + Duration::from_secs(10);
         while !ok() {
