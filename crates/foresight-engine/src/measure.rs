@@ -58,9 +58,10 @@ pub fn all_data(path: &Path) -> std::io::Result<bool> {
     }
 }
 
-/// Makes the child `cmd` starts (fio, say) end with this process, even when the process is
-/// ended by a signal's default action or SIGKILL; see [`crate::sys::end_with_parent`]. Start it
-/// from a thread that outlives it, such as the main thread.
+/// Makes the child `cmd` starts (fio, say) receive SIGTERM when this process ends, even by a
+/// signal's default action or SIGKILL (`prctl(PR_SET_PDEATHSIG)`). The kernel sends it when the
+/// thread that started the child ends, so start it from a thread that outlives it, such as the
+/// main thread.
 pub fn end_with_parent(cmd: &mut std::process::Command) {
     crate::sys::end_with_parent(cmd)
 }

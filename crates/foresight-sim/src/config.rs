@@ -737,8 +737,9 @@ fn parent_table<'t>(
 /// named `2024` or `true`; a config file, where quoting is easy, still writes a path as a string.
 const PATH_KEYS: [&str; 2] = ["device.disksim", "workload.trace"];
 
-/// The keys of [`PATH_KEYS`] whose value the `--set` `assignment` writes: the one it names, or
-/// those inside the section it sets whole (`workload={kind="trace", trace="t.trace"}`). Right
+/// The keys that take a path (`device.disksim`, `workload.trace`) whose value the `--set`
+/// `assignment` writes: the one it names, or those inside the section it sets whole
+/// (`workload={kind="trace", trace="t.trace"}`). Right
 /// after [`apply_set`] of it, a path at one of these keys is the assignment's, not the config
 /// file's, so a caller may resolve it from elsewhere than the file's directory. None when the key
 /// is malformed or steps through an element of a list (no path is in one).
