@@ -1302,8 +1302,8 @@ fn a_bench_stopped_while_fio_runs_takes_fio_with_it() {
             "--repeat",
             "1",
             "--fio",
-            // fio reads 4 KiB at a time, one in flight (64 MiB/s on the development machine, so 8
-            // s for the file), for up to 30 s: it is stopped long before.
+            // fio reads 4 KiB at a time, one in flight (64 MiB in 1.1 s on the development
+            // machine, so about 9 s for the file), for up to 30 s: it is stopped long before.
             "--limit-io",
             "4KiB",
             "--limit-depth",
