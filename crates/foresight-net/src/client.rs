@@ -117,7 +117,7 @@ impl std::fmt::Display for Url {
 /// `http` or `https` (in any case) at the start of `text` followed by colons and
 /// slashes other than `://` (`http:/h`, `http:h`, `http//h`), and the text after them: a scheme
 /// mistyped, which taken for a host name would be advised as `http://http:/h`. `http:8080/f` is
-/// not one: it reads as the host `http` at port 8080.
+/// not one: it may also be the host `http` at port 8080 (see [`scheme_then_port`]).
 fn misspelt_scheme(text: &str) -> Option<(&'static str, &str)> {
     let letters = text.find(|c: char| !c.is_ascii_alphabetic())?;
     let scheme = ["http", "https"]
@@ -127,13 +127,24 @@ fn misspelt_scheme(text: &str) -> Option<(&'static str, &str)> {
     if !after.starts_with([':', '/']) || after.starts_with("://") {
         return None;
     }
-    if let Some(port) = after.strip_prefix(':') {
-        let port = port.split(['/', '?']).next().unwrap_or_default();
-        if !port.is_empty() && port.bytes().all(|b| b.is_ascii_digit()) {
-            return None;
-        }
+    if scheme_then_port(text).is_some() {
+        return None;
     }
     Some((scheme, after.trim_start_matches([':', '/'])))
+}
+
+/// For `http:8080/f` (a scheme's name, a colon and a port), the text from the colon on.
+fn scheme_then_port(text: &str) -> Option<&str> {
+    let letters = text.find(|c: char| !c.is_ascii_alphabetic())?;
+    if !["http", "https"]
+        .iter()
+        .any(|s| text[..letters].eq_ignore_ascii_case(s))
+    {
+        return None;
+    }
+    let after = &text[letters..];
+    let port = after.strip_prefix(':')?.split(['/', '?']).next()?;
+    (!port.is_empty() && port.bytes().all(|b| b.is_ascii_digit())).then_some(after)
 }
 
 impl FromStr for Url {
@@ -141,6 +152,7 @@ impl FromStr for Url {
 
     fn from_str(text: &str) -> Result<Url, String> {
         // A scheme is case-insensitive (RFC 3986, section 3.1): `HTTP://` is `http://`.
+        let port_form = scheme_then_port(text);
         let rest = text
             .get(.."http://".len())
             .filter(|scheme| scheme.eq_ignore_ascii_case("http://"))
@@ -158,6 +170,17 @@ impl FromStr for Url {
                     "`{text}`: the scheme is written `http://`, a colon and two slashes; write \
                      http://{rest}"
                 ),
+                // `http:8080/f` is either the scheme without its slashes and the host, or the
+                // host `http` at a port: both readings are offered, the likelier first.
+                (None, None) if port_form.is_some() => {
+                    let after = port_form.unwrap_or_default();
+                    format!(
+                        "`{text}` has no scheme, and no host if `{scheme}` was meant as one; \
+                         write http://HOST{after} (or, for a host named `{scheme}`, \
+                         http://{text})",
+                        scheme = &text[..text.len() - after.len()],
+                    )
+                }
                 // `host:port/path`, as a browser's address bar takes it.
                 (None, None)
                     if text.starts_with(|c: char| c.is_ascii_alphanumeric() || c == '[') =>
@@ -2845,6 +2868,22 @@ mod tests {
         assert!(e.contains("`https://`") && e.contains("no TLS"), "{e}");
         let e = "http:/".parse::<Url>().unwrap_err();
         assert!(e.contains("not a URL"), "{e}");
+    }
+
+    /// `http:8080/f` was advised only as the host `http` at port 8080 ("write
+    /// http://http:8080/f"), where the user more likely left out the slashes and the host.
+    /// Both readings are now offered.
+    #[test]
+    fn a_scheme_then_a_port_is_advised_both_ways() {
+        let e = "http:8080/f".parse::<Url>().unwrap_err();
+        assert!(
+            e.contains("write http://HOST:8080/f") && e.contains("http://http:8080/f"),
+            "{e}"
+        );
+        let e = "HTTPS:443".parse::<Url>().unwrap_err();
+        assert!(e.contains("http://HOST:443") && e.contains("named `HTTPS`"), "{e}");
+        let e = "localhost:8080/f".parse::<Url>().unwrap_err();
+        assert!(e.ends_with("write http://localhost:8080/f"), "{e}");
     }
 
     proptest::proptest! {
