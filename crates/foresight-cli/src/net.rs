@@ -2,6 +2,7 @@
 //! 004_80004320b985afc3.txt), thin wrappers over `foresight-net`.
 
 use std::io::{IsTerminal as _, Write};
+use std::os::fd::AsFd as _;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration as StdDuration;
@@ -448,9 +449,10 @@ device or FIFO (/dev/null) is written directly; the error of a failed download t
 how many bytes had gone to the temporary file and that --out was not created or keeps the file \
 it held. A failed download to standard output (or to a device or FIFO) keeps the bytes it wrote \
 there, and its error says how many. Standard output whose reader leaves early (`foresight get \
-URL | head -c 100`) ends the download quietly, exit 0, as such a pipe expects; a device or FIFO \
-given as --out that stops taking bytes (its reader left, or it is full) fails the download, exit \
-1, saying how many bytes of the file had reached it. \
+URL | head -c 100`) ends the download quietly, exit 0, as such a pipe expects; standard output \
+that is full (a full disk), or a device or FIFO given as --out that stops taking bytes (its \
+reader left, or it is full), fails the download, exit 1, saying how many bytes of the file had \
+reached it. \
 Standard output on a terminal takes text only: a download whose bytes hold a NUL (binary data) \
 stops there, exit 2, before those bytes reach the terminal (give --out, or redirect standard \
 output). With --json and no --out the data is discarded and only the report is printed. A server \
@@ -771,23 +773,38 @@ pub fn run_get(a: &GetArgs) -> anyhow::Result<()> {
                     .map_err(net)?,
                 None => {
                     let terminal = std::io::stdout().is_terminal();
+                    // Standard output is written below a buffer of this command's own, and
+                    // counted there as an --out device is: one that fails (a full disk) took
+                    // only part of what was handed to the buffer, and the user is told how much.
+                    let stdout = std::io::stdout()
+                        .as_fd()
+                        .try_clone_to_owned()
+                        .context(crate::WritingStdout)?;
+                    let mut out = std::io::BufWriter::new(Delivered {
+                        file: std::fs::File::from(stdout),
+                        delivered: 0,
+                    });
                     let mut sink = counted(
                         Named {
-                            inner: std::io::stdout().lock(),
+                            inner: &mut out,
                             what: "standard output",
                         },
                         url,
                     );
                     // Outside the count: refused bytes are not written.
-                    let got = client.get(
-                        url,
-                        &mut TerminalSafe {
-                            inner: &mut sink,
-                            terminal,
-                        },
-                    );
+                    let got = client
+                        .get(
+                            url,
+                            &mut TerminalSafe {
+                                inner: &mut sink,
+                                terminal,
+                            },
+                        )
+                        .map_err(net)
+                        .and_then(|report| Ok(sink.flush().map(|()| report)?));
+                    let sent = sink.bytes();
+                    drop(sink);
                     got.map_err(|e| {
-                        let e = net(e);
                         if is_broken_pipe(&e) {
                             // Standard output's reader left (`get URL | head -c 100`): the
                             // command ends quietly, as `head` expects.
@@ -796,11 +813,13 @@ pub fn run_get(a: &GetArgs) -> anyhow::Result<()> {
                             // The user's choice of output to fix, as for an --out refused.
                             input(partial_output(
                                 anyhow::anyhow!("{}", crate::describe(&e)),
-                                sink.bytes(),
+                                sent,
                                 "standard output",
                             ))
+                        } else if is_output_failure(&e, "standard output") {
+                            output_failed(e, out.get_ref().delivered, "standard output")
                         } else {
-                            partial_output(e, sink.bytes(), "standard output")
+                            partial_output(e, sent, "standard output")
                         }
                     })?
                 }

@@ -2416,6 +2416,37 @@ fn a_get_to_a_fifo_whose_reader_leaves_early_fails_saying_how_much_it_took() {
     terminate(&mut server);
 }
 
+/// A download to standard output on a full device (/dev/full here; a full disk alike) failed
+/// with "writing standard output: No space left on device" and no word of what the output
+/// holds, where the same failure at `--out` says how many bytes reached it. Standard output is
+/// now counted below the command's buffer, as an `--out` device is.
+#[test]
+fn a_get_to_a_full_standard_output_says_how_much_it_took() {
+    if !std::path::Path::new("/dev/full").exists() {
+        return;
+    }
+    let (_guard, dir) = scratch("get-stdout-full");
+    std::fs::write(dir.join("f.bin"), vec![7u8; 300_000]).unwrap();
+    let (mut server, addr) = serve_root(&dir);
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .expect("/dev/full: a Linux device that is always full");
+    let out = bin()
+        .args(["get", &format!("http://{addr}/f.bin")])
+        .stdout(full)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("writing standard output")
+            && err.contains("0 bytes of the file had reached standard output"),
+        "{err}"
+    );
+    terminate(&mut server);
+}
+
 /// `--out` a symbolic link whose target does not exist yet (`ln -s sub/target.bin link.bin`):
 /// the download replaced the link by a regular file, where the code meant a link to keep pointing
 /// where it did (its target could not be canonicalized, and the link's own path was taken). The
