@@ -2,8 +2,8 @@
 //! 004_80004320b985afc3.txt), thin wrappers over `foresight-net`.
 
 use std::io::{IsTerminal as _, Write};
-use std::os::fd::AsFd as _;
 use std::net::SocketAddr;
+use std::os::fd::AsFd as _;
 use std::path::PathBuf;
 use std::time::Duration as StdDuration;
 

@@ -2881,7 +2881,10 @@ mod tests {
             "{e}"
         );
         let e = "HTTPS:443".parse::<Url>().unwrap_err();
-        assert!(e.contains("http://HOST:443") && e.contains("named `HTTPS`"), "{e}");
+        assert!(
+            e.contains("http://HOST:443") && e.contains("named `HTTPS`"),
+            "{e}"
+        );
         let e = "localhost:8080/f".parse::<Url>().unwrap_err();
         assert!(e.ends_with("write http://localhost:8080/f"), "{e}");
     }
