@@ -825,20 +825,20 @@ fn claims(fig: &str) -> Vec<Claim> {
                             .all(|x| g.at(d, x) >= LOWER * g.at(d, 0.05))
                     })
                 },
-                |_| UNEXAMINED.into(),
+                |g| listed(&fell_before(g, &["lustre", "hdfs", "nfs", "aps"], 8.0)),
             ),
+            // "Falls from" as the report defines it: held before 8 ms as well as down from it on;
+            // checking only the second half called a fall at 4 ms one from 8 ms.
             c(
                 "Lustre, HDFS, NFS and APS all fall from 8 ms",
                 |g| {
-                    ["lustre", "hdfs", "nfs", "aps"].iter().all(|d| {
-                        g.xs_in(8.0, 25.0)
-                            .all(|x| g.at(d, x) < LOWER * g.at(d, 0.05))
-                    })
+                    ["lustre", "hdfs", "nfs", "aps"]
+                        .iter()
+                        .all(|d| g.falls_from(d, 8.0))
                 },
                 |g| {
-                    let v: Vec<String> = ["lustre", "hdfs", "nfs", "aps"]
-                        .iter()
-                        .filter_map(|d| {
+                    let mut v = fell_before(g, &["lustre", "hdfs", "nfs", "aps"], 8.0);
+                    v.extend(["lustre", "hdfs", "nfs", "aps"].iter().filter_map(|d| {
                             let x = g
                                 .xs_in(8.0, 25.0)
                                 .find(|&x| g.at(d, x) >= LOWER * g.at(d, 0.05))?;
@@ -854,8 +854,7 @@ fn claims(fig: &str) -> Vec<Claim> {
                                 },
                                 window_bound_mib_s(&g.link, x)
                             ))
-                        })
-                        .collect();
+                        }));
                     listed(&v)
                 },
             ),
@@ -1038,6 +1037,21 @@ fn first_fall_note_in(g: &Grid, system: &str, paper_x: f64, unit: &str, point: &
         ),
         None => format!("it keeps at least 90% at every {point} from {paper_x} {unit}"),
     }
+}
+
+/// For each of `systems` that falls below 90% of its first point's rate before `from_ms`, where
+/// it does and to what.
+fn fell_before(g: &Grid, systems: &[&str], from_ms: f64) -> Vec<String> {
+    systems
+        .iter()
+        .filter_map(|d| {
+            let x = g.first_fall(d, g.xs[0]).filter(|&x| x < from_ms)?;
+            Some(format!(
+                "{d} falls already at {x} ms (to {:.0}%)",
+                g.fell_percent(d, x)
+            ))
+        })
+        .collect()
 }
 
 /// Why `system` does not fall from `from_ms` with the 30 MB buffer as the paper's does: it fell
