@@ -2324,6 +2324,26 @@ mod tests {
         );
         // 128 KiB at 209.1 MiB/s is 0.60 ms; less half its 0.105 ms on the wire: 0.55 ms.
         assert!(note.contains("holds up to 0.55 ms one way"), "{note}");
+        // Lustre down to 82% at 1 ms, before the paper's 8 ms, and further from 8 ms on: it falls
+        // from 1 ms, not 8. Both halves of the paper's sentence fail, each saying where it fell;
+        // a Lustre that fell early was taken as falling from 8 ms, as only the points from 8 ms on
+        // were weighed.
+        let mut early = g.tp.clone();
+        early[0] = vec![197.3, 197.3, 197.3, 197.3, 161.8, 150.0, 117.3, 52.3];
+        let early = Grid {
+            tp: early,
+            useless: vec![],
+            cache_hit_shares: g.cache_hit_shares.clone(),
+            without_idle: vec![],
+            ..g
+        };
+        let note = claims_note("12a", &early);
+        assert!(
+            note.contains(
+                "all fall from 8 ms (lustre falls already at 1 ms (to 82%), nfs keeps 99%"
+            ) && note.contains("hold up to 4 ms (lustre falls already at 1 ms (to 82%))"),
+            "{note}"
+        );
         // Fig. 12b in points of 1.5 s, APS lowest at 25 ms: 15 MB per 50 ms is 286.1 MiB/s.
         let mut tp = g.tp.clone();
         tp[5] = vec![208.1, 208.1, 208.1, 208.0, 206.8, 200.1, 193.7, 168.6];
