@@ -119,8 +119,11 @@ enum Command {
         /// full figures.
         #[arg(long)]
         quick: bool,
-        /// Output directory. From the run's first figure until its end, report.md there says that
-        /// the run has not finished and there is no results.json.
+        /// Output directory, one run at a time (a second run into it is refused). From the run's
+        /// first figure until its end, report.md there says that the run has not finished (or,
+        /// if it failed, why) and there is no results.json. A finished report names the figures
+        /// beside it that the run did not write; results.json has a key per experiment and `run`
+        /// (mode, experiments, wall_s).
         #[arg(long, value_name = "DIR", default_value = "out")]
         out: PathBuf,
         /// List the experiments and exit.
@@ -1041,12 +1044,16 @@ fn cmd_reproduce(names: &[String], quick: bool, out: &Path, list: bool) -> anyho
     // Before the first figure nothing in `out` has changed; from it on, report.md says which
     // experiments were written in full.
     cleanup::say_on_signal(format!(
-        "reproduce had not finished, and {} has no results.json of this run; its report.md says \
-         which experiments' figures were written in full (none were, if the report is an earlier \
-         run's)",
+        "reproduce had not finished, and {} has no results.json of this run; where its report.md \
+         says that the run has not finished, it names the experiments whose figures were written \
+         in full; otherwise none were",
         out.display()
     ));
-    foresight_sim::experiments::reproduce(&names, quick, out, &log)?;
+    foresight_sim::experiments::reproduce(&names, quick, out, &log).map_err(|e| match e {
+        // The user's choice of --out to fix, as a directory that cannot be written is.
+        foresight_sim::experiments::ExperimentError::Busy(_) => input(e.to_string()),
+        e => e.into(),
+    })?;
     cleanup::say_on_signal(format!(
         "reproduce had finished, and {} and {} were written in full",
         out.join("report.md").display(),

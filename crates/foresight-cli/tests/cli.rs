@@ -2409,6 +2409,149 @@ fn design_names_a_host_does_not_take_point_to_the_dfs_model() {
     assert_eq!(code, 0, "{err}");
 }
 
+/// Two runs into one `--out` both exited 0, and the directory held one run's report beside the
+/// other's figures. The second is refused while the first holds the directory: here the test
+/// holds it, as a run does (an advisory lock on the directory).
+#[test]
+fn a_reproduce_into_a_directory_another_run_is_writing_is_refused() {
+    let out_guard = temp_dir("repro-busy");
+    let out = out_guard.path().join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    let held = std::fs::File::open(&out).unwrap();
+    held.try_lock()
+        .expect("nothing else holds a fresh directory");
+    let err = expect_input_error(
+        &[
+            "reproduce",
+            "collapse",
+            "--quick",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        "another `foresight reproduce` still running",
+    );
+    assert!(err.contains("give another --out"), "{err}");
+    assert!(!out.join("report.md").exists(), "the refused run wrote");
+    held.unlock().unwrap();
+    let (code, _, err) = foresight(&[
+        "reproduce",
+        "collapse",
+        "--quick",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+}
+
+/// A run of one experiment into a directory holding a whole catalogue's figures ended with a
+/// report that covered that experiment alone and said nothing of the figures beside it, and a
+/// results.json that did not say which mode it came from. The report now names the figures it
+/// did not write, and results.json has a `run` key.
+#[test]
+fn a_finished_reproduce_names_the_earlier_figures_beside_it() {
+    let out_guard = temp_dir("repro-earlier");
+    let out = out_guard.path().join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    std::fs::write(out.join("streams_fig4.csv"), "an earlier run's figure\n").unwrap();
+    let (code, _, err) = foresight(&[
+        "reproduce",
+        "collapse",
+        "--quick",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let report = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(
+        report.contains(
+            "1 figure file this run did not write, from an earlier run (`streams_fig4.csv`)"
+        ) && !report.contains("`collapse.csv`"),
+        "{report}"
+    );
+    let results: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
+    assert_eq!(results["run"]["mode"], "quick", "{results}");
+    assert_eq!(
+        results["run"]["experiments"],
+        serde_json::json!(["collapse"])
+    );
+    assert!(
+        results["run"]["wall_s"].as_f64().is_some_and(|s| s >= 0.0),
+        "{results}"
+    );
+    // Run again with nothing else beside it: no such note.
+    std::fs::remove_file(out.join("streams_fig4.csv")).unwrap();
+    let (code, _, err) = foresight(&["reproduce", "collapse", "--out", out.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let report = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(!report.contains("did not write"), "{report}");
+    let results: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
+    assert_eq!(results["run"]["mode"], "full", "{results}");
+}
+
+/// A run whose figure could not be written exited 1, and left a report saying "it is still
+/// running, or it was stopped", neither of which was so, and a hidden partial file when the
+/// write itself failed. The report now says the run failed and why.
+#[test]
+fn a_reproduce_whose_figure_cannot_be_written_says_so_in_its_report() {
+    let out_guard = temp_dir("repro-failed");
+    let out = out_guard.path().join("out");
+    // A directory where the CSV goes: the rename over it fails.
+    std::fs::create_dir_all(out.join("collapse.csv")).unwrap();
+    let (code, _, err) = foresight(&[
+        "reproduce",
+        "collapse",
+        "--quick",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("collapse.csv"), "{err}");
+    let report = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(
+        report.contains("This run failed, and wrote no `results.json`: writing ")
+            && report.contains("collapse.csv")
+            && !report.contains("still running"),
+        "{report}"
+    );
+    let hidden: Vec<_> = std::fs::read_dir(&out)
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| n.starts_with('.'))
+        .collect();
+    assert!(hidden.is_empty(), "{hidden:?}");
+}
+
+/// A `results.json` that is a symbolic link was replaced by a regular file, while a `report.md`
+/// link was written through. Both are written through now: the link is kept, and the file it
+/// leads to holds this run's results.
+#[test]
+fn a_results_json_link_is_written_through_as_the_report_link_is() {
+    let guard = temp_dir("repro-link");
+    let out = guard.path().join("out");
+    let target = guard.path().join("kept");
+    std::fs::create_dir_all(&out).unwrap();
+    std::fs::create_dir_all(&target).unwrap();
+    std::fs::write(target.join("r.json"), "{\"stale\": 1}\n").unwrap();
+    std::os::unix::fs::symlink("../kept/r.json", out.join("results.json")).unwrap();
+    let (code, _, err) = foresight(&[
+        "reproduce",
+        "collapse",
+        "--quick",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let link = std::fs::symlink_metadata(out.join("results.json")).unwrap();
+    assert!(link.file_type().is_symlink(), "the link was replaced");
+    let kept = std::fs::read_to_string(target.join("r.json")).unwrap();
+    assert!(
+        kept.contains("\"collapse\"") && !kept.contains("stale"),
+        "{kept}"
+    );
+}
+
 /// DESIGN.md section 7: `reproduce` writes `DIR/report.md`, one PNG and one CSV per figure, and
 /// `DIR/results.json`, whose key per experiment holds its measurements.
 #[test]

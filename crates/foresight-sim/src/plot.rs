@@ -14,11 +14,9 @@
 //! power). Points that cannot be placed (NaN, infinite, or not positive on a log axis) are
 //! skipped and break the line there; empty or degenerate data still give a valid, labelled chart.
 
-use std::path::Path;
-
-/// Width in pixels of the image that [`LineChart::write_png`] and [`BarChart::write_png`] produce.
+/// Width in pixels of the image that [`LineChart::png`] and [`BarChart::png`] produce.
 pub const DEFAULT_WIDTH_PX: u32 = 960;
-/// Height in pixels of the image that [`LineChart::write_png`] and [`BarChart::write_png`] produce.
+/// Height in pixels of the image that [`LineChart::png`] and [`BarChart::png`] produce.
 pub const DEFAULT_HEIGHT_PX: u32 = 600;
 /// Smallest side, in pixels, that `render_png` produces; smaller requests are raised to it.
 pub const MIN_SIDE_PX: u32 = 32;
@@ -106,9 +104,10 @@ impl LineChart {
         canvas.encode_png()
     }
 
-    /// Writes the chart to `path` as a PNG of [`DEFAULT_WIDTH_PX`] x [`DEFAULT_HEIGHT_PX`].
-    pub fn write_png(&self, path: &Path) -> std::io::Result<()> {
-        write_bytes(path, self.render_png(DEFAULT_WIDTH_PX, DEFAULT_HEIGHT_PX))
+    /// The chart as a PNG of [`DEFAULT_WIDTH_PX`] x [`DEFAULT_HEIGHT_PX`], for the caller to
+    /// write as it writes its other outputs (whole, or not at all).
+    pub fn png(&self) -> std::io::Result<Vec<u8>> {
+        encoded(self.render_png(DEFAULT_WIDTH_PX, DEFAULT_HEIGHT_PX))
     }
 
     fn draw(&self, canvas: &mut Canvas) {
@@ -258,9 +257,10 @@ impl BarChart {
         canvas.encode_png()
     }
 
-    /// Writes the chart to `path` as a PNG of [`DEFAULT_WIDTH_PX`] x [`DEFAULT_HEIGHT_PX`].
-    pub fn write_png(&self, path: &Path) -> std::io::Result<()> {
-        write_bytes(path, self.render_png(DEFAULT_WIDTH_PX, DEFAULT_HEIGHT_PX))
+    /// The chart as a PNG of [`DEFAULT_WIDTH_PX`] x [`DEFAULT_HEIGHT_PX`], for the caller to
+    /// write as it writes its other outputs (whole, or not at all).
+    pub fn png(&self) -> std::io::Result<Vec<u8>> {
+        encoded(self.render_png(DEFAULT_WIDTH_PX, DEFAULT_HEIGHT_PX))
     }
 
     /// The pixel rectangles of the bars as `(series, rectangle)`, bottom edge included.
@@ -1128,11 +1128,11 @@ fn truncate(text: &str, max_chars: usize) -> String {
     out
 }
 
-fn write_bytes(path: &Path, bytes: Vec<u8>) -> std::io::Result<()> {
+fn encoded(bytes: Vec<u8>) -> std::io::Result<Vec<u8>> {
     if bytes.is_empty() {
         return Err(std::io::Error::other("PNG encoding failed"));
     }
-    std::fs::write(path, bytes)
+    Ok(bytes)
 }
 
 // ----------------------------------------------------------------------------------------------
@@ -2045,9 +2045,9 @@ mod tests {
         let bar = example_bar();
         if let Some(dir) = std::env::var_os("FORESIGHT_PLOT_EXAMPLES_DIR") {
             let dir = std::path::PathBuf::from(dir);
-            line.write_png(&dir.join("example_line.png"))
+            std::fs::write(dir.join("example_line.png"), line.png().expect("encode"))
                 .expect("write line chart");
-            bar.write_png(&dir.join("example_bar.png"))
+            std::fs::write(dir.join("example_bar.png"), bar.png().expect("encode"))
                 .expect("write bar chart");
             std::fs::write(
                 dir.join("example_log_small.png"),

@@ -13,6 +13,7 @@ mod network;
 mod streams;
 mod striping;
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -46,6 +47,13 @@ pub enum ExperimentError {
     /// No experiment of that name.
     #[error("unknown experiment `{0}`; choose from: {names}", names = names().join(", "))]
     Unknown(String),
+    /// Another run is writing into the same output directory.
+    #[error(
+        "{} is the output directory of another `foresight reproduce` still running; wait for it \
+         to end, or give another --out",
+        .0.display()
+    )]
+    Busy(PathBuf),
     /// An experiment's input files (the measured drives in `shared/data/`) are not there.
     #[error(
         "experiment {experiment} reads {path}, which is not there: {why}; run from a directory \
@@ -250,17 +258,73 @@ fn mode_note(quick: bool, chosen: &[&Experiment]) -> String {
 /// figures of other experiments (or of ones this run has not reached), so the note names the
 /// experiments whose figures are this run's rather than claim every file beside it.
 fn unfinished_report(done: &[&str]) -> String {
-    let done = if done.is_empty() {
-        "none yet".to_string()
-    } else {
-        done.join(", ")
-    };
     format!(
         "# Foresight: reproduced results\n\n\
          This run has not finished: it is still running, or it was stopped. Experiments whose \
-         figures it has written in full: {done}. Other figures beside this file are being \
+         figures it has written in full: {}. Other figures beside this file are being \
          written by it or are from an earlier run. `results.json` is written with this report \
-         when the run ends.\n"
+         when the run ends.\n",
+        done_list(done)
+    )
+}
+
+/// What `report.md` holds after a run that failed (a figure that could not be written, a run that
+/// could not start): the unfinished report said "still running, or stopped", neither of which
+/// was so, and did not say why the run ended.
+fn failed_report(done: &[&str], error: &ExperimentError) -> String {
+    format!(
+        "# Foresight: reproduced results\n\n\
+         This run failed, and wrote no `results.json`: {error}. Experiments whose figures it \
+         wrote in full: {}. Other figures beside this file are partly written by it or are from \
+         an earlier run.\n",
+        done_list(done)
+    )
+}
+
+fn done_list(done: &[&str]) -> String {
+    if done.is_empty() {
+        "none".to_string()
+    } else {
+        done.join(", ")
+    }
+}
+
+/// Figures in `out` (PNG and CSV files, not hidden) that are not among `written`, by name. A run
+/// of some experiments into a directory that holds a whole catalogue's figures leaves the others
+/// there, and its finished report must not read as describing them.
+fn figures_not_written(out: &Path, written: &BTreeSet<String>) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(out) else {
+        return Vec::new();
+    };
+    let mut names: Vec<String> = entries
+        .filter_map(Result::ok)
+        .filter_map(|e| e.file_name().into_string().ok())
+        .filter(|n| !n.starts_with('.') && (n.ends_with(".png") || n.ends_with(".csv")))
+        .filter(|n| !written.contains(n))
+        .collect();
+    names.sort();
+    names
+}
+
+/// The finished report's note on the figures beside it that this run did not write.
+fn earlier_figures_note(names: &[String]) -> String {
+    const SHOWN: usize = 8;
+    let mut list = names
+        .iter()
+        .take(SHOWN)
+        .map(|n| format!("`{n}`"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    if names.len() > SHOWN {
+        list.push_str(&format!(" and {} more", names.len() - SHOWN));
+    }
+    format!(
+        "This directory also holds {} figure file{} this run did not write, from an earlier run \
+         ({list}); this report does not describe {}. Remove them, or give each run an `--out` of \
+         its own.\n\n",
+        names.len(),
+        if names.len() == 1 { "" } else { "s" },
+        if names.len() == 1 { "it" } else { "them" },
     )
 }
 
@@ -276,21 +340,71 @@ fn write_whole(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         .file_name()
         .map_or_else(Default::default, |n| n.to_string_lossy());
     let tmp = path.with_file_name(format!(".{name}.partial"));
-    std::fs::write(&tmp, bytes)?;
-    std::fs::rename(&tmp, path).inspect_err(|_| {
-        let _ = std::fs::remove_file(&tmp);
-    })
+    // The hidden file goes on any failure, of the write (a full disk) as of the rename.
+    std::fs::write(&tmp, bytes)
+        .and_then(|()| std::fs::rename(&tmp, path))
+        .inspect_err(|_| {
+            let _ = std::fs::remove_file(&tmp);
+        })
+}
+
+/// Removes `path`, so that there is no file of that name to read; a symbolic link is kept and
+/// the file it leads to is removed instead, as [`write_whole`] writes through it.
+fn remove_through(path: &Path) -> std::io::Result<()> {
+    let target = match std::fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_symlink() => match std::fs::canonicalize(path) {
+            Ok(target) => target,
+            // A link that leads nowhere already gives nothing to read.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(e),
+        },
+        _ => path.to_path_buf(),
+    };
+    match std::fs::remove_file(target) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+        _ => Ok(()),
+    }
+}
+
+/// An advisory lock on `out` itself (`flock` on the directory, so no file is left behind),
+/// released when the returned handle is dropped or the process ends, however it ends.
+fn lock_dir(out: &Path) -> Result<std::fs::File, ExperimentError> {
+    let io = |source| ExperimentError::Io {
+        path: out.to_path_buf(),
+        source,
+    };
+    let dir = std::fs::File::open(out).map_err(io)?;
+    match dir.try_lock() {
+        Ok(()) => Ok(dir),
+        Err(std::fs::TryLockError::WouldBlock) => Err(ExperimentError::Busy(out.to_path_buf())),
+        Err(std::fs::TryLockError::Error(e)) => Err(io(e)),
+    }
+}
+
+/// What a run has changed in its output directory so far.
+#[derive(Default)]
+struct Progress {
+    /// Whether `report.md` says the run has not finished (from its first figure on).
+    marked_unfinished: bool,
+    /// The experiments whose figures are all written.
+    done: Vec<&'static str>,
+    /// The figure files written, by name.
+    written: BTreeSet<String>,
 }
 
 /// Runs the named experiments (all when `names` is empty) and writes `report.md`, `results.json`
 /// and each figure's PNG and CSV into `out`. From the first figure written until the end,
-/// `report.md` says that the run has not finished and there is no `results.json`.
+/// `report.md` says that the run has not finished and there is no `results.json`; a run that
+/// fails says so there, with why. One run at a time may write into `out`: another is refused
+/// with [`ExperimentError::Busy`]. `results.json` holds a key per experiment and `run`: the
+/// mode (`quick` or `full`), the experiments in order, and `wall_s`.
 pub fn reproduce(
     names: &[String],
     quick: bool,
     out: &Path,
     log: &(dyn Fn(&str) + Sync),
 ) -> Result<(), ExperimentError> {
+    let started = std::time::Instant::now();
     let cat = catalogue();
     let chosen: Vec<&Experiment> = if names.is_empty() {
         cat.iter().collect()
@@ -309,49 +423,77 @@ pub fn reproduce(
         move |source| ExperimentError::Io { path, source }
     };
     std::fs::create_dir_all(out).map_err(io(out))?;
+    // Two runs into one directory mixed their figures, report and results without a word.
+    let _lock = lock_dir(out)?;
     let ctx = Context { quick, log };
     let mut report = String::from("# Foresight: reproduced results\n\n");
     report.push_str(&mode_note(quick, &chosen));
+    let notes_at = report.len();
     let mut results = serde_json::Map::new();
     let md = out.join("report.md");
     let js = out.join("results.json");
-    let mut marked_unfinished = false;
-    let mut done: Vec<&str> = Vec::new();
-    for e in chosen {
-        log(&format!("{}: {}", e.name, e.about));
-        let started = std::time::Instant::now();
-        let section = (e.run)(&ctx)?;
-        if !marked_unfinished && !section.figures.is_empty() {
-            // From the first figure on, a previous run's report and results would describe
-            // figures this run replaces; a run stopped before its end (Ctrl-C, a write that
-            // fails) would leave them looking current. The report says so until it is written.
-            write_whole(&md, unfinished_report(&done).as_bytes()).map_err(io(&md))?;
-            match std::fs::remove_file(&js) {
-                Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(io(&js)(e)),
-                _ => {}
+    let mut progress = Progress::default();
+    let mut run_chosen = |progress: &mut Progress| -> Result<(), ExperimentError> {
+        for e in &chosen {
+            log(&format!("{}: {}", e.name, e.about));
+            let started = std::time::Instant::now();
+            let section = (e.run)(&ctx)?;
+            if !progress.marked_unfinished && !section.figures.is_empty() {
+                // From the first figure on, a previous run's report and results would describe
+                // figures this run replaces; a run stopped before its end (Ctrl-C, a write that
+                // fails) would leave them looking current. The report says so until it is
+                // written.
+                write_whole(&md, unfinished_report(&progress.done).as_bytes()).map_err(io(&md))?;
+                remove_through(&js).map_err(io(&js))?;
+                progress.marked_unfinished = true;
             }
-            marked_unfinished = true;
+            for f in &section.figures {
+                let png = out.join(format!("{}.png", f.stem));
+                let bytes = f.chart.png().map_err(io(&png))?;
+                write_whole(&png, &bytes).map_err(io(&png))?;
+                let csv = out.join(format!("{}.csv", f.stem));
+                write_whole(&csv, f.csv.as_bytes()).map_err(io(&csv))?;
+                progress
+                    .written
+                    .extend([format!("{}.png", f.stem), format!("{}.csv", f.stem)]);
+            }
+            if progress.marked_unfinished && !section.figures.is_empty() {
+                progress.done.push(e.name);
+                write_whole(&md, unfinished_report(&progress.done).as_bytes()).map_err(io(&md))?;
+            }
+            report.push_str(&section.markdown);
+            report.push('\n');
+            results.insert(e.name.to_string(), section.results);
+            log(&format!(
+                "{}: done in {:.1} s",
+                e.name,
+                started.elapsed().as_secs_f64()
+            ));
         }
-        for f in &section.figures {
-            let png = out.join(format!("{}.png", f.stem));
-            f.chart.write_png(&png).map_err(io(&png))?;
-            let csv = out.join(format!("{}.csv", f.stem));
-            write_whole(&csv, f.csv.as_bytes()).map_err(io(&csv))?;
+        Ok(())
+    };
+    if let Err(e) = run_chosen(&mut progress) {
+        if progress.marked_unfinished {
+            // Best effort: the write may fail for the reason the run did. On a full disk there is
+            // no room for the hidden copy, but there is in place of the unfinished report.
+            let text = failed_report(&progress.done, &e);
+            let _ = write_whole(&md, text.as_bytes()).or_else(|_| std::fs::write(&md, &text));
         }
-        if marked_unfinished && !section.figures.is_empty() {
-            done.push(e.name);
-            write_whole(&md, unfinished_report(&done).as_bytes()).map_err(io(&md))?;
-        }
-        report.push_str(&section.markdown);
-        report.push('\n');
-        results.insert(e.name.to_string(), section.results);
-        log(&format!(
-            "{}: done in {:.1} s",
-            e.name,
-            started.elapsed().as_secs_f64()
-        ));
+        return Err(e);
+    }
+    let earlier = figures_not_written(out, &progress.written);
+    if !earlier.is_empty() {
+        report.insert_str(notes_at, &earlier_figures_note(&earlier));
     }
     write_whole(&md, report.as_bytes()).map_err(io(&md))?;
+    results.insert(
+        "run".into(),
+        serde_json::json!({
+            "mode": if quick { "quick" } else { "full" },
+            "experiments": chosen.iter().map(|e| e.name).collect::<Vec<_>>(),
+            "wall_s": started.elapsed().as_secs_f64(),
+        }),
+    );
     let text = serde_json::to_string_pretty(&Value::Object(results)).expect("JSON of plain values");
     write_whole(&js, (text + "\n").as_bytes()).map_err(io(&js))?;
     Ok(())
