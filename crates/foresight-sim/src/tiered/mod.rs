@@ -215,6 +215,10 @@ struct Driver<'a, 'r> {
     mem_peak: u64,
     mem_capacity: u64,
     jobs: FxHashMap<u64, Job>,
+    /// The most jobs under way at once: each fetch into memory holds one of memory's buffers and
+    /// each copy a slot of the level it climbs to, so no more than those together (and one
+    /// demand read). A fixed 2^20 was exceeded by valid stacks (TIP with a million buffers).
+    jobs_max: u64,
     next_job: u64,
     link_free: Instant,
     /// An event fell past [`HORIZON`] and was not scheduled.
@@ -319,6 +323,12 @@ impl Driver<'_, '_> {
                 spent: Duration::ZERO,
             },
         );
+        assert!(
+            self.jobs.len() as u64 <= self.jobs_max,
+            "{} jobs under way, over the {} that memory's buffers and the levels' slots allow",
+            self.jobs.len(),
+            self.jobs_max
+        );
         let (level, op, slot) = match stage {
             Stage::ToMemory { src } | Stage::CopyRead { src, .. } => (src, Op::Read, None),
             Stage::CopyWrite { into } => (into, Op::Write, Some(self.slot_of[&(access, into)])),
@@ -378,7 +388,8 @@ impl Driver<'_, '_> {
                 };
                 let dev = &mut self.levels[level - 1].devices[disk];
                 dev.pending.push_back((req, self.now));
-                assert!(dev.pending.len() <= 1 << 20, "device queue bound");
+                // Each job waits in one queue at most, and `start` bounds the jobs.
+                assert!(dev.pending.len() <= self.jobs.len(), "device queue bound");
                 self.pump(level, disk);
             }
         }
@@ -816,6 +827,12 @@ impl<'a, 'r> Driver<'a, 'r> {
                 timing: timings[i],
             });
         }
+        let home = levels.len();
+        let jobs_max = levels[..home - 1]
+            .iter()
+            .fold(t.memory.0 / block.0 + 1, |sum, l| {
+                sum.saturating_add(l.capacity_blocks)
+            });
         let n = blocks.len();
         let index: FxHashMap<u64, usize> =
             blocks.iter().enumerate().map(|(i, &b)| (b, i)).collect();
@@ -836,6 +853,7 @@ impl<'a, 'r> Driver<'a, 'r> {
             mem_peak: 0,
             mem_capacity: t.memory.0 / block.0,
             jobs: FxHashMap::default(),
+            jobs_max,
             next_job: 0,
             link_free: Instant::ZERO,
             past_horizon: false,

@@ -653,6 +653,34 @@ fn a_level_holds_more_than_2_pow_24_copies_when_its_capacity_allows() {
     assert_eq!(tr.held_at_end, vec![0, 0]);
 }
 
+/// Heavy (a few seconds in release, a minute in debug): run with `--ignored` after touching the
+/// driver's queues.
+#[test]
+#[ignore = "over a million reads waiting at one disk: run with --release --ignored"]
+fn a_device_queue_holds_as_many_reads_as_memory_has_buffers() {
+    // iPipe with a million buffers over a slow upper level: over 2^20 reads wait at the home
+    // disk at once. The device queue was asserted at a fixed 2^20 and the run panicked ("device
+    // queue bound", exit 101) on a stack every key of which is valid; the bound now follows
+    // memory's buffers and the levels' slots.
+    let c = cfg(&[
+        "device.kind=tiered",
+        "device.tiers=[{t_read=\"52ms\",capacity=\"1MiB\"},{preset=\"wd800jd\"}]",
+        "policy.name=ipipe",
+        "policy.x_cache=1048576",
+        "workload.kind=hinted",
+        "workload.reads=2000000",
+        "workload.block=4KiB",
+        "workload.consume=1.92ms",
+    ]);
+    let (out, tr) = run_traced(&c, c.tiered.as_ref().unwrap(), None).unwrap();
+    assert_eq!(tr.delivered.len(), 2_000_000);
+    assert!(
+        out.report.device_requests > 1 << 20,
+        "{}",
+        out.report.device_requests
+    );
+}
+
 #[test]
 fn elapsed_is_the_stall_plus_the_consumption_of_every_block() {
     // The application alone sets the run's length: it waits (stall) or consumes, one block after
