@@ -195,10 +195,9 @@ pub struct Volume {
     ask_every_member: bool,
     /// The request slots of every member queue (all are built alike).
     queue_limit: usize,
-    /// The controller link's bound, less the requests in the members' devices.
-    link_bound_base: usize,
-    /// Requests in the members' devices.
-    in_devices: usize,
+    /// Parts of volume requests not yet done: the controller link's bound, as each of its
+    /// entries carries at least one of them.
+    parts_live: usize,
 }
 
 impl Volume {
@@ -258,7 +257,6 @@ impl Volume {
         );
         let feed_all = members.iter().any(|m| m.queue.may_hold_disk());
         let occupancy = BTreeMap::from([(0, members.len() as u32)]);
-        let link_bound_base = members.len() * (queue_limit + 1);
         Volume {
             members,
             mapping,
@@ -278,8 +276,7 @@ impl Volume {
             feed_all,
             ask_every_member: false,
             queue_limit,
-            link_bound_base,
-            in_devices: 0,
+            parts_live: 0,
         }
     }
 
@@ -501,6 +498,7 @@ impl Volume {
             token,
             parts_left: parts,
         });
+        self.parts_live += parts as usize;
         parts
     }
 
@@ -553,7 +551,6 @@ impl Volume {
                     },
                 );
                 m.in_device.insert(r.id, r);
-                self.in_devices += 1;
             }
             self.reindex(d as usize);
         }
@@ -607,6 +604,7 @@ impl Volume {
     fn part_done(&mut self, job: u32, done: &mut Vec<u64>) {
         let j = self.jobs[job as usize].as_mut().expect("live job");
         j.parts_left -= 1;
+        self.parts_live -= 1;
         if j.parts_left == 0 {
             done.push(j.token);
             self.jobs[job as usize] = None;
@@ -647,7 +645,6 @@ impl Volume {
                     .in_device
                     .remove(&c.id)
                     .expect("completion for a request the member got");
-                self.in_devices -= 1;
                 m.queue.completed(now, &r, &mut self.owners);
                 // A disk serves one command at a time, so completion order is service order.
                 self.stats.sequential_requests += (m.last_end == Some(r.lba)) as u64;
@@ -675,12 +672,15 @@ impl Volume {
                         self.stats.breakdown.transfer += end - start;
                         self.link_free = end;
                         self.link.push_back((end, r.tokens.clone()));
-                        // Every entry is a member request that left its bounded queue and has not
-                        // crossed yet, so the link never holds more than the queues together do.
-                        let bound = self.link_bound_base + self.in_devices;
+                        // Every entry is a member request done at its disk and not yet across,
+                        // holding parts of live volume requests. Not the member queues' slots: a
+                        // part leaves its slot when its disk starts it, so behind a controller
+                        // slower than the disks the link outgrew them (two 488 MiB trace reads
+                        // at 10 MiB/s panicked here).
                         assert!(
-                            self.link.len() <= bound,
-                            "controller link over its bound of {bound}"
+                            self.link.len() <= self.parts_live,
+                            "controller link over its bound of {}",
+                            self.parts_live
                         );
                     }
                 }
@@ -840,6 +840,48 @@ mod tests {
         let mut pieces = vec![];
         v.for_each_piece(per - 8, 16, |d, l, n| pieces.push((d, l, n)));
         assert_eq!(pieces, vec![(0, per - 8, 8), (1, 0, 8)]);
+    }
+
+    /// Behind a controller slower than its disk, requests done at the disk wait to cross it while
+    /// the queue's freed slots take new parts. The link was asserted within the queue's slots and
+    /// the requests in the device (10 here), and two requests of 8 parts each panicked (a trace
+    /// replay of two large reads at `device.controller_mib_s = 10`). Its bound is the parts of
+    /// live requests, each entry holding at least one.
+    #[test]
+    fn a_slow_controller_holds_more_requests_than_the_queue_has_slots() {
+        let members: Vec<Box<dyn Device>> = vec![foresight_device::presets::build(
+            &foresight_device::presets::preset("cheetah-15k5").expect("preset"),
+        )];
+        let rate = Bandwidth::from_mib_s(1.0);
+        let mut v = Volume::new(members, Mapping::Concat, Some(rate), || {
+            BlockQueue::new(
+                crate::config::Scheduler::Noop,
+                256,
+                Duration::from_millis(500),
+                8,
+            )
+        });
+        v.submit(Instant::ZERO, Op::Read, 0, 8 * 256, 1, None);
+        let mut done = vec![];
+        let mut t = Instant::ZERO;
+        // Until the first request's parts have all left the queue for the disk.
+        while v.members[0].queue.len() > 0 || !v.members[0].in_device.is_empty() {
+            v.dispatch(t);
+            t = v.next_event().expect("busy");
+            v.advance(t, &mut done);
+        }
+        v.submit(t, Op::Read, 8 * 256, 8 * 256, 2, None);
+        let mut link_peak = 0;
+        while done.len() < 2 {
+            v.dispatch(t);
+            t = v.next_event().expect("busy");
+            v.advance(t, &mut done);
+            link_peak = link_peak.max(v.link.len());
+        }
+        assert!(link_peak > 8 + 2, "the link held at most {link_peak}");
+        assert_eq!(v.parts_live, 0);
+        // 2 MiB across 1 MiB/s.
+        assert!(t.as_secs_f64() >= 2.0 * 0.999, "{t:?}");
     }
 
     /// Submits one volume request at `t` and runs it to completion; returns when it completed.
