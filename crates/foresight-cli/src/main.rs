@@ -302,7 +302,8 @@ string in quotes is the text inside them; in a config file a path is a TOML stri
                                  workload.placement=NAME)
   metadata = false               ext3-like indirect blocks among file data
   trace = \"PATH\"                 trace: the file, read as the replay goes (any length; out
-                                 of order by fewer than 65536 records, else sort it first)
+                                 of order by fewer than 65536 records, else sort it first;
+                                 arrivals within 500 years of the earliest)
   format = \"disksim\"             trace: disksim | msr | mqsim
                                  (every record goes to the one simulated volume; its
                                  disk or device number is the stream the policy sees)

@@ -2552,6 +2552,47 @@ fn a_results_json_link_is_written_through_as_the_report_link_is() {
     );
 }
 
+/// A trace record arriving 2^64 - 1 ns after the first overflowed the clock (exit 101) in the
+/// stream scheduler, the SSD model and the controller; MSR's FILETIME stamps reached it too. It is
+/// refused by its line, as a synthetic client is held to its last issue time.
+#[test]
+fn a_trace_record_past_the_clock_is_refused_by_its_line() {
+    let dir = temp_dir("trace-far");
+    let mqsim = dir.path().join("far.mqsim");
+    std::fs::write(&mqsim, "0 0 0 16 1\n18446744073709551615 0 0 16 1\n").unwrap();
+    let msr = dir.path().join("far.csv");
+    std::fs::write(
+        &msr,
+        "0,hm,0,Read,0,4096,1\n184467440737095516,hm,0,Read,0,4096,1\n",
+    )
+    .unwrap();
+    for (file, format) in [(&mqsim, "mqsim"), (&msr, "msr")] {
+        for extra in [
+            "policy.name=streams",
+            "device.kind=ssd",
+            "device.controller_mib_s=100000",
+        ] {
+            let trace = format!("workload.trace={}", file.to_str().unwrap());
+            let format = format!("workload.format={format}");
+            let err = expect_input_error(
+                &[
+                    "sim",
+                    "--set",
+                    "workload.kind=trace",
+                    "--set",
+                    &format,
+                    "--set",
+                    &trace,
+                    "--set",
+                    extra,
+                ],
+                ":2: the request arrives 585 years after the trace's earliest",
+            );
+            assert!(err.contains("past the 500 years a run may last"), "{err}");
+        }
+    }
+}
+
 /// DESIGN.md section 7: `reproduce` writes `DIR/report.md`, one PNG and one CSV per figure, and
 /// `DIR/results.json`, whose key per experiment holds its measurements.
 #[test]

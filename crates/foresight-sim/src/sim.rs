@@ -56,6 +56,9 @@ use crate::trace::{TraceError, TraceFormat, TraceReader, TraceRecord, TRACE_REOR
 /// there too.
 pub(crate) const LAST_ISSUE: Instant = Instant(500 * 365 * 86_400 * 1_000_000_000);
 
+/// Seconds in the years of [`LAST_ISSUE`] (365 days).
+const YEAR_S: f64 = 365.0 * 86_400.0;
+
 /// Policy timers that may fire in a row with nothing else left to happen (no I/O in flight or
 /// queued, no application read or trace arrival scheduled) and nothing issued in answer before the
 /// run is declared stalled. A client's waiting reads never depend on a timer alone (see the module
@@ -1650,6 +1653,27 @@ impl<'r> Sim<'r> {
                 return None;
             }
         };
+        // A synthetic client issues nothing past LAST_ISSUE, so that what it issued can be served
+        // within the clock; a trace's arrivals are held to the same. One at 2^64 - 1 ns
+        // overflowed the clock in the stream scheduler, the SSD model and the controller (exit
+        // 101).
+        if r.arrival > LAST_ISSUE {
+            self.trace_error = Some(
+                ConfigError::Key {
+                    key: "workload.trace".into(),
+                    message: format!(
+                        "{}:{line}: the request arrives {:.0} years after the trace's earliest, \
+                         past the {:.0} years a run may last; check the line's time stamp (and \
+                         workload.format)",
+                        self.trace.as_ref().map_or("", |t| t.name()),
+                        r.arrival.as_secs_f64() / YEAR_S,
+                        LAST_ISSUE.as_secs_f64() / YEAR_S,
+                    ),
+                }
+                .into(),
+            );
+            return None;
+        }
         // The submitter waits for room for a whole request (`trace_arrival`), so a request the
         // block queue cannot hold even empty would wait for ever.
         if self.trace_pieces(&r) as u64 > self.trace_pieces_max {
