@@ -248,8 +248,17 @@ pub fn take(root: &mut Table) -> Result<Option<DfsSettings>, ConfigError> {
         ));
     }
     let slice = d.opt_duration("slice")?;
-    if slice == Some(Duration::ZERO) {
-        return Err(key_err("dfs.slice", "a CFQ slice must last longer than 0"));
+    // CFQ counts its slices in jiffies, so none is shorter than 1 ms (HZ = 1000). A slice of 1 ns
+    // was taken, and its queue switched at every nanosecond: 63 s of wall time per simulated
+    // second.
+    if let Some(s) = slice.filter(|s| *s < Duration::from_millis(1)) {
+        return Err(key_err(
+            "dfs.slice",
+            format!(
+                "a CFQ slice lasts at least 1 ms (a jiffy at HZ = 1000; Linux's default is \
+                 100 ms), not {s}; give 1ms or more"
+            ),
+        ));
     }
     let slice_idle = d.opt_duration("slice_idle")?;
     d.finish()?;
@@ -509,6 +518,22 @@ mod tests {
 
     /// A [dfs] streams run took workload.requests and read each stream's file until the duration
     /// regardless (the host refuses the key on streams).
+    /// `dfs.slice = "1ns"` was taken, and a one-second run took a minute as the scheduler
+    /// switched queues every nanosecond; CFQ's slices are whole jiffies.
+    #[test]
+    fn a_cfq_slice_under_a_jiffy_is_refused() {
+        for slice in ["1ns", "999us", "0ms"] {
+            let e = cfg(&["dfs.system=gluster", &format!("dfs.slice={slice}")])
+                .expect_err("a slice under 1 ms")
+                .to_string();
+            assert!(
+                e.contains("dfs.slice") && e.contains("at least 1 ms"),
+                "{e}"
+            );
+        }
+        assert!(cfg(&["dfs.system=gluster", "dfs.slice=1ms"]).is_ok());
+    }
+
     #[test]
     fn a_streams_run_over_a_dfs_refuses_workload_requests() {
         let e = cfg(&["dfs.system=aps", "workload.requests=5"])
