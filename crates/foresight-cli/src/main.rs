@@ -332,7 +332,7 @@ string in quotes is the text inside them; in a config file a path is a TOML stri
   workers = 32                   server I/O workers (not with local)
   alpha = \"auto\"                 aps: readahead units in flight, auto (condition 20) or N
   max_alpha = 256                aps: the cap on alpha = \"auto\"
-  slice = \"100ms\"                CFQ time slice
+  slice = \"100ms\"                CFQ time slice (1ms at least)
   slice_idle = \"8ms\"             CFQ idle wait (default 0 on an SSD)
   [network]                      the link of a [dfs] run (refused with system = \"local\")
   link = \"lan-10g\"               lan-10g | lan-10g-w30m | lan-1g | metro-10g | wan-10g | wan-1g
