@@ -1339,7 +1339,7 @@ struct Ask<'a> {
     pool: &'a Arc<Pool>,
     url: &'a Url,
     if_range: Option<&'a HeaderValue>,
-    tx: &'a mpsc::UnboundedSender<Done>,
+    tx: &'a mpsc::Sender<Done>,
 }
 
 /// A download's range requests out now: the tasks that send them (dropped on every way out,
@@ -1347,7 +1347,7 @@ struct Ask<'a> {
 /// bytes those asked for, which count in the download's buffer until they arrive.
 struct Requests {
     tasks: tokio::task::JoinSet<()>,
-    answers: mpsc::UnboundedReceiver<Done>,
+    answers: mpsc::Receiver<Done>,
     in_flight: usize,
     requested_bytes: u64,
 }
@@ -1372,7 +1372,9 @@ impl Requests {
                         REQUEST_ATTEMPTS,
                     )
                     .await;
-                let _ = tx.send((req.id, req.range, r));
+                // The channel is bounded; a full one makes this task wait for the download
+                // to take an answer, which it does until it stops (and then the send fails).
+                let _ = tx.send((req.id, req.range, r)).await;
             });
         }
     }
@@ -1691,7 +1693,11 @@ async fn download(
     // The HEAD (or the first range) is the paper's create-stream request: its round trip, less
     // the server's time.
     stream.observe_exchange(head.timing);
-    let (tx, answers) = mpsc::unbounded_channel::<Done>();
+    // Room for the answers of as many requests as alpha keeps out, and of the demand beside
+    // them; more requests out than that wait to hand theirs over.
+    let answers_max =
+        usize::try_from(max_alpha).map_or(1 << 16, |a| a.saturating_add(2).min(1 << 16));
+    let (tx, answers) = mpsc::channel::<Done>(answers_max);
     let mut requests = Requests {
         tasks: tokio::task::JoinSet::new(),
         answers,
