@@ -2409,6 +2409,18 @@ fn design_names_a_host_does_not_take_point_to_the_dfs_model() {
     assert_eq!(code, 0, "{err}");
 }
 
+/// `foresight reproduce collapse --out OUT`, with `--quick` when `quick`: its exit code, standard
+/// output and standard error.
+fn reproduce_collapse(out: &std::path::Path, quick: bool) -> (i32, String, String) {
+    let out = out.to_str().expect("a UTF-8 temporary path");
+    let quick_flag: &[&str] = if quick { &["--quick"] } else { &[] };
+    let args: Vec<&str> = ["reproduce", "collapse", "--out", out]
+        .into_iter()
+        .chain(quick_flag.iter().copied())
+        .collect();
+    foresight(&args)
+}
+
 /// Two runs into one `--out` both exited 0, and the directory held one run's report beside the
 /// other's figures. The second is refused while the first holds the directory: here the test
 /// holds it, as a run does (an advisory lock on the directory).
@@ -2433,13 +2445,7 @@ fn a_reproduce_into_a_directory_another_run_is_writing_is_refused() {
     assert!(err.contains("give another --out"), "{err}");
     assert!(!out.join("report.md").exists(), "the refused run wrote");
     held.unlock().unwrap();
-    let (code, _, err) = foresight(&[
-        "reproduce",
-        "collapse",
-        "--quick",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+    let (code, _, err) = reproduce_collapse(&out, true);
     assert_eq!(code, 0, "{err}");
 }
 
@@ -2453,13 +2459,7 @@ fn a_finished_reproduce_names_the_earlier_figures_beside_it() {
     let out = out_guard.path().join("out");
     std::fs::create_dir_all(&out).unwrap();
     std::fs::write(out.join("streams_fig4.csv"), "an earlier run's figure\n").unwrap();
-    let (code, _, err) = foresight(&[
-        "reproduce",
-        "collapse",
-        "--quick",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+    let (code, _, err) = reproduce_collapse(&out, true);
     assert_eq!(code, 0, "{err}");
     let report = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(
@@ -2481,7 +2481,7 @@ fn a_finished_reproduce_names_the_earlier_figures_beside_it() {
     );
     // Run again with nothing else beside it: no such note.
     std::fs::remove_file(out.join("streams_fig4.csv")).unwrap();
-    let (code, _, err) = foresight(&["reproduce", "collapse", "--out", out.to_str().unwrap()]);
+    let (code, _, err) = reproduce_collapse(&out, false);
     assert_eq!(code, 0, "{err}");
     let report = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(!report.contains("did not write"), "{report}");
@@ -2499,13 +2499,7 @@ fn a_reproduce_whose_figure_cannot_be_written_says_so_in_its_report() {
     let out = out_guard.path().join("out");
     // A directory where the CSV goes: the rename over it fails.
     std::fs::create_dir_all(out.join("collapse.csv")).unwrap();
-    let (code, _, err) = foresight(&[
-        "reproduce",
-        "collapse",
-        "--quick",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+    let (code, _, err) = reproduce_collapse(&out, true);
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("collapse.csv"), "{err}");
     let report = std::fs::read_to_string(out.join("report.md")).unwrap();
@@ -2535,13 +2529,7 @@ fn a_results_json_link_is_written_through_as_the_report_link_is() {
     std::fs::create_dir_all(&target).unwrap();
     std::fs::write(target.join("r.json"), "{\"stale\": 1}\n").unwrap();
     std::os::unix::fs::symlink("../kept/r.json", out.join("results.json")).unwrap();
-    let (code, _, err) = foresight(&[
-        "reproduce",
-        "collapse",
-        "--quick",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+    let (code, _, err) = reproduce_collapse(&out, true);
     assert_eq!(code, 0, "{err}");
     let link = std::fs::symlink_metadata(out.join("results.json")).unwrap();
     assert!(link.file_type().is_symlink(), "the link was replaced");
