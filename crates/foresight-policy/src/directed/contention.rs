@@ -18,7 +18,7 @@
 //! `max_bytes` whatever happens.
 
 /// One stream's window size. See the module documentation.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Contention {
     enabled: bool,
     limit_bytes: u64,
@@ -89,8 +89,35 @@ impl Contention {
         if !self.enabled {
             return;
         }
-        self.cap_bytes = share_bytes.clamp(self.min_bytes, self.max_bytes);
+        self.cap_bytes = self.cap_for(share_bytes);
         if self.cap_bytes < self.limit_bytes {
+            self.progress_since_cut_bytes = 0;
+        }
+        self.limit_bytes = self.cap_bytes;
+        self.check();
+    }
+
+    /// The limit a grant of `share_bytes` sets: the share, within the window's bounds.
+    pub fn cap_for(&self, share_bytes: u64) -> u64 {
+        share_bytes.clamp(self.min_bytes, self.max_bytes)
+    }
+
+    /// What a series of grants ending with `share_bytes`, with nothing else between them, leaves:
+    /// the policy records the grants it makes to the streams it leaves alone, and applies them
+    /// at once when it next looks at one. `lowered` says whether one of them set a limit below
+    /// the one before (the window's own limit, for the first), which restarts the progress since
+    /// a cut as [`Contention::grant`] does. Without one the grants never fell, so the last is at
+    /// least the current limit.
+    pub fn regrant(&mut self, share_bytes: u64, lowered: bool) {
+        if !self.enabled {
+            return;
+        }
+        self.cap_bytes = self.cap_for(share_bytes);
+        debug_assert!(
+            lowered || self.cap_bytes >= self.limit_bytes,
+            "a grant below the limit that lowered nothing"
+        );
+        if lowered {
             self.progress_since_cut_bytes = 0;
         }
         self.limit_bytes = self.cap_bytes;

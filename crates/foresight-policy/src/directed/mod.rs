@@ -21,7 +21,10 @@
 //!    window and wait, and the lead passes round-robin (`allocate`); used prefetches let a window
 //!    grow back. Each instance in the paper adapts on its own; one policy object serves all streams
 //!    here, so it splits memory among them directly, which settles faster than instances halving in
-//!    turn, and gives each sweep a dense window instead of an even, sparse share.
+//!    turn, and gives each sweep a dense window instead of an even, sparse share. A split visits
+//!    only the streams it changes otherwise than the one before (the others take it when next
+//!    looked at), and the figures it needs are running totals, so an event costs the same however
+//!    many streams there are.
 //!
 //! A fetch that comes back `ok: false` (memory refused part of it) returns its reads to the sweep,
 //! and the stream sends nothing more until an application has used data and so freed memory:
@@ -47,7 +50,8 @@ pub mod infill;
 pub mod order;
 pub mod window;
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::ops::Bound;
 use std::sync::Arc;
 
 use foresight_core::{ByteRange, FetchId, FileId, Instant, StreamId};
@@ -161,9 +165,14 @@ pub struct DirectedStats {
     /// Hinted ranges dropped because their stream's hinted list was full
     /// ([`window::QUEUED_RANGES_MAX`]); the application reads them on demand.
     pub hinted_ranges_dropped: u64,
+    /// Stream states a split of memory among the streams (`allocate`) visited: the leader's and
+    /// those of streams with events since the split before, plus, while at most one stream has
+    /// reads left, those that may send. The others take the split when next looked at, so this
+    /// grows with the events, not with events times streams (a test holds it to that).
+    pub stream_states_visited: u64,
 }
 
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 struct Run {
     file: FileId,
     next: u64,
@@ -185,14 +194,14 @@ struct FetchInfo {
     orphan: bool,
 }
 
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 struct Deferred {
     file: FileId,
     range: ByteRange,
     seqs: Vec<u64>,
 }
 
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 struct StreamState {
     window: Window,
     elevator: Elevator,
@@ -216,6 +225,51 @@ struct StreamState {
     lead_pass: bool,
     /// The leader's sweep reached the end of its pass.
     pass_done: bool,
+    /// The splits of memory ([`Split::count`], [`Split::lowered`]) this state has taken; later
+    /// ones left it alone and [`StreamState::catch_up`] applies them when it is next looked at.
+    synced_splits: u64,
+    synced_lowered: u64,
+    /// What [`Directed`]'s running totals count for this stream, as of its last
+    /// [`Directed::put`]: its held bytes (fetched and unused, or in flight), whether it had
+    /// hinted reads left to use, and whether it might send if let (see [`Directed`]'s `busy`).
+    counted_held_bytes: u64,
+    counted_active: bool,
+    counted_busy: bool,
+}
+
+impl StreamState {
+    /// Applies the splits of memory made since this state last took one: each left the stream
+    /// alone (it had no event and did not lead), which changes nothing but its flags and its
+    /// grant (see [`Directed::allocate`]), so their sum is the last one's flags and grant.
+    fn catch_up(&mut self, split: &Split) {
+        if self.synced_splits == split.count {
+            return;
+        }
+        self.contention
+            .regrant(split.grant_bytes, split.lowered > self.synced_lowered);
+        self.paused = split.paused;
+        self.lead_pass = false;
+        self.pass_done = false;
+        self.synced_splits = split.count;
+        self.synced_lowered = split.lowered;
+    }
+}
+
+/// What the splits of memory among the streams gave the streams they left alone (see
+/// [`Directed::allocate`]).
+#[derive(Clone, Copy, Debug, Default)]
+struct Split {
+    /// Splits so far.
+    count: u64,
+    /// How many of them lowered that grant from the split before, which restarts a window's
+    /// progress since a cut ([`Contention::grant`]): a stream left alone since split `k` saw one
+    /// if this grew since `k`.
+    lowered: u64,
+    /// The last split's grant, bytes (within the window's bounds).
+    grant_bytes: u64,
+    /// Whether the last split paused them (memory shared: they follow), or let them send (at most
+    /// one stream had reads left).
+    paused: bool,
 }
 
 /// The policy. See the module documentation.
@@ -238,7 +292,35 @@ pub struct Directed {
     pool_bytes: u64,
     /// The stream that holds the large window while memory is over-committed.
     leader: Option<StreamId>,
+    // Running totals over `streams`, so that a pressure report or a turn of the lead costs the
+    // same however many streams there are (summed over every stream on each of the leader's
+    // events, 16,000 scanning streams took 50 s of host time for 1 s simulated). A stream's state
+    // changes only while it is out of the map (`take` .. `put`), and `put` counts it anew.
+    /// Streams with hinted reads left to use ([`Window::has_unused`]), the ones memory is split
+    /// among.
+    active: BTreeSet<StreamId>,
+    /// Streams that might send if let: active ones, and those with reads waiting in the elevator
+    /// (read while deferred) or a run under way. A split letting every stream send visits these.
+    busy: BTreeSet<StreamId>,
+    /// Bytes every stream holds: fetched and not yet used, or in flight.
+    held_bytes: u64,
+    /// Over the active streams, each one's held bytes, at least [`FOLLOWER_WINDOW_BYTES`]: what
+    /// they keep as followers.
+    active_share_bytes: u64,
+    /// Streams a split must visit however it goes: those with events since the split before
+    /// (their grant and flags moved), new ones, and the leader (its grant is its own).
+    unsettled: BTreeSet<StreamId>,
+    /// What the splits so far gave the streams they left alone.
+    split: Split,
+    /// Tests: every split visits every stream, as before the splits left streams alone, for
+    /// comparison.
+    #[cfg(test)]
+    visit_all: bool,
 }
+
+/// Debug builds recount the running totals over every stream while there are at most this many
+/// (beyond, the recount would make each event cost as much as the totals save).
+const RECOUNT_STREAMS_MAX: usize = 128;
 
 impl Directed {
     /// A `directed` policy over `layout`.
@@ -258,6 +340,14 @@ impl Directed {
             stats: DirectedStats::default(),
             pool_bytes: 0,
             leader: None,
+            active: BTreeSet::new(),
+            busy: BTreeSet::new(),
+            held_bytes: 0,
+            active_share_bytes: 0,
+            unsettled: BTreeSet::new(),
+            split: Split::default(),
+            #[cfg(test)]
+            visit_all: false,
         })
     }
 
@@ -285,16 +375,25 @@ impl Directed {
 
     /// Bytes a stream's window holds, and its current limit.
     pub fn window_bytes(&self, stream: StreamId) -> Option<(u64, u64)> {
-        self.streams
-            .get(&stream)
-            .map(|s| (s.window.held_bytes(), s.contention.limit_bytes()))
+        self.streams.get(&stream).map(|s| {
+            // The splits that left the stream alone since it last took one count too
+            // (`StreamState::catch_up`).
+            let mut c = s.contention.clone();
+            if s.synced_splits < self.split.count {
+                c.regrant(
+                    self.split.grant_bytes,
+                    self.split.lowered > s.synced_lowered,
+                );
+            }
+            (s.window.held_bytes(), c.limit_bytes())
+        })
     }
 
     fn new_stream(&self) -> StreamState {
         StreamState {
             window: Window::default(),
             elevator: Elevator::default(),
-            contention: Contention::new(self.contention, MIN_WINDOW_BYTES, self.memory_bytes),
+            contention: self.window_bounds(),
             run: None,
             in_flight_bytes: 0,
             infill_in_flight_bytes: 0,
@@ -304,7 +403,87 @@ impl Directed {
             paused: false,
             lead_pass: false,
             pass_done: false,
+            synced_splits: self.split.count,
+            synced_lowered: self.split.lowered,
+            counted_held_bytes: 0,
+            counted_active: false,
+            counted_busy: false,
         }
+    }
+
+    /// Takes `id`'s state out of the map, and out of the running totals, to work on it beside
+    /// `&mut self`, brought up to date with the splits of memory; [`Directed::put`] brings it
+    /// back.
+    fn take(&mut self, id: StreamId) -> Option<StreamState> {
+        let mut st = self.streams.remove(&id)?;
+        self.held_bytes -= st.counted_held_bytes;
+        if st.counted_active {
+            self.active_share_bytes -= st.counted_held_bytes.max(FOLLOWER_WINDOW_BYTES);
+            self.active.remove(&id);
+        }
+        if st.counted_busy {
+            self.busy.remove(&id);
+        }
+        self.unsettled.remove(&id);
+        st.catch_up(&self.split);
+        Some(st)
+    }
+
+    /// Puts `id`'s state (back) into the map, counts it in the running totals as it is now, and
+    /// lists it for the next split to visit (what it did may have moved its grant).
+    fn put(&mut self, id: StreamId, mut st: StreamState) {
+        let held = st.window.fetched_unused_bytes() + st.in_flight_bytes;
+        let active = st.window.has_unused();
+        let busy = active || !st.elevator.is_empty() || st.run.is_some();
+        st.counted_held_bytes = held;
+        st.counted_active = active;
+        st.counted_busy = busy;
+        self.held_bytes += held;
+        if active {
+            self.active_share_bytes += held.max(FOLLOWER_WINDOW_BYTES);
+            self.active.insert(id);
+        }
+        if busy {
+            self.busy.insert(id);
+        }
+        self.unsettled.insert(id);
+        let old = self.streams.insert(id, st);
+        assert!(old.is_none(), "stream {id:?} put twice");
+    }
+
+    /// Recounts the running totals over every stream and checks them (debug builds, at most
+    /// [`RECOUNT_STREAMS_MAX`] streams).
+    fn debug_check_totals(&self) {
+        if !cfg!(debug_assertions) || self.streams.len() > RECOUNT_STREAMS_MAX {
+            return;
+        }
+        let (mut held, mut share) = (0, 0);
+        let (mut active, mut busy) = (BTreeSet::new(), BTreeSet::new());
+        for (&id, st) in &self.streams {
+            let h = st.window.fetched_unused_bytes() + st.in_flight_bytes;
+            held += h;
+            if st.window.has_unused() {
+                share += h.max(FOLLOWER_WINDOW_BYTES);
+                active.insert(id);
+            }
+            if st.window.has_unused() || !st.elevator.is_empty() || st.run.is_some() {
+                busy.insert(id);
+            }
+            assert!(
+                st.synced_splits == self.split.count || !self.unsettled.contains(&id),
+                "stream {id:?} listed for the next split is behind"
+            );
+        }
+        assert_eq!(self.held_bytes, held, "held bytes");
+        assert_eq!(self.active_share_bytes, share, "active streams' shares");
+        assert_eq!(self.active, active, "active streams");
+        assert_eq!(self.busy, busy, "busy streams");
+        assert!(
+            self.unsettled
+                .iter()
+                .all(|id| self.streams.contains_key(id)),
+            "a stream listed for the next split is gone"
+        );
     }
 
     /// Emits `Release` for the pages in `pages` (sorted), coalesced into ranges.
@@ -602,10 +781,7 @@ impl Directed {
     }
 
     fn on_read(&mut self, stream: StreamId, file: FileId, range: ByteRange, miss: Option<u64>) {
-        let mut st = self
-            .streams
-            .remove(&stream)
-            .unwrap_or_else(|| self.new_stream());
+        let mut st = self.take(stream).unwrap_or_else(|| self.new_stream());
         // The stream's previous read has completed (a stream has one read outstanding): its data
         // may go, and its deferral, if any, was served.
         st.deferred.clear();
@@ -673,7 +849,7 @@ impl Directed {
         st.window.pop_used();
         self.fill_and_issue(stream, &mut st);
         let done = !st.window.has_unused();
-        self.streams.insert(stream, st);
+        self.put(stream, st);
         if self.pool_bytes > 0 && self.leader == Some(stream) {
             if done {
                 self.allocate(true);
@@ -685,16 +861,13 @@ impl Directed {
         // (one per read, so that a few freed pages do not send every starved stream to be refused
         // once more).
         while let Some(id) = self.starved.pop_front() {
-            let Some(mut other) = self.streams.remove(&id) else {
-                continue;
-            };
-            if !other.starved {
-                self.streams.insert(id, other);
+            if !self.streams.get(&id).is_some_and(|other| other.starved) {
                 continue;
             }
+            let mut other = self.take(id).expect("starved stream is kept");
             other.starved = false;
             self.fill_and_issue(id, &mut other);
-            self.streams.insert(id, other);
+            self.put(id, other);
             break;
         }
     }
@@ -706,22 +879,9 @@ impl Directed {
             // Without the controller the windows stay at their maximum whatever memory says.
             return;
         }
-        let held_total: u64 = self
-            .streams
-            .values()
-            .map(|st| st.window.fetched_unused_bytes() + st.in_flight_bytes)
-            .sum();
-        self.pool_bytes = held_total.saturating_add(available_bytes);
+        self.debug_check_totals();
+        self.pool_bytes = self.held_bytes.saturating_add(available_bytes);
         self.allocate(false);
-    }
-
-    /// Streams that still have reads to do, in id order.
-    fn active_streams(&self) -> Vec<StreamId> {
-        self.streams
-            .iter()
-            .filter(|(_, st)| st.window.has_unused())
-            .map(|(&id, _)| id)
-            .collect()
     }
 
     /// Splits the pool among the streams. A sweep costs about the same disk time whether its
@@ -735,15 +895,30 @@ impl Directed {
     /// their reads wait for their turn instead of pulling the arm away from the leader's sweep.
     /// Every stream thus advances in turn at close to its solo rate. With one stream left it is
     /// simply capped at the pool. `rotate` passes the lead on.
+    ///
+    /// A split visits only the streams it may change otherwise than the split before did: the
+    /// leader, the streams with events since (and new ones), and, while at most one stream has
+    /// reads left and so every stream may send, those that might send ([`Directed`]'s `busy`).
+    /// Every other stream gets what the split gives all of them, flags and grant, and nothing
+    /// else: no output (a follower sends nothing; a stream with no reads left, none waiting and
+    /// no run sheds, admits and sends nothing), and so the split is only recorded
+    /// ([`Split`]) and [`StreamState::catch_up`] applies it when the stream is next looked at.
+    /// Visiting every stream on each of the leader's events made a run quadratic in the streams.
     fn allocate(&mut self, rotate: bool) {
-        let active = self.active_streams();
-        let shared = active.len() > 1;
-        let keep = !rotate && self.leader.is_some_and(|l| active.contains(&l));
+        self.debug_check_totals();
+        let shared = self.active.len() > 1;
+        let keep = !rotate && self.leader.is_some_and(|l| self.active.contains(&l));
         if !keep {
+            // The next active stream after the leader in id order, round-robin.
             let next = self
                 .leader
-                .and_then(|l| active.iter().copied().find(|&s| s > l))
-                .or(active.first().copied());
+                .and_then(|l| {
+                    self.active
+                        .range((Bound::Excluded(l), Bound::Unbounded))
+                        .next()
+                        .copied()
+                })
+                .or(self.active.first().copied());
             if shared && next != self.leader {
                 self.stats.lead_changes += 1;
             }
@@ -751,57 +926,131 @@ impl Directed {
         }
         let leader = self.leader;
         // What the others hold (data their applications have not used yet, and their small
-        // windows) is not the leader's to use.
-        let others_bytes: u64 = self
-            .streams
-            .iter()
-            .filter(|(&id, st)| Some(id) != leader && st.window.has_unused())
-            .map(|(_, st)| {
-                (st.window.fetched_unused_bytes() + st.in_flight_bytes).max(FOLLOWER_WINDOW_BYTES)
-            })
-            .sum();
+        // windows) is not the leader's to use. A leader is an active stream (kept because it is
+        // one, or chosen among them), so the others' part is the active streams' less its own.
+        let leader_share = leader.map_or(0, |l| {
+            let st = &self.streams[&l];
+            debug_assert!(st.counted_active, "the leader has reads left");
+            st.counted_held_bytes.max(FOLLOWER_WINDOW_BYTES)
+        });
+        let others_bytes = self.active_share_bytes - leader_share;
         // Room for one run in flight, but never more than half of what the leader may use: a
         // whole run taken from a pool under two runs left the window at its minimum, and one
         // stream alone in 4 MiB ran a scan 14x slower than without the controller.
         let lead_pool = self.pool_bytes.saturating_sub(others_bytes);
         let lead_bytes = lead_pool - IN_FLIGHT_BYTES_MAX.min(lead_pool / 2);
-        let ids: Vec<StreamId> = self.streams.keys().copied().collect();
-        for id in ids {
-            let mut st = self.streams.remove(&id).expect("listed stream");
-            let lead = Some(id) == leader;
-            let was_paused = st.paused;
-            st.paused = shared && !lead;
-            st.pass_done = false;
-            if st.paused {
-                st.lead_pass = false;
-                st.contention.grant(FOLLOWER_WINDOW_BYTES);
-                self.streams.insert(id, st);
-                continue;
+        // What this split gives every stream it does not visit (a visited one ends the same,
+        // but the leader, which is listed for the next split).
+        let grant_bytes = self.window_bounds().cap_for(if shared {
+            FOLLOWER_WINDOW_BYTES
+        } else {
+            lead_bytes
+        });
+        let lowered = self.split.count > 0 && grant_bytes < self.split.grant_bytes;
+        let split = Split {
+            count: self.split.count + 1,
+            lowered: self.split.lowered + u64::from(lowered),
+            grant_bytes,
+            paused: shared,
+        };
+        let visit_all = self.visits_every_stream();
+        if shared {
+            // The followers' updates touch nothing but their own state, and only the leader's
+            // sends or releases anything, so the order of the updates changes nothing.
+            let leader = leader.expect("a shared pool has a leader");
+            let followers = std::mem::take(&mut self.unsettled);
+            let followers: Vec<StreamId> = if visit_all {
+                self.streams.keys().copied().collect()
+            } else {
+                followers.into_iter().collect()
+            };
+            for id in followers {
+                if id != leader {
+                    self.settle_follower(id, &split);
+                }
             }
-            if shared && !st.lead_pass {
-                // A new lead sweeps its window once, from the lowest position.
-                st.lead_pass = true;
-                st.elevator.restart();
+            self.unpause(leader, true, keep, lead_bytes, &split);
+        } else {
+            // In id order, as what they send goes out in that order.
+            let ids: Vec<StreamId> = if visit_all {
+                self.streams.keys().copied().collect()
+            } else {
+                self.busy.union(&self.unsettled).copied().collect()
+            };
+            for id in ids {
+                self.unpause(id, false, keep, lead_bytes, &split);
             }
-            st.lead_pass &= shared;
-            st.contention.grant(lead_bytes);
-            let limit = st.contention.limit_bytes();
-            let deferred: Vec<u64> = st.deferred.iter().flat_map(|d| d.seqs.clone()).collect();
-            let mut shed = Vec::new();
-            st.window.shed_back(
-                limit,
-                |seq| deferred.contains(&seq),
-                |seq, e| shed.push((seq, e.key, e.file, e.range)),
-            );
-            for (seq, key, file, range) in shed {
-                st.elevator.remove(key, seq);
-                self.unpin(file, range);
-            }
-            if (was_paused || !keep) && !st.starved {
-                self.fill_and_issue(id, &mut st);
-            }
-            self.streams.insert(id, st);
+            // Each ended with the grant and flags of the streams left alone.
+            self.unsettled.clear();
         }
+        self.split = split;
+    }
+
+    /// The bounds every stream's window keeps ([`Directed::new_stream`]).
+    fn window_bounds(&self) -> Contention {
+        Contention::new(self.contention, MIN_WINDOW_BYTES, self.memory_bytes)
+    }
+
+    #[cfg(test)]
+    fn visits_every_stream(&self) -> bool {
+        self.visit_all
+    }
+
+    #[cfg(not(test))]
+    fn visits_every_stream(&self) -> bool {
+        false
+    }
+
+    /// [`Directed::allocate`]'s update of a stream that waits for its turn: it keeps the reads
+    /// it admitted (unfetched reads take no memory) but admits no more than the small window and
+    /// sends nothing. None of this changes what the running totals count.
+    fn settle_follower(&mut self, id: StreamId, split: &Split) {
+        self.stats.stream_states_visited += 1;
+        let st = self.streams.get_mut(&id).expect("listed stream is kept");
+        st.catch_up(&self.split);
+        st.paused = true;
+        st.pass_done = false;
+        st.lead_pass = false;
+        st.contention.grant(FOLLOWER_WINDOW_BYTES);
+        st.synced_splits = split.count;
+        st.synced_lowered = split.lowered;
+    }
+
+    /// [`Directed::allocate`]'s update of a stream that may send: the leader while memory is
+    /// `shared`, or any stream while at most one has reads left. It gets `lead_bytes`, sheds
+    /// the unfetched reads that do not fit, and, if it was paused or the lead moved (not
+    /// `keep`), admits and sends what it may.
+    fn unpause(&mut self, id: StreamId, shared: bool, keep: bool, lead_bytes: u64, split: &Split) {
+        self.stats.stream_states_visited += 1;
+        let mut st = self.take(id).expect("listed stream");
+        let was_paused = st.paused;
+        st.paused = false;
+        st.pass_done = false;
+        if shared && !st.lead_pass {
+            // A new lead sweeps its window once, from the lowest position.
+            st.lead_pass = true;
+            st.elevator.restart();
+        }
+        st.lead_pass &= shared;
+        st.contention.grant(lead_bytes);
+        st.synced_splits = split.count;
+        st.synced_lowered = split.lowered;
+        let limit = st.contention.limit_bytes();
+        let deferred: Vec<u64> = st.deferred.iter().flat_map(|d| d.seqs.clone()).collect();
+        let mut shed = Vec::new();
+        st.window.shed_back(
+            limit,
+            |seq| deferred.contains(&seq),
+            |seq, e| shed.push((seq, e.key, e.file, e.range)),
+        );
+        for (seq, key, file, range) in shed {
+            st.elevator.remove(key, seq);
+            self.unpin(file, range);
+        }
+        if (was_paused || !keep) && !st.starved {
+            self.fill_and_issue(id, &mut st);
+        }
+        self.put(id, st);
     }
 
     /// `Input::StreamClosed`: the stream's window, sweep and controller go, and so do the pins of
@@ -810,7 +1059,7 @@ impl Directed {
     /// a new stream given the same id. If it led while memory was over-committed, the lead
     /// passes on.
     fn on_stream_closed(&mut self, stream: StreamId) {
-        let Some(st) = self.streams.remove(&stream) else {
+        let Some(st) = self.take(stream) else {
             return;
         };
         let pinned: Vec<(FileId, ByteRange)> = st
@@ -837,16 +1086,14 @@ impl Directed {
     /// After each of the leader's events: once its pass is done the lead moves on; until then its
     /// share follows what the others still hold (they drain what they held when the lead came).
     fn check_lead(&mut self, leader: StreamId) {
-        if self
-            .streams
-            .values()
-            .filter(|st| st.window.has_unused())
-            .count()
-            <= 1
-        {
+        if self.active.len() <= 1 {
             return;
         }
-        let done = self.streams.get(&leader).is_none_or(|st| st.pass_done);
+        let done = self.streams.get(&leader).is_none_or(|st| {
+            // Every split visits the leader, so its flags are up to date.
+            debug_assert_eq!(st.synced_splits, self.split.count, "the leader is behind");
+            st.pass_done
+        });
         self.allocate(done);
     }
 
@@ -859,7 +1106,7 @@ impl Directed {
             self.release_unpinned(info.file, info.range);
             return;
         }
-        let Some(mut st) = self.streams.remove(&info.stream) else {
+        let Some(mut st) = self.take(info.stream) else {
             return;
         };
         if !info.poke {
@@ -939,7 +1186,7 @@ impl Directed {
         st.deferred = keep;
         st.window.pop_used();
         self.fill_and_issue(info.stream, &mut st);
-        self.streams.insert(info.stream, st);
+        self.put(info.stream, st);
         if self.pool_bytes > 0 && self.leader == Some(info.stream) {
             self.check_lead(info.stream);
         }
@@ -964,14 +1211,11 @@ impl Policy for Directed {
                     .filter(|r| r.start.0 < size && !r.is_empty())
                     .map(|r| ByteRange::new(r.start.0, r.len.0.min(size - r.start.0)))
                     .collect();
-                let mut st = self
-                    .streams
-                    .remove(&stream)
-                    .unwrap_or_else(|| self.new_stream());
+                let mut st = self.take(stream).unwrap_or_else(|| self.new_stream());
                 let dropped = st.window.push_hints(file, &clipped);
                 self.stats.hinted_ranges_dropped += dropped as u64;
                 self.fill_and_issue(stream, &mut st);
-                self.streams.insert(stream, st);
+                self.put(stream, st);
             }
             Input::Read {
                 stream,

@@ -228,8 +228,18 @@ impl Window {
 
     /// Whether some hinted read is still to be used by the application.
     pub fn has_unused(&self) -> bool {
-        // Reads are used in list order, so an unused one is found at the back.
-        !self.queued.is_empty() || self.entries.iter().rev().any(|e| !e.used)
+        // Every read before `unused_from_seq` is used and the one there, if admitted, is not
+        // ([`Window::mark_used`] moves it past used reads only), so no walk is needed: the policy
+        // asks on every event, and a window whose reads are all used but still in flight would
+        // be walked whole.
+        let unused = !self.queued.is_empty()
+            || self.unused_from_seq.max(self.base_seq) < self.base_seq + self.entries.len() as u64;
+        debug_assert_eq!(
+            unused,
+            !self.queued.is_empty() || self.entries.iter().any(|e| !e.used),
+            "unused_from_seq out of step with the window"
+        );
+        unused
     }
 
     /// Admits reads from the front of the hinted list while they fit under `limit_bytes` and the
