@@ -865,7 +865,7 @@ mod tests {
         let mut done = vec![];
         let mut t = Instant::ZERO;
         // Until the first request's parts have all left the queue for the disk.
-        while v.members[0].queue.len() > 0 || !v.members[0].in_device.is_empty() {
+        while !v.members[0].queue.is_empty() || !v.members[0].in_device.is_empty() {
             v.dispatch(t);
             t = v.next_event().expect("busy");
             v.advance(t, &mut done);
