@@ -249,8 +249,8 @@ pub fn take(root: &mut Table) -> Result<Option<DfsSettings>, ConfigError> {
     }
     let slice = d.opt_duration("slice")?;
     // CFQ counts its slices in jiffies, so none is shorter than 1 ms (HZ = 1000). A slice of 1 ns
-    // was taken, and its queue switched at every nanosecond: 63 s of wall time per simulated
-    // second.
+    // was taken, and its queue switched at every nanosecond: Gluster on `metro-10g` took 11.4 s
+    // of wall time for 0.2 s simulated, against under 0.01 s with the default slice.
     if let Some(s) = slice.filter(|s| *s < Duration::from_millis(1)) {
         return Err(key_err(
             "dfs.slice",
@@ -518,7 +518,7 @@ mod tests {
 
     /// A [dfs] streams run took workload.requests and read each stream's file until the duration
     /// regardless (the host refuses the key on streams).
-    /// `dfs.slice = "1ns"` was taken, and a one-second run took a minute as the scheduler
+    /// `dfs.slice = "1ns"` was taken, and a run of 0.2 s took 11.4 s as the scheduler
     /// switched queues every nanosecond; CFQ's slices are whole jiffies.
     #[test]
     fn a_cfq_slice_under_a_jiffy_is_refused() {

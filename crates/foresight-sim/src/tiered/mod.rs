@@ -217,7 +217,8 @@ struct Driver<'a, 'r> {
     jobs: FxHashMap<u64, Job>,
     /// The most jobs under way at once: each fetch into memory holds one of memory's buffers and
     /// each copy a slot of the level it climbs to, so no more than those together (and one
-    /// demand read). A fixed 2^20 was exceeded by valid stacks (TIP with a million buffers).
+    /// demand read). A fixed 2^20 was exceeded by valid stacks (iPipe with a million buffers over a slow
+    /// upper level).
     jobs_max: u64,
     next_job: u64,
     link_free: Instant,
