@@ -574,11 +574,15 @@ impl std::fmt::Display for WritingStdout {
 /// Whether `e` is standard output's reader closing the pipe early: a broken pipe under the
 /// [`WritingStdout`] context.
 fn reader_went_away(e: &anyhow::Error) -> bool {
-    e.downcast_ref::<WritingStdout>().is_some()
-        && e.chain().any(|c| {
-            c.downcast_ref::<std::io::Error>()
-                .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
-        })
+    e.downcast_ref::<WritingStdout>().is_some() && is_broken_pipe(e)
+}
+
+/// Whether `e` holds a broken pipe: the reader of an output went away.
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
 }
 
 /// The error and its causes on one line, each cause once: many of the library errors already

@@ -805,7 +805,7 @@ pub fn run_get(a: &GetArgs) -> anyhow::Result<()> {
                     let sent = sink.bytes();
                     drop(sink);
                     got.map_err(|e| {
-                        if is_broken_pipe(&e) {
+                        if crate::is_broken_pipe(&e) {
                             // Standard output's reader left (`get URL | head -c 100`): the
                             // command ends quietly, as `head` expects.
                             e.context(crate::WritingStdout)
@@ -976,19 +976,11 @@ fn is_output_failure(e: &anyhow::Error, what: &str) -> bool {
     e.chain().any(|c| c.to_string().starts_with(&writing))
 }
 
-/// Whether `e` holds a broken pipe: the reader of the output went away.
-fn is_broken_pipe(e: &anyhow::Error) -> bool {
-    e.chain().any(|c| {
-        c.downcast_ref::<std::io::Error>()
-            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
-    })
-}
-
 /// `e`, a failure to write `what` (a device or FIFO given as `--out`, written in place) after
 /// `delivered_bytes` had reached it: the message says how many it keeps. A FIFO whose reader left
 /// is such a failure too: the user named that output, and it did not take the file.
 fn output_failed(e: anyhow::Error, delivered_bytes: u64, what: &str) -> anyhow::Error {
-    let cause = if is_broken_pipe(&e) {
+    let cause = if crate::is_broken_pipe(&e) {
         format!("{}: its reader went away", crate::describe(&e))
     } else {
         crate::describe(&e)

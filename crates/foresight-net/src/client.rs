@@ -119,30 +119,28 @@ impl std::fmt::Display for Url {
 /// mistyped, which taken for a host name would be advised as `http://http:/h`. `http:8080/f` is
 /// not one: it may also be the host `http` at port 8080 (see [`scheme_then_port`]).
 fn misspelt_scheme(text: &str) -> Option<(&'static str, &str)> {
-    let letters = text.find(|c: char| !c.is_ascii_alphabetic())?;
-    let scheme = ["http", "https"]
-        .into_iter()
-        .find(|s| text[..letters].eq_ignore_ascii_case(s))?;
-    let after = &text[letters..];
-    if !after.starts_with([':', '/']) || after.starts_with("://") {
-        return None;
-    }
-    if scheme_then_port(text).is_some() {
+    let (scheme, after) = scheme_prefix(text)?;
+    if !after.starts_with([':', '/'])
+        || after.starts_with("://")
+        || scheme_then_port(text).is_some()
+    {
         return None;
     }
     Some((scheme, after.trim_start_matches([':', '/'])))
 }
 
+/// `http` or `https` (in any case) as the letters `text` starts with, and the text after them.
+fn scheme_prefix(text: &str) -> Option<(&'static str, &str)> {
+    let letters = text.find(|c: char| !c.is_ascii_alphabetic())?;
+    let scheme = ["http", "https"]
+        .into_iter()
+        .find(|s| text[..letters].eq_ignore_ascii_case(s))?;
+    Some((scheme, &text[letters..]))
+}
+
 /// For `http:8080/f` (a scheme's name, a colon and a port), the text from the colon on.
 fn scheme_then_port(text: &str) -> Option<&str> {
-    let letters = text.find(|c: char| !c.is_ascii_alphabetic())?;
-    if !["http", "https"]
-        .iter()
-        .any(|s| text[..letters].eq_ignore_ascii_case(s))
-    {
-        return None;
-    }
-    let after = &text[letters..];
+    let (_, after) = scheme_prefix(text)?;
     let port = after.strip_prefix(':')?.split(['/', '?']).next()?;
     (!port.is_empty() && port.bytes().all(|b| b.is_ascii_digit())).then_some(after)
 }
