@@ -383,7 +383,7 @@ fn lock_dir(out: &Path) -> Result<std::fs::File, ExperimentError> {
 
 /// What a run has changed in its output directory so far.
 #[derive(Default)]
-struct Progress {
+struct OutDirState {
     /// Whether `report.md` says the run has not finished (from its first figure on).
     marked_unfinished: bool,
     /// The experiments whose figures are all written.
@@ -432,8 +432,8 @@ pub fn reproduce(
     let mut results = serde_json::Map::new();
     let md = out.join("report.md");
     let js = out.join("results.json");
-    let mut progress = Progress::default();
-    let mut run_chosen = |progress: &mut Progress| -> Result<(), ExperimentError> {
+    let mut progress = OutDirState::default();
+    let mut run_chosen = |progress: &mut OutDirState| -> Result<(), ExperimentError> {
         for e in &chosen {
             log(&format!("{}: {}", e.name, e.about));
             let started = std::time::Instant::now();
