@@ -360,7 +360,8 @@ device.kind is tiered or constant, workload.kind is hinted, or the policy is an 
                                  (default: none, the tiers are local)
   [policy]                       (a key below that the policy does not read is refused)
   name = \"tip\"                   tip | ipipe | ipo | ipods
-  x_cache = \"auto\"               TIP's prefetch buffers, a count (1 to 1048576) or auto (cost-benefit)
+  x_cache = \"auto\"               TIP's prefetch buffers, a count (1 to 1048576) or auto (cost-benefit);
+                                 a count at most the buffers device.memory holds
   max_bw = 15                    ipo/ipods: most reads in flight (TIP's and the copies');
                                  no default: ipo and ipods need it
   pnext_groups = 7               ipo/ipods: Pnext lead in X_cache groups (default: algorithm 5)

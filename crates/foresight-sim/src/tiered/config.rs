@@ -583,6 +583,23 @@ pub fn parse(mut root: Table, base_dir: Option<&Path>) -> Result<SimConfig, Conf
             ),
         ));
     }
+    // A fixed X_cache is a count of buffers in memory: more than memory holds would be held to
+    // memory's count without a word, and the run would not be the one asked for.
+    if let XCache::Fixed(x) = informed.x_cache {
+        if u64::from(x) > informed.memory_blocks {
+            return Err(key_err(
+                "policy.x_cache",
+                format!(
+                    "{x} buffers of {} need {}, more than {} holds ({} buffers); lower \
+                     policy.x_cache, or raise device.memory",
+                    given.key("workload.block", block.rounded()),
+                    ByteLen(block.0.saturating_mul(u64::from(x))).rounded(),
+                    given.key("device.memory", memory.rounded()),
+                    informed.memory_blocks,
+                ),
+            ));
+        }
+    }
     let mut cfg = SimConfig::from_table(Table::new(), None)?;
     cfg.seed = seed;
     cfg.policy = PolicyConfig {

@@ -653,6 +653,41 @@ fn a_level_holds_more_than_2_pow_24_copies_when_its_capacity_allows() {
     assert_eq!(tr.held_at_end, vec![0, 0]);
 }
 
+/// A fixed X_cache is a count of memory's buffers. More than memory holds was held to memory's
+/// count without a word (a million buffers of 10 MiB ran as 6,553 in 64 GiB).
+#[test]
+fn an_x_cache_past_the_buffers_memory_holds_is_refused_by_its_key() {
+    let e = refusal_of(&[
+        "device.kind=constant",
+        "device.t_upper=52ms",
+        "device.t_lower=120ms",
+        "device.t_lower_to_upper=122ms",
+        "policy.name=ipipe",
+        "policy.x_cache=1048576",
+        "workload.kind=hinted",
+        "workload.block=10MiB",
+    ]);
+    assert!(
+        e.contains("`policy.x_cache`")
+            && e.contains("1048576 buffers of workload.block = `10MiB` need 10TiB")
+            && e.contains("device.memory = 64GiB (default) holds (6553 buffers)"),
+        "{e}"
+    );
+    // As many as memory holds is the largest count taken.
+    let ok = cfg(&[
+        "device.kind=constant",
+        "device.t_upper=52ms",
+        "device.t_lower=120ms",
+        "device.t_lower_to_upper=122ms",
+        "device.memory=40MiB",
+        "policy.name=ipipe",
+        "policy.x_cache=4",
+        "workload.kind=hinted",
+        "workload.block=10MiB",
+    ]);
+    assert!(ok.tiered.is_some());
+}
+
 /// Heavy (a few seconds in release, a minute in debug): run with `--ignored` after touching the
 /// driver's queues.
 #[test]
