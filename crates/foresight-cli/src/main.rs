@@ -109,6 +109,12 @@ enum Command {
         json: bool,
     },
     /// Rerun the papers' experiments; writes report.md, results.json and a PNG and CSV per figure.
+    // Written out: clap's own usage line after a conflict with --list named the conflicting
+    // arguments beside it, as though `--list EXPERIMENT` were a form the command takes.
+    #[command(
+        override_usage = "foresight reproduce [--quick] [--out DIR] [EXPERIMENTS]...\n       \
+                                foresight reproduce --list"
+    )]
     Reproduce {
         /// Experiments to run, in catalogue order when none is named: collapse, drives, striping,
         /// streams, directed, informed, network. `--list` says what each reproduces.

@@ -333,6 +333,12 @@ fn reproduce_runs_an_experiment_named_twice_once_and_list_takes_no_names() {
     let (code, _, err) = foresight(&["reproduce", "--list", "colapse"]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("--list"), "{err}");
+    // The usage under the refusal shows the two forms the command takes, not the refused pair as
+    // though it were one (clap's own line read `foresight reproduce --list [EXPERIMENTS]...`).
+    assert!(
+        !err.contains("--list [") && err.contains("foresight reproduce --list\n"),
+        "{err}"
+    );
     // Nor a directory, which it ignored (exit 0, nothing written there).
     let (code, _, err) = foresight(&["reproduce", "--list", "--out", out_s]);
     assert_eq!(code, 2, "{err}");
