@@ -418,7 +418,8 @@ default set did not fit the volume and was cut to the files that fit, the count 
 policy with a workload of files, counts the bytes of the scheduler's reads that lay past the
 end of the file each began in (it reads R-byte stretches below the file system and knows no
 file's end; an R larger than workload.file_size is warned of, with this figure). Of the common
-keys, stall_s adds to the completed requests' waits on I/O the wait of each request still out
+keys, a trace's streams counts the distinct device numbers of its records (up to 65,536; a
+figure of 65,536 means at least that many), stall_s adds to the completed requests' waits on I/O the wait of each request still out
 when a run stops at workload.duration (the latency keys count completed requests only), and a
 trace's app_requests and app_bytes count its writes too. On a host, a read's wait on I/O ends
 when its data is in memory: its copy into the buffer after that (host.copy_rate) is in its

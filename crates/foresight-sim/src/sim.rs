@@ -72,6 +72,15 @@ const IDLE_TIMERS_MAX: u32 = 10_000;
 /// validation traces hold about 10,000.
 const DEMERIT_SAMPLES_MAX: usize = 1 << 20;
 
+/// Distinct device numbers a trace replay counts for its report's `streams`. Traces name a
+/// handful of disks; the count stops here rather than grow with a trace whose every record names
+/// another number, and a report at this figure means "at least this many". The records of devices
+/// past the counted ones are one stream to the layers below.
+const TRACE_STREAMS_COUNTED_MAX: usize = 1 << 16;
+
+/// The one stream of a trace's records whose devices are past the counted ones.
+const TRACE_STREAM_UNCOUNTED: u32 = u32::MAX;
+
 /// Why a run could not start, or stopped before its end without a report.
 #[derive(Debug, Error)]
 pub enum SimError {
@@ -480,8 +489,7 @@ struct Sim<'r> {
     last_completion: Instant,
     trace_wrapped: u64,
     /// The streams (device numbers) of the trace records submitted so far: a trace's streams
-    /// are its own, not `workload.streams`. Traces number a handful of devices, so this stays
-    /// small whatever the trace's length.
+    /// are its own, not `workload.streams`. At most `TRACE_STREAMS_COUNTED_MAX`.
     trace_streams: std::collections::BTreeSet<u32>,
     total_work: f64,
     done_work: f64,
@@ -1745,7 +1753,16 @@ impl<'r> Sim<'r> {
         }
         self.trace_next = None;
         self.trace_in_flight += 1;
-        self.trace_streams.insert(r.device);
+        // A device past the counted ones has no stream of its own: all such share one, so that
+        // what the layers below keep per stream stays within the same bound.
+        let stream = if self.trace_streams.contains(&r.device)
+            || self.trace_streams.len() < TRACE_STREAMS_COUNTED_MAX
+        {
+            self.trace_streams.insert(r.device);
+            r.device
+        } else {
+            TRACE_STREAM_UNCOUNTED
+        };
         if !self.cfg.workload.closed {
             if let Some(next) = self.read_trace_record() {
                 let at = next.arrival.max(self.now);
@@ -1760,6 +1777,7 @@ impl<'r> Sim<'r> {
             self.trace_wrapped += 1;
         }
         let app = self.alloc_app(AppReq {
+            // The request log names the record's own device.
             stream: r.device,
             offset: lba * SECTOR_BYTES,
             bytes: sectors * SECTOR_BYTES,
@@ -1776,7 +1794,7 @@ impl<'r> Sim<'r> {
             Some(rc) if r.op == Op::Read => {
                 rc.read_for(
                     self.now,
-                    StreamId(r.device),
+                    StreamId(stream),
                     None,
                     foresight_policy::layout::VOLUME_FILE,
                     lba * SECTOR_BYTES,
@@ -2326,6 +2344,38 @@ mod tests {
         ]);
         assert_eq!(report.app_requests, 4);
         assert_eq!(report.streams, 3);
+    }
+
+    /// The count of a trace's devices is bounded: a trace whose every record names another
+    /// number grew the set by one entry a record. Past the bound the report says the bound.
+    #[test]
+    fn a_trace_of_more_devices_than_are_counted_reports_the_bound() {
+        use std::fmt::Write;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("many.trace");
+        let records = TRACE_STREAMS_COUNTED_MAX + 100;
+        let mut text = String::new();
+        for i in 0..records {
+            // Every record its own device, far apart in number, 4 KiB each.
+            writeln!(text, "{} {} {} 8 1", i * 1000, i * 7 + 1, (i % 1000) * 8).unwrap();
+        }
+        std::fs::write(&path, text).unwrap();
+        let trace = format!("workload.trace=\"{}\"", path.display());
+        // Straight to the disk, and through the stream scheduler's block-level cache, which is
+        // told each record's stream.
+        for policy in ["policy.name=none", "policy.name=streams"] {
+            let report = report_of([
+                "workload.kind=trace",
+                "workload.format=mqsim",
+                trace.as_str(),
+                policy,
+            ]);
+            assert_eq!(report.app_requests, records as u64, "{policy}");
+            assert_eq!(
+                report.streams as usize, TRACE_STREAMS_COUNTED_MAX,
+                "{policy}"
+            );
+        }
     }
 
     /// A DiskSim trace gets its demerit figure while its service times fit the bound kept for
