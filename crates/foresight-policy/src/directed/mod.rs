@@ -231,13 +231,29 @@ struct StreamState {
     synced_lowered: u64,
     /// What [`Directed`]'s running totals count for this stream, as of its last
     /// [`Directed::put`]: its held bytes (fetched and unused, or in flight), whether it had
-    /// hinted reads left to use, and whether it might send if let (see [`Directed`]'s `busy`).
+    /// reads left to fetch ([`StreamState::wants_turn`]), and whether it might send if let (see
+    /// [`Directed`]'s `busy`).
     counted_held_bytes: u64,
     counted_active: bool,
     counted_busy: bool,
 }
 
 impl StreamState {
+    /// Whether the stream has reads left that it must take its turn to fetch: hinted reads not
+    /// yet used, or a read its application already waits on (deferred) with data not yet sent.
+    /// The second keeps a stream that waits for its turn in the rotation when that read was its
+    /// last; it would otherwise wait for nobody.
+    fn wants_turn(&self) -> bool {
+        self.window.has_unused()
+            || self.deferred.iter().any(|d| {
+                d.seqs.iter().any(|&s| {
+                    self.window
+                        .get(s)
+                        .is_some_and(|e| e.fetch() == FetchState::Pending)
+                })
+            })
+    }
+
     /// Applies the splits of memory made since this state last took one: each left the stream
     /// alone (it had no event and did not lead), which changes nothing but its flags and its
     /// grant (see [`Directed::allocate`]), so their sum is the last one's flags and grant.
@@ -296,7 +312,7 @@ pub struct Directed {
     // same however many streams there are (summed over every stream on each of the leader's
     // events, 16,000 scanning streams took 50 s of host time for 1 s simulated). A stream's state
     // changes only while it is out of the map (`take` .. `put`), and `put` counts it anew.
-    /// Streams with hinted reads left to use ([`Window::has_unused`]), the ones memory is split
+    /// Streams with reads left to fetch ([`StreamState::wants_turn`]), the ones memory is split
     /// among.
     active: BTreeSet<StreamId>,
     /// Streams that might send if let: active ones, and those with reads waiting in the elevator
@@ -433,7 +449,7 @@ impl Directed {
     /// lists it for the next split to visit (what it did may have moved its grant).
     fn put(&mut self, id: StreamId, mut st: StreamState) {
         let held = st.window.fetched_unused_bytes() + st.in_flight_bytes;
-        let active = st.window.has_unused();
+        let active = st.wants_turn();
         let busy = active || !st.elevator.is_empty() || st.run.is_some();
         st.counted_held_bytes = held;
         st.counted_active = active;
@@ -462,11 +478,11 @@ impl Directed {
         for (&id, st) in &self.streams {
             let h = st.window.fetched_unused_bytes() + st.in_flight_bytes;
             held += h;
-            if st.window.has_unused() {
+            if st.wants_turn() {
                 share += h.max(FOLLOWER_WINDOW_BYTES);
                 active.insert(id);
             }
-            if st.window.has_unused() || !st.elevator.is_empty() || st.run.is_some() {
+            if st.wants_turn() || !st.elevator.is_empty() || st.run.is_some() {
                 busy.insert(id);
             }
             assert!(
@@ -848,7 +864,7 @@ impl Directed {
         }
         st.window.pop_used();
         self.fill_and_issue(stream, &mut st);
-        let done = !st.window.has_unused();
+        let done = !st.wants_turn();
         self.put(stream, st);
         if self.pool_bytes > 0 && self.leader == Some(stream) {
             if done {

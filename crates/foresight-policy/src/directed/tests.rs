@@ -855,3 +855,80 @@ fn splits_that_leave_streams_alone_answer_as_visiting_every_stream_does() {
         );
     }
 }
+
+/// A stream that waits for its turn and whose application reads the last read it has admitted
+/// before that read is fetched: the read is deferred, and it leaves the stream nothing unused. It
+/// was then no longer among the streams the lead passes to, so its read waited until all the
+/// others but one had finished (or, in the simulator, until nothing at all was in flight and the
+/// read went to the disk on demand). Its deferred read now keeps it in the rotation.
+#[test]
+fn a_waiting_stream_whose_last_read_is_deferred_still_gets_the_lead() {
+    let mut p = Directed::new(&cfg(8 << 20, Infill::Bytes(0)), layout(4, 64 << 20)).unwrap();
+    let ranges = reads_8k(16384);
+    // Stream 1 has one read more than it sends at once (its in-flight bound holds 512).
+    let short = &ranges[..513];
+    let mut d = Driver::new();
+    for s in 0..4u32 {
+        let mine = if s == 1 { short } else { &ranges[..] };
+        hint(&mut p, s, s, mine.to_vec());
+        let outs = drain(&mut p);
+        d.execute(outs);
+    }
+    // Memory turns out short: the streams take turns, 0 first.
+    p.handle(
+        Instant::ZERO,
+        Input::MemoryPressure {
+            available: ByteLen(8 << 20),
+        },
+    );
+    let outs = drain(&mut p);
+    d.execute(outs);
+    while d.complete_one(&mut p) {}
+    let sent = |d: &Driver, r: ByteRange| {
+        d.fetched
+            .iter()
+            .any(|(f, g)| *f == FileId(1) && g.start <= r.start && r.end() <= g.end())
+    };
+    let (last, head) = short.split_last().unwrap();
+    assert!(
+        !sent(&d, *last),
+        "stream 1 sent its last read before its turn"
+    );
+    // Stream 1's application reads what arrived, then its last read, which is deferred: it
+    // waits for the stream's turn.
+    for r in head {
+        d.read(&mut p, 1, FileId(1), *r);
+    }
+    let deferred_before = p.stats().deferred_reads;
+    p.handle(
+        Instant::ZERO,
+        Input::Read {
+            stream: StreamId(1),
+            file: FileId(1),
+            range: *last,
+            miss: d.missing(FileId(1), *last).map(ByteOffset),
+        },
+    );
+    let outs = drain(&mut p);
+    d.execute(outs);
+    assert_eq!(p.stats().deferred_reads, deferred_before + 1);
+    // Stream 0 reads all it has and hands the lead on: to stream 1, next in turn, which sends
+    // its read. It used to pass to stream 2, and stream 1's read to wait for 2 to finish too.
+    for r in &ranges {
+        d.read(&mut p, 0, FileId(0), *r);
+    }
+    assert!(
+        sent(&d, *last),
+        "stream 1's deferred read did not go out when the lead passed"
+    );
+    while d.complete_one(&mut p) {}
+    for s in 2..4u32 {
+        for r in &ranges {
+            d.read(&mut p, s, FileId(s), *r);
+        }
+    }
+    assert_eq!(
+        d.demand_pages, 0,
+        "every read was served by the policy's fetches"
+    );
+}
