@@ -406,7 +406,7 @@ impl Directed {
     }
 
     fn new_stream(&self) -> StreamState {
-        StreamState {
+        let mut st = StreamState {
             window: Window::default(),
             elevator: Elevator::default(),
             contention: self.window_bounds(),
@@ -424,7 +424,16 @@ impl Directed {
             counted_held_bytes: 0,
             counted_active: false,
             counted_busy: false,
+        };
+        if self.split.count > 0 {
+            // Memory is split already: a stream that comes now takes what the last split gave
+            // the streams it left alone, as if it had been one of them. While the streams take
+            // turns it waits for its own with the small window; it used to send its first run at
+            // once with the whole window, past the leader's turn and the pool.
+            st.contention.grant(self.split.grant_bytes);
+            st.paused = self.split.paused;
         }
+        st
     }
 
     /// Takes `id`'s state out of the map, and out of the running totals, to work on it beside

@@ -932,3 +932,48 @@ fn a_waiting_stream_whose_last_read_is_deferred_still_gets_the_lead() {
         "every read was served by the policy's fetches"
     );
 }
+
+/// A stream that comes while the streams take turns waits for its own, as the others do. It
+/// used to send its first run at once, with the whole window, past the leader's turn.
+#[test]
+fn a_stream_that_comes_while_memory_is_shared_waits_for_its_turn() {
+    let mut p = Directed::new(&cfg(8 << 20, Infill::Bytes(0)), layout(3, 64 << 20)).unwrap();
+    let ranges = reads_8k(16384);
+    let mut d = Driver::new();
+    for s in [0u32, 2] {
+        hint(&mut p, s, s, ranges.clone());
+        let outs = drain(&mut p);
+        d.execute(outs);
+    }
+    p.handle(
+        Instant::ZERO,
+        Input::MemoryPressure {
+            available: ByteLen(8 << 20),
+        },
+    );
+    let outs = drain(&mut p);
+    d.execute(outs);
+    while d.complete_one(&mut p) {}
+    let late: Vec<ByteRange> = ranges[..64].to_vec();
+    hint(&mut p, 1, 1, late.clone());
+    let outs = drain(&mut p);
+    d.execute(outs);
+    assert!(
+        d.fetched.iter().all(|(f, _)| *f != FileId(1)),
+        "the stream that came late sent before its turn"
+    );
+    let (_, limit) = p.window_bytes(StreamId(1)).unwrap();
+    assert_eq!(limit, FOLLOWER_WINDOW_BYTES);
+    // Its turn comes when the leader's pass ends, and every read is served by a sweep.
+    for r in &ranges {
+        d.read(&mut p, 0, FileId(0), *r);
+    }
+    assert!(d.fetched.iter().any(|(f, _)| *f == FileId(1)));
+    for r in &late {
+        d.read(&mut p, 1, FileId(1), *r);
+    }
+    for r in &ranges {
+        d.read(&mut p, 2, FileId(2), *r);
+    }
+    assert_eq!(d.demand_pages, 0, "every hinted page came from a sweep");
+}
