@@ -288,6 +288,58 @@ struct Split {
     paused: bool,
 }
 
+/// Streams memory refused, oldest first, each listed once. A stream is looked up by a map, not
+/// by a walk of the queue: with thousands of streams refused, a walk on every refused fetch (and
+/// on every stream that closes) made a run quadratic in the streams. A stream taken off the list
+/// leaves its place in the queue behind, recognised by its stamp and skipped.
+#[derive(Debug, Default)]
+struct StarvedQueue {
+    order: VecDeque<(StreamId, u64)>,
+    /// The listed streams, each with the stamp of its place in `order`.
+    listed: BTreeMap<StreamId, u64>,
+    stamp_next: u64,
+}
+
+impl StarvedQueue {
+    /// Lists `id` at the back, unless it is listed already.
+    fn push_back(&mut self, id: StreamId) {
+        if self.listed.contains_key(&id) {
+            return;
+        }
+        self.listed.insert(id, self.stamp_next);
+        self.order.push_back((id, self.stamp_next));
+        self.stamp_next += 1;
+        // Places left behind are dropped once they outnumber the listed streams, so the queue
+        // stays within twice the streams (and each place is dropped once).
+        if self.order.len() > 2 * self.listed.len() + 64 {
+            let listed = &self.listed;
+            self.order.retain(|(s, stamp)| listed.get(s) == Some(stamp));
+        }
+        debug_assert!(self.order.len() <= 2 * self.listed.len() + 64);
+    }
+
+    /// The stream listed longest ago, taken off the list.
+    fn pop_front(&mut self) -> Option<StreamId> {
+        while let Some((id, stamp)) = self.order.pop_front() {
+            if self.listed.get(&id) == Some(&stamp) {
+                self.listed.remove(&id);
+                return Some(id);
+            }
+        }
+        None
+    }
+
+    /// Takes `id` off the list (its place in the queue is skipped).
+    fn remove(&mut self, id: StreamId) {
+        self.listed.remove(&id);
+    }
+
+    /// Streams listed.
+    fn len(&self) -> usize {
+        self.listed.len()
+    }
+}
+
 /// The policy. See the module documentation.
 #[derive(Debug)]
 pub struct Directed {
@@ -302,7 +354,7 @@ pub struct Directed {
     out: VecDeque<Output>,
     stats: DirectedStats,
     /// Streams memory refused, oldest first; each application read lets one try again.
-    starved: VecDeque<StreamId>,
+    starved: StarvedQueue,
     /// Memory the streams share while it is over-committed (what they held plus what was free at
     /// the last `MemoryPressure`); 0 until memory is first short.
     pool_bytes: u64,
@@ -352,7 +404,7 @@ impl Directed {
             pins: BTreeMap::new(),
             ids: FetchIds::default(),
             out: VecDeque::new(),
-            starved: VecDeque::new(),
+            starved: StarvedQueue::default(),
             stats: DirectedStats::default(),
             pool_bytes: 0,
             leader: None,
@@ -1099,7 +1151,7 @@ impl Directed {
         for info in self.fetches.values_mut() {
             info.orphan |= info.stream == stream;
         }
-        self.starved.retain(|&s| s != stream);
+        self.starved.remove(stream);
         if self.leader == Some(stream) {
             self.leader = None;
             if self.pool_bytes > 0 {
@@ -1151,13 +1203,11 @@ impl Directed {
                             st.window.set_fetch(s, FetchState::Pending);
                             st.elevator.insert(e.key, s);
                             st.starved = true;
-                            if !self.starved.contains(&info.stream) {
-                                self.starved.push_back(info.stream);
-                                assert!(
-                                    self.starved.len() <= self.streams.len() + 1,
-                                    "starved queue longer than the streams"
-                                );
-                            }
+                            self.starved.push_back(info.stream);
+                            assert!(
+                                self.starved.len() <= self.streams.len() + 1,
+                                "starved queue longer than the streams"
+                            );
                         } else {
                             st.window.set_fetch(s, FetchState::Fetched);
                         }

@@ -977,3 +977,32 @@ fn a_stream_that_comes_while_memory_is_shared_waits_for_its_turn() {
     }
     assert_eq!(d.demand_pages, 0, "every hinted page came from a sweep");
 }
+
+/// The queue of streams memory refused keeps the order of a queue walked for duplicates, as it
+/// was: each stream listed once, oldest first, one taken off (a closed stream) leaving no trace,
+/// and the places left behind dropped without changing the order of the rest.
+#[test]
+fn the_starved_queue_keeps_arrival_order_with_each_stream_once() {
+    let mut q = StarvedQueue::default();
+    let mut model: VecDeque<StreamId> = VecDeque::new();
+    let mut rng = Rng::new(0x5746);
+    println!("seed 0x5746");
+    for step in 0..20_000 {
+        let id = StreamId(rng.below(50) as u32);
+        match rng.below(3) {
+            0 => {
+                q.push_back(id);
+                if !model.contains(&id) {
+                    model.push_back(id);
+                }
+            }
+            1 => {
+                q.remove(id);
+                model.retain(|&s| s != id);
+            }
+            _ => assert_eq!(q.pop_front(), model.pop_front(), "step {step}"),
+        }
+        assert_eq!(q.len(), model.len(), "step {step}");
+        assert!(q.order.len() <= 2 * q.len() + 64, "step {step}");
+    }
+}
