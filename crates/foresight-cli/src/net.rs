@@ -445,9 +445,11 @@ the one written, and created when it does not exist yet. A file is written under
 beside it and renamed into place when its download is complete, so a failed download (or one \
 stopped by SIGINT, SIGTERM or SIGHUP, which says so on standard error) leaves no partial file \
 and an existing file as it was; a \
-device or FIFO (/dev/null) is written directly; the error of a failed download to a file says \
-how many bytes had gone to the temporary file and that --out was not created or keeps the file \
-it held. A failed download to standard output (or to a device or FIFO) keeps the bytes it wrote \
+device or FIFO (/dev/null) is written directly, and so is the file standard output or error is \
+open on (--out /dev/stdout with standard output sent to a file writes there as standard output \
+does, at its end when it was opened with >>); the error of a failed download to a file says \
+how many bytes had gone to the temporary file (not when writing it failed, as on a full disk, \
+where some of them never reached it) and that --out was not created or keeps the file it held. A failed download to standard output (or to a device or FIFO) keeps the bytes it wrote \
 there, and its error says how many. Standard output whose reader leaves early (`foresight get \
 URL | head -c 100`) ends the download quietly, exit 0, as such a pipe expects; standard output \
 that is full (a full disk), or a device or FIFO given as --out that stops taking bytes (its \
@@ -1015,8 +1017,9 @@ fn discarded_output(
         "the temporary file was removed".to_string()
     } else if received_bytes == 0 {
         // "the 0 bytes written" reads as if something had come; a failed opening request is
-        // the usual case.
-        "no byte had arrived, and the temporary file was removed".to_string()
+        // the usual case. Bytes may have arrived all the same (a range cut short before the
+        // file's first bytes were complete), so the words are about what was written.
+        "no byte of the file had been written yet, and the temporary file was removed".to_string()
     } else {
         format!("the {received_bytes} bytes written went to a temporary file, now removed")
     };
@@ -1107,11 +1110,48 @@ fn link_target(path: &std::path::Path) -> std::io::Result<PathBuf> {
     )))
 }
 
+/// Opening a FIFO to write waits until something opens it to read, which may be never: a
+/// download that waited there said nothing. A FIFO without a reader is said to be waited for.
+fn say_when_a_fifo_has_no_reader(path: &std::path::Path) {
+    use std::os::unix::fs::OpenOptionsExt;
+    // Without waiting, the opening fails with ENXIO while the FIFO has no reader. What it
+    // opens is closed again: the download's own opening waits as a FIFO's opening does.
+    let probe = std::fs::OpenOptions::new()
+        .write(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path);
+    if probe.is_err_and(|e| e.raw_os_error() == Some(libc::ENXIO)) {
+        note!(
+            "--out {} is a FIFO that nothing reads yet: waiting for a reader to open it (SIGINT \
+             stops the wait)",
+            path.display()
+        );
+    }
+}
+
+/// Standard output or standard error, when it is open on the regular file `meta` describes: then
+/// `--out` is written through that descriptor, in place, as standard output is without `--out`.
+/// `--out /dev/stdout` (or `/dev/fd/1`, `/proc/self/fd/1`) with standard output sent to a file
+/// leads to that file, and replacing it by a temporary file renamed over it destroyed what the
+/// shell had written there, turned `>>` into `>`, and left the shell writing to a file no longer
+/// in any directory.
+fn standard_stream_on(meta: &std::fs::Metadata) -> Option<std::fs::File> {
+    use std::os::unix::fs::MetadataExt;
+    let (stdout, stderr) = (std::io::stdout(), std::io::stderr());
+    let same = |fd: std::os::fd::BorrowedFd<'_>| {
+        let file = std::fs::File::from(fd.try_clone_to_owned().ok()?);
+        let m = file.metadata().ok()?;
+        (m.dev() == meta.dev() && m.ino() == meta.ino()).then_some(file)
+    };
+    same(stdout.as_fd()).or_else(|| same(stderr.as_fd()))
+}
+
 /// Where one download's bytes go. A regular file (or a path where none exists yet) is written
 /// beside its target under a temporary name and renamed over it only once the download is
 /// complete, so that a failed download leaves a file that was already there as it was, and no
 /// partial file either. Anything else (`/dev/null`, a FIFO, a terminal) cannot be renamed over and
-/// holds nothing to protect: it is written in place and never removed.
+/// holds nothing to protect: it is written in place and never removed. So is the file standard
+/// output or error is open on ([`standard_stream_on`]), which the shell is writing.
 struct OutTarget {
     writer: std::io::BufWriter<Delivered>,
     /// The path as given, for messages.
@@ -1161,7 +1201,17 @@ impl OutTarget {
     fn open(path: &std::path::Path) -> anyhow::Result<OutTarget> {
         let opening = || format!("opening --out {}", path.display());
         if let Ok(meta) = std::fs::metadata(path) {
+            if let Some(file) = meta.is_file().then(|| standard_stream_on(&meta)).flatten() {
+                return Ok(OutTarget {
+                    writer: std::io::BufWriter::new(Delivered { file, delivered: 0 }),
+                    path: path.to_path_buf(),
+                    staged: None,
+                });
+            }
             if !meta.is_file() {
+                if std::os::unix::fs::FileTypeExt::is_fifo(&meta.file_type()) {
+                    say_when_a_fifo_has_no_reader(path);
+                }
                 // Opened without truncating: a device or a FIFO has no bytes to lose.
                 let file = match std::fs::OpenOptions::new().write(true).open(path) {
                     Ok(f) => f,
@@ -1595,14 +1645,15 @@ pub fn run_soak(a: &SoakArgs) -> anyhow::Result<()> {
 mod tests {
     use super::discarded_output;
 
-    /// A download that failed before any byte arrived said "the 0 bytes written went to a
-    /// temporary file", as if some had come; one that had bytes still counts them.
+    /// A download that failed before any byte was written said "the 0 bytes written went to a
+    /// temporary file", as if some had come; one that had bytes still counts them. It then said
+    /// "no byte had arrived", which was false of a server that sent part of the first range.
     #[test]
-    fn a_failed_download_to_out_says_no_byte_had_arrived_when_none_had() {
+    fn a_failed_download_to_out_says_no_byte_was_written_when_none_was() {
         let none = discarded_output(anyhow::anyhow!("cannot connect"), 0, "--out f", false);
         let text = none.to_string();
         assert!(
-            text.contains("no byte had arrived") && !text.contains("0 bytes"),
+            text.contains("no byte of the file had been written yet") && !text.contains("0 bytes"),
             "{text}"
         );
         assert!(text.ends_with("and --out f was not created"), "{text}");

@@ -2545,3 +2545,81 @@ fn serve_says_how_many_responses_its_grace_period_cut_short() {
     );
     drop(slow);
 }
+
+/// `--out /dev/stdout` with standard output sent to a file led, through the link, to that file,
+/// which was then replaced by a temporary file renamed over it: what the shell had written there
+/// was gone, `>>` acted as `>`, and the shell went on writing to a file in no directory. The file
+/// standard output is open on is now written through standard output, where it stands.
+#[test]
+fn an_out_that_is_the_file_standard_output_is_sent_to_is_written_through_it() {
+    use std::io::Write as _;
+    let (_guard, dir) = scratch("stdout-file");
+    std::fs::write(dir.join("h.txt"), b"hello\n").unwrap();
+    let (mut server, addr) = serve_root(&dir);
+    let url = format!("http://{addr}/h.txt");
+    for out in ["/dev/stdout", "/proc/self/fd/1"] {
+        let log = dir.join("log.txt");
+        std::fs::write(&log, b"start\n").unwrap();
+        let append = std::fs::OpenOptions::new().append(true).open(&log).unwrap();
+        let st = bin()
+            .args(["get", &url, "--out", out])
+            .stdout(append.try_clone().unwrap())
+            .output()
+            .unwrap();
+        assert!(
+            st.status.success(),
+            "{out}: {}",
+            String::from_utf8_lossy(&st.stderr)
+        );
+        // The shell's own descriptor still reaches the file that holds it all.
+        writeln!(&append, "end").unwrap();
+        assert_eq!(
+            std::fs::read_to_string(&log).unwrap(),
+            "start\nhello\nend\n",
+            "--out {out}"
+        );
+        let leftovers: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.contains("partial"))
+            .collect();
+        assert!(leftovers.is_empty(), "temporary files left: {leftovers:?}");
+    }
+    terminate(&mut server);
+}
+
+/// A FIFO given as --out that nothing reads made `get` wait in its opening without a word. It
+/// says now that it waits for a reader, and goes on once one comes.
+#[test]
+fn a_get_to_a_fifo_nothing_reads_says_it_waits_for_a_reader() {
+    let (_guard, dir) = scratch("fifo-wait");
+    std::fs::write(dir.join("h.txt"), b"hello\n").unwrap();
+    let (mut server, addr) = serve_root(&dir);
+    let fifo = fifo_in(&dir);
+    let child = bin()
+        .args(["get", &format!("http://{addr}/h.txt"), "--out"])
+        .arg(&fifo)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut child = KillOnDrop(child);
+    let mut err = BufReader::new(child.0.stderr.take().unwrap());
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        let _ = err.read_line(&mut line);
+        let _ = tx.send(line);
+    });
+    // Read on a thread: a `get` that waits without a word would hold the test here for good.
+    let line = rx.recv_timeout(std::time::Duration::from_secs(20));
+    let got = std::fs::read(&fifo).unwrap();
+    let line = line.expect("nothing said on standard error while waiting for the FIFO's reader");
+    assert!(
+        line.contains("is a FIFO that nothing reads yet: waiting for a reader"),
+        "{line}"
+    );
+    assert_eq!(got, b"hello\n");
+    let status = wait_exit(&mut child, 30, "get after its FIFO's reader came");
+    assert!(status.success(), "{status}");
+    terminate(&mut server);
+}
