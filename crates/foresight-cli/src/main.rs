@@ -455,13 +455,30 @@ fn input(e: impl std::fmt::Display) -> anyhow::Error {
     anyhow::Error::new(InputError(format!("{e:#}")))
 }
 
+/// An unsigned type [`whole_arg`] reads, with its largest value for the message past it.
+pub(crate) trait Whole: std::fmt::Display + Sized {
+    const MAX: Self;
+}
+
+impl Whole for u32 {
+    const MAX: Self = u32::MAX;
+}
+
+impl Whole for u64 {
+    const MAX: Self = u64::MAX;
+}
+
+impl Whole for usize {
+    const MAX: Self = usize::MAX;
+}
+
 /// The value of an option that takes a whole number (a count, a depth, a seed). Clap's own parser
 /// refused `-1` as "not in 0..=4294967295", the integer type's range rather than the option's,
 /// and `x` as "invalid digit found in string", neither saying what to write; the option's own
 /// range is checked, and named, where the command reads it.
 pub(crate) fn whole_arg<T>(s: &str) -> Result<T, String>
 where
-    T: std::str::FromStr<Err = std::num::ParseIntError>,
+    T: std::str::FromStr<Err = std::num::ParseIntError> + Whole,
 {
     use std::num::IntErrorKind;
     let not_digits = || {
@@ -475,9 +492,12 @@ where
         return Err(not_digits());
     }
     s.parse::<T>().map_err(|e| match e.kind() {
-        IntErrorKind::PosOverflow => {
-            format!("`{s}` is too large; --help gives the range this option takes")
-        }
+        // Not every option's --help gives an upper bound (`--reads`: "at least 1"), so the
+        // largest that fits is named here; an option with a lower one says so where it is read.
+        IntErrorKind::PosOverflow => format!(
+            "`{s}` is too large: at most {} fits this option (its --help says if it takes less)",
+            T::MAX
+        ),
         IntErrorKind::Empty => {
             "no number given; write a whole number in digits, e.g. 32 (--help gives the range)"
                 .to_string()

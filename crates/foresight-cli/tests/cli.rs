@@ -3254,6 +3254,21 @@ fn whole_number_options_say_what_to_write() {
         "--repeat",
     );
     assert!(err.contains("too large"), "{err}");
+    // Past the type's largest number, that number is named: not every option's --help gives an
+    // upper bound, and the message sent the user there for one (`get --reads`: "at least 1").
+    assert!(err.contains("at most 4294967295 fits this option"), "{err}");
+    let err = expect_input_error(
+        &[
+            "get",
+            "http://127.0.0.1:1/f",
+            "--random",
+            "4KiB",
+            "--reads",
+            "99999999999999999999",
+        ],
+        "--reads",
+    );
+    assert!(err.contains("at most 4294967295 fits this option"), "{err}");
     assert!(
         std::fs::read_dir(dir.path()).unwrap().next().is_none(),
         "a refused bench wrote files"
