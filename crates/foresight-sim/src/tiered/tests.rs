@@ -208,7 +208,9 @@ proptest! {
             &tiers,
             &format!("device.memory={memory_blocks}MiB"),
             &format!("policy.name={policy}"),
-            &format!("policy.x_cache={x}"),
+            // A count above memory's buffers is refused (see
+            // `an_x_cache_past_the_buffers_memory_holds_is_refused_by_its_key`).
+            &format!("policy.x_cache={}", u64::from(x).min(memory_blocks)),
             "workload.kind=hinted",
             &format!("workload.reads={reads}"),
             "workload.block=1MiB",
