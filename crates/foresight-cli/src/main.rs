@@ -257,7 +257,7 @@ string in quotes is the text inside them; in a config file a path is a TOML stri
                                  the reader) | synchronous (only when a read misses)
   sc_max = 42                    MSP: sequential counter cap
   sc_thresh = 38                 MSP: counter value that starts stripe prefetching
-  sps_max = 8                    MSP: most stripes prefetched per step
+  sps_max = 8                    MSP: most stripes prefetched per step (1 to 1024)
   readahead = \"8MiB\"             streams: R, bytes per disk read (the scheduler knows no
                                  file's end: one larger than workload.file_size reads
                                  past the files, see past_file_end_bytes below)

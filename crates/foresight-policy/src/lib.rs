@@ -525,7 +525,7 @@ mod tests {
                 sps_max_stripes: 0,
                 ..base.clone()
             }),
-            "sps_max_stripes"
+            "sps_max"
         );
         // MSP needs stripes to fetch.
         let single = Arc::new(Layout::new(ByteLen::gib(1), None));

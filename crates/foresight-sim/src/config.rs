@@ -14,7 +14,7 @@ use foresight_core::{
     excerpt, parse_duration, parse_rate, parse_size, ByteLen, Duration, SECTOR_BYTES,
 };
 use foresight_device::{AlmostReadHits, QueuePolicy};
-use foresight_policy::readahead::WindowRule;
+use foresight_policy::readahead::{MspSettings, WindowRule};
 use foresight_policy::PolicyConfig;
 use thiserror::Error;
 use toml::{Table, Value};
@@ -2204,7 +2204,12 @@ impl SimConfig {
             )?,
             sc_max: p.int("sc_max", defaults.sc_max as u64, 1, 1 << 20)? as u32,
             sc_thresh: p.int("sc_thresh", defaults.sc_thresh as u64, 1, 1 << 20)? as u32,
-            sps_max_stripes: p.int("sps_max", defaults.sps_max_stripes as u64, 1, 4096)? as u32,
+            sps_max_stripes: p.int(
+                "sps_max",
+                defaults.sps_max_stripes as u64,
+                1,
+                u64::from(MspSettings::SPS_MAX_STRIPES_LIMIT),
+            )? as u32,
             streams: foresight_policy::streams::StreamsConfig {
                 dispatch: p.opt_int("dispatch", 1, 1 << 20)?.map(|d| d as u32),
                 readahead_bytes: p
@@ -2906,6 +2911,38 @@ mod tests {
     /// A misspelt key is refused with the key it is nearest to, in every section and at the top
     /// level: the refusal used to point at `foresight sim --help` only, leaving the reader to
     /// find `streams` for `stream` among seventy keys. A word unlike every key gets no guess.
+    #[test]
+    fn an_sps_max_past_the_policys_bound_is_refused_by_the_key_with_that_bound() {
+        // The config took up to 4,096 and the policy then refused 1,025 to 4,096 as
+        // `policy.sps_max_stripes`, a key nobody can set, "outside 1..=1024".
+        for v in ["1025", "4097"] {
+            let e = cfg(
+                "",
+                &[
+                    "device.kind=raid0",
+                    "policy.name=msp+seqp",
+                    &format!("policy.sps_max={v}"),
+                ],
+            )
+            .unwrap_err()
+            .to_string();
+            assert!(
+                e.contains("`policy.sps_max`") && e.contains("between 1 and 1024"),
+                "{e}"
+            );
+        }
+        let c = cfg(
+            "",
+            &[
+                "device.kind=raid0",
+                "policy.name=msp+seqp",
+                "policy.sps_max=1024",
+            ],
+        )
+        .unwrap();
+        assert_eq!(c.policy.sps_max_stripes, 1024);
+    }
+
     #[test]
     fn a_misspelt_key_is_refused_naming_the_key_meant() {
         let d = |a: &str, b: &str| {

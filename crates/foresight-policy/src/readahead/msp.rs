@@ -111,7 +111,8 @@ impl MspSettings {
         }
         if !(1..=Self::SPS_MAX_STRIPES_LIMIT).contains(&self.sps_max_stripes) {
             return Err(PolicyError::BadSetting {
-                key: "sps_max_stripes",
+                // The config's name for it.
+                key: "sps_max",
                 message: format!(
                     "{} is outside 1..={} stripes (the paper uses 8)",
                     self.sps_max_stripes,
@@ -584,7 +585,8 @@ mod tests {
                 sps_max_stripes: 0,
                 ..d
             }),
-            "sps_max_stripes"
+            // The config key: the field's name was not one a user could set.
+            "sps_max"
         );
         assert_eq!(
             match Msp::new(d, &Layout::new(ByteLen::mib(1), None)) {
