@@ -2346,6 +2346,27 @@ mod tests {
         assert_eq!(report.streams, 3);
     }
 
+    /// Two adjacent 128 MiB reads under the stream scheduler with 4 KiB reads: each of its
+    /// fetches found its pages already on their way and was done at once, and the layer answered
+    /// each inside the last (22,750 deep), overflowing the thread's stack (exit 134). They are
+    /// answered in a loop now.
+    #[test]
+    fn fetches_done_at_once_one_after_another_do_not_nest_on_the_stack() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("two.trace");
+        std::fs::write(&path, "0 0 0 262144 1\n1 0 262144 262144 1\n").unwrap();
+        let trace = format!("workload.trace=\"{}\"", path.display());
+        let report = report_of([
+            "workload.kind=trace",
+            "workload.format=mqsim",
+            trace.as_str(),
+            "policy.name=streams",
+            "policy.readahead=4KiB",
+        ]);
+        assert_eq!(report.app_requests, 2);
+        assert_eq!(report.app_bytes, 2 * 262144 * 512);
+    }
+
     /// The count of a trace's devices is bounded: a trace whose every record names another
     /// number grew the set by one entry a record. Past the bound the report says the bound.
     #[test]

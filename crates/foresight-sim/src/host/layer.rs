@@ -498,14 +498,18 @@ impl CacheLayer {
     /// memory (paper 003_eb9cef22f2823582.txt, section I: the contention controller "detects
     /// changes in available memory"), and executes what it answers.
     fn tell_free_memory(&mut self, now: Instant) {
-        let free_pages = self.cache.capacity_pages() - self.cache.used_pages();
         self.policy.handle(
             now,
             Input::MemoryPressure {
-                available: ByteLen(free_pages * PAGE_BYTES),
+                available: self.free_bytes(),
             },
         );
         self.drain_policy(now, None);
+    }
+
+    /// Memory not taken by cached pages or pages in flight.
+    fn free_bytes(&self) -> ByteLen {
+        ByteLen((self.cache.capacity_pages() - self.cache.used_pages()) * PAGE_BYTES)
     }
 
     /// A read of `bytes` at `offset` of `file` by `stream`; `token` comes back in `done`.
@@ -626,7 +630,39 @@ impl CacheLayer {
         true
     }
 
+    /// Carries out what the policy asked for. A fetch that needs no I/O (its pages are all in
+    /// memory or in flight already) is done at once, and the policy hears so before the outputs
+    /// that follow it are looked at again, which may bring another such fetch, and so on: each
+    /// such answer is handled as a nested pass, whose own closing checks
+    /// ([`CacheLayer::drain_tail`]) run before its caller's go on. The passes are kept on a
+    /// stack of their own rather than the thread's: a trace of two 128 MiB reads under
+    /// `streams` with 4 KiB reads nested 22,750 of them and overflowed the thread's stack.
     fn drain_policy(&mut self, now: Instant, trigger: Option<Trigger>) {
+        let mut passes: Vec<smallvec::IntoIter<[(FetchId, bool); 4]>> =
+            vec![self.drain_outputs(trigger).into_iter()];
+        while let Some(pass) = passes.last_mut() {
+            match pass.next() {
+                Some((id, ok)) => {
+                    self.policy.handle(now, Input::Fetched { id, ok });
+                    let nested = self.drain_outputs(None).into_iter();
+                    passes.push(nested);
+                }
+                None => {
+                    passes.pop();
+                    if self.drain_tail(now) {
+                        // The policy heard that memory is over-committed: what it answers is a
+                        // nested pass too, as it was when the closing checks drained it.
+                        passes.push(self.drain_outputs(None).into_iter());
+                    }
+                }
+            }
+        }
+    }
+
+    /// The first part of a pass of [`CacheLayer::drain_policy`]: executes the policy's outputs
+    /// and lets parked reads that new fetches may cover look again. Returns the fetches done at
+    /// once, for the policy to hear of.
+    fn drain_outputs(&mut self, trigger: Option<Trigger>) -> SmallVec<[(FetchId, bool); 4]> {
         let mut done_now: SmallVec<[(FetchId, bool); 4]> = SmallVec::new();
         while let Some(out) = self.policy.poll_output() {
             match out {
@@ -696,10 +732,14 @@ impl CacheLayer {
                 self.demand(id);
             }
         }
-        for (id, ok) in done_now {
-            self.policy.handle(now, Input::Fetched { id, ok });
-            self.drain_policy(now, None);
-        }
+        done_now
+    }
+
+    /// The closing checks of a pass of [`CacheLayer::drain_policy`], once the fetches it found
+    /// done at once have been answered: memory that refused or evicted prefetched data, and the
+    /// policy's next timer. Returns whether it told the policy that memory is over-committed,
+    /// whose answer the caller then drains (and the timer is taken after that).
+    fn drain_tail(&mut self, now: Instant) -> bool {
         let stats = self.cache.stats();
         if stats.refused_prefetch_pages > self.refused_seen {
             // A fetch was cut short for want of memory: reads that wait for the policy's fetches
@@ -718,9 +758,16 @@ impl CacheLayer {
             // Room for these fetches was made by evicting data fetched ahead and not read yet,
             // or could only have been made so and was refused: memory is over-committed.
             self.evicted_unread_seen = evicted;
-            self.tell_free_memory(now);
+            self.policy.handle(
+                now,
+                Input::MemoryPressure {
+                    available: self.free_bytes(),
+                },
+            );
+            return true;
         }
         self.wake = self.policy.poll_timeout();
+        false
     }
 
     /// Issues reads for the missing pages of `range`; returns how many, and whether memory cut
