@@ -236,8 +236,8 @@ string in quotes is the text inside them; in a config file a path is a TOML stri
   read_expire = \"500ms\"          deadline/anticipatory schedulers' read deadline
   antic_expire = \"6ms\"           anticipatory: longest idle wait for the stream's next
                                  request, from its read's completion (Linux 2.6's default)
-  nr_requests = 128              request slots per block queue (Linux nr_requests): the
-                                 elevator sorts at most this many; other parts wait
+  nr_requests = 128              request slots per block queue (Linux nr_requests, 1 to
+                                 10240): the elevator sorts at most this many; other parts wait
   copy_rate = \"10GiB/s\"          memory bus: every application read is copied from the page
                                  cache into its buffer at this rate (a hit at once, a miss
                                  when its data arrives), one copy after another for the
