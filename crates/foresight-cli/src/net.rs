@@ -211,8 +211,9 @@ pub const SERVE_HELP: &str = "Serve the files under --root over HTTP/1.1 with by
 GET and HEAD of files under the root; Range as RFC 9110 defines it (one range, suffix and open \
 ranges: 206 with Content-Range; 416 with `bytes */LEN` when nothing is satisfiable; 400 for a \
 malformed bytes range, two Range lines included; several ranges in one line are answered with \
-the whole file). An HTTP/1.1 request needs exactly one Host header of the form host[:port] \
-(RFC 9112, section 3.2), or it gets 400. Paths with `..` (also %-encoded) are refused with 400; \
+the whole file). An HTTP/1.1 request needs exactly one Host header of the form host[:port], its \
+port digits or empty (RFC 9112, section 3.2; RFC 3986, section 3.2.3), or it gets 400. Paths \
+with `..` (also %-encoded) are refused with 400; \
 anything that does not resolve to a regular file inside the root is 404, and so is a file's path \
 with a trailing `/`. A file the server's user may not read is 403. A file whose size is 0 but which holds bytes (a file of /proc) is 403: an \
 answer is sent by the file's size; so is any file of procfs, sysfs, debugfs, tracefs, \

@@ -2123,7 +2123,9 @@ fn not_readable() -> Response<ResBody> {
 
 /// RFC 9112, section 3.2: a server MUST answer 400 to an HTTP/1.1 request without a `Host`, and to
 /// any request with more than one or with one that is not `host[:port]`. hyper leaves this to the
-/// service. An empty value is what a client sends for a target without an authority.
+/// service. An empty value is what a client sends for a target without an authority. The port is
+/// digits (RFC 3986, section 3.2.3: `port = *DIGIT`), which includes none: `host:` is valid, and
+/// means the scheme's default port (section 6.2.3).
 fn check_host<B>(req: &Request<B>) -> Result<(), &'static str> {
     let mut hosts = req.headers().get_all(header::HOST).iter();
     match (hosts.next(), hosts.next()) {
@@ -2132,15 +2134,31 @@ fn check_host<B>(req: &Request<B>) -> Result<(), &'static str> {
         (Some(_), Some(_)) => Err("more than one Host header"),
         (Some(v), None) if v.is_empty() => Ok(()),
         (Some(v), None) => {
-            // `Authority` also takes `user@host`, which a Host never holds.
+            // `Authority` also takes `user@host`, which a Host never holds, and any port text
+            // (`x:abc`): it reads the port only when asked for its number.
             let valid = !v.as_bytes().contains(&b'@')
-                && hyper::http::uri::Authority::try_from(v.as_bytes()).is_ok();
+                && hyper::http::uri::Authority::try_from(v.as_bytes()).is_ok()
+                && port_is_digits(v.as_bytes());
             if valid {
                 Ok(())
             } else {
                 Err("the Host header is not host[:port]")
             }
         }
+    }
+}
+
+/// Whether the port of `host`, a `Host` value that parsed as an authority, is digits or empty;
+/// true without a port. An IPv6 address's colons are inside its brackets, so the port's colon is
+/// the first one after the closing bracket.
+fn port_is_digits(host: &[u8]) -> bool {
+    let after_address = match host.iter().rposition(|&b| b == b']') {
+        Some(i) => &host[i + 1..],
+        None => host,
+    };
+    match after_address.iter().position(|&b| b == b':') {
+        Some(i) => after_address[i + 1..].iter().all(u8::is_ascii_digit),
+        None => true,
     }
 }
 

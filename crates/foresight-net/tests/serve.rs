@@ -539,6 +539,23 @@ fn a_request_without_exactly_one_host_is_refused() {
             "GET /sub/small.txt HTTP/1.1\r\nHost: user@t\r\nConnection: close\r\n\r\n",
             400,
         ),
+        // The port is digits (RFC 3986, section 3.2.3); `x:abc` was served.
+        (
+            "GET /sub/small.txt HTTP/1.1\r\nHost: t:abc\r\nConnection: close\r\n\r\n",
+            400,
+        ),
+        (
+            "GET /sub/small.txt HTTP/1.1\r\nHost: t:80a\r\nConnection: close\r\n\r\n",
+            400,
+        ),
+        (
+            "GET /sub/small.txt HTTP/1.1\r\nHost: [::1]:http\r\nConnection: close\r\n\r\n",
+            400,
+        ),
+        (
+            "GET /sub/small.txt HTTP/1.1\r\nHost: t:80:90\r\nConnection: close\r\n\r\n",
+            400,
+        ),
         ("GET /sub/small.txt HTTP/1.0\r\n\r\n", 200),
         (
             "GET /sub/small.txt HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n",
@@ -546,6 +563,15 @@ fn a_request_without_exactly_one_host_is_refused() {
         ),
         (
             "GET /sub/small.txt HTTP/1.1\r\nHost: [::1]:8080\r\nConnection: close\r\n\r\n",
+            200,
+        ),
+        (
+            "GET /sub/small.txt HTTP/1.1\r\nHost: [::1]\r\nConnection: close\r\n\r\n",
+            200,
+        ),
+        // An empty port is one RFC 3986 allows (`port = *DIGIT`): the scheme's default.
+        (
+            "GET /sub/small.txt HTTP/1.1\r\nHost: t:\r\nConnection: close\r\n\r\n",
             200,
         ),
         // The target has no authority: the client sends an empty Host (RFC 9112, section 3.2).
