@@ -260,10 +260,12 @@ standard error at startup says; `bandwidth_source` says which) and peak_ratio (p
 text; its foresight_requests_total and foresight_responses_total count the requests refused \
 before they reach the server's own code too (400 for a head that does not parse, as with a \
 malformed Content-Length, 414, 431), each once its connection has ended. Both are found by their decoded names (/%6detrics and //metrics are /metrics), so files of \
-the root at those paths are not served. SIGTERM or SIGINT stops accepting and lets open requests \
-finish (up to 10 s); responses still under way then are cut short, and the last line on \
-standard error says how many (\"stopped; the 10s grace period ran out with 1 response under way, \
-cut short\"). That stop was asked for, so it exits 0 all the same.
+the root at those paths are not served. SIGTERM or SIGINT stops accepting, closes at once the \
+connections with no request to answer (idle ones, and those whose request head has not all come), \
+and lets open requests finish (up to 10 s); responses still under way then are cut short, and the \
+last line on standard error says how many (\"stopped; the 10s grace period ran out with 1 \
+response under way, cut short\"), or, when the answers under way took half a second or more to \
+end, how long the stop waited for them. That stop was asked for, so it exits 0 all the same.
 
 A server that can serve nothing more stops by itself: when its engine breaks (a panic in the \
 readahead policy or on one of the engine's I/O threads, after which every read fails) or one of \
@@ -391,18 +393,38 @@ pub fn run_serve(a: &ServeArgs) -> anyhow::Result<()> {
         );
     }
     let stopped = handle.wait().map_err(net)?;
-    // A stop that cut downloads short is still the stop that was asked for (exit 0), but the
-    // operator should know that clients got less than their answers announced.
-    match stopped.cut_short_responses {
-        0 => note!("foresight serve: stopped"),
-        n => note!(
-            "foresight serve: stopped; the {} grace period ran out with {n} response{} under \
-             way, cut short (their clients got less than the length announced)",
-            foresight_net::duration_text(grace),
-            if n == 1 { "" } else { "s" }
+    note!("foresight serve: {}", stop_line(&stopped, grace));
+    Ok(())
+}
+
+/// A stop that waited no longer than this is not said to have waited: closing idle connections
+/// takes milliseconds.
+const STOP_WAIT_WORTH_SAYING: StdDuration = StdDuration::from_millis(500);
+
+/// What `serve` says as it stops. A stop that cut downloads short is still the stop that was
+/// asked for (exit 0), but the operator should know that clients got less than their answers
+/// announced; and a stop that took seconds says what it waited for, where a bare "stopped" after
+/// the whole grace period left the operator to guess.
+fn stop_line(stopped: &server::Stopped, grace: StdDuration) -> String {
+    let plural = |n: u64| if n == 1 { "" } else { "s" };
+    let grace = foresight_net::duration_text(grace);
+    match (stopped.cut_short_responses, stopped.closed_connections) {
+        (0, 0) if stopped.waited < STOP_WAIT_WORTH_SAYING => "stopped".to_string(),
+        (0, 0) => format!(
+            "stopped after {:.1} s, the time the answers under way took to be sent",
+            stopped.waited.as_secs_f64()
+        ),
+        (0, c) => format!(
+            "stopped; the {grace} grace period ran out with {c} connection{} still answering \
+             (waiting for a worker, or for a client that took nothing), closed",
+            plural(c)
+        ),
+        (n, _) => format!(
+            "stopped; the {grace} grace period ran out with {n} response{} under way, cut short \
+             (their clients got less than the length announced)",
+            plural(n)
         ),
     }
-    Ok(())
 }
 
 /// Raises the soft open-files limit (`ulimit -n`) toward `need`, what a command holding
@@ -1645,6 +1667,36 @@ pub fn run_soak(a: &SoakArgs) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::discarded_output;
+    use super::{server::Stopped, stop_line};
+    use std::time::Duration;
+
+    /// The last line says what a stop waited for: nothing, the answers under way, or the grace
+    /// period, with what it cut.
+    #[test]
+    fn the_stop_line_says_what_the_stop_waited_for() {
+        let grace = Duration::from_secs(10);
+        let at = |cut_short_responses, closed_connections, waited_ms| {
+            stop_line(
+                &Stopped {
+                    cut_short_responses,
+                    closed_connections,
+                    waited: Duration::from_millis(waited_ms),
+                },
+                grace,
+            )
+        };
+        assert_eq!(at(0, 0, 12), "stopped");
+        assert_eq!(
+            at(0, 0, 2340),
+            "stopped after 2.3 s, the time the answers under way took to be sent"
+        );
+        assert!(at(0, 2, 10_000).contains("ran out with 2 connections still answering"));
+        let cut = at(1, 1, 10_000);
+        assert!(
+            cut.contains("10s grace period ran out with 1 response under way, cut short"),
+            "{cut}"
+        );
+    }
 
     /// A download that failed before any byte was written said "the 0 bytes written went to a
     /// temporary file", as if some had come; one that had bytes still counts them. It then said

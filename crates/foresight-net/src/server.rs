@@ -40,9 +40,11 @@
 //! request header (`idle_timeout`, which also ends idle keep-alive connections), requests queued per worker
 //! (`queue_per_worker`; more get 503), streams remembered (`max_streams`, least recently used
 //! forgotten first, idle ones after `stream_idle`). SIGTERM (or [`ServerHandle::shutdown`]) stops
-//! accepting, lets open requests finish for up to `grace`, then stops the workers; the file
-//! responses still under way then (bodies made and not yet dropped, `Stopped`) are cut short and
-//! counted.
+//! accepting, closes at once the connections with no request to answer (idle ones, and those
+//! whose request head has not all come: the server reads nothing more), lets open requests
+//! finish for up to `grace`, then stops the workers; the file responses still under way then
+//! (bodies made and not yet dropped) are cut short, and [`Stopped`] counts them, with the
+//! connections closed then and how long the stop waited.
 //!
 //! A server that can serve nothing more stops by itself: once its engine is broken (a panic in
 //! the readahead policy or on one of the engine's threads; every read then fails) or a worker
@@ -376,6 +378,13 @@ pub struct Stopped {
     /// File responses still under way when the grace period ran out, and so cut short: their
     /// clients saw them end before their `Content-Length`.
     pub cut_short_responses: u64,
+    /// Connections still open when the grace period ran out, closed then: those of the
+    /// responses cut short, and those whose answer had not all been sent (waiting for a worker,
+    /// or for a client that took nothing). 0 when every connection ended within it.
+    pub closed_connections: u64,
+    /// How long the stop waited for the connections to end: about nothing when no answer was
+    /// under way, the grace period when it ran out.
+    pub waited: Duration,
 }
 
 /// A running server.
@@ -1411,6 +1420,8 @@ async fn accept_loop(
     let listener = tokio::net::TcpListener::from_std(std_listener)?;
     let permits = Arc::new(Semaphore::new(state.cfg.max_connections));
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    // Set when the stop begins: every connection's reads end there (see `ConnSocket`).
+    let stopping = Arc::new(AtomicBool::new(false));
     let mut http = hyper::server::conn::http1::Builder::new();
     http.timer(TokioTimer::new())
         .header_read_timeout(state.cfg.idle_timeout)
@@ -1472,7 +1483,7 @@ async fn accept_loop(
                     let st = st.clone();
                     async move { Ok::<_, Infallible>(handle(st, req, peer).await) }
                 });
-                let io = WriteDeadline::new(tcp, state.cfg.send_timeout);
+                let io = ConnSocket::new(tcp, state.cfg.send_timeout, stopping.clone());
                 let conn = http.serve_connection(TokioIo::new(io), svc);
                 let watched = graceful.watch(conn);
                 let st = state.clone();
@@ -1491,20 +1502,33 @@ async fn accept_loop(
         }
     }
     drop(listener);
+    let began = Instant::now();
+    // Before hyper is told: its graceful shutdown closes an idle keep-alive connection at once,
+    // but lets one that holds part of a request head wait for the rest, under the header timeout
+    // (30 s by default), so a client that sent half a head held the stop for the whole grace
+    // period. Such a request has no answer under way; with its reads ended, hyper sees the head
+    // cut short and closes the connection as soon as graceful shutdown polls it.
+    stopping.store(true, Ordering::SeqCst);
     let finished = tokio::time::timeout(state.cfg.grace, graceful.shutdown())
         .await
         .is_ok();
+    let waited = began.elapsed();
     // The responses still under way now are cut short: the workers stop, and the runtime drops
     // their connections.
-    let cut_short_responses = if finished {
-        0
+    let (cut_short_responses, closed_connections) = if finished {
+        (0, 0)
     } else {
-        state.counters.responses_open.load(Ordering::Relaxed)
+        (
+            state.counters.responses_open.load(Ordering::Relaxed),
+            state.counters.connections_open.load(Ordering::Relaxed),
+        )
     };
     match state.failure() {
         Some(why) => Err(NetError::Broken { why }),
         None => Ok(Stopped {
             cut_short_responses,
+            closed_connections,
+            waited,
         }),
     }
 }
@@ -1548,25 +1572,35 @@ fn stopping() -> Response<ResBody> {
     r
 }
 
-/// A connection's socket whose writes fail once they have made no progress for `timeout`.
+/// A connection's socket whose writes fail once they have made no progress for `timeout`, and
+/// whose reads end (as if the client had closed its side) once the server is stopping.
 ///
 /// hyper has no write timeout: a client that stops reading leaves its connection task waiting
 /// for the socket forever, holding the connection's permit, hyper's buffer and the chunks in the
 /// response's channel, long after the worker has given up on it. Failing the stalled write makes
 /// hyper drop the connection, and everything it held goes with it.
-struct WriteDeadline<T> {
+///
+/// The end of reads is what closes, at the stop, a connection whose request head has not all
+/// come: hyper, reading the rest, finds the head cut short and ends the connection with no
+/// answer. A head hyper already holds whole is still answered. A response under way is not
+/// touched: with half-close allowed, hyper does not read while it answers, and an end of reads
+/// found then would only be a client's half-close, which it answers anyway.
+struct ConnSocket<T> {
     io: T,
     timeout: Duration,
     /// Armed when a write finds the socket full, cleared when a write goes through.
     stalled_since: Option<Pin<Box<tokio::time::Sleep>>>,
+    /// The server's stop has begun.
+    stopping: Arc<AtomicBool>,
 }
 
-impl<T> WriteDeadline<T> {
-    fn new(io: T, timeout: Duration) -> WriteDeadline<T> {
-        WriteDeadline {
+impl<T> ConnSocket<T> {
+    fn new(io: T, timeout: Duration, stopping: Arc<AtomicBool>) -> ConnSocket<T> {
+        ConnSocket {
             io,
             timeout,
             stalled_since: None,
+            stopping,
         }
     }
 
@@ -1598,17 +1632,22 @@ impl<T> WriteDeadline<T> {
     }
 }
 
-impl<T: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for WriteDeadline<T> {
+impl<T: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for ConnSocket<T> {
     fn poll_read(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
         buf: &mut tokio::io::ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().io).poll_read(cx, buf)
+        let this = self.get_mut();
+        if this.stopping.load(Ordering::SeqCst) {
+            // Nothing put in `buf`: the end of the stream.
+            return Poll::Ready(Ok(()));
+        }
+        Pin::new(&mut this.io).poll_read(cx, buf)
     }
 }
 
-impl<T: tokio::io::AsyncWrite + Unpin> tokio::io::AsyncWrite for WriteDeadline<T> {
+impl<T: tokio::io::AsyncWrite + Unpin> tokio::io::AsyncWrite for ConnSocket<T> {
     fn poll_write(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,

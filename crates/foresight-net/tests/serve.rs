@@ -408,6 +408,71 @@ fn connections_beyond_the_limit_are_closed_and_idle_ones_time_out() {
     assert_eq!(get(a, "/sub/small.txt", None).status, 200);
 }
 
+/// A client that had sent half a request head held the server's stop for the whole grace period
+/// (10 s), where an idle connection was closed at once: hyper's graceful shutdown waits for the
+/// rest of a head, under the header timeout (30 s). Such a connection has no answer under way,
+/// and the stop now closes it at once. An answer under way when the stop begins is still sent
+/// whole, and the stop waits for it.
+#[test]
+fn a_stop_closes_a_connection_holding_half_a_request_head_at_once() {
+    use std::io::Read;
+    let mut s = serve("half-head");
+    let a = s.addr();
+    let mut half = TcpStream::connect(a).unwrap();
+    half.write_all(b"GET /sub/small.txt HTTP/1.1\r\nHo")
+        .unwrap();
+    // An answer under way when the stop begins: its head sent, most of its body not, as the
+    // client takes nothing until then.
+    let mut under_way = common::small_buffer_connection(a);
+    under_way
+        .write_all(b"GET /big.bin HTTP/1.1\r\nHost: t\r\n\r\n")
+        .unwrap();
+    let mut first = [0u8; 12];
+    under_way.read_exact(&mut first).unwrap();
+    assert_eq!(&first, b"HTTP/1.1 200");
+    // Both are the server's (the metrics' own connection is the third), and it has had time to
+    // read the half head.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while common::metric(a, "foresight_connections_open") < 3.0 {
+        assert!(Instant::now() < deadline, "the connections were not taken");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    let server = s.server.take().unwrap();
+    let began = Instant::now();
+    let stop = std::thread::spawn(move || server.shutdown());
+    // Half the grace period: a connection still open then waits for the whole of it.
+    half.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let mut buf = [0u8; 256];
+    let closed = match half.read(&mut buf) {
+        Ok(0) => true,
+        Ok(n) => panic!("the half head was answered: {:?}", &buf[..n]),
+        Err(e) => e.kind() == std::io::ErrorKind::ConnectionReset,
+    };
+    assert!(
+        closed,
+        "the connection holding half a request head was still open {:?} into the stop",
+        began.elapsed()
+    );
+    let mut rest = first.to_vec();
+    under_way.read_to_end(&mut rest).unwrap();
+    let body_at = rest
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .expect("a response head")
+        + 4;
+    assert!(
+        rest[body_at..] == s.big[..],
+        "the answer under way was not sent whole"
+    );
+    let stopped = stop.join().unwrap().unwrap();
+    assert_eq!(
+        (stopped.cut_short_responses, stopped.closed_connections),
+        (0, 0)
+    );
+    assert!(stopped.waited < Duration::from_secs(10), "{stopped:?}");
+}
+
 /// Bytes of the file a stalled client asks for: far more than socket buffers, the worker's channel
 /// and hyper's buffer hold together, so the server's writes stall.
 const HUGE_BYTES: usize = 48 << 20;
