@@ -243,8 +243,10 @@ every setting of the time stamps anew, and is strong as long after the ctime) an
 Last-Modified: the modification time, but no later than the ctime nor the clock. Conditional requests follow RFC 9110, section 13.2.2: If-Match (strong \
 comparison, * for any file), else If-Unmodified-Since, failing gives 412; then If-None-Match \
 (weak comparison), else If-Modified-Since, gives 304; If-Range honours Range only for a strong \
-match (the strong ETag, or a Last-Modified at least a second old), and otherwise the whole file \
-is sent. A modification time ahead of the clock is never sent (RFC 9110, 8.8.2.1): the date is \
+match (the strong ETag, or the Last-Modified once the clock is two whole seconds past it, which \
+is 1 to 2 s after the modification: a date names a whole second, and a file system may stamp a \
+write made just after that second with it, from a clock a little behind this one), and \
+otherwise the whole file is sent. A modification time ahead of the clock is never sent (RFC 9110, 8.8.2.1): the date is \
 then the ctime, when that time was set, which holds from one answer to the next, and the date \
 conditions weigh that same date, so such a date sent back holds until the file changes.
 

@@ -20,10 +20,14 @@
 //! file; a match gives 304), else `If-Modified-Since` (304 when the file is not newer, weighed as
 //! for `If-Unmodified-Since`); then
 //! `If-Range`, which needs a strong match: an entity tag without `W/` equal to the file's strong
-//! tag, or a date equal to its `Last-Modified` when that date is itself strong, that is when the
-//! file was modified at least a second before the answer (section 8.8.2.2; whole seconds, so the
-//! date must be two seconds behind the clock), since a file changed twice within one second keeps
-//! its date. Dates are written as IMF-fixdate and read in all three forms the RFC names (section
+//! tag, or a date equal to its `Last-Modified` when that date is itself strong (section 8.8.2.2),
+//! since a file changed twice within one second keeps its date. A date names a whole second and
+//! the clock is read in whole seconds, so the date holds once the clock is two seconds past it:
+//! the modification is then a full second old wherever in its second it fell, which is 1 to 2 s
+//! after it. One second past would do for a clock and file times that agree, but a file system
+//! stamps a write from a clock that may lag this one (the kernel's coarse clock, by a tick; a
+//! network file system's server, by its skew), and a write made just after the second ended
+//! could still carry its date. Dates are written as IMF-fixdate and read in all three forms the RFC names (section
 //! 5.6.7); the calendar arithmetic walks whole years from 1970, which is a few dozen steps for
 //! any date a file has, and so plainly correct rather than clever.
 
@@ -386,7 +390,8 @@ pub fn evaluate(c: &Conditions, file: &Validators, now_s: u64) -> Answer {
                 !file.weak
                     && matches!(entity_tag(v), Some((t, "")) if !t.weak && t.opaque == file.etag)
             } else {
-                // A file whose tag is weak was modified too recently for its date to be strong.
+                // A file whose tag is weak was modified too recently for its date to be strong;
+                // two whole seconds past the date, not one: see the module documentation.
                 match (parse_http_date(v, year), file.last_modified_s(now_s)) {
                     (Some(date), Some(m)) => !file.weak && date == m && m + 1 < now_s,
                     _ => false,
@@ -579,6 +584,21 @@ mod tests {
             ..Conditions::default()
         };
         assert_eq!(evaluate(&c, &file(), EXAMPLE_S + 1), WHOLE);
+    }
+
+    /// A date in `If-Range` holds from the second two past it, the first whole second in which
+    /// the modification is a full second old wherever in its own second it fell: `--help` said
+    /// "a Last-Modified at least a second old", and a date one second old got the whole file.
+    #[test]
+    fn an_if_range_date_holds_from_the_clocks_second_two_past_it() {
+        let c = Conditions {
+            if_range: Some("Sun, 06 Nov 1994 08:49:37 GMT".into()),
+            ..Conditions::default()
+        };
+        assert_eq!(evaluate(&c, &file(), EXAMPLE_S), WHOLE);
+        assert_eq!(evaluate(&c, &file(), EXAMPLE_S + 1), WHOLE);
+        assert_eq!(evaluate(&c, &file(), EXAMPLE_S + 2), RANGE);
+        assert_eq!(evaluate(&c, &file(), EXAMPLE_S + 3), RANGE);
     }
 
     /// The answer to `If-Match` and `If-Unmodified-Since` (with `rest` for the other fields).
