@@ -18,7 +18,10 @@
 //! FIFO, a hung mount), and the main thread blocked in a read does not hold up the exit, which
 //! the stop thread makes. It replaces the note as its phase changes (the run under way, then the
 //! output written once the run has finished), since a note left for the run and still armed
-//! while the output was written said the run had no figures when it had them all.
+//! while the output was written said the run had no figures when it had them all. A command that
+//! writes a note now and then (the proxy's about its upstream, at most once a second) also gives
+//! [`say_first_on_signal`] a way to make what it has not yet said, which the stop writes first:
+//! without it, the news of the last second before a stop died with the process.
 //!
 //! The removal runs on a thread of its own while the signal thread goes on waiting, so that a
 //! second SIGINT, SIGTERM or SIGHUP ends the process at once with the signal's default action,
@@ -100,6 +103,10 @@ static REGISTRY: Registry = Registry::new();
 static WATCH: Once = Once::new();
 /// What the command had not done, said when a signal stops it (see [`say_on_signal`]).
 static STOP_NOTE: Mutex<Option<String>> = Mutex::new(None);
+/// What the command has not yet said, asked for when a signal stops it (see
+/// [`say_first_on_signal`]).
+type Unsaid = Box<dyn Fn() -> Option<String> + Send>;
+static UNSAID: Mutex<Option<Unsaid>> = Mutex::new(None);
 
 /// From now on, a stop by SIGINT, SIGTERM or SIGHUP writes `stopped by SIGNAL: note` to standard
 /// error (after removing what is registered, followed by `; removed PATH, ...` when it removed
@@ -112,6 +119,18 @@ pub fn say_on_signal(note: impl Into<String>) {
     *STOP_NOTE
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(note.into());
+    WATCH.call_once(watch);
+}
+
+/// From now on, a stop by SIGINT, SIGTERM or SIGHUP first writes to standard error, on a line of
+/// its own before the stop's note, what `unsaid` gives when the signal comes, if anything: the
+/// news of a note the command writes now and then, which would otherwise die with the process.
+/// A later call replaces it. `unsaid` runs on the stop's thread, after the removal; it should
+/// be quick, and must not call this module.
+pub fn say_first_on_signal(unsaid: impl Fn() -> Option<String> + Send + 'static) {
+    *UNSAID
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(Box::new(unsaid));
     WATCH.call_once(watch);
 }
 
@@ -208,16 +227,25 @@ fn watch() {
 fn stop(number: i32, name: &str) -> ! {
     // Held to the end: a creation waiting for the lock never runs.
     let (_held, removed) = REGISTRY.remove_all();
+    let unsaid = UNSAID
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+        .as_ref()
+        .and_then(|unsaid| unsaid());
     let note = STOP_NOTE
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner())
         .clone();
+    use std::io::{IsTerminal as _, Write as _};
+    let mut err = std::io::stderr().lock();
+    // On a terminal the line may hold a progress bar (and the ^C the terminal echoed): what is
+    // said starts a line of its own.
+    let mut start = if err.is_terminal() { "\r\x1b[2K" } else { "" };
+    if let Some(unsaid) = unsaid {
+        let _ = writeln!(err, "{start}{unsaid}");
+        start = "";
+    }
     if let Some(note) = note {
-        use std::io::{IsTerminal as _, Write as _};
-        let mut err = std::io::stderr().lock();
-        // On a terminal the line may hold a progress bar (and the ^C the terminal echoed): the
-        // note starts a line of its own.
-        let start = if err.is_terminal() { "\r\x1b[2K" } else { "" };
         let removed = if removed.is_empty() {
             String::new()
         } else {

@@ -1400,7 +1400,8 @@ direction is relayed until it ends too (a server that half-closes still gets wha
 sends, a client that half-closes still gets its answer). When either end's connection fails \
 instead (a reset), the other end is reset too once what came before is delivered, so that it \
 sees an error rather than an end that would pass a cut-off answer for a whole one. A connection the \
-upstream does not answer is closed, and standard error says so (at most once a second). An \
+upstream does not answer is closed, and standard error says so (at most once a second, and \
+once more when a signal stops the proxy, for the failures since the last note). An \
 --upstream that is the proxy itself is refused (exit 2): any address its name gives at the \
 --listen port that is the listening address, or, for a proxy on a wildcard address (0.0.0.0, \
 ::), a loopback address or any address of this machine (one a socket can be bound to; on a \
@@ -1504,33 +1505,70 @@ pub fn run_proxy(a: &ProxyArgs) -> anyhow::Result<()> {
         ))
     );
     // The proxy closes a client's connection when the upstream does not answer; without a note
-    // here the operator would see a healthy proxy and failing clients. At most one a second.
-    let stats = handle.shared_stats();
-    let upstream = a.upstream.clone();
-    std::thread::spawn(move || {
-        let mut noted = 0;
-        loop {
-            std::thread::sleep(StdDuration::from_secs(1));
-            let failures = stats
-                .upstream_failures
-                .load(std::sync::atomic::Ordering::Relaxed);
-            if failures > noted {
-                let why = stats
-                    .upstream_error
-                    .lock()
-                    .ok()
-                    .and_then(|e| e.clone())
-                    .unwrap_or_default();
-                note!(
-                    "foresight proxy: cannot connect to the upstream {upstream} ({why}); {failures} \
-                     connection(s) closed unrelayed so far"
-                );
-                noted = failures;
-            }
-        }
+    // here the operator would see a healthy proxy and failing clients. At most one a second, and
+    // one more as a signal stops the proxy, for the failures since the last.
+    let failures = std::sync::Arc::new(UpstreamFailures {
+        stats: handle.shared_stats(),
+        upstream: a.upstream.clone(),
+        noted: std::sync::Mutex::new(0),
+    });
+    let at_stop = failures.clone();
+    crate::cleanup::say_first_on_signal(move || at_stop.news());
+    std::thread::spawn(move || loop {
+        std::thread::sleep(StdDuration::from_secs(1));
+        failures.say_news();
     });
     handle.wait();
     Ok(())
+}
+
+/// The proxy's note about the connections it closed because the upstream did not answer.
+struct UpstreamFailures {
+    stats: std::sync::Arc<proxy::ProxyStats>,
+    upstream: String,
+    /// The failures the last note counted.
+    noted: std::sync::Mutex<u64>,
+}
+
+impl UpstreamFailures {
+    /// Writes the note if there were failures since the last one. The note is written holding
+    /// the count, so that a stop asking for [`UpstreamFailures::news`] meanwhile waits for it
+    /// rather than find the news taken and end the process before it is written.
+    fn say_news(&self) {
+        let mut noted = self.noted.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(line) = self.news_since(&mut noted) {
+            note!("{line}");
+        }
+    }
+
+    /// The note about the failures since the last one, if any, taken as said.
+    fn news(&self) -> Option<String> {
+        let mut noted = self.noted.lock().unwrap_or_else(|p| p.into_inner());
+        self.news_since(&mut noted)
+    }
+
+    fn news_since(&self, noted: &mut u64) -> Option<String> {
+        let failures = self
+            .stats
+            .upstream_failures
+            .load(std::sync::atomic::Ordering::Relaxed);
+        if failures <= *noted {
+            return None;
+        }
+        *noted = failures;
+        let why = self
+            .stats
+            .upstream_error
+            .lock()
+            .ok()
+            .and_then(|e| e.clone())
+            .unwrap_or_default();
+        Some(format!(
+            "foresight proxy: cannot connect to the upstream {} ({why}); {failures} connection(s) \
+             closed unrelayed so far",
+            self.upstream
+        ))
+    }
 }
 
 pub const SOAK_HELP: &str = "Run many concurrent clients against one in-process server and \

@@ -619,6 +619,65 @@ fn a_proxy_says_when_its_upstream_does_not_answer() {
     );
 }
 
+/// The note about an upstream that does not answer was written by a once-a-second thread, so
+/// failures in the last second before a stop were never reported: three connections refused,
+/// then SIGINT at once, and standard error said only that the proxy stopped. The stop now says
+/// what the last note had not.
+#[test]
+fn a_proxy_stopped_says_the_upstream_failures_not_yet_noted() {
+    use std::io::{Read, Write};
+    let closed = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap()
+    };
+    let mut cmd = bin();
+    cmd.args(["proxy", "--listen", "127.0.0.1:0", "--upstream"])
+        .arg(closed.to_string());
+    let (mut proxy, mut err, first) = spawn_reading_first_line(cmd);
+    let listen = first
+        .split_whitespace()
+        .find(|w| w.starts_with("127.0.0.1:"))
+        .unwrap_or_else(|| panic!("no address in {first:?}"))
+        .to_string();
+    for _ in 0..3 {
+        let mut client = std::net::TcpStream::connect(&listen).unwrap();
+        client
+            .set_read_timeout(Some(std::time::Duration::from_secs(20)))
+            .unwrap();
+        let _ = client.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n");
+        // The proxy closes it once its connection upstream failed, counted by then.
+        let mut buf = [0u8; 64];
+        let got = client.read(&mut buf);
+        assert!(
+            matches!(got, Ok(0)) || got.is_err(),
+            "the proxy relayed {got:?}"
+        );
+    }
+    let killed = Command::new("kill")
+        .args(["-INT", &proxy.0.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let status = wait_exit(&mut proxy, 20, "SIGINT did not stop it");
+    let mut rest = String::new();
+    err.read_to_string(&mut rest).unwrap();
+    assert_eq!(status.code(), Some(130), "{first}{rest}");
+    // The last note, whether the stop's or one a second before it, counts all three.
+    let noted = rest
+        .lines()
+        .rfind(|l| l.contains("cannot connect to the upstream"))
+        .unwrap_or_else(|| panic!("no note about the upstream: {first}{rest}"));
+    assert!(
+        noted.contains(&closed.to_string()) && noted.contains("3 connection(s)"),
+        "{noted}"
+    );
+    assert!(
+        rest.trim_end()
+            .ends_with("stopped by SIGINT: foresight proxy closed its connections"),
+        "{rest}"
+    );
+}
+
 #[test]
 fn serve_get_and_sigterm_through_the_binary() {
     let (_guard, dir) = scratch("net");
