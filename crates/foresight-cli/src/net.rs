@@ -56,6 +56,14 @@ fn listen_arg(s: &str) -> Result<SocketAddr, String> {
                 );
             }
         }
+        if let Some(addr) = foresight_net::client::address_in_url(text) {
+            let example = addr
+                .parse::<SocketAddr>()
+                .map_or("127.0.0.1:8080".to_string(), |a| a.to_string());
+            return format!(
+                "`{s}` is a URL; give the IP address and port without the scheme, e.g. {example}"
+            );
+        }
         format!("`{s}` is not an IP address and port; give an IP address and port, e.g. 127.0.0.1:8080 or [::1]:8080 (host names are not looked up)")
     })
 }
@@ -1420,7 +1428,8 @@ pub struct ProxyArgs {
     /// Address to listen on: an IP address and port (0 picks a free port).
     #[arg(long, value_name = "IP:PORT", value_parser = listen_arg)]
     listen: SocketAddr,
-    /// Address to relay to.
+    /// Address to relay to: a host name or IP address and a port, without a scheme (a URL is
+    /// refused, naming the HOST:PORT in it).
     #[arg(long, value_name = "HOST:PORT")]
     upstream: String,
     /// One-way delay added in each direction, e.g. 10ms or 50us; at most 10s.
@@ -1441,6 +1450,15 @@ pub struct ProxyArgs {
 
 /// Runs `foresight proxy` until interrupted.
 pub fn run_proxy(a: &ProxyArgs) -> anyhow::Result<()> {
+    // A URL would be refused below as a name that does not resolve (the scheme taken for part
+    // of the host), which sends the user to check the host rather than drop the scheme.
+    if let Some(addr) = foresight_net::client::address_in_url(&a.upstream) {
+        return Err(input(format!(
+            "--upstream: `{}` is a URL; give the upstream's HOST:PORT without the scheme, e.g. \
+             {addr}",
+            a.upstream
+        )));
+    }
     // A mistyped upstream would otherwise show only as every relayed connection failing.
     let resolved: Vec<SocketAddr> =
         match std::net::ToSocketAddrs::to_socket_addrs(a.upstream.as_str()) {

@@ -316,6 +316,22 @@ fn bad_network_arguments_exit_2_and_name_the_argument() {
         // Saved as a file named `-` in the current directory, where `-` means standard output
         // to other tools. Refused before the URL is asked for.
         (vec!["get", "http://127.0.0.1:1/x", "--out", "-"], "--out -"),
+        // A URL was looked up as a host name, and refused as one that does not resolve.
+        (
+            vec![
+                "proxy",
+                "--listen",
+                "127.0.0.1:0",
+                "--upstream",
+                "http://127.0.0.1:18100",
+            ],
+            "--upstream: `http://127.0.0.1:18100` is a URL; give the upstream's HOST:PORT without \
+             the scheme, e.g. 127.0.0.1:18100",
+        ),
+        (
+            vec!["serve", "--root", ".", "--addr", "http://127.0.0.1:8080/"],
+            "is a URL; give the IP address and port without the scheme, e.g. 127.0.0.1:8080",
+        ),
         // 1e29 B/s was accepted, and published at /.well-known/foresight as the device's rate.
         (
             vec![

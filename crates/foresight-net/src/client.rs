@@ -138,6 +138,35 @@ fn scheme_prefix(text: &str) -> Option<(&'static str, &str)> {
     Some((scheme, &text[letters..]))
 }
 
+/// The `HOST:PORT` that `text` names when it is an `http://` or `https://` URL (in any case):
+/// the port the URL gives, or its scheme's default. For an option that takes an address, given
+/// a URL (`--upstream http://127.0.0.1:8080/`), whose scheme a name lookup would take for part
+/// of the host name. `None` for anything else.
+pub fn address_in_url(text: &str) -> Option<String> {
+    let (scheme, after) = scheme_prefix(text)?;
+    let rest = after.strip_prefix("://")?;
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    let host_port = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    // An IPv6 address's colons are inside its brackets.
+    let port_at = match host_port.rfind(']') {
+        Some(i) => host_port[i..].find(':').map(|p| i + p),
+        None => host_port.find(':'),
+    };
+    let (host, port) = match port_at {
+        Some(i) => (&host_port[..i], &host_port[i + 1..]),
+        None => (host_port, ""),
+    };
+    if host.is_empty() {
+        return None;
+    }
+    let port = match (port, scheme) {
+        ("", "https") => "443",
+        ("", _) => "80",
+        (port, _) => port,
+    };
+    Some(format!("{host}:{port}"))
+}
+
 /// For `http:8080/f` (a scheme's name, a colon and a port), the text from the colon on.
 fn scheme_then_port(text: &str) -> Option<&str> {
     let (_, after) = scheme_prefix(text)?;
@@ -2738,6 +2767,28 @@ mod tests {
             begun(&[(header::LAST_MODIFIED, "soon"), (header::DATE, date)]),
             None
         );
+    }
+
+    /// A URL given where an address is asked for names the address to give instead; anything
+    /// else is not a URL.
+    #[test]
+    fn the_address_in_a_url_is_its_host_and_port() {
+        for (text, want) in [
+            ("http://127.0.0.1:18100", Some("127.0.0.1:18100")),
+            ("HTTP://127.0.0.1:18100/f?x#y", Some("127.0.0.1:18100")),
+            ("http://example.com/", Some("example.com:80")),
+            ("https://example.com", Some("example.com:443")),
+            ("http://[::1]:8080/", Some("[::1]:8080")),
+            ("http://[::1]/", Some("[::1]:80")),
+            ("http://u@h:81", Some("h:81")),
+            ("http://h:/", Some("h:80")),
+            ("http://", None),
+            ("127.0.0.1:8080", None),
+            ("http:8080", None),
+            ("localhost:80", None),
+        ] {
+            assert_eq!(address_in_url(text).as_deref(), want, "{text}");
+        }
     }
 
     #[test]
