@@ -1589,6 +1589,30 @@ impl UpstreamFailures {
     }
 }
 
+/// `net-soak`'s report as text: what `--json` gives, the rate included, on one line.
+fn soak_line(r: &soak::SoakReport) -> String {
+    let mib = |b: Option<u64>| {
+        b.map_or("?".into(), |b| {
+            format!("{:.0} MiB", b as f64 / (1u64 << 20) as f64)
+        })
+    };
+    format!(
+        "{} clients, {:.1} s: {} requests, {} bytes checked ({:.1} MiB/s), {} errors, {} \
+         mismatches; RSS start {}, max sampled {}, end {}, peak {}",
+        r.clients,
+        r.seconds,
+        r.requests,
+        r.bytes,
+        r.mib_s(),
+        r.errors,
+        r.mismatches,
+        mib(r.rss_start_bytes),
+        mib(r.rss_max_sampled_bytes),
+        mib(r.rss_end_bytes),
+        mib(r.peak_rss_bytes),
+    )
+}
+
 pub const SOAK_HELP: &str = "Run many concurrent clients against one in-process server and \
 check every byte they receive.
 
@@ -1694,24 +1718,7 @@ pub fn run_soak(a: &SoakArgs) -> anyhow::Result<()> {
     if a.json {
         print_line(r.to_json())?;
     } else {
-        let mib = |b: Option<u64>| {
-            b.map_or("?".into(), |b| {
-                format!("{:.0} MiB", b as f64 / (1u64 << 20) as f64)
-            })
-        };
-        print_line(format_args!(
-            "{} clients, {:.1} s: {} requests, {} bytes checked, {} errors, {} mismatches; RSS start {}, max sampled {}, end {}, peak {}",
-            r.clients,
-            r.seconds,
-            r.requests,
-            r.bytes,
-            r.errors,
-            r.mismatches,
-            mib(r.rss_start_bytes),
-            mib(r.rss_max_sampled_bytes),
-            mib(r.rss_end_bytes),
-            mib(r.peak_rss_bytes),
-        ))?;
+        print_line(soak_line(&r))?;
         if let Some(e) = &r.first_error {
             print_line(format_args!("first error: {e}"))?;
         }
@@ -1725,8 +1732,33 @@ pub fn run_soak(a: &SoakArgs) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::discarded_output;
-    use super::{server::Stopped, stop_line};
+    use super::{server::Stopped, soak::SoakReport, soak_line, stop_line};
     use std::time::Duration;
+
+    /// The text report gives the rate, as --help says it does; only --json had it.
+    #[test]
+    fn the_soak_report_line_gives_the_rate() {
+        let r = SoakReport {
+            clients: 50,
+            seconds: 2.0,
+            requests: 11410,
+            bytes: 3 << 20,
+            errors: 0,
+            mismatches: 0,
+            first_error: None,
+            rss_start_bytes: Some(6 << 20),
+            rss_max_sampled_bytes: None,
+            rss_end_bytes: None,
+            peak_rss_bytes: None,
+        };
+        let line = soak_line(&r);
+        assert!(
+            line.starts_with(
+                "50 clients, 2.0 s: 11410 requests, 3145728 bytes checked (1.5 MiB/s), 0 errors"
+            ),
+            "{line}"
+        );
+    }
 
     /// The last line says what a stop waited for: nothing, the answers under way, or the grace
     /// period, with what it cut.

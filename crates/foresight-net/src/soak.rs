@@ -96,6 +96,11 @@ pub struct SoakReport {
 }
 
 impl SoakReport {
+    /// The rate: the bytes checked over the clients' reading time, in MiB/s.
+    pub fn mib_s(&self) -> f64 {
+        self.bytes as f64 / (1u64 << 20) as f64 / self.seconds.max(1e-9)
+    }
+
     /// The JSON object `foresight net-soak --json` prints.
     pub fn to_json(&self) -> serde_json::Value {
         serde_json::json!({
@@ -103,7 +108,7 @@ impl SoakReport {
             "seconds": self.seconds,
             "requests": self.requests,
             "bytes": self.bytes,
-            "mib_s": self.bytes as f64 / (1u64 << 20) as f64 / self.seconds.max(1e-9),
+            "mib_s": self.mib_s(),
             "errors": self.errors,
             "mismatches": self.mismatches,
             "first_error": self.first_error,
