@@ -344,17 +344,18 @@ fn pressure_caps_the_window_at_its_share_and_sheds_unfetched_reads_until_room_re
     );
 }
 
-#[test]
-fn under_pressure_one_stream_leads_and_the_other_waits_for_its_turn() {
-    let mut p = Directed::new(&cfg(8 << 20, Infill::Bytes(0)), layout(2, 64 << 20)).unwrap();
-    let ranges = reads_8k(16384);
+/// A policy with an 8 MiB window over `files` files of 64 MiB, told stream `s`'s reads `hints[s]`
+/// (of file `s`, each stream sending its first run; a stream given none is not told of, so it
+/// does not exist yet), then that memory holds 8 MiB more than the streams hold: they take
+/// turns, stream 0 first. The driver has completed every fetch.
+fn taking_turns(files: usize, hints: &[&[ByteRange]]) -> (Directed, Driver) {
+    let mut p = Directed::new(&cfg(8 << 20, Infill::Bytes(0)), layout(files, 64 << 20)).unwrap();
     let mut d = Driver::new();
-    for s in 0..2u32 {
-        hint(&mut p, s, s, ranges.clone());
+    for (s, ranges) in hints.iter().enumerate().filter(|(_, r)| !r.is_empty()) {
+        hint(&mut p, s as u32, s as u32, ranges.to_vec());
         let outs = drain(&mut p);
         d.execute(outs);
     }
-    // Both sent a run; memory then turns out to hold 16 MiB in all.
     p.handle(
         Instant::ZERO,
         Input::MemoryPressure {
@@ -364,6 +365,14 @@ fn under_pressure_one_stream_leads_and_the_other_waits_for_its_turn() {
     let outs = drain(&mut p);
     d.execute(outs);
     while d.complete_one(&mut p) {}
+    (p, d)
+}
+
+#[test]
+fn under_pressure_one_stream_leads_and_the_other_waits_for_its_turn() {
+    let ranges = reads_8k(16384);
+    // Both sent a run; memory then turns out to hold 16 MiB in all.
+    let (mut p, mut d) = taking_turns(2, &[&ranges, &ranges]);
     let before = d.fetched.len();
     let (last, head) = ranges.split_last().unwrap();
     for r in head {
@@ -863,27 +872,11 @@ fn splits_that_leave_streams_alone_answer_as_visiting_every_stream_does() {
 /// read went to the disk on demand). Its deferred read now keeps it in the rotation.
 #[test]
 fn a_waiting_stream_whose_last_read_is_deferred_still_gets_the_lead() {
-    let mut p = Directed::new(&cfg(8 << 20, Infill::Bytes(0)), layout(4, 64 << 20)).unwrap();
     let ranges = reads_8k(16384);
     // Stream 1 has one read more than it sends at once (its in-flight bound holds 512).
     let short = &ranges[..513];
-    let mut d = Driver::new();
-    for s in 0..4u32 {
-        let mine = if s == 1 { short } else { &ranges[..] };
-        hint(&mut p, s, s, mine.to_vec());
-        let outs = drain(&mut p);
-        d.execute(outs);
-    }
     // Memory turns out short: the streams take turns, 0 first.
-    p.handle(
-        Instant::ZERO,
-        Input::MemoryPressure {
-            available: ByteLen(8 << 20),
-        },
-    );
-    let outs = drain(&mut p);
-    d.execute(outs);
-    while d.complete_one(&mut p) {}
+    let (mut p, mut d) = taking_turns(4, &[&ranges, short, &ranges, &ranges]);
     let sent = |d: &Driver, r: ByteRange| {
         d.fetched
             .iter()
@@ -937,23 +930,9 @@ fn a_waiting_stream_whose_last_read_is_deferred_still_gets_the_lead() {
 /// used to send its first run at once, with the whole window, past the leader's turn.
 #[test]
 fn a_stream_that_comes_while_memory_is_shared_waits_for_its_turn() {
-    let mut p = Directed::new(&cfg(8 << 20, Infill::Bytes(0)), layout(3, 64 << 20)).unwrap();
     let ranges = reads_8k(16384);
-    let mut d = Driver::new();
-    for s in [0u32, 2] {
-        hint(&mut p, s, s, ranges.clone());
-        let outs = drain(&mut p);
-        d.execute(outs);
-    }
-    p.handle(
-        Instant::ZERO,
-        Input::MemoryPressure {
-            available: ByteLen(8 << 20),
-        },
-    );
-    let outs = drain(&mut p);
-    d.execute(outs);
-    while d.complete_one(&mut p) {}
+    // Streams 0 and 2 take turns (stream 1 discloses nothing yet).
+    let (mut p, mut d) = taking_turns(3, &[&ranges, &[], &ranges]);
     let late: Vec<ByteRange> = ranges[..64].to_vec();
     hint(&mut p, 1, 1, late.clone());
     let outs = drain(&mut p);
