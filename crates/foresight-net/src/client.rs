@@ -145,26 +145,23 @@ fn scheme_prefix(text: &str) -> Option<(&'static str, &str)> {
 pub fn address_in_url(text: &str) -> Option<String> {
     let (scheme, after) = scheme_prefix(text)?;
     let rest = after.strip_prefix("://")?;
+    // The authority alone, without credentials (the address is what is asked for), read as
+    // this client reads a URL's: brackets, host and port.
     let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
     let host_port = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
-    // An IPv6 address's colons are inside its brackets.
-    let port_at = match host_port.rfind(']') {
-        Some(i) => host_port[i..].find(':').map(|p| i + p),
-        None => host_port.find(':'),
+    // An empty port (`h:`) is the scheme's default, as a missing one is.
+    let host_port = host_port.strip_suffix(':').unwrap_or(host_port);
+    let has_port = match host_port.rfind(']') {
+        Some(i) => host_port[i..].contains(':'),
+        None => host_port.contains(':'),
     };
-    let (host, port) = match port_at {
-        Some(i) => (&host_port[..i], &host_port[i + 1..]),
-        None => (host_port, ""),
+    // The URL parser reads http, whose default port is 80.
+    let host_port = match (scheme, has_port) {
+        ("https", false) => format!("{host_port}:443"),
+        _ => host_port.to_string(),
     };
-    if host.is_empty() {
-        return None;
-    }
-    let port = match (port, scheme) {
-        ("", "https") => "443",
-        ("", _) => "80",
-        (port, _) => port,
-    };
-    Some(format!("{host}:{port}"))
+    let url: Url = format!("http://{host_port}").parse().ok()?;
+    Some(url.authority())
 }
 
 /// For `http:8080/f` (a scheme's name, a colon and a port), the text from the colon on.
