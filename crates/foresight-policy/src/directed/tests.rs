@@ -351,21 +351,27 @@ fn pressure_caps_the_window_at_its_share_and_sheds_unfetched_reads_until_room_re
 fn taking_turns(files: usize, hints: &[&[ByteRange]]) -> (Directed, Driver) {
     let mut p = Directed::new(&cfg(8 << 20, Infill::Bytes(0)), layout(files, 64 << 20)).unwrap();
     let mut d = Driver::new();
+    take_turns(&mut p, &mut d, hints, 8 << 20);
+    (p, d)
+}
+
+/// Tells `p` stream `s`'s reads `hints[s]` (of file `s`; none for an empty list), then that
+/// memory has `available_bytes` free beyond what the streams hold, and completes every fetch.
+fn take_turns(p: &mut Directed, d: &mut Driver, hints: &[&[ByteRange]], available_bytes: u64) {
     for (s, ranges) in hints.iter().enumerate().filter(|(_, r)| !r.is_empty()) {
-        hint(&mut p, s as u32, s as u32, ranges.to_vec());
-        let outs = drain(&mut p);
+        hint(p, s as u32, s as u32, ranges.to_vec());
+        let outs = drain(p);
         d.execute(outs);
     }
     p.handle(
         Instant::ZERO,
         Input::MemoryPressure {
-            available: ByteLen(8 << 20),
+            available: ByteLen(available_bytes),
         },
     );
-    let outs = drain(&mut p);
+    let outs = drain(p);
     d.execute(outs);
-    while d.complete_one(&mut p) {}
-    (p, d)
+    while d.complete_one(p) {}
 }
 
 #[test]
@@ -672,21 +678,9 @@ fn a_split_of_memory_visits_a_bounded_number_of_streams_per_event() {
         let reads: Vec<ByteRange> = (0..file_bytes / 8192)
             .map(|i| ByteRange::new(i * 8192, 8192))
             .collect();
-        for s in 0..streams {
-            hint(&mut p, s, s, reads.clone());
-            let outs = drain(&mut p);
-            d.execute(outs);
-        }
         // Memory turns out to be over-committed: the streams take turns.
-        p.handle(
-            Instant::ZERO,
-            Input::MemoryPressure {
-                available: ByteLen(1 << 20),
-            },
-        );
-        let outs = drain(&mut p);
-        d.execute(outs);
-        while d.complete_one(&mut p) {}
+        let hints = vec![&reads[..]; streams as usize];
+        take_turns(&mut p, &mut d, &hints, 1 << 20);
         // Four turns of the lead, each a whole file read by its leader.
         let first = p.leader.expect("memory is shared");
         for turn in 0..4 {
