@@ -1145,20 +1145,28 @@ fn link_target(path: &std::path::Path) -> std::io::Result<PathBuf> {
 
 /// Opening a FIFO to write waits until something opens it to read, which may be never: a
 /// download that waited there said nothing. A FIFO without a reader is said to be waited for.
-fn say_when_a_fifo_has_no_reader(path: &std::path::Path) {
+/// Returns the FIFO opened without waiting when it has a reader, to be held until the
+/// download's own opening is done: closed before, it would be the FIFO's only writer, and its
+/// reader would see the end of the stream at once (it took none of the download then).
+fn say_when_a_fifo_has_no_reader(path: &std::path::Path) -> Option<std::fs::File> {
     use std::os::unix::fs::OpenOptionsExt;
-    // Without waiting, the opening fails with ENXIO while the FIFO has no reader. What it
-    // opens is closed again: the download's own opening waits as a FIFO's opening does.
+    // Without waiting, the opening fails with ENXIO while the FIFO has no reader.
     let probe = std::fs::OpenOptions::new()
         .write(true)
         .custom_flags(libc::O_NONBLOCK)
         .open(path);
-    if probe.is_err_and(|e| e.raw_os_error() == Some(libc::ENXIO)) {
-        note!(
-            "--out {} is a FIFO that nothing reads yet: waiting for a reader to open it (SIGINT \
-             stops the wait)",
-            path.display()
-        );
+    match probe {
+        Ok(file) => Some(file),
+        Err(e) => {
+            if e.raw_os_error() == Some(libc::ENXIO) {
+                note!(
+                    "--out {} is a FIFO that nothing reads yet: waiting for a reader to open it \
+                     (SIGINT stops the wait)",
+                    path.display()
+                );
+            }
+            None
+        }
     }
 }
 
@@ -1242,9 +1250,9 @@ impl OutTarget {
                 });
             }
             if !meta.is_file() {
-                if std::os::unix::fs::FileTypeExt::is_fifo(&meta.file_type()) {
-                    say_when_a_fifo_has_no_reader(path);
-                }
+                let _reader_known = std::os::unix::fs::FileTypeExt::is_fifo(&meta.file_type())
+                    .then(|| say_when_a_fifo_has_no_reader(path))
+                    .flatten();
                 // Opened without truncating: a device or a FIFO has no bytes to lose.
                 let file = match std::fs::OpenOptions::new().write(true).open(path) {
                     Ok(f) => f,
